@@ -1,0 +1,259 @@
+"""ModelConfig: the single source of truth for a transformer.
+
+Every topology in the seeds (encoder, decoder, encoder-decoder, ViT) is the same block stacked N times;
+they differ in the mask, in cross-attention, in what the tokens are and in the head. This dataclass names
+each of those choices as a field, validates them on construction (so a bad value is reported by name,
+not as a shape mismatch deep inside torch), and round-trips through JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from attnlab.errors import ConfigError
+
+TOPOLOGIES = ("encoder", "decoder", "encoder-decoder", "vit")
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
+SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "reglu", "geglu", "geglu_tanh", "swiglu")
+GATED_ACTIVATIONS = ("reglu", "geglu", "geglu_tanh", "swiglu")
+NORMS = ("layernorm", "rmsnorm")
+NORM_PLACEMENTS = ("pre", "post")
+HEADS = ("lm", "classifier", "token_classifier", "none")
+
+
+@dataclass
+class ModelConfig:
+    """Hyper-parameters of one model, in the seeds' notation.
+
+    Sizes: vocab_size V, d_model d, n_heads h, d_head d_k (defaults to d/h), d_ff, n_layers N, max_len L.
+    """
+
+    topology: str = "decoder"
+    vocab_size: int = 256
+    d_model: int = 64
+    n_heads: int = 4
+    n_kv_heads: int | None = None  # grouped-query attention; None = n_heads (plain MHA), 1 = multi-query
+    d_head: int | None = None  # None = d_model // n_heads
+    d_ff: int = 256
+    n_layers: int = 2
+    n_decoder_layers: int | None = None  # encoder-decoder only; None = n_layers
+    max_len: int = 128
+
+    # positions
+    position: str = "learned"
+    position_offset: int = 0  # learned positions start at this row (BART keeps 2 spare rows)
+    sinusoidal_layout: str = "interleaved"  # interleaved: sin/cos pairs (Vaswani); halves: all sin then all cos
+    rope_theta: float = 10000.0
+    t5_num_buckets: int = 32
+    t5_max_distance: int = 128
+
+    # block
+    activation: str = "gelu"
+    norm: str = "layernorm"
+    norm_eps: float = 1e-5
+    norm_placement: str = "pre"
+    final_norm: bool | None = None  # None = True for pre-LN, False for post-LN
+    embedding_norm: bool = False  # LayerNorm right after the embedding sum (BERT, BART)
+    scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani, Marian, T5 does not)
+    bias: bool = True  # biases on the attention and feed-forward projections
+    attn_scale: float | None = None  # None = 1/sqrt(d_head); T5 folds it into the weights and uses 1.0
+    dropout: float = 0.0
+    attn_dropout: float = 0.0
+
+    # embeddings / output
+    type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
+    tie_embeddings: bool = True  # output projection shares the token embedding matrix
+    lm_head_bias: bool = False  # a bias on the vocabulary logits (BERT MLM, BART/Marian final_logits_bias)
+    lm_head_transform: bool = False  # BERT MLM head: dense + activation + norm before the vocabulary projection
+    logit_scale: float = 1.0  # hidden state is multiplied by this before the LM head (T5 tied: d_model**-0.5)
+    head: str = "lm"  # what forward() returns logits for
+    n_classes: int = 0  # classifier / token classifier / ViT head
+    pooler: bool = False  # BERT pooler: dense + tanh on the [CLS] vector
+
+    # vision
+    image_size: int = 32
+    patch_size: int = 4
+    n_channels: int = 3
+
+    # special tokens
+    pad_token_id: int | None = None
+    bos_token_id: int | None = None
+    eos_token_id: int | None = None
+    decoder_start_token_id: int | None = None
+
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (source family, tokenizer hints)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ----------------------------------------------------------------- derived
+    @property
+    def head_dim(self) -> int:
+        """d_k: width of one head."""
+        return self.d_head if self.d_head is not None else self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_kv_heads if self.n_kv_heads is not None else self.n_heads
+
+    @property
+    def decoder_layers(self) -> int:
+        return self.n_decoder_layers if self.n_decoder_layers is not None else self.n_layers
+
+    @property
+    def gated(self) -> bool:
+        return self.activation in GATED_ACTIVATIONS
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.final_norm if self.final_norm is not None else self.norm_placement == "pre"
+
+    @property
+    def n_patches(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+    @property
+    def seq_limit(self) -> int | None:
+        """Longest sequence the positions allow; None when the scheme has no limit (rope, alibi, t5, none)."""
+        if self.topology == "vit":
+            return self.n_patches + 1
+        if self.position in ("learned", "sinusoidal"):
+            return self.max_len
+        return None
+
+    # --------------------------------------------------------------- validation
+    def validate(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(f"ModelConfig.{name}={getattr(self, name)!r}: {why}")
+
+        def choice(name: str, allowed: tuple[str, ...]) -> None:
+            value = getattr(self, name)
+            if value not in allowed:
+                raise bad(name, f"unknown value; allowed: {', '.join(allowed)}")
+
+        def positive(name: str, allow_none: bool = False) -> None:
+            value = getattr(self, name)
+            if value is None and allow_none:
+                return
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise bad(name, "must be a positive integer")
+
+        choice("topology", TOPOLOGIES)
+        choice("position", POSITIONS)
+        choice("sinusoidal_layout", SINUSOIDAL_LAYOUTS)
+        choice("activation", ACTIVATIONS)
+        choice("norm", NORMS)
+        choice("norm_placement", NORM_PLACEMENTS)
+        choice("head", HEADS)
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+            positive(name)
+        for name in ("n_kv_heads", "d_head", "n_decoder_layers"):
+            positive(name, allow_none=True)
+        for name in ("t5_num_buckets", "t5_max_distance", "image_size", "patch_size", "n_channels"):
+            positive(name)
+        for name in ("position_offset", "type_vocab_size", "n_classes"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise bad(name, "must be a non-negative integer")
+        for name in ("dropout", "attn_dropout"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
+                raise bad(name, "must be a probability in [0, 1)")
+        for name in ("norm_eps", "rope_theta", "logit_scale"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
+                raise bad(name, "must be a positive finite number")
+        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float)) and self.attn_scale > 0):
+            raise bad("attn_scale", "must be a positive number or None (= 1/sqrt(d_head))")
+        if self.d_head is None and self.d_model % self.n_heads:
+            raise bad("d_model", f"must be divisible by n_heads={self.n_heads} (or set d_head explicitly)")
+        if self.n_heads % self.kv_heads:
+            raise bad("n_kv_heads", f"must divide n_heads={self.n_heads} (grouped-query attention shares each "
+                      "key/value head among n_heads/n_kv_heads query heads)")
+        if self.position == "rope" and self.head_dim % 2:
+            raise bad("position", f"rope needs an even d_head, got d_head={self.head_dim}")
+        if self.position == "sinusoidal" and self.d_model % 2:
+            raise bad("position", f"sinusoidal positions need an even d_model, got {self.d_model}")
+        if self.topology == "vit":
+            if self.image_size % self.patch_size:
+                raise bad("image_size", f"must be a multiple of patch_size={self.patch_size}")
+            if self.n_classes <= 0 and self.head == "classifier":
+                raise bad("n_classes", "a ViT with a classifier head needs n_classes > 0")
+        if self.head in ("classifier", "token_classifier") and self.n_classes <= 0:
+            raise bad("n_classes", f"head={self.head!r} needs n_classes > 0")
+        if self.head == "lm" and self.topology == "vit":
+            raise bad("head", "a ViT has no vocabulary; use 'classifier' or 'none'")
+        for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int) and 0 <= value < self.vocab_size):
+                raise bad(name, f"must be a token id in [0, vocab_size={self.vocab_size}) or None")
+        if not isinstance(self.extra, dict):
+            raise bad("extra", "must be a dict")
+
+    # ------------------------------------------------------------------ I/O
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
+        """Build from a dict, refusing unknown keys and wrong types before anything is allocated."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"a model config must be a JSON object, got {type(data).__name__}")
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(data) - set(known))
+        if unknown:
+            raise ConfigError(f"unknown ModelConfig keys {unknown}; known keys: {', '.join(sorted(known))}")
+        for key, value in data.items():
+            _check_type(key, known[key].type, value)
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text_or_path: str | Path) -> ModelConfig:
+        path = Path(text_or_path)
+        if isinstance(text_or_path, Path) or (len(str(text_or_path)) < 4096 and path.suffix == ".json"):
+            if not path.is_file():
+                raise ConfigError(f"config file {path} does not exist")
+            text = path.read_text()
+        else:
+            text = str(text_or_path)
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"config is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+    def replace(self, **changes: Any) -> ModelConfig:
+        """A copy with some fields changed (validated again)."""
+        return dataclasses.replace(self, **changes)
+
+
+_TYPES = {
+    "int": (int,), "float": (int, float), "str": (str,), "bool": (bool,),
+    "int | None": (int, type(None)), "float | None": (int, float, type(None)), "bool | None": (bool, type(None)),
+    "dict[str, Any]": (dict,),
+}
+
+
+def _check_type(key: str, annotation: Any, value: Any) -> None:
+    allowed = _TYPES.get(str(annotation))
+    if allowed is None:
+        return
+    if isinstance(value, bool) and bool not in allowed:
+        ok = False
+    else:
+        ok = isinstance(value, allowed)
+    if not ok:
+        raise ConfigError(f"ModelConfig.{key}={value!r}: expected {annotation}, got {type(value).__name__}")

@@ -1,0 +1,1 @@
+"""Building blocks, one concept per file. Layers never import models."""

@@ -1,0 +1,110 @@
+"""Multi-head attention, for self- and cross-attention: Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k) + B) V.
+
+One module serves every topology. Heads are a reshape, not a loop: Q, K, V are projected for all heads at
+once (one fused matrix for self-attention), split into (batch, heads, seq, d_head), attended, concatenated
+and projected by W_O. Grouped-query attention shares each K/V head among n_heads / n_kv_heads query heads.
+
+Two paths compute the same numbers:
+- fast: torch.nn.functional.scaled_dot_product_attention (fused kernels);
+- explicit: the textbook math, taken only when a recorder asks for scores, weights, Q, K or V.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab import recording
+from attnlab.config import ModelConfig
+from attnlab.layers.masks import causal_mask
+from attnlab.layers.positions import apply_rotary
+
+_RECORDED = ("q", "k", "v", "raw_scores", "weights")
+
+
+class Attention(nn.Module):
+    def __init__(self, config: ModelConfig, cross: bool = False):
+        super().__init__()
+        self.cross = cross
+        self.n_heads, self.n_kv_heads, self.d_head = config.n_heads, config.kv_heads, config.head_dim
+        self.scale = config.attn_scale if config.attn_scale is not None else self.d_head ** -0.5
+        self.dropout_p = config.attn_dropout
+        d, q_width, kv_width = config.d_model, config.n_heads * config.head_dim, config.kv_heads * config.head_dim
+        self.q_width, self.kv_width = q_width, kv_width
+        if cross:  # queries from the decoder, keys and values from the encoder output
+            self.q = nn.Linear(d, q_width, bias=config.bias)
+            self.kv = nn.Linear(d, 2 * kv_width, bias=config.bias)
+        else:  # W_Q, W_K, W_V stacked into one matrix: one matmul instead of three
+            self.qkv = nn.Linear(d, q_width + 2 * kv_width, bias=config.bias)
+        self.out = nn.Linear(q_width, d, bias=config.bias)  # W_O
+        self.record_name = "attn"
+
+    def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        return x.view(batch, seq, n, self.d_head).transpose(1, 2)  # (batch, n, seq, d_head)
+
+    def project_kv(self, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Cross-attention K, V from the encoder output: computed once per source, reusable every step."""
+        k, v = self.kv(context).split(self.kv_width, dim=-1)
+        return self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+
+    def forward(
+        self,
+        x: torch.Tensor,  # (batch, q_len, d_model)
+        *,
+        bias: torch.Tensor | None = None,  # (batch|1, heads|1, q_len, k_len) additive, masks included
+        is_causal: bool = False,
+        rope: tuple[torch.Tensor, torch.Tensor] | None = None,
+        context: torch.Tensor | None = None,  # (batch, k_len, d_model) for cross-attention
+        cache=None,  # LayerCache: self-attention appends in place; cross-attention stores K, V once
+    ) -> torch.Tensor:
+        if self.cross:
+            q = self._heads(self.q(x), self.n_heads)
+            if cache is not None and cache.k is not None:
+                k, v = cache.k, cache.v
+            else:
+                k, v = self.project_kv(context)
+                if cache is not None:
+                    cache.k, cache.v = k, v
+        else:
+            q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)
+            q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+            if rope is not None:
+                q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+            if cache is not None:
+                k, v = cache.append(k, v)  # (batch, kv_heads, cached + q_len, d_head)
+
+        rec = recording._active
+        if rec is not None and rec.wants_any(self.record_name, _RECORDED):
+            out = self._explicit(q, k, v, bias, is_causal, rec)
+        else:
+            out = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=bias, is_causal=is_causal, scale=self.scale,
+                dropout_p=self.dropout_p if self.training else 0.0,
+                enable_gqa=self.n_kv_heads != self.n_heads,
+            )  # (batch, heads, q_len, d_head)
+        batch, _, q_len, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, q_len, self.q_width)  # concat heads
+        return self.out(out)  # (batch, q_len, d_model)
+
+    def _explicit(self, q, k, v, bias, is_causal, rec) -> torch.Tensor:
+        """The same attention written out, keeping what the recorder asks for."""
+        if self.n_kv_heads != self.n_heads:
+            group = self.n_heads // self.n_kv_heads
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        raw = (q @ k.transpose(-2, -1)) * self.scale  # (batch, heads, q, k)
+        if is_causal:
+            keep = causal_mask(q.shape[-2], k.shape[-2], q.device)
+            raw = raw.masked_fill(~keep, torch.finfo(raw.dtype).min)
+        if bias is not None:
+            raw = raw + bias
+            raw = raw.clamp(min=torch.finfo(raw.dtype).min)  # -inf from min + negative stays finite
+        weights = raw.softmax(dim=-1)
+        if self.training and self.dropout_p:
+            weights = F.dropout(weights, self.dropout_p)
+        name = self.record_name
+        for leaf, tensor in (("q", q), ("k", k), ("v", v), ("raw_scores", raw), ("weights", weights)):
+            if rec.wants(f"{name}.{leaf}"):
+                rec.save(f"{name}.{leaf}", tensor, per_head=True)
+        return weights @ v  # (batch, heads, q, d_head)

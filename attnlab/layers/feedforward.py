@@ -1,0 +1,49 @@
+"""Position-wise feed-forward network: FFN(x) = W_2 act(W_1 x + b_1) + b_2, optionally gated.
+
+The seeds' "rewrite within positions": the same two-layer MLP applied to every position independently.
+Gated variants (GEGLU, SwiGLU) compute act(x W_gate) * (x W_up); W_gate and W_up are fused in `up`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnlab import recording
+from attnlab.config import ModelConfig
+
+_ACT = {
+    "relu": F.relu, "reglu": F.relu,
+    "gelu": F.gelu, "geglu": F.gelu,
+    "gelu_tanh": lambda x: F.gelu(x, approximate="tanh"), "geglu_tanh": lambda x: F.gelu(x, approximate="tanh"),
+    "silu": F.silu, "swiglu": F.silu,
+}
+
+
+def activation(name: str):
+    return _ACT[name]
+
+
+class FeedForward(nn.Module):
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.gated = config.gated
+        self.act = activation(config.activation)
+        width = config.d_ff * (2 if self.gated else 1)
+        self.up = nn.Linear(config.d_model, width, bias=config.bias)  # W_1 (and W_gate, stacked first)
+        self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)  # W_2
+        self.dropout = nn.Dropout(config.dropout)
+        self.record_name = "ffn"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (batch, seq, d_model)
+        h = self.up(x)  # (batch, seq, d_ff or 2*d_ff)
+        if self.gated:
+            gate, up = h.chunk(2, dim=-1)
+            h = self.act(gate) * up
+        else:
+            h = self.act(h)  # (batch, seq, d_ff)
+        if recording._active is not None:
+            recording.save(f"{self.record_name}.hidden", h)
+        return self.down(self.dropout(h))  # (batch, seq, d_model)

@@ -1,0 +1,66 @@
+"""What every attnlab model shares: its config, initialisation, input checks, save and generate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnlab.config import ModelConfig
+from attnlab.errors import InputError
+
+
+@dataclass
+class ModelOutput:
+    logits: torch.Tensor | None = None  # (batch, seq, vocab) or (batch, n_classes) or (batch, seq, n_classes)
+    hidden: torch.Tensor | None = None  # (batch, seq, d_model) last hidden state (after any final norm)
+    pooled: torch.Tensor | None = None  # (batch, d_model) pooler output, when the model has one
+    encoder_hidden: torch.Tensor | None = None  # (batch, src_seq, d_model) encoder-decoders only
+
+
+class TransformerModel(nn.Module):
+    config: ModelConfig
+
+    def init_weights(self) -> None:
+        """Normal(0, 0.02) for matrices and embeddings, zeros for biases, ones for norm gains (GPT-2/BERT)."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                nn.init.normal_(module.weight, std=0.02)
+                if module.bias is not None:
+                    nn.init.zeros_(module.bias)
+            elif isinstance(module, nn.Embedding):
+                nn.init.normal_(module.weight, std=0.02)
+        for name, param in self.named_parameters():
+            if name.endswith("positions.weight") or name.endswith("cls_token"):
+                nn.init.normal_(param, std=0.02)
+
+    def check_ids(self, ids: torch.Tensor, name: str = "input_ids") -> None:
+        if not isinstance(ids, torch.Tensor):
+            raise InputError(f"{name} must be a torch.Tensor of token ids, got {type(ids).__name__}")
+        if ids.dtype not in (torch.long, torch.int32, torch.int64):
+            raise InputError(f"{name} must hold integer token ids, got dtype {ids.dtype}")
+        if ids.dim() != 2:
+            raise InputError(f"{name} must have shape (batch, seq), got {tuple(ids.shape)}")
+        if ids.shape[1] == 0:
+            raise InputError(f"{name} is empty: give at least one token")
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.config.vocab_size):
+            raise InputError(f"{name} holds ids outside [0, vocab_size={self.config.vocab_size}): "
+                             f"min {int(ids.min())}, max {int(ids.max())}")
+
+    def num_parameters(self) -> int:
+        """Distinct parameters (a tied matrix counts once)."""
+        return sum(p.numel() for p in {id(p): p for p in self.parameters()}.values())
+
+    def save(self, directory: str | Path, tokenizer=None, format: str = "attnlab") -> Path:
+        """Write config.json + model.safetensors (format="attnlab") or a Hugging Face layout (format="hf")."""
+        from attnlab.checkpoint import save_model
+
+        return save_model(self, directory, tokenizer=tokenizer, format=format)
+
+    def generate(self, input_ids: torch.Tensor, **kwargs):
+        """Token-by-token generation with a KV cache; see attnlab.generation.generate."""
+        from attnlab.generation import generate
+
+        return generate(self, input_ids, **kwargs)

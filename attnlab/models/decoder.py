@@ -1,0 +1,37 @@
+"""Decoder-only causal language model (GPT, LLaMA): each position predicts the next token."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attnlab import recording
+from attnlab.config import ModelConfig
+from attnlab.models.base import ModelOutput, TransformerModel
+from attnlab.models.heads import LMHead
+from attnlab.models.stack import Stack
+
+
+class Decoder(Stack, TransformerModel):
+    def __init__(self, config: ModelConfig):
+        Stack.__init__(self, config, n_layers=config.n_layers, causal=True)
+        self.tokens = nn.Embedding(config.vocab_size, config.d_model)
+        self.lm_head = LMHead(config)
+        self.init_weights()
+        if config.tie_embeddings:
+            self.lm_head.proj.weight = self.tokens.weight
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (batch, seq)
+        attention_mask: torch.Tensor | None = None,  # (batch, past + seq)
+        position_ids: torch.Tensor | None = None,
+        cache=None,
+        last_only: bool = False,  # logits for the last position only (generation)
+    ) -> ModelOutput:
+        self.check_ids(input_ids)
+        h = self.run(self.tokens(input_ids), attention_mask=attention_mask, position_ids=position_ids, cache=cache)
+        logits = self.lm_head(h[:, -1:] if last_only else h) if self.config.head == "lm" else None
+        if logits is not None and recording._active is not None:
+            recording.save("logits", logits)
+        return ModelOutput(logits=logits, hidden=h)

@@ -1,0 +1,54 @@
+"""Encoder-only model (BERT): bidirectional attention, one contextual vector per token, task heads on top."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attnlab import recording
+from attnlab.config import ModelConfig
+from attnlab.models.base import ModelOutput, TransformerModel
+from attnlab.models.heads import LMHead, Pooler
+from attnlab.models.stack import Stack
+
+
+
+
+class Encoder(Stack, TransformerModel):
+    """Heads (all optional, from the config): MLM head tied to the embeddings (head="lm"), [CLS] sequence
+    classifier (head="classifier"), token classifier (head="token_classifier"), BERT pooler (pooler=True)."""
+
+    def __init__(self, config: ModelConfig):
+        Stack.__init__(self, config, n_layers=config.n_layers, causal=False)
+        d = config.d_model
+        self.tokens = nn.Embedding(config.vocab_size, d)
+        self.lm_head = LMHead(config) if config.head == "lm" else None
+        self.pooler = Pooler(config) if config.pooler else None
+        self.classifier = nn.Linear(d, config.n_classes) if config.head in ("classifier", "token_classifier") else None
+        self.init_weights()
+        if config.tie_embeddings and self.lm_head is not None:
+            self.lm_head.proj.weight = self.tokens.weight
+
+    def forward(
+        self,
+        input_ids: torch.Tensor,  # (batch, seq)
+        attention_mask: torch.Tensor | None = None,  # (batch, seq)
+        token_type_ids: torch.Tensor | None = None,
+        position_ids: torch.Tensor | None = None,
+    ) -> ModelOutput:
+        self.check_ids(input_ids)
+        h = self.run(self.tokens(input_ids), attention_mask=attention_mask, token_type_ids=token_type_ids,
+                     position_ids=position_ids)
+        pooled = self.pooler(h) if self.pooler is not None else None
+        head = self.config.head
+        if head == "lm":
+            logits = self.lm_head(h)  # (batch, seq, vocab)
+        elif head == "classifier":
+            logits = self.classifier(pooled if pooled is not None else h[:, 0])  # (batch, n_classes) from [CLS]
+        elif head == "token_classifier":
+            logits = self.classifier(h)  # (batch, seq, n_classes)
+        else:
+            logits = None
+        if logits is not None and recording._active is not None:
+            recording.save("logits", logits)
+        return ModelOutput(logits=logits, hidden=h, pooled=pooled)

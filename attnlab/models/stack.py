@@ -1,0 +1,116 @@
+"""Stack: N blocks sharing one position scheme and one mask. Every model is a stack plus an input and a head.
+
+Input vectors arrive already looked up (tokens or patches); the stack adds what every topology shares:
+embedding scaling, absolute positions, segment embeddings, embedding norm, dropout, the per-forward
+attention bias (mask + ALiBi/T5 bias, computed once for all layers), RoPE angles, the blocks, a final norm.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from attnlab import recording
+from attnlab.config import ModelConfig
+from attnlab.errors import InputError
+from attnlab.layers.block import Block
+from attnlab.layers.masks import attention_bias
+from attnlab.layers.norms import make_norm
+from attnlab.layers.positions import ALiBi, LearnedPositions, Rotary, SinusoidalPositions, T5RelativeBias
+
+
+class Stack(nn.Module):
+    def __init__(self, config: ModelConfig, *, n_layers: int, causal: bool, cross: bool = False,
+                 max_len: int | None = None):
+        super().__init__()
+        self.config, self.causal = config, causal
+        self.max_len = max_len or config.max_len
+        d = config.d_model
+        self.embed_scale = math.sqrt(d) if config.scale_embeddings else 1.0
+        self.positions = None
+        self.rotary = self.alibi = self.rel_bias = None
+        if config.position == "learned":
+            self.positions = LearnedPositions(self.max_len, d, config.position_offset)
+        elif config.position == "sinusoidal":
+            self.positions = SinusoidalPositions(self.max_len, d, config.sinusoidal_layout)
+        elif config.position == "rope":
+            self.rotary = Rotary(config.head_dim, config.rope_theta)
+        elif config.position == "alibi":
+            self.alibi = ALiBi(config.n_heads)
+        elif config.position == "t5":
+            self.rel_bias = T5RelativeBias(config.n_heads, config.t5_num_buckets, config.t5_max_distance,
+                                           bidirectional=not causal)
+        self.token_types = nn.Embedding(config.type_vocab_size, d) if config.type_vocab_size else None
+        self.embed_norm = make_norm(config) if config.embedding_norm else None
+        self.dropout = nn.Dropout(config.dropout)
+        self.blocks = nn.ModuleList(Block(config, cross=cross) for _ in range(n_layers))
+        self.final_norm = make_norm(config) if config.has_final_norm else None
+
+    @property
+    def seq_limit(self) -> int | None:
+        return self.max_len if self.positions is not None else None
+
+    def run(
+        self,
+        x: torch.Tensor,  # (batch, seq, d_model) token or patch vectors
+        *,
+        attention_mask: torch.Tensor | None = None,  # (batch, past + seq) 1 = real token, 0 = padding
+        position_ids: torch.Tensor | None = None,  # (batch, seq)
+        token_type_ids: torch.Tensor | None = None,
+        context: torch.Tensor | None = None,  # (batch, src_seq, d_model) encoder output (cross-attention)
+        context_mask: torch.Tensor | None = None,  # (batch, src_seq)
+        cache=None,  # KVCache
+        prefix: str = "",
+    ) -> torch.Tensor:
+        batch, seq, _ = x.shape
+        past = cache.length if cache is not None else 0
+        total = past + seq
+        limit = self.seq_limit
+        if limit is not None and total > limit:
+            raise InputError(f"sequence of {total} positions exceeds this model's limit of {limit} "
+                             f"({self.config.position} positions); shorten the input")
+        if attention_mask is not None and attention_mask.shape != (batch, total):
+            raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected "
+                             f"(batch={batch}, past+seq={total})")
+        if position_ids is None:
+            position_ids = torch.arange(past, total, device=x.device).expand(batch, seq)
+        if self.embed_scale != 1.0:
+            x = x * self.embed_scale
+        if self.positions is not None:
+            x = x + self.positions(position_ids)
+        if self.token_types is not None:
+            if token_type_ids is None:
+                token_type_ids = torch.zeros(batch, seq, dtype=torch.long, device=x.device)
+            x = x + self.token_types(token_type_ids)
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+        x = self.dropout(x)
+        if recording._active is not None:
+            recording.save(f"{prefix}embed", x)
+
+        position_bias = None
+        if self.alibi is not None or self.rel_bias is not None:
+            q_pos = torch.arange(past, total, device=x.device)
+            k_pos = torch.arange(total, device=x.device)
+            module = self.alibi if self.alibi is not None else self.rel_bias
+            position_bias = module(q_pos, k_pos)[None]  # (1, heads, seq, total)
+        bias, is_causal = attention_bias(q_len=seq, k_len=total, causal=self.causal, attention_mask=attention_mask,
+                                         position_bias=position_bias, dtype=x.dtype, device=x.device)
+        context_bias = None
+        if context is not None or (cache is not None and cache.cross is not None):
+            if context_mask is not None:
+                context_bias, _ = attention_bias(q_len=seq, k_len=context_mask.shape[1], causal=False,
+                                                 attention_mask=context_mask, dtype=x.dtype, device=x.device)
+        rope = self.rotary(position_ids) if self.rotary is not None else None
+
+        for i, block in enumerate(self.blocks):
+            x = block(x, bias=bias, is_causal=is_causal, rope=rope, context=context, context_bias=context_bias,
+                      cache=cache.layers[i] if cache is not None else None,
+                      cross_cache=cache.cross[i] if cache is not None and cache.cross is not None else None)
+        if self.final_norm is not None:
+            x = self.final_norm(x)
+        if recording._active is not None:
+            recording.save(f"{prefix}final", x)
+        return x  # (batch, seq, d_model)
