@@ -1,0 +1,1 @@
+"""Tokenizers, corpora, datasets and collators for self-supervised pretraining."""
