@@ -12,7 +12,8 @@ from pathlib import Path
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_model as _save_safetensors
+from safetensors.torch import load_file
+from safetensors.torch import save_model as _save_safetensors
 
 from attnlab.config import ModelConfig
 from attnlab.errors import CheckpointError, ConfigError

@@ -21,8 +21,8 @@ Names (per block i; encoder-decoders prefix `encoder.` / `decoder.`):
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 

@@ -12,8 +12,6 @@ from attnlab.models.heads import LMHead, Pooler
 from attnlab.models.stack import Stack
 
 
-
-
 class Encoder(Stack, TransformerModel):
     """Heads (all optional, from the config): MLM head tied to the embeddings (head="lm"), [CLS] sequence
     classifier (head="classifier"), token classifier (head="token_classifier"), BERT pooler (pooler=True)."""

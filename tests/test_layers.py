@@ -1,0 +1,109 @@
+"""Layers against independent references: closed-form math, HF's T5 bucketing, torch's own modules."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnlab
+from attnlab.layers.feedforward import FeedForward
+from attnlab.layers.masks import attention_bias, causal_mask
+from attnlab.layers.positions import ALiBi, Rotary, T5RelativeBias, apply_rotary, sinusoid_table
+
+
+def test_sinusoid_table_matches_the_formula():
+    table = sinusoid_table(50, 16)
+    for pos in (0, 1, 7, 49):
+        for i in range(8):
+            angle = pos / 10000 ** (2 * i / 16)
+            assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+            assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+    halves = sinusoid_table(50, 16, "halves")
+    assert torch.equal(halves[:, :8], table[:, 0::2]) and torch.equal(halves[:, 8:], table[:, 1::2])
+
+
+def test_rope_scores_depend_only_on_the_offset():
+    rotary = Rotary(8)
+    q, k = torch.randn(1, 1, 1, 8), torch.randn(1, 1, 1, 8)
+
+    def score(i, j):
+        cos_i, sin_i = rotary(torch.tensor([[i]]))
+        cos_j, sin_j = rotary(torch.tensor([[j]]))
+        return (apply_rotary(q, cos_i, sin_i) * apply_rotary(k, cos_j, sin_j)).sum().item()
+
+    assert score(5, 2) == pytest.approx(score(13, 10), abs=1e-5)
+    assert score(5, 2) != pytest.approx(score(5, 3), abs=1e-3)
+    # rotation keeps the norm
+    cos, sin = rotary(torch.tensor([[7]]))
+    assert apply_rotary(q, cos, sin).norm().item() == pytest.approx(q.norm().item(), rel=1e-6)
+
+
+def test_alibi_slopes_and_bias():
+    alibi = ALiBi(8)
+    assert torch.allclose(alibi.slopes, torch.tensor([2.0 ** -(h + 1) for h in range(8)]))
+    bias = alibi(torch.arange(4), torch.arange(4))
+    assert bias.shape == (8, 4, 4)
+    assert bias[0, 3, 0].item() == pytest.approx(-0.5 * 3)
+    assert torch.all(torch.diagonal(bias, dim1=1, dim2=2) == 0)
+
+
+@pytest.mark.parametrize("bidirectional", [True, False])
+def test_t5_buckets_match_huggingface(bidirectional):
+    from transformers.models.t5.modeling_t5 import T5Attention
+
+    relative = torch.arange(-300, 300)[None, :]
+    ours = T5RelativeBias(4, 32, 128, bidirectional).bucket(relative)
+    theirs = T5Attention._relative_position_bucket(relative, bidirectional=bidirectional, num_buckets=32,
+                                                   max_distance=128)
+    assert torch.equal(ours, theirs)
+
+
+def test_causal_mask_is_bottom_right_aligned():
+    keep = causal_mask(2, 5)  # two new queries after three cached keys
+    assert keep.tolist() == [[True, True, True, True, False], [True, True, True, True, True]]
+    assert torch.equal(causal_mask(4, 4), torch.ones(4, 4, dtype=torch.bool).tril())
+
+
+def test_fully_masked_rows_are_finite():
+    mask = torch.tensor([[0, 0, 0]])
+    bias, _ = attention_bias(q_len=3, k_len=3, causal=False, attention_mask=mask)
+    q = k = v = torch.randn(1, 2, 3, 4)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias)
+    assert torch.isfinite(out).all()
+
+
+@pytest.mark.parametrize("activation, reference", [
+    ("relu", lambda g, u: F.relu(g)), ("gelu", lambda g, u: F.gelu(g)),
+    ("gelu_tanh", lambda g, u: F.gelu(g, approximate="tanh")), ("silu", lambda g, u: F.silu(g)),
+    ("swiglu", lambda g, u: F.silu(g) * u), ("geglu", lambda g, u: F.gelu(g) * u),
+    ("reglu", lambda g, u: F.relu(g) * u),
+])
+def test_feedforward_variants(activation, reference):
+    config = attnlab.ModelConfig(d_model=8, n_heads=2, d_ff=12, activation=activation)
+    ffn = FeedForward(config)
+    x = torch.randn(2, 3, 8)
+    w, b = ffn.up.weight, ffn.up.bias
+    if config.gated:
+        g, u = x @ w[:12].T + b[:12], x @ w[12:].T + b[12:]
+    else:
+        g, u = x @ w.T + b, None
+    expected = reference(g, u) @ ffn.down.weight.T + ffn.down.bias
+    assert torch.allclose(ffn(x), expected, atol=1e-6)
+    assert ffn.up.out_features == (24 if config.gated else 12)
+
+
+def test_explicit_path_equals_fast_path():
+    """Recording switches attention to explicit math; its outputs must equal the SDPA path."""
+    for name in ["tiny-llama", "tiny-encoder", "tiny-t5"]:
+        model = attnlab.build_model(attnlab.presets[name]).eval()
+        ids = torch.randint(0, 1000, (2, 9))
+        mask = torch.tensor([[1] * 9, [1] * 6 + [0] * 3])
+        args = (ids, ids[:, :5]) if model.config.topology == "encoder-decoder" else (ids,)
+        kwargs = {"attention_mask": mask}
+        with torch.no_grad():
+            fast = model(*args, **kwargs).logits
+            with attnlab.recording() as store:
+                slow = model(*args, **kwargs).logits
+        assert any(k.endswith("attn.weights") for k in store)
+        assert torch.allclose(fast, slow, atol=1e-5), name
