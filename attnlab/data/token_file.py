@@ -1,0 +1,181 @@
+"""A corpus tokenized once into a memory-mapped file of token ids, split into train and validation parts.
+
+Tokenizing is the slow part of reading text, and it gives the same ids every time, so it is done once:
+`TokenFile.build` writes `train.bin` and `val.bin` (uint16 when the vocabulary fits, else uint32) plus
+`meta.json` and the tokenizer; `TokenFile.open` maps them back without reading them into memory.
+The validation part is the *last* `val_fraction` of the token stream (contiguous, so no window straddles both).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnlab.errors import InputError
+
+META_NAME = "meta.json"
+SPLITS = ("train", "val")
+FORMAT = "attnlab-token-file"
+
+# Cut the text where every tokenizer attnlab builds would cut anyway: right after a newline that sits between two
+# non-space characters. Byte-level BPE, WordPiece and character tokenizers then give exactly the ids of one big
+# encode() call, while encode_batch() spreads the work over the CPU's cores.
+_SAFE_CUT = re.compile(r"(?<=\S\n)(?=\S)")
+
+
+def _chunks(text: str, chunk_chars: int) -> list[str]:
+    pieces, start = [], 0
+    while start < len(text):
+        end = start + chunk_chars
+        if end >= len(text):
+            pieces.append(text[start:])
+            break
+        cut = _SAFE_CUT.search(text, end)
+        stop = cut.start() if cut else len(text)
+        pieces.append(text[start:stop])
+        start = stop
+    return pieces
+
+
+def encode_corpus(text: str, tokenizer, chunk_chars: int = 1 << 20) -> np.ndarray:
+    """All token ids of `text` (no special tokens added), as int64, tokenized in parallel chunks."""
+    ids = tokenizer.encode_batch(_chunks(text, chunk_chars), add_special_tokens=False)
+    return np.fromiter((i for chunk in ids for i in chunk), dtype=np.int64)
+
+
+def _dtype_for(vocab_size: int):
+    return np.uint16 if vocab_size <= np.iinfo(np.uint16).max + 1 else np.uint32
+
+
+def _write_atomic(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    array.tofile(tmp)
+    os.replace(tmp, path)
+
+
+class TokenFile:
+    """Token ids of one corpus on disk: `train` and `val` splits, random batches and evaluation windows."""
+
+    def __init__(self, directory: Path, meta: dict):
+        self.directory, self.meta = directory, meta
+        self.dtype = np.dtype(meta["dtype"])
+        self.vocab_size: int = meta["vocab_size"]
+        self._data = {split: self._map(split) for split in SPLITS}
+
+    def _map(self, split: str) -> np.ndarray:
+        path = self.directory / f"{split}.bin"
+        expected = self.meta["n_tokens"][split]
+        if not path.is_file():
+            raise InputError(f"{path} is missing; rebuild the token file with TokenFile.build")
+        if path.stat().st_size != expected * self.dtype.itemsize:
+            raise InputError(f"{path} holds {path.stat().st_size} bytes, but meta.json promises {expected} tokens "
+                             f"of {self.dtype.itemsize} bytes; the file is truncated or stale, rebuild it")
+        if expected == 0:
+            return np.empty(0, dtype=self.dtype)
+        return np.memmap(path, dtype=self.dtype, mode="r", shape=(expected,))
+
+    # ----------------------------------------------------------------------------------------- build / open
+    @classmethod
+    def build(cls, text: str, tokenizer, directory: str | Path, val_fraction: float = 0.1) -> TokenFile:
+        """Tokenize `text` once and write it under `directory` (created if needed; an old build is replaced)."""
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("TokenFile.build got an empty corpus; give some text")
+        if not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
+            raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        ids = encode_corpus(text, tokenizer)
+        vocab_size = int(tokenizer.vocab_size)
+        dtype = _dtype_for(vocab_size)
+        n_val = int(round(len(ids) * val_fraction))
+        n_train = len(ids) - n_val
+        _write_atomic(directory / "train.bin", ids[:n_train].astype(dtype))
+        _write_atomic(directory / "val.bin", ids[n_train:].astype(dtype))
+        tokenizer.save(directory)
+        meta = {"format": FORMAT, "version": 1, "dtype": np.dtype(dtype).name, "vocab_size": vocab_size,
+                "n_tokens": {"train": n_train, "val": n_val}, "n_chars": len(text), "val_fraction": val_fraction}
+        tmp = directory / f".{META_NAME}.tmp"
+        tmp.write_text(json.dumps(meta, indent=2) + "\n")
+        os.replace(tmp, directory / META_NAME)  # written last: a directory with meta.json is complete
+        return cls(directory, meta)
+
+    @classmethod
+    def open(cls, directory: str | Path) -> TokenFile:
+        directory = Path(directory)
+        path = directory / META_NAME
+        if not path.is_file():
+            raise InputError(f"{directory} is not a token file directory (no {META_NAME}); "
+                             "create one with TokenFile.build(text, tokenizer, directory)")
+        try:
+            meta = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path} is not valid JSON ({exc}); rebuild the token file") from None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise InputError(f"{path} is not an attnlab token file description (format {FORMAT!r})")
+        return cls(directory, meta)
+
+    @property
+    def tokenizer(self):
+        """The tokenizer the corpus was encoded with (saved beside the ids)."""
+        from attnlab.data.tokenizers import load_tokenizer
+
+        return load_tokenizer(self.directory)
+
+    # -------------------------------------------------------------------------------------------- access
+    def tokens(self, split: str) -> np.ndarray:
+        """The read-only memory-mapped ids of one split, shape (n_tokens,)."""
+        if split not in SPLITS:
+            raise InputError(f"split={split!r}: allowed {', '.join(SPLITS)}")
+        return self._data[split]
+
+    def n_tokens(self, split: str) -> int:
+        return len(self.tokens(split))
+
+    def __repr__(self) -> str:
+        n = self.meta["n_tokens"]
+        return f"TokenFile({str(self.directory)!r}, train={n['train']}, val={n['val']}, dtype={self.dtype.name})"
+
+    def _check_size(self, split: str, needed: int, what: str) -> np.ndarray:
+        data = self.tokens(split)
+        if len(data) < needed:
+            raise InputError(f"the {split!r} split of {self.directory} holds {len(data)} tokens, fewer than the "
+                             f"{needed} that {what} needs; use a bigger corpus, a smaller batch_size/seq_len"
+                             + (" or a larger val_fraction" if split == "val" else ""))
+        return data
+
+    def get_batch(self, split: str, batch_size: int, seq_len: int,
+                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """`batch_size` random windows for causal LM: x = ids[s : s+seq_len], y = ids[s+1 : s+seq_len+1].
+
+        Returns two int64 tensors of shape (batch, seq_len). The start positions come from `generator`
+        (torch.randint), so saving its state is enough to resume the exact data order.
+        """
+        for name, value in (("batch_size", batch_size), ("seq_len", seq_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InputError(f"{name}={value!r} must be a positive integer")
+        data = self._check_size(split, batch_size * seq_len + 1,
+                                f"one batch of batch_size={batch_size} x seq_len={seq_len} (+1 shifted target)")
+        starts = torch.randint(0, len(data) - seq_len, (batch_size,), generator=generator).numpy()
+        index = starts[:, None] + np.arange(seq_len + 1)  # (batch, seq_len + 1)
+        window = torch.from_numpy(data[index].astype(np.int64))
+        return window[:, :-1], window[:, 1:]
+
+    def windows(self, split: str, seq_len: int, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Consecutive non-overlapping windows from the start of a split, for a deterministic evaluation.
+
+        Window i covers ids[i*seq_len : (i+1)*seq_len] and targets one position later; the final tokens that
+        do not fill a window are left out. Returns (x, y) of shape (n_windows, seq_len), at most `limit` windows.
+        """
+        if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len <= 0:
+            raise InputError(f"seq_len={seq_len!r} must be a positive integer")
+        data = self._check_size(split, seq_len + 1, f"one evaluation window of seq_len={seq_len} (+1 target)")
+        n_windows = (len(data) - 1) // seq_len
+        if limit is not None:
+            n_windows = min(n_windows, int(limit))
+        flat = torch.from_numpy(data[: n_windows * seq_len + 1].astype(np.int64))
+        return flat[:-1].view(n_windows, seq_len), flat[1:].view(n_windows, seq_len)
