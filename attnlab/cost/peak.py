@@ -1,0 +1,117 @@
+"""The machine's peak, measured: a large matmul timed once and cached, and MFU against it.
+
+Model FLOPs utilisation (MFU) = achieved model FLOP/s / peak FLOP/s. A datasheet peak is the wrong
+denominator on a laptop CPU (turbo, thread count, memory, other processes all move it), so the peak here is
+what this machine reached on a large square matmul of the given dtype: the best a dense product can do,
+which is what every transformer matmul aspires to. It is cached in ~/.cache/attnlab/peak.json (or
+$ATTNLAB_CACHE_DIR/peak.json) under a key naming the device, the dtype, the torch version and, on CPU, the
+thread count, so a change of any of them measures again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import torch
+
+from attnlab.errors import InputError
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def cache_file() -> Path:
+    root = os.environ.get("ATTNLAB_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "attnlab") / "peak.json"
+
+
+def _dtype(dtype) -> torch.dtype:
+    if isinstance(dtype, torch.dtype):
+        if dtype not in _DTYPES.values():
+            raise InputError(f"dtype {dtype}: allowed {', '.join(_DTYPES)}")
+        return dtype
+    from attnlab.cost.analytic import dtype_name
+
+    return _DTYPES[dtype_name(dtype)]
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def device_key(device, dtype) -> str:
+    """What the cached peak depends on: device model, dtype, torch version (+ threads on CPU)."""
+    device = torch.device(device)
+    dt = str(_dtype(dtype)).replace("torch.", "")
+    if device.type == "cuda":
+        name = torch.cuda.get_device_name(device)
+        return f"cuda:{name}|{dt}|torch {torch.__version__}"
+    if device.type != "cpu":
+        raise InputError(f"device {device}: peak measurement supports 'cpu' and 'cuda'")
+    return f"cpu:{_cpu_name()}|{dt}|torch {torch.__version__}|threads {torch.get_num_threads()}"
+
+
+def time_matmul(size: int, device, dtype: torch.dtype, budget_s: float = 0.3) -> float:
+    """Best FLOP/s of (size x size) @ (size x size) over repeats that fit in about `budget_s` seconds."""
+    device = torch.device(device)
+    a = torch.randn(size, size, device=device).to(dtype)
+    b = torch.randn(size, size, device=device).to(dtype)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    a @ b  # warm-up: first call pays for allocation and kernel selection
+    sync()
+    best, spent, runs = float("inf"), 0.0, 0
+    while runs < 3 or (spent < budget_s and runs < 50):
+        start = time.perf_counter()
+        a @ b
+        sync()
+        elapsed = time.perf_counter() - start
+        best, spent, runs = min(best, elapsed), spent + elapsed, runs + 1
+    return 2 * size ** 3 / best
+
+
+def measured_peak_flops(device="cpu", dtype=torch.float32, *, refresh: bool = False, size: int | None = None) -> float:
+    """Peak FLOP/s of this machine for `dtype`, measured once on a large matmul and cached on disk.
+
+    On CUDA pass dtype=torch.bfloat16 for the tensor-core peak that training MFU is quoted against.
+    """
+    torch_dtype = _dtype(dtype)
+    key = device_key(device, torch_dtype)
+    path = cache_file()
+    try:
+        cached = json.loads(path.read_text()) if path.is_file() else {}
+        if not isinstance(cached, dict):
+            cached = {}
+    except (OSError, json.JSONDecodeError):
+        cached = {}  # an unreadable cache is measured again and overwritten
+    if not refresh and isinstance(cached.get(key), (int, float)) and cached[key] > 0:
+        return float(cached[key])
+    if size is None:
+        size = 8192 if torch.device(device).type == "cuda" else 1024
+    peak = time_matmul(size, device, torch_dtype)
+    cached[key] = peak
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(cached, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file, never half of one
+    except OSError:
+        pass  # a read-only home still gets the number, just not cached
+    return peak
+
+
+def mfu(flops_per_second: float, device="cpu", dtype=torch.float32) -> float:
+    """Model FLOPs utilisation: achieved FLOP/s over the measured peak of `device` for `dtype` (0..1, can exceed
+    1 slightly when the run beats the short peak measurement)."""
+    if not isinstance(flops_per_second, (int, float)) or flops_per_second < 0:
+        raise InputError(f"flops_per_second={flops_per_second!r}: must be a non-negative number")
+    return flops_per_second / measured_peak_flops(device, dtype)
