@@ -36,9 +36,10 @@ class LayerCache:
         return self.k[:, :, :end], self.v[:, :, :end]
 
     def reorder(self, index: torch.Tensor) -> None:
-        """Keep rows `index` of the batch (beam search), in place."""
-        self.k[:, :, : self.length] = self.k[index, :, : self.length]
-        self.v[:, :, : self.length] = self.v[index, :, : self.length]
+        """Keep rows `index` of the batch (beam search), in place (the gather makes one temporary copy)."""
+        n = self.length
+        self.k[:, :, :n] = self.k[:, :, :n].index_select(0, index)
+        self.v[:, :, :n] = self.v[:, :, :n].index_select(0, index)
 
 
 class CrossCache:
@@ -89,8 +90,14 @@ class KVCache:
     def allocated_bytes(self) -> int:
         return sum(layer.k.nbytes + layer.v.nbytes for layer in self.layers)
 
-    def reorder(self, index: torch.Tensor) -> None:
+    def reorder(self, index: torch.Tensor, cross: bool = True) -> None:
+        """Row i of the batch continues from row index[i] (beam search).
+
+        cross=False leaves the cross-attention K/V alone: beams of one source share them, so reordering
+        within a source's beams changes nothing there.
+        """
         for layer in self.layers:
             layer.reorder(index)
-        for layer in self.cross or ():
-            layer.reorder(index)
+        if cross:
+            for layer in self.cross or ():
+                layer.reorder(index)
