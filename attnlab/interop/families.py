@@ -1,0 +1,478 @@
+"""The Hugging Face families attnlab reads and writes: for each, its config translation and ONE mapping table.
+
+A family knows:
+- `to_config(hf, architecture)`: the HF config.json dict -> ModelConfig fields (in the seeds' notation);
+- `from_config(config, architecture)`: the reverse, a dict transformers builds the same model from;
+- `table(config)`: attnlab tensor name <-> HF tensor name(s), with transforms (see mapping.py);
+- `prefix`: where the base model sits inside the task model ("bert.", "transformer.", "model.", ...), so a bare
+  BertModel checkpoint and a BertForMaskedLM one read through the same table;
+- `legacy`: renames from older transformers layouts to the current one (ViT's `encoder.layer.N.attention...`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnlab.config import ModelConfig
+from attnlab.errors import ConfigError
+from attnlab.interop.mapping import GATE_UP, KV, QKV, SQUEEZE0, TRANSPOSE, Rule, fused, linear, rule
+
+# HF activation names -> attnlab's (and back: the first HF name listed for an attnlab activation wins)
+_ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",
+                "silu": "silu", "swish": "silu"}
+_ACT_TO_HF = {"gelu": "gelu", "gelu_tanh": "gelu_new", "relu": "relu", "silu": "silu"}
+
+
+def _act(name: str, family: str) -> str:
+    if name not in _ACT_FROM_HF:
+        raise ConfigError(f"{family}: activation {name!r} is not supported; supported: {', '.join(_ACT_FROM_HF)}")
+    return _ACT_FROM_HF[name]
+
+
+def _act_to_hf(name: str, family: str) -> str:
+    if name not in _ACT_TO_HF:
+        raise ConfigError(f"{family}: attnlab activation {name!r} has no HF equivalent here; "
+                          f"allowed: {', '.join(_ACT_TO_HF)}")
+    return _ACT_TO_HF[name]
+
+
+def _token_id(value: Any, vocab_size: int) -> int | None:
+    """HF token ids may be lists (several EOS) or lie outside a tiny test vocabulary; attnlab keeps one valid id."""
+    if isinstance(value, list):
+        value = value[0] if value else None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < vocab_size:
+        return None
+    return value
+
+
+def _ids(hf: dict, vocab_size: int, decoder_start: bool = False) -> dict[str, int | None]:
+    keys = ("pad_token_id", "bos_token_id", "eos_token_id") + (("decoder_start_token_id",) if decoder_start else ())
+    return {k: _token_id(hf.get(k), vocab_size) for k in keys}
+
+
+def _n_classes(hf: dict) -> int:
+    if isinstance(hf.get("id2label"), dict) and hf["id2label"]:
+        return len(hf["id2label"])
+    return int(hf.get("num_labels", 2))
+
+
+def _labels(n: int) -> dict[str, Any]:
+    return {"id2label": {str(i): f"LABEL_{i}" for i in range(n)}, "label2id": {f"LABEL_{i}": i for i in range(n)}}
+
+
+def _head_dim(d_model: int, n_heads: int, d_head: int | None) -> int | None:
+    """attnlab leaves d_head unset when it is d_model / n_heads; keep that so configs compare equal."""
+    if d_head is None or (d_model % n_heads == 0 and d_head == d_model // n_heads):
+        return None
+    return d_head
+
+
+@dataclass
+class Family:
+    name: str
+    model_types: tuple[str, ...]
+    prefix: str
+    architectures: dict[str, dict[str, Any]]  # HF class name -> ModelConfig fields it implies (head, pooler...)
+    to_config: Callable[[dict, dict], dict]
+    from_config: Callable[[ModelConfig], dict]
+    table: Callable[[ModelConfig], list[Rule]]
+    legacy: list[tuple[str, str]] = field(default_factory=list)  # (regex, replacement) on HF names
+    uncompared: tuple[str, ...] = ()  # ModelConfig fields this family does not carry (ignored on export check)
+
+    @property
+    def default_architecture(self) -> str:
+        return next(iter(self.architectures))
+
+    def architecture_for(self, config: ModelConfig) -> str:
+        """The HF class whose head matches the attnlab config's head."""
+        for arch, implied in self.architectures.items():
+            if all(getattr(config, k) == v for k, v in implied.items() if k != "n_classes"):
+                return arch
+        raise ConfigError(f"{self.name}: no HF class has head={config.head!r}, pooler={config.pooler}; "
+                          f"classes: {', '.join(self.architectures)}")
+
+    def rename_legacy(self, name: str) -> str:
+        for pattern, replacement in self.legacy:
+            name = re.sub(pattern, replacement, name)
+        return name
+
+
+# ---------------------------------------------------------------------------------------------------- BERT
+def _bert_config(hf: dict, arch: dict) -> dict:
+    if hf.get("position_embedding_type", "absolute") != "absolute":
+        raise ConfigError(f"bert: position_embedding_type={hf['position_embedding_type']!r}; only 'absolute'")
+    v = hf["vocab_size"]
+    return dict(topology="encoder", vocab_size=v, d_model=hf["hidden_size"], n_heads=hf["num_attention_heads"],
+                d_ff=hf["intermediate_size"], n_layers=hf["num_hidden_layers"],
+                max_len=hf.get("max_position_embeddings", 512), position="learned",
+                activation=_act(hf.get("hidden_act", "gelu"), "bert"), norm="layernorm",
+                norm_eps=hf.get("layer_norm_eps", 1e-12), norm_placement="post", embedding_norm=True,
+                type_vocab_size=hf.get("type_vocab_size", 2), tie_embeddings=hf.get("tie_word_embeddings", True),
+                lm_head_bias=arch["head"] == "lm", lm_head_transform=arch["head"] == "lm",
+                dropout=hf.get("hidden_dropout_prob", 0.0), attn_dropout=hf.get("attention_probs_dropout_prob", 0.0),
+                n_classes=_n_classes(hf) if arch["head"] in ("classifier", "token_classifier") else 0,
+                **arch, **_ids(hf, v))
+
+
+def _bert_hf(c: ModelConfig) -> dict:
+    out = dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
+               intermediate_size=c.d_ff, num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len,
+               hidden_act=_act_to_hf(c.activation, "bert"), layer_norm_eps=c.norm_eps,
+               type_vocab_size=c.type_vocab_size, tie_word_embeddings=c.tie_embeddings,
+               hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attn_dropout,
+               position_embedding_type="absolute", pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id,
+               eos_token_id=c.eos_token_id)
+    if c.n_classes:
+        out.update(_labels(c.n_classes))
+    return out
+
+
+def _bert_table(c: ModelConfig) -> list[Rule]:
+    layer = "bert.encoder.layer.{i}"
+    rules = [rule("tokens.weight", "bert.embeddings.word_embeddings.weight"),
+             rule("positions.weight", "bert.embeddings.position_embeddings.weight"),
+             *linear("embed_norm", "bert.embeddings.LayerNorm"),
+             *fused("blocks.{i}.attn.qkv", [f"{layer}.attention.self.{p}" for p in ("query", "key", "value")],
+                    True, QKV),
+             *linear("blocks.{i}.attn.out", f"{layer}.attention.output.dense"),
+             *linear("blocks.{i}.norm1", f"{layer}.attention.output.LayerNorm"),
+             *linear("blocks.{i}.ffn.up", f"{layer}.intermediate.dense"),
+             *linear("blocks.{i}.ffn.down", f"{layer}.output.dense"),
+             *linear("blocks.{i}.norm2", f"{layer}.output.LayerNorm")]
+    if c.type_vocab_size:
+        rules.append(rule("token_types.weight", "bert.embeddings.token_type_embeddings.weight"))
+    if c.pooler:
+        rules += linear("pooler.dense", "bert.pooler.dense")
+    if c.head == "lm":
+        rules += [*linear("lm_head.transform", "cls.predictions.transform.dense"),
+                  *linear("lm_head.norm", "cls.predictions.transform.LayerNorm"),
+                  rule("lm_head.bias", "cls.predictions.bias")]
+        if not c.tie_embeddings:
+            rules.append(rule("lm_head.proj.weight", "cls.predictions.decoder.weight"))
+    if c.head in ("classifier", "token_classifier"):
+        rules += linear("classifier", "classifier")
+    return rules
+
+
+BERT = Family(
+    "bert", ("bert",), "bert.",
+    {"BertForMaskedLM": dict(head="lm", pooler=False), "BertForPreTraining": dict(head="lm", pooler=True),
+     "BertModel": dict(head="none", pooler=True),
+     "BertForSequenceClassification": dict(head="classifier", pooler=True),
+     "BertForTokenClassification": dict(head="token_classifier", pooler=False)},
+    _bert_config, _bert_hf, _bert_table)
+
+
+# --------------------------------------------------------------------------------------------------- GPT-2
+def _gpt2_config(hf: dict, arch: dict) -> dict:
+    for flag in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"):
+        if hf.get(flag):
+            raise ConfigError(f"gpt2: {flag}=True is not supported (attnlab's attention has no such variant)")
+    v, d = hf["vocab_size"], hf["n_embd"]
+    return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=hf["n_head"], d_ff=hf.get("n_inner") or 4 * d,
+                n_layers=hf["n_layer"], max_len=hf.get("n_positions", 1024), position="learned",
+                activation=_act(hf.get("activation_function", "gelu_new"), "gpt2"), norm="layernorm",
+                norm_eps=hf.get("layer_norm_epsilon", 1e-5), norm_placement="pre",
+                attn_scale=None if hf.get("scale_attn_weights", True) else 1.0,
+                tie_embeddings=hf.get("tie_word_embeddings", True), dropout=hf.get("resid_pdrop", 0.0),
+                attn_dropout=hf.get("attn_pdrop", 0.0), **arch, **_ids(hf, v))
+
+
+def _gpt2_hf(c: ModelConfig) -> dict:
+    return dict(vocab_size=c.vocab_size, n_embd=c.d_model, n_head=c.n_heads, n_inner=c.d_ff, n_layer=c.n_layers,
+                n_positions=c.max_len, activation_function=_act_to_hf(c.activation, "gpt2"),
+                layer_norm_epsilon=c.norm_eps, scale_attn_weights=c.attn_scale is None,
+                tie_word_embeddings=c.tie_embeddings, resid_pdrop=c.dropout, embd_pdrop=c.dropout,
+                attn_pdrop=c.attn_dropout, pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id,
+                eos_token_id=c.eos_token_id)
+
+
+def _gpt2_table(c: ModelConfig) -> list[Rule]:
+    h = "transformer.h.{i}"
+    rules = [rule("tokens.weight", "transformer.wte.weight"), rule("positions.weight", "transformer.wpe.weight"),
+             *linear("blocks.{i}.norm1", f"{h}.ln_1"),
+             *linear("blocks.{i}.attn.qkv", f"{h}.attn.c_attn", transform=TRANSPOSE),  # Conv1D: already fused
+             *linear("blocks.{i}.attn.out", f"{h}.attn.c_proj", transform=TRANSPOSE),
+             *linear("blocks.{i}.norm2", f"{h}.ln_2"),
+             *linear("blocks.{i}.ffn.up", f"{h}.mlp.c_fc", transform=TRANSPOSE),
+             *linear("blocks.{i}.ffn.down", f"{h}.mlp.c_proj", transform=TRANSPOSE),
+             *linear("final_norm", "transformer.ln_f")]
+    if c.head == "lm" and not c.tie_embeddings:
+        rules.append(rule("lm_head.proj.weight", "lm_head.weight"))
+    return rules
+
+
+GPT2 = Family("gpt2", ("gpt2",), "transformer.",
+              {"GPT2LMHeadModel": dict(head="lm"), "GPT2Model": dict(head="none")},
+              _gpt2_config, _gpt2_hf, _gpt2_table)
+
+
+# --------------------------------------------------------------------------------------------------- LLaMA
+def _rope_theta(hf: dict) -> float:
+    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+    kind = params.get("rope_type", params.get("type", "default"))
+    if kind != "default":
+        raise ConfigError(f"llama: rope_type={kind!r} (scaled RoPE) is not supported; only 'default'")
+    return float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
+
+
+def _llama_config(hf: dict, arch: dict) -> dict:
+    if bool(hf.get("attention_bias", False)) != bool(hf.get("mlp_bias", False)):
+        raise ConfigError("llama: attention_bias and mlp_bias differ; attnlab has one `bias` flag for both")
+    if hf.get("hidden_act", "silu") != "silu":
+        raise ConfigError(f"llama: hidden_act={hf['hidden_act']!r}; only 'silu' (SwiGLU)")
+    v, d, h = hf["vocab_size"], hf["hidden_size"], hf["num_attention_heads"]
+    kv = hf.get("num_key_value_heads") or h
+    return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=h, n_kv_heads=None if kv == h else kv,
+                d_head=_head_dim(d, h, hf.get("head_dim")), d_ff=hf["intermediate_size"],
+                n_layers=hf["num_hidden_layers"], max_len=hf.get("max_position_embeddings", 2048), position="rope",
+                rope_theta=_rope_theta(hf), activation="swiglu", norm="rmsnorm",
+                norm_eps=hf.get("rms_norm_eps", 1e-6), norm_placement="pre", bias=bool(hf.get("attention_bias")),
+                tie_embeddings=hf.get("tie_word_embeddings", False), attn_dropout=hf.get("attention_dropout", 0.0),
+                **arch, **_ids(hf, v))
+
+
+def _llama_hf(c: ModelConfig) -> dict:
+    return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
+                num_key_value_heads=c.kv_heads, head_dim=c.head_dim, intermediate_size=c.d_ff,
+                num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len,
+                rope_parameters={"rope_type": "default", "rope_theta": c.rope_theta}, rope_theta=c.rope_theta,
+                hidden_act="silu", rms_norm_eps=c.norm_eps, attention_bias=c.bias, mlp_bias=c.bias,
+                tie_word_embeddings=c.tie_embeddings, attention_dropout=c.attn_dropout,
+                pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id, eos_token_id=c.eos_token_id)
+
+
+def _llama_table(c: ModelConfig) -> list[Rule]:
+    layer = "model.layers.{i}"
+    rules = [rule("tokens.weight", "model.embed_tokens.weight"),
+             *fused("blocks.{i}.attn.qkv", [f"{layer}.self_attn.{p}_proj" for p in "qkv"], c.bias, QKV),
+             *linear("blocks.{i}.attn.out", f"{layer}.self_attn.o_proj", c.bias),
+             *linear("blocks.{i}.norm1", f"{layer}.input_layernorm", bias=False),
+             *linear("blocks.{i}.norm2", f"{layer}.post_attention_layernorm", bias=False),
+             *fused("blocks.{i}.ffn.up", [f"{layer}.mlp.gate_proj", f"{layer}.mlp.up_proj"], c.bias, GATE_UP),
+             *linear("blocks.{i}.ffn.down", f"{layer}.mlp.down_proj", c.bias),
+             *linear("final_norm", "model.norm", bias=False)]
+    if c.head == "lm" and not c.tie_embeddings:
+        rules.append(rule("lm_head.proj.weight", "lm_head.weight"))
+    return rules
+
+
+LLAMA = Family("llama", ("llama",), "model.",
+               {"LlamaForCausalLM": dict(head="lm"), "LlamaModel": dict(head="none")},
+               _llama_config, _llama_hf, _llama_table)
+
+
+# ----------------------------------------------------------------------------------------------------- ViT
+def _vit_config(hf: dict, arch: dict) -> dict:
+    if not hf.get("qkv_bias", True):
+        raise ConfigError("vit: qkv_bias=False is not supported (attnlab's `bias` covers attention and MLP)")
+    return dict(topology="vit", vocab_size=1, d_model=hf["hidden_size"], n_heads=hf["num_attention_heads"],
+                d_ff=hf["intermediate_size"], n_layers=hf["num_hidden_layers"], image_size=hf["image_size"],
+                patch_size=hf["patch_size"], n_channels=hf.get("num_channels", 3), position="learned",
+                activation=_act(hf.get("hidden_act", "gelu"), "vit"), norm="layernorm",
+                norm_eps=hf.get("layer_norm_eps", 1e-12), norm_placement="pre",
+                dropout=hf.get("hidden_dropout_prob", 0.0), attn_dropout=hf.get("attention_probs_dropout_prob", 0.0),
+                n_classes=_n_classes(hf) if arch["head"] == "classifier" else 0, **arch)
+
+
+def _vit_hf(c: ModelConfig) -> dict:
+    out = dict(hidden_size=c.d_model, num_attention_heads=c.n_heads, intermediate_size=c.d_ff,
+               num_hidden_layers=c.n_layers, image_size=c.image_size, patch_size=c.patch_size,
+               num_channels=c.n_channels, hidden_act=_act_to_hf(c.activation, "vit"), layer_norm_eps=c.norm_eps,
+               qkv_bias=True, hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attn_dropout)
+    if c.n_classes:
+        out.update(_labels(c.n_classes))
+    return out
+
+
+def _vit_table(c: ModelConfig) -> list[Rule]:
+    layer = "vit.layers.{i}"
+    rules = [rule("cls_token", "vit.embeddings.cls_token"),
+             rule("positions.weight", "vit.embeddings.position_embeddings", SQUEEZE0),  # (1, 1 + patches, d)
+             *linear("patches.proj", "vit.embeddings.patch_embeddings.projection"),
+             *fused("blocks.{i}.attn.qkv", [f"{layer}.attention.{p}_proj" for p in "qkv"], True, QKV),
+             *linear("blocks.{i}.attn.out", f"{layer}.attention.o_proj"),
+             *linear("blocks.{i}.norm1", f"{layer}.layernorm_before"),
+             *linear("blocks.{i}.norm2", f"{layer}.layernorm_after"),
+             *linear("blocks.{i}.ffn.up", f"{layer}.mlp.fc1"),
+             *linear("blocks.{i}.ffn.down", f"{layer}.mlp.fc2"),
+             *linear("final_norm", "vit.layernorm")]
+    if c.head == "classifier":
+        rules += linear("classifier", "classifier")
+    return rules
+
+
+_VIT_LEGACY = [  # transformers < 5 wrote ViT as encoder.layer.N.attention.attention.query ...
+    (r"vit\.encoder\.layer\.(\d+)\.attention\.attention\.(query|key|value)\.",
+     lambda m: f"vit.layers.{m[1]}.attention.{m[2][0]}_proj."),
+    (r"vit\.encoder\.layer\.(\d+)\.attention\.output\.dense\.", r"vit.layers.\1.attention.o_proj."),
+    (r"vit\.encoder\.layer\.(\d+)\.intermediate\.dense\.", r"vit.layers.\1.mlp.fc1."),
+    (r"vit\.encoder\.layer\.(\d+)\.output\.dense\.", r"vit.layers.\1.mlp.fc2."),
+    (r"vit\.encoder\.layer\.(\d+)\.layernorm_", r"vit.layers.\1.layernorm_"),
+]
+
+VIT = Family("vit", ("vit",), "vit.",
+             {"ViTForImageClassification": dict(head="classifier"), "ViTModel": dict(head="none")},
+             _vit_config, _vit_hf, _vit_table, legacy=_VIT_LEGACY,
+             uncompared=("max_len", "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id"))
+
+
+# --------------------------------------------------------------------------------------- BART and Marian
+def _seq2seq_common(hf: dict, family: str) -> dict:
+    for a, b in (("encoder_attention_heads", "decoder_attention_heads"), ("encoder_ffn_dim", "decoder_ffn_dim")):
+        if hf.get(a) != hf.get(b):
+            raise ConfigError(f"{family}: {a}={hf.get(a)} differs from {b}={hf.get(b)}; attnlab's encoder and "
+                              "decoder share n_heads and d_ff")
+    if hf.get("add_final_layer_norm") or hf.get("normalize_before"):
+        raise ConfigError(f"{family}: pre-LN variants (normalize_before/add_final_layer_norm) are not supported")
+    v = hf["vocab_size"]
+    enc, dec = hf["encoder_layers"], hf["decoder_layers"]
+    return dict(topology="encoder-decoder", vocab_size=v, d_model=hf["d_model"], n_heads=hf["encoder_attention_heads"],
+                d_ff=hf["encoder_ffn_dim"], n_layers=enc, n_decoder_layers=None if dec == enc else dec,
+                max_len=hf.get("max_position_embeddings", 1024),
+                activation=_act(hf.get("activation_function", "gelu"), family), norm="layernorm", norm_eps=1e-5,
+                norm_placement="post", scale_embeddings=bool(hf.get("scale_embedding", False)),
+                tie_embeddings=hf.get("tie_word_embeddings", True), dropout=hf.get("dropout", 0.0),
+                attn_dropout=hf.get("attention_dropout", 0.0), **_ids(hf, v, decoder_start=True))
+
+
+def _seq2seq_hf(c: ModelConfig, family: str) -> dict:
+    return dict(vocab_size=c.vocab_size, d_model=c.d_model, encoder_attention_heads=c.n_heads,
+                decoder_attention_heads=c.n_heads, encoder_ffn_dim=c.d_ff, decoder_ffn_dim=c.d_ff,
+                encoder_layers=c.n_layers, decoder_layers=c.decoder_layers, max_position_embeddings=c.max_len,
+                activation_function=_act_to_hf(c.activation, family), scale_embedding=c.scale_embeddings,
+                tie_word_embeddings=c.tie_embeddings, dropout=c.dropout, attention_dropout=c.attn_dropout,
+                activation_dropout=0.0, pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id,
+                eos_token_id=c.eos_token_id, forced_eos_token_id=c.eos_token_id,
+                decoder_start_token_id=c.decoder_start_token_id, is_encoder_decoder=True)
+
+
+def _seq2seq_table(c: ModelConfig, learned_positions: bool) -> list[Rule]:
+    rules = [rule("tokens.weight", "model.shared.weight")]
+    for stack in ("encoder", "decoder"):
+        ours, theirs = f"{stack}.blocks.{{i}}", f"model.{stack}.layers.{{i}}"
+        if learned_positions:  # BART: learned table with 2 spare rows; Marian: fixed sinusoids, not stored here
+            rules += [rule(f"{stack}.positions.weight", f"model.{stack}.embed_positions.weight"),
+                      *linear(f"{stack}.embed_norm", f"model.{stack}.layernorm_embedding")]
+        rules += [*fused(f"{ours}.attn.qkv", [f"{theirs}.self_attn.{p}_proj" for p in "qkv"], True, QKV),
+                  *linear(f"{ours}.attn.out", f"{theirs}.self_attn.out_proj"),
+                  *linear(f"{ours}.norm1", f"{theirs}.self_attn_layer_norm"),
+                  *linear(f"{ours}.ffn.up", f"{theirs}.fc1"),
+                  *linear(f"{ours}.ffn.down", f"{theirs}.fc2"),
+                  *linear(f"{ours}.norm2", f"{theirs}.final_layer_norm")]
+    ours, theirs = "decoder.blocks.{i}", "model.decoder.layers.{i}"
+    rules += [*linear(f"{ours}.cross_attn.q", f"{theirs}.encoder_attn.q_proj"),
+              *fused(f"{ours}.cross_attn.kv", [f"{theirs}.encoder_attn.{p}_proj" for p in "kv"], True, KV),
+              *linear(f"{ours}.cross_attn.out", f"{theirs}.encoder_attn.out_proj"),
+              *linear(f"{ours}.norm_cross", f"{theirs}.encoder_attn_layer_norm")]
+    if c.lm_head_bias:
+        rules.append(rule("lm_head.bias", "final_logits_bias", SQUEEZE0))  # (1, vocab) buffer in HF
+    if not c.tie_embeddings:
+        rules.append(rule("lm_head.proj.weight", "lm_head.weight"))
+    return rules
+
+
+def _bart_config(hf: dict, arch: dict) -> dict:
+    return dict(_seq2seq_common(hf, "bart"), position="learned", position_offset=2, embedding_norm=True, **arch)
+
+
+def _marian_config(hf: dict, arch: dict) -> dict:
+    if not hf.get("share_encoder_decoder_embeddings", True) or hf.get("decoder_vocab_size", hf["vocab_size"]) \
+            != hf["vocab_size"]:
+        raise ConfigError("marian: separate source/target vocabularies are not supported (attnlab shares one)")
+    return dict(_seq2seq_common(hf, "marian"), position="sinusoidal", sinusoidal_layout="halves", **arch)
+
+
+BART = Family("bart", ("bart",), "model.",
+              {"BartForConditionalGeneration": dict(head="lm", lm_head_bias=True),
+               "BartModel": dict(head="lm", lm_head_bias=False)},
+              _bart_config, lambda c: _seq2seq_hf(c, "bart"), lambda c: _seq2seq_table(c, True))
+MARIAN = Family("marian", ("marian",), "model.",
+                {"MarianMTModel": dict(head="lm", lm_head_bias=True),
+                 "MarianModel": dict(head="lm", lm_head_bias=False)},
+                _marian_config,
+                lambda c: dict(_seq2seq_hf(c, "marian"), decoder_vocab_size=c.vocab_size,
+                               share_encoder_decoder_embeddings=True),
+                lambda c: _seq2seq_table(c, False))
+
+
+# ------------------------------------------------------------------------------------------------------ T5
+_T5_FFN = {"relu": "relu", "gelu": "gelu", "gated-gelu": "geglu_tanh", "gated-relu": "reglu", "gated-silu": "swiglu"}
+
+
+def _t5_config(hf: dict, arch: dict) -> dict:
+    proj = hf.get("feed_forward_proj", "relu")
+    if proj not in _T5_FFN:
+        raise ConfigError(f"t5: feed_forward_proj={proj!r}; supported: {', '.join(_T5_FFN)}")
+    v, d, h = hf["vocab_size"], hf["d_model"], hf["num_heads"]
+    enc = hf["num_layers"]
+    dec = hf.get("num_decoder_layers") or enc
+    tied = hf.get("tie_word_embeddings", True)
+    scaled = hf.get("scale_decoder_outputs", tied)  # tied T5 rescales the decoder output by d_model**-0.5
+    return dict(topology="encoder-decoder", vocab_size=v, d_model=d, n_heads=h,
+                d_head=_head_dim(d, h, hf.get("d_kv")), d_ff=hf["d_ff"], n_layers=enc,
+                n_decoder_layers=None if dec == enc else dec, max_len=hf.get("n_positions", 512), position="t5",
+                t5_num_buckets=hf.get("relative_attention_num_buckets", 32),
+                t5_max_distance=hf.get("relative_attention_max_distance", 128), activation=_T5_FFN[proj],
+                norm="rmsnorm", norm_eps=hf.get("layer_norm_epsilon", 1e-6), norm_placement="pre", bias=False,
+                attn_scale=1.0, tie_embeddings=tied, logit_scale=d ** -0.5 if scaled else 1.0,
+                dropout=hf.get("dropout_rate", 0.0), **arch,
+                **_ids(hf, v, decoder_start=True) | {"decoder_start_token_id": _token_id(
+                    hf.get("decoder_start_token_id", hf.get("pad_token_id", 0)), v)})
+
+
+def _t5_hf(c: ModelConfig) -> dict:
+    proj = {v: k for k, v in _T5_FFN.items()}.get(c.activation)
+    if proj is None:
+        raise ConfigError(f"t5: activation {c.activation!r} has no T5 feed_forward_proj; allowed: "
+                          f"{', '.join(_T5_FFN.values())}")
+    if c.logit_scale not in (1.0, c.d_model ** -0.5) or (c.logit_scale != 1.0) != c.tie_embeddings:
+        raise ConfigError("t5: logit_scale must be d_model**-0.5 with tied embeddings and 1.0 without")
+    return dict(vocab_size=c.vocab_size, d_model=c.d_model, num_heads=c.n_heads, d_kv=c.head_dim, d_ff=c.d_ff,
+                num_layers=c.n_layers, num_decoder_layers=c.decoder_layers, n_positions=c.max_len,
+                relative_attention_num_buckets=c.t5_num_buckets, relative_attention_max_distance=c.t5_max_distance,
+                feed_forward_proj=proj, layer_norm_epsilon=c.norm_eps, tie_word_embeddings=c.tie_embeddings,
+                dropout_rate=c.dropout, pad_token_id=c.pad_token_id, eos_token_id=c.eos_token_id,
+                decoder_start_token_id=c.decoder_start_token_id, is_encoder_decoder=True)
+
+
+def _t5_table(c: ModelConfig) -> list[Rule]:
+    rules = [rule("tokens.weight", "shared.weight")]
+    for stack, ffn_layer in (("encoder", 1), ("decoder", 2)):
+        ours, theirs = f"{stack}.blocks.{{i}}", f"{stack}.block.{{i}}"
+        # T5 keeps the relative-position table in the first block of each stack only
+        rules.append(rule(f"{stack}.rel_bias.weight",
+                          f"{stack}.block.0.layer.0.SelfAttention.relative_attention_bias.weight"))
+        rules += [rule(f"{ours}.attn.qkv.weight", tuple(f"{theirs}.layer.0.SelfAttention.{p}.weight" for p in "qkv"),
+                       QKV),
+                  rule(f"{ours}.attn.out.weight", f"{theirs}.layer.0.SelfAttention.o.weight"),
+                  rule(f"{ours}.norm1.weight", f"{theirs}.layer.0.layer_norm.weight"),
+                  rule(f"{ours}.ffn.down.weight", f"{theirs}.layer.{ffn_layer}.DenseReluDense.wo.weight"),
+                  rule(f"{ours}.norm2.weight", f"{theirs}.layer.{ffn_layer}.layer_norm.weight")]
+        ffn = f"{theirs}.layer.{ffn_layer}.DenseReluDense"
+        if c.gated:
+            rules.append(rule(f"{ours}.ffn.up.weight", (f"{ffn}.wi_0.weight", f"{ffn}.wi_1.weight"), GATE_UP))
+        else:
+            rules.append(rule(f"{ours}.ffn.up.weight", f"{ffn}.wi.weight"))
+        rules.append(rule(f"{stack}.final_norm.weight", f"{stack}.final_layer_norm.weight"))
+    ours, theirs = "decoder.blocks.{i}", "decoder.block.{i}.layer.1"
+    rules += [rule(f"{ours}.cross_attn.q.weight", f"{theirs}.EncDecAttention.q.weight"),
+              rule(f"{ours}.cross_attn.kv.weight", (f"{theirs}.EncDecAttention.k.weight",
+                                                    f"{theirs}.EncDecAttention.v.weight"), KV),
+              rule(f"{ours}.cross_attn.out.weight", f"{theirs}.EncDecAttention.o.weight"),
+              rule(f"{ours}.norm_cross.weight", f"{theirs}.layer_norm.weight")]
+    if not c.tie_embeddings:
+        rules.append(rule("lm_head.proj.weight", "lm_head.weight"))
+    return rules
+
+
+T5 = Family("t5", ("t5",), "",
+            {"T5ForConditionalGeneration": dict(head="lm"), "T5Model": dict(head="lm")},
+            _t5_config, _t5_hf, _t5_table)
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, GPT2, VIT, BART, MARIAN, T5, LLAMA)}
+BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES.values() for t in f.model_types}

@@ -1,0 +1,262 @@
+"""Hugging Face checkpoints <-> attnlab, for the BERT, GPT-2, ViT, BART, Marian, T5 and LLaMA families.
+
+Everything family-specific lives in one table per family (families.py); this module is the engine that reads
+and writes through those tables:
+
+    config_from_hf(hf_config_dict)      -> ModelConfig
+    hf_config_from(config)              -> HF config dict (with model_type and architectures)
+    from_hf_state(config, hf_state)     -> attnlab state dict (shapes checked against the config, by HF name)
+    to_hf_state(model)                  -> HF state dict
+    from_hf_model(hf_model)             -> attnlab model with identical weights (in memory, no files)
+    load_hf(directory)                  -> (model, tokenizer) from config.json + model.safetensors/pytorch_model.bin
+    save_hf(model, directory)           -> a directory transformers' from_pretrained reads
+
+Nothing here downloads: directories are local. Weights are read with safetensors or torch.load(weights_only=True).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnlab.config import ModelConfig
+from attnlab.errors import CheckpointError, ConfigError
+from attnlab.interop.families import BY_MODEL_TYPE, FAMILIES, Family
+from attnlab.interop.mapping import to_ours, to_theirs
+
+SUPPORTED = ", ".join(FAMILIES)
+# ModelConfig fields that describe training, not the function a model computes: not compared on export
+_UNCOMPARED = {"name", "extra", "dropout", "attn_dropout"}
+
+
+# ---------------------------------------------------------------------------------------------- configs
+def family_of(hf_config: dict[str, Any]) -> Family:
+    model_type = hf_config.get("model_type") if isinstance(hf_config, dict) else None
+    if model_type not in BY_MODEL_TYPE:
+        raise ConfigError(f"Hugging Face model_type={model_type!r} is not supported; supported families: "
+                          f"{SUPPORTED}")
+    return BY_MODEL_TYPE[model_type]
+
+
+def config_from_hf(hf_config: dict[str, Any], architecture: str | None = None) -> ModelConfig:
+    """Translate an HF config.json dict. `architecture` (an HF class name) picks the head; by default the
+    first of config["architectures"], else the family's language-model class."""
+    family = family_of(hf_config)
+    if architecture is None:
+        archs = hf_config.get("architectures") or [family.default_architecture]
+        architecture = archs[0]
+    if architecture not in family.architectures:
+        raise ConfigError(f"{family.name}: architecture {architecture!r} is not supported; supported: "
+                          f"{', '.join(family.architectures)}")
+    try:
+        fields = family.to_config(hf_config, dict(family.architectures[architecture]))
+    except KeyError as exc:
+        raise ConfigError(f"{family.name} config lacks the key {exc.args[0]!r}") from None
+    fields["extra"] = {"hf_family": family.name, "hf_architecture": architecture}
+    fields.setdefault("name", hf_config.get("_name_or_path") or "")
+    return ModelConfig(**fields)
+
+
+def _differences(a: ModelConfig, b: ModelConfig, family: Family) -> list[str]:
+    skip = _UNCOMPARED | set(family.uncompared)
+    return [f"{f.name}={getattr(a, f.name)!r} (the {family.name} layout gives {getattr(b, f.name)!r})"
+            for f in dataclasses.fields(ModelConfig)
+            if f.name not in skip and getattr(a, f.name) != getattr(b, f.name)]
+
+
+def _export(config: ModelConfig, family: Family) -> tuple[dict[str, Any], list[str]]:
+    """(HF config dict, what this family cannot represent of `config`)."""
+    try:
+        arch = family.architecture_for(config)
+        hf = {"model_type": family.model_types[0], "architectures": [arch], **family.from_config(config),
+              "dtype": "float32"}
+        back = config_from_hf(hf)
+    except ConfigError as exc:
+        return {}, [str(exc)]
+    return hf, _differences(config, back, family)
+
+
+def choose_family(config: ModelConfig) -> Family:
+    """The family named in config.extra["hf_family"], else the first whose layout reproduces `config` exactly."""
+    named = config.extra.get("hf_family") if isinstance(config.extra, dict) else None
+    if named is not None:
+        if named not in FAMILIES:
+            raise ConfigError(f"config.extra['hf_family']={named!r}; supported families: {SUPPORTED}")
+        return FAMILIES[named]
+    reasons = []
+    for family in FAMILIES.values():
+        _, diffs = _export(config, family)
+        if not diffs:
+            return family
+        reasons.append(f"{family.name}: {diffs[0]}")
+    raise ConfigError("no Hugging Face family reproduces this config exactly; " + "; ".join(reasons))
+
+
+def hf_config_from(config: ModelConfig, family: str | None = None) -> dict[str, Any]:
+    """An HF config.json dict describing the same model; ConfigError naming every field HF could not carry."""
+    fam = FAMILIES[family] if family in FAMILIES else choose_family(config) if family is None else None
+    if fam is None:
+        raise ConfigError(f"family={family!r}; supported: {SUPPORTED}")
+    hf, diffs = _export(config, fam)
+    if diffs:
+        raise ConfigError(f"the {fam.name} layout cannot represent this config: " + "; ".join(diffs))
+    return hf
+
+
+# ----------------------------------------------------------------------------------------------- tensors
+def _normalise(family: Family, hf_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Bring HF names to the task-model layout the table uses: add the base prefix a bare base model lacks,
+    apply renames from older transformers layouts."""
+    state = dict(hf_state)
+    if family.prefix and not any(k.startswith(family.prefix) for k in state):
+        state = {family.prefix + k: v for k, v in state.items()}
+    if family.legacy:
+        state = {family.rename_legacy(k): v for k, v in state.items()}
+    return state
+
+
+def _expected_hf_shapes(config: ModelConfig, family: Family) -> dict[str, tuple[int, ...]]:
+    """Shapes the HF tensors must have for `config`, from a model built on the meta device (no memory)."""
+    from attnlab.build import build_model
+
+    meta = build_model(config, device="meta").state_dict()
+    return {k: tuple(v.shape) for k, v in to_theirs(family.table(config), config, meta).items()}
+
+
+def from_hf_state(config: ModelConfig, hf_state: dict[str, torch.Tensor], source: str = "checkpoint"
+                  ) -> dict[str, torch.Tensor]:
+    """HF tensors -> attnlab state dict; CheckpointError naming every missing or mis-shaped HF tensor."""
+    family = choose_family(config)
+    state = _normalise(family, hf_state)
+    expected = _expected_hf_shapes(config, family)
+    missing = sorted(n for n in expected if n not in state)
+    wrong = [f"{n}: {source} has {tuple(state[n].shape)}, config.json implies {shape}"
+             for n, shape in expected.items() if n in state and tuple(state[n].shape) != shape]
+    if missing or wrong:
+        parts = []
+        if wrong:
+            more = " ..." if len(wrong) > 8 else ""
+            parts.append(f"tensors whose shapes disagree with config.json: {wrong[:8]}{more}")
+        if missing:
+            parts.append(f"missing tensors: {missing[:8]}{' ...' if len(missing) > 8 else ''}")
+        raise CheckpointError(f"{source} does not fit its {family.name} config: " + "; ".join(parts))
+    ours, _ = to_ours(family.table(config), config, state)
+    return ours
+
+
+def to_hf_state(model_or_config, state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """attnlab model (or config + attnlab state dict) -> HF state dict, tied matrices written once."""
+    if isinstance(model_or_config, ModelConfig):
+        config = model_or_config
+        if state is None:
+            raise ConfigError("to_hf_state(config, state): give the attnlab state dict too")
+    else:
+        config, state = model_or_config.config, model_or_config.state_dict()
+    family = choose_family(config)
+    out = to_theirs(family.table(config), config, state)
+    if family.name == "marian":  # HF stores Marian's fixed sinusoids as a (frozen) weight; write them out
+        from attnlab.layers.positions import sinusoid_table
+
+        table = sinusoid_table(config.max_len, config.d_model, "halves")
+        for stack in ("encoder", "decoder"):
+            out[f"model.{stack}.embed_positions.weight"] = table.clone()
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ models
+def _build(config: ModelConfig, ours: dict[str, torch.Tensor], source, device=None):
+    from attnlab.build import build_model
+    from attnlab.checkpoint import load_state
+
+    model = build_model(config, device=device)
+    load_state(model, ours, source)
+    return model.eval()
+
+
+def from_hf_model(hf_model, device=None):
+    """An attnlab model with the same weights as an in-memory transformers PreTrainedModel (eval mode)."""
+    hf_config = hf_model.config.to_dict()
+    config = config_from_hf(hf_config, architecture=type(hf_model).__name__)
+    state = {k: v.detach() for k, v in hf_model.state_dict().items()}
+    config = _refine(config, family_of(hf_config), state)
+    ours = from_hf_state(config, state, source=type(hf_model).__name__)
+    return _build(config, ours, type(hf_model).__name__, device)
+
+
+def _refine(config: ModelConfig, family: Family, state: dict[str, torch.Tensor]) -> ModelConfig:
+    """Optional parts whose presence only the weights reveal (a BertModel saved without its pooler)."""
+    if family.name == "bert" and config.pooler:
+        keys = _normalise(family, state)
+        if "bert.pooler.dense.weight" not in keys:
+            return config.replace(pooler=False)
+    return config
+
+
+def read_hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
+    """model.safetensors, sharded model.safetensors.index.json, or pytorch_model.bin (weights only)."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    single, index, pickle = (directory / "model.safetensors", directory / "model.safetensors.index.json",
+                             directory / "pytorch_model.bin")
+    try:
+        if single.is_file():
+            return load_file(single)
+        if index.is_file():
+            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            tensors: dict[str, torch.Tensor] = {}
+            for shard in shards:
+                tensors.update(load_file(directory / shard))
+            return tensors
+        if pickle.is_file():
+            return torch.load(pickle, map_location="cpu", weights_only=True)
+    except (SafetensorError, OSError, ValueError, KeyError, RuntimeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"{directory}: the weights file cannot be read ({exc})") from None
+    raise CheckpointError(f"{directory} has no weights: expected model.safetensors, model.safetensors.index.json "
+                          "or pytorch_model.bin beside config.json")
+
+
+def load_hf(path, device=None):
+    """(model, tokenizer) from a local Hugging Face checkpoint directory; tokenizer is None when none is saved."""
+    from attnlab.data.tokenizers import load_tokenizer
+
+    directory = Path(path)
+    config_path = directory / "config.json"
+    if not config_path.is_file():
+        raise CheckpointError(f"{directory} has no config.json")
+    try:
+        hf_config = json.loads(config_path.read_text())
+        family = family_of(hf_config)
+        config = config_from_hf(hf_config)
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"{config_path} is not valid JSON: {exc}") from None
+    except ConfigError as exc:
+        raise CheckpointError(f"{config_path}: {exc}") from None
+    config = config.replace(name=config.name or directory.name)
+    tensors = read_hf_tensors(directory)
+    config = _refine(config, family, tensors)
+    ours = from_hf_state(config, tensors, source=str(directory))
+    model = _build(config, ours, directory, device)
+    return model, load_tokenizer(directory)
+
+
+def save_hf(model, directory, tokenizer=None) -> Path:
+    """Write config.json + model.safetensors in the HF layout of the model's family (+ tokenizer files)."""
+    from safetensors.torch import save_file
+
+    from attnlab.checkpoint import atomic_write
+
+    directory = Path(directory)
+    hf_config = hf_config_from(model.config)
+    tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in to_hf_state(model).items()}
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write(directory / "model.safetensors", lambda tmp: save_file(tensors, tmp, metadata={"format": "pt"}))
+    atomic_write(directory / "config.json",
+                 lambda tmp: Path(tmp).write_text(json.dumps(hf_config, indent=2, sort_keys=True) + "\n"))
+    if tokenizer is not None:
+        tokenizer.save(directory)
+    return directory
