@@ -1,0 +1,124 @@
+"""Losses and accuracies against references computed independently: explicit log-softmax sums,
+torch's cross_entropy on hand-built targets, and transformers' own causal/masked LM losses."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attnlab.errors import InputError
+from attnlab.objectives import (
+    accuracy,
+    causal_lm_accuracy,
+    causal_lm_loss,
+    classification_loss,
+    exact_match,
+    info_nce,
+    mlm_loss,
+    retrieval_accuracy,
+    seq2seq_loss,
+)
+
+TOL = dict(atol=1e-5, rtol=1e-5)  # float32 sums of a few hundred terms
+
+
+def _nll_sum(logits, targets):
+    """-sum log softmax(logits)[target] over positions, one at a time (the seeds' -sum log P(y_i | ...))."""
+    total, count = 0.0, 0
+    log_probs = logits.double().log_softmax(-1)
+    for index in torch.nonzero(targets != -100).tolist():
+        total -= log_probs[tuple(index)][targets[tuple(index)]].item()
+        count += 1
+    return total, count
+
+
+def test_causal_lm_loss_uses_n_minus_1_targets_and_skips_padding():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(3, 7, 11, generator=g)
+    ids = torch.randint(0, 11, (3, 7), generator=g)
+    mask = torch.ones(3, 7, dtype=torch.long)
+    mask[1, 5:] = 0
+    mask[2, 2:] = 0
+    total, count = _nll_sum(logits[:, :-1], ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100))
+    assert count == 6 + 4 + 1  # N-1 targets per full row, fewer where padded
+    torch.testing.assert_close(causal_lm_loss(logits, ids, mask), torch.tensor(total / count, dtype=torch.float32),
+                               **TOL)
+    # without a mask every one of the 3 * 6 targets counts
+    expected = F.cross_entropy(logits[:, :-1].reshape(-1, 11), ids[:, 1:].reshape(-1))
+    torch.testing.assert_close(causal_lm_loss(logits, ids), expected, **TOL)
+
+
+def test_causal_lm_loss_equals_transformers():
+    loss_utils = pytest.importorskip("transformers.loss.loss_utils")
+    g = torch.Generator().manual_seed(1)
+    logits = torch.randn(2, 9, 13, generator=g)
+    ids = torch.randint(0, 13, (2, 9), generator=g)
+    mask = torch.ones_like(ids)
+    mask[0, 6:] = 0
+    labels = ids.masked_fill(mask == 0, -100)  # transformers marks padding in labels and shifts inside
+    expected = loss_utils.ForCausalLMLoss(logits, labels, vocab_size=13)
+    torch.testing.assert_close(causal_lm_loss(logits, ids, mask), expected, **TOL)
+
+
+def test_mlm_and_seq2seq_losses_count_only_labelled_positions():
+    loss_utils = pytest.importorskip("transformers.loss.loss_utils")
+    g = torch.Generator().manual_seed(2)
+    logits = torch.randn(4, 10, 17, generator=g)
+    labels = torch.randint(0, 17, (4, 10), generator=g)
+    labels[torch.rand(4, 10, generator=g) > 0.2] = -100
+    total, count = _nll_sum(logits, labels)
+    expected = torch.tensor(total / count, dtype=torch.float32)
+    torch.testing.assert_close(mlm_loss(logits, labels), expected, **TOL)
+    torch.testing.assert_close(seq2seq_loss(logits, labels), expected, **TOL)
+    torch.testing.assert_close(mlm_loss(logits, labels), loss_utils.ForMaskedLMLoss(logits, labels, 17), **TOL)
+    # changing the logits at an ignored position leaves the loss unchanged
+    ignored = torch.nonzero(labels == -100)[0].tolist()
+    moved = logits.clone()
+    moved[ignored[0], ignored[1]] += 100.0
+    torch.testing.assert_close(mlm_loss(moved, labels), mlm_loss(logits, labels))
+
+
+def test_loss_without_any_target_is_zero_and_differentiable():
+    logits = torch.randn(2, 3, 5, requires_grad=True)
+    loss = mlm_loss(logits, torch.full((2, 3), -100))
+    loss.backward()
+    assert loss.item() == 0.0 and logits.grad is not None and bool((logits.grad == 0).all())
+
+
+def test_classification_loss_for_sequences_and_tokens():
+    g = torch.Generator().manual_seed(3)
+    logits, labels = torch.randn(6, 4, generator=g), torch.tensor([0, 1, 2, 3, 0, 1])
+    total, count = _nll_sum(logits, labels)
+    torch.testing.assert_close(classification_loss(logits, labels), torch.tensor(total / count).float(), **TOL)
+    token_logits, token_labels = torch.randn(2, 5, 3, generator=g), torch.tensor([[0, 1, -100, 2, 0], [1] * 5])
+    total, count = _nll_sum(token_logits, token_labels)
+    torch.testing.assert_close(classification_loss(token_logits, token_labels), torch.tensor(total / count).float(),
+                               **TOL)
+    with pytest.raises(InputError, match="targets"):
+        classification_loss(logits, labels[:3])
+
+
+def test_info_nce_is_the_symmetric_cross_entropy_of_the_diagonal():
+    g = torch.Generator().manual_seed(4)
+    a, b = F.normalize(torch.randn(5, 8, generator=g), dim=-1), F.normalize(torch.randn(5, 8, generator=g), dim=-1)
+    logit_scale = torch.tensor(2.6592, requires_grad=True)  # log(1/0.07), CLIP's initial temperature
+    logits = logit_scale.exp() * a @ b.T
+    row = -torch.stack([logits[i].log_softmax(-1)[i] for i in range(5)]).mean()
+    column = -torch.stack([logits[:, j].log_softmax(-1)[j] for j in range(5)]).mean()
+    loss = info_nce(logits)
+    torch.testing.assert_close(loss, (row + column) / 2, **TOL)
+    loss.backward()
+    assert logit_scale.grad is not None and logit_scale.grad.item() != 0.0  # the temperature is learned
+    # a perfect alignment with a sharp temperature gives a loss near zero
+    assert info_nce(100.0 * torch.eye(4)).item() < 1e-6
+    with pytest.raises(InputError, match="square"):
+        info_nce(torch.randn(3, 4))
+
+
+def test_accuracies():
+    logits = torch.tensor([[[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]])  # predicts 1, 0, 1
+    assert accuracy(logits, torch.tensor([[1, 1, -100]])) == 0.5
+    assert causal_lm_accuracy(logits, torch.tensor([[9, 0, 0]])) == 0.5  # targets 0, 0 vs predictions 1, 0
+    assert retrieval_accuracy(torch.tensor([[3.0, 1.0], [4.0, 2.0]])) == 0.5
+    assert exact_match(["un", "deux"], ["un", "trois"]) == 0.5
+    with pytest.raises(InputError):
+        exact_match(["a"], ["a", "b"])
