@@ -13,7 +13,9 @@ import pytest
 import torch
 
 import attnlab
+from attnlab.cache import KVCache
 from attnlab.errors import InputError
+from attnlab.generation import generate_stream
 from attnlab.generation.sampling import filtered_logits
 
 ATOL = 1e-5
@@ -128,7 +130,7 @@ def test_left_padding_does_not_change_a_prompts_tokens():
 
 def test_cache_is_written_in_place_and_reports_its_size():
     model = _decoder("rope")
-    cache = attnlab.cache.KVCache.for_model(model, batch=2, capacity=20)
+    cache = KVCache.for_model(model, batch=2, capacity=20)
     pointers = [(layer.k.data_ptr(), layer.v.data_ptr()) for layer in cache.layers]
     ids = torch.tensor([[1, 2, 3], [4, 5, 6]])
     with torch.no_grad():
@@ -152,7 +154,7 @@ def test_seeded_sampling_reproduces_and_streaming_matches():
     other = attnlab.generate(model, PROMPTS, seed=8, **kwargs)
     assert torch.equal(first.sequences, again.sequences)
     assert not torch.equal(first.sequences, other.sequences)
-    steps = list(attnlab.generation.generate_stream(model, PROMPTS, seed=7, **kwargs))
+    steps = list(generate_stream(model, PROMPTS, seed=7, **kwargs))
     assert len(steps) == 15 and [s.index for s in steps] == list(range(15))
     assert torch.equal(torch.stack([s.tokens for s in steps], dim=1), first.new_tokens)
     assert all(s.seconds > 0 for s in steps)
@@ -295,3 +297,30 @@ def test_model_generate_method_and_mode_restored():
     model = _decoder("learned").train()
     out = model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=3)
     assert out.new_tokens.shape == (1, 3) and model.training
+
+
+# ------------------------------------------------------------------------------------- command line
+def test_cli_streams_the_same_text_as_generate(tmp_path, capsys):
+    from attnlab.cli import main
+    from attnlab.data.tokenizers import char_tokenizer
+
+    tokenizer = char_tokenizer("abcdefghijklmnopqrstuvwxyz .,")
+    config = attnlab.presets["tiny-decoder"].replace(vocab_size=tokenizer.vocab_size)
+    model = _randomize(attnlab.build_model(config))
+    model.save(tmp_path / "ckpt", tokenizer=tokenizer)
+    expected = attnlab.generate(model, [tokenizer.encode("hello")], max_new_tokens=12, tokenizer=tokenizer).texts[0]
+    sampled = attnlab.generate(model, [tokenizer.encode("hello")], max_new_tokens=12, tokenizer=tokenizer,
+                               temperature=0.8, top_k=10, seed=3).texts[0]
+    assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "12"]) == 0
+    assert capsys.readouterr().out == expected + "\n"
+    assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "12",
+                 "--no-cache"]) == 0
+    assert capsys.readouterr().out == expected + "\n"
+    assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "12",
+                 "--temperature", "0.8", "--top-k", "10", "--seed", "3"]) == 0
+    assert capsys.readouterr().out == sampled + "\n"
+    assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--top-p", "1.5",
+                 "--temperature", "1"]) == 2
+    assert "top_p=1.5" in capsys.readouterr().err
+    assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "500"]) == 2
+    assert "limit of 128" in capsys.readouterr().err
