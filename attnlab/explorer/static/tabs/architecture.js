@@ -1,0 +1,158 @@
+// Tab Architecture: the loaded model's block diagram drawn from its config, block details with shapes and
+// parameter counts, the parameter calculator (closed form beside the exact count) and the famous-models table.
+import { api, el, fmt, human, notice, svg, table } from "../util.js";
+
+const COLORS = { tokens: "#dbe9f6", patches: "#dbe9f6", positions: "#e8e0f5", attn: "#fde2c8", norm1: "#eef0f3",
+  cross_attn: "#ffd6d6", norm_cross: "#eef0f3", ffn: "#d8f0dc", norm2: "#eef0f3", final_norm: "#eef0f3",
+  head: "#fff3c4" };
+
+export async function render(root, ctx) {
+  const { state, info } = ctx;
+  root.append(el("h2", {}, "Architecture"), el("p", { class: "help" }, "Every topology is the same block " +
+    "stacked N times: attention routes information across positions, the feed-forward network rewrites each " +
+    "position, residual connections and norms wrap both. Click a block."));
+  const detail = el("div", { class: "panel", id: "block-detail" }, el("p", { class: "help" },
+    "← Click a block to explore it"));
+  if (info) {
+    const n = (state.text || "").length ? undefined : 8;
+    const arch = await api(`/api/architecture/${encodeURIComponent(state.model)}?n=${n ?? guessN(state.text)}`);
+    root.append(el("div", { class: "row" }, el("div", { class: "diagram" }, diagram(arch, detail)), detail),
+      el("p", { class: "help", id: "arch-total" }, `${info.label}: `,
+        el("b", { dataset: { params: arch.total_params } }, arch.total_params.toLocaleString("en-US")),
+        " parameters (measured) vs closed form V·d + L·d + N·12d² = ",
+        el("b", { dataset: { closedForm: arch.closed_form } }, arch.closed_form.toLocaleString("en-US")),
+        `; shapes shown for n = ${arch.n} tokens.`));
+  } else {
+    root.append(notice("Pick an available model to draw its diagram.", "warn"));
+  }
+  root.append(el("h2", {}, "Parameter calculator"), await calculator(),
+    el("h2", {}, "Famous models, counted by attnlab from its presets"), await famous(),
+    el("h2", {}, "Inference walk-throughs"), walkthroughs(ctx));
+}
+
+function guessN(text) {
+  return Math.max(1, Math.min(512, (text || "").split(/\s+/).filter(Boolean).length + 2));
+}
+
+function diagram(arch, detail) {
+  const W = 230, BH = 34, GAP = 8, colGap = 90;
+  const cols = arch.stacks.length;
+  const rowsOf = (s) => s.embed.length + s.layer.length + s.tail.length;
+  const maxRows = Math.max(...arch.stacks.map(rowsOf)) + 1;
+  const H = 60 + maxRows * (BH + GAP) + 40;
+  const root = svg("svg", { width: cols * W + (cols - 1) * colGap + 60, height: H, id: "diagram" });
+  const positions = {};
+  let selected = null;
+  arch.stacks.forEach((s, ci) => {
+    const x = 20 + ci * (W + colGap);
+    let y = H - 30;
+    const place = (b) => {
+      y -= BH + GAP;
+      const g = svg("g", { class: "block", dataset: { block: b.id, params: b.params } });
+      g.append(svg("rect", { x, y, width: W, height: BH, rx: 6, fill: COLORS[b.kind] || "#eee", stroke: "#99a" }),
+        svg("text", { x: x + 10, y: y + 21, "font-size": 13 }, b.title),
+        svg("text", { x: x + W - 8, y: y + 21, "font-size": 11, "text-anchor": "end", fill: "#667" },
+          human(b.params)));
+      g.addEventListener("click", () => {
+        if (selected) selected.classList.remove("selected");
+        selected = g; g.classList.add("selected"); showDetail(detail, b);
+      });
+      root.append(g);
+      positions[b.id] = { x, y };
+      return y;
+    };
+    root.append(svg("text", { x, y: H - 10, "font-size": 12, fill: "#445" },
+      s.name === "vit" ? "image → patches" : s.name === "decoder" && cols > 1 ? "target tokens" : "input tokens"));
+    s.embed.forEach(place);
+    const bottom = y;
+    s.layer.forEach(place);
+    root.append(svg("rect", { x: x - 8, y: y - 6, width: W + 16, height: bottom - y + 4, rx: 8, fill: "none",
+      stroke: "#445", "stroke-dasharray": "5 4" }),
+    svg("text", { x: x + W + 20, y: (y + bottom) / 2, "font-size": 13, "font-weight": 600, fill: "#445",
+      transform: `rotate(90 ${x + W + 20} ${(y + bottom) / 2})`, "text-anchor": "middle" },
+    `× ${s.n_layers} layers${s.causal ? " · causal" : ""}`));
+    s.tail.forEach(place);
+    if (ci === cols - 1) place(arch.head);
+    root.append(svg("text", { x, y: y - 10, "font-size": 12, fill: "#445" },
+      ci === cols - 1 ? "output" : "encoder output → every decoder layer"));
+  });
+  if (cols > 1) {  // the cross-attention bridge from the encoder's output to each decoder layer's cross-attention
+    const enc = arch.stacks[0], dec = arch.stacks[1];
+    const from = positions[(enc.tail[0] || enc.layer[enc.layer.length - 1]).id];
+    const to = positions[dec.layer.find((b) => b.kind === "cross_attn").id];
+    const x1 = from.x + W, y1 = from.y + BH / 2, x2 = to.x, y2 = to.y + BH / 2;
+    root.append(svg("path", { d: `M${x1},${y1} C${x1 + 50},${y1} ${x2 - 50},${y2} ${x2},${y2}`, fill: "none",
+      stroke: "#d62728", "stroke-width": 2.5, "marker-end": "url(#arrow)", id: "bridge" }),
+    svg("defs", {}, svg("marker", { id: "arrow", markerWidth: 8, markerHeight: 8, refX: 7, refY: 4,
+      orient: "auto" }, svg("path", { d: "M0,0 L8,4 L0,8 z", fill: "#d62728" }))),
+    svg("text", { x: (x1 + x2) / 2 - 30, y: Math.min(y1, y2) - 8, "font-size": 12, fill: "#d62728" },
+      "cross-attention K, V"));
+  }
+  return root;
+}
+
+function showDetail(box, b) {
+  box.replaceChildren(el("h3", {}, b.title), el("p", {}, b.text),
+    el("div", { class: "kv" }, Object.entries(b.shapes).flatMap(([k, v]) => [el("span", {}, k),
+      el("code", { dataset: { shape: v.join(",") } }, `(${v.join(", ")})`)])),
+    el("p", {}, "parameters: ", el("b", { id: "detail-params", dataset: { params: b.params } },
+      b.params.toLocaleString("en-US")),
+    b.n_layers ? ` (${b.params_per_layer.toLocaleString("en-US")} per layer × ${b.n_layers})` : "",
+    b.tied ? " (projection tied to the token embeddings: counted there)" : ""));
+}
+
+async function calculator() {
+  const fields = { V: 30522, d: 768, N: 12, h: 12, L: 512, d_ff: 3072 };
+  const inputs = Object.fromEntries(Object.entries(fields).map(([k, v]) => [k,
+    el("input", { type: "number", id: `calc-${k}`, value: v, min: 1 })]));
+  const out = el("div", { id: "calc-out" });
+  async function run() {
+    const q = new URLSearchParams(Object.fromEntries(Object.entries(inputs).map(([k, i]) => [k, i.value])));
+    try {
+      const r = await api(`/api/params?${q}`);
+      out.replaceChildren(el("p", {}, "closed form V·d + L·d + N·12d² = ",
+        `${fmt(r.terms["V*d"])} + ${fmt(r.terms["L*d"])} + ${fmt(r.terms["N*12*d^2"])} = `,
+        el("b", { id: "calc-closed", dataset: { closedForm: r.closed_form } }, r.closed_form.toLocaleString("en-US")),
+        " ; exact count of the encoder these sizes build: ",
+        el("b", { id: "calc-exact", dataset: { exact: r.exact } }, r.exact.toLocaleString("en-US")),
+        ` (${((r.exact - r.closed_form) / r.closed_form * 100).toFixed(2)}% more: biases, norms, d_ff ≠ 4d)`),
+      table(["component", "parameters"], r.rows.map((row) => [row.component,
+        el("span", { dataset: { params: row.params } }, row.params.toLocaleString("en-US"))])));
+    } catch (e) { out.replaceChildren(notice(e.message, "error")); }
+  }
+  Object.values(inputs).forEach((i) => i.addEventListener("change", run));
+  await run();
+  return el("div", { class: "panel", id: "calculator" }, el("div", { class: "controls" },
+    Object.entries(inputs).map(([k, i]) => el("label", {}, `${k} `, i))), out);
+}
+
+async function famous() {
+  const rows = await api("/api/famous");
+  return el("div", { class: "panel", id: "famous" }, table(["model", "V", "d", "N", "h", "parameters (exact)",
+    "V·d + L·d + N·12d²"], rows.map((r) => [r.model, r.V.toLocaleString("en-US"), r.d, r.N, r.h,
+    el("span", { dataset: { params: r.params, model: r.model } }, `${human(r.params)} (${r.params.toLocaleString("en-US")})`),
+    el("span", { dataset: { closedForm: r.closed_form } }, human(r.closed_form))])));
+}
+
+function walkthroughs(ctx) {
+  const go = (tab, model) => () => {
+    if (model && ctx.models.some((m) => m.id === model && m.available)) {
+      const sel = document.getElementById("model"); sel.value = model; ctx.setState({ model }, { rerender: false });
+      sel.dispatchEvent(new Event("change"));
+    }
+    ctx.setState({ tab });
+  };
+  return el("div", { class: "row", id: "walkthroughs" },
+    el("div", { class: "panel" }, el("h3", {}, "Encoder: [CLS] the cat sat on the mat"),
+      el("p", { class: "help" }, "N tokens in, N vectors out at once; the [CLS] vector feeds a classifier, " +
+        "every vector a per-token label. See it in Self-supervised with the MLM encoder."),
+      el("button", { onclick: go("selfsup", "bert-mlm") }, "Open Self-supervised")),
+    el("div", { class: "panel" }, el("h3", {}, "Decoder: the cat sat → on → the → mat"),
+      el("p", { class: "help" }, "Causal mask; only the last vector predicts; sample, append, repeat; the " +
+        "KV cache keeps earlier keys and values."),
+      el("button", { onclick: go("generation", "gpt-char") }, "Open Generation")),
+    el("div", { class: "panel" }, el("h3", {}, "Encoder-decoder: translate"),
+      el("p", { class: "help" }, "The encoder reads the source once; the decoder generates with causal " +
+        "self-attention plus cross-attention into the encoder's vectors."),
+      el("button", { onclick: go("generation", "translate-numbers") }, "Open Generation")));
+}

@@ -1,0 +1,165 @@
+// Tab Attention: one head of one layer for any sentence. Click a query token to see its raw scores
+// Q.K/sqrt(d_k) and softmax weights as bars, the N x N heatmap with its row highlighted, and the dot
+// product of a chosen (query, key) pair worked out from the real Q and K vectors.
+import { api, bars, el, fmt, heatmap, notice, select, tokenLabel, color } from "../util.js";
+import { needs, sentenceBox } from "./common.js";
+
+export async function render(root, ctx) {
+  const { state, info } = ctx;
+  root.append(el("h2", {}, "Attention"),
+    el("p", { class: "help" }, "Each head owns its W_Q, W_K, W_V. A query token scores every key with " +
+      "Q·K/√d_k; the softmax of a row gives the weights with which the head mixes the values. " +
+      "Click a token to take its point of view."));
+  if (!needs(root, ctx, ["encoder", "decoder", "encoder-decoder"], "Attention over text needs a text model.")) return;
+  root.append(sentenceBox(ctx));
+  const parts = info.parts;
+  const part = parts.includes(state.part) ? state.part : parts[0];
+  const nLayers = part === "encoder" ? info.n_layers : (parts.length > 1 ? info.decoder_layers : info.n_layers);
+  const layer = Math.min(state.layer || 0, nLayers - 1), head = Math.min(state.head || 0, info.n_heads - 1);
+  const controls = el("div", { class: "controls" });
+  if (parts.length > 1) controls.append(el("label", {}, "attention ",
+    select(parts.map((p) => [p, p === "cross" ? "cross (decoder → encoder)" : p]), part,
+      (v) => ctx.setState({ part: v, token: undefined, key: undefined }), { id: "part" })));
+  controls.append(
+    el("label", {}, "layer ", select([...Array(nLayers).keys()].map((i) => [i, `layer ${i + 1}`]), layer,
+      (v) => ctx.setState({ layer: Number(v) }), { id: "layer" })),
+    el("label", {}, "head ", select([...Array(info.n_heads).keys()].map((i) => [i, `head ${i + 1}`]), head,
+      (v) => ctx.setState({ head: Number(v) }), { id: "head" })));
+  const hide = el("input", { type: "checkbox", id: "hide-special" });
+  hide.checked = state.hide === "1";
+  hide.addEventListener("change", () => ctx.setState({ hide: hide.checked ? "1" : "" }));
+  controls.append(el("label", {}, hide, " hide [CLS]/[SEP] and other special tokens"));
+  root.append(controls);
+
+  const body = { model: state.model, text: state.text || "", layer, head, part };
+  const data = await api("/api/attention", body);
+  root.dataset.n = data.q_tokens.length;
+  if (data.head_name) root.append(notice(`Head ${head + 1} of the toy was set by hand to read “${data.head_name}”.`,
+    "illustration"));
+  if (data.causal) root.append(el("p", { class: "help", id: "causal-note" }, "Causal mask: a token sees only " +
+    "itself and the tokens before it; the hatched cells (later tokens) get no weight."));
+  if (part === "cross") root.append(el("p", { class: "help" }, "Cross-attention: rows are the target tokens " +
+    "(the greedy translation), columns the source tokens the encoder read."));
+
+  // which positions to show (specials hidden on request: display only, the weights are not renormalised)
+  const showQ = data.q_tokens.map((_, i) => !(hide.checked && data.q_special[i]));
+  const showK = data.k_tokens.map((_, i) => !(hide.checked && data.k_special[i]));
+  const qIdx = showQ.flatMap((s, i) => (s ? [i] : [])), kIdx = showK.flatMap((s, i) => (s ? [i] : []));
+  let query = Number.isInteger(state.token) && state.token < data.q_tokens.length ? state.token : null;
+  let key = Number.isInteger(state.key) && state.key < data.k_tokens.length ? state.key : null;
+
+  // grid of every layer x head, fetched separately (one forward that records all layers)
+  const gridBox = el("div", { class: "panel", id: "thumbs" }, el("h3", {}, "All layers × heads"), "loading…");
+  const chips = el("div", { class: "chips", id: "chips" });
+  const barsBox = el("div", { class: "panel scroll", id: "bars" });
+  const heat = el("canvas", { id: "heatmap" });
+  const heatInfo = el("div", { id: "heat-readout", class: "help" }, "hover a cell");
+  const pairBox = el("div", { class: "panel", id: "pair" });
+  const embBox = el("div", { class: "panel", id: "embeddings" });
+  root.append(el("h3", {}, part === "cross" ? "Target tokens (queries)" : "Tokens — click one to query from it"),
+    chips,
+    el("div", { class: "row" },
+      el("div", {}, el("h3", {}, "Query token: raw scores and weights"), barsBox),
+      el("div", { class: "panel" }, el("h3", {}, "Attention heatmap (rows: queries, columns: keys)"), heat,
+        heatInfo),
+      gridBox),
+    el("div", { class: "row" }, pairBox, embBox));
+
+  function drawChips() {
+    chips.replaceChildren(...qIdx.map((i) => el("span", {
+      class: "chip" + (data.q_special[i] ? " special" : "") + (i === query ? " selected" : ""),
+      dataset: { index: i, token: data.q_tokens[i] },
+      onclick: () => { query = i; ctx.setState({ token: i }, { rerender: false }); update(); },
+    }, tokenLabel(data.q_tokens[i]))));
+  }
+
+  function drawBars() {
+    if (query === null) { barsBox.replaceChildren(el("p", { class: "help" }, "Click a token chip above.")); return; }
+    const raw = data.raw_scores[query], w = data.weights[query];
+    const mk = (vals, attr) => kIdx.map((j) => ({ label: tokenLabel(data.k_tokens[j]), value: vals[j],
+      attrs: { "data-key": j, [attr]: vals[j] === null ? "masked" : vals[j] } }));
+    const pick = (i) => { key = kIdx[i]; ctx.setState({ key }, { rerender: false }); drawPair(); drawBars(); };
+    const sel = key === null ? -1 : kIdx.indexOf(key);
+    const rowSum = w.reduce((a, b) => a + b, 0);
+    barsBox.replaceChildren(
+      el("div", { class: "help" }, `query “${tokenLabel(data.q_tokens[query])}” (position ${query}); ` +
+        "click a bar to work out that pair below"),
+      el("h3", {}, "raw scores Q·K/√d_k"), el("div", { id: "raw-bars" }, bars(mk(raw, "data-raw-score"),
+        { fill: "#9ecae9", onclick: pick, selected: sel })),
+      el("h3", {}, "softmax weights"), el("div", { id: "weight-bars" }, bars(mk(w, "data-weight"),
+        { fill: "#4c78a8", max: 1, onclick: pick, selected: sel })),
+      el("div", { class: "help", id: "row-sum", dataset: { rowSum } }, `row sum = ${fmt(rowSum, 6)}`));
+  }
+
+  function drawHeat() {
+    const m = qIdx.map((i) => kIdx.map((j) => (data.raw_scores[i][j] === null ? null : data.weights[i][j])));
+    heatmap(heat, m, { highlightRow: query === null ? -1 : qIdx.indexOf(query), size: 420, max: null,
+      onclick: (i) => { query = qIdx[i]; ctx.setState({ token: query }, { rerender: false }); update(); } });
+    heat.onmousemove = (ev) => {
+      const cell = Number(heat.dataset.cell), r = heat.getBoundingClientRect();
+      const i = qIdx[Math.floor((ev.clientY - r.top) / cell)], j = kIdx[Math.floor((ev.clientX - r.left) / cell)];
+      if (i === undefined || j === undefined) return;
+      heatInfo.replaceChildren(`${tokenLabel(data.q_tokens[i])} → ${tokenLabel(data.k_tokens[j])}: weight `,
+        el("b", { dataset: { weight: data.weights[i][j] } }, fmt(data.weights[i][j])),
+        `, raw score ${fmt(data.raw_scores[i][j])}`);
+    };
+  }
+
+  function drawPair() {
+    if (query === null || key === null) {
+      pairBox.replaceChildren(el("h3", {}, "Q · K worked out"), el("p", { class: "help" },
+        "Select a query token, then click one of its bars.")); return;
+    }
+    const q = data.q[query], k = data.k[key];
+    const prods = q.map((x, i) => x * k[i]);
+    const dot = prods.reduce((a, b) => a + b, 0);
+    const scaled = dot * data.scale, raw = data.raw_scores[query][key];
+    const bias = raw === null ? null : raw - scaled;
+    const rowsShown = Math.min(q.length, 64);
+    pairBox.replaceChildren(el("h3", {}, `Q·K for “${tokenLabel(data.q_tokens[query])}” → ` +
+      `“${tokenLabel(data.k_tokens[key])}” (d_k = ${data.d_head})`),
+    el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "i"), el("th", {}, "Q"), el("th", {}, "K"),
+      el("th", {}, "Q×K"))), el("tbody", {}, [...Array(rowsShown).keys()].map((i) => el("tr", {},
+      el("td", {}, i), el("td", { dataset: { q: q[i] } }, fmt(q[i])), el("td", { dataset: { k: k[i] } }, fmt(k[i])),
+      el("td", {}, fmt(prods[i])))))),
+    rowsShown < q.length ? el("p", { class: "help" }, `… ${q.length - rowsShown} more dimensions`) : "",
+    el("p", {}, "Q·K = ", el("b", { id: "dot", dataset: { dot } }, fmt(dot)), ` × ${fmt(data.scale)} (1/√d_k) = `,
+      el("b", { id: "scaled", dataset: { scaled } }, fmt(scaled)),
+      bias !== null && Math.abs(bias) > 1e-3 ? ` + position bias ${fmt(bias)}` : "",
+      " → raw score ", el("b", { id: "pair-raw", dataset: { rawScore: raw === null ? "masked" : raw } }, fmt(raw)),
+      ", weight ", el("b", { id: "pair-weight", dataset: { weight: data.weights[query][key] } },
+        fmt(data.weights[query][key]))));
+  }
+
+  function drawEmbeddings() {
+    const e = data.embeddings;
+    const dims = e.dims && e.dims.length ? e.dims : e.values[0].map((_, i) => `${i}`);
+    const peak = Math.max(1e-9, ...e.values.flat().map(Math.abs));
+    embBox.replaceChildren(el("h3", {}, e.dims ? "Token embeddings (toy: 8 named, hand-set dimensions)" :
+      `Token embeddings (first ${dims.length} of ${e.width} dimensions; they have no names)`),
+    el("div", { class: "scroll" }, el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "token"),
+      dims.map((d) => el("th", {}, d)))), el("tbody", {}, kIdx.map((j) => el("tr", {}, el("td", {},
+      tokenLabel(data.k_tokens[j])), e.values[j].map((v) => el("td", {
+      dataset: { value: v }, style: `background:${color(0.5 + v / peak / 2)};color:${Math.abs(v) / peak > 0.4 ? "#000" : "#fff"}`,
+    }, e.dims ? fmt(v, 2) : ""))))))));
+  }
+
+  function update() { drawChips(); drawBars(); drawHeat(); drawPair(); }
+  update();
+  drawEmbeddings();
+
+  try {
+    const g = await api("/api/attention/grid", { model: state.model, text: state.text || "", part });
+    const box = el("div", { class: "grid-thumbs", style: `grid-template-columns: repeat(${g.n_heads}, auto)` });
+    g.thumbnails.forEach((layerThumbs, l) => layerThumbs.forEach((m, h) => {
+      const c = heatmap(el("canvas", { title: `layer ${l + 1}, head ${h + 1}`, dataset: { layer: l, head: h } }),
+        m, { size: Math.max(24, Math.min(56, 480 / g.n_heads)), max: 1 });
+      if (l === layer && h === head) c.classList.add("selected");
+      c.addEventListener("click", () => ctx.setState({ layer: l, head: h }));
+      box.append(c);
+    }));
+    gridBox.replaceChildren(el("h3", {}, "All layers × heads (rows: layers; click one)"), box);
+  } catch (e) {
+    gridBox.replaceChildren(notice(e.message, "error"));
+  }
+}

@@ -1,0 +1,98 @@
+// Tab Generation: step through decoding one token at a time: the next-token distribution under the sampling
+// settings, the sampled token appended, the KV cache growing, and the step's time with and without the cache.
+import { api, bars, bytes, el, fmt, heatmap, notice, svg, table, tokenLabel } from "../util.js";
+import { needs } from "./common.js";
+
+let session = null;  // {key, generated: [], history: []}
+
+export async function render(root, ctx) {
+  const { state } = ctx;
+  root.append(el("h2", {}, "Generation"), el("p", { class: "help" }, "Each step runs the model on what is there, " +
+    "turns the last position's logits into a distribution (temperature, top-k, top-p), samples one token and " +
+    "appends it. With a KV cache only the new token's Q, K, V are computed."));
+  if (!needs(root, ctx, ["decoder", "encoder-decoder"], "Generation needs a decoder or an encoder-decoder.")) return;
+  const prompt = el("input", { type: "text", id: "prompt", value: state.text || "" });
+  const inputs = { temperature: el("input", { type: "number", id: "temperature", value: 1, step: 0.1, min: 0 }),
+    top_k: el("input", { type: "number", id: "top-k", value: 20, min: 0 }),
+    top_p: el("input", { type: "number", id: "top-p", value: 0.95, step: 0.05, min: 0.05, max: 1 }),
+    seed: el("input", { type: "number", id: "gen-seed", value: 0 }) };
+  const out = el("div", { id: "gen-out" });
+  const key = `${state.model}|${state.text}`;
+  if (!session || session.key !== key) session = { key, generated: [], history: [], last: null };
+  root.append(el("div", { class: "controls" }, el("label", {}, ctx.info.topology === "encoder-decoder" ?
+    "source " : "prompt "), prompt),
+  el("div", { class: "controls" }, Object.entries(inputs).map(([k, i]) => el("label", {}, `${k} `, i)),
+    el("button", { id: "step", onclick: () => step(1) }, "Step"),
+    el("button", { id: "step10", onclick: () => step(10) }, "10 steps"),
+    el("button", { id: "reset", onclick: reset }, "Reset")), out);
+  prompt.addEventListener("change", () => ctx.setState({ text: prompt.value }));
+
+  function reset() { session.generated = []; session.history = []; session.last = null; draw(); }
+  async function step(times) {
+    for (let t = 0; t < times; t++) {
+      try {
+        const r = await api("/api/generate/step", { model: state.model, prompt: prompt.value,
+          generated: session.generated, temperature: Number(inputs.temperature.value),
+          top_k: Number(inputs.top_k.value), top_p: Number(inputs.top_p.value), seed: Number(inputs.seed.value) });
+        session.generated = r.generated; session.history.push(r); session.last = r;
+        if (r.finished) break;
+      } catch (e) { out.prepend(notice(e.message, "error")); break; }
+    }
+    draw();
+  }
+  function draw() {
+    const r = session.last;
+    if (!r) { out.replaceChildren(el("p", { class: "help" }, "Press Step.")); return; }
+    const src = r.source ? r.text.slice(0) : r.text;
+    const nNew = session.generated.length;
+    out.replaceChildren(el("div", { class: "panel" }, el("h3", {}, "Sequence"), el("div", { class: "chips", id: "sequence" },
+      src.map((t, i) => el("span", { class: "chip" + (i >= src.length - nNew ? " selected" : ""), dataset: { index: i } },
+        tokenLabel(t))))),
+    el("div", { class: "row" },
+      el("div", { class: "panel" }, el("h3", {}, `Step ${r.step}: next-token distribution (top ${r.bars.length})`),
+        bars(r.bars.map((b) => ({ label: tokenLabel(b.token), value: b.prob, fill: b.id === r.token_id ? "#ff7f0e" :
+          "#4c78a8", attrs: { "data-prob": b.prob, "data-raw-prob": b.raw_prob, "data-token-id": b.id } })),
+        { max: 1 }),
+        el("p", {}, "sampled: ", el("b", { id: "sampled", dataset: { tokenId: r.token_id } }, tokenLabel(r.token)),
+          r.finished ? " (end of sequence)" : "")),
+      el("div", { class: "panel", id: "cache" }, el("h3", {}, "KV cache after this step"),
+        table(["", "value"], [
+          ["positions", el("span", { dataset: { cachePositions: r.cache.positions } }, r.cache.positions)],
+          ["entries", el("span", { id: "cache-entries", dataset: { cacheEntries: r.cache.entries } },
+            r.cache.entries.toLocaleString("en-US"))],
+          ["bytes", el("span", { id: "cache-bytes", dataset: { cacheBytes: r.cache.bytes } }, bytes(r.cache.bytes))],
+          ["step with cache", el("span", { id: "ms-cache", dataset: { ms: r.ms_with_cache } }, `${fmt(r.ms_with_cache, 3)} ms`)],
+          ["step without cache", el("span", { id: "ms-nocache", dataset: { ms: r.ms_without_cache } },
+            `${fmt(r.ms_without_cache, 3)} ms`)],
+          ["same logits both ways", el("span", { dataset: { matches: r.cache_matches } }, r.cache_matches ? "yes" : "NO")],
+        ]), el("p", { class: "help" }, `entries = ${r.cache.formula}`)),
+      el("div", { class: "panel" }, el("h3", {}, "Time per step (ms)"), timeChart(session.history))),
+    r.cross_attention ? crossPanel(session.history) : "");
+  }
+  draw();
+}
+
+function timeChart(history) {
+  const W = 320, H = 160, pad = 30;
+  const peak = Math.max(1e-6, ...history.flatMap((h) => [h.ms_with_cache, h.ms_without_cache]));
+  const x = (i) => pad + (i / Math.max(1, history.length - 1)) * (W - pad - 10);
+  const y = (v) => H - pad + 10 - (v / peak) * (H - pad - 10);
+  const line = (k, color) => svg("polyline", { fill: "none", stroke: color, "stroke-width": 2,
+    points: history.map((h, i) => `${x(i)},${y(h[k])}`).join(" ") });
+  return svg("svg", { width: W, height: H, id: "time-chart" },
+    svg("line", { x1: pad, y1: H - pad + 10, x2: W, y2: H - pad + 10, stroke: "#999" }),
+    line("ms_without_cache", "#d62728"), line("ms_with_cache", "#2ca02c"),
+    svg("text", { x: pad, y: 12, "font-size": 11, fill: "#d62728" }, `without cache (max ${fmt(peak, 3)} ms)`),
+    svg("text", { x: pad, y: 26, "font-size": 11, fill: "#2ca02c" }, "with cache"),
+    svg("text", { x: W - 60, y: H - 2, "font-size": 11 }, "step →"));
+}
+
+function crossPanel(history) {
+  const last = history[history.length - 1];
+  const layer = last.cross_attention.length - 1;
+  const rows = history.map((h) => h.cross_attention[layer]);
+  return el("div", { class: "panel", id: "cross" }, el("h3", {}, `Cross-attention of each generated token over the ` +
+    `source (last layer, heads averaged)`), el("div", { class: "chips" }, last.source.map((t) => el("span",
+    { class: "chip" }, tokenLabel(t)))), heatmap(el("canvas", { id: "cross-map" }), rows, { size: 300 }),
+  el("p", { class: "help" }, "rows: generated tokens in order; columns: source tokens"));
+}
