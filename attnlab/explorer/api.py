@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from attnlab.recording import recording as recording_of
 from attnlab.errors import InputError
 from attnlab.explorer.registry import Loaded, UnknownItem
+from attnlab.recording import recording as recording_of
 
 MAX_TOKENS = 512  # the explorer's own ceiling: an N x N heatmap beyond this is not readable anyway
 MAX_TEXT_CHARS = 20_000
@@ -483,7 +483,7 @@ def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[i
         lp = logp[row["position"]]
         top = lp.topk(5)
         row["top5"] = [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(math.exp(float(v)), 6)}
-                       for v, i in zip(top.values, top.indices)]
+                       for v, i in zip(top.values, top.indices, strict=False)]
         row["loss"] = round(-float(lp[row["original_id"]]), 6)
     loss = sum(r["loss"] for r in rows) / len(rows)
     return {"model": lm.id, "tokens": tokens, "corrupted": [_token_text(lm, i) for i in corrupted],
@@ -504,7 +504,7 @@ def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
         top = logp[i].topk(5)
         row = {"position": i, "token": tokens[i],
                "top5": [{"token": _token_text(lm, int(t)), "id": int(t), "prob": round(math.exp(float(v)), 6)}
-                        for v, t in zip(top.values, top.indices)]}
+                        for v, t in zip(top.values, top.indices, strict=False)]}
         if i + 1 < len(ids):
             row["next"] = tokens[i + 1]
             row["loss"] = round(-float(logp[i, ids[i + 1]]), 6)
@@ -563,7 +563,7 @@ def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patc
         top = probs.topk(min(5, probs.numel()))
         labels = cfg.extra.get("labels")
         result["prediction"] = [{"class": int(i), "label": str(labels[int(i)]) if labels else str(int(i)),
-                                 "prob": round(float(p), 6)} for p, i in zip(top.values, top.indices)]
+                                 "prob": round(float(p), 6)} for p, i in zip(top.values, top.indices, strict=False)]
     if cfg.position == "learned":
         table = lm.model.positions.weight.detach()  # (offset + n_tokens, d_model)
         p = table[cfg.position_offset:cfg.position_offset + n_tokens][1:]  # patches only, (n_patches, d)
@@ -672,7 +672,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     top = probs.topk(min(bars, probs.numel()))
     result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1,
               "bars": [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(float(p), 6),
-                        "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices)],
+                        "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=False)],
               "token": _token_text(lm, token), "token_id": token, "generated": generated + [token],
               "text": [_token_text(lm, i) for i in (seq + [token])],
               "cache": {"positions": cache.length, "entries": cache.entries, "bytes": cache.nbytes,
@@ -708,7 +708,7 @@ def cost(lm: Loaded, n: int = 128) -> dict[str, Any]:
 
     def row(m: int) -> dict[str, Any]:
         layers = cfg.n_layers + (cfg.decoder_layers if cfg.topology == "encoder-decoder" else 0)
-        d, emb = cfg.d_model, (cfg.vocab_size * cfg.d_model if cfg.topology != "vit" else 0)
+        emb = cfg.vocab_size * cfg.d_model if cfg.topology != "vit" else 0
         dense = 2 * max(params - emb, 0) * m  # every non-embedding weight: one multiply-add per token
         attn = layers * 4 * m * m * cfg.n_heads * cfg.head_dim  # QK^T and AV: 2 * n^2 * d_q each
         return {"n": m, "flops_dense": dense, "flops_attention": attn, "flops": dense + attn,

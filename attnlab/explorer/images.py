@@ -96,7 +96,8 @@ def _photo(name: str):
     from PIL import Image
 
     if name not in photo_names():
-        raise InputError(f"unknown photo {name!r}; allowed: {', '.join(photo_names()) or 'none (install scikit-image)'}")
+        allowed = ", ".join(photo_names()) or "none (install scikit-image)"
+        raise InputError(f"unknown photo {name!r}; allowed: {allowed}")
     import skimage.data
 
     return Image.fromarray(getattr(skimage.data, name)())
