@@ -670,9 +670,9 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     token = int(torch.multinomial(probs, 1, generator=gen))
     raw_probs = logits_full.float().softmax(-1)
     top = probs.topk(min(bars, probs.numel()))
-    result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1,
-              "bars": [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(float(p), 6),
-                        "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=False)],
+    bar_list = [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(float(p), 6),
+                 "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=True)]
+    result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1, "bars": bar_list,
               "token": _token_text(lm, token), "token_id": token, "generated": generated + [token],
               "text": [_token_text(lm, i) for i in (seq + [token])],
               "cache": {"positions": cache.length, "entries": cache.entries, "bytes": cache.nbytes,
