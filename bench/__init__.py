@@ -1,0 +1,1 @@
+"""Benchmarks: attnlab against its peers, measured side by side in one process (see RESULTS.md)."""

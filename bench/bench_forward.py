@@ -1,0 +1,240 @@
+"""Inference forward speed of attnlab against its peers on identical weights, under torch.inference_mode.
+
+Cases: bert-base shape (batch 8 x 128) against HF BertModel and, block stack only, against
+torch.nn.TransformerEncoder in eval mode (its fused fast path); GPT-2-small shape (1 x 512 and 8 x 128) against
+HF GPT2LMHeadModel and nanoGPT (full logits); ViT-B/16 (batch 8) against HF ViTForImageClassification.
+
+    python bench/bench_forward.py [--quick] [--cases bert-base,gpt2-8x128] [--no-memory]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from attnlab import build_model  # noqa: E402
+from attnlab.config import ModelConfig  # noqa: E402
+from attnlab.models.stack import Stack  # noqa: E402
+from attnlab.presets import get as preset  # noqa: E402
+from bench import common, peers  # noqa: E402
+
+
+@dataclass
+class ForwardCase:
+    name: str
+    kind: str  # "bert" | "stack" | "gpt" | "vit"
+    config: ModelConfig
+    batch: int
+    seq: int
+    in_quick: bool
+    repeats: int
+    peers: tuple[str, ...]
+
+
+def _bert_base() -> ModelConfig:
+    return preset("bert-base", dropout=0.0, head="none", pooler=True)
+
+
+def _bert_stack() -> ModelConfig:
+    """bert-base blocks only: what torch.nn.TransformerEncoder holds (no embeddings, no pooler)."""
+    return preset("bert-base", dropout=0.0, head="none", pooler=False, position="none", type_vocab_size=0,
+                       embedding_norm=False)
+
+
+def _gpt2() -> ModelConfig:
+    return preset("gpt2", dropout=0.0, bos_token_id=None, eos_token_id=None)
+
+
+def _vit_b16() -> ModelConfig:
+    return preset("vit-base-16", dropout=0.0)
+
+
+CASES = {
+    "bert-base": ForwardCase("bert-base", "bert", _bert_base(), 8, 128, True, 6, ("hf",)),
+    "bert-base-stack": ForwardCase("bert-base-stack", "stack", _bert_stack(), 8, 128, True, 6, ("torch",)),
+    "gpt2-1x512": ForwardCase("gpt2-1x512", "gpt", _gpt2(), 1, 512, False, 6, ("hf", "nanogpt")),
+    "gpt2-8x128": ForwardCase("gpt2-8x128", "gpt", _gpt2(), 8, 128, False, 6, ("hf", "nanogpt")),
+    "vit-b16": ForwardCase("vit-b16", "vit", _vit_b16(), 8, 197, False, 5, ("hf",)),
+}
+
+
+def _hf_model(case: ForwardCase) -> torch.nn.Module:
+    if case.kind == "gpt":
+        return peers.hf_gpt2(case.config)
+    if case.kind == "bert":
+        return peers.hf_bert(case.config, masked_lm=False)
+    return peers.hf_vit(case.config)
+
+
+def build_models(case: ForwardCase, impls: tuple[str, ...]) -> dict[str, torch.nn.Module]:
+    """impl -> model in eval mode, all holding the same weights."""
+    torch.manual_seed(0)
+    models: dict[str, torch.nn.Module] = {}
+    if impls == ("hf",):
+        return {"hf": _hf_model(case).eval()}
+    if case.kind == "stack":
+        models["attnlab"] = Stack(case.config, n_layers=case.config.n_layers, causal=False)
+    elif "hf" in impls and peers.hf_available():
+        hf = _hf_model(case)
+        models["attnlab"] = peers.from_hf(hf)
+        models["hf"] = hf
+    else:
+        models["attnlab"] = build_model(case.config)
+    if "nanogpt" in impls and peers.nanogpt_available():
+        models["nanogpt"] = peers.nanogpt_from_attnlab(models["attnlab"])
+    if "torch" in impls:
+        models["torch"] = peers.torch_encoder_from_attnlab(models["attnlab"])
+    if "attnlab" not in impls:
+        models.pop("attnlab")
+    return {k: m.eval() for k, m in models.items()}
+
+
+def make_inputs(case: ForwardCase) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    c = case.config
+    if case.kind == "vit":
+        return {"pixels": torch.randn(case.batch, c.n_channels, c.image_size, c.image_size, generator=gen)}
+    if case.kind == "stack":
+        return {"hidden": torch.randn(case.batch, case.seq, c.d_model, generator=gen)}
+    return {"x": torch.randint(0, c.vocab_size, (case.batch, case.seq), generator=gen)}
+
+
+def forward_of(case: ForwardCase, impl: str, model, inputs) -> torch.Tensor:
+    """The tensor each library returns for this case (logits, or the last hidden state)."""
+    if case.kind == "stack":
+        return model.run(inputs["hidden"]) if impl == "attnlab" else model(inputs["hidden"])
+    if case.kind == "vit":
+        return model(inputs["pixels"]).logits if impl == "attnlab" else model(pixel_values=inputs["pixels"]).logits
+    if case.kind == "bert":
+        return model(inputs["x"]).hidden if impl == "attnlab" else model(input_ids=inputs["x"]).last_hidden_state
+    if impl == "nanogpt":
+        return model(inputs["x"])[0]
+    return model(inputs["x"]).logits if impl == "attnlab" else model(input_ids=inputs["x"]).logits
+
+
+def make_call(case: ForwardCase, impl: str, model, inputs, *, compile_backend: str | None = None,
+              autocast: torch.dtype | None = None, device: str = "cpu"):
+    forward = torch.compile(model, backend=compile_backend) if compile_backend else model
+
+    def call():
+        with torch.inference_mode():
+            if autocast is not None:
+                with torch.autocast(torch.device(device).type, dtype=autocast):
+                    return forward_of(case, impl, forward, inputs)
+            return forward_of(case, impl, forward, inputs)
+
+    return call
+
+
+def forward_flops(case: ForwardCase, model, inputs) -> float:
+    """Counted matmul FLOPs of attnlab's forward plus attention's 4 b s^2 d per layer (hidden from the counter
+    on CPU); causal attention is counted in full, as nanoGPT's MFU does."""
+    with torch.inference_mode():
+        counted = common.count_flops(lambda: forward_of(case, "attnlab", model, inputs))
+    c = case.config
+    return counted + 4 * case.batch * case.seq**2 * c.n_heads * c.head_dim * c.n_layers
+
+
+def _fast_path_used(model, inputs) -> bool:
+    """Whether torch.nn.TransformerEncoder took its fused kernel (aten::_transformer_encoder_layer_fwd)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        model(inputs["hidden"])
+    return any("_transformer_encoder_layer_fwd" in e.key for e in prof.key_averages())
+
+
+def _parity(case: ForwardCase, models, inputs) -> str:
+    if len(models) < 2:
+        return ""
+    with torch.inference_mode():
+        ref = forward_of(case, "attnlab", models["attnlab"], inputs)
+        parts = [f"{k} {(forward_of(case, k, m, inputs) - ref).abs().max().item():.1e}"
+                 for k, m in models.items() if k != "attnlab"]
+    text = "max |output - attnlab|: " + ", ".join(parts)
+    if "torch" in models:
+        text += f"; TransformerEncoder fast path used: {_fast_path_used(models['torch'], inputs)}"
+    return text
+
+
+def run_case(case: ForwardCase, args) -> common.CaseResult:
+    models = build_models(case, ("attnlab", *case.peers))
+    inputs = make_inputs(case)
+    models = {k: m.to(args.device) for k, m in models.items()}
+    inputs = {k: v.to(args.device) for k, v in inputs.items()}
+    check = _parity(case, models, inputs)
+    flops = forward_flops(case, models["attnlab"], inputs)
+    autocast = torch.bfloat16 if args.bf16 else None
+    calls = {k: make_call(case, k, m, inputs, compile_backend=args.compile, autocast=autocast, device=args.device)
+             for k, m in models.items()}
+    repeats = args.repeats or (3 if args.quick else case.repeats)
+    warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
+    result = common.run_case(case.name, "forward", case.batch * case.seq, calls, flops=flops, warmup=warmup,
+                             repeats=repeats, check=check, device=args.device, probe_size=args.probe_size)
+    missing = [p for p in case.peers if p not in models]
+    if missing:
+        result.notes = f"peers not available here: {', '.join(missing)}"
+    return result
+
+
+def memory_main(case_name: str, impl: str) -> None:
+    """Child process: build one implementation only, run three forwards, print the peak memory as JSON."""
+    case = CASES[case_name]
+    models = build_models(case, (impl,))
+    call = make_call(case, impl, models[impl], make_inputs(case))
+    del models
+    print(json.dumps(common.step_peak_memory(call)))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="bert-base cases only, 3 repeats, no memory runs")
+    p.add_argument("--cases", default="", help=f"comma-separated subset of {', '.join(CASES)}")
+    p.add_argument("--repeats", type=int, default=0)
+    p.add_argument("--warmup", type=int, default=None)
+    p.add_argument("--no-memory", action="store_true")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
+    p.add_argument("--compile", default=None, help="torch.compile backend for every contestant")
+    p.add_argument("--probe-size", type=int, default=2048)
+    p.add_argument("--save", default="forward", help="name of the JSON file under bench/results ('' = none)")
+    p.add_argument("--memory-case", help=argparse.SUPPRESS)
+    p.add_argument("--memory-impl", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> list[common.CaseResult]:
+    args = parse_args(argv)
+    if args.memory_case:
+        memory_main(args.memory_case, args.memory_impl)
+        return []
+    command = "python bench/bench_forward.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(common.header(command))
+    selected = [c for c in args.cases.split(",") if c] or [n for n, c in CASES.items() if c.in_quick or not args.quick]
+    results = []
+    for name in selected:
+        if name not in CASES:
+            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
+        result = run_case(CASES[name], args)
+        if not (args.no_memory or args.quick or args.device != "cpu"):
+            for impl in result.stats:
+                if impl != "matmul-peak":
+                    mem = common.memory_in_subprocess(Path(__file__), name, impl)
+                    if mem:
+                        result.memory[impl] = mem
+        print(result.render(), flush=True)
+        results.append(result)
+    if args.save:
+        common.save_results(args.save + ("-quick" if args.quick else ""), results, command)
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,272 @@
+"""Training-step speed (forward + backward + AdamW) of attnlab against its peers on identical weights.
+
+Cases: the two GPT-2-style decoders of nanoGPT's shakespeare-char runs (vocab 65), a BERT-style MLM step and a
+ViT step. Every contestant uses the same optimizer, torch.optim.AdamW(fused=True) (Hugging Face Trainer's
+default since torch 2.8), the same batch and its own library's loss, in the same process, interleaved.
+
+    python bench/bench_train.py [--quick] [--cases gpt-4L,gpt-6L] [--no-memory] [--compile inductor]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from attnlab import build_model  # noqa: E402
+from attnlab.config import ModelConfig  # noqa: E402
+from bench import common, peers  # noqa: E402
+
+
+@dataclass
+class TrainCase:
+    name: str
+    kind: str  # "gpt" | "mlm" | "vit"
+    config: ModelConfig
+    batch: int
+    seq: int  # tokens per sequence (patches + [CLS] for a ViT)
+    in_quick: bool
+    repeats: int
+    peers: tuple[str, ...]
+
+
+def _gpt(n_layers: int, n_heads: int, d_model: int, block: int) -> ModelConfig:
+    return ModelConfig(topology="decoder", vocab_size=65, d_model=d_model, n_heads=n_heads, d_ff=4 * d_model,
+                       n_layers=n_layers, max_len=block, activation="gelu_tanh", norm_placement="pre",
+                       dropout=0.0, name=f"gpt-{n_layers}L")
+
+
+def _bert_mlm() -> ModelConfig:
+    return ModelConfig(topology="encoder", vocab_size=8192, d_model=256, n_heads=4, d_ff=1024, n_layers=4,
+                       max_len=128, activation="gelu", norm_eps=1e-12, norm_placement="post", embedding_norm=True,
+                       type_vocab_size=2, lm_head_bias=True, lm_head_transform=True, pooler=False, dropout=0.0,
+                       pad_token_id=0, name="bert-mlm")
+
+
+def _vit() -> ModelConfig:
+    return ModelConfig(topology="vit", image_size=32, patch_size=4, n_channels=3, d_model=192, n_heads=3, d_ff=768,
+                       n_layers=4, activation="gelu", norm_eps=1e-12, norm_placement="pre", head="classifier",
+                       n_classes=10, vocab_size=1, dropout=0.0, name="vit-tiny")
+
+
+CASES = {
+    "gpt-4L": TrainCase("gpt-4L", "gpt", _gpt(4, 4, 128, 64), 12, 64, True, 20, ("hf", "nanogpt")),
+    "gpt-6L": TrainCase("gpt-6L", "gpt", _gpt(6, 6, 384, 256), 8, 256, False, 8, ("hf", "nanogpt")),
+    "bert-mlm": TrainCase("bert-mlm", "mlm", _bert_mlm(), 8, 128, True, 8, ("hf",)),
+    "vit": TrainCase("vit", "vit", _vit(), 16, 65, True, 10, ("hf",)),
+}
+
+
+# ----------------------------------------------------------------------------- models, inputs, losses
+def build_models(case: TrainCase, impls: tuple[str, ...]) -> dict[str, torch.nn.Module]:
+    """impl -> model, all holding the same weights (attnlab's converted from HF's when HF is a contestant)."""
+    torch.manual_seed(0)
+    models: dict[str, torch.nn.Module] = {}
+    if impls == ("hf",):
+        return {"hf": _hf_model(case)}
+    if "hf" in impls and peers.hf_available():
+        hf = _hf_model(case)
+        models["attnlab"] = peers.from_hf(hf)
+        models["hf"] = hf
+    else:
+        models["attnlab"] = build_model(case.config)
+    if "nanogpt" in impls and peers.nanogpt_available():
+        models["nanogpt"] = peers.nanogpt_from_attnlab(models["attnlab"])
+    if "attnlab" not in impls:
+        models.pop("attnlab")
+    return models
+
+
+def _hf_model(case: TrainCase) -> torch.nn.Module:
+    if case.kind == "gpt":
+        return peers.hf_gpt2(case.config)
+    if case.kind == "mlm":
+        return peers.hf_bert(case.config, masked_lm=True)
+    return peers.hf_vit(case.config)
+
+
+def make_inputs(case: TrainCase) -> dict[str, torch.Tensor]:
+    gen = torch.Generator().manual_seed(1)
+    c = case.config
+    if case.kind == "gpt":
+        ids = torch.randint(0, c.vocab_size, (case.batch, case.seq + 1), generator=gen)
+        return {"x": ids[:, :-1].contiguous(), "y": ids[:, 1:].contiguous()}
+    if case.kind == "mlm":
+        ids = torch.randint(5, c.vocab_size, (case.batch, case.seq), generator=gen)
+        masked = torch.rand(case.batch, case.seq, generator=gen) < 0.15
+        labels = torch.where(masked, ids, torch.full_like(ids, -100))
+        return {"x": torch.where(masked, torch.full_like(ids, 4), ids), "labels": labels}
+    pixels = torch.randn(case.batch, c.n_channels, c.image_size, c.image_size, generator=gen)
+    return {"pixels": pixels, "labels": torch.randint(0, c.n_classes, (case.batch,), generator=gen)}
+
+
+def loss_of(case: TrainCase, impl: str, model, inputs) -> torch.Tensor:
+    """Each library's own way to get the training loss for this batch."""
+    if case.kind == "gpt":
+        if impl == "attnlab":
+            logits = model(inputs["x"]).logits  # (batch, seq, vocab)
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), inputs["y"].view(-1))
+        if impl == "hf":
+            return model(input_ids=inputs["x"], labels=inputs["x"]).loss  # HF shifts the labels itself
+        return model(inputs["x"], inputs["y"])[1]  # nanoGPT: (logits, loss)
+    if case.kind == "mlm":
+        if impl == "attnlab":
+            logits = model(inputs["x"]).logits
+            return F.cross_entropy(logits.view(-1, logits.shape[-1]), inputs["labels"].view(-1), ignore_index=-100)
+        return model(input_ids=inputs["x"], labels=inputs["labels"]).loss
+    if impl == "attnlab":
+        return F.cross_entropy(model(inputs["pixels"]).logits, inputs["labels"])
+    return model(pixel_values=inputs["pixels"], labels=inputs["labels"]).loss
+
+
+def logits_of(case: TrainCase, impl: str, model, inputs) -> torch.Tensor:
+    if case.kind == "vit":
+        return model(inputs["pixels"]).logits if impl == "attnlab" else model(pixel_values=inputs["pixels"]).logits
+    if impl == "nanogpt":
+        return model(inputs["x"])[0]
+    return model(inputs["x"]).logits if impl == "attnlab" else model(input_ids=inputs["x"]).logits
+
+
+def optimizer_for(model: torch.nn.Module, fused: bool = True) -> torch.optim.Optimizer:
+    """The same AdamW for every contestant: decay on matrices only, fused kernel (CPU and CUDA)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    decay = [p for p in params if p.dim() >= 2]
+    rest = [p for p in params if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
+                             lr=3e-4, betas=(0.9, 0.95), fused=fused)
+
+
+def make_step(case: TrainCase, impl: str, model, inputs, *, autocast: torch.dtype | None = None,
+              compile_backend: str | None = None, device: str = "cpu"):
+    """One training step as a zero-argument callable (forward, backward, AdamW, zero_grad)."""
+    model.train()
+    opt = optimizer_for(model)
+    forward = torch.compile(model, backend=compile_backend) if compile_backend else model
+    device_type = torch.device(device).type
+    amp = (lambda: torch.autocast(device_type, dtype=autocast)) if autocast else contextlib.nullcontext
+
+    def step():
+        with amp():
+            loss = loss_of(case, impl, forward, inputs)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        return loss
+
+    return step
+
+
+def step_flops(case: TrainCase, model, inputs) -> float:
+    """Matmul FLOPs FlopCounterMode sees in attnlab's forward + backward, plus attention's QK^T and AV
+    (4 b s^2 d per layer forward, twice that backward) which CPU SDPA hides from the counter."""
+    loss = None
+
+    def fwd_bwd():
+        nonlocal loss
+        loss = loss_of(case, "attnlab", model, inputs)
+        loss.backward()
+
+    counted = common.count_flops(fwd_bwd)
+    model.zero_grad(set_to_none=True)
+    c = case.config
+    attention = 3 * 4 * case.batch * case.seq**2 * c.n_heads * c.head_dim * c.n_layers
+    return counted + attention
+
+
+# ----------------------------------------------------------------------------- running
+def run_case(case: TrainCase, args) -> common.CaseResult:
+    impls = ("attnlab", *case.peers)
+    models = build_models(case, impls)
+    inputs = make_inputs(case)
+    device = args.device
+    models = {k: m.to(device) for k, m in models.items()}
+    inputs = {k: v.to(device) for k, v in inputs.items()}
+    check = _parity(case, models, inputs)
+    flops = step_flops(case, models["attnlab"], inputs)
+    autocast = torch.bfloat16 if args.bf16 else None
+    steps = {k: make_step(case, k, m, inputs, autocast=autocast, compile_backend=args.compile, device=device)
+             for k, m in models.items()}
+    repeats = args.repeats or (max(3, case.repeats // 2) if args.quick else case.repeats)
+    result = common.run_case(case.name, "train step", case.batch * case.seq, steps, flops=flops,
+                             warmup=args.warmup, repeats=repeats, check=check, device=device,
+                             probe_size=args.probe_size)
+    missing = [p for p in case.peers if p not in models]
+    if missing:
+        result.notes = f"peers not available here: {', '.join(missing)}"
+    return result
+
+
+def _parity(case: TrainCase, models, inputs) -> str:
+    """Max |logit difference| of each peer against attnlab on the timed batch, in eval mode."""
+    if len(models) < 2:
+        return ""
+    with torch.no_grad():
+        ref = logits_of(case, "attnlab", models["attnlab"].eval(), inputs)
+        diffs = {k: (logits_of(case, k, m.eval(), inputs) - ref).abs().max().item()
+                 for k, m in models.items() if k != "attnlab"}
+    return "max |logits - attnlab|: " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
+
+
+def memory_main(case_name: str, impl: str, args) -> None:
+    """Child process: build one implementation only, run three steps, print the peak memory as JSON."""
+    case = CASES[case_name]
+    models = build_models(case, (impl,))  # only this implementation lives in this process
+    inputs = make_inputs(case)
+    step = make_step(case, impl, models[impl], inputs)
+    del models
+    print(json.dumps(common.step_peak_memory(step)))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small cases only, fewer repeats, no memory runs")
+    p.add_argument("--cases", default="", help=f"comma-separated subset of {', '.join(CASES)}")
+    p.add_argument("--repeats", type=int, default=0, help="timed rounds (default: per case)")
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--no-memory", action="store_true", help="skip the per-implementation memory subprocesses")
+    p.add_argument("--device", default="cpu", help="cpu or cuda")
+    p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
+    p.add_argument("--compile", default=None, help="torch.compile backend for every contestant (inductor, ...)")
+    p.add_argument("--probe-size", type=int, default=2048, help="n of the n x n matmul-peak probe")
+    p.add_argument("--save", default="train", help="name of the JSON file under bench/results ('' = none)")
+    p.add_argument("--memory-case", help=argparse.SUPPRESS)
+    p.add_argument("--memory-impl", help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> list[common.CaseResult]:
+    args = parse_args(argv)
+    if args.memory_case:
+        memory_main(args.memory_case, args.memory_impl, args)
+        return []
+    command = "python bench/bench_train.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    print(common.header(command))
+    selected = [c for c in args.cases.split(",") if c] or [n for n, c in CASES.items() if c.in_quick or not args.quick]
+    results = []
+    for name in selected:
+        if name not in CASES:
+            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
+        result = run_case(CASES[name], args)
+        if not (args.no_memory or args.quick or args.device != "cpu"):
+            for impl in result.stats:
+                if impl != "matmul-peak":
+                    mem = common.memory_in_subprocess(Path(__file__), name, impl)
+                    if mem:
+                        result.memory[impl] = mem
+        print(result.render(), flush=True)
+        results.append(result)
+    if args.save:
+        common.save_results(args.save + ("-quick" if args.quick else ""), results, command)
+    return results
+
+
+if __name__ == "__main__":
+    main()

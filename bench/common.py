@@ -1,0 +1,268 @@
+"""What every benchmark shares: the interleaved timer, the matmul-peak probe, peak memory and the report table.
+
+Why interleaved: on a shared 2-core machine the speed drifts by up to 1.5x within an hour, so two numbers
+taken minutes apart mean little. Every contestant runs once per round (A B C, then B C A, ...) after warm-up,
+and only ratios of medians from the same rounds are reported. The matmul peak is one more contestant in the
+same rounds, so MFU is measured against the machine as it was while the model ran.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+BENCH_DIR = Path(__file__).resolve().parent
+RESULTS_DIR = BENCH_DIR / "results"
+
+
+# ----------------------------------------------------------------------------- timing
+@dataclass
+class Stats:
+    """Seconds per call over the timed rounds."""
+
+    median: float
+    q1: float
+    q3: float
+    min: float
+    max: float
+    n: int
+
+    @classmethod
+    def of(cls, times: list[float]) -> Stats:
+        ordered = sorted(times)
+        if len(ordered) >= 4:
+            q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        else:
+            q1, q3 = ordered[0], ordered[-1]
+        return cls(statistics.median(ordered), q1, q3, ordered[0], ordered[-1], len(ordered))
+
+    @property
+    def spread(self) -> float:
+        """Inter-quartile range relative to the median (0.05 = the middle half lies within 5%)."""
+        return (self.q3 - self.q1) / self.median if self.median else 0.0
+
+
+def interleaved(contestants: dict[str, Callable[[], object]], *, warmup: int = 2, repeats: int = 10,
+                sync: Callable[[], None] | None = None) -> dict[str, list[float]]:
+    """Run each contestant `warmup` rounds untimed, then `repeats` timed rounds, rotating the order each round.
+
+    Returns name -> seconds per call. `sync` (e.g. torch.cuda.synchronize) runs before every clock read so that
+    asynchronous devices are timed for their work, not for the launch.
+    """
+    names = list(contestants)
+    sync = sync or (lambda: None)
+    for _ in range(warmup):
+        for name in names:
+            contestants[name]()
+    sync()
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for r in range(repeats):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            start = time.perf_counter()
+            contestants[name]()
+            sync()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+# ----------------------------------------------------------------------------- the machine's matmul peak
+def matmul_probe(n: int = 2048, dtype: torch.dtype = torch.float32, device: str = "cpu") -> tuple[Callable, float]:
+    """(call, flops): one n x n @ n x n matmul, 2 n^3 FLOPs. Large enough to reach the BLAS plateau on CPU."""
+    gen = torch.Generator(device="cpu").manual_seed(0)
+    a = torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)
+    b = torch.randn(n, n, generator=gen).to(device=device, dtype=dtype)
+    out = torch.empty(n, n, dtype=dtype, device=device)
+    return (lambda: torch.mm(a, b, out=out)), 2.0 * n**3
+
+
+def cost_module_peak() -> float | None:
+    """The cost engineer's measured peak (FLOP/s), when attnlab.cost.peak exists; a cross-check only."""
+    try:
+        from attnlab.cost.peak import measured_peak_flops
+    except ImportError:
+        return None
+    try:
+        return float(measured_peak_flops())
+    except Exception:  # a cross-check must never break a benchmark
+        return None
+
+
+# ----------------------------------------------------------------------------- FLOPs
+def count_flops(fn: Callable[[], object]) -> float:
+    """FLOPs torch actually dispatches in one call of fn (matmuls, convolutions, attention), forward + backward."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return float(counter.get_total_flops())
+
+
+# ----------------------------------------------------------------------------- memory
+def _status_kib(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def _reset_peak_rss() -> bool:
+    """Linux: writing 5 to clear_refs resets VmHWM (peak RSS) to the current RSS."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def step_peak_memory(step: Callable[[], object], steps: int = 3) -> dict:
+    """Peak resident memory while `step` runs, above what was resident just before (model, inputs, imports).
+
+    tracemalloc cannot see torch's allocator, so this reads the kernel's own high-water mark: VmHWM after a
+    reset through /proc/self/clear_refs. Where that is not allowed it falls back to the ru_maxrss delta,
+    which undercounts when an earlier phase (imports, conversion) had already set a higher peak.
+    """
+    gc.collect()
+    if _reset_peak_rss():
+        method = "VmHWM after clear_refs reset"
+        before = _status_kib("VmRSS") or 0
+        for _ in range(steps):
+            step()
+        peak = _status_kib("VmHWM") or 0
+    else:
+        method = "ru_maxrss delta"
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for _ in range(steps):
+            step()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"step_peak_mib": max(0, peak - before) / 1024, "process_peak_mib": peak / 1024, "method": method}
+
+
+def memory_in_subprocess(script: Path, case: str, impl: str, extra: list[str] | None = None,
+                         timeout: float = 600) -> dict | None:
+    """Run `script --memory-case CASE --memory-impl IMPL` in a fresh process and read its JSON line.
+
+    One process per (case, implementation): heaps do not share freed pages, and one high-water mark cannot
+    leak into another's number.
+    """
+    cmd = [sys.executable, str(script), "--memory-case", case, "--memory-impl", impl, *(extra or [])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH_DIR.parent), os.environ.get("PYTHONPATH", "")])}
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        return None
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    print(f"  memory run failed for {case}/{impl}: {done.stderr.strip().splitlines()[-1:] }", file=sys.stderr)
+    return None
+
+
+# ----------------------------------------------------------------------------- reports
+@dataclass
+class CaseResult:
+    case: str
+    unit: str  # what one call does ("train step", "forward")
+    tokens: int  # tokens (or patches) processed per call
+    flops: float  # FLOPs per call, counted by FlopCounterMode on attnlab's call
+    peak_flops: float  # FLOP/s of the interleaved matmul probe (median)
+    stats: dict[str, Stats] = field(default_factory=dict)
+    memory: dict[str, dict] = field(default_factory=dict)
+    check: str = ""  # how the contestants were shown to compute the same thing
+    notes: str = ""
+
+    def ratio(self, peer: str, ours: str = "attnlab") -> float:
+        """Speed of ours relative to peer: > 1 means attnlab is faster."""
+        return self.stats[peer].median / self.stats[ours].median
+
+    def mfu(self, name: str) -> float:
+        return self.flops / self.stats[name].median / self.peak_flops
+
+    def render(self) -> str:
+        lines = [f"## {self.case} ({self.unit}; {self.tokens} tokens/call; {self.flops / 1e9:.2f} GFLOP/call; "
+                 f"matmul peak {self.peak_flops / 1e9:.0f} GFLOP/s)"]
+        if self.check:
+            lines.append(f"   check: {self.check}")
+        lines.append(f"   {'impl':<22}{'median ms':>10}{'IQR ms':>16}{'min-max ms':>18}{'tok/s':>10}{'MFU':>7}"
+                     f"{'vs attnlab':>11}{'step MiB':>10}")
+        for name, s in self.stats.items():
+            if name == "matmul-peak":
+                continue
+            mem = self.memory.get(name, {}).get("step_peak_mib")
+            lines.append(
+                f"   {name:<22}{s.median * 1e3:>10.1f}{f'{s.q1 * 1e3:.1f}-{s.q3 * 1e3:.1f}':>16}"
+                f"{f'{s.min * 1e3:.1f}-{s.max * 1e3:.1f}':>18}{self.tokens / s.median:>10.0f}"
+                f"{self.mfu(name):>7.0%}{self.ratio(name):>10.2f}x{(f'{mem:.0f}' if mem is not None else '-'):>10}")
+        if self.notes:
+            lines.append(f"   note: {self.notes}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["stats"] = {k: asdict(v) for k, v in self.stats.items()}
+        data["ratios"] = {k: self.ratio(k) for k in self.stats if k not in ("attnlab", "matmul-peak")}
+        data["mfu"] = {k: self.mfu(k) for k in self.stats if k != "matmul-peak"}
+        return data
+
+
+def run_case(case: str, unit: str, tokens: int, contestants: dict[str, Callable[[], object]], *, flops: float,
+             warmup: int, repeats: int, probe_size: int = 2048, check: str = "", notes: str = "",
+             device: str = "cpu") -> CaseResult:
+    """Time the contestants and the matmul probe in the same interleaved rounds."""
+    probe, probe_flops = matmul_probe(probe_size, device=device)
+    sync = torch.cuda.synchronize if device.startswith("cuda") else None
+    times = interleaved({**contestants, "matmul-peak": probe}, warmup=warmup, repeats=repeats, sync=sync)
+    stats = {name: Stats.of(t) for name, t in times.items()}
+    peak = probe_flops / stats["matmul-peak"].median
+    return CaseResult(case, unit, tokens, flops, peak, stats, check=check, notes=notes)
+
+
+def machine() -> dict:
+    """What the numbers were measured on."""
+    model = platform.processor() or "unknown"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "threads": torch.get_num_threads(), "torch": torch.__version__,
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "python": platform.python_version()}
+
+
+def header(command: str) -> str:
+    m = machine()
+    return (f"# {m['date']} | {m['cpu']}, {m['cores']} cores, {m['threads']} torch threads, {m['cpu_capability']} | "
+            f"torch {m['torch']} | python {m['python']}\n# command: {command}")
+
+
+def save_results(name: str, results: list[CaseResult], command: str) -> Path:
+    """bench/results/<name>.json: the machine, the command and every case, for RESULTS.md and later diffs."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    path.write_text(json.dumps({"machine": machine(), "command": command,
+                                "cases": [r.to_dict() for r in results]}, indent=1) + "\n")
+    return path
+
+
+def seed_all(seed: int = 0) -> None:
+    torch.manual_seed(seed)
