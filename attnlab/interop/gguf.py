@@ -1,0 +1,251 @@
+"""GGUF files (llama.cpp's format) of the LLaMA family -> attnlab, and attnlab LLaMA-style models -> GGUF (float32).
+
+A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
+quantized in blocks. Reading one means:
+1. check the architecture and every tensor's quantization type BEFORE allocating anything (nothing half-loaded);
+2. dequantize each tensor to float32 with the `gguf` package (gguf.quants.dequantize);
+3. undo the row permutation llama.cpp's converter applies to W_Q and W_K (it regroups each head's rotary pairs
+   from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half;
+4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
+5. rebuild the tokenizer (byte-level BPE: tokens + merges) as a `tokenizers` Tokenizer.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from attnlab.config import ModelConfig
+from attnlab.errors import CheckpointError
+from attnlab.interop.mapping import GATE_UP, Concat, Rule, linear, rule, to_ours, to_theirs
+
+SUPPORTED_ARCHITECTURES = ("llama",)
+SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+                   "Q6_K")
+
+
+# ------------------------------------------------------------------------------------ the Q/K permutation
+def unpermute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """llama.cpp row order (per head: pairs interleaved) -> rotate-half row order. w: (n_heads * d_head, d_in)."""
+    rows = w.shape[0]
+    return w.reshape(n_heads, rows // n_heads // 2, 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+
+
+def permute(w: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """rotate-half row order -> llama.cpp's (the inverse of unpermute)."""
+    rows = w.shape[0]
+    return w.reshape(n_heads, 2, rows // n_heads // 2, *w.shape[1:]).transpose(1, 2).reshape(w.shape)
+
+
+class _GGUFQKV(Concat):
+    """attn_q | attn_k | attn_v -> fused qkv, undoing llama.cpp's permutation of Q and K."""
+
+    def to_ours(self, tensors, config):
+        q, k, v = tensors
+        return torch.cat((unpermute(q, config.n_heads), unpermute(k, config.kv_heads), v), dim=0)
+
+    def to_theirs(self, tensor, config):
+        q, k, v = tensor.split(self.sizes(config), dim=0)
+        return [permute(q, config.n_heads), permute(k, config.kv_heads), v]
+
+
+GGUF_QKV = _GGUFQKV(lambda c: [c.n_heads * c.head_dim, c.kv_heads * c.head_dim, c.kv_heads * c.head_dim])
+
+
+def llama_table(config: ModelConfig) -> list[Rule]:
+    """The one mapping table of LLaMA-family GGUF files."""
+    blk = "blk.{i}"
+    rules = [rule("tokens.weight", "token_embd.weight"),
+             rule("blocks.{i}.attn.qkv.weight", (f"{blk}.attn_q.weight", f"{blk}.attn_k.weight",
+                                                 f"{blk}.attn_v.weight"), GGUF_QKV),
+             *linear("blocks.{i}.attn.out", f"{blk}.attn_output", bias=False),
+             *linear("blocks.{i}.norm1", f"{blk}.attn_norm", bias=False),
+             *linear("blocks.{i}.norm2", f"{blk}.ffn_norm", bias=False),
+             rule("blocks.{i}.ffn.up.weight", (f"{blk}.ffn_gate.weight", f"{blk}.ffn_up.weight"), GATE_UP),
+             *linear("blocks.{i}.ffn.down", f"{blk}.ffn_down", bias=False),
+             *linear("final_norm", "output_norm", bias=False)]
+    if not config.tie_embeddings:
+        rules.append(rule("lm_head.proj.weight", "output.weight"))
+    return rules
+
+
+# ------------------------------------------------------------------------------------------------ reading
+def _reader(path: Path):
+    from gguf import GGUFReader
+
+    if not path.is_file():
+        raise CheckpointError(f"{path} does not exist")
+    try:
+        return GGUFReader(str(path))
+    except Exception as exc:  # the reader raises ValueError/struct errors/IndexError on foreign or truncated files
+        raise CheckpointError(f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc})") from None
+
+
+def _field(reader, key: str, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        return default
+    value = f.contents()
+    if isinstance(value, np.generic):
+        value = value.item()
+    return value
+
+
+def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
+    arch = _field(reader, "general.architecture")
+    if arch not in SUPPORTED_ARCHITECTURES:
+        raise CheckpointError(f"{source}: GGUF architecture {arch!r} is not supported; supported: "
+                              f"{', '.join(SUPPORTED_ARCHITECTURES)}")
+
+    def need(key: str):
+        value = _field(reader, f"{arch}.{key}")
+        if value is None:
+            raise CheckpointError(f"{source}: GGUF metadata lacks {arch}.{key}")
+        return value
+
+    scaling = _field(reader, f"{arch}.rope.scaling.type", "none")
+    if scaling not in ("none", None):
+        raise CheckpointError(f"{source}: rope scaling {scaling!r} is not supported; only unscaled RoPE")
+    names = {t.name for t in reader.tensors}
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    embd = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
+    vocab = _field(reader, f"{arch}.vocab_size") or (len(tokens) if tokens else None) or \
+        (int(embd.shape[1]) if embd is not None else None)
+    d_model, n_heads = int(need("embedding_length")), int(need("attention.head_count"))
+    n_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_heads))
+    d_head = _field(reader, f"{arch}.attention.key_length") or _field(reader, f"{arch}.rope.dimension_count")
+    if d_head is not None and d_model % n_heads == 0 and int(d_head) == d_model // n_heads:
+        d_head = None
+
+    def token_id(key: str):
+        value = _field(reader, f"tokenizer.ggml.{key}")
+        return int(value) if value is not None and 0 <= int(value) < vocab else None
+
+    return ModelConfig(
+        topology="decoder", vocab_size=int(vocab), d_model=d_model, n_heads=n_heads,
+        n_kv_heads=None if n_kv == n_heads else n_kv, d_head=None if d_head is None else int(d_head),
+        d_ff=int(need("feed_forward_length")), n_layers=int(need("block_count")),
+        max_len=int(_field(reader, f"{arch}.context_length", 2048)), position="rope",
+        rope_theta=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)), activation="swiglu", norm="rmsnorm",
+        norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)), norm_placement="pre",
+        bias=False, tie_embeddings="output.weight" not in names, bos_token_id=token_id("bos_token_id"),
+        eos_token_id=token_id("eos_token_id"), pad_token_id=token_id("padding_token_id"),
+        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch})
+
+
+def read_gguf_tensors(reader, source: str = "gguf") -> dict[str, torch.Tensor]:
+    """Every tensor dequantized to float32, shaped like torch's (out, in). Types are checked first, all of them."""
+    from gguf.quants import dequantize
+
+    unknown = sorted({f"{t.name}: {t.tensor_type.name}" for t in reader.tensors
+                      if t.tensor_type.name not in SUPPORTED_TYPES})
+    if unknown:
+        raise CheckpointError(f"{source}: unsupported quantization types {unknown[:4]}; supported: "
+                              f"{', '.join(SUPPORTED_TYPES)}")
+    out = {}
+    for t in reader.tensors:
+        shape = tuple(int(n) for n in reversed(t.shape))  # GGUF lists the fastest-varying dimension first
+        values = dequantize(t.data, t.tensor_type)
+        # np.array copies: the reader's arrays are views of a read-only memory map
+        out[t.name] = torch.from_numpy(np.array(values, dtype=np.float32).reshape(shape))
+    return out
+
+
+def tokenizer_from_gguf(reader, source: str = "gguf"):
+    """The byte-level BPE tokenizer stored in tokenizer.ggml.* (GPT-2 style, as SmolLM2 and LLaMA-3 use).
+
+    Returns None (with a warning) for a sentencepiece ("llama") vocabulary, which this reader does not rebuild.
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
+
+    from attnlab.data.tokenizers import Tokenizer as Wrapper
+
+    kind = _field(reader, "tokenizer.ggml.model")
+    tokens = _field(reader, "tokenizer.ggml.tokens")
+    if kind is None or tokens is None:
+        return None
+    if kind != "gpt2":
+        warnings.warn(f"{source}: tokenizer model {kind!r} is not rebuilt (only byte-level BPE 'gpt2'); "
+                      "the model loads without a tokenizer", stacklevel=3)
+        return None
+    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
+    hf = Tokenizer(models.BPE({tok: i for i, tok in enumerate(tokens)}, merges, fuse_unk=False))
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    if _field(reader, "tokenizer.ggml.pre") == "smollm":  # SmolLM splits every digit on its own
+        hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+    else:
+        hf.pre_tokenizer = byte_level
+    hf.decoder = decoders.ByteLevel()
+    types = _field(reader, "tokenizer.ggml.token_type", [])
+    control = [tokens[i] for i, kind in enumerate(types) if int(kind) == 3]  # 3 = CONTROL (special)
+    hf.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in control])
+
+    def token(key: str):
+        i = _field(reader, f"tokenizer.ggml.{key}")
+        return tokens[int(i)] if i is not None and 0 <= int(i) < len(tokens) else None
+
+    bos = token("bos_token_id")
+    if _field(reader, "tokenizer.ggml.add_bos_token", False) and bos is not None:
+        hf.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
+                                                          special_tokens=[(bos, tokens.index(bos))])
+    else:
+        hf.post_processor = processors.ByteLevel(trim_offsets=False)
+    special = {"bos": bos, "eos": token("eos_token_id"), "pad": token("padding_token_id"),
+               "unk": token("unknown_token_id")}
+    return Wrapper(hf, {k: v for k, v in special.items() if v is not None})
+
+
+def load_gguf(path, device=None):
+    """(model, tokenizer) from a LLaMA-family GGUF file; weights dequantized to float32."""
+    from attnlab.build import build_model
+    from attnlab.checkpoint import load_state
+
+    path = Path(path)
+    reader = _reader(path)
+    config = config_from_gguf(reader, str(path))
+    tensors = read_gguf_tensors(reader, str(path))
+    state, missing = to_ours(llama_table(config), config, tensors)
+    if missing:
+        raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
+    model = build_model(config, device=device)
+    load_state(model, state, path)
+    return model.eval(), tokenizer_from_gguf(reader, str(path))
+
+
+# ------------------------------------------------------------------------------------------------ writing
+def save_gguf(model, path) -> Path:
+    """Write an attnlab LLaMA-style decoder as a float32 GGUF (llama.cpp's names and Q/K row order).
+
+    Only the model: no tokenizer metadata. Useful to test readers (attnlab's, transformers') on tiny models.
+    """
+    from gguf import GGUFWriter
+
+    config = model.config
+    if not (config.topology == "decoder" and config.position == "rope" and config.norm == "rmsnorm"
+            and config.activation == "swiglu" and not config.bias):
+        raise CheckpointError("save_gguf writes LLaMA-style decoders only (rope, rmsnorm, swiglu, no biases)")
+    path = Path(path)
+    tensors = to_theirs(llama_table(config), config, model.state_dict())
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_block_count(config.n_layers)
+    writer.add_context_length(config.max_len)
+    writer.add_embedding_length(config.d_model)
+    writer.add_feed_forward_length(config.d_ff)
+    writer.add_head_count(config.n_heads)
+    writer.add_head_count_kv(config.kv_heads)
+    writer.add_key_length(config.head_dim)
+    writer.add_value_length(config.head_dim)
+    writer.add_rope_dimension_count(config.head_dim)
+    writer.add_rope_freq_base(config.rope_theta)
+    writer.add_layer_norm_rms_eps(config.norm_eps)
+    writer.add_vocab_size(config.vocab_size)
+    for name, tensor in tensors.items():
+        writer.add_tensor(name, tensor.detach().cpu().float().contiguous().numpy())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
