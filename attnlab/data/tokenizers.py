@@ -265,6 +265,6 @@ def gpt2_tokenizer(directory: str | Path | None = None, special: dict[str, str] 
     hf.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     hf.decoder = decoders.ByteLevel()
     hf.post_processor = processors.ByteLevel(trim_offsets=False)
-    known = [tok for tok in BPE_SPECIAL if hf.token_to_id(tok) is not None]
-    hf.add_special_tokens(known)
-    return Tokenizer(hf, special if special is not None else _roles(hf, known))
+    roles = special if special is not None else guess_special(hf)  # <|endoftext|>; RoBERTa/BART's <s> </s> ...
+    hf.add_special_tokens(sorted(set(roles.values())))  # never split into bytes
+    return Tokenizer(hf, roles)
