@@ -75,6 +75,7 @@ def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch
     """x: (batch, heads, seq, d_head) rotated pairwise by the angles in cos/sin."""
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # angles are computed in float32; keep q, k in the model's dtype
     return x * cos + rotated * sin
 
 
