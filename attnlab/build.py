@@ -30,6 +30,37 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+LAYER_OVERHEAD = 64 * 1024  # bytes of Python objects per block (measured ~70 KB for a tiny block)
+
+
+def minimum_parameters(config: ModelConfig) -> int:
+    """A lower bound on the numbers a model holds, from the config alone (no module is constructed).
+
+    Counts only matrices every such model has (embeddings, W_Q and W_O, two feed-forward matrices per layer,
+    position tables, heads), so a config whose bound already exceeds memory is refused in microseconds,
+    before a constructor could loop over 10**9 layers or heads.
+    """
+    d, q_width = config.d_model, config.n_heads * config.head_dim
+    layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+    total = layers * (2 * d * q_width + 2 * d * config.d_ff)
+    if config.topology == "vit":
+        positions = config.n_patches + 1
+        total += config.n_channels * config.patch_size**2 * d
+    else:
+        positions = config.max_len
+        total += config.vocab_size * d
+    if config.position == "learned":
+        total += (positions + config.position_offset) * d
+    elif config.position == "sinusoidal":
+        total += positions * d  # a fixed table, but memory all the same
+    if config.position == "t5":
+        total += config.t5_num_buckets * config.n_heads
+    total += config.type_vocab_size * d
+    if config.head in ("classifier", "token_classifier"):
+        total += config.n_classes * d
+    return total
+
+
 def build_model(config: ModelConfig, device: str | torch.device | None = None, dtype: torch.dtype | None = None):
     """Build the model `config` describes.
 
@@ -41,13 +72,25 @@ def build_model(config: ModelConfig, device: str | torch.device | None = None, d
                           "see attnlab.presets for named ones")
     cls = _model_class(config)
     if str(device) != "meta":
-        with torch.device("meta"):
-            n_params = cls(config).num_parameters()
         element = torch.finfo(dtype).bits // 8 if dtype is not None else 4
-        need, have = n_params * element, available_memory()
+        have = available_memory()
+        n_params = minimum_parameters(config)  # closed form first: absurd sizes never reach a constructor
+        layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+        objects = layers * LAYER_OVERHEAD  # the Python modules of each block, even on the meta device
+        if n_params * element + objects <= 0.8 * have:
+            try:
+                with torch.device("meta"):
+                    meta = cls(config)
+                # fixed buffers (a sinusoid table) take memory too
+                n_params = meta.num_parameters() + sum(b.numel() for b in meta.buffers())
+            except (RuntimeError, OverflowError) as exc:  # a size torch cannot even represent
+                raise ConfigError(f"model {config.name or config.topology!r} is too large to build ({exc}); "
+                                  "choose a smaller config") from None
+        need = n_params * element + objects
         if need > 0.8 * have:
             raise ConfigError(
-                f"model {config.name or config.topology!r} has {n_params:,} parameters = {need / 2**30:.1f} GiB, "
+                f"model {config.name or config.topology!r} has at least {n_params:,} parameters and {layers:,} layers "
+                f"= {need / 2**30:.1f} GiB, "
                 f"more than 80% of the {have / 2**30:.1f} GiB available; build it with device='meta' to count "
                 "and inspect it without allocating, or choose a smaller config")
     with torch.device(device if device is not None else "cpu"):

@@ -170,8 +170,9 @@ class ModelConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
                 raise bad(name, "must be a positive finite number")
-        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float)) and self.attn_scale > 0):
-            raise bad("attn_scale", "must be a positive number or None (= 1/sqrt(d_head))")
+        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float)) and self.attn_scale > 0
+                                                and not math.isinf(self.attn_scale)):
+            raise bad("attn_scale", "must be a positive finite number or None (= 1/sqrt(d_head))")
         if self.d_head is None and self.d_model % self.n_heads:
             raise bad("d_model", f"must be divisible by n_heads={self.n_heads} (or set d_head explicitly)")
         if self.n_heads % self.kv_heads:
@@ -196,6 +197,8 @@ class ModelConfig:
                 raise bad(name, f"must be a token id in [0, vocab_size={self.vocab_size}) or None")
         if not isinstance(self.extra, dict):
             raise bad("extra", "must be a dict")
+        for f in fields(self):  # the type check from_dict does (bool fields, name): no looser door from Python
+            _check_type(f.name, f.type, getattr(self, f.name))
 
     # ------------------------------------------------------------------ I/O
     def to_dict(self) -> dict[str, Any]:

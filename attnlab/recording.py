@@ -93,6 +93,11 @@ def recording(names: list[str] | str | None = None, head: int | None = None) -> 
 def record(model: torch.nn.Module, *args, names: list[str] | str | None = None, head: int | None = None,
            **kwargs) -> dict[str, torch.Tensor]:
     """Run `model(*args, **kwargs)` once and return every recorded tensor (see module docstring for names)."""
+    n_heads = getattr(getattr(model, "config", None), "n_heads", None)
+    if head is not None and (not isinstance(head, int) or not 0 <= head < (n_heads or head + 1)):
+        from attnlab.errors import InputError
+
+        raise InputError(f"head={head!r}: allowed a head index in [0, n_heads={n_heads}) or None for all heads")
     with torch.no_grad(), recording(names, head) as store:
         model(*args, **kwargs)
     return dict(store)

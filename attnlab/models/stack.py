@@ -21,6 +21,29 @@ from attnlab.layers.norms import make_norm
 from attnlab.layers.positions import ALiBi, LearnedPositions, Rotary, SinusoidalPositions, T5RelativeBias
 
 
+def check_mask(mask, name: str, shape: tuple[int, int], shape_text: str) -> None:
+    """A padding mask must be a (batch, keys) tensor of 0/1 (bool, integer or float); anything else is refused."""
+    if not isinstance(mask, torch.Tensor):
+        raise InputError(f"{name} must be a torch.Tensor of 0/1 with shape {shape_text.format(*shape)}, "
+                         f"got {type(mask).__name__}")
+    if tuple(mask.shape) != shape:
+        raise InputError(f"{name} has shape {tuple(mask.shape)}, expected {shape_text.format(*shape)}")
+    if mask.dtype != torch.bool and mask.numel() and not bool(((mask == 0) | (mask == 1)).all()):
+        raise InputError(f"{name} must hold only 0 (padding) and 1 (real token); got other values")
+
+
+def check_ids(ids, name: str, shape: tuple[int, int], upper: int | None) -> None:
+    """Index tensors (position_ids, token_type_ids) must be integers of `shape` in [0, upper)."""
+    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int32, torch.int64):
+        raise InputError(f"{name} must be an integer torch.Tensor of shape {shape}, got "
+                         f"{getattr(ids, 'dtype', type(ids).__name__)}")
+    if tuple(ids.shape) != shape:
+        raise InputError(f"{name} has shape {tuple(ids.shape)}, expected {shape}")
+    if ids.numel() and (int(ids.min()) < 0 or (upper is not None and int(ids.max()) >= upper)):
+        allowed = f"[0, {upper})" if upper is not None else "[0, ...)"
+        raise InputError(f"{name} must lie in {allowed}; got min {int(ids.min())}, max {int(ids.max())}")
+
+
 class Stack(nn.Module):
     def __init__(self, config: ModelConfig, *, n_layers: int, causal: bool, cross: bool = False,
                  max_len: int | None = None):
@@ -71,9 +94,18 @@ class Stack(nn.Module):
         if limit is not None and total > limit:
             raise InputError(f"sequence of {total} positions exceeds this model's limit of {limit} "
                              f"({self.config.position} positions); shorten the input")
-        if attention_mask is not None and attention_mask.shape != (batch, total):
-            raise InputError(f"attention_mask has shape {tuple(attention_mask.shape)}, expected "
-                             f"(batch={batch}, past+seq={total})")
+        if attention_mask is not None:
+            check_mask(attention_mask, "attention_mask", (batch, total), "(batch={}, past+seq={})")
+        if context_mask is not None:
+            src = context.shape[1] if context is not None else context_mask.shape[-1]
+            check_mask(context_mask, "encoder attention_mask", (batch, src), "(batch={}, src_seq={})")
+        if context is not None and (context.dim() != 3 or context.shape[0] != batch):
+            raise InputError(f"encoder output has shape {tuple(context.shape)} but the decoder input has batch "
+                             f"{batch}: source and target batches must match")
+        if position_ids is not None:
+            check_ids(position_ids, "position_ids", (batch, seq), limit)
+        if token_type_ids is not None:
+            check_ids(token_type_ids, "token_type_ids", (batch, seq), self.config.type_vocab_size or None)
         if position_ids is None:
             position_ids = torch.arange(past, total, device=x.device).expand(batch, seq)
         if self.embed_scale != 1.0:

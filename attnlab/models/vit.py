@@ -38,6 +38,12 @@ class VisionTransformer(Stack, TransformerModel):
             raise InputError("pixel_values must be a float tensor of shape (batch, channels, height, width)")
         if pixels.dim() != 4 or tuple(pixels.shape[1:]) != (c, s, s):
             raise InputError(f"pixel_values has shape {tuple(pixels.shape)}, expected (batch, {c}, {s}, {s})")
+        dtype = self.cls_token.dtype
+        if pixels.dtype != dtype:
+            raise InputError(f"pixel_values has dtype {pixels.dtype} but the model holds {dtype}; convert with "
+                             f".to({dtype})")
+        if not bool(torch.isfinite(pixels).all()):
+            raise InputError("pixel_values holds NaN or infinite values")
 
     def forward(self, pixel_values: torch.Tensor) -> ModelOutput:
         self.check_pixels(pixel_values)
