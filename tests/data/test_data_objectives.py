@@ -122,3 +122,37 @@ def test_accuracies():
     assert exact_match(["un", "deux"], ["un", "trois"]) == 0.5
     with pytest.raises(InputError):
         exact_match(["a"], ["a", "b"])
+
+
+
+def test_info_nce_on_a_dual_encoder_reaches_its_temperature():
+    """Images vs their digit written as a word: collator -> DualEncoder -> info_nce -> gradients everywhere."""
+    from attnlab import ModelConfig, build_model
+    from attnlab.data.collators import pad_batch
+    from attnlab.data.pairs import digit_words
+    from attnlab.data.tokenizers import char_tokenizer
+    from attnlab.models import DualEncoder
+
+    torch.manual_seed(0)
+    words = digit_words("en")
+    tok = char_tokenizer("".join(words), special_tokens=["[PAD]", "[CLS]"])
+    ids, mask = pad_batch([[tok.cls_id] + tok.encode(w) for w in words], tok.pad_id)  # (10, seq)
+    images = torch.rand(10, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    small = dict(d_model=32, n_heads=2, d_ff=64, n_layers=1)
+    vit = build_model(ModelConfig(topology="vit", image_size=8, patch_size=4, n_channels=1, head="none", **small))
+    text = build_model(ModelConfig(topology="encoder", vocab_size=tok.vocab_size, max_len=16, head="none", **small))
+    model = DualEncoder(vit, text, embed_dim=16)
+    with torch.no_grad():
+        model.logit_scale.fill_(1.0)
+    loss = info_nce(model(images, ids, mask_b=mask))
+    # independently: cosine similarities of the two embeddings times e^1, symmetric cross-entropy on the diagonal
+    with torch.no_grad():
+        a, b = model.embed_a(images), model.embed_b(ids, mask)
+        similarity = torch.e * (a / a.norm(dim=-1, keepdim=True)) @ (b / b.norm(dim=-1, keepdim=True)).T
+        target = torch.arange(10)
+        expected = (F.cross_entropy(similarity, target) + F.cross_entropy(similarity.T, target)) / 2
+    torch.testing.assert_close(loss.detach(), expected, **TOL)
+    loss.backward()
+    for name in ("logit_scale", "proj_a.weight", "proj_b.weight"):
+        grad = dict(model.named_parameters())[name].grad
+        assert grad is not None and float(grad.abs().sum()) > 0, name
