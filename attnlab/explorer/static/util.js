@@ -64,7 +64,7 @@ export function bytes(n) {
 }
 
 export function tokenLabel(t) {
-  return (t || "").replace(/^Ġ/, "·").replace(/^▁/, "·").replace(/\n/g, "↵") || "∅";
+  return (t || "").replace(/^[Ġ▁ ]/, "·").replace(/\n/g, "↵") || "∅";
 }
 
 // viridis-like ramp from dark blue (0) to yellow (1)

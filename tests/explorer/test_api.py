@@ -1,0 +1,292 @@
+"""explorer.api against independent computations: closed-form toy numbers, hand-written attention, torch's own
+cross-entropy, Hugging Face's GPT-2 parameter count. Tolerances: 1e-5 absolute unless stated (numbers travel
+rounded to 6 decimals)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnlab
+from attnlab.errors import InputError
+from attnlab.explorer import api, images, toy
+from attnlab.explorer.registry import UnknownItem
+
+SENTENCE = "the cat sat on the mat"
+
+
+@pytest.fixture(scope="module")
+def toy_lm():
+    model, tok = toy.build()
+    return api.wrap(model, tok, model_id="toy")
+
+
+def _softmax_rows(raw):
+    out = []
+    for row in raw:
+        vals = [v for v in row if v is not None]
+        peak = max(vals)
+        exps = [math.exp(v - peak) if v is not None else 0.0 for v in row]
+        total = sum(exps)
+        out.append([e / total for e in exps])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ toy
+def test_toy_cat_querying_sat_is_2_34_from_the_toy_matrices(toy_lm):
+    emb = toy.embedding_table()
+    vocab = toy.vocabulary()
+    w_q, w_k, _ = toy.projections()
+    q = emb[vocab.index("cat")] @ w_q[0]  # head 1
+    k = emb[vocab.index("sat")] @ w_k[0]
+    expected = float(q @ k) / math.sqrt(toy.D_HEAD)
+    assert expected == pytest.approx(2.6 * 1.8 / 2, abs=1e-6)  # the seed's worked example
+    out = api.attention(toy_lm, SENTENCE, layer=0, head=0)
+    assert out["q_tokens"] == SENTENCE.split()
+    assert out["raw_scores"][1][2] == pytest.approx(expected, abs=1e-5)
+    assert out["raw_scores"][1][2] == pytest.approx(2.34, abs=1e-5)
+    # "the" querying "sat": subj 0.1 only -> 0.1 * 1.8 / 2 = 0.09 (the seed's flat function-word row)
+    assert out["raw_scores"][0][2] == pytest.approx(0.09, abs=1e-5)
+    assert out["embeddings"]["dims"] == list(toy.DIMS)
+
+
+@pytest.mark.parametrize("head, sentence, query, key", [
+    (1, "a dog ran", "a", "dog"),  # determiner -> noun
+    (2, SENTENCE, "on", "mat"),  # preposition -> place
+    (3, "the old man walked to the river", "old", "man"),  # adjective -> noun
+])
+def test_toy_heads_attend_where_they_were_built_to(toy_lm, head, sentence, query, key):
+    out = api.attention(toy_lm, sentence, layer=0, head=head)
+    tokens = out["q_tokens"]
+    row = out["weights"][tokens.index(query)]
+    best = max(range(len(row)), key=row.__getitem__)
+    assert tokens[best] == key
+
+
+# ------------------------------------------------------------------------------------------ attention
+@pytest.mark.parametrize("name, part", [("decoder", None), ("encoder", None), ("encoder-decoder", "encoder"),
+                                        ("encoder-decoder", "decoder"), ("encoder-decoder", "cross")])
+def test_rows_sum_to_one_and_weights_are_softmax_of_shown_scores(registry, name, part):
+    lm = _by_name(registry, name)
+    text = "the cat sat on the mat" if name == "encoder" else "hello there 12"
+    cfg = lm.model.config
+    for layer in range(cfg.n_layers):
+        out = api.attention(lm, text, layer=layer, head=cfg.n_heads - 1, part=part)
+        for row in out["weights"]:
+            assert sum(row) == pytest.approx(1.0, abs=1e-5)
+        for got, want in zip(out["weights"], _softmax_rows(out["raw_scores"]), strict=True):
+            assert got == pytest.approx(want, abs=1e-5)
+        # no position bias in these models: raw score = (Q . K) * scale exactly where unmasked
+        q, k = torch.tensor(out["q"]), torch.tensor(out["k"])
+        qk = (q @ k.T * out["scale"]).tolist()
+        for i, row in enumerate(out["raw_scores"]):
+            for j, v in enumerate(row):
+                if v is not None:
+                    assert v == pytest.approx(qk[i][j], abs=1e-4)
+        if out["causal"]:
+            n = len(out["raw_scores"])
+            assert all(out["raw_scores"][i][j] is None for i in range(n) for j in range(i + 1, n))
+
+
+def test_decoder_layer0_weights_equal_a_hand_written_attention(registry):
+    lm = _by_name(registry, "decoder")
+    model, cfg = lm.model, lm.model.config
+    text = "attention!"
+    ids = torch.tensor([[ord(c) for c in text]])
+    with torch.no_grad():  # GPT-2 style pre-LN: softmax(mask(Q K^T / sqrt(d_k))) of norm1(tokens + positions)
+        x = model.tokens(ids) + model.positions.weight[: ids.shape[1]]
+        qkv = model.blocks[0].attn.qkv(model.blocks[0].norm1(x))
+        q, k, _ = qkv.split(cfg.d_model, dim=-1)
+        h, dk = 2, cfg.head_dim
+        q, k = q[0, :, h * dk:(h + 1) * dk], k[0, :, h * dk:(h + 1) * dk]
+        scores = (q @ k.T) / math.sqrt(dk)
+        scores = scores.masked_fill(torch.ones_like(scores, dtype=torch.bool).triu(1), float("-inf"))
+        expected = scores.softmax(-1)
+    out = api.attention(lm, text, layer=0, head=2)
+    torch.testing.assert_close(torch.tensor(out["weights"], dtype=torch.float64), expected.double(), atol=2e-6, rtol=0)
+
+
+def test_grid_has_every_layer_and_head(registry):
+    lm = _by_name(registry, "encoder-decoder")
+    g = api.attention_grid(lm, "42", part="cross")
+    cfg = lm.model.config
+    assert len(g["thumbnails"]) == cfg.decoder_layers
+    assert all(len(layer) == cfg.n_heads for layer in g["thumbnails"])
+    assert all(max(max(r) for r in thumb) == pytest.approx(1.0) for layer in g["thumbnails"] for thumb in layer)
+
+
+def test_mask_after_softmax_loses_mass_before_keeps_it(registry):
+    lm = _by_name(registry, "decoder")
+    out = api.mask_placement(lm, "masking", layer=1, head=0)
+    assert out["before_row_sums"] == pytest.approx([1.0] * 7, abs=1e-5)
+    assert out["after_row_sums"][-1] == pytest.approx(1.0, abs=1e-5)  # the last row sees everything
+    assert all(s < 1 - 1e-4 for s in out["after_row_sums"][:-1])
+
+
+# ------------------------------------------------------------------------------------------------ MLM
+def test_mlm_loss_equals_torch_cross_entropy(registry):
+    lm = _by_name(registry, "encoder")
+    tok = lm.tokenizer
+    out = api.mlm_predict(lm, SENTENCE, [2, {"position": 3, "action": "random", "token_id": 9},
+                                         {"position": 5, "action": "keep"}])
+    ids = tok.encode(SENTENCE)
+    corrupted = list(ids)
+    corrupted[2], corrupted[3] = tok.mask_id, 9
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([corrupted])).logits[0]
+    positions = torch.tensor([2, 3, 5])
+    expected = F.cross_entropy(logits[positions], torch.tensor(ids)[positions], reduction="none")
+    assert [r["loss"] for r in out["rows"]] == pytest.approx(expected.tolist(), abs=1e-5)
+    assert out["loss"] == pytest.approx(float(expected.mean()), abs=1e-5)
+    assert out["corrupted"][2] == "[MASK]"
+    top = out["rows"][0]["top5"]
+    assert top[0]["prob"] == pytest.approx(float(logits[2].softmax(-1).max()), abs=1e-6)
+
+
+def test_mlm_draw_follows_15_percent_and_80_10_10(registry):
+    lm = _by_name(registry, "encoder")
+    text = " ".join(["the cat sat on the mat"] * 8)  # 48 words + [CLS] [SEP]
+    actions, picked, total = {"mask": 0, "random": 0, "keep": 0}, 0, 0
+    for seed in range(150):
+        d = api.mlm_draw(lm, text, seed=seed)
+        assert not any(d["special"][x["position"]] for x in d["draws"])  # never [CLS] / [SEP]
+        picked += len(d["draws"])
+        total += 48
+        for x in d["draws"]:
+            actions[x["action"]] += 1
+    assert picked / total == pytest.approx(0.15, abs=0.02)  # ~1080 picks: 3 sigma is about 0.015
+    assert actions["mask"] / picked == pytest.approx(0.8, abs=0.04)
+    assert actions["random"] / picked == pytest.approx(0.1, abs=0.03)
+    assert actions["keep"] / picked == pytest.approx(0.1, abs=0.03)
+
+
+def test_causal_loss_equals_torch_cross_entropy(registry):
+    lm = _by_name(registry, "decoder")
+    text = "next token"
+    out = api.causal_predictions(lm, text)
+    ids = torch.tensor([[ord(c) for c in text]])
+    with torch.no_grad():
+        logits = lm.model(ids).logits[0]
+    assert out["loss"] == pytest.approx(float(F.cross_entropy(logits[:-1], ids[0, 1:])), abs=1e-5)
+    assert "loss" not in out["rows"][-1]
+
+
+# --------------------------------------------------------------------------------------------- vision
+def test_rollout_is_the_product_of_residual_averaged_maps():
+    torch.manual_seed(0)
+    w = [torch.rand(2, 3, 3).softmax(-1) for _ in range(2)]
+    a = [0.5 * x.mean(0) + 0.5 * torch.eye(3) for x in w]
+    torch.testing.assert_close(api.rollout(w), a[1] @ a[0])
+    assert api.rollout(w).sum(-1).tolist() == pytest.approx([1.0] * 3, abs=1e-6)
+
+
+def test_vision_rows_sum_to_one_and_prediction_is_the_softmax(registry):
+    lm = _by_name(registry, "vit")
+    cfg = lm.model.config
+    pixels, grey = images.to_pixels(cfg, {"mnist": 3})
+    out = api.vision(lm, pixels, layer=1, head=3, patch=5)
+    assert out["rollout_row_sums"] == pytest.approx([1.0] * (cfg.n_patches + 1), abs=1e-5)
+    assert sum(out["rollout"]) == pytest.approx(1.0, abs=1e-5)
+    assert out["attention_row_sum"] == pytest.approx(1.0, abs=1e-5)
+    with torch.no_grad():
+        probs = lm.model(pixels[None]).logits[0].softmax(-1)
+    assert out["prediction"][0]["prob"] == pytest.approx(float(probs.max()), abs=1e-6)
+    assert out["position_similarity"][4] == pytest.approx(1.0, abs=1e-4)  # patch 5 = token 5 - 1 vs itself
+    assert len(grey) == cfg.image_size and max(max(r) for r in grey) <= 255
+
+
+# ----------------------------------------------------------------------------------------- generation
+def test_generation_step_greedy_picks_argmax_and_cache_counts(registry):
+    lm = _by_name(registry, "decoder")
+    cfg = lm.model.config
+    prompt = "abc"
+    out = api.generation_step(lm, prompt, [], temperature=0.0)
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([[ord(c) for c in prompt]])).logits[0, -1]
+    assert out["token_id"] == int(logits.argmax())
+    assert out["cache_matches"]
+    assert out["cache"]["entries"] == 2 * cfg.n_layers * cfg.kv_heads * 3 * cfg.head_dim
+    assert out["cache"]["bytes"] == 4 * out["cache"]["entries"]  # float32
+    nxt = api.generation_step(lm, prompt, out["generated"], temperature=0.7, top_k=5, top_p=0.9, seed=1)
+    assert nxt["cache"]["positions"] == 4
+    assert sum(b["prob"] for b in nxt["bars"]) == pytest.approx(1.0, abs=1e-5)  # top-k 5 <= 10 bars shown
+    assert len([b for b in nxt["bars"] if b["prob"] > 0]) <= 5
+
+
+def test_nucleus_keeps_smallest_prefix_reaching_top_p():
+    logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
+    probs = api._filtered_probs(logits, 1.0, 0, 0.75)
+    assert probs.tolist() == pytest.approx([0.5 / 0.8, 0.3 / 0.8, 0.0, 0.0], abs=1e-6)
+
+
+def test_translator_step_returns_cross_attention_over_the_source(registry):
+    lm = _by_name(registry, "encoder-decoder")
+    out = api.generation_step(lm, "123", [], temperature=0.0)
+    assert len(out["cross_attention"]) == lm.model.config.decoder_layers
+    for row in out["cross_attention"]:
+        assert len(row) == 3 and sum(row) == pytest.approx(1.0, abs=1e-4)
+
+
+# --------------------------------------------------------------------------------- architecture / cost
+def test_parameter_calculator_closed_form_and_exact_count():
+    out = api.parameter_calculator(V=1000, d=64, N=2, h=4, L=128, d_ff=256)
+    assert out["closed_form"] == 1000 * 64 + 128 * 64 + 2 * 12 * 64 * 64
+    model = attnlab.build_model(attnlab.ModelConfig(topology="encoder", vocab_size=1000, d_model=64, n_layers=2,
+                                                    n_heads=4, max_len=128, d_ff=256, head="none"))
+    assert out["exact"] == sum(p.numel() for p in model.parameters())
+
+
+def test_famous_gpt2_count_equals_hugging_face():
+    transformers = pytest.importorskip("transformers")
+    with torch.device("meta"):
+        hf = transformers.GPT2LMHeadModel(transformers.GPT2Config())
+    expected = sum(p.numel() for p in hf.parameters())  # tied lm_head counted once
+    rows = {r["model"]: r for r in api.famous_models()}
+    assert rows["gpt2"]["params"] == expected
+
+
+def test_architecture_blocks_add_up_to_the_model(registry):
+    for name in ("decoder", "encoder-decoder", "vit"):
+        lm = _by_name(registry, name)
+        arch = api.architecture(lm, n=7)
+        counted = sum(b["params"] for s in arch["stacks"] for b in s["embed"] + s["layer"] + s["tail"])
+        counted += arch["head"]["params"]
+        assert counted == arch["total_params"] == sum(p.numel() for p in lm.model.parameters())
+        attn = arch["stacks"][0]["layer"][0]
+        assert attn["shapes"]["scores"][-1] == (7 if name != "vit" else lm.model.config.n_patches + 1)
+
+
+def test_cost_attention_flops_grow_quadratically(registry):
+    lm = _by_name(registry, "decoder")
+    a, b = api.cost(lm, 64)["at_n"], api.cost(lm, 128)["at_n"]
+    assert b["flops_attention"] == 4 * a["flops_attention"]
+    assert b["flops_dense"] == 2 * a["flops_dense"]
+    cfg = lm.model.config
+    assert a["kv_cache_bytes"] == 2 * cfg.n_layers * cfg.d_model * 64 * 4
+
+
+# -------------------------------------------------------------------------------------------- errors
+def test_text_beyond_the_limit_names_the_limit(registry):
+    lm = _by_name(registry, "encoder")  # max_len 64 -> 64 tokens with [CLS] and [SEP]
+    with pytest.raises(InputError, match="at most 64"):
+        api.attention(lm, "cat " * 63, 0, 0)
+
+
+def test_unknown_layer_and_head_say_what_exists(registry):
+    lm = _by_name(registry, "decoder")
+    with pytest.raises(UnknownItem, match="layers 0..1"):
+        api.attention(lm, "x", layer=5, head=0)
+    with pytest.raises(UnknownItem, match="heads 0..3"):
+        api.attention(lm, "x", layer=0, head=-1)
+    with pytest.raises(UnknownItem, match="allowed: self"):
+        api.attention(lm, "x", part="cross")
+
+
+def _by_name(registry, name: str):
+    for entry in registry.entries.values():
+        if entry.kind == "path" and entry.source.name == name:
+            return registry.get(entry.id)
+    raise KeyError(name)
