@@ -89,6 +89,7 @@ class TokenFile:
             raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        (directory / META_NAME).unlink(missing_ok=True)  # until the new meta.json lands, the directory is incomplete
         ids = encode_corpus(text, tokenizer)
         vocab_size = int(tokenizer.vocab_size)
         dtype = _dtype_for(vocab_size)

@@ -140,3 +140,11 @@ def test_read_text_file_folder_and_errors(tmp_path):
     (tmp_path / "nothing").mkdir()
     with pytest.raises(InputError, match="without any .txt file"):
         read_text(tmp_path / "nothing")
+
+
+def test_rebuilding_replaces_an_old_build(token_file):
+    text = "a much shorter corpus\n" * 5
+    TokenFile.build(text, char_tokenizer(text), token_file.directory, val_fraction=0.2)
+    again = TokenFile.open(token_file.directory)
+    assert again.n_tokens("train") + again.n_tokens("val") == len(text)
+    assert again.tokenizer.decode(again.tokens("train")) == text[: again.n_tokens("train")]
