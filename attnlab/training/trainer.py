@@ -1,0 +1,290 @@
+"""The training loop: one loop for every recipe, from a laptop CPU to torchrun on GPUs.
+
+A recipe hands the trainer a Task: the model, a way to draw a training batch from a seeded generator, a loss,
+and an evaluation. The trainer owns everything else: AdamW groups, warmup + cosine schedule, accumulation,
+clipping, autocast, compile, device placement, distributed wrapping, metrics, plots and checkpoints.
+
+Determinism is a feature: batches come from a torch.Generator whose state is checkpointed, dropout from the
+global torch RNG (checkpointed too), so an interrupted and resumed run on CPU reproduces the uninterrupted
+run's losses exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from attnlab.errors import AttnlabError, ConfigError
+from attnlab.training import distributed as dist_utils
+from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from attnlab.training.optim import build_optimizer, build_scheduler
+
+
+class NonFiniteLoss(AttnlabError):
+    """The loss became NaN or infinite; training stopped before the bad step touched the weights."""
+
+
+@dataclass
+class TrainSettings:
+    """How to train (not what): the same fields for every recipe, each overridable as key=value."""
+
+    steps: int = 1000
+    batch_size: int = 32  # global batch (sequences or images) per optimizer step, before accumulation
+    lr: float = 1e-3  # peak learning rate
+    min_lr_ratio: float = 0.1  # cosine ends at lr * min_lr_ratio
+    warmup: int = 100  # linear warmup steps
+    weight_decay: float = 0.1  # on matrices only (see optim.py)
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0  # max global gradient norm; 0 = off
+    accum: int = 1  # micro-batches per step (each of batch_size); gradients are averaged
+    eval_every: int = 200  # steps between evaluations; 0 = only at the end
+    log_every: int = 50  # steps between progress lines
+    save_every: int = 0  # steps between checkpoints; 0 = only at the end
+    keep: int = 2  # step directories kept
+    seed: int = 0
+    device: str = "cpu"  # cpu, cuda, cuda:N or auto (cuda when available)
+    bf16: bool = False  # bf16 autocast (on CPU allowed but slow on most CPUs; off by default)
+    compile: bool = False  # torch.compile the model
+    strategy: str = "ddp"  # under torchrun: ddp or fsdp
+    threads: int = 0  # torch.set_num_threads; 0 = leave as is
+    plot: bool = True  # write loss.png
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "accum"):
+            if int(getattr(self, name)) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r} must be a positive integer")
+        if self.lr <= 0 or not math.isfinite(self.lr):
+            raise ConfigError(f"lr={self.lr!r} must be a positive finite number")
+        if self.strategy not in ("ddp", "fsdp"):
+            raise ConfigError(f"strategy={self.strategy!r}: allowed ddp, fsdp")
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+class Task:
+    """What a recipe provides. Subclasses set `model` (and `tokenizer`) and implement the three methods."""
+
+    model: nn.Module
+    tokenizer = None
+
+    def train_batch(self, generator: torch.Generator, batch_size: int) -> dict[str, torch.Tensor]:
+        """A global batch of `batch_size` examples drawn with `generator` (batch dimension first)."""
+        raise NotImplementedError
+
+    def loss(self, model: nn.Module, batch: dict[str, torch.Tensor]) -> tuple[torch.Tensor, int]:
+        """(mean loss over the batch, number of tokens or examples it covered, for tokens/s)."""
+        raise NotImplementedError
+
+    def evaluate(self, model: nn.Module) -> dict[str, float]:
+        """Held-out metrics; `val_loss` is plotted beside the training loss when present."""
+        return {}
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device={name!r} but torch sees no CUDA device; use device=cpu or device=auto")
+    return torch.device(name)
+
+
+def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
+    if device.type == "cpu":
+        return batch
+    # pinned host memory lets the copy overlap with compute
+    return {k: v.pin_memory().to(device, non_blocking=True) if isinstance(v, torch.Tensor) else v
+            for k, v in batch.items()}
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(max(0, seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+class Trainer:
+    def __init__(self, task: Task, settings: TrainSettings, out: str | Path, *, recipe: dict[str, Any] | None = None,
+                 quiet: bool = False):
+        self.task, self.settings, self.out = task, settings, Path(out)
+        self.recipe = recipe or {}
+        self.quiet = quiet
+        self.info = dist_utils.setup(settings.device)
+        self.device = resolve_device(settings.device)
+        if self.device.type == "cuda" and self.info.world > 1:
+            self.device = torch.device("cuda", self.info.local_rank)
+        if settings.threads:
+            torch.set_num_threads(settings.threads)
+        self.model = task.model.to(self.device)  # the plain model (saved, evaluated)
+        s = settings
+        self.optimizer = build_optimizer(self.model, s.lr, s.weight_decay, (s.beta1, s.beta2))
+        self.scheduler = build_scheduler(self.optimizer, s.warmup, s.steps, s.min_lr_ratio)
+        self.generator = torch.Generator().manual_seed(s.seed)
+        self.step = 0
+        self.history: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------ helpers
+    def log(self, text: str) -> None:
+        if self.info.is_main and not self.quiet:
+            print(text, file=sys.stderr, flush=True)
+
+    def _write_metrics(self, record: dict[str, Any]) -> None:
+        self.history.append(record)
+        if self.info.is_main:
+            self.out.mkdir(parents=True, exist_ok=True)
+            with open(self.out / "metrics.jsonl", "a") as f:
+                f.write(json.dumps(record) + "\n")
+
+    def _autocast(self):
+        if not self.settings.bf16:
+            return contextlib.nullcontext()
+        if self.device.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ConfigError("bf16=true but this GPU does not support bfloat16; use bf16=false")
+        return torch.autocast(self.device.type, dtype=torch.bfloat16)
+
+    def settings_record(self) -> dict[str, Any]:
+        return {"train": asdict(self.settings), "recipe": self.recipe}
+
+    def save(self) -> Path | None:
+        path = None
+        if self.info.is_main:
+            path = save_checkpoint(self.out, self.step, self.model, optimizer=self.optimizer,
+                                   scheduler=self.scheduler, tokenizer=self.task.tokenizer,
+                                   data_state={"generator": self.generator.get_state(), "step": self.step},
+                                   settings=self.settings_record(), keep=self.settings.keep)
+        dist_utils.barrier(self.info)
+        return path
+
+    def resume(self) -> bool:
+        """Continue from out/latest if it exists; returns whether a checkpoint was loaded."""
+        path = latest_checkpoint(self.out)
+        if path is None:
+            return False
+        state = load_checkpoint(path, self.model, optimizer=self.optimizer, scheduler=self.scheduler)
+        self.generator.set_state(state["data"]["generator"])
+        self.step = int(state["step"])
+        self.log(f"resumed from {path} at step {self.step}")
+        return True
+
+    def evaluate(self) -> dict[str, float]:
+        self.model.eval()
+        with torch.no_grad(), self._autocast():
+            metrics = self.task.evaluate(self.model)
+        self.model.train()
+        return {k: float(v) for k, v in metrics.items()}
+
+    # ---------------------------------------------------------------- the loop
+    def fit(self, resume: bool = False, stop_at: int | None = None) -> dict[str, Any]:
+        """Train to settings.steps (or stop early at `stop_at`, saving, as if interrupted there)."""
+        s = self.settings
+        if resume:
+            self.resume()
+        elif self.info.is_main and (self.out / "metrics.jsonl").exists():
+            (self.out / "metrics.jsonl").unlink()  # a fresh run starts a fresh log
+        model = dist_utils.wrap(self.model, self.info, s.strategy, str(self.device))
+        if s.compile:
+            model = torch.compile(model)
+        model.train()
+        end = min(s.steps, stop_at) if stop_at is not None else s.steps
+        last_eval: dict[str, float] = {}
+        started, tokens_seen, start_step = time.perf_counter(), 0, self.step
+        window_start, window_tokens = started, 0
+        while self.step < end:
+            loss_sum = torch.zeros((), device=self.device)
+            step_tokens = 0
+            for micro in range(s.accum):
+                batch = self.task.train_batch(self.generator, s.batch_size)
+                batch = _to_device(dist_utils.shard(batch, self.info), self.device)
+                sync = micro == s.accum - 1 or self.info.world == 1 or not hasattr(model, "no_sync")
+                with (contextlib.nullcontext() if sync else model.no_sync()):
+                    with self._autocast():
+                        loss, n = self.task.loss(model, batch)
+                    (loss / s.accum).backward()
+                loss_sum += loss.detach().float() / s.accum
+                step_tokens += int(n) * self.info.world
+            loss_value = float(dist_utils.mean_across(loss_sum, self.info))
+            if not math.isfinite(loss_value):
+                self.optimizer.zero_grad(set_to_none=True)
+                kept = latest_checkpoint(self.out) if self.out.exists() else None
+                raise NonFiniteLoss(
+                    f"loss became {loss_value} at step {self.step + 1}; stopped before updating the weights. "
+                    f"Last good checkpoint: {kept if kept else 'none saved yet'}. Try a lower lr "
+                    f"(now {s.lr}), a longer warmup (now {s.warmup}) or grad_clip (now {s.grad_clip}).")
+            grad_norm = None
+            if s.grad_clip > 0:
+                grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip))
+            lr = self.optimizer.param_groups[0]["lr"]
+            self.optimizer.step()
+            self.scheduler.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.step += 1
+            tokens_seen += step_tokens
+            window_tokens += step_tokens
+            record = {"step": self.step, "loss": loss_value, "lr": lr}
+            if grad_norm is not None:
+                record["grad_norm"] = grad_norm
+            eval_now = (s.eval_every and self.step % s.eval_every == 0) or self.step == s.steps
+            if eval_now:
+                last_eval = self.evaluate()
+                record.update({f"eval_{k}" if not k.startswith("val") else k: v for k, v in last_eval.items()})
+            if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end:
+                now = time.perf_counter()
+                rate = window_tokens / max(1e-9, now - window_start)
+                window_start, window_tokens = now, 0
+                per_step = (now - started) / max(1, self.step - start_step)
+                record["tokens_per_s"] = rate
+                extra = "".join(f" {k} {v:.4g}" for k, v in last_eval.items()) if eval_now else ""
+                self.log(f"step {self.step}/{s.steps} loss {loss_value:.4f} lr {lr:.2e} tok/s {rate:,.0f} "
+                         f"elapsed {_duration(now - started)} ETA {_duration(per_step * (s.steps - self.step))}"
+                         + extra)
+            self._write_metrics(record)
+            if (s.save_every and self.step % s.save_every == 0) or self.step == end:
+                self.save()
+        elapsed = time.perf_counter() - started
+        if self.info.is_main and s.plot:
+            plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
+        return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,
+                "losses": [r["loss"] for r in self.history]}
+
+
+def read_metrics(path: str | Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def plot_losses(metrics_path: str | Path, png_path: str | Path, title: str | None = None) -> Path | None:
+    """Training loss (and val_loss where measured) against step, as a PNG (matplotlib, Agg backend)."""
+    metrics_path = Path(metrics_path)
+    if not metrics_path.is_file():
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    records = read_metrics(metrics_path)
+    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
+    ax.plot([r["step"] for r in records], [r["loss"] for r in records], lw=0.8, label="train loss")
+    val = [(r["step"], r["val_loss"]) for r in records if "val_loss" in r]
+    if val:
+        ax.plot(*zip(*val, strict=False), "o-", ms=3, label="val loss")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title(title or metrics_path.parent.name)
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(png_path)
+    plt.close(fig)
+    return Path(png_path)

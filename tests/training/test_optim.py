@@ -1,0 +1,68 @@
+"""AdamW groups and the warmup + cosine schedule, checked against closed-form values."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attnlab import ModelConfig, build_model
+from attnlab.training.optim import WarmupCosine, build_optimizer, build_scheduler, param_groups
+
+
+def test_schedule_shape_matches_closed_form():
+    peak, warmup, total, floor = 1e-3, 10, 110, 0.1
+    model = nn.Linear(2, 2)
+    opt = build_optimizer(model, lr=peak)
+    sched = build_scheduler(opt, warmup, total, floor)
+    lrs = []
+    for _ in range(130):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    # linear warmup: (s + 1) / warmup of the peak
+    for s in range(warmup):
+        assert lrs[s] == pytest.approx(peak * (s + 1) / warmup, rel=1e-12)
+    # cosine: 1 at the end of warmup, the midpoint of (1 + floor) / 2 halfway, the floor at the end and after
+    assert lrs[warmup] == pytest.approx(peak, rel=1e-12)
+    assert lrs[warmup + 50] == pytest.approx(peak * (floor + (1 - floor) * 0.5), rel=1e-12)
+    assert lrs[warmup + 25] == pytest.approx(peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi / 4))),
+                                             rel=1e-12)
+    assert lrs[total] == pytest.approx(peak * floor, rel=1e-12)
+    assert lrs[-1] == pytest.approx(peak * floor, rel=1e-12)
+    assert all(a >= b for a, b in zip(lrs[warmup:], lrs[warmup + 1:], strict=False))  # never rises after warmup
+    assert WarmupCosine(0, 10)(0) == pytest.approx(1.0)  # no warmup starts at the peak
+
+
+@pytest.mark.parametrize("config", [
+    ModelConfig(topology="decoder", vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=8),
+    ModelConfig(topology="encoder", vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8,
+                pooler=True, type_vocab_size=2, lm_head_transform=True, lm_head_bias=True, embedding_norm=True),
+    ModelConfig(topology="vit", image_size=8, patch_size=4, n_channels=1, d_model=16, n_heads=2, d_ff=32,
+                n_layers=1, head="classifier", n_classes=3, vocab_size=1),
+    ModelConfig(topology="decoder", vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=8,
+                norm="rmsnorm", position="rope", activation="swiglu", bias=False, tie_embeddings=False),
+], ids=["gpt-tied", "bert", "vit", "llama"])
+def test_weight_decay_only_on_projection_matrices(config):
+    """Behavioural check: with zero gradients one AdamW step multiplies decayed weights by exactly (1 - lr*wd)
+    and leaves every norm gain, bias and embedding untouched."""
+    torch.manual_seed(0)
+    model = build_model(config)
+    lr, wd = 0.1, 0.5
+    opt = build_optimizer(model, lr=lr, weight_decay=wd)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    modules = dict(model.named_modules())
+    embedding_ids = {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+    for name, p in model.named_parameters():
+        owner = modules[name.rsplit(".", 1)[0]] if "." in name else model
+        is_matrix = isinstance(owner, (nn.Linear, nn.Conv2d)) and name.endswith("weight") and id(p) not in embedding_ids
+        if is_matrix:
+            torch.testing.assert_close(p.detach(), before[name] * (1 - lr * wd), rtol=1e-6, atol=0)
+        else:
+            assert torch.equal(p.detach(), before[name]), f"{name} was decayed"
+    # every parameter is in exactly one group, tied matrices once
+    grouped = [id(p) for g in param_groups(model, wd) for p in g["params"]]
+    assert sorted(grouped) == sorted({id(p) for p in model.parameters()})
