@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -268,7 +269,8 @@ def parameter_calculator(V: int, d: int, N: int, h: int, L: int, d_ff: int | Non
 FAMOUS = ("bert-base", "bert-large", "gpt2", "gpt3-175b")
 
 
-def famous_models() -> list[dict[str, Any]]:
+@lru_cache(maxsize=1)
+def _famous_rows() -> tuple[dict[str, Any], ...]:
     """The seeds' table (BERT-base/large, GPT-2, GPT-3) computed by attnlab from its presets (meta device)."""
     from attnlab.counting import parameter_table
     from attnlab.presets import get
@@ -279,7 +281,12 @@ def famous_models() -> list[dict[str, Any]]:
         table = parameter_table(cfg)
         rows.append({"model": name, "V": cfg.vocab_size, "d": cfg.d_model, "N": cfg.n_layers, "h": cfg.n_heads,
                      "L": cfg.max_len, "params": table.total, "closed_form": table.formula})
-    return rows
+    return tuple(rows)
+
+
+def famous_models() -> list[dict[str, Any]]:
+    """The seeds' table (BERT-base/large, GPT-2, GPT-3) computed by attnlab from its presets (meta device)."""
+    return [dict(r) for r in _famous_rows()]
 
 
 # ---------------------------------------------------------------------------------------------- attention
@@ -301,7 +308,7 @@ def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
     return greedy_translation(lm, ids)
 
 
-def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 24) -> list[int]:
+def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[int]:
     cfg, model = _config(lm), lm.model
     start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
     out = [start]

@@ -111,7 +111,7 @@ def test_decoder_layer0_weights_equal_a_hand_written_attention(registry):
 
 def test_grid_has_every_layer_and_head(registry):
     lm = _by_name(registry, "encoder-decoder")
-    g = api.attention_grid(lm, "42", part="cross")
+    g = api.attention_grid(lm, "42", part="cross", target="forty two")
     cfg = lm.model.config
     assert len(g["thumbnails"]) == cfg.decoder_layers
     assert all(len(layer) == cfg.n_heads for layer in g["thumbnails"])
