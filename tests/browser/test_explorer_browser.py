@@ -1,0 +1,270 @@
+"""The explorer in a real browser: Playwright drives Debian's Chromium through every tab and checks that the
+numbers on the page (data- attributes) equal what explorer.api computes. A route guard fails the run if the
+page asks for anything outside 127.0.0.1; every tab is saved as a screenshot under test-artifacts/explorer/.
+
+Tolerance: the page shows the API's numbers (rounded to 6 decimals); they are compared with abs=1e-6.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import socket
+import threading
+import time
+from pathlib import Path
+from urllib.parse import quote, urlparse
+
+import pytest
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the `test` extra)")
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
+                                 "(apt-get install chromium); playwright cannot download browsers here")]
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
+_spec = importlib.util.spec_from_file_location(
+    "explorer_tiny_models", Path(__file__).resolve().parents[1] / "explorer" / "tiny_models.py")
+tiny_models = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tiny_models)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import uvicorn
+
+    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server import create_app
+
+    paths = tiny_models.build_all(tmp_path_factory.mktemp("browser-models"))
+    registry = build_registry([paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
+    ids = {e.source.name: e.id for e in registry.entries.values() if e.kind == "path"}
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(create_app(registry), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 30
+    while not srv.started and time.time() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "the explorer server did not start"
+    yield {"url": f"http://127.0.0.1:{port}/", "registry": registry, "ids": ids}
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def page(server):
+    outside: list[str] = []
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync"])
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+
+        def guard(route):
+            url = urlparse(route.request.url)
+            if url.scheme in ("http", "https", "ws", "wss") and url.hostname != "127.0.0.1":
+                outside.append(route.request.url)
+                return route.abort()
+            return route.continue_()
+
+        context.route("**/*", guard)
+        pg = context.new_page()
+        errors: list[str] = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.errors = errors
+        yield pg
+        context.close()
+        browser.close()
+    assert not outside, f"the page requested addresses outside 127.0.0.1: {outside}"
+    assert not errors, f"JavaScript errors: {errors}"
+
+
+def _open(page, server, **state) -> None:
+    query = "&".join(f"{k}={quote(str(v))}" for k, v in state.items())
+    page.goto(server["url"] + "?" + query)
+    page.wait_for_selector("#tab[data-ready='1']", timeout=30_000)
+
+
+def _shot(page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def _floats(page, selector: str, attr: str) -> list[float]:
+    return [float(v) for v in page.eval_on_selector_all(selector, f"els => els.map(e => e.getAttribute('{attr}'))")]
+
+
+def test_attention_tab_shows_the_api_numbers_for_the_toy(page, server):
+    from attnlab.explorer import api
+
+    text = "the cat sat on the mat"
+    _open(page, server, model="toy", tab="attention", text=text)
+    page.click("#chips .chip[data-index='1']")  # "cat" as the query
+    expected = api.attention(server["registry"].get("toy"), text, 0, 0)
+    assert _floats(page, "#raw-bars g[data-key]", "data-raw-score") == pytest.approx(expected["raw_scores"][1],
+                                                                                      abs=1e-6)
+    assert _floats(page, "#weight-bars g[data-key]", "data-weight") == pytest.approx(expected["weights"][1], abs=1e-6)
+    assert float(page.get_attribute("#raw-bars g[data-key='2']", "data-raw-score")) == pytest.approx(2.34, abs=1e-6)
+    page.click("#weight-bars g[data-key='2']")  # work out cat . sat
+    assert float(page.get_attribute("#dot", "data-dot")) == pytest.approx(2.6 * 1.8, abs=1e-5)
+    assert float(page.get_attribute("#scaled", "data-scaled")) == pytest.approx(2.34, abs=1e-5)
+    assert "token=1" in page.url and "key=2" in page.url  # the selection lives in the URL
+    page.wait_for_selector("#thumbs canvas[data-head='3']")
+    _shot(page, "attention-toy")
+    page.click("#thumbs canvas[data-layer='0'][data-head='2']")
+    page.wait_for_selector("#tab[data-ready='1']")
+    assert "head=2" in page.url and page.input_value("#head") == "2"
+
+
+def test_attention_tab_decoder_is_causal_and_cross_attention_works(page, server):
+    from attnlab.explorer import api
+
+    dec = server["ids"]["decoder"]
+    _open(page, server, model=dec, tab="attention", text="hello", layer=1, head=3, token=2)
+    assert page.is_visible("#causal-note")
+    expected = api.attention(server["registry"].get(dec), "hello", 1, 3)
+    raw = page.eval_on_selector_all("#raw-bars g[data-key]", "els => els.map(e => e.getAttribute('data-raw-score'))")
+    assert raw[3:] == ["masked", "masked"]
+    assert [float(v) for v in raw[:3]] == pytest.approx(expected["raw_scores"][2][:3], abs=1e-6)
+    _shot(page, "attention-decoder")
+    ed = server["ids"]["encoder-decoder"]
+    _open(page, server, model=ed, tab="attention", text="12", part="cross", token=1)
+    expected = api.attention(server["registry"].get(ed), "12", 0, 0, part="cross")
+    assert _floats(page, "#weight-bars g[data-key]", "data-weight") == pytest.approx(expected["weights"][1], abs=1e-6)
+    _shot(page, "attention-cross")
+
+
+def test_hiding_special_tokens(page, server):
+    enc = server["ids"]["encoder"]
+    _open(page, server, model=enc, tab="attention", text="the cat sat")
+    assert page.locator("#chips .chip").count() == 5  # [CLS] the cat sat [SEP]
+    page.check("#hide-special")
+    page.wait_for_selector("#tab[data-ready='1']")
+    assert page.locator("#chips .chip").count() == 3
+
+
+def test_architecture_tab(page, server):
+    from attnlab.explorer import api
+
+    ed = server["ids"]["encoder-decoder"]
+    _open(page, server, model=ed, tab="architecture", text="12")
+    assert page.locator("#bridge").count() == 1  # the cross-attention bridge
+    arch = api.architecture(server["registry"].get(ed), 4)
+    cross = next(b for b in arch["stacks"][1]["layer"] if b["kind"] == "cross_attn")
+    page.click(f"g.block[data-block='{cross['id']}']")
+    assert int(page.get_attribute("#detail-params", "data-params")) == cross["params"]
+    page.fill("#calc-d", "512")
+    page.fill("#calc-h", "8")
+    page.dispatch_event("#calc-h", "change")
+    page.wait_for_function("document.querySelector('#calc-exact') && "
+                           "document.querySelector('#calc-closed').dataset.closedForm != '108768768'")
+    calc = api.parameter_calculator(30522, 512, 12, 8, 512, 3072)
+    assert int(page.get_attribute("#calc-exact", "data-exact")) == calc["exact"]
+    assert int(page.get_attribute("#calc-closed", "data-closed-form")) == calc["closed_form"]
+    famous = {r["model"]: r["params"] for r in api.famous_models()}
+    assert int(page.get_attribute("#famous span[data-model='gpt2']", "data-params")) == famous["gpt2"]
+    _shot(page, "architecture")
+
+
+def test_self_supervised_tab_mlm_and_causal(page, server):
+    from attnlab.explorer import api
+
+    enc = server["ids"]["encoder"]
+    text = "the cat sat on the mat"
+    _open(page, server, model=enc, tab="selfsup", text=text)
+    page.click("#draw")
+    page.wait_for_selector("#mlm-loss")
+    lm = server["registry"].get(enc)
+    draws = api.mlm_draw(lm, text, seed=0)["draws"]
+    expected = api.mlm_predict(lm, text, draws)
+    assert float(page.get_attribute("#mlm-loss", "data-loss")) == pytest.approx(expected["loss"], abs=1e-6)
+    actions = page.eval_on_selector_all("#mlm-chips .chip", "els => els.map(e => e.dataset.action)")
+    assert [a for a in actions if a != "none"] == [d["action"] for d in draws]
+    _shot(page, "selfsup-mlm")
+
+    dec = server["ids"]["decoder"]
+    _open(page, server, model=dec, tab="selfsup", text="masks")
+    lm = server["registry"].get(dec)
+    assert float(page.get_attribute("#causal-loss", "data-loss")) == pytest.approx(
+        api.causal_predictions(lm, "masks")["loss"], abs=1e-6)
+    page.check("#mask-after")
+    page.wait_for_function("document.querySelector('#placement .help').textContent.includes('less than 1')")
+    sums = _floats(page, "#placement .row-sum", "data-row-sum")
+    assert sums == pytest.approx(api.mask_placement(lm, "masks", 0, 0)["after_row_sums"], abs=1e-6)
+    assert all(s < 1 for s in sums[:-1])
+    _shot(page, "selfsup-causal")
+
+
+def test_vision_tab(page, server):
+    from attnlab.explorer import api, images
+
+    vit = server["ids"]["vit"]
+    _open(page, server, model=vit, tab="vision")
+    page.click("#samples canvas[data-sample='6']")  # a digit 3
+    page.wait_for_selector("#tab[data-ready='1']")
+    page.click("#vit-tokens .chip[data-index='6']")
+    page.wait_for_selector("#tab[data-ready='1']")
+    lm = server["registry"].get(vit)
+    pixels, _ = images.to_pixels(lm.model.config, {"mnist": 6})
+    expected = api.vision(lm, pixels, 0, 0, 6)
+    assert _floats(page, "#prediction g", "data-prob") == pytest.approx([p["prob"] for p in expected["prediction"]],
+                                                                         abs=1e-6)
+    assert float(page.get_attribute("#attn-row-sum", "data-row-sum")) == pytest.approx(1.0, abs=1e-5)
+    _shot(page, "vision")
+
+
+def test_generation_tab(page, server):
+    from attnlab.explorer import api
+
+    dec = server["ids"]["decoder"]
+    _open(page, server, model=dec, tab="generation", text="ab")
+    page.fill("#temperature", "0")
+    page.click("#step")
+    page.wait_for_selector("#sampled")
+    page.click("#step")
+    page.wait_for_function("document.querySelector('#cache-entries').dataset.cacheEntries > 0 && "
+                           "document.querySelectorAll('#sequence .chip.selected').length == 2")
+    lm = server["registry"].get(dec)
+    first = api.generation_step(lm, "ab", [], temperature=0.0)
+    second = api.generation_step(lm, "ab", first["generated"], temperature=0.0)
+    assert int(page.get_attribute("#sampled", "data-token-id")) == second["token_id"]
+    assert int(page.get_attribute("#cache-entries", "data-cache-entries")) == second["cache"]["entries"]
+    assert int(page.get_attribute("#cache-bytes", "data-cache-bytes")) == second["cache"]["bytes"]
+    _shot(page, "generation")
+
+    ed = server["ids"]["encoder-decoder"]
+    _open(page, server, model=ed, tab="generation", text="42")
+    page.click("#step10")
+    page.wait_for_selector("#cross-map")
+    _shot(page, "generation-translator")
+
+
+def test_cost_tab(page, server):
+    from attnlab.explorer import api
+
+    dec = server["ids"]["decoder"]
+    _open(page, server, model=dec, tab="cost")
+    page.wait_for_selector("#cost-plot")
+    expected = api.cost(server["registry"].get(dec), 128)
+    assert int(page.get_attribute("#cost-table span[data-params]", "data-params")) == expected["params"]
+    assert int(page.get_attribute("#cost-table span[data-flops-attention]", "data-flops-attention")) == \
+        expected["at_n"]["flops_attention"]
+    _shot(page, "cost")
+
+
+def test_missing_model_is_explained_and_512_tokens_render(page, server):
+    _open(page, server, model="toy", tab="vision")
+    assert page.locator(".notice.warn").count() >= 1  # the toy is not a ViT: the tab says what it needs
+    text = " ".join(["the cat sat on the mat"] * 85 + ["the", "cat"])  # 512 tokens
+    _open(page, server, model="toy", tab="attention", text=text, token=511)
+    assert page.get_attribute("#tab", "data-n") == "512"
+    assert page.locator("#weight-bars g[data-key]").count() == 512
+    _shot(page, "attention-512")
