@@ -10,9 +10,21 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+import torch
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 import _cases  # noqa: E402
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Tiny models run fastest on one thread; on a shared 2-core machine two threads mostly wait for each other."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -92,7 +92,7 @@ def check_forward(config: ModelConfig) -> None:
     assert torch.isfinite(tensor).all(), f"non-finite output for {config}"
 
 
-@cases(150)
+@cases(250)
 @given(mutated_configs())
 def test_any_field_value_is_refused_by_name_or_builds_a_finite_model(case):
     base, changes = case
@@ -106,7 +106,7 @@ def test_any_field_value_is_refused_by_name_or_builds_a_finite_model(case):
     tally("ModelConfig.from_dict (JSON values)", "ok")
 
 
-@cases(120)
+@cases(200)
 @given(mutated_configs())
 def test_python_constructor_is_as_strict(case):
     """ModelConfig(**kwargs) from Python: same promise without the JSON type check in front."""

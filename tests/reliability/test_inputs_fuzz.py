@@ -1,0 +1,181 @@
+"""Property tests for what a model is fed: token ids, attention masks, shapes, generation settings.
+
+The promise: an InputError that names the argument, or a correct result (finite logits of the right shape;
+attention rows that are probabilities; padded keys weighted 0; no look-ahead). Never a bare torch error.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _cases import cases, tally
+from hypothesis import given
+from hypothesis import strategies as st
+
+import attnlab
+from attnlab import ModelConfig, build_model
+from attnlab.errors import AttnlabError
+
+pytestmark = pytest.mark.timeout(120)
+
+V = 40
+COMMON = dict(vocab_size=V, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=12)
+MODELS = {
+    "decoder-learned": ModelConfig(topology="decoder", **COMMON),
+    "decoder-rope-gqa": ModelConfig(topology="decoder", position="rope", n_kv_heads=1, activation="swiglu",
+                                    norm="rmsnorm", **COMMON),
+    "decoder-alibi": ModelConfig(topology="decoder", position="alibi", **COMMON),
+    "encoder-bert": ModelConfig(topology="encoder", type_vocab_size=2, norm_placement="post", embedding_norm=True,
+                                **COMMON),
+    "encoder-decoder-t5": ModelConfig(topology="encoder-decoder", position="t5", norm="rmsnorm", bias=False,
+                                      **COMMON),
+}
+_BUILT: dict[str, torch.nn.Module] = {}
+
+
+def model(name: str):
+    if name not in _BUILT:
+        torch.manual_seed(0)
+        _BUILT[name] = build_model(MODELS[name]).eval()
+    return _BUILT[name]
+
+
+def forward(name: str, ids, mask=None):
+    m = model(name)
+    with torch.no_grad():
+        if m.config.topology == "encoder-decoder":
+            return m(ids, decoder_input_ids=ids, attention_mask=mask)
+        return m(ids, attention_mask=mask)
+
+
+def refused(exc: Exception, *words: str) -> None:
+    """An attnlab error whose message names the argument."""
+    assert isinstance(exc, AttnlabError), f"{type(exc).__name__}: {exc}"
+    assert str(exc) and any(w in str(exc) for w in words), str(exc)
+
+
+dtypes = st.sampled_from([torch.long] * 4 + [torch.int32, torch.int16, torch.uint8, torch.float32, torch.bool])
+
+
+@st.composite
+def id_tensors(draw):
+    dims = draw(st.sampled_from([2] * 6 + [1, 3, 0]))
+    shape = tuple(draw(st.integers(1 if i else 0, 14 if i else 3)) if draw(st.integers(0, 9)) else 0
+                  for i in range(dims))
+    low, high = draw(st.sampled_from([(0, V)] * 4 + [(-3, V), (0, V + 3), (V, 2**40)]))
+    values = torch.randint(low, high, shape, generator=torch.Generator().manual_seed(draw(st.integers(0, 99))))
+    return values.to(draw(dtypes))
+
+
+@cases(200)
+@given(st.sampled_from(sorted(MODELS)), id_tensors())
+def test_token_ids_of_any_dtype_shape_and_range(name, ids):
+    try:
+        out = forward(name, ids)
+    except AttnlabError as exc:
+        refused(exc, "input_ids", "decoder_input_ids", "sequence of")
+        tally("token ids (dtype, shape, range)", "refused")
+        return
+    # accepted: exactly the well-formed inputs
+    assert ids.dtype in (torch.long, torch.int32) and ids.dim() == 2 and ids.shape[1] > 0
+    assert ids.numel() == 0 or (ids.min() >= 0 and ids.max() < V)
+    assert ids.shape[1] <= 12 or MODELS[name].position not in ("learned", "sinusoidal")
+    assert out.logits.shape == (*ids.shape, V) and torch.isfinite(out.logits).all()
+    tally("token ids (dtype, shape, range)", "ok")
+
+
+@st.composite
+def masked_batches(draw):
+    batch, seq = draw(st.integers(1, 3)), draw(st.integers(1, 10))
+    bits = draw(st.lists(st.lists(st.integers(0, 1), min_size=seq, max_size=seq), min_size=batch, max_size=batch))
+    if draw(st.booleans()):
+        bits[0] = [0] * seq  # an all-padding row
+    mask = torch.tensor(bits).to(draw(st.sampled_from([torch.long, torch.bool, torch.float32, torch.int32])))
+    ids = torch.randint(0, V, (batch, seq), generator=torch.Generator().manual_seed(draw(st.integers(0, 99))))
+    return ids, mask
+
+
+@cases(150)
+@given(st.sampled_from(["decoder-learned", "decoder-rope-gqa", "decoder-alibi", "encoder-bert"]), masked_batches())
+def test_any_padding_pattern_gives_probability_rows(name, batch):
+    """Attention rows sum to 1, padded keys get weight 0 (when the row has a real key), decoders never look ahead,
+    and every logit is finite, for any 0/1 mask including rows with no real token at all."""
+    ids, mask = batch
+    m = model(name)
+    rec = attnlab.record(m, ids, attention_mask=mask, names=["blocks.*.attn.weights", "logits"])
+    assert torch.isfinite(rec["logits"]).all()
+    keep = mask.bool()[:, None, None, :]  # (batch, 1, 1, keys)
+    seq = ids.shape[1]
+    for layer in range(2):
+        w = rec[f"blocks.{layer}.attn.weights"]  # (batch, heads, q, k)
+        torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)), atol=1e-5, rtol=0)
+        visible = keep.expand_as(w)
+        if m.config.topology == "decoder":
+            visible = visible & torch.ones(seq, seq, dtype=torch.bool).tril()
+        rows_with_key = visible.any(-1, keepdim=True).expand_as(w)
+        assert (w[~visible & rows_with_key] == 0).all(), "weight on a padded or future key"
+    tally("attention masks (0/1 patterns)", "ok")
+
+
+@cases(50)
+@given(st.sampled_from(["decoder-learned", "encoder-bert", "encoder-decoder-t5"]),
+       st.one_of(st.lists(st.integers(-2, 3), min_size=1, max_size=4),
+                 st.sampled_from(["shape", "list", "nan", "batch", "float2"])))
+def test_malformed_masks_are_refused(name, spec):
+    ids = torch.randint(0, V, (2, 4), generator=torch.Generator().manual_seed(1))
+    if spec == "shape":
+        mask = torch.ones(2, 5)
+    elif spec == "list":
+        mask = [[1, 1, 1, 1]] * 2
+    elif spec == "nan":
+        mask = torch.full((2, 4), float("nan"))
+    elif spec == "batch":
+        mask = torch.ones(3, 4)
+    elif spec == "float2":
+        mask = torch.full((2, 4), 0.5)
+    else:
+        mask = torch.tensor([spec + [1] * (4 - len(spec))] * 2)
+    try:
+        out = forward(name, ids, mask)
+    except AttnlabError as exc:
+        refused(exc, "attention_mask")
+        tally("malformed attention masks", "refused")
+        return
+    assert isinstance(mask, torch.Tensor) and bool(((mask == 0) | (mask == 1)).all())
+    assert torch.isfinite(out.logits).all()
+    tally("malformed attention masks", "ok")
+
+
+generation_settings = st.fixed_dictionaries({
+    "max_new_tokens": st.one_of(st.integers(1, 4), st.integers(1, 4), st.sampled_from([0, -1, 0.5, "3", None, True])),
+}, optional={
+    "temperature": st.sampled_from([0.0, 0.0, 0.7, 1.0, -1.0, float("nan"), float("inf"), "hot"]),
+    "top_k": st.one_of(st.none(), st.integers(0, 50), st.just(-2)),
+    "top_p": st.sampled_from([None, None, 0.5, 1.0, 0.0, 1.5, float("nan")]),
+    "num_beams": st.sampled_from([1, 1, 1, 2, 0, -1, 1.5]),
+    "eos_token_id": st.sampled_from([None, None, 3, [1, 2], -1, V, "x"]),
+    "seed": st.sampled_from([None, 0, 7, "s"]),
+    "use_cache": st.booleans(),
+})
+
+
+@cases(200)
+@given(st.sampled_from(["decoder-learned", "decoder-rope-gqa", "encoder-decoder-t5", "encoder-bert"]),
+       st.one_of(st.just("ok"), st.just("ok"), id_tensors(),
+                 st.lists(st.lists(st.integers(-1, V - 1), max_size=4), max_size=3)),
+       generation_settings)
+def test_generation_settings_and_prompts(name, prompt, settings):
+    m = model(name)
+    if isinstance(prompt, str):
+        prompt = torch.randint(0, V, (2, 3), generator=torch.Generator().manual_seed(2))
+    try:
+        out = attnlab.generate(m, prompt, **settings)
+    except AttnlabError as exc:
+        assert str(exc)
+        tally("generate (prompts x settings)", "refused")
+        return
+    limit = settings["max_new_tokens"]
+    assert isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1
+    assert all(len(t) <= limit for t in out.tokens)
+    assert all(0 <= tok < V for t in out.tokens for tok in t)
+    tally("generate (prompts x settings)", "ok")
