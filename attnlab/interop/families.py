@@ -411,7 +411,9 @@ def _t5_config(hf: dict, arch: dict) -> dict:
     enc = hf["num_layers"]
     dec = hf.get("num_decoder_layers") or enc
     tied = hf.get("tie_word_embeddings", True)
-    scaled = hf.get("scale_decoder_outputs", tied)  # tied T5 rescales the decoder output by d_model**-0.5
+    # T5 (v1.0, tied) rescales the decoder output by d_model**-0.5 before the LM head; v1.1 (untied) does not.
+    # transformers 5 keeps that switch as scale_decoder_outputs (and always ties); older files only say tie_word_...
+    scaled = hf.get("scale_decoder_outputs", tied)
     return dict(topology="encoder-decoder", vocab_size=v, d_model=d, n_heads=h,
                 d_head=_head_dim(d, h, hf.get("d_kv")), d_ff=hf["d_ff"], n_layers=enc,
                 n_decoder_layers=None if dec == enc else dec, max_len=hf.get("n_positions", 512), position="t5",
@@ -429,12 +431,13 @@ def _t5_hf(c: ModelConfig) -> dict:
     if proj is None:
         raise ConfigError(f"t5: activation {c.activation!r} has no T5 feed_forward_proj; allowed: "
                           f"{', '.join(_T5_FFN.values())}")
-    if c.logit_scale not in (1.0, c.d_model ** -0.5) or (c.logit_scale != 1.0) != c.tie_embeddings:
-        raise ConfigError("t5: logit_scale must be d_model**-0.5 with tied embeddings and 1.0 without")
+    if c.logit_scale not in (1.0, c.d_model ** -0.5):
+        raise ConfigError(f"t5: logit_scale={c.logit_scale}; T5 allows 1.0 or d_model**-0.5 (scale_decoder_outputs)")
     return dict(vocab_size=c.vocab_size, d_model=c.d_model, num_heads=c.n_heads, d_kv=c.head_dim, d_ff=c.d_ff,
                 num_layers=c.n_layers, num_decoder_layers=c.decoder_layers, n_positions=c.max_len,
                 relative_attention_num_buckets=c.t5_num_buckets, relative_attention_max_distance=c.t5_max_distance,
                 feed_forward_proj=proj, layer_norm_epsilon=c.norm_eps, tie_word_embeddings=c.tie_embeddings,
+                scale_decoder_outputs=c.logit_scale != 1.0,
                 dropout_rate=c.dropout, pad_token_id=c.pad_token_id, eos_token_id=c.eos_token_id,
                 decoder_start_token_id=c.decoder_start_token_id, is_encoder_decoder=True)
 
