@@ -37,6 +37,9 @@ def _add_arguments(p) -> None:
     p.add_argument("--budget", type=float, default=0.3, help="with --measure: seconds of repeats per point")
     p.add_argument("--threads", type=int, default=1,
                    help="with --measure: torch threads (default 1: far steadier timings on a shared machine)")
+    p.add_argument("--clock", default=None,
+                   help="with --measure: cpu (process CPU time; the default with 1 thread, immune to other "
+                        "processes holding the core) or wall (the default with more threads)")
 
 
 def _summary(config, b: int, n: int, m: int | None, dtype: str) -> str:
@@ -107,9 +110,7 @@ def _one(values: list[int], name: str) -> list[int]:
 def _measure(args, config) -> int:
     import torch
 
-    from attnlab.cost import measure
     from attnlab.cost.analytic import dtype_name
-    from attnlab.cost.peak import measured_peak_flops
 
     dtype = getattr(torch, dtype_name(args.dtype))
     (b,) = _one(_int_list(args.batch, "batch"), "batch")
@@ -122,13 +123,33 @@ def _measure(args, config) -> int:
         raise InputError(f"--budget={args.budget}: must be a positive number of seconds")
     if args.threads <= 0:
         raise InputError(f"--threads={args.threads}: must be a positive integer")
+    clock = args.clock or ("cpu" if args.threads == 1 else "wall")
+    if clock not in ("cpu", "wall"):
+        raise InputError(f"--clock={clock!r}: allowed cpu, wall")
+    if clock == "cpu" and args.threads != 1:
+        raise InputError("--clock cpu adds up the CPU time of every thread; use it with --threads 1")
+    threads = torch.get_num_threads()
     torch.set_num_threads(args.threads)
+    try:
+        return _sweep(args, config, dtype, b, m, seqs, clock)
+    finally:
+        torch.set_num_threads(threads)  # the caller's setting (tests call main() in-process)
+
+
+def _sweep(args, config, dtype, b, m, seqs, clock) -> int:
+    import torch
+
+    from attnlab.cost import measure
+    from attnlab.cost.analytic import dtype_name
+    from attnlab.cost.peak import measured_peak_flops
+
     name = config.name or config.topology
     print(f"timing {name} ({config.topology}) on cpu, {dtype_name(args.dtype)}, b={b}, n in {seqs}, "
-          f"{torch.get_num_threads()} threads; best of repeats filling {args.budget}s per point", flush=True)
+          f"{torch.get_num_threads()} threads, {clock} clock; best of repeats filling {args.budget}s per point",
+          flush=True)
     peak = measured_peak_flops("cpu", dtype)
     print(f"measured matmul peak: {peak / 1e9:.1f} GFLOP/s", flush=True)
-    points = measure.sweep(config, seqs, batch=b, src_seq=m, dtype=dtype, budget_s=args.budget,
+    points = measure.sweep(config, seqs, batch=b, src_seq=m, dtype=dtype, budget_s=args.budget, clock=clock,
                            progress=lambda p: print(f"  {p.series:<16} n={p.n:<6} {p.seconds * 1e3:10.3f} ms",
                                                     flush=True))
     print()

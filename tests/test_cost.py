@@ -71,6 +71,15 @@ def test_forward_matmul_flops_equal_flop_counter(name):
     assert abs(forward_flops(config, B, n, m) - actual) <= 0.02 * actual
 
 
+def test_real_size_t5_counted_on_the_meta_device():
+    """Full-size shapes cost nothing on the meta device: FlopCounterMode only reads the shapes."""
+    config = attnlab.presets["t5-small"]
+    model = build_model(config, device="meta")
+    model.check_ids = lambda *args, **kwargs: None  # its id-range check reads values, which meta tensors lack
+    ids = torch.zeros(2, 300, dtype=torch.long, device="meta")
+    assert counted(lambda: model(ids[:, :120], ids)) == forward_flops(config, 2, 300, 120)
+
+
 @pytest.mark.parametrize("name", ["tiny-encoder", "tiny-llama", "tiny-encoder-decoder", "tiny-vit"])
 def test_training_step_is_forward_plus_backward_counted(name):
     config = attnlab.presets[name]
@@ -293,7 +302,7 @@ def test_fit_exponent_recovers_known_powers():
 
 def test_sweep_times_every_series_and_saves_plots(tmp_path):
     config = attnlab.presets["tiny-llama"]
-    points = measure.sweep(config, [8, 16, 32], batch=1, budget_s=0.0)
+    points = measure.sweep(config, [8, 16, 32], batch=1, budget_s=0.0, clock="cpu")
     assert {p.series for p in points} == set(measure.SERIES)
     for p in points:
         assert p.seconds > 0 and p.runs >= 2
@@ -314,16 +323,17 @@ def test_sweep_times_every_series_and_saves_plots(tmp_path):
 def test_measure_command_quick(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path))
     threads = torch.get_num_threads()
-    try:
-        assert main(["cost", "tiny-decoder", "--measure", "--seq", "8,16", "--budget", "0.001",
-                     "--out", str(tmp_path / "plots")]) == 0
-    finally:
-        torch.set_num_threads(threads)
+    assert main(["cost", "tiny-decoder", "--measure", "--seq", "8,16", "--budget", "0.001",
+                 "--out", str(tmp_path / "plots")]) == 0
+    assert torch.get_num_threads() == threads  # the sweep's --threads 1 is undone
     out = capsys.readouterr().out
     assert "measured matmul peak" in out and "decode_cached" in out and "MFU" in out
     assert (tmp_path / "plots" / "cost_forward.png").is_file()
     assert main(["cost", "tiny-decoder", "--measure", "--seq", "8,500"]) == 2  # beyond max_len=128
     assert main(["cost", "tiny-vit", "--measure"]) == 2
+    assert main(["cost", "tiny-decoder", "--measure", "--seq", "8,16", "--clock", "sundial"]) == 2
+    assert main(["cost", "tiny-decoder", "--measure", "--seq", "8,16", "--threads", "2", "--clock", "cpu"]) == 2
+    assert "allowed cpu, wall" in capsys.readouterr().err
 
 
 def test_measured_flops_are_finite_and_match_the_table():
