@@ -700,33 +700,48 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
 
 
 # ----------------------------------------------------------------------------------------------- cost
-def cost(lm: Loaded, n: int = 128) -> dict[str, Any]:
-    """Parameters, FLOPs, KV-cache and attention-matrix bytes for n tokens, and how they scale with n."""
+def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
+    """attnlab.cost for this model at n tokens: the per-operation table (FLOPs, bytes, intensity), the KV cache,
+    and how FLOPs and cache grow with n; `measure` also times the forward at each n of the sweep."""
+    from attnlab.cost import cost_table, forward_flops, kv_cache_bytes
+
     cfg = _config(lm)
-    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 1_000_000:
-        raise InputError(f"n={n!r}: allowed an integer in [1, 1000000]")
-    table = None
-    try:
-        from attnlab.cost import cost_table
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"n={n!r}: allowed a positive integer (up to the model's position limit)")
+    if cfg.topology == "vit":
+        n = cfg.n_patches + 1
+    table = cost_table(cfg, 1, n)  # InputError names the limit when n is beyond the positions
+    limit = cfg.seq_limit or 1 << 15
+    ns = sorted({m for m in (2**k for k in range(3, 16)) if m <= min(limit, 1 << 15)} | {n})
+    if cfg.topology == "vit":
+        ns = [n]
 
-        table = cost_table(cfg, n)
-    except Exception:  # the cost module is optional here; the closed forms below stand alone
-        table = None
-    params = _param_count(lm.model)
+    def dense_attention(t) -> tuple[int, int]:
+        attn = sum(r.flops for r in t.rows if r.matmul and ("Q K^T" in r.name or "P V" in r.name))
+        return t.matmul_flops - attn, attn
 
-    def row(m: int) -> dict[str, Any]:
-        layers = cfg.n_layers + (cfg.decoder_layers if cfg.topology == "encoder-decoder" else 0)
-        emb = cfg.vocab_size * cfg.d_model if cfg.topology != "vit" else 0
-        dense = 2 * max(params - emb, 0) * m  # every non-embedding weight: one multiply-add per token
-        attn = layers * 4 * m * m * cfg.n_heads * cfg.head_dim  # QK^T and AV: 2 * n^2 * d_q each
-        return {"n": m, "flops_dense": dense, "flops_attention": attn, "flops": dense + attn,
-                "kv_cache_bytes": 2 * cfg.decoder_layers * cfg.kv_heads * cfg.head_dim * m * 4,
-                "attention_matrix_bytes": cfg.n_heads * m * m * 4}
+    sweep = []
+    for m in ns:
+        t = cost_table(cfg, 1, m)
+        dense, attn = dense_attention(t)
+        sweep.append({"n": m, "flops": forward_flops(cfg, 1, m), "flops_dense": dense, "flops_attention": attn,
+                      "kv_cache_bytes": sum(kv_cache_bytes(cfg, 1, m).values())})
+    dense, attn = dense_attention(table)
+    at_n = {"n": n, "flops": table.matmul_flops, "flops_dense": dense, "flops_attention": attn,
+            "kv_cache_bytes": sum(table.kv_cache_bytes.values()), "bytes_moved": table.bytes_read +
+            table.bytes_written, "attention_matrix_bytes": cfg.n_heads * n * n * 4}
+    rows = [{"stack": r.stack, "name": r.name, "formula": r.formula, "layers": r.layers, "flops": r.flops,
+             "bytes": r.bytes_moved, "intensity": round(r.intensity, 3) if r.bytes_moved else None}
+            for r in table.rows]
+    result = {"model": lm.id, "n": n, "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
+              "sweep": sweep}
+    if measure:
+        from attnlab.cost.measure import sweep as measured_sweep
 
-    sweep = [row(m) for m in (2**k for k in range(4, 16)) if m <= max(n, 16) * 8]
-    result = {"model": lm.id, "n": n, "params": params, "at_n": row(n), "sweep": sweep}
-    if table is not None:
-        result["cost_table"] = _jsonable(table)
+        seqs = [m for m in ns if m <= 512][-6:]
+        if cfg.topology != "vit" and len(seqs) >= 2:
+            points = measured_sweep(cfg, seqs, series=("forward",), budget_s=0.05)
+            result["measured"] = [{"n": p.n, "ms": round(p.seconds * 1000, 4), "flops": p.flops} for p in points]
     return result
 
 

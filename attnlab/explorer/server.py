@@ -179,8 +179,8 @@ def create_app(registry: Registry | None = None) -> FastAPI:
                                    req.top_p, req.seed)
 
     @app.get("/api/cost/{model_id}", summary="parameters, FLOPs and memory for n tokens, and their scaling")
-    def cost(model_id: str, n: int = 128) -> dict:
-        return api.cost(get(model_id), n)
+    def cost(model_id: str, n: int = 128, measure: bool = False) -> dict:
+        return api.cost(get(model_id), n, measure)
 
     @app.get("/", include_in_schema=False)
     def index():
