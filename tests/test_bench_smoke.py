@@ -1,0 +1,126 @@
+"""The benchmark harness, run on tiny shapes so it cannot rot. No timing is asserted (timings are only ever
+ratios printed by bench/); what is asserted is that every peer holds attnlab's weights (its outputs agree with
+attnlab's to 1e-4), that the FLOP count matches the closed form, and that the GPU code paths (device placement,
+bf16 autocast, torch.compile, fused AdamW) run on CPU."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from attnlab.config import ModelConfig  # noqa: E402
+from bench import bench_forward, bench_train, common, peers, run_all  # noqa: E402
+
+TOL = 1e-4  # float32, a few tiny layers: observed differences are ~1e-6
+
+
+def tiny_gpt(peer_list=("hf", "nanogpt")) -> bench_train.TrainCase:
+    config = ModelConfig(topology="decoder", vocab_size=65, d_model=32, n_heads=2, d_ff=128, n_layers=2, max_len=16,
+                         activation="gelu_tanh", dropout=0.0, name="tiny")
+    return bench_train.TrainCase("tiny-gpt", "gpt", config, 2, 16, True, 2, peer_list)
+
+
+def train_args(**kw) -> argparse.Namespace:
+    base = dict(device="cpu", bf16=False, compile=None, repeats=2, warmup=1, quick=True, probe_size=128)
+    return argparse.Namespace(**{**base, **kw})
+
+
+def test_interleaved_rotates_the_order_and_times_every_call():
+    calls = []
+    contestants = {n: (lambda n=n: calls.append(n)) for n in "ABC"}
+    times = common.interleaved(contestants, warmup=1, repeats=3)
+    assert calls[:3] == ["A", "B", "C"]  # warm-up
+    assert calls[3:] == ["A", "B", "C", "B", "C", "A", "C", "A", "B"]  # each round starts one later
+    assert {n: len(t) for n, t in times.items()} == {"A": 3, "B": 3, "C": 3}
+
+
+def test_stats_quartiles_match_the_closed_form():
+    s = common.Stats.of([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.median, s.q1, s.q3, s.min, s.max, s.n) == (3.0, 2.0, 4.0, 1.0, 5.0, 5)
+    assert s.spread == pytest.approx(2.0 / 3.0)
+
+
+@pytest.mark.skipif(not (peers.hf_available() and peers.nanogpt_available()), reason="needs HF interop + nano-gpt")
+def test_gpt_peers_hold_attnlabs_weights():
+    case = tiny_gpt()
+    models = bench_train.build_models(case, ("attnlab", "hf", "nanogpt"))
+    inputs = bench_train.make_inputs(case)
+    with torch.no_grad():
+        ref = bench_train.logits_of(case, "attnlab", models["attnlab"].eval(), inputs)
+        for impl in ("hf", "nanogpt"):
+            out = bench_train.logits_of(case, impl, models[impl].eval(), inputs)
+            torch.testing.assert_close(out, ref, atol=TOL, rtol=0)
+
+
+def test_torch_encoder_peer_matches_and_takes_its_fast_path():
+    config = ModelConfig(topology="encoder", vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=16,
+                         activation="gelu", norm_placement="post", norm_eps=1e-12, position="none", head="none")
+    case = bench_forward.ForwardCase("tiny-stack", "stack", config, 2, 16, True, 2, ("torch",))
+    models = bench_forward.build_models(case, ("attnlab", "torch"))
+    inputs = bench_forward.make_inputs(case)
+    with torch.inference_mode():
+        ours = bench_forward.forward_of(case, "attnlab", models["attnlab"], inputs)
+        theirs = bench_forward.forward_of(case, "torch", models["torch"], inputs)
+    torch.testing.assert_close(theirs, ours, atol=TOL, rtol=0)
+    assert bench_forward._fast_path_used(models["torch"], inputs)
+
+
+def test_step_flops_match_the_closed_form():
+    """Counted FLOPs = 6 x (matmul parameters, LM head included) x tokens + 12 b s^2 d L (attention, fwd+bwd)."""
+    case = tiny_gpt(())
+    model = bench_train.build_models(case, ("attnlab",))["attnlab"]
+    c, tokens = case.config, case.batch * case.seq
+    matmul_params = c.n_layers * (4 * c.d_model**2 + 2 * c.d_model * c.d_ff) + c.d_model * c.vocab_size
+    expected = 6 * matmul_params * tokens + 12 * case.batch * case.seq**2 * c.d_model * c.n_layers
+    # every matmul runs 3 times (forward, input gradient, weight gradient): the first block's input needs its
+    # gradient too, because the embeddings are trained
+    assert bench_train.step_flops(case, model, bench_train.make_inputs(case)) == expected
+
+
+def test_training_case_runs_end_to_end_and_reports_ratios(capsys):
+    case = tiny_gpt(("nanogpt",) if peers.nanogpt_available() else ())
+    result = bench_train.run_case(case, train_args())
+    text = result.render()
+    assert "attnlab" in text and result.stats["attnlab"].n == 2
+    assert result.peak_flops > 0 and 0 < result.mfu("attnlab")
+    data = result.to_dict()
+    assert set(data["ratios"]) == set(result.stats) - {"attnlab", "matmul-peak"}
+
+
+@pytest.mark.slow
+def test_gpu_code_paths_run_on_cpu_and_fused_adamw_learns():
+    """Device placement, bf16 autocast, torch.compile (eager backend: no C++ build) and fused AdamW."""
+    case = tiny_gpt(())
+    model = bench_train.build_models(case, ("attnlab",))["attnlab"].to("cpu")
+    inputs = bench_train.make_inputs(case)
+    step = bench_train.make_step(case, "attnlab", model, inputs, autocast=torch.bfloat16, compile_backend="eager",
+                                 device="cpu")
+    losses = [step().item() for _ in range(8)]
+    assert all(math.isfinite(v) for v in losses)
+    assert losses[-1] < losses[0]  # same batch, lr 3e-4: AdamW must lower it
+    opt_kinds = {g.get("fused") for g in bench_train.optimizer_for(model).param_groups}
+    assert opt_kinds == {True}
+
+
+@pytest.mark.slow
+def test_peak_memory_of_a_step_is_measured_in_a_subprocess():
+    def step():
+        x = torch.ones(4 * 2**20)  # 16 MiB, freed at return
+        return x.sum()
+
+    mem = common.step_peak_memory(step, steps=1)
+    assert mem["step_peak_mib"] >= 8  # the kernel saw at least half of the 16 MiB buffer resident
+    child = common.memory_in_subprocess(Path(bench_train.__file__), "gpt-4L", "attnlab", timeout=300)
+    assert child is not None and child["step_peak_mib"] > 0
+
+
+def test_run_all_refuses_an_unknown_benchmark(capsys):
+    assert run_all.main(["--only", "no-such-bench"]) == 2
+    assert "available" in capsys.readouterr().err
