@@ -198,6 +198,8 @@ def _refine(config: ModelConfig, family: Family, state: dict[str, torch.Tensor])
 
 def read_hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
     """model.safetensors, sharded model.safetensors.index.json, or pytorch_model.bin (weights only)."""
+    from pickle import UnpicklingError
+
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
@@ -208,14 +210,19 @@ def read_hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
             return load_file(single)
         if index.is_file():
             shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
+            outside = [s for s in shards if not isinstance(s, str) or Path(s).name != s or s in ("", ".", "..")]
+            if outside:  # a shard must be a file beside the index, never a path out of the checkpoint
+                raise CheckpointError(f"{index} names shards outside {directory}: {outside[:4]}; only plain file "
+                                      "names in the same directory are allowed")
             tensors: dict[str, torch.Tensor] = {}
             for shard in shards:
                 tensors.update(load_file(directory / shard))
             return tensors
         if pickle.is_file():
             return torch.load(pickle, map_location="cpu", weights_only=True)
-    except (SafetensorError, OSError, ValueError, KeyError, RuntimeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{directory}: the weights file cannot be read ({exc})") from None
+    except (SafetensorError, OSError, ValueError, KeyError, RuntimeError, json.JSONDecodeError, EOFError,
+            UnpicklingError) as exc:  # UnpicklingError: weights_only refused a global (code) in the .bin
+        raise CheckpointError(f"{directory}: the weights file cannot be read ({type(exc).__name__}: {exc})") from None
     raise CheckpointError(f"{directory} has no weights: expected model.safetensors, model.safetensors.index.json "
                           "or pytorch_model.bin beside config.json")
 

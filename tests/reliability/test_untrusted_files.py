@@ -1,0 +1,268 @@
+"""Files from strangers: configs, weights, pickles, GGUF. Each is built here in tmp_path and must be refused with
+an attnlab CheckpointError that names the file (and the bad field or tensors), never executed or half-loaded."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import re
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+import attnlab
+from attnlab import ModelConfig, build_model
+from attnlab.errors import CheckpointError
+
+pytestmark = pytest.mark.timeout(120)
+ROOT = Path(attnlab.__file__).resolve().parent
+
+TINY = ModelConfig(topology="decoder", vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)
+
+
+@pytest.fixture
+def checkpoint(tmp_path) -> Path:
+    torch.manual_seed(0)
+    return build_model(TINY).save(tmp_path / "ckpt")
+
+
+# ----------------------------------------------------------------------------------------- the code base
+def test_every_torch_load_in_the_code_base_is_weights_only():
+    """Static guard: no pickle loader anywhere but torch.load(..., weights_only=True)."""
+    calls, offenders = 0, []
+    for path in ROOT.rglob("*.py"):
+        text = path.read_text()
+        for match in re.finditer(r"torch\.load\(", text):
+            calls += 1
+            call = text[match.start(): text.find("\n", text.find(")", match.start()))]
+            if "weights_only=True" not in call:
+                offenders.append(f"{path.relative_to(ROOT)}: {call}")
+        for pattern in (r"\bpickle\.loads?\(", r"\bdill\b", r"\bjoblib\.load", r"allow_pickle\s*=\s*True",
+                        r"Unpickler\(", r"(?<![.\w])eval\(", r"(?<![.\w])exec\("):
+            for match in re.finditer(pattern, text):
+                offenders.append(f"{path.relative_to(ROOT)}: {pattern} at {text[match.start():match.start() + 60]!r}")
+    assert calls >= 2  # the HF .bin reader and the training-state reader exist and were checked
+    assert not offenders, offenders
+
+
+# ----------------------------------------------------------------------------------------- malicious pickles
+class _Payload:
+    """Unpickling this creates `marker`: proof that code ran."""
+
+    def __init__(self, marker: Path):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def _hf_dir(tmp_path: Path) -> Path:
+    torch.manual_seed(0)
+    config = attnlab.presets["tiny-encoder"]
+    return build_model(config).save(tmp_path / "hf", format="hf")
+
+
+@pytest.mark.parametrize("container", ["zip", "legacy"])
+def test_malicious_pickle_as_pytorch_model_bin_is_refused_without_running(tmp_path, container):
+    directory = _hf_dir(tmp_path)
+    marker = tmp_path / "pwned"
+    weights = directory / "model.safetensors"
+    weights.unlink()
+    bin_path = directory / "pytorch_model.bin"
+    payload = {"bert.embeddings.word_embeddings.weight": _Payload(marker)}
+    if container == "zip":
+        torch.save(payload, bin_path)  # torch's own zip container, with the payload's reduce inside
+    else:
+        bin_path.write_bytes(pickle.dumps(payload))  # a bare pickle stream
+    with pytest.raises(CheckpointError) as info:
+        attnlab.load(directory)
+    assert str(directory) in str(info.value)
+    assert not marker.exists(), "unpickling ran the payload"
+
+
+def test_malicious_training_state_is_refused_without_running(tmp_path, checkpoint):
+    from attnlab.training.checkpoint import read_training_state
+
+    marker = tmp_path / "pwned"
+    torch.save({"step": 1, "optimizer": _Payload(marker)}, checkpoint / "training_state.pt")
+    with pytest.raises(CheckpointError, match="training_state.pt"):
+        read_training_state(checkpoint)
+    assert not marker.exists()
+
+
+def test_weights_only_pickle_of_plain_tensors_still_loads(tmp_path):
+    """The positive control: a .bin with only tensors (what HF writes) loads through the same door."""
+    directory = _hf_dir(tmp_path)
+    tensors = load_file(directory / "model.safetensors")
+    (directory / "model.safetensors").unlink()
+    torch.save(tensors, directory / "pytorch_model.bin")
+    model, _ = attnlab.load(directory)
+    assert torch.equal(model.tokens.weight, tensors["bert.embeddings.word_embeddings.weight"])
+
+
+def test_sharded_index_cannot_point_outside_the_checkpoint(tmp_path):
+    directory = _hf_dir(tmp_path)
+    outside = tmp_path / "outside.safetensors"
+    (directory / "model.safetensors").rename(outside)
+    index = {"metadata": {}, "weight_map": {"bert.embeddings.word_embeddings.weight": "../outside.safetensors"}}
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match="outside.safetensors"):
+        attnlab.load(directory)
+    index["weight_map"] = {"x": str(outside)}  # an absolute path
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match="outside.safetensors"):
+        attnlab.load(directory)
+
+
+# ----------------------------------------------------------------------------------------- config.json
+@pytest.mark.parametrize("change, named", [
+    ({"d_modle": 16}, "d_modle"),
+    ({"__class__": "os.system"}, "__class__"),
+    ({"d_model": "16"}, "d_model"),
+    ({"n_layers": 1.5}, "n_layers"),
+    ({"bias": "false"}, "bias"),
+    ({"dropout": None}, "dropout"),
+    ({"activation": "eval"}, "activation"),
+    ({"d_model": 10**9}, "GiB"),
+    ({"n_layers": 10**9}, "GiB"),
+    ({"vocab_size": 10**15}, "GiB"),
+])
+def test_bad_config_json_is_refused_naming_file_and_field(checkpoint, change, named):
+    path = checkpoint / "config.json"
+    data = json.loads(path.read_text())
+    data.update(change)
+    path.write_text(json.dumps(data))
+    with pytest.raises(CheckpointError if named != "GiB" else attnlab.AttnlabError) as info:
+        attnlab.load(checkpoint)
+    assert named in str(info.value)
+    if named != "GiB":
+        assert str(path) in str(info.value)
+
+
+_PEAK = textwrap.dedent("""
+    import json, sys
+    import attnlab
+    def peak():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    before = peak()
+    try:
+        attnlab.load(sys.argv[1])
+        outcome = "loaded"
+    except attnlab.AttnlabError as exc:
+        outcome = type(exc).__name__
+    print(json.dumps({"outcome": outcome, "growth": peak() - before}))
+""")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs Linux /proc for peak memory")
+def test_absurd_config_is_refused_before_memory_grows(checkpoint):
+    """d_model=10**9 with n_layers=10**9: refused from the config alone; peak RSS grows by under 50 MB."""
+    path = checkpoint / "config.json"
+    data = json.loads(path.read_text())
+    data.update(d_model=10**9, n_heads=1, d_ff=10**9, n_layers=10**9, max_len=10**9)
+    path.write_text(json.dumps(data))
+    out = subprocess.run([sys.executable, "-c", _PEAK, str(checkpoint)], capture_output=True, text=True, timeout=100)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["outcome"] == "ConfigError"
+    assert result["growth"] < 50 * 2**20, result
+
+
+# ----------------------------------------------------------------------------------------- weights vs config
+def _rewrite(checkpoint: Path, edit) -> None:
+    tensors = load_file(checkpoint / "model.safetensors")
+    edit(tensors)
+    save_file(tensors, checkpoint / "model.safetensors")
+
+
+@pytest.mark.parametrize("edit, names", [
+    (lambda t: t.pop("blocks.0.ffn.up.weight"), ["missing", "blocks.0.ffn.up.weight"]),
+    (lambda t: t.update(extra=torch.zeros(3)), ["unexpected", "extra"]),
+    (lambda t: t.update({"blocks.0.attn.out.weight": torch.zeros(16, 8)}),
+     ["shape", "blocks.0.attn.out.weight", "(16, 8)", "(16, 16)"]),
+    (lambda t: t.update(renamed=t.pop("lm_head.proj.weight")), ["missing", "tokens.weight", "unexpected", "renamed"]),
+])
+def test_tensors_that_disagree_with_the_config_are_named(checkpoint, edit, names):
+    _rewrite(checkpoint, edit)
+    with pytest.raises(CheckpointError) as info:
+        attnlab.load(checkpoint)
+    message = str(info.value)
+    assert str(checkpoint / "model.safetensors") in message
+    for name in names:
+        assert name in message
+
+
+def test_config_that_disagrees_with_the_tensors_is_named(checkpoint):
+    path = checkpoint / "config.json"
+    data = json.loads(path.read_text())
+    data["d_ff"] = 48  # the file holds d_ff=32 matrices
+    path.write_text(json.dumps(data))
+    with pytest.raises(CheckpointError, match=r"blocks\.0\.ffn\.up\.weight.*\(32, 16\) vs model \(48, 16\)"):
+        attnlab.load(checkpoint)
+
+
+# ----------------------------------------------------------------------------------------- damaged files
+def _truncate(path: Path, keep: float) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+
+
+@pytest.mark.parametrize("damage", ["half", "header", "empty", "huge_header", "garbage", "json_header"])
+def test_damaged_safetensors_is_refused_with_its_path(checkpoint, damage):
+    path = checkpoint / "model.safetensors"
+    data = path.read_bytes()
+    if damage == "half":
+        _truncate(path, 0.5)
+    elif damage == "header":
+        _truncate(path, 0.002)
+    elif damage == "empty":
+        path.write_bytes(b"")
+    elif damage == "huge_header":  # claims a 2**60-byte header
+        path.write_bytes(struct.pack("<Q", 2**60) + data[8:])
+    elif damage == "garbage":
+        path.write_bytes(os.urandom(len(data)))
+    else:  # header length intact, header JSON corrupted
+        n = struct.unpack("<Q", data[:8])[0]
+        path.write_bytes(data[:8] + b"{" * n + data[8 + n:])
+    with pytest.raises(CheckpointError) as info:
+        attnlab.load(checkpoint)
+    assert str(path) in str(info.value)
+
+
+@pytest.mark.parametrize("text", ['{"topology": "decoder", "d_mod', "", "\x00\xff\xfe", "[1, 2]", "null"])
+def test_damaged_config_json_is_refused_with_its_path(checkpoint, text):
+    path = checkpoint / "config.json"
+    path.write_bytes(text.encode("latin-1"))
+    with pytest.raises(CheckpointError) as info:
+        attnlab.load(checkpoint)
+    assert str(path) in str(info.value) or str(checkpoint) in str(info.value)
+
+
+def test_truncated_gguf_is_refused_with_its_path(tmp_path):
+    from attnlab.interop.gguf import save_gguf
+
+    torch.manual_seed(0)
+    path = save_gguf(build_model(attnlab.presets["tiny-llama"].replace(n_layers=1)), tmp_path / "tiny.gguf")
+    for keep in (0.5, 0.01):
+        _truncate(path, keep)
+        with pytest.raises(CheckpointError) as info:
+            attnlab.load(path)
+        assert str(path) in str(info.value)
+
+
+def test_truncated_training_state_is_refused_with_its_path(checkpoint):
+    from attnlab.training.checkpoint import read_training_state
+
+    state = checkpoint / "training_state.pt"
+    torch.save({"step": 3, "weights": torch.zeros(1000)}, state)
+    _truncate(state, 0.5)
+    with pytest.raises(CheckpointError, match=re.escape(str(state))):
+        read_training_state(checkpoint)
