@@ -203,6 +203,7 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
     p.add_argument("--compile", default=None, help="torch.compile backend for every contestant")
+    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     p.add_argument("--probe-size", type=int, default=2048)
     p.add_argument("--save", default="forward", help="name of the JSON file under bench/results ('' = none)")
     p.add_argument("--memory-case", help=argparse.SUPPRESS)
@@ -212,6 +213,8 @@ def parse_args(argv=None):
 
 def main(argv=None) -> list[common.CaseResult]:
     args = parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     if args.memory_case:
         memory_main(args.memory_case, args.memory_impl)
         return []
@@ -226,7 +229,8 @@ def main(argv=None) -> list[common.CaseResult]:
         if not (args.no_memory or args.quick or args.device != "cpu"):
             for impl in result.stats:
                 if impl != "matmul-peak":
-                    mem = common.memory_in_subprocess(Path(__file__), name, impl)
+                    mem = common.memory_in_subprocess(Path(__file__), name, impl,
+                                                     ["--threads", str(args.threads)] if args.threads else [])
                     if mem:
                         result.memory[impl] = mem
         print(result.render(), flush=True)

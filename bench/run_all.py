@@ -23,13 +23,21 @@ from bench import bench_forward, bench_train  # noqa: E402
 OURS = {"train": bench_train, "forward": bench_forward}
 
 
-def other_scripts() -> dict[str, Path]:
-    """name -> path of the other engineers' bench/bench_<name>.py scripts (generate, explorer, ...)."""
+# scripts that are not bench_<name>.py, with their arguments for (--quick, full)
+EXTRA = {"explorer": ("load_explorer.py", ["--clients", "4", "--requests", "10"], [])}
+
+
+def other_scripts() -> dict[str, tuple[Path, list[str], list[str]]]:
+    """name -> (path, quick args, full args) of the other benchmarks present: bench/bench_<name>.py (generation,
+    ...) with their own --quick, and the explorer load test (request latency) with a small load for --quick."""
     found = {}
     for path in sorted(BENCH_DIR.glob("bench_*.py")):
         name = path.stem.removeprefix("bench_")
         if name not in OURS:
-            found[name] = path
+            found[name] = (path, ["--quick"], [])
+    for name, (file, quick, full) in EXTRA.items():
+        if (BENCH_DIR / file).is_file():
+            found[name] = (BENCH_DIR / file, quick, full)
     return found
 
 
@@ -52,12 +60,15 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     failed = []
     for name in wanted:
-        flags = (["--quick"] if args.quick else []) + (["--no-memory"] if args.no_memory and name in OURS else [])
-        print(f"\n######## {name} {' '.join(flags)}", flush=True)
         if name in OURS:
+            flags = (["--quick"] if args.quick else []) + (["--no-memory"] if args.no_memory else [])
+            print(f"\n######## {name} {' '.join(flags)}", flush=True)
             OURS[name].main(flags)
         else:
-            done = subprocess.run([sys.executable, str(others[name]), *flags], cwd=BENCH_DIR.parent)
+            path, quick, full = others[name]
+            flags = quick if args.quick else full
+            print(f"\n######## {name}: {path.name} {' '.join(flags)}", flush=True)
+            done = subprocess.run([sys.executable, str(path), *flags], cwd=BENCH_DIR.parent)
             if done.returncode:
                 failed.append(name)
     print(f"\nall benchmarks done in {time.perf_counter() - started:.0f} s"
