@@ -8,7 +8,9 @@ registry decides which files exist. Numbers are rounded only for transport (see 
 from __future__ import annotations
 
 import math
+import sys
 import time
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
 
@@ -16,6 +18,7 @@ import torch
 
 from attnlab.errors import InputError
 from attnlab.explorer.registry import Loaded, UnknownItem
+from attnlab.recording import Recorder
 from attnlab.recording import recording as recording_of
 
 MAX_TOKENS = 512  # the explorer's own ceiling: an N x N heatmap beyond this is not readable anyway
@@ -24,6 +27,37 @@ MASKED = -1e30  # raw scores at or below this are masked entries (the model fill
 
 
 # ----------------------------------------------------------------------------------------------- helpers
+class _Enough(Exception):
+    """Raised once the last wanted tensor is recorded: the rest of the forward (later layers, the LM head) is
+    skipped, which is most of the time of an attention request on a large-vocabulary model."""
+
+
+class _RecordUntil(Recorder):
+    def __init__(self, names: list[str], head: int | None, last: str):
+        super().__init__(names, head)
+        self.last = last
+
+    def save(self, name: str, tensor, per_head: bool = False) -> None:
+        super().save(name, tensor, per_head)
+        if name == self.last:
+            raise _Enough
+
+
+@contextmanager
+def record_until(names: list[str], last: str, head: int | None = None):
+    """Like attnlab.recording(names, head), but the forward stops right after `last` is recorded."""
+    module = sys.modules["attnlab.recording"]
+    previous, rec = module._active, _RecordUntil(names, head, last)
+    module._active = rec
+    try:
+        with torch.no_grad():
+            yield rec.store
+    except _Enough:
+        pass
+    finally:
+        module._active = previous
+
+
 def wrap(model, tokenizer=None, label: str | None = None, model_id: str = "model") -> Loaded:
     """A model built in Python as a `Loaded`, for the notebook view and tests."""
     model.eval()
@@ -344,8 +378,8 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
         q_ids = target_ids if part in ("decoder", "cross") else ids
         k_ids = target_ids if part == "decoder" else ids
     name = prefix.format(l=layer)
-    with torch.no_grad(), recording_of([f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"],
-                                              head=head) as store:
+    with record_until([f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"], f"{name}.weights",
+                      head=head) as store:
         _forward_text(lm, ids, target_ids)
     raw = store[f"{name}.raw_scores"][0, 0]  # (q, k)
     weights = store[f"{name}.weights"][0, 0]
@@ -379,7 +413,7 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
     ids, _ = encode(lm, text)
     target_ids = _target_ids(lm, ids, target) if cfg.topology == "encoder-decoder" else None
     names = [prefix.format(l=i) + ".weights" for i in range(n_layers)]
-    with torch.no_grad(), recording_of(names) as store:
+    with record_until(names, names[-1]) as store:
         _forward_text(lm, ids, target_ids)
     grid = []
     for name in names:
@@ -400,7 +434,7 @@ def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict
     head = _check_index("head", head, cfg.n_heads)
     ids, tokens = encode(lm, text)
     name = f"blocks.{layer}.attn"
-    with torch.no_grad(), recording_of([f"{name}.q", f"{name}.k", f"{name}.weights"], head=head) as store:
+    with record_until([f"{name}.q", f"{name}.k", f"{name}.weights"], f"{name}.weights", head=head) as store:
         lm.model(torch.tensor([ids]))
     q, k = store[f"{name}.q"][0, 0], store[f"{name}.k"][0, 0]  # (n, d_head)
     scale = cfg.attn_scale if cfg.attn_scale is not None else cfg.head_dim ** -0.5
