@@ -310,7 +310,7 @@ def test_sweep_times_every_series_and_saves_plots(tmp_path):
             assert p.flops == forward_flops(config, 1, p.n)
     # predicted exponents are closed form: the attention core is exactly n^2, its cached step exactly n
     fits = {f.series: f for f in measure.fits(points)}
-    assert fits["attention"].predicted == pytest.approx(2.0)
+    assert fits["attention"].predicted == fits["attention_dense"].predicted == pytest.approx(2.0)
     assert fits["attention_step"].predicted == pytest.approx(1.0)
     assert fits["decode_uncached"].predicted > fits["decode_cached"].predicted
     paths = measure.plot(points, tmp_path, title="tiny-llama")

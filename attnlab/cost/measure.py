@@ -8,6 +8,9 @@ Five series, each timed at every n of the sweep:
 - decode_uncached:  the same step without a cache: the model re-reads the whole prefix of n tokens;
 - attention:        the attention core alone (F.scaled_dot_product_attention on (b, h, n, d_k), causal, times
                     L layers): the n^2 part of the forward, which the whole forward only approaches at large n;
+- attention_dense:  the same core without the causal mask. The table counts the dense n^2 (as FlopCounterMode
+                    does), but a causal kernel may skip key blocks wholly above the diagonal, up to half the work
+                    at large n; this series shows the n^2 the table predicts;
 - attention_step:   the same core for one query against n keys (the part of a cached step that grows with n).
 
 The growth exponent is the least-squares slope of log(time) against log(n). The predicted exponent is the
@@ -29,8 +32,8 @@ from attnlab.config import ModelConfig
 from attnlab.cost.analytic import cost_table, resolve_sizes
 from attnlab.errors import InputError
 
-SERIES = ("forward", "decode_cached", "decode_uncached", "attention", "attention_step")
-PLOTS = {"forward": ("forward", "attention"), "decode_cached": ("decode_cached", "attention_step"),
+SERIES = ("forward", "decode_cached", "decode_uncached", "attention", "attention_dense", "attention_step")
+PLOTS = {"forward": ("forward", "attention", "attention_dense"), "decode_cached": ("decode_cached", "attention_step"),
          "decode_uncached": ("decode_uncached",)}
 
 
@@ -80,8 +83,8 @@ def fit_exponent(ns, values) -> float:
 
 
 def _predicted(config: ModelConfig, series: str, b: int, n: int, m: int | None) -> int:
-    if series in ("attention", "attention_step"):
-        mode = "forward" if series == "attention" else "decode_step"
+    if series in ("attention", "attention_dense", "attention_step"):
+        mode = "decode_step" if series == "attention_step" else "forward"
         table = cost_table(config, b, n, m, mode=mode, cached=True)
         return sum(r.flops for r in table.rows
                    if r.stack != "encoder" and r.name.startswith("self-attn") and r.name.endswith(("Q K^T", "P V")))
@@ -97,7 +100,7 @@ def _callables(model, config: ModelConfig, series: str, b: int, n_max: int, m: i
     topo = config.topology
     gen = torch.Generator().manual_seed(0)
     ids = torch.randint(0, config.vocab_size, (b, n_max), generator=gen).to(device)
-    if series in ("attention", "attention_step"):
+    if series in ("attention", "attention_dense", "attention_step"):
         h, g, dk = config.n_heads, config.kv_heads, config.head_dim
         layers = config.decoder_layers if topo == "encoder-decoder" else config.n_layers
         causal = topo in ("decoder", "encoder-decoder")
@@ -106,7 +109,7 @@ def _callables(model, config: ModelConfig, series: str, b: int, n_max: int, m: i
         v_all = torch.randn(b, g, n_max, dk, dtype=dtype, device=device)
 
         def core(n: int):
-            q = q_all[:, :, :n] if series == "attention" else q_all[:, :, n - 1: n]
+            q = q_all[:, :, n - 1: n] if series == "attention_step" else q_all[:, :, :n]
             for _ in range(layers):  # the model calls it once per layer
                 F.scaled_dot_product_attention(q, k_all[:, :, :n], v_all[:, :, :n],
                                                is_causal=causal and series == "attention", enable_gqa=g != h)
@@ -164,7 +167,7 @@ def sweep(config: ModelConfig, seqs, *, batch: int = 1, src_seq: int | None = No
     if unknown:
         raise InputError(f"unknown series {unknown}; allowed: {', '.join(SERIES)}")
     if config.topology == "encoder":
-        series = [s for s in series if s in ("forward", "attention")]
+        series = [s for s in series if s in ("forward", "attention", "attention_dense")]
     torch.manual_seed(0)
     model = build_model(config, device=device, dtype=dtype).eval()
     points: list[Point] = []
