@@ -184,6 +184,7 @@ _BLOCK_TEXT = {
     "tokens": "Looks up one learned d_model-vector per token id (V x d table).",
     "positions": "Adds where each token sits; without it attention cannot tell order apart.",
     "patches": "Cuts the image into P x P patches and projects each flattened patch to d_model.",
+    "embed_extras": "BERT adds a segment (token-type) vector and normalises the sum before the first block.",
     "attn": "Multi-head self-attention: every token builds a weighted mix of the others' values, "
             "weights softmax(QK^T/sqrt(d_k)). Decoders hide later tokens with the causal mask.",
     "norm1": "Add & Norm: the residual skip keeps the input, the norm keeps the scale stable.",
@@ -234,6 +235,10 @@ def architecture(lm: Loaded, n: int = 8) -> dict[str, Any]:
             out.append({"id": f"{name}.tokens", "kind": "tokens", "title": "Token embeddings",
                         "text": _BLOCK_TEXT["tokens"], "shapes": {"ids": [1, n], "out": [1, n, d]},
                         "params": model.tokens.weight.numel()})
+        extras = _param_count(stack.token_types) + _param_count(stack.embed_norm)
+        if extras:
+            out.append({"id": f"{name}.embed_extras", "kind": "embed_extras", "title": "Segments + embedding norm",
+                        "text": _BLOCK_TEXT["embed_extras"], "shapes": {"out": [1, n, d]}, "params": extras})
         pos = stack.positions if stack.positions is not None else (stack.rotary or stack.alibi or stack.rel_bias)
         out.append({"id": f"{name}.positions", "kind": "positions", "title": f"Positions ({cfg.position})",
                     "text": _BLOCK_TEXT["positions"], "shapes": {"out": [1, n, d]}, "params": _param_count(pos)})
@@ -247,7 +252,7 @@ def architecture(lm: Loaded, n: int = 8) -> dict[str, Any]:
                  "params": _param_count(stack.final_norm)}]
 
     head_module = getattr(model, "lm_head", None) or getattr(model, "classifier", None)
-    head_params = _param_count(head_module)
+    head_params = _param_count(head_module) + _param_count(getattr(model, "pooler", None))
     if head_module is not None and getattr(model, "tokens", None) is not None and cfg.tie_embeddings:
         head_params -= model.tokens.weight.numel() if any(p is model.tokens.weight for p in head_module.parameters()) \
             else 0

@@ -81,6 +81,8 @@ def decode_upload(data_b64: str):
         raise InputError(f"upload is {len(raw)} bytes; allowed up to {MAX_UPLOAD_BYTES} bytes")
     try:
         image = Image.open(io.BytesIO(raw))
+    except Image.DecompressionBombError as exc:  # PIL's own header check, before ours (> 2 x its pixel limit)
+        raise InputError(f"upload declares too many pixels ({exc}); allowed up to {MAX_PIXELS} pixels in all") from None
     except (UnidentifiedImageError, OSError):
         raise InputError("upload is not an image; allowed: PNG or JPEG") from None
     if image.format not in ("PNG", "JPEG"):
@@ -90,7 +92,7 @@ def decode_upload(data_b64: str):
         raise InputError(f"upload is {width}x{height} pixels; allowed up to {MAX_PIXELS} pixels in all")
     try:
         image.load()
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, Image.DecompressionBombError) as exc:
         raise InputError(f"upload could not be decoded ({exc})") from None
     return image
 

@@ -8,6 +8,7 @@ JSON -> 422, oversize bodies -> 413; each with a {"detail": message} that says w
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,8 @@ from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, b
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
+MAX_CONCURRENT = 4  # requests running model code at once; the others wait in line (asyncio, no thread held)
+QUEUE_SECONDS = 120  # a request still waiting after this long is answered 503 "busy"
 
 
 class TextRequest(BaseModel):
@@ -90,7 +93,27 @@ def create_app(registry: Registry | None = None) -> FastAPI:
             body = await request.body()  # chunked upload: read it once and measure
             if len(body) > MAX_BODY_BYTES:
                 return JSONResponse({"detail": f"request body is over {MAX_BODY_BYTES} bytes"}, status_code=413)
-        return await call_next(request)
+        path = request.url.path
+        if not (path.startswith("/api/") and (request.method == "POST" or path.startswith("/api/cost/"))):
+            return await call_next(request)
+        slots = _slots()  # heavy work: at most MAX_CONCURRENT at once, the rest queue
+        try:
+            await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
+        except asyncio.TimeoutError:
+            return JSONResponse({"detail": f"the explorer is busy ({MAX_CONCURRENT} requests running and more "
+                                 f"waiting for over {QUEUE_SECONDS} s); retry shortly"}, status_code=503)
+        try:
+            return await call_next(request)
+        finally:
+            slots.release()
+
+    heavy: dict = {"loop": None, "slots": None}
+
+    def _slots() -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()  # one semaphore per event loop (tests may start several)
+        if heavy["loop"] is not loop:
+            heavy.update(loop=loop, slots=asyncio.Semaphore(MAX_CONCURRENT))
+        return heavy["slots"]
 
     @app.exception_handler(UnknownItem)
     async def _unknown(request, exc):

@@ -249,7 +249,7 @@ def test_famous_gpt2_count_equals_hugging_face():
 
 
 def test_architecture_blocks_add_up_to_the_model(registry):
-    for name in ("decoder", "encoder-decoder", "vit"):
+    for name in ("decoder", "encoder", "encoder-decoder", "vit"):  # encoder: BERT's segments, norm, pooler
         lm = _by_name(registry, name)
         arch = api.architecture(lm, n=7)
         counted = sum(b["params"] for s in arch["stacks"] for b in s["embed"] + s["layer"] + s["tail"])

@@ -2,7 +2,7 @@
 // parameter counts, the parameter calculator (closed form beside the exact count) and the famous-models table.
 import { api, el, fmt, human, notice, svg, table } from "../util.js";
 
-const COLORS = { tokens: "#dbe9f6", patches: "#dbe9f6", positions: "#e8e0f5", attn: "#fde2c8", norm1: "#eef0f3",
+const COLORS = { embed_extras: "#dbe9f6", tokens: "#dbe9f6", patches: "#dbe9f6", positions: "#e8e0f5", attn: "#fde2c8", norm1: "#eef0f3",
   cross_attn: "#ffd6d6", norm_cross: "#eef0f3", ffn: "#d8f0dc", norm2: "#eef0f3", final_norm: "#eef0f3",
   head: "#fff3c4" };
 
