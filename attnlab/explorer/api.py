@@ -175,7 +175,9 @@ def _examples(lm: Loaded) -> list[str]:
     if cfg.topology == "vit":
         return []
     if lm.id.startswith("translate"):
-        return ["1234", "42", "907"]
+        return ["forty-two", "three hundred and seven", "nine thousand nine hundred"]
+    if lm.id.startswith("gpt"):
+        return ["The module", "def main():", "the cat sat on the mat"]
     return ["the cat sat on the mat", "The bank near the river overflowed its banks."]
 
 

@@ -19,6 +19,8 @@ from attnlab.errors import InputError
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 MAX_PIXELS = 4096 * 4096
 N_SAMPLES = 20
+MNIST_RECIPES = ("vit-mnist", "clip-mnist")
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # as in attnlab.training.recipes
 
 
 @lru_cache(maxsize=1)
@@ -138,6 +140,8 @@ def to_pixels(config, image: dict) -> tuple[torch.Tensor, list]:
     t = t.view(size, size, channels).permute(2, 0, 1).contiguous()  # (channels, size, size)
     grey = t.mean(0)
     mean, std = config.extra.get("pixel_mean"), config.extra.get("pixel_std")
+    if mean is None and config.name in MNIST_RECIPES:  # attnlab's MNIST recipes normalise with MNIST's statistics
+        mean, std = [MNIST_MEAN], [MNIST_STD]
     if mean is not None and std is not None:
         t = (t - torch.tensor(mean, dtype=torch.float32).view(-1, 1, 1)) / torch.tensor(std).view(-1, 1, 1)
     return t, (grey * 255).round().int().tolist()

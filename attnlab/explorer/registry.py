@@ -26,7 +26,7 @@ RECIPES = {  # recipe -> (topology, what it teaches)
     "bert-mlm": ("encoder", "encoder trained with masked-language modelling (80/10/10)"),
     "translate-numbers": ("encoder-decoder", "encoder-decoder that translates numbers into words (cross-attention)"),
     "vit-mnist": ("vit", "vision transformer classifying MNIST digits"),
-    "clip-mnist": ("dual", "dual encoder pairing MNIST images with their digit names"),
+    "clip-mnist": ("vit", "dual encoder pairing MNIST images with their digit names (its image tower is shown)"),
 }
 
 
@@ -140,6 +140,11 @@ def _load(entry: Entry) -> Loaded:
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
+    if entry.id == "clip-mnist":  # a DualEncoder: the explorer shows its image tower (a ViT)
+        from attnlab.training.recipes import load_dual_encoder
+
+        dual, tok = load_dual_encoder(entry.source)
+        return Loaded(entry.id, entry.label + " · image tower", dual.tower_a.eval(), None, kind=entry.kind)
     from attnlab.loading import load
 
     model, tok = load(entry.source)

@@ -24,7 +24,8 @@ from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, b
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_CONCURRENT = 4  # requests running model code at once; the others wait in line (asyncio, no thread held)
+MAX_CONCURRENT = 1  # model code at once: attnlab.recording keeps its recorder process-wide, so one at a time;
+#                    the others wait in line (asyncio, no thread held); torch still uses every core per request
 QUEUE_SECONDS = 120  # a request still waiting after this long is answered 503 "busy"
 
 
