@@ -77,33 +77,49 @@ export function color(v) {
 }
 
 // N x M matrix on a canvas; null cells (masked) drawn hatched grey; an optional highlighted row and column.
+// rowLabels / colLabels are drawn in a margin when the cells are big enough to read them.
 export function heatmap(canvas, matrix, { highlightRow = -1, highlightCols = [], highlightRows = [],
-  size = 360, max = null, onclick = null, rowColor = "#ff7f0e" } = {}) {
+  size = 360, max = null, onclick = null, rowColor = "#ff7f0e", rowLabels = null, colLabels = null } = {}) {
   const rows = matrix.length, cols = rows ? matrix[0].length : 0;
   const cell = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
-  canvas.width = cols * cell; canvas.height = rows * cell;
+  const labelled = rowLabels && colLabels && cell >= 10;
+  const left = labelled ? 64 : 0, top = labelled ? 64 : 0;
+  canvas.width = cols * cell + left; canvas.height = rows * cell + top;
   canvas.style.width = canvas.width + "px"; canvas.style.height = canvas.height + "px";
   const ctx = canvas.getContext("2d");
+  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, canvas.width, canvas.height);
   let peak = max;
   if (peak === null) { peak = 0; for (const r of matrix) for (const v of r) if (v !== null && v > peak) peak = v; }
   peak = peak || 1;
   for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) {
     const v = matrix[i][j];
+    const x = left + j * cell, y = top + i * cell;
     ctx.fillStyle = v === null ? "#d9d9d9" : color(v / peak);
-    ctx.fillRect(j * cell, i * cell, cell, cell);
+    ctx.fillRect(x, y, cell, cell);
     if (v === null && cell >= 6) {
-      ctx.strokeStyle = "#aaa"; ctx.beginPath(); ctx.moveTo(j * cell, (i + 1) * cell);
-      ctx.lineTo((j + 1) * cell, i * cell); ctx.stroke();
+      ctx.strokeStyle = "#aaa"; ctx.beginPath(); ctx.moveTo(x, y + cell); ctx.lineTo(x + cell, y); ctx.stroke();
     }
   }
+  if (labelled) {
+    ctx.fillStyle = "#333"; ctx.font = `${Math.min(12, cell - 1)}px monospace`; ctx.textBaseline = "middle";
+    ctx.textAlign = "right";
+    rowLabels.forEach((t, i) => ctx.fillText(tokenLabel(t).slice(0, 8), left - 4, top + i * cell + cell / 2));
+    colLabels.forEach((t, j) => {
+      ctx.save(); ctx.translate(left + j * cell + cell / 2, top - 4); ctx.rotate(-Math.PI / 3);
+      ctx.textAlign = "left"; ctx.fillText(tokenLabel(t).slice(0, 8), 0, 0); ctx.restore();
+    });
+  }
   ctx.lineWidth = Math.max(1, Math.min(3, cell / 4));
-  for (const j of highlightCols) { ctx.strokeStyle = "#ff7f0e"; ctx.strokeRect(j * cell, 0, cell, rows * cell); }
-  for (const i of highlightRows) { ctx.strokeStyle = "#2ca02c"; ctx.strokeRect(0, i * cell, cols * cell, cell); }
-  if (highlightRow >= 0) { ctx.strokeStyle = rowColor; ctx.strokeRect(0, highlightRow * cell, cols * cell, cell); }
+  for (const j of highlightCols) { ctx.strokeStyle = "#ff7f0e"; ctx.strokeRect(left + j * cell, top, cell, rows * cell); }
+  for (const i of highlightRows) { ctx.strokeStyle = "#2ca02c"; ctx.strokeRect(left, top + i * cell, cols * cell, cell); }
+  if (highlightRow >= 0) {
+    ctx.strokeStyle = rowColor; ctx.strokeRect(left, top + highlightRow * cell, cols * cell, cell);
+  }
   canvas.dataset.rows = rows; canvas.dataset.cols = cols; canvas.dataset.cell = cell;
+  canvas.dataset.left = left; canvas.dataset.top = top;
   if (onclick) canvas.onclick = (ev) => {
     const r = canvas.getBoundingClientRect();
-    const j = Math.floor((ev.clientX - r.left) / cell), i = Math.floor((ev.clientY - r.top) / cell);
+    const j = Math.floor((ev.clientX - r.left - left) / cell), i = Math.floor((ev.clientY - r.top - top) / cell);
     if (i >= 0 && i < rows && j >= 0 && j < cols) onclick(i, j);
   };
   return canvas;

@@ -94,10 +94,12 @@ export async function render(root, ctx) {
   function drawHeat() {
     const m = qIdx.map((i) => kIdx.map((j) => (data.raw_scores[i][j] === null ? null : data.weights[i][j])));
     heatmap(heat, m, { highlightRow: query === null ? -1 : qIdx.indexOf(query), size: 420, max: null,
+      rowLabels: qIdx.map((i) => data.q_tokens[i]), colLabels: kIdx.map((j) => data.k_tokens[j]),
       onclick: (i) => { query = qIdx[i]; ctx.setState({ token: query }, { rerender: false }); update(); } });
     heat.onmousemove = (ev) => {
       const cell = Number(heat.dataset.cell), r = heat.getBoundingClientRect();
-      const i = qIdx[Math.floor((ev.clientY - r.top) / cell)], j = kIdx[Math.floor((ev.clientX - r.left) / cell)];
+      const y = ev.clientY - r.top - Number(heat.dataset.top), x = ev.clientX - r.left - Number(heat.dataset.left);
+      const i = qIdx[Math.floor(y / cell)], j = kIdx[Math.floor(x / cell)];
       if (i === undefined || j === undefined) return;
       heatInfo.replaceChildren(`${tokenLabel(data.q_tokens[i])} → ${tokenLabel(data.k_tokens[j])}: weight `,
         el("b", { dataset: { weight: data.weights[i][j] } }, fmt(data.weights[i][j])),

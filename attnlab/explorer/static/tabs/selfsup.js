@@ -61,7 +61,7 @@ async function mlm(root, ctx) {
       const maskedCols = r.rows.filter((x) => x.action !== "keep").map((x) => x.position);
       const matrix = [...Array(n)].map(() => Array(n).fill(1));
       const canvas = heatmap(el("canvas", { id: "mlm-mask" }), matrix, { highlightCols: maskedCols,
-        highlightRows: sel, size: 300, max: 2 });
+        highlightRows: sel, size: 300, max: 2, rowLabels: r.corrupted, colLabels: r.corrupted });
       out.replaceChildren(el("div", { class: "row" },
         el("div", { class: "panel" }, el("h3", {}, "Predictions at the selected positions"),
           table(["pos", "original", "input", "top-5 predictions", "loss −log p(original)"], r.rows.map((row) => [
@@ -99,7 +99,7 @@ async function causal(root, ctx) {
       el("p", {}, `${n} tokens give ${n - 1} training signals in one pass; mean loss `,
         el("b", { id: "causal-loss", dataset: { loss: r.loss } }, fmt(r.loss)))),
     el("div", { class: "panel" }, el("h3", {}, "Causal mask"), heatmap(el("canvas", { id: "causal-mask" }), mask,
-      { size: 260, max: 1 }), el("p", { class: "help" }, "Row i may see columns 0..i; hatched cells are hidden."))),
+      { size: 260, max: 1, rowLabels: r.tokens, colLabels: r.tokens }), el("p", { class: "help" }, "Row i may see columns 0..i; hatched cells are hidden."))),
   el("div", { class: "panel" }, el("h3", {}, "Where the mask goes"),
     el("label", {}, after, " apply the mask after the softmax instead of before (wrong)"), placement));
   async function drawPlacement() {
@@ -108,7 +108,7 @@ async function causal(root, ctx) {
     const m = after.checked ? p.after : p.before, sums = after.checked ? p.after_row_sums : p.before_row_sums;
     const shown = m.map((row, i) => row.map((v, j) => (j <= i ? v : null)));
     placement.replaceChildren(el("div", { class: "row" }, heatmap(el("canvas", { id: "placement-map" }), shown,
-      { size: 260, max: 1 }),
+      { size: 260, max: 1, rowLabels: p.tokens, colLabels: p.tokens }),
     el("div", {}, el("h3", {}, "row sums"), table(["query", "sum of weights"], sums.map((s, i) => [
       tokenLabel(p.tokens[i]), el("span", { class: "row-sum", dataset: { rowSum: s } }, fmt(s, 4))])))),
     el("p", { class: "help" }, after.checked ? "Softmax first spreads probability over future tokens too; " +
