@@ -330,6 +330,45 @@ def famous_models() -> list[dict[str, Any]]:
     return [dict(r) for r in _famous_rows()]
 
 
+def walkthrough(lm: Loaded, text: str, steps: int = 5) -> dict[str, Any]:
+    """The seeds' inference walk-through, run live: N tokens in, N vectors out; then what the topology does
+    with them (encoder: the [CLS] vector; decoder: predict, append, repeat; encoder-decoder: translate)."""
+    cfg = _text_model(lm)
+    steps = max(1, min(int(steps), 16))
+    ids, tokens = encode(lm, text)
+    model = lm.model
+    out: dict[str, Any] = {"model": lm.id, "topology": cfg.topology, "tokens": tokens, "n": len(ids),
+                           "d_model": cfg.d_model}
+    with torch.no_grad():
+        if cfg.topology == "encoder":
+            h = model(torch.tensor([ids])).hidden  # (1, n, d)
+            out["output_shape"] = list(h.shape)
+            out["first_vector"] = _round(h[0, 0, :8], 4)
+            return out
+        if cfg.topology == "encoder-decoder":
+            enc = model.encode(torch.tensor([ids]))
+            out["output_shape"] = list(enc.shape)
+            start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
+            seq, make = [start], (lambda s: model.decode(torch.tensor([s]), enc, last_only=True)[1][0, -1])
+        else:
+            seq, make = list(ids), (lambda s: model(torch.tensor([s]), last_only=True).logits[0, -1])
+            out["output_shape"] = [1, len(ids), cfg.d_model]
+        limit = token_limit(lm)
+        trail = []
+        for _ in range(steps):
+            if len(seq) >= limit:
+                break
+            probs = make(seq).float().softmax(-1)
+            nxt = int(probs.argmax())
+            trail.append({"context": len(seq), "token": _token_text(lm, nxt), "id": nxt,
+                          "prob": round(float(probs[nxt]), 6)})
+            seq.append(nxt)
+            if cfg.eos_token_id is not None and nxt == cfg.eos_token_id:
+                break
+        out["steps"] = trail
+    return out
+
+
 # ---------------------------------------------------------------------------------------------- attention
 def _forward_text(lm: Loaded, ids: list[int], target_ids: list[int] | None):
     model = lm.model

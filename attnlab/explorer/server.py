@@ -159,6 +159,10 @@ def create_app(registry: Registry | None = None) -> FastAPI:
     def famous() -> list:
         return api.famous_models()
 
+    @app.post("/api/walkthrough", summary="the inference walk-through of the seeds, run on this model")
+    def walkthrough(req: TextRequest) -> dict:
+        return api.walkthrough(get(req.model), req.text)
+
     @app.post("/api/attention", summary="one layer and head: raw scores, weights, Q and K")
     def attention(req: AttentionRequest) -> dict:
         return api.attention(get(req.model), req.text, req.layer, req.head, req.part, req.target)

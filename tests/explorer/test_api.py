@@ -290,3 +290,16 @@ def _by_name(registry, name: str):
         if entry.kind == "path" and entry.source.name == name:
             return registry.get(entry.id)
     raise KeyError(name)
+
+
+def test_walkthrough_decoder_is_greedy_and_encoder_gives_n_vectors(registry):
+    lm = _by_name(registry, "decoder")
+    out = api.walkthrough(lm, "ab", steps=3)
+    seq = [ord("a"), ord("b")]
+    for step in out["steps"]:
+        with torch.no_grad():
+            probs = lm.model(torch.tensor([seq])).logits[0, -1].softmax(-1)
+        assert step["id"] == int(probs.argmax()) and step["prob"] == pytest.approx(float(probs.max()), abs=1e-6)
+        seq.append(step["id"])
+    enc = api.walkthrough(_by_name(registry, "encoder"), SENTENCE)
+    assert enc["output_shape"] == [1, 8, enc["d_model"]]  # [CLS] + 6 words + [SEP]

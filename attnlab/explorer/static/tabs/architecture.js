@@ -1,6 +1,6 @@
 // Tab Architecture: the loaded model's block diagram drawn from its config, block details with shapes and
 // parameter counts, the parameter calculator (closed form beside the exact count) and the famous-models table.
-import { api, el, fmt, human, notice, svg, table } from "../util.js";
+import { api, el, fmt, human, notice, svg, table, tokenLabel } from "../util.js";
 
 const COLORS = { embed_extras: "#dbe9f6", tokens: "#dbe9f6", patches: "#dbe9f6", positions: "#e8e0f5", attn: "#fde2c8", norm1: "#eef0f3",
   cross_attn: "#ffd6d6", norm_cross: "#eef0f3", ffn: "#d8f0dc", norm2: "#eef0f3", final_norm: "#eef0f3",
@@ -135,24 +135,28 @@ async function famous() {
 }
 
 function walkthroughs(ctx) {
-  const go = (tab, model) => () => {
-    if (model && ctx.models.some((m) => m.id === model && m.available)) {
-      const sel = document.getElementById("model"); sel.value = model; ctx.setState({ model }, { rerender: false });
-      sel.dispatchEvent(new Event("change"));
-    }
-    ctx.setState({ tab });
-  };
-  return el("div", { class: "row", id: "walkthroughs" },
-    el("div", { class: "panel" }, el("h3", {}, "Encoder: [CLS] the cat sat on the mat"),
-      el("p", { class: "help" }, "N tokens in, N vectors out at once; the [CLS] vector feeds a classifier, " +
-        "every vector a per-token label. See it in Self-supervised with the MLM encoder."),
-      el("button", { onclick: go("selfsup", "bert-mlm") }, "Open Self-supervised")),
-    el("div", { class: "panel" }, el("h3", {}, "Decoder: the cat sat → on → the → mat"),
-      el("p", { class: "help" }, "Causal mask; only the last vector predicts; sample, append, repeat; the " +
-        "KV cache keeps earlier keys and values."),
-      el("button", { onclick: go("generation", "gpt-char") }, "Open Generation")),
-    el("div", { class: "panel" }, el("h3", {}, "Encoder-decoder: translate"),
-      el("p", { class: "help" }, "The encoder reads the source once; the decoder generates with causal " +
-        "self-attention plus cross-attention into the encoder's vectors."),
-      el("button", { onclick: go("generation", "translate-numbers") }, "Open Generation")));
+  const box = el("div", { class: "panel", id: "walkthrough" }, el("p", { class: "help" }, "…"));
+  const topo = ctx.info && ctx.info.topology;
+  if (!ctx.info || !["encoder", "decoder", "encoder-decoder"].includes(topo)) {
+    box.replaceChildren(el("p", { class: "help" }, "Load a text model to run the walk-through on it."));
+    return box;
+  }
+  api("/api/walkthrough", { model: ctx.state.model, text: ctx.state.text || "" }).then((w) => {
+    const chips = (toks) => el("div", { class: "chips" }, toks.map((t) => el("span", { class: "chip" }, tokenLabel(t))));
+    const parts = [el("h3", {}, { encoder: "Encoder: N tokens in, N vectors out, all at once",
+      decoder: "Decoder: predict the next token, append it, repeat",
+      "encoder-decoder": "Encoder-decoder: encode the source once, then generate the target" }[topo]),
+    chips(w.tokens), el("p", {}, `N = ${w.n} tokens in → output `, el("code", { id: "walk-shape",
+      dataset: { shape: w.output_shape.join(",") } }, `(${w.output_shape.join(", ")})`),
+    topo === "encoder" ? " — the first vector ([CLS] in BERT) feeds a classifier; every vector can get a label" :
+      topo === "decoder" ? " — only the last vector predicts the next token" :
+        " — held fixed while the decoder cross-attends to it")];
+    if (w.first_vector) parts.push(el("p", { class: "help" }, "first vector, first 8 of d = " + w.d_model + ": ",
+      el("code", {}, w.first_vector.map((v) => fmt(v, 3)).join(", "))));
+    if (w.steps) parts.push(table(["step", "context", "greedy next token", "probability"], w.steps.map((s, i) => [
+      i + 1, s.context, tokenLabel(s.token), el("span", { class: "walk-prob", dataset: { prob: s.prob } }, fmt(s.prob))])),
+    el("p", { class: "help" }, "With a KV cache each step computes Q, K, V for the new token only (Generation tab)."));
+    box.replaceChildren(...parts);
+  }).catch((e) => box.replaceChildren(notice(e.message, "error")));
+  return box;
 }
