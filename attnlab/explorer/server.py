@@ -9,6 +9,7 @@ JSON -> 422, oversize bodies -> 413; each with a {"detail": message} that says w
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,9 @@ def create_app(registry: Registry | None = None) -> FastAPI:
                   description="Every number inside real transformers: attention, masking, vision, generation, cost.",
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     app.state.registry = registry
+    # Recording is process-global (attnlab.recording._active), and FastAPI runs these handlers in a thread
+    # pool: one computation at a time keeps two requests from recording into each other.
+    compute = threading.Lock()
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next):
@@ -145,47 +149,58 @@ def create_app(registry: Registry | None = None) -> FastAPI:
 
     @app.get("/api/models/{model_id}", summary="a model's shape and what the tabs can show for it")
     def model_info(model_id: str) -> dict:
-        return api.describe(get(model_id))
+        with compute:
+            return api.describe(get(model_id))
 
     @app.get("/api/architecture/{model_id}", summary="blocks, shapes for n tokens and parameter counts")
     def architecture(model_id: str, n: int = 8) -> dict:
-        return api.architecture(get(model_id), n)
+        with compute:
+            return api.architecture(get(model_id), n)
 
     @app.get("/api/params", summary="closed form V*d + L*d + N*12*d^2 beside the exact count")
     def params(V: int = 30522, d: int = 768, N: int = 12, h: int = 12, L: int = 512, d_ff: int | None = None):
-        return api.parameter_calculator(V, d, N, h, L, d_ff)
+        with compute:
+            return api.parameter_calculator(V, d, N, h, L, d_ff)
 
     @app.get("/api/famous", summary="the seeds' table of famous models, counted by attnlab")
     def famous() -> list:
-        return api.famous_models()
+        with compute:
+            return api.famous_models()
 
     @app.post("/api/walkthrough", summary="the inference walk-through of the seeds, run on this model")
     def walkthrough(req: TextRequest) -> dict:
-        return api.walkthrough(get(req.model), req.text)
+        with compute:
+            return api.walkthrough(get(req.model), req.text)
 
     @app.post("/api/attention", summary="one layer and head: raw scores, weights, Q and K")
     def attention(req: AttentionRequest) -> dict:
-        return api.attention(get(req.model), req.text, req.layer, req.head, req.part, req.target)
+        with compute:
+            return api.attention(get(req.model), req.text, req.layer, req.head, req.part, req.target)
 
     @app.post("/api/attention/grid", summary="thumbnails of every layer x head")
     def grid(req: GridRequest) -> dict:
-        return api.attention_grid(get(req.model), req.text, req.part, target=req.target)
+        with compute:
+            return api.attention_grid(get(req.model), req.text, req.part, target=req.target)
 
     @app.post("/api/mask-placement", summary="causal mask before vs after the softmax")
     def mask_placement(req: MaskRequest) -> dict:
-        return api.mask_placement(get(req.model), req.text, req.layer, req.head)
+        with compute:
+            return api.mask_placement(get(req.model), req.text, req.layer, req.head)
 
     @app.post("/api/mlm/draw", summary="BERT's random 15% with its 80/10/10 split")
     def mlm_draw(req: DrawRequest) -> dict:
-        return api.mlm_draw(get(req.model), req.text, req.seed)
+        with compute:
+            return api.mlm_draw(get(req.model), req.text, req.seed)
 
     @app.post("/api/mlm/predict", summary="top-5 predictions and loss at the selected positions")
     def mlm_predict(req: MLMRequest) -> dict:
-        return api.mlm_predict(get(req.model), req.text, req.selections)
+        with compute:
+            return api.mlm_predict(get(req.model), req.text, req.selections)
 
     @app.post("/api/causal", summary="each position's next-token prediction and loss")
     def causal(req: TextRequest) -> dict:
-        return api.causal_predictions(get(req.model), req.text)
+        with compute:
+            return api.causal_predictions(get(req.model), req.text)
 
     @app.get("/api/vision/samples", summary="MNIST digits and sample photos available here")
     def vision_samples() -> dict:
@@ -197,18 +212,21 @@ def create_app(registry: Registry | None = None) -> FastAPI:
         if lm.model.config.topology != "vit":
             raise AttnlabError(f"model {req.model!r} is a {lm.model.config.topology}; the Vision tab needs a ViT")
         pixels, grey = images.to_pixels(lm.model.config, req.image)
-        out = api.vision(lm, pixels, req.layer, req.head, req.patch)
+        with compute:
+            out = api.vision(lm, pixels, req.layer, req.head, req.patch)
         out["pixels"] = grey
         return out
 
     @app.post("/api/generate/step", summary="one decoding step with the KV cache, timed with and without it")
     def generate_step(req: GenerateRequest) -> dict:
-        return api.generation_step(get(req.model), req.prompt, req.generated, req.temperature, req.top_k,
-                                   req.top_p, req.seed)
+        with compute:
+            return api.generation_step(get(req.model), req.prompt, req.generated, req.temperature, req.top_k,
+                                       req.top_p, req.seed)
 
     @app.get("/api/cost/{model_id}", summary="parameters, FLOPs and memory for n tokens, and their scaling")
     def cost(model_id: str, n: int = 128, measure: bool = False) -> dict:
-        return api.cost(get(model_id), n, measure)
+        with compute:
+            return api.cost(get(model_id), n, measure)
 
     @app.get("/", include_in_schema=False)
     def index():

@@ -148,3 +148,16 @@ def test_cli_registers_explore_and_prints_the_address(tiny_paths, monkeypatch, c
     assert args.run(args) == 0
     assert seen == {"host": "127.0.0.1", "port": 8123}
     assert "http://localhost:8123/" in capsys.readouterr().out
+
+
+def test_concurrent_requests_do_not_mix_their_recordings(client):
+    from concurrent.futures import ThreadPoolExecutor
+
+    dec = _id(client, "decoder")
+    jobs = [{"model": "toy", "text": "the cat sat on the mat", "layer": 0, "head": h % 4} for h in range(6)]
+    jobs += [{"model": dec, "text": "concurrency", "layer": h % 2, "head": h % 4} for h in range(6)]
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        answers = list(pool.map(lambda body: client.post("/api/attention", json=body).json(), jobs))
+    for body, got in zip(jobs, answers, strict=True):
+        want = api.attention(client.registry.get(body["model"]), body["text"], body["layer"], body["head"])
+        assert got["weights"] == want["weights"]
