@@ -135,13 +135,14 @@ export async function render(root, ctx) {
 
   function drawEmbeddings() {
     const e = data.embeddings;
-    const dims = e.dims && e.dims.length ? e.dims : e.values[0].map((_, i) => `${i}`);
+    const shown = e.dims && e.dims.length ? e.dims.length : Math.min(32, e.values[0].length);
+    const dims = e.dims && e.dims.length ? e.dims : [...Array(shown).keys()].map((i) => `${i}`);
     const peak = Math.max(1e-9, ...e.values.flat().map(Math.abs));
     embBox.replaceChildren(el("h3", {}, e.dims ? "Token embeddings (toy: 8 named, hand-set dimensions)" :
       `Token embeddings (first ${dims.length} of ${e.width} dimensions; they have no names)`),
     el("div", { class: "scroll" }, el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "token"),
       dims.map((d) => el("th", {}, d)))), el("tbody", {}, kIdx.map((j) => el("tr", {}, el("td", {},
-      tokenLabel(data.k_tokens[j])), e.values[j].map((v) => el("td", {
+      tokenLabel(data.k_tokens[j])), e.values[j].slice(0, shown).map((v) => el("td", {
       dataset: { value: v }, style: `background:${color(0.5 + v / peak / 2)};color:${Math.abs(v) / peak > 0.4 ? "#000" : "#fff"}`,
     }, e.dims ? fmt(v, 2) : ""))))))));
   }
