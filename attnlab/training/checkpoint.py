@@ -183,3 +183,25 @@ def load_checkpoint(path: str | Path, model, *, optimizer=None, scheduler=None, 
     if restore_rng:
         set_rng_state(state["rng"])
     return state
+
+
+def export_model(step_dir: str | Path, dest: str | Path, *, half: bool = True,
+                 info: dict[str, Any] | None = None) -> Path:
+    """Copy the servable part of a training checkpoint (config.json, weights, tokenizer) to `dest`, without the
+    optimizer state; `half` stores the weights as float16 (loading copies them into float32 parameters).
+    `info` (the command that made it, its measured result) is written beside it as trained.json."""
+    from safetensors.torch import save_file
+
+    step_dir, dest = Path(step_dir), Path(dest)
+    tensors = read_tensors(step_dir / WEIGHTS_NAME)
+    if half:
+        tensors = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
+    dest.mkdir(parents=True, exist_ok=True)
+    atomic_write(dest / WEIGHTS_NAME, lambda tmp: save_file({k: v.contiguous() for k, v in tensors.items()}, tmp))
+    os.chmod(dest / WEIGHTS_NAME, 0o644)  # mkstemp makes 0600; package data must be readable by all
+    for f in step_dir.iterdir():
+        if f.is_file() and f.name not in (WEIGHTS_NAME, STATE_NAME, SETTINGS_NAME):
+            shutil.copyfile(f, dest / f.name)
+    if info is not None:
+        (dest / "trained.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    return dest

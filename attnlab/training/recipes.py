@@ -113,6 +113,11 @@ class CausalLMTask(Task):
         self.model = build_model(config)
         self.bigram = bigram_loss(self.train_ids, self.val_windows, tokenizer.vocab_size)
 
+    def flops_per_item(self):
+        from attnlab.cost.analytic import training_flops_per_token
+
+        return training_flops_per_token(self.model.config, self.p["seq_len"])
+
     def train_batch(self, generator, batch_size):
         return {"ids": text_data.random_windows(self.train_ids, batch_size, self.p["seq_len"] + 1, generator)}
 
@@ -357,7 +362,7 @@ class TranslateNumbersTask(Task):
 @recipe("translate-numbers", "encoder-decoder: English number words -> French (num2words), greedy exact match",
         dict(max_number=9999, test_fraction=0.1, split_seed=0, source_lang="en", target_lang="fr", d_model=128,
              n_heads=4, d_ff=256, n_layers=3, dropout=0.0, eval_examples=0),
-        dict(steps=2500, batch_size=64, lr=1e-3, warmup=200, eval_every=500))
+        dict(steps=600, batch_size=64, lr=1e-3, warmup=100, eval_every=200))
 def build_translate_numbers(p):
     return TranslateNumbersTask(p)
 

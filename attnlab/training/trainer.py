@@ -58,6 +58,7 @@ class TrainSettings:
     strategy: str = "ddp"  # under torchrun: ddp or fsdp
     threads: int = 0  # torch.set_num_threads; 0 = leave as is
     plot: bool = True  # write loss.png
+    mfu: bool = False  # report model FLOPs utilisation against the measured matmul peak (attnlab.cost)
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "accum"):
@@ -90,6 +91,10 @@ class Task:
     def evaluate(self, model: nn.Module) -> dict[str, float]:
         """Held-out metrics; `val_loss` is plotted beside the training loss when present."""
         return {}
+
+    def flops_per_item(self) -> float | None:
+        """Training FLOPs per counted token/example (for FLOP/s and MFU), or None when unknown."""
+        return None
 
 
 def resolve_device(name: str) -> torch.device:
@@ -185,6 +190,19 @@ class Trainer:
         self.model.train()
         return {k: float(v) for k, v in metrics.items()}
 
+    def _flops_per_item(self) -> float | None:
+        try:
+            return self.task.flops_per_item()
+        except (ImportError, AttnlabError):  # attnlab.cost missing or the config outside its model
+            return None
+
+    def _mfu(self, flops_per_s: float) -> float | None:
+        try:
+            from attnlab.cost.peak import mfu
+        except ImportError:
+            return None
+        return mfu(flops_per_s, self.device, torch.bfloat16 if self.settings.bf16 else torch.float32)
+
     # ---------------------------------------------------------------- the loop
     def fit(self, resume: bool = False, stop_at: int | None = None) -> dict[str, Any]:
         """Train to settings.steps (or stop early at `stop_at`, saving, as if interrupted there)."""
@@ -245,7 +263,13 @@ class Trainer:
                 window_start, window_tokens = now, 0
                 per_step = (now - started) / max(1, self.step - start_step)
                 record["tokens_per_s"] = rate
-                extra = "".join(f" {k} {v:.4g}" for k, v in last_eval.items()) if eval_now else ""
+                flops = self._flops_per_item()
+                if flops:
+                    record["train_flops_per_s"] = rate * flops
+                    if s.mfu:
+                        record["mfu"] = self._mfu(rate * flops)
+                extra = f" MFU {record['mfu']:.1%}" if record.get("mfu") is not None else ""
+                extra += "".join(f" {k} {v:.4g}" for k, v in last_eval.items()) if eval_now else ""
                 self.log(f"step {self.step}/{s.steps} loss {loss_value:.4f} lr {lr:.2e} tok/s {rate:,.0f} "
                          f"elapsed {_duration(now - started)} ETA {_duration(per_step * (s.steps - self.step))}"
                          + extra)

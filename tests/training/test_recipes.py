@@ -89,10 +89,10 @@ def test_bigram_baseline_matches_direct_counting():
     g = torch.Generator().manual_seed(0)
     train = torch.randint(0, 5, (300,), generator=g)
     val = torch.randint(0, 5, (4, 9), generator=g)
-    pairs = Counter(zip(train[:-1].tolist(), train[1:].tolist()))
+    pairs = Counter(zip(train[:-1].tolist(), train[1:].tolist(), strict=False))
     firsts = Counter(train[:-1].tolist())
     expected = []
     for row in val.tolist():
-        for a, b in zip(row[:-1], row[1:]):
+        for a, b in zip(row[:-1], row[1:], strict=False):
             expected.append(-math.log((pairs[(a, b)] + 1) / (firsts[a] + 5)))
     assert bigram_loss(train, val, 5) == pytest.approx(sum(expected) / len(expected), rel=1e-12)
