@@ -184,6 +184,7 @@ class CaseResult:
     flops: float  # FLOPs per call, counted by FlopCounterMode on attnlab's call
     peak_flops: float  # FLOP/s of the interleaved matmul probe (median)
     stats: dict[str, Stats] = field(default_factory=dict)
+    times: dict[str, list[float]] = field(default_factory=dict)  # seconds per round, in round order
     memory: dict[str, dict] = field(default_factory=dict)
     check: str = ""  # how the contestants were shown to compute the same thing
     notes: str = ""
@@ -191,6 +192,11 @@ class CaseResult:
     def ratio(self, peer: str, ours: str = "attnlab") -> float:
         """Speed of ours relative to peer: > 1 means attnlab is faster."""
         return self.stats[peer].median / self.stats[ours].median
+
+    def paired(self, peer: str, ours: str = "attnlab") -> Stats:
+        """peer / attnlab within each round (the two ran seconds apart), over the rounds: robust to the load
+        drifting during the run, which the ratio of medians is not."""
+        return Stats.of([p / o for p, o in zip(self.times[peer], self.times[ours], strict=True)])
 
     def mfu(self, name: str) -> float:
         return self.flops / self.stats[name].median / self.peak_flops
@@ -201,7 +207,7 @@ class CaseResult:
         if self.check:
             lines.append(f"   check: {self.check}")
         lines.append(f"   {'impl':<22}{'median ms':>10}{'IQR ms':>16}{'min-max ms':>18}{'tok/s':>10}{'MFU':>7}"
-                     f"{'vs attnlab':>11}{'step MiB':>10}")
+                     f"{'vs attnlab':>11}{'paired (IQR)':>20}{'step MiB':>10}")
         for name, s in self.stats.items():
             if name == "matmul-peak":
                 continue
@@ -209,15 +215,23 @@ class CaseResult:
             lines.append(
                 f"   {name:<22}{s.median * 1e3:>10.1f}{f'{s.q1 * 1e3:.1f}-{s.q3 * 1e3:.1f}':>16}"
                 f"{f'{s.min * 1e3:.1f}-{s.max * 1e3:.1f}':>18}{self.tokens / s.median:>10.0f}"
-                f"{self.mfu(name):>7.0%}{self.ratio(name):>10.2f}x{(f'{mem:.0f}' if mem is not None else '-'):>10}")
+                f"{self.mfu(name):>7.0%}{self.ratio(name):>10.2f}x{self._paired_text(name):>20}"
+                f"{(f'{mem:.0f}' if mem is not None else '-'):>10}")
         if self.notes:
             lines.append(f"   note: {self.notes}")
         return "\n".join(lines)
+
+    def _paired_text(self, name: str) -> str:
+        if name == "attnlab" or name not in self.times:
+            return "-"
+        p = self.paired(name)
+        return f"{p.median:.2f}x ({p.q1:.2f}-{p.q3:.2f})"
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["stats"] = {k: asdict(v) for k, v in self.stats.items()}
         data["ratios"] = {k: self.ratio(k) for k in self.stats if k not in ("attnlab", "matmul-peak")}
+        data["paired_ratios"] = {k: asdict(self.paired(k)) for k in data["ratios"] if k in self.times}
         data["mfu"] = {k: self.mfu(k) for k in self.stats if k != "matmul-peak"}
         return data
 
@@ -231,7 +245,7 @@ def run_case(case: str, unit: str, tokens: int, contestants: dict[str, Callable[
     times = interleaved({**contestants, "matmul-peak": probe}, warmup=warmup, repeats=repeats, sync=sync)
     stats = {name: Stats.of(t) for name, t in times.items()}
     peak = probe_flops / stats["matmul-peak"].median
-    return CaseResult(case, unit, tokens, flops, peak, stats, check=check, notes=notes)
+    return CaseResult(case, unit, tokens, flops, peak, stats, times, check=check, notes=notes)
 
 
 def machine() -> dict:

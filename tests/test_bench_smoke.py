@@ -41,6 +41,11 @@ def test_interleaved_rotates_the_order_and_times_every_call():
     assert {n: len(t) for n, t in times.items()} == {"A": 3, "B": 3, "C": 3}
 
 
+def test_paired_ratio_is_the_median_of_per_round_ratios():
+    result = common.CaseResult("c", "forward", 1, 1.0, 1.0, times={"attnlab": [1.0, 2.0, 4.0], "hf": [2.0, 2.0, 12.0]})
+    assert result.paired("hf").median == 2.0  # rounds give 2, 1, 3
+
+
 def test_stats_quartiles_match_the_closed_form():
     s = common.Stats.of([5.0, 1.0, 3.0, 2.0, 4.0])
     assert (s.median, s.q1, s.q3, s.min, s.max, s.n) == (3.0, 2.0, 4.0, 1.0, 5.0, 5)
