@@ -129,3 +129,20 @@ def test_peak_memory_of_a_step_is_measured_in_a_subprocess():
 def test_run_all_refuses_an_unknown_benchmark(capsys):
     assert run_all.main(["--only", "no-such-bench"]) == 2
     assert "available" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not peers.hf_available(), reason="needs attnlab.interop.hf")
+@pytest.mark.parametrize("name", ["bert-mlm", "vit"])
+def test_hf_training_peers_give_attnlabs_loss(name):
+    """The MLM and ViT cases, shrunk: HF's own loss on the converted weights equals attnlab's loss."""
+    big = bench_train.CASES[name]
+    small = big.config.replace(n_layers=1, d_model=32, d_ff=64, n_heads=2)
+    if name == "bert-mlm":
+        small = small.replace(vocab_size=100, max_len=16)
+    case = bench_train.TrainCase(name, big.kind, small, 2, 16 if name == "bert-mlm" else big.seq, True, 2, ("hf",))
+    models = bench_train.build_models(case, ("attnlab", "hf"))
+    inputs = bench_train.make_inputs(case)
+    with torch.no_grad():
+        ours = bench_train.loss_of(case, "attnlab", models["attnlab"], inputs)
+        theirs = bench_train.loss_of(case, "hf", models["hf"], inputs)
+    torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=0)
