@@ -114,6 +114,9 @@ def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, schedu
 
 
 def _prune(out: Path, keep: int, current: str) -> None:
+    for stale in out.glob(".step-*"):  # temporary directories of runs killed mid-save: never complete, never read
+        if stale.is_dir() and not stale.name.endswith(f"-{os.getpid()}"):
+            shutil.rmtree(stale, ignore_errors=True)
     steps = sorted(p.name for p in out.glob("step-*") if p.is_dir())
     for name in steps[:-keep] if keep > 0 else []:
         if name != current:
