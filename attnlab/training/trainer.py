@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from attnlab.checkpoint import atomic_write
 from attnlab.errors import AttnlabError, ConfigError
 from attnlab.training import distributed as dist_utils
 from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
@@ -180,8 +181,18 @@ class Trainer:
         state = load_checkpoint(path, self.model, optimizer=self.optimizer, scheduler=self.scheduler)
         self.generator.set_state(state["data"]["generator"])
         self.step = int(state["step"])
+        self._truncate_metrics()
         self.log(f"resumed from {path} at step {self.step}")
         return True
+
+    def _truncate_metrics(self) -> None:
+        """Drop records of steps after the checkpoint (done before a crash, about to be redone)."""
+        path = self.out / "metrics.jsonl"
+        if not self.info.is_main or not path.is_file():
+            return
+        kept = [line for line in path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= self.step]
+        atomic_write(path, lambda tmp: Path(tmp).write_text("".join(f"{line}\n" for line in kept)))
 
     def evaluate(self) -> dict[str, float]:
         self.model.eval()

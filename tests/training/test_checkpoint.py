@@ -29,11 +29,14 @@ def _losses(out):
 def test_interrupted_and_resumed_run_equals_uninterrupted_run_exactly(tmp_path):
     whole = _train(tmp_path / "whole")
     _train(tmp_path / "split", stop_at=3)  # "interrupted" after step 3 (saved there)
+    with open(tmp_path / "split" / "metrics.jsonl", "a") as f:  # a step done after the save, before the crash
+        f.write('{"step": 4, "loss": 99.0}\n')
     # scramble every random stream so that only the checkpoint can restore them
     torch.manual_seed(12345)
     resumed = _train(tmp_path / "split", resume=True)
     assert resumed.step == 8
     assert _losses(tmp_path / "split") == _losses(tmp_path / "whole")  # bit-for-bit, not approximately
+    assert len(_losses(tmp_path / "whole")) == 8
     for (name, a), b in zip(whole.model.state_dict().items(), resumed.model.state_dict().values(), strict=False):
         assert torch.equal(a, b), name
 
