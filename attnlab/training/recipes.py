@@ -258,7 +258,7 @@ class MaskedLMTask(Task):
 @recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
         dict(data="", vocab_size=4096, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, dropout=0.0,
              mask_prob=0.15, val_fraction=0.1, eval_windows=400),
-        dict(steps=3000, batch_size=32, lr=1e-3, warmup=200, eval_every=500))
+        dict(steps=2000, batch_size=32, lr=1e-3, warmup=200, eval_every=500))
 def build_bert_mlm(p):
     return MaskedLMTask(p, text_data.read_corpus(p["data"]), p["batch_size"])
 
@@ -442,12 +442,12 @@ class VitMnistTask(Task):
         return {"val_loss": loss / len(self.test_y), "accuracy": correct / len(self.test_y)}
 
 
-_VIT_PARAMS = dict(patch_size=4, d_model=64, n_heads=4, d_ff=128, n_layers=4, dropout=0.0, max_shift=2,
-                   test_size=1000, split_seed=0, label_smoothing=0.1)
+_VIT_PARAMS = dict(patch_size=7, d_model=64, n_heads=4, d_ff=128, n_layers=4, dropout=0.0, max_shift=1,
+                   test_size=1000, split_seed=0, label_smoothing=0.0)
 
 
 @recipe("vit-mnist", "ViT on MNIST-5k (4000 train / 1000 test images), test accuracy", _VIT_PARAMS,
-        dict(steps=1500, batch_size=64, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.05))
+        dict(steps=4000, batch_size=64, lr=3e-3, warmup=100, eval_every=500, weight_decay=0.05))
 def build_vit_mnist(p):
     return VitMnistTask(p, p["batch_size"])
 
@@ -536,7 +536,7 @@ class ClipMnistTask(Task):
 @recipe("clip-mnist", "dual encoder: MNIST images vs digit names in several languages, zero-shot accuracy",
         dict(_VIT_PARAMS, languages="en,fr,de,es,it", text_d_model=64, text_layers=2, embed_dim=64,
              label_smoothing=0.0),
-        dict(steps=1500, batch_size=64, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.05))
+        dict(steps=1500, batch_size=64, lr=3e-3, warmup=100, eval_every=500, weight_decay=0.05))
 def build_clip_mnist(p):
     return ClipMnistTask(p, p["batch_size"])
 
