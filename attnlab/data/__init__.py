@@ -1,1 +1,7 @@
-"""Tokenizers, corpora, datasets and collators for self-supervised pretraining."""
+"""Tokenizers, corpora, datasets and collators for self-supervised pretraining.
+
+Submodules (import what you need; heavy optional packages are only touched when their loader runs):
+tokenizers (train_bpe, train_wordpiece, char_tokenizer, gpt2_tokenizer, load_tokenizer), corpora (python_docs,
+wiki_summaries, read_text), datasets (TokenFile, number_pairs, read_pairs_tsv, mnist_5k, sklearn_digits,
+image_folder, train_test_split), collators (pad_batch, MLMCollator, CausalLMCollator, Seq2SeqCollator).
+"""
