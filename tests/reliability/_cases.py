@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, settings
 
 SETTINGS = settings(derandomize=True, deadline=None, database=None, print_blob=False,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                           HealthCheck.filter_too_much])
+                                           HealthCheck.filter_too_much,
+                                           HealthCheck.function_scoped_fixture])
 
 CASES: Counter[tuple[str, str]] = Counter()  # (target, outcome) -> generated cases
 
