@@ -7,8 +7,10 @@ registry decides which files exist. Numbers are rounded only for transport (see 
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from functools import lru_cache
@@ -27,6 +29,21 @@ MASKED = -1e30  # raw scores at or below this are masked entries (the model fill
 
 
 # ----------------------------------------------------------------------------------------------- helpers
+_MODEL_LOCK = threading.RLock()
+
+
+def exclusive(fn):
+    """Run `fn` holding the api's lock. attnlab.recording keeps ONE active recorder per process, and any forward
+    pass records into it, so a forward in one thread must never overlap a recording in another."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _MODEL_LOCK:
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class _Enough(Exception):
     """Raised once the last wanted tensor is recorded: the rest of the forward (later layers, the LM head) is
     skipped, which is most of the time of an attention request on a large-vocabulary model."""
@@ -330,6 +347,7 @@ def famous_models() -> list[dict[str, Any]]:
     return [dict(r) for r in _famous_rows()]
 
 
+@exclusive
 def walkthrough(lm: Loaded, text: str, steps: int = 5) -> dict[str, Any]:
     """The seeds' inference walk-through, run live: N tokens in, N vectors out; then what the topology does
     with them (encoder: the [CLS] vector; decoder: predict, append, repeat; encoder-decoder: translate)."""
@@ -388,6 +406,7 @@ def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
     return greedy_translation(lm, ids)
 
 
+@exclusive
 def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[int]:
     cfg, model = _config(lm), lm.model
     start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
@@ -404,6 +423,7 @@ def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[in
     return out
 
 
+@exclusive
 def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | None = None,
               target: str | None = None) -> dict[str, Any]:
     """One head of one layer for `text`: raw scores Q.K*scale (+B), softmax weights, Q and K vectors.
@@ -450,6 +470,7 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
             "head_name": cfg.extra.get("heads", [None] * cfg.n_heads)[head] if illustration else None}
 
 
+@exclusive
 def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 24,
                    target: str | None = None) -> dict[str, Any]:
     """Every layer x head of one part as small thumbnails (average-pooled to at most size x size)."""
@@ -471,6 +492,7 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
     return {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
 
 
+@exclusive
 def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict[str, Any]:
     """Causal mask applied before the softmax (correct) or after it (wrong): the second leaves rows summing < 1."""
     cfg = _text_model(lm)
@@ -532,6 +554,7 @@ def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[s
     return {"model": lm.id, "tokens": tokens, "special": special, "seed": seed, "rate": rate, "draws": draws}
 
 
+@exclusive
 def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[int]) -> dict[str, Any]:
     """Run the MLM on the corrupted text; top-5 predictions and loss -log p(original) at each selected position.
 
@@ -578,6 +601,7 @@ def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[i
             "special": _special_flags(lm, ids), "rows": rows, "loss": round(loss, 6)}
 
 
+@exclusive
 def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
     """Every position's next-token prediction (top 5) and its loss -log p(actual next token)."""
     cfg = _text_model(lm)
@@ -622,6 +646,7 @@ def rollout(weights: list[torch.Tensor]) -> torch.Tensor:
     return result
 
 
+@exclusive
 def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patch: int = 0) -> dict[str, Any]:
     """A ViT on one image: prediction, the selected token's attention over the patch grid in one layer/head,
     the rollout from that token, and the cosine similarity of its learned position embedding to every other.
@@ -693,6 +718,7 @@ def _timed(fn, repeats: int = 3) -> tuple[Any, float]:
     return result, best * 1000
 
 
+@exclusive
 def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None, temperature: float = 1.0,
                     top_k: int = 0, top_p: float = 1.0, seed: int = 0, bars: int = 10) -> dict[str, Any]:
     """One decoding step: the next-token distribution under the sampling settings, the sampled token, the
@@ -780,6 +806,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
 
 
 # ----------------------------------------------------------------------------------------------- cost
+@exclusive
 def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
     """attnlab.cost for this model at n tokens: the per-operation table (FLOPs, bytes, intensity), the KV cache,
     and how FLOPs and cache grow with n; `measure` also times the forward at each n of the sweep."""

@@ -56,20 +56,26 @@ async function loadModel() {
   }
 }
 
+let renders = 0;
+
 async function render() {
   document.querySelectorAll("nav button").forEach((b) => b.classList.toggle("active", b.dataset.tab === state.tab));
   const root = document.getElementById("tab");
   const tab = TABS.find((t) => t[0] === state.tab) || TABS[0];
-  root.replaceChildren();
+  const mine = ++renders;
+  // each render fills its own container: a slower, older render only ever writes into a detached node
+  const view = el("div", { class: "view" });
+  root.dataset.ready = "0";  // tests (and people) wait for "1": the tab has all its numbers
+  root.replaceChildren(view);
   root.dataset.tab = tab[0];
-  const ctx = { state, info, models, setState, root };
+  const ctx = { state, info, models, setState, root: view };
   try {
-    await tab[2].render(root, ctx);
+    await tab[2].render(view, ctx);
   } catch (e) {
-    root.append(notice(e.message, "error"));
+    view.append(notice(e.message, "error"));
     console.error(e);
   }
-  root.dataset.ready = "1";
+  if (mine === renders) root.dataset.ready = "1";
 }
 
 async function main() {

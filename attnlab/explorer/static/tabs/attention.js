@@ -33,7 +33,7 @@ export async function render(root, ctx) {
 
   const body = { model: state.model, text: state.text || "", layer, head, part };
   const data = await api("/api/attention", body);
-  root.dataset.n = data.q_tokens.length;
+  if (root.isConnected) document.getElementById("tab").dataset.n = data.q_tokens.length;
   if (data.head_name) root.append(notice(`Head ${head + 1} of the toy was set by hand to read “${data.head_name}”.`,
     "illustration"));
   if (data.causal) root.append(el("p", { class: "help", id: "causal-note" }, "Causal mask: a token sees only " +
