@@ -163,7 +163,8 @@ BERT = Family(
      "BertModel": dict(head="none", pooler=True),
      "BertForSequenceClassification": dict(head="classifier", pooler=True),
      "BertForTokenClassification": dict(head="token_classifier", pooler=False)},
-    _bert_config, _bert_hf, _bert_table)
+    _bert_config, _bert_hf, _bert_table,
+    legacy=[(r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")])  # TF-era names
 
 
 # --------------------------------------------------------------------------------------------------- GPT-2

@@ -144,8 +144,25 @@ def from_hf_state(config: ModelConfig, hf_state: dict[str, torch.Tensor], source
         if missing:
             parts.append(f"missing tensors: {missing[:8]}{' ...' if len(missing) > 8 else ''}")
         raise CheckpointError(f"{source} does not fit its {family.name} config: " + "; ".join(parts))
+    if family.name == "marian":
+        _check_sinusoids(config, state, source)
     ours, _ = to_ours(family.table(config), config, state)
     return ours
+
+
+def _check_sinusoids(config: ModelConfig, state: dict[str, torch.Tensor], source: str) -> None:
+    """Marian stores its fixed position table; attnlab recomputes it, so make sure they are the same numbers."""
+    from attnlab.layers.positions import sinusoid_table
+
+    for stack in ("encoder", "decoder"):
+        stored = state.get(f"model.{stack}.embed_positions.weight")
+        if stored is None:
+            continue
+        expected = sinusoid_table(stored.shape[0], config.d_model, config.sinusoidal_layout)
+        if stored.shape != expected.shape or float((stored.float() - expected).abs().max()) > 1e-4:
+            raise CheckpointError(f"{source}: model.{stack}.embed_positions.weight is not the sinusoid table "
+                                  f"(layout {config.sinusoidal_layout!r}) attnlab computes; this Marian variant "
+                                  "is not supported")
 
 
 def to_hf_state(model_or_config, state: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:

@@ -90,3 +90,45 @@ def test_export_refuses_what_no_family_represents():
         hf_config_from(config)
     with pytest.raises(attnlab.ConfigError, match="sinusoidal_layout"):
         hf_config_from(config, family="marian")
+
+
+def test_legacy_names_are_read():
+    """Checkpoints written by older transformers (ViT's encoder.layer.N.attention.attention.query, TF-era BERT
+    LayerNorm.gamma/beta) read into the same model."""
+    import re
+
+    vit = make_hf("vit")
+    ours = from_hf_model(vit)
+    legacy = {}
+    for name, tensor in vit.state_dict().items():
+        name = re.sub(r"vit\.layers\.(\d+)\.attention\.([qkv])_proj\.",
+                      lambda m: f"vit.encoder.layer.{m[1]}.attention.attention."
+                                f"{ {'q': 'query', 'k': 'key', 'v': 'value'}[m[2]]}.", name)
+        name = re.sub(r"vit\.layers\.(\d+)\.attention\.o_proj\.", r"vit.encoder.layer.\1.attention.output.dense.", name)
+        name = re.sub(r"vit\.layers\.(\d+)\.mlp\.fc1\.", r"vit.encoder.layer.\1.intermediate.dense.", name)
+        name = re.sub(r"vit\.layers\.(\d+)\.mlp\.fc2\.", r"vit.encoder.layer.\1.output.dense.", name)
+        name = re.sub(r"vit\.layers\.(\d+)\.layernorm_", r"vit.encoder.layer.\1.layernorm_", name)
+        legacy[name] = tensor
+    assert any(".attention.attention.query." in n for n in legacy)
+    state = from_hf_state(ours.config, legacy)
+    for name, tensor in ours.state_dict().items():
+        assert torch.equal(state[name], tensor), name
+
+    bert = make_hf("bert")
+    ours = from_hf_model(bert)
+    tf_names = {n.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): t
+                for n, t in bert.state_dict().items()}
+    assert any(n.endswith("LayerNorm.gamma") for n in tf_names)
+    state = from_hf_state(ours.config, tf_names)
+    assert torch.equal(state["blocks.0.norm1.weight"], ours.state_dict()["blocks.0.norm1.weight"])
+
+
+def test_marian_position_table_is_checked():
+    marian = make_hf("marian")
+    ours = from_hf_model(marian)
+    state = dict(marian.state_dict())
+    table = state["model.encoder.embed_positions.weight"].clone()
+    d = table.shape[1]
+    state["model.encoder.embed_positions.weight"] = torch.cat((table[:, d // 2:], table[:, : d // 2]), dim=1)
+    with pytest.raises(attnlab.CheckpointError, match="embed_positions.weight is not the sinusoid table"):
+        from_hf_state(ours.config, state)
