@@ -8,6 +8,7 @@ Tolerance: the page shows the API's numbers (rounded to 6 decimals); they are co
 from __future__ import annotations
 
 import importlib.util
+import json
 import shutil
 import socket
 import threading
@@ -223,6 +224,8 @@ def test_vision_tab(page, server):
     assert _floats(page, "#prediction g", "data-prob") == pytest.approx([p["prob"] for p in expected["prediction"]],
                                                                          abs=1e-6)
     assert float(page.get_attribute("#attn-row-sum", "data-row-sum")) == pytest.approx(1.0, abs=1e-5)
+    rollout = json.loads(page.get_attribute("#rollout", "data-values"))
+    assert rollout == pytest.approx(expected["rollout"], abs=1e-6) and sum(rollout) == pytest.approx(1.0, abs=1e-5)
     _shot(page, "vision")
 
 

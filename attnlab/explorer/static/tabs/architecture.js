@@ -111,11 +111,14 @@ async function calculator() {
     try {
       const r = await api(`/api/params?${q}`);
       out.replaceChildren(el("p", {}, "closed form V·d + L·d + N·12d² = ",
-        `${fmt(r.terms["V*d"])} + ${fmt(r.terms["L*d"])} + ${fmt(r.terms["N*12*d^2"])} = `,
+        el("span", { dataset: { term: "V*d", value: r.terms["V*d"] } }, fmt(r.terms["V*d"])), " + ",
+        el("span", { dataset: { term: "L*d", value: r.terms["L*d"] } }, fmt(r.terms["L*d"])), " + ",
+        el("span", { dataset: { term: "N*12*d^2", value: r.terms["N*12*d^2"] } }, fmt(r.terms["N*12*d^2"])), " = ",
         el("b", { id: "calc-closed", dataset: { closedForm: r.closed_form } }, r.closed_form.toLocaleString("en-US")),
         " ; exact count of the encoder these sizes build: ",
         el("b", { id: "calc-exact", dataset: { exact: r.exact } }, r.exact.toLocaleString("en-US")),
-        ` (${((r.exact - r.closed_form) / r.closed_form * 100).toFixed(2)}% more: biases, norms, d_ff ≠ 4d)`),
+        " (", el("span", { dataset: { relativeDifference: (r.exact - r.closed_form) / r.closed_form } },
+          `${((r.exact - r.closed_form) / r.closed_form * 100).toFixed(2)}%`), " more: biases, norms, d_ff ≠ 4d)"),
       table(["component", "parameters"], r.rows.map((row) => [row.component,
         el("span", { dataset: { params: row.params } }, row.params.toLocaleString("en-US"))])));
     } catch (e) { out.replaceChildren(notice(e.message, "error")); }
@@ -129,7 +132,9 @@ async function calculator() {
 async function famous() {
   const rows = await api("/api/famous");
   return el("div", { class: "panel", id: "famous" }, table(["model", "V", "d", "N", "h", "parameters (exact)",
-    "V·d + L·d + N·12d²"], rows.map((r) => [r.model, r.V.toLocaleString("en-US"), r.d, r.N, r.h,
+    "V·d + L·d + N·12d²"], rows.map((r) => [r.model, el("span", { dataset: { v: r.V } }, r.V.toLocaleString("en-US")),
+    el("span", { dataset: { d: r.d } }, r.d), el("span", { dataset: { n: r.N } }, r.N),
+    el("span", { dataset: { h: r.h } }, r.h),
     el("span", { dataset: { params: r.params, model: r.model } }, `${human(r.params)} (${r.params.toLocaleString("en-US")})`),
     el("span", { dataset: { closedForm: r.closed_form } }, human(r.closed_form))])));
 }
@@ -152,7 +157,7 @@ function walkthroughs(ctx) {
       topo === "decoder" ? " — only the last vector predicts the next token" :
         " — held fixed while the decoder cross-attends to it")];
     if (w.first_vector) parts.push(el("p", { class: "help" }, "first vector, first 8 of d = " + w.d_model + ": ",
-      el("code", {}, w.first_vector.map((v) => fmt(v, 3)).join(", "))));
+      w.first_vector.map((v) => el("code", { dataset: { value: v } }, fmt(v, 3) + " "))));
     if (w.steps) parts.push(table(["step", "context", "greedy next token", "probability"], w.steps.map((s, i) => [
       i + 1, s.context, tokenLabel(s.token), el("span", { class: "walk-prob", dataset: { prob: s.prob } }, fmt(s.prob))])),
     el("p", { class: "help" }, "With a KV cache each step computes Q, K, V for the new token only (Generation tab)."));

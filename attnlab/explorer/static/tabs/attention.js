@@ -103,7 +103,8 @@ export async function render(root, ctx) {
       if (i === undefined || j === undefined) return;
       heatInfo.replaceChildren(`${tokenLabel(data.q_tokens[i])} → ${tokenLabel(data.k_tokens[j])}: weight `,
         el("b", { dataset: { weight: data.weights[i][j] } }, fmt(data.weights[i][j])),
-        `, raw score ${fmt(data.raw_scores[i][j])}`);
+        ", raw score ", el("b", { dataset: { rawScore: data.raw_scores[i][j] === null ? "masked" :
+          data.raw_scores[i][j] } }, fmt(data.raw_scores[i][j])));
     };
   }
 
@@ -123,11 +124,12 @@ export async function render(root, ctx) {
     el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "i"), el("th", {}, "Q"), el("th", {}, "K"),
       el("th", {}, "Q×K"))), el("tbody", {}, [...Array(rowsShown).keys()].map((i) => el("tr", {},
       el("td", {}, i), el("td", { dataset: { q: q[i] } }, fmt(q[i])), el("td", { dataset: { k: k[i] } }, fmt(k[i])),
-      el("td", {}, fmt(prods[i])))))),
+      el("td", { dataset: { product: prods[i] } }, fmt(prods[i])))))),
     rowsShown < q.length ? el("p", { class: "help" }, `… ${q.length - rowsShown} more dimensions`) : "",
-    el("p", {}, "Q·K = ", el("b", { id: "dot", dataset: { dot } }, fmt(dot)), ` × ${fmt(data.scale)} (1/√d_k) = `,
+    el("p", {}, "Q·K = ", el("b", { id: "dot", dataset: { dot } }, fmt(dot)), " × ",
+      el("span", { dataset: { scale: data.scale } }, fmt(data.scale)), " (1/√d_k) = ",
       el("b", { id: "scaled", dataset: { scaled } }, fmt(scaled)),
-      bias !== null && Math.abs(bias) > 1e-3 ? ` + position bias ${fmt(bias)}` : "",
+      bias !== null && Math.abs(bias) > 1e-3 ? el("span", { dataset: { bias } }, ` + position bias ${fmt(bias)}`) : "",
       " → raw score ", el("b", { id: "pair-raw", dataset: { rawScore: raw === null ? "masked" : raw } }, fmt(raw)),
       ", weight ", el("b", { id: "pair-weight", dataset: { weight: data.weights[query][key] } },
         fmt(data.weights[query][key]))));

@@ -22,7 +22,7 @@ export async function render(root, ctx) {
         plot(r.measured.map((p) => ({ n: p.n, ms: p.ms, flops: p.flops })),
           [["ms", "#ff7f0e", "forward ms (measured)"], ["flops", "#4c78a8", "matmul FLOPs (predicted)"]], "measured-plot"),
         table(["n", "ms", "FLOPs"], r.measured.map((p) => [p.n, el("span", { dataset: { ms: p.ms } }, fmt(p.ms, 3)),
-          human(p.flops)]))));
+          el("span", { dataset: { flops: p.flops } }, human(p.flops))]))));
     } catch (e) { measured.replaceChildren(notice(e.message, "error")); }
   }
   async function run() {
@@ -46,8 +46,9 @@ export async function render(root, ctx) {
       el("div", { class: "panel" }, el("h3", {}, `Per operation (attnlab.cost, batch 1, n = ${r.n})`),
         el("div", { class: "scroll" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
           "FLOPs/byte"], r.rows.map((row) => [row.stack, row.name, el("code", {}, row.formula), row.layers,
-          el("span", { class: "op-flops", dataset: { flops: row.flops } }, human(row.flops)), bytes(row.bytes),
-          row.intensity === null ? "—" : fmt(row.intensity, 2)])))));
+          el("span", { class: "op-flops", dataset: { flops: row.flops } }, human(row.flops)),
+          el("span", { dataset: { bytes: row.bytes } }, bytes(row.bytes)),
+          row.intensity === null ? "—" : el("span", { dataset: { intensity: row.intensity } }, fmt(row.intensity, 2))])))));
     } catch (e) { out.replaceChildren(notice(e.message, "error")); }
   }
   nInput.addEventListener("change", run);

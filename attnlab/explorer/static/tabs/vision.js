@@ -55,8 +55,11 @@ export async function render(root, ctx) {
     ctx.setState({ token: 1 + row * g + c });
   };
   const toGrid = (v) => [...Array(g)].map((_, i) => v.slice(1 + i * g, 1 + (i + 1) * g));
-  const attn = heatmap(el("canvas", { id: "patch-attention" }), toGrid(r.attention), { size: 196 });
-  const roll = heatmap(el("canvas", { id: "rollout" }), toGrid(r.rollout), { size: 196 });
+  // the canvases carry their numbers too (token order: [CLS], then patches in raster order)
+  const attn = heatmap(el("canvas", { id: "patch-attention", dataset: { values: JSON.stringify(r.attention) } }),
+    toGrid(r.attention), { size: 196 });
+  const roll = heatmap(el("canvas", { id: "rollout", dataset: { values: JSON.stringify(r.rollout) } }),
+    toGrid(r.rollout), { size: 196 });
   const panels = [
     el("div", { class: "panel" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas),
     el("div", { class: "panel" }, el("h3", {}, `Attention of ${r.tokens[patch]}, layer ${layer + 1}, head ${head + 1}`),
