@@ -45,6 +45,11 @@ def load(path, device=None):
         from attnlab.interop.hf import load_hf
 
         return load_hf(path, device=device)
+    if isinstance(data, dict) and isinstance(data.get("extra"), dict) and "dual_encoder" in data["extra"]:
+        from attnlab.training.recipes import load_dual_encoder  # clip-mnist: two towers in one directory
+
+        model, tokenizer = load_dual_encoder(path)
+        return (model.to(device) if device is not None else model), tokenizer
     from attnlab.checkpoint import load_attnlab
 
     return load_attnlab(path, device=device), load_tokenizer(path)

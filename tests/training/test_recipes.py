@@ -10,7 +10,7 @@ import torch
 
 from attnlab import load
 from attnlab.training.cli import run_train
-from attnlab.training.recipes import bigram_loss, load_dual_encoder
+from attnlab.training.recipes import bigram_loss
 
 TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}  # a comment about item {i}\n\n"
                for i in range(400))
@@ -79,7 +79,8 @@ def test_clip_mnist_smoke(tmp_path):
                                   "embed_dim": "16", "languages": "en,fr"})
     _finite(out)
     assert {"zero_shot", "zero_shot_en", "zero_shot_fr"} <= set(result["eval"])
-    model, tokenizer = load_dual_encoder(out / "step-00000003")
+    model, tokenizer = load(out / "step-00000003")  # attnlab.load dispatches on extra.dual_encoder
+    assert type(model).__name__ == "DualEncoder"
     ids = torch.tensor([[tokenizer.cls_id, *tokenizer.encode("sept", add_special_tokens=False)]])
     assert model.embed_b(ids).shape == (1, 16)
 
