@@ -324,3 +324,16 @@ def test_cli_streams_the_same_text_as_generate(tmp_path, capsys):
     assert "top_p=1.5" in capsys.readouterr().err
     assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "500"]) == 2
     assert "limit of 128" in capsys.readouterr().err
+
+
+def test_decode_head_follows_in_place_weight_updates():
+    """Generation keeps a transposed copy of the LM head weight; an in-place update must not leave it stale."""
+    model = _decoder("learned")
+    ids = torch.tensor([PROMPTS[0]])
+    attnlab.generate(model, ids, max_new_tokens=2)
+    with torch.no_grad():
+        model.lm_head.proj.weight.mul_(-1.5)
+    result = attnlab.generate(model, ids, max_new_tokens=1, keep_logits=True)
+    with torch.no_grad():
+        reference = model(ids).logits[:, -1]
+    torch.testing.assert_close(result.logits[0], reference, atol=ATOL, rtol=0)

@@ -13,9 +13,15 @@ prompt gets the same positions whatever padding sits in front of it; the mask hi
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 
 from attnlab.cache import KVCache
+from attnlab.generation import head as fast_head
+
+# the module itself (the package attribute `attnlab.recording` is the `recording` context function)
+_recording = importlib.import_module("attnlab.recording")
 
 
 class Stepper:
@@ -46,6 +52,7 @@ class Stepper:
         else:
             self.positions = torch.arange(total, device=device).expand(batch, total)
         self.cache = KVCache.for_model(model, batch, total) if use_cache else None
+        self.head = fast_head.DecodeHead(model.lm_head) if fast_head.usable(model, batch) else None
 
     # ------------------------------------------------------------------ the two verbs
     def first(self) -> torch.Tensor:
@@ -81,6 +88,8 @@ class Stepper:
         ids = self.tokens[:, start:end]  # (batch, end - start)
         mask = self.mask[:, :end] if self.mask is not None else None  # (batch, past + seq)
         positions = self.positions[:, start:end]
+        if self.head is not None and _recording._active is None:
+            return self._forward_fast(ids, mask, positions)
         if self.encoder_decoder:
             # the encoder output is needed until the cross-attention K/V sit in the cache (first call)
             cached_cross = self.cache is not None and self.cache.cross[0].k is not None
@@ -91,3 +100,18 @@ class Stepper:
             logits = self.model(ids, attention_mask=mask, position_ids=positions, cache=self.cache,
                                 last_only=True).logits
         return logits[:, -1]  # (batch, vocab)
+
+    def _forward_fast(self, ids, mask, positions) -> torch.Tensor:
+        """The model's own stack, then the decode head on the last position (see generation/head.py).
+
+        The same calls Decoder.forward / EncoderDecoder.decode make (ids were checked once up front).
+        """
+        model = self.model
+        if self.encoder_decoder:
+            cached_cross = self.cache is not None and self.cache.cross[0].k is not None
+            h = model.decoder.run(model.tokens(ids), attention_mask=mask, position_ids=positions,
+                                  context=None if cached_cross else self.encoder_hidden,
+                                  context_mask=self.source_mask, cache=self.cache, prefix="decoder.")
+        else:
+            h = model.run(model.tokens(ids), attention_mask=mask, position_ids=positions, cache=self.cache)
+        return self.head(h[:, -1])  # (batch, vocab)
