@@ -16,7 +16,7 @@ const TABS = [
   ["generation", "Generation", generation],
   ["cost", "Cost", cost],
 ];
-const KEYS = ["model", "tab", "layer", "head", "part", "text", "token", "key", "hide"];
+const KEYS = ["model", "tab", "layer", "head", "part", "text", "target", "token", "key", "hide"];
 
 const state = {};
 let models = [];
@@ -88,7 +88,8 @@ async function main() {
   sel.replaceChildren(...models.map((m) => el("option", { value: m.id, disabled: !m.available }, modelLabel(m))));
   sel.value = state.model;
   sel.addEventListener("change", async () => {
-    setState({ model: sel.value, layer: 0, head: 0, token: undefined, key: undefined, part: undefined },
+    setState({ model: sel.value, layer: 0, head: 0, token: undefined, key: undefined, part: undefined,
+      target: undefined },
       { rerender: false });
     await loadModel();
     render();

@@ -25,13 +25,19 @@ export async function render(root, ctx) {
       (v) => ctx.setState({ layer: Number(v) }), { id: "layer" })),
     el("label", {}, "head ", select([...Array(info.n_heads).keys()].map((i) => [i, `head ${i + 1}`]), head,
       (v) => ctx.setState({ head: Number(v) }), { id: "head" })));
+  if (parts.length > 1) {
+    const target = el("input", { type: "text", id: "target", value: state.target || "",
+      placeholder: "empty: the model's own greedy translation" });
+    target.addEventListener("change", () => ctx.setState({ target: target.value, token: undefined, key: undefined }));
+    controls.append(el("label", {}, "target ", target));
+  }
   const hide = el("input", { type: "checkbox", id: "hide-special" });
   hide.checked = state.hide === "1";
   hide.addEventListener("change", () => ctx.setState({ hide: hide.checked ? "1" : "" }));
   controls.append(el("label", {}, hide, " hide [CLS]/[SEP] and other special tokens"));
   root.append(controls);
 
-  const body = { model: state.model, text: state.text || "", layer, head, part };
+  const body = { model: state.model, text: state.text || "", layer, head, part, target: state.target || null };
   const data = await api("/api/attention", body);
   if (root.isConnected) document.getElementById("tab").dataset.n = data.q_tokens.length;
   if (data.head_name) root.append(notice(`Head ${head + 1} of the toy was set by hand to read “${data.head_name}”.`,
@@ -39,7 +45,7 @@ export async function render(root, ctx) {
   if (data.causal) root.append(el("p", { class: "help", id: "causal-note" }, "Causal mask: a token sees only " +
     "itself and the tokens before it; the hatched cells (later tokens) get no weight."));
   if (part === "cross") root.append(el("p", { class: "help" }, "Cross-attention: rows are the target tokens " +
-    "(the greedy translation), columns the source tokens the encoder read."));
+    "(the target, or the model's greedy translation), columns the source tokens the encoder read."));
 
   // which positions to show (specials hidden on request: display only, the weights are not renormalised)
   const showQ = data.q_tokens.map((_, i) => !(hide.checked && data.q_special[i]));
@@ -154,7 +160,8 @@ export async function render(root, ctx) {
   drawEmbeddings();
 
   try {
-    const g = await api("/api/attention/grid", { model: state.model, text: state.text || "", part });
+    const g = await api("/api/attention/grid", { model: state.model, text: state.text || "", part,
+      target: state.target || null });
     const box = el("div", { class: "grid-thumbs", style: `grid-template-columns: repeat(${g.n_heads}, auto)` });
     g.thumbnails.forEach((layerThumbs, l) => layerThumbs.forEach((m, h) => {
       const c = heatmap(el("canvas", { title: `layer ${l + 1}, head ${h + 1}`, dataset: { layer: l, head: h } }),
