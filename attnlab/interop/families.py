@@ -415,6 +415,9 @@ def _t5_config(hf: dict, arch: dict) -> dict:
     # T5 (v1.0, tied) rescales the decoder output by d_model**-0.5 before the LM head; v1.1 (untied) does not.
     # transformers 5 keeps that switch as scale_decoder_outputs (and always ties); older files only say tie_word_...
     scaled = hf.get("scale_decoder_outputs", tied)
+    ids = _ids(hf, v, decoder_start=True)
+    # T5 starts decoding from the pad token when the config does not say otherwise
+    ids["decoder_start_token_id"] = _token_id(hf.get("decoder_start_token_id", hf.get("pad_token_id", 0)), v)
     return dict(topology="encoder-decoder", vocab_size=v, d_model=d, n_heads=h,
                 d_head=_head_dim(d, h, hf.get("d_kv")), d_ff=hf["d_ff"], n_layers=enc,
                 n_decoder_layers=None if dec == enc else dec, max_len=hf.get("n_positions", 512), position="t5",
@@ -422,9 +425,7 @@ def _t5_config(hf: dict, arch: dict) -> dict:
                 t5_max_distance=hf.get("relative_attention_max_distance", 128), activation=_T5_FFN[proj],
                 norm="rmsnorm", norm_eps=hf.get("layer_norm_epsilon", 1e-6), norm_placement="pre", bias=False,
                 attn_scale=1.0, tie_embeddings=tied, logit_scale=d ** -0.5 if scaled else 1.0,
-                dropout=hf.get("dropout_rate", 0.0), **arch,
-                **_ids(hf, v, decoder_start=True) | {"decoder_start_token_id": _token_id(
-                    hf.get("decoder_start_token_id", hf.get("pad_token_id", 0)), v)})
+                dropout=hf.get("dropout_rate", 0.0), **arch, **ids)
 
 
 def _t5_hf(c: ModelConfig) -> dict:
