@@ -10,7 +10,7 @@ Measures, greedy decoding, float32, EOS disabled so every run makes exactly the 
 Targets (issue 4): >= 1.5x HF tokens/s at batch 1; with the cache, latency at step 256 within 1.3x of step 16.
 
     python bench/bench_generate.py            # 256 new tokens (several minutes on 2 cores)
-    python bench/bench_generate.py --quick    # 32 new tokens, for `attnlab bench --quick`
+    python bench/bench_generate.py --quick    # GPT-2 shape only, 32 new tokens, for `attnlab bench --quick`
     python bench/bench_generate.py --profile  # add a torch.profiler table of one attnlab and one HF run
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import platform
 import statistics
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 import torch
 
 PROMPT_LEN = 32
+CPU_SECONDS: list[float] = []  # process CPU time of the latest runs: steadier than wall time on a shared machine
 
 
 def machine() -> str:
@@ -71,19 +73,21 @@ def smollm2():
 def run_attnlab(model, ids, new_tokens, use_cache=True):
     import attnlab
 
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     result = attnlab.generate(model, ids, max_new_tokens=new_tokens, eos_token_id=None, use_cache=use_cache)
     seconds = time.perf_counter() - start
+    CPU_SECONDS.append(time.process_time() - cpu)
     assert result.new_tokens.shape[1] == new_tokens
     return seconds, result
 
 
 def run_hf(hf, ids, new_tokens):
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens, do_sample=False,
                           num_beams=1, pad_token_id=0)
     seconds = time.perf_counter() - start
+    CPU_SECONDS.append(time.process_time() - cpu)
     assert out.shape[1] == ids.shape[1] + new_tokens, "HF stopped early: EOS should be disabled"
     return seconds, out
 
@@ -93,18 +97,22 @@ def throughput(name, hf, ours, batch, new_tokens, reps):
     ids = torch.randint(0, ours.config.vocab_size, (batch, PROMPT_LEN), generator=gen)
     run_attnlab(ours, ids, 4)  # warm-up both (allocator, kernels, lazy imports)
     run_hf(hf, ids, 4)
-    ours_s, hf_s = [], []
+    ours_s, hf_s, ours_cpu, hf_cpu = [], [], [], []
     same = True
     for _ in range(reps):  # interleaved: A B A B
         s, result = run_attnlab(ours, ids, new_tokens)
         ours_s.append(s)
+        ours_cpu.append(CPU_SECONDS[-1])
         s, out = run_hf(hf, ids, new_tokens)
         hf_s.append(s)
+        hf_cpu.append(CPU_SECONDS[-1])
         same &= torch.equal(result.sequences, out)
     tokens = batch * new_tokens
     ours_tps, hf_tps = tokens / statistics.median(ours_s), tokens / statistics.median(hf_s)
+    cpu_ratio = statistics.median(hf_cpu) / statistics.median(ours_cpu)
     return dict(model=name, batch=batch, ours=ours_tps, hf=hf_tps, ratio=ours_tps / hf_tps, same=same,
-                steps=result.step_seconds)
+                cpu_ratio=cpu_ratio, ours_cpu_ms=statistics.median(ours_cpu) / tokens * 1e3,
+                hf_cpu_ms=statistics.median(hf_cpu) / tokens * 1e3, steps=result.step_seconds)
 
 
 def window_median(step_seconds, step, half=4):
@@ -145,7 +153,7 @@ def main(argv=None) -> int:
     parser.add_argument("--new-tokens", type=int, default=None)
     parser.add_argument("--reps", type=int, default=None)
     parser.add_argument("--batches", default="1,8")
-    parser.add_argument("--models", default="gpt2,smollm2")
+    parser.add_argument("--models", default=None, help="gpt2,smollm2 (--quick: gpt2 only)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args(argv)
@@ -153,6 +161,8 @@ def main(argv=None) -> int:
     new_tokens = args.new_tokens or (32 if args.quick else 256)
     reps = args.reps or (1 if args.quick else 2)
     batches = [int(b) for b in args.batches.split(",")]
+    models = args.models or ("gpt2" if args.quick else "gpt2,smollm2")
+    latency_reps = 1 if args.quick else 3
     early = min(16, new_tokens // 2)
 
     import transformers
@@ -163,7 +173,7 @@ def main(argv=None) -> int:
     print(f"# {PROMPT_LEN}-token prompt, {new_tokens} new tokens, greedy, float32, median of {reps} interleaved runs\n")
     loaders = {"gpt2": gpt2_small, "smollm2": smollm2}
     rows, lat_rows = [], []
-    for key in args.models.split(","):
+    for key in models.split(","):
         loaded = loaders[key]()
         if loaded is None:
             print(f"({key}: not installed, skipped)")
@@ -174,19 +184,22 @@ def main(argv=None) -> int:
             row = throughput(name, hf, ours, batch, new_tokens, reps)
             rows.append(row)
             print(f"{name} batch {batch}: attnlab {row['ours']:.1f} tok/s, HF {row['hf']:.1f} tok/s, "
-                  f"x{row['ratio']:.2f}, same tokens: {row['same']}", flush=True)
+                  f"x{row['ratio']:.2f} (CPU time x{row['cpu_ratio']:.2f}), same tokens: {row['same']}", flush=True)
             if batch == 1:
-                lat = latency(ours, row["steps"], new_tokens, early)
+                lat = latency(ours, row["steps"], new_tokens, early, reps=latency_reps)
         if lat is not None:
             lat_rows.append((name, lat))
         if args.profile:
             profile(hf, ours, min(new_tokens, 64))
         del hf, ours
 
-    print("\n| model | batch | attnlab tok/s | HF tok/s | attnlab / HF | same tokens |")
-    print("|---|---|---|---|---|---|")
+    print(f"\nload average while running: {os.getloadavg()[0]:.1f} (1 min)")
+    print("\n| model | batch | attnlab tok/s | HF tok/s | attnlab / HF (wall) | CPU ms/token attnlab | "
+          "CPU ms/token HF | attnlab / HF (CPU) | same tokens |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['model']} | {r['batch']} | {r['ours']:.1f} | {r['hf']:.1f} | {r['ratio']:.2f}x | "
+              f"{r['ours_cpu_ms']:.1f} | {r['hf_cpu_ms']:.1f} | {r['cpu_ratio']:.2f}x | "
               f"{'yes' if r['same'] else 'no'} |")
     print(f"\n| model (attnlab, batch 1) | ms/token step {early} cache | ms/token step {new_tokens} cache | "
           f"ratio | ms/token step {early} no cache | ms/token step {new_tokens} no cache |")
