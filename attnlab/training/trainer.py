@@ -191,7 +191,7 @@ class Trainer:
         if not self.info.is_main or not path.is_file():
             return
         kept = [line for line in path.read_text().splitlines()
-                if line.strip() and json.loads(line).get("step", 0) <= self.step]
+                if _parses(line) and json.loads(line).get("step", 0) <= self.step]  # a kill may cut the last line
         atomic_write(path, lambda tmp: Path(tmp).write_text("".join(f"{line}\n" for line in kept)))
 
     def evaluate(self) -> dict[str, float]:
@@ -292,6 +292,13 @@ class Trainer:
             plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
         return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,
                 "losses": [r["loss"] for r in self.history]}
+
+
+def _parses(line: str) -> bool:
+    try:
+        return isinstance(json.loads(line), dict)
+    except json.JSONDecodeError:
+        return False
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:

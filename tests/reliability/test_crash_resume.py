@@ -179,3 +179,22 @@ def test_non_finite_loss_stops_with_a_message_and_keeps_the_last_good_checkpoint
         assert torch.isfinite(tensor).all(), name
     assert trainer.step == 5  # the NaN step did not count
     tally("non-finite loss", "stopped, checkpoint kept")
+
+
+@pytest.mark.slow
+def test_resume_survives_a_metrics_line_cut_by_a_kill(tmp_path):
+    """A SIGKILL in the middle of appending to metrics.jsonl leaves half a line; resuming must still work, and the
+    log ends with each step exactly once."""
+    sys.path.insert(0, str(HERE))
+    import crash_run
+
+    def settings(steps):
+        return TrainSettings(steps=steps, batch_size=4, lr=3e-3, warmup=2, eval_every=0, log_every=1000,
+                             save_every=1, keep=2, seed=0, plot=False)
+
+    Trainer(crash_run.TinyLM(), settings(3), tmp_path, quiet=True).fit()
+    with open(tmp_path / "metrics.jsonl", "a") as f:
+        f.write('{"step": 4, "loss": 3.4')  # the kill landed here
+    Trainer(crash_run.TinyLM(), settings(5), tmp_path, quiet=True).fit(resume=True)
+    steps = [json.loads(line)["step"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert steps == [1, 2, 3, 4, 5]
