@@ -140,7 +140,7 @@ def _load(entry: Entry) -> Loaded:
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
-    if entry.id == "clip-mnist":  # a DualEncoder: the explorer shows its image tower (a ViT)
+    if entry.source is not None and _is_dual(entry.source):  # a DualEncoder: the explorer shows its image tower
         from attnlab.training.recipes import load_dual_encoder
 
         dual, tok = load_dual_encoder(entry.source)
@@ -150,6 +150,38 @@ def _load(entry: Entry) -> Loaded:
     model, tok = load(entry.source)
     model.eval()
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
+
+
+_HF_TOPOLOGY = {"bert": "encoder", "roberta": "encoder", "distilbert": "encoder", "electra": "encoder",
+                "gpt2": "decoder", "llama": "decoder", "mistral": "decoder", "qwen2": "decoder", "gpt_neox": "decoder",
+                "t5": "encoder-decoder", "bart": "encoder-decoder", "marian": "encoder-decoder", "vit": "vit"}
+
+
+def _is_dual(path: Path) -> bool:
+    import json
+
+    try:
+        extra = json.loads((path / "config.json").read_text()).get("extra")
+    except (OSError, ValueError, AttributeError):
+        return False
+    return isinstance(extra, dict) and "dual_encoder" in extra
+
+
+def _peek_topology(path: Path) -> str | None:
+    """The topology a PATH will load as, read from its config.json without loading it (None if unsure)."""
+    import json
+
+    if path.suffix == ".gguf":
+        return "decoder"
+    try:
+        data = json.loads((path / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if _is_dual(path):
+        return "vit"
+    return data.get("topology") or _HF_TOPOLOGY.get(str(data.get("model_type")))
 
 
 def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretrained: bool = True) -> Registry:
@@ -182,5 +214,5 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
         path = Path(raw).expanduser().resolve()
         model_id = f"path{i + 1}" if len(paths) > 1 else "path"
         entries.append(Entry(model_id, f"{path.name} (command line)", "path", str(path), path, path.exists(),
-                             "" if path.exists() else f"{path} does not exist"))
+                             "" if path.exists() else f"{path} does not exist", topology=_peek_topology(path)))
     return Registry(entries)

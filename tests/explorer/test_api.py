@@ -303,3 +303,23 @@ def test_walkthrough_decoder_is_greedy_and_encoder_gives_n_vectors(registry):
         seq.append(step["id"])
     enc = api.walkthrough(_by_name(registry, "encoder"), SENTENCE)
     assert enc["output_shape"] == [1, 8, enc["d_model"]]  # [CLS] + 6 words + [SEP]
+
+
+def test_a_dual_encoder_checkpoint_is_shown_through_its_image_tower(tmp_path):
+    recipes = pytest.importorskip("attnlab.training.recipes")
+    from attnlab.explorer.registry import build_registry
+    from attnlab.presets import get
+
+    torch.manual_seed(3)
+    vit = get("tiny-vit", d_model=32, d_ff=64, head="none", n_classes=0)
+    text = get("tiny-encoder", d_model=32, d_ff=64, vocab_size=64, head="none")
+    dual = recipes.build_dual_encoder(vit, text, embed_dim=16)
+    dual.save(tmp_path / "clip")
+    registry = build_registry([tmp_path / "clip"], shipped=False, pretrained=False)
+    assert registry.entry("path").topology == "vit"
+    lm = registry.get("path")
+    pixels, _ = images.to_pixels(lm.model.config, {"mnist": 0})
+    out = api.vision(lm, pixels, 0, 0, 1)
+    assert "prediction" not in out  # a tower has no classifier head
+    with torch.no_grad():
+        torch.testing.assert_close(lm.model(pixels[None]).hidden, dual.tower_a(pixels[None]).hidden)
