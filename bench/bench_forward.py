@@ -177,7 +177,8 @@ def run_case(case: ForwardCase, args) -> common.CaseResult:
     repeats = args.repeats or (3 if args.quick else case.repeats)
     warmup = args.warmup if args.warmup is not None else (1 if args.quick else 2)
     result = common.run_case(case.name, "forward", case.batch * case.seq, calls, flops=flops, warmup=warmup,
-                             repeats=repeats, check=check, device=args.device, probe_size=args.probe_size)
+                             repeats=repeats, check=check, device=args.device, probe_size=args.probe_size,
+                             clock=args.clock)
     missing = [p for p in case.peers if p not in models]
     if missing:
         result.notes = f"peers not available here: {', '.join(missing)}"
@@ -203,6 +204,8 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
     p.add_argument("--compile", default=None, help="torch.compile backend for every contestant")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall clock, or this process's CPU time (steadier on a shared machine; use with --threads 1)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     p.add_argument("--probe-size", type=int, default=2048)
     p.add_argument("--save", default="forward", help="name of the JSON file under bench/results ('' = none)")

@@ -197,7 +197,7 @@ def run_case(case: TrainCase, args) -> common.CaseResult:
     repeats = args.repeats or (max(3, case.repeats // 2) if args.quick else case.repeats)
     result = common.run_case(case.name, "train step", case.batch * case.seq, steps, flops=flops,
                              warmup=args.warmup, repeats=repeats, check=check, device=device,
-                             probe_size=args.probe_size)
+                             probe_size=args.probe_size, clock=args.clock)
     missing = [p for p in case.peers if p not in models]
     if missing:
         result.notes = f"peers not available here: {', '.join(missing)}"
@@ -235,6 +235,8 @@ def parse_args(argv=None):
     p.add_argument("--device", default="cpu", help="cpu or cuda")
     p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
     p.add_argument("--compile", default=None, help="torch.compile backend for every contestant (inductor, ...)")
+    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                   help="wall clock, or this process's CPU time (steadier on a shared machine; use with --threads 1)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     p.add_argument("--probe-size", type=int, default=2048, help="n of the n x n matmul-peak probe")
     p.add_argument("--save", default="train", help="name of the JSON file under bench/results ('' = none)")

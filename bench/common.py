@@ -54,13 +54,20 @@ class Stats:
         return (self.q3 - self.q1) / self.median if self.median else 0.0
 
 
+CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
+
+
 def interleaved(contestants: dict[str, Callable[[], object]], *, warmup: int = 2, repeats: int = 10,
-                sync: Callable[[], None] | None = None) -> dict[str, list[float]]:
+                sync: Callable[[], None] | None = None, clock: str = "wall") -> dict[str, list[float]]:
     """Run each contestant `warmup` rounds untimed, then `repeats` timed rounds, rotating the order each round.
 
     Returns name -> seconds per call. `sync` (e.g. torch.cuda.synchronize) runs before every clock read so that
-    asynchronous devices are timed for their work, not for the launch.
+    asynchronous devices are timed for their work, not for the launch. clock="cpu" reads this process's CPU
+    time instead of the wall clock: with one torch thread it counts only the work done, not the time other
+    processes held the core, which keeps ratios steady on a shared machine (with more threads it also counts
+    OpenMP's spin-waiting, so use it with --threads 1).
     """
+    now = CLOCKS[clock]
     names = list(contestants)
     sync = sync or (lambda: None)
     for _ in range(warmup):
@@ -71,10 +78,10 @@ def interleaved(contestants: dict[str, Callable[[], object]], *, warmup: int = 2
     for r in range(repeats):
         order = names[r % len(names):] + names[: r % len(names)]
         for name in order:
-            start = time.perf_counter()
+            start = now()
             contestants[name]()
             sync()
-            times[name].append(time.perf_counter() - start)
+            times[name].append(now() - start)
     return times
 
 
@@ -188,6 +195,7 @@ class CaseResult:
     memory: dict[str, dict] = field(default_factory=dict)
     check: str = ""  # how the contestants were shown to compute the same thing
     notes: str = ""
+    clock: str = "wall"
 
     def ratio(self, peer: str, ours: str = "attnlab") -> float:
         """Speed of ours relative to peer: > 1 means attnlab is faster."""
@@ -203,7 +211,7 @@ class CaseResult:
 
     def render(self) -> str:
         lines = [f"## {self.case} ({self.unit}; {self.tokens} tokens/call; {self.flops / 1e9:.2f} GFLOP/call; "
-                 f"matmul peak {self.peak_flops / 1e9:.0f} GFLOP/s)"]
+                 f"matmul peak {self.peak_flops / 1e9:.0f} GFLOP/s; {self.clock} clock)"]
         if self.check:
             lines.append(f"   check: {self.check}")
         lines.append(f"   {'impl':<22}{'median ms':>10}{'IQR ms':>16}{'min-max ms':>18}{'tok/s':>10}{'MFU':>7}"
@@ -238,14 +246,15 @@ class CaseResult:
 
 def run_case(case: str, unit: str, tokens: int, contestants: dict[str, Callable[[], object]], *, flops: float,
              warmup: int, repeats: int, probe_size: int = 2048, check: str = "", notes: str = "",
-             device: str = "cpu") -> CaseResult:
+             device: str = "cpu", clock: str = "wall") -> CaseResult:
     """Time the contestants and the matmul probe in the same interleaved rounds."""
     probe, probe_flops = matmul_probe(probe_size, device=device)
     sync = torch.cuda.synchronize if device.startswith("cuda") else None
-    times = interleaved({**contestants, "matmul-peak": probe}, warmup=warmup, repeats=repeats, sync=sync)
+    times = interleaved({**contestants, "matmul-peak": probe}, warmup=warmup, repeats=repeats, sync=sync,
+                        clock=clock)
     stats = {name: Stats.of(t) for name, t in times.items()}
     peak = probe_flops / stats["matmul-peak"].median
-    return CaseResult(case, unit, tokens, flops, peak, stats, times, check=check, notes=notes)
+    return CaseResult(case, unit, tokens, flops, peak, stats, times, check=check, notes=notes, clock=clock)
 
 
 def machine() -> dict:

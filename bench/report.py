@@ -1,0 +1,73 @@
+"""Render bench/results/*.json as the markdown tables of RESULTS.md.
+
+    python bench/report.py train forward            # print the tables
+    python bench/report.py train forward --write    # replace the speed section of RESULTS.md with them
+
+Only the text between the `speed:results` markers is replaced; the other engineers' sections stay as they are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+START, END = "<!-- speed:results:start -->", "<!-- speed:results:end -->"
+
+
+def table(data: dict) -> str:
+    m = data["machine"]
+    lines = [f"**{m['date']}** | {m['cpu']}, {m['cores']} cores, {m['threads']} torch threads ({m['cpu_capability']}) "
+             f"| torch {m['torch']} | `{data['command']}`", "",
+             "| case | impl | median ms (IQR) | tokens/s | MFU | vs attnlab: ratio of medians | paired ratio (IQR) "
+             "| step peak MiB |", "|---|---|---|---|---|---|---|---|"]
+    for case in data["cases"]:
+        peak = case["peak_flops"] / 1e9
+        for impl, s in case["stats"].items():
+            if impl == "matmul-peak":
+                continue
+            ratio = case["ratios"].get(impl)
+            paired = case.get("paired_ratios", {}).get(impl)
+            mem = case["memory"].get(impl, {}).get("step_peak_mib")
+            pair = "-" if paired is None else f"{paired['median']:.2f}x ({paired['q1']:.2f}-{paired['q3']:.2f})"
+            lines.append(
+                f"| {case['case']} | {impl} | {s['median'] * 1e3:.0f} ({s['q1'] * 1e3:.0f}-{s['q3'] * 1e3:.0f}) "
+                f"| {case['tokens'] / s['median']:.0f} | {case['mfu'][impl]:.0%} "
+                f"| {'1.00 (self)' if ratio is None else f'{ratio:.2f}x'} "
+                f"| {pair} "
+                f"| {'-' if mem is None else f'{mem:.0f}'} |")
+        lines.append(f"| {case['case']} | matmul peak | {peak:.0f} GFLOP/s | | | | | |")
+    checks = [f"- {c['case']}: {c['check']}" for c in data["cases"] if c.get("check")]
+    notes = [f"- {c['case']}: {c['notes']}" for c in data["cases"] if c.get("notes")]
+    return "\n".join(lines + [""] + checks + notes)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="+", help="result names under bench/results (train, forward, ...)")
+    p.add_argument("--write", action="store_true", help="replace the speed section of RESULTS.md")
+    p.add_argument("--intro", default="", help="text put before the tables (e.g. the load on the machine)")
+    args = p.parse_args(argv)
+    parts = [args.intro] if args.intro else []
+    for name in args.names:
+        data = json.loads((BENCH_DIR / "results" / f"{name}.json").read_text())
+        parts.append(f"### {name}\n\n{table(data)}")
+    text = "\n\n".join(parts)
+    if not args.write:
+        print(text)
+        return 0
+    path = BENCH_DIR / "RESULTS.md"
+    doc = path.read_text()
+    if START not in doc or END not in doc:
+        print(f"{path} has no {START} ... {END} section", file=sys.stderr)
+        return 1
+    head, rest = doc.split(START, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{START}\n{text}\n{END}{tail}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
