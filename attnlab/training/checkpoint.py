@@ -196,6 +196,8 @@ def export_model(step_dir: str | Path, dest: str | Path, *, half: bool = True,
     from safetensors.torch import save_file
 
     step_dir, dest = Path(step_dir), Path(dest)
+    if (step_dir / LATEST).is_file():  # a run directory: export its latest step
+        step_dir = latest_checkpoint(step_dir)
     tensors = read_tensors(step_dir / WEIGHTS_NAME)
     if half:
         tensors = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}

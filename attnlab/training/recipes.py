@@ -256,9 +256,9 @@ class MaskedLMTask(Task):
 
 
 @recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
-        dict(data="", vocab_size=4096, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, dropout=0.0,
-             mask_prob=0.15, val_fraction=0.1, eval_windows=400),
-        dict(steps=2000, batch_size=32, lr=1e-3, warmup=200, eval_every=500))
+        dict(data="", vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, dropout=0.0,
+             mask_prob=0.15, val_fraction=0.1, eval_windows=200),
+        dict(steps=1000, batch_size=16, lr=1e-3, warmup=100, eval_every=250))
 def build_bert_mlm(p):
     return MaskedLMTask(p, text_data.read_corpus(p["data"]), p["batch_size"])
 
