@@ -220,9 +220,12 @@ def _param_count(module) -> int:
     return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values()) if module is not None else 0
 
 
-def architecture(lm: Loaded, n: int = 8) -> dict[str, Any]:
-    """The model's blocks as data for the diagram: what each does, its tensor shapes for n tokens, its parameters."""
+def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, Any]:
+    """The model's blocks as data for the diagram: what each does, its tensor shapes for n tokens (or for the
+    tokens of `text`), its parameters."""
     cfg, model = _config(lm), lm.model
+    if text and cfg.topology != "vit":
+        n = len(encode(lm, text)[0])
     if cfg.topology == "vit":
         n = cfg.n_patches + 1
     n = max(1, min(int(n), 4096))
@@ -230,7 +233,7 @@ def architecture(lm: Loaded, n: int = 8) -> dict[str, Any]:
 
     def stack_blocks(stack, name: str, n_layers: int, cross: bool) -> list[dict[str, Any]]:
         blk = stack.blocks[0]
-        items = [("attn", "Multi-head self-attention" + (" (causal)" if stack.causal else ""), blk.attn,
+        items = [("attn", "Masked self-attention" if stack.causal else "Multi-head self-attention", blk.attn,
                   {"x": [1, n, d], "Q,K,V": [1, h, n, dk], "scores": [1, h, n, n], "out": [1, n, d]}),
                  ("norm1", "Add & Norm (1)", blk.norm1, {"out": [1, n, d]})]
         if cross:

@@ -153,9 +153,9 @@ def create_app(registry: Registry | None = None) -> FastAPI:
             return api.describe(get(model_id))
 
     @app.get("/api/architecture/{model_id}", summary="blocks, shapes for n tokens and parameter counts")
-    def architecture(model_id: str, n: int = 8) -> dict:
+    def architecture(model_id: str, n: int = 8, text: str | None = None) -> dict:
         with compute:
-            return api.architecture(get(model_id), n)
+            return api.architecture(get(model_id), n, text)
 
     @app.get("/api/params", summary="closed form V*d + L*d + N*12*d^2 beside the exact count")
     def params(V: int = 30522, d: int = 768, N: int = 12, h: int = 12, L: int = 512, d_ff: int | None = None):

@@ -158,10 +158,13 @@ def test_architecture_tab(page, server):
     ed = server["ids"]["encoder-decoder"]
     _open(page, server, model=ed, tab="architecture", text="12")
     assert page.locator("#bridge").count() == 1  # the cross-attention bridge
-    arch = api.architecture(server["registry"].get(ed), 4)
+    arch = api.architecture(server["registry"].get(ed), text="12")
     cross = next(b for b in arch["stacks"][1]["layer"] if b["kind"] == "cross_attn")
     page.click(f"g.block[data-block='{cross['id']}']")
     assert int(page.get_attribute("#detail-params", "data-params")) == cross["params"]
+    attn = arch["stacks"][0]["layer"][0]
+    page.click(f"g.block[data-block='{attn['id']}']")
+    assert page.get_attribute("#block-detail code[data-shape]", "data-shape") == "1,2,32"  # (batch, n=2, d_model)
     page.fill("#calc-d", "512")
     page.fill("#calc-h", "8")
     page.dispatch_event("#calc-h", "change")

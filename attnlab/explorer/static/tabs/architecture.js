@@ -14,8 +14,9 @@ export async function render(root, ctx) {
   const detail = el("div", { class: "panel", id: "block-detail" }, el("p", { class: "help" },
     "← Click a block to explore it"));
   if (info) {
-    const n = (state.text || "").length ? undefined : 8;
-    const arch = await api(`/api/architecture/${encodeURIComponent(state.model)}?n=${n ?? guessN(state.text)}`);
+    const q = new URLSearchParams({ n: 8 });
+    if (state.text) q.set("text", state.text);
+    const arch = await api(`/api/architecture/${encodeURIComponent(state.model)}?${q}`);
     root.append(el("div", { class: "row" }, el("div", { class: "diagram" }, diagram(arch, detail)), detail),
       el("p", { class: "help", id: "arch-total" }, `${info.label}: `,
         el("b", { dataset: { params: arch.total_params } }, arch.total_params.toLocaleString("en-US")),
@@ -28,10 +29,6 @@ export async function render(root, ctx) {
   root.append(el("h2", {}, "Parameter calculator"), await calculator(),
     el("h2", {}, "Famous models, counted by attnlab from its presets"), await famous(),
     el("h2", {}, "Inference walk-throughs"), walkthroughs(ctx));
-}
-
-function guessN(text) {
-  return Math.max(1, Math.min(512, (text || "").split(/\s+/).filter(Boolean).length + 2));
 }
 
 function diagram(arch, detail) {
