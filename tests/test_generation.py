@@ -245,6 +245,10 @@ def test_stop_strings_end_a_sequence_when_its_text_contains_them():
     result = attnlab.generate(model, PROMPTS, max_new_tokens=10, eos_token_id=None, tokenizer=tok,
                               stop_strings=[stop])
     assert result.texts[1] == text[:cut] and result.finished[1]
+    beams = attnlab.generate(model, PROMPTS, max_new_tokens=10, eos_token_id=None, tokenizer=tok,
+                             stop_strings=[stop], num_beams=3)
+    for text in beams.texts:  # a hypothesis ends the moment its text contains the stop string
+        assert stop not in text or text.index(stop) + len(stop) == len(text)
     with pytest.raises(InputError, match="tokenizer"):
         attnlab.generate(model, PROMPTS, max_new_tokens=3, stop_strings=["x"])
 
