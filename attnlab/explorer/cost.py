@@ -1,0 +1,60 @@
+"""The cost view: attnlab.cost for the loaded model at n tokens, and its growth with n."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from attnlab.errors import InputError
+from attnlab.explorer.common import (
+    _config,
+    _param_count,
+    exclusive,
+)
+from attnlab.explorer.registry import Loaded
+
+
+# ----------------------------------------------------------------------------------------------- cost
+@exclusive
+def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
+    """attnlab.cost for this model at n tokens: the per-operation table (FLOPs, bytes, intensity), the KV cache,
+    and how FLOPs and cache grow with n; `measure` also times the forward at each n of the sweep."""
+    from attnlab.cost import cost_table, forward_flops, kv_cache_bytes
+
+    cfg = _config(lm)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise InputError(f"n={n!r}: allowed a positive integer (up to the model's position limit)")
+    if cfg.topology == "vit":
+        n = cfg.n_patches + 1
+    table = cost_table(cfg, 1, n)  # InputError names the limit when n is beyond the positions
+    limit = cfg.seq_limit or 1 << 15
+    ns = sorted({m for m in (2**k for k in range(3, 16)) if m <= min(limit, 1 << 15)} | {n})
+    if cfg.topology == "vit":
+        ns = [n]
+
+    def dense_attention(t) -> tuple[int, int]:
+        attn = sum(r.flops for r in t.rows if r.matmul and ("Q K^T" in r.name or "P V" in r.name))
+        return t.matmul_flops - attn, attn
+
+    sweep = []
+    for m in ns:
+        t = cost_table(cfg, 1, m)
+        dense, attn = dense_attention(t)
+        sweep.append({"n": m, "flops": forward_flops(cfg, 1, m), "flops_dense": dense, "flops_attention": attn,
+                      "kv_cache_bytes": sum(kv_cache_bytes(cfg, 1, m).values())})
+    dense, attn = dense_attention(table)
+    at_n = {"n": n, "flops": table.matmul_flops, "flops_dense": dense, "flops_attention": attn,
+            "kv_cache_bytes": sum(table.kv_cache_bytes.values()), "bytes_moved": table.bytes_read +
+            table.bytes_written, "attention_matrix_bytes": cfg.n_heads * n * n * 4}
+    rows = [{"stack": r.stack, "name": r.name, "formula": r.formula, "layers": r.layers, "flops": r.flops,
+             "bytes": r.bytes_moved, "intensity": round(r.intensity, 3) if r.bytes_moved else None}
+            for r in table.rows]
+    result = {"model": lm.id, "n": n, "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
+              "sweep": sweep}
+    if measure:
+        from attnlab.cost.measure import sweep as measured_sweep
+
+        seqs = [m for m in ns if m <= 512][-6:]
+        if cfg.topology != "vit" and len(seqs) >= 2:
+            points = measured_sweep(cfg, seqs, series=("forward",), budget_s=0.05)
+            result["measured"] = [{"n": p.n, "ms": round(p.seconds * 1000, 4), "flops": p.flops} for p in points]
+    return result

@@ -1,0 +1,130 @@
+"""Self-supervised views: BERT's masked-token corruption and predictions, a decoder's next-token predictions."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from attnlab.errors import InputError
+from attnlab.explorer.common import (
+    _check_index,
+    _special_flags,
+    _text_model,
+    _token_text,
+    encode,
+    exclusive,
+)
+from attnlab.explorer.registry import Loaded
+
+
+# ---------------------------------------------------------------------------------------- self-supervised
+def _mlm_check(lm: Loaded):
+    cfg = _text_model(lm)
+    if cfg.topology != "encoder" or cfg.head != "lm":
+        raise InputError(f"model {lm.id!r} is a {cfg.topology} with head={cfg.head!r}; masked-token predictions "
+                         "need an encoder with an MLM head (bert-mlm, minilm)")
+    if lm.tokenizer is None or lm.tokenizer.mask_id is None:
+        raise InputError(f"model {lm.id!r} has no tokenizer with a [MASK] token")
+    return cfg
+
+
+def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[str, Any]:
+    """BERT's corruption drawn token by token: pick ~15% of the real tokens (at least one); of those,
+    80% become [MASK], 10% a random token, 10% stay unchanged. Every picked position is a loss position."""
+    cfg = _mlm_check(lm)
+    ids, tokens = encode(lm, text)
+    special = _special_flags(lm, ids)
+    gen = torch.Generator().manual_seed(int(seed))
+    candidates = [i for i, s in enumerate(special) if not s]
+    if not candidates:
+        raise InputError("the text has only special tokens; nothing to mask")
+    picked = [i for i in candidates if float(torch.rand((), generator=gen)) < rate]
+    if not picked:
+        picked = [candidates[int(torch.randint(len(candidates), (), generator=gen))]]
+    draws = []
+    for i in picked:
+        u = float(torch.rand((), generator=gen))
+        if u < 0.8:
+            draws.append({"position": i, "action": "mask", "token_id": lm.tokenizer.mask_id})
+        elif u < 0.9:
+            rid = int(torch.randint(cfg.vocab_size, (), generator=gen))
+            draws.append({"position": i, "action": "random", "token_id": rid})
+        else:
+            draws.append({"position": i, "action": "keep", "token_id": ids[i]})
+    for dr in draws:
+        dr["token"] = _token_text(lm, dr["token_id"])
+    return {"model": lm.id, "tokens": tokens, "special": special, "seed": seed, "rate": rate, "draws": draws}
+
+
+@exclusive
+def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[int]) -> dict[str, Any]:
+    """Run the MLM on the corrupted text; top-5 predictions and loss -log p(original) at each selected position.
+
+    `selections`: positions (each replaced by [MASK]) or dicts {position, action: mask|random|keep, token_id}.
+    """
+    cfg = _mlm_check(lm)
+    ids, tokens = encode(lm, text)
+    if not isinstance(selections, list) or not selections:
+        raise InputError("select at least one position to mask (a list of token positions)")
+    corrupted = list(ids)
+    rows = []
+    seen = set()
+    for sel in selections:
+        if isinstance(sel, dict):
+            pos, action, tid = sel.get("position"), sel.get("action", "mask"), sel.get("token_id")
+        else:
+            pos, action, tid = sel, "mask", None
+        pos = _check_index("position", pos, len(ids))
+        if pos in seen:
+            continue
+        seen.add(pos)
+        if action == "mask":
+            tid = lm.tokenizer.mask_id
+        elif action == "keep":
+            tid = ids[pos]
+        elif action == "random":
+            tid = _check_index("token_id", tid, cfg.vocab_size)
+        else:
+            raise InputError(f"action {action!r}: allowed mask, random, keep")
+        corrupted[pos] = tid
+        rows.append({"position": pos, "action": action, "input_token": _token_text(lm, tid),
+                     "original": tokens[pos], "original_id": ids[pos]})
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([corrupted])).logits[0]  # (seq, vocab)
+    logp = logits.log_softmax(-1)
+    for row in rows:
+        lp = logp[row["position"]]
+        top = lp.topk(5)
+        row["top5"] = [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(math.exp(float(v)), 6)}
+                       for v, i in zip(top.values, top.indices, strict=False)]
+        row["loss"] = round(-float(lp[row["original_id"]]), 6)
+    loss = sum(r["loss"] for r in rows) / len(rows)
+    return {"model": lm.id, "tokens": tokens, "corrupted": [_token_text(lm, i) for i in corrupted],
+            "special": _special_flags(lm, ids), "rows": rows, "loss": round(loss, 6)}
+
+
+@exclusive
+def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
+    """Every position's next-token prediction (top 5) and its loss -log p(actual next token)."""
+    cfg = _text_model(lm)
+    if cfg.topology != "decoder":
+        raise InputError(f"model {lm.id!r} is a {cfg.topology}; next-token predictions need a decoder")
+    ids, tokens = encode(lm, text)
+    with torch.no_grad():
+        logits = lm.model(torch.tensor([ids])).logits[0]
+    logp = logits.log_softmax(-1)
+    rows = []
+    for i in range(len(ids)):
+        top = logp[i].topk(5)
+        row = {"position": i, "token": tokens[i],
+               "top5": [{"token": _token_text(lm, int(t)), "id": int(t), "prob": round(math.exp(float(v)), 6)}
+                        for v, t in zip(top.values, top.indices, strict=False)]}
+        if i + 1 < len(ids):
+            row["next"] = tokens[i + 1]
+            row["loss"] = round(-float(logp[i, ids[i + 1]]), 6)
+        rows.append(row)
+    losses = [r["loss"] for r in rows if "loss" in r]
+    return {"model": lm.id, "tokens": tokens, "rows": rows,
+            "loss": round(sum(losses) / len(losses), 6) if losses else None}
