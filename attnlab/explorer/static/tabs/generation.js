@@ -73,10 +73,10 @@ export async function render(root, ctx) {
 }
 
 function timeChart(history) {
-  const W = 320, H = 160, pad = 30;
+  const W = 320, H = 180, pad = 30, top = 40;
   const peak = Math.max(1e-6, ...history.flatMap((h) => [h.ms_with_cache, h.ms_without_cache]));
   const x = (i) => pad + (i / Math.max(1, history.length - 1)) * (W - pad - 10);
-  const y = (v) => H - pad + 10 - (v / peak) * (H - pad - 10);
+  const y = (v) => H - pad + 10 - (v / peak) * (H - pad + 10 - top);
   const line = (k, color) => svg("polyline", { fill: "none", stroke: color, "stroke-width": 2,
     points: history.map((h, i) => `${x(i)},${y(h[k])}`).join(" ") });
   return svg("svg", { width: W, height: H, id: "time-chart" },
