@@ -341,3 +341,13 @@ def test_decode_head_follows_in_place_weight_updates():
     with torch.no_grad():
         reference = model(ids).logits[:, -1]
     torch.testing.assert_close(result.logits[0], reference, atol=ATOL, rtol=0)
+
+
+def test_outputs_are_ordinary_tensors_usable_for_training():
+    model = _decoder("learned").train()
+    result = attnlab.generate(model, PROMPTS, max_new_tokens=3)
+    step = next(iter(generate_stream(model, PROMPTS, max_new_tokens=3)))
+    assert not result.sequences.is_inference() and not step.tokens.is_inference()
+    loss = model(result.sequences).logits.logsumexp(-1).mean()  # autograd saves the ids for backward
+    loss.backward()
+    assert model.tokens.weight.grad is not None

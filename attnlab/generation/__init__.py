@@ -84,7 +84,12 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
                              "tokens at the end; stream with greedy decoding or sampling (num_beams=1)")
         return _guarded(model, request.steps())
     with _EvalInference(model):
-        return request.run()
+        result = request.run()
+    # hand back ordinary tensors: inference-mode tensors cannot enter autograd later (e.g. training on them)
+    result.sequences = result.sequences.clone()
+    if result.logits is not None:
+        result.logits = [logits.clone() for logits in result.logits]
+    return result
 
 
 def generate_stream(model, input_ids, **kwargs) -> Iterator[Step]:
@@ -118,6 +123,9 @@ def _guarded(model, steps: Iterator[Step]) -> Iterator[Step]:
                 step = next(steps)
             except StopIteration:
                 return
+        step.tokens, step.finished = step.tokens.clone(), step.finished.clone()  # ordinary tensors (see generate)
+        if step.logits is not None:
+            step.logits = step.logits.clone()
         yield step
 
 
