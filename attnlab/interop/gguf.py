@@ -174,9 +174,13 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
     merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
     hf = Tokenizer(models.BPE({tok: i for i, tok in enumerate(tokens)}, merges, fuse_unk=False))
     byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    if _field(reader, "tokenizer.ggml.pre") == "smollm":  # SmolLM splits every digit on its own
+    pre = _field(reader, "tokenizer.ggml.pre", "default")
+    if pre == "smollm":  # SmolLM splits every digit on its own, then GPT-2's byte-level regex
         hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
     else:
+        if pre not in ("default", "gpt2"):
+            warnings.warn(f"{source}: pre-tokenizer {pre!r} is approximated by GPT-2's byte-level split; "
+                          "token ids may differ from the original tokenizer on some texts", stacklevel=3)
         hf.pre_tokenizer = byte_level
     hf.decoder = decoders.ByteLevel()
     types = _field(reader, "tokenizer.ggml.token_type", [])

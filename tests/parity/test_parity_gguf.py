@@ -6,6 +6,7 @@ transformers (which implements the permutation independently) computes the origi
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from conftest import hf_inputs, make_hf, max_diff, real, run_hf, run_ours
@@ -54,3 +55,55 @@ def test_transformers_reads_our_gguf(tiny_gguf):
     expected = run_hf(hf, inputs).logits
     assert max_diff(expected, run_hf(reread, inputs).logits, where) <= 1e-5
     assert max_diff(expected, run_ours(loaded, inputs).logits, where) <= 1e-5
+
+
+def test_tokenizer_rebuilt_from_gguf_metadata(tmp_path):
+    """A byte-level BPE trained here is written into GGUF metadata (tokens, merges, types); attnlab's rebuilt
+    tokenizer encodes like the original and like transformers' GGUF tokenizer reader."""
+    import json
+
+    from gguf import GGUFReader, GGUFWriter, TokenType
+    from tokenizers import ByteLevelBPETokenizer
+
+    corpus = ["the quick brown fox jumps over the lazy dog", "attention routes information between positions",
+              "the feed forward network rewrites each position"] * 20
+    trained = ByteLevelBPETokenizer()
+    trained.train_from_iterator(corpus, vocab_size=300, min_frequency=2, special_tokens=["<|endoftext|>"])
+    model = json.loads(trained._tokenizer.to_str())["model"]
+    tokens = [t for t, _ in sorted(model["vocab"].items(), key=lambda kv: kv[1])]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+
+    path = tmp_path / "tok.gguf"
+    ours = attnlab.build_model(attnlab.presets["tiny-llama"].replace(vocab_size=len(tokens), n_layers=1))
+    save_gguf(ours, path)
+    reader = GGUFReader(str(path))
+    writer = GGUFWriter(str(tmp_path / "with_tok.gguf"), "llama")
+    for key, field in reader.fields.items():
+        if key.startswith("llama."):
+            value = field.contents()
+            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("default")
+    writer.add_token_list(tokens)
+    writer.add_token_merges(merges)
+    writer.add_token_types([TokenType.CONTROL if t == "<|endoftext|>" else TokenType.NORMAL for t in tokens])
+    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
+    writer.add_eos_token_id(tokens.index("<|endoftext|>"))
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape))))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    _, tokenizer = attnlab.load(tmp_path / "with_tok.gguf")
+    assert tokenizer.eos_id == tokens.index("<|endoftext|>")
+    texts = ["the lazy fox routes attention", "Unseen words: xyzzy 42!<|endoftext|>"]
+    for text in texts:
+        assert tokenizer.encode(text) == trained.encode(text).ids
+        assert tokenizer.decode(tokenizer.encode(text), skip_special_tokens=False) == text
+    from transformers import AutoTokenizer
+
+    reference = AutoTokenizer.from_pretrained(tmp_path, gguf_file="with_tok.gguf")
+    for text in texts:
+        assert tokenizer.encode(text) == reference(text, add_special_tokens=False)["input_ids"]
