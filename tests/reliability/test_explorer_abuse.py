@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import re
 import socket
 import struct
 import sys
@@ -122,20 +123,26 @@ class _OpenedFiles:
 _OPENED = _OpenedFiles()
 
 
-def _requests_naming(name: str, root: Path):
+def _requests_naming(app, name: str, root: Path):
+    """Every route of the app that takes a name: path parameters and the model/image fields of POST bodies.
+    Read from the app itself, so an endpoint added later is attacked too."""
+    from fastapi.routing import APIRoute
+
     absolute = str(root / "secret.txt")
     for value in (name, absolute):
         url = quote(value, safe="/%:~")  # encoded variants (%2f, %252f) travel as written
         yield "GET", f"/static/{url}", None
-        yield "GET", f"/api/models/{url}", None
-        yield "GET", f"/api/architecture/{url}", None
-        yield "GET", f"/api/cost/{url}", None
-        yield "POST", "/api/attention", {"model": value, "text": "hi"}
-        yield "POST", "/api/causal", {"model": value, "text": "hi"}
-        yield "POST", "/api/vision", {"model": "path2", "image": {"photo": value}}
-        yield "POST", "/api/vision", {"model": "path2", "image": {"upload": value}}
-        yield "POST", "/api/vision", {"model": "path2", "image": {"mnist": value}}
-        yield "POST", "/api/generate/step", {"model": value, "prompt": "hi"}
+        for route in app.routes:
+            if not isinstance(route, APIRoute):
+                continue
+            if "GET" in route.methods and "{" in route.path:
+                yield "GET", re.sub(r"\{[^}]+\}", url, route.path), None
+            if "POST" in route.methods:
+                if route.path == "/api/vision":
+                    for kind in ("photo", "upload", "mnist"):
+                        yield "POST", route.path, {"model": "path2", "image": {kind: value}}
+                yield "POST", route.path, {"model": value, "text": "hi", "prompt": "hi", "image": {"mnist": 0},
+                                           "selections": [1]}
 
 
 def test_no_endpoint_reads_a_file_it_was_not_given(served, client):
@@ -147,7 +154,7 @@ def test_no_endpoint_reads_a_file_it_was_not_given(served, client):
                      sys.base_prefix, "/proc", "/sys", "/dev")
     count = 0
     for name in TRAVERSALS:
-        for method, url, body in _requests_naming(name, root):
+        for method, url, body in _requests_naming(served[2], name, root):
             _OPENED.active = True
             try:
                 r = client.request(method, url, json=body) if body is not None else client.request(method, url)
@@ -160,7 +167,7 @@ def test_no_endpoint_reads_a_file_it_was_not_given(served, client):
     assert not strays, strays
     for _ in range(count):
         tally("HTTP path traversal attempts", "refused 4xx, no stray file opened")
-    assert count == len(TRAVERSALS) * 20
+    assert count >= len(TRAVERSALS) * 20
 
 
 # ------------------------------------------------------------------------------------------- payload fuzz
@@ -173,11 +180,15 @@ ENDPOINTS = {
     "/api/causal": ["model", "text"],
     "/api/vision": ["model", "image", "layer", "head", "patch"],
     "/api/generate/step": ["model", "prompt", "generated", "temperature", "top_k", "top_p", "seed"],
+    "/api/walkthrough": ["model", "text"],
 }
-models = st.sampled_from(["path1", "path2", "toy", "nope", "", "../x", 3])
-texts = st.one_of(st.text(max_size=40), st.sampled_from(["the cat sat", "", "a" * 600, "\u202e\ufeff\x00", "😀" * 50]))
-scalars = st.one_of(st.integers(-3, 40), st.sampled_from([10**18, -(10**18), 2**63, 1e308, float("inf"), "1"]),
-                    st.none(), st.booleans(), st.floats(allow_nan=False, allow_infinity=False))
+models = st.sampled_from(["path1", "path1", "path1", "path2", "path2", "toy", "nope", "", "../x", 3])
+small_ints = st.one_of(st.integers(-1, 5), st.integers(0, 3), st.integers(0, 3), scalars := st.one_of(
+    st.integers(-3, 40), st.sampled_from([10**18, -(10**18), 2**63, 1e308, float("inf"), "1"]), st.none(),
+    st.booleans(), st.floats(allow_nan=False, allow_infinity=False)))
+unit_floats = st.one_of(st.floats(0, 2), st.floats(0, 2), scalars)
+texts = st.one_of(st.text(max_size=40), st.sampled_from(["the cat sat", "hello", "", "a" * 600, "\u202e\ufeff\x00",
+                                                         "😀" * 50]))
 values = {
     "model": models, "text": texts, "prompt": texts, "target": st.one_of(st.none(), texts),
     "part": st.sampled_from([None, "self", "encoder", "decoder", "cross", "x"]),
@@ -188,6 +199,8 @@ values = {
         {"position": scalars}, optional={"action": st.sampled_from(["mask", "random", "keep", "x"]),
                                          "token_id": scalars})), max_size=4), scalars),
     "generated": st.one_of(st.lists(st.integers(-5, 300), max_size=6), scalars),
+    **{k: small_ints for k in ("layer", "head", "patch", "seed", "top_k")},
+    **{k: unit_floats for k in ("temperature", "top_p")},
 }
 
 
