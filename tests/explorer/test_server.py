@@ -98,6 +98,16 @@ def test_malformed_json_and_oversize_bodies(client):
     r = client.post("/api/attention", content=big, headers={"Content-Type": "application/json"})
     assert r.status_code == 413 and "allowed up to" in r.json()["detail"]
 
+    def chunked(total):  # no Content-Length: the body is measured as it arrives
+        yield b'{"model": "toy", "text": "'
+        yield b"a" * total
+        yield b'"}'
+
+    r = client.post("/api/attention", content=chunked(MAX_BODY_BYTES), headers={"Content-Type": "application/json"})
+    assert r.status_code == 413
+    r = client.post("/api/attention", content=chunked(10), headers={"Content-Type": "application/json"})
+    assert r.status_code == 200 and r.json()["q_tokens"] == ["[UNK]"]
+
 
 def test_uploads_that_are_not_png_or_jpeg_or_too_large_are_refused(client):
     vit = _id(client, "vit")
