@@ -117,7 +117,16 @@ def load_tokenizer(directory: str | Path) -> Tokenizer | None:
     special = None
     meta = directory / META_NAME
     if meta.is_file():
-        special = json.loads(meta.read_text()).get("special")
+        try:
+            data = json.loads(meta.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise CheckpointError(f"{meta} is not valid JSON ({type(exc).__name__}: {exc})") from None
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{meta} must hold a JSON object with a 'special' mapping")
+        special = data.get("special")
+        if special is not None and not (isinstance(special, dict) and all(
+                isinstance(k, str) and isinstance(v, (str, type(None))) for k, v in special.items())):
+            raise CheckpointError(f"{meta}: 'special' must map roles ({', '.join(SPECIAL_ROLES)}) to token strings")
     if (directory / "tokenizer.json").is_file():
         return Tokenizer.from_file(directory / "tokenizer.json", special)
     if (directory / "vocab.txt").is_file():

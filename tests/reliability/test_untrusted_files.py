@@ -266,3 +266,26 @@ def test_truncated_training_state_is_refused_with_its_path(checkpoint):
     _truncate(state, 0.5)
     with pytest.raises(CheckpointError, match=re.escape(str(state))):
         read_training_state(checkpoint)
+
+
+@pytest.mark.parametrize("name", ["tokenizer.json", "attnlab_tokenizer.json"])
+@pytest.mark.parametrize("damage", [b"", b"\xff\x00garbage", b"[1, 2]", b'{"special": {"pad": 5}}', b"half"])
+def test_damaged_tokenizer_files_are_refused_with_their_path(tmp_path, name, damage):
+    from tokenizers import Tokenizer as HFTokenizer
+    from tokenizers.models import WordLevel
+
+    from attnlab.data.tokenizers import Tokenizer
+
+    vocab = {w: i for i, w in enumerate(["[PAD]", "[UNK]", "a", "b"])}
+    tokenizer = Tokenizer(HFTokenizer(WordLevel(vocab, unk_token="[UNK]")), {"pad": "[PAD]", "unk": "[UNK]"})
+    torch.manual_seed(0)
+    directory = build_model(TINY).save(tmp_path / "ckpt", tokenizer=tokenizer)
+    path = directory / name
+    path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2] if damage == b"half" else damage)
+    try:
+        attnlab.load(directory)
+    except CheckpointError as exc:
+        assert str(path) in str(exc)
+        return
+    # the only damage allowed to load is one the file format itself permits (none of these is)
+    pytest.fail(f"{name} damaged as {damage!r} was accepted")
