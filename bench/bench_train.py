@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import sys
 from dataclasses import dataclass
@@ -194,6 +195,10 @@ def run_case(case: TrainCase, args) -> common.CaseResult:
     autocast = torch.bfloat16 if args.bf16 else None
     steps = {k: make_step(case, k, m, inputs, autocast=autocast, compile_backend=args.compile, device=device)
              for k, m in models.items()}
+    if args.compile_ours:  # attnlab once more, compiled (its own copy of the weights and optimizer)
+        twin = copy.deepcopy(models["attnlab"])
+        steps[f"attnlab+compile({args.compile_ours})"] = make_step(case, "attnlab", twin, inputs, autocast=autocast,
+                                                                   compile_backend=args.compile_ours, device=device)
     repeats = args.repeats or (max(3, case.repeats // 2) if args.quick else case.repeats)
     result = common.run_case(case.name, "train step", case.batch * case.seq, steps, flops=flops,
                              warmup=args.warmup, repeats=repeats, check=check, device=device,
@@ -238,6 +243,8 @@ def parse_args(argv=None):
     p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                    help="wall clock, or this process's CPU time (steadier on a shared machine; use with --threads 1)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
+    p.add_argument("--compile-ours", default=None,
+                   help="add attnlab compiled with this torch.compile backend as one more contestant (inductor)")
     p.add_argument("--probe-size", type=int, default=2048, help="n of the n x n matmul-peak probe")
     p.add_argument("--save", default="train", help="name of the JSON file under bench/results ('' = none)")
     p.add_argument("--memory-case", help=argparse.SUPPRESS)
@@ -262,7 +269,7 @@ def main(argv=None) -> list[common.CaseResult]:
         result = run_case(CASES[name], args)
         if not (args.no_memory or args.quick or args.device != "cpu"):
             for impl in result.stats:
-                if impl != "matmul-peak":
+                if impl != "matmul-peak" and "+" not in impl:
                     mem = common.memory_in_subprocess(Path(__file__), name, impl,
                                                      ["--threads", str(args.threads)] if args.threads else [])
                     if mem:

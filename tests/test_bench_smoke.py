@@ -28,7 +28,8 @@ def tiny_gpt(peer_list=("hf", "nanogpt")) -> bench_train.TrainCase:
 
 
 def train_args(**kw) -> argparse.Namespace:
-    base = dict(device="cpu", bf16=False, compile=None, repeats=2, warmup=1, quick=True, probe_size=128, clock="cpu")
+    base = dict(device="cpu", bf16=False, compile=None, repeats=2, warmup=1, quick=True, probe_size=128, clock="cpu",
+                compile_ours=None)
     return argparse.Namespace(**{**base, **kw})
 
 
