@@ -10,6 +10,8 @@ import math
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -69,6 +71,47 @@ def test_forward_matmul_flops_equal_flop_counter(name):
     n, m = sizes(config)
     assert forward_flops(config, B, n, m) == actual
     assert abs(forward_flops(config, B, n, m) - actual) <= 0.02 * actual
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_random_configs_match_the_flop_counter(data):
+    """Any mix of topology, GQA, head width, gating, biases, positions and heads: forward and cached step exact."""
+    topology = data.draw(st.sampled_from(["encoder", "decoder", "encoder-decoder"]))
+    n_heads = data.draw(st.sampled_from([2, 4]))
+    d_head = data.draw(st.sampled_from([4, 8]))
+    head = data.draw(st.sampled_from(["lm", "classifier", "token_classifier", "none"])) \
+        if topology == "encoder" else "lm"
+    config = attnlab.ModelConfig(
+        topology=topology, vocab_size=50, n_heads=n_heads, d_head=d_head,
+        n_kv_heads=data.draw(st.sampled_from([h for h in (1, 2, 4) if n_heads % h == 0])),
+        d_model=data.draw(st.sampled_from([12, 16])), d_ff=data.draw(st.sampled_from([8, 20])),
+        n_layers=data.draw(st.integers(1, 2)), n_decoder_layers=data.draw(st.sampled_from([None, 1, 3])),
+        activation=data.draw(st.sampled_from(["relu", "gelu", "swiglu", "geglu"])), bias=data.draw(st.booleans()),
+        position=data.draw(st.sampled_from(["learned", "sinusoidal", "rope", "alibi", "t5", "none"])),
+        head=head, n_classes=3, pooler=topology == "encoder" and data.draw(st.booleans()),
+        lm_head_transform=data.draw(st.booleans()), tie_embeddings=data.draw(st.booleans()),
+        type_vocab_size=data.draw(st.sampled_from([0, 2])), max_len=32)
+    b, n, m = data.draw(st.integers(1, 2)), data.draw(st.integers(1, 9)), data.draw(st.integers(1, 9))
+    torch.manual_seed(0)
+    model = build_model(config).eval()
+    ids = torch.randint(0, 50, (b, n))
+    src = torch.randint(0, 50, (b, m))
+    with torch.no_grad():
+        if topology == "encoder-decoder":
+            assert counted(lambda: model(src, ids)) == forward_flops(config, b, n, m)
+        else:
+            assert counted(lambda: model(ids)) == forward_flops(config, b, n)
+        if topology != "encoder" and n > 1:
+            cache = KVCache.for_model(model, batch=b, capacity=n)
+            if topology == "encoder-decoder":
+                model.decode(ids[:, :-1], model.encode(src), cache=cache)
+                step = counted(lambda: model.decode(ids[:, -1:], None, cache=cache, last_only=True))
+            else:
+                model(ids[:, :-1], cache=cache)
+                step = counted(lambda: model(ids[:, -1:], cache=cache, last_only=True))
+            mm = m if topology == "encoder-decoder" else None
+            assert step == cost_table(config, b, n, mm, mode="decode_step").matmul_flops
 
 
 def test_real_size_t5_counted_on_the_meta_device():
@@ -302,7 +345,7 @@ def test_fit_exponent_recovers_known_powers():
 
 def test_sweep_times_every_series_and_saves_plots(tmp_path):
     config = attnlab.presets["tiny-llama"]
-    points = measure.sweep(config, [8, 16, 32], batch=1, budget_s=0.0, clock="cpu")
+    points = measure.sweep(config, [8, 16], batch=1, budget_s=0.0, clock="cpu")
     assert {p.series for p in points} == set(measure.SERIES)
     for p in points:
         assert p.seconds > 0 and p.runs >= 2
@@ -342,3 +385,9 @@ def test_measured_flops_are_finite_and_match_the_table():
     assert [p.flops for p in points] == [cost_table(config, 1, n, M, mode="decode_step").matmul_flops
                                          for n in (8, 16)]
     assert all(math.isfinite(p.flops_per_second) for p in points)
+    encoder = attnlab.presets["tiny-encoder"]
+    points = measure.sweep(encoder, [8, 16], budget_s=0.0)  # encoders have no decoding series
+    assert {p.series for p in points} == {"forward", "attention", "attention_dense"}
+    attn = [p.flops for p in points if p.series == "attention"]
+    assert attn == [2 * 2 * 2 * 4 * n * n * 16 for n in (8, 16)]  # L * (Q K^T + P V) * h * n^2 * d_k, b = 1
+    assert measure.fits(points)[1].predicted == pytest.approx(2.0)

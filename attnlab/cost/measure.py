@@ -86,8 +86,9 @@ def _predicted(config: ModelConfig, series: str, b: int, n: int, m: int | None) 
     if series in ("attention", "attention_dense", "attention_step"):
         mode = "decode_step" if series == "attention_step" else "forward"
         table = cost_table(config, b, n, m, mode=mode, cached=True)
+        skip = "encoder" if config.topology == "encoder-decoder" else None  # the core is timed on the decoder
         return sum(r.flops for r in table.rows
-                   if r.stack != "encoder" and r.name.startswith("self-attn") and r.name.endswith(("Q K^T", "P V")))
+                   if r.stack != skip and r.name.startswith("self-attn") and r.name.endswith(("Q K^T", "P V")))
     mode, cached = {"forward": ("forward", True), "decode_cached": ("decode_step", True),
                     "decode_uncached": ("decode_step", False)}[series]
     return cost_table(config, b, n, m, mode=mode, cached=cached).matmul_flops
