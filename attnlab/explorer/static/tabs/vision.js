@@ -40,13 +40,13 @@ export async function render(root, ctx) {
   const scale = Math.max(4, Math.floor(280 / size));
   const canvas = heatmap(el("canvas", { class: "image", id: "image" }), r.pixels, { size: size * scale, max: 255 });
   const ctx2 = canvas.getContext("2d"), cellPx = canvas.width / g;
-  ctx2.strokeStyle = "rgba(255,127,14,0.8)";
+  ctx2.strokeStyle = "rgba(255,255,255,0.35)";
   for (let i = 1; i < g; i++) {
     ctx2.beginPath(); ctx2.moveTo(i * cellPx, 0); ctx2.lineTo(i * cellPx, canvas.height); ctx2.stroke();
     ctx2.beginPath(); ctx2.moveTo(0, i * cellPx); ctx2.lineTo(canvas.width, i * cellPx); ctx2.stroke();
   }
   if (patch > 0) {
-    ctx2.lineWidth = 3; ctx2.strokeStyle = "#ff7f0e";
+    ctx2.lineWidth = 4; ctx2.strokeStyle = "#ff7f0e";
     ctx2.strokeRect(((patch - 1) % g) * cellPx, Math.floor((patch - 1) / g) * cellPx, cellPx, cellPx);
   }
   canvas.onclick = (ev) => {
