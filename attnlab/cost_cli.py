@@ -30,6 +30,9 @@ def _add_arguments(p) -> None:
     p.add_argument("--src-seq", "-m", type=str, default=None, help="source length m (encoder-decoders; default n)")
     p.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16 (bytes per number)")
     p.add_argument("--mode", default="all", help="forward | train | decode_step | all (default)")
+    p.add_argument("--check", action="store_true",
+                   help="also count the model's real forward, training step and decoding steps with torch's "
+                        "FlopCounterMode (on the meta device: free at any size) beside the table's numbers")
     p.add_argument("--measure", action="store_true",
                    help="time the real model over a sweep of n, fit growth exponents, save PNG plots")
     p.add_argument("--quick", action="store_true", help="with --measure: a short sweep (32..256)")
@@ -98,6 +101,13 @@ def _table(args, config) -> int:
         print()
     t = tables[0]
     print(_summary(config, t.batch, t.seq, t.src_seq, dtype))
+    if args.check:
+        from attnlab.cost.check import flop_counter_check, render_checks
+
+        checks = flop_counter_check(config, t.batch, t.seq, t.src_seq)
+        print()
+        print(render_checks(checks))
+        return 0 if all(c.ok for c in checks) else 1
     return 0
 
 

@@ -30,6 +30,7 @@ from attnlab.cost import (
     training_flops,
     training_flops_per_token,
 )
+from attnlab.cost.check import flop_counter_check
 from attnlab.counting import closed_form, formula_gap
 from attnlab.errors import InputError
 
@@ -116,11 +117,11 @@ def test_random_configs_match_the_flop_counter(data):
 
 def test_real_size_t5_counted_on_the_meta_device():
     """Full-size shapes cost nothing on the meta device: FlopCounterMode only reads the shapes."""
-    config = attnlab.presets["t5-small"]
-    model = build_model(config, device="meta")
-    model.check_ids = lambda *args, **kwargs: None  # its id-range check reads values, which meta tensors lack
-    ids = torch.zeros(2, 300, dtype=torch.long, device="meta")
-    assert counted(lambda: model(ids[:, :120], ids)) == forward_flops(config, 2, 300, 120)
+    checks = flop_counter_check(attnlab.presets["t5-small"], 2, 300, 120)
+    assert [c.what for c in checks] == ["forward", "training step (forward + backward)", "decoding step, KV cache",
+                                        "decoding step, no cache"]
+    for c in checks:
+        assert c.counted > 0 and c.counted == c.predicted and c.ok, c
 
 
 @pytest.mark.parametrize("name", ["tiny-encoder", "tiny-llama", "tiny-encoder-decoder", "tiny-vit"])
@@ -284,6 +285,12 @@ def test_limits_follow_the_position_scheme():
         cost_table(attnlab.presets["tiny-encoder"], 1, 8, mode="decode_step")
     with pytest.raises(InputError, match="fixed by image_size/patch_size"):
         cost_table(attnlab.presets["tiny-vit"], 1, 20)
+
+
+def test_cost_command_check_counts_with_torch(capsys):
+    assert main(["cost", "tiny-encoder-decoder", "--seq", "10", "--src-seq", "7", "--check"]) == 0
+    out = capsys.readouterr().out
+    assert "FlopCounterMode (meta device)" in out and "decoding step, KV cache" in out and "> 2%" not in out
 
 
 def test_cost_command_prints_every_table(capsys):
