@@ -173,9 +173,11 @@ def test_architecture_tab(page, server):
     calc = api.parameter_calculator(30522, 512, 12, 8, 512, 3072)
     assert int(page.get_attribute("#calc-exact", "data-exact")) == calc["exact"]
     assert int(page.get_attribute("#calc-closed", "data-closed-form")) == calc["closed_form"]
-    page.wait_for_selector("#walk-shape")
+    page.wait_for_selector("#walkthrough[data-ready='1']")
+    page.wait_for_selector(".walk[data-topology='decoder'][data-ready='1']")  # run on the small decoder path
+    page.wait_for_selector(".walk[data-topology='encoder'][data-ready='1']")
     walk = api.walkthrough(server["registry"].get(ed), "12")
-    assert page.get_attribute("#walk-shape", "data-shape") == ",".join(map(str, walk["output_shape"]))
+    assert page.get_attribute("#walkthrough .walk-shape", "data-shape") == ",".join(map(str, walk["output_shape"]))
     assert _floats(page, "#walkthrough .walk-prob", "data-prob") == pytest.approx([s["prob"] for s in walk["steps"]],
                                                                                    abs=1e-6)
     famous = {r["model"]: r["params"] for r in api.famous_models()}

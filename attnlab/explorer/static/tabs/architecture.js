@@ -136,29 +136,48 @@ async function famous() {
     el("span", { dataset: { closedForm: r.closed_form } }, human(r.closed_form))])));
 }
 
+const WALKS = [
+  ["encoder", "Encoder: N tokens in, N vectors out, all at once"],
+  ["decoder", "Decoder: predict the next token, append it, repeat"],
+  ["encoder-decoder", "Encoder-decoder: encode the source once, then generate the target"],
+];
+const SLOW = ["smollm2"];  // never loaded just for a walk-through: it takes tens of seconds
+
+// One walk-through per topology, each run live on the selected model when it has that topology, else on the
+// first available small model that does.
 function walkthroughs(ctx) {
-  const box = el("div", { class: "panel", id: "walkthrough" }, el("p", { class: "help" }, "…"));
-  const topo = ctx.info && ctx.info.topology;
-  if (!ctx.info || !["encoder", "decoder", "encoder-decoder"].includes(topo)) {
-    box.replaceChildren(el("p", { class: "help" }, "Load a text model to run the walk-through on it."));
-    return box;
+  const row = el("div", { class: "row", id: "walkthroughs" });
+  for (const [topo, title] of WALKS) {
+    const current = ctx.info && ctx.info.topology === topo ? ctx.state.model : null;
+    const other = ctx.models.find((m) => m.available && m.topology === topo && !SLOW.includes(m.id));
+    const model = current || (other && other.id);
+    const box = el("div", { class: "panel walk", dataset: { topology: topo },
+      id: current ? "walkthrough" : undefined }, el("h3", {}, title));
+    row.append(box);
+    if (!model) {
+      box.append(el("p", { class: "help" }, `No small ${topo} is available here; select one in the model menu ` +
+        "(or train one with its attnlab recipe) to run this walk-through."));
+      continue;
+    }
+    const text = current ? ctx.state.text || "" : (topo === "encoder-decoder" ? "forty-two" : "the cat sat");
+    api("/api/walkthrough", { model, text }).then((w) => walkBody(box, w, topo, model))
+      .catch((e) => box.append(notice(e.message, "error")));
   }
-  api("/api/walkthrough", { model: ctx.state.model, text: ctx.state.text || "" }).then((w) => {
-    const chips = (toks) => el("div", { class: "chips" }, toks.map((t) => el("span", { class: "chip" }, tokenLabel(t))));
-    const parts = [el("h3", {}, { encoder: "Encoder: N tokens in, N vectors out, all at once",
-      decoder: "Decoder: predict the next token, append it, repeat",
-      "encoder-decoder": "Encoder-decoder: encode the source once, then generate the target" }[topo]),
-    chips(w.tokens), el("p", {}, `N = ${w.n} tokens in → output `, el("code", { id: "walk-shape",
+  return row;
+}
+
+function walkBody(box, w, topo, model) {
+  box.append(el("p", { class: "help" }, `model: ${model}`),
+    el("div", { class: "chips" }, w.tokens.map((t) => el("span", { class: "chip" }, tokenLabel(t)))),
+    el("p", {}, `N = ${w.n} tokens in → output `, el("code", { class: "walk-shape",
       dataset: { shape: w.output_shape.join(",") } }, `(${w.output_shape.join(", ")})`),
     topo === "encoder" ? " — the first vector ([CLS] in BERT) feeds a classifier; every vector can get a label" :
       topo === "decoder" ? " — only the last vector predicts the next token" :
-        " — held fixed while the decoder cross-attends to it")];
-    if (w.first_vector) parts.push(el("p", { class: "help" }, "first vector, first 8 of d = " + w.d_model + ": ",
-      w.first_vector.map((v) => el("code", { dataset: { value: v } }, fmt(v, 3) + " "))));
-    if (w.steps) parts.push(table(["step", "context", "greedy next token", "probability"], w.steps.map((s, i) => [
-      i + 1, s.context, tokenLabel(s.token), el("span", { class: "walk-prob", dataset: { prob: s.prob } }, fmt(s.prob))])),
-    el("p", { class: "help" }, "With a KV cache each step computes Q, K, V for the new token only (Generation tab)."));
-    box.replaceChildren(...parts);
-  }).catch((e) => box.replaceChildren(notice(e.message, "error")));
-  return box;
+        " — held fixed while the decoder cross-attends to it"));
+  if (w.first_vector) box.append(el("p", { class: "help" }, "first vector, first 8 of d = " + w.d_model + ": ",
+    w.first_vector.map((v) => el("code", { dataset: { value: v } }, fmt(v, 3) + " "))));
+  if (w.steps) box.append(table(["step", "context", "greedy next token", "probability"], w.steps.map((s, i) => [
+    i + 1, s.context, tokenLabel(s.token), el("span", { class: "walk-prob", dataset: { prob: s.prob } }, fmt(s.prob))])),
+  el("p", { class: "help" }, "With a KV cache each step computes Q, K, V for the new token only (Generation tab)."));
+  box.dataset.ready = "1";
 }
