@@ -13,6 +13,17 @@ def _add_arguments(p) -> None:
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
 
 
+def _has_desktop() -> bool:
+    """Whether a graphical browser can open: on Linux without a display, webbrowser would start a text browser
+    (lynx, w3m) inside this terminal, on top of the server's output, so the address alone is printed."""
+    import os
+    import sys
+
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
 def run(args) -> int:
     import threading
     import webbrowser
@@ -28,7 +39,9 @@ def run(args) -> int:
     url = f"http://{host}:{args.port}/"
     print(f"attnlab explorer: {url}  (models: {', '.join(e['id'] for e in registry.list() if e['available'])}; "
           "Ctrl-C stops it)", flush=True)
-    if not args.no_browser:
+    if not args.no_browser and not _has_desktop():
+        print("no graphical display found: open the address above in a browser", flush=True)
+    if not args.no_browser and _has_desktop():
         threading.Timer(1.0, lambda: webbrowser.open(url)).start()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0

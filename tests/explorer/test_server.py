@@ -171,3 +171,25 @@ def test_concurrent_requests_do_not_mix_their_recordings(client):
     for body, got in zip(jobs, answers, strict=True):
         want = api.attention(client.registry.get(body["model"]), body["text"], body["layer"], body["head"])
         assert got["weights"] == want["weights"]
+
+
+def test_browser_opens_only_where_there_is_a_display(tiny_paths, monkeypatch, capsys):
+    import webbrowser
+
+    import uvicorn
+
+    from attnlab.cli import build_parser
+
+    opened = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, host, port, log_level: None)
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    monkeypatch.setattr("sys.platform", "linux")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    args = build_parser().parse_args(["explore", "--port", "8124"])
+    args.run(args)
+    assert "open the address above" in capsys.readouterr().out
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr("threading.Timer", lambda delay, fn: type("T", (), {"start": lambda self: fn()})())
+    args.run(args)
+    assert opened == ["http://localhost:8124/"]
