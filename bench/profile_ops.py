@@ -42,9 +42,12 @@ def main(argv=None) -> None:
     p.add_argument("--steps", type=int, default=5)
     p.add_argument("--threads", type=int, default=0)
     p.add_argument("--rows", type=int, default=15)
+    p.add_argument("--diff", action="store_true",
+                   help="also list the operators whose call counts differ between attnlab and each peer")
     args = p.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    counts = {}
     for impl, call in callables(args.kind, args.case).items():
         call()
         call()
@@ -53,6 +56,16 @@ def main(argv=None) -> None:
                 call()
         print(f"===== {impl}: {args.kind} {args.case}, {args.steps} calls, {torch.get_num_threads()} threads")
         print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
+        counts[impl] = {e.key: e.count // args.steps for e in prof.key_averages()}
+    if args.diff:
+        for impl in counts:
+            if impl == "attnlab":
+                continue
+            print(f"===== operator calls per {args.kind} call that differ: attnlab vs {impl}")
+            for key in sorted(set(counts["attnlab"]) | set(counts[impl])):
+                ours, theirs = counts["attnlab"].get(key, 0), counts[impl].get(key, 0)
+                if ours != theirs:
+                    print(f"   {key[:70]:<72}{ours:>6}{theirs:>6}")
 
 
 if __name__ == "__main__":
