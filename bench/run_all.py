@@ -60,6 +60,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     failed = []
     for name in wanted:
+        section_start = time.perf_counter()
         if name in OURS:
             flags = (["--quick"] if args.quick else []) + (["--no-memory"] if args.no_memory else [])
             print(f"\n######## {name} {' '.join(flags)}", flush=True)
@@ -71,6 +72,7 @@ def main(argv=None) -> int:
             done = subprocess.run([sys.executable, str(path), *flags], cwd=BENCH_DIR.parent)
             if done.returncode:
                 failed.append(name)
+        print(f"######## {name}: {time.perf_counter() - section_start:.0f} s", flush=True)
     print(f"\nall benchmarks done in {time.perf_counter() - started:.0f} s"
           + (f"; failed: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
