@@ -61,6 +61,22 @@ def minimum_parameters(config: ModelConfig) -> int:
     return total
 
 
+def refuse_if_absurd(config: ModelConfig, source: object = None, dtype: torch.dtype | None = None) -> None:
+    """Refuse, from the closed-form bound alone, a config that cannot fit in memory.
+
+    Loaders call this as soon as they know the config, before they read, map or allocate a single tensor: a
+    config.json from a stranger claiming 10**9 layers is answered in microseconds instead of looping.
+    """
+    element = torch.finfo(dtype).bits // 8 if dtype is not None else 4
+    layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+    need, have = minimum_parameters(config) * element + layers * LAYER_OVERHEAD, available_memory()
+    if need > 0.8 * have:
+        where = f"{source}: " if source is not None else ""
+        raise ConfigError(f"{where}model {config.name or config.topology!r} needs at least {need / 2**30:.1f} GiB "
+                          f"({config.n_layers:,} layers, d_model={config.d_model:,}, vocab_size="
+                          f"{config.vocab_size:,}), more than 80% of the {have / 2**30:.1f} GiB available")
+
+
 def build_model(config: ModelConfig, device: str | torch.device | None = None, dtype: torch.dtype | None = None):
     """Build the model `config` describes.
 

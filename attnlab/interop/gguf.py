@@ -204,12 +204,13 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
 
 def load_gguf(path, device=None):
     """(model, tokenizer) from a LLaMA-family GGUF file; weights dequantized to float32."""
-    from attnlab.build import build_model
+    from attnlab.build import build_model, refuse_if_absurd
     from attnlab.checkpoint import load_state
 
     path = Path(path)
     reader = _reader(path)
     config = config_from_gguf(reader, str(path))
+    refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
     tensors = read_gguf_tensors(reader, str(path))
     state, missing = to_ours(llama_table(config), config, tensors)
     if missing:

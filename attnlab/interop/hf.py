@@ -48,8 +48,8 @@ def config_from_hf(hf_config: dict[str, Any], architecture: str | None = None) -
     family = family_of(hf_config)
     if architecture is None:
         archs = hf_config.get("architectures") or [family.default_architecture]
-        architecture = archs[0]
-    if architecture not in family.architectures:
+        architecture = archs[0] if isinstance(archs, list) else archs
+    if not isinstance(architecture, str) or architecture not in family.architectures:
         raise ConfigError(f"{family.name}: architecture {architecture!r} is not supported; supported: "
                           f"{', '.join(family.architectures)}")
     try:
@@ -246,6 +246,7 @@ def read_hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
 
 def load_hf(path, device=None):
     """(model, tokenizer) from a local Hugging Face checkpoint directory; tokenizer is None when none is saved."""
+    from attnlab.build import refuse_if_absurd
     from attnlab.data.tokenizers import load_tokenizer
 
     directory = Path(path)
@@ -260,7 +261,13 @@ def load_hf(path, device=None):
         raise CheckpointError(f"{config_path} is not valid JSON: {exc}") from None
     except ConfigError as exc:
         raise CheckpointError(f"{config_path}: {exc}") from None
+    except (TypeError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
+            UnicodeDecodeError) as exc:
+        # a field of the wrong JSON type (a string where a number belongs, a number where a list belongs)
+        raise CheckpointError(f"{config_path}: a field has the wrong type or value ({type(exc).__name__}: {exc}); "
+                              "compare it with a config.json saved by transformers") from None
     config = config.replace(name=config.name or directory.name)
+    refuse_if_absurd(config, config_path)  # before any tensor is read or mapped (the mapping loops over layers)
     tensors = read_hf_tensors(directory)
     config = _refine(config, family, tensors)
     ours = from_hf_state(config, tensors, source=str(directory))

@@ -289,3 +289,36 @@ def test_damaged_tokenizer_files_are_refused_with_their_path(tmp_path, name, dam
         return
     # the only damage allowed to load is one the file format itself permits (none of these is)
     pytest.fail(f"{name} damaged as {damage!r} was accepted")
+
+
+# ----------------------------------------------------------------------------------------- HF config.json
+_HF_VALUES = [None, True, -1, 0, 3, 10**9, 10**12, 1.5, float("nan"), "64", "gelu", "", [], [1], {}, {"a": 1}]
+
+
+@pytest.fixture(scope="module")
+def hf_checkpoint(tmp_path_factory) -> Path:
+    torch.manual_seed(0)
+    return build_model(attnlab.presets["tiny-encoder"]).save(tmp_path_factory.mktemp("hf") / "bert", format="hf")
+
+
+def test_hf_config_json_fields_of_any_value(hf_checkpoint):
+    """Every key of a Hugging Face config.json, set to each of 16 hostile values: a CheckpointError/ConfigError
+    naming the checkpoint (or the memory it would need), or a model that loads. 10**9 layers or widths are refused before any tensor is mapped."""
+    from _cases import tally
+
+    path = hf_checkpoint / "config.json"
+    original = json.loads(path.read_text())
+    try:
+        for key in sorted(original):
+            for value in _HF_VALUES:
+                path.write_text(json.dumps({**original, key: value}))
+                try:
+                    model, _ = attnlab.load(hf_checkpoint)
+                except (CheckpointError, attnlab.ConfigError) as exc:
+                    assert str(hf_checkpoint) in str(exc) or "GiB" in str(exc), str(exc)  # names the checkpoint
+                    tally("Hugging Face config.json (key x value)", "refused")
+                    continue
+                assert isinstance(model, torch.nn.Module)
+                tally("Hugging Face config.json (key x value)", "loaded")
+    finally:
+        path.write_text(json.dumps(original))
