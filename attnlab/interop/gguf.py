@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from attnlab.config import ModelConfig
-from attnlab.errors import CheckpointError
+from attnlab.errors import CheckpointError, ConfigError
 from attnlab.interop.mapping import GATE_UP, Concat, Rule, linear, rule, to_ours, to_theirs
 
 SUPPORTED_ARCHITECTURES = ("llama",)
@@ -209,7 +209,15 @@ def load_gguf(path, device=None):
 
     path = Path(path)
     reader = _reader(path)
-    config = config_from_gguf(reader, str(path))
+    try:
+        config = config_from_gguf(reader, str(path))
+    except CheckpointError:
+        raise
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:  # metadata of the wrong type or 0
+        raise CheckpointError(f"{path}: GGUF metadata holds an impossible value ({type(exc).__name__}: {exc})"
+                              ) from None
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
     tensors = read_gguf_tensors(reader, str(path))
     state, missing = to_ours(llama_table(config), config, tensors)

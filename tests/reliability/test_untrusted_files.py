@@ -303,7 +303,8 @@ def hf_checkpoint(tmp_path_factory) -> Path:
 
 def test_hf_config_json_fields_of_any_value(hf_checkpoint):
     """Every key of a Hugging Face config.json, set to each of 16 hostile values: a CheckpointError/ConfigError
-    naming the checkpoint (or the memory it would need), or a model that loads. 10**9 layers or widths are refused before any tensor is mapped."""
+    naming the checkpoint (or the memory it would need), or a model that loads. 10**9 layers or widths are
+    refused before any tensor is mapped."""
     from _cases import tally
 
     path = hf_checkpoint / "config.json"
@@ -322,3 +323,30 @@ def test_hf_config_json_fields_of_any_value(hf_checkpoint):
                 tally("Hugging Face config.json (key x value)", "loaded")
     finally:
         path.write_text(json.dumps(original))
+
+
+@pytest.mark.parametrize("key", [b"llama.block_count", b"llama.embedding_length", b"llama.attention.head_count",
+                                 b"llama.feed_forward_length", b"llama.context_length",
+                                 b"llama.attention.head_count_kv"])
+def test_gguf_metadata_of_any_size(tmp_path, key):
+    """A GGUF whose header claims 0, 10**9 or 2**32-1 for a size: refused naming the file (or, for a context
+    length, which allocates nothing up front, loaded), never a raw error or a loop over 10**9 layers."""
+    from _cases import tally
+
+    from attnlab.interop.gguf import save_gguf
+
+    torch.manual_seed(0)
+    path = save_gguf(build_model(attnlab.presets["tiny-llama"].replace(n_layers=1)), tmp_path / "tiny.gguf")
+    data = path.read_bytes()
+    at = data.index(key) + len(key)
+    assert struct.unpack("<I", data[at:at + 4])[0] == 4  # GGUF value type 4: uint32
+    for value in (0, 10**9, 2**32 - 1):
+        path.write_bytes(data[:at + 4] + struct.pack("<I", value) + data[at + 8:])
+        try:
+            model, _ = attnlab.load(path)
+        except attnlab.AttnlabError as exc:
+            assert str(path) in str(exc), str(exc)
+            tally("GGUF header sizes", "refused")
+            continue
+        assert key == b"llama.context_length" and value > 0 and model.config.max_len == value
+        tally("GGUF header sizes", "loaded")
