@@ -9,9 +9,11 @@ export async function render(root, ctx) {
   if (!needs(root, ctx, ["encoder", "decoder"], "This tab needs an MLM encoder or a causal decoder.")) return;
   root.append(sentenceBox(ctx));
   if (ctx.info.topology === "encoder") {
-    if (!ctx.info.has_mlm) {
-      needs(root, { ...ctx, info: { ...ctx.info, topology: "none" } }, ["encoder"],
-        "This encoder has no MLM head (the toy only illustrates attention).");
+    if (!ctx.info.has_mlm) {  // toy and MiniLM (a sentence-embedding model) carry no MLM head
+      const noHead = ["toy", "minilm"];
+      needs(root, { ...ctx, info: { ...ctx.info, topology: "encoder without an MLM head" },
+        models: ctx.models.filter((m) => !noHead.includes(m.id)) }, ["encoder", "decoder"],
+      "Masked-token prediction needs an encoder trained with an MLM head (bert-mlm); next-token prediction a decoder.");
       return;
     }
     return mlm(root, ctx);
