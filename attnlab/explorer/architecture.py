@@ -37,7 +37,16 @@ def describe(lm: Loaded) -> dict[str, Any]:
             "parts": list(_parts(cfg)), "has_mlm": cfg.topology == "encoder" and cfg.head == "lm",
             "has_tokenizer": lm.tokenizer is not None,
             "mask_token": lm.tokenizer.special.get("mask") if lm.tokenizer is not None else None,
-            "examples": _examples(lm)}
+            "examples": _examples(lm), "known_words": _known_words(lm)}
+
+
+def _known_words(lm: Loaded) -> list[str] | None:
+    """The toy's whole vocabulary (any other word becomes [UNK], a zero vector)."""
+    if lm.kind != "toy" and not _config(lm).extra.get("illustration"):
+        return None
+    from attnlab.explorer.toy import WORDS
+
+    return list(WORDS)
 
 
 def _examples(lm: Loaded) -> list[str]:

@@ -12,6 +12,8 @@ export async function render(root, ctx) {
       "Click a token to take its point of view."));
   if (!needs(root, ctx, ["encoder", "decoder", "encoder-decoder"], "Attention over text needs a text model.")) return;
   root.append(sentenceBox(ctx));
+  if (info.known_words) root.append(el("p", { class: "help", id: "known-words" }, "The toy knows these words " +
+    "(any other becomes [UNK], a zero vector): " + info.known_words.join(", ")));
   const parts = info.parts;
   const part = parts.includes(state.part) ? state.part : parts[0];
   const nLayers = part === "encoder" ? info.n_layers : (parts.length > 1 ? info.decoder_layers : info.n_layers);
