@@ -132,3 +132,19 @@ def test_marian_position_table_is_checked():
     state["model.encoder.embed_positions.weight"] = torch.cat((table[:, d // 2:], table[:, : d // 2]), dim=1)
     with pytest.raises(attnlab.CheckpointError, match="embed_positions.weight is not the sinusoid table"):
         from_hf_state(ours.config, state)
+
+
+def test_tokenizer_travels_with_the_checkpoint(tmp_path):
+    from tokenizers import ByteLevelBPETokenizer
+
+    from attnlab.data.tokenizers import Tokenizer
+
+    trained = ByteLevelBPETokenizer()
+    trained.train_from_iterator(["a small corpus for a small tokenizer"] * 10, vocab_size=280,
+                                special_tokens=["<|endoftext|>"])
+    tokenizer = Tokenizer(trained._tokenizer, {"eos": "<|endoftext|>"})
+    model = from_hf_model(make_hf("gpt2"))
+    model.save(tmp_path, tokenizer=tokenizer, format="hf")
+    _, loaded = attnlab.load(tmp_path)
+    assert loaded is not None and loaded.eos_id == tokenizer.eos_id
+    assert loaded.encode("a small tokenizer") == tokenizer.encode("a small tokenizer")
