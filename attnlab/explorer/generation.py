@@ -92,7 +92,9 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
                 return model.decode(x, enc, last_only=True)[1][0, -1]
             return model(x, last_only=True).logits[0, -1]
 
-        logits_full, ms_full = _timed(full)
+        # best of 3 for small models; one timing each for large ones, where a step already takes a while
+        repeats = 3 if sum(p.numel() for p in model.parameters()) < 20_000_000 else 1
+        logits_full, ms_full = _timed(full, repeats)
         caches = []
 
         def cached():
@@ -110,7 +112,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
             caches.append((cache, time.perf_counter() - t0))
             return out
 
-        logits_cached, _ = _timed(cached)
+        logits_cached, _ = _timed(cached, repeats)
         ms_cached = min(t for _, t in caches) * 1000
         cache = caches[-1][0]
     probs = _filtered_probs(logits_full.float(), float(temperature), int(top_k), float(top_p))
