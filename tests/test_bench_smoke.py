@@ -118,11 +118,11 @@ def test_gpu_code_paths_run_on_cpu_and_fused_adamw_learns():
 @pytest.mark.slow
 def test_peak_memory_of_a_step_is_measured_in_a_subprocess():
     def step():
-        x = torch.ones(4 * 2**20)  # 16 MiB, freed at return
+        x = torch.ones(16 * 2**20)  # 64 MiB (above glibc's largest mmap threshold: fresh pages), freed at return
         return x.sum()
 
     mem = common.step_peak_memory(step, steps=1)
-    assert mem["step_peak_mib"] >= 8  # the kernel saw at least half of the 16 MiB buffer resident
+    assert 60 <= mem["step_peak_mib"] < 128  # the buffer, touched by ones(), was resident once
     child = common.memory_in_subprocess(Path(bench_train.__file__), "gpt-4L", "attnlab", timeout=300)
     assert child is not None and child["step_peak_mib"] > 0
 
