@@ -92,7 +92,15 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
     settings, params = resolve_params(recipe, *layers)
     out_dir = Path(out or f"runs/{recipe.name}")
     seed_everything(settings.seed)  # the same seed gives the same initial weights in every process
-    task = recipe.build({**params, "batch_size": settings.batch_size})  # build checks data covers a batch
+    saved_tokenizer = None
+    if resume:  # trained tokenizers are not reproducible bit-for-bit: continue with the checkpoint's own
+        from attnlab.loading import load_tokenizer
+        from attnlab.training.checkpoint import latest_checkpoint
+
+        latest = latest_checkpoint(out_dir)
+        saved_tokenizer = load_tokenizer(latest) if latest is not None else None
+    # build checks the data covers one batch
+    task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer})
     trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet)
     try:
         result = trainer.fit(resume=resume)

@@ -189,7 +189,8 @@ def build_gpt_char(p):
         dict(steps=2000, batch_size=12, lr=1e-3, warmup=100, eval_every=500))
 def build_gpt_bpe(p):
     text = text_data.read_corpus(p["data"])
-    return CausalLMTask(p, text_data.bpe_tokenizer(text, p["vocab_size"]), text, p["batch_size"], "gpt-bpe")
+    tokenizer = p.get("tokenizer") or text_data.bpe_tokenizer(text, p["vocab_size"])  # resume: the saved one
+    return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-bpe")
 
 
 # ============================================================== masked LM
@@ -199,7 +200,9 @@ class MaskedLMTask(Task):
 
     def __init__(self, p, text, batch_size):
         self.p = p
-        self.tokenizer = tok = text_data.wordpiece_tokenizer(text, p["vocab_size"])
+        # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
+        # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
+        self.tokenizer = tok = p.get("tokenizer") or text_data.wordpiece_tokenizer(text, p["vocab_size"])
         self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
         self.n_special = 5  # [PAD] [UNK] [CLS] [SEP] [MASK] are ids 0..4; random replacements skip them
         ids = text_data.encode_corpus(tok, text)
@@ -244,7 +247,7 @@ class MaskedLMTask(Task):
         device = next(model.parameters()).device
         correct = total = 0
         loss_sum = 0.0
-        unigram = 0
+        unigram = rest_correct = rest_total = 0
         for ids, labels in zip(self.val["ids"].split(64), self.val["labels"].split(64), strict=False):
             logits = model(ids.to(device)).logits.float().cpu()
             sel = labels != -100
@@ -252,7 +255,11 @@ class MaskedLMTask(Task):
             correct += int((logits[sel].argmax(-1) == labels[sel]).sum())
             unigram += int((labels[sel] == self.unigram_top).sum())
             total += int(sel.sum())
-        return {"val_loss": loss_sum / total, "masked_top1": correct / total, "unigram_top1": unigram / total}
+            rest = labels[sel] != self.unigram_top  # where the unigram baseline is always wrong
+            rest_correct += int((logits[sel].argmax(-1) == labels[sel])[rest].sum())
+            rest_total += int(rest.sum())
+        return {"val_loss": loss_sum / total, "masked_top1": correct / total, "unigram_top1": unigram / total,
+                "masked_top1_other_tokens": rest_correct / max(1, rest_total)}
 
 
 @recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",

@@ -97,3 +97,21 @@ def test_bigram_baseline_matches_direct_counting():
         for a, b in zip(row[:-1], row[1:], strict=False):
             expected.append(-math.log((pairs[(a, b)] + 1) / (firsts[a] + 5)))
     assert bigram_loss(train, val, 5) == pytest.approx(sum(expected) / len(expected), rel=1e-12)
+
+
+def test_resumed_bert_mlm_keeps_its_trained_tokenizer(tmp_path, corpus, monkeypatch):
+    """WordPiece training is not bit-reproducible; a resumed run must reuse the checkpoint's tokenizer."""
+    from attnlab.training import text_data
+
+    out = tmp_path / "mlm"
+    keys = {**COMMON, **SMALL_TEXT, "vocab_size": "300", "eval_windows": "10", "data": corpus, "steps": "2"}
+    run_train("bert-mlm", out=str(out), quiet=True, overrides=keys)
+    saved = (out / "step-00000002" / "tokenizer.json").read_text()
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the tokenizer was retrained on resume")
+
+    monkeypatch.setattr(text_data, "wordpiece_tokenizer", refuse)
+    result = run_train("bert-mlm", out=str(out), resume=True, quiet=True, overrides={**keys, "steps": "4"})
+    assert result["step"] == 4
+    assert (out / "step-00000004" / "tokenizer.json").read_text() == saved
