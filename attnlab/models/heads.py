@@ -29,8 +29,8 @@ class LMHead(nn.Module):
             h = h * self.scale
         if self.transform is not None:
             h = self.norm(self.act(self.transform(h)))
-        logits = self.proj(h)  # (batch, seq, vocab)
-        return logits + self.bias if self.bias is not None else logits
+        # the vocabulary bias rides in the projection's own addmm: no second (batch, seq, vocab) tensor
+        return nn.functional.linear(h, self.proj.weight, self.bias)  # (batch, seq, vocab)
 
 
 class Pooler(nn.Module):

@@ -106,15 +106,18 @@ class Stack(nn.Module):
             check_ids(position_ids, "position_ids", (batch, seq), limit)
         if token_type_ids is not None:
             check_ids(token_type_ids, "token_type_ids", (batch, seq), self.config.type_vocab_size or None)
+        shared_positions = position_ids is None  # every row of the batch sits at past .. total-1
         if position_ids is None:
             position_ids = torch.arange(past, total, device=x.device).expand(batch, seq)
         if self.embed_scale != 1.0:
             x = x * self.embed_scale
         if self.positions is not None:
-            x = x + self.positions(position_ids)
+            # shared positions: look up (1, seq, d_model) once and broadcast it over the batch, rather than
+            # gathering a (batch, seq, d_model) copy whose gradient would be scattered back row by row
+            x = x + self.positions(position_ids[:1] if shared_positions else position_ids)
         if self.token_types is not None:
-            if token_type_ids is None:
-                token_type_ids = torch.zeros(batch, seq, dtype=torch.long, device=x.device)
+            if token_type_ids is None:  # every token in segment 0: one row, broadcast over (batch, seq)
+                token_type_ids = torch.zeros(1, 1, dtype=torch.long, device=x.device)
             x = x + self.token_types(token_type_ids)
         if self.embed_norm is not None:
             x = self.embed_norm(x)
