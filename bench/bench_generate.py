@@ -187,6 +187,8 @@ def main(argv=None) -> int:
                   f"x{row['ratio']:.2f} (CPU time x{row['cpu_ratio']:.2f}), same tokens: {row['same']}", flush=True)
             if batch == 1:
                 lat = latency(ours, row["steps"], new_tokens, early, reps=latency_reps)
+                print(f"{name} ms/token with cache: step {early} {lat[early][0]:.1f}, step {new_tokens} "
+                      f"{lat[new_tokens][0]:.1f}; without: {lat[early][1]:.1f}, {lat[new_tokens][1]:.1f}", flush=True)
         if lat is not None:
             lat_rows.append((name, lat))
         if args.profile:
