@@ -261,24 +261,9 @@ def main(argv=None) -> list[common.CaseResult]:
         return []
     command = "python bench/bench_train.py " + " ".join(sys.argv[1:] if argv is None else argv)
     print(common.header(command))
-    selected = [c for c in args.cases.split(",") if c] or [n for n, c in CASES.items() if c.in_quick or not args.quick]
-    results = []
-    for name in selected:
-        if name not in CASES:
-            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(CASES)}")
-        result = run_case(CASES[name], args)
-        if not (args.no_memory or args.quick or args.device != "cpu"):
-            for impl in result.stats:
-                if impl != "matmul-peak" and "+" not in impl:
-                    mem = common.memory_in_subprocess(Path(__file__), name, impl,
-                                                     ["--threads", str(args.threads)] if args.threads else [])
-                    if mem:
-                        result.memory[impl] = mem
-        print(result.render(), flush=True)
-        results.append(result)
-    if args.save:
-        common.save_results(args.save + ("-quick" if args.quick else ""), results, command)
-    return results
+    # compiled contestants ("attnlab+compile") share attnlab's weights: their memory is not measured apart
+    return common.run_selected(CASES, run_case, args, Path(__file__), command,
+                               measure_memory_of=lambda impl: impl != "matmul-peak" and "+" not in impl)
 
 
 if __name__ == "__main__":

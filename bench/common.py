@@ -301,3 +301,27 @@ def save_results(name: str, results: list[CaseResult], command: str) -> Path:
 
 def seed_all(seed: int = 0) -> None:
     torch.manual_seed(seed)
+
+
+def run_selected(cases: dict, run_case: Callable, args, script: Path, command: str,
+                 measure_memory_of: Callable[[str], bool] = lambda impl: impl != "matmul-peak") -> list[CaseResult]:
+    """Run the chosen cases of a bench script, add each implementation's peak memory (fresh subprocess per
+    implementation, CPU only, skipped by --quick/--no-memory), print and optionally save the results."""
+    selected = [c for c in args.cases.split(",") if c] or [n for n, c in cases.items() if c.in_quick or not args.quick]
+    results = []
+    for name in selected:
+        if name not in cases:
+            raise SystemExit(f"unknown case {name!r}; cases: {', '.join(cases)}")
+        result = run_case(cases[name], args)
+        if not (args.no_memory or args.quick or args.device != "cpu"):
+            for impl in result.stats:
+                if measure_memory_of(impl):
+                    extra = ["--threads", str(args.threads)] if args.threads else []
+                    mem = memory_in_subprocess(script, name, impl, extra)
+                    if mem:
+                        result.memory[impl] = mem
+        print(result.render(), flush=True)
+        results.append(result)
+    if args.save:
+        save_results(args.save + ("-quick" if args.quick else ""), results, command)
+    return results
