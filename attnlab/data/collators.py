@@ -1,7 +1,7 @@
 """Collators: turn a list of examples into the padded tensors (and labels) one training step needs.
 
 - `pad_batch`: sequences of different lengths -> (ids, attention_mask), padded on the right or the left;
-- `MLMCollator`: BERT's masked language modeling rule. Each real, non-special token is selected with
+- `MLMCollator` / `apply_mlm_rule`: BERT's masked language modeling rule. Each real, non-special token is selected with
   probability 0.15; of the selected, 80% become [MASK], 10% a random token and 10% stay unchanged. Labels hold
   the original id at selected positions and -100 (ignored by the loss) everywhere else;
 - `CausalLMCollator`: padded ids for next-token prediction (the shift happens in `causal_lm_loss`);
@@ -73,6 +73,63 @@ def _encode_all(examples, tokenizer, max_len: int | None) -> list[list[int]]:
     return rows
 
 
+def _check_rule(vocab_size: int, mask_id: int, mlm_probability: float, mask_fraction: float,
+                random_fraction: float) -> None:
+    if not 0 <= mask_id < vocab_size:
+        raise InputError(f"mask_id={mask_id} is outside the vocabulary [0, {vocab_size})")
+    for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction),
+                    ("random_fraction", random_fraction)):
+        if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+            raise InputError(f"{name}={p!r} must be a probability in [0, 1]")
+    if mask_fraction + random_fraction > 1.0 + 1e-9:
+        raise InputError(f"mask_fraction + random_fraction = {mask_fraction + random_fraction} exceeds 1")
+
+
+def apply_mlm_rule(input_ids: torch.Tensor, *, vocab_size: int, mask_id: int, special_ids,
+                   attention_mask: torch.Tensor | None = None, generator: torch.Generator | None = None,
+                   mlm_probability: float = 0.15, mask_fraction: float = 0.8,
+                   random_fraction: float = 0.1) -> dict[str, torch.Tensor]:
+    """BERT's masking rule, the one place attnlab implements it (MLMCollator, the bert-mlm recipe and the
+    explorer's draw all call it).
+
+    Each position whose attention_mask is non-zero and whose id is not special is selected with probability
+    `mlm_probability`; one more uniform draw splits the selected into [MASK] (`mask_fraction`), a random ordinary
+    (non-special) id (`random_fraction`) and unchanged (the rest). Draws, in this order from `generator`: a
+    (batch, seq) uniform for selection, a (batch, seq) uniform for the split, a (batch, seq) randint for the
+    replacement ids; so a saved generator state reproduces a batch exactly.
+
+    input_ids: (batch, seq). Returns input_ids (corrupted), attention_mask, labels (the original id where
+    selected, -100 elsewhere) and mask_rule (NOT_SELECTED / MASKED / RANDOM / KEPT per position).
+    """
+    if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
+        raise InputError("mask_tokens expects input_ids as a (batch, seq) tensor")
+    _check_rule(vocab_size, mask_id, mlm_probability, mask_fraction, random_fraction)
+    special = sorted({int(i) for i in special_ids} | {int(mask_id)})
+    ordinary = torch.ones(vocab_size, dtype=torch.bool)
+    ordinary[[i for i in special if 0 <= i < vocab_size]] = False
+    ordinary = ordinary.nonzero().flatten()  # random replacements: uniform over the non-special ids
+    if len(ordinary) == 0:
+        raise InputError("every id of the vocabulary is special; MLM needs ordinary tokens to predict")
+    if attention_mask is None:
+        attention_mask = torch.ones_like(input_ids)
+    eligible = (attention_mask != 0) & ~torch.isin(input_ids, torch.tensor(special, dtype=input_ids.dtype))
+    selected = (torch.rand(input_ids.shape, generator=generator) < mlm_probability) & eligible  # (batch, seq)
+    u = torch.rand(input_ids.shape, generator=generator)  # one draw splits the selected into 80 / 10 / 10
+    masked = selected & (u < mask_fraction)
+    randomized = selected & (u >= mask_fraction) & (u < mask_fraction + random_fraction)
+    replacement = ordinary[torch.randint(len(ordinary), input_ids.shape, generator=generator)]
+
+    corrupted = input_ids.clone()
+    corrupted[masked] = mask_id
+    corrupted[randomized] = replacement[randomized].to(input_ids.dtype)
+    labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
+    rule = torch.full_like(input_ids, NOT_SELECTED)
+    rule[selected] = KEPT
+    rule[masked] = MASKED
+    rule[randomized] = RANDOM
+    return {"input_ids": corrupted, "attention_mask": attention_mask, "labels": labels, "mask_rule": rule}
+
+
 class MLMCollator:
     """Masked language modeling batches with BERT's exact 15/80/10/10 rule.
 
@@ -94,53 +151,28 @@ class MLMCollator:
         if vocab_size is None or mask_id is None:
             raise InputError("MLMCollator needs vocab_size and mask_id (give a tokenizer with a [MASK] token, "
                              "or pass vocab_size=..., mask_id=...)")
-        if not 0 <= mask_id < vocab_size:
-            raise InputError(f"mask_id={mask_id} is outside the vocabulary [0, {vocab_size})")
-        for name, p in (("mlm_probability", mlm_probability), ("mask_fraction", mask_fraction),
-                        ("random_fraction", random_fraction)):
-            if not 0.0 <= p <= 1.0:
-                raise InputError(f"{name}={p!r} must be a probability in [0, 1]")
-        if mask_fraction + random_fraction > 1.0 + 1e-9:
-            raise InputError(f"mask_fraction + random_fraction = {mask_fraction + random_fraction} exceeds 1")
+        _check_rule(vocab_size, mask_id, mlm_probability, mask_fraction, random_fraction)
         self.tokenizer, self.vocab_size, self.mask_id, self.pad_id = tokenizer, int(vocab_size), int(mask_id), pad_id
         self.special_ids = {int(i) for i in special_ids} | {self.mask_id} | ({int(pad_id)} if pad_id is not None
                                                                            else set())
         self.mlm_probability, self.mask_fraction, self.random_fraction = mlm_probability, mask_fraction, random_fraction
         self.max_len = max_len
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
-        # random replacements: uniform over the ordinary (non-special) ids
-        self._ordinary = torch.tensor([i for i in range(self.vocab_size) if i not in self.special_ids])
-        if len(self._ordinary) == 0:
+        if sum(0 <= i < self.vocab_size for i in self.special_ids) >= self.vocab_size:
             raise InputError("every id of the vocabulary is special; MLM needs ordinary tokens to predict")
 
-    def mask_tokens(self, input_ids: torch.Tensor,
-                    attention_mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    def mask_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                    generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:
         """Apply the rule to (batch, seq) ids -> dict(input_ids, attention_mask, labels, mask_rule).
 
+        Draws from `generator` when given (a trainer's checkpointed sampler), else from the collator's own.
         mask_rule holds NOT_SELECTED / MASKED / RANDOM / KEPT per position (0..3, see RULE_NAMES).
         """
-        if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2:
-            raise InputError("mask_tokens expects input_ids as a (batch, seq) tensor")
-        if attention_mask is None:
-            attention_mask = torch.ones_like(input_ids)
-        special = torch.isin(input_ids, torch.tensor(sorted(self.special_ids), dtype=input_ids.dtype))
-        eligible = (attention_mask != 0) & ~special  # (batch, seq)
-        g = self.generator
-        selected = (torch.rand(input_ids.shape, generator=g) < self.mlm_probability) & eligible
-        u = torch.rand(input_ids.shape, generator=g)  # one draw splits the selected into 80 / 10 / 10
-        masked = selected & (u < self.mask_fraction)
-        randomized = selected & (u >= self.mask_fraction) & (u < self.mask_fraction + self.random_fraction)
-        replacement = self._ordinary[torch.randint(len(self._ordinary), input_ids.shape, generator=g)]
-
-        corrupted = input_ids.clone()
-        corrupted[masked] = self.mask_id
-        corrupted[randomized] = replacement[randomized].to(input_ids.dtype)
-        labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
-        rule = torch.full_like(input_ids, NOT_SELECTED)
-        rule[selected] = KEPT
-        rule[masked] = MASKED
-        rule[randomized] = RANDOM
-        return {"input_ids": corrupted, "attention_mask": attention_mask, "labels": labels, "mask_rule": rule}
+        return apply_mlm_rule(input_ids, vocab_size=self.vocab_size, mask_id=self.mask_id,
+                              special_ids=self.special_ids, attention_mask=attention_mask,
+                              generator=generator if generator is not None else self.generator,
+                              mlm_probability=self.mlm_probability, mask_fraction=self.mask_fraction,
+                              random_fraction=self.random_fraction)
 
     def __call__(self, examples) -> dict[str, torch.Tensor]:
         if self.pad_id is None:

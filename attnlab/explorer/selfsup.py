@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 import torch
 
+from attnlab.data.collators import KEPT, MASKED, NOT_SELECTED, RANDOM, apply_mlm_rule
 from attnlab.errors import InputError
 from attnlab.explorer.common import (
     _check_index,
@@ -17,6 +19,8 @@ from attnlab.explorer.common import (
     exclusive,
 )
 from attnlab.explorer.registry import Loaded
+
+ACTIONS = {MASKED: "mask", RANDOM: "random", KEPT: "keep"}  # the rule's kinds as mlm_predict's action names
 
 
 # ---------------------------------------------------------------------------------------- self-supervised
@@ -31,30 +35,32 @@ def _mlm_check(lm: Loaded):
 
 
 def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[str, Any]:
-    """BERT's corruption drawn token by token: pick ~15% of the real tokens (at least one); of those,
-    80% become [MASK], 10% a random token, 10% stay unchanged. Every picked position is a loss position."""
+    """BERT's corruption as training applies it: attnlab.data.collators.apply_mlm_rule, the one function the
+    bert-mlm recipe and MLMCollator use. Each real (non-special) token is picked with probability `rate`; of
+    those, 80% become [MASK], 10% a random ordinary token, 10% stay unchanged. So that the view always shows
+    something, a draw that picks nothing picks one real token uniformly and applies the 80/10/10 split to it.
+    Every picked position is a loss position; draws come in position order."""
     cfg = _mlm_check(lm)
     ids, tokens = encode(lm, text)
     special = _special_flags(lm, ids)
-    gen = torch.Generator().manual_seed(int(seed))
     candidates = [i for i, s in enumerate(special) if not s]
     if not candidates:
         raise InputError("the text has only special tokens; nothing to mask")
-    picked = [i for i in candidates if float(torch.rand((), generator=gen)) < rate]
-    if not picked:
-        picked = [candidates[int(torch.randint(len(candidates), (), generator=gen))]]
-    draws = []
-    for i in picked:
-        u = float(torch.rand((), generator=gen))
-        if u < 0.8:
-            draws.append({"position": i, "action": "mask", "token_id": lm.tokenizer.mask_id})
-        elif u < 0.9:
-            rid = int(torch.randint(cfg.vocab_size, (), generator=gen))
-            draws.append({"position": i, "action": "random", "token_id": rid})
-        else:
-            draws.append({"position": i, "action": "keep", "token_id": ids[i]})
-    for dr in draws:
-        dr["token"] = _token_text(lm, dr["token_id"])
+    gen = torch.Generator().manual_seed(int(seed))
+    rule = functools.partial(apply_mlm_rule, vocab_size=cfg.vocab_size, mask_id=lm.tokenizer.mask_id,
+                             special_ids=lm.tokenizer.special_ids, generator=gen)
+    ids_t = torch.tensor([ids])  # (1, seq)
+    try:
+        out = rule(ids_t, attention_mask=torch.tensor([[not s for s in special]]), mlm_probability=rate)
+    except InputError as exc:
+        raise InputError(f"rate={rate!r}: {exc}") from None
+    kinds, inputs = out["mask_rule"][0].tolist(), out["input_ids"][0].tolist()
+    if all(k == NOT_SELECTED for k in kinds):
+        i = candidates[int(torch.randint(len(candidates), (), generator=gen))]
+        one = rule(ids_t[:, i: i + 1], mlm_probability=1.0)  # the same 80/10/10 split for the forced pick
+        kinds[i], inputs[i] = int(one["mask_rule"][0, 0]), int(one["input_ids"][0, 0])
+    draws = [{"position": i, "action": ACTIONS[k], "token_id": inputs[i], "token": _token_text(lm, inputs[i])}
+             for i, k in enumerate(kinds) if k != NOT_SELECTED]
     return {"model": lm.id, "tokens": tokens, "special": special, "seed": seed, "rate": rate, "draws": draws}
 
 

@@ -100,7 +100,8 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         latest = latest_checkpoint(out_dir)
         saved_tokenizer = load_tokenizer(latest) if latest is not None else None
     # build checks the data covers one batch
-    task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer})
+    task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
+                         "out_dir": str(out_dir)})  # text recipes keep their token file in OUT/data
     trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet)
     try:
         result = trainer.fit(resume=resume)

