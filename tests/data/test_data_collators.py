@@ -14,6 +14,7 @@ from attnlab.data.collators import (
     CausalLMCollator,
     MLMCollator,
     Seq2SeqCollator,
+    apply_mlm_rule,
     pad_batch,
 )
 from attnlab.data.tokenizers import train_wordpiece
@@ -85,6 +86,32 @@ def test_mlm_is_reproducible_from_its_generator():
     a, b, c = make(7).mask_tokens(ids, mask), make(7).mask_tokens(ids, mask), make(8).mask_tokens(ids, mask)
     assert torch.equal(a["input_ids"], b["input_ids"]) and torch.equal(a["labels"], b["labels"])
     assert not torch.equal(a["labels"], c["labels"])
+
+
+def test_one_rule_function_behind_the_collator_with_a_given_generator():
+    """MLMCollator.mask_tokens is apply_mlm_rule; a generator passed in (a trainer's sampler) is used instead of
+    the collator's own, and the draws match a plain reimplementation: rand (select), rand (split), randint."""
+    ids, mask = _sample_batch(batch=16, seq=64, seed=3)
+    collator = MLMCollator(vocab_size=VOCAB, mask_id=MASK, special_ids=SPECIAL, pad_id=PAD,
+                           generator=torch.Generator().manual_seed(99))
+    via_collator = collator.mask_tokens(ids, mask, generator=torch.Generator().manual_seed(5))
+    direct = apply_mlm_rule(ids, vocab_size=VOCAB, mask_id=MASK, special_ids=SPECIAL, attention_mask=mask,
+                            generator=torch.Generator().manual_seed(5))
+    for key in ("input_ids", "labels", "mask_rule"):
+        assert torch.equal(via_collator[key], direct[key]), key
+
+    g = torch.Generator().manual_seed(5)  # the reference: BERT's rule written out with the same three draws
+    selected = (torch.rand(ids.shape, generator=g) < 0.15) & (mask == 1) & (ids >= 5)  # ids 0..4 are special
+    u = torch.rand(ids.shape, generator=g)
+    replacement = torch.randint(5, VOCAB, ids.shape, generator=g)  # uniform over the ordinary ids 5..49
+    expected = ids.clone()
+    expected[selected & (u < 0.8)] = MASK
+    swap = selected & (u >= 0.8) & (u < 0.9)
+    expected[swap] = replacement[swap]
+    assert torch.equal(direct["input_ids"], expected)
+    assert torch.equal(direct["labels"], torch.where(selected, ids, IGNORE_INDEX))
+    with pytest.raises(InputError, match="mlm_probability=1.5"):
+        apply_mlm_rule(ids, vocab_size=VOCAB, mask_id=MASK, special_ids=SPECIAL, mlm_probability=1.5)
 
 
 def test_mlm_collator_from_a_tokenizer_on_strings():

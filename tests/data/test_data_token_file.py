@@ -51,6 +51,53 @@ def test_windows_cover_the_split_in_order(token_file):
     assert token_file.windows("val", 50, limit=2)[0].shape == (2, 50)
 
 
+def test_sample_and_tiles_are_slices_of_the_split(token_file):
+    stream = torch.from_numpy(token_file.tokens("train").astype(np.int64))
+    g = torch.Generator().manual_seed(4)
+    rows = token_file.sample("train", 5, 20, generator=g)
+    starts = torch.randint(0, len(stream) - 20 + 1, (5,), generator=torch.Generator().manual_seed(4))
+    assert torch.equal(rows, torch.stack([stream[s: s + 20] for s in starts.tolist()]))  # one randint of starts
+    x, y = token_file.get_batch("train", 5, 19, generator=torch.Generator().manual_seed(4))
+    assert torch.equal(x, rows[:, :-1]) and torch.equal(y, rows[:, 1:])  # the same draw, split into x and y
+    val = torch.from_numpy(token_file.tokens("val").astype(np.int64))
+    tiles = token_file.tiles("val", 30)
+    assert tiles.shape == (len(val) // 30, 30) and torch.equal(tiles.flatten(), val[: tiles.numel()])
+    assert token_file.tiles("val", 30, limit=1).shape == (1, 30)
+    with pytest.raises(InputError, match="length=0"):
+        token_file.sample("train", 2, 0)
+
+
+def test_prepare_reuses_a_matching_build_and_rebuilds_a_stale_or_missing_one(tmp_path, monkeypatch):
+    tok = char_tokenizer(TEXT)
+    first, reused = TokenFile.prepare(TEXT, tok, tmp_path / "data", val_fraction=0.1)
+    assert not reused and first.n_tokens("train") + first.n_tokens("val") == len(TEXT)
+    built, real_write = [], TokenFile.write.__func__
+
+    def counting_write(cls, *args, **kwargs):
+        built.append(args)
+        return real_write(cls, *args, **kwargs)
+
+    monkeypatch.setattr(TokenFile, "write", classmethod(counting_write))
+    again, reused = TokenFile.prepare(TEXT, char_tokenizer(TEXT), tmp_path / "data", val_fraction=0.1)
+    assert reused and not built  # same text, same tokenizer, same split: nothing re-encoded or written
+    assert np.array_equal(again.tokens("train"), first.tokens("train"))
+    for changed in [dict(text=TEXT + "more"), dict(val_fraction=0.2), dict(tok=char_tokenizer(TEXT + "#"))]:
+        _, reused = TokenFile.prepare(changed.get("text", TEXT), changed.get("tok", tok), tmp_path / "data",
+                                      val_fraction=changed.get("val_fraction", 0.1))
+        assert not reused, changed
+    (tmp_path / "data" / "val.bin").unlink()  # a damaged build is rebuilt, not trusted
+    rebuilt, reused = TokenFile.prepare(TEXT, tok, tmp_path / "data", val_fraction=0.1)
+    assert not reused and rebuilt.n_tokens("val") == round(0.1 * len(TEXT))
+
+
+def test_prepare_refuses_a_too_small_corpus_before_writing(tmp_path):
+    with pytest.raises(InputError, match=r"corpus has 40 tokens: too small for one batch .*train part needs "
+                                         r">= 100 \(has 36\)"):
+        TokenFile.prepare("x" * 40, char_tokenizer("x"), tmp_path / "d", 0.1, min_tokens={"train": 100, "val": 2},
+                          purpose="one batch")
+    assert not (tmp_path / "d" / "meta.json").exists() and not (tmp_path / "d" / "train.bin").exists()
+
+
 def test_too_small_corpus_says_the_sizes(token_file):
     n_val = token_file.n_tokens("val")
     with pytest.raises(InputError, match=f"'val' split .* holds {n_val} tokens, fewer than the 6401"):

@@ -11,8 +11,10 @@ from attnlab.data.tokenizers import (
     char_tokenizer,
     gpt2_tokenizer,
     load_tokenizer,
+    split_words,
     train_bpe,
     train_wordpiece,
+    word_tokenizer,
 )
 from attnlab.errors import CheckpointError, ConfigError, InputError
 
@@ -175,3 +177,19 @@ def test_gpt2_equals_transformers_tokenizer_from_the_same_files(tmp_path):
 def test_gpt2_bad_folder(tmp_path):
     with pytest.raises(CheckpointError, match="encoder.json \\+ vocab.bpe"):
         gpt2_tokenizer(tmp_path)
+
+
+def test_word_tokenizer_closed_vocabulary(tmp_path):
+    """Number words: specials first in the given order, then the sorted words; hyphens and commas split off."""
+    text = "nine hundred ninety-nine, one"
+    assert split_words(text) == ["nine", "hundred", "ninety", "-", "nine", ",", "one"]
+    tok = word_tokenizer(split_words(text), ["[PAD]", "[BOS]", "[EOS]", "[UNK]"])
+    expected = ["[PAD]", "[BOS]", "[EOS]", "[UNK]", ",", "-", "hundred", "nine", "ninety", "one"]
+    assert tok.hf.get_vocab() == {t: i for i, t in enumerate(expected)}  # sorted() is code-point order
+    assert (tok.pad_id, tok.bos_id, tok.eos_id, tok.unk_id) == (0, 1, 2, 3)
+    assert tok.tokens(text, add_special_tokens=False) == split_words(text)
+    assert tok.encode("ninety-seven", add_special_tokens=False) == [8, 5, 3]  # unseen word -> [UNK]
+    tok.save(tmp_path)
+    assert load_tokenizer(tmp_path).encode(text) == tok.encode(text)
+    with pytest.raises(InputError, match="no words"):
+        word_tokenizer([], ["[UNK]"])

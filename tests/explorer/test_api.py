@@ -163,6 +163,30 @@ def test_mlm_draw_follows_15_percent_and_80_10_10(registry):
     assert actions["keep"] / picked == pytest.approx(0.1, abs=0.03)
 
 
+def test_mlm_draw_is_the_training_rule(registry):
+    """mlm_draw applies apply_mlm_rule (what bert-mlm trains with) to the text's ids, seeded by `seed`."""
+    from attnlab.data.collators import KEPT, MASKED, NOT_SELECTED, RANDOM, apply_mlm_rule
+
+    lm = _by_name(registry, "encoder")
+    text = " ".join(["the cat sat on the mat"] * 4)
+    ids = lm.tokenizer.encode(text)
+    names = {MASKED: "mask", RANDOM: "random", KEPT: "keep"}
+    for seed in range(5):
+        rule = apply_mlm_rule(torch.tensor([ids]), vocab_size=lm.model.config.vocab_size,
+                              mask_id=lm.tokenizer.mask_id, special_ids=lm.tokenizer.special_ids,
+                              generator=torch.Generator().manual_seed(seed))
+        kinds, inputs = rule["mask_rule"][0].tolist(), rule["input_ids"][0].tolist()
+        expected = [(i, names[k], inputs[i]) for i, k in enumerate(kinds) if k != NOT_SELECTED]
+        assert expected, "24 words at 15%: a seed that picks nothing would take the fallback path"
+        draws = api.mlm_draw(lm, text, seed=seed)["draws"]
+        assert [(d["position"], d["action"], d["token_id"]) for d in draws] == expected
+        assert all(d["token_id"] not in lm.tokenizer.special_ids for d in draws if d["action"] == "random")
+    short = [api.mlm_draw(lm, "cat", seed=seed)["draws"] for seed in range(40)]  # mostly nothing picked at 15%
+    assert all(len(d) == 1 and d[0]["position"] == 1 for d in short)  # the one real token is picked instead
+    actions = [d[0]["action"] for d in short]
+    assert set(actions) <= {"mask", "random", "keep"} and actions.count("mask") >= 20  # 80% of 40: ~32
+
+
 def test_causal_loss_equals_torch_cross_entropy(registry):
     lm = _by_name(registry, "decoder")
     text = "next token"

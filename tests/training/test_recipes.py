@@ -115,3 +115,93 @@ def test_resumed_bert_mlm_keeps_its_trained_tokenizer(tmp_path, corpus, monkeypa
     result = run_train("bert-mlm", out=str(out), resume=True, quiet=True, overrides={**keys, "steps": "4"})
     assert result["step"] == 4
     assert (out / "step-00000004" / "tokenizer.json").read_text() == saved
+
+
+def _build(name, tmp_path, **keys):
+    """A recipe's task as `attnlab train` builds it (tokenizer trained afresh, token file under tmp_path/data)."""
+    from attnlab.training.recipes import get_recipe, resolve_params
+
+    settings, params = resolve_params(get_recipe(name), {**COMMON, **SMALL_TEXT, **keys})
+    return get_recipe(name).build({**params, "batch_size": settings.batch_size, "tokenizer": None,
+                                   "out_dir": str(tmp_path)})
+
+
+def test_gpt_char_bigram_and_evaluation_use_the_split_the_model_trains_on(tmp_path, corpus):
+    """Recount everything from the raw text: character ids by vocabulary lookup, the last 10% (rounded) is
+    validation, evaluation windows are consecutive 32-character inputs each followed by its next character."""
+    task = _build("gpt-char", tmp_path, data=corpus)
+    vocab = task.tokenizer.hf.get_vocab()
+    ids = [vocab[c] for c in TEXT]
+    n_val = round(len(ids) * 0.1)
+    train, val = ids[: len(ids) - n_val], ids[len(ids) - n_val:]
+    assert task.train_ids.tolist() == train
+    n_windows = (len(val) - 1) // 32
+    assert task.val_windows.tolist() == [val[i * 32: i * 32 + 33] for i in range(n_windows)]
+    pairs = Counter(zip(train[:-1], train[1:], strict=False))
+    firsts = Counter(train[:-1])
+    v = task.tokenizer.vocab_size
+    scored = [(val[i * 32 + j], val[i * 32 + j + 1]) for i in range(n_windows) for j in range(32)]
+    expected = sum(-math.log((pairs[a, b] + 1) / (firsts[a] + v)) for a, b in scored) / len(scored)
+    assert task.bigram == pytest.approx(expected, rel=1e-9)
+    batch = task.train_batch(torch.Generator().manual_seed(0), 4)  # training windows lie inside the train part
+    text_train = "".join(TEXT[: len(train)])
+    for row_in, row_out in zip(batch["inputs"], batch["targets"], strict=True):
+        assert task.tokenizer.decode(row_in.tolist() + row_out[-1:].tolist()) in text_train
+
+
+def test_token_file_is_built_once_and_rebuilt_only_when_missing(tmp_path, corpus):
+    first = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")
+    assert not first.data_reused and (tmp_path / "data" / "meta.json").is_file()
+    again = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")
+    assert again.data_reused  # BPE training is deterministic: same tokenizer, same ids, nothing re-encoded
+    (tmp_path / "data" / "train.bin").unlink()
+    rebuilt = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")
+    assert not rebuilt.data_reused and torch.equal(rebuilt.train_ids, first.train_ids)
+
+
+def test_resumed_text_run_reuses_its_token_file_and_equals_the_uninterrupted_run(tmp_path, corpus, monkeypatch):
+    from attnlab.data.token_file import TokenFile
+    from attnlab.training.recipes import CausalLMTask
+
+    keys = {**COMMON, **SMALL_TEXT, "data": corpus, "steps": "4", "save_every": "1", "dropout": "0.1",
+            "sample_tokens": "1"}
+    run_train("gpt-char", out=str(tmp_path / "whole"), quiet=True, overrides=keys)
+    real_batch, calls = CausalLMTask.train_batch, []
+
+    def crash_at_step_3(self, generator, batch_size):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt("killed during step 3")
+        return real_batch(self, generator, batch_size)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(CausalLMTask, "train_batch", crash_at_step_3)
+        with pytest.raises(KeyboardInterrupt):
+            run_train("gpt-char", out=str(tmp_path / "split"), quiet=True, overrides=keys)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the corpus was tokenized again on resume")
+
+    monkeypatch.setattr(TokenFile, "write", refuse)
+    torch.manual_seed(999)  # only the checkpoint may restore the random streams
+    result = run_train("gpt-char", out=str(tmp_path / "split"), resume=True, quiet=True, overrides=keys)
+    assert result["step"] == 4
+    losses = [[json.loads(line)["loss"] for line in (tmp_path / run / "metrics.jsonl").read_text().splitlines()]
+              for run in ("whole", "split")]
+    assert len(losses[0]) == 4 and losses[1] == losses[0]  # bit-for-bit
+
+
+def test_bert_mlm_batches_are_the_shared_masking_rule(tmp_path, corpus):
+    """The recipe's batch equals apply_mlm_rule on the same windows with the same generator state: one rule."""
+    from attnlab.data.collators import apply_mlm_rule
+
+    task = _build("bert-mlm", tmp_path, data=corpus, vocab_size="300", eval_windows="10")
+    tok = task.tokenizer
+    batch = task.train_batch(torch.Generator().manual_seed(3), 4)
+    g = torch.Generator().manual_seed(3)
+    windows = task.data.sample("train", 4, 30, generator=g)  # seq_len 32 = [CLS] + 30 + [SEP]
+    ids = torch.cat([torch.full((4, 1), tok.cls_id), windows, torch.full((4, 1), tok.sep_id)], dim=1)
+    expected = apply_mlm_rule(ids, vocab_size=tok.vocab_size, mask_id=tok.mask_id, special_ids=tok.special_ids,
+                              generator=g)
+    assert torch.equal(batch["ids"], expected["input_ids"]) and torch.equal(batch["labels"], expected["labels"])
+    assert bool((batch["labels"][:, [0, -1]] == -100).all())  # [CLS] and [SEP] are never selected
