@@ -76,8 +76,11 @@ def _fsync_dir(path: Path) -> None:
 
 def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, scheduler=None, tokenizer=None,
                     data_state: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-                    keep: int = 2, _before_commit=None) -> Path:
+                    keep: int = 2, optimizer_state: dict[str, Any] | None = None, _before_commit=None) -> Path:
     """Write out/step-XXXXXXXX completely, then point out/latest at it; prune all but the newest `keep`.
+
+    `optimizer_state` stands in for `optimizer.state_dict()` when the optimizer's own state is sharded (FSDP:
+    the trainer passes the state gathered to rank 0, in the same index-keyed layout).
 
     `_before_commit` is a test hook called after the files are written and before the rename (to simulate a
     crash mid-save)."""
@@ -90,7 +93,7 @@ def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, schedu
     tmp.mkdir()
     save_model(model, tmp, tokenizer=tokenizer)
     state = {"step": int(step), "rng": rng_state(), "data": data_state or {},
-             "optimizer": optimizer.state_dict() if optimizer is not None else None,
+             "optimizer": optimizer.state_dict() if optimizer is not None else optimizer_state,
              "scheduler": scheduler.state_dict() if scheduler is not None else None}
     torch.save(state, tmp / STATE_NAME)
     (tmp / SETTINGS_NAME).write_text(json.dumps(settings or {}, indent=2, sort_keys=True, default=str) + "\n")

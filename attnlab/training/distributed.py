@@ -3,15 +3,32 @@
 Under `torchrun --nproc_per_node=N attnlab train ...` the environment holds RANK, WORLD_SIZE, LOCAL_RANK and
 MASTER_ADDR/PORT; `setup()` joins the process group (nccl on GPUs, gloo on CPUs). Every rank draws the same
 global batch from the same seeded sampler and keeps its own slice (`shard`), so N ranks with a global batch B
-compute exactly what one process computes with batch B: DistributedDataParallel averages the gradients.
-FSDP (parameters, gradients and optimizer state sharded across ranks) is the option for models that do not fit
-one device; the training loop is the same.
+compute exactly what one process computes with batch B.
+
+Two strategies, one training loop:
+
+- ddp: DistributedDataParallel. Every rank holds all weights, gradients and optimizer state; an all-reduce
+  averages the gradients.
+- fsdp: FSDP2 (`torch.distributed.fsdp.fully_shard`). Each Block is its own unit and the root (embeddings,
+  positions, final norm, head) another, so every parameter, its gradient and its AdamW moments are split
+  along dim 0 over the ranks: a rank holds 1/N of them. A unit's full weights exist only while it runs
+  (all-gather before its forward and backward, freed after); gradients are reduce-scattered (averaged) to the
+  shard that owns them. FSDP2 rather than FSDP1: it is the maintained API, its parameters are DTensors with
+  their original names (so `torch.nn.utils.clip_grad_norm_` computes the global norm across shards and
+  state dicts need no name rewriting), and its collectives (all_gather_into_tensor, reduce_scatter_tensor)
+  run on gloo in torch >= 2.6 (checked on 2.13 CPU), so the CPU test exercises the same code a GPU run does.
+
+Checkpoints under fsdp hold the same files as a single-process run: `gather_full_state` all-gathers the
+weights and the optimizer state to rank 0's CPU (torch.distributed.checkpoint.state_dict with
+full_state_dict=True), and rank 0 writes them in the single-process layout (optimizer state keyed by parameter
+index), so a checkpoint resumes under any strategy and any number of ranks.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -50,7 +67,10 @@ def cleanup() -> None:
 
 
 def wrap(model: torch.nn.Module, info: DistInfo, strategy: str = "ddp", device: str = "cpu") -> torch.nn.Module:
-    """DistributedDataParallel (replicated weights, averaged gradients) or FSDP (sharded weights)."""
+    """DistributedDataParallel (replicated weights, averaged gradients) or FSDP2 (sharded weights, in place).
+
+    Under fsdp the optimizer must be built after this call: fully_shard replaces every parameter by a DTensor
+    shard, so an optimizer built before would update tensors the model no longer uses."""
     if info.world <= 1:
         return model
     cuda = str(device).startswith("cuda")
@@ -59,14 +79,78 @@ def wrap(model: torch.nn.Module, info: DistInfo, strategy: str = "ddp", device: 
 
         return DistributedDataParallel(model, device_ids=[info.local_rank] if cuda else None)
     if strategy == "fsdp":
-        from torch.distributed.fsdp import FullyShardedDataParallel
-
-        return FullyShardedDataParallel(model, device_id=info.local_rank if cuda else None, use_orig_params=True)
+        return shard_fully(model)
     raise ConfigError(f"strategy={strategy!r}: allowed 'ddp' or 'fsdp'")
 
 
+def shard_fully(model: torch.nn.Module) -> torch.nn.Module:
+    """FSDP2 in place: one unit per Block (bottom-up), then the root for the parameters outside the blocks.
+
+    Sharding per Block is what bounds memory: only one block's full weights are gathered at a time. Tied
+    weights (token embedding = LM head) both live in the root unit, so the tie survives sharding."""
+    from torch.distributed.fsdp import fully_shard, register_fsdp_forward_method
+
+    from attnlab.layers.block import Block
+
+    blocks = [m for m in model.modules() if isinstance(m, Block)]
+    if not blocks:
+        raise ConfigError(f"strategy=fsdp shards per Block, and {type(model).__name__} has none; use strategy=ddp")
+    for block in blocks:
+        fully_shard(block)
+    fully_shard(model)
+    # entry points other than forward (EncoderDecoder.encode/decode in greedy decoding) must gather the root too
+    for name in ("encode", "decode"):
+        if callable(getattr(model, name, None)):
+            register_fsdp_forward_method(model, name)
+    return model
+
+
+def is_sharded(model: torch.nn.Module) -> bool:
+    from torch.distributed.fsdp import FSDPModule
+
+    return isinstance(model, FSDPModule)
+
+
+def _param_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:
+    """The name of each optimizer parameter, in the order torch numbers them in optimizer.state_dict()."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    return [names[id(p)] for group in optimizer.param_groups for p in group["params"]]
+
+
+def gather_full_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer
+                      ) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """(full weights by name, full optimizer state in optimizer.state_dict()'s index-keyed layout) on rank 0's
+    CPU; empty dicts on the other ranks. Every rank must call it (it all-gathers each shard)."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    options = StateDictOptions(full_state_dict=True, cpu_offload=True)
+    weights, by_name = get_state_dict(model, optimizer, options=options)
+    if not by_name:  # not rank 0
+        return weights, {}
+    names = _param_names(model, optimizer)
+    index = {name: i for i, name in enumerate(names)}
+    state = {index[name]: value for name, value in by_name["state"].items()}
+    groups = [{**group, "params": [index[name] for name in group["params"]]} for group in by_name["param_groups"]]
+    return weights, {"state": state, "param_groups": groups}
+
+
+def load_full_optimizer_state(model: torch.nn.Module, optimizer: torch.optim.Optimizer,
+                              state: dict[str, Any]) -> None:
+    """Load a full, index-keyed optimizer state (as a single-process checkpoint holds it) into the optimizer of
+    a sharded model: every rank passes the same full state and keeps its own shard of each moment."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_optimizer_state_dict
+
+    names = _param_names(model, optimizer)
+    if len(names) != sum(len(g["params"]) for g in state["param_groups"]):
+        raise ConfigError(f"the saved optimizer state covers {sum(len(g['params']) for g in state['param_groups'])}"
+                          f" parameters but the model has {len(names)}; resume with the same model settings")
+    by_name = {"state": {names[i]: value for i, value in state["state"].items()},
+               "param_groups": [{**g, "params": [names[i] for i in g["params"]]} for g in state["param_groups"]]}
+    set_optimizer_state_dict(model, optimizer, by_name, options=StateDictOptions(full_state_dict=True))
+
+
 def unwrap(model: torch.nn.Module) -> torch.nn.Module:
-    """The plain attnlab model inside a DDP wrapper (FSDP keeps the original module with use_orig_params)."""
+    """The plain attnlab model inside a DDP wrapper (FSDP2 shards the model in place: it is its own module)."""
     return model.module if hasattr(model, "module") else model
 
 

@@ -12,6 +12,7 @@ run's losses exactly.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import math
 import sys
@@ -140,6 +141,7 @@ class Trainer:
         self.generator = torch.Generator().manual_seed(s.seed)
         self.step = 0
         self.history: list[dict[str, Any]] = []
+        self._full_model: nn.Module | None = None  # fsdp: rank 0's unsharded copy, written to checkpoints
 
     # ------------------------------------------------------------------ helpers
     def log(self, text: str) -> None:
@@ -165,8 +167,14 @@ class Trainer:
 
     def save(self) -> Path | None:
         path = None
+        model, optimizer, optimizer_state = self.model, self.optimizer, None
+        if dist_utils.is_sharded(self.model):  # every rank sends its shards; rank 0 writes the full tensors
+            weights, optimizer_state = dist_utils.gather_full_state(self.model, self.optimizer)
+            if self.info.is_main:
+                self._full_model.load_state_dict(weights)
+            model, optimizer = self._full_model, None
         if self.info.is_main:
-            path = save_checkpoint(self.out, self.step, self.model, optimizer=self.optimizer,
+            path = save_checkpoint(self.out, self.step, model, optimizer=optimizer, optimizer_state=optimizer_state,
                                    scheduler=self.scheduler, tokenizer=self.task.tokenizer,
                                    data_state={"generator": self.generator.get_state(), "step": self.step},
                                    settings=self.settings_record(), keep=self.settings.keep)
@@ -214,6 +222,26 @@ class Trainer:
             return None
         return mfu(flops_per_s, self.device, torch.bfloat16 if self.settings.bf16 else torch.float32)
 
+    def _shard(self) -> nn.Module:
+        """strategy=fsdp: shard self.model in place and rebuild the optimizer and schedule over the shards.
+
+        fully_shard swaps every parameter for a DTensor, so the optimizer built in __init__ (and any state a
+        resume loaded into it, full and index-keyed) moves to a new one built over the sharded parameters. Rank 0
+        keeps an unsharded CPU copy first: each checkpoint's gathered weights land in it so the usual writer
+        saves them under the usual names, and after fit it is rank 0's `trainer.model` (for reports)."""
+        s = self.settings
+        resumed = self.optimizer.state_dict() if self.optimizer.state else None
+        schedule = self.scheduler.state_dict()
+        if self.info.is_main:
+            self._full_model = copy.deepcopy(self.model).cpu()
+        model = dist_utils.wrap(self.model, self.info, "fsdp", str(self.device))
+        self.optimizer = build_optimizer(model, s.lr, s.weight_decay, (s.beta1, s.beta2))
+        self.scheduler = build_scheduler(self.optimizer, s.warmup, s.steps, s.min_lr_ratio)
+        self.scheduler.load_state_dict(schedule)
+        if resumed is not None:
+            dist_utils.load_full_optimizer_state(model, self.optimizer, resumed)
+        return model
+
     # ---------------------------------------------------------------- the loop
     def fit(self, resume: bool = False, stop_at: int | None = None) -> dict[str, Any]:
         """Train to settings.steps (or stop early at `stop_at`, saving, as if interrupted there)."""
@@ -222,7 +250,10 @@ class Trainer:
             self.resume()
         elif self.info.is_main and (self.out / "metrics.jsonl").exists():
             (self.out / "metrics.jsonl").unlink()  # a fresh run starts a fresh log
-        model = dist_utils.wrap(self.model, self.info, s.strategy, str(self.device))
+        if self.info.world > 1 and s.strategy == "fsdp":
+            model = self._shard()
+        else:
+            model = dist_utils.wrap(self.model, self.info, s.strategy, str(self.device))
         if s.compile:
             model = torch.compile(model)
         model.train()
@@ -253,7 +284,8 @@ class Trainer:
                     f"(now {s.lr}), a longer warmup (now {s.warmup}) or grad_clip (now {s.grad_clip}).")
             grad_norm = None
             if s.grad_clip > 0:
-                grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip))
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)  # fsdp: global, a DTensor
+                grad_norm = float(norm.full_tensor() if hasattr(norm, "full_tensor") else norm)
             lr = self.optimizer.param_groups[0]["lr"]
             self.optimizer.step()
             self.scheduler.step()
@@ -288,6 +320,8 @@ class Trainer:
             if (s.save_every and self.step % s.save_every == 0) or self.step == end:
                 self.save()
         elapsed = time.perf_counter() - started
+        if self._full_model is not None:  # fsdp: rank 0 continues with the unsharded copy, which the save at
+            self.model = self._full_model  # the last step filled (or the resume did, when no step was left)
         if self.info.is_main and s.plot:
             plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
         return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,
