@@ -95,6 +95,10 @@ def shard_fully(model: torch.nn.Module) -> torch.nn.Module:
     blocks = [m for m in model.modules() if isinstance(m, Block)]
     if not blocks:
         raise ConfigError(f"strategy=fsdp shards per Block, and {type(model).__name__} has none; use strategy=ddp")
+    scalars = [name for name, p in model.named_parameters() if p.dim() == 0]
+    if scalars:  # e.g. DualEncoder.logit_scale (clip-mnist): refused here, on every rank, before any collective
+        raise ConfigError(f"strategy=fsdp splits every parameter along dim 0, and {type(model).__name__} has "
+                          f"0-dimensional parameters {scalars} that FSDP2 cannot shard; use strategy=ddp")
     for block in blocks:
         fully_shard(block)
     fully_shard(model)

@@ -124,3 +124,20 @@ def test_fsdp_resume_equals_uninterrupted_fsdp_run(tmp_path):
 def test_strategy_other_than_ddp_or_fsdp_is_refused():
     with pytest.raises(ConfigError, match="allowed ddp, fsdp"):
         TrainSettings(strategy="zero3")
+
+
+def test_fsdp_refuses_models_it_cannot_shard():
+    """Refused with a ConfigError naming the cause and the way out, before any collective (no process group)."""
+    from torch import nn
+
+    from attnlab import ModelConfig, build_model
+    from attnlab.training.distributed import shard_fully
+
+    with pytest.raises(ConfigError, match="has none; use strategy=ddp"):
+        shard_fully(nn.Linear(4, 4))
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(topology="decoder", vocab_size=20, d_model=8, n_heads=2, d_ff=16, n_layers=1,
+                                    max_len=8))
+    model.logit_scale = nn.Parameter(torch.tensor(1.0))  # a 0-dimensional parameter, as DualEncoder has
+    with pytest.raises(ConfigError, match=r"0-dimensional parameters \['logit_scale'\].*use strategy=ddp"):
+        shard_fully(model)
