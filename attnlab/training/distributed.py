@@ -109,6 +109,13 @@ def shard_fully(model: torch.nn.Module) -> torch.nn.Module:
     return model
 
 
+def count_units(model: torch.nn.Module) -> int:
+    """How many FSDP units (Blocks + root) the model was cut into."""
+    from torch.distributed.fsdp import FSDPModule
+
+    return sum(isinstance(m, FSDPModule) for m in model.modules())
+
+
 def is_sharded(model: torch.nn.Module) -> bool:
     from torch.distributed.fsdp import FSDPModule
 

@@ -235,6 +235,10 @@ class Trainer:
         if self.info.is_main:
             self._full_model = copy.deepcopy(self.model).cpu()
         model = dist_utils.wrap(self.model, self.info, "fsdp", str(self.device))
+        held = sum(p.to_local().numel() for p in model.parameters())
+        total = sum(p.numel() for p in model.parameters())
+        self.log(f"fsdp: {dist_utils.count_units(model)} sharded units over {self.info.world} ranks; rank 0 holds "
+                 f"{held:,} of {total:,} parameters")
         self.optimizer = build_optimizer(model, s.lr, s.weight_decay, (s.beta1, s.beta2))
         self.scheduler = build_scheduler(self.optimizer, s.warmup, s.steps, s.min_lr_ratio)
         self.scheduler.load_state_dict(schedule)

@@ -31,12 +31,13 @@ def _single(out, keys, resume=False):
     run_train("gpt-char", out=str(out), quiet=True, resume=resume, overrides=dict(k.split("=", 1) for k in keys))
 
 
-def _torchrun(out, keys, resume=False):
+def _torchrun(out, keys, resume=False) -> str:
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "attnlab",
            "train", "gpt-char", "--out", str(out), *keys, *(["--resume"] if resume else [])]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
 
 
 def _weights(run, step=4):
@@ -76,8 +77,13 @@ def test_fsdp_two_gloo_processes_equal_one_process(tmp_path):
     single-process layout and values (so it resumes anywhere)."""
     keys = _corpus_keys(tmp_path, "grad_clip=0.5")  # a low clip so clipping by the global norm is exercised
     _single(tmp_path / "single", keys)
-    _torchrun(tmp_path / "fsdp", keys + ["strategy=fsdp"])
+    log = _torchrun(tmp_path / "fsdp", keys + ["strategy=fsdp"])
     single, fsdp = _weights(tmp_path / "single"), _weights(tmp_path / "fsdp")
+    # real sharding: 2 Blocks + the root, and rank 0 holds the first ceil(rows / 2) rows of every parameter
+    # (the tied embedding/head once, as the file stores it), not a replica
+    first_half = sum(-(-t.shape[0] // 2) * t[0].numel() for t in single.values())
+    total = sum(t.numel() for t in single.values())
+    assert f"fsdp: 3 sharded units over 2 ranks; rank 0 holds {first_half:,} of {total:,} parameters" in log
     assert all(single[n].shape == fsdp[n].shape for n in single)  # full, not one rank's shard
     _assert_weights_close(single, fsdp)
     records = [_metrics(tmp_path / run) for run in ("single", "fsdp")]
