@@ -110,7 +110,7 @@ def test_fsdp_two_gloo_processes_equal_one_process(tmp_path):
 def test_fsdp_resume_equals_uninterrupted_fsdp_run(tmp_path):
     """An FSDP run saving at steps 2 and 4; a copy rolled back to its step-2 checkpoint (what a run killed
     after step 2 leaves) and resumed under FSDP must redo steps 3-4 bit for bit: the optimizer state gathered
-    to rank 0 and scattered back to the shards loses nothing."""
+    to rank 0 and scattered back to the shards loses nothing. One process resumes the same checkpoint too."""
     keys = _corpus_keys(tmp_path, "strategy=fsdp", "save_every=2", "keep=3")
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     _torchrun(whole, keys)
@@ -125,6 +125,16 @@ def test_fsdp_resume_equals_uninterrupted_fsdp_run(tmp_path):
     assert [r["step"] for r in _metrics(parts)] == [1, 2, 3, 4]
     name = "lm_head.proj.weight"
     assert not torch.equal(_weights(whole, 2)[name], expected[name])  # steps 3-4 moved the weights
+    # the FSDP checkpoint has the single-process layout: one process resumes it too (to the rounding of the
+    # gradient average, as in the DDP comparison)
+    mixed = tmp_path / "mixed"
+    shutil.copytree(parts, mixed)
+    shutil.rmtree(mixed / "step-00000004")
+    (mixed / "latest").write_text("step-00000002\n")
+    _single(mixed, keys, resume=True)
+    _assert_weights_close(expected, _weights(mixed))
+    torch.testing.assert_close(torch.tensor([r["loss"] for r in _metrics(mixed)]),
+                               torch.tensor([r["loss"] for r in _metrics(whole)]), rtol=1e-6, atol=1e-6)
 
 
 def test_strategy_other_than_ddp_or_fsdp_is_refused():
