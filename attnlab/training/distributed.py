@@ -16,7 +16,7 @@ Two strategies, one training loop:
   shard that owns them. FSDP2 rather than FSDP1: it is the maintained API, its parameters are DTensors with
   their original names (so `torch.nn.utils.clip_grad_norm_` computes the global norm across shards and
   state dicts need no name rewriting), and its collectives (all_gather_into_tensor, reduce_scatter_tensor)
-  run on gloo in torch >= 2.6 (checked on 2.13 CPU), so the CPU test exercises the same code a GPU run does.
+  run on gloo (checked with torch 2.13 on CPU), so the CPU test exercises the same code a GPU run does.
 
 Checkpoints under fsdp hold the same files as a single-process run: `gather_full_state` all-gathers the
 weights and the optimizer state to rank 0's CPU (torch.distributed.checkpoint.state_dict with
