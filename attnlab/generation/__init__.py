@@ -19,6 +19,8 @@ import torch
 
 from attnlab.errors import InputError
 from attnlab.generation.beam import beam_search
+from attnlab.generation.layout import DecodeLayout
+from attnlab.generation.layout import worth_it as layout_worth_it
 from attnlab.generation.loop import Step, decode_steps
 from attnlab.generation.options import GenerationOptions
 from attnlab.generation.stepper import Stepper
@@ -78,12 +80,16 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
         length_penalty=length_penalty, early_stopping=early_stopping, eos_token_id=eos_token_id,
         pad_token_id=pad_token_id, stop_strings=stop_strings, seed=seed, use_cache=use_cache,
         keep_logits=keep_logits), tokenizer, generator)
+    options = request.options
+    # wide block weights stored (in, out) for this call when steps have few rows (see generation/layout.py)
+    layout = DecodeLayout(model, active=layout_worth_it(request.prompt.shape[0] * options.num_beams,
+                                                        options.max_new_tokens, options.use_cache))
     if stream:
-        if request.options.num_beams > 1:
-            raise InputError(f"stream=True with num_beams={request.options.num_beams}: beam search only knows its "
+        if options.num_beams > 1:
+            raise InputError(f"stream=True with num_beams={options.num_beams}: beam search only knows its "
                              "tokens at the end; stream with greedy decoding or sampling (num_beams=1)")
-        return _guarded(model, request.steps())
-    with _EvalInference(model):
+        return _guarded(model, request.steps(), layout)
+    with layout, _EvalInference(model):  # the layout's copies are made outside inference mode
         result = request.run()
     # hand back ordinary tensors: inference-mode tensors cannot enter autograd later (e.g. training on them)
     result.sequences = result.sequences.clone()
@@ -115,18 +121,22 @@ class _EvalInference:
         self.model.train(self.was_training)
 
 
-def _guarded(model, steps: Iterator[Step]) -> Iterator[Step]:
-    """Each step runs in eval + inference mode, but the caller's code between steps runs in its own mode."""
-    while True:
-        with _EvalInference(model):
-            try:
-                step = next(steps)
-            except StopIteration:
-                return
-        step.tokens, step.finished = step.tokens.clone(), step.finished.clone()  # ordinary tensors (see generate)
-        if step.logits is not None:
-            step.logits = step.logits.clone()
-        yield step
+def _guarded(model, steps: Iterator[Step], layout) -> Iterator[Step]:
+    """Each step runs in eval + inference mode, but the caller's code between steps runs in its own mode.
+
+    The decode layout lasts from the first step until the stream ends, is closed or is garbage-collected.
+    """
+    with layout:
+        while True:
+            with _EvalInference(model):
+                try:
+                    step = next(steps)
+                except StopIteration:
+                    return
+            step.tokens, step.finished = step.tokens.clone(), step.finished.clone()  # ordinary tensors
+            if step.logits is not None:
+                step.logits = step.logits.clone()
+            yield step
 
 
 class _Request:

@@ -5,8 +5,11 @@ matrix-vector product that reads the whole matrix (GPT-2: 50257 x 768 floats = 1
 bytes one token touches). nn.Linear stores it (out, in) and computes x W^T; with MKL on CPU that one-row
 product streams the matrix about 1.7x slower than x W_t with W_t stored (in, out) contiguously (measured in
 bench/RESULTS.md). So generation keeps a transposed copy of the head's weight, made once per weight version
-and reused across calls, and uses it when a step has few rows. The numbers are the same products and sums,
-so the logits agree with the model's own head to float32 rounding (the tests compare them at 1e-5).
+and reused across calls, and uses it when a step has at most MAX_ROWS rows. With more rows MKL's one
+matrix-matrix product over all 50k vocabulary rows is poorly blocked; the same product cut into slices of
+CHUNK vocabulary rows (views of the weight, no copy) is about 1.3x faster at 4-16 rows (bench/RESULTS.md).
+The numbers are the same products and sums, so the logits agree with the model's own head to float32
+rounding (the tests compare them at 1e-5).
 """
 
 from __future__ import annotations
@@ -14,9 +17,11 @@ from __future__ import annotations
 import weakref
 
 import torch
+import torch.nn.functional as F
 
 _TRANSPOSED: dict[int, tuple] = {}  # id(proj weight) -> (weakref to it, its _version, W^T)
-MAX_ROWS = 4  # above this the plain (out, in) matrix-matrix product is as fast
+MAX_ROWS = 3  # up to this many rows the (d_model, vocab) copy is faster; from 4 rows MKL's (out, in) gemm is
+CHUNK = 1024  # vocabulary rows per product when a step has more rows
 
 
 def transposed_weight(weight: torch.Tensor) -> torch.Tensor:
@@ -35,9 +40,10 @@ def transposed_weight(weight: torch.Tensor) -> torch.Tensor:
 class DecodeHead:
     """Computes what attnlab's LMHead computes, for the last position only."""
 
-    def __init__(self, lm_head):
+    def __init__(self, lm_head, rows: int):
         self.lm_head = lm_head
-        self.weight_t = transposed_weight(lm_head.proj.weight)  # (d_model, vocab)
+        # (d_model, vocab) copy only where it pays: a batch of more rows never makes it (no memory spent)
+        self.weight_t = transposed_weight(lm_head.proj.weight) if rows <= MAX_ROWS else None
 
     def __call__(self, h: torch.Tensor) -> torch.Tensor:
         """(rows, d_model) -> (rows, vocab)."""
@@ -46,13 +52,17 @@ class DecodeHead:
             h = h * head.scale
         if head.transform is not None:
             h = head.norm(head.act(head.transform(h)))
-        if head.bias is not None:
-            return torch.addmm(head.bias, h, self.weight_t)
-        return h @ self.weight_t
+        if self.weight_t is not None and h.shape[0] <= MAX_ROWS:
+            if head.bias is not None:
+                return torch.addmm(head.bias, h, self.weight_t)
+            return h @ self.weight_t
+        weights = head.proj.weight.split(CHUNK)  # views of (vocab, d_model): CHUNK vocabulary rows each
+        biases = head.bias.split(CHUNK) if head.bias is not None else [None] * len(weights)
+        return torch.cat([F.linear(h, w, b) for w, b in zip(weights, biases, strict=True)], dim=-1)  # (rows, vocab)
 
 
-def usable(model, rows: int) -> bool:
+def usable(model) -> bool:
     """The fast head applies to attnlab's own LMHead (proj weight, optional scale/transform/bias)."""
     head = getattr(model, "lm_head", None)
-    return (rows <= MAX_ROWS and head is not None and hasattr(head, "proj") and hasattr(head, "scale")
+    return (head is not None and hasattr(head, "proj") and hasattr(head, "scale")
             and hasattr(head, "transform") and getattr(head.proj, "bias", None) is None)

@@ -52,7 +52,7 @@ class Stepper:
         else:
             self.positions = torch.arange(total, device=device).expand(batch, total)
         self.cache = KVCache.for_model(model, batch, total) if use_cache else None
-        self.head = fast_head.DecodeHead(model.lm_head) if fast_head.usable(model, batch) else None
+        self.head = fast_head.DecodeHead(model.lm_head, batch) if fast_head.usable(model) else None
 
     # ------------------------------------------------------------------ the two verbs
     def first(self) -> torch.Tensor:
