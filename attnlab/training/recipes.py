@@ -488,7 +488,7 @@ _VIT_PARAMS = dict(patch_size=7, d_model=64, n_heads=4, d_ff=128, n_layers=4, dr
 
 
 @recipe("vit-mnist", "ViT on MNIST-5k (4000 train / 1000 test images), test accuracy", _VIT_PARAMS,
-        dict(steps=4000, batch_size=64, lr=3e-3, warmup=100, eval_every=500, weight_decay=0.05))
+        dict(steps=6000, batch_size=64, lr=3e-3, warmup=100, eval_every=500, weight_decay=0.05))
 def build_vit_mnist(p):
     return VitMnistTask(p, p["batch_size"])
 
