@@ -128,6 +128,7 @@ def test_model_still_trains_after_a_call_with_the_layout():
 def test_decode_head_in_slices_equals_the_model_head(bias, monkeypatch):
     """Steps of more than MAX_ROWS rows take the sliced product; 97 = 9 slices of 10 + a remainder of 7."""
     monkeypatch.setattr(decode_head, "CHUNK", 10)
+    monkeypatch.setattr(decode_head, "SLICE_MAX_THREADS", torch.get_num_threads())  # slices whatever the threads
     model = _decoder(lm_head_bias=bias)
     if bias:
         with torch.no_grad():

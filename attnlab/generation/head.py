@@ -7,7 +7,10 @@ product streams the matrix about 1.7x slower than x W_t with W_t stored (in, out
 bench/RESULTS.md). So generation keeps a transposed copy of the head's weight, made once per weight version
 and reused across calls, and uses it when a step has at most MAX_ROWS rows. With more rows MKL's one
 matrix-matrix product over all 50k vocabulary rows is poorly blocked; the same product cut into slices of
-CHUNK vocabulary rows (views of the weight, no copy) is about 1.3x faster at 4-16 rows (bench/RESULTS.md).
+CHUNK vocabulary rows (views of the weight, no copy) is about 1.3x faster at 4-16 rows on one thread
+(bench/RESULTS.md). With more threads each slice is a parallel region of its own, and on cores shared with
+other jobs every region can wait milliseconds for its second thread (measured: 48 slices made a step 7x
+slower on the loaded 2-core machine), so several threads keep the single product.
 The numbers are the same products and sums, so the logits agree with the model's own head to float32
 rounding (the tests compare them at 1e-5).
 """
@@ -21,7 +24,8 @@ import torch.nn.functional as F
 
 _TRANSPOSED: dict[int, tuple] = {}  # id(proj weight) -> (weakref to it, its _version, W^T)
 MAX_ROWS = 3  # up to this many rows the (d_model, vocab) copy is faster; from 4 rows MKL's (out, in) gemm is
-CHUNK = 1024  # vocabulary rows per product when a step has more rows
+CHUNK = 1024  # vocabulary rows per product when a step has more rows (one thread only, see below)
+SLICE_MAX_THREADS = 1  # each slice opens its own parallel region; on shared cores that costs ms per region
 
 
 def transposed_weight(weight: torch.Tensor) -> torch.Tensor:
@@ -56,6 +60,8 @@ class DecodeHead:
             if head.bias is not None:
                 return torch.addmm(head.bias, h, self.weight_t)
             return h @ self.weight_t
+        if torch.get_num_threads() > SLICE_MAX_THREADS:  # measured only where it pays: one thread
+            return F.linear(h, head.proj.weight, head.bias)
         weights = head.proj.weight.split(CHUNK)  # views of (vocab, d_model): CHUNK vocabulary rows each
         biases = head.bias.split(CHUNK) if head.bias is not None else [None] * len(weights)
         return torch.cat([F.linear(h, w, b) for w, b in zip(weights, biases, strict=True)], dim=-1)  # (rows, vocab)

@@ -1,0 +1,154 @@
+"""Cost of one cached decoding step: attnlab with and without its decode-speed paths, against Hugging Face.
+
+A step's cost is measured as (generate(prompt, 1 + K tokens) - generate(prompt, 1 token)) / K, so the prompt's
+forward pass (prefill) cancels out and what remains is K cached steps. Three variants run interleaved in one
+process (A B C A B C after a warm-up), on identical weights, greedy, EOS disabled:
+
+  attnlab        as shipped: decode layout (generation/layout.py) and the decode head (generation/head.py);
+  attnlab plain  both switched off: nn.Linear's (out, in) weights and the LM head as one product;
+  HF             transformers' `generate` on the model attnlab's weights were converted from.
+
+Default: 1 thread and process CPU time, which is robust to other jobs on a shared machine (wall time is not).
+Also reports the decode layout's one-time cost per call (kept out of the step cost: the layout is forced on
+for the 1-token run too) (making and dropping the (in, out) copies) and the
+bytes those copies hold while a call runs, and the weight-reading floor: weight bytes / read bandwidth.
+
+    python bench/bench_decode_step.py                          # GPT-2-small shape and SmolLM2-135M, batch 1 and 8
+    python bench/bench_decode_step.py --threads 2              # wall time instead of CPU time
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.bench_generate import gpt2_small, machine, smollm2  # noqa: E402
+
+
+def measure(fn, clock) -> float:
+    start = clock()
+    fn()
+    return clock() - start
+
+
+def read_bandwidth(clock, reps: int = 5) -> float:
+    """GB/s of a read-only pass (sum) over 256 MB: the speed at which a step can read its weights."""
+    src = torch.randn(64 * 2**20)
+    src.sum()
+    return src.nbytes / statistics.median(measure(src.sum, clock) for _ in range(reps)) / 1e9
+
+
+def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clock):
+    import attnlab
+    from attnlab.generation import head as decode_head
+    from attnlab.generation import layout
+
+    gen = torch.Generator().manual_seed(batch)
+    ids = torch.randint(0, ours.config.vocab_size, (batch, prompt_len), generator=gen)
+
+    def attnlab_run(n):
+        return attnlab.generate(ours, ids, max_new_tokens=n, eos_token_id=None).sequences
+
+    def plain_run(n):
+        saved = layout.ENABLED, decode_head.MAX_ROWS, decode_head.CHUNK
+        layout.ENABLED, decode_head.MAX_ROWS, decode_head.CHUNK = False, 0, 1 << 30  # one (out, in) product
+        try:
+            return attnlab_run(n)
+        finally:
+            layout.ENABLED, decode_head.MAX_ROWS, decode_head.CHUNK = saved
+
+    def hf_run(n):
+        with torch.inference_mode():
+            return hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
+                               num_beams=1, pad_token_id=0)
+
+    # the 1-token run must pay the layout's one-time cost too, so that it cancels (reported on its own)
+    layout.MIN_NEW_TOKENS = 1
+    variants = {"attnlab": attnlab_run, "attnlab plain": plain_run, "HF": hf_run}
+    for fn in variants.values():  # warm-up (and the head's transposed copy, made once per weight version)
+        fn(2)
+    costs = {name: [] for name in variants}
+    outputs = {}
+    for _ in range(reps):
+        for name, fn in variants.items():
+            one = measure(lambda fn=fn: fn(1), clock)
+            start = clock()
+            outputs[name] = fn(1 + steps)
+            costs[name].append((clock() - start - one) / steps)
+    same = all(torch.equal(outputs["attnlab"], out) for out in outputs.values())
+    return {name: statistics.median(values) for name, values in costs.items()}, same
+
+
+def layout_cost(ours, clock, reps: int = 5) -> tuple[float, int]:
+    """Seconds to make and drop the (in, out) copies once; bytes they hold while a call runs."""
+    from attnlab.generation.layout import DecodeLayout, wide_weights
+
+    def once():
+        with DecodeLayout(ours):
+            pass
+
+    once()
+    seconds = statistics.median(measure(once, clock) for _ in range(reps))
+    return seconds, sum(w.nbytes for w in wide_weights(ours))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--models", default="gpt2,smollm2")
+    parser.add_argument("--prompt", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=24, help="cached steps per measurement")
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    clock = time.process_time if args.threads == 1 else time.perf_counter
+    import transformers
+
+    print(f"# bench_decode_step: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
+          f"torch {torch.__version__}; transformers {transformers.__version__}; "
+          f"{'process CPU' if args.threads == 1 else 'wall'} time")
+    print(f"# command: python bench/bench_decode_step.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(f"# {args.prompt}-token prompt, median of {args.reps} interleaved runs of {args.steps} cached steps\n")
+    bandwidth = read_bandwidth(clock)
+    print(f"read stream: {bandwidth:.1f} GB/s")
+    rows = []
+    for key in args.models.split(","):
+        loaded = {"gpt2": gpt2_small, "smollm2": smollm2}[key]()
+        if loaded is None:
+            print(f"({key}: not installed, skipped)")
+            continue
+        name, hf, ours = loaded
+        # bytes one step reads: every matrix once (a tied embedding is read once, as the head)
+        weight_bytes = sum(p.nbytes for n, p in ours.named_parameters() if n != "tokens.weight" or
+                           ours.config.tie_embeddings)
+        floor = weight_bytes / bandwidth / 1e9
+        seconds, nbytes = layout_cost(ours, clock)
+        print(f"{name}: weights read per step {weight_bytes / 1e6:.0f} MB -> floor {floor * 1e3:.1f} ms; decode layout "
+              f"costs {seconds * 1e3:.0f} ms per call and holds {nbytes / 1e6:.0f} MB while it runs", flush=True)
+        for batch in (int(b) for b in args.batches.split(",")):
+            costs, same = step_costs(hf, ours, batch, args.prompt, args.steps, args.reps, clock)
+            rows.append((name, batch, costs, same, floor))
+            print(f"  batch {batch}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in costs.items())
+                  + f"; same tokens: {same}", flush=True)
+        del hf, ours
+
+    print("\n| model | batch | attnlab ms/step | attnlab plain ms/step | HF ms/step | HF / attnlab | "
+          "plain / attnlab | attnlab / floor | same tokens |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, batch, c, same, floor in rows:
+        print(f"| {name} | {batch} | {c['attnlab'] * 1e3:.1f} | {c['attnlab plain'] * 1e3:.1f} | {c['HF'] * 1e3:.1f} | "
+              f"{c['HF'] / c['attnlab']:.2f}x | {c['attnlab plain'] / c['attnlab']:.2f}x | "
+              f"{c['attnlab'] / floor:.2f}x | {'yes' if same else 'no'} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
