@@ -77,8 +77,8 @@ class DecodeLayout:
                 if entry is not None:
                     entry[1] += 1
                     continue
-                if w.dim() != 2 or not w.is_contiguous() or w.is_inference():
-                    continue  # not nn.Linear's plain (out, in) storage: leave it alone
+                if w.device.type != "cpu" or w.dim() != 2 or not w.is_contiguous() or w.is_inference():
+                    continue  # measured on CPU (MKL) only; or not nn.Linear's plain (out, in) storage
                 original = w.data
                 w.data = original.t().contiguous().t()  # (out, in) view of (in, out) storage; same values
                 _ACTIVE[id(w)] = [original, 1, w._version]
