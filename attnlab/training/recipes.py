@@ -315,7 +315,7 @@ class MaskedLMTask(Task):
 @recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
         dict(data="", vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, dropout=0.0,
              mask_prob=0.15, val_fraction=0.1, eval_windows=200),
-        dict(steps=1000, batch_size=16, lr=1e-3, warmup=100, eval_every=250))
+        dict(steps=3000, batch_size=16, lr=1e-3, warmup=100, eval_every=500))
 def build_bert_mlm(p):
     return MaskedLMTask(p, read_corpus(p["data"]), p["batch_size"])
 
