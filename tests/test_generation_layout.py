@@ -151,3 +151,36 @@ def test_batch_of_many_rows_generates_what_each_prompt_generates_alone():
     for row, prompt in enumerate(prompts):
         alone = attnlab.generate(model, [prompt], max_new_tokens=6, eos_token_id=None)
         assert together.tokens[row] == alone.tokens[0]
+
+
+@pytest.mark.parametrize("kind", ["gpt2", "llama"])
+def test_layout_tokens_equal_hugging_face(kind):
+    """Independent reference: HF `generate` on the weights attnlab converted, 24 greedy tokens with the layout on."""
+    transformers = pytest.importorskip("transformers")
+    from attnlab.interop.hf import from_hf_model
+
+    torch.manual_seed(0)
+    if kind == "gpt2":
+        hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(vocab_size=99, n_embd=32, n_layer=2, n_head=4,
+                                                                  n_positions=64))
+    else:
+        hf = transformers.LlamaForCausalLM(transformers.LlamaConfig(
+            vocab_size=99, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=128, tie_word_embeddings=False))
+    gen = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for p in hf.parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.15)  # peaked logits: no near-ties to flip
+    hf.eval()
+    ours = from_hf_model(hf)
+    seen, handle = _strides_seen(ours)
+    for prompt in PROMPTS:
+        ids = torch.tensor([prompt])
+        with torch.no_grad():
+            expected = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=24, do_sample=False,
+                                   num_beams=1, eos_token_id=None, pad_token_id=0)
+        got = attnlab.generate(ours, ids, max_new_tokens=24, eos_token_id=None)
+        assert torch.equal(got.sequences, expected)
+    handle.remove()
+    assert seen and seen[0][0] == 1  # the layout was on: (in, out) storage
