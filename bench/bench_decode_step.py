@@ -107,7 +107,10 @@ def main(argv=None) -> int:
     parser.add_argument("--prompt", type=int, default=32)
     parser.add_argument("--steps", type=int, default=24, help="cached steps per measurement")
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--quick", action="store_true", help="GPT-2 shape, batch 1, 3 repetitions")
     args = parser.parse_args(argv)
+    if args.quick:
+        args.models, args.batches, args.reps = "gpt2", "1", 3
     torch.set_num_threads(args.threads)
     clock = time.process_time if args.threads == 1 else time.perf_counter
     import transformers

@@ -23,6 +23,9 @@ from bench import bench_forward, bench_train  # noqa: E402
 OURS = {"train": bench_train, "forward": bench_forward}
 
 
+# micro-benchmarks run by hand (no peer library): bench_matvec.py times weight layouts against each other
+MICRO = {"matvec"}
+
 # scripts that are not bench_<name>.py, with their arguments for (--quick, full)
 EXTRA = {"explorer": ("load_explorer.py", ["--clients", "4", "--requests", "10"], [])}
 
@@ -33,7 +36,7 @@ def other_scripts() -> dict[str, tuple[Path, list[str], list[str]]]:
     found = {}
     for path in sorted(BENCH_DIR.glob("bench_*.py")):
         name = path.stem.removeprefix("bench_")
-        if name not in OURS:
+        if name not in OURS and name not in MICRO:
             found[name] = (path, ["--quick"], [])
     for name, (file, quick, full) in EXTRA.items():
         if (BENCH_DIR / file).is_file():
