@@ -38,9 +38,20 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict]:
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
+def fused_supported(model: nn.Module) -> bool:
+    """torch's fused AdamW kernel (one kernel for every parameter's update instead of ~10 per tensor) runs on
+    plain floating-point CPU and CUDA tensors; sharded FSDP parameters (DTensor) take the foreach path."""
+    return all(type(p) is nn.Parameter and p.device.type in ("cpu", "cuda") and p.is_floating_point()
+               for p in model.parameters())
+
+
 def build_optimizer(model: nn.Module, lr: float, weight_decay: float = 0.1,
-                    betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8) -> torch.optim.AdamW:
-    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=betas, eps=eps)
+                    betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8,
+                    fused: bool | None = None) -> torch.optim.AdamW:
+    """AdamW over the two groups; fused (one kernel per step) wherever torch supports it, unless fused=False."""
+    if fused is None:
+        fused = fused_supported(model)
+    return torch.optim.AdamW(param_groups(model, weight_decay), lr=lr, betas=betas, eps=eps, fused=fused)
 
 
 class WarmupCosine:
