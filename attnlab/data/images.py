@@ -46,25 +46,28 @@ def sklearn_digits(size: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def image_folder(path: str | Path, size: int | None = None,
-                 channels: int = 3) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+                 channels: int | None = 3) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
     """Images under `path/<class name>/*.png|jpg...`: (images, labels, class_names sorted by name).
 
     Without `size` every image must already have the same height and width; with it they are resized to
-    (size, size). channels=1 converts to grayscale, 3 to RGB.
+    (size, size). channels=1 converts to grayscale, 3 to RGB, None takes it from the data: 1 when every image
+    is stored as grayscale (so a folder of digit scans does not triple its input for nothing), else 3.
     """
     from PIL import Image, UnidentifiedImageError
 
     path = Path(path).expanduser()
     if not path.is_dir():
         raise InputError(f"{path} is not a folder; give a folder with one subfolder of images per class")
-    if channels not in (1, 3):
-        raise InputError(f"channels={channels!r}: allowed 1 (grayscale) or 3 (RGB)")
+    if channels not in (1, 3, None):
+        raise InputError(f"channels={channels!r}: allowed 1 (grayscale), 3 (RGB) or None (from the data)")
     classes = sorted(p.name for p in path.iterdir() if p.is_dir())
     files = [(f, label) for label, name in enumerate(classes) for f in sorted((path / name).iterdir())
              if f.suffix.lower() in IMAGE_SUFFIXES]
     if not files:
         raise InputError(f"{path} holds no images in class subfolders ({', '.join(IMAGE_SUFFIXES)}); "
                          "expected path/<class name>/<image file>")
+    if channels is None:
+        channels = 1 if all(_stored_mode(file) in GRAY_MODES for file, _ in files) else 3
     arrays, first = [], None
     for file, _ in files:
         try:
@@ -83,6 +86,20 @@ def image_folder(path: str | Path, size: int | None = None,
         arrays.append(array.reshape(array.shape[0], array.shape[1], channels))
     images = torch.from_numpy(np.stack(arrays)).permute(0, 3, 1, 2).contiguous()  # (N, channels, H, W)
     return images, torch.tensor([label for _, label in files], dtype=torch.long), classes
+
+
+GRAY_MODES = ("1", "L", "I", "I;16", "F")  # PIL modes holding one channel
+
+
+def _stored_mode(file: Path) -> str:
+    """The PIL mode an image file is stored in (reads the header only)."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(file) as image:
+            return image.mode
+    except (UnidentifiedImageError, OSError) as exc:
+        raise InputError(f"{file} is not a readable image ({exc})") from None
 
 
 def train_test_split(images: torch.Tensor, labels: torch.Tensor, test_fraction: float = 0.2,

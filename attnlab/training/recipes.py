@@ -26,9 +26,9 @@ from attnlab.config import ModelConfig
 from attnlab.data import tokenizers
 from attnlab.data.collators import MLMCollator
 from attnlab.data.corpora import python_docs, read_text
-from attnlab.data.images import mnist_5k
+from attnlab.data.images import image_folder, mnist_5k, sklearn_digits, train_test_split
 from attnlab.data.packages import MissingDataError
-from attnlab.data.pairs import digit_words
+from attnlab.data.pairs import digit_words, read_pairs_tsv
 from attnlab.data.token_file import TokenFile
 from attnlab.errors import ConfigError, InputError
 from attnlab.training.trainer import Task, TrainSettings
@@ -324,22 +324,53 @@ def build_bert_mlm(p):
 NUMBER_SPECIAL = {"pad": "[PAD]", "bos": "[BOS]", "eos": "[EOS]", "unk": "[UNK]"}
 
 
+def tsv_pairs(p, batch_size: int) -> tuple[list[tuple[str, str]], int]:
+    """pairs=FILE shuffled by split_seed -> (pairs, n_test): the first n_test pairs are held out."""
+    try:
+        pairs = read_pairs_tsv(p["pairs"])
+    except InputError as exc:
+        raise InputError(f"pairs={p['pairs']}: {exc}") from None
+    if not (0.0 < p["test_fraction"] < 1.0):
+        raise ConfigError(f"test_fraction={p['test_fraction']}: must be a number in (0, 1)")
+    order = torch.randperm(len(pairs), generator=torch.Generator().manual_seed(p["split_seed"])).tolist()
+    n_test = int(len(pairs) * p["test_fraction"])
+    if n_test < 1 or len(pairs) - n_test < batch_size:
+        raise InputError(f"pairs={p['pairs']}: {len(pairs)} pairs with test_fraction={p['test_fraction']} give "
+                         f"{len(pairs) - n_test} train and {n_test} held-out pairs; need at least batch_size="
+                         f"{batch_size} train pairs and one held-out pair")
+    return [pairs[i] for i in order], n_test
+
+
 class TranslateNumbersTask(Task):
     """English number words -> French number words (num2words), teacher forcing; held-out numbers are never
-    seen in training, so exact match measures whether the model learned the composition rules."""
+    seen in training, so exact match measures whether the model learned the composition rules.
+
+    With pairs=FILE (source<TAB>target lines) the same model, loss and evaluation run on the user's pairs,
+    split by test_fraction/split_seed. Their word vocabulary is built from the *training* pairs only (number
+    words build it from every number: the set of words is closed). A held-out word never seen in training is
+    [UNK], and a held-out target holding one counts as a miss: the model cannot write a word it never saw, so
+    its exact match for that pair is 0 (the evaluation reports how many such targets, `unseen_targets`).
+    """
 
     def __init__(self, p):
         from num2words import num2words
 
         self.p = p
-        numbers = torch.randperm(p["max_number"] + 1, generator=torch.Generator().manual_seed(p["split_seed"]))
-        n_test = int(len(numbers) * p["test_fraction"])
-        if n_test < 1 or len(numbers) - n_test < 1:
-            raise InputError(f"max_number={p['max_number']} with test_fraction={p['test_fraction']} leaves an "
-                             "empty train or test set")
-        pairs = [(num2words(int(n), lang=p["source_lang"]), num2words(int(n), lang=p["target_lang"]))
-                 for n in numbers.tolist()]
-        words = [w for s, t in pairs for w in tokenizers.split_words(s) + tokenizers.split_words(t)]
+        self.from_file = bool(p.get("pairs"))
+        if self.from_file:
+            pairs, n_test = tsv_pairs(p, p.get("batch_size", 1))
+            vocabulary_pairs, extra = pairs[n_test:], {"pairs": Path(p["pairs"]).name}
+        else:
+            numbers = torch.randperm(p["max_number"] + 1,
+                                     generator=torch.Generator().manual_seed(p["split_seed"]))
+            n_test = int(len(numbers) * p["test_fraction"])
+            if n_test < 1 or len(numbers) - n_test < 1:
+                raise InputError(f"max_number={p['max_number']} with test_fraction={p['test_fraction']} leaves an "
+                                 "empty train or test set")
+            pairs = [(num2words(int(n), lang=p["source_lang"]), num2words(int(n), lang=p["target_lang"]))
+                     for n in numbers.tolist()]
+            vocabulary_pairs, extra = pairs, {"source_lang": p["source_lang"], "target_lang": p["target_lang"]}
+        words = [w for s, t in vocabulary_pairs for w in tokenizers.split_words(s) + tokenizers.split_words(t)]
         self.tokenizer = tok = tokenizers.word_tokenizer(words, list(NUMBER_SPECIAL.values()))
         self.pad, self.bos, self.eos = tok.pad_id, tok.bos_id, tok.eos_id
         src = [tok.encode(s, add_special_tokens=False) for s, _ in pairs]
@@ -347,15 +378,14 @@ class TranslateNumbersTask(Task):
         self.max_len = max(len(x) for x in src + tgt) + 1
         self.src, self.tgt = self._pad(src, self.max_len), self._pad([t + [self.eos] for t in tgt], self.max_len)
         self.test_idx = torch.arange(n_test)
-        self.train_idx = torch.arange(n_test, len(numbers))
+        self.train_idx = torch.arange(n_test, len(pairs))
         self.test_pairs = pairs[:n_test]
         config = ModelConfig(topology="encoder-decoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
                              n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"],
                              max_len=self.max_len + 1, position="learned", activation="gelu",
                              norm_placement="pre", dropout=p["dropout"], pad_token_id=self.pad,
                              bos_token_id=self.bos, eos_token_id=self.eos, decoder_start_token_id=self.bos,
-                             name="translate-numbers",
-                             extra={"source_lang": p["source_lang"], "target_lang": p["target_lang"]})
+                             name="translate-numbers", extra=extra)
         self.model = build_model(config)
 
     def _pad(self, rows, length):
@@ -400,11 +430,18 @@ class TranslateNumbersTask(Task):
         device = next(model.parameters()).device
         correct = 0
         n = min(len(self.test_idx), self.p["eval_examples"]) if self.p["eval_examples"] else len(self.test_idx)
+        unk, unseen = self.tokenizer.unk_id, 0
         for idx in self.test_idx[:n].split(500):
             pred = self.greedy(model, self.src[idx].to(device)).cpu()
             for p_row, t_row in zip(pred, self.tgt[idx], strict=False):
-                correct += self._strip(p_row) == self._strip(t_row)
-        return {"exact_match": correct / n}
+                reference = self._strip(t_row)
+                if self.from_file and unk in reference:  # a word never seen in training: cannot be matched
+                    unseen += 1
+                    continue
+                correct += self._strip(p_row) == reference
+        if not self.from_file:
+            return {"exact_match": correct / n}
+        return {"exact_match": correct / n, "held_out": n, "unseen_targets": unseen}
 
     def report(self, model, out: Path) -> dict[str, Any]:
         model.eval()
@@ -416,8 +453,9 @@ class TranslateNumbersTask(Task):
         return {"samples": lines}
 
 
-@recipe("translate-numbers", "encoder-decoder: English number words -> French (num2words), greedy exact match",
-        dict(max_number=9999, test_fraction=0.1, split_seed=0, source_lang="en", target_lang="fr", d_model=128,
+@recipe("translate-numbers", "encoder-decoder: English number words -> French (num2words), or pairs=TSV; "
+        "greedy exact match", dict(pairs="", max_number=9999, test_fraction=0.1, split_seed=0, source_lang="en",
+                                   target_lang="fr", d_model=128,
              n_heads=4, d_ff=256, n_layers=3, dropout=0.0, eval_examples=0),
         dict(steps=600, batch_size=64, lr=1e-3, warmup=100, eval_every=200))
 def build_translate_numbers(p):
@@ -440,33 +478,124 @@ def split_images(p, batch_size):
     return pixels[train], labels[train], pixels[test], labels[test]
 
 
-def shift_images(images: torch.Tensor, max_shift: int, generator: torch.Generator) -> torch.Tensor:
-    """Random translations by up to max_shift pixels (zero-padded): the augmentation small-data ViTs need."""
+def shift_images(images: torch.Tensor, max_shift: int, generator: torch.Generator,
+                 fill: float | None = -MNIST_MEAN / MNIST_STD) -> torch.Tensor:
+    """Random translations by up to max_shift pixels: the augmentation small-data ViTs need.
+
+    The uncovered border takes `fill` (MNIST's normalised black background by default) or, with fill=None,
+    repeats the edge pixels (user images have no known background colour).
+    """
     if max_shift <= 0:
         return images
     n, _, h, w = images.shape
-    padded = F.pad(images, (max_shift,) * 4, value=-MNIST_MEAN / MNIST_STD)  # pad with the background value
+    if fill is None:
+        padded = F.pad(images, (max_shift,) * 4, mode="replicate")
+    else:
+        padded = F.pad(images, (max_shift,) * 4, value=fill)  # pad with the background value
     dx = torch.randint(0, 2 * max_shift + 1, (n,), generator=generator).tolist()
     dy = torch.randint(0, 2 * max_shift + 1, (n,), generator=generator).tolist()
     return torch.stack([padded[i, :, dy[i]: dy[i] + h, dx[i]: dx[i] + w] for i in range(n)])
 
 
-def vit_config(p, head: str, n_classes: int, name: str) -> ModelConfig:
-    return ModelConfig(topology="vit", image_size=28, patch_size=p["patch_size"], n_channels=1,
+def vit_config(p, head: str, n_classes: int, name: str, image_size: int = 28, n_channels: int = 1,
+               extra: dict[str, Any] | None = None) -> ModelConfig:
+    return ModelConfig(topology="vit", image_size=image_size, patch_size=p["patch_size"], n_channels=n_channels,
                        d_model=p["d_model"], n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"],
                        position="learned", activation="gelu", norm_placement="pre", head=head,
-                       n_classes=n_classes, vocab_size=1, dropout=p["dropout"], name=name)
+                       n_classes=n_classes, vocab_size=1, dropout=p["dropout"], name=name, extra=extra or {})
+
+
+IMAGE_DATASETS = ("mnist", "digits")
+
+
+@dataclass
+class ImageData:
+    """A normalised train/test split of a user image folder or scikit-learn's digits, with what a checkpoint
+    must remember to be used later: class names and the per-channel pixel statistics inputs were normalised by."""
+
+    train_x: torch.Tensor  # (n_train, channels, size, size)
+    train_y: torch.Tensor  # (n_train,)
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    labels: list[str]
+    mean: list[float]
+    std: list[float]
+    source: str
+
+
+def user_images(p, batch_size) -> ImageData:
+    """images=FOLDER or dataset=digits: loaded, validated, split by class (test_fraction, split_seed) and
+    normalised with the training part's per-channel mean and std. Every check runs before anything is written."""
+    size = p["image_size"] or None
+    if size is not None and size < 1:
+        raise ConfigError(f"image_size={size}: give a positive size, or 0 to keep the data's own size")
+    if p["images"]:
+        folder = Path(p["images"]).expanduser()
+        try:
+            pixels, labels, names = image_folder(folder, size=size, channels=None)
+        except InputError as exc:
+            raise InputError(f"images={p['images']}: {exc}") from None
+        counts = torch.bincount(labels, minlength=len(names)).tolist()
+        empty = [name for name, count in zip(names, counts, strict=True) if count == 0]
+        if empty:
+            raise InputError(f"images={p['images']}: class folder(s) {', '.join(empty)} hold no images; "
+                             "remove them or add images")
+        if len(names) < 2:
+            raise InputError(f"images={p['images']}: found one class ({names[0]}); a classifier needs at least "
+                             "two class subfolders")
+        source = folder.name
+    else:
+        pixels, labels = sklearn_digits(size or 8)
+        names, source = [str(d) for d in range(10)], "digits"
+    patch, side = p["patch_size"], pixels.shape[-1]
+    if pixels.shape[-2] != side:
+        raise InputError(f"images are {side}x{pixels.shape[-2]}; a ViT needs square images: set image_size=N")
+    if side % patch:
+        allowed = [d for d in range(1, side + 1) if side % d == 0]
+        raise ConfigError(f"patch_size={patch} does not divide the {side}x{side} images; allowed patch sizes: "
+                          f"{', '.join(map(str, allowed))} (or set image_size to a multiple of {patch})")
+    train_x, train_y, test_x, test_y = train_test_split(pixels, labels, p["test_fraction"], p["split_seed"])
+    if len(test_y) < 1 or len(train_y) < batch_size:
+        raise InputError(f"{len(labels)} images split by test_fraction={p['test_fraction']} give "
+                         f"{len(train_y)} train and {len(test_y)} test images; need at least one batch "
+                         f"(batch_size={batch_size}) to train on and one test image")
+    mean = train_x.mean(dim=(0, 2, 3))  # (channels,)
+    std = train_x.std(dim=(0, 2, 3)).clamp_min(1e-6)
+    scale = (lambda x: (x - mean.view(-1, 1, 1)) / std.view(-1, 1, 1))
+    return ImageData(scale(train_x), train_y, scale(test_x), test_y, names, mean.tolist(), std.tolist(), source)
 
 
 class VitMnistTask(Task):
+    """A ViT classifier on MNIST-5k by default; on a user folder (images=) or scikit-learn's digits
+    (dataset=digits) the image size, channels and classes come from the data and the class names are saved in
+    the checkpoint's config (extra.labels, with extra.pixel_mean / pixel_std) for attnlab.load and the explorer."""
+
     def __init__(self, p, batch_size):
         self.p = p
-        self.train_x, self.train_y, self.test_x, self.test_y = split_images(p, batch_size)
-        self.model = build_model(vit_config(p, "classifier", 10, "vit-mnist"))
+        dataset = p.get("dataset", "mnist")
+        if dataset not in IMAGE_DATASETS:
+            raise ConfigError(f"dataset={dataset!r}: allowed {', '.join(IMAGE_DATASETS)} "
+                              "(or images=FOLDER for your own images)")
+        if p.get("images") and dataset != "mnist":
+            raise ConfigError(f"images={p['images']} and dataset={dataset}: give one of them")
+        self.fill = -MNIST_MEAN / MNIST_STD
+        if not p.get("images") and dataset == "mnist":  # the shipped checkpoint's path, unchanged
+            if p.get("image_size", 0) not in (0, 28):
+                raise ConfigError(f"image_size={p['image_size']}: MNIST images are 28x28 (leave image_size=0)")
+            self.train_x, self.train_y, self.test_x, self.test_y = split_images(p, batch_size)
+            self.model = build_model(vit_config(p, "classifier", 10, "vit-mnist"))
+            return
+        data = user_images(p, batch_size)
+        self.train_x, self.train_y, self.test_x, self.test_y = data.train_x, data.train_y, data.test_x, data.test_y
+        self.labels, self.fill = data.labels, None
+        extra = {"labels": data.labels, "pixel_mean": data.mean, "pixel_std": data.std, "data": data.source}
+        self.model = build_model(vit_config(p, "classifier", len(data.labels), f"vit-{data.source}",
+                                            image_size=self.train_x.shape[-1], n_channels=self.train_x.shape[1],
+                                            extra=extra))
 
     def train_batch(self, generator, batch_size):
         pick = torch.randint(0, len(self.train_y), (batch_size,), generator=generator)
-        return {"pixels": shift_images(self.train_x[pick], self.p["max_shift"], generator),
+        return {"pixels": shift_images(self.train_x[pick], self.p["max_shift"], generator, self.fill),
                 "labels": self.train_y[pick]}
 
     def loss(self, model, batch):
@@ -480,14 +609,18 @@ class VitMnistTask(Task):
             logits = model(x.to(device)).logits.float().cpu()
             loss += float(F.cross_entropy(logits, y, reduction="sum"))
             correct += int((logits.argmax(-1) == y).sum())
-        return {"val_loss": loss / len(self.test_y), "accuracy": correct / len(self.test_y)}
+        metrics = {"val_loss": loss / len(self.test_y), "accuracy": correct / len(self.test_y)}
+        if self.fill is None:  # user data: say how many images the accuracy is over
+            metrics["test_images"] = len(self.test_y)
+        return metrics
 
 
 _VIT_PARAMS = dict(patch_size=7, d_model=64, n_heads=4, d_ff=128, n_layers=4, dropout=0.0, max_shift=1,
                    test_size=1000, split_seed=0, label_smoothing=0.0)
 
 
-@recipe("vit-mnist", "ViT on MNIST-5k (4000 train / 1000 test images), test accuracy", _VIT_PARAMS,
+@recipe("vit-mnist", "ViT on MNIST-5k (4000 train / 1000 test images), or images=FOLDER / dataset=digits",
+        dict(_VIT_PARAMS, images="", dataset="mnist", image_size=0, test_fraction=0.2),
         dict(steps=6000, batch_size=64, lr=3e-3, warmup=100, eval_every=500, weight_decay=0.05))
 def build_vit_mnist(p):
     return VitMnistTask(p, p["batch_size"])
