@@ -543,11 +543,13 @@ def user_images(p, batch_size) -> ImageData:
         if len(names) < 2:
             raise InputError(f"images={p['images']}: found one class ({names[0]}); a classifier needs at least "
                              "two class subfolders")
-        source = folder.name
+        source = folder.resolve().name or "images"
     else:
         pixels, labels = sklearn_digits(size or 8)
         names, source = [str(d) for d in range(10)], "digits"
     patch, side = p["patch_size"], pixels.shape[-1]
+    if patch < 1:
+        raise ConfigError(f"patch_size={patch}: must be a positive divisor of the image size")
     if pixels.shape[-2] != side:
         raise InputError(f"images are {side}x{pixels.shape[-2]}; a ViT needs square images: set image_size=N")
     if side % patch:

@@ -140,6 +140,7 @@ def test_a_held_out_target_with_an_unseen_word_cannot_match():
     ("unreadable", InputError, "not a readable image"),
     ("both", ConfigError, "give one of them"),
     ("unknown_dataset", ConfigError, "allowed mnist, digits"),
+    ("patch_zero", ConfigError, "patch_size=0: must be a positive divisor"),
 ])
 def test_bad_image_input_is_refused_before_writing(tmp_path, case, error, match):
     folder = tmp_path / "images"
@@ -161,6 +162,8 @@ def test_bad_image_input_is_refused_before_writing(tmp_path, case, error, match)
         overrides["dataset"] = "digits"
     elif case == "unknown_dataset":
         overrides = {**COMMON, **SMALL_VIT, "dataset": "cifar"}
+    elif case == "patch_zero":
+        overrides = {**COMMON, **SMALL_VIT, "dataset": "digits", "patch_size": "0"}
     out = tmp_path / "out"
     with pytest.raises(error, match=match):
         run_train("vit-mnist", out=str(out), quiet=True, overrides=overrides)
