@@ -85,6 +85,15 @@ def _check_rule(vocab_size: int, mask_id: int, mlm_probability: float, mask_frac
         raise InputError(f"mask_fraction + random_fraction = {mask_fraction + random_fraction} exceeds 1")
 
 
+def ordinary_ids(vocab_size: int, special_ids) -> torch.Tensor:
+    """The ids a random replacement may take: every id of the vocabulary that is not special, (n,) int64."""
+    ordinary = torch.ones(vocab_size, dtype=torch.bool)
+    ordinary[[i for i in special_ids if 0 <= i < vocab_size]] = False
+    if not ordinary.any():
+        raise InputError("every id of the vocabulary is special; MLM needs ordinary tokens to predict")
+    return ordinary.nonzero().flatten()
+
+
 def apply_mlm_rule(input_ids: torch.Tensor, *, vocab_size: int, mask_id: int, special_ids,
                    attention_mask: torch.Tensor | None = None, generator: torch.Generator | None = None,
                    mlm_probability: float = 0.15, mask_fraction: float = 0.8,
@@ -105,11 +114,7 @@ def apply_mlm_rule(input_ids: torch.Tensor, *, vocab_size: int, mask_id: int, sp
         raise InputError("mask_tokens expects input_ids as a (batch, seq) tensor")
     _check_rule(vocab_size, mask_id, mlm_probability, mask_fraction, random_fraction)
     special = sorted({int(i) for i in special_ids} | {int(mask_id)})
-    ordinary = torch.ones(vocab_size, dtype=torch.bool)
-    ordinary[[i for i in special if 0 <= i < vocab_size]] = False
-    ordinary = ordinary.nonzero().flatten()  # random replacements: uniform over the non-special ids
-    if len(ordinary) == 0:
-        raise InputError("every id of the vocabulary is special; MLM needs ordinary tokens to predict")
+    ordinary = ordinary_ids(vocab_size, special)  # random replacements: uniform over the non-special ids
     if attention_mask is None:
         attention_mask = torch.ones_like(input_ids)
     eligible = (attention_mask != 0) & ~torch.isin(input_ids, torch.tensor(special, dtype=input_ids.dtype))
@@ -158,8 +163,7 @@ class MLMCollator:
         self.mlm_probability, self.mask_fraction, self.random_fraction = mlm_probability, mask_fraction, random_fraction
         self.max_len = max_len
         self.generator = generator if generator is not None else torch.Generator().manual_seed(0)
-        if sum(0 <= i < self.vocab_size for i in self.special_ids) >= self.vocab_size:
-            raise InputError("every id of the vocabulary is special; MLM needs ordinary tokens to predict")
+        ordinary_ids(self.vocab_size, self.special_ids)  # refuse an all-special vocabulary now, not at the first batch
 
     def mask_tokens(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                     generator: torch.Generator | None = None) -> dict[str, torch.Tensor]:

@@ -121,8 +121,7 @@ class TokenFile:
     def write(cls, ids: np.ndarray, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
               n_chars: int | None = None, extra: dict | None = None) -> TokenFile:
         """Write already-encoded ids (1-D) as a token file; `extra` is stored in meta.json (e.g. a fingerprint)."""
-        if not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
-            raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
+        _check_val_fraction(val_fraction)
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         (directory / META_NAME).unlink(missing_ok=True)  # until the new meta.json lands, the directory is incomplete
@@ -279,11 +278,15 @@ class TokenFile:
         return flat[:-1].view(n_windows, seq_len), flat[1:].view(n_windows, seq_len)
 
 
+def _check_val_fraction(val_fraction) -> None:
+    if isinstance(val_fraction, bool) or not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
+        raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
+
+
 def _check_build_args(text, val_fraction, what: str) -> None:
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{what} got an empty corpus; give some text")
-    if isinstance(val_fraction, bool) or not (isinstance(val_fraction, (int, float)) and 0.0 <= val_fraction < 1.0):
-        raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
+    _check_val_fraction(val_fraction)
 
 
 def _require_sizes(n_tokens: dict[str, int], min_tokens: dict[str, int], purpose: str, total: int,
