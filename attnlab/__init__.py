@@ -1,12 +1,13 @@
 """attnlab: one clean Transformer, every topology, proven equal to the references, and seen from inside."""
 
+from attnlab import recording  # the module: recording.capture(model, ...) for code that runs the model
 from attnlab.build import build_model
 from attnlab.config import ModelConfig
 from attnlab.errors import AttnlabError, CheckpointError, ConfigError, InputError
 from attnlab.loading import load
 from attnlab.models import Decoder, DualEncoder, Encoder, EncoderDecoder, ModelOutput, VisionTransformer
 from attnlab.presets import presets
-from attnlab.recording import record, recording
+from attnlab.recording import record
 
 __version__ = "0.1.0"
 

@@ -6,7 +6,6 @@ import os
 
 import torch
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.errors import ConfigError
 
@@ -113,5 +112,4 @@ def build_model(config: ModelConfig, device: str | torch.device | None = None, d
         model = cls(config)
     if dtype is not None:
         model = model.to(dtype)
-    recording.name_modules(model)
     return model

@@ -1,10 +1,10 @@
 """Recording of the numbers inside a forward pass, under stable dotted names.
 
-Modules get their dotted path (`blocks.3.attn`) as `record_name` when a model is built. While a Recorder is
-active, a module asks `wants(name)` and, only if so, computes and keeps the tensor. When no Recorder is
-active the cost is one global lookup per module, so the normal forward stays on its fast path.
+    rec = attnlab.record(model, ids, names=["blocks.*.attn.weights"])        # one forward, a dict back
+    with attnlab.recording.capture(model, names=["logits"]) as store:        # any code that runs `model`
+        model.generate(ids, max_new_tokens=5)
 
-Names (per block i; encoder-decoders prefix `encoder.` / `decoder.`):
+Names (per block i; encoder-decoders prefix `encoder.` / `decoder.`, a DualEncoder its towers' attribute names):
   embed                      vectors entering block 0 (embeddings + positions, after any embedding norm)
   blocks.i.resid_pre         residual stream entering block i
   blocks.i.attn.q/k/v        (batch, heads, seq, d_head) after any rotary embedding (k/v per query head)
@@ -16,6 +16,24 @@ Names (per block i; encoder-decoders prefix `encoder.` / `decoder.`):
   blocks.i.resid_post        leaving block i
   final                      after the final norm (the model's last hidden state)
   logits                     the head's output
+
+Where a name comes from: a module's name is its dotted path in the model being recorded, `model.named_modules()`,
+looked up by the Recorder when the module first reports something. Modules carry no name of their own. So the
+name is right however the model was built (`Decoder(cfg)` directly, build_model, a loader, a tower inside a
+DualEncoder), after a block is deep-copied or moved into another model, and when one module object sits in two
+models that two threads record at once: each recording names it from its own root. The alternative, stamping
+a `record_name` attribute on every module when a model is built, is wrong in each of those cases (a copied block
+keeps its old index; a tower keeps the name it had before it was wrapped; two roots fight over one attribute).
+A module outside the recorded model records nothing. A module reachable under two paths records under the
+first one `named_modules()` yields.
+
+Where the recorder lives: a `contextvars.ContextVar`, so a recording belongs to the thread (or asyncio task)
+that started it. Two threads recording at once each get exactly their own tensors, and a thread that is not
+recording runs the plain forward even while another thread records the same model.
+
+Cost when nothing records: each module calls `active()` once per forward (ContextVar.get, a C call) and takes
+the fast path when it answers None. While a recorder is active, a module asks it once per (module, leaf) whether
+the name is wanted (cached), and attention takes its explicit path only when one of its own tensors is wanted.
 """
 
 from __future__ import annotations
@@ -23,87 +41,130 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
+from torch import nn
 
-_active: Recorder | None = None
+from attnlab.errors import InputError
+
+_ACTIVE: ContextVar[Recorder | None] = ContextVar("attnlab_recorder", default=None)
+
+active = _ACTIVE.get
+"""`active()` -> the Recorder of the current thread/task, or None: the one accessor layers call per forward."""
+
+
+class _StopForward(Exception):
+    """Raised by a Recorder right after its `stop_after` name is kept; caught by the record() that owns it."""
+
+    def __init__(self, recorder: Recorder):
+        super().__init__(f"recording stopped after {recorder.stop_after!r}")
+        self.recorder = recorder
 
 
 class Recorder:
-    """Collects tensors whose names match `names` (glob patterns; None = everything).
+    """Collects, from the modules of `model`, the tensors whose names match `names` (glob patterns; None = all).
 
-    `head` keeps only one head of the per-head tensors (q, k, v, raw_scores, weights).
+    `head` keeps only one head of the per-head tensors (q, k, v, raw_scores, weights). `stop_after` ends the
+    forward pass (by an exception that record() catches) right after that name is kept.
     """
 
-    def __init__(self, names: list[str] | str | None = None, head: int | None = None):
+    def __init__(self, model: nn.Module, names: list[str] | str | None = None, head: int | None = None,
+                 stop_after: str | None = None):
         if isinstance(names, str):
             names = [names]
         self.patterns = names
         self.head = head
+        self.stop_after = stop_after
         self.store: dict[str, torch.Tensor] = {}
-        self._wants: dict[str, bool] = {}
-        self._prefix: dict[str, bool] = {}
+        # module -> its dotted path in `model` ("" for the model itself); keyed by the module object (identity
+        # hash, and the reference keeps it alive, so an id is never reused while this recorder exists)
+        self._paths: dict[nn.Module, str] = {module: path for path, module in model.named_modules()}
+        self._names: dict[tuple[nn.Module, str], str | None] = {}  # (module, leaf) -> wanted full name or None
+        self._any: dict[tuple[nn.Module, tuple[str, ...]], bool] = {}
 
     def wants(self, name: str) -> bool:
-        hit = self._wants.get(name)
+        return self.patterns is None or any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
+
+    def name(self, module: nn.Module, leaf: str) -> str | None:
+        """`module`'s path + "." + leaf when that name is wanted, else None (also for a module outside the model)."""
+        key = (module, leaf)
+        try:
+            return self._names[key]
+        except KeyError:
+            pass
+        path = self._paths.get(module)
+        full = None if path is None else f"{path}.{leaf}" if path else leaf
+        if full is not None and not self.wants(full):
+            full = None
+        self._names[key] = full
+        return full
+
+    def wants_any(self, module: nn.Module, leaves: tuple[str, ...]) -> bool:
+        """Whether any of `module`'s `leaves` is wanted (decides whether attention takes the explicit path)."""
+        key = (module, leaves)
+        hit = self._any.get(key)
         if hit is None:
-            hit = self.patterns is None or any(fnmatch.fnmatchcase(name, p) for p in self.patterns)
-            self._wants[name] = hit
+            hit = self._any[key] = any(self.name(module, leaf) is not None for leaf in leaves)
         return hit
 
-    def wants_any(self, prefix: str, leaves: tuple[str, ...]) -> bool:
-        """Whether any of `prefix.leaf` is wanted (decides whether attention takes the explicit path)."""
-        key = prefix + "|" + ",".join(leaves)
-        hit = self._prefix.get(key)
-        if hit is None:
-            hit = any(self.wants(f"{prefix}.{leaf}") for leaf in leaves)
-            self._prefix[key] = hit
-        return hit
-
-    def save(self, name: str, tensor: torch.Tensor, per_head: bool = False) -> None:
+    def keep(self, module: nn.Module, leaf: str, tensor: torch.Tensor, per_head: bool = False) -> None:
+        """Store `tensor` as `module`'s `leaf` if wanted; `per_head`: (batch, heads, ...) tensors obey `head`."""
+        name = self.name(module, leaf)
+        if name is None:
+            return
         if per_head and self.head is not None:
             tensor = tensor[:, self.head : self.head + 1]
         self.store[name] = tensor.detach()
-
-
-def active() -> Recorder | None:
-    return _active
-
-
-def save(name: str, tensor: torch.Tensor) -> None:
-    """Keep `tensor` under `name` if a recorder is active and wants it."""
-    rec = _active
-    if rec is not None and rec.wants(name):
-        rec.save(name, tensor)
+        if name == self.stop_after:
+            raise _StopForward(self)
 
 
 @contextmanager
-def recording(names: list[str] | str | None = None, head: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
-    """`with recording(["blocks.0.attn.*"]) as store: model(x)` fills `store` with what was computed."""
-    global _active
-    previous = _active
-    rec = Recorder(names, head)
-    _active = rec
+def _activated(recorder: Recorder) -> Iterator[Recorder]:
+    token = _ACTIVE.set(recorder)
     try:
-        yield rec.store
+        yield recorder
     finally:
-        _active = previous
+        _ACTIVE.reset(token)
 
 
-def record(model: torch.nn.Module, *args, names: list[str] | str | None = None, head: int | None = None,
-           **kwargs) -> dict[str, torch.Tensor]:
-    """Run `model(*args, **kwargs)` once and return every recorded tensor (see module docstring for names)."""
+@contextmanager
+def capture(model: nn.Module, names: list[str] | str | None = None,
+            head: int | None = None) -> Iterator[dict[str, torch.Tensor]]:
+    """`with capture(model, ["blocks.0.attn.*"]) as store: model(x)` fills `store` with what `model` computed.
+
+    For code that runs the model itself (generation, a custom loop); names as in the module docstring. The
+    recorder belongs to this thread/task only; an inner capture hides an outer one until it ends.
+    """
+    recorder = Recorder(model, names, head)
+    with _activated(recorder):
+        yield recorder.store
+
+
+def record(model: nn.Module, *args, names: list[str] | str | None = None, head: int | None = None,
+           stop_after: str | None = None, **kwargs) -> dict[str, torch.Tensor]:
+    """Run `model(*args, **kwargs)` once (no grad) and return every recorded tensor (names: module docstring).
+
+    `stop_after=NAME` ends the forward pass right after NAME is recorded: later layers and the head never run
+    (what an explorer view of one layer needs). NAME must be one of the recorded names; the model's output is
+    not produced, and a KV cache passed in is left part-filled.
+    """
     n_heads = getattr(getattr(model, "config", None), "n_heads", None)
-    if head is not None and (not isinstance(head, int) or not 0 <= head < (n_heads or head + 1)):
-        from attnlab.errors import InputError
-
+    if head is not None and (isinstance(head, bool) or not isinstance(head, int)
+                             or not 0 <= head < (n_heads or head + 1)):
         raise InputError(f"head={head!r}: allowed a head index in [0, n_heads={n_heads}) or None for all heads")
-    with torch.no_grad(), recording(names, head) as store:
-        model(*args, **kwargs)
-    return dict(store)
-
-
-def name_modules(model: torch.nn.Module) -> None:
-    """Give every submodule its dotted path as `record_name` (called once when a model is built)."""
-    for name, module in model.named_modules():
-        module.record_name = name
+    recorder = Recorder(model, names, head, stop_after)
+    if stop_after is not None and not recorder.wants(stop_after):
+        raise InputError(f"stop_after={stop_after!r} is not among names={recorder.patterns!r}: the forward would "
+                         "never stop there; add it to names")
+    with torch.no_grad(), _activated(recorder):
+        try:
+            model(*args, **kwargs)
+        except _StopForward as stop:
+            if stop.recorder is not recorder:  # an inner record()'s stop is that call's to catch
+                raise
+    if stop_after is not None and stop_after not in recorder.store:
+        raise InputError(f"stop_after={stop_after!r} was never recorded: this model records no tensor of that name "
+                         "(names look like 'blocks.0.attn.weights'; see attnlab.recording)")
+    return dict(recorder.store)

@@ -1,12 +1,12 @@
 """Does recording cost anything when it records nothing?
 
-The forward pass asks one global (`recording._active`) per module; a recorder whose filter matches nothing
-keeps attention on the fused SDPA path. This script times, in one process and interleaved A B A B after a
-warm-up (so drift and other load hit both alike):
+The forward pass asks the recorder's ContextVar once per module (`recording.active()`); a recorder whose
+filter matches nothing keeps attention on the fused SDPA path. This script times, in one process and
+interleaved A B A B after a warm-up (so drift and other load hit both alike):
 
-  A  plain forward()                                            (no recorder)
-  B  forward() under recording(names=["nothing.matches"])       (recorder active, keeps nothing)
-  C  forward() under recording(names=["blocks.0.attn.weights"]) (one layer takes the explicit path)
+  A  plain forward()                                                  (no recorder)
+  B  forward() under capture(model, names=["nothing.matches"])       (recorder active, keeps nothing)
+  C  forward() under capture(model, names=["blocks.0.attn.weights"]) (one layer takes the explicit path)
 
 and prints the median and minimum time of each and the ratios B/A and C/A. B/A ~ 1.00 is the claim.
 
@@ -28,7 +28,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import attnlab  # noqa: E402
-from attnlab.recording import recording  # noqa: E402
+from attnlab.recording import capture  # noqa: E402
 
 
 def _time(fn, repeats: int) -> float:
@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def filtered(names):
         def run():
-            with recording(names=names):
+            with capture(model, names=names):
                 model(ids)
         return run
 

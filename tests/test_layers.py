@@ -103,7 +103,7 @@ def test_explicit_path_equals_fast_path():
         kwargs = {"attention_mask": mask}
         with torch.no_grad():
             fast = model(*args, **kwargs).logits
-            with attnlab.recording() as store:
+            with attnlab.recording.capture(model) as store:
                 slow = model(*args, **kwargs).logits
         assert any(k.endswith("attn.weights") for k in store)
         assert torch.allclose(fast, slow, atol=1e-5), name

@@ -22,7 +22,6 @@ from attnlab.explorer.common import (
     MAX_TOKENS,
     encode,
     exclusive,
-    record_until,
     token_limit,
     wrap,
 )
@@ -35,5 +34,5 @@ __all__ = [
     "FAMOUS", "MASKED", "MAX_TEXT_CHARS", "MAX_TOKENS", "architecture", "attention", "attention_grid",
     "causal_predictions", "cost", "describe", "encode", "exclusive", "famous_models", "generation_step",
     "greedy_translation", "list_models", "mask_placement", "mlm_draw", "mlm_predict", "parameter_calculator",
-    "record_until", "rollout", "token_limit", "vision", "walkthrough", "wrap", "_filtered_probs",
+    "rollout", "token_limit", "vision", "walkthrough", "wrap", "_filtered_probs",
 ]

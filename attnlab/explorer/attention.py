@@ -20,19 +20,19 @@ from attnlab.explorer.common import (
     _token_text,
     encode,
     exclusive,
-    record_until,
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
+from attnlab.recording import record
 
 
 # ---------------------------------------------------------------------------------------------- attention
-def _forward_text(lm: Loaded, ids: list[int], target_ids: list[int] | None):
-    model = lm.model
-    x = torch.tensor([ids])
-    if _config(lm).topology == "encoder-decoder":
-        return model(x, decoder_input_ids=torch.tensor([target_ids]))
-    return model(x)
+def _record_text(lm: Loaded, ids: list[int], target_ids: list[int] | None, names: list[str],
+                 head: int | None = None) -> dict[str, torch.Tensor]:
+    """Record `names` for one text (and target), stopping the forward after the last of them: the later layers
+    and the LM head are most of the time of an attention request on a large-vocabulary model."""
+    kwargs = {"decoder_input_ids": torch.tensor([target_ids])} if _config(lm).topology == "encoder-decoder" else {}
+    return record(lm.model, torch.tensor([ids]), names=names, head=head, stop_after=names[-1], **kwargs)
 
 
 def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
@@ -83,9 +83,8 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
         q_ids = target_ids if part in ("decoder", "cross") else ids
         k_ids = target_ids if part == "decoder" else ids
     name = prefix.format(l=layer)
-    with record_until([f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"], f"{name}.weights",
-                      head=head) as store:
-        _forward_text(lm, ids, target_ids)
+    store = _record_text(lm, ids, target_ids, [f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"],
+                         head=head)
     raw = store[f"{name}.raw_scores"][0, 0]  # (q, k)
     weights = store[f"{name}.weights"][0, 0]
     masked = raw <= MASKED
@@ -119,8 +118,7 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
     ids, _ = encode(lm, text)
     target_ids = _target_ids(lm, ids, target) if cfg.topology == "encoder-decoder" else None
     names = [prefix.format(l=i) + ".weights" for i in range(n_layers)]
-    with record_until(names, names[-1]) as store:
-        _forward_text(lm, ids, target_ids)
+    store = _record_text(lm, ids, target_ids, names)
     grid = []
     for name in names:
         w = store[name][0]  # (heads, q, k)
@@ -141,8 +139,7 @@ def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict
     head = _check_index("head", head, cfg.n_heads)
     ids, tokens = encode(lm, text)
     name = f"blocks.{layer}.attn"
-    with record_until([f"{name}.q", f"{name}.k", f"{name}.weights"], f"{name}.weights", head=head) as store:
-        lm.model(torch.tensor([ids]))
+    store = _record_text(lm, ids, None, [f"{name}.q", f"{name}.k", f"{name}.weights"], head=head)
     q, k = store[f"{name}.q"][0, 0], store[f"{name}.k"][0, 0]  # (n, d_head)
     scale = cfg.attn_scale if cfg.attn_scale is not None else cfg.head_dim ** -0.5
     unmasked = (q @ k.T) * scale  # (n, n): what the scores are before any mask (position biases aside)

@@ -1,19 +1,16 @@
 """What every explorer view shares: turning text into tokens within the limits, rounding numbers for
-transport, recording one layer and stopping there, and the one lock every forward pass holds."""
+transport, and the one lock every forward pass holds."""
 
 from __future__ import annotations
 
 import functools
-import sys
 import threading
-from contextlib import contextmanager
 from typing import Any
 
 import torch
 
 from attnlab.errors import InputError
 from attnlab.explorer.registry import Loaded, UnknownItem
-from attnlab.recording import Recorder
 
 MAX_TOKENS = 512  # the explorer's own ceiling: an N x N heatmap beyond this is not readable anyway
 MAX_TEXT_CHARS = 20_000
@@ -25,8 +22,9 @@ _MODEL_LOCK = threading.RLock()
 
 
 def exclusive(fn):
-    """Run `fn` holding the api's lock. attnlab.recording keeps ONE active recorder per process, and any forward
-    pass records into it, so a forward in one thread must never overlap a recording in another."""
+    """Run `fn` holding the api's lock: one model computation at a time. Recordings no longer need it (each
+    thread has its own recorder, see attnlab.recording); it still serialises whatever else a forward shares,
+    such as generation's in-place weight layout (attnlab/generation/layout.py)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -34,37 +32,6 @@ def exclusive(fn):
             return fn(*args, **kwargs)
 
     return wrapper
-
-
-class _Enough(Exception):
-    """Raised once the last wanted tensor is recorded: the rest of the forward (later layers, the LM head) is
-    skipped, which is most of the time of an attention request on a large-vocabulary model."""
-
-
-class _RecordUntil(Recorder):
-    def __init__(self, names: list[str], head: int | None, last: str):
-        super().__init__(names, head)
-        self.last = last
-
-    def save(self, name: str, tensor, per_head: bool = False) -> None:
-        super().save(name, tensor, per_head)
-        if name == self.last:
-            raise _Enough
-
-
-@contextmanager
-def record_until(names: list[str], last: str, head: int | None = None):
-    """Like attnlab.recording(names, head), but the forward stops right after `last` is recorded."""
-    module = sys.modules["attnlab.recording"]
-    previous, rec = module._active, _RecordUntil(names, head, last)
-    module._active = rec
-    try:
-        with torch.no_grad():
-            yield rec.store
-    except _Enough:
-        pass
-    finally:
-        module._active = previous
 
 
 def wrap(model, tokenizer=None, label: str | None = None, model_id: str = "model") -> Loaded:

@@ -18,7 +18,7 @@ from attnlab.explorer.common import (
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
-from attnlab.recording import recording as recording_of
+from attnlab.recording import capture
 
 
 # ------------------------------------------------------------------------------------------- generation
@@ -133,7 +133,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}
     if enc_dec:
         names = [f"decoder.blocks.{i}.cross_attn.weights" for i in range(cfg.decoder_layers)]
-        with torch.no_grad(), recording_of(names) as store:
+        with torch.no_grad(), capture(model, names) as store:
             model.decode(x, enc)
         result["source"] = [_token_text(lm, i) for i in source]
         # each layer's cross-attention of the newest target position over the source, averaged over heads

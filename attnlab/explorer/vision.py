@@ -14,7 +14,7 @@ from attnlab.explorer.common import (
     exclusive,
 )
 from attnlab.explorer.registry import Loaded
-from attnlab.recording import recording as recording_of
+from attnlab.recording import capture
 
 
 # ----------------------------------------------------------------------------------------------- vision
@@ -52,7 +52,7 @@ def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patc
     patch = _check_index("patch", patch, n_tokens)
     g = cfg.image_size // cfg.patch_size
     names = [f"blocks.{i}.attn.weights" for i in range(cfg.n_layers)]
-    with torch.no_grad(), recording_of(names) as store:
+    with torch.no_grad(), capture(lm.model, names) as store:
         out = lm.model(pixels[None])
     weights = [store[nm][0] for nm in names]  # each (heads, n, n)
     roll = rollout(weights)

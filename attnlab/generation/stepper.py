@@ -13,15 +13,11 @@ prompt gets the same positions whatever padding sits in front of it; the mask hi
 
 from __future__ import annotations
 
-import importlib
-
 import torch
 
 from attnlab.cache import KVCache
 from attnlab.generation import head as fast_head
-
-# the module itself (the package attribute `attnlab.recording` is the `recording` context function)
-_recording = importlib.import_module("attnlab.recording")
+from attnlab.recording import active as active_recorder
 
 
 class Stepper:
@@ -88,7 +84,7 @@ class Stepper:
         ids = self.tokens[:, start:end]  # (batch, end - start)
         mask = self.mask[:, :end] if self.mask is not None else None  # (batch, past + seq)
         positions = self.positions[:, start:end]
-        if self.head is not None and _recording._active is None:
+        if self.head is not None and active_recorder() is None:
             return self._forward_fast(ids, mask, positions)
         if self.encoder_decoder:
             # the encoder output is needed until the cross-attention K/V sit in the cache (first call)
@@ -111,7 +107,7 @@ class Stepper:
             cached_cross = self.cache is not None and self.cache.cross[0].k is not None
             h = model.decoder.run(model.tokens(ids), attention_mask=mask, position_ids=positions,
                                   context=None if cached_cross else self.encoder_hidden,
-                                  context_mask=self.source_mask, cache=self.cache, prefix="decoder.")
+                                  context_mask=self.source_mask, cache=self.cache)
         else:
             h = model.run(model.tokens(ids), attention_mask=mask, position_ids=positions, cache=self.cache)
         return self.head(h[:, -1])  # (batch, vocab)

@@ -15,10 +15,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.layers.masks import causal_mask
 from attnlab.layers.positions import apply_rotary
+from attnlab.recording import active
 
 _RECORDED = ("q", "k", "v", "raw_scores", "weights")
 
@@ -38,7 +38,6 @@ class Attention(nn.Module):
         else:  # W_Q, W_K, W_V stacked into one matrix: one matmul instead of three
             self.qkv = nn.Linear(d, q_width + 2 * kv_width, bias=config.bias)
         self.out = nn.Linear(q_width, d, bias=config.bias)  # W_O
-        self.record_name = "attn"
 
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
         batch, seq, _ = x.shape
@@ -75,8 +74,8 @@ class Attention(nn.Module):
             if cache is not None:
                 k, v = cache.append(k, v)  # (batch, kv_heads, cached + q_len, d_head)
 
-        rec = recording._active
-        if rec is not None and rec.wants_any(self.record_name, _RECORDED):
+        rec = active()
+        if rec is not None and rec.wants_any(self, _RECORDED):
             out = self._explicit(q, k, v, bias, is_causal, rec)
         else:
             out = F.scaled_dot_product_attention(
@@ -103,8 +102,6 @@ class Attention(nn.Module):
         weights = raw.softmax(dim=-1)
         if self.training and self.dropout_p:
             weights = F.dropout(weights, self.dropout_p)
-        name = self.record_name
         for leaf, tensor in (("q", q), ("k", k), ("v", v), ("raw_scores", raw), ("weights", weights)):
-            if rec.wants(f"{name}.{leaf}"):
-                rec.save(f"{name}.{leaf}", tensor, per_head=True)
+            rec.keep(self, leaf, tensor, per_head=True)
         return weights @ v  # (batch, heads, q, d_head)

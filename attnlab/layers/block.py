@@ -14,11 +14,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.layers.attention import Attention
 from attnlab.layers.feedforward import FeedForward
 from attnlab.layers.norms import make_norm
+from attnlab.recording import active
 
 
 class Block(nn.Module):
@@ -32,7 +32,6 @@ class Block(nn.Module):
         self.ffn = FeedForward(config)
         self.norm2 = make_norm(config)
         self.dropout = nn.Dropout(config.dropout)
-        self.record_name = "block"
 
     def _sublayer(self, x: torch.Tensor, norm: nn.Module, fn) -> torch.Tensor:
         if self.pre_norm:
@@ -51,21 +50,21 @@ class Block(nn.Module):
         cache=None,
         cross_cache=None,
     ) -> torch.Tensor:
-        name, recorder = self.record_name, recording._active
+        recorder = active()
         if recorder is not None:
-            recording.save(f"{name}.resid_pre", x)
+            recorder.keep(self, "resid_pre", x)
         x = self._sublayer(x, self.norm1, lambda h: self.attn(h, bias=bias, is_causal=is_causal, rope=rope,
                                                               cache=cache))
         if recorder is not None:
-            recording.save(f"{name}.resid_mid", x)
+            recorder.keep(self, "resid_mid", x)
         if self.cross_attn is not None:
             if context is None and (cross_cache is None or cross_cache.k is None):
                 raise ValueError("this block cross-attends: pass the encoder output as `context`")
             x = self._sublayer(x, self.norm_cross, lambda h: self.cross_attn(h, bias=context_bias, context=context,
                                                                              cache=cross_cache))
             if recorder is not None:
-                recording.save(f"{name}.resid_cross", x)
+                recorder.keep(self, "resid_cross", x)
         x = self._sublayer(x, self.norm2, self.ffn)
         if recorder is not None:
-            recording.save(f"{name}.resid_post", x)
+            recorder.keep(self, "resid_post", x)
         return x

@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
+from attnlab.recording import active
 
 _ACT = {
     "relu": F.relu, "reglu": F.relu,
@@ -34,7 +34,6 @@ class FeedForward(nn.Module):
         self.up = nn.Linear(config.d_model, width, bias=config.bias)  # W_1 (and W_gate, stacked first)
         self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)  # W_2
         self.dropout = nn.Dropout(config.dropout)
-        self.record_name = "ffn"
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (batch, seq, d_model)
@@ -44,6 +43,7 @@ class FeedForward(nn.Module):
             h = self.act(gate) * up
         else:
             h = self.act(h)  # (batch, seq, d_ff)
-        if recording._active is not None:
-            recording.save(f"{self.record_name}.hidden", h)
+        recorder = active()
+        if recorder is not None:
+            recorder.keep(self, "hidden", h)
         return self.down(self.dropout(h))  # (batch, seq, d_model)

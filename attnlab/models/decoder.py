@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.models.base import ModelOutput, TransformerModel
 from attnlab.models.heads import LMHead
 from attnlab.models.stack import Stack
+from attnlab.recording import active
 
 
 class Decoder(Stack, TransformerModel):
@@ -32,6 +32,7 @@ class Decoder(Stack, TransformerModel):
         self.check_ids(input_ids)
         h = self.run(self.tokens(input_ids), attention_mask=attention_mask, position_ids=position_ids, cache=cache)
         logits = self.lm_head(h[:, -1:] if last_only else h) if self.config.head == "lm" else None
-        if logits is not None and recording._active is not None:
-            recording.save("logits", logits)
+        recorder = active()
+        if logits is not None and recorder is not None:
+            recorder.keep(self, "logits", logits)
         return ModelOutput(logits=logits, hidden=h)

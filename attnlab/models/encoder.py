@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.models.base import ModelOutput, TransformerModel
 from attnlab.models.heads import LMHead, Pooler
 from attnlab.models.stack import Stack
+from attnlab.recording import active
 
 
 class Encoder(Stack, TransformerModel):
@@ -47,6 +47,7 @@ class Encoder(Stack, TransformerModel):
             logits = self.classifier(h)  # (batch, seq, n_classes)
         else:
             logits = None
-        if logits is not None and recording._active is not None:
-            recording.save("logits", logits)
+        recorder = active()
+        if logits is not None and recorder is not None:
+            recorder.keep(self, "logits", logits)
         return ModelOutput(logits=logits, hidden=h, pooled=pooled)

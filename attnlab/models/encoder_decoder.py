@@ -6,12 +6,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.errors import InputError
 from attnlab.models.base import ModelOutput, TransformerModel
 from attnlab.models.heads import LMHead
 from attnlab.models.stack import Stack
+from attnlab.recording import active
 
 
 class EncoderDecoder(TransformerModel):
@@ -29,7 +29,7 @@ class EncoderDecoder(TransformerModel):
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(batch, src_seq) -> (batch, src_seq, d_model): run once per source, held fixed while decoding."""
         self.check_ids(input_ids)
-        return self.encoder.run(self.tokens(input_ids), attention_mask=attention_mask, prefix="encoder.")
+        return self.encoder.run(self.tokens(input_ids), attention_mask=attention_mask)
 
     def decode(
         self,
@@ -46,10 +46,11 @@ class EncoderDecoder(TransformerModel):
         self.check_ids(decoder_input_ids, "decoder_input_ids")
         h = self.decoder.run(self.tokens(decoder_input_ids), attention_mask=decoder_attention_mask,
                              position_ids=position_ids, context=encoder_hidden, context_mask=attention_mask,
-                             cache=cache, prefix="decoder.")
+                             cache=cache)
         logits = self.lm_head(h[:, -1:] if last_only else h)
-        if recording._active is not None:
-            recording.save("logits", logits)
+        recorder = active()
+        if recorder is not None:
+            recorder.keep(self, "logits", logits)
         return h, logits
 
     def forward(

@@ -12,13 +12,13 @@ import math
 import torch
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.errors import InputError
 from attnlab.layers.block import Block
 from attnlab.layers.masks import attention_bias
 from attnlab.layers.norms import make_norm
 from attnlab.layers.positions import ALiBi, LearnedPositions, Rotary, SinusoidalPositions, T5RelativeBias
+from attnlab.recording import active
 
 
 def check_mask(mask, name: str, shape: tuple[int, int], shape_text: str) -> None:
@@ -85,7 +85,6 @@ class Stack(nn.Module):
         context: torch.Tensor | None = None,  # (batch, src_seq, d_model) encoder output (cross-attention)
         context_mask: torch.Tensor | None = None,  # (batch, src_seq)
         cache=None,  # KVCache
-        prefix: str = "",
     ) -> torch.Tensor:
         batch, seq, _ = x.shape
         past = cache.length if cache is not None else 0
@@ -122,8 +121,9 @@ class Stack(nn.Module):
         if self.embed_norm is not None:
             x = self.embed_norm(x)
         x = self.dropout(x)
-        if recording._active is not None:
-            recording.save(f"{prefix}embed", x)
+        recorder = active()
+        if recorder is not None:
+            recorder.keep(self, "embed", x)
 
         position_bias = None
         if self.alibi is not None or self.rel_bias is not None:
@@ -146,6 +146,6 @@ class Stack(nn.Module):
                       cross_cache=cache.cross[i] if cache is not None and cache.cross is not None else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
-        if recording._active is not None:
-            recording.save(f"{prefix}final", x)
+        if recorder is not None:
+            recorder.keep(self, "final", x)
         return x  # (batch, seq, d_model)

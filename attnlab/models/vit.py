@@ -5,11 +5,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnlab import recording
 from attnlab.config import ModelConfig
 from attnlab.errors import InputError
 from attnlab.models.base import ModelOutput, TransformerModel
 from attnlab.models.stack import Stack
+from attnlab.recording import active
 
 
 class PatchEmbedding(nn.Module):
@@ -51,6 +51,7 @@ class VisionTransformer(Stack, TransformerModel):
         x = torch.cat((self.cls_token.expand(x.shape[0], -1, -1), x), dim=1)  # [CLS] first
         h = self.run(x)  # (batch, 1 + n_patches, d_model)
         logits = self.classifier(h[:, 0]) if self.classifier is not None else None  # from the [CLS] output
-        if logits is not None and recording._active is not None:
-            recording.save("logits", logits)
+        recorder = active()
+        if logits is not None and recorder is not None:
+            recorder.keep(self, "logits", logits)
         return ModelOutput(logits=logits, hidden=h)
