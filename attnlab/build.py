@@ -40,7 +40,7 @@ def minimum_parameters(config: ModelConfig) -> int:
     before a constructor could loop over 10**9 layers or heads.
     """
     d, q_width = config.d_model, config.n_heads * config.head_dim
-    layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+    layers = config.total_layers
     total = layers * (2 * d * q_width + 2 * d * config.d_ff)
     if config.topology == "vit":
         positions = config.n_patches + 1
@@ -67,7 +67,7 @@ def refuse_if_absurd(config: ModelConfig, source: object = None, dtype: torch.dt
     config.json from a stranger claiming 10**9 layers is answered in microseconds instead of looping.
     """
     element = torch.finfo(dtype).bits // 8 if dtype is not None else 4
-    layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+    layers = config.total_layers
     need, have = minimum_parameters(config) * element + layers * LAYER_OVERHEAD, available_memory()
     if need > 0.8 * have:
         where = f"{source}: " if source is not None else ""
@@ -90,7 +90,7 @@ def build_model(config: ModelConfig, device: str | torch.device | None = None, d
         element = torch.finfo(dtype).bits // 8 if dtype is not None else 4
         have = available_memory()
         n_params = minimum_parameters(config)  # closed form first: absurd sizes never reach a constructor
-        layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+        layers = config.total_layers
         objects = layers * LAYER_OVERHEAD  # the Python modules of each block, even on the meta device
         if n_params * element + objects <= 0.8 * have:
             try:

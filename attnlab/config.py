@@ -108,6 +108,11 @@ class ModelConfig:
         return self.n_decoder_layers if self.n_decoder_layers is not None else self.n_layers
 
     @property
+    def total_layers(self) -> int:
+        """Blocks in the whole model: n_layers, plus the decoder's for an encoder-decoder."""
+        return self.n_layers + (self.decoder_layers if self.topology == "encoder-decoder" else 0)
+
+    @property
     def gated(self) -> bool:
         return self.activation in GATED_ACTIVATIONS
 

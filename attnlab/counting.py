@@ -74,7 +74,7 @@ def closed_form(config: ModelConfig) -> int:
     L = config.max_len if config.position == "learned" and config.topology != "vit" else 0
     if config.topology == "vit" and config.position == "learned":
         L = config.n_patches + 1
-    n = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+    n = config.total_layers
     return v * d + L * d + n * 12 * d * d
 
 

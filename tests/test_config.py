@@ -97,3 +97,14 @@ def test_build_model_needs_a_config():
     with pytest.raises(ConfigError, match="needs a ModelConfig"):
         attnlab.build_model({"d_model": 64})
     assert isinstance(attnlab.build_model(attnlab.presets["tiny-decoder"]), torch.nn.Module)
+
+
+@pytest.mark.parametrize("preset", ["tiny-decoder", "tiny-encoder-decoder", "tiny-vit"])
+def test_total_layers_counts_every_block_the_model_builds(preset):
+    from attnlab.layers.block import Block
+
+    config = attnlab.presets[preset].replace(n_layers=3)
+    if config.topology == "encoder-decoder":
+        config = config.replace(n_decoder_layers=2)
+    model = attnlab.build_model(config, device="meta")
+    assert config.total_layers == sum(isinstance(m, Block) for m in model.modules())

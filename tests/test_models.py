@@ -157,3 +157,15 @@ def test_bad_inputs_get_clear_errors():
         vit(torch.randn(1, 3, 28, 28))
     rope = build("tiny-llama")  # rope has no length limit
     assert rope(torch.zeros(1, 300, dtype=torch.long)).logits.shape == (1, 300, 1000)
+
+
+def test_position_and_segment_ids_are_checked_against_their_own_limits():
+    model = build("tiny-encoder")
+    ids = torch.zeros(1, 4, dtype=torch.long)
+    limit = model.config.max_len
+    with pytest.raises(InputError, match=f"position_ids must lie in \\[0, {limit}\\)"):
+        model(ids, position_ids=torch.tensor([[0, 1, 2, limit]]))
+    with pytest.raises(InputError, match="position_ids has shape \\(1, 3\\), expected \\(1, 4\\)"):
+        model(ids, position_ids=torch.tensor([[0, 1, 2]]))
+    with pytest.raises(InputError, match="token_type_ids must be an integer torch.Tensor"):
+        model(ids, token_type_ids=torch.zeros(1, 4))

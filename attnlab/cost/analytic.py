@@ -391,5 +391,5 @@ def closed_form_training_flops_per_token(config: ModelConfig, seq: int) -> int:
     12*L*n*d is the attention term: Q K^T and P V take 2*n*d FLOPs each per token and layer, x3 for training.
     """
     attn_width = config.n_heads * config.head_dim
-    layers = config.n_layers + (config.decoder_layers if config.topology == "encoder-decoder" else 0)
+    layers = config.total_layers
     return 6 * matmul_parameters(config) + 12 * layers * seq * attn_width

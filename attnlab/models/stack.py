@@ -32,16 +32,20 @@ def check_mask(mask, name: str, shape: tuple[int, int], shape_text: str) -> None
         raise InputError(f"{name} must hold only 0 (padding) and 1 (real token); got other values")
 
 
-def check_ids(ids, name: str, shape: tuple[int, int], upper: int | None) -> None:
-    """Index tensors (position_ids, token_type_ids) must be integers of `shape` in [0, upper)."""
-    if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int32, torch.int64):
+def check_index_tensor(values, name: str, shape: tuple[int, int], upper: int | None) -> None:
+    """A per-position index tensor (position_ids, token_type_ids) must be integers of `shape` in [0, upper).
+
+    Token ids are checked by the model (TransformerModel.check_ids), against the vocabulary."""
+    if not isinstance(values, torch.Tensor) or values.dtype not in (torch.int32, torch.int64):
         raise InputError(f"{name} must be an integer torch.Tensor of shape {shape}, got "
-                         f"{getattr(ids, 'dtype', type(ids).__name__)}")
-    if tuple(ids.shape) != shape:
-        raise InputError(f"{name} has shape {tuple(ids.shape)}, expected {shape}")
-    if ids.numel() and (int(ids.min()) < 0 or (upper is not None and int(ids.max()) >= upper)):
+                         f"{getattr(values, 'dtype', type(values).__name__)}")
+    if tuple(values.shape) != shape:
+        raise InputError(f"{name} has shape {tuple(values.shape)}, expected {shape}")
+    # the min/max read-back would split a torch.compile graph (as in TransformerModel.check_ids): skipped there
+    if values.numel() and not torch.compiler.is_compiling() and (
+            int(values.min()) < 0 or (upper is not None and int(values.max()) >= upper)):
         allowed = f"[0, {upper})" if upper is not None else "[0, ...)"
-        raise InputError(f"{name} must lie in {allowed}; got min {int(ids.min())}, max {int(ids.max())}")
+        raise InputError(f"{name} must lie in {allowed}; got min {int(values.min())}, max {int(values.max())}")
 
 
 class Stack(nn.Module):
@@ -102,9 +106,9 @@ class Stack(nn.Module):
             raise InputError(f"encoder output has shape {tuple(context.shape)} but the decoder input has batch "
                              f"{batch}: source and target batches must match")
         if position_ids is not None:
-            check_ids(position_ids, "position_ids", (batch, seq), limit)
+            check_index_tensor(position_ids, "position_ids", (batch, seq), limit)
         if token_type_ids is not None:
-            check_ids(token_type_ids, "token_type_ids", (batch, seq), self.config.type_vocab_size or None)
+            check_index_tensor(token_type_ids, "token_type_ids", (batch, seq), self.config.type_vocab_size or None)
         shared_positions = position_ids is None  # every row of the batch sits at past .. total-1
         if position_ids is None:
             position_ids = torch.arange(past, total, device=x.device).expand(batch, seq)
