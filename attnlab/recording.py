@@ -31,9 +31,11 @@ Where the recorder lives: a `contextvars.ContextVar`, so a recording belongs to 
 that started it. Two threads recording at once each get exactly their own tensors, and a thread that is not
 recording runs the plain forward even while another thread records the same model.
 
-Cost when nothing records: each module calls `active()` once per forward (ContextVar.get, a C call) and takes
-the fast path when it answers None. While a recorder is active, a module asks it once per (module, leaf) whether
-the name is wanted (cached), and attention takes its explicit path only when one of its own tensors is wanted.
+Cost when nothing records: each module calls `active()` once per forward (ContextVar.get, a C call of ~40 ns,
+about what the module-global lookup it replaced cost) and takes the fast path when it answers None. A recording
+walks the model once to map modules to paths (~20 us for 2 layers, well under a millisecond for 30: small next
+to the forward it records); a module then asks once per (module, leaf) whether its name is wanted (cached), and
+attention takes its explicit path only when one of its own tensors is wanted.
 """
 
 from __future__ import annotations
