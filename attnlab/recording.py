@@ -21,6 +21,8 @@ Names (per block i; encoder-decoders prefix `encoder.` / `decoder.`):
 from __future__ import annotations
 
 import fnmatch
+import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -107,3 +109,15 @@ def name_modules(model: torch.nn.Module) -> None:
     """Give every submodule its dotted path as `record_name` (called once when a model is built)."""
     for name, module in model.named_modules():
         module.record_name = name
+
+
+class _CallableModule(types.ModuleType):
+    """`attnlab.recording(...)` has been the `recording` context manager while library code reads this module
+    through the same name (`from attnlab import recording`). attnlab/__init__.py now imports lazily, so the
+    name can no longer be rebound to the function after the package loads: the module itself forwards calls."""
+
+    def __call__(self, *args, **kwargs):
+        return recording(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
