@@ -5,6 +5,7 @@ The names that need torch load on first use (PEP 562), so that `import attnlab` 
 """
 
 import importlib
+import importlib.util
 
 from attnlab.config import ModelConfig
 from attnlab.errors import AttnlabError, CheckpointError, ConfigError, InputError
@@ -25,6 +26,8 @@ def __getattr__(name: str):
     if name == "recording":  # the module, callable as the `recording` context manager (see attnlab/recording.py)
         return importlib.import_module("attnlab.recording")
     if name not in _LAZY:
+        if not name.startswith("_") and importlib.util.find_spec(f"attnlab.{name}") is not None:
+            return importlib.import_module(f"attnlab.{name}")  # attnlab.layers etc., as after an eager import
         raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
     value = getattr(importlib.import_module(_LAZY[name]), name)
     globals()[name] = value

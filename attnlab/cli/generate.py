@@ -47,20 +47,23 @@ def add_arguments(p) -> None:
 
 def check_options(args) -> None:
     """Refuse impossible settings before the model loads: one line naming the value and what is allowed."""
+    def bad(flag: str, value, allowed: str) -> InputError:
+        return InputError(f"{flag[2:].replace('-', '_')}={value!r} ({flag}) is not allowed: {allowed}")
+
     if args.max_new_tokens is not None and args.max_new_tokens < 1:
-        raise InputError(f"--max-new-tokens {args.max_new_tokens}: give a positive integer")
+        raise bad("--max-new-tokens", args.max_new_tokens, "give a positive integer")
     t = args.temperature
     if not math.isfinite(t) or t < 0 or 0 < t < MIN_TEMPERATURE:
-        raise InputError(f"--temperature {t!r}: use 0 (greedy) or a finite number >= {MIN_TEMPERATURE:g} "
-                         "(1 = the model's own distribution)")
+        raise bad("--temperature", t, f"use 0 (greedy) or a finite number >= {MIN_TEMPERATURE:g} "
+                                      "(1 = the model's own distribution)")
     if args.top_p is not None and not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
-        raise InputError(f"--top-p {args.top_p!r}: use a probability in (0, 1] (1 keeps every token)")
+        raise bad("--top-p", args.top_p, "use a probability in (0, 1] (1 keeps every token)")
     if args.top_k is not None and args.top_k < 0:
-        raise InputError(f"--top-k {args.top_k}: use 0 (no limit) or a positive integer")
+        raise bad("--top-k", args.top_k, "use 0 (no limit) or a positive integer")
     if args.beams < 1:
-        raise InputError(f"--beams {args.beams}: use an integer >= 1 (1 = no beam search)")
+        raise bad("--beams", args.beams, "use an integer >= 1 (1 = no beam search)")
     if args.seed is not None and not 0 <= args.seed < SEED_LIMIT:
-        raise InputError(f"--seed {args.seed}: use an integer in [0, 2^64)")
+        raise bad("--seed", args.seed, "use an integer in [0, 2^64)")
 
 
 def _load(spec: str):
@@ -81,7 +84,8 @@ def prompt_ids(args, tokenizer, vocab_size: int) -> list[int]:
             raise InputError(f"--ids {args.ids!r}: give space-separated integer token ids") from None
         bad = [i for i in ids if not 0 <= i < vocab_size]
         if bad:
-            raise InputError(f"--ids: token id {bad[0]} is outside this model's vocabulary [0, {vocab_size})")
+            raise InputError(f"--ids: token id {bad[0]} is outside this model's vocabulary: use ids in "
+                             f"[0, vocab_size={vocab_size})")
     else:
         if tokenizer is None:
             raise InputError(f"{args.model} has no tokenizer to turn --prompt into ids; pass --ids instead")
@@ -98,6 +102,8 @@ def plan_length(config, prompt_len: int, asked: int | None) -> tuple[int, bool, 
     encoder-decoders count the decoder start token (the prompt is the source, limited on its own side).
     """
     limit = config.seq_limit
+    if config.topology not in ("decoder", "encoder-decoder"):
+        limit = None  # generate itself refuses other models
     wanted = DEFAULT_NEW_TOKENS if asked is None else asked
     if limit is None:
         return wanted, False, ""
@@ -112,10 +118,13 @@ def plan_length(config, prompt_len: int, asked: int | None) -> tuple[int, bool, 
     if room < 1:
         raise InputError(f"the prompt's {prompt_len} tokens fill this model's {limit} positions: shorten it, or "
                          "pass --max-new-tokens N to continue with a sliding window")
-    why = ("the default" if asked is None else f"--max-new-tokens {asked}")
-    more = " (--max-new-tokens N continues past it with a sliding window)" if decoder else ""
-    return room, False, (f"[this model holds {limit} positions and {used} are taken: generating {room} new tokens, "
-                         f"not {wanted} ({why}){more}]")
+    instead = f"the default {wanted}" if asked is None else f"--max-new-tokens {asked}"
+    if decoder:
+        return room, False, (f"[this model holds {limit} positions and the prompt takes {used}: generating up to "
+                             f"{room} new tokens instead of {instead} (--max-new-tokens N goes on with a sliding "
+                             "window)]")
+    return room, False, (f"[this decoder holds {limit} positions, one taken by the start token: generating up to "
+                         f"{room} new tokens instead of {instead}]")
 
 
 def run(args) -> int:
@@ -126,6 +135,9 @@ def run(args) -> int:
     from attnlab.generation import generate_stream
 
     model, tokenizer = _load(args.model)
+    topology = getattr(getattr(model, "config", None), "topology", type(model).__name__)
+    if topology not in ("decoder", "encoder-decoder"):
+        raise InputError(f"{args.model} is a {topology} model: generation needs a Decoder or an EncoderDecoder")
     ids = prompt_ids(args, tokenizer, model.config.vocab_size)
     max_new_tokens, sliding, note = plan_length(model.config, len(ids), args.max_new_tokens)
     if note:

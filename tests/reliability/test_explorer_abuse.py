@@ -60,7 +60,7 @@ def client(served):
 # ------------------------------------------------------------------------------------------- bind address
 def test_explore_binds_loopback_unless_told(monkeypatch):
     from attnlab.cli import build_parser
-    from attnlab.explorer import cli as explorer_cli
+    from attnlab.cli import explore as explorer_cli
 
     seen = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **kw: seen.update(kw))
