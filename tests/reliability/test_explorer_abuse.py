@@ -7,7 +7,6 @@ to a real uvicorn server on 127.0.0.1 only.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import re
 import socket
@@ -274,10 +273,9 @@ def test_concurrent_heavy_work_is_limited(served, monkeypatch):
 
 # ------------------------------------------------------------------------------------------- real server
 def _load_module():
-    spec = importlib.util.spec_from_file_location("load_explorer", ROOT / "bench" / "load_explorer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from attnlab.benchmarks import explorer
+
+    return explorer
 
 
 @pytest.mark.slow
