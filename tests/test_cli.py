@@ -184,3 +184,25 @@ def test_cost_measure_with_one_length_times_lengths_up_to_it(tmp_path, capsys):
     assert "timing n in [2, 4, 8, 16]" in out and "growth exponents" in out
     code, _, err = _run(["cost", "tiny-decoder", "--seq", "3", "--measure"], capsys)
     assert code == 2 and "at least two lengths" in err and "--seq 32,64,128" in err
+
+
+# ------------------------------------------------------------------------------------------ train
+def test_train_passes_overwrite_and_resume_to_run_train(monkeypatch, capsys):
+    from attnlab.cli import train as train_cli
+
+    calls = []
+
+    def fake_run_train(recipe, **kwargs):
+        calls.append((recipe, kwargs))
+        return {"steps": 1}
+
+    monkeypatch.setattr(train_cli, "_training", lambda: (fake_run_train, lambda items: dict(
+        item.split("=", 1) for item in items)))
+    assert main(["train", "gpt-char", "--out", "o", "--overwrite", "steps=3", "--data", "d.txt"]) == 0
+    assert main(["train", "gpt-char", "--resume"]) == 0
+    assert calls[0] == ("gpt-char", dict(config=None, out="o", resume=False, overrides={"steps": "3", "data": "d.txt"},
+                                         overwrite=True))
+    assert calls[1][1]["resume"] is True and not calls[1][1].get("overwrite")
+    capsys.readouterr()
+    code, _, err = _run(["train", "gpt-char", "--resume", "--overwrite"], capsys)
+    assert code == 2 and "not allowed with argument" in err
