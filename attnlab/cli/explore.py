@@ -39,15 +39,13 @@ def check_address(host: str, port: int) -> None:
     this machine's is refused here, before the banner, instead of after it inside uvicorn."""
     if not 1 <= port <= 65535:
         raise InputError(f"--port {port}: use a port in 1..65535")
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise InputError(f"--host {host!r} is not an address of this machine ({exc})") from None
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as sock:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(address)
+            sock.bind((host, port))
+        except (socket.gaierror, UnicodeError) as exc:
+            raise InputError(f"--host {host!r} is not an address of this machine ({exc})") from None
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise InputError(f"{host}:{port} is already in use (another explorer?); stop it or pass "
