@@ -53,6 +53,11 @@ def test_help_of_every_command_but_train_imports_no_torch():
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().endswith("no torch"), done.stdout[-300:]
     assert "attnlab: one clean Transformer" in done.stdout and "--max-new-tokens" in done.stdout
+    # and the way users call it: every module imported on the way, as -X importtime lists them
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "attnlab", "--help"], capture_output=True,
+                          text=True, cwd=REPO, timeout=120)
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time")}
+    assert done.returncode == 0 and "attnlab.cli.generate" in imported and "torch" not in imported, done.stderr[-500:]
 
 
 def test_train_help_lists_one_recipe_per_line(capsys):
