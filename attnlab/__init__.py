@@ -1,15 +1,41 @@
-"""attnlab: one clean Transformer, every topology, proven equal to the references, and seen from inside."""
+"""attnlab: one clean Transformer, every topology, proven equal to the references, and seen from inside.
 
-from attnlab import recording  # the module: recording.capture(model, ...) for code that runs the model
-from attnlab.build import build_model
+The names that need torch load on first use (PEP 562), so that `import attnlab` -- and with it
+`attnlab --help` -- stays free of torch's import time; `attnlab.build_model` etc. work as if imported here.
+"""
+
+import importlib
+import importlib.util
+
 from attnlab.config import ModelConfig
 from attnlab.errors import AttnlabError, CheckpointError, ConfigError, InputError
-from attnlab.loading import load
-from attnlab.models import Decoder, DualEncoder, Encoder, EncoderDecoder, ModelOutput, VisionTransformer
 from attnlab.presets import presets
-from attnlab.recording import record
 
 __version__ = "0.1.0"
+
+# public name -> the module that defines it (imported on first access)
+_LAZY = {
+    "build_model": "attnlab.build", "load": "attnlab.loading",
+    "Decoder": "attnlab.models", "DualEncoder": "attnlab.models", "Encoder": "attnlab.models",
+    "EncoderDecoder": "attnlab.models", "ModelOutput": "attnlab.models", "VisionTransformer": "attnlab.models",
+    "record": "attnlab.recording",
+}
+
+
+def __getattr__(name: str):
+    if name == "recording":  # the module (recording.capture(model, ...) for code that runs the model itself)
+        return importlib.import_module("attnlab.recording")
+    if name not in _LAZY:
+        if not name.startswith("_") and importlib.util.find_spec(f"attnlab.{name}") is not None:
+            return importlib.import_module(f"attnlab.{name}")  # attnlab.layers etc., as after an eager import
+        raise AttributeError(f"module 'attnlab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
 
 
 def generate(model, input_ids, **kwargs):

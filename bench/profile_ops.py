@@ -5,21 +5,18 @@
 
 Operator totals are summed over `steps` calls after two warm-up calls. On a shared machine the wall time of
 one operator can jump when another process takes the core, so compare the operator lists and call counts
-(what each library does) more than single timings; bench_train / bench_forward give the interleaved ratios.
+(what each library does) more than single timings; attnlab.benchmarks.train / .forward give the interleaved ratios.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 from torch.profiler import ProfilerActivity, profile
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench import bench_forward, bench_train  # noqa: E402
+from attnlab.benchmarks import forward as bench_forward
+from attnlab.benchmarks import train as bench_train
 
 
 def callables(kind: str, case_name: str) -> dict:

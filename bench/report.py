@@ -2,6 +2,7 @@
 
     python bench/report.py train forward            # print the tables
     python bench/report.py train forward --write    # replace the speed section of RESULTS.md with them
+    python bench/report.py train-quick --dir /tmp/attnlab-bench/20261124-0602   # a run's --out folder
 
 Only the text between the `speed:results` markers is replaced; the other engineers' sections stay as they are.
 """
@@ -46,13 +47,15 @@ def table(data: dict) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("names", nargs="+", help="result names under bench/results (train, forward, ...)")
+    p.add_argument("names", nargs="+", help="result names under --dir (train, forward, ...)")
+    p.add_argument("--dir", default=str(BENCH_DIR / "results"),
+                   help="folder of the JSON results (default bench/results; `attnlab bench` writes to its --out)")
     p.add_argument("--write", action="store_true", help="replace the speed section of RESULTS.md")
     p.add_argument("--intro", default="", help="text put before the tables (e.g. the load on the machine)")
     args = p.parse_args(argv)
     parts = [args.intro] if args.intro else []
     for name in args.names:
-        data = json.loads((BENCH_DIR / "results" / f"{name}.json").read_text())
+        data = json.loads((Path(args.dir) / f"{name}.json").read_text())
         parts.append(f"### {name}\n\n{table(data)}")
     text = "\n\n".join(parts)
     if not args.write:

@@ -1,22 +1,26 @@
-"""The benchmark harness, run on tiny shapes so it cannot rot. No timing is asserted (timings are only ever
-ratios printed by bench/); what is asserted is that every peer holds attnlab's weights (its outputs agree with
-attnlab's to 1e-4), that the FLOP count matches the closed form, and that the GPU code paths (device placement,
-bf16 autocast, torch.compile, fused AdamW) run on CPU."""
+"""The benchmark harness (attnlab.benchmarks), run on tiny shapes so it cannot rot. No timing is asserted
+(timings are only ever ratios printed by the benchmarks); what is asserted is that every peer holds attnlab's
+weights (its outputs agree with attnlab's to 1e-4), that the FLOP count matches the closed form, that the GPU
+code paths (device placement, bf16 autocast, torch.compile, fused AdamW) run on CPU, and that `attnlab bench`
+writes only where --out says."""
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import math
-import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from attnlab.benchmarks import common, peers, run_all
+from attnlab.benchmarks import forward as bench_forward
+from attnlab.benchmarks import train as bench_train
+from attnlab.cli import main
+from attnlab.config import ModelConfig
 
-from attnlab.config import ModelConfig  # noqa: E402
-from bench import bench_forward, bench_train, common, peers, run_all  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent
 
 TOL = 1e-4  # float32, a few tiny layers: observed differences are ~1e-6
 
@@ -65,7 +69,7 @@ def test_gpt_peers_hold_attnlabs_weights():
             torch.testing.assert_close(out, ref, atol=TOL, rtol=0)
 
 
-def test_torch_encoder_peer_matches_and_takes_its_fast_path():
+def test_torch_encoder_peer_matches_and_takes_its_fast_path(capfd):
     config = ModelConfig(topology="encoder", vocab_size=50, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=16,
                          activation="gelu", norm_placement="post", norm_eps=1e-12, position="none", head="none")
     case = bench_forward.ForwardCase("tiny-stack", "stack", config, 2, 16, True, 2, ("torch",))
@@ -76,6 +80,7 @@ def test_torch_encoder_peer_matches_and_takes_its_fast_path():
         theirs = bench_forward.forward_of(case, "torch", models["torch"], inputs)
     torch.testing.assert_close(theirs, ours, atol=TOL, rtol=0)
     assert bench_forward._fast_path_used(models["torch"], inputs)
+    assert "profiler" not in capfd.readouterr().err  # torch.profiler's start/stop lines stay out of the report
 
 
 def test_step_flops_match_the_closed_form():
@@ -123,13 +128,34 @@ def test_peak_memory_of_a_step_is_measured_in_a_subprocess():
 
     mem = common.step_peak_memory(step, steps=1)
     assert 60 <= mem["step_peak_mib"] < 128  # the buffer, touched by ones(), was resident once
-    child = common.memory_in_subprocess(Path(bench_train.__file__), "gpt-4L", "attnlab", timeout=300)
+    child = common.memory_in_subprocess("attnlab.benchmarks.train", "gpt-4L", "attnlab", timeout=300)
     assert child is not None and child["step_peak_mib"] > 0
 
 
 def test_run_all_refuses_an_unknown_benchmark(capsys):
     assert run_all.main(["--only", "no-such-bench"]) == 2
     assert "available" in capsys.readouterr().err
+
+
+def _tracked_results() -> dict[str, str]:
+    folder = REPO / "bench" / "results"
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.json"))}
+
+
+def test_attnlab_bench_writes_its_results_under_out_only(tmp_path, monkeypatch, capfd):
+    """`attnlab bench --only train --quick --out DIR` on one tiny case: the JSON lands in DIR, the repository's
+    bench/results stays byte for byte as it was, and the output names the folder."""
+    probe = common.matmul_probe
+    monkeypatch.setattr(common, "matmul_probe", lambda n=2048, **kw: probe(64, **kw))  # a cheap peak probe
+    monkeypatch.setattr(bench_train, "CASES", {"tiny-gpt": tiny_gpt(())})
+    before = _tracked_results()
+    out = tmp_path / "results"
+    assert main(["bench", "--only", "train", "--quick", "--out", str(out)]) == 0
+    printed = capfd.readouterr()
+    assert sorted(p.name for p in out.iterdir()) == ["train-quick.json"]
+    assert f"results go to {out}" in printed.out and "tiny-gpt" in printed.out
+    assert "profiler" not in printed.out + printed.err
+    assert _tracked_results() == before
 
 
 @pytest.mark.skipif(not peers.hf_available(), reason="needs attnlab.interop.hf")

@@ -1,18 +1,15 @@
-"""`attnlab train RECIPE [--config FILE] [--out DIR] [--resume] [key=value ...]`.
+"""What `attnlab train` runs (its command line is attnlab/cli/train.py): settings files, overrides, run_train.
 
 Settings come in three layers, later ones winning: the recipe's defaults, the config file (TOML; YAML when
-pyyaml is installed), then key=value pairs on the command line. Any key the recipe does not know is refused
-with the list of keys it does know. The same command runs under `torchrun --nproc_per_node=N`.
+pyyaml is installed), then key=value pairs on the command line.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from attnlab.cli import register
 from attnlab.errors import ConfigError
 
 
@@ -116,39 +113,3 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         return result
     finally:
         distributed.cleanup()
-
-
-def _add_arguments(p) -> None:
-    from attnlab.training.recipes import describe
-
-    p.description = "recipes:\n" + describe()
-    p.add_argument("recipe", help="gpt-char, gpt-bpe, bert-mlm, translate-numbers, vit-mnist, clip-mnist")
-    p.add_argument("key_values", nargs="*", metavar="key=value", help="override any recipe or training key")
-    p.add_argument("--config", help="TOML (or YAML) file of key = value settings")
-    p.add_argument("--out", help="run directory (default runs/RECIPE)")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/latest")
-    p.add_argument("--data", help="text file for the language-model recipes (same as data=FILE)")
-    p.add_argument("--keys", action="store_true", help="list the recipe's keys with their defaults and exit")
-
-
-def _run(args) -> int:
-    from attnlab.training.recipes import get_recipe
-
-    if args.keys:
-        for key, value in sorted(get_recipe(args.recipe).defaults().items()):
-            print(f"{key} = {value!r}")
-        return 0
-    overrides = parse_overrides(args.key_values)
-    if args.data is not None:
-        overrides["data"] = args.data
-    result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume, overrides=overrides)
-    if result:
-        shown = {k: v for k, v in result.items() if k not in ("samples",)}
-        print(json.dumps(shown, indent=2, default=str))
-        for s in result.get("samples", [])[:2]:
-            print("---\n" + s, file=sys.stdout)
-    return 0
-
-
-register("train", "train a named recipe (gpt-char, bert-mlm, translate-numbers, vit-mnist, clip-mnist, ...)",
-         _add_arguments, _run)

@@ -7,7 +7,6 @@ to a real uvicorn server on 127.0.0.1 only.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import re
 import socket
@@ -60,7 +59,7 @@ def client(served):
 # ------------------------------------------------------------------------------------------- bind address
 def test_explore_binds_loopback_unless_told(monkeypatch):
     from attnlab.cli import build_parser
-    from attnlab.explorer import cli as explorer_cli
+    from attnlab.cli import explore as explorer_cli
 
     seen = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **kw: seen.update(kw))
@@ -274,10 +273,9 @@ def test_concurrent_heavy_work_is_limited(served, monkeypatch):
 
 # ------------------------------------------------------------------------------------------- real server
 def _load_module():
-    spec = importlib.util.spec_from_file_location("load_explorer", ROOT / "bench" / "load_explorer.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from attnlab.benchmarks import explorer
+
+    return explorer
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ Cases: bert-base shape (batch 8 x 128) against HF BertModel and, block stack onl
 torch.nn.TransformerEncoder in eval mode (its fused fast path); GPT-2-small shape (1 x 512 and 8 x 128) against
 HF GPT2LMHeadModel and nanoGPT (full logits); ViT-B/16 (batch 8) against HF ViTForImageClassification.
 
-    python bench/bench_forward.py [--quick] [--cases bert-base,gpt2-8x128] [--no-memory]
+    python -m attnlab.benchmarks.forward [--quick] [--cases bert-base,gpt2-8x128] [--no-memory]
 """
 
 from __future__ import annotations
@@ -13,17 +13,14 @@ import argparse
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from attnlab import build_model  # noqa: E402
-from attnlab.config import ModelConfig  # noqa: E402
-from attnlab.models.stack import Stack  # noqa: E402
-from attnlab.presets import get as preset  # noqa: E402
-from bench import common, peers  # noqa: E402
+from attnlab import build_model
+from attnlab.benchmarks import common, output, peers
+from attnlab.config import ModelConfig
+from attnlab.models.stack import Stack
+from attnlab.presets import get as preset
 
 
 @dataclass
@@ -143,12 +140,23 @@ def forward_flops(case: ForwardCase, model, inputs) -> float:
 
 
 def _fast_path_used(model, inputs) -> bool:
-    """Whether torch.nn.TransformerEncoder took its fused kernel (aten::_transformer_encoder_layer_fwd)."""
-    from torch.profiler import ProfilerActivity, profile
+    """Whether torch.nn.TransformerEncoder took its fused kernel (aten::_transformer_encoder_layer_fwd).
 
-    with torch.inference_mode(), profile(activities=[ProfilerActivity.CPU]) as prof:
+    A dispatch mode sees every aten call; torch.profiler would too, but it prints its own start/stop lines."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Ops(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.seen.add(str(func.overloadpacket))
+            return func(*args, **(kwargs or {}))
+
+    with torch.inference_mode(), Ops() as ops:
         model(inputs["hidden"])
-    return any("_transformer_encoder_layer_fwd" in e.key for e in prof.key_averages())
+    return "aten._transformer_encoder_layer_fwd" in ops.seen
 
 
 def _parity(case: ForwardCase, models, inputs) -> str:
@@ -208,7 +216,7 @@ def parse_args(argv=None):
                    help="wall clock, or this process's CPU time (steadier on a shared machine; use with --threads 1)")
     p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
     p.add_argument("--probe-size", type=int, default=2048)
-    p.add_argument("--save", default="forward", help="name of the JSON file under bench/results ('' = none)")
+    output.add_output_arguments(p, "forward")
     p.add_argument("--memory-case", help=argparse.SUPPRESS)
     p.add_argument("--memory-impl", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -221,9 +229,9 @@ def main(argv=None) -> list[common.CaseResult]:
     if args.memory_case:
         memory_main(args.memory_case, args.memory_impl)
         return []
-    command = "python bench/bench_forward.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m attnlab.benchmarks.forward " + " ".join(sys.argv[1:] if argv is None else argv)
     print(common.header(command))
-    return common.run_selected(CASES, run_case, args, Path(__file__), command)
+    return common.run_selected(CASES, run_case, args, "attnlab.benchmarks.forward", command)
 
 
 if __name__ == "__main__":

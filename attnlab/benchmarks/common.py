@@ -23,8 +23,7 @@ from pathlib import Path
 
 import torch
 
-BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_DIR = BENCH_DIR / "results"
+from attnlab.benchmarks.output import default_out
 
 
 # ----------------------------------------------------------------------------- timing
@@ -174,17 +173,16 @@ def step_peak_memory(step: Callable[[], object], steps: int = 3) -> dict:
     return {"step_peak_mib": max(0, peak - before) / 1024, "process_peak_mib": peak / 1024, "method": method}
 
 
-def memory_in_subprocess(script: Path, case: str, impl: str, extra: list[str] | None = None,
+def memory_in_subprocess(module: str, case: str, impl: str, extra: list[str] | None = None,
                          timeout: float = 600) -> dict | None:
-    """Run `script --memory-case CASE --memory-impl IMPL` in a fresh process and read its JSON line.
+    """Run `python -m module --memory-case CASE --memory-impl IMPL` in a fresh process and read its JSON line.
 
     One process per (case, implementation): heaps do not share freed pages, and one high-water mark cannot
     leak into another's number.
     """
-    cmd = [sys.executable, str(script), "--memory-case", case, "--memory-impl", impl, *(extra or [])]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(BENCH_DIR.parent), os.environ.get("PYTHONPATH", "")])}
+    cmd = [sys.executable, "-m", module, "--memory-case", case, "--memory-impl", impl, *(extra or [])]
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return None
     for line in reversed(done.stdout.splitlines()):
@@ -290,12 +288,15 @@ def header(command: str) -> str:
             f"torch {m['torch']} | python {m['python']}\n# command: {command}")
 
 
-def save_results(name: str, results: list[CaseResult], command: str) -> Path:
-    """bench/results/<name>.json: the machine, the command and every case, for RESULTS.md and later diffs."""
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def save_results(name: str, results: list[CaseResult], command: str, out: str | Path | None = None) -> Path:
+    """OUT/<name>.json: the machine, the command and every case, for RESULTS.md (copy a run you cite into
+    bench/results/ and render it with bench/report.py) and later diffs."""
+    folder = Path(out) if out else default_out()
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
     path.write_text(json.dumps({"machine": machine(), "command": command,
                                 "cases": [r.to_dict() for r in results]}, indent=1) + "\n")
+    print(f"results written to {path}", flush=True)
     return path
 
 
@@ -303,7 +304,7 @@ def seed_all(seed: int = 0) -> None:
     torch.manual_seed(seed)
 
 
-def run_selected(cases: dict, run_case: Callable, args, script: Path, command: str,
+def run_selected(cases: dict, run_case: Callable, args, module: str, command: str,
                  measure_memory_of: Callable[[str], bool] = lambda impl: impl != "matmul-peak") -> list[CaseResult]:
     """Run the chosen cases of a bench script, add each implementation's peak memory (fresh subprocess per
     implementation, CPU only, skipped by --quick/--no-memory), print and optionally save the results."""
@@ -317,11 +318,11 @@ def run_selected(cases: dict, run_case: Callable, args, script: Path, command: s
             for impl in result.stats:
                 if measure_memory_of(impl):
                     extra = ["--threads", str(args.threads)] if args.threads else []
-                    mem = memory_in_subprocess(script, name, impl, extra)
+                    mem = memory_in_subprocess(module, name, impl, extra)
                     if mem:
                         result.memory[impl] = mem
         print(result.render(), flush=True)
         results.append(result)
     if args.save:
-        save_results(args.save + ("-quick" if args.quick else ""), results, command)
+        save_results(args.save + ("-quick" if args.quick else ""), results, command, args.out)
     return results

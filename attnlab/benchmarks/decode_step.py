@@ -13,8 +13,8 @@ Also reports the decode layout's one-time cost per call (kept out of the step co
 for the 1-token run too) (making and dropping the (in, out) copies) and the
 bytes those copies hold while a call runs, and the weight-reading floor: weight bytes / read bandwidth.
 
-    python bench/bench_decode_step.py                          # GPT-2-small shape and SmolLM2-135M, batch 1 and 8
-    python bench/bench_decode_step.py --threads 2              # wall time instead of CPU time
+    python -m attnlab.benchmarks.decode_step                 # GPT-2-small shape and SmolLM2-135M, batch 1 and 8
+    python -m attnlab.benchmarks.decode_step --threads 2         # wall time instead of CPU time
 """
 
 from __future__ import annotations
@@ -23,13 +23,10 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.bench_generate import gpt2_small, machine, smollm2  # noqa: E402
+from attnlab.benchmarks.generate import gpt2_small, machine, smollm2
 
 
 def measure(fn, clock) -> float:
@@ -118,7 +115,7 @@ def main(argv=None) -> int:
     print(f"# bench_decode_step: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
           f"torch {torch.__version__}; transformers {transformers.__version__}; "
           f"{'process CPU' if args.threads == 1 else 'wall'} time")
-    print(f"# command: python bench/bench_decode_step.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(f"# command: python -m attnlab.benchmarks.decode_step {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"# {args.prompt}-token prompt, median of {args.reps} interleaved runs of {args.steps} cached steps\n")
     bandwidth = read_bandwidth(clock)
     print(f"read stream: {bandwidth:.1f} GB/s")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from attnlab.cli import register, resolve_config
+from attnlab.cli.params import resolve_config
 from attnlab.errors import InputError
 
+HELP = "FLOPs, bytes and arithmetic intensity per operation; KV cache; --measure times the model"
 DEFAULT_SWEEP = (64, 128, 256, 512, 1024, 2048)
 QUICK_SWEEP = (32, 64, 128, 256)
 
@@ -21,12 +22,13 @@ def _int_list(text: str | None, name: str) -> list[int] | None:
     return values
 
 
-def _add_arguments(p) -> None:
+def add_arguments(p) -> None:
     p.add_argument("model", help="preset name, config .json or checkpoint directory")
     p.add_argument("--batch", "-b", type=str, default="1", help="batch size b (default 1)")
     p.add_argument("--seq", "-n", type=str, default=None,
-                   help="tokens per sequence n; with --measure a comma-separated sweep (default 64,...,2048 up to "
-                        "the model's limit)")
+                   help="tokens per sequence n; with --measure a comma-separated sweep of lengths (default "
+                        "64,...,2048 up to the model's limit), or one n: then n/8, n/4, n/2 and n are timed (a growth "
+                        "exponent needs at least two lengths)")
     p.add_argument("--src-seq", "-m", type=str, default=None, help="source length m (encoder-decoders; default n)")
     p.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16 (bytes per number)")
     p.add_argument("--mode", default="all", help="forward | train | decode_step | all (default)")
@@ -117,6 +119,15 @@ def _one(values: list[int], name: str) -> list[int]:
     return values
 
 
+def around(n: int) -> list[int]:
+    """The lengths timed for a single --seq n: n/8, n/4, n/2 and n (the distinct ones >= 2)."""
+    lengths = sorted({n // 8, n // 4, n // 2, n} - {0, 1})
+    if len(lengths) < 2:
+        raise InputError(f"--seq {n} with --measure: a growth exponent needs at least two lengths and n={n} leaves "
+                         "one; give n >= 4 or a comma-separated list such as --seq 32,64,128")
+    return lengths
+
+
 def _measure(args, config) -> int:
     import torch
 
@@ -126,6 +137,10 @@ def _measure(args, config) -> int:
     (b,) = _one(_int_list(args.batch, "batch"), "batch")
     m = _one(_int_list(args.src_seq, "src-seq"), "src-seq")[0] if args.src_seq is not None else None
     seqs = _int_list(args.seq, "seq")
+    if seqs is not None and len(seqs) == 1:
+        seqs = around(seqs[0])
+        print(f"--seq {args.seq} is one length; a growth exponent needs several: timing n in {seqs} "
+              "(give a comma-separated list to choose them)", flush=True)
     if seqs is None:
         limit = config.seq_limit or max(DEFAULT_SWEEP)
         seqs = [n for n in (QUICK_SWEEP if args.quick else DEFAULT_SWEEP) if n <= limit]
@@ -171,12 +186,9 @@ def _sweep(args, config, dtype, b, m, seqs, clock) -> int:
     return 0
 
 
-def cmd_cost(args) -> int:
+def run(args) -> int:
     config = resolve_config(args.model)
     if args.measure:
         return _measure(args, config)
     return _table(args, config)
 
-
-register("cost", "FLOPs, bytes and arithmetic intensity per operation; KV cache; --measure times the model",
-         _add_arguments, cmd_cost)

@@ -4,7 +4,7 @@ Cases: the two GPT-2-style decoders of nanoGPT's shakespeare-char runs (vocab 65
 ViT step. Every contestant uses the same optimizer, torch.optim.AdamW(fused=True) (Hugging Face Trainer's
 default since torch 2.8), the same batch and its own library's loss, in the same process, interleaved.
 
-    python bench/bench_train.py [--quick] [--cases gpt-4L,gpt-6L] [--no-memory] [--compile inductor]
+    python -m attnlab.benchmarks.train [--quick] [--cases gpt-4L,gpt-6L] [--no-memory] [--compile inductor]
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ import copy
 import json
 import sys
 from dataclasses import dataclass
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from attnlab import build_model  # noqa: E402
-from attnlab.config import ModelConfig  # noqa: E402
-from bench import common, peers  # noqa: E402
+from attnlab import build_model
+from attnlab.benchmarks import common, output, peers
+from attnlab.config import ModelConfig
 
 
 @dataclass
@@ -246,7 +243,7 @@ def parse_args(argv=None):
     p.add_argument("--compile-ours", default=None,
                    help="add attnlab compiled with this torch.compile backend as one more contestant (inductor)")
     p.add_argument("--probe-size", type=int, default=2048, help="n of the n x n matmul-peak probe")
-    p.add_argument("--save", default="train", help="name of the JSON file under bench/results ('' = none)")
+    output.add_output_arguments(p, "train")
     p.add_argument("--memory-case", help=argparse.SUPPRESS)
     p.add_argument("--memory-impl", help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -259,10 +256,10 @@ def main(argv=None) -> list[common.CaseResult]:
     if args.memory_case:
         memory_main(args.memory_case, args.memory_impl, args)
         return []
-    command = "python bench/bench_train.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = "python -m attnlab.benchmarks.train " + " ".join(sys.argv[1:] if argv is None else argv)
     print(common.header(command))
     # compiled contestants ("attnlab+compile") share attnlab's weights: their memory is not measured apart
-    return common.run_selected(CASES, run_case, args, Path(__file__), command,
+    return common.run_selected(CASES, run_case, args, "attnlab.benchmarks.train", command,
                                measure_memory_of=lambda impl: impl != "matmul-peak" and "+" not in impl)
 
 

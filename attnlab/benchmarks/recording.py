@@ -10,7 +10,7 @@ interleaved A B A B after a warm-up (so drift and other load hit both alike):
 
 and prints the median and minimum time of each and the ratios B/A and C/A. B/A ~ 1.00 is the claim.
 
-    python bench/bench_recording.py [--quick] [--threads N]
+    python -m attnlab.benchmarks.recording [--quick] [--threads N]
 """
 
 from __future__ import annotations
@@ -21,14 +21,11 @@ import platform
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-import attnlab  # noqa: E402
-from attnlab.recording import capture  # noqa: E402
+import attnlab
+from attnlab.recording import capture
 
 
 def _time(fn, repeats: int) -> float:

@@ -9,9 +9,9 @@ Measures, greedy decoding, float32, EOS disabled so every run makes exactly the 
     a real run) and without it (a no-cache step = one forward pass over prompt + step tokens).
 Targets (issue 4): >= 1.5x HF tokens/s at batch 1; with the cache, latency at step 256 within 1.3x of step 16.
 
-    python bench/bench_generate.py            # 256 new tokens (several minutes on 2 cores)
-    python bench/bench_generate.py --quick    # GPT-2 shape only, 32 new tokens, for `attnlab bench --quick`
-    python bench/bench_generate.py --profile  # add a torch.profiler table of one attnlab and one HF run
+    python -m attnlab.benchmarks.generate            # 256 new tokens (several minutes on 2 cores)
+    python -m attnlab.benchmarks.generate --quick    # GPT-2 shape only, 32 new tokens, for `attnlab bench --quick`
+    python -m attnlab.benchmarks.generate --profile  # add a torch.profiler table of one attnlab and one HF run
 """
 
 from __future__ import annotations
@@ -169,7 +169,7 @@ def main(argv=None) -> int:
 
     print(f"# bench_generate: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
           f"torch {torch.__version__}; transformers {transformers.__version__}; python {sys.version.split()[0]}")
-    print(f"# command: python bench/bench_generate.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print(f"# command: python -m attnlab.benchmarks.generate {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"# {PROMPT_LEN}-token prompt, {new_tokens} new tokens, greedy, float32, median of {reps} interleaved runs\n")
     loaders = {"gpt2": gpt2_small, "smollm2": smollm2}
     rows, lat_rows = [], []

@@ -4,8 +4,8 @@ oversized requests. Reports 5xx answers, valid requests that were not answered c
 A valid request's answer must equal the answer the same server gave to it when idle (computed first, one at a
 time), so "lost" covers dropped connections, timeouts, errors and wrong bodies alike.
 
-    python bench/load_explorer.py                       # 32 clients x 50 requests, tiny models, 127.0.0.1
-    python bench/load_explorer.py --clients 8 --requests 10 --json out.json
+    python -m attnlab.benchmarks.explorer     # 32 clients x 50 requests, tiny models, 127.0.0.1
+    python -m attnlab.benchmarks.explorer --clients 8 --requests 10 --json out.json
 
 Traffic goes to 127.0.0.1 only; the server runs in this process (uvicorn in a thread) on a free port.
 """

@@ -1,0 +1,96 @@
+"""Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
+recording overhead and the explorer under load, each printing its own tables.
+
+    attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
+    python -m attnlab.benchmarks.run_all ...      (the same)
+
+--quick keeps the whole run under about 3 minutes: the small training cases, the bert-base forward cases,
+3 timed rounds, no memory subprocesses, and the other benchmarks with their own --quick. Results go to --out
+(default: a new folder under the system's temporary directory): OUT/train.json and OUT/forward.json, which
+bench/report.py renders as RESULTS.md tables, and OUT/<name>.txt with what every other benchmark printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from attnlab.benchmarks.output import OUT_HELP, default_out
+
+# run in this process, saving JSON results: name -> module
+OURS = {"train": "attnlab.benchmarks.train", "forward": "attnlab.benchmarks.forward"}
+
+# run in a fresh process each, their output kept as OUT/<name>.txt: name -> (module, --quick args, full args)
+OTHERS = {
+    "generate": ("attnlab.benchmarks.generate", ["--quick"], []),
+    "decode_step": ("attnlab.benchmarks.decode_step", ["--quick"], []),
+    "recording": ("attnlab.benchmarks.recording", ["--quick"], []),
+    "explorer": ("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10"], []),
+}
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(prog="attnlab bench", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    return p.parse_args(argv)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--quick", action="store_true", help="under ~3 minutes: small cases, few repeats")
+    p.add_argument("--only", default="", help=f"comma-separated subset of {', '.join([*OURS, *OTHERS])}")
+    p.add_argument("--no-memory", action="store_true", help="skip the per-implementation peak-memory subprocesses")
+    p.add_argument("--out", default=None, help=OUT_HELP)
+
+
+def _run_other(name: str, module: str, flags: list[str], out: Path) -> int:
+    """Run one benchmark module in a fresh process, echo its output and keep a copy as OUT/<name>.txt."""
+    with subprocess.Popen([sys.executable, "-m", module, *flags], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as proc, open(out / f"{name}.txt", "w") as copy:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            copy.write(line)
+    return proc.returncode
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    return run(args)
+
+
+def run(args) -> int:
+    wanted = [w for w in args.only.split(",") if w] or [*OURS, *OTHERS]
+    unknown = [w for w in wanted if w not in OURS and w not in OTHERS]
+    if unknown:
+        print(f"unknown benchmark(s) {unknown}; available: {', '.join([*OURS, *OTHERS])}", file=sys.stderr)
+        return 2
+    out = Path(args.out) if args.out else default_out()
+    out.mkdir(parents=True, exist_ok=True)
+    print(f"results go to {out}", flush=True)
+    started = time.perf_counter()
+    failed = []
+    for name in wanted:
+        section_start = time.perf_counter()
+        if name in OURS:
+            import importlib
+
+            flags = (["--quick"] if args.quick else []) + (["--no-memory"] if args.no_memory else [])
+            print(f"\n######## {name} {' '.join(flags)}", flush=True)
+            importlib.import_module(OURS[name]).main([*flags, "--out", str(out)])
+        else:
+            module, quick, full = OTHERS[name]
+            flags = quick if args.quick else full
+            print(f"\n######## {name}: python -m {module} {' '.join(flags)}", flush=True)
+            if _run_other(name, module, flags, out):
+                failed.append(name)
+        print(f"######## {name}: {time.perf_counter() - section_start:.0f} s", flush=True)
+    print(f"\nall benchmarks done in {time.perf_counter() - started:.0f} s"
+          + (f"; failed: {', '.join(failed)}" if failed else "") + f"; results in {out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

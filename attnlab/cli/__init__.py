@@ -1,0 +1,69 @@
+"""The `attnlab` command: one module per subcommand, listed in COMMANDS below.
+
+Each command module defines HELP (one line for `attnlab --help`), add_arguments(parser) and run(args) -> exit
+code. The modules import nothing heavy at the top: torch and the model code load inside run(), so that
+`attnlab --help` and every `attnlab CMD --help` answer at once. (`attnlab train --help` lists the recipes,
+which does import the training code.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from attnlab.cli import bench, cost, explore, generate, params, train
+from attnlab.errors import AttnlabError
+
+DESCRIPTION = ("attnlab: one clean Transformer for every topology. Count and cost a model, train a recipe, "
+               "generate text, explore a model in the browser, benchmark against its peers.")
+
+# name -> module; the order is the order of `attnlab --help`
+COMMANDS = {
+    "params": params,
+    "cost": cost,
+    "train": train,
+    "generate": generate,
+    "explore": explore,
+    "bench": bench,
+}
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose description may be a function, called only when the help is printed (the recipe
+    list of `attnlab train --help` needs the training code; building the parser must not)."""
+
+    def format_help(self) -> str:
+        if callable(self.description):
+            self.description = self.description()
+        return super().format_help()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="attnlab", description=DESCRIPTION)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
+    for name, module in COMMANDS.items():
+        p = sub.add_parser(name, help=module.HELP, description=module.HELP,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        module.add_arguments(p)
+        p.set_defaults(run=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # key=value pairs after options (argparse stops filling a nargs="*" positional at the first option)
+        if not hasattr(args, "key_values") or any(x.startswith("-") for x in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.key_values = [*args.key_values, *extra]
+    try:
+        return args.run(args) or 0
+    except AttnlabError as exc:
+        print(f"attnlab {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser]`: start the explorer and open it.
+
+Everything that can be refused is refused before the address is printed: a PATH that does not exist or is not
+a model, a port outside 1..65535, and an address that is already taken (checked by binding it once).
+"""
+
+from __future__ import annotations
+
+import errno
+import socket
+from pathlib import Path
+
+from attnlab.errors import InputError
+
+HELP = "open the Transformer Explorer web app in a browser"
+ACCEPTED = ("an attnlab checkpoint or training run folder, a Hugging Face model directory (config.json + "
+            "safetensors), or a .gguf file")
+
+
+def add_arguments(p) -> None:
+    p.add_argument("paths", nargs="*", metavar="PATH", help=f"extra models: {ACCEPTED}")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
+
+
+def check_paths(paths: list[str]) -> None:
+    """Each PATH must be a folder or a .gguf file; what is inside is read when the model is first used."""
+    for raw in paths:
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise InputError(f"{raw}: no such file or folder; a model PATH is {ACCEPTED}")
+        if not (path.is_dir() or (path.is_file() and path.suffix == ".gguf")):
+            raise InputError(f"{raw} is neither a folder nor a .gguf file; a model PATH is {ACCEPTED}")
+
+
+def check_address(host: str, port: int) -> None:
+    """Bind host:port once (as uvicorn will, with SO_REUSEADDR) and let go: a port in use or a host that is not
+    this machine's is refused here, before the banner, instead of after it inside uvicorn."""
+    if not 1 <= port <= 65535:
+        raise InputError(f"--port {port}: use a port in 1..65535")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # as uvicorn chooses
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except (socket.gaierror, UnicodeError) as exc:
+            raise InputError(f"--host {host!r} is not an address of this machine ({exc})") from None
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise InputError(f"{host}:{port} is already in use (another explorer?); stop it or pass "
+                                 "--port with a free port") from None
+            raise InputError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def _has_desktop() -> bool:
+    """Whether a graphical browser can open: on Linux without a display, webbrowser would start a text browser
+    (lynx, w3m) inside this terminal, on top of the server's output, so the address alone is printed."""
+    import os
+    import sys
+
+    if sys.platform.startswith("linux"):
+        return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+    return True
+
+
+def served(entries: list[dict]) -> list[str]:
+    """The start-up lines naming the models on offer (id and label; no absolute paths)."""
+    ready = [e for e in entries if e["available"]]
+    width = max((len(e["id"]) for e in ready), default=0)
+    lines = [f"  {e['id']:<{width}}  {e['label']}" for e in ready]
+    missing = [e["id"] for e in entries if not e["available"]]
+    if missing:
+        lines.append(f"  (not available here: {', '.join(missing)}; the page says how to get them)")
+    return lines
+
+
+def run(args) -> int:
+    check_paths(args.paths)
+    check_address(args.host, args.port)
+    import threading
+    import webbrowser
+
+    import uvicorn
+
+    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server import create_app
+
+    registry = build_registry(args.paths)
+    app = create_app(registry)
+    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
+    host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
+    url = f"http://{host}:{args.port}/"
+    print(f"attnlab explorer: {url}  (Ctrl-C stops it)\nmodels served:", flush=True)
+    print("\n".join(served(registry.list())), flush=True)
+    if not args.no_browser and not _has_desktop():
+        print("no graphical display found: open the address above in a browser", flush=True)
+    if not args.no_browser and _has_desktop():
+        threading.Timer(1.0, lambda: webbrowser.open(url)).start()
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    return 0

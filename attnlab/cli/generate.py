@@ -1,0 +1,179 @@
+"""`attnlab generate PATH --prompt TEXT`: stream a continuation (or, for encoder-decoders, an output) to stdout.
+
+PATH is anything attnlab.load reads (attnlab checkpoint or training run folder, Hugging Face directory, .gguf
+file) or a preset name (random weights: useful to feel the speed, not the text). Text is printed as it is
+produced; notes and the timing summary go to stderr so stdout stays clean for pipes.
+
+Length: without --max-new-tokens, generation stops where the model's positions run out (at most 64 new
+tokens) and says so. An explicit --max-new-tokens beyond that continues with a sliding window on decoders
+(each step sees the last `limit` tokens) and is cut to the room left on encoder-decoders, again with a note.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+from attnlab.errors import InputError
+
+HELP = "stream generated text from a checkpoint (greedy, sampling or beams; with or without cache)"
+DEFAULT_NEW_TOKENS = 64
+MIN_TEMPERATURE = 1e-3  # below this, sampling is greedy decoding in all but name, and logits / t overflow float32
+SEED_LIMIT = 2**64  # torch.Generator.manual_seed takes a 64-bit seed
+
+
+def add_arguments(p) -> None:
+    p.add_argument("model", help="checkpoint directory, training run folder, Hugging Face directory, .gguf file, "
+                                 "or preset name")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--prompt", help="prompt text (the source text for encoder-decoders)")
+    source.add_argument("--ids", help="prompt as space-separated token ids (for models without a tokenizer)")
+    p.add_argument("--max-new-tokens", type=int, default=None,
+                   help=f"tokens to generate (default: {DEFAULT_NEW_TOKENS}, or fewer when the model's positions "
+                        "run out first; more than fits continues with a sliding window on decoders)")
+    p.add_argument("--temperature", type=float, default=0.0,
+                   help=f"0 = greedy (default); >= {MIN_TEMPERATURE:g} samples from softmax(logits / temperature)")
+    p.add_argument("--top-k", type=int, default=None, help="sample among the k likeliest tokens")
+    p.add_argument("--top-p", type=float, default=None,
+                   help="sample among the likeliest tokens whose probabilities reach p, in (0, 1]")
+    p.add_argument("--beams", type=int, default=1,
+                   help="beam search width (printed at the end, not streamed)")
+    p.add_argument("--seed", type=int, default=None,
+                   help="seed for sampling, 0 <= seed < 2^64 (same seed, same text)")
+    p.add_argument("--no-cache", action="store_true", help="recompute the whole sequence every step (slow)")
+    p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+
+
+def check_options(args) -> None:
+    """Refuse impossible settings before the model loads: one line naming the value and what is allowed."""
+    def bad(flag: str, value, allowed: str) -> InputError:
+        return InputError(f"{flag[2:].replace('-', '_')}={value!r} ({flag}) is not allowed: {allowed}")
+
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
+        raise bad("--max-new-tokens", args.max_new_tokens, "give a positive integer")
+    t = args.temperature
+    if not math.isfinite(t) or t < 0 or 0 < t < MIN_TEMPERATURE:
+        raise bad("--temperature", t, f"use 0 (greedy) or a finite number >= {MIN_TEMPERATURE:g} "
+                                      "(1 = the model's own distribution)")
+    if args.top_p is not None and not (math.isfinite(args.top_p) and 0 < args.top_p <= 1):
+        raise bad("--top-p", args.top_p, "use a probability in (0, 1] (1 keeps every token)")
+    if args.top_k is not None and args.top_k < 0:
+        raise bad("--top-k", args.top_k, "use 0 (no limit) or a positive integer")
+    if args.beams < 1:
+        raise bad("--beams", args.beams, "use an integer >= 1 (1 = no beam search)")
+    if args.seed is not None and not 0 <= args.seed < SEED_LIMIT:
+        raise bad("--seed", args.seed, "use an integer in [0, 2^64)")
+
+
+def _load(spec: str):
+    from pathlib import Path
+
+    import attnlab
+
+    if spec in attnlab.presets and not Path(spec).exists():
+        return attnlab.build_model(attnlab.presets[spec]), None
+    return attnlab.load(spec)
+
+
+def prompt_ids(args, tokenizer, vocab_size: int) -> list[int]:
+    if args.ids is not None:
+        try:
+            ids = [int(x) for x in args.ids.replace(",", " ").split()]
+        except ValueError:
+            raise InputError(f"--ids {args.ids!r}: give space-separated integer token ids") from None
+        bad = [i for i in ids if not 0 <= i < vocab_size]
+        if bad:
+            raise InputError(f"--ids: token id {bad[0]} is outside this model's vocabulary: use ids in "
+                             f"[0, vocab_size={vocab_size})")
+    else:
+        if tokenizer is None:
+            raise InputError(f"{args.model} has no tokenizer to turn --prompt into ids; pass --ids instead")
+        ids = tokenizer.encode(args.prompt)
+    if not ids:
+        raise InputError("the prompt is empty after tokenization: give some text")
+    return ids
+
+
+def plan_length(config, prompt_len: int, asked: int | None) -> tuple[int, bool, str]:
+    """(max_new_tokens, sliding_window, note for stderr) for a prompt of prompt_len tokens.
+
+    `asked` is --max-new-tokens (None = the default). Decoders count the prompt against the position limit;
+    encoder-decoders count the decoder start token (the prompt is the source, limited on its own side).
+    """
+    limit = config.seq_limit
+    if config.topology not in ("decoder", "encoder-decoder"):
+        limit = None  # generate itself refuses other models
+    wanted = DEFAULT_NEW_TOKENS if asked is None else asked
+    if limit is None:
+        return wanted, False, ""
+    decoder = config.topology == "decoder"
+    used = prompt_len if decoder else 1
+    room = limit - used
+    if wanted <= room:
+        return wanted, False, ""
+    if decoder and asked is not None:
+        return wanted, True, (f"[{used} + {wanted} tokens exceed this model's {limit} positions: past position "
+                              f"{limit} each step sees the last {limit} tokens (sliding window)]")
+    if room < 1:
+        raise InputError(f"the prompt's {prompt_len} tokens fill this model's {limit} positions: shorten it, or "
+                         "pass --max-new-tokens N to continue with a sliding window")
+    instead = f"the default {wanted}" if asked is None else f"--max-new-tokens {asked}"
+    if decoder:
+        return room, False, (f"[this model holds {limit} positions and the prompt takes {used}: generating up to "
+                             f"{room} new tokens instead of {instead} (--max-new-tokens N goes on with a sliding "
+                             "window)]")
+    return room, False, (f"[this decoder holds {limit} positions, one taken by the start token: generating up to "
+                         f"{room} new tokens instead of {instead}]")
+
+
+def run(args) -> int:
+    check_options(args)
+    import torch
+
+    import attnlab
+    from attnlab.generation import generate_stream
+
+    model, tokenizer = _load(args.model)
+    topology = getattr(getattr(model, "config", None), "topology", type(model).__name__)
+    if topology not in ("decoder", "encoder-decoder"):
+        raise InputError(f"{args.model} is a {topology} model: generation needs a Decoder or an EncoderDecoder")
+    ids = prompt_ids(args, tokenizer, model.config.vocab_size)
+    max_new_tokens, sliding, note = plan_length(model.config, len(ids), args.max_new_tokens)
+    if note:
+        print(note, file=sys.stderr, flush=True)
+    kwargs = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+                  top_p=args.top_p, num_beams=args.beams, seed=args.seed, use_cache=not args.no_cache,
+                  stop_strings=args.stop, tokenizer=tokenizer)
+    if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
+        kwargs["sliding_window"] = True
+    out = sys.stdout
+    started = time.perf_counter()
+    if args.beams > 1:
+        result = attnlab.generate(model, [ids], **kwargs)
+        out.write(_text(tokenizer, result.tokens[0]) + "\n")
+        n = len(result.tokens[0])
+    else:
+        produced: list[int] = []
+        printed = ""
+        for step in generate_stream(model, [ids], **kwargs):
+            produced.append(int(step.tokens[0]))
+            text = _text(tokenizer, produced)
+            if text.startswith(printed):  # print only what is new (a token may complete a multi-byte char)
+                out.write(text[len(printed):])
+                out.flush()
+                printed = text
+            if bool(step.finished[0]):
+                break
+        out.write("\n")
+        n = len(produced)
+    seconds = time.perf_counter() - started
+    print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
+          f"torch {torch.__version__}]", file=sys.stderr)
+    return 0
+
+
+def _text(tokenizer, ids: list[int]) -> str:
+    if tokenizer is None:
+        return " ".join(str(i) for i in ids) + (" " if ids else "")
+    return tokenizer.decode(ids)
