@@ -39,7 +39,9 @@ def test_translate_numbers_checkpoint_translates_held_out_numbers():
     from num2words import num2words
 
     from attnlab.data.tokenizers import load_tokenizer
-    from attnlab.training.recipes import TranslateNumbersTask, get_recipe, resolve_params
+    from attnlab.training.recipes import get_recipe
+    from attnlab.training.recipes.translation import TranslateNumbersTask
+    from attnlab.training.settings import resolve_params
 
     path = _need("translate-numbers")
     _, params = resolve_params(get_recipe("translate-numbers"), {})
@@ -69,9 +71,10 @@ def task_number(english: str) -> int:
 
 
 def _mnist_test():
-    from attnlab.training.recipes import _VIT_PARAMS, split_images
+    from attnlab.data.images import split_images
+    from attnlab.training.recipes.vision import VIT_PARAMS
 
-    _, _, x, y = split_images(_VIT_PARAMS, 64)
+    _, _, x, y = split_images(VIT_PARAMS["test_size"], VIT_PARAMS["split_seed"], 64)
     return x, y
 
 
@@ -102,7 +105,7 @@ def test_clip_mnist_checkpoint_zero_shot():
 @pytest.mark.slow
 def test_gpt_char_checkpoint_beats_bigram_by_half_a_nat():
     from attnlab.data.corpora import python_docs
-    from attnlab.training.recipes import bigram_loss
+    from attnlab.training.recipes.text import bigram_loss
 
     model, tokenizer = attnlab.load(_need("gpt-char"))
     ids = torch.tensor(tokenizer.encode(python_docs(), add_special_tokens=False))  # the recipe's default corpus

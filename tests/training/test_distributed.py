@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 
 import attnlab
 from attnlab.errors import ConfigError
-from attnlab.training.cli import run_train
+from attnlab.training.run import run_train
 from attnlab.training.trainer import TrainSettings
 
 TEXT = "".join(f"line {i}: the quick brown fox jumps over the lazy dog {i * 7 % 13}.\n" for i in range(300))
