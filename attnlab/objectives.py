@@ -6,8 +6,9 @@ numbers are "nats per predicted token" and comparable across batch shapes:
 - MLM: only the selected (masked / randomized / kept) positions count;
 - seq2seq (teacher forcing): -sum_i log P(y_i | y_<i, x), averaged over real target tokens;
 - classification: one label per sequence or image (or per token, with -100 for ignored ones);
-- InfoNCE: for a (batch, batch) similarity matrix, row i's positive is column i; the mean of the image->text and
-  text->image cross-entropies (CLIP). The temperature lives in the model (DualEncoder.logit_scale).
+- InfoNCE: for a (batch, batch) similarity matrix, row i's positive is column i (or, given labels, every column
+  with row i's label); the mean of the image->text and text->image cross-entropies (CLIP). The temperature lives
+  in the model (DualEncoder.logit_scale).
 """
 
 from __future__ import annotations

@@ -114,7 +114,11 @@ def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, schedu
     else:
         os.replace(tmp, final)
     _fsync_dir(out)
-    atomic_write(out / LATEST, lambda p: Path(p).write_text(final.name + "\n"))
+    try:
+        atomic_write(out / LATEST, lambda p: Path(p).write_text(final.name + "\n"))
+    except OSError as exc:  # the step directory is whole; `latest` (replaced atomically or not at all) is too
+        raise CheckpointError(f"saved {final} but could not point {out / LATEST} at it: {exc.strerror or exc}; "
+                              "`latest` still names the previous checkpoint (free some space, then --resume)") from None
     _prune(out, keep, final.name)
     return final
 
