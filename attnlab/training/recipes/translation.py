@@ -59,9 +59,12 @@ class TranslateNumbersTask(Task):
 
         self.p = p
         self.from_file = bool(p.get("pairs"))
-        if self.from_file:
+        special = list(NUMBER_SPECIAL.values())
+        if self.from_file:  # the user's own sentences: words as written, from the training pairs only
             pairs, n_test = tsv_pairs(p, p.get("batch_size", 1))
-            vocabulary_pairs, extra = pairs[n_test:], {"pairs": Path(p["pairs"]).name}
+            words = [w for s, t in pairs[n_test:] for w in tokenizers.split_words(s) + tokenizers.split_words(t)]
+            self.tokenizer = tok = tokenizers.word_tokenizer(words, special)
+            extra = {"pairs": Path(p["pairs"]).name}
         else:
             numbers = torch.randperm(p["max_number"] + 1,
                                      generator=torch.Generator().manual_seed(p["split_seed"]))
@@ -71,13 +74,10 @@ class TranslateNumbersTask(Task):
                                  "empty train or test set")
             pairs = [(num2words(int(n), lang=p["source_lang"]), num2words(int(n), lang=p["target_lang"]))
                      for n in numbers.tolist()]
-            vocabulary_pairs, extra = pairs, {"source_lang": p["source_lang"], "target_lang": p["target_lang"]}
-        if self.from_file:  # the user's own sentences: words as written
-            words = [w for s, t in vocabulary_pairs for w in tokenizers.split_words(s) + tokenizers.split_words(t)]
-            self.tokenizer = tok = tokenizers.word_tokenizer(words, list(NUMBER_SPECIAL.values()))
-        else:  # number words: the tokenizer reads any spelling of a number and writes French with its hyphens
-            self.tokenizer = tok = number_words_tokenizer(vocabulary_pairs, list(NUMBER_SPECIAL.values()),
-                                                          p["source_lang"])
+            # number words: a closed vocabulary of every number's words; the tokenizer reads any spelling of a
+            # number (case, hyphens, "and", commas) and writes French with its hyphens
+            self.tokenizer = tok = number_words_tokenizer(pairs, special, p["source_lang"])
+            extra = {"source_lang": p["source_lang"], "target_lang": p["target_lang"]}
         self.pad, self.bos, self.eos = tok.pad_id, tok.bos_id, tok.eos_id
         src = [tok.encode(s, add_special_tokens=False) for s, _ in pairs]
         tgt = [tok.encode(t, add_special_tokens=False) for _, t in pairs]
