@@ -6,8 +6,9 @@ numbers are "nats per predicted token" and comparable across batch shapes:
 - MLM: only the selected (masked / randomized / kept) positions count;
 - seq2seq (teacher forcing): -sum_i log P(y_i | y_<i, x), averaged over real target tokens;
 - classification: one label per sequence or image (or per token, with -100 for ignored ones);
-- InfoNCE: for a (batch, batch) similarity matrix, row i's positive is column i; the mean of the image->text and
-  text->image cross-entropies (CLIP). The temperature lives in the model (DualEncoder.logit_scale).
+- InfoNCE: for a (batch, batch) similarity matrix, row i's positive is column i (or, given labels, every column
+  with row i's label); the mean of the image->text and text->image cross-entropies (CLIP). The temperature lives
+  in the model (DualEncoder.logit_scale).
 """
 
 from __future__ import annotations
@@ -27,12 +28,17 @@ def _check(logits: torch.Tensor, targets: torch.Tensor, name: str) -> None:
         raise InputError(f"{name}: logits {tuple(logits.shape)} must be targets {tuple(targets.shape)} + (classes,)")
 
 
-def _mean_ce(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy over targets != -100; 0 (still differentiable) when no position has a target."""
+def _mean_ce(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean",
+             label_smoothing: float = 0.0) -> torch.Tensor:
+    """Cross-entropy over targets != -100, their mean (or sum, for evaluations that add up batches); 0 (still
+    differentiable) when no position has a target."""
+    if reduction not in ("mean", "sum"):
+        raise InputError(f"reduction={reduction!r}: allowed 'mean' or 'sum'")
     flat_logits, flat_targets = logits.reshape(-1, logits.shape[-1]), targets.reshape(-1)
     if not bool((flat_targets != IGNORE_INDEX).any()):
         return flat_logits.sum() * 0.0
-    return F.cross_entropy(flat_logits.float(), flat_targets.long(), ignore_index=IGNORE_INDEX)
+    return F.cross_entropy(flat_logits.float(), flat_targets.long(), ignore_index=IGNORE_INDEX, reduction=reduction,
+                           label_smoothing=label_smoothing)
 
 
 def causal_lm_loss(logits: torch.Tensor, input_ids: torch.Tensor,
@@ -46,32 +52,57 @@ def causal_lm_loss(logits: torch.Tensor, input_ids: torch.Tensor,
     return _mean_ce(shifted, targets)
 
 
-def mlm_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def next_token_loss(logits: torch.Tensor, targets: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """causal_lm_loss for targets already shifted: logits (batch, seq, vocab) at position t score targets[:, t].
+
+    A model with a position limit of seq reads `seq` tokens of a (seq + 1)-token window and predicts its last
+    seq; the shift happened when the window was cut, so nothing is dropped here."""
+    _check(logits, targets, "next_token_loss")
+    return _mean_ce(logits, targets, reduction)
+
+
+def mlm_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """Masked LM loss: logits (batch, seq, vocab); labels hold original ids at selected positions, -100 elsewhere."""
     _check(logits, labels, "mlm_loss")
-    return _mean_ce(logits, labels)
+    return _mean_ce(logits, labels, reduction)
 
 
-def seq2seq_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+def seq2seq_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
     """Teacher-forcing loss: decoder logits (batch, tgt_seq, vocab) against labels (batch, tgt_seq), -100 = padding."""
     _check(logits, labels, "seq2seq_loss")
-    return _mean_ce(logits, labels)
+    return _mean_ce(logits, labels, reduction)
 
 
-def classification_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """(batch, classes) vs (batch,) for sequences and images; (batch, seq, classes) vs (batch, seq) per token."""
+def classification_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean",
+                        label_smoothing: float = 0.0) -> torch.Tensor:
+    """(batch, classes) vs (batch,) for sequences and images; (batch, seq, classes) vs (batch, seq) per token.
+
+    label_smoothing > 0 moves that much of each target's probability evenly onto all classes (ViT recipes)."""
     _check(logits, labels, "classification_loss")
-    return _mean_ce(logits, labels)
+    if not 0.0 <= label_smoothing < 1.0:
+        raise InputError(f"label_smoothing={label_smoothing!r}: allowed 0 <= label_smoothing < 1")
+    return _mean_ce(logits, labels, reduction, label_smoothing)
 
 
-def info_nce(logits_a_b: torch.Tensor) -> torch.Tensor:
-    """Symmetric contrastive loss of a (batch, batch) similarity matrix whose diagonal holds the matching pairs."""
+def info_nce(logits_a_b: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:
+    """Symmetric contrastive loss of a (batch, batch) similarity matrix.
+
+    Without labels the diagonal holds the matching pairs (CLIP). With labels (batch,), every pair of rows with
+    the same label is a positive: a row's target spreads evenly over its positives (a batch of captions drawn
+    from ten digit names holds each digit several times, and those are not negatives of each other)."""
     if not isinstance(logits_a_b, torch.Tensor) or logits_a_b.dim() != 2 or \
             logits_a_b.shape[0] != logits_a_b.shape[1]:
         shape = tuple(logits_a_b.shape) if isinstance(logits_a_b, torch.Tensor) else type(logits_a_b).__name__
         raise InputError(f"info_nce needs a square (batch, batch) similarity matrix, got {shape}")
-    targets = torch.arange(logits_a_b.shape[0], device=logits_a_b.device)
     logits = logits_a_b.float()
+    if labels is None:
+        targets = torch.arange(logits_a_b.shape[0], device=logits_a_b.device)
+    else:
+        if not isinstance(labels, torch.Tensor) or labels.shape != logits.shape[:1]:
+            shape = tuple(labels.shape) if isinstance(labels, torch.Tensor) else type(labels).__name__
+            raise InputError(f"info_nce: labels must be a ({logits.shape[0]},) tensor, got {shape}")
+        same = (labels[:, None] == labels[None, :]).float()  # (batch, batch), symmetric, diagonal 1
+        targets = same / same.sum(1, keepdim=True)  # each row a distribution over its positives
     return 0.5 * (F.cross_entropy(logits, targets) + F.cross_entropy(logits.T, targets))
 
 

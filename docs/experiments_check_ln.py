@@ -31,9 +31,9 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.interop import hf_config_from, to_hf_state
-from attnlab.training.cli import seed_everything
 from attnlab.training.optim import build_optimizer, build_scheduler
-from attnlab.training.recipes import get_recipe, resolve_params
+from attnlab.training.recipes import get_recipe
+from attnlab.training.settings import resolve_params, seed_everything
 
 VARIANTS = ("attnlab", "hf-same-init", "hf-own-init", "attnlab-scaled", "attnlab-nudged")
 

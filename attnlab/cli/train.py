@@ -34,16 +34,6 @@ def add_arguments(p) -> None:
     p.add_argument("--keys", action="store_true", help="list the recipe's keys with their defaults and exit")
 
 
-def _training():
-    """(run_train, parse_overrides) from their agreed homes, attnlab.training.run and .settings."""
-    try:
-        from attnlab.training.run import run_train
-        from attnlab.training.settings import parse_overrides
-    except ImportError:  # TEMPORARY: until the training branch moves them out of attnlab.training.cli
-        from attnlab.training.cli import parse_overrides, run_train
-    return run_train, parse_overrides
-
-
 def run(args) -> int:
     from attnlab.training.recipes import get_recipe
 
@@ -51,13 +41,14 @@ def run(args) -> int:
         for key, value in sorted(get_recipe(args.recipe).defaults().items()):
             print(f"{key} = {value!r}")
         return 0
-    run_train, parse_overrides = _training()
+    from attnlab.training.run import run_train
+    from attnlab.training.settings import parse_overrides
+
     overrides = parse_overrides(args.key_values)
     if args.data is not None:
         overrides["data"] = args.data
-    start = {"overwrite": True} if args.overwrite else {}  # passed only when asked (see _training's fallback)
-    result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume, overrides=overrides,
-                       **start)
+    result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume,
+                       overwrite=args.overwrite, overrides=overrides)
     if result:
         shown = {k: v for k, v in result.items() if k not in ("samples",)}
         print(json.dumps(shown, indent=2, default=str))

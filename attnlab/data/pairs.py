@@ -3,6 +3,10 @@
 Number words make a translation task that is small, exact and offline: "three hundred and twelve" ->
 "trois cent douze". The train/held-out split is *by number*: a held-out number never appears in training,
 so exact-match on held-out numbers measures whether the model learned the composition rules.
+
+A number-words tokenizer (`number_words_tokenizer`) carries its own reading and writing rules, so every face
+that uses it (training, `attnlab generate`, the explorer) reads "Forty two", "forty-two" and "FORTY - TWO" as
+the same words, and writes "quatre-vingt-dix-neuf" rather than "quatre - vingt - dix - neuf".
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from pathlib import Path
 
 import torch
 
+from attnlab.data import tokenizers
+from attnlab.data.corpora import read_text_file
 from attnlab.errors import InputError
 
 SPLITS = ("train", "held_out")
@@ -75,10 +81,7 @@ def read_pairs_tsv(path: str | Path) -> list[tuple[str, str]]:
     path = Path(path).expanduser()
     if not path.is_file():
         raise InputError(f"{path} does not exist or is not a file; give a TSV file of source<TAB>target lines")
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = read_text_file(path).splitlines()
     pairs = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -91,3 +94,39 @@ def read_pairs_tsv(path: str | Path) -> list[tuple[str, str]]:
     if not pairs:
         raise InputError(f"{path} is empty; it needs at least one source<TAB>target line")
     return pairs
+
+
+def number_words_normalizer(source_lang: str = "en"):
+    """What the number-words tokenizer does to any text before splitting it into words (a `tokenizers` normalizer).
+
+    Always: Unicode NFKC and lower case. For English sources also what only changes the spelling, not the number:
+    the hyphen of "forty-two" (English hyphens follow a "-ty" word; French ones, as in "quatre-vingt", do not and
+    are kept), the "and" of "three hundred and seven" and the comma of "nine thousand, nine hundred" become
+    spaces. Two numbers up to 9999 never share a normalised English form, so nothing a model needs is lost.
+    """
+    from tokenizers import Regex, normalizers
+
+    steps = [normalizers.NFKC(), normalizers.Lowercase()]
+    if source_lang == "en":
+        steps += [normalizers.Replace(Regex(r"(?<=ty)\s*-"), " "), normalizers.Replace(Regex(r"\band\b|,"), " ")]
+    return normalizers.Sequence(steps)
+
+
+def number_words_decoder():
+    """Words back to text (a `tokenizers` decoder): spaces between words, none around a hyphen or before a comma,
+    so French comes out as "quatre-vingt-dix-neuf" and "vingt et un"."""
+    from tokenizers import Regex, decoders
+
+    return decoders.Sequence([decoders.Replace(Regex("^"), " "), decoders.Fuse(), decoders.Replace(" - ", "-"),
+                              decoders.Replace(" ,", ","), decoders.Strip(" ", 1, 0)])
+
+
+def number_words_tokenizer(pairs: list[tuple[str, str]], special_tokens: list[str], source_lang: str = "en"):
+    """A closed word vocabulary of every (normalised) word in `pairs`, with the number-words reading rules
+    (number_words_normalizer) and writing rule (number_words_decoder) saved inside the tokenizer."""
+    normalizer = number_words_normalizer(source_lang)
+    words = [w for pair in pairs for text in pair for w in tokenizers.split_words(normalizer.normalize_str(text))]
+    tokenizer = tokenizers.word_tokenizer(words, special_tokens)
+    tokenizer.hf.normalizer = normalizer
+    tokenizer.hf.decoder = number_words_decoder()
+    return tokenizer

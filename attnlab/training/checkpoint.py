@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 
 from attnlab.checkpoint import CONFIG_NAME, WEIGHTS_NAME, atomic_write, load_state, read_tensors, save_model
 from attnlab.errors import CheckpointError
@@ -85,12 +86,46 @@ def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, schedu
     `_before_commit` is a test hook called after the files are written and before the rename (to simulate a
     crash mid-save)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     final = out / step_name(step)
     tmp = out / f".{final.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if tmp.exists():
+            shutil.rmtree(tmp)
+        tmp.mkdir()
+        _write_step(tmp, model, tokenizer, optimizer, optimizer_state, scheduler, data_state, settings, step)
+        if _before_commit is not None:
+            _before_commit(tmp)
+    except (OSError, SafetensorError) as exc:  # a full disk, a quota, a read-only folder: the old run stays whole
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        try:
+            kept = latest_checkpoint(out)
+        except CheckpointError:
+            kept = None
+        raise CheckpointError(f"could not save the step {step} checkpoint in {out}: {reason}; "
+                              f"{f'the previous checkpoint {kept} is intact' if kept else 'no checkpoint was saved'}"
+                              " (free some space, or save to another --out)") from None
+    if final.exists():  # re-saving the same step: move the old one aside first, rename is atomic on one fs
+        old = out / f".{final.name}.old-{os.getpid()}"
+        os.replace(final, old)
+        os.replace(tmp, final)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(tmp, final)
+    _fsync_dir(out)
+    try:
+        atomic_write(out / LATEST, lambda p: Path(p).write_text(final.name + "\n"))
+    except OSError as exc:  # the step directory is whole; `latest` (replaced atomically or not at all) is too
+        raise CheckpointError(f"saved {final} but could not point {out / LATEST} at it: {exc.strerror or exc}; "
+                              "`latest` still names the previous checkpoint (free some space, then --resume)") from None
+    _prune(out, keep, final.name)
+    return final
+
+
+def _write_step(tmp: Path, model, tokenizer, optimizer, optimizer_state, scheduler, data_state, settings,
+                step: int) -> None:
+    """Every file of one step directory, written and flushed to disk under its temporary name."""
     save_model(model, tmp, tokenizer=tokenizer)
     state = {"step": int(step), "rng": rng_state(), "data": data_state or {},
              "optimizer": optimizer.state_dict() if optimizer is not None else optimizer_state,
@@ -101,19 +136,6 @@ def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, schedu
         with open(f, "rb") as fh:
             os.fsync(fh.fileno())
     _fsync_dir(tmp)
-    if _before_commit is not None:
-        _before_commit(tmp)
-    if final.exists():  # re-saving the same step: move the old one aside first, rename is atomic on one fs
-        old = out / f".{final.name}.old-{os.getpid()}"
-        os.replace(final, old)
-        os.replace(tmp, final)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(tmp, final)
-    _fsync_dir(out)
-    atomic_write(out / LATEST, lambda p: Path(p).write_text(final.name + "\n"))
-    _prune(out, keep, final.name)
-    return final
 
 
 def _prune(out: Path, keep: int, current: str) -> None:

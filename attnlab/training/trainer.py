@@ -17,7 +17,7 @@ import json
 import math
 import sys
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -29,51 +29,12 @@ from attnlab.errors import AttnlabError, ConfigError
 from attnlab.training import distributed as dist_utils
 from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from attnlab.training.optim import build_optimizer, build_scheduler
+from attnlab.training.plots import plot_losses
+from attnlab.training.settings import TrainSettings
 
 
 class NonFiniteLoss(AttnlabError):
     """The loss became NaN or infinite; training stopped before the bad step touched the weights."""
-
-
-@dataclass
-class TrainSettings:
-    """How to train (not what): the same fields for every recipe, each overridable as key=value."""
-
-    steps: int = 1000
-    batch_size: int = 32  # global batch (sequences or images) per optimizer step, before accumulation
-    lr: float = 1e-3  # peak learning rate
-    min_lr_ratio: float = 0.1  # cosine ends at lr * min_lr_ratio
-    warmup: int = 100  # linear warmup steps
-    weight_decay: float = 0.1  # on matrices only (see optim.py)
-    beta1: float = 0.9
-    beta2: float = 0.99
-    grad_clip: float = 1.0  # max global gradient norm; 0 = off
-    accum: int = 1  # micro-batches per step (each of batch_size); gradients are averaged
-    eval_every: int = 200  # steps between evaluations; 0 = only at the end
-    log_every: int = 50  # steps between progress lines
-    save_every: int = 0  # steps between checkpoints; 0 = only at the end
-    keep: int = 2  # step directories kept
-    seed: int = 0
-    device: str = "cpu"  # cpu, cuda, cuda:N or auto (cuda when available)
-    bf16: bool = False  # bf16 autocast (on CPU allowed but slow on most CPUs; off by default)
-    compile: bool = False  # torch.compile the model
-    strategy: str = "ddp"  # under torchrun: ddp or fsdp
-    threads: int = 0  # torch.set_num_threads; 0 = leave as is
-    plot: bool = True  # write loss.png
-    mfu: bool = False  # report model FLOPs utilisation against the measured matmul peak (attnlab.cost)
-
-    def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "accum"):
-            if int(getattr(self, name)) <= 0:
-                raise ConfigError(f"{name}={getattr(self, name)!r} must be a positive integer")
-        if self.lr <= 0 or not math.isfinite(self.lr):
-            raise ConfigError(f"lr={self.lr!r} must be a positive finite number")
-        if self.strategy not in ("ddp", "fsdp"):
-            raise ConfigError(f"strategy={self.strategy!r}: allowed ddp, fsdp")
-
-    @classmethod
-    def keys(cls) -> list[str]:
-        return [f.name for f in fields(cls)]
 
 
 class Task:
@@ -337,67 +298,3 @@ def _parses(line: str) -> bool:
         return isinstance(json.loads(line), dict)
     except json.JSONDecodeError:
         return False
-
-
-def read_metrics(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def plot_losses(metrics_path: str | Path, png_path: str | Path, title: str | None = None) -> Path | None:
-    """Training loss (and val_loss where measured) against step, as a PNG (matplotlib, Agg backend)."""
-    metrics_path = Path(metrics_path)
-    if not metrics_path.is_file():
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    records = read_metrics(metrics_path)
-    fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.plot([r["step"] for r in records], [r["loss"] for r in records], lw=0.8, label="train loss")
-    val = [(r["step"], r["val_loss"]) for r in records if "val_loss" in r]
-    if val:
-        ax.plot(*zip(*val, strict=False), "o-", ms=3, label="val loss")
-    ax.set_xlabel("step")
-    ax.set_ylabel("loss")
-    ax.set_title(title or metrics_path.parent.name)
-    ax.grid(alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(png_path)
-    plt.close(fig)
-    return Path(png_path)
-
-
-def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: str = "", key: str = "loss",
-                    smooth: int = 20) -> Path:
-    """Several runs' curves on one axis (label -> metrics.jsonl), training loss smoothed by a running mean of
-    `smooth` steps; val_loss points where measured. For docs/experiments.md."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4), dpi=100)
-    for label, path in runs.items():
-        records = read_metrics(path)
-        steps = [r["step"] for r in records]
-        values = torch.tensor([r[key] for r in records], dtype=torch.float64)
-        if smooth > 1 and len(values) >= smooth:
-            kernel = torch.ones(smooth, dtype=torch.float64) / smooth
-            values = torch.nn.functional.conv1d(values[None, None], kernel[None, None])[0, 0]
-            steps = steps[smooth - 1:]
-        (line,) = ax.plot(steps, values.tolist(), lw=1.2, label=f"{label} (train, mean of {smooth})")
-        val = [(r["step"], r["val_loss"]) for r in records if "val_loss" in r]
-        if val:
-            ax.plot(*zip(*val, strict=False), "o--", ms=4, color=line.get_color(), label=f"{label} (val)")
-    ax.set_xlabel("step")
-    ax.set_ylabel(key)
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(png_path)
-    plt.close(fig)
-    return Path(png_path)

@@ -14,6 +14,7 @@ from attnlab.objectives import (
     exact_match,
     info_nce,
     mlm_loss,
+    next_token_loss,
     retrieval_accuracy,
     seq2seq_loss,
 )
@@ -112,6 +113,40 @@ def test_info_nce_is_the_symmetric_cross_entropy_of_the_diagonal():
     assert info_nce(100.0 * torch.eye(4)).item() < 1e-6
     with pytest.raises(InputError, match="square"):
         info_nce(torch.randn(3, 4))
+
+
+def test_info_nce_with_labels_spreads_each_target_over_the_rows_of_the_same_label():
+    g = torch.Generator().manual_seed(5)
+    logits = torch.randn(6, 6, generator=g)
+    labels = torch.tensor([3, 1, 3, 0, 1, 3])
+
+    def direction(matrix):  # -mean_i sum_{j: same label} (1/n_i) log softmax(matrix[i])[j], written out
+        total = 0.0
+        for i in range(6):
+            positives = [j for j in range(6) if labels[j] == labels[i]]
+            log_p = matrix[i].double().log_softmax(-1)
+            total -= sum(log_p[j].item() for j in positives) / len(positives)
+        return total / 6
+
+    expected = (direction(logits) + direction(logits.T)) / 2
+    assert info_nce(logits, labels).item() == pytest.approx(expected, rel=1e-5)
+    assert torch.equal(info_nce(logits, torch.arange(6)), info_nce(logits))  # distinct labels: the diagonal
+    with pytest.raises(InputError, match="labels"):
+        info_nce(logits, labels[:4])
+
+
+def test_next_token_loss_sum_and_label_smoothing_match_the_references():
+    g = torch.Generator().manual_seed(6)
+    logits, targets = torch.randn(2, 5, 7, generator=g), torch.randint(0, 7, (2, 5), generator=g)
+    targets[0, 1] = -100
+    assert next_token_loss(logits, targets).item() == pytest.approx(_nll_sum(logits, targets)[0] / 9, rel=1e-5)
+    assert next_token_loss(logits, targets, reduction="sum").item() == pytest.approx(_nll_sum(logits, targets)[0],
+                                                                                     rel=1e-5)
+    with pytest.raises(InputError, match="reduction"):
+        mlm_loss(logits, targets, reduction="none")
+    images, labels = torch.randn(4, 10, generator=g), torch.tensor([1, 2, 3, 9])
+    smoothed = (0.9 * F.cross_entropy(images.double(), labels) - 0.1 * images.double().log_softmax(-1).mean())
+    assert classification_loss(images, labels, label_smoothing=0.1).item() == pytest.approx(smoothed.item(), rel=1e-5)
 
 
 def test_accuracies():

@@ -8,16 +8,8 @@ import pytest
 import torch
 from num2words import num2words
 
-from attnlab.data.datasets import (
-    digit_words,
-    image_folder,
-    mnist_5k,
-    number_pairs,
-    number_split,
-    read_pairs_tsv,
-    sklearn_digits,
-    train_test_split,
-)
+from attnlab.data.images import image_folder, mnist_5k, sklearn_digits, train_test_split
+from attnlab.data.pairs import digit_words, number_pairs, number_split, read_pairs_tsv
 from attnlab.errors import InputError
 
 MAX = 999
@@ -131,3 +123,27 @@ def test_train_test_split_is_stratified_disjoint_and_seeded():
     assert torch.equal(train_test_split(images, labels, 0.2, seed=1)[2], test_x)
     with pytest.raises(InputError, match="same length"):
         train_test_split(images, labels[:5])
+
+
+def _typed(english: str) -> list[str]:
+    """Ways a person may type num2words' English: capitals, no hyphen, spaced hyphen, no 'and', no comma, spaces."""
+    return [english.upper(), english.title(), english.replace("-", " "), english.replace("-", " - "),
+            english.replace(" and ", " "), english.replace(",", ""), "  " + english.replace(" ", "   ") + " ",
+            english.replace(",", "").replace(" and ", " ").replace("-", " ").capitalize()]
+
+
+def test_number_words_tokenizer_reads_every_spelling_and_writes_french_with_its_hyphens():
+    from attnlab.data.pairs import number_words_tokenizer
+
+    numbers = range(0, 10000, 7)
+    pairs = [(num2words(n, lang="en"), num2words(n, lang="fr")) for n in numbers]  # the independent reference
+    tok = number_words_tokenizer(pairs, ["[PAD]", "[BOS]", "[EOS]", "[UNK]"])
+    seen = {}
+    for n, (english, french) in zip(numbers, pairs, strict=True):
+        ids = tok.encode(english, add_special_tokens=False)
+        assert tok.unk_id not in ids
+        assert seen.setdefault(tuple(ids), n) == n, f"{english!r} reads like {num2words(seen[tuple(ids)])!r}"
+        for typed in _typed(english):
+            assert tok.encode(typed, add_special_tokens=False) == ids, (typed, english)
+        assert tok.decode(tok.encode(french, add_special_tokens=False)) == french  # quatre-vingt-dix-neuf, joined
+    assert "-" in tok.tokens("quatre-vingt-dix-neuf", add_special_tokens=False)  # French hyphens stay tokens

@@ -39,7 +39,9 @@ def test_translate_numbers_checkpoint_translates_held_out_numbers():
     from num2words import num2words
 
     from attnlab.data.tokenizers import load_tokenizer
-    from attnlab.training.recipes import TranslateNumbersTask, get_recipe, resolve_params
+    from attnlab.training.recipes import get_recipe
+    from attnlab.training.recipes.translation import TranslateNumbersTask
+    from attnlab.training.settings import resolve_params
 
     path = _need("translate-numbers")
     _, params = resolve_params(get_recipe("translate-numbers"), {})
@@ -69,9 +71,10 @@ def task_number(english: str) -> int:
 
 
 def _mnist_test():
-    from attnlab.training.recipes import _VIT_PARAMS, split_images
+    from attnlab.data.images import split_images
+    from attnlab.training.recipes.vision import VIT_PARAMS
 
-    _, _, x, y = split_images(_VIT_PARAMS, 64)
+    _, _, x, y = split_images(VIT_PARAMS["test_size"], VIT_PARAMS["split_seed"], 64)
     return x, y
 
 
@@ -102,7 +105,7 @@ def test_clip_mnist_checkpoint_zero_shot():
 @pytest.mark.slow
 def test_gpt_char_checkpoint_beats_bigram_by_half_a_nat():
     from attnlab.data.corpora import python_docs
-    from attnlab.training.recipes import bigram_loss
+    from attnlab.training.recipes.text import bigram_loss
 
     model, tokenizer = attnlab.load(_need("gpt-char"))
     ids = torch.tensor(tokenizer.encode(python_docs(), add_special_tokens=False))  # the recipe's default corpus
@@ -113,3 +116,36 @@ def test_gpt_char_checkpoint_beats_bigram_by_half_a_nat():
         logits = model(windows[:, :-1]).logits
     loss = float(F.cross_entropy(logits.flatten(0, 1), windows[:, 1:].flatten()))
     assert loss <= bigram_loss(train, windows, tokenizer.vocab_size) - 0.5
+
+
+@pytest.mark.slow
+def test_translate_numbers_reads_what_people_type_and_writes_french_hyphens():
+    """The explorer's examples as typed, and every held-out number typed without num2words' hyphens, commas and
+    'and', translated through attnlab.generate and the checkpoint's own tokenizer: num2words is the reference."""
+    from num2words import num2words
+
+    from attnlab.generation import generate
+    from attnlab.training.recipes import get_recipe
+    from attnlab.training.recipes.translation import TranslateNumbersTask
+    from attnlab.training.settings import resolve_params
+
+    model, tokenizer = attnlab.load(_need("translate-numbers"))
+    room = model.config.max_len - 1  # the decoder start token takes one position
+
+    def translate(texts):
+        ids = [tokenizer.encode(text) for text in texts]
+        width = max(map(len, ids))
+        src = torch.tensor([row + [tokenizer.pad_id] * (width - len(row)) for row in ids])
+        out = generate(model, src, attention_mask=(src != tokenizer.pad_id).long(), max_new_tokens=room)
+        return [tokenizer.decode(row) for row in out.new_tokens.tolist()]
+
+    examples = {"Forty-two": 42, "nine thousand nine hundred": 9900, "Three hundred AND seven": 307,
+                "ninety nine": 99, "  Seven   thousand, two hundred and Eighty-One ": 7281}
+    assert translate(list(examples)) == [num2words(n, lang="fr") for n in examples.values()]
+    _, params = resolve_params(get_recipe("translate-numbers"), {})
+    task = TranslateNumbersTask(params)  # the recipe's own seeded split: these numbers were never trained on
+    numbers = [task_number(english) for english, _ in task.test_pairs]
+    typed = [num2words(n).replace("-", " ").replace(",", "").replace(" and ", " ").capitalize() for n in numbers]
+    predicted = translate(typed)
+    correct = sum(p == num2words(n, lang="fr") for p, n in zip(predicted, numbers, strict=True))
+    assert correct / len(numbers) >= 0.95

@@ -10,8 +10,10 @@ import torch
 
 from attnlab import load
 from attnlab.errors import ConfigError, InputError
-from attnlab.training.cli import run_train
-from attnlab.training.recipes import TranslateNumbersTask, get_recipe, resolve_params
+from attnlab.training.recipes import get_recipe
+from attnlab.training.recipes.translation import TranslateNumbersTask
+from attnlab.training.run import run_train
+from attnlab.training.settings import resolve_params
 
 COMMON = {"steps": "3", "eval_every": "0", "log_every": "1", "plot": "false", "warmup": "1", "threads": "1"}
 SMALL_VIT = {"d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "1", "patch_size": "4", "batch_size": "4"}
@@ -186,3 +188,109 @@ def test_bad_pairs_are_refused_before_writing(tmp_path, case, match):
         run_train("translate-numbers", out=str(out), quiet=True,
                   overrides={**COMMON, **SMALL_SEQ2SEQ, "pairs": str(tsv), "test_fraction": "0.2"})
     assert not out.exists()
+
+
+# ------------------------------------------------------------------ settings, devices, files: refused in one line
+TINY_TEXT = {**COMMON, "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "1", "seq_len": "16",
+             "batch_size": "2", "sample_tokens": "1"}
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(200)))
+    return str(path)
+
+
+@pytest.mark.parametrize("key,value,match", [
+    ("threads", "-3", "threads=-3 must be 0 or a positive integer"),
+    ("device", "tpu", "device='tpu': allowed cpu, cuda, cuda:N"),
+    ("seed", "-1", "seed=-1: allowed 0 .. 4294967295"),
+    ("log_every", "-1", "log_every=-1 must be 0 or a positive integer"),
+])
+def test_bad_settings_are_refused_before_writing(tmp_path, corpus, key, value, match):
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=match):
+        run_train("gpt-char", out=str(out), quiet=True, overrides={**TINY_TEXT, "data": corpus, key: value})
+    assert not out.exists()
+
+
+def test_cuda_without_cuda_is_refused_before_writing(tmp_path, corpus):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match="device='cuda' but torch sees no CUDA device"):
+        run_train("gpt-char", out=str(out), quiet=True, overrides={**TINY_TEXT, "data": corpus, "device": "cuda"})
+    assert not out.exists()
+
+
+def test_a_config_file_that_is_not_utf8_or_not_a_file_is_refused(tmp_path, corpus):
+    import os
+
+    bad = tmp_path / "run.toml"
+    bad.write_bytes(b"steps = 3\nname = \"\xff\xfe\"\n")
+    out = tmp_path / "out"
+    with pytest.raises(ConfigError, match=r"run\.toml is not UTF-8 text"):
+        run_train("gpt-char", config=str(bad), out=str(out), quiet=True, overrides={"data": corpus})
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(ConfigError, match="is not a regular file"):  # never opened: reading it would block
+        run_train("gpt-char", config=str(fifo), out=str(out), quiet=True, overrides={"data": corpus})
+    assert not out.exists()
+
+
+def test_out_naming_a_file_is_refused(tmp_path, corpus):
+    taken = tmp_path / "results.txt"
+    taken.write_text("keep me")
+    for out in (taken, taken / "run"):
+        with pytest.raises(ConfigError, match="is a file"):
+            run_train("gpt-char", out=str(out), quiet=True, overrides={**TINY_TEXT, "data": corpus})
+    assert taken.read_text() == "keep me"
+
+
+@pytest.mark.parametrize("kind", ["dev_zero", "fifo", "too_big"])
+def test_data_that_is_not_a_bounded_regular_file_is_refused_without_reading_it(tmp_path, kind, monkeypatch):
+    import os
+
+    from attnlab.data import corpora
+
+    if kind == "dev_zero":
+        data, match = "/dev/zero", "not a regular file"
+    elif kind == "fifo":
+        data, match = str(tmp_path / "pipe.txt"), "not a regular file"
+        os.mkfifo(data)  # nobody writes to it: opening it would block forever
+    else:
+        data, match = str(tmp_path / "big.txt"), "holds more than 1,000 bytes"
+        (tmp_path / "big.txt").write_text("x" * 1001)
+        monkeypatch.setattr(corpora, "MAX_TEXT_BYTES", 1000)
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=match):
+        run_train("gpt-char", out=str(out), quiet=True, overrides={**TINY_TEXT, "data": data})
+    assert not out.exists()
+
+
+def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, corpus, monkeypatch):
+    import errno
+
+    from attnlab import checkpoint
+    from attnlab.errors import CheckpointError
+    from attnlab.training.checkpoint import latest_checkpoint
+
+    real, calls = checkpoint._save_safetensors, []
+
+    def disk_fills_at_the_second_save(model, path):
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(model, path)
+
+    monkeypatch.setattr(checkpoint, "_save_safetensors", disk_fills_at_the_second_save)
+    out = tmp_path / "out"
+    with pytest.raises(CheckpointError, match=r"could not save the step 2 checkpoint .*No space left on device; "
+                                              r"the previous checkpoint .*step-00000001 is intact"):
+        run_train("gpt-char", out=str(out), quiet=True,
+                  overrides={**TINY_TEXT, "data": corpus, "steps": "2", "save_every": "1"})
+    assert latest_checkpoint(out).name == "step-00000001"
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith((".step", "step"))) == ["step-00000001"]
+    model, _ = load(out / "step-00000001")  # whole and loadable
+    assert model.config.name == "gpt-char"

@@ -1,0 +1,75 @@
+"""What every recipe is made of: the Recipe record, and the text-data steps the text recipes share.
+
+A recipe is data (a name, a help line, its keys with defaults, its TrainSettings defaults) plus one function,
+build(params) -> Task, that turns resolved settings into the model, its data, its loss and its evaluation.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnlab.data.corpora import python_docs, read_text
+from attnlab.data.packages import MissingDataError
+from attnlab.data.token_file import TokenFile
+from attnlab.errors import InputError
+from attnlab.training.settings import TrainSettings
+from attnlab.training.trainer import Task
+
+
+@dataclass
+class Recipe:
+    name: str
+    help: str
+    build: Callable[[dict[str, Any]], Task]
+    params: dict[str, Any]  # recipe-specific keys and their defaults (model size, data, evaluation)
+    train: dict[str, Any] = field(default_factory=dict)  # TrainSettings defaults for this recipe
+
+    def defaults(self) -> dict[str, Any]:
+        base = {k: getattr(TrainSettings, k) for k in TrainSettings.keys()}
+        return {**base, **self.train, **self.params}
+
+
+def read_corpus(path: str | None) -> str:
+    """The text of `path` (a UTF-8 file or a folder of .txt files), or the CPython docs when path is empty."""
+    if not path:
+        return python_docs()
+    try:
+        return read_text(path)
+    except MissingDataError:
+        raise
+    except InputError as exc:
+        raise InputError(f"data={path}: {exc} (or leave data= empty to train on the CPython documentation)") from None
+
+
+def corpus_token_file(task: Task, p: dict[str, Any], text: str, tokenizer, min_tokens: dict[str, int],
+                      purpose: str) -> TokenFile:
+    """The corpus tokenized once into OUT/data/ (train = first 1 - val_fraction of the ids, val = the rest).
+
+    A run resumed with the same corpus and tokenizer reuses the ids on disk (task.data_reused says which);
+    without an output directory (a task built outside `attnlab train`) a temporary directory holds them.
+    """
+    if p.get("out_dir"):
+        directory = Path(p["out_dir"]) / "data"
+    else:
+        task._scratch = tempfile.TemporaryDirectory(prefix="attnlab-tokens-")  # removed with the task
+        directory = Path(task._scratch.name)
+    data, task.data_reused = TokenFile.prepare(text, tokenizer, directory, p["val_fraction"], min_tokens=min_tokens,
+                                               purpose=purpose)
+    return data
+
+
+def split_ids(data: TokenFile, split: str) -> torch.Tensor:
+    """A whole split as an int64 tensor (copied out of the memory map)."""
+    return torch.from_numpy(data.tokens(split).astype(np.int64))
+
+
+def paragraphs(text: str) -> list[str]:
+    """What the tokenizer trainers read: one string per blank-line-separated paragraph."""
+    return [part for part in text.split("\n\n") if part.strip()]

@@ -1,0 +1,93 @@
+"""Masked language model (bert-mlm): an encoder learns BERT's objective on a trained WordPiece vocabulary.
+
+The corpus is the CPython documentation unless data=FILE names the user's own text; it is tokenized once into
+OUT/data/ like the text recipes'. The evaluation masks fixed validation windows with a fixed seed (comparable
+evaluations) and compares top-1 accuracy with always guessing the most frequent training token.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnlab.build import build_model
+from attnlab.config import ModelConfig
+from attnlab.data import tokenizers
+from attnlab.data.collators import MLMCollator
+from attnlab.objectives import mlm_loss
+from attnlab.training.recipes.base import Recipe, corpus_token_file, paragraphs, read_corpus, split_ids
+from attnlab.training.trainer import Task
+
+
+class MaskedLMTask(Task):
+    """BERT's objective: 15% of the real tokens are selected; of those 80% -> [MASK], 10% -> a random token,
+    10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
+    (through MLMCollator), the same function the explorer's masking view draws with."""
+
+    def __init__(self, p, text, batch_size):
+        self.p = p
+        # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
+        # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
+        self.tokenizer = tok = p.get("tokenizer") or tokenizers.train_wordpiece(paragraphs(text), p["vocab_size"],
+                                                                               min_frequency=2)
+        self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
+        # special ids ([PAD] [UNK] [CLS] [SEP] [MASK]) are never selected nor drawn as random replacements
+        self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
+        self.inner = p["seq_len"] - 2
+        self.data = corpus_token_file(self, p, text, tok, {"train": self.inner + batch_size, "val": self.inner},
+                                      f"windows of seq_len={p['seq_len']} ([CLS] + {self.inner} tokens + [SEP])")
+        val = self._wrap(self.data.tiles("val", self.inner, p["eval_windows"] or None))
+        self.val = self.mask(val, torch.Generator().manual_seed(1234))  # fixed masking: comparable evaluations
+        self.train_ids = split_ids(self.data, "train")
+        counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
+        self.unigram_top = int(counts.argmax())
+        config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
+                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
+                             position="learned", activation="gelu", norm_placement="pre", head="lm",
+                             dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
+        self.model = build_model(config)
+
+    def _wrap(self, windows):  # (n, inner) -> (n, inner + 2) as [CLS] ... [SEP]
+        n = windows.shape[0]
+        return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
+
+    def mask(self, ids, generator):
+        """(batch, seq) ids -> inputs, labels (-100 where not selected), drawn from `generator`."""
+        out = self.collator.mask_tokens(ids, generator=generator)
+        return {"ids": out["input_ids"], "labels": out["labels"]}
+
+    def train_batch(self, generator, batch_size):
+        windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)
+        return self.mask(windows, generator)
+
+    def loss(self, model, batch):
+        logits = model(batch["ids"]).logits.float()  # (batch, seq, vocab)
+        return mlm_loss(logits, batch["labels"]), batch["ids"].numel()
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        correct = total = 0
+        loss_sum = 0.0
+        unigram = rest_correct = rest_total = 0
+        for ids, labels in zip(self.val["ids"].split(64), self.val["labels"].split(64), strict=False):
+            logits = model(ids.to(device)).logits.float().cpu()
+            sel = labels != -100
+            loss_sum += float(mlm_loss(logits[sel], labels[sel], reduction="sum"))  # selected positions only
+            correct += int((logits[sel].argmax(-1) == labels[sel]).sum())
+            unigram += int((labels[sel] == self.unigram_top).sum())
+            total += int(sel.sum())
+            rest = labels[sel] != self.unigram_top  # where the unigram baseline is always wrong
+            rest_correct += int((logits[sel].argmax(-1) == labels[sel])[rest].sum())
+            rest_total += int(rest.sum())
+        return {"val_loss": loss_sum / total, "masked_top1": correct / total, "unigram_top1": unigram / total,
+                "masked_top1_other_tokens": rest_correct / max(1, rest_total)}
+
+
+def build_bert_mlm(p):
+    return MaskedLMTask(p, read_corpus(p["data"]), p["batch_size"])
+
+
+BERT_MLM = Recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
+                  build_bert_mlm,
+                  dict(data="", vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
+                       dropout=0.0, mask_prob=0.15, val_fraction=0.1, eval_windows=200),
+                  dict(steps=3000, batch_size=16, lr=1e-3, warmup=100, eval_every=500))

@@ -1,0 +1,126 @@
+"""Text language models (gpt-char, gpt-bpe): a decoder learns next-token prediction on one long token stream.
+
+The corpus is the CPython documentation unless data=FILE names the user's own text. It is tokenized once into
+OUT/data/ (a memory-mapped TokenFile, reused by --resume); training windows are drawn from the first
+1 - val_fraction of the ids with the trainer's checkpointed generator; the evaluation reads fixed windows of
+the rest and compares with an add-one bigram model counted on the same training ids.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnlab.build import build_model
+from attnlab.config import ModelConfig
+from attnlab.data import tokenizers
+from attnlab.generation import generate
+from attnlab.objectives import next_token_loss
+from attnlab.training.recipes.base import Recipe, corpus_token_file, paragraphs, read_corpus, split_ids
+from attnlab.training.trainer import Task
+
+SAMPLE_PROMPTS = ("def ", "The ")
+SAMPLE_TEMPERATURE = 0.8
+
+
+class CausalLMTask(Task):
+    """Next-token prediction on windows of one long token stream (N-1 targets from N tokens)."""
+
+    def __init__(self, p: dict[str, Any], tokenizer, text: str, batch_size: int, name: str):
+        self.tokenizer, self.p = tokenizer, p
+        seq = p["seq_len"]
+        self.data = corpus_token_file(self, p, text, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
+                                      f"one batch of {batch_size} windows of seq_len={seq} (+1 target)")
+        inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None)  # (n, seq) each
+        self.val_windows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (n, seq + 1): every val transition once
+        self.train_ids = split_ids(self.data, "train")
+        config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
+                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
+                             position=p["position"], activation=p["activation"], norm=p["norm"],
+                             norm_placement=p["norm_placement"], dropout=p["dropout"], name=name)
+        self.model = build_model(config)
+        self.bigram = bigram_loss(self.train_ids, self.val_windows, tokenizer.vocab_size)  # the same split
+
+    def flops_per_item(self):
+        from attnlab.cost.analytic import training_flops_per_token
+
+        return training_flops_per_token(self.model.config, self.p["seq_len"])
+
+    def train_batch(self, generator, batch_size):
+        inputs, targets = self.data.get_batch("train", batch_size, self.p["seq_len"], generator)  # (batch, seq)
+        return {"inputs": inputs, "targets": targets}
+
+    def loss(self, model, batch):
+        targets = batch["targets"]  # (batch, seq): the inputs shifted by one
+        logits = model(batch["inputs"]).logits  # (batch, seq, vocab)
+        return next_token_loss(logits, targets), targets.numel()
+
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        total, count = 0.0, 0
+        for chunk in self.val_windows.split(64):  # (<=64, seq + 1)
+            chunk = chunk.to(device)
+            logits = model(chunk[:, :-1]).logits.float()
+            total += float(next_token_loss(logits, chunk[:, 1:], reduction="sum"))
+            count += chunk[:, 1:].numel()
+        return {"val_loss": total / count, "bigram_val_loss": self.bigram}
+
+    def report(self, model, out: Path) -> dict[str, Any]:
+        """Samples from the trained model (attnlab.generate, temperature 0.8), written to samples.txt."""
+        samples = sample_texts(model, self.tokenizer, SAMPLE_PROMPTS, self.p["sample_tokens"])
+        (out / "samples.txt").write_text("\n\n-----\n\n".join(samples) + "\n")
+        return {"samples": samples}
+
+
+def sample_texts(model, tokenizer, prompts, n_new: int, seed: int = 0) -> list[str]:
+    """Each prompt continued by n_new sampled tokens, decoded with the prompt; one generator for all prompts.
+
+    A sample longer than the model's position limit continues with a sliding window (the last max_len tokens)."""
+    generator = torch.Generator().manual_seed(seed)
+    limit = model.config.max_len
+    texts = []
+    for prompt in prompts:
+        ids = tokenizer.encode(prompt, add_special_tokens=False)
+        # TODO(merge): sliding_window is helper gen's parameter of attnlab.generate; passed only when needed
+        window = {"sliding_window": True} if limit and len(ids) + n_new > limit else {}
+        result = generate(model, [ids], max_new_tokens=n_new, temperature=SAMPLE_TEMPERATURE, eos_token_id=None,
+                          generator=generator, **window)
+        texts.append(tokenizer.decode(result.sequences[0].tolist()))
+    return texts
+
+
+def bigram_loss(train_ids: torch.Tensor, val_windows: torch.Tensor, vocab_size: int) -> float:
+    """Cross-entropy (nats/token) of an add-one-smoothed bigram model counted on train, scored on exactly the
+    targets the transformer is scored on (each window's tokens 1.. given the previous token)."""
+    counts = torch.ones(vocab_size, vocab_size, dtype=torch.float64)  # add-one (Laplace) smoothing
+    pair = train_ids[:-1] * vocab_size + train_ids[1:]
+    counts.view(-1).index_add_(0, pair, torch.ones(len(pair), dtype=torch.float64))
+    log_p = (counts / counts.sum(1, keepdim=True)).log()
+    prev, nxt = val_windows[:, :-1].flatten(), val_windows[:, 1:].flatten()
+    return float(-log_p[prev, nxt].mean())
+
+
+LM_PARAMS = dict(data="", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, position="learned",
+                 activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0, val_fraction=0.1,
+                 eval_windows=0, sample_tokens=300)
+
+
+def build_gpt_char(p):
+    text = read_corpus(p["data"])
+    tokenizer = p.get("tokenizer") or tokenizers.char_tokenizer(text, ["[UNK]"])  # resume: the saved one
+    return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-char")
+
+
+def build_gpt_bpe(p):
+    text = read_corpus(p["data"])
+    tokenizer = p.get("tokenizer") or tokenizers.train_bpe(paragraphs(text), p["vocab_size"])  # resume: the saved one
+    return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-bpe")
+
+
+GPT_CHAR = Recipe("gpt-char", "decoder, one token per character, on the CPython docs (or data=FILE)", build_gpt_char,
+                  LM_PARAMS, dict(steps=2000, batch_size=12, lr=2e-3, warmup=100, eval_every=500, weight_decay=0.1))
+GPT_BPE = Recipe("gpt-bpe", "decoder with a byte-level BPE trained on the CPython docs (or data=FILE)", build_gpt_bpe,
+                 dict(LM_PARAMS, vocab_size=2048, sample_tokens=80),
+                 dict(steps=2000, batch_size=12, lr=1e-3, warmup=100, eval_every=500))

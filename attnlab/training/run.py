@@ -1,0 +1,114 @@
+"""The whole `attnlab train` as one function: settings, run folder, data, model, training loop, report.
+
+A run folder holds one run. Starting a run where another one left files (checkpoints, metrics.jsonl, ...)
+is refused unless the caller says what to do with them: resume=True continues from the newest checkpoint,
+overwrite=True deletes the old run's files first. Every setting, the device and the folder are checked before
+anything is written; the command line (attnlab.cli) is a thin layer over run_train.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from attnlab.data.tokenizers import load_tokenizer
+from attnlab.errors import ConfigError
+from attnlab.training import distributed
+from attnlab.training.checkpoint import LATEST, latest_checkpoint
+from attnlab.training.recipes import get_recipe
+from attnlab.training.settings import read_config_file, resolve_params, seed_everything
+from attnlab.training.trainer import Trainer, resolve_device
+
+RUN_FILES = (LATEST, "metrics.jsonl", "result.json", "samples.txt", "loss.png", "data")  # besides step-* folders
+
+
+def previous_run(out: Path) -> list[str]:
+    """The names of the files and folders in `out` that a run writes (sorted); [] for a new or unrelated folder."""
+    if not out.is_dir():
+        return []
+    return sorted(p.name for p in out.iterdir()
+                  if p.name in RUN_FILES or p.name.startswith(("step-", ".step-", f".{LATEST}.")))
+
+
+def clear_run(out: Path) -> list[str]:
+    """Delete what a previous run wrote in `out` (and nothing else there); returns the names deleted."""
+    names = previous_run(out)
+    for name in names:
+        path = out / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+    return names
+
+
+def check_run_folder(out: Path, *, resume: bool, overwrite: bool) -> Path | None:
+    """Refuse a run folder that cannot hold this run; returns the checkpoint to resume from (None for a fresh run)."""
+    if resume and overwrite:
+        raise ConfigError("--resume continues the run in the folder and --overwrite deletes it: give one of them")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; give a folder for the run (created when missing)")
+    ancestor = out
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise ConfigError(f"--out {out}: {ancestor} is a file, so the run folder cannot be created under it")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: {ancestor} is not writable; give a folder you can write to")
+    found = previous_run(out)
+    if resume:
+        latest = latest_checkpoint(out)
+        if latest is None:
+            held = f" (it holds {', '.join(found)}, but no checkpoint)" if found else ""
+            raise ConfigError(f"--resume: {out} has no checkpoint to continue from{held}; start the run without "
+                              f"--resume{' and with --overwrite' if found else ''}")
+        return latest
+    if found and not overwrite:
+        raise ConfigError(f"--out {out} holds a previous run ({', '.join(found)}); pass --resume to continue it or "
+                          "--overwrite to delete it and start afresh")
+    return None
+
+
+def run_train(recipe_name: str, *, config: str | None = None, out: str | None = None, resume: bool = False,
+              overwrite: bool = False, overrides: dict[str, Any] | None = None, quiet: bool = False) -> dict[str, Any]:
+    """Train a named recipe into `out` (default runs/RECIPE) and return its result (also written to result.json).
+
+    config: a TOML/YAML file of key = value settings; overrides: {key: value} on top of it (the command line).
+    resume: continue from out/latest (refused when there is none); overwrite: delete a previous run in `out`
+    first (without either, a folder holding a previous run is refused).
+    """
+    recipe = get_recipe(recipe_name)
+    layers = [read_config_file(config)] if config else []
+    layers.append(overrides or {})
+    settings, params = resolve_params(recipe, *layers)
+    resolve_device(settings.device)  # device=cuda without CUDA is refused before anything is written
+    out_dir = Path(out or f"runs/{recipe.name}")
+    latest = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
+    info = distributed.setup(settings.device)  # under torchrun: the ranks wait for rank 0 to clear the folder
+    try:
+        if overwrite and info.is_main:
+            clear_run(out_dir)
+        distributed.barrier(info)
+        seed_everything(settings.seed)  # the same seed gives the same initial weights in every process
+        saved_tokenizer = None
+        if latest is not None:  # trained tokenizers are not reproducible bit-for-bit: continue with the saved one
+            saved_tokenizer = load_tokenizer(latest)
+        # build checks the data covers one batch; text recipes keep their token file in OUT/data
+        task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
+                             "out_dir": str(out_dir)})
+        trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet)
+        result = trainer.fit(resume=resume)
+        result.pop("losses", None)
+        if trainer.info.is_main:
+            report = getattr(task, "report", None)
+            if report is not None:
+                result.update(report(trainer.model, out_dir))
+            result["recipe"] = recipe.name
+            result["checkpoint"] = str(out_dir / LATEST)
+            (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+        return result
+    finally:
+        distributed.cleanup()

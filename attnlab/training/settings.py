@@ -1,0 +1,191 @@
+"""How a run is configured: TrainSettings, and the three layers of settings a run reads.
+
+Settings come in three layers, later ones winning: the recipe's defaults, a config file (TOML; YAML when pyyaml
+is installed), then key=value pairs from the command line. Values arrive as strings (command line) or TOML/YAML
+values and are brought to the type of the default (`coerce`); any key the recipe does not know is refused with
+the list of keys it does know (`resolve_params`). Every check here runs before a run writes anything.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from attnlab.errors import ConfigError
+
+CONFIG_SUFFIXES = (".toml", ".yaml", ".yml")
+MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; refuse to read megabytes of something else
+DEVICE_PATTERN = re.compile(r"cpu|auto|cuda(:\d+)?")
+
+
+@dataclass
+class TrainSettings:
+    """How to train (not what): the same fields for every recipe, each overridable as key=value."""
+
+    steps: int = 1000
+    batch_size: int = 32  # global batch (sequences or images) per optimizer step, before accumulation
+    lr: float = 1e-3  # peak learning rate
+    min_lr_ratio: float = 0.1  # cosine ends at lr * min_lr_ratio
+    warmup: int = 100  # linear warmup steps
+    weight_decay: float = 0.1  # on matrices only (see optim.py)
+    beta1: float = 0.9
+    beta2: float = 0.99
+    grad_clip: float = 1.0  # max global gradient norm; 0 = off
+    accum: int = 1  # micro-batches per step (each of batch_size); gradients are averaged
+    eval_every: int = 200  # steps between evaluations; 0 = only at the end
+    log_every: int = 50  # steps between progress lines
+    save_every: int = 0  # steps between checkpoints; 0 = only at the end
+    keep: int = 2  # step directories kept
+    seed: int = 0
+    device: str = "cpu"  # cpu, cuda, cuda:N or auto (cuda when available)
+    bf16: bool = False  # bf16 autocast (on CPU allowed but slow on most CPUs; off by default)
+    compile: bool = False  # torch.compile the model
+    strategy: str = "ddp"  # under torchrun: ddp or fsdp
+    threads: int = 0  # torch.set_num_threads; 0 = leave as is
+    plot: bool = True  # write loss.png
+    mfu: bool = False  # report model FLOPs utilisation against the measured matmul peak (attnlab.cost)
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "accum"):
+            if int(getattr(self, name)) <= 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r} must be a positive integer")
+        for name in ("warmup", "eval_every", "log_every", "save_every", "keep", "threads"):
+            if int(getattr(self, name)) < 0:
+                raise ConfigError(f"{name}={getattr(self, name)!r} must be 0 or a positive integer")
+        if self.lr <= 0 or not math.isfinite(self.lr):
+            raise ConfigError(f"lr={self.lr!r} must be a positive finite number")
+        if self.grad_clip < 0 or not math.isfinite(self.grad_clip):
+            raise ConfigError(f"grad_clip={self.grad_clip!r} must be 0 (off) or a positive finite number")
+        if self.strategy not in ("ddp", "fsdp"):
+            raise ConfigError(f"strategy={self.strategy!r}: allowed ddp, fsdp")
+        if not 0 <= int(self.seed) < 2**32:  # what NumPy's global generator accepts
+            raise ConfigError(f"seed={self.seed!r}: allowed 0 .. {2**32 - 1}")
+        if not DEVICE_PATTERN.fullmatch(self.device):
+            raise ConfigError(f"device={self.device!r}: allowed cpu, cuda, cuda:N (N a GPU index) or auto")
+
+    @classmethod
+    def keys(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+def coerce(key: str, value: Any, default: Any) -> Any:
+    """Bring a value from the command line (a string) or a config file to the type of the default."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("1", "true", "yes", "on"):
+            return True
+        if text in ("0", "false", "no", "off"):
+            return False
+        raise ConfigError(f"{key}={value!r}: expected true or false")
+    if isinstance(default, int):
+        try:
+            number = float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{key}={value!r}: expected an integer") from None
+        if not number.is_integer() or isinstance(value, bool):
+            raise ConfigError(f"{key}={value!r}: expected an integer")
+        return int(number)
+    if isinstance(default, float):
+        try:
+            return float(value)
+        except (TypeError, ValueError, OverflowError):
+            raise ConfigError(f"{key}={value!r}: expected a number") from None
+    return str(value)
+
+
+def resolve_params(recipe, *layers: dict[str, Any]) -> tuple[TrainSettings, dict[str, Any]]:
+    """Defaults, then each layer (config file, then command line) on top. Unknown keys are refused by name.
+
+    `recipe` is a Recipe (attnlab.training.recipes): its name and defaults() are all that is read."""
+    defaults = recipe.defaults()
+    merged = dict(defaults)
+    for layer in layers:
+        unknown = sorted(set(layer) - set(defaults))
+        if unknown:
+            raise ConfigError(f"unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} for recipe "
+                              f"{recipe.name!r}; valid keys: {', '.join(sorted(defaults))}")
+        for key, value in layer.items():
+            merged[key] = coerce(key, value, defaults[key])
+    train_keys = set(TrainSettings.keys())
+    settings = TrainSettings(**{k: v for k, v in merged.items() if k in train_keys})
+    return settings, {k: v for k, v in merged.items() if k not in train_keys}
+
+
+def read_config_file(path: str | Path) -> dict[str, Any]:
+    """A flat {key: value} from TOML or YAML; tables/sections are flattened (their keys must be unique)."""
+    path = Path(path)
+    if path.suffix not in CONFIG_SUFFIXES:
+        raise ConfigError(f"config file {path}: allowed suffixes {', '.join(CONFIG_SUFFIXES)}")
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if not path.is_file():  # a folder, a FIFO or a device: reading it could block or never end
+        raise ConfigError(f"config file {path} is not a regular file; give a {' or '.join(CONFIG_SUFFIXES)} file")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} holds {path.stat().st_size:,} bytes; a settings file of key = value "
+                          f"lines is at most {MAX_CONFIG_BYTES:,}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"config file {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            import yaml
+        except ImportError:
+            raise ConfigError(f"{path}: YAML needs the pyyaml package; install it or use a .toml file") from None
+        try:
+            data = yaml.safe_load(text) or {}
+        except (yaml.YAMLError, RecursionError) as exc:
+            raise ConfigError(f"{path} is not valid YAML: {str(exc).splitlines()[0] if str(exc) else exc}") from None
+    else:
+        try:
+            import tomllib
+        except ImportError:  # Python 3.10
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
+            raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} must hold key = value pairs")
+    flat: dict[str, Any] = {}
+
+    def walk(d: dict[str, Any], depth: int = 0) -> None:
+        if depth > 8:
+            raise ConfigError(f"{path}: sections nest deeper than 8 levels; settings are flat key = value pairs")
+        for key, value in d.items():
+            if isinstance(value, dict):
+                walk(value, depth + 1)
+            elif key in flat:
+                raise ConfigError(f"{path}: key {key!r} is set twice")
+            else:
+                flat[key] = value
+    walk(data)
+    return flat
+
+
+def parse_overrides(items: list[str]) -> dict[str, str]:
+    """['steps=500', 'lr=3e-4'] -> {'steps': '500', 'lr': '3e-4'} (values stay strings until coerce)."""
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item or item.startswith("="):
+            raise ConfigError(f"{item!r} is not key=value (e.g. steps=500 lr=3e-4)")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value
+    return out
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global generators (the same seed gives the same initial weights)."""
+    import random
+
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
