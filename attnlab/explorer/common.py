@@ -23,8 +23,7 @@ _MODEL_LOCK = threading.RLock()
 
 def exclusive(fn):
     """Run `fn` holding the api's lock: one model computation at a time. Recordings no longer need it (each
-    thread has its own recorder, see attnlab.recording); it still serialises whatever else a forward shares,
-    such as generation's in-place weight layout (attnlab/generation/layout.py)."""
+    thread has its own recorder, see attnlab.recording)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
