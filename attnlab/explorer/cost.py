@@ -23,9 +23,15 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
     cfg = _config(lm)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"n={n!r}: allowed a positive integer (up to the model's position limit)")
+    asked, note = n, None
     if cfg.topology == "vit":
         n = cfg.n_patches + 1
-    table = cost_table(cfg, 1, n)  # InputError names the limit when n is beyond the positions
+        if asked != n:
+            note = f"a ViT always reads [CLS] + {cfg.n_patches} patches: shown at n = {n}, not {asked}"
+    elif cfg.seq_limit and n > cfg.seq_limit:  # learned positions: no row beyond max_len, so clamp and say so
+        n = cfg.seq_limit
+        note = f"n = {asked} is beyond this model's position limit (max_len = {n}): shown at n = {n}"
+    table = cost_table(cfg, 1, n)
     limit = cfg.seq_limit or 1 << 15
     ns = sorted({m for m in (2**k for k in range(3, 16)) if m <= min(limit, 1 << 15)} | {n})
     if cfg.topology == "vit":
@@ -48,7 +54,8 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
     rows = [{"stack": r.stack, "name": r.name, "formula": r.formula, "layers": r.layers, "flops": r.flops,
              "bytes": r.bytes_moved, "intensity": round(r.intensity, 3) if r.bytes_moved else None}
             for r in table.rows]
-    result = {"model": lm.id, "n": n, "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
+    result = {"model": lm.id, "n": n, "requested_n": asked, "limit": cfg.seq_limit, "note": note,
+              "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
               "sweep": sweep}
     if measure:
         from attnlab.cost.measure import sweep as measured_sweep
