@@ -77,6 +77,10 @@ def page(server):
             return route.continue_()
 
         context.route("**/*", guard)
+        # the guided tour starts on a first visit; these tests drive the tabs directly, so mark it as seen
+        # (a tab's sessionStorage flag "keep-tour" lets the tour tests see a first visit)
+        context.add_init_script("if (!sessionStorage.getItem('keep-tour')) "
+                                "localStorage.setItem('attnlab.tour', 'done')")
         pg = context.new_page()
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
