@@ -45,6 +45,11 @@ def _record_qk(lm: Loaded, text: str, layer: int, head: int, part: str | None, e
     return cfg, part, layer, head, causal, ids, tokens, target_ids, q, k, store
 
 
+def _sig(x) -> float:
+    """7 significant digits: tiny random models have tiny variances that 6 decimals would flatten."""
+    return float(f"{float(x):.7g}")
+
+
 def _softmax_summary(row: torch.Tensor) -> dict[str, Any]:
     p = row.softmax(-1)
     entropy = float(-(p * p.clamp(min=1e-30).log()).sum())
@@ -81,9 +86,8 @@ def scaling_statistics(lm: Loaded, text: str, layer: int = 0, head: int = 0, par
         return torch.bincount(idx, minlength=bins).tolist()
 
     def stats(v: torch.Tensor) -> dict[str, float]:
-        return {"mean": round(float(v.mean()), 6), "variance": round(float(v.var(unbiased=False)), 6),
-                "std": round(float(v.std(unbiased=False)), 6), "min": round(float(v.min()), 6),
-                "max": round(float(v.max()), 6)}
+        return {"mean": _sig(v.mean()), "variance": _sig(v.var(unbiased=False)), "std": _sig(v.std(unbiased=False)),
+                "min": _sig(v.min()), "max": _sig(v.max())}
 
     n_q = unscaled.shape[0]
     if query is None:
@@ -96,7 +100,7 @@ def scaling_statistics(lm: Loaded, text: str, layer: int = 0, head: int = 0, par
     k_tokens = target_tokens if part == "decoder" else tokens
     return {"model": lm.id, "part": part, "layer": layer, "head": head, "d_head": d_head, "scale": scale,
             "pairs": int(visible.sum()), "causal": causal,
-            "q_variance": round(float(q.var(unbiased=False)), 6), "k_variance": round(float(k.var(unbiased=False)), 6),
+            "q_variance": _sig(q.var(unbiased=False)), "k_variance": _sig(k.var(unbiased=False)),
             "unscaled": stats(raw_vals), "scaled": stats(scaled_vals),
             "bin_edges": _round(edges), "hist_unscaled": hist(raw_vals), "hist_scaled": hist(scaled_vals),
             "query": query, "query_token": q_tokens[query],

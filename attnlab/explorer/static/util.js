@@ -143,10 +143,15 @@ export function heatmap(canvas, matrix, opts = {}) {
     }
   }
   draw();
+  // pointer -> [row, col] (or null), correct also when CSS shrinks the canvas to fit a narrow screen
+  canvas._toCell = (ev) => {
+    const r = canvas.getBoundingClientRect(), k = r.width ? W / r.width : 1;
+    const j = Math.floor(((ev.clientX - r.left) * k - left) / cell), i = Math.floor(((ev.clientY - r.top) * k - top) / cell);
+    return i >= 0 && i < rows && j >= 0 && j < cols ? [i, j] : null;
+  };
   if (onclick) canvas.onclick = (ev) => {
-    const r = canvas.getBoundingClientRect();
-    const j = Math.floor((ev.clientX - r.left - left) / cell), i = Math.floor((ev.clientY - r.top - top) / cell);
-    if (i >= 0 && i < rows && j >= 0 && j < cols) onclick(i, j);
+    const c = canvas._toCell(ev);
+    if (c) onclick(c[0], c[1]);
   };
   if (keyboard && rows && cols) {
     canvas.tabIndex = 0;

@@ -140,11 +140,8 @@ export async function render(root, ctx) {
     heatLegend.replaceChildren(legend(Number(heat.dataset.peak), "softmax weight (colour scaled to the largest " +
       "shown)", { masked: data.causal }));
     heat.onmousemove = (ev) => {
-      const cell = Number(heat.dataset.cell), r = heat.getBoundingClientRect();
-      const y = ev.clientY - r.top - Number(heat.dataset.top), x = ev.clientX - r.left - Number(heat.dataset.left);
-      const ri = Math.floor(y / cell), ci = Math.floor(x / cell);
-      if (qIdx[ri] === undefined || kIdx[ci] === undefined) return;
-      readout(ri, ci);
+      const c = heat._toCell(ev);
+      if (c) readout(c[0], c[1]);
     };
   }
 

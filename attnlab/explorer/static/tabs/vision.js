@@ -79,7 +79,8 @@ async function instrument(root, ctx) {
   }
   canvas.onclick = (ev) => {
     const b = canvas.getBoundingClientRect();
-    const c = Math.floor((ev.clientX - b.left) / cellPx), row = Math.floor((ev.clientY - b.top) / cellPx);
+    const k = b.width ? cssSize / b.width : 1;
+    const c = Math.floor((ev.clientX - b.left) * k / cellPx), row = Math.floor((ev.clientY - b.top) * k / cellPx);
     ctx.setState({ token: 1 + row * g + c });
   };
   const toGrid = (v) => [...Array(g)].map((_, i) => v.slice(1 + i * g, 1 + (i + 1) * g));
@@ -89,20 +90,20 @@ async function instrument(root, ctx) {
   const roll = heatmap(el("canvas", { id: "rollout", dataset: { values: JSON.stringify(r.rollout) } }),
     toGrid(r.rollout), { size: 196 });
   const panels = [
-    el("div", { class: "panel" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas),
-    el("div", { class: "panel" }, el("h3", {}, `Attention of ${r.tokens[patch]}, layer ${layer + 1}, head ${head + 1}`),
+    el("div", { class: "panel narrow" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas),
+    el("div", { class: "panel narrow" }, el("h3", {}, `Attention of ${r.tokens[patch]}, layer ${layer + 1}, head ${head + 1}`),
       attn, legend(Number(attn.dataset.peak), "attention weight (patch grid)"),
       el("p", { class: "help" }, "weight on [CLS]: ", el("b", { dataset: { weight: r.attention[0] } },
         fmt(r.attention[0])), "; row sum ", el("b", { id: "attn-row-sum", dataset: { rowSum: r.attention_row_sum } },
         fmt(r.attention_row_sum)))),
-    el("div", { class: "panel" }, el("h3", {}, "Attention rollout (all layers)"), roll,
+    el("div", { class: "panel narrow" }, el("h3", {}, "Attention rollout (all layers)"), roll,
       legend(Number(roll.dataset.peak), "rollout weight"),
       el("p", { class: "help" }, "heads averaged, residual added as ½I, multiplied through the layers; on [CLS]: ",
         el("b", { dataset: { rollout: r.rollout[0] } }, fmt(r.rollout[0])))),
   ];
   if (r.position_similarity) {
     const sim = [...Array(g)].map((_, i) => r.position_similarity.slice(i * g, (i + 1) * g));
-    panels.push(el("div", { class: "panel" }, el("h3", {}, `Position-embedding similarity to patch ${r.position_similarity_of}`),
+    panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to patch ${r.position_similarity_of}`),
       heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }), legend(1, "cosine similarity"),
       el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors. ViTs trained " +
         "on large data sets often show the 2-D grid here (neighbours alike); a small model trained briefly may " +
