@@ -157,7 +157,6 @@ async function main() {
   sel.addEventListener("change", () => navigate({ model: sel.value }));
   const nav = document.getElementById("tabs");
   nav.setAttribute("role", "tablist");
-  nav.setAttribute("aria-label", "Explorer tabs");
   nav.replaceChildren(...TABS.map(([id, label]) => el("button", {
     type: "button", role: "tab", id: `tab-${id}`, "aria-controls": "tab", dataset: { tab: id },
     onclick: () => setState({ tab: id }),

@@ -141,7 +141,7 @@ function drawSteps(box, s, data) {
   const qx = terms(s.x_query, s.w_q_col0, names), kx = terms(s.x_key, s.w_k_col0, names);
   const qt = tokenLabel(s.query_token), kt = tokenLabel(s.key_token);
   const rawBar = data.raw_scores[s.query] ? data.raw_scores[s.query][s.key] : null;
-  const matrix = (w) => el("div", { class: "scroll" }, table(["", ...w[0].map((_, j) => `col ${j}`)],
+  const matrix = (w) => el("div", { class: "scroll", tabindex: "0" }, table(["row (x dimension)", ...w[0].map((_, j) => `col ${j}`)],
     w.map((row, i) => [names ? names[i] : `${i}`, ...row.map((v) => fmt(v, 3))])));
   box.replaceChildren(
     el("p", { class: "help" }, `Layer ${s.layer + 1}, head ${s.head + 1}: query “${qt}” (position ${s.query}) and ` +
@@ -182,7 +182,7 @@ function drawScaling(box, r) {
       "head. Large scores push the softmax towards one-hot, where its gradient almost vanishes. Dividing by " +
       `√d_k = ${fmt(r.sqrt_d_head, 4)} divides the variance by d_k. Here are this head's own ${r.pairs} scores` +
       (r.causal ? " (visible pairs only)" : "") + ":"),
-    table(["", "without scaling (Q·K)", "with scaling (Q·K/√d_k)"], [
+    table(["measure", "without scaling (Q·K)", "with scaling (Q·K/√d_k)"], [
       ["variance of the scores", el("b", { id: "var-unscaled", dataset: { variance: r.unscaled.variance } },
         fmt(r.unscaled.variance, 4)), el("b", { id: "var-scaled", dataset: { variance: r.scaled.variance } },
         fmt(r.scaled.variance, 4))],
@@ -244,7 +244,7 @@ function comparison(n, info) {
   return el("div", { class: "lesson", id: "comparison" },
     el("p", {}, "How far apart can two tokens be, counted in layers or steps, before information passes between " +
       "them? And how much must happen one after another? (n = sequence length, d = width, k = kernel size.)"),
-    el("div", { class: "scroll" }, table(["layer type", "work per layer", "sequential operations",
+    el("div", { class: "scroll", tabindex: "0" }, table(["layer type", "work per layer", "sequential operations",
       "maximum path length", `for this sentence (n = ${n}, d = ${d}, k = ${k})`], [
       ["self-attention", "O(n² · d)", "O(1)", "O(1)", `path 1; ${fmt(n * n * d)} multiply-adds for scores`],
       ["recurrent (RNN, LSTM)", "O(n · d²)", "O(n)", "O(n)", `path up to ${n - 1} steps, ${n} steps in a row`],

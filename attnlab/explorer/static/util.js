@@ -159,7 +159,10 @@ export function heatmap(canvas, matrix, opts = {}) {
     canvas.setAttribute("aria-roledescription", "heatmap");
     if (!canvas._focusCell || canvas._focusCell[0] >= rows || canvas._focusCell[1] >= cols) {
       canvas._focusCell = [Math.max(0, highlightRow), 0];
+    } else if (highlightRow >= 0 && canvas._lastHighlight !== highlightRow) {
+      canvas._focusCell = [highlightRow, canvas._focusCell[1]];  // the cursor follows a newly selected query
     }
+    canvas._lastHighlight = highlightRow;
     const announce = () => {
       const [i, j] = canvas._focusCell;
       canvas.setAttribute("aria-label", keyboard.label(i, j));

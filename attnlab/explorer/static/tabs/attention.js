@@ -66,7 +66,7 @@ export async function render(root, ctx) {
   // grid of every layer x head, fetched separately (one forward that records all layers)
   const gridBox = el("div", { class: "panel", id: "thumbs" }, el("h3", {}, "All layers × heads"), "loading…");
   const chips = el("div", { class: "chips", id: "chips", "aria-label": "query tokens" });
-  const barsBox = el("div", { class: "panel scroll", id: "bars" });
+  const barsBox = el("div", { class: "panel scroll", id: "bars", tabindex: "0", role: "region", "aria-label": "scores and weights of the query" });
   const heat = el("canvas", { id: "heatmap" });
   const heatInfo = el("div", { id: "heat-readout", class: "help", "aria-live": "polite" },
     "hover a cell, or focus the heatmap and use the arrow keys");
@@ -182,11 +182,11 @@ export async function render(root, ctx) {
     embBox.replaceChildren(el("h3", {}, e.dims ? "Token embeddings (toy: 8 named, hand-set dimensions)" :
       `Token embeddings (first ${dims.length} of ${e.width} dimensions; they have no names)`),
     legend(peak, "embedding value (middle colour = 0)", { lowText: fmt(-peak, 3) }),
-    el("div", { class: "scroll" }, el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "token"),
+    el("div", { class: "scroll", tabindex: "0" }, el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "token"),
       dims.map((d) => el("th", {}, d)))), el("tbody", {}, kIdx.map((j) => el("tr", {}, el("td", {},
       tokenLabel(data.k_tokens[j])), e.values[j].slice(0, shown).map((v, di) => el("td", {
       dataset: { value: v }, title: `${tokenLabel(data.k_tokens[j])}, dimension ${dims[di]}: ${fmt(v, 4)}`,
-      style: `background:${color(0.5 + v / peak / 2)};color:${Math.abs(v) / peak > 0.4 ? "#000" : "#fff"}`,
+      style: `background:${color(0.5 + v / peak / 2)};color:${0.5 + v / peak / 2 >= 0.4 ? "#000" : "#fff"}`,
     }, e.dims ? fmt(v, 2) : ""))))))));
   }
 

@@ -51,7 +51,7 @@ export async function render(root, ctx) {
         plot(r.sweep, [["flops_dense", "#0072b2", "dense FLOPs"], ["flops_attention", "#d55e00", "attention FLOPs"],
           ["kv_cache_bytes", "#1a9641", "KV-cache bytes"]], "cost-plot", "FLOPs or bytes (log scale)"))),
       el("div", { class: "panel" }, el("h3", {}, `Per operation (attnlab.cost, batch 1, n = ${r.n})`),
-        el("div", { class: "scroll" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
+        el("div", { class: "scroll", tabindex: "0" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
           "FLOPs/byte"], r.rows.map((row) => [row.stack, row.name, el("code", {}, row.formula), row.layers,
           el("span", { class: "op-flops", dataset: { flops: row.flops } }, human(row.flops)),
           el("span", { dataset: { bytes: row.bytes } }, bytes(row.bytes)),

@@ -75,7 +75,7 @@ export async function render(root, ctx) {
         el("p", {}, "sampled: ", el("b", { id: "sampled", dataset: { tokenId: r.token_id } }, tokenLabel(r.token)),
           r.finished ? " (end of sequence)" : "")),
       el("div", { class: "panel", id: "cache" }, el("h3", {}, "KV cache after this step"),
-        table(["", "value"], [
+        table(["quantity", "value"], [
           ["positions", el("span", { dataset: { cachePositions: r.cache.positions } }, r.cache.positions)],
           ["entries", el("span", { id: "cache-entries", dataset: { cacheEntries: r.cache.entries } },
             r.cache.entries.toLocaleString("en-US"))],

@@ -161,7 +161,7 @@ async function causal(root, ctx) {
   const placement = el("div", { id: "placement" });
   root.append(el("div", { class: "row" },
     el("div", { class: "panel" }, el("h3", {}, "Next-token prediction at every position"),
-      el("div", { class: "scroll" }, table(["pos", "token", "predicted next (top 5)", "actual next", "loss"],
+      el("div", { class: "scroll", tabindex: "0" }, table(["pos", "token", "predicted next (top 5)", "actual next", "loss"],
         r.rows.map((row) => [row.position, tokenLabel(row.token),
           el("span", {}, row.top5.map((p) => el("span", { class: "pred", dataset: { prob: p.prob, token: p.token } },
             `${tokenLabel(p.token)} ${fmt(p.prob, 3)}  `))),
