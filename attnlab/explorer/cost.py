@@ -57,6 +57,7 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
     result = {"model": lm.id, "n": n, "requested_n": asked, "limit": cfg.seq_limit, "note": note,
               "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
               "sweep": sweep}
+    result["heads"] = heads_comparison(cfg, n)
     if measure:
         from attnlab.cost.measure import sweep as measured_sweep
 
@@ -65,3 +66,32 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
             points = measured_sweep(cfg, seqs, series=("forward",), budget_s=0.05)
             result["measured"] = [{"n": p.n, "ms": round(p.seconds * 1000, 4), "flops": p.flops} for p in points]
     return result
+
+
+def heads_comparison(cfg, n: int) -> list[dict[str, Any]]:
+    """h heads of width d_head against one head of width h * d_head, on one attention layer at n tokens: torch's
+    FlopCounterMode on the real layer (meta device: no memory, no arithmetic) beside the formula
+    2n·d·3w (Q, K, V) + 2·2·n²·w (Q Kᵀ and P V over all heads) + 2n·w·d (W_O), w = h · d_head. The head count
+    drops out: splitting the width into heads is free in FLOPs; what it buys is h separate attention patterns."""
+    from dataclasses import replace
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from attnlab.layers.attention import Attention
+
+    width, d = cfg.n_heads * cfg.head_dim, cfg.d_model
+    rows = []
+    for heads in sorted({cfg.n_heads, 1}, reverse=True):
+        variant = replace(cfg, n_heads=heads, n_kv_heads=None, d_head=width // heads, position="learned")
+        with torch.device("meta"):
+            layer = Attention(variant)
+            x = torch.zeros(1, n, d)
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), counter:
+            layer(x)
+        predicted = 2 * n * d * 3 * width + 2 * 2 * n * n * width + 2 * n * width * d
+        rows.append({"heads": heads, "d_head": width // heads, "flops_counted": int(counter.get_total_flops()),
+                     "flops_formula": predicted})
+    return rows

@@ -434,6 +434,9 @@ def test_cost_tab_clamps_n_to_the_position_limit(page, server):
     page.wait_for_selector("#cost-note")
     assert "500" in page.text_content("#cost-note") and page.input_value("#cost-n") == "64"
     assert page.locator("#cost-plot").count() == 1 and page.locator("#cost-out .notice.error").count() == 0
+    counted = [int(v) for v in page.eval_on_selector_all("#heads-cost .heads-counted", "els => els.map(e => "
+                                                         "e.dataset.flops)")]
+    assert len(counted) == 2 and counted[0] == counted[1] > 0  # h heads of d/h cost one head of width d
 
 
 def test_bad_upload_is_explained_and_does_not_stick(page, server):

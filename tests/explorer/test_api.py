@@ -420,3 +420,16 @@ def test_architecture_draws_pre_norm_models_norm_first(registry):
     assert lm.model.config.norm_placement == "pre" and stack["norm_placement"] == "pre"
     kinds = [i.split(".")[-1] for i in stack["run_order"]]
     assert kinds == ["norm1", "attn", "norm2", "ffn"]  # the order the block runs them
+
+
+@pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
+def test_several_heads_cost_the_same_flops_as_one_wide_head(registry, name):
+    """FlopCounterMode on the real layer agrees with the formula, and the head count drops out of it."""
+    lm = _by_name(registry, name)
+    rows = api.cost(lm, 16)["heads"]
+    cfg = lm.model.config
+    assert [r["heads"] for r in rows] == [cfg.n_heads, 1]
+    assert all(r["flops_counted"] == r["flops_formula"] for r in rows)
+    assert rows[0]["flops_counted"] == rows[1]["flops_counted"]
+    w, d, n = cfg.n_heads * cfg.head_dim, cfg.d_model, 16
+    assert rows[0]["flops_formula"] == 6 * n * d * w + 4 * n * n * w + 2 * n * w * d

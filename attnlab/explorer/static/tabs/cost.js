@@ -50,6 +50,15 @@ export async function render(root, ctx) {
         ])), el("div", { class: "panel" }, el("h3", {}, "Scaling with n (log-log)"),
         plot(r.sweep, [["flops_dense", "#0072b2", "dense FLOPs"], ["flops_attention", "#d55e00", "attention FLOPs"],
           ["kv_cache_bytes", "#1a9641", "KV-cache bytes"]], "cost-plot", "FLOPs or bytes (log scale)"))),
+      r.heads ? el("div", { class: "panel", id: "heads-cost" }, el("h3", {}, "Several heads cost the same as one " +
+        "wide head (one attention layer)"),
+      table(["heads × d_head", "FLOPs counted by torch (FlopCounterMode)", "formula 6n·d·w + 4n²·w + 2n·w·d"],
+        r.heads.map((h) => [`${h.heads} × ${h.d_head}`, el("span", { class: "heads-counted",
+          dataset: { flops: h.flops_counted, heads: h.heads } }, h.flops_counted.toLocaleString("en-US")),
+        el("span", { dataset: { flops: h.flops_formula } }, h.flops_formula.toLocaleString("en-US"))])),
+      el("p", { class: "help" }, `w = heads × d_head = ${r.heads[0].heads * r.heads[0].d_head}, n = ${r.n}. ` +
+        "Splitting the width into h heads leaves every matrix product the same size in total: the head count " +
+        "drops out of the FLOPs. What h heads buy is h separate attention patterns for the same price.")) : "",
       el("div", { class: "panel" }, el("h3", {}, `Per operation (attnlab.cost, batch 1, n = ${r.n})`),
         el("div", { class: "scroll", tabindex: "0" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
           "FLOPs/byte"], r.rows.map((row) => [row.stack, row.name, el("code", {}, row.formula), row.layers,
