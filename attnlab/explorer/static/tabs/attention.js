@@ -181,7 +181,7 @@ export async function render(root, ctx) {
     const peak = Math.max(1e-9, ...e.values.flat().map(Math.abs));
     embBox.replaceChildren(el("h3", {}, e.dims ? "Token embeddings (toy: 8 named, hand-set dimensions)" :
       `Token embeddings (first ${dims.length} of ${e.width} dimensions; they have no names)`),
-    legend(peak, "embedding value (middle colour = 0)", { lowText: fmt(-peak, 3) }),
+    legend(peak, "embedding value (middle colour = 0)", { low: -peak }),
     el("div", { class: "scroll", tabindex: "0" }, el("table", { class: "vec" }, el("thead", {}, el("tr", {}, el("th", {}, "token"),
       dims.map((d) => el("th", {}, d)))), el("tbody", {}, kIdx.map((j) => el("tr", {}, el("td", {},
       tokenLabel(data.k_tokens[j])), e.values[j].slice(0, shown).map((v, di) => el("td", {

@@ -1,12 +1,12 @@
 // Tab Self-supervised: masked-language modelling on an encoder (click tokens to mask, or draw BERT's random
 // 15% with its 80/10/10 split), and next-token prediction on a decoder, with the mask-placement lesson.
-import { api, el, fmt, heatmap, notice, svg, table, tokenLabel } from "../util.js";
+import { api, el, fmt, heatmap, legend, notice, svg, table, tokenLabel } from "../util.js";
 import { needs, references, sentenceBox } from "./common.js";
 
 export async function render(root, ctx) {
   root.append(el("h2", {}, "Self-supervised pre-training"), el("p", { class: "help" }, "The text is its own " +
     "label: hide tokens and predict them (MLM, BERT), or predict each next token (causal LM, GPT)."));
-  const essay = concepts();
+  const essay = concepts(ctx);
   try {
     await instrument(root, ctx);
   } finally {
@@ -108,6 +108,42 @@ function maskLegend() {
     item("#1a9641", "green row: selected position, counted in the loss", false));
 }
 
+// clip-mnist's image-text similarity: one image of each digit against the ten digit names.
+function clipPanel(ctx) {
+  const clip = ctx.models.find((m) => m.id === "clip-mnist");
+  if (!clip || !clip.available) {
+    return el("p", { class: "help" }, "The clip-mnist checkpoint is not available here: train it with " +
+      "`attnlab train clip-mnist` to see its image-text similarity matrix.");
+  }
+  const out = el("div", { id: "clip-out" });
+  const lang = el("select", { id: "clip-lang", "aria-label": "language of the digit names" },
+    ["en", "fr", "de", "es", "it"].map((l) => el("option", { value: l }, l)));
+  async function show() {
+    out.replaceChildren(notice("computing clip-mnist's embeddings …"));
+    try {
+      const r = await api(`/api/contrastive/clip-mnist?lang=${lang.value}`);
+      const canvas = el("canvas", { id: "clip-map" });
+      const readout = el("p", { class: "help", "aria-live": "polite" }, "hover or focus a cell");
+      const say = (i, j) => `image of ${i} vs “${r.names[j]}”: cosine ${fmt(r.cosine[i][j], 3)}, ` +
+        `probability ${fmt(r.probs[i][j], 3)}`;
+      heatmap(canvas, r.probs, { size: 300, max: 1, rowLabels: r.image_labels.map((d) => `img ${d}`),
+        colLabels: r.names, keyboard: { label: say, onfocus: (i, j) => { readout.textContent = say(i, j); } } });
+      canvas.onmousemove = (ev) => { const c = canvas._toCell(ev); if (c) readout.textContent = say(c[0], c[1]); };
+      out.replaceChildren(el("div", { class: "row" }, el("div", { class: "panel" },
+        el("h3", {}, "Each image's softmax over the ten names (rows: images, columns: names)"), canvas,
+        legend(1, "probability of the name given the image"), readout),
+      el("div", { class: "panel narrow" }, el("p", {}, "Zero-shot: ", el("b", { id: "clip-correct",
+        dataset: { correct: r.correct } }, `${r.correct} of 10`), " images are closest to their own name. The " +
+        "bright diagonal is what contrastive training asks for: matching pairs close, all other pairs far."),
+      el("p", { class: "help" }, `Cosine similarity of unit-length embeddings, turned into probabilities at ` +
+        `the learned temperature ${fmt(r.temperature, 4)}. Names in “${r.lang}”: ${r.names.join(", ")}.`))));
+    } catch (e) { out.replaceChildren(notice(e.message, "error")); }
+  }
+  return el("div", { class: "panel", id: "clip" }, el("h3", {}, "clip-mnist: images against digit names"),
+    el("div", { class: "controls" }, el("button", { type: "button", id: "clip-show", onclick: show },
+      "Show the image–text similarity"), el("label", {}, "names in ", lang)), out);
+}
+
 const REFS = [
   ["Devlin et al. (2019)", "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
     "NAACL-HLT 2019"],
@@ -118,7 +154,7 @@ const REFS = [
 ];
 
 // The ideas around the instrument: latent learning, the self-supervision debate, contrastive learning.
-function concepts() {
+function concepts(ctx) {
   return el("div", { class: "lesson", id: "selfsup-concepts" },
     el("h2", {}, "Latent learning: structure learned before any reward"),
     el("div", { class: "cards" },
@@ -148,6 +184,7 @@ function concepts() {
       "encoder and a text encoder together so that an image and its own caption score highest among all pairs " +
       "in a batch; the pairing found on the web is the only supervision. attnlab's clip-mnist does this at toy " +
       "scale, pairing MNIST digits with their names: in the Vision tab it shows its image tower."),
+    clipPanel(ctx),
     references(REFS));
 }
 
