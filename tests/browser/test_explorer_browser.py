@@ -79,8 +79,8 @@ def page(server):
         context.route("**/*", guard)
         # the guided tour starts on a first visit; these tests drive the tabs directly, so mark it as seen
         # (a tab's sessionStorage flag "keep-tour" lets the tour tests see a first visit)
-        context.add_init_script("if (!sessionStorage.getItem('keep-tour')) "
-                                "localStorage.setItem('attnlab.tour', 'done')")
+        context.add_init_script("try { if (!sessionStorage.getItem('keep-tour')) "
+                                "localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
         pg = context.new_page()
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -305,10 +305,20 @@ def test_back_button_stays_in_the_app_and_every_view_is_a_url(page, server):
     page.wait_for_selector("#tab[data-ready='1']")
     assert page.input_value("#head") == "2" and page.input_value("#sentence") == "the cat sat on the mat"
     assert page.get_attribute("#chips .chip.selected", "data-index") == "3"
-    page.go_back()
-    page.go_back()  # before the head change
+    page.go_back()  # (the reload replaced the current entry) back to before the head change
     page.wait_for_selector("#tab[data-ready='1']")
     assert page.input_value("#head") == "0"
+    enc = server["ids"]["encoder"]
+    page.select_option("#model", enc)  # a new model brings its own example sentence (never the toy's [UNK]s)
+    page.wait_for_function(f"new URLSearchParams(location.search).get('model') === '{enc}'")
+    page.wait_for_selector("#tab[data-ready='1']")
+    from attnlab.explorer import api
+
+    assert page.input_value("#sentence") == api.describe(server["registry"].get(enc))["examples"][0]
+    page.go_back()
+    page.wait_for_function("new URLSearchParams(location.search).get('model') === 'toy'")
+    page.wait_for_selector("#tab[data-ready='1'] #chips")
+    assert page.input_value("#model") == "toy" and page.input_value("#sentence") == "the cat sat on the mat"
 
 
 def test_first_visit_opens_on_the_toy_with_cat_and_a_keyboard_tour(page, server):

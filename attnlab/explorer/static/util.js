@@ -214,7 +214,8 @@ export function bars(items, { width = 420, rowHeight = 18, labelWidth = 110, max
     viewBox: `0 0 ${width} ${items.length * rowHeight + 4}` });
   items.forEach((d, i) => {
     const y = i * rowHeight + 2, v = d.value;
-    const g = svg("g", { class: "bar" + (i === selected ? " selected" : ""), ...d.attrs });
+    const g = svg("g", { class: "bar" + (i === selected ? " selected" : ""), ...d.attrs },
+      svg("title", {}, `${d.label}: ${v === null || v === undefined ? "masked" : fmt(v, 6)}`));
     if (onclick) {
       g.addEventListener("click", () => onclick(i)); g.style.cursor = "pointer";
       g.setAttribute("tabindex", "0"); g.setAttribute("role", "button");

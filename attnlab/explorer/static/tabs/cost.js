@@ -39,14 +39,20 @@ export async function render(root, ctx) {
       out.replaceChildren(r.note ? el("div", { class: "notice warn", id: "cost-note", role: "status" }, r.note) : "",
         el("div", { class: "row" }, el("div", { class: "panel", id: "cost-table" },
         table(["quantity", `n = ${r.n}`], [
-          ["parameters", cell("params", r.params, r.params.toLocaleString("en-US"))],
-          ["matmul FLOPs, forward", cell("flops", a.flops, human(a.flops))],
-          ["  of which dense (projections, FFN, head)", cell("flopsDense", a.flops_dense, human(a.flops_dense))],
-          ["  of which attention (Q Kᵀ, P V)", cell("flopsAttention", a.flops_attention, human(a.flops_attention))],
-          ["bytes moved (fp32)", cell("bytesMoved", a.bytes_moved, bytes(a.bytes_moved))],
-          ["KV cache after n tokens (fp32)", cell("kvCacheBytes", a.kv_cache_bytes, bytes(a.kv_cache_bytes))],
-          ["attention matrix per layer (fp32)", cell("attentionMatrixBytes", a.attention_matrix_bytes,
-            bytes(a.attention_matrix_bytes))],
+          [tip("parameters", "every weight and bias, a tied matrix counted once"),
+            cell("params", r.params, r.params.toLocaleString("en-US"))],
+          [tip("matmul FLOPs, forward", "floating-point operations of the matrix products in one forward pass " +
+            "over n tokens (a multiply-add counts 2)"), cell("flops", a.flops, human(a.flops))],
+          [tip("  of which dense (projections, FFN, head)", "grows like n: each token meets every weight once"),
+            cell("flopsDense", a.flops_dense, human(a.flops_dense))],
+          [tip("  of which attention (Q Kᵀ, P V)", "grows like n²: every query meets every key"),
+            cell("flopsAttention", a.flops_attention, human(a.flops_attention))],
+          [tip("bytes moved (fp32)", "weights and activations read and written, 4 bytes per number"),
+            cell("bytesMoved", a.bytes_moved, bytes(a.bytes_moved))],
+          [tip("KV cache after n tokens (fp32)", "2 × layers × K/V heads × n × d_head numbers kept for decoding"),
+            cell("kvCacheBytes", a.kv_cache_bytes, bytes(a.kv_cache_bytes))],
+          [tip("attention matrix per layer (fp32)", "heads × n × n weights, if materialised"),
+            cell("attentionMatrixBytes", a.attention_matrix_bytes, bytes(a.attention_matrix_bytes))],
         ])), el("div", { class: "panel" }, el("h3", {}, "Scaling with n (log-log)"),
         plot(r.sweep, [["flops_dense", "#0072b2", "dense FLOPs"], ["flops_attention", "#d55e00", "attention FLOPs"],
           ["kv_cache_bytes", "#1a9641", "KV-cache bytes"]], "cost-plot", "FLOPs or bytes (log scale)"))),
@@ -72,6 +78,8 @@ export async function render(root, ctx) {
 }
 
 // log-log lines with both axes labelled: y ticks at powers of ten, x labels thinned so they never collide
+const tip = (text, title) => el("span", { title }, text);
+
 function plot(points, keys, id, yLabel = "value (log scale)") {
   const W = 460, H = 270, left = 62, bottom = 46, top = 52;
   const vals = points.flatMap((s) => keys.map(([k]) => s[k])).filter((v) => v > 0);
