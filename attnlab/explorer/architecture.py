@@ -37,7 +37,14 @@ def describe(lm: Loaded) -> dict[str, Any]:
             "parts": list(_parts(cfg)), "has_mlm": cfg.topology == "encoder" and cfg.head == "lm",
             "has_tokenizer": lm.tokenizer is not None,
             "mask_token": lm.tokenizer.special.get("mask") if lm.tokenizer is not None else None,
-            "examples": _examples(lm), "known_words": _known_words(lm)}
+            "examples": _examples(lm), "known_words": _known_words(lm), "truncation": _truncation(lm)}
+
+
+def _truncation(lm: Loaded) -> int | None:
+    """The tokenizer's own cut-off (MiniLM's tokenizer.json keeps 128 tokens), so the page can say when it cut."""
+    hf = getattr(lm.tokenizer, "hf", None) if lm.tokenizer is not None else None
+    trunc = getattr(hf, "truncation", None)
+    return int(trunc["max_length"]) if isinstance(trunc, dict) and trunc.get("max_length") else None
 
 
 def _known_words(lm: Loaded) -> list[str] | None:

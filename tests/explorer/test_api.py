@@ -459,3 +459,15 @@ def test_clip_similarity_matrix_matches_the_dual_encoders_own_logits(registry):
     assert out["names"][3] == "trois"
     with pytest.raises(InputError, match="allowed"):
         contrastive.for_entry(entry, "xx")
+
+
+def test_describe_names_the_tokenizers_own_truncation(tiny_paths):
+    """A tokenizer that cuts (MiniLM's keeps 128) is named in describe(), so the page can say the text was cut."""
+    from attnlab.explorer.registry import build_registry
+
+    reg = build_registry([tiny_paths["encoder"]])  # its own tokenizer object: the shared fixtures stay untouched
+    lm = next(reg.get(e.id) for e in reg.entries.values() if e.kind == "path")
+    assert api.describe(lm)["truncation"] is None
+    lm.tokenizer.hf.enable_truncation(6)
+    assert api.describe(lm)["truncation"] == 6
+    assert len(api.attention(lm, "the cat sat on the mat the cat sat", 0, 0)["k_tokens"]) == 6

@@ -46,6 +46,8 @@ export async function render(root, ctx) {
   if (root.isConnected) document.getElementById("tab").dataset.n = data.q_tokens.length;
   if (data.head_name) root.append(notice(`Head ${head + 1} of the toy was set by hand to read “${data.head_name}”.`,
     "illustration"));
+  if (info.truncation && data.k_tokens.length >= info.truncation) root.append(notice(`This model's tokenizer ` +
+    `keeps only the first ${info.truncation} tokens: the rest of the text was cut before the model saw it.`, "warn"));
   if (data.causal) root.append(el("p", { class: "help", id: "causal-note" }, "Causal mask: a token sees only " +
     "itself and the tokens before it; the hatched cells (later tokens) get no weight."));
   if (part === "cross") root.append(el("p", { class: "help" }, "Cross-attention: rows are the target tokens " +
