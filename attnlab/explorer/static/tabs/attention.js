@@ -74,6 +74,7 @@ export async function render(root, ctx) {
     "hover a cell, or focus the heatmap and use the arrow keys");
   const heatLegend = el("div", { id: "heat-legend" });
   const pairBox = el("div", { class: "panel", id: "pair" });
+  const zoomBox = el("div", { class: "panel zoom", id: "zoom" });
   const embBox = el("div", { class: "panel", id: "embeddings" });
   root.append(el("h3", {}, part === "cross" ? "Target tokens (queries)" : "Tokens — click one to query from it"),
     chips,
@@ -81,6 +82,7 @@ export async function render(root, ctx) {
       el("div", {}, el("h3", {}, "Query token: raw scores and weights"), barsBox),
       el("div", { class: "panel" }, el("h3", {}, "Attention heatmap (rows: queries, columns: keys)"), heat,
         heatLegend, heatInfo),
+      zoomBox,
       gridBox),
     el("div", { class: "row" }, pairBox, embBox));
   const lessonBox = el("div", { id: "lessons" });
@@ -104,7 +106,9 @@ export async function render(root, ctx) {
     const raw = data.raw_scores[query], w = data.weights[query];
     const mk = (vals, attr) => kIdx.map((j) => ({ label: tokenLabel(data.k_tokens[j]), value: vals[j],
       attrs: { "data-key": j, [attr]: vals[j] === null ? "masked" : vals[j] } }));
-    const pick = (i) => { key = kIdx[i]; ctx.setState({ key }, { rerender: false }); drawPair(); drawBars(); lessonUpdate(); };
+    const pick = (i) => {
+      key = kIdx[i]; ctx.setState({ key }, { rerender: false }); drawPair(); drawBars(); drawHeat(); lessonUpdate();
+    };
     const sel = key === null ? -1 : kIdx.indexOf(key);
     const rowSum = w.reduce((a, b) => a + b, 0);
     barsBox.replaceChildren(
@@ -139,12 +143,38 @@ export async function render(root, ctx) {
       onclick: (r) => selectQuery(qIdx[r]),
       keyboard: { label: (r, c) => `attention heatmap, ${describe(r, c)}; Enter selects the row as the query`,
         onfocus: readout } });
+    drawZoom(m);
     heatLegend.replaceChildren(legend(Number(heat.dataset.peak), "softmax weight (colour scaled to the largest " +
       "shown)", { masked: data.causal }));
     heat.onmousemove = (ev) => {
       const c = heat._toCell(ev);
       if (c) readout(c[0], c[1]);
     };
+  }
+
+  // focus + context: beyond 48 tokens the full map's cells are too small to read, so a labelled window of
+  // 24 x 24 cells around the selected query (rows) and key (columns) is drawn beside it
+  function drawZoom(m) {
+    const W = 24;
+    if (qIdx.length <= 48 && kIdx.length <= 48) { zoomBox.replaceChildren(); return; }
+    const row = Math.max(0, query === null ? 0 : qIdx.indexOf(query));
+    let col = key === null ? -1 : kIdx.indexOf(key);
+    if (col < 0) {
+      const r = m[row] || [];
+      col = r.reduce((best, v, j) => (v !== null && (best < 0 || v > r[best]) ? j : best), -1);
+    }
+    const r0 = Math.max(0, Math.min(qIdx.length - W, row - W / 2)), c0 = Math.max(0, Math.min(kIdx.length - W, col - W / 2));
+    const rows = m.slice(r0, r0 + W).map((r) => r.slice(c0, c0 + W));
+    const canvas = el("canvas", { id: "heat-zoom" });
+    heatmap(canvas, rows, { size: 300, max: Number(heat.dataset.peak), highlightRow: row - r0,
+      rowLabels: qIdx.slice(r0, r0 + W).map((i) => data.q_tokens[i]),
+      colLabels: kIdx.slice(c0, c0 + W).map((j) => data.k_tokens[j]),
+      onclick: (i) => selectQuery(qIdx[r0 + i]),
+      keyboard: { label: (i, j) => `zoomed heatmap, ${tokenLabel(data.q_tokens[qIdx[r0 + i]])} → ` +
+        `${tokenLabel(data.k_tokens[kIdx[c0 + j]])}: weight ${fmt(m[r0 + i][c0 + j])}` } });
+    zoomBox.replaceChildren(el("h3", {}, `Zoom: rows ${r0}–${Math.min(qIdx.length, r0 + W) - 1}, columns ` +
+      `${c0}–${Math.min(kIdx.length, c0 + W) - 1}`), canvas, el("p", { class: "help" }, "The window follows the " +
+      "selected query and key (or the key it weights most); same colour scale as the full map."));
   }
 
   function drawPair() {
