@@ -284,6 +284,7 @@ def test_missing_model_is_explained_and_512_tokens_render(page, server):
     _open(page, server, model="toy", tab="attention", text=text, token=511)
     assert page.get_attribute("#tab", "data-n") == "512"
     assert page.locator("#weight-bars g[data-key]").count() == 512
+    assert page.locator("#heat-zoom").count() == 1  # the readable window beside the full map
     _shot(page, "attention-512")
 
 
