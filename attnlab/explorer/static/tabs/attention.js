@@ -140,7 +140,7 @@ export async function render(root, ctx) {
     };
     heatmap(heat, m, { highlightRow: query === null ? -1 : qIdx.indexOf(query), size: 420, max: null,
       rowLabels: qIdx.map((i) => data.q_tokens[i]), colLabels: kIdx.map((j) => data.k_tokens[j]),
-      onclick: (r) => selectQuery(qIdx[r]),
+      onclick: (r, c) => { selectQuery(qIdx[r]); readout(r, c); },  // a tap also shows the cell's values (touch)
       keyboard: { label: (r, c) => `attention heatmap, ${describe(r, c)}; Enter selects the row as the query`,
         onfocus: readout } });
     drawZoom(m);
