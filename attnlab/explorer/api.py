@@ -27,6 +27,7 @@ from attnlab.explorer.common import (
 )
 from attnlab.explorer.cost import cost
 from attnlab.explorer.generation import _filtered_probs, generation_step
+from attnlab.explorer.scaling import projection_steps, scaling_statistics
 from attnlab.explorer.selfsup import causal_predictions, mlm_draw, mlm_predict
 from attnlab.explorer.vision import rollout, vision
 
@@ -34,5 +35,6 @@ __all__ = [
     "FAMOUS", "MASKED", "MAX_TEXT_CHARS", "MAX_TOKENS", "architecture", "attention", "attention_grid",
     "causal_predictions", "cost", "describe", "encode", "exclusive", "famous_models", "generation_step",
     "greedy_translation", "list_models", "mask_placement", "mlm_draw", "mlm_predict", "parameter_calculator",
-    "rollout", "token_limit", "vision", "walkthrough", "wrap", "_filtered_probs",
+    "projection_steps", "rollout", "scaling_statistics", "token_limit", "vision", "walkthrough",
+    "wrap", "_filtered_probs",
 ]

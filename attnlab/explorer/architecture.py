@@ -37,7 +37,14 @@ def describe(lm: Loaded) -> dict[str, Any]:
             "parts": list(_parts(cfg)), "has_mlm": cfg.topology == "encoder" and cfg.head == "lm",
             "has_tokenizer": lm.tokenizer is not None,
             "mask_token": lm.tokenizer.special.get("mask") if lm.tokenizer is not None else None,
-            "examples": _examples(lm), "known_words": _known_words(lm)}
+            "examples": _examples(lm), "known_words": _known_words(lm), "truncation": _truncation(lm)}
+
+
+def _truncation(lm: Loaded) -> int | None:
+    """The tokenizer's own cut-off (MiniLM's tokenizer.json keeps 128 tokens), so the page can say when it cut."""
+    hf = getattr(lm.tokenizer, "hf", None) if lm.tokenizer is not None else None
+    trunc = getattr(hf, "truncation", None)
+    return int(trunc["max_length"]) if isinstance(trunc, dict) and trunc.get("max_length") else None
 
 
 def _known_words(lm: Loaded) -> list[str] | None:
@@ -65,6 +72,8 @@ def _examples(lm: Loaded) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ architecture
+_PRE_NORM_TEXT = ("Pre-norm: normalises the input of the sublayer above it; that sublayer's output is then added "
+                  "to the un-normalised residual stream (the skip path never passes through a norm).")
 _BLOCK_TEXT = {
     "tokens": "Looks up one learned d_model-vector per token id (V x d table).",
     "positions": "Adds where each token sits; without it attention cannot tell order apart.",
@@ -93,20 +102,46 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
     n = max(1, min(int(n), 4096))
     d, h, dk, ff = cfg.d_model, cfg.n_heads, cfg.head_dim, cfg.d_ff
 
+    kv = cfg.kv_heads
+    norm_name = "RMSNorm" if cfg.norm == "rmsnorm" else "LayerNorm"
+    pre = cfg.norm_placement == "pre"
+
     def stack_blocks(stack, name: str, n_layers: int, cross: bool) -> list[dict[str, Any]]:
+        """The layer's blocks bottom to top, in the order the model runs them: pre-norm models normalise a
+        sublayer's input (norm, then sublayer, then add); post-norm models add, then normalise."""
         blk = stack.blocks[0]
-        items = [("attn", "Masked self-attention" if stack.causal else "Multi-head self-attention", blk.attn,
-                  {"x": [1, n, d], "Q,K,V": [1, h, n, dk], "scores": [1, h, n, n], "out": [1, n, d]}),
-                 ("norm1", "Add & Norm (1)", blk.norm1, {"out": [1, n, d]})]
+        kv_shape = {"Q": [1, h, n, dk], "K,V": [1, kv, n, dk]} if kv != h else {"Q,K,V": [1, h, n, dk]}
+        attn_title = "Masked self-attention" if stack.causal else "Multi-head self-attention"
+        sub = [("attn", attn_title, blk.attn, {"x": [1, n, d], **kv_shape, "scores": [1, h, n, n], "out": [1, n, d]},
+                "norm1", blk.norm1, "1")]
         if cross:
-            items += [("cross_attn", "Cross-attention", blk.cross_attn,
-                       {"Q": [1, h, n, dk], "K,V": [1, h, "n_src", dk], "scores": [1, h, n, "n_src"]}),
-                      ("norm_cross", "Add & Norm (cross)", blk.norm_cross, {"out": [1, n, d]})]
-        items += [("ffn", "Feed-forward network", blk.ffn, {"hidden": [1, n, ff], "out": [1, n, d]}),
-                  ("norm2", "Add & Norm (2)", blk.norm2, {"out": [1, n, d]})]
-        return [{"id": f"{name}.{key}", "kind": key, "title": title, "text": _BLOCK_TEXT[key],
-                 "shapes": shapes, "params_per_layer": _param_count(mod), "n_layers": n_layers,
-                 "params": _param_count(mod) * n_layers} for key, title, mod, shapes in items]
+            sub.append(("cross_attn", "Cross-attention", blk.cross_attn,
+                        {"Q": [1, h, n, dk], "K,V": [1, kv, "n_src", dk], "scores": [1, h, n, "n_src"]},
+                        "norm_cross", blk.norm_cross, "cross"))
+        sub.append(("ffn", "Feed-forward network", blk.ffn, {"hidden": [1, n, ff], "out": [1, n, d]},
+                    "norm2", blk.norm2, "2"))
+        items = []  # listed sublayer first, its norm second; `run_order` (below) says which runs first
+        for key, title, mod, shapes, norm_key, norm_mod, label in sub:
+            items += [(key, title, mod, shapes, _BLOCK_TEXT[key]),
+                      (norm_key, f"{norm_name} ({label})" if pre else f"Add & {norm_name} ({label})", norm_mod,
+                       {"out": [1, n, d]}, _PRE_NORM_TEXT if pre else _BLOCK_TEXT[norm_key])]
+        out = []
+        for key, title, mod, shapes, text in items:
+            if key in ("attn", "cross_attn") and kv != h:
+                text += (f" Grouped K/V: {h} query heads share {kv} key/value heads ({h // kv} query heads per "
+                         "K/V head), which shrinks the KV cache by the same factor.")
+            out.append({"id": f"{name}.{key}", "kind": key, "title": title, "text": text, "shapes": shapes,
+                        "params_per_layer": _param_count(mod), "n_layers": n_layers,
+                        "params": _param_count(mod) * n_layers, "norm_placement": cfg.norm_placement})
+        return out
+
+    def run_order(layer: list[dict[str, Any]]) -> list[str]:
+        """Block ids bottom to top as the model runs them (pre-norm: each norm before its sublayer)."""
+        ids = [b["id"] for b in layer]
+        if pre:
+            for i in range(0, len(ids), 2):
+                ids[i], ids[i + 1] = ids[i + 1], ids[i]
+        return ids
 
     def embed_blocks(stack, name: str, tokens: bool = True) -> list[dict[str, Any]]:
         out = []
@@ -160,11 +195,15 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
                        "embed": embed_blocks(model, cfg.topology),
                        "layer": stack_blocks(model, cfg.topology, cfg.n_layers, False),
                        "tail": tail(model, cfg.topology)})
+    for st in stacks:
+        st["run_order"] = run_order(st["layer"])
+        st["norm_placement"] = cfg.norm_placement
+    stacks_kv = {"n_heads": h, "kv_heads": kv}
     total = _param_count(model)
     from attnlab.counting import closed_form
 
     return {"model": lm.id, "topology": cfg.topology, "n": n, "config": cfg.to_dict(), "stacks": stacks,
-            "head": head, "total_params": total, "closed_form": closed_form(cfg)}
+            "head": head, "total_params": total, **stacks_kv, "closed_form": closed_form(cfg)}
 
 
 def parameter_calculator(V: int, d: int, N: int, h: int, L: int, d_ff: int | None = None) -> dict[str, Any]:

@@ -23,9 +23,15 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
     cfg = _config(lm)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"n={n!r}: allowed a positive integer (up to the model's position limit)")
+    asked, note = n, None
     if cfg.topology == "vit":
         n = cfg.n_patches + 1
-    table = cost_table(cfg, 1, n)  # InputError names the limit when n is beyond the positions
+        if asked != n:
+            note = f"a ViT always reads [CLS] + {cfg.n_patches} patches: shown at n = {n}, not {asked}"
+    elif cfg.seq_limit and n > cfg.seq_limit:  # learned positions: no row beyond max_len, so clamp and say so
+        n = cfg.seq_limit
+        note = f"n = {asked} is beyond this model's position limit (max_len = {n}): shown at n = {n}"
+    table = cost_table(cfg, 1, n)
     limit = cfg.seq_limit or 1 << 15
     ns = sorted({m for m in (2**k for k in range(3, 16)) if m <= min(limit, 1 << 15)} | {n})
     if cfg.topology == "vit":
@@ -48,8 +54,10 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
     rows = [{"stack": r.stack, "name": r.name, "formula": r.formula, "layers": r.layers, "flops": r.flops,
              "bytes": r.bytes_moved, "intensity": round(r.intensity, 3) if r.bytes_moved else None}
             for r in table.rows]
-    result = {"model": lm.id, "n": n, "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
+    result = {"model": lm.id, "n": n, "requested_n": asked, "limit": cfg.seq_limit, "note": note,
+              "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
               "sweep": sweep}
+    result["heads"] = heads_comparison(cfg, n)
     if measure:
         from attnlab.cost.measure import sweep as measured_sweep
 
@@ -58,3 +66,32 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
             points = measured_sweep(cfg, seqs, series=("forward",), budget_s=0.05)
             result["measured"] = [{"n": p.n, "ms": round(p.seconds * 1000, 4), "flops": p.flops} for p in points]
     return result
+
+
+def heads_comparison(cfg, n: int) -> list[dict[str, Any]]:
+    """h heads of width d_head against one head of width h * d_head, on one attention layer at n tokens: torch's
+    FlopCounterMode on the real layer (meta device: no memory, no arithmetic) beside the formula
+    2n·d·3w (Q, K, V) + 2·2·n²·w (Q Kᵀ and P V over all heads) + 2n·w·d (W_O), w = h · d_head. The head count
+    drops out: splitting the width into heads is free in FLOPs; what it buys is h separate attention patterns."""
+    from dataclasses import replace
+
+    import torch
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from attnlab.layers.attention import Attention
+
+    width, d = cfg.n_heads * cfg.head_dim, cfg.d_model
+    rows = []
+    for heads in sorted({cfg.n_heads, 1}, reverse=True):
+        variant = replace(cfg, n_heads=heads, n_kv_heads=None, d_head=width // heads, position="learned")
+        with torch.device("meta"):
+            layer = Attention(variant)
+            x = torch.zeros(1, n, d)
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), sdpa_kernel(SDPBackend.MATH), counter:
+            layer(x)
+        predicted = 2 * n * d * 3 * width + 2 * 2 * n * n * width + 2 * n * width * d
+        rows.append({"heads": heads, "d_head": width // heads, "flops_counted": int(counter.get_total_flops()),
+                     "flops_formula": predicted})
+    return rows

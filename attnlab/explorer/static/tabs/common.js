@@ -1,14 +1,45 @@
-// Pieces several tabs share: the sentence box, and the "this tab needs another kind of model" notice.
-import { el, notice } from "../util.js";
+// Pieces several tabs share: the sentence box, the "this tab needs another kind of model" notice, and token
+// chips that work by keyboard (one tab stop for the row; arrow keys move, Enter or Space selects).
+import { el, notice, tokenLabel, tokenTitle } from "../util.js";
 
 export function sentenceBox(ctx, onSubmit) {
-  const input = el("input", { type: "text", id: "sentence", value: ctx.state.text || "" });
+  const input = el("input", { type: "text", id: "sentence", value: ctx.state.text || "",
+    "aria-label": "sentence to run through the model" });
   const go = () => { ctx.setState({ text: input.value, token: undefined, key: undefined }); if (onSubmit) onSubmit(); };
   input.addEventListener("keydown", (e) => { if (e.key === "Enter") go(); });
   const examples = (ctx.info && ctx.info.examples) || [];
-  return el("div", { class: "controls" }, el("label", {}, "sentence "), input,
-    el("button", { id: "run", onclick: go }, "Run"),
-    examples.map((s) => el("button", { class: "example", onclick: () => { input.value = s; go(); } }, s)));
+  return el("div", { class: "controls" }, el("label", { for: "sentence" }, "sentence "), input,
+    el("button", { type: "button", id: "run", onclick: go }, "Run"),
+    examples.length ? el("span", { class: "help" }, "examples for this model:") : "",
+    examples.map((s) => el("button", { type: "button", class: "example", onclick: () => { input.value = s; go(); } },
+      s)));
+}
+
+// A row of token chips. items: [{index, token, cls, label}]; onselect(index). Roving tabindex: the selected
+// chip (or the first) is the row's one tab stop.
+export function chipRow(container, items, selected, onselect, { name = "token" } = {}) {
+  const current = items.some((t) => t.index === selected) ? selected : (items.length ? items[0].index : null);
+  const buttons = items.map((t) => el("button", {
+    type: "button", class: "chip" + (t.cls ? ` ${t.cls}` : "") + (t.index === selected ? " selected" : ""),
+    dataset: { index: t.index, token: t.token }, title: tokenTitle(t.token, t.index),
+    "aria-pressed": t.index === selected ? "true" : "false", tabindex: t.index === current ? "0" : "-1",
+    "aria-label": `${name} ${t.index}: ${tokenLabel(t.token)}`,
+    onclick: () => onselect(t.index),
+  }, t.label ?? tokenLabel(t.token)));
+  container.setAttribute("role", "group");
+  container.onkeydown = (ev) => {
+    const i = buttons.indexOf(document.activeElement);
+    if (i < 0) return;
+    const to = { ArrowRight: i + 1, ArrowDown: i + 1, ArrowLeft: i - 1, ArrowUp: i - 1, Home: 0,
+      End: buttons.length - 1 }[ev.key];
+    if (to === undefined) return;
+    ev.preventDefault();
+    const b = buttons[Math.max(0, Math.min(buttons.length - 1, to))];
+    buttons.forEach((x) => { x.tabIndex = -1; });
+    b.tabIndex = 0; b.focus();
+  };
+  container.replaceChildren(...buttons);
+  return buttons;
 }
 
 // Returns true when the loaded model fits; otherwise appends a notice with buttons for models that do.
@@ -19,12 +50,18 @@ export function needs(root, ctx, topologies, what) {
   root.append(notice(`${what} ${ctx.info ? `The selected model is a ${topo}.` : ""}`, "warn"));
   if (fits.length) {
     root.append(el("div", { class: "controls" }, "Switch to: ", fits.map((m) => el("button", {
-      class: "switch-model", dataset: { model: m.id },
-      onclick: () => { document.getElementById("model").value = m.id;
-        document.getElementById("model").dispatchEvent(new Event("change")); },
+      type: "button", class: "switch-model", dataset: { model: m.id },
+      onclick: () => ctx.navigate({ model: m.id }),
     }, m.label))));
   }
   const missing = ctx.models.filter((m) => !m.available && topologies.includes(m.topology));
   for (const m of missing) root.append(notice(`${m.label}: ${m.reason}`, "warn"));
   return false;
+}
+
+// A short reference list: [[authors-year, title, where]].
+export function references(items) {
+  return el("details", { class: "explain refs-box" }, el("summary", {}, "References"),
+    el("ol", { class: "refs" }, items.map(([who, title, where]) => el("li", {}, `${who}. `, el("i", {}, title),
+      `. ${where}.`))));
 }

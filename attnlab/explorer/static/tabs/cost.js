@@ -8,19 +8,24 @@ export async function render(root, ctx) {
     "weight once); attention work (Q Kᵀ and P V) and the N×N matrices grow like n². Where the lines cross, long " +
     "contexts get expensive."));
   if (!ctx.info) return;
-  const nInput = el("input", { type: "number", id: "cost-n", value: 128, min: 1 });
+  const limit = ctx.info.token_limit || null;
+  const nInput = el("input", { type: "number", id: "cost-n", value: limit ? Math.min(128, limit) : 128, min: 1,
+    max: limit || undefined, "aria-describedby": "cost-limit" });
   const out = el("div", { id: "cost-out" });
   const measured = el("div", { id: "measured" });
   root.append(el("div", { class: "controls" }, el("label", {}, "n tokens ", nInput),
-    el("button", { id: "measure", onclick: measure }, "Measure forward time over n")), out, measured);
+    el("span", { class: "help", id: "cost-limit" }, limit ? `(this model reads at most ${limit} tokens here)` : ""),
+    el("button", { type: "button", id: "measure", onclick: measure }, "Measure forward time over n")), out, measured);
   async function measure() {
-    measured.replaceChildren(notice("timing the forward at each n …"));
+    measured.replaceChildren(notice("timing the forward at each n … (a few seconds on a small model, minutes on " +
+      "SmolLM2)"));
     try {
       const r = await api(`/api/cost/${encodeURIComponent(state.model)}?n=${Number(nInput.value)}&measure=true`);
       if (!r.measured) { measured.replaceChildren(notice("nothing to sweep for this model", "warn")); return; }
       measured.replaceChildren(el("div", { class: "panel" }, el("h3", {}, "Measured forward time (best of runs)"),
         plot(r.measured.map((p) => ({ n: p.n, ms: p.ms, flops: p.flops })),
-          [["ms", "#ff7f0e", "forward ms (measured)"], ["flops", "#4c78a8", "matmul FLOPs (predicted)"]], "measured-plot"),
+          [["ms", "#e66100", "forward ms (measured)"], ["flops", "#0072b2", "matmul FLOPs (predicted)"]], "measured-plot",
+          "ms or FLOPs (log scale; shapes compared)"),
         table(["n", "ms", "FLOPs"], r.measured.map((p) => [p.n, el("span", { dataset: { ms: p.ms } }, fmt(p.ms, 3)),
           el("span", { dataset: { flops: p.flops } }, human(p.flops))]))));
     } catch (e) { measured.replaceChildren(notice(e.message, "error")); }
@@ -29,22 +34,39 @@ export async function render(root, ctx) {
     try {
       const r = await api(`/api/cost/${encodeURIComponent(state.model)}?n=${Number(nInput.value)}`);
       const a = r.at_n;
+      if (r.n !== Number(nInput.value)) nInput.value = r.n;
       const cell = (k, v, text) => el("span", { dataset: { [k]: v } }, text);
-      out.replaceChildren(el("div", { class: "row" }, el("div", { class: "panel", id: "cost-table" },
+      out.replaceChildren(r.note ? el("div", { class: "notice warn", id: "cost-note", role: "status" }, r.note) : "",
+        el("div", { class: "row" }, el("div", { class: "panel", id: "cost-table" },
         table(["quantity", `n = ${r.n}`], [
-          ["parameters", cell("params", r.params, r.params.toLocaleString("en-US"))],
-          ["matmul FLOPs, forward", cell("flops", a.flops, human(a.flops))],
-          ["  of which dense (projections, FFN, head)", cell("flopsDense", a.flops_dense, human(a.flops_dense))],
-          ["  of which attention (Q Kᵀ, P V)", cell("flopsAttention", a.flops_attention, human(a.flops_attention))],
-          ["bytes moved (fp32)", cell("bytesMoved", a.bytes_moved, bytes(a.bytes_moved))],
-          ["KV cache after n tokens (fp32)", cell("kvCacheBytes", a.kv_cache_bytes, bytes(a.kv_cache_bytes))],
-          ["attention matrix per layer (fp32)", cell("attentionMatrixBytes", a.attention_matrix_bytes,
-            bytes(a.attention_matrix_bytes))],
+          [tip("parameters", "every weight and bias, a tied matrix counted once"),
+            cell("params", r.params, r.params.toLocaleString("en-US"))],
+          [tip("matmul FLOPs, forward", "floating-point operations of the matrix products in one forward pass " +
+            "over n tokens (a multiply-add counts 2)"), cell("flops", a.flops, human(a.flops))],
+          [tip("  of which dense (projections, FFN, head)", "grows like n: each token meets every weight once"),
+            cell("flopsDense", a.flops_dense, human(a.flops_dense))],
+          [tip("  of which attention (Q Kᵀ, P V)", "grows like n²: every query meets every key"),
+            cell("flopsAttention", a.flops_attention, human(a.flops_attention))],
+          [tip("bytes moved (fp32)", "weights and activations read and written, 4 bytes per number"),
+            cell("bytesMoved", a.bytes_moved, bytes(a.bytes_moved))],
+          [tip("KV cache after n tokens (fp32)", "2 × layers × K/V heads × n × d_head numbers kept for decoding"),
+            cell("kvCacheBytes", a.kv_cache_bytes, bytes(a.kv_cache_bytes))],
+          [tip("attention matrix per layer (fp32)", "heads × n × n weights, if materialised"),
+            cell("attentionMatrixBytes", a.attention_matrix_bytes, bytes(a.attention_matrix_bytes))],
         ])), el("div", { class: "panel" }, el("h3", {}, "Scaling with n (log-log)"),
-        plot(r.sweep, [["flops_dense", "#4c78a8", "dense FLOPs"], ["flops_attention", "#d62728", "attention FLOPs"],
-          ["kv_cache_bytes", "#2ca02c", "KV-cache bytes"]], "cost-plot"))),
+        plot(r.sweep, [["flops_dense", "#0072b2", "dense FLOPs"], ["flops_attention", "#d55e00", "attention FLOPs"],
+          ["kv_cache_bytes", "#1a9641", "KV-cache bytes"]], "cost-plot", "FLOPs or bytes (log scale)"))),
+      r.heads ? el("div", { class: "panel", id: "heads-cost" }, el("h3", {}, "Several heads cost the same as one " +
+        "wide head (one attention layer)"),
+      table(["heads × d_head", "FLOPs counted by torch (FlopCounterMode)", "formula 6n·d·w + 4n²·w + 2n·w·d"],
+        r.heads.map((h) => [`${h.heads} × ${h.d_head}`, el("span", { class: "heads-counted",
+          dataset: { flops: h.flops_counted, heads: h.heads } }, h.flops_counted.toLocaleString("en-US")),
+        el("span", { dataset: { flops: h.flops_formula } }, h.flops_formula.toLocaleString("en-US"))])),
+      el("p", { class: "help" }, `w = heads × d_head = ${r.heads[0].heads * r.heads[0].d_head}, n = ${r.n}. ` +
+        "Splitting the width into h heads leaves every matrix product the same size in total: the head count " +
+        "drops out of the FLOPs. What h heads buy is h separate attention patterns for the same price.")) : "",
       el("div", { class: "panel" }, el("h3", {}, `Per operation (attnlab.cost, batch 1, n = ${r.n})`),
-        el("div", { class: "scroll" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
+        el("div", { class: "scroll", tabindex: "0" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
           "FLOPs/byte"], r.rows.map((row) => [row.stack, row.name, el("code", {}, row.formula), row.layers,
           el("span", { class: "op-flops", dataset: { flops: row.flops } }, human(row.flops)),
           el("span", { dataset: { bytes: row.bytes } }, bytes(row.bytes)),
@@ -55,23 +77,46 @@ export async function render(root, ctx) {
   await run();
 }
 
-function plot(points, keys, id) {
-  const W = 440, H = 250, pad = 46;
+// log-log lines with both axes labelled: y ticks at powers of ten, x labels thinned so they never collide
+const tip = (text, title) => el("span", { title }, text);
+
+function plot(points, keys, id, yLabel = "value (log scale)") {
+  const W = 460, H = 270, left = 62, bottom = 46, top = 52;
   const vals = points.flatMap((s) => keys.map(([k]) => s[k])).filter((v) => v > 0);
   if (!vals.length || points.length < 2) return el("p", { class: "help" }, "one point only (fixed n)");
-  const lo = Math.log10(Math.min(...vals)), hi = Math.log10(Math.max(...vals));
+  const lo = Math.floor(Math.log10(Math.min(...vals))), hi = Math.ceil(Math.log10(Math.max(...vals)));
   const nlo = Math.log10(points[0].n), nhi = Math.log10(points[points.length - 1].n);
-  const x = (n) => pad + (Math.log10(n) - nlo) / Math.max(1e-9, nhi - nlo) * (W - pad - 10);
-  const y = (v) => H - pad - (Math.log10(Math.max(v, 1e-12)) - lo) / Math.max(1e-9, hi - lo) * (H - pad - 20);
-  const root = svg("svg", { width: W, height: H, id },
-    svg("line", { x1: pad, y1: H - pad, x2: W, y2: H - pad, stroke: "#999" }),
-    svg("line", { x1: pad, y1: 0, x2: pad, y2: H - pad, stroke: "#999" }),
-    svg("text", { x: W / 2, y: H - 8, "font-size": 11 }, "n (tokens), log scale"));
-  points.forEach((s) => root.append(svg("text", { x: x(s.n) - 8, y: H - pad + 14, "font-size": 10 }, s.n)));
+  const x = (n) => left + (Math.log10(n) - nlo) / Math.max(1e-9, nhi - nlo) * (W - left - 16);
+  const y = (v) => H - bottom - (Math.log10(Math.max(v, 1e-12)) - lo) / Math.max(1e-9, hi - lo) * (H - bottom - top);
+  const root = svg("svg", { width: W, height: H, id, viewBox: `0 0 ${W} ${H}`, class: "plot", role: "img",
+    "aria-label": `${keys.map((k) => k[2]).join(", ")} against n from ${points[0].n} to ${points[points.length - 1].n}` },
+  svg("line", { x1: left, y1: H - bottom, x2: W - 8, y2: H - bottom, stroke: "#667" }),
+  svg("line", { x1: left, y1: top - 6, x2: left, y2: H - bottom, stroke: "#667" }),
+  svg("text", { x: (W + left) / 2, y: H - 6, "font-size": 11, "text-anchor": "middle" }, "n (tokens), log scale"),
+  svg("text", { x: 12, y: (H - bottom + top) / 2, "font-size": 11, "text-anchor": "middle",
+    transform: `rotate(-90 12 ${(H - bottom + top) / 2})` }, yLabel));
+  const step = Math.max(1, Math.ceil((hi - lo) / 6));
+  for (let p = lo; p <= hi; p += step) {
+    root.append(svg("line", { x1: left - 4, y1: y(10 ** p), x2: W - 8, y2: y(10 ** p), stroke: "#eceef2" }),
+      svg("text", { x: left - 6, y: y(10 ** p) + 3, "font-size": 10, "text-anchor": "end" }, human(10 ** p)));
+  }
+  let lastX = -Infinity;
+  points.forEach((s, i) => {
+    const px = x(s.n), last = i === points.length - 1;
+    const label = human(s.n);
+    if (px - lastX < 30 && !last) return;  // keep labels ~30 px apart; the last n is always shown
+    if (last && px - lastX < 30) root.querySelectorAll("text.xtick").forEach((t, k, all) => {
+      if (k === all.length - 1) t.remove();
+    });
+    root.append(svg("text", { x: px, y: H - bottom + 14, "font-size": 10, "text-anchor": "middle", class: "xtick" },
+      label));
+    lastX = px;
+  });
   keys.forEach(([k, color, label], i) => {
     root.append(svg("polyline", { fill: "none", stroke: color, "stroke-width": 2,
       points: points.filter((s) => s[k] > 0).map((s) => `${x(s.n)},${y(s[k])}`).join(" ") }),
-    svg("text", { x: pad + 8, y: 14 + i * 14, "font-size": 11, fill: color }, label));
+    svg("rect", { x: left + 8, y: 6 + i * 14, width: 10, height: 3, fill: color }),
+    svg("text", { x: left + 22, y: 11 + i * 14, "font-size": 11, fill: "#1d2433" }, label));
   });
   return root;
 }

@@ -3,7 +3,11 @@
 import { api, bars, bytes, el, fmt, heatmap, notice, svg, table, tokenLabel } from "../util.js";
 import { needs } from "./common.js";
 
-let session = null;  // {key, generated: [], history: []}
+let session = null;
+const HELP = { temperature: "divides the logits: below 1 sharper, above 1 flatter, 0 = always the most likely token",
+  top_k: "keep only the k most likely tokens (0 = off)",
+  top_p: "keep the smallest set of tokens whose probabilities add up to p (1 = off)",
+  seed: "the random seed of the sampler: the same seed gives the same tokens" };  // {key, generated: [], history: []}
 
 export async function render(root, ctx) {
   const { state } = ctx;
@@ -11,12 +15,13 @@ export async function render(root, ctx) {
     "turns the last position's logits into a distribution (temperature, top-k, top-p), samples one token and " +
     "appends it. With a KV cache only the new token's Q, K, V are computed."));
   if (!needs(root, ctx, ["decoder", "encoder-decoder"], "Generation needs a decoder or an encoder-decoder.")) return;
-  const prompt = el("input", { type: "text", id: "prompt", value: state.text || "" });
+  const prompt = el("input", { type: "text", id: "prompt", value: state.text || "", "aria-label": "prompt" });
   const inputs = { temperature: el("input", { type: "number", id: "temperature", value: 1, step: 0.1, min: 0 }),
     top_k: el("input", { type: "number", id: "top-k", value: 20, min: 0 }),
     top_p: el("input", { type: "number", id: "top-p", value: 0.95, step: 0.05, min: 0.05, max: 1 }),
     seed: el("input", { type: "number", id: "gen-seed", value: 0 }) };
   const out = el("div", { id: "gen-out" });
+  const progress = el("span", { class: "help", id: "gen-progress", role: "status", "aria-live": "polite" });
   const key = `${state.model}|${state.text}`;
   if (!session || session.key !== key) session = { key, generated: [], history: [], last: null };
   root.append(el("div", { class: "controls" }, el("label", {}, ctx.info.topology === "encoder-decoder" ?
@@ -24,28 +29,42 @@ export async function render(root, ctx) {
   el("div", { class: "controls" }, Object.entries(inputs).map(([k, i]) => el("label", {}, `${k} `, i)),
     el("button", { id: "step", onclick: () => step(1) }, "Step"),
     el("button", { id: "step10", onclick: () => step(10) }, "10 steps"),
-    el("button", { id: "reset", onclick: reset }, "Reset")), out);
+    el("button", { id: "reset", onclick: reset }, "Reset"), progress), out);
   prompt.addEventListener("change", () => ctx.setState({ text: prompt.value }));
 
-  function reset() { session.generated = []; session.history = []; session.last = null; draw(); }
+  function reset() { session.generated = []; session.history = []; session.last = null; session.error = null; draw(); }
+  const buttons = () => ["step", "step10", "reset"].map((id) => document.getElementById(id)).filter(Boolean);
   async function step(times) {
+    session.error = null;
+    buttons().forEach((b) => { b.disabled = true; });
+    progress.textContent = times > 1 ? `step 1 of ${times} …` : "running one step …";
+    let done = 0;
     for (let t = 0; t < times; t++) {
       try {
         const r = await api("/api/generate/step", { model: state.model, prompt: prompt.value,
           generated: session.generated, temperature: Number(inputs.temperature.value),
           top_k: Number(inputs.top_k.value), top_p: Number(inputs.top_p.value), seed: Number(inputs.seed.value) });
-        session.generated = r.generated; session.history.push(r); session.last = r;
+        session.generated = r.generated; session.history.push(r); session.last = r; done += 1;
+        if (times > 1) { progress.textContent = `step ${done + 1} of ${times} …`; draw(); }
         if (r.finished) break;
-      } catch (e) { out.prepend(notice(e.message, "error")); break; }
+      } catch (e) {
+        // kept in the session and drawn by draw(): a failed step is never silent
+        session.error = (times > 1 ? `Stopped after ${done} of ${times} steps: ` : "This step failed: ") + e.message;
+        break;
+      }
     }
+    progress.textContent = "";
+    buttons().forEach((b) => { b.disabled = false; });
     draw();
   }
   function draw() {
     const r = session.last;
-    if (!r) { out.replaceChildren(el("p", { class: "help" }, "Press Step.")); return; }
+    const err = session.error ? notice(session.error, "error") : "";
+    if (err) err.id = "gen-error";
+    if (!r) { out.replaceChildren(err, el("p", { class: "help" }, "Press Step.")); return; }
     const src = r.source ? r.text.slice(0) : r.text;
     const nNew = session.generated.length;
-    out.replaceChildren(el("div", { class: "panel" }, el("h3", {}, "Sequence"), el("div", { class: "chips", id: "sequence" },
+    out.replaceChildren(err, el("div", { class: "panel" }, el("h3", {}, "Sequence"), el("div", { class: "chips", id: "sequence" },
       src.map((t, i) => el("span", { class: "chip" + (i >= src.length - nNew ? " selected" : ""), dataset: { index: i } },
         tokenLabel(t))))),
     el("div", { class: "row" },
@@ -56,13 +75,13 @@ export async function render(root, ctx) {
         el("p", {}, "sampled: ", el("b", { id: "sampled", dataset: { tokenId: r.token_id } }, tokenLabel(r.token)),
           r.finished ? " (end of sequence)" : "")),
       el("div", { class: "panel", id: "cache" }, el("h3", {}, "KV cache after this step"),
-        table(["", "value"], [
-          ["positions", el("span", { dataset: { cachePositions: r.cache.positions } }, r.cache.positions)],
-          ["entries", el("span", { id: "cache-entries", dataset: { cacheEntries: r.cache.entries } },
+        table(["quantity", "value"], [
+          [el("span", { title: "tokens whose K and V are kept" }, "positions"), el("span", { dataset: { cachePositions: r.cache.positions } }, r.cache.positions)],
+          [el("span", { title: "numbers stored: 2 (K and V) × layers × K/V heads × positions × d_head" }, "entries"), el("span", { id: "cache-entries", dataset: { cacheEntries: r.cache.entries } },
             r.cache.entries.toLocaleString("en-US"))],
-          ["bytes", el("span", { id: "cache-bytes", dataset: { cacheBytes: r.cache.bytes } }, bytes(r.cache.bytes))],
-          ["step with cache", el("span", { id: "ms-cache", dataset: { ms: r.ms_with_cache } }, `${fmt(r.ms_with_cache, 3)} ms`)],
-          ["step without cache", el("span", { id: "ms-nocache", dataset: { ms: r.ms_without_cache } },
+          [el("span", { title: "memory of the cache at this dtype" }, "bytes"), el("span", { id: "cache-bytes", dataset: { cacheBytes: r.cache.bytes } }, bytes(r.cache.bytes))],
+          [el("span", { title: "best-of-runs wall time of this step computing only the new token" }, "step with cache"), el("span", { id: "ms-cache", dataset: { ms: r.ms_with_cache } }, `${fmt(r.ms_with_cache, 3)} ms`)],
+          [el("span", { title: "wall time when the whole sequence is run again" }, "step without cache"), el("span", { id: "ms-nocache", dataset: { ms: r.ms_without_cache } },
             `${fmt(r.ms_without_cache, 3)} ms`)],
           ["same logits both ways", el("span", { dataset: { matches: r.cache_matches } }, r.cache_matches ? "yes" : "NO")],
         ]), el("p", { class: "help" }, `entries = ${r.cache.formula}`)),
@@ -73,7 +92,7 @@ export async function render(root, ctx) {
 }
 
 function timeChart(history) {
-  const W = 320, H = 180, pad = 30, top = 40;
+  const W = 320, H = 180, pad = 40, top = 40;
   const peak = Math.max(1e-6, ...history.flatMap((h) => [h.ms_with_cache, h.ms_without_cache]));
   const x = (i) => pad + (i / Math.max(1, history.length - 1)) * (W - pad - 10);
   const y = (v) => H - pad + 10 - (v / peak) * (H - pad + 10 - top);
@@ -84,7 +103,13 @@ function timeChart(history) {
     line("ms_without_cache", "#d62728"), line("ms_with_cache", "#2ca02c"),
     svg("text", { x: pad, y: 12, "font-size": 11, fill: "#d62728" }, `without cache (max ${fmt(peak, 3)} ms)`),
     svg("text", { x: pad, y: 26, "font-size": 11, fill: "#2ca02c" }, "with cache"),
-    svg("text", { x: W - 60, y: H - 2, "font-size": 11 }, "step →"));
+    svg("line", { x1: pad, y1: top, x2: pad, y2: H - pad + 10, stroke: "#999" }),
+    svg("text", { x: pad - 4, y: top + 4, "font-size": 10, "text-anchor": "end" }, fmt(peak, 2)),
+    svg("text", { x: pad - 4, y: H - pad + 10, "font-size": 10, "text-anchor": "end" }, "0"),
+    svg("text", { x: 10, y: (top + H - pad) / 2, "font-size": 10, "text-anchor": "middle",
+      transform: `rotate(-90 10 ${(top + H - pad) / 2})` }, "ms per step"),
+    svg("text", { x: pad, y: H - 2, "font-size": 10 }, "1"),
+    svg("text", { x: W - 4, y: H - 2, "font-size": 11, "text-anchor": "end" }, `step ${history.length} →`));
 }
 
 function crossPanel(history) {

@@ -1,16 +1,29 @@
 // Tab Vision: an image becomes [CLS] + a grid of patch tokens. Click a patch: its attention in one layer/head,
 // the attention rollout through all layers, and the similarity of its learned position embedding to the others.
-import { api, bars, el, fmt, heatmap, notice, select } from "../util.js";
-import { needs } from "./common.js";
+import { api, bars, el, fmt, heatmap, legend, notice, select } from "../util.js";
+import { chipRow, needs, references } from "./common.js";
 
-let image = { mnist: 0 };
+const DEFAULT_IMAGE = { mnist: 0 };
+let image = DEFAULT_IMAGE;
+let imageModel = null;  // the model the current image was chosen for: another model starts from a sample
+let uploadError = null;
 
 export async function render(root, ctx) {
-  const { state, info } = ctx;
   root.append(el("h2", {}, "Vision Transformer"), el("p", { class: "help" }, "The same self-attention, over " +
     "image patches instead of words. Patches are numbered in raster order; a learned position vector tells " +
     "the model where each came from."));
+  const notes = visionNotes();
+  try {
+    await instrument(root, ctx);
+  } finally {
+    root.append(notes);
+  }
+}
+
+async function instrument(root, ctx) {
+  const { state, info } = ctx;
   if (!needs(root, ctx, ["vit"], "This tab needs a vision transformer (vit-mnist).")) return;
+  if (imageModel !== state.model) { image = DEFAULT_IMAGE; imageModel = state.model; }
   const samples = await api("/api/vision/samples");
   const layer = Math.min(state.layer || 0, info.n_layers - 1), head = Math.min(state.head || 0, info.n_heads - 1);
   const patch = Number.isInteger(state.token) ? state.token : 0;
@@ -18,15 +31,19 @@ export async function render(root, ctx) {
   upload.addEventListener("change", () => {
     const f = upload.files[0]; if (!f) return;
     const reader = new FileReader();
-    reader.onload = () => { image = { upload: reader.result }; ctx.setState({}); };
+    reader.onload = () => { image = { upload: reader.result }; uploadError = null; ctx.setState({}); };
     reader.readAsDataURL(f);
   });
   const thumbs = el("div", { class: "chips", id: "samples" }, samples.mnist.map((s) => {
-    const c = heatmap(el("canvas", { dataset: { sample: s.index, label: s.label }, title: `digit ${s.label}` }),
-      [...Array(28)].map((_, i) => s.pixels.slice(i * 28, i * 28 + 28)), { size: 42, max: 255 });
-    c.addEventListener("click", () => { image = { mnist: s.index }; ctx.setState({ token: 0 }); });
+    const c = heatmap(el("canvas", { dataset: { sample: s.index, label: s.label }, title: `digit ${s.label}`,
+      tabindex: "0", role: "button", "aria-label": `MNIST sample ${s.index}, a handwritten ${s.label}` }),
+    [...Array(28)].map((_, i) => s.pixels.slice(i * 28, i * 28 + 28)), { size: 42, max: 255 });
+    const pick = () => { image = { mnist: s.index }; uploadError = null; ctx.setState({ token: 0 }); };
+    c.addEventListener("click", pick);
+    c.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); pick(); } });
     return c;
-  }), samples.photos.map((p) => el("button", { onclick: () => { image = { photo: p }; ctx.setState({}); } }, p)));
+  }), samples.photos.map((p) => el("button", { type: "button", onclick: () => { image = { photo: p }; uploadError = null;
+    ctx.setState({}); } }, p)));
   root.append(el("div", { class: "controls" }, "MNIST samples: ", thumbs),
     samples.mnist_note ? notice(samples.mnist_note, "warn") : "",
     el("div", { class: "controls" }, el("label", {}, "upload PNG/JPEG (≤ 2 MiB) ", upload),
@@ -35,15 +52,26 @@ export async function render(root, ctx) {
       el("label", {}, "head ", select([...Array(info.n_heads).keys()].map((i) => [i, `head ${i + 1}`]), head,
         (v) => ctx.setState({ head: Number(v) }), { id: "head" })),
       el("button", { id: "cls", onclick: () => ctx.setState({ token: 0 }) }, "select [CLS]")));
-  const r = await api("/api/vision", { model: state.model, image, layer, head, patch });
+  if (uploadError) root.append(notice(uploadError, "error"));
+  let r;
+  try {
+    r = await api("/api/vision", { model: state.model, image, layer, head, patch });
+  } catch (e) {
+    if (!image.upload) throw e;
+    // a picture the server refuses: say why, and fall back to a sample so the tab (and the next model) still work
+    uploadError = `That upload could not be used: ${e.message}. Showing an MNIST sample instead.`;
+    image = DEFAULT_IMAGE;
+    root.append(notice(uploadError, "error"));
+    r = await api("/api/vision", { model: state.model, image, layer, head, patch });
+  }
   const g = r.grid, size = r.pixels.length;
   const scale = Math.max(4, Math.floor(280 / size));
   const canvas = heatmap(el("canvas", { class: "image", id: "image" }), r.pixels, { size: size * scale, max: 255 });
-  const ctx2 = canvas.getContext("2d"), cellPx = canvas.width / g;
+  const ctx2 = canvas.getContext("2d"), cssSize = Number(canvas.dataset.cssWidth), cellPx = cssSize / g;
   ctx2.strokeStyle = "rgba(255,255,255,0.35)";
   for (let i = 1; i < g; i++) {
-    ctx2.beginPath(); ctx2.moveTo(i * cellPx, 0); ctx2.lineTo(i * cellPx, canvas.height); ctx2.stroke();
-    ctx2.beginPath(); ctx2.moveTo(0, i * cellPx); ctx2.lineTo(canvas.width, i * cellPx); ctx2.stroke();
+    ctx2.beginPath(); ctx2.moveTo(i * cellPx, 0); ctx2.lineTo(i * cellPx, cssSize); ctx2.stroke();
+    ctx2.beginPath(); ctx2.moveTo(0, i * cellPx); ctx2.lineTo(cssSize, i * cellPx); ctx2.stroke();
   }
   if (patch > 0) {
     ctx2.lineWidth = 4; ctx2.strokeStyle = "#ff7f0e";
@@ -51,7 +79,8 @@ export async function render(root, ctx) {
   }
   canvas.onclick = (ev) => {
     const b = canvas.getBoundingClientRect();
-    const c = Math.floor((ev.clientX - b.left) / cellPx), row = Math.floor((ev.clientY - b.top) / cellPx);
+    const k = b.width ? cssSize / b.width : 1;
+    const c = Math.floor((ev.clientX - b.left) * k / cellPx), row = Math.floor((ev.clientY - b.top) * k / cellPx);
     ctx.setState({ token: 1 + row * g + c });
   };
   const toGrid = (v) => [...Array(g)].map((_, i) => v.slice(1 + i * g, 1 + (i + 1) * g));
@@ -61,27 +90,58 @@ export async function render(root, ctx) {
   const roll = heatmap(el("canvas", { id: "rollout", dataset: { values: JSON.stringify(r.rollout) } }),
     toGrid(r.rollout), { size: 196 });
   const panels = [
-    el("div", { class: "panel" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas),
-    el("div", { class: "panel" }, el("h3", {}, `Attention of ${r.tokens[patch]}, layer ${layer + 1}, head ${head + 1}`),
-      attn, el("p", { class: "help" }, "weight on [CLS]: ", el("b", { dataset: { weight: r.attention[0] } },
+    el("div", { class: "panel narrow" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas),
+    el("div", { class: "panel narrow" }, el("h3", {}, `Attention of ${r.tokens[patch]}, layer ${layer + 1}, head ${head + 1}`),
+      attn, legend(Number(attn.dataset.peak), "attention weight (patch grid)"),
+      el("p", { class: "help" }, "weight on [CLS]: ", el("b", { dataset: { weight: r.attention[0] } },
         fmt(r.attention[0])), "; row sum ", el("b", { id: "attn-row-sum", dataset: { rowSum: r.attention_row_sum } },
         fmt(r.attention_row_sum)))),
-    el("div", { class: "panel" }, el("h3", {}, "Attention rollout (all layers)"), roll,
+    el("div", { class: "panel narrow" }, el("h3", {}, "Attention rollout (all layers)"), roll,
+      legend(Number(roll.dataset.peak), "rollout weight"),
       el("p", { class: "help" }, "heads averaged, residual added as ½I, multiplied through the layers; on [CLS]: ",
         el("b", { dataset: { rollout: r.rollout[0] } }, fmt(r.rollout[0])))),
   ];
   if (r.position_similarity) {
     const sim = [...Array(g)].map((_, i) => r.position_similarity.slice(i * g, (i + 1) * g));
-    panels.push(el("div", { class: "panel" }, el("h3", {}, `Position-embedding similarity to patch ${r.position_similarity_of}`),
-      heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }),
-      el("p", { class: "help" }, "cosine similarity of learned position vectors: trained ViTs show the 2-D grid.")));
+    panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to patch ${r.position_similarity_of}`),
+      heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }), legend(1, "cosine similarity"),
+      el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors. ViTs trained " +
+        "on large data sets often show the 2-D grid here (neighbours alike); a small model trained briefly may " +
+        "not: judge from the map above.")));
   }
   if (r.prediction) panels.push(el("div", { class: "panel", id: "prediction" }, el("h3", {}, "Prediction"),
     bars(r.prediction.map((p) => ({ label: p.label, value: p.prob, attrs: { "data-prob": p.prob, "data-class": p.class } })),
       { width: 300, labelWidth: 40, max: 1 })));
+  const tokens = el("div", { class: "chips", id: "vit-tokens", "aria-label": "patch tokens" });
+  chipRow(tokens, r.tokens.map((t, i) => ({ index: i, token: t, cls: i === 0 ? "special" : "", label: t })), patch,
+    (i) => ctx.setState({ token: i }), { name: "patch token" });
   root.append(el("div", { class: "row" }, panels),
-    el("h3", {}, "Token sequence fed to the transformer"),
-    el("div", { class: "chips", id: "vit-tokens" }, r.tokens.map((t, i) => el("span", {
-      class: "chip" + (i === patch ? " selected" : "") + (i === 0 ? " special" : ""), dataset: { index: i },
-      onclick: () => ctx.setState({ token: i }) }, t))));
+    el("h3", {}, "Token sequence fed to the transformer (click, or Tab in and use the arrow keys)"), tokens);
+}
+
+const REFS = [
+  ["Dosovitskiy et al. (2021)", "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale",
+    "ICLR 2021"],
+  ["Caron et al. (2021)", "Emerging Properties in Self-Supervised Vision Transformers", "ICCV 2021 (DINO)"],
+  ["Abnar and Zuidema (2020)", "Quantifying Attention Flow in Transformers", "ACL 2020 (rollout)"],
+  ["Radford et al. (2021)", "Learning Transferable Visual Models From Natural Language Supervision", "ICML 2021"],
+];
+
+function visionNotes() {
+  return el("div", { class: "lesson", id: "vision-notes" },
+    el("h2", {}, "ViT or CNN: what each assumes"),
+    el("p", {}, "A convolution looks at a small neighbourhood and applies the same filter everywhere: locality and " +
+      "translation are built in, and a global view only appears after many layers. A ViT's attention may connect " +
+      "any two patches from the first layer, and nothing tells it that neighbouring patches are related: it " +
+      "must learn that from data (its position vectors are where it does). With little data the CNN's built-in " +
+      "assumptions win; with a lot, the ViT catches up and often overtakes, because it is not held to them."),
+    el("p", {}, "Nothing in attention is about language: patches, graph nodes, protein residues or notes of music " +
+      "can all be tokens."),
+    el("h2", {}, "[CLS] and self-distillation (DINO)"),
+    el("p", {}, "A [CLS] token goes in front of the patches; its final vector summarises the image. With labels, " +
+      "a linear classifier reads it. DINO trains without labels: a student network sees small crops, a teacher " +
+      "(an average of past students) sees larger views of the same image, and the student learns to give the " +
+      "teacher's output. Its [CLS] attention maps end up outlining objects though no one ever marked them: the " +
+      "same idea as contrastive learning (Self-supervised tab), within images alone."),
+    references(REFS));
 }

@@ -1,0 +1,83 @@
+// The guided tour: eight short stops that walk the story of the explorer across the tabs, from one head of the
+// hand-set toy to real trained models. A card in the corner (not a modal: the page stays usable) with Back,
+// Next and Skip; Escape closes it. Finishing or skipping is remembered in localStorage; "Tour" restarts it.
+import { el } from "./util.js";
+
+const STORAGE = "attnlab.tour";
+
+const STEPS = [
+  { title: "One head, one query", view: { model: "toy", tab: "attention", text: "the cat sat on the mat",
+    head: 0, layer: 0, token: 1 },
+  text: "The sentence is read all at once. “cat” is the query: the bars show the score it gives every other " +
+    "word (Q·K/√d_k) and, below, the softmax weights. Head 1 of this toy was set by hand to link a subject " +
+    "to its verb, so “sat” takes most of the weight." },
+  { title: "Another head, another question", view: { model: "toy", tab: "attention", text: "the cat sat on the mat",
+    head: 2, layer: 0, token: 3 },
+  text: "Head 3 asks a different question with its own W_Q and W_K: a preposition looks for a place. From “on”, " +
+    "the weight goes to “mat”. Several heads let one layer follow several relations at the same time." },
+  { title: "Where the numbers come from", view: { model: "toy", tab: "attention", text: "the cat sat on the mat",
+    head: 0, layer: 0, token: 1, key: 2 },
+  text: "Scroll down to “The maths, step by step”: the embedding of “cat” times W_Q gives Q, the embedding of " +
+    "“sat” times W_K gives K, and Q·K/√d_k = 2.34 is the score in the bars. Every number is computed live." },
+  { title: "The whole machine", view: { tab: "architecture" },
+  text: "The same block, stacked N times: attention mixes information across positions, the feed-forward " +
+    "network rewrites each position, residual connections and norms wrap both. Click any block (or focus it " +
+    "and press Enter) for its shapes and parameter count." },
+  { title: "Learning without labels", view: { model: "bert-mlm", tab: "selfsup" },
+  text: "Text supervises itself: hide words and predict them (masked language modelling), or predict each next " +
+    "word. Click tokens to mask them, or draw BERT's random 15%." },
+  { title: "Images are tokens too", view: { model: "vit-mnist", tab: "vision" },
+  text: "A vision transformer cuts the image into patches and attends over them with the very same attention. " +
+    "Pick a patch to see where it looks." },
+  { title: "Writing one token at a time", view: { model: "gpt-char", tab: "generation" },
+  text: "A decoder predicts the next token, appends it and repeats. Press Step and watch the distribution, the " +
+    "sampled token and the KV cache grow." },
+  { title: "What it costs", view: { tab: "cost" },
+  text: "Dense work grows like n, attention like n². This tab counts the FLOPs and bytes of the model you picked. " +
+    "That is the tour: every tab has more to explore, and the model menu switches to real models." },
+];
+
+let card = null;
+
+// Starts by itself only on a first landing (no view in the URL: a shared link opens on what it names), unless
+// dismissed before; ?tour=1 forces it.
+export function maybeStartTour(app, { force = false, fresh = false } = {}) {
+  let done = false;
+  try { done = localStorage.getItem(STORAGE) === "done"; } catch (e) { done = false; }
+  if (force || (fresh && !done)) startTour(app, { navigateFirst: force });
+}
+
+export function startTour(app, { navigateFirst = true } = {}) {
+  let i = 0;
+  close(false);
+  card = el("aside", { id: "tour", class: "tour", role: "dialog", "aria-modal": "false",
+    "aria-labelledby": "tour-title" });
+  document.body.append(card);
+  const available = (step) => !step.view.model || [...document.querySelectorAll("#model option")]
+    .some((o) => o.value === step.view.model && !o.disabled);
+  const steps = STEPS.filter(available);
+
+  function show(move) {
+    const s = steps[i];
+    const back = el("button", { type: "button", id: "tour-back", disabled: i === 0 ? true : null,
+      onclick: () => { i -= 1; show(true); } }, "Back");
+    const next = el("button", { type: "button", id: "tour-next", class: "primary",
+      onclick: () => { if (i === steps.length - 1) close(true); else { i += 1; show(true); } } },
+    i === steps.length - 1 ? "Finish" : "Next");
+    card.replaceChildren(
+      el("div", { class: "tour-count" }, `Tour · ${i + 1} of ${steps.length}`),
+      el("h2", { id: "tour-title" }, s.title), el("p", { id: "tour-text" }, s.text),
+      el("div", { class: "tour-buttons" }, back, next,
+        el("button", { type: "button", id: "tour-skip", onclick: () => close(true) }, "Skip tour")));
+    card.dataset.step = String(i);
+    if (move) app.navigate({ ...s.view });
+    next.focus({ preventScroll: true });
+  }
+  card.addEventListener("keydown", (ev) => { if (ev.key === "Escape") close(true); });
+  show(navigateFirst);
+}
+
+function close(remember) {
+  if (remember) { try { localStorage.setItem(STORAGE, "done"); } catch (e) { /* private mode: ask again */ } }
+  if (card) { card.remove(); card = null; }
+}
