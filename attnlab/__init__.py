@@ -1,10 +1,11 @@
 """attnlab: one clean Transformer, every topology, proven equal to the references, and seen from inside."""
 
 from attnlab.build import build_model
-from attnlab.config import ModelConfig
+from attnlab.config import DualEncoderConfig, ModelConfig
 from attnlab.errors import AttnlabError, CheckpointError, ConfigError, InputError
 from attnlab.loading import load
 from attnlab.models import Decoder, DualEncoder, Encoder, EncoderDecoder, ModelOutput, VisionTransformer
+from attnlab.models.base import register_generator
 from attnlab.presets import presets
 from attnlab.recording import record, recording
 
@@ -18,8 +19,11 @@ def generate(model, input_ids, **kwargs):
     return _generate(model, input_ids, **kwargs)
 
 
+register_generator(generate)  # model.generate(...): the models sit below generation and cannot import it
+
+
 __all__ = [
-    "ModelConfig", "presets", "build_model", "load", "generate", "record", "recording",
+    "ModelConfig", "DualEncoderConfig", "presets", "build_model", "load", "generate", "record", "recording",
     "Encoder", "Decoder", "EncoderDecoder", "VisionTransformer", "DualEncoder", "ModelOutput",
     "AttnlabError", "ConfigError", "InputError", "CheckpointError",
 ]

@@ -630,27 +630,16 @@ def build_vit_mnist(p):
 
 # ============================================================== contrastive
 def build_dual_encoder(vit: ModelConfig, text: ModelConfig, embed_dim: int):
-    from attnlab.models import DualEncoder
+    from attnlab.config import DualEncoderConfig
 
-    # tower_a's config carries everything needed to rebuild the pair (see load_dual_encoder)
-    vit = vit.replace(extra={**vit.extra, "dual_encoder": {"text_config": text.to_dict(), "embed_dim": embed_dim,
-                                                           "pool": "cls"}})
-    return DualEncoder(build_model(vit), build_model(text), embed_dim=embed_dim, pool="cls")
+    return build_model(DualEncoderConfig(vit, text, embed_dim=embed_dim, pool="cls", name=vit.name))
 
 
 def load_dual_encoder(directory: str | Path):
-    """Rebuild a DualEncoder saved by clip-mnist (config.json holds the ViT tower and, in extra, the text tower)."""
-    from attnlab.checkpoint import WEIGHTS_NAME, load_state, read_config, read_tensors
-    from attnlab.loading import load_tokenizer
+    """(DualEncoder, tokenizer) saved by clip-mnist: attnlab.load reads dual encoders like any model."""
+    from attnlab.loading import load
 
-    directory = Path(directory)
-    vit = read_config(directory)
-    spec = vit.extra.get("dual_encoder")
-    if not spec:
-        raise ConfigError(f"{directory / 'config.json'} describes no dual encoder (extra.dual_encoder missing)")
-    model = build_dual_encoder(vit, ModelConfig.from_dict(spec["text_config"]), spec["embed_dim"])
-    load_state(model, read_tensors(directory / WEIGHTS_NAME), directory / WEIGHTS_NAME)
-    return model.eval(), load_tokenizer(directory)
+    return load(directory)
 
 
 class ClipMnistTask(Task):
