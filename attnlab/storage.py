@@ -135,7 +135,7 @@ def read_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
         with safe_open(str(path), framework="pt") as f:
             return {name: (tuple(f.get_slice(name).get_shape()), f.get_slice(name).get_dtype()) for name in f.keys()}
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-        raise CheckpointError(f"{path} is truncated or not a safetensors file ({exc})") from None
+        raise CheckpointError(f"{path} cannot be read: truncated or not a safetensors file ({exc})") from None
 
 
 def read_tensors(path: str | Path) -> dict[str, torch.Tensor]:

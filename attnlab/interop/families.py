@@ -167,6 +167,8 @@ BERT = Family(
      "BertForSequenceClassification": dict(head="classifier", pooler=True),
      "BertForTokenClassification": dict(head="token_classifier", pooler=False)},
     _bert_config, _bert_hf, _bert_table,
+    unmapped=lambda c: {f"cls.seq_relationship.{p}": "BertForPreTraining's next-sentence head: a second output "
+                        "attnlab does not compute (the MLM logits are unaffected)" for p in ("weight", "bias")},
     legacy=[(r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")])  # TF-era names
 
 

@@ -139,15 +139,19 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch})
 
 
-def read_gguf_tensors(reader, source: str = "gguf") -> dict[str, torch.Tensor]:
-    """Every tensor dequantized to float32, shaped like torch's (out, in). Types are checked first, all of them."""
-    from gguf.quants import dequantize
-
+def check_gguf_types(reader, source: str = "gguf") -> None:
     unknown = sorted({f"{t.name}: {t.tensor_type.name}" for t in reader.tensors
                       if t.tensor_type.name not in SUPPORTED_TYPES})
     if unknown:
         raise CheckpointError(f"{source}: unsupported quantization types {unknown[:4]}; supported: "
                               f"{', '.join(SUPPORTED_TYPES)}")
+
+
+def read_gguf_tensors(reader, source: str = "gguf") -> dict[str, torch.Tensor]:
+    """Every tensor dequantized to float32, shaped like torch's (out, in). Types are checked first, all of them."""
+    from gguf.quants import dequantize
+
+    check_gguf_types(reader, source)
     out = {}
     for t in reader.tensors:
         shape = tuple(int(n) for n in reversed(t.shape))  # GGUF lists the fastest-varying dimension first
@@ -210,12 +214,12 @@ def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
     expected = {k: tuple(v.shape) for k, v in to_theirs(llama_table(config), config, meta).items()}
     stored = {t.name: tuple(int(n) for n in reversed(t.shape)) for t in reader.tensors}
     missing = sorted(n for n in expected if n not in stored)
-    wrong = [f"{n}: file {stored[n]} vs config {shape}" for n, shape in expected.items()
-             if n in stored and stored[n] != shape]
-    if missing or wrong:
-        parts = ([f"missing tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}"] if missing else []) + \
-            ([f"shape mismatches {wrong[:8]}{' ...' if len(wrong) > 8 else ''}"] if wrong else [])
-        raise CheckpointError(f"{source} does not match its metadata: " + "; ".join(parts))
+    if missing:
+        raise CheckpointError(f"{source} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
+    wrong = [f"{n}: file {stored[n]} vs config {shape}" for n, shape in expected.items() if stored[n] != shape]
+    if wrong:
+        raise CheckpointError(f"{source}: tensor shapes disagree with the metadata: {wrong[:8]}"
+                              f"{' ...' if len(wrong) > 8 else ''}")
 
 
 def load_gguf(path, device=None):
@@ -232,6 +236,7 @@ def load_gguf(path, device=None):
         raise CheckpointError(f"{path}: GGUF metadata holds an impossible value ({type(exc).__name__}: {exc})"
                               ) from None
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
+    check_gguf_types(reader, str(path))
     check_gguf_shapes(reader, config, path)
     tensors = read_gguf_tensors(reader, str(path))
     state, missing = to_ours(llama_table(config), config, tensors)
