@@ -81,8 +81,9 @@ class Family:
     table: Callable[[ModelConfig], list[Rule]]
     legacy: list[tuple[str, str]] = field(default_factory=list)  # (regex, replacement) on HF names
     uncompared: tuple[str, ...] = ()  # ModelConfig fields this family does not carry (ignored on export check)
-    # HF tensors the table does not map but that may be in a checkpoint, each with the reason it is safe to skip;
-    # any other tensor the table leaves unread is refused (a copy of a mapped tensor, a tied alias, is accepted)
+    # HF tensors the table does not map but that may be in a checkpoint (regular expressions on the name), each
+    # with the reason it is safe to skip; any other tensor the table leaves unread is refused (a copy of a mapped
+    # tensor, a tied alias, is accepted)
     unmapped: Callable[[ModelConfig], dict[str, str]] = lambda c: {}
 
     @property
@@ -167,8 +168,10 @@ BERT = Family(
      "BertForSequenceClassification": dict(head="classifier", pooler=True),
      "BertForTokenClassification": dict(head="token_classifier", pooler=False)},
     _bert_config, _bert_hf, _bert_table,
-    unmapped=lambda c: {f"cls.seq_relationship.{p}": "BertForPreTraining's next-sentence head: a second output "
-                        "attnlab does not compute (the MLM logits are unaffected)" for p in ("weight", "bias")},
+    unmapped=lambda c: {r"cls\.seq_relationship\.(weight|bias)": "BertForPreTraining's next-sentence head: a "
+                        "second output attnlab does not compute (the MLM logits are unaffected)",
+                        r"bert\.embeddings\.(position_ids|token_type_ids)": "index buffers (0, 1, 2 ... and zeros) "
+                        "older transformers saved; attnlab makes the same indices itself"},
     legacy=[(r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")])  # TF-era names
 
 
@@ -213,7 +216,9 @@ def _gpt2_table(c: ModelConfig) -> list[Rule]:
 
 GPT2 = Family("gpt2", ("gpt2",), "transformer.",
               {"GPT2LMHeadModel": dict(head="lm"), "GPT2Model": dict(head="none")},
-              _gpt2_config, _gpt2_hf, _gpt2_table)
+              _gpt2_config, _gpt2_hf, _gpt2_table,
+              unmapped=lambda c: {r"transformer\.h\.\d+\.attn\.(bias|masked_bias)": "the causal-mask buffers older "
+                                  "transformers saved; attnlab builds the same mask itself"})
 
 
 # --------------------------------------------------------------------------------------------------- LLaMA
@@ -390,10 +395,9 @@ def _seq2seq_table(c: ModelConfig, learned_positions: bool) -> list[Rule]:
 def _seq2seq_unmapped(c: ModelConfig, family: str) -> dict[str, str]:
     out = {}
     if not c.shared_embeddings:
-        out["model.shared.weight"] = "untied: transformers keeps it, but its forward reads the stacks' embed_tokens"
+        out[r"model\.shared\.weight"] = "untied: transformers keeps it, but its forward reads the stacks' embed_tokens"
     if family == "marian":
-        for stack in ("encoder", "decoder"):
-            out[f"model.{stack}.embed_positions.weight"] = "fixed sinusoids, checked equal to attnlab's table"
+        out[r"model\.(encoder|decoder)\.embed_positions\.weight"] = "fixed sinusoids, checked equal to attnlab's table"
     return out
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from pathlib import Path
 from pickle import UnpicklingError
 from typing import Any
@@ -140,11 +141,11 @@ def _unread(config: ModelConfig, family: Family, state: dict[str, torch.Tensor])
     matrix saved under each of its names, as transformers' state_dict() does) and the tensors the family
     declares safe to skip are not counted: anything else would be silently dropped, so it is refused."""
     read = {name for _, names, _ in expand(family.table(config), config) for name in names}
-    skip = family.unmapped(config)
+    skip = re.compile("|".join(f"(?:{pattern})" for pattern in family.unmapped(config)) or "(?!)")
     by_shape: dict[tuple, list[torch.Tensor]] = {}
     for name in read & set(state):
         by_shape.setdefault(tuple(state[name].shape), []).append(state[name])
-    return sorted(n for n, t in state.items() if n not in read and n not in skip and not any(
+    return sorted(n for n, t in state.items() if n not in read and not skip.fullmatch(n) and not any(
         t is r or (t.dtype == r.dtype and torch.equal(t, r)) for r in by_shape.get(tuple(t.shape), ())))
 
 
