@@ -32,7 +32,10 @@ META_NAME = "attnlab_tokenizer.json"
 class Tokenizer:
     def __init__(self, hf: HFTokenizer, special: dict[str, str] | None = None):
         self.hf = hf
-        self.hf.no_padding()  # checkpoints may ship fixed-length padding; attnlab pads batches itself
+        # checkpoints may ship fixed-length padding or a truncation length (MiniLM cuts at 128): attnlab pads batches
+        # itself, and only the model's own position limit may refuse a long text, with a message
+        self.hf.no_padding()
+        self.hf.no_truncation()
         self.special = {role: tok for role, tok in (special or {}).items() if tok is not None}
         for role, tok in self.special.items():
             if role not in SPECIAL_ROLES:
