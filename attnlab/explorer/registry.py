@@ -145,7 +145,10 @@ def _load(entry: Entry) -> Loaded:
     from attnlab.models import DualEncoder
 
     model, tok = load(entry.source)
-    if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower
+    if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, named as a model alone
+        from attnlab.recording import name_modules
+
+        name_modules(model.tower_a)
         return Loaded(entry.id, entry.label + " · image tower", model.tower_a.eval(), None, kind=entry.kind)
     model.eval()
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)

@@ -273,7 +273,9 @@ def _llama_table(c: ModelConfig) -> list[Rule]:
 
 LLAMA = Family("llama", ("llama",), "model.",
                {"LlamaForCausalLM": dict(head="lm"), "LlamaModel": dict(head="none")},
-               _llama_config, _llama_hf, _llama_table)
+               _llama_config, _llama_hf, _llama_table,
+               unmapped=lambda c: {r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq": "RoPE frequencies older "
+                                   "transformers saved; attnlab computes them from rope_theta"})
 
 
 # ----------------------------------------------------------------------------------------------------- ViT
@@ -328,6 +330,8 @@ _VIT_LEGACY = [  # transformers < 5 wrote ViT as encoder.layer.N.attention.atten
 VIT = Family("vit", ("vit",), "vit.",
              {"ViTForImageClassification": dict(head="classifier"), "ViTModel": dict(head="none")},
              _vit_config, _vit_hf, _vit_table, legacy=_VIT_LEGACY,
+             unmapped=lambda c: {r"vit\.pooler\.dense\.(weight|bias)": "ViTModel's pooler: an output attnlab's ViT "
+                                 "does not compute (the hidden states are unaffected)"},
              uncompared=("max_len", "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id"))
 
 
