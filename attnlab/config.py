@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from attnlab.errors import ConfigError
+from attnlab.errors import CheckpointError, ConfigError
+from attnlab.files import MAX_JSON_BYTES, read_text
 
 TOPOLOGIES = ("encoder", "decoder", "encoder-decoder", "vit")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
@@ -234,15 +235,18 @@ class ModelConfig:
     def from_json(cls, text_or_path: str | Path) -> ModelConfig:
         path = Path(text_or_path)
         if isinstance(text_or_path, Path) or (len(str(text_or_path)) < 4096 and path.suffix == ".json"):
-            if not path.is_file():
-                raise ConfigError(f"config file {path} does not exist")
-            text = path.read_text()
+            try:  # bounded, refuses FIFOs and symlink loops
+                text = read_text(path, MAX_JSON_BYTES, "model config")
+            except CheckpointError as exc:
+                raise ConfigError(f"config file: {exc}") from None
         else:
             text = str(text_or_path)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"config is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError("config JSON nests arrays/objects too deeply") from None
         return cls.from_dict(data)
 
     def replace(self, **changes: Any) -> ModelConfig:
