@@ -26,6 +26,7 @@ GATED_ACTIVATIONS = ("reglu", "geglu", "geglu_tanh", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS = ("pre", "post")
 HEADS = ("lm", "classifier", "token_classifier", "none")
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 @dataclass
@@ -172,13 +173,16 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise bad(name, "must be a probability in [0, 1)")
+        # the model computes in float32 (or narrower): a number beyond float32's range would become inf there
         for name in ("norm_eps", "rope_theta", "logit_scale"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
-                raise bad(name, "must be a positive finite number")
-        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float)) and self.attn_scale > 0
-                                                and not math.isinf(self.attn_scale)):
-            raise bad("attn_scale", "must be a positive finite number or None (= 1/sqrt(d_head))")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= FLOAT32_MAX:
+                raise bad(name, f"must be a positive finite number (at most {FLOAT32_MAX:.4g}, float32's largest)")
+        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float))
+                                                and not isinstance(self.attn_scale, bool)
+                                                and 0 < self.attn_scale <= FLOAT32_MAX):
+            raise bad("attn_scale", f"must be a positive finite number (at most {FLOAT32_MAX:.4g}) or None "
+                      "(= 1/sqrt(d_head))")
         if self.d_head is None and self.d_model % self.n_heads:
             raise bad("d_model", f"must be divisible by n_heads={self.n_heads} (or set d_head explicitly)")
         if self.n_heads % self.kv_heads:
