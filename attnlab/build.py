@@ -153,4 +153,7 @@ def allocate_empty(model: nn.Module, device: str | torch.device | None = None) -
         reset = getattr(module, "reset_buffers", None)
         if callable(reset):
             reset()
+        elif module._non_persistent_buffers_set:  # not in the checkpoint and not recomputed: would stay garbage
+            raise TypeError(f"{type(module).__name__} keeps buffers {sorted(module._non_persistent_buffers_set)} out "
+                            "of checkpoints but has no reset_buffers() to recompute them after allocate_empty")
     return model
