@@ -7,7 +7,7 @@ The names that need torch load on first use (PEP 562), so that `import attnlab` 
 import importlib
 import importlib.util
 
-from attnlab.config import ModelConfig
+from attnlab.config import DualEncoderConfig, ModelConfig
 from attnlab.errors import AttnlabError, CheckpointError, ConfigError, InputError
 from attnlab.presets import presets
 
@@ -46,7 +46,7 @@ def generate(model, input_ids, **kwargs):
 
 
 __all__ = [
-    "ModelConfig", "presets", "build_model", "load", "generate", "record", "recording",
+    "ModelConfig", "DualEncoderConfig", "presets", "build_model", "load", "generate", "record", "recording",
     "Encoder", "Decoder", "EncoderDecoder", "VisionTransformer", "DualEncoder", "ModelOutput",
     "AttnlabError", "ConfigError", "InputError", "CheckpointError",
 ]

@@ -1,20 +1,32 @@
-"""build_model: config -> the right topology, refusing what will not fit in memory."""
+"""build_model: config -> the right topology, refusing what will not fit in memory; allocate_empty: a model
+built on the meta device made real without initialising it (loaders overwrite every weight anyway)."""
 
 from __future__ import annotations
 
 import os
 
 import torch
+from torch import nn
 
-from attnlab.config import ModelConfig
+from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig
 from attnlab.errors import ConfigError
+from attnlab.models import Decoder, DualEncoder, Encoder, EncoderDecoder, VisionTransformer
+
+MODEL_CLASSES = {"encoder": Encoder, "decoder": Decoder, "encoder-decoder": EncoderDecoder,
+                 "vit": VisionTransformer, "dual-encoder": DualEncoder}
 
 
-def _model_class(config: ModelConfig):
-    from attnlab.models import Decoder, Encoder, EncoderDecoder, VisionTransformer
+def _model_class(config: AnyConfig):
+    return MODEL_CLASSES[config.topology]
 
-    return {"encoder": Encoder, "decoder": Decoder, "encoder-decoder": EncoderDecoder,
-            "vit": VisionTransformer}[config.topology]
+
+def _parts(config: AnyConfig) -> list[ModelConfig]:
+    """The ModelConfigs whose models make up `config`'s model (a dual encoder's two towers, else itself)."""
+    return list(config.towers) if isinstance(config, DualEncoderConfig) else [config]
+
+
+def _blocks(config: AnyConfig) -> int:
+    return sum(c.total_layers for c in _parts(config))
 
 
 def available_memory() -> int:
@@ -32,13 +44,15 @@ def available_memory() -> int:
 LAYER_OVERHEAD = 64 * 1024  # bytes of Python objects per block (measured ~70 KB for a tiny block)
 
 
-def minimum_parameters(config: ModelConfig) -> int:
+def minimum_parameters(config: AnyConfig) -> int:
     """A lower bound on the numbers a model holds, from the config alone (no module is constructed).
 
     Counts only matrices every such model has (embeddings, W_Q and W_O, two feed-forward matrices per layer,
     position tables, heads), so a config whose bound already exceeds memory is refused in microseconds,
     before a constructor could loop over 10**9 layers or heads.
     """
+    if isinstance(config, DualEncoderConfig):
+        return sum(minimum_parameters(c) + c.d_model * config.embed_dim for c in config.towers)
     d, q_width = config.d_model, config.n_heads * config.head_dim
     layers = config.total_layers
     total = layers * (2 * d * q_width + 2 * d * config.d_ff)
@@ -60,37 +74,36 @@ def minimum_parameters(config: ModelConfig) -> int:
     return total
 
 
-def refuse_if_absurd(config: ModelConfig, source: object = None, dtype: torch.dtype | None = None) -> None:
+def refuse_if_absurd(config: AnyConfig, source: object = None, dtype: torch.dtype | None = None) -> None:
     """Refuse, from the closed-form bound alone, a config that cannot fit in memory.
 
     Loaders call this as soon as they know the config, before they read, map or allocate a single tensor: a
     config.json from a stranger claiming 10**9 layers is answered in microseconds instead of looping.
     """
     element = torch.finfo(dtype).bits // 8 if dtype is not None else 4
-    layers = config.total_layers
-    need, have = minimum_parameters(config) * element + layers * LAYER_OVERHEAD, available_memory()
+    need, have = minimum_parameters(config) * element + _blocks(config) * LAYER_OVERHEAD, available_memory()
     if need > 0.8 * have:
         where = f"{source}: " if source is not None else ""
         raise ConfigError(f"{where}model {config.name or config.topology!r} needs at least {need / 2**30:.1f} GiB "
-                          f"({config.n_layers:,} layers, d_model={config.d_model:,}, vocab_size="
-                          f"{config.vocab_size:,}), more than 80% of the {have / 2**30:.1f} GiB available")
+                          f"({_blocks(config):,} blocks; {config.summary()}), more than 80% of the "
+                          f"{have / 2**30:.1f} GiB available")
 
 
-def build_model(config: ModelConfig, device: str | torch.device | None = None, dtype: torch.dtype | None = None):
-    """Build the model `config` describes.
+def build_model(config: AnyConfig, device: str | torch.device | None = None, dtype: torch.dtype | None = None):
+    """Build the model `config` (a ModelConfig or a DualEncoderConfig) describes.
 
     The parameter count is first measured on the `meta` device (no memory); a model whose weights would take
     more than 80% of the available memory is refused unless device="meta" (shapes only, for counting).
     """
-    if not isinstance(config, ModelConfig):
-        raise ConfigError(f"build_model needs a ModelConfig, got {type(config).__name__}; "
+    if not isinstance(config, (ModelConfig, DualEncoderConfig)):
+        raise ConfigError(f"build_model needs a ModelConfig or a DualEncoderConfig, got {type(config).__name__}; "
                           "see attnlab.presets for named ones")
     cls = _model_class(config)
     if str(device) != "meta":
         element = torch.finfo(dtype).bits // 8 if dtype is not None else 4
         have = available_memory()
         n_params = minimum_parameters(config)  # closed form first: absurd sizes never reach a constructor
-        layers = config.total_layers
+        layers = _blocks(config)
         objects = layers * LAYER_OVERHEAD  # the Python modules of each block, even on the meta device
         if n_params * element + objects <= 0.8 * have:
             try:
@@ -112,4 +125,33 @@ def build_model(config: ModelConfig, device: str | torch.device | None = None, d
         model = cls(config)
     if dtype is not None:
         model = model.to(dtype)
+    return model
+
+
+def allocate_empty(model: nn.Module, device: str | torch.device | None = None) -> nn.Module:
+    """Give a model built on the meta device real, uninitialised storage on `device`, in place.
+
+    Unlike `nn.Module.to_empty`, a matrix shared by two modules (tied embeddings) stays one Parameter, and the
+    fixed tables modules compute themselves (sinusoids, RoPE frequencies, ALiBi slopes) are recomputed. Every
+    other value is garbage until a loader copies the checkpoint's tensors in: loading costs no random init.
+    """
+    device = torch.device(device if device is not None else "cpu")
+    done: dict[int, torch.Tensor] = {}
+    for module in model.modules():
+        for group in (module._parameters, module._buffers):
+            for name, tensor in group.items():
+                if tensor is None:
+                    continue
+                if id(tensor) not in done:
+                    empty = torch.empty_like(tensor, device=device)
+                    done[id(tensor)] = nn.Parameter(empty, tensor.requires_grad) \
+                        if isinstance(tensor, nn.Parameter) else empty
+                group[name] = done[id(tensor)]
+    for module in model.modules():
+        reset = getattr(module, "reset_buffers", None)
+        if callable(reset):
+            reset()
+        elif module._non_persistent_buffers_set:  # not in the checkpoint and not recomputed: would stay garbage
+            raise TypeError(f"{type(module).__name__} keeps buffers {sorted(module._non_persistent_buffers_set)} out "
+                            "of checkpoints but has no reset_buffers() to recompute them after allocate_empty")
     return model

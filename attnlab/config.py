@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from attnlab.errors import ConfigError
+from attnlab.errors import CheckpointError, ConfigError
+from attnlab.files import MAX_JSON_BYTES, read_text
 
 TOPOLOGIES = ("encoder", "decoder", "encoder-decoder", "vit")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5", "none")
@@ -25,6 +26,7 @@ GATED_ACTIVATIONS = ("reglu", "geglu", "geglu_tanh", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
 NORM_PLACEMENTS = ("pre", "post")
 HEADS = ("lm", "classifier", "token_classifier", "none")
+FLOAT32_MAX = 3.4028234663852886e38
 
 
 @dataclass
@@ -69,6 +71,8 @@ class ModelConfig:
     # embeddings / output
     type_vocab_size: int = 0  # BERT token-type (segment) embeddings; 0 = none
     tie_embeddings: bool = True  # output projection shares the token embedding matrix
+    shared_embeddings: bool = True  # encoder-decoder: source and target share one token matrix (False: BART/Marian
+    #                                 untied, the encoder reads its own `source_tokens`)
     lm_head_bias: bool = False  # a bias on the vocabulary logits (BERT MLM, BART/Marian final_logits_bias)
     lm_head_transform: bool = False  # BERT MLM head: dense + activation + norm before the vocabulary projection
     logit_scale: float = 1.0  # hidden state is multiplied by this before the LM head (T5 tied: d_model**-0.5)
@@ -86,6 +90,9 @@ class ModelConfig:
     bos_token_id: int | None = None
     eos_token_id: int | None = None
     decoder_start_token_id: int | None = None
+
+    # initialisation (training only: a loaded checkpoint overwrites every weight)
+    scaled_residual_init: bool = False  # GPT-2: W_O and W_2 start at std 0.02/sqrt(2 * layers) instead of 0.02
 
     name: str = ""
     extra: dict[str, Any] = field(default_factory=dict)  # free-form notes (source family, tokenizer hints)
@@ -171,13 +178,16 @@ class ModelConfig:
             value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0.0 <= value < 1.0:
                 raise bad(name, "must be a probability in [0, 1)")
+        # the model computes in float32 (or narrower): a number beyond float32's range would become inf there
         for name in ("norm_eps", "rope_theta", "logit_scale"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or math.isinf(value):
-                raise bad(name, "must be a positive finite number")
-        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float)) and self.attn_scale > 0
-                                                and not math.isinf(self.attn_scale)):
-            raise bad("attn_scale", "must be a positive finite number or None (= 1/sqrt(d_head))")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= FLOAT32_MAX:
+                raise bad(name, f"must be a positive finite number (at most {FLOAT32_MAX:.4g}, float32's largest)")
+        if self.attn_scale is not None and not (isinstance(self.attn_scale, (int, float))
+                                                and not isinstance(self.attn_scale, bool)
+                                                and 0 < self.attn_scale <= FLOAT32_MAX):
+            raise bad("attn_scale", f"must be a positive finite number (at most {FLOAT32_MAX:.4g}) or None "
+                      "(= 1/sqrt(d_head))")
         if self.d_head is None and self.d_model % self.n_heads:
             raise bad("d_model", f"must be divisible by n_heads={self.n_heads} (or set d_head explicitly)")
         if self.n_heads % self.kv_heads:
@@ -196,6 +206,8 @@ class ModelConfig:
             raise bad("n_classes", f"head={self.head!r} needs n_classes > 0")
         if self.head == "lm" and self.topology == "vit":
             raise bad("head", "a ViT has no vocabulary; use 'classifier' or 'none'")
+        if not self.shared_embeddings and self.topology != "encoder-decoder":
+            raise bad("shared_embeddings", "only an encoder-decoder has separate source and target embeddings")
         for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):
             value = getattr(self, name)
             if value is not None and not (isinstance(value, int) and 0 <= value < self.vocab_size):
@@ -232,20 +244,138 @@ class ModelConfig:
     def from_json(cls, text_or_path: str | Path) -> ModelConfig:
         path = Path(text_or_path)
         if isinstance(text_or_path, Path) or (len(str(text_or_path)) < 4096 and path.suffix == ".json"):
-            if not path.is_file():
-                raise ConfigError(f"config file {path} does not exist")
-            text = path.read_text()
+            try:  # bounded, refuses FIFOs and symlink loops
+                text = read_text(path, MAX_JSON_BYTES, "model config")
+            except CheckpointError as exc:
+                raise ConfigError(f"config file: {exc}") from None
         else:
             text = str(text_or_path)
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"config is not valid JSON: {exc}") from None
+        except RecursionError:
+            raise ConfigError("config JSON nests arrays/objects too deeply") from None
         return cls.from_dict(data)
 
     def replace(self, **changes: Any) -> ModelConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
+
+    def summary(self) -> str:
+        """One line naming the sizes, for listings (`attnlab params`)."""
+        return (f"{self.topology}, d_model={self.d_model}, n_layers={self.n_layers}, n_heads={self.n_heads}, "
+                f"vocab={self.vocab_size}, positions={self.position}")
+
+
+DUAL_ENCODER = "dual-encoder"
+POOLINGS = ("cls", "mean")
+TOWER_TOPOLOGIES = ("encoder", "vit")
+
+
+@dataclass
+class DualEncoderConfig:
+    """A dual encoder (CLIP): two towers, each an encoder or a ViT described by its own ModelConfig, whose pooled
+    vectors are projected to `embed_dim` and compared by cosine similarity times exp(logit_scale).
+
+    config.json holds {"topology": "dual-encoder", "tower_a": {...}, "tower_b": {...}, ...}: the topology key is
+    what tells a reader this is not a ModelConfig.
+    """
+
+    tower_a: ModelConfig
+    tower_b: ModelConfig
+    embed_dim: int = 64  # width of the joint space both towers project into
+    pool: str = "cls"  # "cls": the first position's output; "mean": the mean over real (unpadded) positions
+    logit_scale_init: float = math.log(1 / 0.07)  # CLIP's initial temperature 0.07 (a learned parameter after)
+    name: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    topology: str = DUAL_ENCODER  # fixed; present so config.json names its kind
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        def bad(name: str, why: str) -> ConfigError:
+            return ConfigError(f"DualEncoderConfig.{name}={getattr(self, name)!r}: {why}")
+
+        if self.topology != DUAL_ENCODER:
+            raise bad("topology", f"must be {DUAL_ENCODER!r}")
+        for tower in ("tower_a", "tower_b"):
+            config = getattr(self, tower)
+            if not isinstance(config, ModelConfig):
+                raise ConfigError(f"DualEncoderConfig.{tower} must be a ModelConfig, got {type(config).__name__}")
+            if config.topology not in TOWER_TOPOLOGIES:
+                raise ConfigError(f"DualEncoderConfig.{tower}.topology={config.topology!r}: a tower must be one of "
+                                  f"{', '.join(TOWER_TOPOLOGIES)} (it reads its input whole, no causal mask)")
+        if isinstance(self.embed_dim, bool) or not isinstance(self.embed_dim, int) or self.embed_dim <= 0:
+            raise bad("embed_dim", "must be a positive integer")
+        if self.pool not in POOLINGS:
+            raise bad("pool", f"unknown value; allowed: {', '.join(POOLINGS)}")
+        if isinstance(self.logit_scale_init, bool) or not isinstance(self.logit_scale_init, (int, float)) \
+                or not math.isfinite(self.logit_scale_init):
+            raise bad("logit_scale_init", "must be a finite number (the log of 1/temperature)")
+        if not isinstance(self.name, str):
+            raise bad("name", "must be a string")
+        if not isinstance(self.extra, dict):
+            raise bad("extra", "must be a dict")
+
+    @property
+    def towers(self) -> tuple[ModelConfig, ModelConfig]:
+        return self.tower_a, self.tower_b
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"topology": self.topology, "tower_a": self.tower_a.to_dict(), "tower_b": self.tower_b.to_dict(),
+                "embed_dim": self.embed_dim, "pool": self.pool, "logit_scale_init": self.logit_scale_init,
+                "name": self.name, "extra": dict(self.extra)}
+
+    def to_json(self, path: str | Path | None = None) -> str:
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
+        if path is not None:
+            Path(path).write_text(text + "\n")
+        return text
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> DualEncoderConfig:
+        """Build from a dict, refusing unknown keys and wrong types before anything is allocated."""
+        if not isinstance(data, dict):
+            raise ConfigError(f"a dual-encoder config must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown DualEncoderConfig keys {unknown}; known keys: {', '.join(sorted(known))}")
+        missing = [k for k in ("tower_a", "tower_b") if k not in data]
+        if missing:
+            raise ConfigError(f"DualEncoderConfig needs {' and '.join(missing)} (each a ModelConfig object)")
+        towers = {}
+        for key in ("tower_a", "tower_b"):
+            try:
+                towers[key] = ModelConfig.from_dict(data[key])
+            except ConfigError as exc:
+                raise ConfigError(f"DualEncoderConfig.{key}: {exc}") from None
+        for key, kind in (("name", str), ("pool", str), ("topology", str), ("extra", dict)):
+            if key in data and not isinstance(data[key], kind):
+                raise ConfigError(f"DualEncoderConfig.{key}={data[key]!r}: expected {kind.__name__}")
+        return cls(**{**data, **towers})
+
+    def replace(self, **changes: Any) -> DualEncoderConfig:
+        return dataclasses.replace(self, **changes)
+
+    def summary(self) -> str:
+        a, b = self.tower_a, self.tower_b
+        return (f"dual-encoder, embed_dim={self.embed_dim}, pool={self.pool}; tower_a: {a.topology} "
+                f"d_model={a.d_model} n_layers={a.n_layers}; tower_b: {b.topology} d_model={b.d_model} "
+                f"n_layers={b.n_layers}")
+
+
+AnyConfig = ModelConfig | DualEncoderConfig
+
+
+def config_from_dict(data: Any) -> AnyConfig:
+    """The config a config.json object describes: a DualEncoderConfig when its topology says "dual-encoder",
+    else a ModelConfig. The one place that tells the two apart."""
+    if isinstance(data, dict) and data.get("topology") == DUAL_ENCODER:
+        return DualEncoderConfig.from_dict(data)
+    return ModelConfig.from_dict(data)
 
 
 _TYPES = {

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from attnlab.config import ModelConfig
+from attnlab.build import build_model
+from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig
 
 
 def _lm_head_built(config: ModelConfig) -> bool:
@@ -53,6 +54,8 @@ def formula_gap(config: ModelConfig) -> list[tuple[str, int]]:
     if config.position == "t5":
         gap.append(("T5 relative-position buckets", stacks * config.t5_num_buckets * config.n_heads))
     gap.append(("token types", stacks * config.type_vocab_size * d))
+    if encdec and not config.shared_embeddings:
+        gap.append(("separate source-token embeddings", V * d))
     if vit:
         gap.append(("patch embedding + [CLS]", config.n_channels * config.patch_size ** 2 * d + d + d))
     if lm_head:
@@ -67,8 +70,11 @@ def formula_gap(config: ModelConfig) -> list[tuple[str, int]]:
     return [(name, count) for name, count in gap if count]
 
 
-def closed_form(config: ModelConfig) -> int:
-    """V*d + L*d + N*12*d^2 (the seeds' formula; N counts encoder and decoder layers alike)."""
+def closed_form(config: AnyConfig) -> int:
+    """V*d + L*d + N*12*d^2 (the seeds' formula; N counts encoder and decoder layers alike; a dual encoder's
+    towers each have their own)."""
+    if isinstance(config, DualEncoderConfig):
+        return sum(closed_form(c) for c in config.towers)
     d = config.d_model
     v = config.vocab_size if config.topology != "vit" else 0
     L = config.max_len if config.position == "learned" and config.topology != "vit" else 0
@@ -79,7 +85,7 @@ def closed_form(config: ModelConfig) -> int:
 
 
 _COMPONENTS = [  # (component, predicate on the parameter name) - first match wins
-    ("token embeddings (V*d)", lambda n: n == "tokens.weight"),
+    ("token embeddings (V*d)", lambda n: n in ("tokens.weight", "source_tokens.weight")),
     ("positions (L*d)", lambda n: "positions" in n or n.endswith("cls_token") or "rel_bias" in n),
     ("token types", lambda n: "token_types" in n),
     ("patch embedding", lambda n: n.startswith("patches.")),
@@ -88,6 +94,7 @@ _COMPONENTS = [  # (component, predicate on the parameter name) - first match wi
     ("feed-forward W_1,W_2", lambda n: ".ffn." in n and n.endswith("weight")),
     ("feed-forward biases", lambda n: ".ffn." in n and n.endswith("bias")),
     ("norms", lambda n: "norm" in n),
+    ("dual-encoder projections + temperature", lambda n: n in ("proj_a.weight", "proj_b.weight", "logit_scale")),
     ("heads (LM/MLM/pooler/classifier)", lambda n: True),
 ]
 
@@ -116,10 +123,16 @@ class ParameterTable:
         return "\n".join(lines)
 
 
-def parameter_table(config: ModelConfig) -> ParameterTable:
-    """Count every parameter of the model `config` builds (on the meta device: no memory is used)."""
-    from attnlab.build import build_model
+def _dual_gap(config: DualEncoderConfig) -> list[tuple[str, int]]:
+    gap = [(f"{tower}: {name}", count) for tower, c in (("tower_a", config.tower_a), ("tower_b", config.tower_b))
+           for name, count in formula_gap(c)]
+    gap.append(("projections to the joint space + temperature",
+                (config.tower_a.d_model + config.tower_b.d_model) * config.embed_dim + 1))
+    return gap
 
+
+def parameter_table(config: AnyConfig) -> ParameterTable:
+    """Count every parameter of the model `config` builds (on the meta device: no memory is used)."""
     model = build_model(config, device="meta")
     counts: dict[str, int] = {name: 0 for name, _ in _COMPONENTS}
     seen: set[int] = set()
@@ -127,15 +140,16 @@ def parameter_table(config: ModelConfig) -> ParameterTable:
         if id(param) in seen:
             continue
         seen.add(id(param))
-        # strip the stack prefix of encoder-decoders so the predicates see "blocks.0.attn..." alike
-        short = name.split(".", 1)[1] if name.startswith(("encoder.", "decoder.")) else name
+        # strip the stack prefix of encoder-decoders and the tower prefix of dual encoders so the predicates see
+        # "blocks.0.attn..." alike
+        short = name.split(".", 1)[1] if name.startswith(("encoder.", "decoder.", "tower_a.", "tower_b.")) else name
         for component, match in _COMPONENTS:
             if match(short):
                 counts[component] += param.numel()
                 break
     rows = [(c, n) for c, n in counts.items() if n]
-    return ParameterTable(rows=rows, total=sum(n for _, n in rows), formula=closed_form(config),
-                          gap=formula_gap(config))
+    gap = _dual_gap(config) if isinstance(config, DualEncoderConfig) else formula_gap(config)
+    return ParameterTable(rows=rows, total=sum(n for _, n in rows), formula=closed_form(config), gap=gap)
 
 
 def count_parameters(model: torch.nn.Module) -> int:

@@ -1,55 +1,60 @@
 """attnlab.load(path) -> (model, tokenizer): one entry point for every checkpoint kind attnlab reads.
 
-- an attnlab checkpoint directory (config.json with attnlab's fields + model.safetensors);
+- an attnlab checkpoint directory (config.json with attnlab's fields + model.safetensors), a dual encoder's too;
+- a training run folder (`attnlab train --out runs/x`: loads its newest step), or the run's `latest` file;
 - a local Hugging Face checkpoint directory (config.json with "model_type");
 - a GGUF file of the LLaMA family.
 """
 
 from __future__ import annotations
 
-import json
+import os
+import stat
 from pathlib import Path
 
+from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import CheckpointError
+from attnlab.files import read_json_object
+from attnlab.interop.gguf import load_gguf
+from attnlab.interop.hf import load_hf
+from attnlab.storage import CONFIG_NAME, load_attnlab, newest_checkpoint
+
+KINDS = "an attnlab checkpoint directory, a training run folder, a Hugging Face checkpoint directory or a .gguf file"
 
 
-def load_tokenizer(directory: Path):
-    """The tokenizer saved beside a checkpoint, or None when there is none."""
+def _stat(path: Path) -> os.stat_result:
     try:
-        from attnlab.data.tokenizers import load_tokenizer as _load
-    except ImportError:
-        return None
-    return _load(directory)
+        return os.stat(path)
+    except FileNotFoundError:
+        raise CheckpointError(f"{path} does not exist; give {KINDS}") from None
+    except OSError as exc:  # a symlink loop, a permission error
+        raise CheckpointError(f"{path} cannot be opened ({exc.strerror or exc}); give {KINDS}") from None
+
+
+def resolve(path) -> tuple[str, Path]:
+    """(kind, path) of what `path` names, reading at most its config.json: kind is "gguf", "hf" or "attnlab";
+    a training run folder (or its `latest` file) resolves to its newest step directory."""
+    path = Path(path).expanduser()
+    mode = _stat(path).st_mode
+    if stat.S_ISREG(mode) and path.suffix == ".gguf":
+        return "gguf", path
+    path = newest_checkpoint(path)
+    mode = _stat(path).st_mode
+    if not stat.S_ISDIR(mode):
+        raise CheckpointError(f"{path} is not a directory nor a .gguf file; give {KINDS}")
+    if not os.path.lexists(path / CONFIG_NAME):
+        raise CheckpointError(f"{path} has no config.json; an attnlab or Hugging Face checkpoint directory needs one")
+    data = read_json_object(path / CONFIG_NAME, what="model config")
+    if "model_type" in data and "topology" not in data:
+        return "hf", path
+    return "attnlab", path
 
 
 def load(path, device=None):
     """Load a model and its tokenizer (None if the checkpoint has none)."""
-    path = Path(path).expanduser()
-    if not path.exists():
-        raise CheckpointError(f"{path} does not exist; give an attnlab checkpoint directory, a Hugging Face "
-                              "checkpoint directory or a .gguf file")
-    if path.is_file():
-        if path.suffix == ".gguf":
-            from attnlab.interop.gguf import load_gguf
-
-            return load_gguf(path, device=device)
-        raise CheckpointError(f"{path} is a file but not a .gguf file; give a checkpoint directory or a .gguf file")
-    config_path = path / "config.json"
-    if not config_path.is_file():
-        raise CheckpointError(f"{path} has no config.json; an attnlab or Hugging Face checkpoint directory needs one")
-    try:
-        data = json.loads(config_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{config_path} is not valid JSON: {exc}") from None
-    if isinstance(data, dict) and "model_type" in data and "topology" not in data:
-        from attnlab.interop.hf import load_hf
-
+    kind, path = resolve(path)
+    if kind == "gguf":
+        return load_gguf(path, device=device)
+    if kind == "hf":
         return load_hf(path, device=device)
-    if isinstance(data, dict) and isinstance(data.get("extra"), dict) and "dual_encoder" in data["extra"]:
-        from attnlab.training.recipes import load_dual_encoder  # clip-mnist: two towers in one directory
-
-        model, tokenizer = load_dual_encoder(path)
-        return (model.to(device) if device is not None else model), tokenizer
-    from attnlab.checkpoint import load_attnlab
-
     return load_attnlab(path, device=device), load_tokenizer(path)

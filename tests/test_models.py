@@ -110,9 +110,9 @@ def test_every_parameter_gets_a_gradient(name):
 
 
 def test_dual_encoder_gradients_and_shape():
-    vit = attnlab.build_model(attnlab.presets["tiny-vit"].replace(head="none"))
-    text = attnlab.build_model(attnlab.presets["tiny-encoder"].replace(head="none", pooler=False))
-    dual = attnlab.DualEncoder(vit, text, embed_dim=16)
+    vit = attnlab.presets["tiny-vit"].replace(head="none")
+    text = attnlab.presets["tiny-encoder"].replace(head="none", pooler=False)
+    dual = attnlab.build_model(attnlab.DualEncoderConfig(vit, text, embed_dim=16))
     logits = dual(torch.randn(3, 1, 28, 28), torch.randint(0, 1000, (3, 5)))
     assert logits.shape == (3, 3)
     torch.nn.functional.cross_entropy(logits, torch.arange(3)).backward()

@@ -75,6 +75,21 @@ def test_minilm_matches_transformers(minilm):
     assert float((expected.pooler_output - got.pooled).abs().max()) <= TOL
 
 
+@needs_minilm
+def test_minilm_load_keeps_long_texts_whole(minilm):
+    """The package's tokenizer.json truncates at 128; attnlab drops that, so only the model's 512 refuses."""
+    ours, tokenizer, _, folder = minilm
+    text = " ".join(["hello"] * 300)
+    ids = tokenizer.encode(text)
+    assert 128 < len(ids) == 302  # [CLS] ... [SEP], every token kept
+    with torch.no_grad():
+        assert ours(torch.tensor([ids])).hidden.shape == (1, 302, 384)
+    too_long = tokenizer.encode(" ".join(["word"] * 600))
+    assert len(too_long) == 602
+    with pytest.raises(attnlab.InputError, match="512"):
+        ours(torch.tensor([too_long]))
+
+
 # ---------------------------------------------------------------------------------------------- SmolLM2
 @pytest.fixture(scope="module")
 def smollm():

@@ -24,8 +24,12 @@ def resolve_config(spec: str):
     if path.is_file():
         return ModelConfig.from_json(path)
     if path.is_dir():
-        from attnlab.loading import load
+        from attnlab.loading import load, resolve
+        from attnlab.storage import read_config
 
+        kind, folder = resolve(path)
+        if kind == "attnlab":  # the config alone: no weights are read
+            return read_config(folder)
         return load(path)[0].config
     raise AttnlabError(f"{spec!r} is neither a preset ({', '.join(names())}), a config .json file nor a "
                        "checkpoint directory")
@@ -35,7 +39,6 @@ def run(args) -> int:
     from attnlab.counting import parameter_table
 
     config = resolve_config(args.model)
-    print(f"{config.name or args.model}: {config.topology}, d_model={config.d_model}, n_layers={config.n_layers}, "
-          f"n_heads={config.n_heads}, vocab={config.vocab_size}, positions={config.position}")
+    print(f"{config.name or args.model}: {config.summary()}")
     print(parameter_table(config).render())
     return 0

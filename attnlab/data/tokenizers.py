@@ -17,6 +17,7 @@ Ways to get one (all offline):
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -24,6 +25,7 @@ from pathlib import Path
 from tokenizers import Tokenizer as HFTokenizer
 
 from attnlab.errors import CheckpointError, ConfigError, InputError
+from attnlab.files import MAX_TOKENIZER_BYTES, read_json_object, read_text
 
 SPECIAL_ROLES = ("pad", "unk", "cls", "sep", "mask", "bos", "eos")
 META_NAME = "attnlab_tokenizer.json"
@@ -32,7 +34,10 @@ META_NAME = "attnlab_tokenizer.json"
 class Tokenizer:
     def __init__(self, hf: HFTokenizer, special: dict[str, str] | None = None):
         self.hf = hf
-        self.hf.no_padding()  # checkpoints may ship fixed-length padding; attnlab pads batches itself
+        # checkpoints may ship fixed-length padding or a truncation length (MiniLM cuts at 128): attnlab pads batches
+        # itself, and only the model's own position limit may refuse a long text, with a message
+        self.hf.no_padding()
+        self.hf.no_truncation()
         self.special = {role: tok for role, tok in (special or {}).items() if tok is not None}
         for role, tok in self.special.items():
             if role not in SPECIAL_ROLES:
@@ -93,9 +98,10 @@ class Tokenizer:
     @classmethod
     def from_file(cls, path: str | Path, special: dict[str, str] | None = None) -> Tokenizer:
         path = Path(path)
+        text = read_text(path, MAX_TOKENIZER_BYTES, "tokenizer.json")  # bounded; never blocks on a FIFO
         try:
-            hf = HFTokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises a bare Exception on bad files
+            hf = HFTokenizer.from_str(text)
+        except Exception as exc:  # tokenizers raises a bare Exception on bad files (and on nesting past 128)
             raise CheckpointError(f"{path} is not a valid tokenizer.json ({exc})") from None
         return cls(hf, special if special is not None else guess_special(hf))
 
@@ -118,25 +124,24 @@ def load_tokenizer(directory: str | Path) -> Tokenizer | None:
     directory = Path(directory)
     special = None
     meta = directory / META_NAME
-    if meta.is_file():
-        try:
-            data = json.loads(meta.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise CheckpointError(f"{meta} is not valid JSON ({type(exc).__name__}: {exc})") from None
-        if not isinstance(data, dict):
-            raise CheckpointError(f"{meta} must hold a JSON object with a 'special' mapping")
+    if os.path.lexists(meta):
+        data = read_json_object(meta, what="tokenizer roles file (a 'special' mapping)")
         special = data.get("special")
         if special is not None and not (isinstance(special, dict) and all(
                 isinstance(k, str) and isinstance(v, (str, type(None))) for k, v in special.items())):
             raise CheckpointError(f"{meta}: 'special' must map roles ({', '.join(SPECIAL_ROLES)}) to token strings")
-    if (directory / "tokenizer.json").is_file():
+    if os.path.lexists(directory / "tokenizer.json"):
         return Tokenizer.from_file(directory / "tokenizer.json", special)
-    if (directory / "vocab.txt").is_file():
+    if os.path.lexists(directory / "vocab.txt"):
         from tokenizers.implementations import BertWordPieceTokenizer
 
-        hf = BertWordPieceTokenizer(str(directory / "vocab.txt"), lowercase=True)._tokenizer
+        read_text(directory / "vocab.txt", MAX_TOKENIZER_BYTES, "vocab.txt")  # a regular UTF-8 file of bounded size
+        try:
+            hf = BertWordPieceTokenizer(str(directory / "vocab.txt"), lowercase=True)._tokenizer
+        except Exception as exc:
+            raise CheckpointError(f"{directory / 'vocab.txt'} is not a valid WordPiece vocabulary ({exc})") from None
         return Tokenizer(hf, special if special is not None else guess_special(hf))
-    if (directory / "vocab.json").is_file() and (directory / "merges.txt").is_file():
+    if os.path.lexists(directory / "vocab.json") and os.path.lexists(directory / "merges.txt"):
         return gpt2_tokenizer(directory, special=special)
     return None
 

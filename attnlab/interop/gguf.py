@@ -18,9 +18,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from attnlab.build import build_model, refuse_if_absurd
 from attnlab.config import ModelConfig
+from attnlab.data.tokenizers import Tokenizer as Wrapper
 from attnlab.errors import CheckpointError, ConfigError
+from attnlab.files import check_regular
 from attnlab.interop.mapping import GATE_UP, Concat, Rule, linear, rule, to_ours, to_theirs
+from attnlab.storage import materialize
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
@@ -76,8 +80,7 @@ def llama_table(config: ModelConfig) -> list[Rule]:
 def _reader(path: Path):
     from gguf import GGUFReader
 
-    if not path.is_file():
-        raise CheckpointError(f"{path} does not exist")
+    check_regular(path, "GGUF file")
     try:
         return GGUFReader(str(path))
     except Exception as exc:  # the reader raises ValueError/struct errors/IndexError on foreign or truncated files
@@ -136,15 +139,19 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch})
 
 
-def read_gguf_tensors(reader, source: str = "gguf") -> dict[str, torch.Tensor]:
-    """Every tensor dequantized to float32, shaped like torch's (out, in). Types are checked first, all of them."""
-    from gguf.quants import dequantize
-
+def check_gguf_types(reader, source: str = "gguf") -> None:
     unknown = sorted({f"{t.name}: {t.tensor_type.name}" for t in reader.tensors
                       if t.tensor_type.name not in SUPPORTED_TYPES})
     if unknown:
         raise CheckpointError(f"{source}: unsupported quantization types {unknown[:4]}; supported: "
                               f"{', '.join(SUPPORTED_TYPES)}")
+
+
+def read_gguf_tensors(reader, source: str = "gguf") -> dict[str, torch.Tensor]:
+    """Every tensor dequantized to float32, shaped like torch's (out, in). Types are checked first, all of them."""
+    from gguf.quants import dequantize
+
+    check_gguf_types(reader, source)
     out = {}
     for t in reader.tensors:
         shape = tuple(int(n) for n in reversed(t.shape))  # GGUF lists the fastest-varying dimension first
@@ -160,8 +167,6 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
     Returns None (with a warning) for a sentencepiece ("llama") vocabulary, which this reader does not rebuild.
     """
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-
-    from attnlab.data.tokenizers import Tokenizer as Wrapper
 
     kind = _field(reader, "tokenizer.ggml.model")
     tokens = _field(reader, "tokenizer.ggml.tokens")
@@ -202,11 +207,23 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
     return Wrapper(hf, {k: v for k, v in special.items() if v is not None})
 
 
+def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
+    """Every tensor the table reads must be in the file with the shape the config implies: checked against the
+    file's tensor infos and a model built on the meta device, before anything is dequantized or allocated."""
+    meta = build_model(config, device="meta").state_dict()
+    expected = {k: tuple(v.shape) for k, v in to_theirs(llama_table(config), config, meta).items()}
+    stored = {t.name: tuple(int(n) for n in reversed(t.shape)) for t in reader.tensors}
+    missing = sorted(n for n in expected if n not in stored)
+    if missing:
+        raise CheckpointError(f"{source} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
+    wrong = [f"{n}: file {stored[n]} vs config {shape}" for n, shape in expected.items() if stored[n] != shape]
+    if wrong:
+        raise CheckpointError(f"{source}: tensor shapes disagree with the metadata: {wrong[:8]}"
+                              f"{' ...' if len(wrong) > 8 else ''}")
+
+
 def load_gguf(path, device=None):
     """(model, tokenizer) from a LLaMA-family GGUF file; weights dequantized to float32."""
-    from attnlab.build import build_model, refuse_if_absurd
-    from attnlab.checkpoint import load_state
-
     path = Path(path)
     reader = _reader(path)
     try:
@@ -219,13 +236,14 @@ def load_gguf(path, device=None):
         raise CheckpointError(f"{path}: GGUF metadata holds an impossible value ({type(exc).__name__}: {exc})"
                               ) from None
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
+    check_gguf_types(reader, str(path))
+    check_gguf_shapes(reader, config, path)
     tensors = read_gguf_tensors(reader, str(path))
     state, missing = to_ours(llama_table(config), config, tensors)
     if missing:
         raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
-    model = build_model(config, device=device)
-    load_state(model, state, path)
-    return model.eval(), tokenizer_from_gguf(reader, str(path))
+    del tensors
+    return materialize(config, state, path, device), tokenizer_from_gguf(reader, str(path))
 
 
 # ------------------------------------------------------------------------------------------------ writing

@@ -18,19 +18,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import re
 from pathlib import Path
+from pickle import UnpicklingError
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import save_file
 
+from attnlab.build import build_model, refuse_if_absurd
 from attnlab.config import ModelConfig
+from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import CheckpointError, ConfigError
+from attnlab.files import check_regular, read_json_object
 from attnlab.interop.families import BY_MODEL_TYPE, FAMILIES, Family
-from attnlab.interop.mapping import to_ours, to_theirs
+from attnlab.interop.mapping import expand, to_ours, to_theirs
+from attnlab.layers.positions import sinusoid_table
+from attnlab.models.base import register_saver
+from attnlab.storage import atomic_write, materialize, read_tensors
 
 SUPPORTED = ", ".join(FAMILIES)
 # ModelConfig fields that describe training, not the function a model computes: not compared on export
-_UNCOMPARED = {"name", "extra", "dropout", "attn_dropout"}
+_UNCOMPARED = {"name", "extra", "dropout", "attn_dropout", "scaled_residual_init"}
 
 
 # ---------------------------------------------------------------------------------------------- configs
@@ -121,10 +132,21 @@ def _normalise(family: Family, hf_state: dict[str, torch.Tensor]) -> dict[str, t
 
 def _expected_hf_shapes(config: ModelConfig, family: Family) -> dict[str, tuple[int, ...]]:
     """Shapes the HF tensors must have for `config`, from a model built on the meta device (no memory)."""
-    from attnlab.build import build_model
-
     meta = build_model(config, device="meta").state_dict()
     return {k: tuple(v.shape) for k, v in to_theirs(family.table(config), config, meta).items()}
+
+
+def _unread(config: ModelConfig, family: Family, state: dict[str, torch.Tensor]) -> list[str]:
+    """Checkpoint tensors the family's table does not read. A tensor equal to one the table reads (a tied
+    matrix saved under each of its names, as transformers' state_dict() does) and the tensors the family
+    declares safe to skip are not counted: anything else would be silently dropped, so it is refused."""
+    read = {name for _, names, _ in expand(family.table(config), config) for name in names}
+    skip = re.compile("|".join(f"(?:{pattern})" for pattern in family.unmapped(config)) or "(?!)")
+    by_shape: dict[tuple, list[torch.Tensor]] = {}
+    for name in read & set(state):
+        by_shape.setdefault(tuple(state[name].shape), []).append(state[name])
+    return sorted(n for n, t in state.items() if n not in read and not skip.fullmatch(n) and not any(
+        t is r or (t.dtype == r.dtype and torch.equal(t, r)) for r in by_shape.get(tuple(t.shape), ())))
 
 
 def from_hf_state(config: ModelConfig, hf_state: dict[str, torch.Tensor], source: str = "checkpoint"
@@ -144,6 +166,11 @@ def from_hf_state(config: ModelConfig, hf_state: dict[str, torch.Tensor], source
         if missing:
             parts.append(f"missing tensors: {missing[:8]}{' ...' if len(missing) > 8 else ''}")
         raise CheckpointError(f"{source} does not fit its {family.name} config: " + "; ".join(parts))
+    unread = _unread(config, family, state)
+    if unread:
+        raise CheckpointError(f"{source} holds tensors the {family.name} mapping does not read: {unread[:4]}"
+                              f"{' ...' if len(unread) > 4 else ''} ({len(unread)} in all); attnlab would ignore "
+                              "them and compute something else than the checkpoint's model, so it refuses")
     if family.name == "marian":
         _check_sinusoids(config, state, source)
     ours, _ = to_ours(family.table(config), config, state)
@@ -152,8 +179,6 @@ def from_hf_state(config: ModelConfig, hf_state: dict[str, torch.Tensor], source
 
 def _check_sinusoids(config: ModelConfig, state: dict[str, torch.Tensor], source: str) -> None:
     """Marian stores its fixed position table; attnlab recomputes it, so make sure they are the same numbers."""
-    from attnlab.layers.positions import sinusoid_table
-
     for stack in ("encoder", "decoder"):
         stored = state.get(f"model.{stack}.embed_positions.weight")
         if stored is None:
@@ -175,9 +200,9 @@ def to_hf_state(model_or_config, state: dict[str, torch.Tensor] | None = None) -
         config, state = model_or_config.config, model_or_config.state_dict()
     family = choose_family(config)
     out = to_theirs(family.table(config), config, state)
+    if config.topology == "encoder-decoder" and not config.shared_embeddings and "model.shared.weight" not in out:
+        out["model.shared.weight"] = state["tokens.weight"]  # unread by HF's untied forward, but expected there
     if family.name == "marian":  # HF stores Marian's fixed sinusoids as a (frozen) weight; write them out
-        from attnlab.layers.positions import sinusoid_table
-
         table = sinusoid_table(config.max_len, config.d_model, "halves")
         for stack in ("encoder", "decoder"):
             out[f"model.{stack}.embed_positions.weight"] = table.clone()
@@ -186,12 +211,7 @@ def to_hf_state(model_or_config, state: dict[str, torch.Tensor] | None = None) -
 
 # ------------------------------------------------------------------------------------------------ models
 def _build(config: ModelConfig, ours: dict[str, torch.Tensor], source, device=None):
-    from attnlab.build import build_model
-    from attnlab.checkpoint import load_state
-
-    model = build_model(config, device=device)
-    load_state(model, ours, source)
-    return model.eval()
+    return materialize(config, ours, source, device)  # meta build, no random init
 
 
 def from_hf_model(hf_model, device=None):
@@ -204,61 +224,69 @@ def from_hf_model(hf_model, device=None):
     return _build(config, ours, type(hf_model).__name__, device)
 
 
-def _refine(config: ModelConfig, family: Family, state: dict[str, torch.Tensor]) -> ModelConfig:
-    """Optional parts whose presence only the weights reveal (a BertModel saved without its pooler)."""
-    if family.name == "bert" and config.pooler:
-        keys = _normalise(family, state)
-        if "bert.pooler.dense.weight" not in keys:
-            return config.replace(pooler=False)
+def _refine(config: ModelConfig, family: Family, state: dict) -> ModelConfig:
+    """Optional parts whose presence only the weights reveal (a BertModel saved without its pooler; an untied
+    BART/Marian written by transformers 4, whose stacks still read model.shared)."""
+    keys = _normalise(family, state)
+    if family.name == "bert" and config.pooler and "bert.pooler.dense.weight" not in keys:
+        return config.replace(pooler=False)
+    if family.name in ("bart", "marian") and not config.shared_embeddings \
+            and "model.encoder.embed_tokens.weight" not in keys and "model.decoder.embed_tokens.weight" not in keys:
+        return config.replace(shared_embeddings=True)
     return config
+
+
+def _index_shards(index: Path, directory: Path) -> list[str]:
+    """The shard files a model.safetensors.index.json names, checked to be plain names beside the index."""
+    data = read_json_object(index, what="safetensors index")
+    weight_map = data.get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise CheckpointError(f"{index}: 'weight_map' must be a non-empty JSON object (tensor name -> shard file), "
+                              f"got {type(weight_map).__name__}")
+    shards = sorted({s for s in weight_map.values() if isinstance(s, str)})
+    outside = [s for s in weight_map.values() if not isinstance(s, str) or Path(s).name != s or s in ("", ".", "..")]
+    if outside:  # a shard must be a file beside the index, never a path out of the checkpoint
+        raise CheckpointError(f"{index} names shards outside {directory}: {outside[:4]}; only plain file "
+                              "names in the same directory are allowed")
+    return shards
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split("\n")[0].split())[:300]
 
 
 def read_hf_tensors(directory: Path) -> dict[str, torch.Tensor]:
     """model.safetensors, sharded model.safetensors.index.json, or pytorch_model.bin (weights only)."""
-    from pickle import UnpicklingError
-
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
     single, index, pickle = (directory / "model.safetensors", directory / "model.safetensors.index.json",
                              directory / "pytorch_model.bin")
-    try:
-        if single.is_file():
-            return load_file(single)
-        if index.is_file():
-            shards = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-            outside = [s for s in shards if not isinstance(s, str) or Path(s).name != s or s in ("", ".", "..")]
-            if outside:  # a shard must be a file beside the index, never a path out of the checkpoint
-                raise CheckpointError(f"{index} names shards outside {directory}: {outside[:4]}; only plain file "
-                                      "names in the same directory are allowed")
-            tensors: dict[str, torch.Tensor] = {}
-            for shard in shards:
-                tensors.update(load_file(directory / shard))
-            return tensors
-        if pickle.is_file():
+    if os.path.lexists(single):
+        return read_tensors(single)
+    if os.path.lexists(index):
+        tensors: dict[str, torch.Tensor] = {}
+        for shard in _index_shards(index, directory):
+            tensors.update(read_tensors(directory / shard))
+        return tensors
+    if os.path.lexists(pickle):
+        check_regular(pickle, "weights file")
+        try:
             return torch.load(pickle, map_location="cpu", weights_only=True)
-    except (SafetensorError, OSError, ValueError, KeyError, RuntimeError, json.JSONDecodeError, EOFError,
-            UnpicklingError) as exc:  # UnpicklingError: weights_only refused a global (code) in the .bin
-        raise CheckpointError(f"{directory}: the weights file cannot be read ({type(exc).__name__}: {exc})") from None
+        except UnpicklingError as exc:  # weights_only refused a global: the file would run code
+            raise CheckpointError(f"{pickle} is refused: it holds pickled code, not only tensors "
+                                  f"({_one_line(exc)}); convert it to model.safetensors") from None
+        except (OSError, ValueError, KeyError, RuntimeError, EOFError, SafetensorError) as exc:
+            raise CheckpointError(f"{pickle} cannot be read ({type(exc).__name__}: {_one_line(exc)})") from None
     raise CheckpointError(f"{directory} has no weights: expected model.safetensors, model.safetensors.index.json "
                           "or pytorch_model.bin beside config.json")
 
 
 def load_hf(path, device=None):
     """(model, tokenizer) from a local Hugging Face checkpoint directory; tokenizer is None when none is saved."""
-    from attnlab.build import refuse_if_absurd
-    from attnlab.data.tokenizers import load_tokenizer
-
     directory = Path(path)
     config_path = directory / "config.json"
-    if not config_path.is_file():
-        raise CheckpointError(f"{directory} has no config.json")
+    hf_config = read_json_object(config_path, what="Hugging Face config")
     try:
-        hf_config = json.loads(config_path.read_text())
         family = family_of(hf_config)
         config = config_from_hf(hf_config)
-    except json.JSONDecodeError as exc:
-        raise CheckpointError(f"{config_path} is not valid JSON: {exc}") from None
     except ConfigError as exc:
         raise CheckpointError(f"{config_path}: {exc}") from None
     except (TypeError, AttributeError, KeyError, IndexError, ZeroDivisionError, OverflowError,
@@ -277,10 +305,6 @@ def load_hf(path, device=None):
 
 def save_hf(model, directory, tokenizer=None) -> Path:
     """Write config.json + model.safetensors in the HF layout of the model's family (+ tokenizer files)."""
-    from safetensors.torch import save_file
-
-    from attnlab.checkpoint import atomic_write
-
     directory = Path(directory)
     hf_config = hf_config_from(model.config)
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in to_hf_state(model).items()}
@@ -291,3 +315,6 @@ def save_hf(model, directory, tokenizer=None) -> Path:
     if tokenizer is not None:
         tokenizer.save(directory)
     return directory
+
+
+register_saver("hf", lambda model, directory, tokenizer: save_hf(model, directory, tokenizer=tokenizer))

@@ -35,7 +35,12 @@ class SinusoidalPositions(nn.Module):
 
     def __init__(self, max_len: int, d_model: int, layout: str = "interleaved"):
         super().__init__()
+        self.layout = layout
         self.register_buffer("table", sinusoid_table(max_len, d_model, layout), persistent=False)
+
+    def reset_buffers(self) -> None:
+        """Recompute the fixed table (a model built on the meta device and then allocated has none yet)."""
+        self.table.copy_(sinusoid_table(*self.table.shape, self.layout))
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
         return self.table[position_ids]  # (batch, seq, d_model)
@@ -61,8 +66,15 @@ class Rotary(nn.Module):
 
     def __init__(self, d_head: int, theta: float = 10000.0):
         super().__init__()
-        inv_freq = 1.0 / (theta ** (torch.arange(0, d_head, 2, dtype=torch.int64).float() / d_head))
-        self.register_buffer("inv_freq", inv_freq, persistent=False)
+        self.d_head, self.theta = d_head, theta
+        self.register_buffer("inv_freq", self._inv_freq(), persistent=False)
+
+    def _inv_freq(self) -> torch.Tensor:
+        return 1.0 / (self.theta ** (torch.arange(0, self.d_head, 2, dtype=torch.int64).float() / self.d_head))
+
+    def reset_buffers(self) -> None:
+        """Recompute the frequencies (a model built on the meta device and then allocated has none yet)."""
+        self.inv_freq.copy_(self._inv_freq())
 
     def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # position_ids: (batch, seq) -> cos, sin: (batch, 1, seq, d_head)
@@ -99,6 +111,10 @@ class ALiBi(nn.Module):
     def __init__(self, n_heads: int):
         super().__init__()
         self.register_buffer("slopes", alibi_slopes(n_heads), persistent=False)
+
+    def reset_buffers(self) -> None:
+        """Recompute the slopes (a model built on the meta device and then allocated has none yet)."""
+        self.slopes.copy_(alibi_slopes(len(self.slopes)))
 
     def forward(self, q_pos: torch.Tensor, k_pos: torch.Tensor) -> torch.Tensor:
         distance = (q_pos[:, None] - k_pos[None, :]).abs().float()  # (q, k)

@@ -1,32 +1,62 @@
 """Dual encoder (CLIP): two towers map two kinds of input into one joint space where matching pairs are close.
 
-Each tower is any attnlab Encoder or VisionTransformer; its pooled vector (the [CLS] output, or the mean of
-the real tokens) is projected to `embed_dim` and L2-normalised. Similarity logits are cosine similarities
-times a learnable temperature exp(logit_scale), as in CLIP's contrastive (InfoNCE) objective.
+Each tower is an attnlab Encoder or VisionTransformer built from its own ModelConfig (DualEncoderConfig.tower_a,
+.tower_b); its pooled vector (the [CLS] output, or the mean of the real tokens) is projected to `embed_dim` and
+L2-normalised. Similarity logits are cosine similarities times a learnable temperature exp(logit_scale), as in
+CLIP's contrastive (InfoNCE) objective.
 """
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from attnlab.config import DualEncoderConfig
+from attnlab.errors import ConfigError
 from attnlab.models.base import TransformerModel
+from attnlab.models.encoder import Encoder
 from attnlab.models.heads import mean_pool
+from attnlab.models.vit import VisionTransformer
+
+TOWERS = {"encoder": Encoder, "vit": VisionTransformer}
 
 
 class DualEncoder(TransformerModel):
-    def __init__(self, tower_a: nn.Module, tower_b: nn.Module, embed_dim: int = 64, pool: str = "cls"):
+    def __init__(self, config: DualEncoderConfig, *, towers: tuple[nn.Module, nn.Module] | None = None):
+        """Build both towers from `config` (or adopt `towers`, already built from config.tower_a and .tower_b)."""
         super().__init__()
-        if pool not in ("cls", "mean"):
-            raise ValueError(f"pool={pool!r}: allowed 'cls' or 'mean'")
-        self.tower_a, self.tower_b, self.pool = tower_a, tower_b, pool
-        self.config = tower_a.config
-        self.proj_a = nn.Linear(tower_a.config.d_model, embed_dim, bias=False)
-        self.proj_b = nn.Linear(tower_b.config.d_model, embed_dim, bias=False)
-        self.logit_scale = nn.Parameter(torch.tensor(math.log(1 / 0.07)))  # CLIP's initial temperature 0.07
+        if not isinstance(config, DualEncoderConfig):
+            raise ConfigError(f"DualEncoder needs a DualEncoderConfig, got {type(config).__name__}; "
+                              "DualEncoder.from_towers(a, b) wraps two models already built")
+        self.config = config
+        if towers is None:  # tower_a, tower_b, then the projections: the order the random init draws in
+            towers = (TOWERS[config.tower_a.topology](config.tower_a), TOWERS[config.tower_b.topology](config.tower_b))
+        self.tower_a, self.tower_b = towers
+        self.pool = config.pool
+        self.proj_a = nn.Linear(config.tower_a.d_model, config.embed_dim, bias=False)
+        self.proj_b = nn.Linear(config.tower_b.d_model, config.embed_dim, bias=False)
+        self.logit_scale = nn.Parameter(torch.tensor(float(config.logit_scale_init)))
+
+    @classmethod
+    def from_towers(cls, tower_a: nn.Module, tower_b: nn.Module, embed_dim: int = 64, pool: str = "cls",
+                    **fields) -> DualEncoder:
+        """Wrap two encoders/ViTs already built (their weights are kept); the config is read off them."""
+        configs = [getattr(t, "config", None) for t in (tower_a, tower_b)]
+        if any(type(t) not in TOWERS.values() for t in (tower_a, tower_b)):
+            raise ConfigError(f"towers must be attnlab Encoder or VisionTransformer models, got "
+                              f"{type(tower_a).__name__} and {type(tower_b).__name__}")
+        config = DualEncoderConfig(configs[0], configs[1], embed_dim=embed_dim, pool=pool, **fields)
+        return cls(config, towers=(tower_a, tower_b))
+
+    def init_weights(self) -> None:
+        """Each tower as its own model does, the projections as nn.Linear does, the temperature from the config."""
+        self.tower_a.init_weights()
+        self.tower_b.init_weights()
+        self.proj_a.reset_parameters()
+        self.proj_b.reset_parameters()
+        with torch.no_grad():
+            self.logit_scale.fill_(float(self.config.logit_scale_init))
 
     def _embed(self, tower, proj, inputs, attention_mask=None) -> torch.Tensor:
         if attention_mask is not None:

@@ -18,7 +18,9 @@ class EncoderDecoder(TransformerModel):
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config
-        self.tokens = nn.Embedding(config.vocab_size, config.d_model)  # shared by source and target
+        self.tokens = nn.Embedding(config.vocab_size, config.d_model)  # target tokens (and source ones if shared)
+        # untied BART/Marian (config.shared_embeddings=False): the encoder reads its own matrix
+        self.source_tokens = None if config.shared_embeddings else nn.Embedding(config.vocab_size, config.d_model)
         self.encoder = Stack(config, n_layers=config.n_layers, causal=False)
         self.decoder = Stack(config, n_layers=config.decoder_layers, causal=True, cross=True)
         self.lm_head = LMHead(config)
@@ -29,7 +31,8 @@ class EncoderDecoder(TransformerModel):
     def encode(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
         """(batch, src_seq) -> (batch, src_seq, d_model): run once per source, held fixed while decoding."""
         self.check_ids(input_ids)
-        return self.encoder.run(self.tokens(input_ids), attention_mask=attention_mask)
+        embed = self.tokens if self.source_tokens is None else self.source_tokens
+        return self.encoder.run(embed(input_ids), attention_mask=attention_mask)
 
     def decode(
         self,

@@ -25,10 +25,19 @@ import numpy as np
 import torch
 from safetensors import SafetensorError
 
-from attnlab.checkpoint import CONFIG_NAME, WEIGHTS_NAME, atomic_write, load_state, read_tensors, save_model
 from attnlab.errors import CheckpointError
+from attnlab.storage import (
+    LATEST,
+    WEIGHTS_NAME,
+    atomic_write,
+    config_differences,
+    latest_step,
+    load_state,
+    read_config,
+    read_tensors,
+    save_model,
+)
 
-LATEST = "latest"
 STATE_NAME = "training_state.pt"
 SETTINGS_NAME = "settings.json"
 
@@ -151,30 +160,14 @@ def _prune(out: Path, keep: int, current: str) -> None:
 def latest_checkpoint(out: str | Path) -> Path | None:
     """The directory `out/latest` names, or None when the run has never saved. A `latest` that points at a
     missing directory is an error (something deleted it), not a fresh start."""
-    out = Path(out)
-    pointer = out / LATEST
-    if not pointer.is_file():
-        return None
-    name = pointer.read_text().strip()
-    path = out / name
-    if not name.startswith("step-") or not path.is_dir():
-        raise CheckpointError(f"{pointer} names {name!r}, which is not a step directory in {out}")
-    return path
+    return latest_step(out)
 
 
 def check_compatible(path: Path, model) -> None:
     """Refuse a checkpoint whose config.json differs from the model being trained, naming the fields."""
-    config_path = path / CONFIG_NAME
-    if not config_path.is_file():
-        raise CheckpointError(f"{config_path} is missing: the checkpoint is incomplete")
-    try:
-        saved = json.loads(config_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"{config_path} is corrupted (not valid JSON: {exc})") from None
-    ours = model.config.to_dict()
-    differ = sorted(k for k in set(saved) | set(ours) if k not in ("name", "extra") and saved.get(k) != ours.get(k))
+    differ = config_differences(read_config(path), model.config)
     if differ:
-        detail = ", ".join(f"{k}: checkpoint {saved.get(k)!r} vs now {ours.get(k)!r}" for k in differ[:8])
+        detail = ", ".join(differ[:8])
         raise CheckpointError(f"{path} was trained with an incompatible model config ({detail}); "
                               "resume with the same settings or start a new --out directory")
 

@@ -24,8 +24,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from attnlab.checkpoint import atomic_write
 from attnlab.errors import AttnlabError, ConfigError
+from attnlab.storage import atomic_write
 from attnlab.training import distributed as dist_utils
 from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from attnlab.training.optim import build_optimizer, build_scheduler

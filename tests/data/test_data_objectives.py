@@ -176,7 +176,7 @@ def test_info_nce_on_a_dual_encoder_reaches_its_temperature():
     small = dict(d_model=32, n_heads=2, d_ff=64, n_layers=1)
     vit = build_model(ModelConfig(topology="vit", image_size=8, patch_size=4, n_channels=1, head="none", **small))
     text = build_model(ModelConfig(topology="encoder", vocab_size=tok.vocab_size, max_len=16, head="none", **small))
-    model = DualEncoder(vit, text, embed_dim=16)
+    model = DualEncoder.from_towers(vit, text, embed_dim=16)
     with torch.no_grad():
         model.logit_scale.fill_(1.0)
     loss = info_nce(model(images, ids, mask_b=mask))

@@ -13,6 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -350,3 +351,174 @@ def test_gguf_metadata_of_any_size(tmp_path, key):
             continue
         assert key == b"llama.context_length" and value > 0 and model.config.max_len == value
         tally("GGUF header sizes", "loaded")
+
+
+# ------------------------------------------------------------------------ files that are not what they claim
+DEEP = "[" * 100_000 + "]" * 100_000  # nested past the JSON parser's recursion limit
+
+
+@pytest.mark.parametrize("name", ["config.json", "attnlab_tokenizer.json", "tokenizer.json"])
+def test_deeply_nested_json_is_a_checkpoint_error(checkpoint, name):
+    from attnlab.data.tokenizers import char_tokenizer
+
+    char_tokenizer("abc").save(checkpoint)
+    (checkpoint / name).write_text(DEEP)
+    with pytest.raises(CheckpointError) as info:
+        attnlab.load(checkpoint)
+    assert str(checkpoint / name) in str(info.value)
+
+
+def test_deeply_nested_hf_config_is_a_checkpoint_error(tmp_path):
+    directory = _hf_dir(tmp_path)
+    (directory / "config.json").write_text('{"model_type": "bert", "x": ' + DEEP + "}")
+    with pytest.raises(CheckpointError, match="too deeply"):
+        attnlab.load(directory)
+
+
+@pytest.mark.parametrize("index, says", [([1, 2], "must hold a JSON object"), ({"weight_map": ["a"]}, "weight_map"),
+                                         ({"weight_map": "model.safetensors"}, "weight_map"),
+                                         ({"weight_map": {}}, "weight_map"), ({"metadata": {}}, "weight_map")])
+def test_malformed_sharded_index_is_a_checkpoint_error(tmp_path, index, says):
+    directory = _hf_dir(tmp_path)
+    (directory / "model.safetensors").unlink()
+    (directory / "model.safetensors.index.json").write_text(json.dumps(index))
+    with pytest.raises(CheckpointError, match=says) as info:
+        attnlab.load(directory)
+    assert "model.safetensors.index.json" in str(info.value)
+
+
+@pytest.mark.parametrize("where", ["checkpoint", "config.json", "model.safetensors", "tokenizer.json"])
+def test_symlink_loops_are_a_checkpoint_error(tmp_path, checkpoint, where):
+    from attnlab.data.tokenizers import char_tokenizer
+
+    char_tokenizer("abc").save(checkpoint)
+    if where == "checkpoint":
+        target = tmp_path / "loop"
+        os.symlink(tmp_path / "loop2", target)
+        os.symlink(target, tmp_path / "loop2")
+    else:
+        target = checkpoint
+        (checkpoint / where).unlink()
+        os.symlink(checkpoint / f"{where}.2", checkpoint / where)
+        os.symlink(checkpoint / where, checkpoint / f"{where}.2")
+    with pytest.raises(CheckpointError, match="symbolic links|cannot be opened"):
+        attnlab.load(target)
+
+
+_LOAD = textwrap.dedent("""
+    import sys
+    import attnlab
+    try:
+        attnlab.load(sys.argv[1])
+    except attnlab.CheckpointError as exc:
+        print("refused:", exc)
+""")
+
+
+@pytest.mark.parametrize("name", ["config.json", "model.safetensors", "tokenizer.json", "attnlab_tokenizer.json"])
+def test_a_fifo_in_a_checkpoint_is_refused_without_blocking(checkpoint, name):
+    """Opening a FIFO for reading waits for a writer forever; it is refused from its file type instead."""
+    from attnlab.data.tokenizers import char_tokenizer
+
+    char_tokenizer("abc").save(checkpoint)
+    (checkpoint / name).unlink()
+    os.mkfifo(checkpoint / name)
+    out = subprocess.run([sys.executable, "-c", _LOAD, str(checkpoint)], capture_output=True, text=True, timeout=100)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "refused:" in out.stdout and "FIFO" in out.stdout and name in out.stdout
+
+
+def test_the_explorer_registry_does_not_block_on_a_fifo_or_crash_on_a_loop(tmp_path, checkpoint):
+    from attnlab.explorer.registry import build_registry
+
+    (checkpoint / "config.json").unlink()
+    os.mkfifo(checkpoint / "config.json")
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    code = ("import sys; from attnlab.explorer.registry import build_registry; "
+            "r = build_registry(sys.argv[1:], shipped=False, pretrained=False); print(len(r.entries))")
+    out = subprocess.run([sys.executable, "-c", code, str(checkpoint), str(tmp_path / "a")], capture_output=True,
+                         text=True, timeout=100)
+    assert out.returncode == 0 and out.stdout.strip() == "3", out.stderr[-2000:]
+    assert build_registry  # imported in-process too: the module itself is importable
+
+
+@pytest.mark.parametrize("name", ["config.json", "attnlab_tokenizer.json"])
+def test_oversized_json_is_refused_before_reading(checkpoint, name):
+    from attnlab.files import MAX_JSON_BYTES
+
+    with open(checkpoint / name, "wb") as f:
+        f.truncate(MAX_JSON_BYTES + 1)  # sparse: no disk used, and nothing is read
+    with pytest.raises(CheckpointError, match="at most") as info:
+        attnlab.load(checkpoint)
+    assert name in str(info.value)
+
+
+def test_pickle_refusal_is_one_line(tmp_path):
+    directory = _hf_dir(tmp_path)
+    (directory / "model.safetensors").unlink()
+    payload = {"bert.embeddings.word_embeddings.weight": _Payload(tmp_path / "pwned")}
+    torch.save(payload, directory / "pytorch_model.bin")
+    with pytest.raises(CheckpointError) as info:
+        attnlab.load(directory)
+    assert "\n" not in str(info.value) and "pickled code" in str(info.value)
+    assert not (tmp_path / "pwned").exists()
+
+
+# ------------------------------------------------------------------- a config much larger than its weights file
+_PEAK_RSS = textwrap.dedent("""
+    import json, resource, sys
+    import attnlab
+    try:
+        attnlab.load(sys.argv[1])
+        outcome = "loaded"
+    except attnlab.AttnlabError as exc:
+        outcome = type(exc).__name__ + ": " + str(exc)
+    print(json.dumps({"outcome": outcome, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+""")
+
+
+def _peak_of_load(path: Path) -> dict:
+    out = subprocess.run([sys.executable, "-c", _PEAK_RSS, str(path)], capture_output=True, text=True, timeout=100)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_3_gb_config_beside_a_small_file_is_refused_within_the_files_size(checkpoint):
+    """d_model 2048 and 14 layers (a 2.8 GB model) beside a 60 KB file: the shapes are checked against the
+    safetensors header on the meta device; the process never grows past ~what importing torch costs."""
+    path = checkpoint / "config.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "d_model": 2048, "n_heads": 16, "d_ff": 8192,
+                                "n_layers": 14, "max_len": 1024}))
+    result = _peak_of_load(checkpoint)
+    assert result["outcome"].startswith("CheckpointError") and "does not match its config" in result["outcome"]
+    assert result["peak"] < 500 * 2**20, result
+
+
+def test_a_gguf_whose_metadata_claims_a_3_gb_model_is_refused_before_dequantizing(tmp_path):
+    from gguf import GGUFReader, GGUFWriter
+
+    from attnlab.interop.gguf import save_gguf
+
+    torch.manual_seed(0)
+    plain = tmp_path / "plain.gguf"
+    save_gguf(build_model(attnlab.presets["tiny-llama"].replace(n_layers=1)), plain)
+    reader = GGUFReader(str(plain))
+    path = tmp_path / "claims-more.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    claims = {"llama.embedding_length": 2048, "llama.block_count": 14, "llama.feed_forward_length": 8192,
+              "llama.attention.head_count": 16, "llama.attention.head_count_kv": 16, "llama.attention.key_length": 128,
+              "llama.attention.value_length": 128, "llama.rope.dimension_count": 128}
+    for key, field in reader.fields.items():
+        if key.startswith("llama."):
+            value = claims.get(key, field.contents())
+            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
+    for t in reader.tensors:
+        writer.add_tensor(t.name, np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape))))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    result = _peak_of_load(path)
+    assert result["outcome"].startswith("CheckpointError"), result
+    assert "lacks tensors" in result["outcome"] or "disagree" in result["outcome"]
+    assert result["peak"] < 500 * 2**20, result

@@ -272,7 +272,7 @@ def test_data_that_is_not_a_bounded_regular_file_is_refused_without_reading_it(t
 def test_a_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, corpus, monkeypatch):
     import errno
 
-    from attnlab import checkpoint
+    from attnlab import storage as checkpoint
     from attnlab.errors import CheckpointError
     from attnlab.training.checkpoint import latest_checkpoint
 

@@ -12,14 +12,11 @@ from pathlib import Path
 import torch
 
 from attnlab.build import build_model
-from attnlab.checkpoint import WEIGHTS_NAME, load_state, read_config, read_tensors
-from attnlab.config import ModelConfig
+from attnlab.config import DualEncoderConfig, ModelConfig
 from attnlab.data import tokenizers
 from attnlab.data.images import shift_images, split_images
 from attnlab.data.pairs import digit_words
-from attnlab.data.tokenizers import load_tokenizer
-from attnlab.errors import ConfigError
-from attnlab.models import DualEncoder
+from attnlab.loading import load
 from attnlab.objectives import info_nce
 from attnlab.training.recipes.base import Recipe
 from attnlab.training.recipes.vision import VIT_PARAMS, vit_config
@@ -27,23 +24,13 @@ from attnlab.training.trainer import Task
 
 
 def build_dual_encoder(vit: ModelConfig, text: ModelConfig, embed_dim: int):
-    """The one place clip-mnist's model is built (a DualEncoder of a ViT and a text encoder)."""
-    # tower_a's config carries everything needed to rebuild the pair (see load_dual_encoder)
-    vit = vit.replace(extra={**vit.extra, "dual_encoder": {"text_config": text.to_dict(), "embed_dim": embed_dim,
-                                                           "pool": "cls"}})
-    return DualEncoder(build_model(vit), build_model(text), embed_dim=embed_dim, pool="cls")
+    """The one place clip-mnist's model is built: a DualEncoderConfig of a ViT and a text encoder."""
+    return build_model(DualEncoderConfig(vit, text, embed_dim=embed_dim, pool="cls", name=vit.name))
 
 
 def load_dual_encoder(directory: str | Path):
-    """Rebuild a DualEncoder saved by clip-mnist (config.json holds the ViT tower and, in extra, the text tower)."""
-    directory = Path(directory)
-    vit = read_config(directory)
-    spec = vit.extra.get("dual_encoder")
-    if not spec:
-        raise ConfigError(f"{directory / 'config.json'} describes no dual encoder (extra.dual_encoder missing)")
-    model = build_dual_encoder(vit, ModelConfig.from_dict(spec["text_config"]), spec["embed_dim"])
-    load_state(model, read_tensors(directory / WEIGHTS_NAME), directory / WEIGHTS_NAME)
-    return model.eval(), load_tokenizer(directory)
+    """(DualEncoder, tokenizer) saved by clip-mnist: attnlab.load reads dual encoders like any model."""
+    return load(directory)
 
 
 class ClipMnistTask(Task):

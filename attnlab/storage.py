@@ -1,0 +1,259 @@
+"""attnlab's own checkpoint format: a directory with config.json and model.safetensors (+ tokenizer files).
+
+safetensors holds only tensors (no code runs on load); tied matrices are stored once. Loading never trusts the
+config.json: the model is built on the meta device (shapes only, no memory), every name and shape is checked
+against the safetensors header, and only then is memory allocated, uninitialised, and filled tensor by tensor
+from the file. A 1 KB config claiming a 3 GB model next to a 1 MB file is refused without allocating.
+
+This module also holds what the other storage and training code share: the one config.json reader
+(`read_config`), writing through a temporary file (`atomic_write`), and finding a training run's newest step.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_model as _save_safetensors
+
+from attnlab.build import allocate_empty, build_model, refuse_if_absurd
+from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig, config_from_dict
+from attnlab.errors import CheckpointError, ConfigError
+from attnlab.files import check_regular, is_regular, read_json_object, read_text
+from attnlab.models.base import register_saver
+
+CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
+LATEST = "latest"  # in a training run directory: one line naming the newest complete step directory
+STEP_PREFIX = "step-"
+_FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+
+
+# ------------------------------------------------------------------------------------------------ writing
+def _umask() -> int:
+    """The process umask, read without changing it (os.umask can only be read by setting it, which races)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, write) -> None:
+    """Write through a temporary file in the same directory, then rename: a crash leaves the old file whole.
+
+    The file ends with the mode an ordinary open() would give it (0666 less the umask), not mkstemp's 0600."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def save_model(model, directory: str | Path, tokenizer=None) -> Path:
+    """config.json + model.safetensors (+ the tokenizer's files) of an attnlab model, each written atomically."""
+    directory = Path(directory)
+    if not isinstance(getattr(model, "config", None), (ModelConfig, DualEncoderConfig)):
+        raise CheckpointError("only attnlab models (with a ModelConfig or DualEncoderConfig) can be saved this way")
+    directory.mkdir(parents=True, exist_ok=True)
+    atomic_write(directory / WEIGHTS_NAME, lambda tmp: _save_safetensors(model, tmp))
+    atomic_write(directory / CONFIG_NAME, lambda tmp: Path(tmp).write_text(model.config.to_json() + "\n"))
+    if tokenizer is not None:
+        tokenizer.save(directory)
+    return directory
+
+
+register_saver("attnlab", save_model)
+
+
+# ------------------------------------------------------------------------------------------------ config
+def read_config(directory: str | Path) -> AnyConfig:
+    """THE reader of an attnlab config.json (checkpoint loading, training resume, attnlab.load all call it):
+    bounded, never blocking, every fault a CheckpointError naming the file."""
+    path = Path(directory) / CONFIG_NAME
+    if not os.path.lexists(path):
+        raise CheckpointError(f"{path} is missing: an attnlab checkpoint needs {CONFIG_NAME} and {WEIGHTS_NAME}")
+    data = read_json_object(path, what="model config")
+    try:
+        return config_from_dict(_upgrade(data))
+    except ConfigError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+
+
+def _upgrade(data: dict) -> dict:
+    """Dual encoders saved before DualEncoderConfig existed (clip-mnist runs of attnlab <= 0.1): the image
+    tower's config carried the text tower in extra["dual_encoder"]. Rewritten to today's layout."""
+    extra = data.get("extra")
+    spec = extra.get("dual_encoder") if isinstance(extra, dict) else None
+    if spec is None or data.get("topology") == "dual-encoder":
+        return data
+    if not isinstance(spec, dict) or not isinstance(spec.get("text_config"), dict):
+        raise ConfigError("extra['dual_encoder'] must hold a 'text_config' object (an older dual-encoder layout)")
+    tower_a = {**data, "extra": {k: v for k, v in extra.items() if k != "dual_encoder"}}
+    return {"topology": "dual-encoder", "tower_a": tower_a, "tower_b": spec["text_config"],
+            "embed_dim": spec.get("embed_dim", 64), "pool": spec.get("pool", "cls"), "name": data.get("name", "")}
+
+
+def config_differences(saved: AnyConfig, ours: AnyConfig) -> list[str]:
+    """Fields that differ between two configs ("field: checkpoint a vs now b"), name and extra (free-form
+    notes) aside; a dual encoder's towers are compared field by field."""
+    a, b = saved.to_dict(), ours.to_dict()
+    ignore = {"name", "extra"}
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if key in ignore:
+            continue
+        if isinstance(a.get(key), dict) and isinstance(b.get(key), dict) and key.startswith("tower_"):
+            sub = config_differences(ModelConfig.from_dict(a[key]), ModelConfig.from_dict(b[key]))
+            out += [f"{key}.{d}" for d in sub]
+        elif a.get(key) != b.get(key):
+            out.append(f"{key}: checkpoint {a.get(key)!r} vs now {b.get(key)!r}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------------ tensors
+def read_header(path: str | Path) -> dict[str, tuple[tuple[int, ...], str]]:
+    """name -> (shape, dtype) from a safetensors header, without reading any tensor."""
+    path = Path(path)
+    check_regular(path, "safetensors file")
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return {name: (tuple(f.get_slice(name).get_shape()), f.get_slice(name).get_dtype()) for name in f.keys()}
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{path} cannot be read: truncated or not a safetensors file ({exc})") from None
+
+
+def read_tensors(path: str | Path) -> dict[str, torch.Tensor]:
+    """Every tensor of a safetensors file (checked to be a regular, readable file first)."""
+    path = Path(path)
+    read_header(path)
+    try:
+        with safe_open(str(path), framework="pt") as f:
+            return {name: f.get_tensor(name) for name in f.keys()}
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{path} is truncated or corrupted ({exc})") from None
+
+
+def _tied_aliases(model) -> dict[str, list[str]]:
+    by_id: dict[int, list[str]] = {}
+    for name, tensor in model.state_dict(keep_vars=True).items():
+        by_id.setdefault(id(tensor), []).append(name)
+    return {n: [m for m in names if m != n] for names in by_id.values() for n in names}
+
+
+def check_shapes(model, shapes: dict[str, tuple[int, ...]], source, dtypes: dict[str, str] | None = None) -> None:
+    """Refuse, by name, tensors the model lacks, the file lacks (a tied matrix may be stored under either of
+    its names) or whose shapes differ. `model` may live on the meta device: nothing is read or allocated."""
+    expected = model.state_dict(keep_vars=True)
+    tied = _tied_aliases(model)
+    missing = [n for n in expected if n not in shapes and not any(a in shapes for a in tied.get(n, ()))]
+    unexpected = [n for n in shapes if n not in expected]
+    wrong = [f"{n}: file {tuple(s)} vs model {tuple(expected[n].shape)}"
+             for n, s in shapes.items() if n in expected and tuple(s) != tuple(expected[n].shape)]
+    wrong += [f"{n}: file dtype {dtypes[n]}, a floating-point tensor expected" for n in shapes
+              if dtypes and n in expected and expected[n].is_floating_point() and dtypes[n] not in _FLOAT_DTYPES]
+    if missing or unexpected or wrong:
+        parts = []
+        if missing:
+            parts.append(f"missing tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
+        if unexpected:
+            parts.append(f"unexpected tensors {unexpected[:8]}{' ...' if len(unexpected) > 8 else ''}")
+        if wrong:
+            parts.append(f"shape mismatches {wrong[:8]}{' ...' if len(wrong) > 8 else ''}")
+        raise CheckpointError(f"{source} does not match its config: " + "; ".join(parts))
+
+
+def load_state(model, tensors: dict[str, torch.Tensor], source: str | Path) -> None:
+    """Copy `tensors` into `model`, refusing missing, unexpected or mis-shaped tensors by name."""
+    check_shapes(model, {n: tuple(t.shape) for n, t in tensors.items()}, source)
+    expected = model.state_dict(keep_vars=True)
+    with torch.no_grad():
+        for name, tensor in tensors.items():
+            expected[name].copy_(tensor)
+
+
+def materialize(config: AnyConfig, tensors: dict[str, torch.Tensor], source, device=None):
+    """The model `config` describes, holding exactly `tensors` (attnlab names): checked on the meta device,
+    then allocated without random initialisation and filled. Used by every loader (HF, GGUF, attnlab)."""
+    model = build_model(config, device="meta")
+    check_shapes(model, {n: tuple(t.shape) for n, t in tensors.items()}, source)
+    allocate_empty(model, device)
+    load_state(model, tensors, source)
+    return model.eval()
+
+
+def load_attnlab(directory: str | Path, device=None):
+    """An attnlab checkpoint directory -> model (eval mode). Names, shapes and dtypes are checked against the
+    safetensors header before any memory is allocated; tensors are then copied in one at a time."""
+    directory = Path(directory)
+    config = read_config(directory)
+    weights = directory / WEIGHTS_NAME
+    header = read_header(weights)  # small files first: a 3 GB config beside a 1 MB file never allocates
+    refuse_if_absurd(config, directory / CONFIG_NAME)  # ConfigError: more than the machine's memory
+    model = build_model(config, device="meta")
+    check_shapes(model, {n: s for n, (s, _) in header.items()}, weights, {n: d for n, (_, d) in header.items()})
+    allocate_empty(model, device)
+    targets = model.state_dict(keep_vars=True)
+    try:
+        with safe_open(str(weights), framework="pt") as f, torch.no_grad():
+            for name in header:
+                targets[name].copy_(f.get_tensor(name))
+    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
+        raise CheckpointError(f"{weights} is truncated or corrupted ({exc})") from None
+    return model.eval()
+
+
+# ---------------------------------------------------------------------------------------- training runs
+def is_run_directory(path: str | Path) -> bool:
+    """A training run's output folder (`latest` + step-XXXXXXXX folders) rather than a checkpoint."""
+    path = Path(path)
+    return not is_regular(path / CONFIG_NAME) and (is_regular(path / LATEST) or any(
+        p.is_dir() for p in path.glob(f"{STEP_PREFIX}*")))
+
+
+def latest_step(run: str | Path) -> Path | None:
+    """The step directory `run/latest` names, or None when the run has never saved. A `latest` that names a
+    missing directory is an error (something deleted it), not a fresh start."""
+    run = Path(run)
+    pointer = run / LATEST
+    if not os.path.lexists(pointer):
+        return None
+    if os.path.isdir(pointer):  # `latest` made a link to (or copy of) the step directory
+        return pointer
+    name = read_text(pointer, limit=4096, what="pointer to the newest step").strip()
+    path = run / name
+    if not name.startswith(STEP_PREFIX) or "/" in name or not path.is_dir():
+        raise CheckpointError(f"{pointer} names {name!r}, which is not a step directory in {run}")
+    return path
+
+
+def newest_checkpoint(path: str | Path) -> Path:
+    """A checkpoint directory from what a user may point at: the directory itself, a training run folder (its
+    newest step), or the run's `latest` pointer file."""
+    path = Path(path)
+    if path.name == LATEST and is_regular(path):
+        path = path.parent
+    if not is_run_directory(path):
+        return path
+    step = latest_step(path)
+    if step is None:
+        steps = sorted(p for p in path.glob(f"{STEP_PREFIX}*") if p.is_dir())
+        if not steps:
+            raise CheckpointError(f"{path} is a training run without any saved step")
+        step = steps[-1]
+    return step

@@ -1,0 +1,184 @@
+"""attnlab's modules import one way: config -> layers -> models -> storage -> features -> faces.
+
+Every module of attnlab/ is parsed (no import runs); every import statement counts, at the top of the file or
+inside a function. `from attnlab import x` counts as importing the submodule attnlab.x when x is one, else the
+package attnlab itself. Two properties are checked:
+- no cycle between modules (Python's implicit import of a parent package's __init__ is not counted);
+- no import reaches a higher layer than the importer's own (the table below names the layer of every module;
+  a new module must be placed in it, so the decision is made on purpose).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "attnlab"
+
+# layer of each module or package, longest dotted prefix wins; the order is the order data flows in
+LAYERS = ["base", "config", "layers", "models", "storage", "features", "faces"]
+LAYER_OF = {
+    "attnlab.errors": "base", "attnlab.files": "base",
+    "attnlab.config": "config", "attnlab.presets": "config",
+    # what layers write to while they run: the recorder and the KV cache
+    "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
+    "attnlab.models": "models", "attnlab.build": "models",
+    "attnlab.storage": "storage", "attnlab.interop": "storage", "attnlab.loading": "storage",
+    # a checkpoint carries its tokenizer: reading one is storage, training one is data (a feature) that uses it
+    "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",
+    "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
+    "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
+    "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
+    "attnlab.cost_cli": "faces", "attnlab.generation_cli": "faces", "attnlab.bench_cli": "faces",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+
+
+def is_module(name: str) -> bool:
+    return name in MODULES
+
+
+def layer(module: str) -> str | None:
+    parts = module.split(".")
+    for n in range(len(parts), 0, -1):
+        if ".".join(parts[:n]) in LAYER_OF:
+            return LAYER_OF[".".join(parts[:n])]
+    return None
+
+
+def imports_of(module: str) -> dict[str, int]:
+    """attnlab modules `module` imports -> the line of the first such import."""
+    path = MODULES[module]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: dict[str, int] = {}
+
+    def add(target: str, line: int) -> None:
+        if target.split(".")[0] != "attnlab":
+            return
+        while target not in MODULES and "." in target:  # attnlab.x.function -> attnlab.x
+            target = target.rpartition(".")[0]
+        if target != module:
+            found.setdefault(target, line)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: from . import x / from .y import z
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            for alias in node.names:
+                candidate = f"{source}.{alias.name}"
+                add(candidate if is_module(candidate) else source, node.lineno)
+    return found
+
+
+GRAPH = {m: imports_of(m) for m in MODULES}
+
+
+def strongly_connected(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Tarjan's algorithm: the groups of modules that reach each other (iterative: no recursion limit)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph[child])))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    groups.append(sorted(group))
+    return groups
+
+
+def cycle_in(group: list[str]) -> list[str]:
+    """One concrete cycle through the group's first module, for the failure message."""
+    members, start = set(group), group[0]
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        node = frontier.pop(0)
+        for child in GRAPH[node]:
+            if child == start:
+                return paths[node] + [start]
+            if child in members and child not in paths:
+                paths[child] = paths[node] + [child]
+                frontier.append(child)
+    return group
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in MODULES if layer(m) is None] == []
+
+
+def test_no_import_cycles():
+    described = []
+    for group in strongly_connected(GRAPH):
+        path = cycle_in(group)
+        steps = [f"{a} (line {GRAPH[a][b]})" for a, b in zip(path, path[1:], strict=False)]
+        described.append(" -> ".join(steps + [path[-1]]))
+    assert described == [], "import cycles:\n" + "\n".join(described)
+
+
+def test_no_upward_imports():
+    upward = [f"{m} ({layer(m)}) imports {t} ({layer(t)}) at line {line}"
+              for m, targets in GRAPH.items() for t, line in targets.items()
+              if layer(m) and layer(t) and LAYERS.index(layer(t)) > LAYERS.index(layer(m))]
+    assert upward == [], "imports reaching a higher layer:\n" + "\n".join(upward)
+
+
+def test_the_checker_sees_function_level_and_from_imports(tmp_path):
+    """The parser is not blind: the imports it must find in known files are found."""
+    assert "attnlab.models.base" in GRAPH["attnlab.models.decoder"]
+    assert "attnlab.recording" in GRAPH["attnlab.layers.attention"]  # `from attnlab import recording`
+    assert "attnlab.storage" in GRAPH["attnlab.loading"]
+    assert strongly_connected({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("module", ["attnlab.models.base", "attnlab.storage", "attnlab.loading"])
+def test_storage_and_models_stay_below_training(module):
+    assert not [t for t in GRAPH[module] if t.startswith(("attnlab.training", "attnlab.generation"))]
