@@ -193,7 +193,7 @@ def test_cost_measure_with_one_length_times_lengths_up_to_it(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------ train
 def test_train_passes_overwrite_and_resume_to_run_train(monkeypatch, capsys):
-    from attnlab.cli import train as train_cli
+    from attnlab.training import run as training_run
 
     calls = []
 
@@ -201,8 +201,7 @@ def test_train_passes_overwrite_and_resume_to_run_train(monkeypatch, capsys):
         calls.append((recipe, kwargs))
         return {"steps": 1}
 
-    monkeypatch.setattr(train_cli, "_training", lambda: (fake_run_train, lambda items: dict(
-        item.split("=", 1) for item in items)))
+    monkeypatch.setattr(training_run, "run_train", fake_run_train)
     assert main(["train", "gpt-char", "--out", "o", "--overwrite", "steps=3", "--data", "d.txt"]) == 0
     assert main(["train", "gpt-char", "--resume"]) == 0
     assert calls[0] == ("gpt-char", dict(config=None, out="o", resume=False, overrides={"steps": "3", "data": "d.txt"},

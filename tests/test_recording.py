@@ -286,7 +286,7 @@ def test_dual_encoder_records_each_tower_under_its_attribute_name():
     torch.manual_seed(0)
     image = attnlab.VisionTransformer(attnlab.presets["tiny-vit"]).eval()
     text = attnlab.Encoder(attnlab.presets["tiny-encoder"].replace(head="none")).eval()
-    dual = attnlab.DualEncoder(image, text, embed_dim=16).eval()
+    dual = attnlab.DualEncoder.from_towers(image, text, embed_dim=16).eval()
     (pixels,), (ids,) = _inputs(image.config), _inputs(text.config)
     got = attnlab.record(dual, pixels, ids)
     alone_a, alone_b = attnlab.record(image, pixels), attnlab.record(text, ids)

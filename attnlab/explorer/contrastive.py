@@ -23,9 +23,9 @@ LANGUAGES = ("en", "fr", "de", "es", "it")  # the languages clip-mnist's recipe 
 
 @lru_cache(maxsize=2)
 def _load(directory: str):
-    from attnlab.training.recipes import load_dual_encoder
+    from attnlab.loading import load
 
-    return load_dual_encoder(Path(directory))
+    return load(Path(directory))
 
 
 @exclusive
@@ -68,9 +68,9 @@ def similarity_matrix(dual, tokenizer, lang: str = "en") -> dict[str, Any]:
 
 def for_entry(entry, lang: str = "en") -> dict[str, Any]:
     """The similarity matrix of a registry entry that is a dual encoder (clip-mnist)."""
-    from attnlab.explorer.registry import UnknownItem, _is_dual
+    from attnlab.explorer.registry import UnknownItem, is_dual_encoder
 
-    if entry.source is None or not _is_dual(entry.source):
+    if entry.source is None or not is_dual_encoder(entry.source):
         raise UnknownItem(f"model {entry.id!r} is not a dual encoder; the image-text matrix needs clip-mnist")
     dual, tok = _load(str(entry.source))
     out = similarity_matrix(dual, tok, lang)

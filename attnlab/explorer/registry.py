@@ -156,20 +156,38 @@ _HF_TOPOLOGY = {"bert": "encoder", "roberta": "encoder", "distilbert": "encoder"
                 "t5": "encoder-decoder", "bart": "encoder-decoder", "marian": "encoder-decoder", "vit": "vit"}
 
 
-def _peek_topology(path: Path) -> str | None:
-    """The topology a PATH will load as, read from its config.json without loading it (None if unsure)."""
+def _peek(path: Path) -> tuple[str | None, dict | None]:
+    """(kind, config.json as a dict) of PATH, read without loading the model; (None, None) if unreadable."""
     from attnlab.errors import CheckpointError
     from attnlab.files import read_json_object
     from attnlab.loading import resolve
 
     try:  # bounded reads that never block (a FIFO named config.json) and raise only CheckpointError
         kind, folder = resolve(path)
-        if kind == "gguf":
-            return "decoder"
-        data = read_json_object(folder / "config.json")
+        return kind, None if kind == "gguf" else read_json_object(folder / "config.json")
     except CheckpointError:
+        return None, None
+
+
+def _describes_dual_encoder(data: dict) -> bool:
+    """A dual encoder's config: today's layout, or the one clip-mnist runs were saved in before."""
+    return data.get("topology") == "dual-encoder" or "dual_encoder" in (data.get("extra") or {})
+
+
+def is_dual_encoder(path: Path) -> bool:
+    """Whether PATH holds a dual encoder (clip-mnist), read from its config.json without loading it."""
+    _, data = _peek(path)
+    return data is not None and _describes_dual_encoder(data)
+
+
+def _peek_topology(path: Path) -> str | None:
+    """The topology a PATH will load as, read from its config.json without loading it (None if unsure)."""
+    kind, data = _peek(path)
+    if kind == "gguf":
+        return "decoder"
+    if data is None:
         return None
-    if data.get("topology") == "dual-encoder" or "dual_encoder" in (data.get("extra") or {}):
+    if _describes_dual_encoder(data):
         return "vit"  # shown through its image tower
     return data.get("topology") or _HF_TOPOLOGY.get(str(data.get("model_type")))
 
