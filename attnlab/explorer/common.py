@@ -3,7 +3,9 @@ transport, recording one layer and stopping there, and the one lock every forwar
 
 from __future__ import annotations
 
+import contextvars
 import functools
+import importlib
 import sys
 import threading
 from contextlib import contextmanager
@@ -21,12 +23,24 @@ MASKED = -1e30  # raw scores at or below this are masked entries (the model fill
 
 
 # ----------------------------------------------------------------------------------------------- helpers
+def _recorder_is_per_context() -> bool:
+    """Whether attnlab.recording keeps its active recorder in a contextvars.ContextVar (each thread and each
+    request its own) rather than in one module-global variable shared by the whole process."""
+    module = importlib.import_module("attnlab.recording")  # `from attnlab import recording` may be the function
+    return any(isinstance(v, contextvars.ContextVar) for v in vars(module).values())
+
+
 _MODEL_LOCK = threading.RLock()
+_SERIALISE = not _recorder_is_per_context()
 
 
 def exclusive(fn):
-    """Run `fn` holding the api's lock. attnlab.recording keeps ONE active recorder per process, and any forward
-    pass records into it, so a forward in one thread must never overlap a recording in another."""
+    """Run `fn` holding the api's lock while the recorder is process-global: then ONE recorder is active per
+    process and any forward pass records into it, so a forward in one thread must never overlap a recording in
+    another. With a per-context recorder (a ContextVar) every request records into its own, nothing else in
+    these views is shared across requests, and model requests run concurrently (the server bounds how many)."""
+    if not _SERIALISE:
+        return fn
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -107,7 +121,14 @@ def encode(lm: Loaded, text: str, add_special_tokens: bool = True) -> tuple[list
         raise InputError(f"text is {len(text)} characters; the explorer accepts at most {MAX_TEXT_CHARS}")
     tok = lm.tokenizer
     if tok is not None:
-        enc = tok.hf.encode(text, add_special_tokens=add_special_tokens)
+        try:
+            enc = tok.hf.encode(text, add_special_tokens=add_special_tokens)
+        except BaseException as exc:  # a Rust panic (pyo3's PanicException) is a BaseException, not an Exception
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"the tokenizer of model {lm.id!r} failed on this text ({first}); try a shorter "
+                             "or simpler text") from None
         ids, tokens = list(enc.ids), list(enc.tokens)
     else:
         ids = [ord(c) if ord(c) < cfg.vocab_size else 0 for c in text]

@@ -19,7 +19,7 @@ def client(tiny_paths):
     registry = build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")]
                               + ["/nonexistent/checkpoint"])
     app = create_app(registry)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         c.registry = registry
         yield c
 
@@ -81,7 +81,7 @@ def test_vision_endpoint_accepts_png_and_jpeg(client):
     ("post", "/api/attention", {"model": "toy"}, 422, "text"),
     ("post", "/api/mlm/predict", {"model": "toy", "text": "cat", "selections": [0]}, 400, "MLM head"),
     ("post", "/api/vision", {"model": "toy", "image": {"mnist": 0}}, 400, "needs a ViT"),
-    ("get", "/api/cost/toy?n=0", None, 400, "n=0"),
+    ("get", "/api/cost/toy?n=0", None, 422, "n=0: allowed 1..32768"),
     ("get", "/api/params?d=10&h=3", None, 400, "divisible"),
 ])
 def test_bad_requests_get_4xx_with_a_message(client, method, path, body, status, words):
@@ -144,7 +144,7 @@ def test_generation_endpoint_steps(client):
     r2 = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "generated": first["generated"]})
     assert r2.json()["cache"]["positions"] == 3 and len(r2.json()["generated"]) == 2
     bad = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "top_p": 0})
-    assert bad.status_code == 400 and "top_p" in bad.json()["detail"]
+    assert bad.status_code == 422 and "top_p" in bad.json()["detail"]
 
 
 def test_cli_registers_explore_and_prints_the_address(tiny_paths, monkeypatch, capsys):

@@ -53,7 +53,7 @@ def served(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(served):
-    with TestClient(served[2]) as c:  # raise_server_exceptions: an uncaught error fails the test
+    with TestClient(served[2], base_url="http://localhost") as c:  # raise_server_exceptions: an uncaught error fails the test
         yield c
 
 
@@ -261,7 +261,7 @@ def test_concurrent_heavy_work_is_limited(served, monkeypatch):
 
     monkeypatch.setattr(api, "causal_predictions", slow)
     results = []
-    with TestClient(create_app(served[1])) as c:
+    with TestClient(create_app(served[1]), base_url="http://localhost") as c:
         threads = [threading.Thread(target=lambda: results.append(
             c.post("/api/causal", json={"model": "path1", "text": "hello"}).status_code)) for _ in range(12)]
         for t in threads:
