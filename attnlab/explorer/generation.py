@@ -26,9 +26,9 @@ def _filtered_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p:
     """Next-token probabilities after temperature, top-k and nucleus (top-p) filtering.
 
     The logits are shifted so their maximum is 0 before the division: the softmax is unchanged, and a tiny
-    temperature (1e-38) gives -inf for the others instead of inf - inf = NaN. Nucleus filtering always keeps
+    temperature (1e-39) gives -inf for the others instead of inf - inf = NaN. Nucleus filtering always keeps
     the most probable token, so a top_p that rounds to 0 in float32 still leaves one token to draw."""
-    if temperature <= 0:
+    if temperature <= 0 or float(torch.tensor(temperature, dtype=logits.dtype)) == 0:  # 5e-324 is 0 in float32
         probs = torch.zeros_like(logits)
         probs[logits.argmax()] = 1.0
         return probs
