@@ -6,7 +6,9 @@ a model that cannot be loaded -> 503, bad input (text beyond the limit, non-imag
 use, ...) -> 400, malformed JSON or a value outside its allowed range -> 422, oversize bodies -> 413, a body
 that does not arrive in time -> 408, a foreign Host or a cross-origin POST -> 403; each with a
 {"detail": message} that says what was wrong and what is allowed. An answer that closes the connection says
-`Connection: close`; every other answer leaves it open for the next request.
+`Connection: close` (408, and a refused Host or Origin); every other answer leaves it open for the next request.
+After a 413 the server (uvicorn) reads the rest of the body and throws it away as it arrives, so a client that
+sends its whole body before it reads the answer still gets the 413, and memory holds at most the 4 MiB.
 
 The order of work for a request (why: one slow or hostile client must not hold what others need):
   1. `_Guard` (plain ASGI, before any routing): Host and Origin checks, then the whole body is read with a
@@ -230,8 +232,8 @@ class _Guard:
         if length is None and "transfer-encoding" not in headers:
             return await self.app(scope, receive, send)  # no body
         if length is not None and (not length.isdigit() or int(length) > self.max_body):
-            return await _answer(413, f"request body is {length[:30]} bytes; allowed up to {self.max_body}",
-                                 close=True)(scope, receive, send)
+            return await _answer(413, f"request body is {length[:30]} bytes; allowed up to {self.max_body}")(
+                scope, receive, send)
         chunks, size = [], 0
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.body_seconds
@@ -246,7 +248,7 @@ class _Guard:
             size += len(message.get("body", b""))
             if size > self.max_body:
                 return await _answer(413, f"request body is over {self.max_body} bytes; allowed up to "
-                                     f"{self.max_body}", close=True)(scope, receive, send)
+                                     f"{self.max_body}")(scope, receive, send)
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
