@@ -34,7 +34,7 @@ def run(args) -> int:
     from attnlab.explorer.server import create_app
 
     registry = build_registry(args.paths)
-    app = create_app(registry)
+    app = create_app(registry, host=args.host)  # requests must name this host (or localhost): no DNS rebinding
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
     url = f"http://{host}:{args.port}/"
     print(f"attnlab explorer: {url}  (models: {', '.join(e['id'] for e in registry.list() if e['available'])}; "

@@ -148,10 +148,15 @@ class _Stop:
     """Handed to cancellable work and called between its steps: raises Stopped once the client has gone or the
     deadline has passed. The event is set from the event loop; the check runs in the worker thread."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float | None = None):
         self.gone = threading.Event()
         self.seconds = seconds
-        self.deadline = time.monotonic() + seconds
+        self.deadline = float("inf")
+
+    def start(self) -> None:
+        """The clock starts when the work does (time spent waiting for a slot does not count)."""
+        if self.seconds is not None:
+            self.deadline = time.monotonic() + self.seconds
 
     def __call__(self, *_: Any) -> None:
         if self.gone.is_set():
@@ -159,6 +164,16 @@ class _Stop:
         if time.monotonic() > self.deadline:
             raise Stopped(f"the measurement stopped after its {self.seconds:g} s limit (the machine is busy or "
                           "the model is large); the analytic figures need no measurement")
+
+
+def _encode(result: Any) -> bytes:
+    """The answer as JSON bytes (in the worker thread, so a large grid does not hold up the event loop). NaN and
+    infinity are not JSON: a model that produces them gets a 400 that says so, not a 500."""
+    try:
+        return json.dumps(jsonable_encoder(result), allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        raise InputError("the model produced numbers that are not finite (NaN or infinity) for this input: its "
+                         "weights are probably damaged; try another model") from None
 
 
 # ------------------------------------------------------------------------------------------ the guard
@@ -289,26 +304,27 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
         return heavy["slots"]
 
     async def run(request: Request, work, *, stop: _Stop | None = None) -> Response:
-        """Wait for a slot (QUEUE_SECONDS at most), run `work()` in a thread, encode its dict as JSON.
-        While it runs, a client that disconnects sets `stop.gone` (cancellable work checks it)."""
-        slots = _slots()
+        """Wait for a slot (QUEUE_SECONDS at most), then run `work()` and encode its dict as JSON in a thread.
+        A client that disconnects meanwhile sets `stop.gone`: work still waiting for a slot is skipped, and
+        cancellable work (a cost measurement) stops at its next check."""
+        stop = stop if stop is not None else _Stop()
+        watcher = asyncio.create_task(_watch(request, stop))
         try:
-            await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
-        except asyncio.TimeoutError:
-            return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting for "
-                           f"over {QUEUE_SECONDS} s); retry shortly")
-        watcher = asyncio.create_task(_watch(request, stop)) if stop is not None else None
-        try:
-            result = await run_in_threadpool(work)
+            slots = _slots()
+            try:
+                await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
+            except asyncio.TimeoutError:
+                return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
+                               f"for over {QUEUE_SECONDS} s); retry shortly")
+            try:
+                if stop.gone.is_set():
+                    return _answer(503, "the client went away before its turn")  # nobody reads this
+                stop.start()
+                body = await run_in_threadpool(lambda: _encode(work()))
+            finally:
+                slots.release()
         finally:
-            slots.release()
-            if watcher is not None:
-                watcher.cancel()
-        try:
-            body = json.dumps(jsonable_encoder(result), allow_nan=False, separators=(",", ":"))
-        except ValueError:
-            raise InputError("the model produced numbers that are not finite (NaN or infinity) for this input: "
-                             "its weights are probably damaged; try another model") from None
+            watcher.cancel()
         return Response(body, media_type="application/json")
 
     async def _watch(request: Request, stop: _Stop) -> None:
