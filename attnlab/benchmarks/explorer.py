@@ -6,6 +6,7 @@ time), so "lost" covers dropped connections, timeouts, errors and wrong bodies a
 
     python -m attnlab.benchmarks.explorer     # 32 clients x 50 requests, tiny models, 127.0.0.1
     python -m attnlab.benchmarks.explorer --clients 8 --requests 10 --json out.json
+    python -m attnlab.benchmarks.explorer --concurrent 1   # model requests one at a time (the old setting)
 
 Traffic goes to 127.0.0.1 only; the server runs in this process (uvicorn in a thread) on a free port.
 """
@@ -196,8 +197,9 @@ def serve(app, host: str = "127.0.0.1"):
         sock.close()
 
 
-def tiny_app(root: Path):
-    """The explorer over the toy plus a tiny decoder and a tiny ViT saved under `root` (named as on a command line)."""
+def tiny_app(root: Path, max_concurrent: int | None = None):
+    """The explorer over the toy plus a tiny decoder and a tiny ViT saved under `root` (named as on a command line).
+    `max_concurrent`: model requests at once (None: the server's default, MAX_CONCURRENT)."""
     import torch
 
     import attnlab
@@ -208,7 +210,7 @@ def tiny_app(root: Path):
     torch.manual_seed(0)
     dec = attnlab.build_model(preset("tiny-decoder", vocab_size=256)).save(root / "dec")
     vit = attnlab.build_model(preset("tiny-vit")).save(root / "vit")
-    return create_app(build_registry([dec, vit], shipped=False, pretrained=False))
+    return create_app(build_registry([dec, vit], shipped=False, pretrained=False), max_concurrent=max_concurrent)
 
 
 def main() -> None:
@@ -216,10 +218,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--requests", type=int, default=50, help="requests per client")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--concurrent", type=int, default=None,
+                        help="model requests at once (default: the server's MAX_CONCURRENT)")
     parser.add_argument("--json", help="also write the report here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        app = tiny_app(Path(tmp))
+        app = tiny_app(Path(tmp), args.concurrent)
         with serve(app) as url:
             report = run_load(url, args.clients, args.requests, args.seed, text_models=["toy", "path1"],
                               decoder_models=["path1"], vision_model="path2")
@@ -227,6 +231,7 @@ def main() -> None:
 
     report["machine"] = {"platform": platform.platform(), "python": platform.python_version(),
                          "cpus": os.cpu_count(), "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+    report["max_concurrent"] = app.state.max_concurrent
     print(json.dumps(report, indent=2))
     print(f"\n{report['requests']} requests ({args.clients} clients x {args.requests}): "
           f"{report['server_errors']} 5xx, {report['lost_valid']} lost valid answers, "

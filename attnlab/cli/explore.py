@@ -87,7 +87,7 @@ def run(args) -> int:
     from attnlab.explorer.server import create_app
 
     registry = build_registry(args.paths)
-    app = create_app(registry)
+    app = create_app(registry, host=args.host)  # requests must name this host (or localhost): no DNS rebinding
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
     url = f"http://{host}:{args.port}/"

@@ -21,7 +21,6 @@ from attnlab.explorer.common import (
     MAX_TEXT_CHARS,
     MAX_TOKENS,
     encode,
-    exclusive,
     token_limit,
     wrap,
 )
@@ -33,7 +32,7 @@ from attnlab.explorer.vision import rollout, vision
 
 __all__ = [
     "FAMOUS", "MASKED", "MAX_TEXT_CHARS", "MAX_TOKENS", "architecture", "attention", "attention_grid",
-    "causal_predictions", "cost", "describe", "encode", "exclusive", "famous_models", "generation_step",
+    "causal_predictions", "cost", "describe", "encode", "famous_models", "generation_step",
     "greedy_translation", "list_models", "mask_placement", "mlm_draw", "mlm_predict", "parameter_calculator",
     "projection_steps", "rollout", "scaling_statistics", "token_limit", "vision", "walkthrough",
     "wrap", "_filtered_probs",

@@ -17,7 +17,6 @@ from attnlab.explorer.common import (
     _text_model,
     _token_text,
     encode,
-    exclusive,
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
@@ -251,7 +250,6 @@ def famous_models() -> list[dict[str, Any]]:
     return [dict(r) for r in _famous_rows()]
 
 
-@exclusive
 def walkthrough(lm: Loaded, text: str, steps: int = 5) -> dict[str, Any]:
     """The seeds' inference walk-through, run live: N tokens in, N vectors out; then what the topology does
     with them (encoder: the [CLS] vector; decoder: predict, append, repeat; encoder-decoder: translate)."""

@@ -19,7 +19,6 @@ from attnlab.explorer.common import (
     _text_model,
     _token_text,
     encode,
-    exclusive,
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
@@ -45,7 +44,6 @@ def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
     return greedy_translation(lm, ids)
 
 
-@exclusive
 def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[int]:
     cfg, model = _config(lm), lm.model
     start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
@@ -62,7 +60,6 @@ def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[in
     return out
 
 
-@exclusive
 def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | None = None,
               target: str | None = None) -> dict[str, Any]:
     """One head of one layer for `text`: raw scores Q.K*scale (+B), softmax weights, Q and K vectors.
@@ -108,7 +105,6 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
             "head_name": cfg.extra.get("heads", [None] * cfg.n_heads)[head] if illustration else None}
 
 
-@exclusive
 def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 24,
                    target: str | None = None) -> dict[str, Any]:
     """Every layer x head of one part as small thumbnails (average-pooled to at most size x size)."""
@@ -129,7 +125,6 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
     return {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
 
 
-@exclusive
 def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict[str, Any]:
     """Causal mask applied before the softmax (correct) or after it (wrong): the second leaves rows summing < 1."""
     cfg = _text_model(lm)

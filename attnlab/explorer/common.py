@@ -1,10 +1,10 @@
-"""What every explorer view shares: turning text into tokens within the limits, rounding numbers for
-transport, and the one lock every forward pass holds."""
+"""What every explorer view shares: turning text into tokens within the limits and rounding numbers for
+transport. There is no lock: each request records into its own recorder (attnlab.recording keeps it in a
+ContextVar) and a forward pass changes no model state, so model requests run side by side (the server bounds
+how many at once)."""
 
 from __future__ import annotations
 
-import functools
-import threading
 from typing import Any
 
 import torch
@@ -18,21 +18,6 @@ MASKED = -1e30  # raw scores at or below this are masked entries (the model fill
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-_MODEL_LOCK = threading.RLock()
-
-
-def exclusive(fn):
-    """Run `fn` holding the api's lock: one model computation at a time. Recordings no longer need it (each
-    thread has its own recorder, see attnlab.recording)."""
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with _MODEL_LOCK:
-            return fn(*args, **kwargs)
-
-    return wrapper
-
-
 def wrap(model, tokenizer=None, label: str | None = None, model_id: str = "model") -> Loaded:
     """A model built in Python as a `Loaded`, for the notebook view and tests."""
     model.eval()
@@ -73,7 +58,14 @@ def encode(lm: Loaded, text: str, add_special_tokens: bool = True) -> tuple[list
         raise InputError(f"text is {len(text)} characters; the explorer accepts at most {MAX_TEXT_CHARS}")
     tok = lm.tokenizer
     if tok is not None:
-        enc = tok.hf.encode(text, add_special_tokens=add_special_tokens)
+        try:
+            enc = tok.hf.encode(text, add_special_tokens=add_special_tokens)
+        except BaseException as exc:  # a Rust panic (pyo3's PanicException) is a BaseException, not an Exception
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"the tokenizer of model {lm.id!r} failed on this text ({first}); try a shorter "
+                             "or simpler text") from None
         ids, tokens = list(enc.ids), list(enc.tokens)
     else:
         ids = [ord(c) if ord(c) < cfg.vocab_size else 0 for c in text]

@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _round, exclusive
+from attnlab.explorer.common import _round
 
 LANGUAGES = ("en", "fr", "de", "es", "it")  # the languages clip-mnist's recipe trains on
 
@@ -28,7 +28,6 @@ def _load(directory: str):
     return load(Path(directory))
 
 
-@exclusive
 def similarity_matrix(dual, tokenizer, lang: str = "en") -> dict[str, Any]:
     """One MNIST sample of each digit against the ten digit names in `lang`: (10 images, 10 names) cosine
     similarities, each row's softmax at the model's temperature, and the zero-shot accuracy over the ten."""

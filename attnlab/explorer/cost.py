@@ -8,16 +8,16 @@ from attnlab.errors import InputError
 from attnlab.explorer.common import (
     _config,
     _param_count,
-    exclusive,
 )
 from attnlab.explorer.registry import Loaded
 
 
 # ----------------------------------------------------------------------------------------------- cost
-@exclusive
-def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
+def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str, Any]:
     """attnlab.cost for this model at n tokens: the per-operation table (FLOPs, bytes, intensity), the KV cache,
-    and how FLOPs and cache grow with n; `measure` also times the forward at each n of the sweep."""
+    and how FLOPs and cache grow with n; `measure` also times the forward at each n of the sweep.
+    `stop()` is called after each measured length and raises to end the sweep (the server's deadline, or its
+    client went away)."""
     from attnlab.cost import cost_table, forward_flops, kv_cache_bytes
 
     cfg = _config(lm)
@@ -63,7 +63,8 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False) -> dict[str, Any]:
 
         seqs = [m for m in ns if m <= 512][-6:]
         if cfg.topology != "vit" and len(seqs) >= 2:
-            points = measured_sweep(cfg, seqs, series=("forward",), budget_s=0.05)
+            points = measured_sweep(cfg, seqs, series=("forward",), budget_s=0.05,
+                                    progress=None if stop is None else (lambda point: stop()))
             result["measured"] = [{"n": p.n, "ms": round(p.seconds * 1000, 4), "flops": p.flops} for p in points]
     return result
 

@@ -14,7 +14,6 @@ from attnlab.explorer.common import (
     _text_model,
     _token_text,
     encode,
-    exclusive,
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
@@ -23,12 +22,16 @@ from attnlab.recording import capture
 
 # ------------------------------------------------------------------------------------------- generation
 def _filtered_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
-    """Next-token probabilities after temperature, top-k and nucleus (top-p) filtering."""
-    if temperature <= 0:
+    """Next-token probabilities after temperature, top-k and nucleus (top-p) filtering.
+
+    The logits are shifted so their maximum is 0 before the division: the softmax is unchanged, and a tiny
+    temperature (1e-39) gives -inf for the others instead of inf - inf = NaN. Nucleus filtering always keeps
+    the most probable token, so a top_p that rounds to 0 in float32 still leaves one token to draw."""
+    if temperature <= 0 or float(torch.tensor(temperature, dtype=logits.dtype)) == 0:  # 5e-324 is 0 in float32
         probs = torch.zeros_like(logits)
         probs[logits.argmax()] = 1.0
         return probs
-    scaled = logits / temperature
+    scaled = (logits - logits.max()) / temperature
     if 0 < top_k < scaled.numel():
         kth = scaled.topk(top_k).values[-1]
         scaled = scaled.masked_fill(scaled < kth, float("-inf"))
@@ -37,10 +40,18 @@ def _filtered_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p:
         sorted_p, order = probs.sort(descending=True)
         cumulative = sorted_p.cumsum(-1)
         drop = cumulative - sorted_p >= top_p  # keep the smallest prefix whose mass reaches top_p
+        drop[0] = False
         sorted_p = sorted_p.masked_fill(drop, 0.0)
         probs = torch.zeros_like(probs).scatter(0, order, sorted_p)
         probs = probs / probs.sum()
     return probs
+
+
+def _generator_seed(seed: int, step: int) -> int:
+    """The sampling seed of step `step` (seed * 100003 + step, as before), folded into the 64-bit range that
+    torch.Generator.manual_seed accepts when it would fall outside it."""
+    value = seed * 100_003 + step
+    return value if -(2**63) <= value < 2**64 else value % 2**64
 
 
 def _timed(fn, repeats: int = 3) -> tuple[Any, float]:
@@ -52,7 +63,6 @@ def _timed(fn, repeats: int = 3) -> tuple[Any, float]:
     return result, best * 1000
 
 
-@exclusive
 def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None, temperature: float = 1.0,
                     top_k: int = 0, top_p: float = 1.0, seed: int = 0, bars: int = 10) -> dict[str, Any]:
     """One decoding step: the next-token distribution under the sampling settings, the sampled token, the
@@ -62,6 +72,8 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     cfg = _text_model(lm)
     if cfg.topology not in ("decoder", "encoder-decoder"):
         raise InputError(f"model {lm.id!r} is a {cfg.topology}; generation needs a decoder or an encoder-decoder")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
+        raise InputError(f"seed={seed!r}: allowed an integer from -2**63 to 2**63-1")
     if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
         raise InputError(f"temperature={temperature!r}: allowed 0 (greedy) to 10")
     if not isinstance(top_p, (int, float)) or not 0 < top_p <= 1:
@@ -115,8 +127,11 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
         logits_cached, _ = _timed(cached, repeats)
         ms_cached = min(t for _, t in caches) * 1000
         cache = caches[-1][0]
+    if not bool(torch.isfinite(logits_full).all()):
+        raise InputError(f"model {lm.id!r} gives logits that are not finite (NaN or infinity) for this prompt: its "
+                         "weights are probably damaged, so there is nothing to sample from")
     probs = _filtered_probs(logits_full.float(), float(temperature), int(top_k), float(top_p))
-    gen = torch.Generator().manual_seed(int(seed) * 100_003 + len(generated))
+    gen = torch.Generator().manual_seed(_generator_seed(int(seed), len(generated)))
     token = int(torch.multinomial(probs, 1, generator=gen))
     raw_probs = logits_full.float().softmax(-1)
     top = probs.topk(min(bars, probs.numel()))

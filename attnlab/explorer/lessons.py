@@ -2,8 +2,9 @@
 encoder's image-text similarity matrix).
 
 An APIRouter the server includes: each route parses the request, asks the app's registry for the model and
-calls the pure function in explorer.scaling. Errors take the server's own mapping (404 unknown layer/head,
-400 bad input, 503 model unavailable); the functions hold the api's model lock themselves.
+calls the pure function in explorer.scaling through the server's `run` (app.state.run): a model slot, the queue
+limit and the work in a worker thread, like every other route that computes. Errors take the server's own
+mapping (404 unknown layer/head, 400 bad input, 503 model unavailable).
 """
 
 from __future__ import annotations
@@ -32,20 +33,26 @@ class PairRequest(HeadRequest):
 
 
 @router.post("/api/scaling", summary="raw scores with and without 1/sqrt(d_k): variance, histogram, softmax")
-def scaling_lesson(req: HeadRequest, request: Request) -> dict:
-    lm = request.app.state.registry.get(req.model)
-    return scaling.scaling_statistics(lm, req.text, req.layer, req.head, req.part, req.query)
+async def scaling_lesson(req: HeadRequest, request: Request):
+    registry = request.app.state.registry
+    return await request.app.state.run(request, lambda: scaling.scaling_statistics(
+        registry.get(req.model), req.text, req.layer, req.head, req.part, req.query))
 
 
 @router.post("/api/projection", summary="x W_Q -> Q and x W_K -> K for one query/key pair, then Q.K/sqrt(d_k)")
-def projection_lesson(req: PairRequest, request: Request) -> dict:
-    lm = request.app.state.registry.get(req.model)
-    return scaling.projection_steps(lm, req.text, req.layer, req.head, req.query, req.key, req.part)
+async def projection_lesson(req: PairRequest, request: Request):
+    registry = request.app.state.registry
+    return await request.app.state.run(request, lambda: scaling.projection_steps(
+        registry.get(req.model), req.text, req.layer, req.head, req.query, req.key, req.part))
 
 
 @router.get("/api/contrastive/{model_id}", summary="a dual encoder's image-text similarity matrix (clip-mnist)")
-def contrastive_lesson(model_id: str, request: Request, lang: str = "en") -> dict:
+async def contrastive_lesson(model_id: str, request: Request, lang: str = "en"):
     registry = request.app.state.registry
-    entry = registry.entry(model_id)
-    registry.get(model_id)  # loads (or refuses with 503) like every other route
-    return contrastive.for_entry(entry, lang)
+
+    def work() -> dict:
+        entry = registry.entry(model_id)
+        registry.get(model_id)  # loads (or refuses with 503) like every other route
+        return contrastive.for_entry(entry, lang)
+
+    return await request.app.state.run(request, work)

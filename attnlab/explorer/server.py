@@ -2,143 +2,366 @@
 
 Every endpoint is a thin adapter: parse the request, ask the registry for the model by id, call the pure
 function in api.py, return its dict. Errors become answers, never crashes: unknown model/layer/head -> 404,
-a model that cannot be loaded -> 503, bad input (text beyond the limit, non-images, ...) -> 400, malformed
-JSON -> 422, oversize bodies -> 413; each with a {"detail": message} that says what was wrong and what is allowed.
+a model that cannot be loaded -> 503, bad input (text beyond the limit, non-images, numbers the model cannot
+use, ...) -> 400, malformed JSON or a value outside its allowed range -> 422, oversize bodies -> 413, a body
+that does not arrive in time -> 408, a foreign Host or a cross-origin POST -> 403; each with a
+{"detail": message} that says what was wrong and what is allowed. An answer that closes the connection says
+`Connection: close` (408, and a refused Host or Origin); every other answer leaves it open for the next request.
+After a 413 the server (uvicorn) reads the rest of the body and throws it away as it arrives, so a client that
+sends its whole body before it reads the answer still gets the 413, and memory holds at most the 4 MiB.
+
+The order of work for a request (why: one slow or hostile client must not hold what others need):
+  1. `_Guard` (plain ASGI, before any routing): Host and Origin checks, then the whole body is read with a
+     deadline (BODY_SECONDS) and counted as it streams, chunked or not (MAX_BODY_BYTES).
+  2. FastAPI validates the body and the query against the schemas below (every number has a range).
+  3. Only then does the request queue for a model slot (MAX_CONCURRENT at once, QUEUE_SECONDS at most), and
+     its work runs in a thread. Every endpoint that computes takes a slot, GET or POST.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ipaddress
+import json
+import os
 import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+from urllib.parse import urlsplit
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
+from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse
+from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
 
-from attnlab.errors import AttnlabError
+from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import api, images, lessons
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
-MAX_CONCURRENT = 1  # model code at once: attnlab.recording keeps its recorder process-wide, so one at a time;
-#                    the others wait in line (asyncio, no thread held); torch still uses every core per request
-QUEUE_SECONDS = 120  # a request still waiting after this long is answered 503 "busy"
+BODY_SECONDS = 15.0  # the whole request body must arrive within this after the headers, else 408
+QUEUE_SECONDS = 120  # a request still waiting for a model slot after this long is answered 503 "busy"
+MEASURE_SECONDS = 60.0  # /api/cost/...?measure=true stops between lengths after this (or when the client leaves)
+
+
+def _concurrency_setting() -> int:
+    """Model requests at once: ATTNLAB_EXPLORER_CONCURRENT, else 2 (two requests keep 2 cores busy while one of
+    them waits on Python or JSON work). The others wait in line (asyncio, no thread held)."""
+    raw = os.environ.get("ATTNLAB_EXPLORER_CONCURRENT", "2")
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise InputError(f"ATTNLAB_EXPLORER_CONCURRENT={raw!r}: allowed an integer from 1 to 64")
+    return int(raw)
+
+
+MAX_CONCURRENT = _concurrency_setting()
+
+# Every number a request can carry, with its allowed range (inclusive). One table: the schemas and the 422
+# messages read it, so a message always names the range that was enforced.
+INT64 = (-(2**63), 2**63 - 1)
+LIMITS: dict[str, tuple[float, float]] = {
+    "V": (1, 1_000_000), "d": (1, 65_536), "N": (1, 256), "h": (1, 256), "L": (1, 1_000_000),
+    "d_ff": (1, 262_144), "n": (1, 32_768), "layer": (0, 10_000), "head": (0, 10_000), "patch": (0, 100_000),
+    "seed": INT64, "top_k": (0, 1_000_000), "temperature": (0.0, 10.0),
+}
+MAX_ID_CHARS = 200
+
+
+def _int(name: str, default: int, **kw) -> Any:
+    lo, hi = LIMITS[name]
+    return Field(default, ge=lo, le=hi, **kw)
 
 
 class TextRequest(BaseModel):
-    model: str = Field(description="model id from GET /api/models")
+    model: str = Field(max_length=MAX_ID_CHARS, description="model id from GET /api/models")
     text: str = Field(max_length=api.MAX_TEXT_CHARS, description="the sentence to run")
 
 
 class AttentionRequest(TextRequest):
-    layer: int = 0
-    head: int = 0
-    part: str | None = Field(None, description="self; or encoder | decoder | cross for encoder-decoders")
-    target: str | None = Field(None, description="encoder-decoders: target text (default: greedy translation)")
+    layer: int = _int("layer", 0)
+    head: int = _int("head", 0)
+    part: str | None = Field(None, max_length=20, description="self; or encoder | decoder | cross for enc-decs")
+    target: str | None = Field(None, max_length=api.MAX_TEXT_CHARS,
+                               description="encoder-decoders: target text (default: greedy translation)")
 
 
 class GridRequest(TextRequest):
-    part: str | None = None
-    target: str | None = None
+    part: str | None = Field(None, max_length=20)
+    target: str | None = Field(None, max_length=api.MAX_TEXT_CHARS)
 
 
 class MaskRequest(TextRequest):
-    layer: int = 0
-    head: int = 0
+    layer: int = _int("layer", 0)
+    head: int = _int("head", 0)
 
 
 class DrawRequest(TextRequest):
-    seed: int = 0
+    seed: int = _int("seed", 0, description="any 64-bit signed integer")
 
 
 class MLMRequest(TextRequest):
-    selections: list[dict[str, Any] | int] = Field(description="positions, or {position, action, token_id}")
+    selections: list[dict[str, Any] | int] = Field(max_length=api.MAX_TOKENS,
+                                                   description="positions, or {position, action, token_id}")
 
 
 class VisionRequest(BaseModel):
-    model: str
+    model: str = Field(max_length=MAX_ID_CHARS)
     image: dict[str, Any] = Field(description='{"mnist": i} | {"photo": name} | {"upload": base64 PNG/JPEG}')
-    layer: int = 0
-    head: int = 0
-    patch: int = Field(0, description="token index: 0 = [CLS], 1.. = patches in raster order")
+    layer: int = _int("layer", 0)
+    head: int = _int("head", 0)
+    patch: int = _int("patch", 0, description="token index: 0 = [CLS], 1.. = patches in raster order")
 
 
 class GenerateRequest(BaseModel):
-    model: str
+    model: str = Field(max_length=MAX_ID_CHARS)
     prompt: str = Field(max_length=api.MAX_TEXT_CHARS)
-    generated: list[int] = Field(default_factory=list, description="token ids sampled so far")
-    temperature: float = 1.0
-    top_k: int = 0
-    top_p: float = 1.0
-    seed: int = 0
+    generated: list[int] = Field(default_factory=list, max_length=api.MAX_TOKENS,
+                                 description="token ids sampled so far")
+    temperature: float = Field(1.0, ge=0.0, le=10.0, allow_inf_nan=False, description="0 = greedy")
+    top_k: int = _int("top_k", 0)
+    top_p: float = Field(1.0, gt=0.0, le=1.0, allow_inf_nan=False)
+    seed: int = _int("seed", 0, description="any 64-bit signed integer")
 
 
-def create_app(registry: Registry | None = None) -> FastAPI:
+def _query(name: str) -> Any:
+    lo, hi = LIMITS[name]
+    return Annotated[int, Query(ge=lo, le=hi)]
+
+
+# query and path parameter types (module level: FastAPI resolves the string annotations in this module)
+QueryN, QueryV, QueryD, QueryNLayers, QueryH, QueryL = (_query(k) for k in ("n", "V", "d", "N", "h", "L"))
+QueryDFF = Annotated[int | None, Query(ge=LIMITS["d_ff"][0], le=LIMITS["d_ff"][1])]
+QueryText = Annotated[str | None, Query(max_length=api.MAX_TEXT_CHARS)]
+ModelId = Annotated[str, PathParam(max_length=MAX_ID_CHARS)]
+
+
+class Stopped(AttnlabError):
+    """A cancellable computation stopped: its client went away or its deadline passed (answered 503)."""
+
+
+class _Stop:
+    """Handed to cancellable work and called between its steps: raises Stopped once the client has gone or the
+    deadline has passed. The event is set from the event loop; the check runs in the worker thread."""
+
+    def __init__(self, seconds: float | None = None):
+        self.gone = threading.Event()
+        self.seconds = seconds
+        self.deadline = float("inf")
+
+    def start(self) -> None:
+        """The clock starts when the work does (time spent waiting for a slot does not count)."""
+        if self.seconds is not None:
+            self.deadline = time.monotonic() + self.seconds
+
+    def __call__(self, *_: Any) -> None:
+        if self.gone.is_set():
+            raise Stopped("the client went away; the measurement stopped")
+        if time.monotonic() > self.deadline:
+            raise Stopped(f"the measurement stopped after its {self.seconds:g} s limit (the machine is busy or "
+                          "the model is large); the analytic figures need no measurement")
+
+
+def _encode(result: Any) -> bytes:
+    """The answer as JSON bytes (in the worker thread, so a large grid does not hold up the event loop). NaN and
+    infinity are not JSON: a model that produces them gets a 400 that says so, not a 500."""
+    try:
+        return json.dumps(jsonable_encoder(result), allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        raise InputError("the model produced numbers that are not finite (NaN or infinity) for this input: its "
+                         "weights are probably damaged; try another model") from None
+
+
+# ------------------------------------------------------------------------------------------ the guard
+def _answer(status: int, detail: str, close: bool = False) -> Response:
+    return JSONResponse({"detail": detail}, status_code=status, headers={"connection": "close"} if close else None)
+
+
+def _allowed_names(host: str | None) -> tuple[set[str], bool]:
+    """Host names (without port) this server answers to, and whether any IP literal is fine too (bound to every
+    interface: a LAN user types the machine's address; DNS rebinding needs a *name*, so literals are safe)."""
+    names = {"localhost", "127.0.0.1", "[::1]"}
+    wildcard = host in ("0.0.0.0", "::", "")
+    if host and not wildcard:
+        names.add(f"[{host}]" if ":" in host and not host.startswith("[") else host.lower())
+    return names, wildcard
+
+
+def _host_name(value: str) -> str:
+    """'Localhost:8000' -> 'localhost'; '[::1]:80' -> '[::1]'."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _is_ip(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+class _Guard:
+    """Plain ASGI middleware: Host and Origin checks, then the whole body read within BODY_SECONDS and counted
+    as it streams. Runs before routing and before any slot, so a slow or huge upload only ever holds itself."""
+
+    SAFE = ("GET", "HEAD", "OPTIONS")
+
+    def __init__(self, app, host: str | None, body_seconds: float, max_body: int):
+        self.app, self.body_seconds, self.max_body = app, body_seconds, max_body
+        self.names, self.any_ip = _allowed_names(host)
+
+    def _host_ok(self, host: str) -> bool:
+        name = _host_name(host)
+        return bool(name) and (name in self.names or (self.any_ip and _is_ip(name)))
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers: dict[str, str] = {}
+        for key, value in scope["headers"]:
+            headers.setdefault(key.decode("latin-1").lower(), value.decode("latin-1"))
+        host = headers.get("host", "")
+        if not self._host_ok(host):
+            shown = host[:80] or "(none)"
+            return await _answer(403, f"Host {shown!r} is not served here; allowed: "
+                                 f"{', '.join(sorted(self.names))} (with any port)", close=True)(scope, receive, send)
+        if scope["method"] not in self.SAFE:
+            for header in ("origin", "referer"):  # a browser sends Origin; older ones only Referer
+                value = headers.get(header)
+                if value is None:
+                    continue
+                if urlsplit(value).netloc.lower() != host.strip().lower() or urlsplit(value).scheme not in (
+                        "http", "https"):
+                    return await _answer(403, f"cross-origin request refused: {header} {value[:80]!r} is not this "
+                                         f"page (http://{host}); the explorer only answers its own page",
+                                         close=True)(scope, receive, send)
+                break
+        length = headers.get("content-length")
+        if length is None and "transfer-encoding" not in headers:
+            return await self.app(scope, receive, send)  # no body
+        if length is not None and (not length.isdigit() or int(length) > self.max_body):
+            return await _answer(413, f"request body is {length[:30]} bytes; allowed up to {self.max_body}")(
+                scope, receive, send)
+        chunks, size = [], 0
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.body_seconds
+        while True:
+            try:
+                message = await asyncio.wait_for(receive(), max(deadline - loop.time(), 0.0))
+            except asyncio.TimeoutError:
+                return await _answer(408, f"the request body did not arrive within {self.body_seconds:g} s "
+                                     f"({size} bytes received); send it at once", close=True)(scope, receive, send)
+            if message["type"] == "http.disconnect":
+                return None  # the client went away mid-body: nobody to answer
+            size += len(message.get("body", b""))
+            if size > self.max_body:
+                return await _answer(413, f"request body is over {self.max_body} bytes; allowed up to "
+                                     f"{self.max_body}")(scope, receive, send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body, replayed = b"".join(chunks), False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()  # after the body: only http.disconnect comes
+
+        return await self.app(scope, replay, send)
+
+
+# ------------------------------------------------------------------------------------------ the app
+def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.1",
+               max_concurrent: int | None = None, body_seconds: float = BODY_SECONDS,
+               measure_seconds: float = MEASURE_SECONDS) -> FastAPI:
+    """The explorer app. `host`: the address it is served on (--host); requests must name it, localhost,
+    127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT)."""
     registry = registry if registry is not None else build_registry()
+    slots_wanted = MAX_CONCURRENT if max_concurrent is None else max_concurrent
+    if isinstance(slots_wanted, bool) or not isinstance(slots_wanted, int) or slots_wanted < 1:
+        raise InputError(f"max_concurrent={slots_wanted!r}: allowed a positive integer")
     app = FastAPI(title="attnlab Transformer Explorer",
                   description="Every number inside real transformers: attention, masking, vision, generation, cost.",
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     app.state.registry = registry
-    # Recording is process-global (attnlab.recording._active), and FastAPI runs these handlers in a thread
-    # pool: one computation at a time keeps two requests from recording into each other.
-    compute = threading.Lock()
-
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next):
-        length = request.headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > MAX_BODY_BYTES):
-            return JSONResponse({"detail": f"request body is {length} bytes; allowed up to {MAX_BODY_BYTES}"},
-                                status_code=413)
-        if request.method in ("POST", "PUT") and length is None:
-            body = await request.body()  # chunked upload: read it once and measure
-            if len(body) > MAX_BODY_BYTES:
-                return JSONResponse({"detail": f"request body is over {MAX_BODY_BYTES} bytes"}, status_code=413)
-        path = request.url.path
-        if not (path.startswith("/api/") and (request.method == "POST" or path.startswith("/api/cost/"))):
-            return await call_next(request)
-        slots = _slots()  # heavy work: at most MAX_CONCURRENT at once, the rest queue
-        try:
-            await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
-        except asyncio.TimeoutError:
-            return JSONResponse({"detail": f"the explorer is busy ({MAX_CONCURRENT} requests running and more "
-                                 f"waiting for over {QUEUE_SECONDS} s); retry shortly"}, status_code=503)
-        try:
-            return await call_next(request)
-        finally:
-            slots.release()
-
+    app.state.max_concurrent = slots_wanted
+    app.add_middleware(_Guard, host=host, body_seconds=body_seconds, max_body=MAX_BODY_BYTES)
     heavy: dict = {"loop": None, "slots": None}
 
     def _slots() -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()  # one semaphore per event loop (tests may start several)
         if heavy["loop"] is not loop:
-            heavy.update(loop=loop, slots=asyncio.Semaphore(MAX_CONCURRENT))
+            heavy.update(loop=loop, slots=asyncio.Semaphore(slots_wanted))
         return heavy["slots"]
+
+    async def run(request: Request, work, *, stop: _Stop | None = None) -> Response:
+        """Wait for a slot (QUEUE_SECONDS at most), then run `work()` and encode its dict as JSON in a thread.
+        A client that disconnects meanwhile sets `stop.gone`: work still waiting for a slot is skipped, and
+        cancellable work (a cost measurement) stops at its next check."""
+        stop = stop if stop is not None else _Stop()
+        watcher = asyncio.create_task(_watch(request, stop))
+        try:
+            slots = _slots()
+            try:
+                await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
+            except asyncio.TimeoutError:
+                return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
+                               f"for over {QUEUE_SECONDS} s); retry shortly")
+            try:
+                if stop.gone.is_set():
+                    return _answer(503, "the client went away before its turn")  # nobody reads this
+                stop.start()
+                body = await run_in_threadpool(lambda: _encode(work()))
+            finally:
+                slots.release()
+        finally:
+            watcher.cancel()
+        return Response(body, media_type="application/json")
+
+    async def _watch(request: Request, stop: _Stop) -> None:
+        while True:
+            message = await request.receive()
+            if message["type"] == "http.disconnect":
+                stop.gone.set()
+                return
 
     @app.exception_handler(UnknownItem)
     async def _unknown(request, exc):
-        return JSONResponse({"detail": str(exc)}, status_code=404)
+        return _answer(404, str(exc))
 
     @app.exception_handler(ModelUnavailable)
     async def _unavailable(request, exc):
-        return JSONResponse({"detail": str(exc)}, status_code=503)
+        return _answer(503, str(exc))
+
+    @app.exception_handler(Stopped)
+    async def _stopped(request, exc):
+        return _answer(503, str(exc))
 
     @app.exception_handler(AttnlabError)
     async def _bad_input(request, exc):
-        return JSONResponse({"detail": str(exc)}, status_code=400)
+        return _answer(400, str(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request, exc):
         parts = []
         for err in exc.errors():
-            where = ".".join(str(x) for x in err.get("loc", ()) if x != "body") or "body"
-            parts.append(f"{where}: {err.get('msg')}")
-        return JSONResponse({"detail": "malformed request: " + "; ".join(parts)}, status_code=422)
+            loc = [str(x) for x in err.get("loc", ()) if x not in ("body", "query", "path")]
+            where = ".".join(loc) or "body"
+            text = f"{where}: {err.get('msg')}"
+            if loc and loc[-1] in LIMITS and err.get("type", "").startswith(("greater", "less")):
+                lo, hi = LIMITS[loc[-1]]
+                text = f"{where}={str(err.get('input'))[:40]}: allowed {lo}..{hi}"
+            parts.append(text)
+        return _answer(422, "malformed request: " + "; ".join(parts))
 
     def get(model_id: str):
         return registry.get(model_id)
@@ -148,86 +371,79 @@ def create_app(registry: Registry | None = None) -> FastAPI:
         return {"models": api.list_models(registry), "default": registry.default_id()}
 
     @app.get("/api/models/{model_id}", summary="a model's shape and what the tabs can show for it")
-    def model_info(model_id: str) -> dict:
-        with compute:
-            return api.describe(get(model_id))
+    async def model_info(request: Request, model_id: ModelId) -> dict:
+        return await run(request, lambda: api.describe(get(model_id)))
 
     @app.get("/api/architecture/{model_id}", summary="blocks, shapes for n tokens and parameter counts")
-    def architecture(model_id: str, n: int = 8, text: str | None = None) -> dict:
-        with compute:
-            return api.architecture(get(model_id), n, text)
+    async def architecture(request: Request, model_id: ModelId, n: QueryN = 8, text: QueryText = None) -> dict:
+        return await run(request, lambda: api.architecture(get(model_id), n, text))
 
     @app.get("/api/params", summary="closed form V*d + L*d + N*12*d^2 beside the exact count")
-    def params(V: int = 30522, d: int = 768, N: int = 12, h: int = 12, L: int = 512, d_ff: int | None = None):
-        with compute:
-            return api.parameter_calculator(V, d, N, h, L, d_ff)
+    async def params(request: Request, V: QueryV = 30522, d: QueryD = 768, N: QueryNLayers = 12,  # noqa: N803
+                     h: QueryH = 12, L: QueryL = 512, d_ff: QueryDFF = None) -> dict:  # noqa: N803
+        return await run(request, lambda: api.parameter_calculator(V, d, N, h, L, d_ff))
 
     @app.get("/api/famous", summary="the seeds' table of famous models, counted by attnlab")
-    def famous() -> list:
-        with compute:
-            return api.famous_models()
+    async def famous(request: Request) -> list:
+        return await run(request, api.famous_models)
 
     @app.post("/api/walkthrough", summary="the inference walk-through of the seeds, run on this model")
-    def walkthrough(req: TextRequest) -> dict:
-        with compute:
-            return api.walkthrough(get(req.model), req.text)
+    async def walkthrough(request: Request, req: TextRequest) -> dict:
+        return await run(request, lambda: api.walkthrough(get(req.model), req.text))
 
     @app.post("/api/attention", summary="one layer and head: raw scores, weights, Q and K")
-    def attention(req: AttentionRequest) -> dict:
-        with compute:
-            return api.attention(get(req.model), req.text, req.layer, req.head, req.part, req.target)
+    async def attention(request: Request, req: AttentionRequest) -> dict:
+        return await run(request, lambda: api.attention(get(req.model), req.text, req.layer, req.head, req.part,
+                                                        req.target))
 
     @app.post("/api/attention/grid", summary="thumbnails of every layer x head")
-    def grid(req: GridRequest) -> dict:
-        with compute:
-            return api.attention_grid(get(req.model), req.text, req.part, target=req.target)
+    async def grid(request: Request, req: GridRequest) -> dict:
+        return await run(request, lambda: api.attention_grid(get(req.model), req.text, req.part, target=req.target))
 
     @app.post("/api/mask-placement", summary="causal mask before vs after the softmax")
-    def mask_placement(req: MaskRequest) -> dict:
-        with compute:
-            return api.mask_placement(get(req.model), req.text, req.layer, req.head)
+    async def mask_placement(request: Request, req: MaskRequest) -> dict:
+        return await run(request, lambda: api.mask_placement(get(req.model), req.text, req.layer, req.head))
 
     @app.post("/api/mlm/draw", summary="BERT's random 15% with its 80/10/10 split")
-    def mlm_draw(req: DrawRequest) -> dict:
-        with compute:
-            return api.mlm_draw(get(req.model), req.text, req.seed)
+    async def mlm_draw(request: Request, req: DrawRequest) -> dict:
+        return await run(request, lambda: api.mlm_draw(get(req.model), req.text, req.seed))
 
     @app.post("/api/mlm/predict", summary="top-5 predictions and loss at the selected positions")
-    def mlm_predict(req: MLMRequest) -> dict:
-        with compute:
-            return api.mlm_predict(get(req.model), req.text, req.selections)
+    async def mlm_predict(request: Request, req: MLMRequest) -> dict:
+        return await run(request, lambda: api.mlm_predict(get(req.model), req.text, req.selections))
 
     @app.post("/api/causal", summary="each position's next-token prediction and loss")
-    def causal(req: TextRequest) -> dict:
-        with compute:
-            return api.causal_predictions(get(req.model), req.text)
+    async def causal(request: Request, req: TextRequest) -> dict:
+        return await run(request, lambda: api.causal_predictions(get(req.model), req.text))
 
     @app.get("/api/vision/samples", summary="MNIST digits and sample photos available here")
-    def vision_samples() -> dict:
-        return images.samples()
+    async def vision_samples(request: Request) -> dict:
+        return await run(request, images.samples)
 
     @app.post("/api/vision", summary="ViT prediction, attention of a patch, rollout, position similarity")
-    def vision(req: VisionRequest) -> dict:
-        lm = get(req.model)
-        if lm.model.config.topology != "vit":
-            raise AttnlabError(f"model {req.model!r} is a {lm.model.config.topology}; the Vision tab needs a ViT")
-        pixels, grey = images.to_pixels(lm.model.config, req.image)
-        with compute:
+    async def vision(request: Request, req: VisionRequest) -> dict:
+        def work():
+            lm = get(req.model)
+            if lm.model.config.topology != "vit":
+                raise AttnlabError(f"model {req.model!r} is a {lm.model.config.topology}; the Vision tab needs a ViT")
+            pixels, grey = images.to_pixels(lm.model.config, req.image)
             out = api.vision(lm, pixels, req.layer, req.head, req.patch)
-        out["pixels"] = grey
-        return out
+            out["pixels"] = grey
+            return out
+
+        return await run(request, work)
 
     @app.post("/api/generate/step", summary="one decoding step with the KV cache, timed with and without it")
-    def generate_step(req: GenerateRequest) -> dict:
-        with compute:
-            return api.generation_step(get(req.model), req.prompt, req.generated, req.temperature, req.top_k,
-                                       req.top_p, req.seed)
+    async def generate_step(request: Request, req: GenerateRequest) -> dict:
+        return await run(request, lambda: api.generation_step(get(req.model), req.prompt, req.generated,
+                                                              req.temperature, req.top_k, req.top_p, req.seed))
 
     @app.get("/api/cost/{model_id}", summary="parameters, FLOPs and memory for n tokens, and their scaling")
-    def cost(model_id: str, n: int = 128, measure: bool = False) -> dict:
-        with compute:
-            return api.cost(get(model_id), n, measure)
+    async def cost(request: Request, model_id: ModelId, n: QueryN = 128, measure: bool = False) -> dict:
+        stop = _Stop(measure_seconds) if measure else None
+        return await run(request, lambda: api.cost(get(model_id), n, measure, stop=stop), stop=stop)
 
+    app.state.run = run  # the lessons' routes compute under the same slots and limits
     app.include_router(lessons.router)  # the teaching lessons (explorer/lessons.py)
 
     @app.get("/", include_in_schema=False)

@@ -11,7 +11,6 @@ from attnlab.explorer.common import (
     _check_index,
     _config,
     _round,
-    exclusive,
 )
 from attnlab.explorer.registry import Loaded
 from attnlab.recording import capture
@@ -37,7 +36,6 @@ def rollout(weights: list[torch.Tensor]) -> torch.Tensor:
     return result
 
 
-@exclusive
 def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patch: int = 0) -> dict[str, Any]:
     """A ViT on one image: prediction, the selected token's attention over the patch grid in one layer/head,
     the rollout from that token, and the cosine similarity of its learned position embedding to every other.

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import io
+import json
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -19,7 +21,7 @@ def client(tiny_paths):
     registry = build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")]
                               + ["/nonexistent/checkpoint"])
     app = create_app(registry)
-    with TestClient(app) as c:
+    with TestClient(app, base_url="http://localhost") as c:
         c.registry = registry
         yield c
 
@@ -81,7 +83,7 @@ def test_vision_endpoint_accepts_png_and_jpeg(client):
     ("post", "/api/attention", {"model": "toy"}, 422, "text"),
     ("post", "/api/mlm/predict", {"model": "toy", "text": "cat", "selections": [0]}, 400, "MLM head"),
     ("post", "/api/vision", {"model": "toy", "image": {"mnist": 0}}, 400, "needs a ViT"),
-    ("get", "/api/cost/toy?n=0", None, 400, "n=0"),
+    ("get", "/api/cost/toy?n=0", None, 422, "n=0: allowed 1..32768"),
     ("get", "/api/params?d=10&h=3", None, 400, "divisible"),
 ])
 def test_bad_requests_get_4xx_with_a_message(client, method, path, body, status, words):
@@ -144,7 +146,7 @@ def test_generation_endpoint_steps(client):
     r2 = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "generated": first["generated"]})
     assert r2.json()["cache"]["positions"] == 3 and len(r2.json()["generated"]) == 2
     bad = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "top_p": 0})
-    assert bad.status_code == 400 and "top_p" in bad.json()["detail"]
+    assert bad.status_code == 422 and "top_p" in bad.json()["detail"]
 
 
 def test_cli_registers_explore_and_prints_the_address(tiny_paths, monkeypatch, capsys):
@@ -193,3 +195,249 @@ def test_browser_opens_only_where_there_is_a_display(tiny_paths, monkeypatch, ca
     monkeypatch.setattr("threading.Timer", lambda delay, fn: type("T", (), {"start": lambda self: fn()})())
     args.run(args)
     assert opened == ["http://localhost:8124/"]
+
+
+# ------------------------------------------------------------------------------ DNS rebinding, cross-origin
+@pytest.mark.parametrize("host", ["rebind.attacker.example", "rebind.attacker.example:8000", "localhost.evil",
+                                  "127.0.0.1.nip.io:8000", ""])
+def test_foreign_host_names_are_refused(client, host):
+    """A page on rebind.attacker.example whose DNS now points at 127.0.0.1 sends its own name as Host."""
+    for method, path, body in (("get", "/api/models", None), ("get", "/", None),
+                               ("post", "/api/causal", {"model": "toy", "text": "x"})):
+        r = client.request(method.upper(), path, json=body, headers={"host": host})
+        assert r.status_code == 403, (host, path, r.status_code)
+        assert "not served here" in r.json()["detail"] and "localhost" in r.json()["detail"]
+
+
+@pytest.mark.parametrize("host", ["localhost", "localhost:8000", "127.0.0.1:1234", "[::1]:80", "LOCALHOST:9"])
+def test_the_hosts_the_server_was_started_for_are_served(client, host):
+    assert client.get("/api/models", headers={"host": host}).status_code == 200
+
+
+def test_the_host_named_by_host_flag_is_served_and_wildcards_take_addresses(registry):
+    with TestClient(create_app(registry, host="lab.example.org"), base_url="http://lab.example.org:8000") as c:
+        assert c.get("/api/models").status_code == 200
+        assert c.get("/api/models", headers={"host": "other.example.org"}).status_code == 403
+    with TestClient(create_app(registry, host="0.0.0.0"), base_url="http://192.168.1.20:8000") as c:
+        assert c.get("/api/models").status_code == 200  # a LAN user types the address: no name to rebind
+        assert c.get("/api/models", headers={"host": "rebind.attacker.example"}).status_code == 403
+
+
+@pytest.mark.parametrize("header, value", [("origin", "http://evil.example"), ("origin", "null"),
+                                           ("origin", "http://localhost:3000"), ("referer", "http://evil.example/x"),
+                                           ("origin", "http://localhost.evil.example")])
+def test_cross_origin_posts_are_refused(client, header, value):
+    body = {"model": "toy", "text": "the cat sat on the mat", "layer": 0, "head": 0}
+    r = client.post("/api/attention", json=body, headers={header: value})
+    assert r.status_code == 403 and "cross-origin" in r.json()["detail"]
+    r = client.post("/api/attention", json=body, headers={"origin": "http://localhost", "referer": "http://localhost/"})
+    assert r.status_code == 200  # the page itself
+
+
+def test_no_answer_carries_an_absolute_path(client, tiny_paths):
+    r = client.get("/api/models")
+    text = r.text
+    for path in list(tiny_paths.values()) + ["/nonexistent/checkpoint"]:
+        assert str(path) not in text and str(Path(path).parent) not in text
+    named = [m for m in r.json()["models"] if m["kind"] == "path"]
+    assert {m["label"] for m in named} >= {"decoder (command line)", "checkpoint (command line)"}
+    missing = next(e.id for e in client.registry.entries.values() if e.kind == "path" and not e.available)
+    r = client.post("/api/attention", json={"model": missing, "text": "x"})
+    assert "/nonexistent" not in r.text and "'checkpoint'" in r.json()["detail"]
+
+
+def test_load_errors_name_the_file_without_its_folders(tmp_path):
+    broken = tmp_path / "deep" / "folder" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "config.json").write_text("{not json")
+    with TestClient(create_app(build_registry([broken], shipped=False, pretrained=False)),
+                    base_url="http://localhost") as c:
+        r = c.post("/api/causal", json={"model": "path", "text": "x"})
+        assert r.status_code == 503 and "broken" in r.json()["detail"]
+        assert str(tmp_path) not in r.text and str(tmp_path) not in c.get("/api/models").text
+
+
+# ------------------------------------------------------------------------------ bounded numbers, slots
+def test_query_numbers_are_bounded_and_the_message_names_the_range(client):
+    r = client.get("/api/params?V=10000000&d=65536&N=1024&h=1&L=1000000")
+    assert r.status_code == 422
+    assert "V=10000000: allowed 1..1000000" in r.json()["detail"] and "N=1024: allowed 1..256" in r.json()["detail"]
+    for url, words in (("/api/architecture/toy?n=1000000000", "n=1000000000: allowed 1..32768"),
+                       ("/api/cost/toy?n=-5", "n=-5: allowed 1..32768"), ("/api/params?d_ff=99999999", "d_ff"),
+                       ("/api/models/" + "x" * 300, "model_id")):
+        r = client.get(url)
+        assert r.status_code == 422 and words in r.json()["detail"], (url, r.text[:200])
+    assert client.get("/api/params?V=50257&d=12288&N=96&h=96&L=2048").status_code == 200  # GPT-3 fits
+
+
+def test_computing_gets_take_a_model_slot_and_its_time_limit(registry, monkeypatch):
+    """With the one slot held by a slow POST, a GET that computes waits in the same line and gets the same 503
+    once QUEUE_SECONDS have passed: it cannot run beside the model work, or outside the limit."""
+    import threading
+    import time
+
+    from attnlab.explorer import server
+
+    monkeypatch.setattr(server, "MAX_CONCURRENT", 1)
+    monkeypatch.setattr(server, "QUEUE_SECONDS", 0.5)
+    started, release = threading.Event(), threading.Event()
+    original = api.causal_predictions
+
+    def slow(lm, text):
+        started.set()
+        release.wait(30)
+        return original(lm, text)
+
+    monkeypatch.setattr(api, "causal_predictions", slow)
+    with TestClient(create_app(registry), base_url="http://localhost") as c:
+        holder = threading.Thread(target=lambda: c.post("/api/causal", json={"model": "toy", "text": "x"}))
+        holder.start()
+        assert started.wait(30)
+        try:
+            for url in ("/api/params?V=100&d=8&N=1&h=2&L=8", "/api/famous", "/api/architecture/toy",
+                        "/api/cost/toy?n=4", "/api/models/toy"):
+                r = c.get(url)
+                assert r.status_code == 503 and "busy" in r.json()["detail"], (url, r.status_code)
+            assert c.get("/api/models").status_code == 200  # the model list computes nothing
+        finally:
+            release.set()
+            holder.join(30)
+        time.sleep(0)
+        assert c.get("/api/params?V=100&d=8&N=1&h=2&L=8").status_code == 200
+
+
+def test_a_cost_measurement_stops_at_its_deadline_between_lengths(registry, monkeypatch):
+    import attnlab.cost.measure as measure
+
+    calls = []
+    original = measure.time_call
+    monkeypatch.setattr(measure, "time_call", lambda fn, *a, **k: calls.append(1) or original(fn, *a, **k))
+    dec = next(e.id for e in registry.entries.values() if e.kind == "path" and e.source.name == "decoder")
+    with TestClient(create_app(registry, measure_seconds=0), base_url="http://localhost") as c:
+        r = c.get(f"/api/cost/{dec}?n=16&measure=true")
+        assert r.status_code == 503 and "stopped" in r.json()["detail"]
+        assert len(calls) == 1  # the first length, then the check between lengths stopped it
+        assert c.get(f"/api/cost/{dec}?n=16").status_code == 200  # no measurement: no limit needed
+
+
+def test_model_concurrency_is_a_setting(monkeypatch):
+    from attnlab.errors import InputError
+    from attnlab.explorer import server
+
+    monkeypatch.delenv("ATTNLAB_EXPLORER_CONCURRENT", raising=False)
+    assert server._concurrency_setting() == 2
+    monkeypatch.setenv("ATTNLAB_EXPLORER_CONCURRENT", "3")
+    assert server._concurrency_setting() == 3
+    for bad in ("0", "-1", "two", "1000"):
+        monkeypatch.setenv("ATTNLAB_EXPLORER_CONCURRENT", bad)
+        with pytest.raises(InputError, match="ATTNLAB_EXPLORER_CONCURRENT"):
+            server._concurrency_setting()
+    with pytest.raises(InputError, match="max_concurrent"):
+        create_app(build_registry([], shipped=False, pretrained=False), max_concurrent=0)
+
+
+def test_one_model_loads_once_and_two_models_load_side_by_side(tiny_paths, monkeypatch):
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from attnlab.explorer import registry as registry_module
+
+    reg = build_registry([tiny_paths["decoder"], tiny_paths["encoder"]], shipped=False, pretrained=False)
+    loads, running, peak, lock = [], [0], [0], threading.Lock()
+    original = registry_module._load
+
+    def slow_load(entry):
+        with lock:
+            loads.append(entry.id)
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        time.sleep(0.5)
+        with lock:
+            running[0] -= 1
+        return original(entry)
+
+    monkeypatch.setattr(registry_module, "_load", slow_load)
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        got = list(pool.map(reg.get, ["path1", "path2"] * 3))
+    assert sorted(loads) == ["path1", "path2"]  # each model loaded exactly once
+    assert peak[0] == 2  # ... and the two at the same time
+    assert all(g is got[0] for g in got[0::2]) and all(g is got[1] for g in got[1::2])
+
+
+# ------------------------------------------------------------------------------ numbers that used to 500
+def test_extreme_seeds_temperatures_and_top_p_get_answers_not_500s(client):
+    enc, dec = _id(client, "encoder"), _id(client, "decoder")
+    for seed in (2**64, 2**63, -(2**63) - 1, 10**30):
+        r = client.post("/api/mlm/draw", json={"model": enc, "text": "the cat sat", "seed": seed})
+        assert r.status_code == 422 and "seed=" in r.json()["detail"] and "allowed" in r.json()["detail"], seed
+    for seed in (2**63 - 1, -(2**63), 0):
+        assert client.post("/api/mlm/draw", json={"model": enc, "text": "the cat sat", "seed": seed}).status_code \
+            == 200
+    greedy = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "temperature": 0}).json()
+    for extra in ({"seed": 10**14}, {"seed": 2**63 - 1}, {"seed": -(2**63)}, {"temperature": 1e-39},
+                  {"temperature": 5e-324}, {"top_p": 1e-46}, {"top_p": 5e-324, "temperature": 3.0}):
+        r = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", **extra})
+        assert r.status_code == 200, (extra, r.text[:300])
+        if "seed" not in extra:  # a vanishing temperature or nucleus leaves only the most likely token
+            assert r.json()["token_id"] == greedy["token_id"], extra
+    nan = json.dumps({"model": dec, "prompt": "ab", "temperature": float("nan")})
+    r = client.post("/api/generate/step", content=nan, headers={"content-type": "application/json"})
+    assert r.status_code == 422
+
+
+def test_sampling_seeds_of_ordinary_size_give_the_same_draws_as_before():
+    from attnlab.explorer.generation import _generator_seed
+
+    assert _generator_seed(7, 3) == 7 * 100_003 + 3 and _generator_seed(-2, 0) == -200_006
+    assert 0 <= _generator_seed(2**63 - 1, 5) < 2**64
+
+
+def test_a_model_with_nan_weights_answers_400(client):
+    import torch
+
+    import attnlab
+    from attnlab.presets import get
+
+    torch.manual_seed(0)
+    model = attnlab.build_model(get("tiny-decoder", vocab_size=256, d_model=32, d_ff=64)).eval()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float("nan"))
+    client.registry.add(api.wrap(model, model_id="nan-weights"))
+    for temperature in (1.0, 0.7, 0.0):
+        r = client.post("/api/generate/step", json={"model": "nan-weights", "prompt": "ab",
+                                                    "temperature": temperature})
+        assert r.status_code == 400 and "not finite" in r.json()["detail"], (temperature, r.text[:200])
+    r = client.post("/api/attention", json={"model": "nan-weights", "text": "ab"})
+    assert r.status_code == 400 and "not finite" in r.json()["detail"]
+    assert client.get("/api/models").status_code == 200
+
+
+def test_a_tokenizer_that_panics_answers_400(client):
+    import importlib.util
+
+    import torch
+    from tokenizers import Regex, pre_tokenizers
+
+    import attnlab
+    from attnlab.presets import get
+
+    spec = importlib.util.spec_from_file_location("explorer_tiny_models", Path(__file__).with_name("tiny_models.py"))
+    tiny_models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tiny_models)
+    tok = tiny_models.bert_tokenizer()
+    tok.hf.pre_tokenizer = pre_tokenizers.Split(Regex("((a+)+)+c"), "isolated")  # Oniguruma gives up -> Rust panic
+    torch.manual_seed(0)
+    model = attnlab.build_model(get("tiny-encoder", vocab_size=len(tiny_models.WORDS) + 5, d_model=32, d_ff=64,
+                                    max_len=64, pad_token_id=0))
+    client.registry.add(api.wrap(model, tok, model_id="panicky"))
+    r = client.post("/api/attention", json={"model": "panicky", "text": "a" * 40})
+    assert r.status_code == 400 and "tokenizer" in r.json()["detail"]
+    assert client.post("/api/attention", json={"model": "panicky", "text": "the cat"}).status_code == 200
+
+
+def test_the_mlm_refusal_names_only_models_that_have_an_mlm_head(client):
+    r = client.post("/api/mlm/predict", json={"model": "toy", "text": "cat", "selections": [0]})
+    assert r.status_code == 400 and "bert-mlm" in r.json()["detail"]
+    assert "minilm" not in r.json()["detail"].replace("minilm has", "")

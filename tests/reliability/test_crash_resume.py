@@ -25,6 +25,7 @@ from attnlab.training.trainer import NonFiniteLoss, Trainer, TrainSettings
 
 HERE = Path(__file__).resolve().parent
 STEPS, SLOW_SAVE = 12, 0.3
+KILL_MOMENTS = ("training", "saving", "saving", "training")  # what each SIGKILL interrupts, in order
 
 
 def _losses(out: Path) -> dict[int, float]:
@@ -90,7 +91,7 @@ def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(tmp_path):
         except json.JSONDecodeError:  # a line being written right now
             return 0
 
-    for moment in ("training", "saving", "saving", "training"):
+    for moment in KILL_MOMENTS:
         target = min(STEPS - 1, latest + rng.randint(1, 3))  # each kill lands a few steps further on
         (out / "saving").unlink(missing_ok=True)
         proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)

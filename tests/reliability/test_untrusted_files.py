@@ -326,9 +326,12 @@ def test_hf_config_json_fields_of_any_value(hf_checkpoint):
         path.write_text(json.dumps(original))
 
 
-@pytest.mark.parametrize("key", [b"llama.block_count", b"llama.embedding_length", b"llama.attention.head_count",
-                                 b"llama.feed_forward_length", b"llama.context_length",
-                                 b"llama.attention.head_count_kv"])
+GGUF_KEYS = [b"llama.block_count", b"llama.embedding_length", b"llama.attention.head_count",
+             b"llama.feed_forward_length", b"llama.context_length", b"llama.attention.head_count_kv"]
+GGUF_SIZES = (0, 10**9, 2**32 - 1)
+
+
+@pytest.mark.parametrize("key", GGUF_KEYS)
 def test_gguf_metadata_of_any_size(tmp_path, key):
     """A GGUF whose header claims 0, 10**9 or 2**32-1 for a size: refused naming the file (or, for a context
     length, which allocates nothing up front, loaded), never a raw error or a loop over 10**9 layers."""
@@ -341,7 +344,7 @@ def test_gguf_metadata_of_any_size(tmp_path, key):
     data = path.read_bytes()
     at = data.index(key) + len(key)
     assert struct.unpack("<I", data[at:at + 4])[0] == 4  # GGUF value type 4: uint32
-    for value in (0, 10**9, 2**32 - 1):
+    for value in GGUF_SIZES:
         path.write_bytes(data[:at + 4] + struct.pack("<I", value) + data[at + 8:])
         try:
             model, _ = attnlab.load(path)
