@@ -150,6 +150,7 @@ def test_bad_config_json_is_refused_naming_file_and_field(checkpoint, change, na
 _PEAK = textwrap.dedent("""
     import json, sys
     import attnlab
+    import attnlab.loading, attnlab.storage, attnlab.build  # `import attnlab` is lazy: count torch before `before`
     def peak():
         for line in open("/proc/self/status"):
             if line.startswith("VmHWM:"):
