@@ -50,7 +50,7 @@ def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict,
             prompt = torch.full((source.shape[0], 1), start, dtype=torch.long, device=device)
         else:
             prompt, _ = _as_batch(decoder_input_ids, None, vocab, pad_left=True,
-                                            pad_id=options.pad_token_id, name="decoder_input_ids", device=device)
+                                  pad_id=options.pad_token_id, name="decoder_input_ids", device=device)
             if prompt.shape[0] != source.shape[0]:
                 raise InputError(f"decoder_input_ids has {prompt.shape[0]} rows but the source has "
                                  f"{source.shape[0]}; give one decoder prompt per source")
