@@ -32,8 +32,8 @@ def _randomize(model, std=0.08, seed=0):
 
 
 def _decoder(position: str, **overrides):
-    config = attnlab.presets["tiny-decoder"].replace(position=position, n_kv_heads=2, vocab_size=97, max_len=64,
-                                                     **overrides)
+    config = attnlab.presets["tiny-decoder"].replace(**{"position": position, "n_kv_heads": 2, "vocab_size": 97,
+                                                        "max_len": 64, **overrides})
     return _randomize(attnlab.build_model(config))
 
 
@@ -261,6 +261,69 @@ def test_rope_model_generates_past_max_len_while_learned_refuses():
         attnlab.generate(_decoder("learned"), [[1, 2, 3]], max_new_tokens=62)
     with pytest.raises(InputError, match="limit of 64"):
         attnlab.generate(_decoder("sinusoidal"), [[1] * 70], max_new_tokens=1)
+
+
+# ------------------------------------------------------------------------------------- sliding window
+def _greedy_on_window(model, row_tokens, limit, encoder_hidden=None):
+    """The reference: one plain forward over the row's last `limit` tokens alone (no cache, no padding)."""
+    window = torch.tensor([row_tokens[-limit:]])
+    with torch.no_grad():
+        if encoder_hidden is None:
+            logits = model(window).logits
+        else:
+            _, logits = model.decode(window, encoder_hidden)
+    return int(logits[0, -1].argmax())
+
+
+@pytest.mark.parametrize("position, use_cache", [("learned", True), ("sinusoidal", True), ("learned", False)])
+def test_sliding_window_continues_past_the_limit_as_fresh_steps_on_the_last_tokens(position, use_cache):
+    limit, new = 12, 14
+    model = _decoder(position, max_len=limit)
+    prompts = [[5, 17, 3, 44, 9, 12, 60], [21, 8, 40], [33, 2, 71, 90, 11]]  # left-padded to 7 columns
+    with pytest.raises(InputError, match="sliding_window=True"):
+        attnlab.generate(model, prompts, max_new_tokens=new)
+    slid = attnlab.generate(model, prompts, max_new_tokens=new, eos_token_id=None, use_cache=use_cache,
+                            sliding_window=True)
+    assert [len(t) for t in slid.tokens] == [new] * 3
+    fits = limit - 7  # new tokens before the 7 padded columns + new ones exceed the limit
+    plain = attnlab.generate(model, prompts, max_new_tokens=fits, eos_token_id=None)
+    assert [t[:fits] for t in slid.tokens] == plain.tokens
+    for prompt, tokens in zip(prompts, slid.tokens, strict=True):
+        for step, token in enumerate(tokens):
+            assert token == _greedy_on_window(model, prompt + tokens[:step], limit), (prompt, step)
+
+
+def test_sliding_window_reads_a_prompt_longer_than_the_limit_through_its_last_tokens():
+    limit = 10
+    model = _decoder("learned", max_len=limit)
+    prompt = [(7 * i + 3) % 97 for i in range(15)]
+    slid = attnlab.generate(model, [prompt], max_new_tokens=5, eos_token_id=None, sliding_window=True)
+    for step, token in enumerate(slid.tokens[0]):
+        assert token == _greedy_on_window(model, prompt + slid.tokens[0][:step], limit)
+    assert slid.cache_bytes == 0  # the prompt fills the window: no step could use a cache
+
+
+def test_sliding_window_for_an_encoder_decoder_target():
+    limit = 6
+    config = attnlab.presets["tiny-encoder-decoder"].replace(position="learned", vocab_size=97, max_len=limit)
+    model = _randomize(attnlab.build_model(config))
+    source = [[5, 17, 3, 44, 9]]
+    slid = attnlab.generate(model, source, max_new_tokens=10, eos_token_id=None, sliding_window=True)
+    with torch.no_grad():
+        encoder_hidden = model.encode(torch.tensor(source))
+    target = slid.sequences[0].tolist()  # decoder start id, then the new tokens
+    for step in range(10):
+        assert target[1 + step] == _greedy_on_window(model, target[: 1 + step], limit, encoder_hidden)
+
+
+def test_sliding_window_changes_nothing_within_the_limit_or_without_one():
+    learned = _decoder("learned")
+    for model in (learned, _decoder("rope")):
+        a = attnlab.generate(model, PROMPTS, max_new_tokens=6, eos_token_id=None)
+        b = attnlab.generate(model, PROMPTS, max_new_tokens=6, eos_token_id=None, sliding_window=True)
+        assert torch.equal(a.sequences, b.sequences) and a.cache_bytes == b.cache_bytes > 0
+    with pytest.raises(InputError, match="sliding_window='yes'"):
+        attnlab.generate(learned, PROMPTS, sliding_window="yes")
 
 
 # ------------------------------------------------------------------------------------- bad input

@@ -1,10 +1,10 @@
-"""The decode-speed paths change how the numbers are laid out and multiplied, never the numbers.
+"""The decode-time tricks, seen from generation: they change how numbers are laid out and multiplied, never the
+numbers, and they live in the layers (their own tests: tests/test_layers.py), not in generation.
 
-- decode layout (generation/layout.py): wide block weights stored (in, out) during a call; checked against the
-  same call with the layout switched off and against one plain forward pass, and the model must come back
-  bit-for-bit and storage-for-storage;
-- decode head (generation/head.py): vocabulary logits cut into slices for steps of many rows; checked against
-  the model's own LMHead.
+- (in, out) weight copies (layers/linear.py): the wide block weights and the LM head, for one-row steps, made
+  once a layer has served Linear.MIN_CALLS such products; checked against the same call with the tricks
+  switched off and against one plain forward pass, and the model's parameters are never touched;
+- the LM head's vocabulary slices (models/heads.py) for steps of 4-16 rows.
 Tolerance: logits within 1e-5 (float32 rounding of another summation order).
 """
 
@@ -14,8 +14,9 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.generation import generate_stream, layout
-from attnlab.generation import head as decode_head
+from attnlab.generation import generate_stream
+from attnlab.layers.linear import Linear
+from attnlab.models.heads import LMHead
 
 ATOL = 1e-5
 PROMPTS = [[5, 17, 3, 44, 9, 12, 60], [21, 8], [33, 2, 71, 90]]
@@ -32,121 +33,99 @@ def _decoder(**overrides):
     return model.eval()
 
 
+def _tricks(model, on: bool) -> None:
+    for module in model.modules():
+        if isinstance(module, Linear):
+            module.decode_copy = on and module.out_features > module.in_features
+        if isinstance(module, LMHead):
+            module.SLICE_ROWS = LMHead.SLICE_ROWS if on else range(0)
+
+
+def _copies(model) -> dict[str, int]:
+    return {name: m.decode_copy_bytes for name, m in model.named_modules() if isinstance(m, Linear)}
+
+
 def _snapshot(model):
     return {name: (p.data_ptr(), p.stride(), p.detach().clone()) for name, p in model.named_parameters()}
 
 
-def _assert_restored(model, before):
+def _assert_untouched(model, before):
     for name, p in model.named_parameters():
         ptr, stride, values = before[name]
         assert (p.data_ptr(), p.stride()) == (ptr, stride), name
         assert torch.equal(p.detach(), values), name
 
 
-def _strides_seen(model):
-    """Record the QKV weight's strides at every forward of block 0's attention."""
-    seen = []
-    qkv = model.blocks[0].attn.qkv
-    handle = qkv.register_forward_pre_hook(lambda module, args: seen.append(module.weight.stride()))
-    return seen, handle
-
-
-@pytest.mark.parametrize("rows", [1, 3])
-def test_layout_gives_the_same_logits_and_restores_the_model(rows, monkeypatch):
+def test_copies_give_the_same_logits_and_leave_the_parameters_alone():
     model = _decoder(position="rope", activation="swiglu", norm="rmsnorm", d_ff=96)  # LLaMA-like: gate+up fused
-    prompts = PROMPTS[:rows]
     before = _snapshot(model)
-    seen, handle = _strides_seen(model)
-    fast = attnlab.generate(model, prompts, max_new_tokens=20, keep_logits=True, eos_token_id=None)
-    handle.remove()
-    qkv = model.blocks[0].attn.qkv
-    assert seen and all(s == (1, qkv.out_features) for s in seen)  # (in, out) storage during the call
-    _assert_restored(model, before)
+    fast = attnlab.generate(model, [PROMPTS[0]], max_new_tokens=24, keep_logits=True, eos_token_id=None)
+    copies = _copies(model)
+    wide = {name for name, m in model.named_modules() if isinstance(m, Linear) and m.out_features > m.in_features}
+    assert {name for name, nbytes in copies.items() if nbytes} == wide  # qkv, gate+up of every block, the head
+    assert "lm_head.proj" in wide and "blocks.0.attn.qkv" in wide and "blocks.1.ffn.up" in wide
+    _assert_untouched(model, before)
 
-    monkeypatch.setattr(layout, "ENABLED", False)
-    plain = attnlab.generate(model, prompts, max_new_tokens=20, keep_logits=True, eos_token_id=None)
+    _tricks(model, False)
+    plain = attnlab.generate(model, [PROMPTS[0]], max_new_tokens=24, keep_logits=True, eos_token_id=None)
     assert torch.equal(fast.sequences, plain.sequences)
     for a, b in zip(fast.logits, plain.logits, strict=True):
         torch.testing.assert_close(a, b, atol=ATOL, rtol=0)
-    # and both equal ONE plain forward over the finished sequence (left-padded: positions count real tokens)
-    width = max(len(p) for p in prompts)
-    mask = torch.tensor([[0] * (width - len(p)) + [1] * (len(p) + 20) for p in prompts])
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad():
-        reference = model(fast.sequences, attention_mask=mask, position_ids=positions).logits
+    with torch.no_grad():  # and both equal ONE plain forward over the finished sequence
+        reference = model(fast.sequences).logits
     for step, logits in enumerate(fast.logits):
-        torch.testing.assert_close(logits, reference[:, width - 1 + step], atol=ATOL, rtol=0)
+        torch.testing.assert_close(logits, reference[:, len(PROMPTS[0]) - 1 + step], atol=ATOL, rtol=0)
 
 
-@pytest.mark.parametrize("rows, new_tokens, use_cache", [(4, 20, True), (1, 8, True), (1, 20, False)])
-def test_layout_is_not_used_where_it_does_not_pay(rows, new_tokens, use_cache):
+@pytest.mark.parametrize("rows, new_tokens, use_cache, copied", [
+    (2, 24, True, set()), (1, Linear.MIN_CALLS - 2, True, set()),
+    (1, 24, False, {"lm_head.proj"}),  # without cache the blocks see every row, the head still the last one
+])
+def test_copies_are_made_only_where_they_pay(rows, new_tokens, use_cache, copied):
     model = _decoder()
-    seen, handle = _strides_seen(model)
     prompts = [PROMPTS[i % 3] for i in range(rows)]
     attnlab.generate(model, prompts, max_new_tokens=new_tokens, use_cache=use_cache, eos_token_id=None)
-    handle.remove()
-    assert seen and all(s == (model.config.d_model, 1) for s in seen)  # nn.Linear's own (out, in) storage
+    assert {name for name, nbytes in _copies(model).items() if nbytes} == copied
 
 
-def test_beam_rows_count_towards_the_layout_limit():
+def test_beam_rows_count_as_rows():
     model = _decoder()
-    seen, handle = _strides_seen(model)
-    attnlab.generate(model, [PROMPTS[0]], max_new_tokens=20, num_beams=4, eos_token_id=None)  # 4 rows per step
-    handle.remove()
-    assert seen and all(s == (model.config.d_model, 1) for s in seen)
+    attnlab.generate(model, [PROMPTS[0]], max_new_tokens=24, num_beams=2, eos_token_id=None)  # 2 rows per step
+    assert not any(_copies(model).values())
 
 
-def test_stream_closed_early_restores_the_model_and_keeps_in_place_updates():
-    model = _decoder()
-    before = _snapshot(model)
-    stream = generate_stream(model, [PROMPTS[0]], max_new_tokens=20, eos_token_id=None)
-    next(stream)
-    assert model.blocks[0].attn.qkv.weight.stride() == (1, model.blocks[0].attn.qkv.out_features)
-    stream.close()
-    _assert_restored(model, before)
-
-    stream = generate_stream(model, [PROMPTS[0]], max_new_tokens=20, eos_token_id=None)
-    next(stream)
-    up = model.blocks[1].ffn.up.weight
-    expected = before["blocks.1.ffn.up.weight"][2] * -2.0
+def test_in_place_update_between_streamed_tokens_is_seen_by_the_next_step():
+    model = _decoder(tie_embeddings=False)  # the head's weight is not the embedding: the cached K/V stay valid
+    stream = generate_stream(model, [PROMPTS[0]], max_new_tokens=40, eos_token_id=None, keep_logits=True)
+    steps = [next(stream) for _ in range(Linear.MIN_CALLS + 2)]
+    assert model.blocks[1].ffn.up.decode_copy_bytes > 0
     with torch.no_grad():
-        up.mul_(-2.0)  # e.g. a training step between streamed tokens: must survive the restore
+        model.blocks[1].ffn.up.weight.mul_(-2.0)  # e.g. a training step between streamed tokens (the last
+        # block's FFN and the head: the K/V cached so far do not depend on them)
+        model.lm_head.proj.weight.mul_(1.5)
+    following = next(stream)
     stream.close()
-    assert up.data_ptr() == before["blocks.1.ffn.up.weight"][0] and up.is_contiguous()
-    assert torch.equal(up.detach(), expected)
+    sequence = torch.tensor([PROMPTS[0] + [int(s.tokens[0]) for s in steps]])
+    with torch.no_grad():
+        reference = model(sequence).logits[:, -1]
+    torch.testing.assert_close(following.logits, reference, atol=ATOL, rtol=0)
 
 
-def test_model_still_trains_after_a_call_with_the_layout():
+def test_model_still_trains_after_a_call_with_copies():
     model = _decoder().train()
-    result = attnlab.generate(model, [PROMPTS[0]], max_new_tokens=20, eos_token_id=None)
+    result = attnlab.generate(model, [PROMPTS[0]], max_new_tokens=24, eos_token_id=None)
+    assert any(_copies(model).values()) and model.training
     assert all(not p.is_inference() and p.is_contiguous() for p in model.parameters())
     model(result.sequences).logits.logsumexp(-1).mean().backward()
     assert model.blocks[0].attn.qkv.weight.grad is not None
+    assert not any(_copies(model).values())  # training forward frees them
 
 
-@pytest.mark.parametrize("bias", [False, True])
-def test_decode_head_in_slices_equals_the_model_head(bias, monkeypatch):
-    """Steps of more than MAX_ROWS rows take the sliced product; 97 = 9 slices of 10 + a remainder of 7."""
-    monkeypatch.setattr(decode_head, "CHUNK", 10)
-    monkeypatch.setattr(decode_head, "SLICE_MAX_THREADS", torch.get_num_threads())  # slices whatever the threads
-    model = _decoder(lm_head_bias=bias)
-    if bias:
-        with torch.no_grad():
-            model.lm_head.bias.copy_(torch.randn(97, generator=torch.Generator().manual_seed(1)))
-    rows = decode_head.MAX_ROWS + 2
-    h = torch.randn(rows, model.config.d_model, generator=torch.Generator().manual_seed(2))
-    head = decode_head.DecodeHead(model.lm_head, rows)
-    assert head.weight_t is None  # no transposed copy is made for a batch of many rows
-    with torch.no_grad():
-        torch.testing.assert_close(head(h), model.lm_head(h), atol=ATOL, rtol=0)
-    few = decode_head.DecodeHead(model.lm_head, 1)
-    with torch.no_grad():
-        torch.testing.assert_close(few(h[:1]), model.lm_head(h[:1]), atol=ATOL, rtol=0)
-
-
-def test_batch_of_many_rows_generates_what_each_prompt_generates_alone():
+def test_batch_of_many_rows_generates_what_each_prompt_generates_alone(monkeypatch):
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)  # the sliced head whatever the threads
+    monkeypatch.setattr(LMHead, "CHUNK", 10)
     model = _decoder()
-    prompts = [PROMPTS[i % 3] + [i + 1] for i in range(6)]  # 6 rows: sliced head, no layout
+    prompts = [PROMPTS[i % 3] + [i + 1] for i in range(6)]  # 6 rows: sliced head
     together = attnlab.generate(model, prompts, max_new_tokens=6, eos_token_id=None)
     for row, prompt in enumerate(prompts):
         alone = attnlab.generate(model, [prompt], max_new_tokens=6, eos_token_id=None)
@@ -154,8 +133,8 @@ def test_batch_of_many_rows_generates_what_each_prompt_generates_alone():
 
 
 @pytest.mark.parametrize("kind", ["gpt2", "llama"])
-def test_layout_tokens_equal_hugging_face(kind):
-    """Independent reference: HF `generate` on the weights attnlab converted, 24 greedy tokens with the layout on."""
+def test_tokens_with_copies_equal_hugging_face(kind):
+    """Independent reference: HF `generate` on the weights attnlab converted, 24 greedy tokens with copies on."""
     transformers = pytest.importorskip("transformers")
     from attnlab.interop.hf import from_hf_model
 
@@ -174,7 +153,6 @@ def test_layout_tokens_equal_hugging_face(kind):
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.15)  # peaked logits: no near-ties to flip
     hf.eval()
     ours = from_hf_model(hf)
-    seen, handle = _strides_seen(ours)
     for prompt in PROMPTS:
         ids = torch.tensor([prompt])
         with torch.no_grad():
@@ -182,5 +160,4 @@ def test_layout_tokens_equal_hugging_face(kind):
                                    num_beams=1, eos_token_id=None, pad_token_id=0)
         got = attnlab.generate(ours, ids, max_new_tokens=24, eos_token_id=None)
         assert torch.equal(got.sequences, expected)
-    handle.remove()
-    assert seen and seen[0][0] == 1  # the layout was on: (in, out) storage
+    assert ours.blocks[0].attn.qkv.decode_copy_bytes > 0  # the copies were on

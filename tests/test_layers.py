@@ -5,11 +5,14 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 import attnlab
 from attnlab.layers.feedforward import FeedForward
+from attnlab.layers.linear import Linear
 from attnlab.layers.masks import attention_bias, causal_mask
 from attnlab.layers.positions import ALiBi, Rotary, T5RelativeBias, apply_rotary, sinusoid_table
+from attnlab.models.heads import LMHead
 
 
 def test_sinusoid_table_matches_the_formula():
@@ -107,3 +110,104 @@ def test_explicit_path_equals_fast_path():
                 slow = model(*args, **kwargs).logits
         assert any(k.endswith("attn.weights") for k in store)
         assert torch.allclose(fast, slow, atol=1e-5), name
+
+
+# ------------------------------------------------------------------------------------- decode-time tricks
+# Layers that speed up decoding change how numbers are laid out and multiplied, never the numbers: each is
+# checked against the plain product (F.linear on the parameter itself) to float32 rounding.
+def _linear(d_in=16, d_out=48, bias=True, seed=0):
+    torch.manual_seed(seed)
+    return Linear(d_in, d_out, bias=bias)
+
+
+def test_linear_decode_copy_is_made_after_min_calls_and_gives_the_plain_product():
+    layer = _linear()
+    one_row = torch.randn(1, 1, 16)
+    with torch.no_grad():
+        for _ in range(Linear.MIN_CALLS - 1):
+            torch.testing.assert_close(layer(one_row), F.linear(one_row, layer.weight, layer.bias))
+        assert layer.decode_copy_bytes == 0  # short uses never pay for the copy
+        out = layer(one_row)  # the MIN_CALLS-th one-row product makes it
+        assert layer.decode_copy_bytes == 16 * 48 * 4
+        assert layer.weight_for(one_row).stride() == (1, 48)  # an (out, in) view of (in, out) storage
+        torch.testing.assert_close(out, F.linear(one_row, layer.weight, layer.bias), atol=1e-6, rtol=0)
+        rows = torch.randn(2, Linear.MAX_ROWS, 16)  # more rows than MAX_ROWS: the parameter itself
+        assert layer.weight_for(rows) is layer.weight
+    assert set(layer.state_dict()) == {"weight", "bias"}  # neither a parameter nor a buffer
+    narrow = _linear(48, 16)
+    with torch.no_grad():
+        for _ in range(Linear.MIN_CALLS + 1):
+            narrow(torch.randn(1, 48))
+    assert narrow.decode_copy_bytes == 0  # out <= in: faster as (out, in), never copied
+
+
+def test_linear_decode_copy_follows_every_weight_change_and_is_dropped_by_training(monkeypatch):
+    monkeypatch.setattr(Linear, "MIN_CALLS", 1)
+    layer = _linear()
+    x = torch.randn(1, 16)
+
+    def check():
+        with torch.no_grad():
+            got = layer(x)
+        assert layer.decode_copy_bytes > 0
+        torch.testing.assert_close(got, F.linear(x, layer.weight, layer.bias), atol=1e-5, rtol=1e-5)
+
+    check()
+    with torch.no_grad():
+        layer.weight.mul_(-2.0)  # in place (an optimizer step, load_state_dict)
+    check()
+    layer.weight = nn.Parameter(torch.randn(48, 16))  # replaced (tying, reassignment)
+    check()
+    layer.double()
+    x = x.double()
+    check()
+    assert layer.weight_for(x).dtype == torch.float64
+    out = layer(x)  # autograd on a trainable weight: training uses the parameter and frees the copy
+    assert layer.decode_copy_bytes == 0
+    out.sum().backward()
+    torch.testing.assert_close(layer.weight.grad, x.expand(48, 16))
+
+
+def test_linear_decode_copy_made_in_inference_mode_is_an_ordinary_tensor(monkeypatch):
+    monkeypatch.setattr(Linear, "MIN_CALLS", 1)
+    layer = _linear()
+    with torch.inference_mode():
+        layer(torch.randn(1, 16))
+    assert layer.decode_copy_bytes > 0 and not layer._copy[2].is_inference()
+    frozen = layer.requires_grad_(False)
+    x = torch.randn(1, 16, requires_grad=True)  # gradients through a frozen layer never meet the copy
+    frozen(x).sum().backward()
+    torch.testing.assert_close(x.grad, layer.weight.sum(0, keepdim=True))
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_lm_head_slices_and_copy_equal_the_plain_product(bias, monkeypatch):
+    """4-16 rows, one thread: CHUNK vocabulary rows per product (97 = 9 slices of 10 + 7); one row: the copy."""
+    config = attnlab.ModelConfig(d_model=8, n_heads=2, vocab_size=97, lm_head_bias=bias)
+    torch.manual_seed(1)
+    head = LMHead(config)
+    if bias:
+        nn.init.normal_(head.bias)
+    monkeypatch.setattr(LMHead, "CHUNK", 10)
+    monkeypatch.setattr(Linear, "MIN_CALLS", 1)
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 1)
+    products = []
+    linear = F.linear
+    monkeypatch.setattr(F, "linear", lambda *a: products.append(a[1].shape) or linear(*a))
+
+    def plain(h):
+        return linear(h, head.proj.weight, head.bias)
+
+    h = torch.randn(2, 3, 8)  # 6 rows
+    with torch.no_grad():
+        torch.testing.assert_close(head(h), plain(h), atol=1e-6, rtol=0)
+    assert len(products) == 10 and products[0] == (10, 8)
+    one = torch.randn(1, 1, 8)
+    with torch.no_grad():
+        torch.testing.assert_close(head(one), plain(one), atol=1e-6, rtol=0)
+    assert head.proj.decode_copy_bytes == 97 * 8 * 4
+    products.clear()
+    many = torch.randn(2, 9, 8)  # 18 rows: one product, as in training
+    with torch.no_grad():
+        torch.testing.assert_close(head(many), plain(many), atol=1e-6, rtol=0)
+    assert products == [(97, 8)]

@@ -4,14 +4,15 @@ A step's cost is measured as (generate(prompt, 1 + K tokens) - generate(prompt, 
 forward pass (prefill) cancels out and what remains is K cached steps. Three variants run interleaved in one
 process (A B C A B C after a warm-up), on identical weights, greedy, EOS disabled:
 
-  attnlab        as shipped: decode layout (generation/layout.py) and the decode head (generation/head.py);
-  attnlab plain  both switched off: nn.Linear's (out, in) weights and the LM head as one product;
+  attnlab        as shipped: the layers' decode tricks on (the (in, out) weight copies of layers/linear.py for
+                 one-row steps, the LM head's vocabulary slices for 4-16 rows, models/heads.py);
+  attnlab plain  both switched off per module: nn.Linear's (out, in) weights and the LM head as one product;
   HF             transformers' `generate` on the model attnlab's weights were converted from.
 
 Default: 1 thread and process CPU time, which is robust to other jobs on a shared machine (wall time is not).
-Also reports the decode layout's one-time cost per call (kept out of the step cost: the layout is forced on
-for the 1-token run too) (making and dropping the (in, out) copies) and the
-bytes those copies hold while a call runs, and the weight-reading floor: weight bytes / read bandwidth.
+The warm-up runs a full call first, so the (in, out) copies (made once a layer has served Linear.MIN_CALLS
+one-row products, then kept with the module) exist before timing; their one-time cost stays out of the step
+cost. Also reports the bytes those copies hold and the weight-reading floor: weight bytes / read bandwidth.
 
     python -m attnlab.benchmarks.decode_step                 # GPT-2-small shape and SmolLM2-135M, batch 1 and 8
     python -m attnlab.benchmarks.decode_step --threads 2         # wall time instead of CPU time
@@ -42,10 +43,27 @@ def read_bandwidth(clock, reps: int = 5) -> float:
     return src.nbytes / statistics.median(measure(src.sum, clock) for _ in range(reps)) / 1e9
 
 
+def decode_tricks(model, on: bool) -> None:
+    """Switch the layers' decode-time tricks on (as built) or off, per module."""
+    from attnlab.layers.linear import Linear
+    from attnlab.models.heads import LMHead
+
+    for module in model.modules():
+        if isinstance(module, Linear):
+            module.decode_copy = on and module.out_features > module.in_features
+        if isinstance(module, LMHead):
+            module.SLICE_ROWS = LMHead.SLICE_ROWS if on else range(0)
+
+
+def copy_bytes(model) -> int:
+    """Bytes the layers' (in, out) decode copies hold now."""
+    from attnlab.layers.linear import Linear
+
+    return sum(m.decode_copy_bytes for m in model.modules() if isinstance(m, Linear))
+
+
 def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clock):
     import attnlab
-    from attnlab.generation import head as decode_head
-    from attnlab.generation import layout
 
     gen = torch.Generator().manual_seed(batch)
     ids = torch.randint(0, ours.config.vocab_size, (batch, prompt_len), generator=gen)
@@ -54,23 +72,20 @@ def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clo
         return attnlab.generate(ours, ids, max_new_tokens=n, eos_token_id=None).sequences
 
     def plain_run(n):
-        saved = layout.ENABLED, decode_head.MAX_ROWS, decode_head.CHUNK
-        layout.ENABLED, decode_head.MAX_ROWS, decode_head.CHUNK = False, 0, 1 << 30  # one (out, in) product
+        decode_tricks(ours, False)  # nn.Linear's (out, in) weights, the LM head as one product
         try:
             return attnlab_run(n)
         finally:
-            layout.ENABLED, decode_head.MAX_ROWS, decode_head.CHUNK = saved
+            decode_tricks(ours, True)
 
     def hf_run(n):
         with torch.inference_mode():
             return hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
                                num_beams=1, pad_token_id=0)
 
-    # the 1-token run must pay the layout's one-time cost too, so that it cancels (reported on its own)
-    layout.MIN_NEW_TOKENS = 1
     variants = {"attnlab": attnlab_run, "attnlab plain": plain_run, "HF": hf_run}
-    for fn in variants.values():  # warm-up (and the head's transposed copy, made once per weight version)
-        fn(2)
+    for fn in variants.values():  # warm-up, long enough for the layers to make their decode copies
+        fn(1 + steps)
     costs = {name: [] for name in variants}
     outputs = {}
     for _ in range(reps):
@@ -81,19 +96,6 @@ def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clo
             costs[name].append((clock() - start - one) / steps)
     same = all(torch.equal(outputs["attnlab"], out) for out in outputs.values())
     return {name: statistics.median(values) for name, values in costs.items()}, same
-
-
-def layout_cost(ours, clock, reps: int = 5) -> tuple[float, int]:
-    """Seconds to make and drop the (in, out) copies once; bytes they hold while a call runs."""
-    from attnlab.generation.layout import DecodeLayout, wide_weights
-
-    def once():
-        with DecodeLayout(ours):
-            pass
-
-    once()
-    seconds = statistics.median(measure(once, clock) for _ in range(reps))
-    return seconds, sum(w.nbytes for w in wide_weights(ours))
 
 
 def main(argv=None) -> int:
@@ -130,14 +132,12 @@ def main(argv=None) -> int:
         weight_bytes = sum(p.nbytes for n, p in ours.named_parameters() if n != "tokens.weight" or
                            ours.config.tie_embeddings)
         floor = weight_bytes / bandwidth / 1e9
-        seconds, nbytes = layout_cost(ours, clock)
-        print(f"{name}: weights read per step {weight_bytes / 1e6:.0f} MB -> floor {floor * 1e3:.1f} ms; decode layout "
-              f"costs {seconds * 1e3:.0f} ms per call and holds {nbytes / 1e6:.0f} MB while it runs", flush=True)
+        print(f"{name}: weights read per step {weight_bytes / 1e6:.0f} MB -> floor {floor * 1e3:.1f} ms", flush=True)
         for batch in (int(b) for b in args.batches.split(",")):
             costs, same = step_costs(hf, ours, batch, args.prompt, args.steps, args.reps, clock)
             rows.append((name, batch, costs, same, floor))
             print(f"  batch {batch}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in costs.items())
-                  + f"; same tokens: {same}", flush=True)
+                  + f"; same tokens: {same}; decode copies hold {copy_bytes(ours) / 1e6:.0f} MB", flush=True)
         del hf, ours
 
     print("\n| model | batch | attnlab ms/step | attnlab plain ms/step | HF ms/step | HF / attnlab | "

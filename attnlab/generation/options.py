@@ -7,7 +7,7 @@ so a typo never surfaces as a shape error deep inside a forward pass after minut
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from attnlab.errors import InputError
 
@@ -29,7 +29,7 @@ class GenerationOptions:
     seed: int | None = None
     use_cache: bool = True
     keep_logits: bool = False  # keep each step's last-position logits (tests compare cached vs recomputed)
-    extra: dict = field(default_factory=dict)
+    sliding_window: bool = False  # past a position limit, run each step on the last `limit` tokens
 
     @property
     def greedy(self) -> bool:
@@ -74,3 +74,5 @@ class GenerationOptions:
                 raise bad("stop_strings", s, "use non-empty strings")
         if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, int)):
             raise bad("seed", self.seed, "use an integer or None")
+        if not isinstance(self.sliding_window, bool):
+            raise bad("sliding_window", self.sliding_window, "use True or False")

@@ -1,7 +1,9 @@
 """One decoding step at a time, for decoders and encoder-decoders, with or without the KV cache.
 
 The decoding strategies (greedy, sampling, beams) only see "logits of the last position" and "append these
-tokens"; this module hides the topology and the cache behind those two verbs.
+tokens"; this module hides the topology and the cache behind those two verbs. Every step is one call of the
+model itself (Decoder.forward, or EncoderDecoder.decode), with validate=False: the ids and masks were checked
+once at generate's entry, and the ids written here are ones the model chose.
 
 Buffers are allocated once for the whole request (tokens, attention mask, positions), so a step writes one
 column in place and passes views: no per-step concatenation.
@@ -9,6 +11,12 @@ column in place and passes views: no per-step concatenation.
 Positions: prompts are LEFT-padded (the newest token of every row is in the last column, so one new column
 serves the whole batch). A row's positions count only its real tokens, position = cumsum(mask) - 1, so a
 prompt gets the same positions whatever padding sits in front of it; the mask hides the pad keys.
+
+Sliding window (window = the model's position limit, set by generate(sliding_window=True)): once the sequence
+has more columns than the limit, each step runs the model on the last `window` columns alone, positions
+restarting at 0 within them (a row keeps its last `window` real tokens). The cached K/V belong to positions
+that have shifted, so from then on every step is a full forward pass over `window` tokens, without cache:
+about the cost of a prefill of `window` tokens per new token instead of one token's worth.
 """
 
 from __future__ import annotations
@@ -16,8 +24,6 @@ from __future__ import annotations
 import torch
 
 from attnlab.cache import KVCache
-from attnlab.generation import head as fast_head
-from attnlab.recording import active as active_recorder
 
 
 class Stepper:
@@ -30,12 +36,14 @@ class Stepper:
         use_cache: bool,
         encoder_hidden: torch.Tensor | None = None,  # (batch, src_seq, d_model) encoder-decoders
         source_mask: torch.Tensor | None = None,  # (batch, src_seq)
+        window: int | None = None,  # sliding window: run each step on at most this many last columns
     ):
-        self.model, self.use_cache = model, use_cache
+        self.model = model
         self.encoder_decoder = encoder_hidden is not None
         self.encoder_hidden, self.source_mask = encoder_hidden, source_mask
         batch, prompt_len = prompt.shape
         total = prompt_len + max_new_tokens
+        self.window = window if window is not None and total > window else None
         device = prompt.device
         self.batch, self.prompt_len, self.length = batch, prompt_len, prompt_len
         self.tokens = torch.zeros(batch, total, dtype=torch.long, device=device)  # (batch, total)
@@ -47,8 +55,9 @@ class Stepper:
             self.positions = (self.mask.cumsum(dim=-1) - 1).clamp(min=0)  # (batch, total)
         else:
             self.positions = torch.arange(total, device=device).expand(batch, total)
-        self.cache = KVCache.for_model(model, batch, total) if use_cache else None
-        self.head = fast_head.DecodeHead(model.lm_head, batch) if fast_head.usable(model) else None
+        # with a window the cache serves the steps before the first shift (none if the prompt fills the window)
+        capacity = total if self.window is None else self.window
+        self.cache = KVCache.for_model(model, batch, capacity) if use_cache and prompt_len < capacity else None
 
     # ------------------------------------------------------------------ the two verbs
     def first(self) -> torch.Tensor:
@@ -65,7 +74,7 @@ class Stepper:
         self.length += 1
 
     def run_last(self) -> torch.Tensor:
-        start = self.length - 1 if self.use_cache else 0
+        start = self.length - 1 if self.cache is not None else 0
         return self._forward(start, self.length)
 
     def reorder(self, index: torch.Tensor) -> None:
@@ -81,33 +90,31 @@ class Stepper:
 
     # ------------------------------------------------------------------ the model call
     def _forward(self, start: int, end: int) -> torch.Tensor:
-        ids = self.tokens[:, start:end]  # (batch, end - start)
+        if self.window is not None and end > self.window:
+            return self._forward_window(end)
         mask = self.mask[:, :end] if self.mask is not None else None  # (batch, past + seq)
-        positions = self.positions[:, start:end]
-        if self.head is not None and active_recorder() is None:
-            return self._forward_fast(ids, mask, positions)
+        return self._call(self.tokens[:, start:end], mask, self.positions[:, start:end], self.cache)
+
+    def _forward_window(self, end: int) -> torch.Tensor:
+        """The last `window` columns alone, positions restarting at 0, no cache (see the module docstring)."""
+        self.cache = None  # its K/V were computed at positions that no longer hold: free it
+        begin = end - self.window
+        if self.mask is None:
+            mask, positions = None, self.positions[:, : self.window]  # 0 .. window-1 for every row
+        else:
+            mask = self.mask[:, begin:end]  # (batch, window)
+            positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
+        return self._call(self.tokens[:, begin:end], mask, positions, None)
+
+    def _call(self, ids, mask, positions, cache) -> torch.Tensor:
+        """The model's own forward on (batch, seq) ids; -> (batch, vocab) logits of the last position."""
         if self.encoder_decoder:
             # the encoder output is needed until the cross-attention K/V sit in the cache (first call)
-            cached_cross = self.cache is not None and self.cache.cross[0].k is not None
+            cached_cross = cache is not None and cache.cross[0].k is not None
             _, logits = self.model.decode(
                 ids, None if cached_cross else self.encoder_hidden, attention_mask=self.source_mask,
-                decoder_attention_mask=mask, position_ids=positions, cache=self.cache, last_only=True)
+                decoder_attention_mask=mask, position_ids=positions, cache=cache, last_only=True, validate=False)
         else:
-            logits = self.model(ids, attention_mask=mask, position_ids=positions, cache=self.cache,
-                                last_only=True).logits
+            logits = self.model(ids, attention_mask=mask, position_ids=positions, cache=cache, last_only=True,
+                                validate=False).logits
         return logits[:, -1]  # (batch, vocab)
-
-    def _forward_fast(self, ids, mask, positions) -> torch.Tensor:
-        """The model's own stack, then the decode head on the last position (see generation/head.py).
-
-        The same calls Decoder.forward / EncoderDecoder.decode make (ids were checked once up front).
-        """
-        model = self.model
-        if self.encoder_decoder:
-            cached_cross = self.cache is not None and self.cache.cross[0].k is not None
-            h = model.decoder.run(model.tokens(ids), attention_mask=mask, position_ids=positions,
-                                  context=None if cached_cross else self.encoder_hidden,
-                                  context_mask=self.source_mask, cache=self.cache)
-        else:
-            h = model.run(model.tokens(ids), attention_mask=mask, position_ids=positions, cache=self.cache)
-        return self.head(h[:, -1])  # (batch, vocab)

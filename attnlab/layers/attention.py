@@ -16,6 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab.config import ModelConfig
+from attnlab.layers.linear import Linear
 from attnlab.layers.masks import causal_mask
 from attnlab.layers.positions import apply_rotary
 from attnlab.recording import active
@@ -36,7 +37,8 @@ class Attention(nn.Module):
             self.q = nn.Linear(d, q_width, bias=config.bias)
             self.kv = nn.Linear(d, 2 * kv_width, bias=config.bias)
         else:  # W_Q, W_K, W_V stacked into one matrix: one matmul instead of three
-            self.qkv = nn.Linear(d, q_width + 2 * kv_width, bias=config.bias)
+            # wide: decoding steps read it from an (in, out) copy (layers/linear.py)
+            self.qkv = Linear(d, q_width + 2 * kv_width, bias=config.bias)
         self.out = nn.Linear(q_width, d, bias=config.bias)  # W_O
 
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:

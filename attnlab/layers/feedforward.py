@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab.config import ModelConfig
+from attnlab.layers.linear import Linear
 from attnlab.recording import active
 
 _ACT = {
@@ -31,7 +32,8 @@ class FeedForward(nn.Module):
         self.gated = config.gated
         self.act = activation(config.activation)
         width = config.d_ff * (2 if self.gated else 1)
-        self.up = nn.Linear(config.d_model, width, bias=config.bias)  # W_1 (and W_gate, stacked first)
+        # W_1 (and W_gate, stacked first); wide: decoding steps read it from an (in, out) copy (layers/linear.py)
+        self.up = Linear(config.d_model, width, bias=config.bias)
         self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)  # W_2
         self.dropout = nn.Dropout(config.dropout)
 

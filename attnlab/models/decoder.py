@@ -28,9 +28,18 @@ class Decoder(Stack, TransformerModel):
         position_ids: torch.Tensor | None = None,
         cache=None,
         last_only: bool = False,  # logits for the last position only (generation)
+        *,
+        validate: bool = True,  # False: ids, mask and positions were checked once by the caller (generation)
     ) -> ModelOutput:
-        self.check_ids(input_ids)
-        h = self.run(self.tokens(input_ids), attention_mask=attention_mask, position_ids=position_ids, cache=cache)
+        """-> logits (batch, seq|1, vocab) and hidden (batch, seq, d_model). Every generation step is this call.
+
+        validate=False skips the input checks that read tensors back to the host (id range, mask values): a
+        decoding loop checks its inputs once at its entry and then only feeds the model ids it chose itself.
+        """
+        if validate:
+            self.check_ids(input_ids)
+        h = self.run(self.tokens(input_ids), attention_mask=attention_mask, position_ids=position_ids, cache=cache,
+                     validate=validate)
         logits = self.lm_head(h[:, -1:] if last_only else h) if self.config.head == "lm" else None
         recorder = active()
         if logits is not None and recorder is not None:

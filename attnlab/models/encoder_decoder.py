@@ -44,12 +44,15 @@ class EncoderDecoder(TransformerModel):
         position_ids: torch.Tensor | None = None,
         cache=None,
         last_only: bool = False,
+        validate: bool = True,  # False: the caller checked ids and masks once (generation); skip host reads
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """-> (hidden (batch, tgt_seq, d_model), logits (batch, tgt_seq|1, vocab))."""
-        self.check_ids(decoder_input_ids, "decoder_input_ids")
+        """-> (hidden (batch, tgt_seq, d_model), logits (batch, tgt_seq|1, vocab)). Every generation step is this
+        call (the encoder output is needed until the cross-attention K, V sit in the cache)."""
+        if validate:
+            self.check_ids(decoder_input_ids, "decoder_input_ids")
         h = self.decoder.run(self.tokens(decoder_input_ids), attention_mask=decoder_attention_mask,
                              position_ids=position_ids, context=encoder_hidden, context_mask=attention_mask,
-                             cache=cache)
+                             cache=cache, validate=validate)
         logits = self.lm_head(h[:, -1:] if last_only else h)
         recorder = active()
         if recorder is not None:

@@ -7,12 +7,28 @@ from torch import nn
 
 from attnlab.config import ModelConfig
 from attnlab.layers.feedforward import activation
+from attnlab.layers.linear import Linear
 from attnlab.layers.norms import make_norm
 
 
 class LMHead(nn.Module):
     """Vocabulary logits. BERT's MLM head first transforms (dense + act + norm); the projection may be tied to
-    the token embedding matrix (the seeds' "tied output projection")."""
+    the token embedding matrix (the seeds' "tied output projection").
+
+    Decoding reads the whole (vocab, d_model) matrix for a handful of rows (GPT-2: 154 MB, a third of what a
+    token reads), so two decode-time layouts of the same product are used where they were measured faster
+    (bench/RESULTS.md; logits equal the plain product to float32 rounding):
+    - one row: the projection's (in, out) copy (layers/linear.py), 1.12-1.14x faster on this project's Intel
+      Xeon (1.7x on an AMD EPYC), slower at 2-3 rows;
+    - SLICE_ROWS rows, no autograd, one thread: CHUNK vocabulary rows per product (views, no copy): MKL blocks
+      one product over all 50k rows poorly at 4-16 rows (1.2-1.8x faster in slices at 4-12 rows, 0.97-1.15x at
+      16, 0.92-0.96x at 2-3 rows: GPT-2 and SmolLM2 heads, 1 thread). With more threads each slice opens a region
+      of its own, and on cores shared with other jobs each region can wait milliseconds for its second thread
+      (measured: a step 7x slower on a loaded 2-core machine), so several threads keep the single product.
+    """
+
+    SLICE_ROWS = range(4, 17)
+    CHUNK = 1024
 
     def __init__(self, config: ModelConfig):
         super().__init__()
@@ -21,7 +37,7 @@ class LMHead(nn.Module):
         self.transform = nn.Linear(d, d) if config.lm_head_transform else None
         self.act = activation(config.activation) if config.lm_head_transform else None
         self.norm = make_norm(config) if config.lm_head_transform else None
-        self.proj = nn.Linear(d, config.vocab_size, bias=False)
+        self.proj = Linear(d, config.vocab_size, bias=False)  # decodes through an (in, out) copy (layers/linear.py)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size)) if config.lm_head_bias else None
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
@@ -29,8 +45,14 @@ class LMHead(nn.Module):
             h = h * self.scale
         if self.transform is not None:
             h = self.norm(self.act(self.transform(h)))
+        weight = self.proj.weight_for(h)  # (vocab, d_model), maybe a view of the (in, out) decode copy
+        if (h.numel() // h.shape[-1] in self.SLICE_ROWS and not torch.is_grad_enabled()
+                and torch.get_num_threads() == 1 and weight.device.type == "cpu"):
+            weights = weight.split(self.CHUNK)  # views: CHUNK vocabulary rows each
+            biases = self.bias.split(self.CHUNK) if self.bias is not None else [None] * len(weights)
+            return torch.cat([nn.functional.linear(h, w, b) for w, b in zip(weights, biases, strict=True)], dim=-1)
         # the vocabulary bias rides in the projection's own addmm: no second (batch, seq, vocab) tensor
-        return nn.functional.linear(h, self.proj.weight, self.bias)  # (batch, seq, vocab)
+        return nn.functional.linear(h, weight, self.bias)  # (batch, seq, vocab)
 
 
 class Pooler(nn.Module):

@@ -89,6 +89,7 @@ class Stack(nn.Module):
         context: torch.Tensor | None = None,  # (batch, src_seq, d_model) encoder output (cross-attention)
         context_mask: torch.Tensor | None = None,  # (batch, src_seq)
         cache=None,  # KVCache
+        validate: bool = True,  # False: the caller checked masks and ids once (generation); skip host reads
     ) -> torch.Tensor:
         batch, seq, _ = x.shape
         past = cache.length if cache is not None else 0
@@ -97,17 +98,17 @@ class Stack(nn.Module):
         if limit is not None and total > limit:
             raise InputError(f"sequence of {total} positions exceeds this model's limit of {limit} "
                              f"({self.config.position} positions); shorten the input")
-        if attention_mask is not None:
+        if attention_mask is not None and validate:
             check_mask(attention_mask, "attention_mask", (batch, total), "(batch={}, past+seq={})")
-        if context_mask is not None:
+        if context_mask is not None and validate:
             src = context.shape[1] if context is not None else context_mask.shape[-1]
             check_mask(context_mask, "encoder attention_mask", (batch, src), "(batch={}, src_seq={})")
         if context is not None and (context.dim() != 3 or context.shape[0] != batch):
             raise InputError(f"encoder output has shape {tuple(context.shape)} but the decoder input has batch "
                              f"{batch}: source and target batches must match")
-        if position_ids is not None:
+        if position_ids is not None and validate:
             check_index_tensor(position_ids, "position_ids", (batch, seq), limit)
-        if token_type_ids is not None:
+        if token_type_ids is not None and validate:
             check_index_tensor(token_type_ids, "token_type_ids", (batch, seq), self.config.type_vocab_size or None)
         shared_positions = position_ids is None  # every row of the batch sits at past .. total-1
         if position_ids is None:

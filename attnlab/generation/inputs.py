@@ -1,0 +1,158 @@
+"""generate's arguments, checked once at its entry: the only place generation reads tensors back to the host
+to validate them (id range, mask values, padding side). The steps after it call the model with validate=False.
+
+Accepted prompt forms (a (batch, seq) tensor, one list of ids, lists of different lengths padded here), the
+model's position limit, and the sliding window that lifts it for decoders (sliding_window=True).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnlab.errors import InputError
+from attnlab.generation.options import GenerationOptions
+from attnlab.generation.request import Request
+from attnlab.generation.stopping import Stopper
+
+FROM_CONFIG = object()  # "use the model config's value" (None means "none")
+
+
+def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict, tokenizer, generator) -> Request:
+    """Check every argument against the model; -> the Request to run (nothing has been computed yet)."""
+    config = getattr(model, "config", None)
+    topology = getattr(config, "topology", None)
+    if topology not in ("decoder", "encoder-decoder"):
+        raise InputError(f"generate needs a Decoder or an EncoderDecoder, got {type(model).__name__}"
+                         f"{f' (topology={topology!r})' if topology else ''}")
+    if topology == "decoder" and config.head != "lm":
+        raise InputError(f"generate needs a language-model head, this decoder has head={config.head!r}")
+    encoder_decoder = topology == "encoder-decoder"
+    device = next(model.parameters()).device
+    vocab = config.vocab_size
+
+    options = _options(config, settings)
+    options.validate(vocab)
+    stopper = Stopper(options.eos_token_ids, options.stop_strings, tokenizer)
+    if generator is None and options.seed is not None:
+        generator = torch.Generator(device=device).manual_seed(options.seed)
+
+    ids, mask = _as_batch(input_ids, attention_mask, vocab, pad_left=not encoder_decoder,
+                          pad_id=options.pad_token_id, name="input_ids", device=device)
+    if encoder_decoder:
+        source, source_mask = ids, mask
+        _check_limit(model.encoder.seq_limit, source.shape[1], 0, config.position, "source")
+        if decoder_input_ids is None:
+            start = config.decoder_start_token_id
+            start = start if start is not None else config.bos_token_id
+            if start is None:
+                raise InputError("this encoder-decoder's config has no decoder_start_token_id (nor bos_token_id); "
+                                 "pass decoder_input_ids=[[start_id]]")
+            prompt = torch.full((source.shape[0], 1), start, dtype=torch.long, device=device)
+        else:
+            prompt, _ = _as_batch(decoder_input_ids, None, vocab, pad_left=True,
+                                  pad_id=options.pad_token_id, name="decoder_input_ids", device=device)
+            if prompt.shape[0] != source.shape[0]:
+                raise InputError(f"decoder_input_ids has {prompt.shape[0]} rows but the source has "
+                                 f"{source.shape[0]}; give one decoder prompt per source")
+        prompt_mask = None  # the target side is never padded: every row starts from the same ids
+        limit = model.decoder.seq_limit
+    else:
+        source = source_mask = None
+        prompt, prompt_mask = ids, mask
+        limit = model.seq_limit
+    # sliding window: past the limit each step reads the last `limit` tokens (stepper.py), so nothing is too long
+    window = limit if options.sliding_window else None
+    if window is None:
+        _check_limit(limit, prompt.shape[1], options.max_new_tokens, config.position, "prompt")
+    return Request(model, options, stopper, generator, prompt, prompt_mask, source, source_mask, tokenizer,
+                   window=window)
+
+
+def _options(config, settings: dict) -> GenerationOptions:
+    eos = settings.pop("eos_token_id")
+    if eos is FROM_CONFIG:
+        eos = config.eos_token_id
+    if eos is None:
+        eos_ids: tuple = ()
+    elif isinstance(eos, (list, tuple)):
+        eos_ids = tuple(eos)
+    else:
+        eos_ids = (eos,)
+    pad = settings.pop("pad_token_id")
+    if pad is None:
+        pad = config.pad_token_id if config.pad_token_id is not None else (eos_ids[0] if eos_ids else 0)
+    stop = settings.pop("stop_strings")
+    stop_strings = () if stop is None else (stop,) if isinstance(stop, str) else tuple(stop)
+    if settings["top_k"] == 0:
+        settings["top_k"] = None
+    return GenerationOptions(eos_token_ids=eos_ids, pad_token_id=pad, stop_strings=stop_strings, **settings)
+
+
+def _as_batch(input_ids, attention_mask, vocab: int, *, pad_left: bool, pad_id: int, name: str, device):
+    """Any accepted prompt form -> ((batch, seq) long tensor, (batch, seq) mask or None), checked."""
+    if isinstance(input_ids, torch.Tensor):
+        ids = input_ids
+        if ids.dim() == 1:
+            ids = ids[None]
+    elif isinstance(input_ids, (list, tuple)):
+        rows = list(input_ids)
+        if not rows:
+            raise InputError(f"{name} is empty: give at least one token")
+        if all(isinstance(r, int) and not isinstance(r, bool) for r in rows):
+            rows = [rows]
+        if not all(isinstance(r, (list, tuple)) and all(isinstance(i, int) and not isinstance(i, bool) for i in r)
+                   for r in rows):
+            raise InputError(f"{name} must be a tensor, a list of token ids or a list of such lists")
+        if attention_mask is None and len({len(r) for r in rows}) > 1:
+            width = max(len(r) for r in rows)
+            if min(len(r) for r in rows) == 0:
+                raise InputError(f"{name} has an empty prompt at row {[len(r) for r in rows].index(0)}: "
+                                 "give at least one token per prompt")
+            padded = [([pad_id] * (width - len(r)) + list(r)) if pad_left else (list(r) + [pad_id] * (width - len(r)))
+                      for r in rows]
+            masks = [([0] * (width - len(r)) + [1] * len(r)) if pad_left else ([1] * len(r) + [0] * (width - len(r)))
+                     for r in rows]
+            ids, attention_mask = torch.tensor(padded), torch.tensor(masks)
+        else:
+            ids = torch.tensor(rows)
+    else:
+        raise InputError(f"{name} must be a torch.Tensor or a list of token ids, got {type(input_ids).__name__}")
+    if ids.dtype not in (torch.long, torch.int32, torch.int16, torch.uint8, torch.int8) or ids.dim() != 2:
+        raise InputError(f"{name} must be integer token ids of shape (batch, seq), got dtype {ids.dtype} and "
+                         f"shape {tuple(ids.shape)}")
+    if ids.shape[0] == 0 or ids.shape[1] == 0:
+        raise InputError(f"{name} is empty (shape {tuple(ids.shape)}): give at least one token per prompt")
+    low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= vocab:
+        bad = low if low < 0 else high
+        raise InputError(f"{name} holds token id {bad}, outside the vocabulary [0, vocab_size={vocab})")
+    ids = ids.to(device=device, dtype=torch.long)
+    if attention_mask is None:
+        return ids, None
+    mask = torch.as_tensor(attention_mask)
+    if mask.shape != ids.shape:
+        raise InputError(f"attention_mask has shape {tuple(mask.shape)}, expected {tuple(ids.shape)} like {name}")
+    if not bool(((mask == 0) | (mask == 1)).all()):
+        raise InputError("attention_mask must hold only 0 (padding) and 1 (real token)")
+    mask = mask.to(device=device, dtype=torch.long)
+    lengths = mask.sum(dim=1)
+    if bool((lengths == 0).any()):
+        row = int((lengths == 0).nonzero()[0])
+        raise InputError(f"{name} row {row} is empty (its attention_mask is all 0): give at least one token")
+    if pad_left and bool((mask[:, 1:] < mask[:, :-1]).any()):
+        raise InputError("decoder prompts must be LEFT-padded (attention_mask rows like 0 0 1 1 1): the newest "
+                         "token of every row must sit in the last column; pass lists of ids to have them padded")
+    return ids, mask
+
+
+def _check_limit(limit: int | None, prompt_len: int, max_new_tokens: int, position: str, what: str) -> None:
+    if limit is None or prompt_len + max_new_tokens <= limit:
+        return
+    if max_new_tokens == 0:
+        raise InputError(f"the {what} has {prompt_len} tokens, more than this model's limit of {limit} positions "
+                         f"({position} positions); shorten it")
+    raise InputError(
+        f"{what} of {prompt_len} tokens + max_new_tokens={max_new_tokens} = {prompt_len + max_new_tokens} positions "
+        f"exceeds this model's limit of {limit} ({position} positions have max_len={limit} rows); use "
+        f"max_new_tokens <= {max(limit - prompt_len, 0)}, a shorter prompt, or sliding_window=True to continue on "
+        "the last positions (rope, alibi, t5 and 'none' positions have no such limit)")
