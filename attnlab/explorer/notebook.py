@@ -163,55 +163,74 @@ def _or_error(work) -> dict[str, Any]:
         return {"error": str(exc)}
 
 
-def _attention_data(lm: Loaded, text: str, layer: int, part: str | None) -> tuple[dict[str, Any], list[str]]:
-    """Every head of every layer (or, over the byte budget, of `layer` only) of every attention part, split into
-    what all heads share (tokens, embeddings) and what each head has (scores, weights, Q, K)."""
+def _estimate(lm: Loaded, text: str) -> tuple[int, int]:
+    """(tokens, bytes of JSON for every head of every part): about 9 bytes per rounded number."""
     cfg = lm.model.config
-    parts = _parts(cfg)
     n = len(api.encode(lm, text)[0])
-    if n > MAX_TOKENS:
-        raise InputError(f"the text is {n} tokens; the notebook view embeds every layer x head and takes at most "
-                         f"{MAX_TOKENS} tokens: shorten it, or run `attnlab explore` for up to {api.MAX_TOKENS}")
-    sizes = {p: (n_layers, cfg.n_heads) for p, (_, n_layers, _) in parts.items()}
-    d_head = cfg.head_dim
-    per_head = 9 * (2 * n * n + 2 * n * d_head)  # bytes of JSON, about 9 per rounded number
-    total = sum(n_l * n_h for n_l, n_h in sizes.values()) * per_head
-    notes = []
-    layers_of = {p: list(range(n_l)) for p, (n_l, _) in sizes.items()}
-    if total > MAX_EMBEDDED_BYTES:
-        one = {p: [min(layer, n_l - 1)] for p, (n_l, _) in sizes.items()}
-        if sum(n_h for _, n_h in sizes.values()) * per_head > MAX_EMBEDDED_BYTES:
-            raise InputError(f"the text is {n} tokens: even one layer's heads exceed the notebook view's "
-                             f"{MAX_EMBEDDED_BYTES // 1_000_000} MB budget; shorten it or run `attnlab explore`")
-        layers_of = one
-        notes.append(f"This view embeds layer {layer + 1} only (all layers x heads of {n} tokens exceed "
-                     f"{MAX_EMBEDDED_BYTES // 1_000_000} MB); call show(..., layer=L) for another layer.")
+    heads = sum(n_layers for _, n_layers, _ in _parts(cfg).values()) * cfg.n_heads
+    return n, heads * 9 * (2 * n * n + 2 * n * cfg.head_dim)
+
+
+def _attention_data(lm: Loaded, text: str, layers_of: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    """Every head of every layer (or of `layers_of[part]`) of every attention part, split into what all heads
+    share (tokens, embeddings) and what each head has (scores, weights, Q, K)."""
+    cfg = lm.model.config
     out: dict[str, Any] = {}
-    for p, (n_l, n_h) in sizes.items():
-        common, heads = None, [[None] * n_h for _ in range(n_l)]
-        for li in layers_of[p]:
-            for hi in range(n_h):
+    for p, (_, n_l, _) in _parts(cfg).items():
+        common, heads = None, [[None] * cfg.n_heads for _ in range(n_l)]
+        for li in (layers_of or {}).get(p, range(n_l)):
+            for hi in range(cfg.n_heads):
                 d = api.attention(lm, text, li, hi, p)
                 heads[li][hi] = {k: d[k] for k in PER_HEAD}
                 if common is None:
                     common = {k: v for k, v in d.items() if k not in PER_HEAD}
         out[p] = {"common": common, "heads": heads, "grid": _or_error(lambda p=p: api.attention_grid(lm, text, p))}
-    return out, notes
+    return out
+
+
+def _text_data(lm: Loaded, text: str, layers_of: dict[str, list[int]] | None = None) -> dict[str, Any]:
+    return {"attention": _attention_data(lm, text, layers_of), "architecture": api.architecture(lm, 8, text),
+            "walkthrough": _or_error(lambda: api.walkthrough(lm, text))}
 
 
 def _embedded(lm: Loaded, text: str, layer: int, head: int, part: str | None, tab: str, query: int | None
               ) -> dict[str, Any]:
+    """Everything the two tabs can ask for: per text (`text`, then the model's example sentences while they fit
+    the budget), the attention of every head, the grids, the diagram and the walk-through."""
     cfg = lm.model.config
     info = api.describe(lm)
     data: dict[str, Any] = {"info": info, "text": text, "tab": tab, "layer": layer, "head": head, "part": part,
-                            "query": query, "notes": [], "attention": {}}
-    is_text = cfg.topology != "vit"
-    if is_text:
-        data["attention"], data["notes"] = _attention_data(lm, text, layer, part)
-    data["architecture"] = api.architecture(lm, 8, text if is_text else None)
+                            "query": query, "notes": [], "texts": {}}
+    if cfg.topology == "vit":
+        data["architecture"] = api.architecture(lm, 8, None)
+    else:
+        n, size = _estimate(lm, text)
+        if n > MAX_TOKENS:
+            raise InputError(f"the text is {n} tokens; the notebook view embeds every layer x head and takes at "
+                             f"most {MAX_TOKENS} tokens: shorten it, or run `attnlab explore` (up to "
+                             f"{api.MAX_TOKENS})")
+        layers_of = None
+        if size > MAX_EMBEDDED_BYTES:
+            layers_of = {p: [min(layer, n_l - 1)] for p, (_, n_l, _) in _parts(cfg).items()}
+            parts = _parts(cfg).values()
+            if size * len(parts) // sum(n_l for _, n_l, _ in parts) > MAX_EMBEDDED_BYTES:
+                raise InputError(f"the text is {n} tokens: even one layer's heads exceed the notebook view's "
+                                 f"{MAX_EMBEDDED_BYTES / 1e6:g} MB budget; shorten it or run `attnlab explore`")
+            data["notes"].append(f"This view embeds layer {layer + 1} only (every layer x head of {n} tokens "
+                                 f"exceeds {MAX_EMBEDDED_BYTES / 1e6:g} MB); call show(..., layer=L) for another.")
+            size = size * len(parts) // sum(n_l for _, n_l, _ in parts)
+        data["texts"][text] = _text_data(lm, text, layers_of)
+        left = MAX_EMBEDDED_BYTES - size
+        for example in info["examples"]:
+            try:
+                n, size = _estimate(lm, example)
+            except AttnlabError:
+                continue
+            if example not in data["texts"] and n <= MAX_TOKENS and size <= left:
+                data["texts"][example] = _text_data(lm, example)
+                left -= size
     data["params"] = {CALCULATOR_QUERY: _or_error(lambda: api.parameter_calculator(30522, 768, 12, 12, 512, 3072))}
     data["famous"] = _or_error(api.famous_models)
-    data["walkthrough"] = _or_error(lambda: api.walkthrough(lm, text)) if is_text else {"error": "not a text model"}
     return data
 
 
@@ -300,21 +319,26 @@ LOADER_JS = r"""
   window.ATTNLAB_DATA = D;
   const reply = (status, body) => Promise.resolve(new Response(JSON.stringify(body),
     { status, headers: { "Content-Type": "application/json" } }));
-  const other = (what) => reply(404, { detail: `${what} is not embedded in this notebook view: it has the ` +
-    `numbers for “${D.text}” only (call show() again, or run attnlab explore for everything live)` });
+  const other = (what) => reply(404, { detail: `${what} is not embedded in this notebook view: it carries the ` +
+    `numbers for ${Object.keys(D.texts).map((t) => `“${t}”`).join(", ") || "no text"} (call show() with another ` +
+    "text, or run attnlab explore for everything live)" });
   // Every request the tabs make is answered here from D; nothing reaches the network.
   window.fetch = (url, init = {}) => {
     const [path, qs] = String(url).split("?");
+    const query = new URLSearchParams(qs || "");
     const body = init.body ? JSON.parse(init.body) : {};
-    if (body.text !== undefined && body.text !== D.text) return other(`the text “${body.text}”`);
+    const text = body.text ?? query.get("text") ?? D.text;
+    const T = D.texts[text];
     if (body.target) return other("a given target text");
-    if (path.startsWith("/api/models/")) return reply(200, D.info);
-    if (path.startsWith("/api/architecture/")) return reply(200, D.architecture);
     const pre = (x) => (x && "ok" in x ? reply(200, x.ok) : x ? reply(400, { detail: x.error }) : other(path));
+    if (path.startsWith("/api/models/")) return reply(200, D.info);
     if (path === "/api/famous") return pre(D.famous);
     if (path === "/api/params") return pre(D.params[qs]);
-    if (path === "/api/walkthrough") return body.model === D.info.id ? pre(D.walkthrough) : other("another model");
-    const part = D.attention[body.part || Object.keys(D.attention)[0]];
+    if (path.startsWith("/api/architecture/")) return T ? reply(200, T.architecture) :
+      D.architecture ? reply(200, D.architecture) : other(`the text “${text}”`);
+    if (!T) return other(`the text “${text}”`);
+    if (path === "/api/walkthrough") return body.model === D.info.id ? pre(T.walkthrough) : other("another model");
+    const part = T.attention[body.part || Object.keys(T.attention)[0]];
     if (path === "/api/attention/grid" && part) return pre(part.grid);
     if (path === "/api/attention" && part) {
       const h = (part.heads[body.layer] || [])[body.head];
@@ -401,7 +425,7 @@ def show(model, text: str = "the cat sat on the mat", *, tokenizer=None, layer: 
         part = selected["part"]
     embedded = _embedded(lm, text, layer, head, part, view, query)
     if view == "architecture":
-        selected = embedded["architecture"]
+        selected = embedded["texts"][text]["architecture"] if embedded["texts"] else embedded["architecture"]
         snapshot = _architecture_snapshot(lm.label, selected)
     else:
         snapshot = _attention_snapshot(lm.label, selected, lm.illustration or bool(cfg.extra.get("illustration")),

@@ -18,7 +18,7 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import api, notebook
+from attnlab.explorer import api, notebook, toy
 from attnlab.explorer.notebook import MAX_CELLS, MAX_TOKENS, show
 from attnlab.presets import get as get_preset
 
@@ -65,8 +65,10 @@ def test_toy_view_embeds_the_2_34_score_and_no_urls():
     raw = [float(v) for v in re.findall(r'data-raw-score="([-0-9.e]+)"', page)]  # the static snapshot
     assert raw[2] == pytest.approx(2.34, abs=1e-5)
     data = embedded(page)
-    assert data["attention"]["self"]["heads"][0][0]["raw_scores"][1][2] == pytest.approx(2.34, abs=1e-5)
-    assert len(data["attention"]["self"]["heads"][0]) == 4  # every head of the toy's one layer
+    heads = data["texts"]["the cat sat on the mat"]["attention"]["self"]["heads"]
+    assert heads[0][0]["raw_scores"][1][2] == pytest.approx(2.34, abs=1e-5)
+    assert len(heads[0]) == 4  # every head of the toy's one layer
+    assert set(data["texts"]) == set(toy.SENTENCES)  # the example buttons work too
     assert "Illustration" in page
 
 
@@ -74,7 +76,7 @@ def test_every_embedded_head_equals_the_api_and_the_recorder():
     model = tiny_decoder()
     view = show(model, "abcd", layer=1, head=2, query=1)
     assert view.page.count('data-raw-score="masked"') == 2  # snapshot: keys 2 and 3 are in query 1's future
-    heads = embedded(view.page)["attention"]["self"]["heads"]
+    heads = embedded(view.page)["texts"]["abcd"]["attention"]["self"]["heads"]
     assert len(heads) == 2 and all(len(h) == 4 for h in heads)
     for layer in range(2):
         expected = recorded_weights(model, "abcd", layer)  # (heads, q, k)
@@ -89,7 +91,7 @@ def test_long_texts_are_refused_and_the_budget_keeps_one_layer(monkeypatch):
         show(tiny_decoder(), "x" * (MAX_TOKENS + 1))
     monkeypatch.setattr(notebook, "MAX_EMBEDDED_BYTES", 50_000)  # 2 layers x 4 heads of 20 tokens do not fit
     data = embedded(show(tiny_decoder(), "abcdefghijklmnopqrst", layer=1).page)
-    heads = data["attention"]["self"]["heads"]
+    heads = data["texts"]["abcdefghijklmnopqrst"]["attention"]["self"]["heads"]
     assert heads[0] == [None] * 4 and all(h is not None for h in heads[1])
     assert any("layer 2 only" in n for n in data["notes"])
     monkeypatch.setattr(notebook, "MAX_EMBEDDED_BYTES", 1_000)
@@ -173,6 +175,9 @@ def test_file_view_redraws_the_clicked_head_from_embedded_numbers(browser, tmp_p
     frame.locator("#run").click()
     frame.locator(".notice.error").wait_for(timeout=10_000)
     assert "not embedded in this notebook view" in frame.locator(".notice.error").inner_text()
+    frame.locator("#sentence").fill(text)  # back to the embedded text
+    frame.locator("#run").click()
+    frame.locator("#tab[data-ready='1'] #chips button").first.wait_for(timeout=10_000)
     frame.locator("#tab-architecture").click()
     frame.locator("#tab[data-ready='1'][data-tab='architecture'] #arch-total").wait_for(timeout=10_000)
     total = int(frame.locator("#arch-total b[data-params]").get_attribute("data-params"))
@@ -208,7 +213,7 @@ def test_show_in_a_real_jupyter_kernel():
     assert frame.startswith("<iframe srcdoc=")
     page = html.unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))
     assert urls(frame) == [] and urls(page) == []
-    heads = embedded(page)["attention"]["self"]["heads"]
+    heads = embedded(page)["texts"]["abcd"]["attention"]["self"]["heads"]
     expected = recorded_weights(tiny_decoder(), "abcd", 1)
     assert torch.tensor(heads[1][2]["weights"]) == pytest.approx(expected[2], abs=1e-6)
     modules = dict(json.loads(re.search(r'id="attnlab-modules">(.*?)</script>', page, re.S).group(1)
