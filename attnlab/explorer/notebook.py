@@ -301,6 +301,10 @@ async function render() {
   root.replaceChildren(view);
   const ctx = { state, info: D.info, models: [], setState, navigate: (c) => setState(c), root: view };
   try { await tab[2].render(view, ctx); } catch (e) { view.append(notice(e.message, "error")); }
+  const lessons = view.querySelector("#lessons");  // hidden here: they compute per click on the server
+  if (lessons) lessons.after(el("p", { class: "help", id: "lessons-note" }, "The lessons that follow this view " +
+    "in the explorer (Q, K, V as a lookup, the maths step by step, why √d_k) are computed per click by its " +
+    "server: run attnlab explore for them."));
   if (mine === renders) root.dataset.ready = "1";
 }
 
@@ -319,9 +323,11 @@ LOADER_JS = r"""
   window.ATTNLAB_DATA = D;
   const reply = (status, body) => Promise.resolve(new Response(JSON.stringify(body),
     { status, headers: { "Content-Type": "application/json" } }));
+  const texts = Object.keys(D.texts).map((t) => `“${t}”`).join(", ") || "no text";
   const other = (what) => reply(404, { detail: `${what} is not embedded in this notebook view: it carries the ` +
-    `numbers for ${Object.keys(D.texts).map((t) => `“${t}”`).join(", ") || "no text"} (call show() with another ` +
-    "text, or run attnlab explore for everything live)" });
+    `numbers for ${texts} (call show() with another text, or run attnlab explore for everything live)` });
+  const live = (path) => reply(404, { detail: `${path} is computed per click by the explorer's server ` +
+    "(attnlab explore); this notebook view embeds the Attention and Architecture numbers only" });
   // Every request the tabs make is answered here from D; nothing reaches the network.
   window.fetch = (url, init = {}) => {
     const [path, qs] = String(url).split("?");
@@ -330,12 +336,13 @@ LOADER_JS = r"""
     const text = body.text ?? query.get("text") ?? D.text;
     const T = D.texts[text];
     if (body.target) return other("a given target text");
-    const pre = (x) => (x && "ok" in x ? reply(200, x.ok) : x ? reply(400, { detail: x.error }) : other(path));
+    const pre = (x) => (x && "ok" in x ? reply(200, x.ok) : x ? reply(400, { detail: x.error }) : live(path));
     if (path.startsWith("/api/models/")) return reply(200, D.info);
     if (path === "/api/famous") return pre(D.famous);
     if (path === "/api/params") return pre(D.params[qs]);
     if (path.startsWith("/api/architecture/")) return T ? reply(200, T.architecture) :
       D.architecture ? reply(200, D.architecture) : other(`the text “${text}”`);
+    if (!["/api/walkthrough", "/api/attention", "/api/attention/grid"].includes(path)) return live(path);
     if (!T) return other(`the text “${text}”`);
     if (path === "/api/walkthrough") return body.model === D.info.id ? pre(T.walkthrough) : other("another model");
     const part = T.attention[body.part || Object.keys(T.attention)[0]];
@@ -344,7 +351,7 @@ LOADER_JS = r"""
       const h = (part.heads[body.layer] || [])[body.head];
       return h ? reply(200, { ...part.common, ...h }) : other(`layer ${body.layer + 1}, head ${body.head + 1}`);
     }
-    return other(path);
+    return live(path);
   };
   const urls = {};
   for (const [name, src] of JSON.parse(document.getElementById("attnlab-modules").textContent)) {
