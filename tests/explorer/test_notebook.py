@@ -110,6 +110,8 @@ def test_static_snapshot_pools_long_inputs_and_architecture_view_counts(tmp_path
     head = arch.data["head"]["params"]
     assert sum(counts) + head == sum(p.numel() for p in model.parameters())
     assert embedded(arch.page)["tab"] == "architecture"
+    arch.save(tmp_path / "arch.html")
+    assert (tmp_path / "arch.html").read_text(encoding="utf-8") == arch.page
     with pytest.raises(InputError, match="allowed 'attention' or 'architecture'"):
         show("toy", view="cost")
 
@@ -178,6 +180,7 @@ def test_file_view_redraws_the_clicked_head_from_embedded_numbers(browser, tmp_p
     frame.locator("#sentence").fill(text)  # back to the embedded text
     frame.locator("#run").click()
     frame.locator("#tab[data-ready='1'] #chips button").first.wait_for(timeout=10_000)
+    assert frame.locator("#lessons-note").count() == 1  # the server-only lessons are named, not broken
     frame.locator("#tab-architecture").click()
     frame.locator("#tab[data-ready='1'][data-tab='architecture'] #arch-total").wait_for(timeout=10_000)
     total = int(frame.locator("#arch-total b[data-params]").get_attribute("data-params"))
