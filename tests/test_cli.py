@@ -3,7 +3,6 @@ library cannot take, generation lengths that fit the model, and an explorer that
 
 from __future__ import annotations
 
-import inspect
 import socket
 import subprocess
 import sys
@@ -19,7 +18,6 @@ from attnlab.cli.generate import DEFAULT_NEW_TOKENS, plan_length
 from attnlab.data.tokenizers import char_tokenizer
 
 REPO = Path(__file__).resolve().parent.parent
-SLIDING = "sliding_window" in inspect.signature(attnlab.generation.generate).parameters
 
 
 def _run(argv: list[str], capsys) -> tuple[int, str, str]:
@@ -129,7 +127,6 @@ def test_shipped_checkpoints_generate_with_the_defaults(capsys):
         assert code == 0 and out.strip() and "instead of the default 64" in err, (name, err)
 
 
-@pytest.mark.skipif(not SLIDING, reason="needs attnlab.generate(sliding_window=True) (branch gen)")
 def test_generate_past_the_positions_slides_the_window(short_decoder, capsys):
     code, out, err = _run(["generate", str(short_decoder), "--prompt", "abcd", "--max-new-tokens", "30"], capsys)
     assert code == 0 and "sliding window" in err and "[30 tokens in" in err, err

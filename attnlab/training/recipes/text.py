@@ -83,7 +83,7 @@ def sample_texts(model, tokenizer, prompts, n_new: int, seed: int = 0) -> list[s
     texts = []
     for prompt in prompts:
         ids = tokenizer.encode(prompt, add_special_tokens=False)
-        # TODO(merge): sliding_window is helper gen's parameter of attnlab.generate; passed only when needed
+        # beyond the position limit each new token sees the last `limit` tokens (attnlab.generate's sliding window)
         window = {"sliding_window": True} if limit and len(ids) + n_new > limit else {}
         result = generate(model, [ids], max_new_tokens=n_new, temperature=SAMPLE_TEMPERATURE, eos_token_id=None,
                           generator=generator, **window)
