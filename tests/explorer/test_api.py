@@ -263,9 +263,9 @@ def _reference_steps(lm, prompt, n, temperature, top_k, top_p, seed):
     enc_dec = cfg.topology == "encoder-decoder"
     generated, out = [], []
     with torch.no_grad():
+        start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
         for _ in range(n):
             if enc_dec:
-                start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
                 logits = model(torch.tensor([source]), decoder_input_ids=torch.tensor([[start] + generated])).logits
             else:
                 logits = model(torch.tensor([source + generated])).logits
