@@ -118,6 +118,58 @@ def test_grid_has_every_layer_and_head(registry):
     assert all(max(max(r) for r in thumb) == pytest.approx(1.0) for layer in g["thumbnails"] for thumb in layer)
 
 
+def _same(a, b, tol=2e-6) -> bool:
+    """Nested dicts and lists equal, numbers within `tol` (one unit of the 6th decimal the numbers travel with,
+    when float32 rounding lands either side of a rounding boundary; relative for large magnitudes)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k], tol) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y, tol) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return a == pytest.approx(b, abs=tol, rel=tol)
+    return a == b
+
+
+@pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
+def test_another_layer_or_head_of_the_same_text_runs_no_forward(registry, monkeypatch, name):
+    """The first view of a sentence records every layer and head once; other layers and heads, the grid and the
+    lessons then read that recording: no forward runs (counted by hooks on the model and its token embedding,
+    which every forward, encode and decode calls first), and every
+    number equals the uncached answer (a cache of 0 bytes records per request, as before) to float32 rounding:
+    recording a layer takes attention's explicit path there, where an uncached view of a later layer lets the
+    earlier ones run torch's fused attention (another summation order, differences of about 1e-8)."""
+    from attnlab.explorer import attention as attention_view
+    from attnlab.explorer import scaling
+    from attnlab.explorer.sessions import ByteLRU
+
+    lm = _by_name(registry, name)
+    text, part = ("123", "cross") if name == "encoder-decoder" else ("hello there", "self")
+    n_layers = lm.model.config.decoder_layers if name == "encoder-decoder" else lm.model.config.n_layers
+    views = [lambda: api.attention(lm, text, 0, 0, part), lambda: api.attention(lm, text, n_layers - 1, 3, part),
+             lambda: api.attention(lm, text, 1, 1, part), lambda: api.attention_grid(lm, text, part),
+             lambda: scaling.scaling_statistics(lm, text, 1, 2, part)]
+    if name == "decoder":
+        views += [lambda: api.mask_placement(lm, text, 1, 2), lambda: scaling.projection_steps(lm, text, 1, 2, 3, 1)]
+    monkeypatch.setattr(attention_view, "RECORDINGS", ByteLRU(0))
+    monkeypatch.setattr(attention_view, "TRANSLATIONS", ByteLRU(0))
+    uncached = [view() for view in views]
+    monkeypatch.setattr(attention_view, "RECORDINGS", ByteLRU(64 * 2**20))
+    monkeypatch.setattr(attention_view, "TRANSLATIONS", ByteLRU(2**20))
+    forwards = []
+    hooks = [m.register_forward_pre_hook(lambda *_: forwards.append(1)) for m in (lm.model, lm.model.tokens)]
+    try:
+        assert _same(views[0](), uncached[0])
+        first = len(forwards)
+        assert first >= 1
+        for view, expected in zip(views[1:], uncached[1:], strict=True):
+            assert _same(view(), expected)
+        assert len(forwards) == first  # nothing ran again
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert attention_view.RECORDINGS.hits == len(views) - 1 and len(attention_view.RECORDINGS) == 1
+
+
 def test_mask_after_softmax_loses_mass_before_keeps_it(registry):
     lm = _by_name(registry, "decoder")
     out = api.mask_placement(lm, "masking", layer=1, head=0)
