@@ -306,6 +306,31 @@ def test_ten_steps_stream_token_by_token_and_stop_ends_them(page, server, monkey
     assert int(page.get_attribute("#reused", "data-reused")) == 2 + shown - 1
 
 
+def test_slow_loading_and_measuring_show_seconds_and_can_be_cancelled(page, server, monkeypatch):
+    import time as clock
+
+    from attnlab.explorer import api
+
+    dec = server["ids"]["decoder"]
+    describe, cost = api.describe, api.cost
+    monkeypatch.setattr(api, "describe", lambda lm: clock.sleep(2.5) or describe(lm))
+    page.goto(server["url"] + f"?model={dec}&tab=cost")
+    page.wait_for_selector("#loading .elapsed[data-seconds='1']", timeout=10_000)  # the seconds count up
+    page.click("#loading-cancel")
+    page.wait_for_selector("#load-cancelled")
+    monkeypatch.setattr(api, "describe", describe)
+    page.click("#retry-load")
+    page.wait_for_selector("#cost-plot")
+    monkeypatch.setattr(api, "cost", lambda lm, n, measure=False, stop=None: (
+        clock.sleep(2.5) if measure else None) or cost(lm, n, measure, stop=stop))
+    page.click("#measure")
+    page.wait_for_selector("#measuring .elapsed[data-seconds='1']", timeout=10_000)
+    assert page.is_disabled("#measure")
+    page.click("#measuring-cancel")
+    page.wait_for_selector("#measure-cancelled")
+    assert not page.is_disabled("#measure")
+
+
 def test_cost_tab(page, server):
     from attnlab.explorer import api
 
