@@ -42,6 +42,7 @@ def _cache_megabytes() -> int:
 # about 26 MB. A sentence whose recording would take over half the budget is recorded per request as before.
 RECORDINGS = ByteLRU(_cache_megabytes() * 2**20)
 TRANSLATIONS = ByteLRU(2**20)  # greedy translations of encoder-decoder sources: the default target of a view
+GRIDS = ByteLRU(64 * 2**20)  # thumbnail grids (lists of floats), the same for every layer and head of a sentence
 _KINDS = ("resid_pre", "attn.q", "attn.k", "attn.raw_scores", "attn.weights")
 _CROSS = ("cross_attn.q", "cross_attn.k", "cross_attn.raw_scores", "cross_attn.weights")
 
@@ -186,6 +187,10 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
     prefix, n_layers, _ = _parts(cfg)[part]
     ids, _ = encode(lm, text)
     target_ids = _target_ids(lm, ids, target) if cfg.topology == "encoder-decoder" else None
+    key = (*model_key(lm), tuple(ids), tuple(target_ids) if target_ids is not None else None, part, size)
+    cached = GRIDS.get(key)
+    if cached is not None:  # the same thumbnails after a layer or head change: pooling them again costs ~30 ms
+        return cached
     names = [prefix.format(l=i) + ".weights" for i in range(n_layers)]
     store = _record_text(lm, ids, target_ids, names)
     grid = []
@@ -195,7 +200,9 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
         pooled = torch.nn.functional.adaptive_avg_pool2d(w, (min(q, size), min(k, size)))
         peak = pooled.amax(dim=(-2, -1), keepdim=True).clamp(min=1e-9)
         grid.append(_round(pooled / peak, 3))  # each thumbnail scaled to its own peak
-    return {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
+    result = {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
+    GRIDS.put(key, result, 64 * n_layers * cfg.n_heads * size * size)  # nested Python floats: ~64 bytes each
+    return result
 
 
 def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict[str, Any]:

@@ -150,11 +150,11 @@ def test_another_layer_or_head_of_the_same_text_runs_no_forward(registry, monkey
              lambda: scaling.scaling_statistics(lm, text, 1, 2, part)]
     if name == "decoder":
         views += [lambda: api.mask_placement(lm, text, 1, 2), lambda: scaling.projection_steps(lm, text, 1, 2, 3, 1)]
-    monkeypatch.setattr(attention_view, "RECORDINGS", ByteLRU(0))
-    monkeypatch.setattr(attention_view, "TRANSLATIONS", ByteLRU(0))
+    for store in ("RECORDINGS", "TRANSLATIONS", "GRIDS"):
+        monkeypatch.setattr(attention_view, store, ByteLRU(0))
     uncached = [view() for view in views]
-    monkeypatch.setattr(attention_view, "RECORDINGS", ByteLRU(64 * 2**20))
-    monkeypatch.setattr(attention_view, "TRANSLATIONS", ByteLRU(2**20))
+    for store in ("RECORDINGS", "TRANSLATIONS", "GRIDS"):
+        monkeypatch.setattr(attention_view, store, ByteLRU(64 * 2**20))
     forwards = []
     hooks = [m.register_forward_pre_hook(lambda *_: forwards.append(1)) for m in (lm.model, lm.model.tokens)]
     try:
