@@ -30,7 +30,14 @@ def model_key(lm) -> tuple:
     """What a cached result depends on besides its input: which model object, and its weights' version (a
     notebook may train a wrapped model between two views; an in-place update bumps every tensor's _version)."""
     model = lm.model
-    return lm.id, id(model), sum(p._version for p in model.parameters())
+    return lm.id, id(model), sum(_version(p) for p in model.parameters())
+
+
+def _version(p: torch.Tensor) -> int:
+    try:
+        return p._version
+    except RuntimeError:  # an inference-mode tensor keeps no version counter (and cannot be updated in place)
+        return 0
 
 
 # ------------------------------------------------------------------------------------------ generation
