@@ -3,6 +3,8 @@ the causal mask placed before or after the softmax."""
 
 from __future__ import annotations
 
+import fnmatch
+import os
 from typing import Any
 
 import torch
@@ -22,16 +24,83 @@ from attnlab.explorer.common import (
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
+from attnlab.explorer.sessions import ByteLRU, model_key
 from attnlab.recording import record
 
 
 # ---------------------------------------------------------------------------------------------- attention
+def _cache_megabytes() -> int:
+    raw = os.environ.get("ATTNLAB_EXPLORER_CACHE_MB", "256")
+    if not raw.isdigit() or not 0 <= int(raw) <= 1_000_000:
+        raise InputError(f"ATTNLAB_EXPLORER_CACHE_MB={raw!r}: allowed an integer from 0 (no cache) to 1000000")
+    return int(raw)
+
+
+# A sentence's recording (every layer and head of every attention part, with each block's input), kept so that
+# changing the layer or head, the grid of thumbnails and the lessons beside them read it instead of running the
+# model again. Bounded by bytes (ATTNLAB_EXPLORER_CACHE_MB, default 256); one sentence of MiniLM at 128 tokens is
+# about 26 MB. A sentence whose recording would take over half the budget is recorded per request as before.
+RECORDINGS = ByteLRU(_cache_megabytes() * 2**20)
+TRANSLATIONS = ByteLRU(2**20)  # greedy translations of encoder-decoder sources: the default target of a view
+GRIDS = ByteLRU(64 * 2**20)  # thumbnail grids (lists of floats), the same for every layer and head of a sentence
+_KINDS = ("resid_pre", "attn.q", "attn.k", "attn.raw_scores", "attn.weights")
+_CROSS = ("cross_attn.q", "cross_attn.k", "cross_attn.raw_scores", "cross_attn.weights")
+
+
+def _sentence_plan(cfg) -> tuple[list[str], str]:
+    """(name patterns of a whole-sentence recording, the name recorded last: the forward stops after it)."""
+    if cfg.topology == "encoder-decoder":
+        patterns = [f"encoder.blocks.*.{k}" for k in _KINDS] + [f"decoder.blocks.*.{k}" for k in _KINDS + _CROSS]
+        return patterns, f"decoder.blocks.{cfg.decoder_layers - 1}.cross_attn.weights"
+    return [f"blocks.*.{k}" for k in _KINDS], f"blocks.{cfg.n_layers - 1}.attn.weights"
+
+
+def _sentence_bytes(cfg, n_src: int, n_tgt: int | None) -> int:
+    """float32 bytes of a whole-sentence recording: per layer the block input, Q and K, raw scores and weights."""
+    def part(layers, nq, nk):
+        return layers * (cfg.n_heads * (2 * nq * nk + (nq + nk) * cfg.head_dim) + nq * cfg.d_model)
+
+    if n_tgt is None:
+        return 4 * part(cfg.n_layers, n_src, n_src)
+    cross = cfg.decoder_layers * cfg.n_heads * (2 * n_tgt * n_src + (n_tgt + n_src) * cfg.head_dim)
+    return 4 * (part(cfg.n_layers, n_src, n_src) + part(cfg.decoder_layers, n_tgt, n_tgt) + cross)
+
+
+def _storage_bytes(store: dict[str, torch.Tensor]) -> int:
+    """Memory the tensors hold (a view into a larger buffer keeps all of it)."""
+    seen: dict[int, int] = {}
+    for t in store.values():
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = st.nbytes()
+    return sum(seen.values())
+
+
 def _record_text(lm: Loaded, ids: list[int], target_ids: list[int] | None, names: list[str],
                  head: int | None = None) -> dict[str, torch.Tensor]:
-    """Record `names` for one text (and target), stopping the forward after the last of them: the later layers
-    and the LM head are most of the time of an attention request on a large-vocabulary model."""
-    kwargs = {"decoder_input_ids": torch.tensor([target_ids])} if _config(lm).topology == "encoder-decoder" else {}
-    return record(lm.model, torch.tensor([ids]), names=names, head=head, stop_after=names[-1], **kwargs)
+    """Record `names` for one text (and target): from the sentence's cached recording when the names are part of
+    it (no forward at all), else by one forward that stops after the last of them (the later layers and the LM
+    head are most of the time of an attention request on a large-vocabulary model)."""
+    cfg = _config(lm)
+    kwargs = {"decoder_input_ids": torch.tensor([target_ids])} if cfg.topology == "encoder-decoder" else {}
+    patterns, last = _sentence_plan(cfg)
+    size = _sentence_bytes(cfg, len(ids), len(target_ids) if target_ids is not None else None)
+    covered = all(any(fnmatch.fnmatchcase(n, p) for p in patterns) for n in names)
+    if not covered or size > RECORDINGS.max_bytes // 2:
+        return record(lm.model, torch.tensor([ids]), names=names, head=head, stop_after=names[-1], **kwargs)
+    key = (*model_key(lm), tuple(ids), tuple(target_ids) if target_ids is not None else None)
+
+    def whole_sentence():
+        store = record(lm.model, torch.tensor([ids]), names=patterns, stop_after=last, **kwargs)
+        return store, _storage_bytes(store)
+
+    store = RECORDINGS.get_or_compute(key, whole_sentence)
+    missing = [n for n in names if n not in store]
+    if missing:  # a model that records differently (no such layer): let record() say what is wrong
+        return record(lm.model, torch.tensor([ids]), names=names, head=head, stop_after=names[-1], **kwargs)
+    if head is None:
+        return {n: store[n] for n in names}
+    return {n: store[n][:, head : head + 1] if n.rsplit(".", 1)[-1] in ("q", "k", "raw_scores", "weights")
+            else store[n] for n in names}
 
 
 def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
@@ -41,7 +110,12 @@ def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
     if target:
         tgt, _ = encode(lm, target, add_special_tokens=False)
         return [start] + tgt
-    return greedy_translation(lm, ids)
+    key = (*model_key(lm), tuple(ids))
+    return list(TRANSLATIONS.get_or_compute(key, lambda: _sized(greedy_translation(lm, ids))))
+
+
+def _sized(tokens: list[int]) -> tuple[tuple[int, ...], int]:
+    return tuple(tokens), 8 * len(tokens) + 64
 
 
 def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[int]:
@@ -113,6 +187,10 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
     prefix, n_layers, _ = _parts(cfg)[part]
     ids, _ = encode(lm, text)
     target_ids = _target_ids(lm, ids, target) if cfg.topology == "encoder-decoder" else None
+    key = (*model_key(lm), tuple(ids), tuple(target_ids) if target_ids is not None else None, part, size)
+    cached = GRIDS.get(key)
+    if cached is not None:  # the same thumbnails after a layer or head change: pooling them again costs ~30 ms
+        return cached
     names = [prefix.format(l=i) + ".weights" for i in range(n_layers)]
     store = _record_text(lm, ids, target_ids, names)
     grid = []
@@ -122,7 +200,9 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
         pooled = torch.nn.functional.adaptive_avg_pool2d(w, (min(q, size), min(k, size)))
         peak = pooled.amax(dim=(-2, -1), keepdim=True).clamp(min=1e-9)
         grid.append(_round(pooled / peak, 3))  # each thumbnail scaled to its own peak
-    return {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
+    result = {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
+    GRIDS.put(key, result, 64 * n_layers * cfg.n_heads * size * size)  # nested Python floats: ~64 bytes each
+    return result
 
 
 def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from attnlab.explorer.common import (
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
+from attnlab.explorer.sessions import GenerationSession, GenerationSessions
 from attnlab.recording import capture
 
 
@@ -63,15 +64,44 @@ def _timed(fn, repeats: int = 3) -> tuple[Any, float]:
     return result, best * 1000
 
 
-def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None, temperature: float = 1.0,
-                    top_k: int = 0, top_p: float = 1.0, seed: int = 0, bars: int = 10) -> dict[str, Any]:
-    """One decoding step: the next-token distribution under the sampling settings, the sampled token, the
-    KV cache after the step, and the step's time with the cache (one new token) and without (full recompute)."""
+def _sequence_forward(model, ids: list[int], cache, enc_dec: bool, encoder_hidden) -> torch.Tensor:
+    """Run `ids` after what `cache` holds, writing their keys and values into it; -> the last position's logits.
+
+    Only the model's own forward with a KVCache: positions follow from cache.length. An encoder-decoder reads
+    the encoder output until its cross-attention keys and values are cached (the first call)."""
+    x = torch.tensor([ids])
+    if enc_dec:
+        cross_cached = cache.cross is not None and cache.cross[0].k is not None
+        return model.decode(x, None if cross_cached else encoder_hidden, cache=cache, last_only=True)[1][0, -1]
+    return model(x, cache=cache, last_only=True).logits[0, -1]
+
+
+def _truncate(cache, length: int) -> None:
+    """Forget positions from `length` on (their buffers are overwritten by the next tokens)."""
+    for layer in cache.layers:
+        layer.length = min(layer.length, length)
+
+
+def _room(model, session: GenerationSession, needed: int, limit: int) -> None:
+    """Make the session's cache hold at least `needed` positions: allocated in steps of 32 (never beyond the
+    model's limit) and copied over when it grows, so a session costs what it holds, not the model's maximum."""
     from attnlab.cache import KVCache
 
-    cfg = _text_model(lm)
-    if cfg.topology not in ("decoder", "encoder-decoder"):
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; generation needs a decoder or an encoder-decoder")
+    cache = session.cache
+    if cache is not None and cache.layers[0].capacity >= needed:
+        return
+    grown = KVCache.for_model(model, batch=1, capacity=min(max(needed + 32, 64), max(limit, needed)))
+    if cache is not None:
+        n = cache.length
+        for old, new in zip(cache.layers, grown.layers, strict=True):
+            new.k[:, :, :n] = old.k[:, :, :n]
+            new.v[:, :, :n] = old.v[:, :, :n]
+            new.length = n
+        grown.cross = cache.cross
+    session.cache = grown
+
+
+def _check_settings(temperature, top_k, top_p, seed) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
         raise InputError(f"seed={seed!r}: allowed an integer from -2**63 to 2**63-1")
     if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 10:
@@ -80,6 +110,28 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
         raise InputError(f"top_p={top_p!r}: allowed (0, 1]")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0:
         raise InputError(f"top_k={top_k!r}: allowed 0 (off) or a positive integer")
+
+
+SMALL_MODEL = 20_000_000  # parameters: below this a step is timed best of 3, and compared with a full recompute
+
+
+def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None, temperature: float = 1.0,
+                    top_k: int = 0, top_p: float = 1.0, seed: int = 0, bars: int = 10, *,
+                    session: str | None = None, sessions: GenerationSessions | None = None,
+                    compare: bool | None = None) -> dict[str, Any]:
+    """One decoding step: the next-token distribution under the sampling settings, the sampled token, the
+    KV cache after the step, and the step's time with the cache (one new token) and without (full recompute).
+
+    `sessions` keeps each page's KV cache between steps (server-side; `session` is the id the page got back
+    from its last step): a step then runs only the token sampled last time. Without a held session (none
+    given, unknown, expired, another prompt) the earlier tokens are run first, untimed, and a new session is
+    opened. The logits come from the cached run either way; `compare` also times a full recompute and checks
+    that it gives the same logits (default: only for models under SMALL_MODEL parameters, where it is cheap).
+    """
+    cfg = _text_model(lm)
+    if cfg.topology not in ("decoder", "encoder-decoder"):
+        raise InputError(f"model {lm.id!r} is a {cfg.topology}; generation needs a decoder or an encoder-decoder")
+    _check_settings(temperature, top_k, top_p, seed)
     generated = list(generated or [])
     for t in generated:
         _check_index("generated token id", t, cfg.vocab_size)
@@ -95,62 +147,77 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     if len(seq) >= limit:
         raise InputError(f"the sequence is {len(seq)} tokens; model {lm.id!r} takes at most {limit}: "
                          "start again with a shorter prompt")
-    x = torch.tensor([seq])
-    with torch.no_grad():
-        enc = model.encode(torch.tensor([source])) if enc_dec else None
+    small = sum(p.numel() for p in model.parameters()) < SMALL_MODEL
+    repeats = 3 if small else 1  # best of 3 where a step is quick; one run where it already takes a while
+    compare = small if compare is None else bool(compare)
+    store = sessions if sessions is not None else GenerationSessions(max_sessions=1)
+    state = store.open(session, lm, source)
+    names = [f"decoder.blocks.{i}.cross_attn.weights" for i in range(cfg.decoder_layers)] if enc_dec else []
+    with state.lock, torch.no_grad():
+        if enc_dec and state.encoder_hidden is None:
+            state.encoder_hidden = model.encode(torch.tensor([source]))
+        enc = state.encoder_hidden
+        try:
+            held = state.seq if state.cache is not None else []
+            shared = min(len(held), len(seq))
+            common = next((i for i in range(shared) if held[i] != seq[i]), shared)
+            reused = min(common, len(seq) - 1)  # the newest token always runs: its logits are the answer
+            _room(model, state, len(seq), limit)
+            cache = state.cache
+            _truncate(cache, reused)
+            state.seq = seq[:reused]
+            if len(seq) - 1 > reused:  # catch up (a new session, or tokens the page has and the session lacks)
+                _sequence_forward(model, seq[reused:-1], cache, enc_dec, enc)
+            best, logits = float("inf"), None
+            for _ in range(repeats):
+                _truncate(cache, len(seq) - 1)
+                t0 = time.perf_counter()
+                logits = _sequence_forward(model, seq[-1:], cache, enc_dec, enc)
+                best = min(best, time.perf_counter() - t0)
+            if enc_dec:  # the new token's cross-attention, recorded on one more cached run of it
+                _truncate(cache, len(seq) - 1)
+                with capture(model, names) as cross:
+                    _sequence_forward(model, seq[-1:], cache, enc_dec, enc)
+            state.seq = list(seq)
+        except BaseException:
+            state.cache, state.seq = None, []  # a half-run step leaves nothing to trust: start afresh next time
+            raise
+        ms_cached = best * 1000
+        positions, entries, nbytes, n_layers = cache.length, cache.entries, cache.nbytes, len(cache.layers)
+        ms_full, matches = None, None
+        if compare:
+            x = torch.tensor([seq])
 
-        def full():
-            if enc_dec:
-                return model.decode(x, enc, last_only=True)[1][0, -1]
-            return model(x, last_only=True).logits[0, -1]
-
-        # best of 3 for small models; one timing each for large ones, where a step already takes a while
-        repeats = 3 if sum(p.numel() for p in model.parameters()) < 20_000_000 else 1
-        logits_full, ms_full = _timed(full, repeats)
-        caches = []
-
-        def cached():
-            cache = KVCache.for_model(model, batch=1, capacity=len(seq) + 1)
-            if len(seq) > 1:  # the earlier tokens are already in the cache when this step starts
+            def full():
                 if enc_dec:
-                    model.decode(x[:, :-1], enc, cache=cache, last_only=True)
-                else:
-                    model(x[:, :-1], cache=cache, last_only=True)
-            t0 = time.perf_counter()
-            if enc_dec:
-                out = model.decode(x[:, -1:], enc, cache=cache, last_only=True)[1][0, -1]
-            else:
-                out = model(x[:, -1:], cache=cache, last_only=True).logits[0, -1]
-            caches.append((cache, time.perf_counter() - t0))
-            return out
+                    return model.decode(x, enc, last_only=True)[1][0, -1]
+                return model(x, last_only=True).logits[0, -1]
 
-        logits_cached, _ = _timed(cached, repeats)
-        ms_cached = min(t for _, t in caches) * 1000
-        cache = caches[-1][0]
-    if not bool(torch.isfinite(logits_full).all()):
+            logits_full, ms_full = _timed(full, repeats)
+            matches = bool(torch.allclose(logits_full, logits, atol=1e-4, rtol=1e-4))
+    if not bool(torch.isfinite(logits).all()):
         raise InputError(f"model {lm.id!r} gives logits that are not finite (NaN or infinity) for this prompt: its "
                          "weights are probably damaged, so there is nothing to sample from")
-    probs = _filtered_probs(logits_full.float(), float(temperature), int(top_k), float(top_p))
+    probs = _filtered_probs(logits.float(), float(temperature), int(top_k), float(top_p))
     gen = torch.Generator().manual_seed(_generator_seed(int(seed), len(generated)))
     token = int(torch.multinomial(probs, 1, generator=gen))
-    raw_probs = logits_full.float().softmax(-1)
+    raw_probs = logits.float().softmax(-1)
     top = probs.topk(min(bars, probs.numel()))
     bar_list = [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(float(p), 6),
                  "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=True)]
     result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1, "bars": bar_list,
               "token": _token_text(lm, token), "token_id": token, "generated": generated + [token],
               "text": [_token_text(lm, i) for i in (seq + [token])],
-              "cache": {"positions": cache.length, "entries": cache.entries, "bytes": cache.nbytes,
-                        "formula": f"2 x {len(cache.layers)} layers x {cfg.kv_heads} kv heads x {cache.length} "
+              "cache": {"positions": positions, "entries": entries, "bytes": nbytes,
+                        "formula": f"2 x {n_layers} layers x {cfg.kv_heads} kv heads x {positions} "
                                    f"positions x {cfg.head_dim} d_head"},
-              "ms_with_cache": round(ms_cached, 4), "ms_without_cache": round(ms_full, 4),
-              "cache_matches": bool(torch.allclose(logits_full, logits_cached, atol=1e-4, rtol=1e-4)),
+              "ms_with_cache": round(ms_cached, 4),
+              "ms_without_cache": round(ms_full, 4) if ms_full is not None else None,
+              "cache_matches": matches,
+              "session": state.id if sessions is not None else None, "reused_positions": reused,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}
     if enc_dec:
-        names = [f"decoder.blocks.{i}.cross_attn.weights" for i in range(cfg.decoder_layers)]
-        with torch.no_grad(), capture(model, names) as store:
-            model.decode(x, enc)
         result["source"] = [_token_text(lm, i) for i in source]
         # each layer's cross-attention of the newest target position over the source, averaged over heads
-        result["cross_attention"] = [_round(store[nm][0, :, -1].mean(0), 5) for nm in names]
+        result["cross_attention"] = [_round(cross[nm][0, :, -1].mean(0), 5) for nm in names]
     return result

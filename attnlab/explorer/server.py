@@ -34,13 +34,13 @@ from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import AttnlabError, InputError
-from attnlab.explorer import api, images, lessons
+from attnlab.explorer import api, images, lessons, sessions
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -48,6 +48,8 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 BODY_SECONDS = 15.0  # the whole request body must arrive within this after the headers, else 408
 QUEUE_SECONDS = 120  # a request still waiting for a model slot after this long is answered 503 "busy"
 MEASURE_SECONDS = 60.0  # /api/cost/...?measure=true stops between lengths after this (or when the client leaves)
+STREAM_SECONDS = 120.0  # /api/generate/stream stops between steps after this (or when the client leaves)
+MAX_STREAM_STEPS = 64
 
 
 def _concurrency_setting() -> int:
@@ -126,6 +128,13 @@ class GenerateRequest(BaseModel):
     top_k: int = _int("top_k", 0)
     top_p: float = Field(1.0, gt=0.0, le=1.0, allow_inf_nan=False)
     seed: int = _int("seed", 0, description="any 64-bit signed integer")
+    session: str | None = Field(None, max_length=sessions.MAX_ID_CHARS,
+                                description="the id the last step answered with: its KV cache is reused")
+    compare: bool | None = Field(None, description="also time a full recompute (default: small models only)")
+
+
+class GenerateStreamRequest(GenerateRequest):
+    steps: int = Field(10, ge=1, le=MAX_STREAM_STEPS, description="steps to run, one JSON line each")
 
 
 def _query(name: str) -> Any:
@@ -279,10 +288,25 @@ class _Guard:
         return await self.app(scope, replay, send)
 
 
+class _SlotStream(StreamingResponse):
+    """A streamed answer that gives its model slot back however it ends: its generator releases the slot when it
+    finishes or is cancelled (the client left), and this releases it too if the generator never started."""
+
+    def __init__(self, content, release, **kw):
+        super().__init__(content, **kw)
+        self._release = release
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
 # ------------------------------------------------------------------------------------------ the app
 def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.1",
                max_concurrent: int | None = None, body_seconds: float = BODY_SECONDS,
-               measure_seconds: float = MEASURE_SECONDS) -> FastAPI:
+               measure_seconds: float = MEASURE_SECONDS, stream_seconds: float = STREAM_SECONDS) -> FastAPI:
     """The explorer app. `host`: the address it is served on (--host); requests must name it, localhost,
     127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT)."""
     registry = registry if registry is not None else build_registry()
@@ -294,6 +318,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     app.state.registry = registry
     app.state.max_concurrent = slots_wanted
+    app.state.sessions = sessions.GenerationSessions()  # generation's KV caches, one per page that steps
     app.add_middleware(_Guard, host=host, body_seconds=body_seconds, max_body=MAX_BODY_BYTES)
     heavy: dict = {"loop": None, "slots": None}
 
@@ -435,8 +460,82 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
 
     @app.post("/api/generate/step", summary="one decoding step with the KV cache, timed with and without it")
     async def generate_step(request: Request, req: GenerateRequest) -> dict:
-        return await run(request, lambda: api.generation_step(get(req.model), req.prompt, req.generated,
-                                                              req.temperature, req.top_k, req.top_p, req.seed))
+        return await run(request, lambda: api.generation_step(
+            get(req.model), req.prompt, req.generated, req.temperature, req.top_k, req.top_p, req.seed,
+            session=req.session, sessions=app.state.sessions, compare=req.compare))
+
+    @app.post("/api/generate/stream", summary="several decoding steps, one JSON line per step as it is computed")
+    async def generate_stream(request: Request, req: GenerateStreamRequest) -> Response:
+        """The steps of "10 steps" as application/x-ndjson: one line per step (the dict /api/generate/step
+        answers), then {"done": true, "steps": k, "reason": ...}. The stream holds one model slot from its
+        first step to its last and stops between steps when the client leaves (the page's Stop button aborts
+        the fetch) or after `stream_seconds`. An error in the first step is an ordinary 4xx/5xx answer; a
+        later one is a final line {"error": message, "status": code}."""
+        state = {"generated": list(req.generated), "session": req.session}
+
+        def one_step() -> bytes:
+            r = api.generation_step(get(req.model), req.prompt, state["generated"], req.temperature, req.top_k,
+                                    req.top_p, req.seed, session=state["session"], sessions=app.state.sessions,
+                                    compare=req.compare)
+            state.update(generated=r["generated"], session=r["session"], finished=r["finished"])
+            return _encode(r) + b"\n"
+
+        stop = _Stop(stream_seconds)
+        watcher = asyncio.create_task(_watch(request, stop))
+        slots = _slots()
+        try:
+            try:
+                await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
+            except asyncio.TimeoutError:
+                return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
+                               f"for over {QUEUE_SECONDS} s); retry shortly")
+        finally:
+            watcher.cancel()  # from here on the streaming response watches for the client leaving
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                slots.release()
+
+        try:
+            if stop.gone.is_set():
+                release()
+                return _answer(503, "the client went away before its turn")
+            stop.start()
+            first = await run_in_threadpool(one_step)
+        except BaseException:
+            release()
+            raise
+
+        async def lines():
+            done, reason = 1, "steps"
+            try:
+                yield first
+                while done < req.steps and not state.get("finished"):
+                    if time.monotonic() > stop.deadline:
+                        reason = "deadline"
+                        yield _encode({"error": f"stopped after {stream_seconds:g} s (the machine is busy or the "
+                                       f"model is large); {done} of {req.steps} steps ran", "status": 503}) + b"\n"
+                        break
+                    try:
+                        yield await run_in_threadpool(one_step)
+                    except AttnlabError as exc:
+                        reason = "error"
+                        status = 404 if isinstance(exc, UnknownItem) else 503 if isinstance(
+                            exc, ModelUnavailable) else 400
+                        yield _encode({"error": str(exc), "status": status}) + b"\n"
+                        break
+                    done += 1
+                if reason == "steps" and state.get("finished"):
+                    reason = "finished"
+                yield _encode({"done": True, "steps": done, "reason": reason, "session": state["session"]}) + b"\n"
+            finally:
+                release()  # also when the client left: the response cancels this generator after the running step
+
+        return _SlotStream(lines(), release, media_type="application/x-ndjson",
+                           headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     @app.get("/api/cost/{model_id}", summary="parameters, FLOPs and memory for n tokens, and their scaling")
     async def cost(request: Request, model_id: ModelId, n: QueryN = 128, measure: bool = False) -> dict:

@@ -264,6 +264,73 @@ def test_generation_tab(page, server):
     _shot(page, "generation-translator")
 
 
+def test_ten_steps_stream_token_by_token_and_stop_ends_them(page, server, monkeypatch):
+    """"10 steps" is one streamed request whose steps appear as they arrive (the first is on the page while
+    the server is still computing the next); Stop aborts the request and the server stops stepping."""
+    import time as clock
+
+    from attnlab.explorer import api
+
+    calls, original = [], api.generation_step
+
+    def slow_step(*args, **kwargs):  # slow enough to see the stream arrive, and to press Stop in the middle
+        calls.append(clock.monotonic())
+        clock.sleep(0.4)
+        return original(*args, **kwargs)
+
+    dec = server["ids"]["decoder"]
+    _open(page, server, model=dec, tab="generation", text="ab")
+    page.fill("#temperature", "0")
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(urlparse(r.url).path) if "/api/generate" in r.url else None)
+    monkeypatch.setattr(api, "generation_step", slow_step)
+    page.click("#step10")
+    page.wait_for_function("document.querySelectorAll('#sequence .chip.selected').length >= 2")
+    assert page.is_visible("#stop") and page.is_disabled("#step")  # streaming: two tokens shown, more to come
+    page.click("#stop")
+    page.wait_for_selector("#stop", state="hidden")
+    shown = page.locator("#sequence .chip.selected").count()
+    assert 2 <= shown < 10 and f"stopped after {shown} of 10 steps" in page.text_content("#gen-progress")
+    clock.sleep(1.0)
+    ran = len(calls)
+    clock.sleep(1.0)
+    assert len(calls) == ran <= shown + 1  # the server stopped too (at most the step it was running)
+    assert requests == ["/api/generate/stream"]
+    monkeypatch.setattr(api, "generation_step", original)
+    page.click("#step")  # goes on from where Stop left it, through the same server-side session
+    page.wait_for_function(f"document.querySelectorAll('#sequence .chip.selected').length == {shown + 1}")
+    expected = api.generation_step(server["registry"].get(dec), "ab", [], temperature=0.0)
+    for _ in range(shown):
+        expected = api.generation_step(server["registry"].get(dec), "ab", expected["generated"], temperature=0.0)
+    assert int(page.get_attribute("#sampled", "data-token-id")) == expected["token_id"]
+    assert int(page.get_attribute("#reused", "data-reused")) == 2 + shown - 1
+
+
+def test_slow_loading_and_measuring_show_seconds_and_can_be_cancelled(page, server, monkeypatch):
+    import time as clock
+
+    from attnlab.explorer import api
+
+    dec = server["ids"]["decoder"]
+    describe, cost = api.describe, api.cost
+    monkeypatch.setattr(api, "describe", lambda lm: clock.sleep(2.5) or describe(lm))
+    page.goto(server["url"] + f"?model={dec}&tab=cost")
+    page.wait_for_selector("#loading .elapsed[data-seconds='1']", timeout=10_000)  # the seconds count up
+    page.click("#loading-cancel")
+    page.wait_for_selector("#load-cancelled")
+    monkeypatch.setattr(api, "describe", describe)
+    page.click("#retry-load")
+    page.wait_for_selector("#cost-plot")
+    monkeypatch.setattr(api, "cost", lambda lm, n, measure=False, stop=None: (
+        clock.sleep(2.5) if measure else None) or cost(lm, n, measure, stop=stop))
+    page.click("#measure")
+    page.wait_for_selector("#measuring .elapsed[data-seconds='1']", timeout=10_000)
+    assert page.is_disabled("#measure")
+    page.click("#measuring-cancel")
+    page.wait_for_selector("#measure-cancelled")
+    assert not page.is_disabled("#measure")
+
+
 def test_cost_tab(page, server):
     from attnlab.explorer import api
 

@@ -118,6 +118,58 @@ def test_grid_has_every_layer_and_head(registry):
     assert all(max(max(r) for r in thumb) == pytest.approx(1.0) for layer in g["thumbnails"] for thumb in layer)
 
 
+def _same(a, b, tol=2e-6) -> bool:
+    """Nested dicts and lists equal, numbers within `tol` (one unit of the 6th decimal the numbers travel with,
+    when float32 rounding lands either side of a rounding boundary; relative for large magnitudes)."""
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k], tol) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y, tol) for x, y in zip(a, b, strict=True))
+    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
+        return a == pytest.approx(b, abs=tol, rel=tol)
+    return a == b
+
+
+@pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
+def test_another_layer_or_head_of_the_same_text_runs_no_forward(registry, monkeypatch, name):
+    """The first view of a sentence records every layer and head once; other layers and heads, the grid and the
+    lessons then read that recording: no forward runs (counted by hooks on the model and its token embedding,
+    which every forward, encode and decode calls first), and every
+    number equals the uncached answer (a cache of 0 bytes records per request, as before) to float32 rounding:
+    recording a layer takes attention's explicit path there, where an uncached view of a later layer lets the
+    earlier ones run torch's fused attention (another summation order, differences of about 1e-8)."""
+    from attnlab.explorer import attention as attention_view
+    from attnlab.explorer import scaling
+    from attnlab.explorer.sessions import ByteLRU
+
+    lm = _by_name(registry, name)
+    text, part = ("123", "cross") if name == "encoder-decoder" else ("hello there", "self")
+    n_layers = lm.model.config.decoder_layers if name == "encoder-decoder" else lm.model.config.n_layers
+    views = [lambda: api.attention(lm, text, 0, 0, part), lambda: api.attention(lm, text, n_layers - 1, 3, part),
+             lambda: api.attention(lm, text, 1, 1, part), lambda: api.attention_grid(lm, text, part),
+             lambda: scaling.scaling_statistics(lm, text, 1, 2, part)]
+    if name == "decoder":
+        views += [lambda: api.mask_placement(lm, text, 1, 2), lambda: scaling.projection_steps(lm, text, 1, 2, 3, 1)]
+    for store in ("RECORDINGS", "TRANSLATIONS", "GRIDS"):
+        monkeypatch.setattr(attention_view, store, ByteLRU(0))
+    uncached = [view() for view in views]
+    for store in ("RECORDINGS", "TRANSLATIONS", "GRIDS"):
+        monkeypatch.setattr(attention_view, store, ByteLRU(64 * 2**20))
+    forwards = []
+    hooks = [m.register_forward_pre_hook(lambda *_: forwards.append(1)) for m in (lm.model, lm.model.tokens)]
+    try:
+        assert _same(views[0](), uncached[0])
+        first = len(forwards)
+        assert first >= 1
+        for view, expected in zip(views[1:], uncached[1:], strict=True):
+            assert _same(view(), expected)
+        assert len(forwards) == first  # nothing ran again
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert attention_view.RECORDINGS.hits == len(views) - 1 and len(attention_view.RECORDINGS) == 1
+
+
 def test_mask_after_softmax_loses_mass_before_keeps_it(registry):
     lm = _by_name(registry, "decoder")
     out = api.mask_placement(lm, "masking", layer=1, head=0)
@@ -252,6 +304,96 @@ def test_translator_step_returns_cross_attention_over_the_source(registry):
     assert len(out["cross_attention"]) == lm.model.config.decoder_layers
     for row in out["cross_attention"]:
         assert len(row) == 3 and sum(row) == pytest.approx(1.0, abs=1e-4)
+
+
+def _reference_steps(lm, prompt, n, temperature, top_k, top_p, seed):
+    """The step as it was before sessions: the whole sequence recomputed, sampled with the step's own seed."""
+    from attnlab.explorer.generation import _generator_seed
+
+    cfg, model = lm.model.config, lm.model
+    source = [ord(c) for c in prompt]
+    enc_dec = cfg.topology == "encoder-decoder"
+    generated, out = [], []
+    with torch.no_grad():
+        start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
+        for _ in range(n):
+            if enc_dec:
+                logits = model(torch.tensor([source]), decoder_input_ids=torch.tensor([[start] + generated])).logits
+            else:
+                logits = model(torch.tensor([source + generated])).logits
+            probs = api._filtered_probs(logits[0, -1].float(), temperature, top_k, top_p)
+            gen = torch.Generator().manual_seed(_generator_seed(seed, len(generated)))
+            token = int(torch.multinomial(probs, 1, generator=gen))
+            out.append((token, probs))
+            generated.append(token)
+    return out
+
+
+@pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
+@pytest.mark.parametrize("settings", [dict(temperature=0.0, top_k=0, top_p=1.0, seed=0),
+                                      dict(temperature=1.3, top_k=40, top_p=0.95, seed=11)])
+def test_session_steps_equal_steps_recomputed_from_scratch(registry, name, settings):
+    """Eight steps through one session (each runs only the newest token through the model) give the tokens and
+    probabilities of eight steps that recompute the whole sequence (independently, with the model's forward)."""
+    from attnlab.explorer.sessions import GenerationSessions
+
+    lm = _by_name(registry, name)
+    prompt, n = "1234" if name == "encoder-decoder" else "abc", 8
+    reference = _reference_steps(lm, prompt, n, **settings)
+    sessions = GenerationSessions()
+    sid, generated = None, []
+    for i, (token, probs) in enumerate(reference):
+        out = api.generation_step(lm, prompt, generated, session=sid, sessions=sessions, **settings)
+        scratch = api.generation_step(lm, prompt, generated, **settings)  # no session: everything runs again
+        assert out["token_id"] == scratch["token_id"] == token, i
+        for b in out["bars"]:
+            assert b["prob"] == pytest.approx(float(probs[b["id"]]), abs=2e-6)
+        assert [b["id"] for b in out["bars"]][:3] == [b["id"] for b in scratch["bars"]][:3]
+        assert out["cache"]["positions"] == scratch["cache"]["positions"] == len(out["text"]) - 1
+        if i > 0:
+            assert out["session"] == sid and out["reused_positions"] == out["cache"]["positions"] - 1
+        if name == "encoder-decoder":
+            for a, b in zip(out["cross_attention"], scratch["cross_attention"], strict=True):
+                assert a == pytest.approx(b, abs=2e-5)
+        sid, generated = out["session"], out["generated"]
+    assert len(sessions) == 1
+
+
+def test_a_session_follows_the_page_back_and_forgets_other_prompts(registry):
+    """An unknown id, another prompt or a shorter sequence (Reset, or Back) recompute what they need and never
+    fail; the answer is the one a fresh step gives."""
+    from attnlab.explorer.sessions import GenerationSessions
+
+    lm = _by_name(registry, "decoder")
+    sessions = GenerationSessions(max_sessions=2)
+    first = api.generation_step(lm, "abc", [], temperature=0.0, session="no-such-session", sessions=sessions)
+    assert first["session"] != "no-such-session" and first["reused_positions"] == 0
+    sid, generated = first["session"], first["generated"]
+    for _ in range(3):
+        r = api.generation_step(lm, "abc", generated, temperature=0.0, session=sid, sessions=sessions)
+        generated = r["generated"]
+    back = api.generation_step(lm, "abc", generated[:1], temperature=0.0, session=sid, sessions=sessions)
+    assert back["session"] == sid and back["reused_positions"] == 3  # "abc" kept; the newest token runs again
+    assert back["token_id"] == api.generation_step(lm, "abc", generated[:1], temperature=0.0)["token_id"]
+    other = api.generation_step(lm, "xyz", [], temperature=0.0, session=sid, sessions=sessions)
+    assert other["session"] != sid and other["reused_positions"] == 0
+    assert sid not in sessions  # the id now names nothing: its prompt is gone
+    for prompt in ("p", "q", "r"):  # beyond max_sessions the least recently used goes
+        api.generation_step(lm, prompt, [], temperature=0.0, sessions=sessions)
+    assert len(sessions) == 2 and other["session"] not in sessions
+
+
+def test_sessions_expire_when_idle():
+    from attnlab.explorer.sessions import GenerationSessions
+
+    now = [0.0]
+    model, tok = toy.build()
+    lm = api.wrap(model, tok, model_id="toy")
+    sessions = GenerationSessions(idle_seconds=10, clock=lambda: now[0])
+    s = sessions.open(None, lm, [1, 2])
+    assert sessions.open(s.id, lm, [1, 2]) is s
+    now[0] = 11.0
+    assert sessions.open(s.id, lm, [1, 2]) is not s and s.id not in sessions
 
 
 # --------------------------------------------------------------------------------- architecture / cost

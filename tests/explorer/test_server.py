@@ -53,7 +53,8 @@ def test_models_list_and_page(client):
 def test_openapi_documents_every_endpoint(client):
     paths = client.get("/openapi.json").json()["paths"]
     for p in ("/api/models", "/api/attention", "/api/attention/grid", "/api/mlm/predict", "/api/causal",
-              "/api/vision", "/api/generate/step", "/api/cost/{model_id}", "/api/params", "/api/famous"):
+              "/api/vision", "/api/generate/step", "/api/generate/stream", "/api/cost/{model_id}", "/api/params",
+              "/api/famous"):
         assert p in paths
 
 
@@ -147,6 +148,66 @@ def test_generation_endpoint_steps(client):
     assert r2.json()["cache"]["positions"] == 3 and len(r2.json()["generated"]) == 2
     bad = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "top_p": 0})
     assert bad.status_code == 422 and "top_p" in bad.json()["detail"]
+
+
+def test_generation_steps_share_the_pages_session(client):
+    """The second step names the session the first answered with: only the newest token runs (the rest of the
+    sequence is reused from the server's KV cache), and an id the server does not hold just starts afresh."""
+    dec = _id(client, "decoder")
+    first = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "temperature": 0}).json()
+    assert first["session"] and first["reused_positions"] == 0
+    second = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "temperature": 0,
+                                                     "generated": first["generated"], "session": first["session"]})
+    assert second.status_code == 200 and second.json()["reused_positions"] == 2
+    fresh = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "temperature": 0,
+                                                    "generated": first["generated"], "session": "forgotten"})
+    assert fresh.status_code == 200 and fresh.json()["reused_positions"] == 0
+    assert fresh.json()["token_id"] == second.json()["token_id"]
+    long_id = client.post("/api/generate/step", json={"model": dec, "prompt": "ab", "session": "x" * 65})
+    assert long_id.status_code == 422
+
+
+def _lines(response) -> list[dict]:
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
+
+
+def test_generation_stream_sends_one_line_per_step_equal_to_single_steps(client):
+    dec = _id(client, "decoder")
+    body = {"model": dec, "prompt": "ab", "temperature": 0.9, "top_k": 20, "seed": 5}
+    r = client.post("/api/generate/stream", json={**body, "steps": 4})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/x-ndjson")
+    lines = _lines(r)
+    assert lines[-1] == {"done": True, "steps": 4, "reason": "steps", "session": lines[-2]["session"]}
+    generated = []
+    for line in lines[:-1]:  # the same tokens, one request per step
+        one = client.post("/api/generate/step", json={**body, "generated": generated}).json()
+        assert line["token_id"] == one["token_id"] and line["step"] == one["step"]
+        generated = one["generated"]
+    assert lines[-2]["generated"] == generated
+
+
+def test_generation_stream_errors_are_answers_then_lines(client):
+    dec = _id(client, "decoder")
+    r = client.post("/api/generate/stream", json={"model": "no-such-model", "prompt": "ab"})
+    assert r.status_code == 404
+    r = client.post("/api/generate/stream", json={"model": dec, "prompt": "ab", "steps": 65})
+    assert r.status_code == 422 and "steps" in r.json()["detail"]
+    r = client.post("/api/generate/stream", json={"model": dec, "prompt": "x" * 120, "steps": 20})  # limit 128
+    lines = _lines(r)
+    assert r.status_code == 200 and "at most 128" in lines[-2]["error"] and lines[-2]["status"] == 400
+    assert lines[-1]["reason"] == "error" and lines[-1]["steps"] == 8  # 120 + 8 positions fit, the 9th is refused
+    assert len(lines) == 10
+
+
+def test_a_generation_stream_stops_at_its_deadline_and_gives_its_slot_back(registry, monkeypatch):
+    from attnlab.explorer import server
+
+    monkeypatch.setattr(server, "QUEUE_SECONDS", 5)
+    dec = next(e.id for e in registry.entries.values() if e.kind == "path" and e.source.name == "decoder")
+    with TestClient(create_app(registry, max_concurrent=1, stream_seconds=0), base_url="http://localhost") as c:
+        lines = _lines(c.post("/api/generate/stream", json={"model": dec, "prompt": "ab", "steps": 10}))
+        assert len(lines) == 3 and "stopped after 0 s" in lines[1]["error"] and lines[2]["reason"] == "deadline"
+        assert c.get("/api/params?V=100&d=8&N=1&h=2&L=8").status_code == 200  # the one slot is free again
 
 
 def test_cli_registers_explore_and_prints_the_address(tiny_paths, monkeypatch, capsys):

@@ -2,7 +2,7 @@
 // Each tab is an ES module exporting render(root, ctx); ctx carries the state and the loaded model's info.
 // Every view is a URL: changing tab, model, sentence, layer or head adds a history entry (Back returns to the
 // previous view inside the app); smaller changes (the selected token or key, hiding specials) replace it.
-import { api, el, notice } from "./util.js";
+import { aborted, api, busy, el, notice } from "./util.js";
 import * as architecture from "./tabs/architecture.js";
 import * as attention from "./tabs/attention.js";
 import * as selfsup from "./tabs/selfsup.js";
@@ -87,13 +87,24 @@ async function loadModel() {
   loadedModel = state.model;
   if (!entry) return;
   if (!entry.available) { status.replaceChildren(notice(`${entry.label}: ${entry.reason}`, "warn")); return; }
-  status.replaceChildren(notice(`loading ${entry.label} …`));
+  // a large model's first load takes a while (SmolLM2: ~30 s on a small CPU): show the seconds, allow Cancel
+  const controller = new AbortController();
+  const box = busy(`loading ${entry.label} …`, () => controller.abort(), { id: "loading" });
+  status.replaceChildren(box);
   try {
-    info = await api(`/api/models/${encodeURIComponent(state.model)}`);
+    info = await api(`/api/models/${encodeURIComponent(state.model)}`, undefined, { signal: controller.signal });
     status.replaceChildren(info.illustration ? notice("Illustration: this toy's weights were set by hand, " +
       "not trained. Real models below carve up the space their own way.", "illustration") : "");
   } catch (e) {
-    status.replaceChildren(notice(e.message, "error"));
+    if (aborted(e)) {
+      const retry = el("button", { type: "button", id: "retry-load", onclick: async () => { await loadModel(); render(); } },
+        "Load it again");
+      status.replaceChildren(el("div", { class: "notice warn", id: "load-cancelled", role: "status" },
+        `Loading ${entry.label} was cancelled. The server may finish loading it anyway, so a second try is ` +
+        "quicker; or pick another model. ", retry));
+    } else status.replaceChildren(notice(e.message, "error"));
+  } finally {
+    box.stop();
   }
 }
 

@@ -2,9 +2,10 @@
 
 export class ApiError extends Error {}
 
-export async function api(path, body) {
-  const init = body === undefined ? {} : {
-    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body),
+// `signal` (an AbortController's) cancels the request: the promise then rejects with an AbortError.
+export async function api(path, body, { signal } = {}) {
+  const init = body === undefined ? { signal } : {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
   };
   const res = await fetch(path, init);
   let data = null;
@@ -12,6 +13,51 @@ export async function api(path, body) {
   if (!res.ok) throw new ApiError((data && data.detail) || `${res.status} ${res.statusText}`);
   return data;
 }
+
+// A streamed JSON-lines answer (POST): onLine(object) for each line as it arrives. Rejects like api() when the
+// answer is not 200; `signal` stops reading (the server then stops too: it sees the client leave).
+export async function apiLines(path, body, onLine, { signal } = {}) {
+  const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify(body), signal });
+  if (!res.ok) {
+    let data = null;
+    try { data = await res.json(); } catch (e) { data = null; }
+    throw new ApiError((data && data.detail) || `${res.status} ${res.statusText}`);
+  }
+  const reader = res.body.getReader(), decoder = new TextDecoder();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (value) buffer += decoder.decode(value, { stream: true });
+    let nl;
+    while ((nl = buffer.indexOf("\n")) >= 0) {
+      const line = buffer.slice(0, nl).trim();
+      buffer = buffer.slice(nl + 1);
+      if (line) onLine(JSON.parse(line));
+    }
+    if (done) break;
+  }
+  if (buffer.trim()) onLine(JSON.parse(buffer));
+}
+
+// "work in progress" for slow requests: a status line with the seconds elapsed and a Cancel button that calls
+// onCancel (which aborts the fetch). Call .stop() when the work ends.
+export function busy(text, onCancel, { id = "busy" } = {}) {
+  const t0 = performance.now();
+  const secs = el("span", { class: "elapsed", dataset: { seconds: 0 } }, "0 s");
+  const cancel = el("button", { type: "button", class: "cancel", id: `${id}-cancel`, onclick: () => onCancel() },
+    "Cancel");
+  const box = el("div", { class: "notice info busy", id, role: "status", "aria-live": "polite" }, `${text} `, secs,
+    " ", cancel);
+  const timer = setInterval(() => {
+    const s = Math.floor((performance.now() - t0) / 1000);
+    secs.dataset.seconds = s; secs.textContent = `${s} s`;
+  }, 1000);
+  box.stop = () => { clearInterval(timer); cancel.disabled = true; };
+  return box;
+}
+
+export const aborted = (e) => e && e.name === "AbortError";
 
 // el("div", {class: "x", dataset: {weight: 0.5}, onclick: f}, child, "text", ...)
 export function el(tag, attrs = {}, ...children) {

@@ -6,6 +6,8 @@ import { api, bars, el, fmt, heatmap, legend, notice, select, tokenLabel, color 
 import { chipRow, needs, sentenceBox } from "./common.js";
 import { lessons, readingTokens, toyHints } from "../lessons.js";
 
+const GRIDS = new Map();  // sentence -> thumbnails answer (insertion order: the oldest goes first)
+
 export async function render(root, ctx) {
   const { state, info } = ctx;
   root.append(el("h2", {}, "Attention"),
@@ -233,8 +235,16 @@ export async function render(root, ctx) {
     getKey: () => key });
 
   try {
-    const g = await api("/api/attention/grid", { model: state.model, text: state.text || "", part,
-      target: state.target || null });
+    // the thumbnails depend on the sentence, not on the layer or head: kept for the last few sentences, so a
+    // layer or head change asks the server only for the new view
+    const gridKey = JSON.stringify([state.model, state.text || "", part, state.target || null]);
+    let g = GRIDS.get(gridKey);
+    if (!g) {
+      g = await api("/api/attention/grid", { model: state.model, text: state.text || "", part,
+        target: state.target || null });
+      GRIDS.set(gridKey, g);
+      if (GRIDS.size > 8) GRIDS.delete(GRIDS.keys().next().value);
+    }
     const box = el("div", { class: "grid-thumbs", role: "group", "aria-label": "every layer and head",
       style: `grid-template-columns: repeat(${g.n_heads}, auto)` });
     g.thumbnails.forEach((layerThumbs, l) => layerThumbs.forEach((m, h) => {

@@ -1,6 +1,6 @@
 // Tab Cost: attnlab.cost for the loaded model at n tokens (per-operation FLOPs, bytes, intensity), and how
 // FLOPs and the KV cache grow with n; on request, the forward timed at each n of the sweep.
-import { api, bytes, el, fmt, human, notice, svg, table } from "../util.js";
+import { aborted, api, busy, bytes, el, fmt, human, notice, svg, table } from "../util.js";
 
 export async function render(root, ctx) {
   const { state } = ctx;
@@ -16,11 +16,18 @@ export async function render(root, ctx) {
   root.append(el("div", { class: "controls" }, el("label", {}, "n tokens ", nInput),
     el("span", { class: "help", id: "cost-limit" }, limit ? `(this model reads at most ${limit} tokens here)` : ""),
     el("button", { type: "button", id: "measure", onclick: measure }, "Measure forward time over n")), out, measured);
+  let controller = null;
   async function measure() {
-    measured.replaceChildren(notice("timing the forward at each n … (a few seconds on a small model, minutes on " +
-      "SmolLM2)"));
+    if (controller) return;  // one measurement at a time; Cancel ends it
+    controller = new AbortController();
+    const button = document.getElementById("measure");
+    if (button) button.disabled = true;
+    const box = busy("timing the forward at each n … (a few seconds on a small model, a minute or more on " +
+      "SmolLM2; the server stops after its time limit)", () => controller.abort(), { id: "measuring" });
+    measured.replaceChildren(box);
     try {
-      const r = await api(`/api/cost/${encodeURIComponent(state.model)}?n=${Number(nInput.value)}&measure=true`);
+      const r = await api(`/api/cost/${encodeURIComponent(state.model)}?n=${Number(nInput.value)}&measure=true`,
+        undefined, { signal: controller.signal });
       if (!r.measured) { measured.replaceChildren(notice("nothing to sweep for this model", "warn")); return; }
       measured.replaceChildren(el("div", { class: "panel" }, el("h3", {}, "Measured forward time (best of runs)"),
         plot(r.measured.map((p) => ({ n: p.n, ms: p.ms, flops: p.flops })),
@@ -28,7 +35,14 @@ export async function render(root, ctx) {
           "ms or FLOPs (log scale; shapes compared)"),
         table(["n", "ms", "FLOPs"], r.measured.map((p) => [p.n, el("span", { dataset: { ms: p.ms } }, fmt(p.ms, 3)),
           el("span", { dataset: { flops: p.flops } }, human(p.flops))]))));
-    } catch (e) { measured.replaceChildren(notice(e.message, "error")); }
+    } catch (e) {
+      measured.replaceChildren(aborted(e) ? el("div", { class: "notice warn", id: "measure-cancelled",
+        role: "status" }, "Measurement cancelled: the server stopped timing when the page left.") :
+        notice(e.message, "error"));
+    } finally {
+      box.stop(); controller = null;
+      if (button) button.disabled = false;
+    }
   }
   async function run() {
     try {

@@ -1,6 +1,6 @@
 // Tab Generation: step through decoding one token at a time: the next-token distribution under the sampling
 // settings, the sampled token appended, the KV cache growing, and the step's time with and without the cache.
-import { api, bars, bytes, el, fmt, heatmap, notice, svg, table, tokenLabel } from "../util.js";
+import { aborted, api, apiLines, bars, bytes, el, fmt, heatmap, notice, svg, table, tokenLabel } from "../util.js";
 import { needs } from "./common.js";
 
 let session = null;
@@ -13,47 +13,74 @@ export async function render(root, ctx) {
   const { state } = ctx;
   root.append(el("h2", {}, "Generation"), el("p", { class: "help" }, "Each step runs the model on what is there, " +
     "turns the last position's logits into a distribution (temperature, top-k, top-p), samples one token and " +
-    "appends it. With a KV cache only the new token's Q, K, V are computed."));
+    "appends it. With a KV cache only the new token's Q, K, V are computed: the server keeps this page's cache " +
+    "between steps, so a step here runs just the newest token."));
   if (!needs(root, ctx, ["decoder", "encoder-decoder"], "Generation needs a decoder or an encoder-decoder.")) return;
   const prompt = el("input", { type: "text", id: "prompt", value: state.text || "", "aria-label": "prompt" });
   const inputs = { temperature: el("input", { type: "number", id: "temperature", value: 1, step: 0.1, min: 0 }),
     top_k: el("input", { type: "number", id: "top-k", value: 20, min: 0 }),
     top_p: el("input", { type: "number", id: "top-p", value: 0.95, step: 0.05, min: 0.05, max: 1 }),
     seed: el("input", { type: "number", id: "gen-seed", value: 0 }) };
+  const compare = el("input", { type: "checkbox", id: "compare" });
   const out = el("div", { id: "gen-out" });
   const progress = el("span", { class: "help", id: "gen-progress", role: "status", "aria-live": "polite" });
+  const stopButton = el("button", { type: "button", id: "stop", hidden: true, onclick: () => stopStream() }, "Stop");
   const key = `${state.model}|${state.text}`;
-  if (!session || session.key !== key) session = { key, generated: [], history: [], last: null };
+  if (!session || session.key !== key) session = { key, generated: [], history: [], last: null, sid: null };
   root.append(el("div", { class: "controls" }, el("label", {}, ctx.info.topology === "encoder-decoder" ?
     "source " : "prompt "), prompt),
-  el("div", { class: "controls" }, Object.entries(inputs).map(([k, i]) => el("label", {}, `${k} `, i)),
-    el("button", { id: "step", onclick: () => step(1) }, "Step"),
-    el("button", { id: "step10", onclick: () => step(10) }, "10 steps"),
-    el("button", { id: "reset", onclick: reset }, "Reset"), progress), out);
+  el("div", { class: "controls" }, Object.entries(inputs).map(([k, i]) => el("label", { title: HELP[k] }, `${k} `, i)),
+    el("button", { type: "button", id: "step", onclick: () => step(1) }, "Step"),
+    el("button", { type: "button", id: "step10", onclick: () => step(10) }, "10 steps"), stopButton,
+    el("button", { type: "button", id: "reset", onclick: reset }, "Reset"), progress),
+  el("div", { class: "controls" }, el("label", { title: "small models always do; on a large one a full " +
+    "recompute costs as much as running the whole prompt again" }, compare,
+  " also time each step without the cache (a full recompute)")), out);
   prompt.addEventListener("change", () => ctx.setState({ text: prompt.value }));
 
-  function reset() { session.generated = []; session.history = []; session.last = null; session.error = null; draw(); }
+  function reset() {
+    Object.assign(session, { generated: [], history: [], last: null, error: null, sid: null });
+    draw();
+  }
   const buttons = () => ["step", "step10", "reset"].map((id) => document.getElementById(id)).filter(Boolean);
+  let controller = null;
+  function stopStream() { if (controller) controller.abort(); }
+  const body = () => ({ model: state.model, prompt: prompt.value, generated: session.generated,
+    temperature: Number(inputs.temperature.value), top_k: Number(inputs.top_k.value),
+    top_p: Number(inputs.top_p.value), seed: Number(inputs.seed.value), session: session.sid,
+    compare: compare.checked ? true : null });
+  function accept(r) {
+    session.generated = r.generated; session.history.push(r); session.last = r; session.sid = r.session;
+  }
   async function step(times) {
     session.error = null;
     buttons().forEach((b) => { b.disabled = true; });
+    controller = new AbortController();
+    let done = 0, stopped = false;
+    if (times > 1) { stopButton.hidden = false; stopButton.disabled = false; }
     progress.textContent = times > 1 ? `step 1 of ${times} …` : "running one step …";
-    let done = 0;
-    for (let t = 0; t < times; t++) {
-      try {
-        const r = await api("/api/generate/step", { model: state.model, prompt: prompt.value,
-          generated: session.generated, temperature: Number(inputs.temperature.value),
-          top_k: Number(inputs.top_k.value), top_p: Number(inputs.top_p.value), seed: Number(inputs.seed.value) });
-        session.generated = r.generated; session.history.push(r); session.last = r; done += 1;
-        if (times > 1) { progress.textContent = `step ${done + 1} of ${times} …`; draw(); }
-        if (r.finished) break;
-      } catch (e) {
-        // kept in the session and drawn by draw(): a failed step is never silent
-        session.error = (times > 1 ? `Stopped after ${done} of ${times} steps: ` : "This step failed: ") + e.message;
-        break;
+    try {
+      if (times === 1) {
+        accept(await api("/api/generate/step", body(), { signal: controller.signal }));
+        done = 1;
+      } else {
+        // one streamed request: each step's line arrives as soon as it is computed and is drawn at once
+        await apiLines("/api/generate/stream", { ...body(), steps: times }, (line) => {
+          if (line.error) { session.error = `Stopped after ${done} of ${times} steps: ${line.error}`; return; }
+          if (line.done) return;
+          accept(line); done += 1;
+          progress.textContent = done < times && !line.finished ? `step ${done + 1} of ${times} …` : "";
+          draw();
+        }, { signal: controller.signal });
       }
+    } catch (e) {
+      // kept in the session and drawn by draw(): a failed step is never silent
+      if (aborted(e)) stopped = true;
+      else session.error = (times > 1 ? `Stopped after ${done} of ${times} steps: ` : "This step failed: ") + e.message;
     }
-    progress.textContent = "";
+    controller = null;
+    progress.textContent = stopped ? `stopped after ${done} of ${times} steps` : "";
+    stopButton.hidden = true;
     buttons().forEach((b) => { b.disabled = false; });
     draw();
   }
@@ -81,9 +108,14 @@ export async function render(root, ctx) {
             r.cache.entries.toLocaleString("en-US"))],
           [el("span", { title: "memory of the cache at this dtype" }, "bytes"), el("span", { id: "cache-bytes", dataset: { cacheBytes: r.cache.bytes } }, bytes(r.cache.bytes))],
           [el("span", { title: "best-of-runs wall time of this step computing only the new token" }, "step with cache"), el("span", { id: "ms-cache", dataset: { ms: r.ms_with_cache } }, `${fmt(r.ms_with_cache, 3)} ms`)],
-          [el("span", { title: "wall time when the whole sequence is run again" }, "step without cache"), el("span", { id: "ms-nocache", dataset: { ms: r.ms_without_cache } },
-            `${fmt(r.ms_without_cache, 3)} ms`)],
-          ["same logits both ways", el("span", { dataset: { matches: r.cache_matches } }, r.cache_matches ? "yes" : "NO")],
+          [el("span", { title: "wall time when the whole sequence is run again" }, "step without cache"),
+            r.ms_without_cache === null ? el("span", { id: "ms-nocache" }, "not timed (tick the box above)") :
+              el("span", { id: "ms-nocache", dataset: { ms: r.ms_without_cache } }, `${fmt(r.ms_without_cache, 3)} ms`)],
+          ["same logits both ways", el("span", { dataset: { matches: r.cache_matches } }, r.cache_matches === null ?
+            "not compared" : r.cache_matches ? "yes" : "NO")],
+          [el("span", { title: "positions whose keys and values the server kept from this page's earlier steps" },
+            "positions reused"), el("span", { id: "reused", dataset: { reused: r.reused_positions } },
+            r.reused_positions)],
         ]), el("p", { class: "help" }, `entries = ${r.cache.formula}`)),
       el("div", { class: "panel" }, el("h3", {}, "Time per step (ms)"), timeChart(session.history))),
     r.cross_attention ? crossPanel(session.history) : "");
@@ -93,11 +125,11 @@ export async function render(root, ctx) {
 
 function timeChart(history) {
   const W = 320, H = 180, pad = 40, top = 40;
-  const peak = Math.max(1e-6, ...history.flatMap((h) => [h.ms_with_cache, h.ms_without_cache]));
+  const peak = Math.max(1e-6, ...history.flatMap((h) => [h.ms_with_cache, h.ms_without_cache ?? 0]));
   const x = (i) => pad + (i / Math.max(1, history.length - 1)) * (W - pad - 10);
   const y = (v) => H - pad + 10 - (v / peak) * (H - pad + 10 - top);
   const line = (k, color) => svg("polyline", { fill: "none", stroke: color, "stroke-width": 2,
-    points: history.map((h, i) => `${x(i)},${y(h[k])}`).join(" ") });
+    points: history.flatMap((h, i) => (h[k] === null ? [] : [`${x(i)},${y(h[k])}`])).join(" ") });
   return svg("svg", { width: W, height: H, id: "time-chart" },
     svg("line", { x1: pad, y1: H - pad + 10, x2: W, y2: H - pad + 10, stroke: "#999" }),
     line("ms_without_cache", "#d62728"), line("ms_with_cache", "#2ca02c"),

