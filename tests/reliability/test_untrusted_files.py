@@ -473,12 +473,16 @@ def test_pickle_refusal_is_one_line(tmp_path):
 _PEAK_RSS = textwrap.dedent("""
     import json, resource, sys
     import attnlab
+    import attnlab.build, attnlab.loading, attnlab.storage  # torch and the loaders: what any load costs first
+    def peak():
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    before = peak()
     try:
         attnlab.load(sys.argv[1])
         outcome = "loaded"
     except attnlab.AttnlabError as exc:
         outcome = type(exc).__name__ + ": " + str(exc)
-    print(json.dumps({"outcome": outcome, "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+    print(json.dumps({"outcome": outcome, "peak": peak(), "growth": peak() - before}))
 """)
 
 
@@ -495,7 +499,8 @@ def test_a_3_gb_config_beside_a_small_file_is_refused_within_the_files_size(chec
                                 "n_layers": 14, "max_len": 1024}))
     result = _peak_of_load(checkpoint)
     assert result["outcome"].startswith("CheckpointError") and "does not match its config" in result["outcome"]
-    assert result["peak"] < 500 * 2**20, result
+    # growth beyond what importing torch costs (that alone varies with the environment: ~220-590 MB here)
+    assert result["growth"] < 200 * 2**20, result
 
 
 def test_a_gguf_whose_metadata_claims_a_3_gb_model_is_refused_before_dequantizing(tmp_path):
@@ -525,4 +530,5 @@ def test_a_gguf_whose_metadata_claims_a_3_gb_model_is_refused_before_dequantizin
     result = _peak_of_load(path)
     assert result["outcome"].startswith("CheckpointError"), result
     assert "lacks tensors" in result["outcome"] or "disagree" in result["outcome"]
-    assert result["peak"] < 500 * 2**20, result
+    # growth beyond what importing torch costs (that alone varies with the environment: ~220-590 MB here)
+    assert result["growth"] < 200 * 2**20, result
