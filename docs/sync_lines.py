@@ -1,7 +1,8 @@
 """Refresh the `file:line` references in docs/architecture.md from the code quoted beside them.
 
-Each reference is a table row `| ... | `path:LINE` | `code` |`; the line number is set to the first line of
-`path` that contains `code`. Run after editing the core: `python docs/sync_lines.py`.
+Each reference is `path:LINE` followed by quoted `code` (a table row `| ... | `path:LINE` | `code` |`, or the
+two side by side in a sentence); the line number is set to the first line of `path` that contains `code`, so
+quote a line that is unique in its file. Run after editing the core: `python docs/sync_lines.py`.
 """
 
 import re
