@@ -95,6 +95,14 @@ def raw_pieces(lm: Loaded, ids: list[int]) -> list[str]:
             chr(i) if 32 <= i < 0x110000 else f"<{i}>" for i in ids]
 
 
+def token_texts(lm: Loaded, ids: list[int]) -> list[str]:
+    """A sequence's tokens as the page shows them: byte-level pieces decoded together (a character split over
+    several tokens on its first one, tokens.CONTINUATION on the rest), other tokenizers' pieces as they are."""
+    if lm.tokenizer is not None and byte_level(lm.tokenizer):
+        return display_texts(raw_pieces(lm, ids), tokenizer_specials(lm.tokenizer))
+    return [_token_text(lm, i) for i in ids]
+
+
 def _token_text(lm: Loaded, i: int) -> str:
     """One token as text: a byte-level piece decoded on its own (tokens.single_text), else the piece."""
     if lm.tokenizer is not None:

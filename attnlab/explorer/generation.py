@@ -15,6 +15,7 @@ from attnlab.explorer.common import (
     _token_text,
     encode,
     token_limit,
+    token_texts,
 )
 from attnlab.explorer.registry import Loaded
 from attnlab.recording import capture
@@ -139,7 +140,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
                  "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=True)]
     result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1, "bars": bar_list,
               "token": _token_text(lm, token), "token_id": token, "generated": generated + [token],
-              "text": [_token_text(lm, i) for i in (seq + [token])],
+              "text": token_texts(lm, seq + [token]),
               "cache": {"positions": cache.length, "entries": cache.entries, "bytes": cache.nbytes,
                         "formula": f"2 x {len(cache.layers)} layers x {cfg.kv_heads} kv heads x {cache.length} "
                                    f"positions x {cfg.head_dim} d_head"},

@@ -540,7 +540,7 @@ def test_byte_level_token_display_puts_each_character_on_its_first_token(byte_to
 
 
 def test_explorer_tokens_of_a_byte_level_model_are_text_with_the_raw_piece_beside(byte_tokenizer):
-    from attnlab.explorer.common import _token_text, encode, raw_pieces
+    from attnlab.explorer.common import _token_text, encode, raw_pieces, token_texts
 
     torch.manual_seed(0)
     model = attnlab.build_model(attnlab.ModelConfig(topology="decoder", vocab_size=byte_tokenizer.vocab_size,
@@ -551,6 +551,7 @@ def test_explorer_tokens_of_a_byte_level_model_are_text_with_the_raw_piece_besid
     assert "".join(t for t in tokens if t != "◌") == "Привет\n👋"
     pieces = raw_pieces(lm, ids)
     assert pieces == byte_tokenizer.hf.encode("Привет\n👋", add_special_tokens=False).tokens
+    assert token_texts(lm, ids) == tokens  # what the generation view shows for a sequence
     assert _token_text(lm, byte_tokenizer.hf.token_to_id("Ġcat")) == " cat"
     out = api.attention(lm, "the cat\n", 0, 0)
     assert out["q_tokens"][1] == " cat" and out["q_pieces"][1] == "Ġcat" and out["q_ids"] == out["k_ids"]
