@@ -4,6 +4,9 @@
 - a training run folder (`attnlab train --out runs/x`: loads its newest step), or the run's `latest` file;
 - a local Hugging Face checkpoint directory (config.json with "model_type");
 - a GGUF file of the LLaMA family.
+
+An attnlab checkpoint that sits on an installed base model (storage.base_directory: a trained head shipped
+without the base's weights) takes the base's tokenizer when it has none of its own.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from attnlab.errors import CheckpointError
 from attnlab.files import read_json_object
 from attnlab.interop.gguf import load_gguf
 from attnlab.interop.hf import load_hf
-from attnlab.storage import CONFIG_NAME, load_attnlab, newest_checkpoint
+from attnlab.storage import CONFIG_NAME, base_directory, load_attnlab, newest_checkpoint
 
 KINDS = "an attnlab checkpoint directory, a training run folder, a Hugging Face checkpoint directory or a .gguf file"
 
@@ -57,4 +60,7 @@ def load(path, device=None):
         return load_gguf(path, device=device)
     if kind == "hf":
         return load_hf(path, device=device)
-    return load_attnlab(path, device=device), load_tokenizer(path)
+    model = load_attnlab(path, device=device)
+    tokenizer = load_tokenizer(path)
+    base = base_directory(model.config) if tokenizer is None else None
+    return model, (load_tokenizer(base) if base is not None else tokenizer)

@@ -5,6 +5,12 @@ config.json: the model is built on the meta device (shapes only, no memory), eve
 against the safetensors header, and only then is memory allocated, uninitialised, and filled tensor by tensor
 from the file. A 1 KB config claiming a 3 GB model next to a 1 MB file is refused without allocating.
 
+A checkpoint may sit on a base model installed as a Python package: its config.json's extra["base"] =
+{"module": import name, "package": pip name, "folder": relative folder of a Hugging Face checkpoint in it,
+"sha256": of that folder's model.safetensors}. Its model.safetensors then holds only what was trained on top (a
+head, a fine-tuned block); every other tensor the config needs is read from the installed base (which must be
+the very weights the head was trained on: the sha256 is checked), so the base's weights are never copied.
+
 This module also holds what the other storage and training code share: the one config.json reader
 (`read_config`), writing through a temporary file (`atomic_write`), and finding a training run's newest step.
 """
@@ -21,6 +27,7 @@ from safetensors.torch import save_model as _save_safetensors
 
 from attnlab.build import allocate_empty, build_model, refuse_if_absurd
 from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig, config_from_dict
+from attnlab.data.packages import package_folder
 from attnlab.errors import CheckpointError, ConfigError
 from attnlab.files import check_regular, is_regular, read_json_object, read_text
 from attnlab.models.base import register_saver
@@ -197,6 +204,57 @@ def materialize(config: AnyConfig, tensors: dict[str, torch.Tensor], source, dev
     return model.eval()
 
 
+def base_directory(config: AnyConfig, source="config.json") -> Path | None:
+    """The installed base checkpoint folder a config's extra["base"] names (None without one); a missing
+    package is a MissingDataError with its pip command, a malformed entry a CheckpointError."""
+    base = config.extra.get("base") if isinstance(config, ModelConfig) else None
+    if base is None:
+        return None
+    keys = ("module", "package", "folder")
+    if not isinstance(base, dict) or not all(isinstance(base.get(k), str) and base[k] for k in keys):
+        raise CheckpointError(f"{source}: extra['base'] must name the base's module, package and folder (strings)")
+    folder = Path(base["folder"])
+    if folder.is_absolute() or ".." in folder.parts:
+        raise CheckpointError(f"{source}: extra['base']['folder']={base['folder']!r} must be a relative folder "
+                              "inside the package, without '..'")
+    return package_folder(base["module"], base["package"]) / folder
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file, read in 1 MiB chunks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _load_on_base(directory: Path, config: ModelConfig, base: Path, device=None):
+    """A checkpoint whose model.safetensors holds only the tensors trained on top of an installed base model."""
+    from attnlab.interop.hf import load_hf  # interop imports this module
+
+    expected = config.extra["base"].get("sha256")
+    if expected is not None and file_sha256(base / WEIGHTS_NAME) != expected:
+        raise CheckpointError(f"{directory} was trained on {base / WEIGHTS_NAME} with sha256 {expected[:12]}...; "
+                              f"the installed {config.extra['base']['package']} holds other weights: reinstall "
+                              "the version it was trained on")
+    weights = directory / WEIGHTS_NAME
+    header = read_header(weights)
+    model = build_model(config, device="meta")
+    names = model.state_dict(keep_vars=True)
+    unexpected = [n for n in header if n not in names]
+    if unexpected:
+        raise CheckpointError(f"{weights} does not match its config: unexpected tensors {unexpected[:8]}")
+    base_model, _ = load_hf(base)
+    # the base's tensors this model uses (a pooler it drops is left out); the checkpoint's own ones override
+    tensors = {n: t for n, t in base_model.state_dict().items() if n in names and n not in header}
+    del base_model
+    tensors.update(read_tensors(weights))
+    return materialize(config, tensors, f"{weights} on {base}", device)
+
+
 def load_attnlab(directory: str | Path, device=None):
     """An attnlab checkpoint directory -> model (eval mode). Names, shapes and dtypes are checked against the
     safetensors header before any memory is allocated; tensors are then copied in one at a time."""
@@ -205,6 +263,9 @@ def load_attnlab(directory: str | Path, device=None):
     weights = directory / WEIGHTS_NAME
     header = read_header(weights)  # small files first: a 3 GB config beside a 1 MB file never allocates
     refuse_if_absurd(config, directory / CONFIG_NAME)  # ConfigError: more than the machine's memory
+    base = base_directory(config, directory / CONFIG_NAME)
+    if base is not None:
+        return _load_on_base(directory, config, base, device)
     model = build_model(config, device="meta")
     check_shapes(model, {n: s for n, (s, _) in header.items()}, weights, {n: d for n, (_, d) in header.items()})
     allocate_empty(model, device)

@@ -21,6 +21,7 @@ from attnlab.explorer.common import (
     _text_model,
     _token_text,
     encode,
+    raw_pieces,
     token_limit,
 )
 from attnlab.explorer.registry import Loaded
@@ -171,7 +172,8 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
     return {"model": lm.id, "topology": cfg.topology, "part": part, "layer": layer, "head": head,
             "n_layers": n_layers, "n_heads": cfg.n_heads, "d_head": cfg.head_dim, "scale": scale,
             "causal": causal, "position": cfg.position,
-            "q_tokens": q_tokens, "k_tokens": k_tokens,
+            "q_tokens": q_tokens, "k_tokens": k_tokens, "q_ids": list(q_ids), "k_ids": list(k_ids),
+            "q_pieces": raw_pieces(lm, q_ids), "k_pieces": raw_pieces(lm, k_ids),
             "q_special": _special_flags(lm, q_ids), "k_special": _special_flags(lm, k_ids),
             "raw_scores": raw_list, "weights": _round(weights),
             "q": _round(store[f"{name}.q"][0, 0], 5), "k": _round(store[f"{name}.k"][0, 0], 5),

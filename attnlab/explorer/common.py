@@ -11,6 +11,7 @@ import torch
 
 from attnlab.errors import InputError
 from attnlab.explorer.registry import Loaded, UnknownItem
+from attnlab.explorer.tokens import byte_level, display_texts, single_text, tokenizer_specials
 
 MAX_TOKENS = 512  # the explorer's own ceiling: an N x N heatmap beyond this is not readable anyway
 MAX_TEXT_CHARS = 20_000
@@ -50,6 +51,8 @@ def encode(lm: Loaded, text: str, add_special_tokens: bool = True) -> tuple[list
     """Text -> (ids, token strings), refusing text beyond the model's limit with the limit in the message.
 
     A checkpoint saved without a tokenizer reads characters: id = code point (unknown when >= vocab_size).
+    A byte-level BPE tokenizer's pieces (`Ġcat`, `æĹ` `¥`) come back as the text they decode to (" cat", "日",
+    and tokens.CONTINUATION for a token that only continues a character); raw_pieces(lm, ids) gives the pieces.
     """
     cfg = _text_model(lm)
     if not isinstance(text, str):
@@ -67,6 +70,8 @@ def encode(lm: Loaded, text: str, add_special_tokens: bool = True) -> tuple[list
             raise InputError(f"the tokenizer of model {lm.id!r} failed on this text ({first}); try a shorter "
                              "or simpler text") from None
         ids, tokens = list(enc.ids), list(enc.tokens)
+        if byte_level(tok):
+            tokens = display_texts(tokens, tokenizer_specials(tok))
     else:
         ids = [ord(c) if ord(c) < cfg.vocab_size else 0 for c in text]
         tokens = list(text)
@@ -84,9 +89,28 @@ def _special_flags(lm: Loaded, ids: list[int]) -> list[bool]:
     return [i in specials for i in ids]
 
 
+def raw_pieces(lm: Loaded, ids: list[int]) -> list[str]:
+    """The tokenizer's own piece for each id (`Ġcat`), for the page's hover text beside the decoded text."""
+    return [lm.tokenizer.id_to_token(int(i)) or f"<{i}>" if lm.tokenizer is not None else
+            chr(i) if 32 <= i < 0x110000 else f"<{i}>" for i in ids]
+
+
+def token_texts(lm: Loaded, ids: list[int]) -> list[str]:
+    """A sequence's tokens as the page shows them: byte-level pieces decoded together (a character split over
+    several tokens on its first one, tokens.CONTINUATION on the rest), other tokenizers' pieces as they are."""
+    if lm.tokenizer is not None and byte_level(lm.tokenizer):
+        return display_texts(raw_pieces(lm, ids), tokenizer_specials(lm.tokenizer))
+    return [_token_text(lm, i) for i in ids]
+
+
 def _token_text(lm: Loaded, i: int) -> str:
+    """One token as text: a byte-level piece decoded on its own (tokens.single_text), else the piece."""
     if lm.tokenizer is not None:
-        return lm.tokenizer.id_to_token(int(i)) or f"<{i}>"
+        piece = lm.tokenizer.id_to_token(int(i))
+        if piece is None:
+            return f"<{i}>"
+        return single_text(piece) if byte_level(lm.tokenizer) and piece not in tokenizer_specials(
+            lm.tokenizer) else piece
     return chr(i) if 32 <= i < 0x110000 else f"<{i}>"
 
 

@@ -15,6 +15,7 @@ from attnlab.explorer.common import (
     _token_text,
     encode,
     token_limit,
+    token_texts,
 )
 from attnlab.explorer.registry import Loaded
 from attnlab.explorer.sessions import GenerationSession, GenerationSessions
@@ -207,7 +208,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
                  "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=True)]
     result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1, "bars": bar_list,
               "token": _token_text(lm, token), "token_id": token, "generated": generated + [token],
-              "text": [_token_text(lm, i) for i in (seq + [token])],
+              "text": token_texts(lm, seq + [token]),
               "cache": {"positions": positions, "entries": entries, "bytes": nbytes,
                         "formula": f"2 x {n_layers} layers x {cfg.kv_heads} kv heads x {positions} "
                                    f"positions x {cfg.head_dim} d_head"},

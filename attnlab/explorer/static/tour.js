@@ -23,7 +23,7 @@ const STEPS = [
   text: "The same block, stacked N times: attention mixes information across positions, the feed-forward " +
     "network rewrites each position, residual connections and norms wrap both. Click any block (or focus it " +
     "and press Enter) for its shapes and parameter count." },
-  { title: "Learning without labels", view: { model: "bert-mlm", tab: "selfsup" },
+  { title: "Learning without labels", view: { model: "minilm-mlm", tab: "selfsup" }, fallback: ["bert-mlm"],
   text: "Text supervises itself: hide words and predict them (masked language modelling), or predict each next " +
     "word. Click tokens to mask them, or draw BERT's random 15%." },
   { title: "Images are tokens too", view: { model: "vit-mnist", tab: "vision" },
@@ -53,9 +53,14 @@ export function startTour(app, { navigateFirst = true } = {}) {
   card = el("aside", { id: "tour", class: "tour", role: "dialog", "aria-modal": "false",
     "aria-labelledby": "tour-title" });
   document.body.append(card);
-  const available = (step) => !step.view.model || [...document.querySelectorAll("#model option")]
-    .some((o) => o.value === step.view.model && !o.disabled);
-  const steps = STEPS.filter(available);
+  const enabled = (id) => [...document.querySelectorAll("#model option")].some((o) => o.value === id && !o.disabled);
+  // a step's model, or the first of its fallbacks offered here (minilm-mlm needs the MiniLM package)
+  const pick = (step) => {
+    if (!step.view.model) return step;
+    const id = [step.view.model, ...(step.fallback || [])].find(enabled);
+    return id ? { ...step, view: { ...step.view, model: id } } : null;
+  };
+  const steps = STEPS.map(pick).filter(Boolean);
 
   function show(move) {
     const s = steps[i];

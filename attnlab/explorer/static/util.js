@@ -110,12 +110,16 @@ export function bytes(n) {
 }
 
 export function tokenLabel(t) {
-  return (t || "").replace(/^[Ġ▁ ]/, "·").replace(/\n/g, "↵") || "∅";
+  return (t || "").replace(/^[Ġ▁ ]/, "·").replace(/\n/g, "↵").replace(/\t/g, "⇥") || "∅";
 }
 
-// What a learner sees on a token chip when hovering or focusing it: the marks explained.
-export function tokenTitle(t, index) {
-  const notes = [`token ${index}: “${t}”`];
+// What a learner sees on a token chip when hovering or focusing it: the marks explained. `piece` and `id`
+// (when the server sends them) are the tokenizer's raw piece, e.g. byte-level BPE's “Ġcat” or “æĹ”, and the id.
+export function tokenTitle(t, index, piece, id) {
+  const notes = [`token ${index}: “${t}”` + (id !== undefined && id !== null ? ` (id ${id}` +
+    (piece !== undefined && piece !== t ? `, piece “${piece}”)` : ")") : "")];
+  if (t === "◌") notes.push("◌ continues a character an earlier token started: byte-level BPE split its UTF-8 " +
+    "bytes over several tokens, and the character is shown on the first of them");
   if (/^[Ġ▁ ]/.test(t || "")) notes.push("· marks a leading space: the token starts a new word");
   if (/^##/.test(t || "")) notes.push("## marks a piece that continues the previous word (WordPiece)");
   if (/^\[.*\]$|^<.*>$/.test(t || "")) notes.push("special token added by the tokenizer, not typed by you");

@@ -94,6 +94,7 @@ export async function render(root, ctx) {
 
   function drawChips() {
     const buttons = chipRow(chips, qIdx.map((i) => ({ index: i, token: data.q_tokens[i],
+      piece: data.q_pieces && data.q_pieces[i], id: data.q_ids && data.q_ids[i],
       cls: data.q_special[i] ? "special" : "" })), query, selectQuery, { name: "query token" });
     if (chips.contains(document.activeElement) || chips.dataset.refocus === "1") {
       const b = buttons.find((x) => Number(x.dataset.index) === query);

@@ -15,13 +15,14 @@ export function sentenceBox(ctx, onSubmit) {
       s)));
 }
 
-// A row of token chips. items: [{index, token, cls, label}]; onselect(index). Roving tabindex: the selected
+// A row of token chips. items: [{index, token, cls, label, piece, id}] (piece and id, when given, are the
+// tokenizer's raw piece and the token id, shown on hover/focus); onselect(index). Roving tabindex: the selected
 // chip (or the first) is the row's one tab stop.
 export function chipRow(container, items, selected, onselect, { name = "token" } = {}) {
   const current = items.some((t) => t.index === selected) ? selected : (items.length ? items[0].index : null);
   const buttons = items.map((t) => el("button", {
     type: "button", class: "chip" + (t.cls ? ` ${t.cls}` : "") + (t.index === selected ? " selected" : ""),
-    dataset: { index: t.index, token: t.token }, title: tokenTitle(t.token, t.index),
+    dataset: { index: t.index, token: t.token }, title: tokenTitle(t.token, t.index, t.piece, t.id),
     "aria-pressed": t.index === selected ? "true" : "false", tabindex: t.index === current ? "0" : "-1",
     "aria-label": `${name} ${t.index}: ${tokenLabel(t.token)}`,
     onclick: () => onselect(t.index),

