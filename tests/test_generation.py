@@ -389,7 +389,7 @@ def test_cli_streams_the_same_text_as_generate(tmp_path, capsys):
     assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--top-p", "1.5",
                  "--temperature", "1"]) == 2
     assert "top_p=1.5" in capsys.readouterr().err
-    # more than the 128 positions hold: the command goes on with a sliding window (tests/test_cli.py)
+    # more than the 128 positions hold: the command goes on with a sliding window (tests/test_command_line.py)
 
 
 def test_decode_head_follows_in_place_weight_updates():
