@@ -31,6 +31,30 @@ def positions(ckpt: Path) -> tuple[torch.Tensor, int, dict]:
     return table[off + 1: off + 1 + g * g], g, cfg
 
 
+def inner(p: torch.Tensor, g: int, permutations: int) -> dict | None:
+    """The same statistic on the patches off the image's border ring only ((g - 2) x (g - 2) of them). MNIST
+    digits sit in the central 20 x 20 pixels, so the border patches are nearly always blank: whatever they learn
+    is alike however far apart they are, which a whole-grid rho counts against the grid."""
+    if g < 4:
+        return None
+    keep = [r * g + c for r in range(1, g - 1) for c in range(1, g - 1)]
+    return grid_structure(p[keep], g - 2, permutations)
+
+
+def border_similarity(p: torch.Tensor, g: int) -> tuple[float, float]:
+    """Mean cosine similarity among border-ring patches and among inner patches (pairs of distinct patches)."""
+    n = torch.nn.functional.normalize(p, dim=-1)
+    sim = n @ n.T
+    ring = torch.tensor([r in (0, g - 1) or c in (0, g - 1) for r in range(g) for c in range(g)])
+
+    def mean(mask):
+        block = sim[mask][:, mask]
+        k = len(block)
+        return float((block.sum() - block.diagonal().sum()) / (k * (k - 1)))
+
+    return mean(ring), mean(~ring)
+
+
 def accuracies(run: Path) -> dict[int, float]:
     acc = {}
     for line in (run / "metrics.jsonl").read_text().splitlines():
@@ -71,7 +95,8 @@ def main() -> None:
         p, g, _ = positions(args.shipped)
         trained = json.loads((args.shipped / "trained.json").read_text())
         s = grid_structure(p, g, args.permutations)
-        rows.append((f"shipped ({args.shipped.name})", g, trained["steps"], 1, trained["final_eval"]["accuracy"], s))
+        rows.append((f"shipped ({args.shipped.name})", g, trained["steps"], 1, trained["final_eval"]["accuracy"], s,
+                     inner(p, g, args.permutations), border_similarity(p, g)))
         finals.append((f"shipped {g}x{g}, shift 1", p, g, s))
     for run in args.runs:
         acc = accuracies(run)
@@ -81,15 +106,20 @@ def main() -> None:
             step = int(ckpt.name.split("-")[1])
             p, g, _ = positions(ckpt)
             s = grid_structure(p, g, args.permutations)
-            rows.append((run.name, g, step, shift, acc.get(step), s))
+            rows.append((run.name, g, step, shift, acc.get(step), s, inner(p, g, args.permutations),
+                         border_similarity(p, g)))
         if steps:
             finals.append((f"{run.name}: {g}x{g}, shift {shift}, {step} steps", p, g, s))
-    print("| run | grid | steps | max_shift | test accuracy | rho | p | NN is a grid neighbour (chance) | NN p |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, g, step, shift, acc, s in rows:
+    print("| run | grid | steps | max_shift | test accuracy | rho | p | NN is a grid neighbour (chance) | NN p "
+          "| inner rho | inner p | inner NN (chance) | mean sim ring / inner |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, g, step, shift, acc, s, i, (ring, mid) in rows:
         a = f"{acc:.3f}" if acc is not None else "-"
+        inside = (f"{i['rho']:+.3f} | {i['p']:.4f} | {i['nearest_is_neighbour']} / {i['patches']} "
+                  f"({i['chance_neighbours']:.1f})") if i else "- | - | -"
         print(f"| {name} | {g}x{g} | {step} | {shift} | {a} | {s['rho']:+.3f} | {s['p']:.4f} | "
-              f"{s['nearest_is_neighbour']} / {s['patches']} ({s['chance_neighbours']:.1f}) | {s['nearest_p']:.4f} |")
+              f"{s['nearest_is_neighbour']} / {s['patches']} ({s['chance_neighbours']:.1f}) | {s['nearest_p']:.4f} "
+              f"| {inside} | {ring:.2f} / {mid:.2f} |")
     if args.figure and finals:
         import matplotlib
 

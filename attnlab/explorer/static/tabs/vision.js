@@ -44,7 +44,7 @@ function overlay(canvas, pixels, values, g, { size = 224, label = "" } = {}) {
 
 // the measured position-grid statistic of this checkpoint, in words that follow from its numbers alone
 function structureText(s) {
-  const grid = s.p < 0.01 && s.rho > 0;
+  const grid = s.p < 0.01 && s.rho > 0, local = !grid && s.nearest_p < 0.01;
   return el("div", { id: "pos-structure", dataset: { rho: s.rho, p: s.p, nearest: s.nearest_is_neighbour,
     patches: s.patches, chance: s.chance_neighbours } },
   el("p", { class: "help" }, "Measured on this checkpoint over its ", String(s.pairs), " patch pairs: Spearman ρ ",
@@ -53,11 +53,16 @@ function structureText(s) {
     "the most similar other position vector is a grid neighbour (8 around it) for ",
     el("b", {}, `${s.nearest_is_neighbour} of ${s.patches}`), ` patches (chance: ${fmt(s.chance_neighbours, 3)}, ` +
     `p ${fmt(s.nearest_p, 3)}).`),
-  el("p", { class: "help" }, grid
+  el("p", { class: "help", id: "pos-verdict" }, grid
     ? "So this checkpoint has learned the 2-D layout: patches near each other on the image got similar " +
       "position vectors, though nothing in the model says the patches form a grid."
-    : "So this checkpoint shows no measurable 2-D grid in its position vectors: nearness on the image does not " +
-      "predict their similarity better than a random relabelling of the patches does. It classifies without it."));
+    : local
+      ? "So this checkpoint has learned the layout locally: a patch's most similar position vector belongs to a " +
+        "grid neighbour far more often than chance, but over the whole grid similarity does not fall with " +
+        "distance."
+      : "So this checkpoint shows no measurable 2-D grid in its position vectors: nearness on the image does " +
+        "not predict their similarity better than a random relabelling of the patches does. It classifies " +
+        "without it."));
 }
 
 export async function render(root, ctx) {
