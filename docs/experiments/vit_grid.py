@@ -126,7 +126,7 @@ def main() -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, len(finals), figsize=(3.3 * len(finals), 3.7), squeeze=False)
+        fig, axes = plt.subplots(1, len(finals), figsize=(4.2 * len(finals), 4.6), squeeze=False)
         for ax, (title, p, g, s) in zip(axes[0], finals, strict=True):
             im = ax.imshow(similarity_tiles(p, g).numpy(), cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
             ax.set_title(f"{title}\nrho {s['rho']:+.2f}, p {s['p']:.3g}, NN {s['nearest_is_neighbour']}/{s['patches']}",
