@@ -218,7 +218,7 @@ def _bump_grid(g):
     return torch.exp(-torch.cdist(cells, cells) ** 2 / 2.0)  # (g * g, g * g)
 
 
-def test_grid_structure_rho_is_scipy_spearman_and_p_is_the_relabelling_test():
+def test_vision_grid_structure_rho_is_scipy_spearman_and_p_is_the_relabelling_test():
     stats = pytest.importorskip("scipy.stats")
     from attnlab.explorer.vision import grid_structure
 
@@ -245,7 +245,7 @@ def test_grid_structure_rho_is_scipy_spearman_and_p_is_the_relabelling_test():
     assert out["p"] == pytest.approx((1 + hits) / (1 + n_perm), abs=1e-6)
 
 
-def test_grid_structure_finds_a_perfect_grid_and_not_a_random_one():
+def test_vision_grid_structure_finds_a_perfect_grid_and_not_a_random_one():
     from attnlab.explorer.vision import grid_structure
 
     grid = grid_structure(_bump_grid(5), 5, permutations=500, seed=0)
