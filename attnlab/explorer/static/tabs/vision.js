@@ -61,8 +61,7 @@ function structureText(s) {
         "grid neighbour far more often than chance, but over the whole grid similarity does not fall with " +
         "distance."
       : "So this checkpoint shows no measurable 2-D grid in its position vectors: nearness on the image does " +
-        "not predict their similarity better than a random relabelling of the patches does. It classifies " +
-        "without it."));
+        "not predict their similarity better than a random relabelling of the patches does."));
 }
 
 export async function render(root, ctx) {
