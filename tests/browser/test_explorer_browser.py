@@ -235,7 +235,18 @@ def test_vision_tab(page, server):
     assert float(page.get_attribute("#attn-row-sum", "data-row-sum")) == pytest.approx(1.0, abs=1e-5)
     rollout = json.loads(page.get_attribute("#rollout", "data-values"))
     assert rollout == pytest.approx(expected["rollout"], abs=1e-6) and sum(rollout) == pytest.approx(1.0, abs=1e-5)
+    structure = expected["position_structure"]  # measured live on the loaded checkpoint, shown with its numbers
+    assert float(page.get_attribute("#pos-structure", "data-rho")) == pytest.approx(structure["rho"], abs=1e-6)
+    assert float(page.get_attribute("#pos-structure", "data-p")) == pytest.approx(structure["p"], abs=1e-6)
     _shot(page, "vision")
+    page.focus("#vit-view")  # the overlay view, chosen from the keyboard
+    page.keyboard.press("ArrowDown")
+    page.wait_for_selector("#tab[data-ready='1'] #overlay-rollout")
+    overlaid = json.loads(page.get_attribute("#overlay-rollout", "data-values"))
+    assert overlaid == pytest.approx(expected["cls_rollout"][1:], abs=1e-6)  # [CLS] -> patches, over the image
+    assert page.eval_on_selector("#overlay-rollout", "c => c.width / parseFloat(c.style.width)") == pytest.approx(
+        page.evaluate("Math.max(1, Math.min(3, window.devicePixelRatio || 1))"))
+    _shot(page, "vision-overlay")
 
 
 def test_generation_tab(page, server):

@@ -259,6 +259,60 @@ def test_rollout_is_the_product_of_residual_averaged_maps():
     assert api.rollout(w).sum(-1).tolist() == pytest.approx([1.0] * 3, abs=1e-6)
 
 
+def _grid_cells(g):
+    return torch.stack(torch.meshgrid(torch.arange(g), torch.arange(g), indexing="ij"), -1).reshape(-1, 2).double()
+
+
+def _bump_grid(g):
+    """A perfect grid: cell (r, c)'s vector is a Gaussian bump around it over all cells, so cosine similarity
+    falls with grid distance."""
+    cells = _grid_cells(g)
+    return torch.exp(-torch.cdist(cells, cells) ** 2 / 2.0)  # (g * g, g * g)
+
+
+def test_vision_grid_structure_rho_is_scipy_spearman_and_p_is_the_relabelling_test():
+    stats = pytest.importorskip("scipy.stats")
+    from attnlab.explorer.vision import grid_structure
+
+    g, n_perm = 4, 60
+    torch.manual_seed(0)
+    x = torch.randn(g * g, 8, dtype=torch.float64)
+    out = grid_structure(x, g, permutations=n_perm, seed=3)
+    cells = _grid_cells(g)
+    iu, ju = torch.triu_indices(g * g, g * g, 1)
+
+    def spearman(v):
+        v = F.normalize(v, dim=-1)
+        return stats.spearmanr((v @ v.T)[iu, ju].numpy(), -torch.cdist(cells, cells)[iu, ju].numpy()).statistic
+
+    rho = spearman(x)
+    assert out["rho"] == pytest.approx(rho, abs=1e-6)
+    gen = torch.Generator().manual_seed(3)  # the same relabellings, by scipy: vector i moved to cell perm[i]
+    hits = 0
+    for _ in range(n_perm):
+        perm = torch.randperm(g * g, generator=gen)
+        moved = torch.empty_like(x)
+        moved[perm] = x
+        hits += spearman(moved) >= rho - 1e-12
+    assert out["p"] == pytest.approx((1 + hits) / (1 + n_perm), abs=1e-6)
+
+
+def test_vision_grid_structure_finds_a_perfect_grid_and_not_a_random_one():
+    from attnlab.explorer.vision import grid_structure
+
+    grid = grid_structure(_bump_grid(5), 5, permutations=500, seed=0)
+    assert grid["rho"] > 0.95 and grid["p"] == pytest.approx(1 / 501, abs=1e-6)
+    assert grid["nearest_is_neighbour"] == 25 and grid["nearest_p"] < 0.01
+    torch.manual_seed(1)
+    noise = grid_structure(torch.randn(25, 16), 5, permutations=500, seed=0)
+    assert abs(noise["rho"]) < 0.2 and noise["p"] > 0.05
+    assert noise["chance_neighbours"] == pytest.approx(sum(
+        sum(1 for a in range(5) for b in range(5) if max(abs(a - r), abs(b - c)) == 1) / 24
+        for r in range(5) for c in range(5)))
+    with pytest.raises(InputError, match="expected \\(25, d_model\\)"):
+        grid_structure(torch.randn(24, 16), 5)
+
+
 def test_vision_rows_sum_to_one_and_prediction_is_the_softmax(registry):
     lm = _by_name(registry, "vit")
     cfg = lm.model.config
@@ -271,7 +325,24 @@ def test_vision_rows_sum_to_one_and_prediction_is_the_softmax(registry):
         probs = lm.model(pixels[None]).logits[0].softmax(-1)
     assert out["prediction"][0]["prob"] == pytest.approx(float(probs.max()), abs=1e-6)
     assert out["position_similarity"][4] == pytest.approx(1.0, abs=1e-4)  # patch 5 = token 5 - 1 vs itself
+    assert out["cls_rollout"] == pytest.approx(api.rollout(_vit_weights(lm, pixels))[0].tolist(),
+                                               abs=1e-6)
+    assert out["cls_attention"] == pytest.approx(_vit_weights(lm, pixels)[1][3, 0].tolist(), abs=1e-6)
+    g = cfg.image_size // cfg.patch_size
+    table = lm.model.positions.weight.detach()[1:1 + g * g]
+    from attnlab.explorer.vision import grid_structure
+    assert out["position_structure"] == grid_structure(table, g)  # live, from this checkpoint's own vectors
     assert len(grey) == cfg.image_size and max(max(r) for r in grey) <= 255
+
+
+def _vit_weights(lm, pixels):
+    """Every layer's attention maps (heads, n, n) for one image, captured from the model's own forward."""
+    from attnlab.recording import capture
+
+    names = [f"blocks.{i}.attn.weights" for i in range(lm.model.config.n_layers)]
+    with torch.no_grad(), capture(lm.model, names) as store:
+        lm.model(pixels[None])
+    return [store[n][0] for n in names]
 
 
 # ----------------------------------------------------------------------------------------- generation

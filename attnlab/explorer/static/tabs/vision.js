@@ -1,12 +1,68 @@
 // Tab Vision: an image becomes [CLS] + a grid of patch tokens. Click a patch: its attention in one layer/head,
 // the attention rollout through all layers, and the similarity of its learned position embedding to the others.
-import { api, bars, el, fmt, heatmap, legend, notice, select } from "../util.js";
+// "overlay" lays [CLS]'s attention and rollout over the image itself; the position-grid statistic under the
+// similarity map is measured on the loaded checkpoint by the server (rho, permutation p, nearest neighbours).
+import { api, bars, color, el, fmt, heatmap, legend, notice, select } from "../util.js";
 import { chipRow, needs, references } from "./common.js";
 
 const DEFAULT_IMAGE = { mnist: 0 };
 let image = DEFAULT_IMAGE;
 let imageModel = null;  // the model the current image was chosen for: another model starts from a sample
 let uploadError = null;
+let view = "maps";  // "maps": patch-grid heat maps; "overlay": [CLS] attention and rollout drawn over the image
+
+// the image in grey with a patch grid of values drawn over it: colour and opacity rise with value / peak.
+// Drawn at devicePixelRatio with nearest-neighbour scaling, so pixels and patch edges stay sharp on 2x screens.
+function overlay(canvas, pixels, values, g, { size = 224, label = "" } = {}) {
+  const n = pixels.length, dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
+  canvas.width = Math.round(size * dpr); canvas.height = Math.round(size * dpr);
+  canvas.style.width = size + "px"; canvas.style.height = size + "px";
+  const src = document.createElement("canvas"); src.width = n; src.height = n;
+  const img = src.getContext("2d").createImageData(n, n);
+  pixels.forEach((row, i) => row.forEach((v, j) => {
+    const k = 4 * (i * n + j); img.data[k] = img.data[k + 1] = img.data[k + 2] = v; img.data[k + 3] = 255;
+  }));
+  src.getContext("2d").putImageData(img, 0, 0);
+  const c = canvas.getContext("2d");
+  c.setTransform(dpr, 0, 0, dpr, 0, 0);
+  c.imageSmoothingEnabled = false;
+  c.drawImage(src, 0, 0, size, size);
+  const peak = Math.max(1e-12, ...values), cell = size / g;
+  values.forEach((v, i) => {
+    c.globalAlpha = 0.6 * Math.max(0, v) / peak;  // the digit stays visible under the strongest patch
+    c.fillStyle = color(v / peak);
+    c.fillRect((i % g) * cell, Math.floor(i / g) * cell, cell, cell);
+  });
+  c.globalAlpha = 1;
+  const top = values.indexOf(Math.max(...values));
+  canvas.dataset.peak = peak; canvas.dataset.values = JSON.stringify(values);
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", `${label} over the image; strongest on patch ${top} (row ${Math.floor(top / g) + 1}, ` +
+    `column ${(top % g) + 1}): ${fmt(values[top], 3)}`);
+  return canvas;
+}
+
+// the measured position-grid statistic of this checkpoint, in words that follow from its numbers alone
+function structureText(s) {
+  const grid = s.p < 0.01 && s.rho > 0, local = !grid && s.nearest_p < 0.01;
+  return el("div", { id: "pos-structure", dataset: { rho: s.rho, p: s.p, nearest: s.nearest_is_neighbour,
+    patches: s.patches, chance: s.chance_neighbours } },
+  el("p", { class: "help" }, "Measured on this checkpoint over its ", String(s.pairs), " patch pairs: Spearman ρ ",
+    el("b", {}, fmt(s.rho, 3)), " between cosine similarity and nearness on the grid (negative distance), ",
+    "permutation p ", el("b", {}, fmt(s.p, 3)), ` (${s.permutations} random relabellings, seed ${s.seed}); ` +
+    "the most similar other position vector is a grid neighbour (8 around it) for ",
+    el("b", {}, `${s.nearest_is_neighbour} of ${s.patches}`), ` patches (chance: ${fmt(s.chance_neighbours, 3)}, ` +
+    `p ${fmt(s.nearest_p, 3)}).`),
+  el("p", { class: "help", id: "pos-verdict" }, grid
+    ? "So this checkpoint has learned the 2-D layout: patches near each other on the image got similar " +
+      "position vectors, though nothing in the model says the patches form a grid."
+    : local
+      ? "So this checkpoint has learned the layout locally: a patch's most similar position vector belongs to a " +
+        "grid neighbour far more often than chance, but over the whole grid similarity does not fall with " +
+        "distance."
+      : "So this checkpoint shows no measurable 2-D grid in its position vectors: nearness on the image does " +
+        "not predict their similarity better than a random relabelling of the patches does."));
+}
 
 export async function render(root, ctx) {
   root.append(el("h2", {}, "Vision Transformer"), el("p", { class: "help" }, "The same self-attention, over " +
@@ -51,6 +107,8 @@ async function instrument(root, ctx) {
         (v) => ctx.setState({ layer: Number(v) }), { id: "layer" })),
       el("label", {}, "head ", select([...Array(info.n_heads).keys()].map((i) => [i, `head ${i + 1}`]), head,
         (v) => ctx.setState({ head: Number(v) }), { id: "head" })),
+      el("label", {}, "show ", select([["maps", "patch-grid maps"], ["overlay", "[CLS] maps over the image"]], view,
+        (v) => { view = v; ctx.setState({}); }, { id: "vit-view" })),
       el("button", { id: "cls", onclick: () => ctx.setState({ token: 0 }) }, "select [CLS]")));
   if (uploadError) root.append(notice(uploadError, "error"));
   let r;
@@ -89,8 +147,8 @@ async function instrument(root, ctx) {
     toGrid(r.attention), { size: 196 });
   const roll = heatmap(el("canvas", { id: "rollout", dataset: { values: JSON.stringify(r.rollout) } }),
     toGrid(r.rollout), { size: 196 });
-  const panels = [
-    el("div", { class: "panel narrow" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas),
+  const imagePanel = el("div", { class: "panel narrow" }, el("h3", {}, "Image + patch grid (click a patch)"), canvas);
+  const panels = view === "overlay" ? overlayPanels(r, g, layer, head, imagePanel) : [imagePanel,
     el("div", { class: "panel narrow" }, el("h3", {}, `Attention of ${r.tokens[patch]}, layer ${layer + 1}, head ${head + 1}`),
       attn, legend(Number(attn.dataset.peak), "attention weight (patch grid)"),
       el("p", { class: "help" }, "weight on [CLS]: ", el("b", { dataset: { weight: r.attention[0] } },
@@ -105,9 +163,9 @@ async function instrument(root, ctx) {
     const sim = [...Array(g)].map((_, i) => r.position_similarity.slice(i * g, (i + 1) * g));
     panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to patch ${r.position_similarity_of}`),
       heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }), legend(1, "cosine similarity"),
-      el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors. ViTs trained " +
-        "on large data sets often show the 2-D grid here (neighbours alike); a small model trained briefly may " +
-        "not: judge from the map above.")));
+      el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors to the selected " +
+        "patch's (click another patch to move it)."),
+      r.position_structure ? structureText(r.position_structure) : ""));
   }
   if (r.prediction) panels.push(el("div", { class: "panel", id: "prediction" }, el("h3", {}, "Prediction"),
     bars(r.prediction.map((p) => ({ label: p.label, value: p.prob, attrs: { "data-prob": p.prob, "data-class": p.class } })),
@@ -117,6 +175,25 @@ async function instrument(root, ctx) {
     (i) => ctx.setState({ token: i }), { name: "patch token" });
   root.append(el("div", { class: "row" }, panels),
     el("h3", {}, "Token sequence fed to the transformer (click, or Tab in and use the arrow keys)"), tokens);
+}
+
+// overlay view: [CLS]'s attention in the chosen layer/head, and its rollout through all layers, over the image
+function overlayPanels(r, g, layer, head, imagePanel) {
+  const patches = (v) => v.slice(1);  // token 0 is [CLS] itself; the overlay shows the patches
+  const attn = overlay(el("canvas", { id: "overlay-attention" }), r.pixels, patches(r.cls_attention), g,
+    { label: `[CLS] attention, layer ${layer + 1}, head ${head + 1}` });
+  const roll = overlay(el("canvas", { id: "overlay-rollout" }), r.pixels, patches(r.cls_rollout), g,
+    { label: "[CLS] attention rollout through all layers" });
+  return [imagePanel,
+    el("div", { class: "panel narrow" }, el("h3", {}, `[CLS] → patches, layer ${layer + 1}, head ${head + 1}`), attn,
+      legend(Number(attn.dataset.peak), "attention weight (colour and opacity)"),
+      el("p", { class: "help" }, "What the token the classifier reads looks at in this head; its weight on itself: ",
+        el("b", { id: "overlay-cls-self", dataset: { weight: r.cls_attention[0] } }, fmt(r.cls_attention[0])))),
+    el("div", { class: "panel narrow" }, el("h3", {}, "[CLS] rollout over the image (all layers)"), roll,
+      legend(Number(roll.dataset.peak), "rollout weight (colour and opacity)"),
+      el("p", { class: "help" }, "Heads averaged, residual added as ½I, multiplied through the layers: how much " +
+        "of [CLS]'s final vector traces back to each patch. On [CLS] itself: ",
+        el("b", { dataset: { rollout: r.cls_rollout[0] } }, fmt(r.cls_rollout[0]))))];
 }
 
 const REFS = [
