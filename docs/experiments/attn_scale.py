@@ -106,7 +106,8 @@ def main() -> None:
     if args.png:
         fig, ax = figure()
         for (label, seed), points in curves.items():
-            ax.plot(*zip(*points), ("-" if label == "1/sqrt(d_k)" else "--"), color=f"C{args.seeds.index(seed)}",
+            ax.plot(*zip(*points, strict=True), ("-" if label == "1/sqrt(d_k)" else "--"),
+                    color=f"C{args.seeds.index(seed)}",
                     label=f"{label}, seed {seed}")
         ax.set_xlabel("step")
         ax.set_ylabel("val loss (nats/char, 512 windows)")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -70,16 +71,15 @@ def main() -> None:
     with torch.no_grad():
         while h <= d // 8:
             attn = attention_layer(d, h, n)
-            counted = {}
-            for name, fn in (("sdpa", lambda: attn(x, is_causal=True)), ("explicit", lambda: explicit(attn, x))):
+            paths = {"sdpa": partial(attn, x, is_causal=True), "explicit": partial(explicit, attn, x)}
+            row = {"h": h, "d_head": d // h, "formula_flops": formula, "softmax_exps": b * h * n * n,
+                   "score_bytes": 4 * b * h * n * n}
+            for name, fn in paths.items():
                 with FlopCounterMode(display=False) as counter:
                     fn()
-                counted[name] = counter.get_total_flops()
-            rows.append({"h": h, "d_head": d // h, "formula_flops": formula, "flops_sdpa": counted["sdpa"],
-                         "flops_explicit": counted["explicit"], "softmax_exps": b * h * n * n,
-                         "score_bytes": 4 * b * h * n * n,
-                         "cpu_s_sdpa": cpu_seconds(lambda: attn(x, is_causal=True), args.repeats),
-                         "cpu_s_explicit": cpu_seconds(lambda: explicit(attn, x), args.repeats)})
+                row[f"flops_{name}"] = counter.get_total_flops()
+                row[f"cpu_s_{name}"] = cpu_seconds(fn, args.repeats)
+            rows.append(row)
             h *= 2
     base = rows[0]
     print(f"d={d} n={n} batch={b}; times relative to h=1 (h=1: sdpa {base['cpu_s_sdpa'] * 1e3:.2f} ms, "

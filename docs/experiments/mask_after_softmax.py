@@ -106,7 +106,7 @@ def main() -> None:
     if args.png:
         fig, (left, right) = figure(9.5, 3.4, ncols=2)
         for (arm, seed), points in curves.items():
-            left.plot(*zip(*points), "-" if arm.endswith("before softmax") else "--",
+            left.plot(*zip(*points, strict=True), "-" if arm.endswith("before softmax") else "--",
                       color=f"C{args.seeds.index(seed)}", label=f"{arm}, seed {seed}")
         left.set_xlabel("step")
         left.set_ylabel("val loss, every position")

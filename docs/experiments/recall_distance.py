@@ -128,7 +128,8 @@ def main() -> None:
             rows = [r for r in results if r["model"] == name]
             for seed in args.seeds:
                 pts = [(r["k"], r["accuracy"][-1][1]) for r in rows if r["seed"] == seed]
-                left.plot(*zip(*pts), "o-", color=f"C{i}", alpha=0.8, label=name if seed == args.seeds[0] else None)
+                left.plot(*zip(*pts, strict=True), "o-", color=f"C{i}", alpha=0.8,
+                          label=name if seed == args.seeds[0] else None)
             cpu = sorted({(r["k"], r["cpu_s_per_step"]) for r in rows})
             right.plot([c[0] for c in cpu], [c[1] * 1e3 for c in cpu], "o-", color=f"C{i}", label=name)
         left.axhline(1 / VALUES, color="grey", ls=":", label="chance")

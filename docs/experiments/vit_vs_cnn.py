@@ -72,7 +72,8 @@ def main() -> None:
             for seed in args.seeds:
                 pts = [(r["train_images"], r["accuracy"][-1][1]) for r in results
                        if r["model"] == name and r["seed"] == seed]
-                ax.plot(*zip(*pts), "o-", color=f"C{i}", alpha=0.8, label=name if seed == args.seeds[0] else None)
+                ax.plot(*zip(*pts, strict=True), "o-", color=f"C{i}", alpha=0.8,
+                        label=name if seed == args.seeds[0] else None)
         ax.set_xscale("log")
         ax.set_xticks(args.sizes, [str(n) for n in args.sizes])
         ax.set_xlabel("training images (MNIST-5k)")
