@@ -6,8 +6,9 @@ the same recipe task (same AdamW settings, schedule, augmentation, batches and s
 the recipe's training split, N = 500 .. 4,000, and scored on the recipe's fixed 1,000 test images. MNIST-5k
 holds 5,000 images and the recipe keeps 1,000 for testing, so 4,000 is the largest training set here.
 
-    python docs/experiments/vit_vs_cnn.py [--sizes 500 1000 2000 4000 --steps 2000 --seeds 0 1 \
-        --png docs/img/exp_vit_vs_cnn.png]
+    python docs/experiments/vit_vs_cnn.py [--sizes 500 1000 2000 4000 --steps 2000 --seeds 0 1] \
+        --png docs/img/exp_vit_vs_cnn.png | tee vit_cnn.jsonl
+    python docs/experiments/vit_vs_cnn.py --plot-only vit_cnn.jsonl --png docs/img/exp_vit_vs_cnn.png  # redraw
 """
 
 from __future__ import annotations
@@ -47,7 +48,15 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     ap.add_argument("--out", default="/tmp/exp17/vit_cnn")
     ap.add_argument("--png", default="")
+    ap.add_argument("--plot-only", nargs="+", default=[], metavar="JSONL",
+                    help="draw --png from the JSON lines earlier runs of this script printed, without training")
     args = ap.parse_args()
+    if args.plot_only:
+        results = [json.loads(line) for path in args.plot_only for line in open(path) if line.startswith("{")]
+        args.sizes = sorted({r["train_images"] for r in results})
+        args.seeds = sorted({r["seed"] for r in results})
+        args.steps = results[0]["accuracy"][-1][0]
+        return plot(results, args)
     results = []
     for size in args.sizes:
         for name in ("ViT", "CNN"):
@@ -66,22 +75,29 @@ def main() -> None:
                 results.append(row)
                 print(json.dumps(row), flush=True)
 
-    if args.png:
-        fig, ax = figure()
-        for i, name in enumerate(("ViT", "CNN")):
-            for seed in args.seeds:
-                pts = [(r["train_images"], r["accuracy"][-1][1]) for r in results
-                       if r["model"] == name and r["seed"] == seed]
-                ax.plot(*zip(*pts, strict=True), "o-", color=f"C{i}", alpha=0.8,
-                        label=name if seed == args.seeds[0] else None)
-        ax.set_xscale("log")
-        ax.set_xticks(args.sizes, [str(n) for n in args.sizes])
-        ax.set_xlabel("training images (MNIST-5k)")
-        ax.set_ylabel(f"test accuracy (1,000 images) after {args.steps} steps")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.png)
+    plot(results, args)
+
+
+def plot(results, args) -> None:
+    if not args.png:
+        return
+    fig, ax = figure()
+    for i, name in enumerate(("ViT", "CNN")):
+        for seed in args.seeds:
+            pts = [(r["train_images"], r["accuracy"][-1][1]) for r in results
+                   if r["model"] == name and r["seed"] == seed]
+            ax.plot(*zip(*pts, strict=True), "o-", color=f"C{i}", alpha=0.8,
+                    label=name if seed == args.seeds[0] else None)
+    ax.set_xscale("log")
+    ax.minorticks_off()
+    ax.set_xticks(args.sizes, [str(n) for n in args.sizes])
+    ax.set_xlabel("training images (MNIST-5k)")
+    ax.set_ylabel("test accuracy (1,000 images)")
+    ax.set_title(f"after {args.steps} steps, seeds {', '.join(map(str, args.seeds))}", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(args.png)
 
 
 if __name__ == "__main__":
