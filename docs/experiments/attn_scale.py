@@ -9,7 +9,7 @@ scale), the same initial weights and batches per seed; val loss curves, then per
 attention entropy of the trained models.
 
     python docs/experiments/attn_scale.py [--steps 600 --seeds 0 1 --png docs/img/exp_attn_scale.png]
-    python docs/experiments/attn_scale.py --n-heads 1 --skip-part1 --png docs/img/exp_attn_scale_dk128.png
+    python docs/experiments/attn_scale.py --n-heads 1 --skip-part1 --seeds 0 --png docs/img/exp_attn_scale_dk128.png
 """
 
 from __future__ import annotations
