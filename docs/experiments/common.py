@@ -1,0 +1,67 @@
+"""What the issue-17 experiment scripts share: one-thread training through attnlab.training, and small plots.
+
+Every run goes through attnlab's own Trainer (AdamW groups, warmup + cosine, clipping, evaluations), either on
+a named recipe (`recipe_task`) or on a Task written in the script. Runs are not checkpointed: `train` returns
+the metrics history (one dict per step, evaluations merged in).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from attnlab.training import Trainer, TrainSettings
+from attnlab.training.recipes import get_recipe, resolve_params
+
+
+class _Trainer(Trainer):
+    def save(self):  # experiments keep their metrics, not their weights (models written with torch.nn cannot
+        return None  # be saved as attnlab checkpoints anyway)
+
+
+def seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def settings(recipe: str | None = None, **overrides: Any) -> tuple[TrainSettings, dict[str, Any]]:
+    """TrainSettings (+ recipe keys) with one thread and no plot unless overridden."""
+    overrides = {"threads": 1, "plot": False, **overrides}
+    if recipe is None:
+        return TrainSettings(**overrides), {}
+    return resolve_params(get_recipe(recipe), {k: str(v) for k, v in overrides.items()})
+
+
+def recipe_task(recipe: str, out: str | Path, **overrides: Any):
+    """(task, settings) of a named recipe, built as `attnlab train` builds it (same seeding, same data)."""
+    s, params = settings(recipe, **overrides)
+    seed_all(s.seed)
+    task = get_recipe(recipe).build({**params, "batch_size": s.batch_size, "tokenizer": None, "out_dir": str(out)})
+    return task, s
+
+
+def train(task, s: TrainSettings, out: str | Path | None = None) -> list[dict[str, Any]]:
+    """Train task.model with attnlab's Trainer; returns the per-step records."""
+    out = Path(out) if out else Path(tempfile.mkdtemp(prefix="attnlab-exp-"))
+    trainer = _Trainer(task, s, out, quiet=True)
+    trainer.fit()
+    return trainer.history
+
+
+def evals(history: list[dict[str, Any]], key: str = "val_loss") -> list[tuple[int, float]]:
+    return [(r["step"], r[key]) for r in history if key in r]
+
+
+def figure(width: float = 5.5, height: float = 3.4, ncols: int = 1):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, ncols, figsize=(width, height), dpi=90)
+    return fig, axes

@@ -1,0 +1,130 @@
+"""Issue 17.4: what if the causal mask is applied after the softmax instead of before?
+
+softmax over all keys, then the future keys' weights set to 0: each row keeps only the mass it gave to the
+past and sums to less than 1. The row's denominator still holds exp(score) of every *future* key, so during
+teacher-forced training each position's output depends on tokens it should not see: a leak. The usual val loss
+(every position of a window, the future inside the window) can therefore look good while the model cannot
+predict from a prefix alone. The honest measure scores only the last position of a window (it has no future
+keys, so nothing leaks): `honest_loss` does that for windows cut to 8, 16 and 64 characters, for both models.
+
+The changed attention is a subclass of attnlab's Attention put into a gpt-char model built by the recipe; the
+library is unchanged. It also keeps, per query position, the mass the softmax put on future keys.
+
+    python docs/experiments/mask_after_softmax.py [--steps 1000 --seeds 0 1 --png docs/img/exp_mask_after_softmax.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+import attnlab
+from attnlab.layers.attention import Attention
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import evals, figure, recipe_task, seed_all, train  # noqa: E402
+
+
+class MaskAfterSoftmax(Attention):
+    """Self-attention with the causal mask applied to the weights after the softmax (rows sum to < 1)."""
+
+    future_mass: torch.Tensor | None = None  # (batch, heads, q) of the last forward
+
+    def forward(self, x, *, bias=None, is_causal=False, rope=None, context=None, cache=None):
+        if bias is not None or rope is not None or cache is not None or context is not None:
+            raise ValueError("this experiment's attention handles a plain causal decoder only")
+        batch, n, _ = x.shape
+        q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)
+        q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_heads), self._heads(v, self.n_heads)
+        weights = ((q @ k.transpose(-2, -1)) * self.scale).softmax(-1)  # (batch, heads, q, k), every key
+        future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)  # key after query
+        self.future_mass = weights.masked_fill(~future, 0.0).sum(-1).detach()  # (batch, heads, q)
+        out = weights.masked_fill(future, 0.0) @ v  # (batch, heads, q, d_head)
+        return self.out(out.transpose(1, 2).reshape(batch, n, self.q_width))
+
+
+def mask_after_softmax(model) -> None:
+    """Swap every block's attention for the subclass, keeping the weights."""
+    for block in model.blocks:
+        new = MaskAfterSoftmax(model.config)
+        new.load_state_dict(block.attn.state_dict())
+        new.record_name = block.attn.record_name
+        block.attn = new
+
+
+@torch.no_grad()
+def honest_loss(model, windows: torch.Tensor, length: int) -> float:
+    """Cross-entropy of the last position of each window cut to `length` tokens: no future key exists."""
+    logits = model(windows[:, :length]).logits[:, -1].float()  # (n, vocab)
+    return float(F.cross_entropy(logits, windows[:, length]))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=1000)
+    ap.add_argument("--eval-every", type=int, default=100)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--out", default="/tmp/exp17/mask")
+    ap.add_argument("--png", default="")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    curves, masses = {}, {}
+    for seed in args.seeds:
+        for arm in ("mask before softmax", "mask after softmax"):
+            task, s = recipe_task("gpt-char", f"{args.out}/data", steps=args.steps, eval_every=args.eval_every,
+                                  seed=seed, eval_windows=512)
+            seed_all(seed)
+            task.model = attnlab.build_model(task.model.config)  # the same initial weights in both arms
+            if arm == "mask after softmax":
+                mask_after_softmax(task.model)
+            history = train(task, s)
+            model = task.model.eval()
+            windows = task.val_windows[:512]  # (512, 65)
+            row = {"arm": arm, "seed": seed, "val_full_window": evals(history), "train_loss_last": history[-1]["loss"],
+                   "honest_last_position": {n: honest_loss(model, windows, n) for n in (8, 16, 64)}}
+            if arm == "mask after softmax":
+                with torch.no_grad():
+                    model(windows[:64, :-1])
+                per_layer = [b.attn.future_mass.mean(dim=(0, 1)) for b in model.blocks]  # (q,) per layer
+                row["future_mass_mean"] = [float(m[:-1].mean()) for m in per_layer]  # the last row has no future
+                row["future_mass_by_position"] = [[round(float(v), 4) for v in m] for m in per_layer]
+                masses[seed] = per_layer
+                with torch.no_grad():
+                    ids = torch.tensor([task.tokenizer.encode("The ", add_special_tokens=False)])
+                    from attnlab.training.recipes import sample
+
+                    out = sample(model, ids, 150, temperature=0.8, generator=torch.Generator().manual_seed(0))
+                row["sample"] = task.tokenizer.decode(out[0].tolist())
+            curves[(arm, seed)] = evals(history)
+            print(json.dumps(row), flush=True)
+
+    if args.png:
+        fig, (left, right) = figure(9.5, 3.4, ncols=2)
+        for (arm, seed), points in curves.items():
+            left.plot(*zip(*points, strict=True), "-" if arm.endswith("before softmax") else "--",
+                      color=f"C{args.seeds.index(seed)}", label=f"{arm}, seed {seed}")
+        left.set_xlabel("step")
+        left.set_ylabel("val loss, every position")
+        left.legend(fontsize=7)
+        left.grid(alpha=0.3)
+        seq = next(iter(masses.values()))[0].shape[0]
+        uniform = [(seq - 1 - i) / seq for i in range(seq)]
+        right.plot(uniform, ":", color="grey", label="uniform weights (init)")
+        for i, m in enumerate(masses[args.seeds[0]]):
+            right.plot(m.tolist(), label=f"layer {i}")
+        right.set_xlabel("query position")
+        right.set_ylabel("softmax mass on future keys")
+        right.set_title(f"trained, mask after softmax, seed {args.seeds[0]}", fontsize=9)
+        right.legend(fontsize=7)
+        right.grid(alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(args.png)
+
+
+if __name__ == "__main__":
+    main()

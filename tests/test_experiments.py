@@ -1,0 +1,52 @@
+"""The issue-17 experiment scripts (docs/experiments/): the pieces their verdicts rest on, on tiny inputs."""
+
+import sys
+from pathlib import Path
+
+import torch
+
+import attnlab
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "experiments"))
+import heads_cost  # noqa: E402
+import mask_after_softmax  # noqa: E402
+import recall_distance  # noqa: E402
+
+
+def test_written_out_attention_equals_attnlab_sdpa_path():
+    attn = heads_cost.attention_layer(d=32, h=4, n=10)
+    x = torch.randn(2, 10, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(heads_cost.explicit(attn, x), attn(x, is_causal=True), atol=1e-5, rtol=1e-4)
+
+
+def test_mask_after_softmax_leaks_the_future_and_the_correct_mask_does_not():
+    config = attnlab.ModelConfig(topology="decoder", vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=1,
+                                 max_len=8)
+    correct = attnlab.build_model(config).eval()
+    leaky = attnlab.build_model(config).eval()
+    leaky.load_state_dict(correct.state_dict())
+    mask_after_softmax.mask_after_softmax(leaky)
+    with torch.no_grad():  # larger weights so that scores differ visibly between tokens
+        for model in (correct, leaky):
+            for p in model.parameters():
+                p.mul_(20) if p.dim() > 1 else None
+    ids = torch.randint(0, 11, (1, 8))
+    changed = ids.clone()
+    changed[0, -1] = (ids[0, -1] + 1) % 11  # only the last token differs
+    with torch.no_grad():
+        c0, c1 = correct(ids).logits[0, 0], correct(changed).logits[0, 0]
+        leaky(ids)
+        kept = leaky.blocks[0].attn.future_mass
+        l0, l1 = leaky(ids).logits[0, 0], leaky(changed).logits[0, 0]
+    torch.testing.assert_close(c0, c1)  # position 0 cannot see position 7
+    assert (l0 - l1).abs().max() > 1e-4  # ... unless the mask comes after the softmax
+    assert torch.all((kept >= 0) & (kept < 1)) and torch.all(kept[..., -1] == 0)  # the last row has no future
+
+
+def test_recall_target_is_the_value_after_the_marker():
+    ids, target = recall_distance.recall_batch(k=5, batch=64, generator=torch.Generator().manual_seed(0))
+    assert ids.shape == (64, 14) and torch.all(ids[:, -1] == recall_distance.QUERY)
+    marker = (ids == recall_distance.MARK).float().argmax(1)  # (64,) the one marker per row
+    assert torch.all((ids == recall_distance.MARK).sum(1) == 1) and torch.all(marker < 8)
+    assert torch.equal(ids[torch.arange(64), marker + 1], target)
