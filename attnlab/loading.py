@@ -15,12 +15,25 @@ import os
 import stat
 from pathlib import Path
 
+from attnlab.build import build_model
+from attnlab.config import ModelConfig
 from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import CheckpointError
 from attnlab.files import read_json_object
 from attnlab.interop.gguf import load_gguf
 from attnlab.interop.hf import load_hf
-from attnlab.storage import CONFIG_NAME, base_directory, load_attnlab, newest_checkpoint
+from attnlab.storage import (
+    CONFIG_NAME,
+    WEIGHTS_NAME,
+    base_directory,
+    file_sha256,
+    load_attnlab,
+    materialize,
+    newest_checkpoint,
+    read_config,
+    read_header,
+    read_tensors,
+)
 
 KINDS = "an attnlab checkpoint directory, a training run folder, a Hugging Face checkpoint directory or a .gguf file"
 
@@ -60,7 +73,34 @@ def load(path, device=None):
         return load_gguf(path, device=device)
     if kind == "hf":
         return load_hf(path, device=device)
+    config = read_config(path)
+    base = base_directory(config, path / CONFIG_NAME)
+    if base is not None:  # only what was trained on top of an installed base model (minilm-mlm)
+        tokenizer = load_tokenizer(path)
+        return load_on_base(path, config, base, device), tokenizer if tokenizer is not None else load_tokenizer(base)
     model = load_attnlab(path, device=device)
     tokenizer = load_tokenizer(path)
     base = base_directory(model.config) if tokenizer is None else None
     return model, (load_tokenizer(base) if base is not None else tokenizer)
+
+
+def load_on_base(directory: Path, config: ModelConfig, base: Path, device=None):
+    """A checkpoint whose model.safetensors holds only the tensors trained on top of an installed base model."""
+    expected = config.extra["base"].get("sha256")
+    if expected is not None and file_sha256(base / WEIGHTS_NAME) != expected:
+        raise CheckpointError(f"{directory} was trained on {base / WEIGHTS_NAME} with sha256 {expected[:12]}...; "
+                              f"the installed {config.extra['base']['package']} holds other weights: reinstall "
+                              "the version it was trained on")
+    weights = directory / WEIGHTS_NAME
+    header = read_header(weights)
+    model = build_model(config, device="meta")
+    names = model.state_dict(keep_vars=True)
+    unexpected = [n for n in header if n not in names]
+    if unexpected:
+        raise CheckpointError(f"{weights} does not match its config: unexpected tensors {unexpected[:8]}")
+    base_model, _ = load_hf(base)
+    # the base's tensors this model uses (a pooler it drops is left out); the checkpoint's own ones override
+    tensors = {n: t for n, t in base_model.state_dict().items() if n in names and n not in header}
+    del base_model
+    tensors.update(read_tensors(weights))
+    return materialize(config, tensors, f"{weights} on {base}", device)

