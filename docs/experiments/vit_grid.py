@@ -71,6 +71,14 @@ def settings(run: Path) -> dict:
     return {}
 
 
+def command_key(command: str, key: str, default: int) -> int:
+    """A key=value of the `attnlab train` command recorded in a shipped trained.json, or the recipe's default."""
+    for word in command.split():
+        if word.startswith(f"{key}="):
+            return int(word.split("=", 1)[1])
+    return default
+
+
 def similarity_tiles(p: torch.Tensor, g: int) -> torch.Tensor:
     """The ViT paper's picture: a g x g mosaic whose tile (r, c) is patch (r, c)'s cosine similarity to every
     patch, as a (g * (g + 1), g * (g + 1)) image with a one-cell NaN gutter between tiles."""
@@ -95,9 +103,10 @@ def main() -> None:
         p, g, _ = positions(args.shipped)
         trained = json.loads((args.shipped / "trained.json").read_text())
         s = grid_structure(p, g, args.permutations)
-        rows.append((f"shipped ({args.shipped.name})", g, trained["steps"], 1, trained["final_eval"]["accuracy"], s,
-                     inner(p, g, args.permutations), border_similarity(p, g)))
-        finals.append((f"shipped {g}x{g}, shift 1", p, g, s))
+        shift = command_key(trained["command"], "max_shift", 1)  # 1: the recipe's default
+        rows.append((f"shipped ({args.shipped.name})", g, trained["steps"], shift, trained["final_eval"]["accuracy"],
+                     s, inner(p, g, args.permutations), border_similarity(p, g)))
+        finals.append((f"shipped ({args.shipped.name}) {g}x{g}, shift {shift}", p, g, s))
     for run in args.runs:
         acc = accuracies(run)
         steps = sorted(run.glob("step-*"))
