@@ -16,7 +16,8 @@ import numpy as np
 import torch
 
 from attnlab.training import Trainer, TrainSettings
-from attnlab.training.recipes import get_recipe, resolve_params
+from attnlab.training.recipes import get_recipe
+from attnlab.training.settings import resolve_params
 
 
 class _Trainer(Trainer):

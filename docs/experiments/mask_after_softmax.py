@@ -53,7 +53,6 @@ def mask_after_softmax(model) -> None:
     for block in model.blocks:
         new = MaskAfterSoftmax(model.config)
         new.load_state_dict(block.attn.state_dict())
-        new.record_name = block.attn.record_name
         block.attn = new
 
 
@@ -96,9 +95,8 @@ def main() -> None:
                 masses[seed] = per_layer
                 with torch.no_grad():
                     ids = torch.tensor([task.tokenizer.encode("The ", add_special_tokens=False)])
-                    from attnlab.training.recipes import sample
-
-                    out = sample(model, ids, 150, temperature=0.8, generator=torch.Generator().manual_seed(0))
+                    out = attnlab.generate(model, ids, max_new_tokens=150, temperature=0.8, seed=0, eos_token_id=None,
+                                           use_cache=False, sliding_window=True).sequences  # no cache: custom mask
                 row["sample"] = task.tokenizer.decode(out[0].tolist())
             curves[(arm, seed)] = evals(history)
             print(json.dumps(row), flush=True)
