@@ -29,6 +29,14 @@ HEADS = ("lm", "classifier", "token_classifier", "none")
 FLOAT32_MAX = 3.4028234663852886e38
 
 
+def _dump_json(data: dict[str, Any], path: str | Path | None) -> str:
+    """config.json text (sorted keys, so equal configs give equal files), also written to `path` if given."""
+    text = json.dumps(data, indent=2, sort_keys=True)
+    if path is not None:
+        Path(path).write_text(text + "\n")
+    return text
+
+
 @dataclass
 class ModelConfig:
     """Hyper-parameters of one model, in the seeds' notation.
@@ -222,10 +230,7 @@ class ModelConfig:
         return dataclasses.asdict(self)
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
+        return _dump_json(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
@@ -329,10 +334,7 @@ class DualEncoderConfig:
                 "name": self.name, "extra": dict(self.extra)}
 
     def to_json(self, path: str | Path | None = None) -> str:
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True)
-        if path is not None:
-            Path(path).write_text(text + "\n")
-        return text
+        return _dump_json(self.to_dict(), path)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DualEncoderConfig:

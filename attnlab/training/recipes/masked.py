@@ -18,7 +18,21 @@ from attnlab.training.recipes.base import Recipe, corpus_token_file, paragraphs,
 from attnlab.training.trainer import Task
 
 
-class MaskedLMTask(Task):
+class ClsSepMasking:
+    """What both masked-LM recipes do to a window: [CLS] ... [SEP] around it, then the 15/80/10/10 rule
+    (MLMCollator). Needs `cls`, `sep` (token ids) and `collator` on the task."""
+
+    def _wrap(self, windows):  # (n, inner) -> (n, inner + 2) as [CLS] ... [SEP]
+        n = windows.shape[0]
+        return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
+
+    def mask(self, ids, generator):
+        """(batch, seq) ids -> inputs, labels (-100 where not selected), drawn from `generator`."""
+        out = self.collator.mask_tokens(ids, generator=generator)
+        return {"ids": out["input_ids"], "labels": out["labels"]}
+
+
+class MaskedLMTask(Task, ClsSepMasking):
     """BERT's objective: 15% of the real tokens are selected; of those 80% -> [MASK], 10% -> a random token,
     10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
     (through MLMCollator), the same function the explorer's masking view draws with."""
@@ -45,15 +59,6 @@ class MaskedLMTask(Task):
                              position="learned", activation="gelu", norm_placement="pre", head="lm",
                              dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
         self.model = build_model(config)
-
-    def _wrap(self, windows):  # (n, inner) -> (n, inner + 2) as [CLS] ... [SEP]
-        n = windows.shape[0]
-        return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
-
-    def mask(self, ids, generator):
-        """(batch, seq) ids -> inputs, labels (-100 where not selected), drawn from `generator`."""
-        out = self.collator.mask_tokens(ids, generator=generator)
-        return {"ids": out["input_ids"], "labels": out["labels"]}
 
     def train_batch(self, generator, batch_size):
         windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)

