@@ -15,6 +15,7 @@ from attnlab.explorer.common import (
     _check_index,
     _config,
     _default_part,
+    _head_site,
     _parts,
     _round,
     _special_flags,
@@ -142,11 +143,7 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
     Only the requested layer and head are recorded, so the rest of the forward stays on the fast path.
     Masked entries (causal mask) come back as null raw scores and weight 0.
     """
-    cfg = _text_model(lm)
-    part = _default_part(cfg, part)
-    prefix, n_layers, causal = _parts(cfg)[part]
-    layer = _check_index("layer", layer, n_layers)
-    head = _check_index("head", head, cfg.n_heads)
+    cfg, part, name, causal, layer, head = _head_site(lm, part, layer, head)
     ids, tokens = encode(lm, text)
     q_ids = k_ids = ids
     target_ids = None
@@ -154,7 +151,6 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
         target_ids = _target_ids(lm, ids, target)
         q_ids = target_ids if part in ("decoder", "cross") else ids
         k_ids = target_ids if part == "decoder" else ids
-    name = prefix.format(l=layer)
     store = _record_text(lm, ids, target_ids, [f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"],
                          head=head)
     raw = store[f"{name}.raw_scores"][0, 0]  # (q, k)
@@ -170,7 +166,7 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
     illustration = lm.illustration or bool(cfg.extra.get("illustration"))
     dims = list(cfg.extra.get("dims", [])) if illustration else None
     return {"model": lm.id, "topology": cfg.topology, "part": part, "layer": layer, "head": head,
-            "n_layers": n_layers, "n_heads": cfg.n_heads, "d_head": cfg.head_dim, "scale": scale,
+            "n_layers": _parts(cfg)[part][1], "n_heads": cfg.n_heads, "d_head": cfg.head_dim, "scale": scale,
             "causal": causal, "position": cfg.position,
             "q_tokens": q_tokens, "k_tokens": k_tokens, "q_ids": list(q_ids), "k_ids": list(k_ids),
             "q_pieces": raw_pieces(lm, q_ids), "k_pieces": raw_pieces(lm, k_ids),

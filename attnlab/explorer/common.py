@@ -129,6 +129,17 @@ def _parts(cfg) -> dict[str, tuple[str, int, bool]]:
     return {"self": ("blocks.{l}.attn", cfg.n_layers, cfg.topology == "decoder")}
 
 
+def _head_site(lm: Loaded, part: str | None, layer: Any, head: Any):
+    """One attention head of a text model, checked: -> (config, part, recording name of that attention (e.g.
+    `decoder.blocks.2.attn`), causal, layer, head). Unknown parts, layers and heads are refused by name."""
+    cfg = _text_model(lm)
+    part = _default_part(cfg, part)
+    prefix, n_layers, causal = _parts(cfg)[part]
+    layer = _check_index("layer", layer, n_layers)
+    head = _check_index("head", head, cfg.n_heads)
+    return cfg, part, prefix.format(l=layer), causal, layer, head
+
+
 def _default_part(cfg, part: str | None) -> str:
     parts = _parts(cfg)
     if part in (None, "", "self") and "self" in parts:

@@ -17,6 +17,7 @@ from attnlab.explorer.attention import _record_text, _target_ids
 from attnlab.explorer.common import (
     _check_index,
     _default_part,
+    _head_site,
     _parts,
     _round,
     _text_model,
@@ -28,14 +29,9 @@ from attnlab.explorer.registry import Loaded
 
 def _record_qk(lm: Loaded, text: str, layer: int, head: int, part: str | None, extra: tuple[str, ...] = ()):
     """Q and K of one head (after any rotary rotation) for `text`, plus any extra recorded names."""
-    cfg = _text_model(lm)
-    part = _default_part(cfg, part)
-    prefix, n_layers, causal = _parts(cfg)[part]
-    layer = _check_index("layer", layer, n_layers)
-    head = _check_index("head", head, cfg.n_heads)
+    cfg, part, name, causal, layer, head = _head_site(lm, part, layer, head)
     ids, tokens = encode(lm, text)
     target_ids = _target_ids(lm, ids, None) if cfg.topology == "encoder-decoder" else None
-    name = prefix.format(l=layer)
     names = [*extra, f"{name}.q", f"{name}.k"]  # extras are recorded before q; k comes after q: stop there
     store = _record_text(lm, ids, target_ids, names, head=head)
     q, k = store[f"{name}.q"][0, 0].double(), store[f"{name}.k"][0, 0].double()  # (n_q, d_head), (n_k, d_head)
