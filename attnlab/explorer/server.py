@@ -328,6 +328,11 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
             heavy.update(loop=loop, slots=asyncio.Semaphore(slots_wanted))
         return heavy["slots"]
 
+    def _busy() -> Response:
+        """The answer to a request that waited QUEUE_SECONDS for a model slot (run and the stream alike)."""
+        return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
+                       f"for over {QUEUE_SECONDS} s); retry shortly")
+
     async def run(request: Request, work, *, stop: _Stop | None = None) -> Response:
         """Wait for a slot (QUEUE_SECONDS at most), then run `work()` and encode its dict as JSON in a thread.
         A client that disconnects meanwhile sets `stop.gone`: work still waiting for a slot is skipped, and
@@ -339,8 +344,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
             try:
                 await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
             except asyncio.TimeoutError:
-                return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
-                               f"for over {QUEUE_SECONDS} s); retry shortly")
+                return _busy()
             try:
                 if stop.gone.is_set():
                     return _answer(503, "the client went away before its turn")  # nobody reads this
@@ -487,8 +491,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
             try:
                 await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
             except asyncio.TimeoutError:
-                return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
-                               f"for over {QUEUE_SECONDS} s); retry shortly")
+                return _busy()
         finally:
             watcher.cancel()  # from here on the streaming response watches for the client leaving
         released = False
