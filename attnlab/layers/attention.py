@@ -68,7 +68,21 @@ class Attention(nn.Module):
                 k, v = self.project_kv(context)
                 if cache is not None:
                     cache.k, cache.v = k, v
-        else:
+        elif self.n_kv_heads == self.n_heads:
+            # one view splits all three into heads: (3, batch, heads, q_len, d_head), no copy; K and V then go
+            # into the cache with one copy (a decoding step pays per small kernel: see cache.py)
+            batch, q_len, _ = x.shape
+            qkv = self.qkv(x).view(batch, q_len, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
+            if rope is not None:
+                q, k = apply_rotary(qkv[:2], *rope).unbind(0)  # q and k rotated together
+                v = qkv[2]
+                if cache is not None:
+                    k, v = cache.append(k, v)
+            else:
+                q, k, v = qkv.unbind(0)
+                if cache is not None:
+                    k, v = cache.append_kv(qkv[1:])  # (batch, heads, cached + q_len, d_head) each
+        else:  # grouped-query: K and V have fewer heads than Q
             q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)
             q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
             if rope is not None:
