@@ -40,17 +40,22 @@ class LayerCache:
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write the new keys/values after the stored ones; return views of everything stored so far."""
         start, end = self._room(k.shape[2])
-        self.k.narrow(2, start, end - start).copy_(k)
-        self.v.narrow(2, start, end - start).copy_(v)
-        self.length = end
-        return self.k.narrow(2, 0, end), self.v.narrow(2, 0, end)
+        self.kv[0].narrow(2, start, end - start).copy_(k)
+        self.kv[1].narrow(2, start, end - start).copy_(v)
+        return self._stored(end)
 
     def append_kv(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """append(kv[0], kv[1]) in one copy; kv: (2, batch, kv_heads, new, d_head), any strides (a view)."""
         start, end = self._room(kv.shape[3])
         self.kv.narrow(3, start, end - start).copy_(kv)
+        return self._stored(end)
+
+    def _stored(self, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        # views taken from `kv` alone (not from the k, v attributes): a traced step (torch.compile) then sees one
+        # input buffer, not three aliasing ones
         self.length = end
-        return self.k.narrow(2, 0, end), self.v.narrow(2, 0, end)
+        stored = self.kv.narrow(3, 0, end)
+        return stored[0], stored[1]  # (batch, kv_heads, end, d_head) each
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` of the batch (beam search), in place (the gather makes one temporary copy)."""
