@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
-from attnlab.benchmarks.decode_step import cached_step, matvec_step, step_parts, tiny_twin
+from attnlab.benchmarks.decode_step import cached_step, matvec_step, step_parts, tiny_twin, without_products
 from attnlab.cache import KVCache, LayerCache
 from attnlab.errors import InputError
 from attnlab.layers.attention import Attention
@@ -133,8 +133,11 @@ def test_benchmark_step_parts_run_the_models_own_step():
     step()  # the benchmark calls it repeatedly: the token's slot is reused, the cache stays at 16
     products = matvec_step(model)
     products()
-    parts = step_parts(model, reps=1, clock=time.process_time)
-    assert set(parts) == {"step @16", "step @256", "matvecs only", "fixed cost (tiny twin)"}
+    real = torch.nn.functional.linear
+    without_products(step)()
+    assert torch.nn.functional.linear is real  # the swap is undone
+    parts = step_parts(model, reps=1, clock=time.process_time, warmup=1)
+    assert set(parts) == {"step @16", "step @256", "matvecs only", "all but matvecs", "fixed cost (tiny twin)"}
     assert all(seconds > 0 for seconds in parts.values())
 
 

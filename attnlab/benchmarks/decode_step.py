@@ -16,6 +16,8 @@ timing; their one-time cost stays out of the step cost.
 Where a batch-1 step's time goes (a second interleaved set, same process, same clock):
   - matvecs only: the step's own matrix products (the layouts it uses: weight_for) back to back, nothing else:
     what the step would cost with every other op free;
+  - all but matvecs: the step with every product replaced by an empty output of its shape (F.linear swapped
+    for the call): norms, activations, views, cache writes, SDPA, Python, at the model's real widths;
   - step at cache 16 and at cache 256: the model's forward on one token after 16 or 256 cached positions
     (attention over the cache grows with it; the cache is preallocated and written in place);
   - fixed cost per step: the same forward on a model of the same depth and layout with tiny widths, where
@@ -130,14 +132,29 @@ def tiny_twin(model):
     return build_model(config).eval()
 
 
-def step_parts(model, reps: int, clock) -> dict[str, float]:
-    """Median seconds of: the full step at cache 16 and 256, its products alone, the tiny twin's step."""
+def without_products(step):
+    """`step` with every matrix product replaced by an uninitialised output of its shape: all the rest it costs."""
+    def empty_product(x, weight, bias=None):
+        return torch.empty(*x.shape[:-1], weight.shape[0], dtype=x.dtype)
+
+    def run():
+        real, F.linear = F.linear, empty_product  # nn.Linear, attnlab's Linear and the LM head all call F.linear
+        try:
+            step()
+        finally:
+            F.linear = real
+    return run
+
+
+def step_parts(model, reps: int, clock, warmup: int = 10) -> dict[str, float]:
+    """Median seconds of: the full step at cache 16 and 256, its products alone, the rest alone, the tiny twin."""
     twin = tiny_twin(model)
-    parts = {"step @16": cached_step(model, 16), "step @256": cached_step(model, 256),
-             "matvecs only": matvec_step(model), "fixed cost (tiny twin)": cached_step(twin, 16)}
+    step16 = cached_step(model, 16)
+    parts = {"step @16": step16, "matvecs only": matvec_step(model), "all but matvecs": without_products(step16),
+             "step @256": cached_step(model, 256), "fixed cost (tiny twin)": cached_step(twin, 16)}
     for _ in range(2):  # warm-up: past Linear.MIN_CALLS so the (in, out) copies exist, as in a generation
         for fn in parts.values():
-            for _ in range(10):
+            for _ in range(warmup):
                 fn()
     parts["matvecs only"] = matvec_step(model)  # now with the decode copies the step uses
     times = {name: [] for name in parts}
@@ -239,13 +256,15 @@ def main(argv=None) -> int:
         print(f"| {name} | {batch} | {c['attnlab'] * 1e3:.1f} | {c['attnlab plain'] * 1e3:.1f} | {c['HF'] * 1e3:.1f} | "
               f"{c['HF'] / c['attnlab']:.2f}x | {c['attnlab plain'] / c['attnlab']:.2f}x | "
               f"{c['attnlab'] / floor:.2f}x | {c['attnlab'] / big_floor:.2f}x | {'yes' if same else 'no'} |")
-    print("\n| model, batch 1 | step @16 ms | step @256 ms | @256 / @16 | matvecs only ms | step @16 / matvecs | "
-          "fixed cost ms (tiny twin) | matvecs / floor (256 MB) | matvecs / floor (weight-sized) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("\n| model, batch 1 | step @16 ms | step @256 ms | @256 / @16 | matvecs only ms | all but matvecs ms "
+          "| step @16 / matvecs | fixed cost ms (tiny twin) | matvecs / floor (256 MB) "
+          "| matvecs / floor (weight-sized) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, p, floor, big_floor in parts_rows:
         s16, s256, mv, fixed = p["step @16"], p["step @256"], p["matvecs only"], p["fixed cost (tiny twin)"]
-        print(f"| {name} | {s16 * 1e3:.1f} | {s256 * 1e3:.1f} | {s256 / s16:.2f}x | {mv * 1e3:.1f} | {s16 / mv:.2f}x | "
-              f"{fixed * 1e3:.2f} | {mv / floor:.2f}x | {mv / big_floor:.2f}x |")
+        print(f"| {name} | {s16 * 1e3:.1f} | {s256 * 1e3:.1f} | {s256 / s16:.2f}x | {mv * 1e3:.1f} | "
+              f"{p['all but matvecs'] * 1e3:.2f} | {s16 / mv:.2f}x | {fixed * 1e3:.2f} | {mv / floor:.2f}x | "
+              f"{mv / big_floor:.2f}x |")
     return 0
 
 
