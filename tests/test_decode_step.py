@@ -136,8 +136,9 @@ def test_benchmark_step_parts_run_the_models_own_step():
     real = torch.nn.functional.linear
     without_products(step)()
     assert torch.nn.functional.linear is real  # the swap is undone
-    parts = step_parts(model, reps=1, clock=time.process_time, warmup=1)
-    assert set(parts) == {"step @16", "step @256", "matvecs only", "all but matvecs", "fixed cost (tiny twin)"}
+    parts = step_parts(model, reps=1, clock=time.process_time, warmup=1, read_bytes=2**20)
+    assert set(parts) == {"step @16", "step @256", "matvecs only", "all but matvecs", "fixed cost (tiny twin)",
+                          "floor (read stream)"}
     assert all(seconds > 0 for seconds in parts.values())
 
 
