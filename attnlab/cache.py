@@ -13,33 +13,54 @@ from attnlab.errors import InputError
 
 
 class LayerCache:
-    """One self-attention layer's K and V buffers, (batch, kv_heads, capacity, d_head), filled up to `length`."""
+    """One self-attention layer's K and V, (batch, kv_heads, capacity, d_head) each, filled up to `length`.
+
+    K and V are the two halves of one (2, batch, kv_heads, capacity, d_head) buffer, so that attention can write a
+    step's keys and values with one copy (`append_kv`, straight from a view of the fused QKV projection) instead
+    of one per tensor: a decoding step runs this once per layer, and at one token per step the fixed cost of
+    each small kernel is what it costs. Views are taken with `narrow` (one op, not three slices).
+    """
 
     def __init__(self, batch: int, kv_heads: int, capacity: int, d_head: int, dtype, device):
-        self.k = torch.empty(batch, kv_heads, capacity, d_head, dtype=dtype, device=device)
-        self.v = torch.empty_like(self.k)
+        self.kv = torch.empty(2, batch, kv_heads, capacity, d_head, dtype=dtype, device=device)
+        self.k, self.v = self.kv[0], self.kv[1]  # views of the one buffer
         self.length = 0
 
     @property
     def capacity(self) -> int:
-        return self.k.shape[2]
+        return self.kv.shape[3]
 
-    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the new keys/values after the stored ones; return views of everything stored so far."""
-        start, end = self.length, self.length + k.shape[2]
+    def _room(self, new: int) -> tuple[int, int]:
+        start, end = self.length, self.length + new
         if end > self.capacity:
             raise InputError(f"KV cache is full: it holds {self.capacity} positions, {end} needed; "
                              "allocate it with a larger capacity (prompt + max_new_tokens)")
-        self.k[:, :, start:end] = k
-        self.v[:, :, start:end] = v
+        return start, end
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Write the new keys/values after the stored ones; return views of everything stored so far."""
+        start, end = self._room(k.shape[2])
+        self.kv[0].narrow(2, start, end - start).copy_(k)
+        self.kv[1].narrow(2, start, end - start).copy_(v)
+        return self._stored(end)
+
+    def append_kv(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """append(kv[0], kv[1]) in one copy; kv: (2, batch, kv_heads, new, d_head), any strides (a view)."""
+        start, end = self._room(kv.shape[3])
+        self.kv.narrow(3, start, end - start).copy_(kv)
+        return self._stored(end)
+
+    def _stored(self, end: int) -> tuple[torch.Tensor, torch.Tensor]:
+        # views taken from `kv` alone (not from the k, v attributes): a traced step (torch.compile) then sees one
+        # input buffer, not three aliasing ones
         self.length = end
-        return self.k[:, :, :end], self.v[:, :, :end]
+        stored = self.kv.narrow(3, 0, end)
+        return stored[0], stored[1]  # (batch, kv_heads, end, d_head) each
 
     def reorder(self, index: torch.Tensor) -> None:
         """Keep rows `index` of the batch (beam search), in place (the gather makes one temporary copy)."""
-        n = self.length
-        self.k[:, :, :n] = self.k[:, :, :n].index_select(0, index)
-        self.v[:, :, :n] = self.v[:, :, :n].index_select(0, index)
+        stored = self.kv.narrow(3, 0, self.length)
+        stored.copy_(stored.index_select(1, index))
 
 
 class CrossCache:
@@ -78,8 +99,7 @@ class KVCache:
     @property
     def entries(self) -> int:
         """Numbers stored for the tokens seen so far: 2 (K and V) x batch x kv_heads x length x d_head x layers."""
-        layer = self.layers[0]
-        b, h, _, dh = layer.k.shape
+        b, h, _, dh = self.layers[0].k.shape
         return 2 * b * h * self.length * dh * len(self.layers)
 
     @property
@@ -88,7 +108,7 @@ class KVCache:
 
     @property
     def allocated_bytes(self) -> int:
-        return sum(layer.k.nbytes + layer.v.nbytes for layer in self.layers)
+        return sum(layer.kv.nbytes for layer in self.layers)
 
     def reorder(self, index: torch.Tensor, cross: bool = True) -> None:
         """Row i of the batch continues from row index[i] (beam search).

@@ -9,13 +9,31 @@ process (A B C A B C after a warm-up), on identical weights, greedy, EOS disable
   attnlab plain  both switched off per module: nn.Linear's (out, in) weights and the LM head as one product;
   HF             transformers' `generate` on the model attnlab's weights were converted from.
 
+HF / attnlab per step is the steady-state tokens/s ratio. The warm-up runs a full call first, so the (in, out)
+copies (made once a layer has served Linear.MIN_CALLS one-row products, then kept with the module) exist before
+timing; their one-time cost stays out of the step cost.
+
+Where a batch-1 step's time goes (a second interleaved set, same process, same clock):
+  - matvecs only: the step's own matrix products (the layouts it uses: weight_for) back to back, nothing else:
+    what the step would cost with every other op free;
+  - all but matvecs: the step with every product replaced by an empty output of its shape (F.linear swapped
+    for the call): norms, activations, views, cache writes, SDPA, Python, at the model's real widths;
+  - step at cache 16 and at cache 256: the model's forward on one token after 16 or 256 cached positions
+    (attention over the cache grows with it; the cache is preallocated and written in place);
+  - fixed cost per step: the same forward on a model of the same depth and layout with tiny widths, where
+    the products cost nothing: Python, module calls and small kernels (norms, views, cache writes, SDPA).
+Floors, weight bytes / read bandwidth, two of them: the read stream over 256 MB (the yardstick of earlier
+runs, measured once) and over a buffer as large as the weights a step reads. The second is the honest one: on
+a host whose last-level cache is large (lscpu reports 480 MiB on this project's Xeon) a 256 MB buffer can
+partly stay in it while a step's ~500 MB of weights cannot, so the 256 MB stream overstates what a step can
+read. The step-parts table also times that weight-sized read as one more contestant in the same rounds as the
+step, so step / floor there is not thrown off by the machine's drift between two measurements.
+
 Default: 1 thread and process CPU time, which is robust to other jobs on a shared machine (wall time is not).
-The warm-up runs a full call first, so the (in, out) copies (made once a layer has served Linear.MIN_CALLS
-one-row products, then kept with the module) exist before timing; their one-time cost stays out of the step
-cost. Also reports the bytes those copies hold and the weight-reading floor: weight bytes / read bandwidth.
 
     python -m attnlab.benchmarks.decode_step                 # GPT-2-small shape and SmolLM2-135M, batch 1 and 8
-    python -m attnlab.benchmarks.decode_step --threads 2         # wall time instead of CPU time
+    python -m attnlab.benchmarks.decode_step --quick         # GPT-2 shape, batch 1, 3 repetitions
+    python -m attnlab.benchmarks.decode_step --threads 2     # wall time instead of CPU time
 """
 
 from __future__ import annotations
@@ -26,6 +44,8 @@ import sys
 import time
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from attnlab.benchmarks.generate import gpt2_small, machine, smollm2
 
@@ -36,11 +56,13 @@ def measure(fn, clock) -> float:
     return clock() - start
 
 
-def read_bandwidth(clock, reps: int = 5) -> float:
-    """GB/s of a read-only pass (sum) over 256 MB: the speed at which a step can read its weights."""
-    src = torch.randn(64 * 2**20)
+def read_bandwidth(clock, nbytes: int = 2**28, reps: int = 5) -> float:
+    """GB/s of a read-only pass (sum) over `nbytes`: the speed at which a step can read its weights."""
+    src = torch.randn(nbytes // 4)
     src.sum()
-    return src.nbytes / statistics.median(measure(src.sum, clock) for _ in range(reps)) / 1e9
+    speed = src.nbytes / statistics.median(measure(src.sum, clock) for _ in range(reps)) / 1e9
+    del src
+    return speed
 
 
 def decode_tricks(model, on: bool) -> None:
@@ -60,6 +82,92 @@ def copy_bytes(model) -> int:
     from attnlab.layers.linear import Linear
 
     return sum(m.decode_copy_bytes for m in model.modules() if isinstance(m, Linear))
+
+
+def matvec_step(model):
+    """A function running the matrix products of one batch-1 step (same weights, same layouts) and nothing else."""
+    from attnlab.layers.linear import Linear
+
+    products = []  # the LM head's projection is a Linear too (its own vocabulary bias, if any, is left out)
+    for module in model.modules():
+        if isinstance(module, nn.Linear):  # attnlab's Linear is one too; weight_for picks its decode layout
+            x = torch.randn(1, 1, module.in_features)
+            weight = module.weight_for(x) if isinstance(module, Linear) else module.weight
+            products.append((x, weight, module.bias))
+
+    def run():
+        with torch.inference_mode():
+            for x, w, b in products:
+                F.linear(x, w, b)
+    return run
+
+
+def cached_step(model, cache_len: int):
+    """A function running one cached batch-1 step of the model's own forward after `cache_len` positions."""
+    from attnlab.cache import KVCache
+
+    gen = torch.Generator().manual_seed(cache_len)
+    cache = KVCache.for_model(model, 1, cache_len + 1)
+    with torch.inference_mode():
+        model(torch.randint(0, model.config.vocab_size, (1, cache_len), generator=gen), cache=cache,
+              validate=False)
+    token, position = torch.tensor([[7]]), torch.tensor([[cache_len]])
+
+    def run():
+        with torch.inference_mode():
+            model(token, position_ids=position, cache=cache, last_only=True, validate=False)
+        for layer in cache.layers:  # forget the token: the next call writes the same slot
+            layer.length = cache_len
+    return run
+
+
+def tiny_twin(model):
+    """The same depth, layout and vocabulary-free shape with tiny widths: its step costs only the fixed overhead."""
+    import dataclasses
+
+    from attnlab.build import build_model
+
+    c = model.config
+    # 4-wide heads, the same head counts (GQA kept), 16 * heads wide FFN, 256 tokens
+    config = dataclasses.replace(c, d_model=4 * c.n_heads, d_head=None, d_ff=16 * c.n_heads, vocab_size=256,
+                                 bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    return build_model(config).eval()
+
+
+def without_products(step):
+    """`step` with every matrix product replaced by an uninitialised output of its shape: all the rest it costs."""
+    def empty_product(x, weight, bias=None):
+        return torch.empty(*x.shape[:-1], weight.shape[0], dtype=x.dtype)
+
+    def run():
+        real, F.linear = F.linear, empty_product  # nn.Linear, attnlab's Linear and the LM head all call F.linear
+        try:
+            step()
+        finally:
+            F.linear = real
+    return run
+
+
+def step_parts(model, reps: int, clock, warmup: int = 10, read_bytes: int | None = None) -> dict[str, float]:
+    """Median seconds of: the full step at cache 16 and 256, its products alone, the rest alone, the tiny twin,
+    and (read_bytes) a read stream over that many bytes: the floor, measured in the same rounds as the step."""
+    twin = tiny_twin(model)
+    step16 = cached_step(model, 16)
+    parts = {"step @16": step16, "matvecs only": matvec_step(model), "all but matvecs": without_products(step16),
+             "step @256": cached_step(model, 256), "fixed cost (tiny twin)": cached_step(twin, 16)}
+    if read_bytes:
+        parts["floor (read stream)"] = torch.randn(read_bytes // 4).sum
+    for _ in range(2):  # warm-up: past Linear.MIN_CALLS so the (in, out) copies exist, as in a generation
+        for fn in parts.values():
+            for _ in range(warmup):
+                fn()
+    parts["matvecs only"] = matvec_step(model)  # now with the decode copies the step uses
+    times = {name: [] for name in parts}
+    for _ in range(reps):
+        for name, fn in parts.items():
+            inner = 20 if name.startswith("fixed") else 3
+            times[name].append(measure(lambda fn=fn, inner=inner: [fn() for _ in range(inner)], clock) / inner)
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
 def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clock):
@@ -120,8 +228,8 @@ def main(argv=None) -> int:
     print(f"# command: python -m attnlab.benchmarks.decode_step {' '.join(argv if argv is not None else sys.argv[1:])}")
     print(f"# {args.prompt}-token prompt, median of {args.reps} interleaved runs of {args.steps} cached steps\n")
     bandwidth = read_bandwidth(clock)
-    print(f"read stream: {bandwidth:.1f} GB/s")
-    rows = []
+    print(f"read stream over 256 MB: {bandwidth:.1f} GB/s")
+    rows, parts_rows = [], []
     for key in args.models.split(","):
         loaded = {"gpt2": gpt2_small, "smollm2": smollm2}[key]()
         if loaded is None:
@@ -131,22 +239,37 @@ def main(argv=None) -> int:
         # bytes one step reads: every matrix once (a tied embedding is read once, as the head)
         weight_bytes = sum(p.nbytes for n, p in ours.named_parameters() if n != "tokens.weight" or
                            ours.config.tie_embeddings)
-        floor = weight_bytes / bandwidth / 1e9
-        print(f"{name}: weights read per step {weight_bytes / 1e6:.0f} MB -> floor {floor * 1e3:.1f} ms", flush=True)
+        big_bandwidth = read_bandwidth(clock, nbytes=weight_bytes)
+        floor, big_floor = weight_bytes / bandwidth / 1e9, weight_bytes / big_bandwidth / 1e9
+        print(f"{name}: weights read per step {weight_bytes / 1e6:.0f} MB -> floor {floor * 1e3:.1f} ms at the 256 MB "
+              f"stream, {big_floor * 1e3:.1f} ms at the stream over {weight_bytes / 1e6:.0f} MB "
+              f"({big_bandwidth:.1f} GB/s)", flush=True)
         for batch in (int(b) for b in args.batches.split(",")):
             costs, same = step_costs(hf, ours, batch, args.prompt, args.steps, args.reps, clock)
-            rows.append((name, batch, costs, same, floor))
+            rows.append((name, batch, costs, same, floor, big_floor))
             print(f"  batch {batch}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in costs.items())
                   + f"; same tokens: {same}; decode copies hold {copy_bytes(ours) / 1e6:.0f} MB", flush=True)
+        parts = step_parts(ours, args.reps, clock, read_bytes=weight_bytes)
+        parts_rows.append((name, parts, floor, big_floor))
+        print("  batch 1 step parts: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items()), flush=True)
         del hf, ours
 
     print("\n| model | batch | attnlab ms/step | attnlab plain ms/step | HF ms/step | HF / attnlab | "
-          "plain / attnlab | attnlab / floor | same tokens |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, batch, c, same, floor in rows:
+          "plain / attnlab | attnlab / floor (256 MB stream) | attnlab / floor (weight-sized stream) | same tokens |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, batch, c, same, floor, big_floor in rows:
         print(f"| {name} | {batch} | {c['attnlab'] * 1e3:.1f} | {c['attnlab plain'] * 1e3:.1f} | {c['HF'] * 1e3:.1f} | "
               f"{c['HF'] / c['attnlab']:.2f}x | {c['attnlab plain'] / c['attnlab']:.2f}x | "
-              f"{c['attnlab'] / floor:.2f}x | {'yes' if same else 'no'} |")
+              f"{c['attnlab'] / floor:.2f}x | {c['attnlab'] / big_floor:.2f}x | {'yes' if same else 'no'} |")
+    print("\n| model, batch 1 | step @16 ms | step @256 ms | @256 / @16 | matvecs only ms | all but matvecs ms "
+          "| fixed cost ms (tiny twin) | floor ms (weight-sized read, same rounds) | step @16 / floor "
+          "| matvecs / floor |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name, p, _, _ in parts_rows:
+        s16, s256, mv, floor = p["step @16"], p["step @256"], p["matvecs only"], p["floor (read stream)"]
+        print(f"| {name} | {s16 * 1e3:.1f} | {s256 * 1e3:.1f} | {s256 / s16:.2f}x | {mv * 1e3:.1f} | "
+              f"{p['all but matvecs'] * 1e3:.2f} | {p['fixed cost (tiny twin)'] * 1e3:.2f} | {floor * 1e3:.1f} | "
+              f"{s16 / floor:.2f}x | {mv / floor:.2f}x |")
     return 0
 
 

@@ -35,22 +35,26 @@ def decode_steps(stepper: Stepper, options: GenerationOptions, stopper: Stopper,
     batch = stepper.batch
     unfinished = torch.ones(batch, dtype=torch.bool, device=stepper.tokens.device)
     pad = torch.tensor(options.pad_token_id, device=stepper.tokens.device)
+    can_stop = stopper.eos is not None or bool(stopper.stop_strings)  # else every row runs to max_new_tokens
     started = time.perf_counter()
     logits = stepper.first()
     for index in range(options.max_new_tokens):
         next_tokens = choose_next(logits, options, generator)  # (batch,)
-        next_tokens = torch.where(unfinished, next_tokens, pad)
+        if can_stop:  # finished rows get the pad token
+            next_tokens = torch.where(unfinished, next_tokens, pad)
         stepper.write(next_tokens)
-        stopped = stopper.is_eos(next_tokens)
-        if stopper.stop_strings:
-            generated = stepper.generated
-            for row in unfinished.nonzero().flatten().tolist():
-                if stopper.hits_string(generated[row].tolist()):
-                    stopped[row] = True
-        unfinished &= ~stopped
+        if can_stop:
+            stopped = stopper.is_eos(next_tokens)
+            if stopper.stop_strings:
+                generated = stepper.generated
+                for row in unfinished.nonzero().flatten().tolist():
+                    if stopper.hits_string(generated[row].tolist()):
+                        stopped[row] = True
+            unfinished &= ~stopped
         seconds = time.perf_counter() - started
         yield Step(index, next_tokens, ~unfinished, seconds, logits if options.keep_logits else None)
-        if index + 1 == options.max_new_tokens or not bool(unfinished.any()):
+        # reading `unfinished` back is a host sync (a GPU waits for the step): only when a sequence can stop
+        if index + 1 == options.max_new_tokens or (can_stop and not bool(unfinished.any())):
             return
         started = time.perf_counter()
         logits = stepper.run_last()

@@ -68,11 +68,29 @@ class Attention(nn.Module):
                 k, v = self.project_kv(context)
                 if cache is not None:
                     cache.k, cache.v = k, v
-        else:
-            q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)
-            q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_kv_heads), self._heads(v, self.n_kv_heads)
+        elif self.n_kv_heads == self.n_heads:
+            # one view splits all three into heads: (3, batch, heads, q_len, d_head), no copy; K and V then go
+            # into the cache with one copy (a decoding step pays per small kernel: see cache.py)
+            batch, q_len, _ = x.shape
+            qkv = self.qkv(x).view(batch, q_len, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
             if rope is not None:
-                q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+                q, k = apply_rotary(qkv[:2], *rope).unbind(0)  # q and k rotated together
+                v = qkv[2]
+                if cache is not None:
+                    k, v = cache.append(k, v)
+            else:
+                q, k, v = qkv.unbind(0)
+                if cache is not None:
+                    k, v = cache.append_kv(qkv[1:])  # (batch, heads, cached + q_len, d_head) each
+        else:  # grouped-query: g = n_kv_heads K and V heads, each shared by n_heads / g query heads
+            batch, q_len, _ = x.shape
+            h, g = self.n_heads, self.n_kv_heads
+            # the same single view: (batch, h + 2g, q_len, d_head), Q heads first, then K's, then V's
+            heads = self.qkv(x).view(batch, q_len, h + 2 * g, self.d_head).transpose(1, 2)
+            qk, v = heads.split((h + g, g), dim=1)
+            if rope is not None:
+                qk = apply_rotary(qk, *rope)  # q and k rotated together
+            q, k = qk.split((h, g), dim=1)
             if cache is not None:
                 k, v = cache.append(k, v)  # (batch, kv_heads, cached + q_len, d_head)
 

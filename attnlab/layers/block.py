@@ -33,10 +33,14 @@ class Block(nn.Module):
         self.norm2 = make_norm(config)
         self.dropout = nn.Dropout(config.dropout)
 
+    def _drop(self, y: torch.Tensor) -> torch.Tensor:
+        """Dropout while training; at inference not even the call (an identity, but a decoding step makes 24)."""
+        return self.dropout(y) if self.training else y
+
     def _sublayer(self, x: torch.Tensor, norm: nn.Module, fn) -> torch.Tensor:
         if self.pre_norm:
-            return x + self.dropout(fn(norm(x)))
-        return norm(x + self.dropout(fn(x)))
+            return x + self._drop(fn(norm(x)))
+        return norm(x + self._drop(fn(x)))
 
     def forward(
         self,

@@ -48,4 +48,6 @@ class FeedForward(nn.Module):
         recorder = active()
         if recorder is not None:
             recorder.keep(self, "hidden", h)
-        return self.down(self.dropout(h))  # (batch, seq, d_model)
+        if self.training:  # at inference dropout is the identity: skip its call (one per layer per step)
+            h = self.dropout(h)
+        return self.down(h)  # (batch, seq, d_model)

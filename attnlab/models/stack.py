@@ -125,7 +125,8 @@ class Stack(nn.Module):
             x = x + self.token_types(token_type_ids)
         if self.embed_norm is not None:
             x = self.embed_norm(x)
-        x = self.dropout(x)
+        if self.training:
+            x = self.dropout(x)
         recorder = active()
         if recorder is not None:
             recorder.keep(self, "embed", x)
