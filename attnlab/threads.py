@@ -116,7 +116,11 @@ class _Sampler:
             if busy is None:
                 return None
             last = self.last
-            if last is None or now - last[0] > REUSE_S:
+            if window <= 0:  # never wait: the window since the last snapshot, however long (none yet: nothing known)
+                if last is None:
+                    self.last = (now, busy, own)
+                    return self.value
+            elif last is None or now - last[0] > REUSE_S:
                 time.sleep(window)  # no recent snapshot: sample a short window now
                 last = (now, busy, own)
                 now, busy, own = time.monotonic(), _busy_seconds(), time.process_time()
@@ -137,7 +141,11 @@ _SCOPES_LOCK = threading.Lock()
 
 
 def free_cores(window: float = WINDOW_S) -> float:
-    """Allowed cores minus those other processes used lately (and those other scopes of this process hold)."""
+    """Allowed cores minus those other processes used lately (and those other scopes of this process hold).
+
+    window: the shortest span sampled; with no snapshot in the last REUSE_S a fresh one waits that long.
+    window=0 never waits (a server answering requests): the span since the previous call, whatever its length.
+    """
     n = allowed_cores()
     others = _SAMPLER.others(window)
     me = threading.get_ident()
@@ -327,17 +335,18 @@ def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = Fal
 
 # ------------------------------------------------------------------------------------------ the policy
 def choose(requested=None, *, model: nn.Module | None = None, rows: int | None = None,
-           cap: int | None = None) -> int:
+           cap: int | None = None, window: float = WINDOW_S) -> int:
     """Threads for the work about to run: `requested` (a positive integer) as given; otherwise `cap` (default:
     the caller's torch.get_num_threads()), lowered to the cores free now and, for a decoding step of `rows`
-    rows through `model`, to the count measured best for that shape. 0 / None / 'auto' ask for the policy."""
+    rows through `model`, to the count measured best for that shape. 0 / None / 'auto' ask for the policy.
+    window: see free_cores."""
     explicit = check_threads(requested)
     if explicit:
         return explicit
     cap = min(torch.get_num_threads() if cap is None else cap, allowed_cores())
     if cap <= 1:
         return 1  # nothing to lower (OMP_NUM_THREADS=1, one core): no sampling, no probe
-    limit = max(1, min(cap, int(free_cores() + ROUND_UP)))
+    limit = max(1, min(cap, int(free_cores(window) + ROUND_UP)))
     if limit == 1 or model is None or rows is None or rows > MAX_DECODE_ROWS:
         return limit
     return min(limit, best_threads(model, rows, limit))
