@@ -1,5 +1,6 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
-recording overhead and the explorer under load, each printing its own tables.
+recording overhead, the explorer under load and the thread policy against fixed thread counts, each printing
+its own tables.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
@@ -29,6 +30,7 @@ OTHERS = {
     "decode_step": ("attnlab.benchmarks.decode_step", ["--quick"], []),
     "recording": ("attnlab.benchmarks.recording", ["--quick"], []),
     "explorer": ("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10"], []),
+    "threads": ("attnlab.benchmarks.threads", ["--quick"], []),
 }
 
 
