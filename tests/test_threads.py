@@ -242,3 +242,47 @@ def test_explorer_requests_run_with_the_given_threads():
         r = client.post("/api/generate/step", json={"model": "gpt-char", "prompt": "ROMEO:", "compare": False})
         assert r.status_code == 200, r.text
     assert seen and set(seen) == {1}
+
+
+# ------------------------------------------------------------------------------------------ training
+class _CountingTask:
+    """A tiny decoder on random tokens whose loss notes the torch thread count of each step."""
+
+    tokenizer = None
+
+    def __init__(self):
+        self.model = _decoder()
+        self.threads: list[int] = []
+
+    def train_batch(self, generator, batch_size):
+        return {"ids": torch.randint(0, 100, (batch_size, 9), generator=generator)}
+
+    def loss(self, model, batch):
+        self.threads.append(torch.get_num_threads())
+        ids = batch["ids"]
+        logits = model(ids[:, :-1]).logits
+        return torch.nn.functional.cross_entropy(logits.flatten(0, 1), ids[:, 1:].flatten()), ids[:, 1:].numel()
+
+    def evaluate(self, model):
+        return {}
+
+    def flops_per_item(self):
+        return None
+
+
+@pytest.mark.parametrize("threads, free, expected", [(0, [2.0, 2.0, 0.2, 2.0], [2, 1, 2]), (1, [], [1, 1, 1])])
+def test_training_threads_auto_follow_the_free_cores_and_come_back(two_cores, monkeypatch, tmp_path, threads, free,
+                                                                   expected):
+    """threads=0: the free cores at the start and at every re-check (here: before every step); threads=N: N
+    throughout, the free cores never looked at; the caller's count after fit either way."""
+    from attnlab.training.settings import TrainSettings
+    from attnlab.training.trainer import Trainer
+
+    answers = iter(free)
+    monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: next(answers))
+    monkeypatch.setattr(Trainer, "RECHECK_S", 0.0)
+    task = _CountingTask()
+    settings = TrainSettings(steps=3, batch_size=2, warmup=1, eval_every=0, log_every=1, plot=False, threads=threads)
+    Trainer(task, settings, tmp_path, quiet=True).fit()
+    assert task.threads == expected
+    assert torch.get_num_threads() == 2

@@ -1,6 +1,5 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
-recording overhead, the explorer under load and the thread policy against fixed thread counts, each printing
-its own tables.
+recording overhead, the explorer under load and the thread policy vs fixed counts, each printing its tables.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
