@@ -26,6 +26,7 @@ can use costs at most the missing cores. So the policy only ever lowers the thre
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import os
@@ -200,6 +201,7 @@ def cache_file() -> Path:
     return (Path(root) if root else Path.home() / ".cache" / "attnlab") / "threads.json"
 
 
+@functools.cache
 def _cpu_name() -> str:
     from attnlab.cost.peak import _cpu_name as name
 
@@ -236,7 +238,8 @@ def time_decode(weights: dict, rows: int, counts: list[int], budget_s: float = P
     thread count: every repeat times each count in turn, and the fastest repeat of each is kept (a repeat
     another process disturbed is slower, never faster)."""
     rows = _row_class(rows)
-    inputs = {shape: torch.randn(rows, shape[1], dtype=w.dtype) for shape, (w, _) in weights.items()}
+    numbers = torch.Generator().manual_seed(0)  # its own generator: the global RNG stream is the caller's
+    inputs = {shape: torch.randn(rows, shape[1], generator=numbers).to(w.dtype) for shape, (w, _) in weights.items()}
     best = {t: math.inf for t in counts}
 
     def one_pass() -> float:

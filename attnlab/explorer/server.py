@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+import torch
 from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
@@ -322,10 +323,11 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     app.state.registry = registry
     threads = check_threads(threads)
+    thread_cap = torch.get_num_threads()  # this thread's count: a worker thread's own may be one a scope left
 
     def request_threads():
         """The request's torch threads for the worker thread running it; its own count comes back after."""
-        return using_threads(choose(threads, window=0))  # window=0: never delays a request to sample the load
+        return using_threads(choose(threads, cap=thread_cap, window=0))  # window=0: never waits to sample the load
 
     def threaded(work):
         with request_threads():
