@@ -137,6 +137,7 @@ class _Sampler:
 
 
 _SAMPLER = _Sampler()
+_SAMPLER.others(window=0)  # the first snapshot at import: the first choice (after a model loads) need not wait
 _SCOPES: dict[int, int] = {}  # OS thread id -> threads its innermost using_threads scope set
 _SCOPES_LOCK = threading.Lock()
 

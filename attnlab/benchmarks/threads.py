@@ -5,7 +5,7 @@ For each case the default settings (no threads argument: attnlab.threads chooses
 competing process per core (a Python busy loop each, started here and killed at the end):
   - generation, gpt-char (the shipped checkpoint): 56 new tokens (24 with --quick) after "ROMEO: ", greedy,
     batch 1;
-  - generation, the GPT-2-small shape with random weights: 16 new tokens (4 with --quick) after 8 tokens;
+  - generation, the GPT-2-small shape with random weights: 16 new tokens after 8 tokens (not with --quick);
   - training, gpt-char: a 10-step (6 with --quick) `attnlab train` run; tokens/s of the middle logging windows
     of 2 steps (the first holds the warm-up, the last the final evaluation).
 Reported: the median tokens/s of each setting, the median decoding step (generation), the count the default
@@ -14,8 +14,8 @@ machine. Wall time throughout: thread counts cannot be compared on CPU time (Ope
 The probe's cache goes to a fresh temporary folder unless --cache-dir is given, so its first measurement
 happens inside this run (in the untimed warm-up round).
 
-    python -m attnlab.benchmarks.threads            # 4 rounds per condition (5-10 minutes on 2 cores)
-    python -m attnlab.benchmarks.threads --quick    # 2 rounds, shorter runs (for `attnlab bench --quick`)
+    python -m attnlab.benchmarks.threads            # 4 rounds per condition (13 minutes on a shared 2-core machine)
+    python -m attnlab.benchmarks.threads --quick    # gpt-char only, 2 rounds (1 for training), shorter runs
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def report(case: str, state: str, got: dict) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="2 rounds, shorter runs")
+    p.add_argument("--quick", action="store_true", help="gpt-char only, 2 rounds (1 for training), shorter runs")
     p.add_argument("--rounds", type=int, default=None, help="timed rounds per condition (default 4, quick 2)")
     p.add_argument("--only", default="", help="comma-separated subset of gpt-char, gpt2, train")
     p.add_argument("--states", default="quiet,busy", help="as found (quiet) and/or with busy competitors (busy)")
@@ -140,7 +140,8 @@ def main(argv=None) -> int:
 
     cores = allowed_cores()
     settings = [None, *range(1, cores + 1)]
-    only = [w for w in args.only.split(",") if w] or ["gpt-char", "gpt2", "train"]
+    everything = ["gpt-char", "train"] if args.quick else ["gpt-char", "gpt2", "train"]
+    only = [w for w in args.only.split(",") if w] or everything
     cases = []
     if "gpt-char" in only:
         model, tokenizer = attnlab.load(str(CHECKPOINT))
@@ -149,10 +150,11 @@ def main(argv=None) -> int:
     if "gpt2" in only:
         torch.manual_seed(0)
         gpt2 = attnlab.build_model(attnlab.presets["gpt2"])
-        new = 4 if args.quick else 16
+        new = 4 if args.quick else 16  # --quick --only gpt2
         cases.append(generation_case(f"generate GPT-2-small shape, {new} tokens", gpt2, list(range(1, 9)), new))
     if "train" in only:
         cases.append(training_case(6 if args.quick else 10))
+        cases[-1].rounds = 1 if args.quick else rounds  # a run takes seconds to set up: one round when quick
 
     print(header(f"python -m attnlab.benchmarks.threads {' '.join(argv or sys.argv[1:])}"))
     print(f"# {cores} allowed cores; probe cache {os.environ['ATTNLAB_CACHE_DIR']}; {rounds} rounds, wall time; "
@@ -165,7 +167,8 @@ def main(argv=None) -> int:
         with competitors(cores) if state == "busy" else contextlib.nullcontext():
             label = f"{cores} busy competitors" if state == "busy" else "as found"
             for run in cases:
-                rows.append(report(run.case, label, measure(run, settings, rounds)))
+                n = min(rounds, getattr(run, "rounds", rounds))
+                rows.append(report(run.case, label, measure(run, settings, n)))
     worst = min((r["default_over_best"] for r in rows), default=float("nan"))
     print(f"\nworst default / best: {worst:.2f} (target >= 0.8 with competitors, 1.0 on a quiet machine)")
     if args.out:
