@@ -10,9 +10,10 @@ can use costs at most the missing cores. So the policy only ever lowers the thre
 
 - `free_cores()`: the allowed cores (os.sched_getaffinity, a cgroup quota) minus what other processes used
   over a short window (/proc/stat per CPU, this process's own CPU time subtracted). Off Linux: the allowed cores.
-- `best_threads(model, rows)`: a decoding step multiplies a few rows by every weight matrix; whether MKL gains
-  from a second thread on such products depends on the machine and the shapes, so it is timed once (the
-  model's own weight matrices, each thread count interleaved, the fastest repeat kept) and cached in
+- `best_threads(model, rows)`: a decoding step multiplies a few rows by every weight matrix and opens a parallel
+  region for each op big enough; whether a second thread gains on that depends on the machine and the shapes,
+  so it is timed once (a one-token forward of `rows` rows through the model itself, each thread count
+  interleaved, the fastest repeat kept; models other than decoders: their weight matrices) and cached in
   threads.json beside the matmul peak (~/.cache/attnlab or $ATTNLAB_CACHE_DIR) under the CPU, core count,
   torch version, dtype, weight shapes and row class. It is timed only when at least two cores are free (the
   only time the answer matters); an entry timed while the machine got busy is timed again after
@@ -47,7 +48,8 @@ MAX_DECODE_ROWS = 64  # more rows than this is not a decoding step: free cores d
 MAX_AGE_S = 30 * 24 * 3600.0  # a probe older than this is timed again (a new BIOS, a noisier neighbour ...)
 RETRY_BUSY_S = 600.0  # a probe the machine disturbed is timed again after this
 GAIN = 1.05  # more threads must be this much faster to be chosen: ties go to fewer threads (less to contend)
-PROBE_BUDGET_S = 0.25  # wall time a probe aims for (a GPT-2-small-sized model: about this; tiny ones less)
+PROBE_BUDGET_S = 0.25  # a probe repeats at least this long (a GPT-2-small-sized model needs ~1 s for its repeats)
+PROBE_LIMIT_S = 2.0  # ... and stops after this even short of its repeats (a machine that got busy: timed again)
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -227,42 +229,69 @@ def decode_weights(model: nn.Module) -> dict[tuple[int, int], tuple[torch.Tensor
     return found
 
 
-def probe_key(weights: dict, rows: int) -> str:
-    dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "")
-    shapes = ",".join(f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items()))
-    return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
-            f"|{shapes}")
+def _decoding_step(model: nn.Module, rows: int):
+    """A decoding-shaped forward for a decoder with an LM head: `rows` sequences of one token (every block
+    product, norm and small op: the parallel regions a cached step opens, whose count sets a loaded machine's
+    time more than their work); None for other models."""
+    config = getattr(model, "config", None)
+    if getattr(config, "topology", None) != "decoder" or getattr(config, "head", None) != "lm":
+        return None
+    ids = torch.zeros((rows, 1), dtype=torch.long)
+    return lambda: model(ids, last_only=True, validate=False)
 
 
-def time_decode(weights: dict, rows: int, counts: list[int], budget_s: float = PROBE_BUDGET_S) -> dict[int, float]:
-    """Seconds of one pass of (rows, in) @ W^T over the model's matrices (each shape times its count), per
-    thread count: every repeat times each count in turn, and the fastest repeat of each is kept (a repeat
-    another process disturbed is slower, never faster)."""
-    rows = _row_class(rows)
+def _matmul_pass(weights: dict, rows: int):
+    """(rows, in) @ W^T over the model's matrices, each shape as often as the model holds it (up to 4 timed)."""
     numbers = torch.Generator().manual_seed(0)  # its own generator: the global RNG stream is the caller's
     inputs = {shape: torch.randn(rows, shape[1], generator=numbers).to(w.dtype) for shape, (w, _) in weights.items()}
-    best = {t: math.inf for t in counts}
 
-    def one_pass() -> float:
-        total = 0.0
+    def run():
         for shape, (w, n) in weights.items():
-            x = inputs[shape]
-            start = time.perf_counter()
             for _ in range(min(n, 4)):
-                torch.nn.functional.linear(x, w)
-            total += (time.perf_counter() - start) * n / min(n, 4)
-        return total
+                torch.nn.functional.linear(inputs[shape], w)
+    return run
 
-    with torch.inference_mode():
-        for t in counts:  # warm-up: OpenMP starts its threads, MKL picks its kernels
-            with using_threads(t):
-                one_pass()
-        started, repeats = time.perf_counter(), 0
-        while repeats < 3 or (repeats < 30 and time.perf_counter() - started < budget_s):
-            for t in counts:
+
+def probe_key(model: nn.Module, weights: dict, rows: int) -> str:
+    dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "")
+    shapes = ",".join(f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items()))
+    kind = "step" if _decoding_step(model, 1) is not None else "matmul"
+    return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
+            f"|{kind}|{shapes}")
+
+
+def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float = PROBE_BUDGET_S) -> dict[int, float]:
+    """Seconds of one decoding-shaped forward of `rows` rows (decoders; other models: one pass over their weight
+    matrices) per thread count: every repeat times each count in turn, and the fastest repeat of each is kept
+    (a repeat another process disturbed is slower, never faster). Enough repeats run for the layers' one-row
+    (in, out) weight copies to exist (layers/linear.py: after Linear.MIN_CALLS calls), as in a real generation;
+    the model runs in eval mode (no dropout, no draw from the RNG) and is given back in its own mode."""
+    from attnlab.layers.linear import Linear
+
+    rows = _row_class(rows)
+    work = _decoding_step(model, rows) or _matmul_pass(decode_weights(model), rows)
+    best = {t: math.inf for t in counts}
+    least = max(3, math.ceil((Linear.MIN_CALLS + 3) / len(counts)))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for t in counts:  # warm-up: OpenMP starts its threads, MKL picks its kernels
                 with using_threads(t):
-                    best[t] = min(best[t], one_pass())
-            repeats += 1
+                    work()
+            started, repeats = time.perf_counter(), 0
+            while repeats < 30:
+                spent = time.perf_counter() - started
+                if repeats >= 3 and spent >= budget_s and (repeats >= least or spent >= PROBE_LIMIT_S):
+                    break
+                for t in counts:
+                    with using_threads(t):
+                        start = time.perf_counter()
+                        work()
+                        best[t] = min(best[t], time.perf_counter() - start)
+                repeats += 1
+    finally:
+        model.train(was_training)
     return best
 
 
@@ -312,7 +341,7 @@ def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = Fal
     weights = decode_weights(model)
     if not weights:
         return up_to  # nothing to time (no float Linear weights on CPU): free cores decide
-    key = probe_key(weights, rows)
+    key = probe_key(model, weights, rows)
     path, now = cache_file(), time.time()
     with _PROBE_LOCK:
         entry = _MEMO.get(key)
@@ -320,7 +349,7 @@ def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = Fal
             entry = _read_cache(path).get(key)
         if refresh or not _usable(entry, up_to, now):
             counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < up_to} | {up_to})
-            seconds = time_decode(weights, rows, counts)
+            seconds = time_decode(model, rows, counts)
             best = counts[0]
             for t in counts[1:]:
                 if seconds[t] * GAIN < seconds[best]:

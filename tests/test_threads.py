@@ -116,7 +116,7 @@ def test_choose_never_exceeds_free_cores_or_the_callers_count(two_cores, monkeyp
 
 def test_choose_takes_the_measured_best_for_a_decoding_shape(two_cores, monkeypatch):
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
-    monkeypatch.setattr(T, "time_decode", lambda weights, rows, counts: {1: 1.0, 2: 1.5})
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: {1: 1.0, 2: 1.5})
     model = _decoder()
     assert T.choose(model=model, rows=1) == 1
     assert T.choose() == 2  # no shape: free cores alone
@@ -127,11 +127,11 @@ def test_choose_takes_the_measured_best_for_a_decoding_shape(two_cores, monkeypa
 def test_probe_is_cached_on_disk_and_reused(two_cores, monkeypatch):
     calls = []
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
-    monkeypatch.setattr(T, "time_decode", lambda weights, rows, counts: calls.append(counts) or {1: 1.0, 2: 0.5})
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: calls.append(counts) or {1: 1.0, 2: 0.5})
     model = _decoder()
     assert T.best_threads(model, 1, 2) == 2
     assert calls == [[1, 2]]
-    entry = json.loads(T.cache_file().read_text())[T.probe_key(T.decode_weights(model), 1)]
+    entry = json.loads(T.cache_file().read_text())[T.probe_key(model, T.decode_weights(model), 1)]
     assert entry["best"] == 2 and entry["quiet"] is True and entry["seconds"] == {"1": 1.0, "2": 0.5}
     T._MEMO.clear()  # a new process: read from the file, not timed again
     assert T.best_threads(model, 1, 2) == 2 and len(calls) == 1
@@ -141,7 +141,7 @@ def test_probe_is_cached_on_disk_and_reused(two_cores, monkeypatch):
 
 def test_a_tie_goes_to_fewer_threads(two_cores, monkeypatch):
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
-    monkeypatch.setattr(T, "time_decode", lambda weights, rows, counts: {1: 1.0, 2: 1.0 / (T.GAIN * 0.99)})
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: {1: 1.0, 2: 1.0 / (T.GAIN * 0.99)})
     assert T.best_threads(_decoder(), 1, 2) == 1
 
 
@@ -152,9 +152,9 @@ def test_a_tie_goes_to_fewer_threads(two_cores, monkeypatch):
 def test_stale_entries_are_measured_again(two_cores, monkeypatch, age, quiet, timed_again):
     calls = []
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
-    monkeypatch.setattr(T, "time_decode", lambda weights, rows, counts: calls.append(1) or {1: 1.0, 2: 0.5})
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: calls.append(1) or {1: 1.0, 2: 0.5})
     model = _decoder()
-    key = T.probe_key(T.decode_weights(model), 1)
+    key = T.probe_key(model, T.decode_weights(model), 1)
     T.cache_file().parent.mkdir(parents=True)
     T.cache_file().write_text(json.dumps({key: {"best": 1, "seconds": {"1": 1.0, "2": 2.0},
                                                 "measured": time.time() - age, "quiet": quiet}}))
@@ -165,20 +165,27 @@ def test_stale_entries_are_measured_again(two_cores, monkeypatch, age, quiet, ti
 @pytest.mark.parametrize("text", ["{not json", "[1, 2]", '{"%s": {"best": "x"}}', '{"%s": 7}'])
 def test_a_corrupt_cache_is_measured_again_and_overwritten(two_cores, monkeypatch, text):
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
-    monkeypatch.setattr(T, "time_decode", lambda weights, rows, counts: {1: 1.0, 2: 0.5})
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: {1: 1.0, 2: 0.5})
     model = _decoder()
-    key = T.probe_key(T.decode_weights(model), 1)
+    key = T.probe_key(model, T.decode_weights(model), 1)
     T.cache_file().parent.mkdir(parents=True)
     T.cache_file().write_text(text.replace("%s", key) if "%s" in text else text)
     assert T.best_threads(model, 1, 2) == 2
     assert json.loads(T.cache_file().read_text())[key]["best"] == 2
 
 
-def test_the_probe_times_every_count_and_restores_the_threads(two_cores):
-    weights = T.decode_weights(_decoder())
-    seconds = T.time_decode(weights, 1, [1, 2], budget_s=0.0)
+def test_the_probe_times_every_count_and_leaves_threads_mode_and_rng_alone(two_cores):
+    torch.manual_seed(0)
+    model = attnlab.build_model(attnlab.presets["tiny-decoder"].replace(dropout=0.1)).train()
+    torch.manual_seed(1)
+    expected = torch.rand(3)
+    torch.manual_seed(1)
+    seconds = T.time_decode(model, 1, [1, 2], budget_s=0.0)
     assert set(seconds) == {1, 2} and all(0 < s < 1 for s in seconds.values())
-    assert torch.get_num_threads() == 2
+    assert torch.get_num_threads() == 2 and model.training
+    assert torch.equal(torch.rand(3), expected)  # no dropout draw, no random inputs from the global stream
+    encoder = attnlab.build_model(attnlab.presets["tiny-encoder"])  # not a decoder: the weight-matrix pass
+    assert set(T.time_decode(encoder, 2, [1, 2], budget_s=0.0)) == {1, 2}
 
 
 # ------------------------------------------------------------------------------------------ generation, CLI
