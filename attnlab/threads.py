@@ -49,6 +49,7 @@ MAX_AGE_S = 30 * 24 * 3600.0  # a probe older than this is timed again (a new BI
 RETRY_BUSY_S = 600.0  # a probe the machine disturbed is timed again after this
 GAIN = 1.05  # more threads must be this much faster to be chosen: ties go to fewer threads (less to contend)
 PROBE_BUDGET_S = 0.25  # a probe repeats at least this long (a GPT-2-small-sized model needs ~1 s for its repeats)
+MAX_ENTRIES = 256  # threads.json keeps the newest this many probes
 PROBE_LIMIT_S = 2.0  # ... and stops after this even short of its repeats (a machine that got busy: timed again)
 
 
@@ -306,6 +307,14 @@ def _read_cache(path: Path) -> dict:
 def _write_cache(path: Path, key: str, entry: dict) -> None:
     data = _read_cache(path)
     data[key] = entry
+    if len(data) > MAX_ENTRIES:  # one entry per model shape and row class: keep the newest
+
+        def measured(k):
+            try:
+                return float(data[k]["measured"])
+            except (TypeError, KeyError, ValueError):
+                return -math.inf
+        data = {k: data[k] for k in sorted(data, key=measured)[-MAX_ENTRIES:]}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")

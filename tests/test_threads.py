@@ -139,6 +139,15 @@ def test_probe_is_cached_on_disk_and_reused(two_cores, monkeypatch):
     assert T.best_threads(model, 4, 2) == 2 and len(calls) == 2  # ... and 3 and 4 rows share one
 
 
+def test_the_cache_keeps_the_newest_entries(two_cores, monkeypatch):
+    monkeypatch.setattr(T, "MAX_ENTRIES", 3)
+    old = {f"k{i}": {"best": 1, "seconds": {"1": 1.0}, "measured": float(i), "quiet": True} for i in range(3)}
+    T.cache_file().parent.mkdir(parents=True)
+    T.cache_file().write_text(json.dumps({**old, "junk": 5}))
+    T._write_cache(T.cache_file(), "new", {"best": 2, "seconds": {"1": 1.0, "2": 0.5}, "measured": 10.0})
+    assert sorted(json.loads(T.cache_file().read_text())) == ["k1", "k2", "new"]
+
+
 def test_a_tie_goes_to_fewer_threads(two_cores, monkeypatch):
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
     monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: {1: 1.0, 2: 1.0 / (T.GAIN * 0.99)})
