@@ -30,6 +30,7 @@ LAYER_OF = {
     "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
+    "attnlab.threads": "features",  # how many torch threads generation and training use (a measured policy)
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
     "attnlab.benchmarks": "faces",  # timing attnlab against its peers: above everything it times
 }

@@ -1,10 +1,10 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
-recording overhead and the explorer under load, each printing its own tables.
+recording overhead, the explorer under load and the thread policy vs fixed counts, each printing its tables.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
 
---quick keeps the whole run under about 3 minutes: the small training cases, the bert-base forward cases,
+--quick keeps the whole run near 5 minutes (threads: ~2): the small training cases, the bert-base forward cases,
 3 timed rounds, no memory subprocesses, and the other benchmarks with their own --quick. Results go to --out
 (default: a new folder under the system's temporary directory): OUT/train.json and OUT/forward.json, which
 bench/report.py renders as RESULTS.md tables, and OUT/<name>.txt with what every other benchmark printed.
@@ -29,6 +29,7 @@ OTHERS = {
     "decode_step": ("attnlab.benchmarks.decode_step", ["--quick"], []),
     "recording": ("attnlab.benchmarks.recording", ["--quick"], []),
     "explorer": ("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10"], []),
+    "threads": ("attnlab.benchmarks.threads", ["--quick"], []),
 }
 
 
@@ -39,7 +40,7 @@ def parse_args(argv=None):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--quick", action="store_true", help="under ~3 minutes: small cases, few repeats")
+    p.add_argument("--quick", action="store_true", help="~5 minutes: small cases, few repeats")
     p.add_argument("--only", default="", help=f"comma-separated subset of {', '.join([*OURS, *OTHERS])}")
     p.add_argument("--no-memory", action="store_true", help="skip the per-implementation peak-memory subprocesses")
     p.add_argument("--out", default=None, help=OUT_HELP)

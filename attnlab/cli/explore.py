@@ -22,6 +22,9 @@ def add_arguments(p) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
+    p.add_argument("--threads", default="auto",
+                   help="torch threads per model request: a positive integer, or auto (default: as many as are "
+                        "free, shared between the requests running at once)")
 
 
 def check_paths(paths: list[str]) -> None:
@@ -76,6 +79,9 @@ def served(entries: list[dict]) -> list[str]:
 
 
 def run(args) -> int:
+    from attnlab.threads import check_threads
+
+    threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
     check_paths(args.paths)
     check_address(args.host, args.port)
     import threading
@@ -87,7 +93,8 @@ def run(args) -> int:
     from attnlab.explorer.server import create_app
 
     registry = build_registry(args.paths)
-    app = create_app(registry, host=args.host)  # requests must name this host (or localhost): no DNS rebinding
+    # requests must name this host (or localhost): no DNS rebinding
+    app = create_app(registry, host=args.host, threads=threads)
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
     url = f"http://{host}:{args.port}/"

@@ -43,6 +43,9 @@ def add_arguments(p) -> None:
                    help="seed for sampling, 0 <= seed < 2^64 (same seed, same text)")
     p.add_argument("--no-cache", action="store_true", help="recompute the whole sequence every step (slow)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    p.add_argument("--threads", default="auto",
+                   help="torch threads: a positive integer, or auto (default: as many as are free and measured "
+                        "useful for a decoding step here)")
 
 
 def check_options(args) -> None:
@@ -64,6 +67,9 @@ def check_options(args) -> None:
         raise bad("--beams", args.beams, "use an integer >= 1 (1 = no beam search)")
     if args.seed is not None and not 0 <= args.seed < SEED_LIMIT:
         raise bad("--seed", args.seed, "use an integer in [0, 2^64)")
+    from attnlab.threads import check_threads
+
+    args.threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
 
 
 def _load(spec: str):
@@ -144,7 +150,7 @@ def run(args) -> int:
         print(note, file=sys.stderr, flush=True)
     kwargs = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, top_k=args.top_k,
                   top_p=args.top_p, num_beams=args.beams, seed=args.seed, use_cache=not args.no_cache,
-                  stop_strings=args.stop, tokenizer=tokenizer)
+                  stop_strings=args.stop, tokenizer=tokenizer, threads=args.threads)
     if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
         kwargs["sliding_window"] = True
     out = sys.stdout

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
+import torch
 from fastapi import FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
@@ -42,6 +43,7 @@ from starlette.concurrency import run_in_threadpool
 from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import api, images, lessons, sessions
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
+from attnlab.threads import check_threads, choose, using_threads
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -306,9 +308,12 @@ class _SlotStream(StreamingResponse):
 # ------------------------------------------------------------------------------------------ the app
 def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.1",
                max_concurrent: int | None = None, body_seconds: float = BODY_SECONDS,
-               measure_seconds: float = MEASURE_SECONDS, stream_seconds: float = STREAM_SECONDS) -> FastAPI:
+               measure_seconds: float = MEASURE_SECONDS, stream_seconds: float = STREAM_SECONDS,
+               threads: int | None = None) -> FastAPI:
     """The explorer app. `host`: the address it is served on (--host); requests must name it, localhost,
-    127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT)."""
+    127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT).
+    `threads`: torch threads per model request (--threads); None: attnlab.threads chooses per request, never
+    more than the cores other processes and the other requests running leave free."""
     registry = registry if registry is not None else build_registry()
     slots_wanted = MAX_CONCURRENT if max_concurrent is None else max_concurrent
     if isinstance(slots_wanted, bool) or not isinstance(slots_wanted, int) or slots_wanted < 1:
@@ -317,6 +322,17 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                   description="Every number inside real transformers: attention, masking, vision, generation, cost.",
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     app.state.registry = registry
+    threads = check_threads(threads)
+    thread_cap = torch.get_num_threads()  # this thread's count: a worker thread's own may be one a scope left
+
+    def request_threads():
+        """The request's torch threads for the worker thread running it; its own count comes back after."""
+        return using_threads(choose(threads, cap=thread_cap, window=0))  # window=0: never waits to sample the load
+
+    def threaded(work):
+        with request_threads():
+            return work()
+
     app.state.max_concurrent = slots_wanted
     app.state.sessions = sessions.GenerationSessions()  # generation's KV caches, one per page that steps
     app.add_middleware(_Guard, host=host, body_seconds=body_seconds, max_body=MAX_BODY_BYTES)
@@ -349,7 +365,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                 if stop.gone.is_set():
                     return _answer(503, "the client went away before its turn")  # nobody reads this
                 stop.start()
-                body = await run_in_threadpool(lambda: _encode(work()))
+                body = await run_in_threadpool(lambda: _encode(threaded(work)))
             finally:
                 slots.release()
         finally:
@@ -478,9 +494,10 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
         state = {"generated": list(req.generated), "session": req.session}
 
         def one_step() -> bytes:
-            r = api.generation_step(get(req.model), req.prompt, state["generated"], req.temperature, req.top_k,
-                                    req.top_p, req.seed, session=state["session"], sessions=app.state.sessions,
-                                    compare=req.compare)
+            with request_threads():
+                r = api.generation_step(get(req.model), req.prompt, state["generated"], req.temperature,
+                                        req.top_k, req.top_p, req.seed, session=state["session"],
+                                        sessions=app.state.sessions, compare=req.compare)
             state.update(generated=r["generated"], session=r["session"], finished=r["finished"])
             return _encode(r) + b"\n"
 

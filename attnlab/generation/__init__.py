@@ -34,7 +34,8 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
              early_stopping: bool | str = False, eos_token_id=FROM_CONFIG, pad_token_id: int | None = None,
              stop_strings: Sequence[str] | str | None = None, tokenizer=None, seed: int | None = None,
              generator: torch.Generator | None = None, use_cache: bool = True, stream: bool = False,
-             decoder_input_ids=None, keep_logits: bool = False, sliding_window: bool = False):
+             decoder_input_ids=None, keep_logits: bool = False, sliding_window: bool = False,
+             threads: int | None = None):
     """Generate up to max_new_tokens tokens after each prompt.
 
     input_ids: (batch, seq) tensor, one list of ids, or a list of lists of different lengths (padded here:
@@ -52,12 +53,15 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
     past it: once the (target) sequence no longer fits, each step runs on its last max_len tokens, positions
     restarting at 0, without cache (each such step costs about a prefill of max_len tokens). Without it,
     prompt + max_new_tokens beyond the limit is refused. Models without a limit ignore it.
+    threads: torch threads for the steps (restored after). Default None (or 0, "auto"): the caller's count,
+    lowered to the cores other processes leave free and to the count measured fastest for a step of this many
+    rows through this model on this machine (attnlab.threads; more threads than free cores is the slow path).
     """
     request = prepare(model, input_ids, attention_mask, decoder_input_ids, dict(
         max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, num_beams=num_beams,
         length_penalty=length_penalty, early_stopping=early_stopping, eos_token_id=eos_token_id,
         pad_token_id=pad_token_id, stop_strings=stop_strings, seed=seed, use_cache=use_cache,
-        keep_logits=keep_logits, sliding_window=sliding_window), tokenizer, generator)
+        keep_logits=keep_logits, sliding_window=sliding_window, threads=threads), tokenizer, generator)
     if stream:
         if request.options.num_beams > 1:
             raise InputError(f"stream=True with num_beams={request.options.num_beams}: beam search only knows its "

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass
 
 from attnlab.errors import InputError
+from attnlab.threads import check_threads
 
 
 @dataclass
@@ -30,6 +31,7 @@ class GenerationOptions:
     use_cache: bool = True
     keep_logits: bool = False  # keep each step's last-position logits (tests compare cached vs recomputed)
     sliding_window: bool = False  # past a position limit, run each step on the last `limit` tokens
+    threads: int | None = None  # torch threads for the steps; None = attnlab.threads.choose (free, measured best)
 
     @property
     def greedy(self) -> bool:
@@ -76,3 +78,4 @@ class GenerationOptions:
             raise bad("seed", self.seed, "use an integer or None")
         if not isinstance(self.sliding_window, bool):
             raise bad("sliding_window", self.sliding_window, "use True or False")
+        self.threads = check_threads(self.threads)  # 0 / "auto" -> None; refuses the rest by name

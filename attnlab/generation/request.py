@@ -2,8 +2,9 @@
 
 generate (the package's entry) checks its arguments once (inputs.py) and hands a Request here; the Request
 builds the Stepper (encoder output once per request, beams as adjacent rows), drains the greedy/sampling loop
-or runs beam search, and gathers the result. Every step runs in eval + inference mode (EvalInference); a
-stream gives the caller's code between steps back its own mode.
+or runs beam search, and gathers the result. Every step runs in eval + inference mode (EvalInference) and
+with the thread count attnlab.threads chooses for its shape (or the caller's threads=N); a stream gives the
+caller's code between steps back its own mode and thread count.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import torch
 from attnlab.generation.beam import beam_search
 from attnlab.generation.loop import Step, decode_steps
 from attnlab.generation.stepper import Stepper
+from attnlab.threads import choose, using_threads
 
 
 @dataclass
@@ -69,7 +71,7 @@ class Request:
 
     def run(self) -> GenerationResult:
         """Every step to the end, in eval + inference mode; the result holds ordinary tensors."""
-        with EvalInference(self.model):
+        with using_threads(self._threads()), EvalInference(self.model):
             result = self._run_beams() if self.options.num_beams > 1 else self._run_steps()
         # hand back ordinary tensors: inference-mode tensors cannot enter autograd later (e.g. training on them)
         result.sequences = result.sequences.clone()
@@ -80,8 +82,9 @@ class Request:
     def stream(self) -> Iterator[Step]:
         """Each step runs in eval + inference mode, but the caller's code between steps runs in its own mode."""
         steps = self._steps()
+        threads = self._threads()  # chosen once: every step of a stream has the same shape
         while True:
-            with EvalInference(self.model):
+            with using_threads(threads), EvalInference(self.model):
                 try:
                     step = next(steps)
                 except StopIteration:
@@ -92,6 +95,13 @@ class Request:
             yield step
 
     # ------------------------------------------------------------------ internals
+    def _threads(self) -> int | None:
+        """threads=N as asked; otherwise on CPU the policy's count for rows = sequences x beams (a GPU step
+        leaves the CPU thread count alone)."""
+        if self.options.threads is None and self.prompt.device.type != "cpu":
+            return None
+        return choose(self.options.threads, model=self.model, rows=self.prompt.shape[0] * self.options.num_beams)
+
     def _stepper(self, expand: int = 1) -> Stepper:
         prompt, mask, source_mask = self.prompt, self.prompt_mask, self.source_mask
         encoder_hidden = None

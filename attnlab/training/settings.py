@@ -44,7 +44,7 @@ class TrainSettings:
     bf16: bool = False  # bf16 autocast (on CPU allowed but slow on most CPUs; off by default)
     compile: bool = False  # torch.compile the model
     strategy: str = "ddp"  # under torchrun: ddp or fsdp
-    threads: int = 0  # torch.set_num_threads; 0 = leave as is
+    threads: int = 0  # torch threads; 0 = auto: never more than the free cores (attnlab.threads), re-checked
     plot: bool = True  # write loss.png
     mfu: bool = False  # report model FLOPs utilisation against the measured matmul peak (attnlab.cost)
 

@@ -26,6 +26,7 @@ from torch import nn
 
 from attnlab.errors import AttnlabError, ConfigError
 from attnlab.storage import atomic_write
+from attnlab.threads import choose, using_threads
 from attnlab.training import distributed as dist_utils
 from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from attnlab.training.optim import build_optimizer, build_scheduler
@@ -93,8 +94,6 @@ class Trainer:
         self.device = resolve_device(settings.device)
         if self.device.type == "cuda" and self.info.world > 1:
             self.device = torch.device("cuda", self.info.local_rank)
-        if settings.threads:
-            torch.set_num_threads(settings.threads)
         self.model = task.model.to(self.device)  # the plain model (saved, evaluated)
         s = settings
         self.optimizer = build_optimizer(self.model, s.lr, s.weight_decay, (s.beta1, s.beta2))
@@ -208,8 +207,29 @@ class Trainer:
         return model
 
     # ---------------------------------------------------------------- the loop
+    RECHECK_S = 10.0  # threads=0 on CPU: the free cores are looked at again this often during a run
+
+    def _threads(self):
+        """threads=N: N for the run; threads=0 on CPU: attnlab.threads' choice (never more than the cores other
+        processes leave free), re-checked every RECHECK_S; the caller's count comes back after fit."""
+        if not self.settings.threads and self.device.type != "cpu":
+            return contextlib.nullcontext(None)
+        self._thread_cap = torch.get_num_threads()
+        return using_threads(choose(self.settings.threads or None))
+
+    def _recheck_threads(self, scope, last: float) -> float:
+        now = time.monotonic()
+        if scope is None or self.settings.threads or now - last < self.RECHECK_S:
+            return last
+        scope.retune(choose(cap=self._thread_cap))
+        return now
+
     def fit(self, resume: bool = False, stop_at: int | None = None) -> dict[str, Any]:
         """Train to settings.steps (or stop early at `stop_at`, saving, as if interrupted there)."""
+        with self._threads() as scope:
+            return self._fit(resume, stop_at, scope)
+
+    def _fit(self, resume: bool, stop_at: int | None, scope) -> dict[str, Any]:
         s = self.settings
         if resume:
             self.resume()
@@ -226,7 +246,9 @@ class Trainer:
         last_eval: dict[str, float] = {}
         started, tokens_seen, start_step = time.perf_counter(), 0, self.step
         window_start, window_tokens = started, 0
+        threads_checked = time.monotonic()
         while self.step < end:
+            threads_checked = self._recheck_threads(scope, threads_checked)
             loss_sum = torch.zeros((), device=self.device)
             step_tokens = 0
             for micro in range(s.accum):

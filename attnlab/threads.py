@@ -1,0 +1,394 @@
+"""How many torch threads a piece of work gets: never more than the cores free now, never more than measured best.
+
+Why: torch starts with one OpenMP thread per core. When other processes keep those cores busy, each parallel
+region ends in a barrier that waits for the thread the scheduler has parked, so a decoding step of a few rows
+that takes 1.4 ms alone took 11-64 ms on a shared 2-core machine (10x slower than one thread), and training
+ran 6x slower. More threads than free cores (oversubscription) is the slow path; fewer threads than the work
+can use costs at most the missing cores. So the policy only ever lowers the thread count:
+
+    threads = min(the caller's torch.get_num_threads(), cores free now, the best count measured for the shape)
+
+- `free_cores()`: the allowed cores (os.sched_getaffinity, a cgroup quota) minus what other processes used
+  over a short window (/proc/stat per CPU, this process's own CPU time subtracted). Off Linux: the allowed cores.
+- `best_threads(model, rows)`: a decoding step multiplies a few rows by every weight matrix and opens a parallel
+  region for each op big enough; whether a second thread gains on that depends on the machine and the shapes,
+  so it is timed once (a one-token forward of `rows` rows through the model itself, each thread count
+  interleaved, the fastest repeat kept; models other than decoders: their weight matrices) and cached in
+  threads.json beside the matmul peak (~/.cache/attnlab or $ATTNLAB_CACHE_DIR) under the CPU, core count,
+  torch version, dtype, weight shapes and row class. It is timed only when at least two cores are free (the
+  only time the answer matters); an entry timed while the machine got busy is timed again after
+  RETRY_BUSY_S, any entry after MAX_AGE_S.
+- `using_threads(n)`: torch.set_num_threads(n) inside the block, the caller's count restored on exit (also on
+  an exception). torch's OpenMP count is per OS thread (a worker thread starts from the global value), so
+  concurrent scopes in several threads of one process each set their own.
+- `choose(...)`: the three combined; an explicit count (threads=N) is taken as given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from attnlab.errors import InputError
+
+WINDOW_S = 0.03  # a fresh sample of other processes' CPU use spans this long (3 ticks per core at USER_HZ=100)
+REUSE_S = 10.0  # a snapshot younger than this is the start of the next window (no sleep)
+ROUND_UP = 0.4  # 1.6 free cores count as 2: a little background noise does not cost a quiet machine a core
+MAX_DECODE_ROWS = 64  # more rows than this is not a decoding step: free cores decide alone
+MAX_AGE_S = 30 * 24 * 3600.0  # a probe older than this is timed again (a new BIOS, a noisier neighbour ...)
+RETRY_BUSY_S = 600.0  # a probe the machine disturbed is timed again after this
+GAIN = 1.05  # more threads must be this much faster to be chosen: ties go to fewer threads (less to contend)
+PROBE_BUDGET_S = 0.25  # a probe repeats at least this long (a GPT-2-small-sized model needs ~1 s for its repeats)
+MAX_ENTRIES = 256  # threads.json keeps the newest this many probes
+PROBE_LIMIT_S = 2.0  # ... and stops after this even short of its repeats (a machine that got busy: timed again)
+
+
+# ------------------------------------------------------------------------------------------ validation
+def check_threads(value, name: str = "threads") -> int | None:
+    """None, 0 or "auto" -> None (the policy decides); a positive integer -> itself; anything else refused."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return None
+        if text.isdigit():
+            value = int(text)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise InputError(f"{name}={value!r}: allowed a positive integer (torch threads), or 0 / 'auto' "
+                         "(as many as are free and useful)")
+    return value or None
+
+
+# ------------------------------------------------------------------------------------------ cores
+def allowed_cores() -> int:
+    """Cores this process may run on: its CPU affinity, capped by a cgroup v2 CPU quota when one is set."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    try:
+        quota, period = Path("/sys/fs/cgroup/cpu.max").read_text().split()[:2]
+        if quota != "max":
+            n = min(n, max(1, math.ceil(int(quota) / int(period))))
+    except (OSError, ValueError):
+        pass
+    return max(1, n)
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds spent on the allowed CPUs so far (all processes), from /proc/stat; None off Linux."""
+    try:
+        cpus = os.sched_getaffinity(0)
+        with open("/proc/stat") as f:
+            lines = f.read().splitlines()
+    except (AttributeError, OSError):
+        return None
+    ticks = 0
+    for line in lines:
+        if not line.startswith("cpu") or line.startswith("cpu "):
+            continue
+        name, *values = line.split()
+        if not name[3:].isdigit() or int(name[3:]) not in cpus or len(values) < 8:
+            continue
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in values[:8])
+        ticks += user + nice + system + irq + softirq + steal  # steal: the hypervisor gave the core away
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class _Sampler:
+    """Other processes' CPU use between two snapshots; the last snapshot starts the next window."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.last: tuple[float, float, float] | None = None  # (monotonic, busy s, own process s)
+        self.value: float | None = None  # the last measured cores used by others
+
+    def others(self, window: float = WINDOW_S) -> float | None:
+        with self.lock:
+            now, busy, own = time.monotonic(), _busy_seconds(), time.process_time()
+            if busy is None:
+                return None
+            last = self.last
+            if window <= 0:  # never wait: the window since the last snapshot, however long (none yet: nothing known)
+                if last is None:
+                    self.last = (now, busy, own)
+                    return self.value
+            elif last is None or now - last[0] > REUSE_S:
+                time.sleep(window)  # no recent snapshot: sample a short window now
+                last = (now, busy, own)
+                now, busy, own = time.monotonic(), _busy_seconds(), time.process_time()
+            elif now - last[0] < window:
+                if self.value is not None:
+                    return self.value  # asked again within one window: the last answer still stands
+                time.sleep(window - (now - last[0]))
+                now, busy, own = time.monotonic(), _busy_seconds(), time.process_time()
+            span = max(now - last[0], 1e-6)
+            self.value = max(0.0, ((busy - last[1]) - (own - last[2])) / span)
+            self.last = (now, busy, own)
+            return self.value
+
+
+_SAMPLER = _Sampler()
+_SAMPLER.others(window=0)  # the first snapshot at import: the first choice (after a model loads) need not wait
+_SCOPES: dict[int, int] = {}  # OS thread id -> threads its innermost using_threads scope set
+_SCOPES_LOCK = threading.Lock()
+
+
+def free_cores(window: float = WINDOW_S) -> float:
+    """Allowed cores minus those other processes used lately (and those other scopes of this process hold).
+
+    window: the shortest span sampled; with no snapshot in the last REUSE_S a fresh one waits that long.
+    window=0 never waits (a server answering requests): the span since the previous call, whatever its length.
+    """
+    n = allowed_cores()
+    others = _SAMPLER.others(window)
+    me = threading.get_ident()
+    with _SCOPES_LOCK:
+        held = sum(t for ident, t in _SCOPES.items() if ident != me)  # concurrent requests in this process
+    return max(0.0, n - (others or 0.0) - held)
+
+
+# ------------------------------------------------------------------------------------------ the scope
+class ThreadScope:
+    """What using_threads yields: the count in force, and retune(n) for long work that re-checks now and then."""
+
+    def __init__(self, threads: int):
+        self.threads = threads
+
+    def retune(self, threads: int) -> None:
+        if threads != self.threads:
+            torch.set_num_threads(threads)
+            self.threads = threads
+            with _SCOPES_LOCK:
+                _SCOPES[threading.get_ident()] = threads
+
+
+@contextlib.contextmanager
+def using_threads(threads: int | None) -> Iterator[ThreadScope]:
+    """torch.set_num_threads(threads) inside the block (None: leave it); the caller's count comes back after."""
+    threads = check_threads(threads)
+    before = torch.get_num_threads()
+    me = threading.get_ident()
+    with _SCOPES_LOCK:
+        outer = _SCOPES.get(me)
+    scope = ThreadScope(threads or before)
+    if threads and threads != before:
+        torch.set_num_threads(threads)
+    with _SCOPES_LOCK:
+        _SCOPES[me] = scope.threads
+    try:
+        yield scope
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+        with _SCOPES_LOCK:
+            if outer is None:
+                _SCOPES.pop(me, None)
+            else:
+                _SCOPES[me] = outer
+
+
+# ------------------------------------------------------------------------------------------ the probe
+def cache_file() -> Path:
+    root = os.environ.get("ATTNLAB_CACHE_DIR")
+    return (Path(root) if root else Path.home() / ".cache" / "attnlab") / "threads.json"
+
+
+@functools.cache
+def _cpu_name() -> str:
+    from attnlab.cost.peak import _cpu_name as name
+
+    return name()
+
+
+def _row_class(rows: int) -> int:
+    return 1 << max(0, int(rows) - 1).bit_length()  # 1, 2, 4, 8, ...: products of 3 and 4 rows behave alike
+
+
+def decode_weights(model: nn.Module) -> dict[tuple[int, int], tuple[torch.Tensor, int]]:
+    """(out, in) -> (one CPU floating-point Linear weight of that shape, how many the model holds)."""
+    found: dict[tuple[int, int], tuple[torch.Tensor, int]] = {}
+    seen: set[int] = set()
+    for module in model.modules():
+        w = getattr(module, "weight", None) if isinstance(module, nn.Linear) else None
+        if w is None or w.dim() != 2 or not w.is_floating_point() or w.device.type != "cpu" or id(w) in seen:
+            continue
+        seen.add(id(w))
+        shape = tuple(w.shape)
+        found[shape] = (found[shape][0] if shape in found else w, found.get(shape, (None, 0))[1] + 1)
+    return found
+
+
+def _decoding_step(model: nn.Module, rows: int):
+    """A decoding-shaped forward for a decoder with an LM head: `rows` sequences of one token (every block
+    product, norm and small op: the parallel regions a cached step opens, whose count sets a loaded machine's
+    time more than their work); None for other models."""
+    config = getattr(model, "config", None)
+    if getattr(config, "topology", None) != "decoder" or getattr(config, "head", None) != "lm":
+        return None
+    ids = torch.zeros((rows, 1), dtype=torch.long)
+    return lambda: model(ids, last_only=True, validate=False)
+
+
+def _matmul_pass(weights: dict, rows: int):
+    """(rows, in) @ W^T over the model's matrices, each shape as often as the model holds it (up to 4 timed)."""
+    numbers = torch.Generator().manual_seed(0)  # its own generator: the global RNG stream is the caller's
+    inputs = {shape: torch.randn(rows, shape[1], generator=numbers).to(w.dtype) for shape, (w, _) in weights.items()}
+
+    def run():
+        for shape, (w, n) in weights.items():
+            for _ in range(min(n, 4)):
+                torch.nn.functional.linear(inputs[shape], w)
+    return run
+
+
+def probe_key(model: nn.Module, weights: dict, rows: int) -> str:
+    dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "")
+    shapes = ",".join(f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items()))
+    kind = "step" if _decoding_step(model, 1) is not None else "matmul"
+    return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
+            f"|{kind}|{shapes}")
+
+
+def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float = PROBE_BUDGET_S) -> dict[int, float]:
+    """Seconds of one decoding-shaped forward of `rows` rows (decoders; other models: one pass over their weight
+    matrices) per thread count: every repeat times each count in turn, and the fastest repeat of each is kept
+    (a repeat another process disturbed is slower, never faster). Enough repeats run for the layers' one-row
+    (in, out) weight copies to exist (layers/linear.py: after Linear.MIN_CALLS calls), as in a real generation;
+    the model runs in eval mode (no dropout, no draw from the RNG) and is given back in its own mode."""
+    from attnlab.layers.linear import Linear
+
+    rows = _row_class(rows)
+    work = _decoding_step(model, rows) or _matmul_pass(decode_weights(model), rows)
+    best = {t: math.inf for t in counts}
+    least = max(3, math.ceil((Linear.MIN_CALLS + 3) / len(counts)))
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.inference_mode():
+            for t in counts:  # warm-up: OpenMP starts its threads, MKL picks its kernels
+                with using_threads(t):
+                    work()
+            started, repeats = time.perf_counter(), 0
+            while repeats < 30:
+                spent = time.perf_counter() - started
+                if repeats >= 3 and spent >= budget_s and (repeats >= least or spent >= PROBE_LIMIT_S):
+                    break
+                for t in counts:
+                    with using_threads(t):
+                        start = time.perf_counter()
+                        work()
+                        best[t] = min(best[t], time.perf_counter() - start)
+                repeats += 1
+    finally:
+        model.train(was_training)
+    return best
+
+
+def _read_cache(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError):
+        return {}  # an unreadable cache is measured again and overwritten
+    return data if isinstance(data, dict) else {}
+
+
+def _write_cache(path: Path, key: str, entry: dict) -> None:
+    data = _read_cache(path)
+    data[key] = entry
+    if len(data) > MAX_ENTRIES:  # one entry per model shape and row class: keep the newest
+
+        def measured(k):
+            try:
+                return float(data[k]["measured"])
+            except (TypeError, KeyError, ValueError):
+                return -math.inf
+        data = {k: data[k] for k in sorted(data, key=measured)[-MAX_ENTRIES:]}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file, never half of one
+    except OSError:
+        pass  # a read-only home still gets the answer, just not cached
+
+
+def _usable(entry, up_to: int, now: float) -> bool:
+    """A cached entry answers when it is well formed, not stale, and tested as many threads as may be used."""
+    try:
+        age = now - float(entry["measured"])
+        tested = max(int(t) for t in entry["seconds"])
+        int(entry["best"])
+    except (TypeError, KeyError, ValueError):
+        return False
+    if not 0 <= age <= MAX_AGE_S:
+        return False
+    if not entry.get("quiet", False) and age > RETRY_BUSY_S:
+        return False
+    return tested >= up_to or age <= RETRY_BUSY_S  # more free cores than were tested: time them (not too often)
+
+
+_MEMO: dict[str, dict] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = False) -> int:
+    """The measured best thread count (<= up_to) for a decoding step of `rows` rows through `model`'s weights."""
+    if up_to <= 1:
+        return 1
+    weights = decode_weights(model)
+    if not weights:
+        return up_to  # nothing to time (no float Linear weights on CPU): free cores decide
+    key = probe_key(model, weights, rows)
+    path, now = cache_file(), time.time()
+    with _PROBE_LOCK:
+        entry = _MEMO.get(key)
+        if refresh or not _usable(entry, up_to, now):
+            entry = _read_cache(path).get(key)
+        if refresh or not _usable(entry, up_to, now):
+            counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < up_to} | {up_to})
+            seconds = time_decode(model, rows, counts)
+            best = counts[0]
+            for t in counts[1:]:
+                if seconds[t] * GAIN < seconds[best]:
+                    best = t
+            quiet = free_cores() + ROUND_UP >= up_to  # nobody took the cores while it was timed
+            entry = {"best": best, "seconds": {str(t): s for t, s in seconds.items()}, "measured": now,
+                     "quiet": quiet}
+            _write_cache(path, key, entry)
+        _MEMO[key] = entry
+    best = int(entry["best"])
+    if best > up_to:  # tested with more threads than are free now: the best of those that fit
+        fitting = {int(t): s for t, s in entry["seconds"].items() if int(t) <= up_to}
+        best = min(fitting, key=lambda t: (fitting[t], t)) if fitting else 1
+    return max(1, best)
+
+
+# ------------------------------------------------------------------------------------------ the policy
+def choose(requested=None, *, model: nn.Module | None = None, rows: int | None = None,
+           cap: int | None = None, window: float = WINDOW_S) -> int:
+    """Threads for the work about to run: `requested` (a positive integer) as given; otherwise `cap` (default:
+    the caller's torch.get_num_threads()), lowered to the cores free now and, for a decoding step of `rows`
+    rows through `model`, to the count measured best for that shape. 0 / None / 'auto' ask for the policy.
+    window: see free_cores."""
+    explicit = check_threads(requested)
+    if explicit:
+        return explicit
+    cap = min(torch.get_num_threads() if cap is None else cap, allowed_cores())
+    if cap <= 1:
+        return 1  # nothing to lower (OMP_NUM_THREADS=1, one core): no sampling, no probe
+    limit = max(1, min(cap, int(free_cores(window) + ROUND_UP)))
+    if limit == 1 or model is None or rows is None or rows > MAX_DECODE_ROWS:
+        return limit
+    return min(limit, best_threads(model, rows, limit))
