@@ -19,12 +19,15 @@ The int8 product: which kernel, and why (measured on the project's Intel Xeon Sa
   latency-bound), and ~18 s of compilation per shape;
 - fbgemm's dynamically quantized product (`torch.ops.quantized.linear_dynamic` on a weight prepacked by
   `linear_prepack`; both ops are in torch core, unlike the deprecated torch.ao Python API) 0.28 ms, 3.1x faster
-  than float32 and within 1.35x of the floor. It quantizes the activation row to uint8 too (W8A8), with one
-  scale per call: an outlier channel in x costs precision on the others, so the activation's outlier channels
-  (|x| > OUTLIER x its median magnitude, at most MAX_OUTLIERS) are taken out of the quantized product and added
-  back exactly from their dequantized weight columns (LLM.int8()'s decomposition). Measured on SmolLM2 (see the
-  benchmark): logits of the int8 model vs float32 without / with the decomposition in results_quant.md.
-So few-row products (<= FAST_ROWS rows, no autograd, CPU) use fbgemm with a prepacked weight made on first use
+  than float32 and within 1.35x of the floor. It rounds the activation row to uint8 too (W8A8) with one scale
+  per call, which LLaMA-like activations do not survive: SmolLM2's rows span 100-400x their median magnitude
+  (outlier channels), and a single 8-bit pass gave logits 4-16% off float32 (relative L2; weight-only int8: 2-6%).
+  So each row is its own call (its own scale), and a row whose range exceeds RESIDUAL_RATIO x its mean |x| also
+  multiplies its rounding residual (at most half a step per channel) in a second call: ~16-bit activations,
+  logits as close as weight-only int8 (2-6%), at twice the time for those rows (most of SmolLM2's; Gaussian
+  rows such as the random GPT-2 benchmark's stay single). LLM.int8()'s split of outlier columns was tried
+  first: SmolLM2 has too many outlier channels for a 16-column split to help (16% -> 14%).
+So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use fbgemm with a prepacked weight made on first use
 and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept); more rows (prefill) and other
 devices multiply by the dequantized float weight (weight-only, exact to float32 rounding of w). On CUDA that
 is F.linear in the activation's dtype (untested here: no GPU was lent to this session).
@@ -132,10 +135,10 @@ def from_gguf_rows(raw: torch.Tensor, fmt: str) -> dict[str, torch.Tensor]:
 class QuantizedLinear(nn.Module):
     """y = x W^T + b with W kept as codes + scales (buffers) of one format; see the module docstring."""
 
-    FAST_ROWS = 8  # up to this many rows: fbgemm (int8) or chunked dequantization; more: one dequantized product
+    FAST_ROWS = 4  # up to this many rows: fbgemm (int8, a call per row) or chunked dequantization; more: one
+    #                dequantized product (prefill)
     CHUNK = 1024  # output rows dequantized at a time for few-row products of the block formats
-    OUTLIER = 8.0  # activation channels above OUTLIER x median |x| bypass the 8-bit activation (int8 format)
-    MAX_OUTLIERS = 16
+    RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
         super().__init__()
@@ -164,6 +167,11 @@ class QuantizedLinear(nn.Module):
     def buffers_dict(self) -> dict[str, torch.Tensor]:
         names = ("qweight", "scale", "min") if self.format not in ("int8", "q8_0") else ("qweight", "scale")
         return {n: getattr(self, n) for n in names}
+
+    def __getstate__(self):  # copy.deepcopy / pickle: the prepacked weight and the scratch buffer are caches
+        state = self.__dict__.copy()
+        state["_packed"], state["_buffer"] = None, None
+        return state
 
     @property
     def weight(self) -> torch.Tensor:
@@ -203,43 +211,64 @@ class QuantizedLinear(nn.Module):
         return packed
 
     def _fbgemm(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        outliers = None
-        mag = flat.abs()
-        if flat.shape[0] == 1 and self.in_features > self.MAX_OUTLIERS:
-            median = mag.median()
-            if float(mag.amax()) > self.OUTLIER * float(median):
-                outliers = torch.topk(mag[0], self.MAX_OUTLIERS).indices
-                outliers = outliers[mag[0, outliers] > self.OUTLIER * median]
-        if outliers is not None and outliers.numel():
-            inlier = flat.clone()
-            inlier[:, outliers] = 0
-            y = torch.ops.quantized.linear_dynamic(inlier, self._prepacked(), False)
-            cols = self.qweight[:, outliers].float() * self.scale[:, None]  # (out, n_outliers)
-            y = torch.addmm(y, flat[:, outliers], cols.t())
-        else:
-            y = torch.ops.quantized.linear_dynamic(flat, self._prepacked(), False)
+        flat = x.reshape(-1, self.in_features)  # (rows, in)
+        packed = self._prepacked()
+        # one call per row: fbgemm rounds its whole input with one scale, and rows differ in range (a first
+        # token's activations can be 100x the others')
+        y = self._fbgemm_row(flat.contiguous(), packed) if flat.shape[0] == 1 \
+            else torch.cat([self._fbgemm_row(row[None], packed) for row in flat])
         if bias is not None:
-            y = y + bias
+            y += bias
         return y.reshape(*x.shape[:-1], self.out_features)
+
+    def _fbgemm_row(self, row: torch.Tensor, packed) -> torch.Tensor:
+        """(1, in) -> (1, out). fbgemm rounds the row to 8 bits (step = range / 255); when the row's range is
+        RESIDUAL_RATIO x its mean magnitude or more (outlier channels) that step drowns the other channels, so
+        the rounding residual, at most half a step per channel, goes through a second product: ~16-bit
+        activations."""
+        y = torch.ops.quantized.linear_dynamic(row, packed, False)
+        lo, hi = torch.aminmax(row)
+        spread = (hi - lo) - self.RESIDUAL_RATIO / self.in_features * torch.linalg.vector_norm(row, 1)
+        if float(spread) <= 0:  # range <= RESIDUAL_RATIO x mean |x| (Gaussian rows: ~8)
+            return y
+        step = (torch.clamp(hi, min=0) - torch.clamp(lo, max=0)) / 255  # fbgemm's range includes 0
+        zero = torch.round(-torch.clamp(lo, max=0) / step)
+        rounded = (torch.clamp(torch.round(row / step) + zero, 0, 255) - zero) * step
+        return y + torch.ops.quantized.linear_dynamic(row - rounded, packed, False)
 
     # ------------------------------------------------------------------------- block formats: chunked
     def _chunked(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features)
         rows = min(self.CHUNK, self.out_features)
-        buf = self._buffer
-        if buf is None or buf.shape[0] != rows or buf.dtype != x.dtype:
-            buf = self._buffer = torch.empty(rows, self.in_features, dtype=x.dtype)
-        parts = self.buffers_dict()
+        if self._buffer is None or self._buffer[0].shape[0] != rows or self._buffer[0].dtype != x.dtype:
+            self._buffer = (torch.empty(rows, self.in_features, dtype=x.dtype),  # the chunk's float weights
+                            torch.empty(rows, self.in_features, dtype=torch.uint8))  # its unpacked codes
+        wbuf, cbuf = self._buffer
         outs = []
         for start in range(0, self.out_features, rows):
             stop = min(start + rows, self.out_features)
-            w = dequantize(self.format, {k: v[start:stop] for k, v in parts.items()}, x.dtype, out=buf[: stop - start])
+            w = self._dequantize_rows(start, stop, wbuf[: stop - start], cbuf[: stop - start])
             outs.append(flat @ w.t())  # (rows_x, chunk)
-        y = torch.cat(outs, dim=-1)  # (rows_x, out)
+        y = torch.cat(outs, dim=-1) if len(outs) > 1 else outs[0]  # (rows_x, out)
         if bias is not None:
             y = y + bias
         return y.reshape(*x.shape[:-1], self.out_features)
+
+    def _dequantize_rows(self, start: int, stop: int, w: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        """Rows start:stop of the float weight, written into w (rows, in) with codes (rows, in) uint8 as scratch:
+        each pass writes its result in place, no temporaries (the same numbers as dequantize())."""
+        n = stop - start
+        scale = self.scale[start:stop].to(w.dtype)[..., None]  # (n, blocks, 1)
+        blocks = w.view(n, -1, BLOCK)
+        if self.format == "q8_0":
+            blocks.copy_(self.qweight[start:stop].view(n, -1, BLOCK))
+            return blocks.mul_(scale).view(n, -1)
+        packed = self.qweight[start:stop].view(n, -1, BLOCK // 2)
+        c = codes.view(n, -1, BLOCK)
+        torch.bitwise_and(packed, 0xF, out=c[..., : BLOCK // 2])
+        torch.bitwise_right_shift(packed, 4, out=c[..., BLOCK // 2:])
+        blocks.copy_(c)
+        return blocks.mul_(scale).add_(self.min[start:stop].to(w.dtype)[..., None]).view(n, -1)
 
 
 class QuantizedEmbedding(nn.Module):
