@@ -238,6 +238,9 @@ def test_gguf_q_blocks_stay_quantized_and_compute_like_the_dequantized_file(tmp_
         assert torch.equal(loaded(ids).logits, reference(ids).logits)  # prefill: the decoded weights themselves
         step = loaded(ids[:, :1]).logits  # one row: chunked products, float32 summation order only
         assert torch.allclose(step, reference(ids[:, :1]).logits, rtol=1e-5, atol=1e-5)
+        plain, _ = G.load_gguf(tmp_path / "q.gguf", keep_quantized=False)  # the float32 way, on request
+        assert isinstance(plain.blocks[0].attn.qkv, torch.nn.Linear)
+        assert torch.equal(plain(ids).logits, reference(ids).logits)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none on this machine)")

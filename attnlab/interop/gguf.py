@@ -253,8 +253,10 @@ def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
                               f"{' ...' if len(wrong) > 8 else ''}")
 
 
-def load_gguf(path, device=None):
-    """(model, tokenizer) from a LLaMA-family GGUF file; weights dequantized to float32."""
+def load_gguf(path, device=None, keep_quantized: bool = True):
+    """(model, tokenizer) from a LLaMA-family GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay quantized
+    (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
+    attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
     reader = _reader(path)
     try:
@@ -269,7 +271,7 @@ def load_gguf(path, device=None):
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
     check_gguf_types(reader, str(path))
     check_gguf_shapes(reader, config, path)
-    formats = kept_quantized(reader, config)
+    formats = kept_quantized(reader, config) if keep_quantized else {}
     sources = {n for ours, names, _ in expand(llama_table(config), config) if ours in formats for n in names}
     tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies: the reader's map can go
     tokenizer = tokenizer_from_gguf(reader, str(path))
