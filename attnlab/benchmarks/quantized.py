@@ -124,11 +124,10 @@ def weight_bytes(model) -> int:
     from attnlab.layers.quantized import QuantizedLinear
     from attnlab.quantization import targets
 
-    total = 0
-    for name in targets(model):
+    total = sum(m.nbytes for m in model.modules() if isinstance(m, QuantizedLinear))
+    for name in targets(model):  # what is still float (a float model; a layer int4 kept float)
         module = model.get_submodule(name)
-        module = getattr(module, "proj", module)
-        total += module.nbytes if isinstance(module, QuantizedLinear) else module.weight.nbytes
+        total += getattr(module, "proj", module).weight.nbytes
     return total
 
 
