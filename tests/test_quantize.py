@@ -91,7 +91,7 @@ def _module(fmt: str, out_f=72, in_f=96, bias=True) -> QuantizedLinear:
 @pytest.mark.parametrize("rows", [1, 3, 20])
 def test_block_formats_multiply_like_f_linear_on_the_decoded_weight(fmt, rows):
     module = _module(fmt)
-    module.CHUNK = 16  # several chunks even at this size
+    module.CHUNK = 16 * 96  # 16 rows a chunk: several chunks even at this size
     x = torch.randn(rows, 96)
     with torch.no_grad():
         expected = F.linear(x, module.weight, module.bias)

@@ -32,9 +32,11 @@ and cached like Linear's decode copy (not a buffer; +1 byte per weight while kep
 devices multiply by the dequantized float weight (weight-only, exact to float32 rounding of w). On CUDA that
 is F.linear in the activation's dtype (untested here: no GPU was lent to this session).
 
-The 4-bit and Q8_0 products dequantize CHUNK output rows at a time into a reused float32 buffer and multiply
-each chunk (its codes are read once; the chunk stays in cache for its product): correct and bounded in memory,
-but not faster than float32 on this CPU (see the benchmark) -- their point is memory.
+The 4-bit and Q8_0 products dequantize CHUNK weights (whole output rows, 1 MB of float32) at a time into a
+reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded in
+memory, but 3-3.5x SLOWER than float32 per one-row product on this CPU (2.9 ms vs 0.85 ms at 768 x 3072: the
+unpacking passes cost more than the bytes they save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms). Their
+point is memory; `load_gguf(path, keep_quantized=False)` trades it back for float32 speed.
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ class QuantizedLinear(nn.Module):
 
     FAST_ROWS = 4  # up to this many rows: fbgemm (int8, a call per row) or chunked dequantization; more: one
     #                dequantized product (prefill)
-    CHUNK = 1024  # output rows dequantized at a time for few-row products of the block formats
+    CHUNK = 1 << 18  # weights dequantized at a time (whole rows) for few-row products of the block formats:
+    #                  1 MB of float32, so a chunk is still in the core's L2 cache when its product reads it
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
@@ -239,7 +242,7 @@ class QuantizedLinear(nn.Module):
     # ------------------------------------------------------------------------- block formats: chunked
     def _chunked(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features)
-        rows = min(self.CHUNK, self.out_features)
+        rows = min(max(1, self.CHUNK // self.in_features), self.out_features)
         if self._buffer is None or self._buffer[0].shape[0] != rows or self._buffer[0].dtype != x.dtype:
             self._buffer = (torch.empty(rows, self.in_features, dtype=x.dtype),  # the chunk's float weights
                             torch.empty(rows, self.in_features, dtype=torch.uint8))  # its unpacked codes
