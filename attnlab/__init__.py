@@ -18,7 +18,7 @@ _LAZY = {
     "build_model": "attnlab.build", "load": "attnlab.loading",
     "Decoder": "attnlab.models", "DualEncoder": "attnlab.models", "Encoder": "attnlab.models",
     "EncoderDecoder": "attnlab.models", "ModelOutput": "attnlab.models", "VisionTransformer": "attnlab.models",
-    "record": "attnlab.recording",
+    "record": "attnlab.recording", "quantize": "attnlab.quantization",
 }
 
 
@@ -46,7 +46,7 @@ def generate(model, input_ids, **kwargs):
 
 
 __all__ = [
-    "ModelConfig", "DualEncoderConfig", "presets", "build_model", "load", "generate", "record", "recording",
+    "ModelConfig", "DualEncoderConfig", "presets", "build_model", "load", "generate", "record", "recording", "quantize",
     "Encoder", "Decoder", "EncoderDecoder", "VisionTransformer", "DualEncoder", "ModelOutput",
     "AttnlabError", "ConfigError", "InputError", "CheckpointError",
 ]

@@ -25,6 +25,7 @@ LAYER_OF = {
     # what layers write to while they run: the recorder and the KV cache
     "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
     "attnlab.models": "models", "attnlab.build": "models",
+    "attnlab.quantization": "models",  # swaps a model's Linears for attnlab.layers.quantized; GGUF loading uses it
     "attnlab.storage": "storage", "attnlab.interop": "storage", "attnlab.loading": "storage",
     # a checkpoint carries its tokenizer: reading one is storage, training one is data (a feature) that uses it
     "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",

@@ -3,7 +3,9 @@
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
 quantized in blocks. Reading one means:
 1. check the architecture and every tensor's quantization type BEFORE allocating anything (nothing half-loaded);
-2. dequantize each tensor to float32 with the `gguf` package (gguf.quants.dequantize);
+2. keep Q8_0 / Q4_0 / Q4_1 matrices quantized (their row bytes become attnlab.layers.quantized buffers; blocks
+   run along the input dimension, so steps 3 and 4 move whole rows of bytes), dequantize every other tensor to
+   float32 with the `gguf` package (gguf.quants.dequantize);
 3. undo the row permutation llama.cpp's converter applies to W_Q and W_K (it regroups each head's rotary pairs
    from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
@@ -18,15 +20,17 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from attnlab.build import build_model, refuse_if_absurd
+from attnlab.build import allocate_empty, build_model, refuse_if_absurd
 from attnlab.config import ModelConfig
 from attnlab.data.tokenizers import Tokenizer as Wrapper
 from attnlab.errors import CheckpointError, ConfigError
 from attnlab.files import check_regular
-from attnlab.interop.mapping import GATE_UP, Concat, Rule, linear, rule, to_ours, to_theirs
-from attnlab.storage import materialize
+from attnlab.interop.mapping import GATE_UP, Concat, Rule, expand, linear, rule, to_ours, to_theirs
+from attnlab.layers.quantized import from_gguf_rows
+from attnlab.storage import check_shapes, materialize
 
 SUPPORTED_ARCHITECTURES = ("llama",)
+KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
 
@@ -147,18 +151,45 @@ def check_gguf_types(reader, source: str = "gguf") -> None:
                               f"{', '.join(SUPPORTED_TYPES)}")
 
 
-def read_gguf_tensors(reader, source: str = "gguf") -> dict[str, torch.Tensor]:
-    """Every tensor dequantized to float32, shaped like torch's (out, in). Types are checked first, all of them."""
+def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.Tensor]:
+    """Every tensor dequantized to float32, shaped like torch's (out, in); the names in `keep` (of a type in
+    KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row). Types are checked first."""
     from gguf.quants import dequantize
 
     check_gguf_types(reader, source)
     out = {}
     for t in reader.tensors:
         shape = tuple(int(n) for n in reversed(t.shape))  # GGUF lists the fastest-varying dimension first
+        if t.name in keep:
+            out[t.name] = torch.from_numpy(np.array(t.data, dtype=np.uint8).reshape(shape[0], -1))
+            continue
         values = dequantize(t.data, t.tensor_type)
         # np.array copies: the reader's arrays are views of a read-only memory map
         out[t.name] = torch.from_numpy(np.array(values, dtype=np.float32).reshape(shape))
     return out
+
+
+def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
+    """attnlab weight name -> quantized format, for each matrix whose GGUF sources all share one kept type.
+
+    A fused matrix (qkv, gate+up) is kept only when its parts share a type (their rows then concatenate as
+    bytes); a matrix whose parts mix types, or use another type (K-quants, F16), is dequantized to float32.
+    The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
+    """
+    types = {t.name: t.tensor_type.name for t in reader.tensors}
+    formats = {}
+    for ours, names, _ in expand(llama_table(config), config):
+        kinds = {types.get(n) for n in names}
+        if len(kinds) != 1 or not ours.endswith(".weight") or next(iter(kinds)) not in KEPT_QUANTIZED:
+            continue
+        if ours == "tokens.weight" and not config.tie_embeddings:
+            continue
+        if not (ours.startswith("blocks.") or ours in ("tokens.weight", "lm_head.proj.weight")):
+            continue
+        if ours.startswith("blocks.") and (".norm" in ours):
+            continue
+        formats[ours] = KEPT_QUANTIZED[next(iter(kinds))]
+    return formats
 
 
 def tokenizer_from_gguf(reader, source: str = "gguf"):
@@ -222,8 +253,10 @@ def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
                               f"{' ...' if len(wrong) > 8 else ''}")
 
 
-def load_gguf(path, device=None):
-    """(model, tokenizer) from a LLaMA-family GGUF file; weights dequantized to float32."""
+def load_gguf(path, device=None, keep_quantized: bool = True):
+    """(model, tokenizer) from a LLaMA-family GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay quantized
+    (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
+    attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
     reader = _reader(path)
     try:
@@ -238,12 +271,53 @@ def load_gguf(path, device=None):
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
     check_gguf_types(reader, str(path))
     check_gguf_shapes(reader, config, path)
-    tensors = read_gguf_tensors(reader, str(path))
+    formats = kept_quantized(reader, config) if keep_quantized else {}
+    sources = {n for ours, names, _ in expand(llama_table(config), config) if ours in formats for n in names}
+    tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies: the reader's map can go
+    tokenizer = tokenizer_from_gguf(reader, str(path))
+    del reader  # its parsed metadata (~60 MB of small objects for SmolLM2) is freed before the model is built
     state, missing = to_ours(llama_table(config), config, tensors)
     if missing:
         raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
     del tensors
-    return materialize(config, state, path, device), tokenizer_from_gguf(reader, str(path))
+    if not formats:
+        return materialize(config, state, path, device), tokenizer
+    return _quantized_model(config, state, formats, path, device), tokenizer
+
+
+def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], path, device):
+    """The model with the kept matrices' modules swapped for quantized ones holding `state`'s bytes.
+
+    The quantized buffers are converted one matrix at a time and put in place (no second copy: SmolLM2's
+    resident size stays near its file's); the float tensors are copied into the allocated model as usual.
+    """
+    from attnlab.quantization import replace
+
+    model = build_model(config, device="meta").eval()
+    modules = {("lm_head" if name in ("tokens.weight", "lm_head.proj.weight") else name.removesuffix(".weight")): fmt
+               for name, fmt in formats.items()}
+    replace(model, modules)
+    allocate_empty(model, device)  # uninitialised storage costs no resident memory until written
+    shapes = {n: tuple(t.shape) for n, t in state.items() if n not in formats}
+    for name, fmt in formats.items():
+        prefix = "lm_head.proj" if name in ("tokens.weight", "lm_head.proj.weight") else name.removesuffix(".weight")
+        module = model.get_submodule(prefix)
+        buffers = from_gguf_rows(state.pop(name), fmt)
+        got = {k: tuple(v.shape) for k, v in buffers.items()}
+        want = {k: tuple(v.shape) for k, v in module.buffers_dict().items()}
+        if got != want:
+            raise CheckpointError(f"{path}: {name} holds {fmt} blocks of shapes {got}, the model needs {want}")
+        swap = {id(old): buffers[k].to(device) if device is not None else buffers[k]
+                for k, old in module.buffers_dict().items()}
+        for m in model.modules():  # the linear and a tied QuantizedEmbedding share these buffers
+            m._buffers.update({k: swap[id(b)] for k, b in m._buffers.items() if id(b) in swap})
+        shapes.update({f"{prefix}.{k}": v for k, v in got.items()})
+    check_shapes(model, shapes, path)
+    expected = model.state_dict(keep_vars=True)
+    with torch.no_grad():
+        for name, tensor in state.items():
+            expected[name].copy_(tensor)
+    return model.eval()
 
 
 # ------------------------------------------------------------------------------------------------ writing

