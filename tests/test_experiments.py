@@ -1,9 +1,8 @@
 """The issue-17 experiment scripts (docs/experiments/): the pieces their verdicts rest on, on tiny inputs."""
 
+import re
 import sys
 from pathlib import Path
-
-import re
 
 import torch
 
