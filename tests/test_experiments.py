@@ -1,5 +1,6 @@
 """The issue-17 experiment scripts (docs/experiments/): the pieces their verdicts rest on, on tiny inputs."""
 
+import re
 import sys
 from pathlib import Path
 
@@ -8,7 +9,9 @@ import torch
 import attnlab
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "experiments"))
+import activations  # noqa: E402
 import heads_cost  # noqa: E402
+import ln_warmup  # noqa: E402
 import mask_after_softmax  # noqa: E402
 import recall_distance  # noqa: E402
 
@@ -50,3 +53,31 @@ def test_recall_target_is_the_value_after_the_marker():
     marker = (ids == recall_distance.MARK).float().argmax(1)  # (64,) the one marker per row
     assert torch.all((ids == recall_distance.MARK).sum(1) == 1) and torch.all(marker < 8)
     assert torch.equal(ids[torch.arange(64), marker + 1], target)
+
+
+def test_scaled_ffn_init_gives_the_activation_unit_variance_inputs():
+    for act, d_ff in (("gelu", 64), ("swiglu", 42)):
+        config = attnlab.ModelConfig(topology="decoder", vocab_size=11, d_model=64, n_heads=4, d_ff=d_ff, n_layers=2,
+                                     max_len=16, activation=act)
+        model = attnlab.build_model(config)
+        ids = torch.randint(0, 11, (4, 16))
+        default = activations.preactivation_std(model, ids)  # LayerNorm'd input (std 1) times std-0.02 weights
+        activations.scale_ffn_input(model, seed=0)
+        assert 0.12 < default < 0.2 and 0.85 < activations.preactivation_std(model, ids) < 1.15, (act, default)
+
+
+def test_ln_warmup_runs_the_recipe_with_the_sweeps_keys(tmp_path):
+    task, s = ln_warmup.task_for("post", 300, seed=2, steps=600, eval_every=150, model=ln_warmup.MODEL, out=tmp_path)
+    config = task.model.config
+    assert (config.norm_placement, config.n_layers, config.d_model) == ("post", 16, 64)
+    assert (s.warmup, s.steps, s.seed, s.lr, s.grad_clip, s.threads) == (300, 600, 2, 2e-3, 1.0, 1)
+
+
+def test_experiments_doc_names_scripts_and_figures_that_exist():
+    docs = Path(__file__).resolve().parent.parent / "docs"
+    text = (docs / "experiments.md").read_text()
+    scripts = set(re.findall(r"docs/experiments/(\w+\.py)", text))
+    figures = set(re.findall(r"\]\((img/[\w.-]+\.png)\)", text))
+    assert {"ln_warmup.py", "activations.py"} <= scripts and len(figures) >= 10
+    assert [s for s in scripts if not (docs / "experiments" / s).is_file()] == []
+    assert [f for f in figures if not (docs / f).is_file()] == []

@@ -1,0 +1,115 @@
+"""Issue 17.3: does post-LN need a learning-rate warmup where pre-LN does not? A warmup sweep for both.
+
+The gpt-char recipe at the depth where docs/experiments.md section 1 saw post-LN stall without warmup (16
+layers of width 64; 12 x 64 and 16 x 32 trained without warmup here, see the doc), shortened to --steps so the
+whole sweep fits in a CPU budget: every (seed, placement, warmup) is one run of `attnlab train gpt-char`'s
+task and Trainer (recipe_task + train), the other keys as in section 1 (lr 2e-3, clipping at 1.0, batch 12).
+Each finished run appends one JSON line to --jsonl at once, so a sweep cut off keeps what it finished.
+
+    python docs/experiments/ln_warmup.py --seeds 0 1 2 --jsonl ln_warmup.jsonl          # ~25 min CPU
+    python docs/experiments/ln_warmup.py --plot-only ln_warmup.jsonl --png docs/img/exp_ln_warmup.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import evals, figure, recipe_task, train  # noqa: E402
+
+MODEL = dict(n_layers=16, d_model=64, n_heads=4, d_ff=256)
+UNIGRAM = 3.2  # val loss of a model that learned only character frequencies (docs/experiments.md)
+
+
+def task_for(placement: str, warmup: int, seed: int, steps: int, eval_every: int, model: dict, out: str):
+    """(task, settings) of one run: `attnlab train gpt-char` with these keys and section 1's others."""
+    return recipe_task("gpt-char", out, **model, norm_placement=placement, warmup=warmup, steps=steps,
+                       eval_every=eval_every, seed=seed)
+
+
+def run(placement: str, warmup: int, seed: int, steps: int, eval_every: int, model: dict, out: str) -> dict:
+    task, s = task_for(placement, warmup, seed, steps, eval_every, model, out)
+    history = train(task, s)
+    norms = [r["grad_norm"] for r in history[20:] if "grad_norm" in r]  # after the first 20 steps
+    return {"placement": placement, "warmup": warmup, "seed": seed, "steps": steps, **model,
+            "val": evals(history), "first_loss": history[0]["loss"], "final_train_loss": history[-1]["loss"],
+            "grad_norm_median": statistics.median(norms) if norms else None,
+            "clipped_fraction": sum(n > s.grad_clip for n in norms) / max(1, len(norms))}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--placements", nargs="+", default=["post", "pre"])
+    ap.add_argument("--warmups", type=int, nargs="+", default=[0, 100, 300, 600])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--eval-every", type=int, default=200)
+    ap.add_argument("--n-layers", type=int, default=MODEL["n_layers"])
+    ap.add_argument("--d-model", type=int, default=MODEL["d_model"])
+    ap.add_argument("--jsonl", default="", help="append one JSON line per finished run to this file")
+    ap.add_argument("--out", default="/tmp/exp17/ln_warmup")
+    ap.add_argument("--png", default="")
+    ap.add_argument("--plot-only", nargs="+", default=[], metavar="JSONL",
+                    help="draw --png from the JSON lines of earlier runs, without training")
+    args = ap.parse_args()
+    if args.plot_only:
+        return plot([json.loads(line) for p in args.plot_only for line in open(p) if line.startswith("{")], args.png)
+    torch.set_num_threads(1)
+    model = dict(MODEL, n_layers=args.n_layers, d_model=args.d_model, d_ff=4 * args.d_model)
+    results = []
+    for seed in args.seeds:  # seed-major: a sweep cut off has every setting at the first seeds
+        for placement in args.placements:
+            for warmup in args.warmups:
+                row = run(placement, warmup, seed, args.steps, args.eval_every, model, args.out)
+                results.append(row)
+                line = json.dumps(row)
+                print(line, flush=True)
+                if args.jsonl:
+                    with open(args.jsonl, "a") as f:
+                        f.write(line + "\n")
+    plot(results, args.png)
+
+
+def plot(results: list[dict], png: str) -> None:
+    """Left: final val loss against warmup, one point per seed. Right: the val curves of seed 0."""
+    if not png or not results:
+        return
+    fig, (left, right) = figure(width=10, height=3.6, ncols=2)
+    warmups = sorted({r["warmup"] for r in results})
+    for i, placement in enumerate(("pre", "post")):
+        rows = [r for r in results if r["placement"] == placement]
+        if not rows:
+            continue
+        x = [warmups.index(r["warmup"]) + (i - 0.5) * 0.12 for r in rows]  # side by side, not on top
+        left.plot(x, [r["val"][-1][1] for r in rows], "o", color=f"C{i}", alpha=0.8, label=f"{placement}-LN")
+        for r in rows:
+            if r["seed"] == min(q["seed"] for q in results):
+                right.plot(*zip(*r["val"], strict=True), "o-" if placement == "pre" else "s--", ms=3,
+                           color=f"C{i}", alpha=0.4 + 0.6 * warmups.index(r["warmup"]) / max(1, len(warmups) - 1),
+                           label=f"{placement}-LN, warmup {r['warmup']}")
+    for ax in (left, right):
+        ax.axhline(UNIGRAM, color="grey", lw=0.8, ls=":")
+        ax.grid(alpha=0.3)
+    r0 = results[0]
+    left.set_xticks(range(len(warmups)), [str(w) for w in warmups])
+    left.set_xlabel("warmup steps")
+    left.set_ylabel(f"val loss at step {r0['steps']} (nats/char)")
+    left.set_title(f"{r0['n_layers']} layers x {r0['d_model']}, {r0['steps']} steps, seeds "
+                   f"{', '.join(map(str, sorted({r['seed'] for r in results})))}; dotted: unigram", fontsize=9)
+    left.legend(fontsize=8)
+    right.set_xlabel("step")
+    right.set_ylabel("val loss")
+    right.set_title(f"seed {min(r['seed'] for r in results)}", fontsize=9)
+    right.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(png)
+
+
+if __name__ == "__main__":
+    main()
