@@ -30,6 +30,7 @@ LAYER_OF = {
     "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
+    "attnlab.evaluation": "features",  # perplexity and top-1 agreement of a model on a token sequence
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
     "attnlab.benchmarks": "faces",  # timing attnlab against its peers: above everything it times
 }
