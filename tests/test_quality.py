@@ -3,7 +3,9 @@ and the `--quantize` option of `attnlab generate` / `attnlab explore` (refusals,
 
 from __future__ import annotations
 
+import importlib
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -97,3 +99,90 @@ def test_a_window_past_the_positions_is_refused():
     model = attnlab.build_model(attnlab.presets["tiny-decoder"].replace(max_len=16))
     with pytest.raises(attnlab.InputError, match="exceeds the model's 16 positions"):
         perplexity(model, torch.zeros(40, dtype=torch.long), window=32)
+
+
+# ------------------------------------------------------------------------------------------ --quantize
+GPT_CHAR = Path(__file__).resolve().parent.parent / "attnlab" / "assets" / "checkpoints" / "gpt-char"
+needs_quantize = pytest.mark.skipif(not hasattr(attnlab, "quantize"),
+                                    reason="attnlab.quantize (the quant branch) is not in this install")
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str, str]:
+    from attnlab.cli import main
+
+    try:
+        code = main([str(a) for a in argv])
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.mark.parametrize("scheme", ["int3", "INT8", "fp16", ""])
+def test_generate_refuses_an_unknown_scheme_before_loading(scheme, monkeypatch, capsys):
+    monkeypatch.setattr("attnlab.cli.generate._load", lambda spec: pytest.fail("the model must not load"))
+    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", scheme], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    assert f"quantize={scheme!r} (--quantize)" in err and "none, int8, int4" in err, err
+
+
+def test_explore_refuses_an_unknown_scheme_before_its_banner(monkeypatch, capsys):
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
+    code, out, err = _run(["explore", "--quantize", "int2", "--no-browser"], capsys)
+    assert code == 2 and "http://" not in out and "quantize='int2'" in err and "none, int8, int4" in err, err
+
+
+def test_quantize_defaults_to_none_and_none_changes_nothing(capsys):
+    from attnlab.cli import build_parser
+
+    assert build_parser().parse_args(["generate", "m", "--prompt", "a"]).quantize == "none"
+    assert build_parser().parse_args(["explore"]).quantize == "none"
+    runs = [_run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", *extra], capsys)
+            for extra in ([], ["--quantize", "none"])]
+    assert runs[0][0] == runs[1][0] == 0 and runs[0][1] == runs[1][1] and runs[0][1].strip(), runs
+
+
+def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
+    from attnlab.explorer.registry import build_registry
+
+    with pytest.raises(attnlab.InputError, match="none, int8, int4"):
+        build_registry([], shipped=False, pretrained=False, quantize="int2")
+    plain = build_registry([GPT_CHAR], shipped=False, pretrained=False, quantize="none")
+    assert plain.quantize is None and plain.entry("path").label == "gpt-char (command line)"
+    quantized = build_registry([GPT_CHAR], shipped=False, pretrained=False, quantize="int4")
+    assert quantized.quantize == "int4" and quantized.entry("path").label == "gpt-char (command line) · int4 weights"
+    assert quantized.entry("toy").label == plain.entry("toy").label  # the hand-set toy is never quantized
+    toy = quantized.get("toy").model  # loads without attnlab.quantize: nothing to quantize
+    assert all(p.dtype == torch.float32 for p in toy.state_dict().values())
+
+
+@needs_quantize
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
+    """The CLI's text is the quantized model's greedy text, and the scheme reached attnlab.quantize."""
+    quantize_module = importlib.import_module("attnlab.quantize")  # the module, whatever attnlab.quantize names
+    real, asked = quantize_module.quantize, []
+    monkeypatch.setattr(quantize_module, "quantize", lambda model, s: asked.append(s) or real(model, s))
+    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", "--quantize", scheme],
+                          capsys)
+    assert code == 0 and asked == [scheme], err
+    model, tokenizer = attnlab.load(GPT_CHAR)
+    expected = attnlab.generate(real(model, scheme), [tokenizer.encode("def ")], max_new_tokens=12,
+                                tokenizer=tokenizer).texts[0]
+    assert out == expected + "\n"
+
+
+@needs_quantize
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_explorer_serves_the_quantized_model(scheme):
+    from attnlab.explorer.registry import build_registry
+
+    quantize = importlib.import_module("attnlab.quantize").quantize
+    served = build_registry([GPT_CHAR], shipped=False, pretrained=False, quantize=scheme).get("path").model
+    reference = quantize(attnlab.load(GPT_CHAR)[0], scheme).eval()
+    float_model = attnlab.load(GPT_CHAR)[0].eval()
+    ids = torch.tensor([[5, 9, 2, 7, 1, 3]])
+    with torch.no_grad():
+        logits = served(ids).logits
+        assert torch.equal(logits, reference(ids).logits)
+        assert not torch.equal(logits, float_model(ids).logits)  # quantized: not the float weights

@@ -10,6 +10,7 @@ import errno
 import socket
 from pathlib import Path
 
+from attnlab.cli import quantizing
 from attnlab.errors import InputError
 
 HELP = "open the Transformer Explorer web app in a browser"
@@ -22,6 +23,7 @@ def add_arguments(p) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
+    quantizing.add_argument(p)  # applied to every model served but the hand-set toy
 
 
 def check_paths(paths: list[str]) -> None:
@@ -77,6 +79,7 @@ def served(entries: list[dict]) -> list[str]:
 
 def run(args) -> int:
     check_paths(args.paths)
+    quantizing.check(args.quantize)
     check_address(args.host, args.port)
     import threading
     import webbrowser
@@ -86,7 +89,7 @@ def run(args) -> int:
     from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 
-    registry = build_registry(args.paths)
+    registry = build_registry(args.paths, quantize=args.quantize)
     app = create_app(registry, host=args.host)  # requests must name this host (or localhost): no DNS rebinding
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL

@@ -15,6 +15,7 @@ import math
 import sys
 import time
 
+from attnlab.cli import quantizing
 from attnlab.errors import InputError
 
 HELP = "stream generated text from a checkpoint (greedy, sampling or beams; with or without cache)"
@@ -43,6 +44,7 @@ def add_arguments(p) -> None:
                    help="seed for sampling, 0 <= seed < 2^64 (same seed, same text)")
     p.add_argument("--no-cache", action="store_true", help="recompute the whole sequence every step (slow)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
+    quantizing.add_argument(p)
 
 
 def check_options(args) -> None:
@@ -64,6 +66,7 @@ def check_options(args) -> None:
         raise bad("--beams", args.beams, "use an integer >= 1 (1 = no beam search)")
     if args.seed is not None and not 0 <= args.seed < SEED_LIMIT:
         raise bad("--seed", args.seed, "use an integer in [0, 2^64)")
+    quantizing.check(args.quantize)
 
 
 def _load(spec: str):
@@ -138,6 +141,7 @@ def run(args) -> int:
     topology = getattr(getattr(model, "config", None), "topology", type(model).__name__)
     if topology not in ("decoder", "encoder-decoder"):
         raise InputError(f"{args.model} is a {topology} model: generation needs a Decoder or an EncoderDecoder")
+    model = quantizing.apply(model, args.quantize)
     ids = prompt_ids(args, tokenizer, model.config.vocab_size)
     max_new_tokens, sliding, note = plan_length(model.config, len(ids), args.max_new_tokens)
     if note:
