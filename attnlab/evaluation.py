@@ -81,9 +81,11 @@ def score_tokens(model, token_ids, window: int, stride: int | None = None) -> To
         for start, first, end in spans:
             chunk = ids[start:end].to(device)[None]  # (1, L)
             logits = model(chunk).logits[0]  # (L, vocab): row i predicts chunk[i + 1]
-            rows = logits[first - start - 1:end - start - 1].double().log_softmax(-1)  # (scored, vocab)
+            rows = logits[first - start - 1:end - start - 1].float()  # (scored, vocab)
             targets = ids[first:end].to(device)  # (scored,)
-            logprobs.append(rows.gather(-1, targets[:, None])[:, 0].cpu())
+            # log p = logit - logsumexp(logits), without a (scored, vocab) log-softmax copy (49k-token vocabularies)
+            picked = rows.gather(-1, targets[:, None])[:, 0] - rows.logsumexp(-1)  # (scored,)
+            logprobs.append(picked.double().cpu())
             top1.append(rows.argmax(-1).cpu())
     finally:
         model.train(training)

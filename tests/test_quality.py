@@ -57,7 +57,7 @@ def hf_windowed_nll(hf, ids: torch.Tensor, window: int, stride: int) -> tuple[fl
 @pytest.mark.parametrize("n, window, stride", [(100, 32, 31), (100, 32, 8), (33, 32, None), (7, 32, None)])
 def test_perplexity_equals_hugging_face_loss(llama_pair, n, window, stride):
     """Same weights, same windows: attnlab's perplexity == exp(HF's summed loss / tokens), within 1e-5 relative
-    (float32 forward passes; the sums are float64 on both sides)."""
+    (float32 forward passes and log-probabilities; the sums over tokens are float64 on both sides)."""
     hf, ours = llama_pair
     ids = torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(n))
     total, count = hf_windowed_nll(hf, ids, window, window - 1 if stride is None else stride)
