@@ -171,6 +171,21 @@ def weight_bytes(model) -> int:
     return total
 
 
+def stored_dtypes(model) -> list[str]:
+    """The dtypes of the model's saved matrices (2-D or more), e.g. ["float32", "int8"]: what the variant holds."""
+    return sorted({str(t.dtype).removeprefix("torch.") for t in model.state_dict().values() if t.dim() >= 2})
+
+
+def check_variant(name: str, dtypes: list[str]) -> None:
+    """float32 must hold only float32 matrices (a loader that keeps GGUF blocks by default would make the reference
+    itself quantized), and a quantized variant some integer ones (else it measured float weights)."""
+    if name == "float32" and dtypes != ["float32"]:
+        raise SystemExit(f"the float32 reference holds {dtypes}: attnlab.load kept quantized blocks; this script "
+                         "needs updating to ask for float32")
+    if name != "float32" and all(d.startswith(("float", "bfloat")) for d in dtypes):
+        raise SystemExit(f"variant {name} holds only {dtypes}: nothing was quantized")
+
+
 def linear_weights(model) -> int:
     """Number of weights in the matrices quantization targets (every linear layer and the token embedding, counted
     once when tied), from the float model: the denominator of bytes per weight."""
@@ -198,6 +213,7 @@ class Result:
     available: bool = True
     reason: str = ""
     bytes: int = 0
+    dtypes: list[str] = field(default_factory=list)  # of the saved matrices
     seconds: float = 0.0  # process CPU seconds to score the texts (information, not a speed benchmark)
     nll: dict[str, float] = field(default_factory=dict)
     ppl: dict[str, float] = field(default_factory=dict)
@@ -250,7 +266,8 @@ def run(args) -> list[Result]:
             texts = build_texts(tokenizer, args.tokens, args.prompts, args.prompt_tokens)
             args.weights = linear_weights(model)
             args.documents = texts.documents
-        result.bytes = weight_bytes(model)
+        result.bytes, result.dtypes = weight_bytes(model), stored_dtypes(model)
+        check_variant(name, result.dtypes)
         scores = {}
         cpu = time.process_time()
         for language, ids in texts.ids.items():
@@ -280,20 +297,20 @@ def render(results: list[Result], args, command: str) -> str:
              f"first {args.documents['fr']}), windows of {args.window} tokens, {args.tokens - 1} scored per "
              f"language; greedy: {args.prompts} prompts x {args.new_tokens} new tokens "
              f"({args.prompt_tokens}-token prompts)",
-             "", "| variant | weight MiB | ppl es | change es | ppl fr | change fr | top-1 agree es / fr "
+             "", "| variant | matrices as | weight MiB | ppl es | change es | ppl fr | change fr | top-1 agree es / fr "
                  "| greedy agree | prefix |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if not r.available:
-            lines.append(f"| {r.variant} | not available: {r.reason} | | | | | | | |")
+            lines.append(f"| {r.variant} | not available: {r.reason} | | | | | | | | |")
             continue
 
         def change(lang, r=r):
             lo, hi = r.change_ci[lang]
             return f"{r.change[lang]:+.2%} ({lo:+.2%} .. {hi:+.2%})"
 
-        lines.append(f"| {r.variant} | {r.bytes / 2**20:.0f} | {r.ppl['es']:.3f} | {change('es')} | "
-                     f"{r.ppl['fr']:.3f} | {change('fr')} | {r.top1['es']:.1%} / {r.top1['fr']:.1%} | "
+        lines.append(f"| {r.variant} | {', '.join(r.dtypes)} | {r.bytes / 2**20:.0f} | {r.ppl['es']:.3f} | "
+                     f"{change('es')} | {r.ppl['fr']:.3f} | {change('fr')} | {r.top1['es']:.1%} / {r.top1['fr']:.1%} | "
                      f"{r.greedy:.1%} | {r.prefix:.1f} / {args.new_tokens} |")
     lines.append("")
     lines.append(f"change: ppl / ppl(float32) - 1, with +-2 standard errors of the paired per-token difference in "
