@@ -31,6 +31,10 @@ def apply(model, scheme):
     if scheme in (None, "none"):
         return model
     check(scheme)
-    from attnlab.quantize import quantize
-
+    try:
+        from attnlab.quantize import quantize
+    except ModuleNotFoundError as exc:
+        if exc.name != "attnlab.quantize":  # a broken import inside it is a bug to see, not a missing feature
+            raise
+        raise InputError(f"--quantize {scheme}: this attnlab has no attnlab.quantize; use --quantize none") from None
     return quantize(model, scheme)
