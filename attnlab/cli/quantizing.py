@@ -27,14 +27,14 @@ def check(scheme) -> None:
 
 
 def apply(model, scheme):
-    """The model with its weights quantized by `scheme` (in place); unchanged for "none" or None."""
+    """The model in eval mode with its weights quantized by `scheme` (in place); only put in eval mode for "none"
+    or None. (attnlab.quantize takes eval-mode models only: quantized weights cannot be trained.)"""
     if scheme in (None, "none"):
-        return model
+        return model.eval()
     check(scheme)
-    try:
-        from attnlab.quantize import quantize
-    except ModuleNotFoundError as exc:
-        if exc.name != "attnlab.quantize":  # a broken import inside it is a bug to see, not a missing feature
-            raise
-        raise InputError(f"--quantize {scheme}: this attnlab has no attnlab.quantize; use --quantize none") from None
-    return quantize(model, scheme)
+    import attnlab
+
+    quantize = getattr(attnlab, "quantize", None)  # attnlab.quantization.quantize, exported lazily
+    if quantize is None:
+        raise InputError(f"--quantize {scheme}: this attnlab has no attnlab.quantize; use --quantize none")
+    return quantize(model.eval(), scheme)

@@ -162,9 +162,9 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
 
     model, tok = load(entry.source)
     if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, recorded as a model alone
-        return Loaded(entry.id, entry.label + " · image tower", apply(model.tower_a, quantize).eval(), None,
+        return Loaded(entry.id, entry.label + " · image tower", apply(model.tower_a, quantize), None,
                       kind=entry.kind)
-    model = apply(model, quantize).eval()
+    model = apply(model, quantize)  # in eval mode, quantized or not
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
 
 
