@@ -271,3 +271,29 @@ def test_the_decode_path_scores_what_one_forward_scores(llama_pair, step):
     whole, stepped = score_tokens(ours, ids, 24), score_tokens(ours, ids, 24, step=step)
     torch.testing.assert_close(stepped.logprobs, whole.logprobs, rtol=0, atol=1e-5)
     assert torch.equal(stepped.top1, whole.top1)
+
+
+def test_a_model_stored_quantized_is_left_as_it_is(monkeypatch, capsys):
+    """A GGUF whose blocks attnlab.load keeps holds integer codes already: --quantize says so and changes nothing
+    (quantizing 4-bit codes again would only lose precision), in `generate` and in the explorer."""
+    from attnlab.cli import quantizing
+    from attnlab.explorer.registry import build_registry
+
+    def stored_quantized(*args, **kwargs):
+        model, tokenizer = real_load(GPT_CHAR)
+        model.register_buffer("codes", torch.zeros(4, dtype=torch.uint8))  # as a kept block format's buffers
+        return model, tokenizer
+
+    real_load = attnlab.load
+    monkeypatch.setattr(attnlab, "quantize", lambda *a: pytest.fail("must not quantize again"), raising=False)
+    model, _ = stored_quantized()
+    assert quantizing.already_quantized(model) and not quantizing.already_quantized(real_load(GPT_CHAR)[0])
+    assert quantizing.apply(model.train(), "int4") is model and not model.training
+    monkeypatch.setattr("attnlab.loading.load", stored_quantized)
+    registry = build_registry([GPT_CHAR], shipped=False, pretrained=False, quantize="int8")
+    assert registry.get("path").label == "gpt-char (command line) · its file's quantized blocks"
+    assert registry.list()[-1]["label"] == "gpt-char (command line) · its file's quantized blocks"
+    monkeypatch.setattr("attnlab.cli.generate._load", stored_quantized)
+    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "4", "--quantize", "int8"],
+                          capsys)
+    assert code == 0 and "is stored quantized" in err and "--quantize int8 leaves it as it is" in err, err

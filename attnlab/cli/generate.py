@@ -141,6 +141,9 @@ def run(args) -> int:
     topology = getattr(getattr(model, "config", None), "topology", type(model).__name__)
     if topology not in ("decoder", "encoder-decoder"):
         raise InputError(f"{args.model} is a {topology} model: generation needs a Decoder or an EncoderDecoder")
+    if args.quantize != "none" and quantizing.already_quantized(model):
+        print(f"[{args.model} is stored quantized (its own blocks are kept): --quantize {args.quantize} leaves it "
+              "as it is]", file=sys.stderr, flush=True)
     model = quantizing.apply(model, args.quantize)
     ids = prompt_ids(args, tokenizer, model.config.vocab_size)
     max_new_tokens, sliding, note = plan_length(model.config, len(ids), args.max_new_tokens)

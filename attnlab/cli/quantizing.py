@@ -26,10 +26,17 @@ def check(scheme) -> None:
                          "(none keeps the weights as loaded)")
 
 
+def already_quantized(model) -> bool:
+    """Whether the model holds integer weight codes already (a GGUF file whose Q8_0 / Q4_0 / Q4_1 blocks
+    attnlab.load keeps): quantizing it again is refused by attnlab.quantize, and would only lose precision."""
+    return any(not (b.dtype.is_floating_point or b.dtype.is_complex) for b in model.buffers())
+
+
 def apply(model, scheme):
     """The model in eval mode with its weights quantized by `scheme` (in place); only put in eval mode for "none"
-    or None. (attnlab.quantize takes eval-mode models only: quantized weights cannot be trained.)"""
-    if scheme in (None, "none"):
+    or None, or when it is quantized already (callers say so: `already_quantized`). attnlab.quantize takes
+    eval-mode models only: quantized weights cannot be trained."""
+    if scheme in (None, "none") or already_quantized(model):
         return model.eval()
     check(scheme)
     import attnlab

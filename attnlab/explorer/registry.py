@@ -156,7 +156,7 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
-    from attnlab.cli.quantizing import apply
+    from attnlab.cli.quantizing import already_quantized, apply
     from attnlab.loading import load
     from attnlab.models import DualEncoder
 
@@ -164,6 +164,8 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
     if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, recorded as a model alone
         return Loaded(entry.id, entry.label + " · image tower", apply(model.tower_a, quantize), None,
                       kind=entry.kind)
+    if quantize is not None and already_quantized(model):  # a GGUF whose blocks stay as the file stores them
+        entry.label = entry.label.replace(f" · {quantize} weights", " · its file's quantized blocks")
     model = apply(model, quantize)  # in eval mode, quantized or not
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
 
