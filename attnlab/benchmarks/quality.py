@@ -32,7 +32,7 @@ Agreement is the fraction of generated positions where the variant's token equal
 (free running: after a first difference the texts usually part, so this is stricter than top-1 agreement), and
 "prefix" the mean number of tokens before the first difference.
 
-    python -m attnlab.benchmarks.quality                       # every variant, 8192 tokens per language, 1 thread
+    python -m attnlab.benchmarks.quality                       # every variant, 4096 tokens per language, 1 thread
     python -m attnlab.benchmarks.quality --variants float32,int8 --tokens 2048 --save results.json
     python -m attnlab.benchmarks.quality --quick               # 1024 tokens per language: a smoke run, not a result
 """
@@ -290,12 +290,26 @@ def run(args) -> list[Result]:
         result.change, result.change_ci, result.top1 = compare(scores, reference)
         result.decode_change, result.decode_change_ci, result.decode_top1 = compare(decoded, reference_decode)
         result.greedy, result.prefix = agreement(generated, reference_tokens)
-        print(f"{name}: " + ", ".join(f"ppl {k} {v:.3f}" for k, v in result.ppl.items())
-              + f", greedy agreement {result.greedy:.1%} ({result.seconds:.0f} s CPU scoring)", file=sys.stderr,
-              flush=True)
+        print(f"{row(result, args)}  ({result.seconds:.0f} s CPU scoring)", file=sys.stderr, flush=True)
         results.append(result)
         del model
     return results
+
+
+def row(r: Result, args) -> str:
+    """One variant's line of the results table."""
+    if not r.available:
+        return f"| {r.variant} | not available: {r.reason} | | | | | | | | | |"
+
+    def change(lang):
+        lo, hi = r.change_ci[lang]
+        return f"{r.change[lang]:+.2%} ({lo:+.2%} .. {hi:+.2%})"
+
+    decode = " / ".join(f"{r.decode_change[k]:+.2%}" for k in r.decode_change) + (
+        f" ({' / '.join(f'{v:.1%}' for v in r.decode_top1.values())})" if r.decode_change else "-")
+    return (f"| {r.variant} | {', '.join(r.dtypes)} | {r.bytes / 2**20:.0f} | {r.ppl['es']:.3f} | {change('es')} | "
+            f"{r.ppl['fr']:.3f} | {change('fr')} | {r.top1['es']:.1%} / {r.top1['fr']:.1%} | {decode} | "
+            f"{r.greedy:.1%} | {r.prefix:.1f} / {args.new_tokens} |")
 
 
 def render(results: list[Result], args, command: str) -> str:
@@ -312,21 +326,7 @@ def render(results: list[Result], args, command: str) -> str:
              "", "| variant | matrices as | weight MiB | ppl es | change es | ppl fr | change fr | top-1 agree es / fr "
                  "| decode path: change es / fr (top-1) | greedy agree | prefix |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for r in results:
-        if not r.available:
-            lines.append(f"| {r.variant} | not available: {r.reason} | | | | | | | | | |")
-            continue
-
-        def change(lang, r=r):
-            lo, hi = r.change_ci[lang]
-            return f"{r.change[lang]:+.2%} ({lo:+.2%} .. {hi:+.2%})"
-
-        decode = " / ".join(f"{r.decode_change[k]:+.2%}" for k in r.decode_change) + (
-            f" ({' / '.join(f'{v:.1%}' for v in r.decode_top1.values())})" if r.decode_change else "-")
-
-        lines.append(f"| {r.variant} | {', '.join(r.dtypes)} | {r.bytes / 2**20:.0f} | {r.ppl['es']:.3f} | "
-                     f"{change('es')} | {r.ppl['fr']:.3f} | {change('fr')} | {r.top1['es']:.1%} / {r.top1['fr']:.1%} | "
-                     f"{decode} | {r.greedy:.1%} | {r.prefix:.1f} / {args.new_tokens} |")
+    lines += [row(r, args) for r in results]
     lines.append("")
     lines.append(f"change: ppl / ppl(float32) - 1, with +-2 standard errors of the paired per-token difference in "
                  f"parentheses; weight MiB: the model's saved tensors ({args.weights / 1e6:.1f} M weights in its "
@@ -345,13 +345,13 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--variants", default=",".join(VARIANTS), help=f"comma-separated, of {', '.join(VARIANTS)} "
                                                                       "(float32, the reference, always runs)")
-    parser.add_argument("--tokens", type=int, default=8192, help="perplexity text per language, tokens")
+    parser.add_argument("--tokens", type=int, default=4096, help="perplexity text per language, tokens")
     parser.add_argument("--window", type=int, default=1024, help="tokens per forward pass (context)")
-    parser.add_argument("--decode-tokens", type=int, default=512,
+    parser.add_argument("--decode-tokens", type=int, default=128,
                         help="tokens per language also scored one at a time through the KV cache (0: skip)")
-    parser.add_argument("--prompts", type=int, default=16, help="greedy prompts (half es, half fr)")
+    parser.add_argument("--prompts", type=int, default=8, help="greedy prompts (half es, half fr)")
     parser.add_argument("--prompt-tokens", type=int, default=16)
-    parser.add_argument("--new-tokens", type=int, default=32, help="greedy tokens per prompt")
+    parser.add_argument("--new-tokens", type=int, default=16, help="greedy tokens per prompt")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steady on a shared machine)")
     parser.add_argument("--save", default=None, help="also write the results as JSON to this file")
     parser.add_argument("--quick", action="store_true", help="a smoke run (about a minute a variant): "
