@@ -32,6 +32,7 @@ LAYER_OF = {
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
     "attnlab.threads": "features",  # how many torch threads generation and training use (a measured policy)
+    "attnlab.evaluation": "features",  # perplexity and top-1 agreement of a model on a token sequence
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
     "attnlab.benchmarks": "faces",  # timing attnlab against its peers: above everything it times
 }

@@ -10,6 +10,7 @@ import errno
 import socket
 from pathlib import Path
 
+from attnlab.cli import quantizing
 from attnlab.errors import InputError
 
 HELP = "open the Transformer Explorer web app in a browser"
@@ -25,6 +26,7 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", default="auto",
                    help="torch threads per model request: a positive integer, or auto (default: as many as are "
                         "free, shared between the requests running at once)")
+    quantizing.add_argument(p)  # applied to every model served but the hand-set toy
 
 
 def check_paths(paths: list[str]) -> None:
@@ -83,6 +85,7 @@ def run(args) -> int:
 
     threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
     check_paths(args.paths)
+    quantizing.check(args.quantize)
     check_address(args.host, args.port)
     import threading
     import webbrowser
@@ -92,7 +95,7 @@ def run(args) -> int:
     from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 
-    registry = build_registry(args.paths)
+    registry = build_registry(args.paths, quantize=args.quantize)
     # requests must name this host (or localhost): no DNS rebinding
     app = create_app(registry, host=args.host, threads=threads)
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host

@@ -15,6 +15,7 @@ import math
 import sys
 import time
 
+from attnlab.cli import quantizing
 from attnlab.errors import InputError
 
 HELP = "stream generated text from a checkpoint (greedy, sampling or beams; with or without cache)"
@@ -46,6 +47,7 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", default="auto",
                    help="torch threads: a positive integer, or auto (default: as many as are free and measured "
                         "useful for a decoding step here)")
+    quantizing.add_argument(p)
 
 
 def check_options(args) -> None:
@@ -70,6 +72,7 @@ def check_options(args) -> None:
     from attnlab.threads import check_threads
 
     args.threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
+    quantizing.check(args.quantize)
 
 
 def _load(spec: str):
@@ -144,6 +147,10 @@ def run(args) -> int:
     topology = getattr(getattr(model, "config", None), "topology", type(model).__name__)
     if topology not in ("decoder", "encoder-decoder"):
         raise InputError(f"{args.model} is a {topology} model: generation needs a Decoder or an EncoderDecoder")
+    if args.quantize != "none" and quantizing.already_quantized(model):
+        print(f"[{args.model} is stored quantized (its own blocks are kept): --quantize {args.quantize} leaves it "
+              "as it is]", file=sys.stderr, flush=True)
+    model = quantizing.apply(model, args.quantize)
     ids = prompt_ids(args, tokenizer, model.config.vocab_size)
     max_new_tokens, sliding, note = plan_length(model.config, len(ids), args.max_new_tokens)
     if note:

@@ -91,8 +91,9 @@ def _package_folder(module: str) -> Path | None:
 
 
 class Registry:
-    def __init__(self, entries: list[Entry]):
+    def __init__(self, entries: list[Entry], quantize: str | None = None):
         self.entries = {e.id: e for e in entries}
+        self.quantize = None if quantize == "none" else quantize  # applied by _load to the models from files
 
     def list(self) -> list[dict[str, Any]]:
         return [e.describe() for e in self.entries.values()]
@@ -115,7 +116,7 @@ class Registry:
                 if entry._error:
                     raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}")
                 try:
-                    entry._loaded = _load(entry)
+                    entry._loaded = _load(entry, self.quantize)
                 except Exception as exc:  # a broken file must not take the server down
                     entry._error = _without_paths(f"{type(exc).__name__}: {exc}", entry.source)
                     raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}") from None
@@ -148,19 +149,24 @@ def _without_paths(message: str, source: Path | None) -> str:
     return message
 
 
-def _load(entry: Entry) -> Loaded:
+def _load(entry: Entry, quantize: str | None = None) -> Loaded:
+    """The model of `entry` in eval mode, its weights quantized by `quantize` (int8 / int4) unless it is the toy."""
     if entry.kind == "toy":
         from attnlab.explorer import toy
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
+    from attnlab.cli.quantizing import already_quantized, apply
     from attnlab.loading import load
     from attnlab.models import DualEncoder
 
     model, tok = load(entry.source)
     if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, recorded as a model alone
-        return Loaded(entry.id, entry.label + " · image tower", model.tower_a.eval(), None, kind=entry.kind)
-    model.eval()
+        return Loaded(entry.id, entry.label + " · image tower", apply(model.tower_a, quantize), None,
+                      kind=entry.kind)
+    if quantize is not None and already_quantized(model):  # a GGUF whose blocks stay as the file stores them
+        entry.label = entry.label.replace(f" · {quantize} weights", " · its file's quantized blocks")
+    model = apply(model, quantize)  # in eval mode, quantized or not
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
 
 
@@ -215,8 +221,16 @@ def _missing_base(folder: Path) -> str | None:
     return None if _package_folder(base["module"]) else str(base.get("package", base["module"]))
 
 
-def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretrained: bool = True) -> Registry:
-    """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order."""
+def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretrained: bool = True,
+                   quantize: str | None = None) -> Registry:
+    """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order; with
+    `quantize` ("int8", "int4"; None or "none": as loaded), every one but the toy (its few weights are set by hand,
+    to be read) is quantized when it loads, and its label says so (`attnlab explore --quantize`)."""
+    from attnlab.cli.quantizing import check
+
+    quantize = None if quantize in (None, "none") else quantize
+    if quantize is not None:
+        check(quantize)  # refused now, not as a "failed to load" of every model later
     entries = [Entry("toy", "Toy: 8 named dimensions, 4 hand-set heads (illustration)", "toy",
                      "the seed's hand-crafted example; its weights are chosen by hand, not trained",
                      illustration=True, topology="encoder")]
@@ -251,4 +265,7 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
         entries.append(Entry(model_id, f"{path.name} (command line)", "path", "named on the command line", path,
                              path.exists(), "" if path.exists() else f"{path.name!r} (command line) does not exist",
                              topology=_peek_topology(path)))
-    return Registry(entries)
+    if quantize is not None:
+        for entry in entries[1:]:  # entries[0] is the toy
+            entry.label += f" · {quantize} weights"
+    return Registry(entries, quantize)
