@@ -66,11 +66,14 @@ def resolve(path) -> tuple[str, Path]:
     return "attnlab", path
 
 
-def load(path, device=None):
-    """Load a model and its tokenizer (None if the checkpoint has none)."""
+def load(path, device=None, keep_quantized: bool = True):
+    """Load a model and its tokenizer (None if the checkpoint has none).
+
+    keep_quantized: a GGUF file's Q8_0 / Q4_0 / Q4_1 matrices stay in their blocks (SmolLM2: 97 MB instead of
+    538 MB); False expands them to float32, which multiplies faster on CPU (docs/quantization.md)."""
     kind, path = resolve(path)
     if kind == "gguf":
-        return load_gguf(path, device=device)
+        return load_gguf(path, device=device, keep_quantized=keep_quantized)
     if kind == "hf":
         return load_hf(path, device=device)
     config = read_config(path)

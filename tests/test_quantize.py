@@ -176,6 +176,13 @@ def test_quantized_model_generates_like_float32(gpt_char, scheme, agree, one_thr
     assert float((got == expected).float().mean()) >= agree
 
 
+def test_int4_keeps_the_lm_head_at_int8(gpt_char):
+    quantized = attnlab.quantize(_load_gpt_char(), "int4")
+    assert quantized.blocks[0].ffn.down.format == "int4" and quantized.lm_head.proj.format == "int8"
+    assert quantized.tokens.format == "int8"  # the tied embedding reads the head's codes: the same tensor
+    assert quantized.tokens.qweight.data_ptr() == quantized.lm_head.proj.qweight.data_ptr()
+
+
 def test_quantized_state_dict_round_trip(gpt_char):
     source = attnlab.quantize(_load_gpt_char(), "int4")
     target = attnlab.build_model(gpt_char.config).eval()

@@ -160,7 +160,9 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
     from attnlab.loading import load
     from attnlab.models import DualEncoder
 
-    model, tok = load(entry.source)
+    # a GGUF's blocks stay quantized only when asked to (--quantize): expanded to float32, SmolLM2's forward
+    # runs 2.6x faster here (13 tokens: 157 vs 408 ms on one thread), and the explorer is interactive
+    model, tok = load(entry.source, keep_quantized=quantize is not None)
     if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, recorded as a model alone
         return Loaded(entry.id, entry.label + " · image tower", apply(model.tower_a, quantize), None,
                       kind=entry.kind)
