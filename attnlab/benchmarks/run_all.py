@@ -1,5 +1,6 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
-recording overhead, the explorer under load and the thread policy vs fixed counts, each printing its tables.
+recording overhead, the explorer under load, the thread policy vs fixed counts, quantized decoding and (not in
+--quick) quantized perplexity, each printing its tables.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
@@ -23,13 +24,16 @@ from attnlab.benchmarks.output import OUT_HELP, default_out
 # run in this process, saving JSON results: name -> module
 OURS = {"train": "attnlab.benchmarks.train", "forward": "attnlab.benchmarks.forward"}
 
-# run in a fresh process each, their output kept as OUT/<name>.txt: name -> (module, --quick args, full args)
+# run in a fresh process each, their output kept as OUT/<name>.txt: name -> (module, --quick args, full args);
+# --quick args None: left out of --quick
 OTHERS = {
     "generate": ("attnlab.benchmarks.generate", ["--quick"], []),
     "decode_step": ("attnlab.benchmarks.decode_step", ["--quick"], []),
     "recording": ("attnlab.benchmarks.recording", ["--quick"], []),
     "explorer": ("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10"], []),
     "threads": ("attnlab.benchmarks.threads", ["--quick"], []),
+    "quantized": ("attnlab.benchmarks.quantized", ["--quick"], []),
+    "quality": ("attnlab.benchmarks.quality", None, []),  # perplexity runs take minutes: not in --quick
 }
 
 
@@ -63,7 +67,8 @@ def main(argv=None) -> int:
 
 
 def run(args) -> int:
-    wanted = [w for w in args.only.split(",") if w] or [*OURS, *OTHERS]
+    wanted = [w for w in args.only.split(",") if w] or [
+        *OURS, *(n for n, (_, quick, _) in OTHERS.items() if quick is not None or not args.quick)]
     unknown = [w for w in wanted if w not in OURS and w not in OTHERS]
     if unknown:
         print(f"unknown benchmark(s) {unknown}; available: {', '.join([*OURS, *OTHERS])}", file=sys.stderr)
@@ -83,7 +88,7 @@ def run(args) -> int:
             importlib.import_module(OURS[name]).main([*flags, "--out", str(out)])
         else:
             module, quick, full = OTHERS[name]
-            flags = quick if args.quick else full
+            flags = (quick or []) if args.quick else full
             print(f"\n######## {name}: python -m {module} {' '.join(flags)}", flush=True)
             if _run_other(name, module, flags, out):
                 failed.append(name)
