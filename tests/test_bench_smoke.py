@@ -137,6 +137,17 @@ def test_run_all_refuses_an_unknown_benchmark(capsys):
     assert "available" in capsys.readouterr().err
 
 
+def test_quick_leaves_out_the_benchmarks_without_a_quick_form(tmp_path, monkeypatch):
+    ran = []
+    monkeypatch.setattr(run_all, "OURS", {})
+    monkeypatch.setattr(run_all, "_run_other", lambda name, module, flags, out: ran.append((name, flags)) or 0)
+    assert run_all.main(["--quick", "--out", str(tmp_path)]) == 0
+    assert ("quantized", ["--quick"]) in ran and "quality" not in [name for name, _ in ran]
+    ran.clear()
+    assert run_all.main(["--out", str(tmp_path)]) == 0
+    assert ("quality", []) in ran and ("quantized", []) in ran
+
+
 def _tracked_results() -> dict[str, str]:
     folder = REPO / "bench" / "results"
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.json"))}
