@@ -88,3 +88,18 @@ def read_json_object(path: str | Path, limit: int = MAX_JSON_BYTES, what: str = 
     if not isinstance(data, dict):
         raise CheckpointError(f"{path} must hold a JSON object ({what}), got a JSON {type(data).__name__}")
     return data
+
+
+def write_json_atomic(path: str | Path, data: Any, tag: str = "") -> bool:
+    """Write `data` as JSON to path through a temporary file and a rename, so a concurrent reader sees the old or
+    the new file, never half of one. False (nothing raised) when the folder cannot be written: a cache in a
+    read-only home is just not kept. tag: makes the temporary name unique per writer (process, thread)."""
+    path = Path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}{tag}.tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, path)
+    except OSError:
+        return False
+    return True

@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
+from attnlab.files import write_json_atomic
 
 WINDOW_S = 0.03  # a fresh sample of other processes' CPU use spans this long (3 ticks per core at USER_HZ=100)
 REUSE_S = 10.0  # a snapshot younger than this is the start of the next window (no sleep)
@@ -315,13 +316,7 @@ def _write_cache(path: Path, key: str, entry: dict) -> None:
             except (TypeError, KeyError, ValueError):
                 return -math.inf
         data = {k: data[k] for k in sorted(data, key=measured)[-MAX_ENTRIES:]}
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file, never half of one
-    except OSError:
-        pass  # a read-only home still gets the answer, just not cached
+    write_json_atomic(path, data, tag=f".{threading.get_ident()}")  # a read-only home: answered, not cached
 
 
 def _usable(entry, up_to: int, now: float) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from attnlab.errors import InputError
+from attnlab.files import write_json_atomic
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -102,13 +103,7 @@ def measured_peak_flops(device="cpu", dtype=torch.float32, *, refresh: bool = Fa
         size = 8192 if torch.device(device).type == "cuda" else 1024
     peak = time_matmul(size, device, torch_dtype)
     cached[key] = peak
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(cached, indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the old or the new file, never half of one
-    except OSError:
-        pass  # a read-only home still gets the number, just not cached
+    write_json_atomic(path, cached)  # a read-only home still gets the number, just not cached
     return peak
 
 

@@ -21,7 +21,6 @@ layers, on 16 validation windows at init and at the end).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, recipe_task, train  # noqa: E402
+from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, train  # noqa: E402
 
 D_FF = {"relu": 256, "gelu": 256, "swiglu": 170}  # equal parameter count (210,816 / 210,640), as in section 3
 MODEL = dict(n_layers=4, d_model=64, n_heads=4)
@@ -83,25 +82,15 @@ def main() -> None:
     ap.add_argument("--init", default="default", choices=["default", "scaled"])
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
-    ap.add_argument("--jsonl", default="", help="append one JSON line per finished run to this file")
-    ap.add_argument("--out", default="/tmp/exp17/activations")
-    ap.add_argument("--png", default="")
-    ap.add_argument("--plot-only", nargs="+", default=[], metavar="JSONL",
-                    help="draw --png from the JSON lines of earlier runs, without training")
+    add_sweep_arguments(ap, out="/tmp/exp17/activations")
     args = ap.parse_args()
     if args.plot_only:
-        return plot([json.loads(line) for p in args.plot_only for line in open(p) if line.startswith("{")], args.png)
+        return plot(earlier_runs(args.plot_only), args.png)
     torch.set_num_threads(1)
     results = []
     for seed in args.seeds:
         for activation in args.activations:
-            row = run(activation, args.lr, args.init, args.steps, seed, args.out)
-            results.append(row)
-            line = json.dumps(row)
-            print(line, flush=True)
-            if args.jsonl:
-                with open(args.jsonl, "a") as f:
-                    f.write(line + "\n")
+            keep(run(activation, args.lr, args.init, args.steps, seed, args.out), results, args.jsonl)
     plot(results, args.png)
 
 

@@ -66,3 +66,31 @@ def figure(width: float = 5.5, height: float = 3.4, ncols: int = 1):
 
     fig, axes = plt.subplots(1, ncols, figsize=(width, height), dpi=90)
     return fig, axes
+
+
+def add_sweep_arguments(ap, out: str) -> None:
+    """--jsonl, --out, --png and --plot-only: what a sweep script takes besides its own settings."""
+    ap.add_argument("--jsonl", default="", help="append one JSON line per finished run to this file")
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--png", default="")
+    ap.add_argument("--plot-only", nargs="+", default=[], metavar="JSONL",
+                    help="draw --png from the JSON lines of earlier runs, without training")
+
+
+def earlier_runs(paths: list[str]) -> list[dict[str, Any]]:
+    """The runs recorded as JSON lines by --jsonl (for --plot-only)."""
+    import json
+
+    return [json.loads(line) for p in paths for line in open(p) if line.startswith("{")]
+
+
+def keep(row: dict[str, Any], results: list[dict[str, Any]], jsonl: str) -> None:
+    """A finished run: printed as a JSON line, kept in results, appended to --jsonl (a cut-off sweep keeps it)."""
+    import json
+
+    line = json.dumps(row)
+    print(line, flush=True)
+    results.append(row)
+    if jsonl:
+        with open(jsonl, "a") as f:
+            f.write(line + "\n")

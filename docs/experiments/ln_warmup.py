@@ -13,7 +13,6 @@ Each finished run appends one JSON line to --jsonl at once, so a sweep cut off k
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
@@ -21,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, recipe_task, train  # noqa: E402
+from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, train  # noqa: E402
 
 MODEL = dict(n_layers=16, d_model=64, n_heads=4, d_ff=256)
 UNIGRAM = 3.2  # val loss of a model that learned only character frequencies (docs/experiments.md)
@@ -52,27 +51,17 @@ def main() -> None:
     ap.add_argument("--eval-every", type=int, default=200)
     ap.add_argument("--n-layers", type=int, default=MODEL["n_layers"])
     ap.add_argument("--d-model", type=int, default=MODEL["d_model"])
-    ap.add_argument("--jsonl", default="", help="append one JSON line per finished run to this file")
-    ap.add_argument("--out", default="/tmp/exp17/ln_warmup")
-    ap.add_argument("--png", default="")
-    ap.add_argument("--plot-only", nargs="+", default=[], metavar="JSONL",
-                    help="draw --png from the JSON lines of earlier runs, without training")
+    add_sweep_arguments(ap, out="/tmp/exp17/ln_warmup")
     args = ap.parse_args()
     if args.plot_only:
-        return plot([json.loads(line) for p in args.plot_only for line in open(p) if line.startswith("{")], args.png)
+        return plot(earlier_runs(args.plot_only), args.png)
     torch.set_num_threads(1)
     model = dict(MODEL, n_layers=args.n_layers, d_model=args.d_model, d_ff=4 * args.d_model)
     results = []
     for seed in args.seeds:  # seed-major: a sweep cut off has every setting at the first seeds
         for placement in args.placements:
             for warmup in args.warmups:
-                row = run(placement, warmup, seed, args.steps, args.eval_every, model, args.out)
-                results.append(row)
-                line = json.dumps(row)
-                print(line, flush=True)
-                if args.jsonl:
-                    with open(args.jsonl, "a") as f:
-                        f.write(line + "\n")
+                keep(run(placement, warmup, seed, args.steps, args.eval_every, model, args.out), results, args.jsonl)
     plot(results, args.png)
 
 
