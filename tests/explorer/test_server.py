@@ -408,7 +408,7 @@ def test_one_model_loads_once_and_two_models_load_side_by_side(tiny_paths, monke
     loads, running, peak, lock = [], [0], [0], threading.Lock()
     original = registry_module._load
 
-    def slow_load(entry):
+    def slow_load(entry, *args):
         with lock:
             loads.append(entry.id)
             running[0] += 1
@@ -416,7 +416,7 @@ def test_one_model_loads_once_and_two_models_load_side_by_side(tiny_paths, monke
         time.sleep(0.5)
         with lock:
             running[0] -= 1
-        return original(entry)
+        return original(entry, *args)
 
     monkeypatch.setattr(registry_module, "_load", slow_load)
     with ThreadPoolExecutor(max_workers=6) as pool:
