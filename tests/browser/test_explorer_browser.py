@@ -450,7 +450,8 @@ def test_keyboard_reaches_and_operates_tokens_bars_heatmap_thumbnails_blocks_and
     assert page.evaluate("document.activeElement.closest('#chips') !== null")
     page.keyboard.press("ArrowRight")  # "cat"
     page.keyboard.press("Enter")
-    assert "token=1" in page.url
+    # the URL follows the selection once the page has re-rendered: wait for it (asserting at once was flaky)
+    page.wait_for_function("new URLSearchParams(location.search).get('token') === '1'", timeout=10_000)
     page.focus("#weight-bars g[data-key='2']")
     page.keyboard.press("Enter")  # work out cat . sat
     assert float(page.get_attribute("#scaled", "data-scaled")) == pytest.approx(2.34, abs=1e-5)
@@ -459,7 +460,7 @@ def test_keyboard_reaches_and_operates_tokens_bars_heatmap_thumbnails_blocks_and
     page.keyboard.press("ArrowRight")
     assert "sat" in page.text_content("#heat-readout")
     page.keyboard.press("Enter")
-    assert "token=2" in page.url
+    page.wait_for_function("new URLSearchParams(location.search).get('token') === '2'", timeout=10_000)
     page.wait_for_selector("#thumbs canvas[data-head='1']")
     page.focus("#thumbs canvas[data-head='1']")
     page.keyboard.press("Enter")
