@@ -28,19 +28,16 @@ from attnlab.models.heads import LMHead
 SCHEMES = ("int8", "int4")
 
 
-class QuantizedLMHead(nn.Module):
-    """LMHead whose projection is a QuantizedLinear (same submodule names, so state_dict names stay)."""
+class QuantizedLMHead(LMHead):
+    """LMHead whose projection is a QuantizedLinear (same submodule names, so state_dict names stay); the scale
+    and BERT's transform run as in LMHead, only the projection differs."""
 
     def __init__(self, head: LMHead, proj: QuantizedLinear):
-        super().__init__()
+        nn.Module.__init__(self)  # LMHead's own __init__ would build a float projection from a config
         self.scale, self.transform, self.act, self.norm = head.scale, head.transform, head.act, head.norm
         self.proj, self.bias = proj, head.bias
 
-    def forward(self, h):
-        if self.scale != 1.0:
-            h = h * self.scale
-        if self.transform is not None:
-            h = self.norm(self.act(self.transform(h)))
+    def project(self, h):
         return self.proj(h, self.bias)  # (batch, seq, vocab)
 
 

@@ -45,6 +45,10 @@ class LMHead(nn.Module):
             h = h * self.scale
         if self.transform is not None:
             h = self.norm(self.act(self.transform(h)))
+        return self.project(h)
+
+    def project(self, h: torch.Tensor) -> torch.Tensor:
+        """The vocabulary projection of the (scaled, transformed) hidden vectors: (..., d_model) -> (..., vocab)."""
         weight = self.proj.weight_for(h)  # (vocab, d_model), maybe a view of the (in, out) decode copy
         if (h.numel() // h.shape[-1] in self.SLICE_ROWS and not torch.is_grad_enabled()
                 and torch.get_num_threads() == 1 and weight.device.type == "cpu"):

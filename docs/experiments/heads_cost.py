@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from functools import partial
+from pathlib import Path
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
@@ -93,12 +95,11 @@ def main() -> None:
               f"| {r['cpu_s_sdpa'] / base['cpu_s_sdpa']:.2f}x | {r['cpu_s_explicit'] / base['cpu_s_explicit']:.2f}x |")
     print(json.dumps(rows))
     if args.png:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        sys.path.insert(0, str(Path(__file__).parent))
+        from common import figure
 
         hs = [r["h"] for r in rows]
-        fig, ax = plt.subplots(figsize=(5.5, 3.4), dpi=90)
+        fig, ax = figure()
         ax.plot(hs, [r["flops_explicit"] / base["flops_explicit"] for r in rows], "o-",
                 label="FLOPs (counted on the explicit path = formula)")
         ax.plot(hs, [r["cpu_s_sdpa"] / base["cpu_s_sdpa"] for r in rows], "s-", label="CPU time, SDPA")
