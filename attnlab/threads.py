@@ -12,8 +12,9 @@ can use costs at most the missing cores. So the policy only ever lowers the thre
   over a short window (/proc/stat per CPU, this process's own CPU time subtracted). Off Linux: the allowed cores.
 - `best_threads(model, rows)`: a decoding step multiplies a few rows by every weight matrix and opens a parallel
   region for each op big enough; whether a second thread gains on that depends on the machine and the shapes,
-  so it is timed once (a one-token forward of `rows` rows through the model itself, each thread count
-  interleaved, the fastest repeat kept; models other than decoders: their weight matrices) and cached in
+  so it is timed once (a cached decoding step of `rows` rows through the model itself, each thread count
+  interleaved, the fastest sample of several steps kept; models other than decoders: their weight matrices;
+  more threads win only when GAIN faster) and cached in
   threads.json beside the matmul peak (~/.cache/attnlab or $ATTNLAB_CACHE_DIR) under the CPU, core count,
   torch version, dtype, weight shapes and row class. It is timed only when at least two cores are free (the
   only time the answer matters); an entry timed while the machine got busy is timed again after
@@ -48,7 +49,9 @@ ROUND_UP = 0.4  # 1.6 free cores count as 2: a little background noise does not 
 MAX_DECODE_ROWS = 64  # more rows than this is not a decoding step: free cores decide alone
 MAX_AGE_S = 30 * 24 * 3600.0  # a probe older than this is timed again (a new BIOS, a noisier neighbour ...)
 RETRY_BUSY_S = 600.0  # a probe the machine disturbed is timed again after this
-GAIN = 1.05  # more threads must be this much faster to be chosen: ties go to fewer threads (less to contend)
+GAIN = 1.02  # more threads must be this much faster to be chosen: ties go to fewer threads (less to contend)
+PAST = 32  # cached positions behind the probe's decoding step
+SAMPLE_S = 0.004  # one timed sample runs the work this long at least (a 0.6 ms step alone is timer noise)
 PROBE_BUDGET_S = 0.25  # a probe repeats at least this long (a GPT-2-small-sized model needs ~1 s for its repeats)
 MAX_ENTRIES = 256  # threads.json keeps the newest this many probes
 PROBE_LIMIT_S = 2.0  # ... and stops after this even short of its repeats (a machine that got busy: timed again)
@@ -231,15 +234,33 @@ def decode_weights(model: nn.Module) -> dict[tuple[int, int], tuple[torch.Tensor
     return found
 
 
-def _decoding_step(model: nn.Module, rows: int):
-    """A decoding-shaped forward for a decoder with an LM head: `rows` sequences of one token (every block
-    product, norm and small op: the parallel regions a cached step opens, whose count sets a loaded machine's
-    time more than their work); None for other models."""
+def _lm_decoder(model: nn.Module) -> bool:
     config = getattr(model, "config", None)
-    if getattr(config, "topology", None) != "decoder" or getattr(config, "head", None) != "lm":
+    return getattr(config, "topology", None) == "decoder" and getattr(config, "head", None) == "lm"
+
+
+def _decoding_step(model: nn.Module, rows: int):
+    """A real cached decoding step for a decoder with an LM head: `rows` sequences of one new token after PAST
+    cached positions (every block product, cache write, attention over the cache, norm and small op: the
+    parallel regions a generation step opens, whose count sets a loaded machine's time more than their work).
+    The cache is rewound to PAST before each call, so every call does the same work. None for other models."""
+    if not _lm_decoder(model):
         return None
+    from attnlab.cache import KVCache
+
+    config = model.config
+
+    past = min(PAST, max(1, int(getattr(config, "max_len", 0) or PAST) - 1))
+    cache = KVCache.for_model(model, rows, capacity=past + 1)
     ids = torch.zeros((rows, 1), dtype=torch.long)
-    return lambda: model(ids, last_only=True, validate=False)
+    with torch.inference_mode():
+        model(torch.zeros((rows, past), dtype=torch.long), cache=cache, validate=False)  # fill the cache once
+
+    def step():
+        for layer in cache.layers:
+            layer.length = past
+        model(ids, cache=cache, last_only=True, validate=False)
+    return step
 
 
 def _matmul_pass(weights: dict, rows: int):
@@ -257,30 +278,36 @@ def _matmul_pass(weights: dict, rows: int):
 def probe_key(model: nn.Module, weights: dict, rows: int) -> str:
     dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "")
     shapes = ",".join(f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items()))
-    kind = "step" if _decoding_step(model, 1) is not None else "matmul"
+    kind = "cached step" if _lm_decoder(model) else "matmul"
     return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
             f"|{kind}|{shapes}")
 
 
 def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float = PROBE_BUDGET_S) -> dict[int, float]:
-    """Seconds of one decoding-shaped forward of `rows` rows (decoders; other models: one pass over their weight
-    matrices) per thread count: every repeat times each count in turn, and the fastest repeat of each is kept
-    (a repeat another process disturbed is slower, never faster). Enough repeats run for the layers' one-row
+    """Seconds of one cached decoding step of `rows` rows (decoders; other models: one pass over their weight
+    matrices) per thread count: every repeat times each count in turn (an untimed call after each switch, then
+    enough calls for SAMPLE_S), and the fastest repeat of each is kept (a repeat another process disturbed is
+    slower, never faster). The first probe timed an uncached one-token forward and saw 1 and 2 threads tie
+    where generation ran 4-8% faster on 2. Enough repeats run for the layers' one-row
     (in, out) weight copies to exist (layers/linear.py: after Linear.MIN_CALLS calls), as in a real generation;
     the model runs in eval mode (no dropout, no draw from the RNG) and is given back in its own mode."""
     from attnlab.layers.linear import Linear
 
     rows = _row_class(rows)
-    work = _decoding_step(model, rows) or _matmul_pass(decode_weights(model), rows)
-    best = {t: math.inf for t in counts}
-    least = max(3, math.ceil((Linear.MIN_CALLS + 3) / len(counts)))
     was_training = model.training
     model.eval()
     try:
+        work = _decoding_step(model, rows) or _matmul_pass(decode_weights(model), rows)
+        best = {t: math.inf for t in counts}
+        least = max(3, math.ceil((Linear.MIN_CALLS + 3) / len(counts)))
         with torch.inference_mode():
+            inner = 1
             for t in counts:  # warm-up: OpenMP starts its threads, MKL picks its kernels
                 with using_threads(t):
+                    start = time.perf_counter()
                     work()
+                    inner = max(inner, math.ceil(SAMPLE_S / max(time.perf_counter() - start, 1e-6)))
+            inner = min(inner, 64)
             started, repeats = time.perf_counter(), 0
             while repeats < 30:
                 spent = time.perf_counter() - started
@@ -288,9 +315,12 @@ def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float 
                     break
                 for t in counts:
                     with using_threads(t):
+                        if inner > 1:  # a short step: the first call after a thread-count change wakes the pool
+                            work()  # untimed
                         start = time.perf_counter()
-                        work()
-                        best[t] = min(best[t], time.perf_counter() - start)
+                        for _ in range(inner):
+                            work()
+                        best[t] = min(best[t], (time.perf_counter() - start) / inner)
                 repeats += 1
     finally:
         model.train(was_training)
