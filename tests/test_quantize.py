@@ -117,16 +117,18 @@ def test_int8_product_is_within_the_activation_rounding_bound(rows):
         assert not torch.equal(got, expected)  # the fast path did run (it rounds x)
 
 
-def test_int8_rows_with_outliers_also_multiply_their_rounding_residual():
+@pytest.mark.parametrize("bias", [False, True])
+def test_int8_rows_with_outliers_also_multiply_their_rounding_residual(bias):
     """One channel 1000x the others makes x's 8-bit step (range / 255) useless for them; the residual pass brings
-    the error down to that of a ~16-bit activation (step / 255), far below one 8-bit pass's."""
-    module = _module("int8", bias=False)
+    the error down to that of a ~16-bit activation (step / 255), far below one 8-bit pass's. The bias is folded
+    into fbgemm's packed weight, so the residual's product must not add it twice."""
+    module = _module("int8", bias=bias)
     torch.manual_seed(2)
     x = torch.randn(2, 96)
     x[:, 7] = 1000.0
     with torch.no_grad():
         w = module.weight
-        expected = F.linear(x, w)
+        expected = F.linear(x, w, module.bias)
         err = (module(x) - expected).abs()
         single = copy.deepcopy(module)
         single.RESIDUAL_RATIO = float("inf")
@@ -134,6 +136,34 @@ def test_int8_rows_with_outliers_also_multiply_their_rounding_residual():
     step = float(x.max() - x.min()) / 255
     assert bool((err <= 2 * step / 255 * w.abs().sum(1) + 1e-4).all())
     assert float(err.max()) * 20 < float(single_err.max())
+
+
+def test_int8_fast_path_follows_changes_to_its_bias_and_codes():
+    """The packed fbgemm weight (bias folded in) is a cache: an in-place change of the bias, the codes or the
+    scales must reach the next product."""
+    module = _module("int8")
+    x = torch.randn(1, 96)
+    with torch.no_grad():
+        before = module(x)
+        module.bias.add_(1.0)
+        assert torch.allclose(module(x), before + 1.0, atol=1e-5)
+        module.scale.mul_(2.0)
+        assert torch.allclose(module(x), 2 * (before - module.bias + 1.0) + module.bias, rtol=1e-4, atol=1e-4)
+        module.qweight.neg_()
+        assert torch.allclose(module(x), -2 * (before - module.bias + 1.0) + module.bias, rtol=1e-4, atol=1e-4)
+
+
+def test_the_benchmarks_count_each_quantized_byte_once(gpt_char):
+    """benchmarks/quantized.weight_bytes: the bytes a decoding step reads (a quantized LM head is an LMHead
+    too, and its .weight property would count a dequantized float32 copy)."""
+    from attnlab.benchmarks.quantized import weight_bytes
+
+    quantized = attnlab.quantize(_load_gpt_char(), "int8")
+    codes = sum(m.qweight.nbytes + m.scale.nbytes for m in quantized.modules() if isinstance(m, QuantizedLinear))
+    assert weight_bytes(quantized) == codes
+    floats = sum(m.weight.nbytes for n, m in gpt_char.named_modules()
+                 if isinstance(m, torch.nn.Linear) and (".blocks." in f".{n}" or n.startswith("lm_head")))
+    assert weight_bytes(gpt_char) == floats
 
 
 def test_embedding_gathers_the_heads_codes():

@@ -126,8 +126,9 @@ def weight_bytes(model) -> int:
 
     total = sum(m.nbytes for m in model.modules() if isinstance(m, QuantizedLinear))
     for name in targets(model):  # what is still float (a float model; a layer int4 kept float)
-        module = model.get_submodule(name)
-        total += getattr(module, "proj", module).weight.nbytes
+        module = getattr(model.get_submodule(name), "proj", model.get_submodule(name))
+        if not isinstance(module, QuantizedLinear):  # counted above (a quantized head is an LMHead too)
+            total += module.weight.nbytes
     return total
 
 
