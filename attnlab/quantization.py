@@ -22,7 +22,7 @@ import warnings
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.layers.quantized import BLOCK, QuantizedEmbedding, QuantizedLinear
+from attnlab.layers.quantized import BLOCK, FORMATS, QuantizedEmbedding, QuantizedLinear
 from attnlab.models.heads import LMHead
 
 SCHEMES = ("int8", "int4")
@@ -75,6 +75,63 @@ def replace(model: nn.Module, formats: dict[str, str | QuantizedLinear]) -> nn.M
         for emb in tied:
             _set(model, emb, QuantizedEmbedding(spec))
     return model
+
+
+def formats_of(model: nn.Module) -> dict[str, str]:
+    """{module name: quantized format} of every quantized module `replace` would rebuild (a Linear, or an LM head
+    by its own name); a tied QuantizedEmbedding is left out: replace() makes it again from its head. Empty for a
+    float model. This is what a saved checkpoint records (storage.save_model, config.json's extra["quantization"])."""
+    out = {}
+    for name, module in model.named_modules():
+        if isinstance(module, QuantizedLMHead):
+            out[name] = module.proj.format
+        elif isinstance(module, QuantizedLinear) and not isinstance(_parent(model, name), QuantizedLMHead):
+            out[name] = module.format
+    return out
+
+
+def _parent(model: nn.Module, name: str) -> nn.Module:
+    parent = name.rpartition(".")[0]
+    return model.get_submodule(parent) if parent else model
+
+
+def check_formats(model: nn.Module, formats, source) -> None:
+    """Refuse (ValueError naming `source`) a {module name: format} table that `replace` cannot apply to `model`
+    (a float model, e.g. built on the meta device from a checkpoint's config): not a table of strings, an unknown
+    format, a name that is not one of `targets(model)`, or a 4-bit format on an input width it cannot hold."""
+    if not isinstance(formats, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in formats.items()):
+        raise ValueError(f"{source}: the quantization table must map module names to format names (strings)")
+    allowed = set(targets(model))
+    for name, fmt in formats.items():
+        if fmt not in FORMATS:
+            raise ValueError(f"{source}: {name} has unknown quantized format {fmt!r}; known: {', '.join(FORMATS)}")
+        if name not in allowed:
+            raise ValueError(f"{source}: {name!r} is not a module that can be quantized in this model (block "
+                             "Linears and LM heads only)")
+        module = model.get_submodule(name)
+        width = (module.proj if isinstance(module, LMHead) else module).in_features
+        if fmt != "int8" and width % BLOCK:
+            raise ValueError(f"{source}: {name} has format {fmt!r}, which needs an input width divisible by "
+                             f"{BLOCK}; the model's is {width}")
+
+
+def float_state_dict(model: nn.Module) -> dict:
+    """model.state_dict() with each quantized module's codes and scales replaced by its dequantized float32
+    `weight` (a tied embedding gets the very same tensor as its head): what a float model of the same config
+    would hold. For writers of formats other readers load (Hugging Face, GGUF); a float model's is unchanged."""
+    state = model.state_dict()
+    decoded = {}
+    for name, module in model.named_modules():
+        if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)):
+            continue
+        buffers = module.buffers_dict()
+        key = id(buffers["qweight"])
+        if key not in decoded:
+            decoded[key] = module.weight.detach()
+        for b in buffers:
+            state.pop(f"{name}.{b}", None)
+        state[f"{name}.weight"] = decoded[key]
+    return state
 
 
 def quantize(model: nn.Module, scheme: str) -> nn.Module:

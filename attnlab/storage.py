@@ -11,6 +11,11 @@ A checkpoint may sit on a base model installed as a Python package: its config.j
 head, a fine-tuned block); every other tensor the config needs is read from the installed base (which must be
 the very weights the head was trained on: the sha256 is checked), so the base's weights are never copied.
 
+A quantized model (attnlab.quantize, or a GGUF file kept quantized) is saved with its codes and scales as they
+are in memory, and config.json's extra["quantization"] = {module name: format} (attnlab.quantization.formats_of);
+loading builds the float model on the meta device, swaps those modules for empty quantized ones (the tied
+embedding shares its head's codes), and checks and fills it like any other: the same tensors, bit for bit.
+
 This module also holds what the other storage and training code share: the one config.json reader
 (`read_config`), writing through a temporary file (`atomic_write`), and finding a training run's newest step.
 """
@@ -31,11 +36,15 @@ from attnlab.data.packages import package_folder
 from attnlab.errors import CheckpointError, ConfigError
 from attnlab.files import check_regular, is_regular, read_json_object, read_text
 from attnlab.models.base import register_saver
+from attnlab.quantization import formats_of
 
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 LATEST = "latest"  # in a training run directory: one line naming the newest complete step directory
 STEP_PREFIX = "step-"
 _FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
+_INT_DTYPES = {torch.int8: "I8", torch.uint8: "U8", torch.int16: "I16", torch.int32: "I32", torch.int64: "I64",
+               torch.bool: "BOOL"}  # safetensors' names: integer tensors (quantized codes) must match exactly
+QUANTIZATION = "quantization"  # config.json extra[QUANTIZATION]: {module name: format} of a quantized model
 
 
 # ------------------------------------------------------------------------------------------------ writing
@@ -77,15 +86,53 @@ def save_model(model, directory: str | Path, tokenizer=None) -> Path:
     directory = Path(directory)
     if not isinstance(getattr(model, "config", None), (ModelConfig, DualEncoderConfig)):
         raise CheckpointError("only attnlab models (with a ModelConfig or DualEncoderConfig) can be saved this way")
+    config = _with_formats(model.config, formats_of(model))
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write(directory / WEIGHTS_NAME, lambda tmp: _save_safetensors(model, tmp))
-    atomic_write(directory / CONFIG_NAME, lambda tmp: Path(tmp).write_text(model.config.to_json() + "\n"))
+    atomic_write(directory / CONFIG_NAME, lambda tmp: Path(tmp).write_text(config.to_json() + "\n"))
     if tokenizer is not None:
         tokenizer.save(directory)
     return directory
 
 
 register_saver("attnlab", save_model)
+
+
+def _with_formats(config: AnyConfig, formats: dict[str, str]) -> AnyConfig:
+    """The config to write: extra[QUANTIZATION] is the model's quantized modules and their formats (absent for a
+    float model, whatever the in-memory config's extra said)."""
+    extra = {k: v for k, v in config.extra.items() if k != QUANTIZATION}
+    if formats:
+        extra[QUANTIZATION] = dict(formats)
+    return config if extra == config.extra else config.replace(extra=extra)
+
+
+def split_formats(config: AnyConfig, source) -> tuple[AnyConfig, dict[str, str]]:
+    """(the config without extra[QUANTIZATION], that table): a quantized checkpoint's config describes the float
+    architecture; the table names the modules to swap for QuantizedLinear before its tensors are read."""
+    if QUANTIZATION not in config.extra:
+        return config, {}
+    formats = config.extra[QUANTIZATION]
+    if not isinstance(formats, dict):
+        raise CheckpointError(f"{source}: extra[{QUANTIZATION!r}] must map module names to quantized formats")
+    return config.replace(extra={k: v for k, v in config.extra.items() if k != QUANTIZATION}), formats
+
+
+def build_for_checkpoint(config: AnyConfig, source):
+    """The model (on the meta device, eval mode) whose state_dict a checkpoint with `config` holds: the float
+    model, with the modules its extra[QUANTIZATION] names swapped for empty quantized ones (a tied embedding
+    follows its head, sharing its codes); its config is the float one, as attnlab.quantize leaves it."""
+    from attnlab.quantization import check_formats, replace
+
+    config, formats = split_formats(config, source)
+    model = build_model(config, device="meta").eval()
+    if formats:
+        try:
+            check_formats(model, formats, source)
+        except ValueError as exc:
+            raise CheckpointError(str(exc)) from None
+        replace(model, formats)
+    return model
 
 
 # ------------------------------------------------------------------------------------------------ config
@@ -174,6 +221,9 @@ def check_shapes(model, shapes: dict[str, tuple[int, ...]], source, dtypes: dict
              for n, s in shapes.items() if n in expected and tuple(s) != tuple(expected[n].shape)]
     wrong += [f"{n}: file dtype {dtypes[n]}, a floating-point tensor expected" for n in shapes
               if dtypes and n in expected and expected[n].is_floating_point() and dtypes[n] not in _FLOAT_DTYPES]
+    wrong += [f"{n}: file dtype {dtypes[n]}, {_INT_DTYPES[expected[n].dtype]} expected" for n in shapes
+              if dtypes and n in expected and expected[n].dtype in _INT_DTYPES
+              and dtypes[n] != _INT_DTYPES[expected[n].dtype]]
     if missing or unexpected or wrong:
         parts = []
         if missing:
@@ -182,7 +232,11 @@ def check_shapes(model, shapes: dict[str, tuple[int, ...]], source, dtypes: dict
             parts.append(f"unexpected tensors {unexpected[:8]}{' ...' if len(unexpected) > 8 else ''}")
         if wrong:
             parts.append(f"shape mismatches {wrong[:8]}{' ...' if len(wrong) > 8 else ''}")
-        raise CheckpointError(f"{source} does not match its config: " + "; ".join(parts))
+        hint = ""
+        if any(n.endswith(".qweight") for n in unexpected) and not any(n.endswith(".qweight") for n in expected):
+            hint = (f" (the file holds quantized weights, but its config.json's extra[{QUANTIZATION!r}] does not "
+                    "name the quantized modules: save the quantized model again with this attnlab)")
+        raise CheckpointError(f"{source} does not match its config: " + "; ".join(parts) + hint)
 
 
 def load_state(model, tensors: dict[str, torch.Tensor], source: str | Path) -> None:
@@ -242,7 +296,7 @@ def load_attnlab(directory: str | Path, device=None):
     if base_directory(config, directory / CONFIG_NAME) is not None:
         raise CheckpointError(f"{directory} holds only the tensors trained on top of a base model "
                               f"({config.extra['base'].get('package')}); load it with attnlab.load")
-    model = build_model(config, device="meta")
+    model = build_for_checkpoint(config, directory / CONFIG_NAME)
     check_shapes(model, {n: s for n, (s, _) in header.items()}, weights, {n: d for n, (_, d) in header.items()})
     allocate_empty(model, device)
     targets = model.state_dict(keep_vars=True)

@@ -324,7 +324,8 @@ def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], 
 def save_gguf(model, path) -> Path:
     """Write an attnlab LLaMA-style decoder as a float32 GGUF (llama.cpp's names and Q/K row order).
 
-    Only the model: no tokenizer metadata. Useful to test readers (attnlab's, transformers') on tiny models.
+    Only the model: no tokenizer metadata. Useful to test readers (attnlab's, transformers') on tiny models. A
+    quantized model is written as its dequantized float32 weights.
     """
     from gguf import GGUFWriter
 
@@ -333,7 +334,9 @@ def save_gguf(model, path) -> Path:
             and config.activation == "swiglu" and not config.bias):
         raise CheckpointError("save_gguf writes LLaMA-style decoders only (rope, rmsnorm, swiglu, no biases)")
     path = Path(path)
-    tensors = to_theirs(llama_table(config), config, model.state_dict())
+    from attnlab.quantization import float_state_dict
+
+    tensors = to_theirs(llama_table(config), config, float_state_dict(model))  # quantized: its dequantized weights
     writer = GGUFWriter(str(path), "llama")
     writer.add_block_count(config.n_layers)
     writer.add_context_length(config.max_len)

@@ -37,6 +37,7 @@ from attnlab.interop.families import BY_MODEL_TYPE, FAMILIES, Family
 from attnlab.interop.mapping import expand, to_ours, to_theirs
 from attnlab.layers.positions import sinusoid_table
 from attnlab.models.base import register_saver
+from attnlab.quantization import float_state_dict
 from attnlab.storage import atomic_write, materialize, read_tensors
 
 SUPPORTED = ", ".join(FAMILIES)
@@ -197,7 +198,8 @@ def to_hf_state(model_or_config, state: dict[str, torch.Tensor] | None = None) -
         if state is None:
             raise ConfigError("to_hf_state(config, state): give the attnlab state dict too")
     else:
-        config, state = model_or_config.config, model_or_config.state_dict()
+        # a quantized model is written as float32: the dequantized codes (transformers cannot read attnlab's)
+        config, state = model_or_config.config, float_state_dict(model_or_config)
     family = choose_family(config)
     out = to_theirs(family.table(config), config, state)
     if config.topology == "encoder-decoder" and not config.shared_embeddings and "model.shared.weight" not in out:
@@ -304,7 +306,11 @@ def load_hf(path, device=None):
 
 
 def save_hf(model, directory, tokenizer=None) -> Path:
-    """Write config.json + model.safetensors in the HF layout of the model's family (+ tokenizer files)."""
+    """Write config.json + model.safetensors in the HF layout of the model's family (+ tokenizer files).
+
+    A quantized model (attnlab.quantize, or a GGUF file kept quantized) is written as the float32 model its codes
+    stand for: transformers reads it as a plain checkpoint computing what the quantized model computes (its
+    dequantized weights), at float32's size; no quantization_config is written."""
     directory = Path(directory)
     hf_config = hf_config_from(model.config)
     tensors = {k: v.detach().to("cpu").contiguous().clone() for k, v in to_hf_state(model).items()}

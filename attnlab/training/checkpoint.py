@@ -209,7 +209,8 @@ def load_checkpoint(path: str | Path, model, *, optimizer=None, scheduler=None, 
 def export_model(step_dir: str | Path, dest: str | Path, *, half: bool = True,
                  info: dict[str, Any] | None = None) -> Path:
     """Copy the servable part of a training checkpoint (config.json, weights, tokenizer) to `dest`, without the
-    optimizer state; `half` stores the weights as float16 (loading copies them into float32 parameters).
+    optimizer state; `half` stores the float weights as float16 (loading copies them into float32 parameters;
+    a quantized model's codes and scales are copied as they are).
     `info` (the command that made it, its measured result) is written beside it as trained.json."""
     from safetensors.torch import save_file
 
@@ -217,8 +218,10 @@ def export_model(step_dir: str | Path, dest: str | Path, *, half: bool = True,
     if (step_dir / LATEST).is_file():  # a run directory: export its latest step
         step_dir = latest_checkpoint(step_dir)
     tensors = read_tensors(step_dir / WEIGHTS_NAME)
-    if half:
-        tensors = {k: v.half() if v.is_floating_point() else v for k, v in tensors.items()}
+    if half:  # a quantized module's scales and mins stay as they are (float32 int8 scales would change the model)
+        coded = {k.removesuffix(".qweight") for k in tensors if k.endswith(".qweight")}
+        tensors = {k: v.half() if v.is_floating_point() and k.rpartition(".")[0] not in coded else v
+                   for k, v in tensors.items()}
     dest.mkdir(parents=True, exist_ok=True)
     atomic_write(dest / WEIGHTS_NAME, lambda tmp: save_file({k: v.contiguous() for k, v in tensors.items()}, tmp))
     os.chmod(dest / WEIGHTS_NAME, 0o644)  # mkstemp makes 0600; package data must be readable by all

@@ -1,0 +1,202 @@
+"""Quantized models saved and loaded: the same modules, formats and bits come back (int8, int4, a GGUF file kept
+quantized); the tied embedding still reads its head's codes; mismatched files are refused by name; exports to
+other formats (Hugging Face, GGUF, export_model) write what the quantized model computes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
+
+import attnlab
+from attnlab.errors import CheckpointError
+from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear
+from attnlab.quantization import formats_of
+
+GPT_CHAR = Path(attnlab.__file__).parent / "assets" / "checkpoints" / "gpt-char"
+IDS = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
+
+
+def _quantized(scheme):
+    model, tokenizer = attnlab.load(GPT_CHAR)
+    return attnlab.quantize(model.eval(), scheme), tokenizer
+
+
+def _assert_same_model(a, b):
+    assert formats_of(a) == formats_of(b) and formats_of(a)
+    sa, sb = a.state_dict(), b.state_dict()
+    assert list(sa) == list(sb)
+    for name in sa:
+        assert sa[name].dtype == sb[name].dtype and torch.equal(sa[name], sb[name]), name
+    with torch.no_grad():
+        assert torch.equal(a(IDS).logits, b(IDS).logits)  # prefill: the dequantized weights
+        assert torch.equal(a(IDS[:, :1]).logits, b(IDS[:, :1]).logits)  # one row: fbgemm / chunked kernels
+
+
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_quantized_model_round_trips_bit_for_bit(tmp_path, scheme):
+    model, tokenizer = _quantized(scheme)
+    folder = model.save(tmp_path / "q", tokenizer=tokenizer)
+    saved = json.loads((folder / "config.json").read_text())["extra"]["quantization"]
+    assert saved["lm_head"] == "int8" and saved["blocks.0.attn.qkv"] == scheme
+    assert "quantization" not in model.config.extra  # the in-memory config is not changed by saving
+
+    loaded, tok = attnlab.load(folder)
+    assert tok is not None and not loaded.training
+    assert isinstance(loaded.blocks[0].attn.qkv, QuantizedLinear) and loaded.blocks[0].attn.qkv.format == scheme
+    assert "quantization" not in loaded.config.extra  # the config describes the float architecture
+    _assert_same_model(model, loaded)
+    prompt = torch.tensor([tokenizer.encode("the ")])
+    assert attnlab.generate(model, prompt, max_new_tokens=12).tokens == \
+        attnlab.generate(loaded, prompt, max_new_tokens=12).tokens
+    again = loaded.save(tmp_path / "again")  # a loaded quantized model saves the same table again
+    assert json.loads((again / "config.json").read_text())["extra"]["quantization"] == saved
+
+
+def test_tied_embedding_shares_the_heads_codes_after_loading(tmp_path):
+    model, _ = _quantized("int8")
+    folder = model.save(tmp_path / "q")
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        stored = set(f.keys())
+    assert len({"tokens.qweight", "lm_head.proj.qweight"} & stored) == 1  # one copy in the file
+    loaded, _ = attnlab.load(folder)
+    assert isinstance(loaded.tokens, QuantizedEmbedding)
+    for name in ("qweight", "scale"):
+        assert getattr(loaded.tokens, name) is getattr(loaded.lm_head.proj, name)  # one copy in memory
+
+
+def test_a_float_model_saves_no_quantization_table(tmp_path):
+    model, _ = attnlab.load(GPT_CHAR)
+    model.config.extra["quantization"] = {"blocks.0.attn.qkv": "int8"}  # a stale note does not reach the file
+    folder = model.save(tmp_path / "f")
+    assert "quantization" not in json.loads((folder / "config.json").read_text())["extra"]
+    assert isinstance(attnlab.load(folder)[0].blocks[0].attn.qkv, torch.nn.Linear)
+
+
+# ------------------------------------------------------------------------------------------ refusals
+def _edit_config(folder, change):
+    path = folder / "config.json"
+    data = json.loads(path.read_text())
+    change(data["extra"])
+    path.write_text(json.dumps(data))
+
+
+@pytest.fixture
+def saved_int8(tmp_path):
+    model, _ = _quantized("int8")
+    return model.save(tmp_path / "q")
+
+
+def test_a_format_that_disagrees_with_the_file_is_a_shape_mismatch(saved_int8):
+    _edit_config(saved_int8, lambda extra: extra["quantization"].update({"blocks.0.attn.qkv": "int4"}))
+    with pytest.raises(CheckpointError, match=r"shape mismatches \['blocks\.0\.attn\.qkv\.qweight"):
+        attnlab.load(saved_int8)
+
+
+def test_quantized_tensors_without_the_table_name_the_cause(saved_int8):
+    _edit_config(saved_int8, lambda extra: extra.pop("quantization"))
+    with pytest.raises(CheckpointError, match=r"unexpected tensors .*qweight.*extra\['quantization'\]"):
+        attnlab.load(saved_int8)
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"blocks.0.attn.qkv": "int3"}, "unknown quantized format 'int3'"),
+    ({"positions": "int8"}, "'positions' is not a module that can be quantized"),
+    ({"blocks.9.attn.qkv": "int8"}, "'blocks.9.attn.qkv' is not a module"),
+    (["int8"], "must map module names"),
+])
+def test_a_malformed_table_is_refused_by_name(saved_int8, table, message):
+    _edit_config(saved_int8, lambda extra: extra.update({"quantization": table}))
+    with pytest.raises(CheckpointError, match=message):
+        attnlab.load(saved_int8)
+
+
+def test_codes_of_the_wrong_integer_type_are_refused(saved_int8):
+    path = saved_int8 / "model.safetensors"
+    tensors = load_file(path)
+    tensors["blocks.0.attn.qkv.qweight"] = tensors["blocks.0.attn.qkv.qweight"].view(torch.uint8)  # same shape
+    save_file(tensors, path)
+    with pytest.raises(CheckpointError, match=r"blocks\.0\.attn\.qkv\.qweight: file dtype U8, I8 expected"):
+        attnlab.load(saved_int8)
+
+
+# ------------------------------------------------------------------------------------------------ GGUF
+def _quantized_gguf(tmp_path) -> Path:
+    """A tiny LLaMA written as GGUF with Q4_0 / Q4_1 / Q8_0 blocks and a tied Q8_0 embedding (as test_quantize)."""
+    from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
+    from gguf.quants import quantize
+
+    from attnlab.interop import gguf as G
+
+    config = attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2, tie_embeddings=True)
+    torch.manual_seed(0)
+    plain = G.save_gguf(attnlab.build_model(config).eval(), tmp_path / "plain.gguf")
+    reader = GGUFReader(str(plain))
+    path = tmp_path / "q.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    for key, field in reader.fields.items():
+        if key.startswith("llama."):
+            value = field.contents()
+            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
+    kinds = {"attn_q": "Q4_0", "attn_k": "Q4_0", "attn_v": "Q4_0", "ffn_gate": "Q4_1", "ffn_up": "Q4_1",
+             "ffn_down": "Q4_1", "attn_output": "Q8_0", "token_embd": "Q8_0"}
+    for t in reader.tensors:
+        values = np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape)))
+        kind = next((k for part, k in kinds.items() if part in t.name), None)
+        if kind is None or values.ndim != 2:
+            writer.add_tensor(t.name, values)
+            continue
+        qtype = GGMLQuantizationType[kind]
+        writer.add_tensor(t.name, quantize(values, qtype), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_a_gguf_model_kept_quantized_round_trips(tmp_path):
+    model, _ = attnlab.load(_quantized_gguf(tmp_path))
+    assert {"q4_0", "q4_1", "q8_0"} <= set(formats_of(model).values())
+    loaded, _ = attnlab.load(model.save(tmp_path / "saved"))
+    assert loaded.blocks[0].attn.qkv.format == "q4_0" and loaded.lm_head.proj.format == "q8_0"
+    assert loaded.tokens.qweight is loaded.lm_head.proj.qweight
+    _assert_same_model(model, loaded)
+
+
+# ---------------------------------------------------------------------------------------------- exports
+def test_hugging_face_export_writes_the_dequantized_float_weights(tmp_path):
+    model, tokenizer = _quantized("int4")
+    folder = model.save(tmp_path / "hf", tokenizer=tokenizer, format="hf")
+    with safe_open(str(folder / "model.safetensors"), framework="pt") as f:
+        assert not any(k.endswith((".qweight", ".scale", ".min")) for k in f.keys())
+        assert {f.get_slice(k).get_dtype() for k in f.keys()} == {"F32"}
+    exported, _ = attnlab.load(folder)  # read back the Hugging Face way: a plain float model
+    assert not formats_of(exported)
+    assert torch.equal(exported.blocks[0].attn.qkv.weight, model.blocks[0].attn.qkv.weight)
+    with torch.no_grad():  # prefill multiplies by the same dequantized weights
+        assert torch.equal(exported(IDS).logits, model(IDS).logits)
+
+
+def test_gguf_export_writes_the_dequantized_float_weights(tmp_path):
+    from attnlab.interop.gguf import save_gguf
+
+    config = attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2)
+    torch.manual_seed(0)
+    model = attnlab.quantize(attnlab.build_model(config).eval(), "int8")
+    exported, _ = attnlab.load(save_gguf(model, tmp_path / "q.gguf"))
+    with torch.no_grad():
+        assert torch.allclose(exported(IDS).logits, model(IDS).logits, rtol=1e-5, atol=1e-5)
+
+
+def test_export_model_keeps_a_quantized_models_scales(tmp_path):
+    from attnlab.training.checkpoint import export_model
+
+    model, tokenizer = _quantized("int8")
+    dest = export_model(model.save(tmp_path / "q", tokenizer=tokenizer), tmp_path / "served")  # half=True
+    _assert_same_model(model, attnlab.load(dest)[0])
