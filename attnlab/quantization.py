@@ -22,6 +22,7 @@ import warnings
 from torch import nn
 
 from attnlab.errors import InputError
+from attnlab.layers import int8_kernel
 from attnlab.layers.quantized import BLOCK, FORMATS, QuantizedEmbedding, QuantizedLinear
 from attnlab.models.heads import LMHead
 
@@ -168,4 +169,5 @@ def quantize(model: nn.Module, scheme: str) -> nn.Module:
     if kept:
         warnings.warn(f"int4 needs input widths divisible by {BLOCK}; kept float: {kept[:6]}"
                       f"{' ...' if len(kept) > 6 else ''}", stacklevel=2)
+    int8_kernel.available()  # build (or load) the one-row int8 kernel now, not on the first generated token
     return replace(model, formats)

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import attnlab
+from attnlab.layers import int8_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize, from_gguf_rows, quantize_weight
 from attnlab.quantization import QuantizedLMHead
 
@@ -98,18 +99,29 @@ def test_block_formats_multiply_like_f_linear_on_the_decoded_weight(fmt, rows):
         assert torch.allclose(module(x[None])[0], expected, rtol=1e-5, atol=1e-5)  # float32 summation order
 
 
+@pytest.fixture(params=["vnni", "fbgemm"])
+def int8_path(request, monkeypatch):
+    """The one-row int8 product runs attnlab's VNNI kernel where the CPU has it, fbgemm elsewhere: test both."""
+    if request.param == "vnni" and not int8_kernel.available():
+        pytest.skip(f"attnlab's int8 kernel is unavailable here: {int8_kernel.unavailable_reason()}")
+    if request.param == "fbgemm":
+        monkeypatch.setattr(int8_kernel, "available", lambda: False)
+    return request.param
+
+
 @pytest.mark.parametrize("rows", [1, 3, 20])
-def test_int8_product_is_within_the_activation_rounding_bound(rows):
-    """Few rows go through fbgemm, which also rounds x to 8 bits (one scale over the rows: step = range / 255):
-    |y - x W^T| <= step * sum_k |W[n, k]| bounds the error; 20 rows multiply the decoded weight exactly."""
+def test_int8_product_is_within_the_activation_rounding_bound(rows, int8_path):
+    """Few rows round x per row: fbgemm to 8 bits (step = range / 255), the VNNI kernel to two 8-bit pieces
+    (step = max|x| / 127 / 254). |y - x W^T| <= step / 2 * sum_k |W[n, k]| (+ float32 rounding) bounds the
+    error; 20 rows multiply the decoded weight exactly."""
     module = _module("int8")
     x = torch.randn(rows, 96)
     with torch.no_grad():
         w = module.weight
         expected = F.linear(x, w, module.bias)
         got = module(x)
-    step = float(x.max() - x.min()) / 255
-    bound = step * w.abs().sum(1) + 1e-5
+    step = float(x.max() - x.min()) / 255 if int8_path == "fbgemm" else float(x.abs().max()) / 127 / 254
+    bound = step / 2 * w.abs().sum(1) + 1e-5
     assert bool(((got - expected).abs() <= bound).all())
     if rows > QuantizedLinear.FAST_ROWS:
         assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
@@ -118,27 +130,56 @@ def test_int8_product_is_within_the_activation_rounding_bound(rows):
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_int8_rows_with_outliers_also_multiply_their_rounding_residual(bias):
-    """One channel 1000x the others makes x's 8-bit step (range / 255) useless for them; the residual pass brings
-    the error down to that of a ~16-bit activation (step / 255), far below one 8-bit pass's. The bias is folded
-    into fbgemm's packed weight, so the residual's product must not add it twice."""
+def test_int8_rows_with_outliers_keep_their_small_channels(bias, int8_path):
+    """One channel 1000x the others makes an 8-bit step (range / 255) useless for them. fbgemm's path then also
+    multiplies the rounding residual; the VNNI kernel always rounds x to two pieces: either way the error is
+    that of a ~16-bit activation (step / 255), far below one 8-bit pass's. The bias is folded into the packed
+    weight, so the residual's product must not add it twice."""
     module = _module("int8", bias=bias)
     torch.manual_seed(2)
     x = torch.randn(2, 96)
     x[:, 7] = 1000.0
+    single = copy.deepcopy(module)
+    single.RESIDUAL_RATIO = float("inf")
     with torch.no_grad():
         w = module.weight
         expected = F.linear(x, w, module.bias)
         err = (module(x) - expected).abs()
-        single = copy.deepcopy(module)
-        single.RESIDUAL_RATIO = float("inf")
-        single_err = (single(x) - expected).abs()
+        with pytest.MonkeyPatch.context() as mp:  # one plain 8-bit pass: fbgemm without its residual
+            mp.setattr(int8_kernel, "available", lambda: False)
+            single_err = (single(x) - expected).abs()
     step = float(x.max() - x.min()) / 255
     assert bool((err <= 2 * step / 255 * w.abs().sum(1) + 1e-4).all())
     assert float(err.max()) * 20 < float(single_err.max())
 
 
-def test_int8_fast_path_follows_changes_to_its_bias_and_codes():
+@pytest.mark.parametrize("n,k", [(64, 96), (65, 33), (200, 7)])
+def test_vnni_kernel_against_float64(n, k):
+    """attnlab's VNNI kernel on shapes that are not multiples of its blocks (64 outputs, 4 inputs), with and
+    without bias, on 1 and 2 threads, against float64 on the same codes: within the bound of rounding x to
+    two 8-bit pieces (step = max|x| / 127 / 254) plus float32 accumulation."""
+    if not int8_kernel.available():
+        pytest.skip(f"attnlab's int8 kernel is unavailable here: {int8_kernel.unavailable_reason()}")
+    gen = torch.Generator().manual_seed(n + k)
+    q = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=gen)
+    scale = torch.rand(n, generator=gen) * 0.01
+    bias = torch.randn(n, generator=gen)
+    x = torch.randn(1, k, generator=gen)
+    x[0, k // 2] = -40.0  # an outlier channel
+    w = q.double() * scale.double()[:, None]
+    packed, rowsum = int8_kernel.pack(q)
+    bound = float(x.abs().max()) / 127 / 254 / 2 * w.abs().sum(1) + 1e-5 * (1 + w.abs().sum(1) * float(x.abs().max()))
+    for b in (None, bias):
+        expected = x.double() @ w.T + (0 if b is None else b.double())
+        for threads in (1, 2):
+            got = int8_kernel.gemv(x, packed, rowsum, scale, b, n, threads)
+            assert got.shape == (1, n) and got.dtype == torch.float32
+            assert bool(((got.double() - expected).abs() <= bound).all())
+    with pytest.raises(ValueError, match="at most 8192"):
+        int8_kernel.pack(torch.zeros(2, 8193, dtype=torch.int8))
+
+
+def test_int8_fast_path_follows_changes_to_its_bias_and_codes(int8_path):
     """The packed fbgemm weight (bias folded in) is a cache: an in-place change of the bias, the codes or the
     scales must reach the next product."""
     module = _module("int8")

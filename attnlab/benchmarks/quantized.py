@@ -1,12 +1,15 @@
 """Quantized weights: decode-step time and resident memory against float32, and a per-matrix roofline.
 
 Three parts, each on one thread with the thread / process CPU clock, contestants interleaved (A B C A B C):
-1. per matrix, one row (a decoding step's product): float32 F.linear, attnlab's int8 (fbgemm, layers/quantized.py),
-   torch's `_weight_int8pack_mm`, bfloat16 F.linear and attnlab's int4; COPIES different matrices are cycled so
-   the weights come from memory, as in a real step. Beside them: GB/s of the bytes each reads, and the int8
-   floor = int8 bytes / the machine's measured read bandwidth (decode_step.read_bandwidth);
-2. one cached decoding step of GPT-2-small's shape (random weights): float32 vs attnlab.quantize(int8 | int4),
-   step = (generate(1 + K) - generate(1)) / K; and the int8 model's weight-reading floor;
+1. per matrix, one row (a decoding step's product): float32 F.linear, attnlab's int8 (its VNNI kernel where
+   the CPU has one, layers/int8_kernel.py), the same through fbgemm, torch's `_weight_int8pack_mm`, bfloat16
+   F.linear and attnlab's int4; different matrices (>= 200 MB) are cycled so the weights come from memory, as in
+   a real step. Beside them: GB/s of the bytes each reads, and two int8 floors: int8 bytes / the machine's
+   measured read bandwidth (decode_step.read_bandwidth, a 256 MB read), and a read of the same bytes timed in
+   the same rounds;
+2. one cached decoding step of GPT-2-small's shape (random weights): float32 vs attnlab.quantize(int8 | int4)
+   (int8 also through fbgemm), step = (generate(1 + K) - generate(1)) / K; and the int8 model's weight-reading
+   floor, both ways;
 3. SmolLM2-135M from its GGUF file: kept quantized (attnlab.load: Q4_1 blocks + a Q8_0 embedding) vs the same
    file dequantized to float32 (and that float32 model quantized to int8): step time, tensor bytes, and the
    resident-memory growth of a fresh process loading it (after a warm-up that builds a tiny model, so torch's
@@ -30,6 +33,7 @@ import torch.nn.functional as F
 
 from attnlab.benchmarks.common import header
 from attnlab.benchmarks.decode_step import read_bandwidth
+from attnlab.layers import int8_kernel
 
 
 def _interleave(contestants: dict, reps: int, clock=time.thread_time) -> dict[str, float]:
@@ -48,20 +52,25 @@ def _interleave(contestants: dict, reps: int, clock=time.thread_time) -> dict[st
 def roofline(reps: int, bandwidth: float) -> list[str]:
     from attnlab.layers.quantized import QuantizedLinear
 
-    rows = ["| matrix (in x out) | float32 | attnlab int8 (fbgemm) | _weight_int8pack_mm | bfloat16 | attnlab int4 | "
-            "int8 floor | int8 vs float32 | int8 vs floor |", "|---|---|---|---|---|---|---|---|---|"]
+    kernel = "VNNI kernel" if int8_kernel.available() else f"fbgemm: {int8_kernel.unavailable_reason()}"
+    rows = [f"| matrix (in x out) | float32 | attnlab int8 ({kernel}) | fbgemm | _weight_int8pack_mm | bfloat16 | "
+            "attnlab int4 | int8 floor (bandwidth) | int8 floor (a read of the same bytes, same rounds) | "
+            "int8 vs float32 | int8 vs floor (bandwidth / same rounds) |", "|---" * 11 + "|"]
     for k, n in ((768, 2304), (768, 3072), (3072, 768), (768, 50257)):
         copies = max(2, int(200e6 // (n * k * 4)))  # >= 200 MB of float32 weights cycled: they come from memory
         torch.manual_seed(0)
         ws = [torch.randn(n, k) * 0.02 for _ in range(copies)]
         x = torch.randn(1, k)
         xb = x.bfloat16()
-        q8, q4 = [], []
+        q8, fb, q4 = [], [], []
         for w in ws:
             lin = torch.nn.Linear(k, n, bias=False)
             lin.weight.data = w
             q8.append(QuantizedLinear.from_float(lin, "int8"))
+            fb.append(QuantizedLinear.from_float(lin, "int8"))
+            fb[-1].use_kernel = False
             q4.append(QuantizedLinear.from_float(lin, "int4"))
+        reads = [torch.zeros(n * k // 4) for _ in ws]  # the int8 codes' bytes, as float32 to sum
         bf = [w.bfloat16() for w in ws]
         packed = [(m.qweight, m.scale) for m in q8]
 
@@ -72,6 +81,8 @@ def roofline(reps: int, bandwidth: float) -> list[str]:
             t = _interleave({
                 "f32": cycle(lambda w, x=x: F.linear(x, w), ws),
                 "int8": cycle(lambda m, x=x: m(x), q8),
+                "fbgemm": cycle(lambda m, x=x: m(x), fb),
+                "read": cycle(torch.sum, reads),
                 "pack": cycle(lambda p, x=x: torch._weight_int8pack_mm(x, p[0], p[1]), packed),
                 "bf16": cycle(lambda w, xb=xb: F.linear(xb, w), bf),
                 "int4": cycle(lambda m, x=x: m(x), q4),
@@ -79,15 +90,19 @@ def roofline(reps: int, bandwidth: float) -> list[str]:
         ms = {name: v / copies * 1e3 for name, v in t.items()}
         floor = n * k / bandwidth / 1e9 * 1e3
         rows.append(f"| {k} x {n} | {ms['f32']:.3f} ms ({n * k * 4 / ms['f32'] / 1e6:.1f} GB/s) | "
-                    f"{ms['int8']:.3f} ms ({n * k / ms['int8'] / 1e6:.1f} GB/s) | {ms['pack']:.3f} ms | "
-                    f"{ms['bf16']:.3f} ms | {ms['int4']:.3f} ms | {floor:.3f} ms | {ms['f32'] / ms['int8']:.2f}x | "
-                    f"{ms['int8'] / floor:.2f}x |")
+                    f"{ms['int8']:.3f} ms ({n * k / ms['int8'] / 1e6:.1f} GB/s) | {ms['fbgemm']:.3f} ms | "
+                    f"{ms['pack']:.3f} ms | {ms['bf16']:.3f} ms | {ms['int4']:.3f} ms | {floor:.3f} ms | "
+                    f"{ms['read']:.3f} ms | {ms['f32'] / ms['int8']:.2f}x | "
+                    f"{ms['int8'] / floor:.2f}x / {ms['int8'] / ms['read']:.2f}x |")
         print(rows[-1], flush=True)
     return rows
 
 
 # ------------------------------------------------------------------------------------------ 2./3. steps
-def step_costs(models: dict, vocab: int, steps: int, reps: int) -> dict[str, float]:
+def step_costs(models: dict, vocab: int, steps: int, reps: int, floor_bytes: int | None = None) -> dict[str, float]:
+    """Median seconds per cached step of each model (generate(1 + steps) - generate(1), over steps), interleaved
+    round by round; floor_bytes: also "floor", `steps` reads of a buffer of that many bytes per round (the same
+    rounds, so the read and the steps find the caches in the same state: both follow the other models' reads)."""
     import attnlab
 
     ids = torch.randint(0, vocab, (1, 8), generator=torch.Generator().manual_seed(0))
@@ -97,7 +112,8 @@ def step_costs(models: dict, vocab: int, steps: int, reps: int) -> dict[str, flo
 
     for model in models.values():
         run(model, 1 + steps)  # warm-up: prepacked weights, decode copies
-    costs = {name: [] for name in models}
+    stream = torch.randn(floor_bytes // 4) if floor_bytes else None
+    costs = {name: [] for name in [*models, *(["floor"] if floor_bytes else [])]}
     for _ in range(reps):
         for name, model in models.items():
             start = time.process_time()
@@ -106,7 +122,22 @@ def step_costs(models: dict, vocab: int, steps: int, reps: int) -> dict[str, flo
             start = time.process_time()
             run(model, 1 + steps)
             costs[name].append((time.process_time() - start - one) / steps)
+        if stream is not None:
+            start = time.process_time()
+            for _ in range(steps):
+                stream.sum()
+            costs["floor"].append((time.process_time() - start) / steps)
     return {name: statistics.median(v) for name, v in costs.items()}
+
+
+def fbgemm_only(model):
+    """The int8 model with attnlab's VNNI kernel off (instance attribute): fbgemm and its residual pass."""
+    from attnlab.layers.quantized import QuantizedLinear
+
+    for m in model.modules():
+        if isinstance(m, QuantizedLinear):
+            m.use_kernel = False
+    return model
 
 
 def single_pass(model):
@@ -139,17 +170,24 @@ def gpt2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     _, _, f32 = gpt2_small()
     f32.eval()
     int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
-    models = {"float32": f32, "int8": int8, "int8 single pass": single_pass(copy.deepcopy(int8)),
+    models = {"float32": f32, "int8": int8,
+              "int8 via fbgemm, one 8-bit pass": single_pass(fbgemm_only(copy.deepcopy(int8))),
               "int4": attnlab.quantize(copy.deepcopy(f32), "int4")}
+    if int8_kernel.available():  # the same int8 model on the fallback kernel
+        models["int8 via fbgemm"] = fbgemm_only(copy.deepcopy(int8))
     with torch.no_grad():
-        cost = step_costs(models, f32.config.vocab_size, steps, reps)
+        cost = step_costs(models, f32.config.vocab_size, steps, reps, floor_bytes=weight_bytes(int8))
+    same_rounds = cost.pop("floor")
     floor = weight_bytes(models["int8"]) / bandwidth / 1e9
-    rows = ["| GPT-2-small shape (random), batch 1 | step | vs float32 | weights read | vs int8 floor |",
-            "|---|---|---|---|---|"]
+    rows = [f"| GPT-2-small shape (random), batch 1 | step | vs float32 | weights read | vs int8 floor "
+            f"({bandwidth:.1f} GB/s from a 256 MB read) | vs int8 floor (a weight-sized read in the same rounds) |",
+            "|---|---|---|---|---|---|"]
     for name, c in cost.items():
         rows.append(f"| {name} | {c * 1e3:.2f} ms | {cost['float32'] / c:.2f}x | "
-                    f"{weight_bytes(models[name]) / 1e6:.0f} MB | {c / floor:.2f}x |")
-    rows.append(f"| int8 floor (int8 weight bytes / {bandwidth:.1f} GB/s) | {floor * 1e3:.2f} ms | | | 1.00x |")
+                    f"{weight_bytes(models[name]) / 1e6:.0f} MB | {c / floor:.2f}x | {c / same_rounds:.2f}x |")
+    rows.append(f"| int8 floor: int8 weight bytes / {bandwidth:.1f} GB/s | {floor * 1e3:.2f} ms | | | 1.00x | |")
+    rows.append(f"| int8 floor: a read over the int8 weight bytes, same rounds | {same_rounds * 1e3:.2f} ms "
+                "| | | | 1.00x |")
     print("\n".join(rows), flush=True)
     return rows
 
@@ -207,7 +245,8 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     f32 = smollm2_float32(path)
     int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
     models = {"float32": f32, "GGUF kept (Q4_1 + Q8_0)": kept, "int8": int8,
-              "int8 single pass": single_pass(copy.deepcopy(int8))}
+              "int8 via fbgemm (residual pass where needed)": fbgemm_only(copy.deepcopy(int8)),
+              "int8 via fbgemm, one 8-bit pass": single_pass(fbgemm_only(copy.deepcopy(int8)))}
     with torch.no_grad():
         cost = step_costs(models, f32.config.vocab_size, steps, reps)
 

@@ -19,18 +19,20 @@ The int8 product: which kernel, and why (measured on the project's Intel Xeon Sa
   latency-bound), and ~18 s of compilation per shape;
 - fbgemm's dynamically quantized product (`torch.ops.quantized.linear_dynamic` on a weight prepacked by
   `linear_prepack`; both ops are in torch core, unlike the deprecated torch.ao Python API) 0.28 ms, 3.1x faster
-  than float32 and within 1.35x of the floor. It rounds the activation row to uint8 too (W8A8) with one scale
-  per call, which LLaMA-like activations do not survive: SmolLM2's rows span 100-400x their median magnitude
-  (outlier channels), and a single 8-bit pass gave logits 4-16% off float32 (relative L2; weight-only int8: 2-6%).
-  So each row is its own call (its own scale), and a row whose range exceeds RESIDUAL_RATIO x its mean |x| also
-  multiplies its rounding residual (at most half a step per channel) in a second call: ~16-bit activations,
-  logits as close as weight-only int8 (2-6%), at twice the time for those rows (most of SmolLM2's; Gaussian
-  rows such as the random GPT-2 benchmark's stay single). LLM.int8()'s split of outlier columns was tried
-  first: SmolLM2 has too many outlier channels for a 16-column split to help (16% -> 14%).
-So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use fbgemm with a prepacked weight made on first use
-and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept); more rows (prefill) and other
-devices multiply by the dequantized float weight (weight-only, exact to float32 rounding of w). On CUDA that
-is F.linear in the activation's dtype (untested here: no GPU was lent to this session).
+  than float32 and 1.1-1.4x of the floor, plus ~15 us of fixed cost per call. It rounds the activation row to
+  uint8 too (W8A8) with one scale per call, which LLaMA-like activations do not survive: SmolLM2's rows span
+  100-400x their median magnitude (outlier channels), and a single 8-bit pass gave logits 4-16% off float32
+  (relative L2; weight-only int8: 2-6%). So each row is its own call (its own scale), and a row whose range
+  exceeds RESIDUAL_RATIO x its mean |x| also multiplies its rounding residual (at most half a step per channel)
+  in a second call: ~16-bit activations at twice the time for those rows (most of SmolLM2's). LLM.int8()'s split
+  of outlier columns was tried first: SmolLM2 has too many outlier channels for a 16-column split to help.
+- attnlab's own kernel (layers/int8_kernel.py: AVX512-VNNI, ~60 lines of C++ built once with torch.compile's
+  compiler) 0.94-1.13x of the floor, 1.3 us fixed cost per call, and it rounds x to two 8-bit pieces (~15 bits)
+  in every call, so outlier rows need no second pass. Shipped where the CPU has VNNI; fbgemm elsewhere.
+So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use that kernel (or fbgemm) with a packed
+weight made on first use and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept);
+more rows (prefill) and other devices multiply by the dequantized float weight (weight-only, exact to float32
+rounding of w). On CUDA that is F.linear in the activation's dtype (untested here: no GPU was lent).
 
 The 4-bit and Q8_0 products dequantize CHUNK weights (whole output rows, 1 MB of float32) at a time into a
 reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded in
@@ -46,6 +48,8 @@ import weakref
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from attnlab.layers import int8_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
@@ -141,6 +145,7 @@ class QuantizedLinear(nn.Module):
     #                dequantized product (prefill)
     CHUNK = 1 << 18  # weights dequantized at a time (whole rows) for few-row products of the block formats:
     #                  1 MB of float32, so a chunk is still in the core's L2 cache when its product reads it
+    use_kernel = True  # int8, few rows: attnlab's VNNI kernel where available (False: fbgemm, for comparisons)
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
@@ -194,10 +199,40 @@ class QuantizedLinear(nn.Module):
         rows = x.numel() // self.in_features
         if rows <= self.FAST_ROWS and x.device.type == "cpu" and not (torch.is_grad_enabled() and x.requires_grad):
             if self.format == "int8" and x.dtype == torch.float32 and not torch.compiler.is_compiling():
+                if self.use_kernel and self.in_features <= int8_kernel.MAX_K and int8_kernel.available():
+                    return self._vnni(x, bias)
                 return self._fbgemm(x, bias)
             if self.format != "int8":
                 return self._chunked(x, bias)
         return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
+
+    # ------------------------------------------------------------------------ int8: attnlab's VNNI kernel
+    def _vnni_packed(self, bias: torch.Tensor | None):
+        """int8_kernel.pack's layout of the codes (+1 byte per weight while kept, like fbgemm's), made on first
+        use and again whenever the codes, the scales or the bias change (in place or replaced)."""
+        q, scale = self.qweight, self.scale
+        state = ("vnni", q._version, q.data_ptr(), scale._version, scale.data_ptr(),
+                 None if bias is None else (bias._version, bias.data_ptr()))
+        cached = self._packed
+        if cached is not None and cached[1] == state and cached[0]() is q:
+            return cached[2]
+        with torch.inference_mode(False), torch.no_grad():  # ordinary tensors, usable in any later mode
+            codes, rowsum = int8_kernel.pack(q.detach())
+            packed = (codes, rowsum, scale.detach().float().contiguous(),
+                      None if bias is None else bias.detach().float().contiguous())
+        self._packed = (weakref.ref(q), state, packed)
+        return packed
+
+    def _vnni(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
+        codes, rowsum, scale, b = self._vnni_packed(bias)
+        threads = torch.get_num_threads()
+        if flat.shape[0] == 1:
+            y = int8_kernel.gemv(flat, codes, rowsum, scale, b, self.out_features, threads)
+        else:  # each row gets its own activation scale inside the kernel
+            y = torch.cat([int8_kernel.gemv(row[None], codes, rowsum, scale, b, self.out_features, threads)
+                           for row in flat])
+        return y.reshape(*x.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------------------------------ int8: fbgemm
     def _prepacked(self, bias: torch.Tensor | None):
