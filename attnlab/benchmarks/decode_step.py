@@ -34,11 +34,13 @@ Default: 1 thread and process CPU time, which is robust to other jobs on a share
     python -m attnlab.benchmarks.decode_step                 # GPT-2-small shape and SmolLM2-135M, batch 1 and 8
     python -m attnlab.benchmarks.decode_step --quick         # GPT-2 shape, batch 1, 3 repetitions
     python -m attnlab.benchmarks.decode_step --threads 2     # wall time instead of CPU time
+    python -m attnlab.benchmarks.decode_step --int8          # also attnlab with int8 weights, in the same rounds
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
 import time
@@ -170,7 +172,10 @@ def step_parts(model, reps: int, clock, warmup: int = 10, read_bytes: int | None
     return {name: statistics.median(values) for name, values in times.items()}
 
 
-def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clock):
+def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clock, int8=None):
+    """Median seconds per cached step of attnlab, attnlab without its decode layouts, HF (and `int8`, the same
+    model through attnlab.quantize(..., "int8"), when given), interleaved; and whether the float32 contestants
+    chose the same tokens (int8 is not expected to: its agreement is reported apart)."""
     import attnlab
 
     gen = torch.Generator().manual_seed(batch)
@@ -192,6 +197,8 @@ def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clo
                                num_beams=1, pad_token_id=0)
 
     variants = {"attnlab": attnlab_run, "attnlab plain": plain_run, "HF": hf_run}
+    if int8 is not None:
+        variants["attnlab int8"] = lambda n: attnlab.generate(int8, ids, max_new_tokens=n, eos_token_id=None).sequences
     for fn in variants.values():  # warm-up, long enough for the layers to make their decode copies
         fn(1 + steps)
     costs = {name: [] for name in variants}
@@ -202,8 +209,12 @@ def step_costs(hf, ours, batch: int, prompt_len: int, steps: int, reps: int, clo
             start = clock()
             outputs[name] = fn(1 + steps)
             costs[name].append((clock() - start - one) / steps)
-    same = all(torch.equal(outputs["attnlab"], out) for out in outputs.values())
-    return {name: statistics.median(values) for name, values in costs.items()}, same
+    same = all(torch.equal(outputs["attnlab"], out) for name, out in outputs.items() if name != "attnlab int8")
+    result = {name: statistics.median(values) for name, values in costs.items()}
+    if int8 is not None:
+        new_tokens = outputs["attnlab"][:, prompt_len:]
+        result["int8 agreement"] = float((outputs["attnlab int8"][:, prompt_len:] == new_tokens).float().mean())
+    return result, same
 
 
 def main(argv=None) -> int:
@@ -215,6 +226,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=24, help="cached steps per measurement")
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="GPT-2 shape, batch 1, 3 repetitions")
+    parser.add_argument("--int8", action="store_true", help="also attnlab with int8 weights (attnlab.quantize)")
     args = parser.parse_args(argv)
     if args.quick:
         args.models, args.batches, args.reps = "gpt2", "1", 3
@@ -244,16 +256,26 @@ def main(argv=None) -> int:
         print(f"{name}: weights read per step {weight_bytes / 1e6:.0f} MB -> floor {floor * 1e3:.1f} ms at the 256 MB "
               f"stream, {big_floor * 1e3:.1f} ms at the stream over {weight_bytes / 1e6:.0f} MB "
               f"({big_bandwidth:.1f} GB/s)", flush=True)
+        import attnlab
+
+        int8 = attnlab.quantize(copy.deepcopy(ours).eval(), "int8") if args.int8 else None
         for batch in (int(b) for b in args.batches.split(",")):
-            costs, same = step_costs(hf, ours, batch, args.prompt, args.steps, args.reps, clock)
+            costs, same = step_costs(hf, ours, batch, args.prompt, args.steps, args.reps, clock, int8=int8)
             rows.append((name, batch, costs, same, floor, big_floor))
-            print(f"  batch {batch}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" for k, v in costs.items())
+            print(f"  batch {batch}: " + ", ".join(f"{k} {v * 1e3:.1f} ms" if k != "int8 agreement" else
+                                                   f"int8 tokens agreeing with float32 {v:.0%}"
+                                                   for k, v in costs.items())
                   + f"; same tokens: {same}; decode copies hold {copy_bytes(ours) / 1e6:.0f} MB", flush=True)
         parts = step_parts(ours, args.reps, clock, read_bytes=weight_bytes)
         parts_rows.append((name, parts, floor, big_floor))
         print("  batch 1 step parts: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in parts.items()), flush=True)
         del hf, ours
 
+    for name, batch, c, _, _, _ in rows:
+        if "attnlab int8" in c:
+            print(f"{name}, batch {batch}: attnlab int8 {c['attnlab int8'] * 1e3:.1f} ms/step, HF (float32) / attnlab "
+                  f"int8 {c['HF'] / c['attnlab int8']:.2f}x, attnlab float32 / int8 "
+                  f"{c['attnlab'] / c['attnlab int8']:.2f}x, new tokens equal to float32's: {c['int8 agreement']:.0%}")
     print("\n| model | batch | attnlab ms/step | attnlab plain ms/step | HF ms/step | HF / attnlab | "
           "plain / attnlab | attnlab / floor (256 MB stream) | attnlab / floor (weight-sized stream) | same tokens |")
     print("|---|---|---|---|---|---|---|---|---|---|")
