@@ -10,10 +10,12 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
+import gguf_files
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from gguf_files import write_quantized_gguf
 
 import attnlab
 from attnlab.layers import int8_kernel
@@ -279,37 +281,12 @@ def test_bad_quantize_calls_are_refused(gpt_char):
 
 # ------------------------------------------------------------------------------------------------- GGUF
 def test_gguf_q_blocks_stay_quantized_and_compute_like_the_dequantized_file(tmp_path):
-    from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
+    from gguf import GGUFReader
 
     from attnlab.interop import gguf as G
 
-    config = attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2, tie_embeddings=True)
-    torch.manual_seed(0)
-    model = attnlab.build_model(config).eval()
-    plain = G.save_gguf(model, tmp_path / "plain.gguf")
-    reader = GGUFReader(str(plain))
-    writer = GGUFWriter(str(tmp_path / "q.gguf"), "llama")
-    for key, field in reader.fields.items():
-        if key.startswith("llama."):
-            value = field.contents()
-            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
-    kinds = {"attn_q": "Q4_0", "attn_k": "Q4_0", "attn_v": "Q4_0", "ffn_gate": "Q4_1", "ffn_up": "Q4_1",
-             "ffn_down": "Q4_1", "attn_output": "Q8_0", "token_embd": "Q8_0"}
-    for t in reader.tensors:
-        values = np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape)))
-        kind = next((k for part, k in kinds.items() if part in t.name), None)
-        if kind is None or values.ndim != 2 or "blk.1.attn_v" in t.name:  # one fused qkv of mixed types
-            writer.add_tensor(t.name, values)
-            continue
-        qtype = GGMLQuantizationType[kind]
-        from gguf.quants import quantize
-
-        writer.add_tensor(t.name, quantize(values, qtype), raw_dtype=qtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-
+    config = gguf_files.config()
+    write_quantized_gguf(tmp_path, keep_float="blk.1.attn_v")  # one fused qkv of mixed types
     loaded, _ = attnlab.load(tmp_path / "q.gguf")
     blocks = loaded.blocks
     assert blocks[0].attn.qkv.format == "q4_0" and blocks[0].ffn.up.format == "q4_1"

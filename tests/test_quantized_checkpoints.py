@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from gguf_files import write_quantized_gguf
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
@@ -126,42 +126,8 @@ def test_codes_of_the_wrong_integer_type_are_refused(saved_int8):
 
 
 # ------------------------------------------------------------------------------------------------ GGUF
-def _quantized_gguf(tmp_path) -> Path:
-    """A tiny LLaMA written as GGUF with Q4_0 / Q4_1 / Q8_0 blocks and a tied Q8_0 embedding (as test_quantize)."""
-    from gguf import GGMLQuantizationType, GGUFReader, GGUFWriter
-    from gguf.quants import quantize
-
-    from attnlab.interop import gguf as G
-
-    config = attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2, tie_embeddings=True)
-    torch.manual_seed(0)
-    plain = G.save_gguf(attnlab.build_model(config).eval(), tmp_path / "plain.gguf")
-    reader = GGUFReader(str(plain))
-    path = tmp_path / "q.gguf"
-    writer = GGUFWriter(str(path), "llama")
-    for key, field in reader.fields.items():
-        if key.startswith("llama."):
-            value = field.contents()
-            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
-    kinds = {"attn_q": "Q4_0", "attn_k": "Q4_0", "attn_v": "Q4_0", "ffn_gate": "Q4_1", "ffn_up": "Q4_1",
-             "ffn_down": "Q4_1", "attn_output": "Q8_0", "token_embd": "Q8_0"}
-    for t in reader.tensors:
-        values = np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape)))
-        kind = next((k for part, k in kinds.items() if part in t.name), None)
-        if kind is None or values.ndim != 2:
-            writer.add_tensor(t.name, values)
-            continue
-        qtype = GGMLQuantizationType[kind]
-        writer.add_tensor(t.name, quantize(values, qtype), raw_dtype=qtype)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 def test_a_gguf_model_kept_quantized_round_trips(tmp_path):
-    model, _ = attnlab.load(_quantized_gguf(tmp_path))
+    model, _ = attnlab.load(write_quantized_gguf(tmp_path))
     assert {"q4_0", "q4_1", "q8_0"} <= set(formats_of(model).values())
     loaded, _ = attnlab.load(model.save(tmp_path / "saved"))
     assert loaded.blocks[0].attn.qkv.format == "q4_0" and loaded.lm_head.proj.format == "q8_0"
