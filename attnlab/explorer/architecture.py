@@ -152,7 +152,7 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
         elif tokens:  # an encoder-decoder's decoder shares the encoder's table: counted once
             out.append({"id": f"{name}.tokens", "kind": "tokens", "title": "Token embeddings",
                         "text": _BLOCK_TEXT["tokens"], "shapes": {"ids": [1, n], "out": [1, n, d]},
-                        "params": model.tokens.weight.numel()})
+                        "params": _param_count(model.tokens)})
         extras = _param_count(stack.token_types) + _param_count(stack.embed_norm)
         if extras:
             out.append({"id": f"{name}.embed_extras", "kind": "embed_extras", "title": "Segments + embedding norm",
@@ -171,9 +171,12 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
 
     head_module = getattr(model, "lm_head", None) or getattr(model, "classifier", None)
     head_params = _param_count(head_module) + _param_count(getattr(model, "pooler", None))
-    if head_module is not None and getattr(model, "tokens", None) is not None and cfg.tie_embeddings:
-        head_params -= model.tokens.weight.numel() if any(p is model.tokens.weight for p in head_module.parameters()) \
-            else 0
+    tokens = getattr(model, "tokens", None)
+    if head_module is not None and tokens is not None and cfg.tie_embeddings:
+        codes = getattr(tokens, "qweight", None)  # a quantized tied embedding shares its head's codes
+        tied = any(b is codes for b in head_module.buffers()) if codes is not None else \
+            any(p is tokens.weight for p in head_module.parameters())
+        head_params -= _param_count(tokens) if tied else 0
     out_shape = [1, n, cfg.vocab_size] if cfg.head == "lm" else [1, cfg.n_classes]
     head = {"id": "head", "kind": "head", "title": f"Head ({cfg.head})", "text": _BLOCK_TEXT["head"],
             "shapes": {"logits": out_shape}, "params": max(head_params, 0),

@@ -162,7 +162,8 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
     scale = cfg.attn_scale if cfg.attn_scale is not None else cfg.head_dim ** -0.5
     q_tokens = [_token_text(lm, i) for i in q_ids] if q_ids is not ids else tokens
     k_tokens = [_token_text(lm, i) for i in k_ids] if k_ids is not ids else tokens
-    emb = lm.model.tokens.weight[torch.tensor(k_ids)][:, :64]
+    # .forward: the rows only (a quantized table is not decoded whole), and no hook sees a second forward
+    emb = lm.model.tokens.forward(torch.tensor(k_ids))[:, :64]
     illustration = lm.illustration or bool(cfg.extra.get("illustration"))
     dims = list(cfg.extra.get("dims", [])) if illustration else None
     return {"model": lm.id, "topology": cfg.topology, "part": part, "layer": layer, "head": head,

@@ -152,5 +152,17 @@ def _default_part(cfg, part: str | None) -> str:
 
 
 def _param_count(module) -> int:
-    """Distinct parameters of a module (a tied matrix counts once); 0 for None."""
-    return sum(p.numel() for p in {id(p): p for p in module.parameters()}.values()) if module is not None else 0
+    """Distinct parameters of a module (a tied matrix counts once); 0 for None. A quantized matrix (codes and
+    scales kept as buffers, attnlab.quantize) counts the weights it stands for, so a model shows the same count
+    quantized or not."""
+    if module is None:
+        return 0
+    from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear
+
+    counts = {id(p): p.numel() for p in module.parameters()}
+    for m in module.modules():
+        if isinstance(m, QuantizedLinear):
+            counts[id(m.qweight)] = m.out_features * m.in_features
+        elif isinstance(m, QuantizedEmbedding):  # its codes are its tied head's: the same key, counted once
+            counts[id(m.qweight)] = m.num_embeddings * m.embedding_dim
+    return sum(counts.values())

@@ -496,6 +496,28 @@ def test_architecture_blocks_add_up_to_the_model(registry):
         assert attn["shapes"]["scores"][-1] == (7 if name != "vit" else lm.model.config.n_patches + 1)
 
 
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_a_quantized_model_shows_the_parameters_its_weights_stand_for(scheme):
+    """attnlab.quantize keeps codes and scales as buffers, not parameters: the architecture view counts the
+    weights they stand for, so a student sees the same count (per block, head, total) quantized or not; the
+    tied head is counted once. The attention view still shows the key tokens' embedding rows."""
+    import copy
+
+    from attnlab.explorer.registry import CHECKPOINTS
+
+    model, tok = attnlab.load(CHECKPOINTS / "gpt-char")
+    quantized = attnlab.quantize(copy.deepcopy(model).eval(), scheme)
+    plain, small = api.architecture(api.wrap(model, tok)), api.architecture(api.wrap(quantized, tok))
+    assert small["total_params"] == plain["total_params"] == sum(p.numel() for p in model.parameters())
+    assert [b["params"] for b in small["stacks"][0]["layer"]] == [b["params"] for b in plain["stacks"][0]["layer"]]
+    assert small["head"]["params"] == plain["head"]["params"] and small["head"]["tied"]
+    rows = torch.tensor(api.attention(api.wrap(quantized, tok), "to be", layer=0, head=0)["embeddings"]["values"])
+    expected = torch.tensor(api.attention(api.wrap(model, tok), "to be", layer=0, head=0)["embeddings"]["values"])
+    assert rows.shape == expected.shape == (5, min(64, model.config.d_model))  # 5 characters
+    step = float(model.tokens.weight.detach().abs().max()) / 127  # the tied head stays int8 in both schemes
+    assert float((rows - expected).abs().max()) <= step / 2 + 1e-4  # + the view's rounding to 4 decimals
+
+
 def test_cost_attention_flops_grow_quadratically(registry):
     lm = _by_name(registry, "decoder")
     a, b = api.cost(lm, 64)["at_n"], api.cost(lm, 128)["at_n"]
