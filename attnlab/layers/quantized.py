@@ -207,25 +207,32 @@ class QuantizedLinear(nn.Module):
         return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
 
     # ------------------------------------------------------------------------ int8: attnlab's VNNI kernel
-    def _vnni_packed(self, bias: torch.Tensor | None):
-        """int8_kernel.pack's layout of the codes (+1 byte per weight while kept, like fbgemm's), made on first
-        use and again whenever the codes, the scales or the bias change (in place or replaced)."""
-        q, scale = self.qweight, self.scale
-        state = ("vnni", q._version, q.data_ptr(), scale._version, scale.data_ptr(),
-                 None if bias is None else (bias._version, bias.data_ptr()))
-        cached = self._packed
+    def _packed_for(self, kernel: str, bias: torch.Tensor | None, make):
+        """The kernel's own layout of this layer's buffers (and bias), make() on first use and again whenever the
+        codes, the scales, the mins or the bias change (in place or replaced), or another kernel asks. A cache
+        like Linear's decode copy: not a buffer; +1 byte per weight while kept."""
+        state = [kernel]  # a list built in a loop: this check runs once per product, ~49 times per GPT-2 token
+        for t in self._buffers.values():  # qweight, scale (, min)
+            state += (t._version, t.data_ptr())
+        if bias is not None:
+            state += (bias._version, bias.data_ptr())
+        cached, q = self._packed, self.qweight
         if cached is not None and cached[1] == state and cached[0]() is q:
             return cached[2]
-        with torch.inference_mode(False), torch.no_grad():  # ordinary tensors, usable in any later mode
-            codes, rowsum = int8_kernel.pack(q.detach())
-            packed = (codes, rowsum, scale.detach().float().contiguous(),
-                      None if bias is None else bias.detach().float().contiguous())
+        with torch.inference_mode(False), torch.no_grad(), _quiet():  # ordinary tensors, usable in any mode
+            packed = make()
         self._packed = (weakref.ref(q), state, packed)
         return packed
 
+    # ------------------------------------------------------------------------ int8: attnlab's VNNI kernel
     def _vnni(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        def make():
+            codes, rowsum = int8_kernel.pack(self.qweight.detach())
+            return (codes, rowsum, self.scale.detach().float().contiguous(),
+                    None if bias is None else bias.detach().float().contiguous())
+
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        codes, rowsum, scale, b = self._vnni_packed(bias)
+        codes, rowsum, scale, b = self._packed_for("vnni", bias, make)
         threads = torch.get_num_threads()
         if flat.shape[0] == 1:
             y = int8_kernel.gemv(flat, codes, rowsum, scale, b, self.out_features, threads)
@@ -236,21 +243,14 @@ class QuantizedLinear(nn.Module):
 
     # ------------------------------------------------------------------------------------ int8: fbgemm
     def _prepacked(self, bias: torch.Tensor | None):
-        """fbgemm's packed weight with `bias` folded in (its output stage adds it: one op less per call), made
-        on first use and again whenever the codes, the scales or the bias change (in place or replaced)."""
-        q, scale = self.qweight, self.scale
-        state = (q._version, q.data_ptr(), scale._version, scale.data_ptr(),
-                 None if bias is None else (bias._version, bias.data_ptr()))
-        cached = self._packed
-        if cached is not None and cached[1] == state and cached[0]() is q:
-            return cached[2]
-        positive = torch.where(scale > 0, scale, torch.finfo(torch.float32).tiny).double()
-        with torch.inference_mode(False), torch.no_grad(), _quiet():
-            qt = torch._make_per_channel_quantized_tensor(q.detach(), positive,
+        """fbgemm's packed weight with `bias` folded in (its output stage adds it: one op less per call)."""
+        def make():
+            scale = self.scale
+            positive = torch.where(scale > 0, scale, torch.finfo(torch.float32).tiny).double()
+            qt = torch._make_per_channel_quantized_tensor(self.qweight.detach(), positive,
                                                           torch.zeros_like(positive, dtype=torch.long), 0)
-            packed = torch.ops.quantized.linear_prepack(qt, None if bias is None else bias.detach().float().clone())
-        self._packed = (weakref.ref(q), state, packed)
-        return packed
+            return torch.ops.quantized.linear_prepack(qt, None if bias is None else bias.detach().float().clone())
+        return self._packed_for("fbgemm", bias, make)
 
     def _fbgemm(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         flat = x.reshape(-1, self.in_features)  # (rows, in)
