@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from gguf_files import write_quantized_gguf
 
 import attnlab
-from attnlab.layers import int8_kernel
+from attnlab.layers import int4_kernel, int8_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize, from_gguf_rows, quantize_weight
 from attnlab.quantization import QuantizedLMHead
 
@@ -93,12 +93,45 @@ def _module(fmt: str, out_f=72, in_f=96, bias=True) -> QuantizedLinear:
 @pytest.mark.parametrize("fmt", ["int4", "q8_0", "q4_0", "q4_1"])
 @pytest.mark.parametrize("rows", [1, 3, 20])
 def test_block_formats_multiply_like_f_linear_on_the_decoded_weight(fmt, rows):
+    """The chunked path (few rows without the 4-bit kernel, and Q8_0) and prefill (more rows) multiply the
+    decoded weight: F.linear's numbers up to float32 summation order."""
     module = _module(fmt)
     module.CHUNK = 16 * 96  # 16 rows a chunk: several chunks even at this size
+    module.use_kernel = False
     x = torch.randn(rows, 96)
     with torch.no_grad():
         expected = F.linear(x, module.weight, module.bias)
         assert torch.allclose(module(x[None])[0], expected, rtol=1e-5, atol=1e-5)  # float32 summation order
+
+
+@pytest.mark.parametrize("fmt", ["int4", "q4_0", "q4_1"])
+@pytest.mark.parametrize("rows", [1, 3])
+@pytest.mark.parametrize("n", [96, 130])
+def test_4bit_kernel_is_within_the_activation_rounding_bound(fmt, rows, n):
+    """attnlab's 4-bit VNNI kernel (few rows) rounds each row x to two 8-bit pieces (step = max|x| / 127 / 254):
+    |y - x W^T| <= step / 2 * sum_k |W[n, k]| (+ float32 rounding), on 1 and 2 threads, with an outlier channel,
+    and an output count that is not a multiple of its 64-output tiles."""
+    if not int4_kernel.available():
+        pytest.skip(f"attnlab's 4-bit kernel is unavailable here: {int4_kernel.unavailable_reason()}")
+    module = _module(fmt, out_f=n)
+    x = torch.randn(rows, 96)
+    x[:, 5] = 30.0
+    before = torch.get_num_threads()
+    with torch.no_grad():
+        w = module.weight
+        expected = F.linear(x.double(), w.double(), module.bias.double())
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            try:
+                got = module(x)
+            finally:
+                torch.set_num_threads(before)
+            step = x.abs().amax(dim=1, keepdim=True) / 127 / 254  # (rows, 1)
+            bound = step / 2 * w.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * w.abs().sum(1))
+            assert bool(((got.double() - expected).abs() <= bound).all())
+            assert not torch.equal(got, F.linear(x, w, module.bias))  # the kernel ran (it rounds x)
+    with pytest.raises(ValueError, match="divisible by 32"):
+        int4_kernel.pack(torch.zeros(2, 24, dtype=torch.uint8), torch.zeros(2, 1).half(), torch.zeros(2, 1).half())
 
 
 @pytest.fixture(params=["vnni", "fbgemm"])

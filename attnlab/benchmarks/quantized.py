@@ -130,8 +130,9 @@ def step_costs(models: dict, vocab: int, steps: int, reps: int, floor_bytes: int
     return {name: statistics.median(v) for name, v in costs.items()}
 
 
-def fbgemm_only(model):
-    """The int8 model with attnlab's VNNI kernel off (instance attribute): fbgemm and its residual pass."""
+def without_kernels(model):
+    """The model with attnlab's VNNI kernels off (an instance attribute per layer): int8 through fbgemm and its
+    residual pass, 4-bit through the chunked dequantize-then-multiply path."""
     from attnlab.layers.quantized import QuantizedLinear
 
     for m in model.modules():
@@ -171,10 +172,11 @@ def gpt2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     f32.eval()
     int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
     models = {"float32": f32, "int8": int8,
-              "int8 via fbgemm, one 8-bit pass": single_pass(fbgemm_only(copy.deepcopy(int8))),
+              "int8 via fbgemm, one 8-bit pass": single_pass(without_kernels(copy.deepcopy(int8))),
               "int4": attnlab.quantize(copy.deepcopy(f32), "int4")}
-    if int8_kernel.available():  # the same int8 model on the fallback kernel
-        models["int8 via fbgemm"] = fbgemm_only(copy.deepcopy(int8))
+    if int8_kernel.available():  # the same models on the fallback paths
+        models["int8 via fbgemm"] = without_kernels(copy.deepcopy(int8))
+        models["int4 chunked (no kernel)"] = without_kernels(copy.deepcopy(models["int4"]))
     with torch.no_grad():
         cost = step_costs(models, f32.config.vocab_size, steps, reps, floor_bytes=weight_bytes(int8))
     same_rounds = cost.pop("floor")
@@ -222,17 +224,23 @@ def rss():
     return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 attnlab.build_model(attnlab.presets["tiny-llama"], device="meta")  # torch's one-time pages, not the model's
 import gguf, tokenizers  # noqa
+from attnlab.layers import int4_kernel, int8_kernel
+int4_kernel.available(), int8_kernel.available()  # the kernels' build (torch._inductor's modules): not the model's
 before = rss()
 kept = sys.argv[2] == "quantized"
 model = attnlab.load(sys.argv[1])[0] if kept else smollm2_float32(sys.argv[1])
-print(rss() - before)
+loaded = rss() - before
+attnlab.generate(model, [[1, 2, 3, 4]], max_new_tokens=8, eos_token_id=None)  # decoding makes the packed copies
+print(loaded, rss() - before)
 """
 
 
-def resident_mb(path, which: str) -> float:
+def resident_mb(path, which: str) -> tuple[float, float]:
+    """MiB of resident memory a fresh process gains loading the model, and after it has decoded 8 tokens."""
     out = subprocess.run([sys.executable, "-c", _RSS_CHILD, str(path), which], capture_output=True, text=True,
                          check=True, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
-    return int(out.stdout.strip().splitlines()[-1]) / 2**20
+    loaded, decoded = out.stdout.strip().splitlines()[-1].split()
+    return int(loaded) / 2**20, int(decoded) / 2**20
 
 
 def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
@@ -244,9 +252,10 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     kept, _ = attnlab.load(path)
     f32 = smollm2_float32(path)
     int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
-    models = {"float32": f32, "GGUF kept (Q4_1 + Q8_0)": kept, "int8": int8,
-              "int8 via fbgemm (residual pass where needed)": fbgemm_only(copy.deepcopy(int8)),
-              "int8 via fbgemm, one 8-bit pass": single_pass(fbgemm_only(copy.deepcopy(int8)))}
+    models = {"float32": f32, "GGUF kept (Q4_1 + Q8_0)": kept,
+              "GGUF kept, chunked (no kernel)": without_kernels(copy.deepcopy(kept)), "int8": int8,
+              "int8 via fbgemm (residual pass where needed)": without_kernels(copy.deepcopy(int8)),
+              "int8 via fbgemm, one 8-bit pass": single_pass(without_kernels(copy.deepcopy(int8)))}
     with torch.no_grad():
         cost = step_costs(models, f32.config.vocab_size, steps, reps)
 
@@ -255,12 +264,12 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
 
     rss = {"float32": resident_mb(path, "float32"), "GGUF kept (Q4_1 + Q8_0)": resident_mb(path, "quantized")}
     rows = ["| SmolLM2-135M, batch 1 | step | vs float32 | weights read | vs its floor | tensor bytes | "
-            "RSS growth on load |", "|---|---|---|---|---|---|---|"]
+            "RSS growth on load / after decoding 8 tokens |", "|---|---|---|---|---|---|---|"]
     for name, c in cost.items():
         read = weight_bytes(models[name])
         rows.append(f"| {name} | {c * 1e3:.2f} ms | {cost['float32'] / c:.2f}x | {read / 1e6:.0f} MB | "
                     f"{c / (read / bandwidth / 1e9):.2f}x | {tensor_mb(models[name]):.0f} MB | "
-                    f"{f'{rss[name]:.0f} MB' if name in rss else '-'} |")
+                    f"{f'{rss[name][0]:.0f} / {rss[name][1]:.0f} MiB' if name in rss else '-'} |")
     print("\n".join(rows), flush=True)
     return rows
 

@@ -124,19 +124,24 @@ def _cpu_reason() -> str | None:
     return f"the CPU lacks {', '.join(missing)}" if missing else None
 
 
-@functools.cache
-def _compiled():
-    """(kernel, None) or (None, why not): built on first use, once per process."""
+def build(args: list[str], source: str):
+    """(a Python callable running `source`'s `kernel`, None) or (None, why not). Also used by int4_kernel."""
     reason = _cpu_reason()
     if reason is not None:
         return None, reason
     try:
         from torch._inductor.codecache import CppPythonBindingsCodeCache
 
-        return CppPythonBindingsCodeCache.load_pybinding(_ARGS, _SOURCE), None
+        return CppPythonBindingsCodeCache.load_pybinding(args, source), None
     except Exception as e:  # no compiler, an old one without these intrinsics, a read-only cache ...
         last = str(e).strip().splitlines()[-1][:200] if str(e).strip() else ""
         return None, f"building it failed: {type(e).__name__}: {last}"
+
+
+@functools.cache
+def _compiled():
+    """Built on first use, once per process."""
+    return build(_ARGS, _SOURCE)
 
 
 def available() -> bool:

@@ -49,7 +49,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.layers import int8_kernel
+from attnlab.layers import int4_kernel, int8_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
@@ -145,7 +145,7 @@ class QuantizedLinear(nn.Module):
     #                dequantized product (prefill)
     CHUNK = 1 << 18  # weights dequantized at a time (whole rows) for few-row products of the block formats:
     #                  1 MB of float32, so a chunk is still in the core's L2 cache when its product reads it
-    use_kernel = True  # int8, few rows: attnlab's VNNI kernel where available (False: fbgemm, for comparisons)
+    use_kernel = True  # few rows: attnlab's VNNI kernels where available (False: fbgemm / chunked, to compare)
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
@@ -202,6 +202,10 @@ class QuantizedLinear(nn.Module):
                 if self.use_kernel and self.in_features <= int8_kernel.MAX_K and int8_kernel.available():
                     return self._vnni(x, bias)
                 return self._fbgemm(x, bias)
+            if self.format in ("int4", "q4_0", "q4_1") and x.dtype == torch.float32 and self.use_kernel \
+                    and self.in_features <= int4_kernel.MAX_K and int4_kernel.available() \
+                    and not torch.compiler.is_compiling():
+                return self._vnni4(x, bias)
             if self.format != "int8":
                 return self._chunked(x, bias)
         return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
@@ -239,6 +243,19 @@ class QuantizedLinear(nn.Module):
         else:  # each row gets its own activation scale inside the kernel
             y = torch.cat([int8_kernel.gemv(row[None], codes, rowsum, scale, b, self.out_features, threads)
                            for row in flat])
+        return y.reshape(*x.shape[:-1], self.out_features)
+
+    # ------------------------------------------------------------------ 4-bit: attnlab's VNNI kernel
+    def _vnni4(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        def make():  # the tiles hold the same bytes as the buffers (20 per 32 weights), in the kernel's order
+            tiles, = int4_kernel.pack(self.qweight.detach(), self.scale.detach(), self.min.detach())
+            return tiles, None if bias is None else bias.detach().float().contiguous()
+
+        flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
+        tiles, b = self._packed_for("vnni4", bias, make)
+        threads = torch.get_num_threads()
+        y = torch.cat([int4_kernel.gemv(row[None], tiles, b, self.out_features, threads) for row in flat]) \
+            if flat.shape[0] > 1 else int4_kernel.gemv(flat, tiles, b, self.out_features, threads)
         return y.reshape(*x.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------------------------------ int8: fbgemm
