@@ -34,11 +34,12 @@ weight made on first use and cached like Linear's decode copy (not a buffer; +1 
 more rows (prefill) and other devices multiply by the dequantized float weight (weight-only, exact to float32
 rounding of w). On CUDA that is F.linear in the activation's dtype (untested here: no GPU was lent).
 
-The 4-bit and Q8_0 products dequantize CHUNK weights (whole output rows, 1 MB of float32) at a time into a
-reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded in
-memory, but 3-3.5x SLOWER than float32 per one-row product on this CPU (2.9 ms vs 0.85 ms at 768 x 3072: the
-unpacking passes cost more than the bytes they save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms). Their
-point is memory; `load_gguf(path, keep_quantized=False)` trades it back for float32 speed.
+The 4-bit products of few rows run attnlab's 4-bit VNNI kernel (layers/int4_kernel.py: 0.99-1.05x of the
+weight-reading floor, 5.6-6.5x faster than float32 per matrix) where int8's kernel can run. Elsewhere, and for
+Q8_0 always, few-row products dequantize CHUNK weights (whole output rows, 1 MB of float32) at a time into a
+reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded
+in memory, but 3-3.5x SLOWER than float32 on this CPU (the unpacking passes cost more than the bytes they
+save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms at 768 x 3072 against float32's 0.85 ms).
 """
 
 from __future__ import annotations
