@@ -70,7 +70,8 @@ def load(path, device=None, keep_quantized: bool = True):
     """Load a model and its tokenizer (None if the checkpoint has none).
 
     keep_quantized: a GGUF file's Q8_0 / Q4_0 / Q4_1 matrices stay in their blocks (SmolLM2: 97 MB instead of
-    538 MB); False expands them to float32, which multiplies faster on CPU (docs/quantization.md)."""
+    538 MB; decoding runs 2x faster than float32 where the VNNI kernels run); False expands them to float32,
+    which is faster for whole forward passes (prefill, the explorer) (docs/quantization.md)."""
     kind, path = resolve(path)
     if kind == "gguf":
         return load_gguf(path, device=device, keep_quantized=keep_quantized)
