@@ -6,10 +6,10 @@ projection becomes a QuantizedEmbedding over the same codes (one copy of the mat
 else stays float: untied embeddings (a gather reads one row per token, so they cost memory, not time), position
 tables, norms, biases, BERT's head transform, poolers, classifiers and dual-encoder projections.
 
-Schemes: "int8" (symmetric, one scale per output channel; decodes through fbgemm, see layers/quantized.py) and
-"int4" (groups of 32 along the input, float16 scale and min, two codes per byte: GGUF Q4_1's layout) for the
-blocks, with the LM head at int8 (a 4-bit head cost SmolLM2 +8% perplexity, the blocks nothing measurable). A
-layer whose input width is not a multiple of 32 stays float under "int4" (with a warning naming it).
+Schemes: "int8" (symmetric, one scale per output channel) and "int4" (groups of 32 along the input, float16
+scale and min, two codes per byte: GGUF Q4_1's layout) for the blocks, with the LM head at int8 (a 4-bit head
+cost SmolLM2 +8% perplexity, the blocks nothing measurable). A layer whose input width is not a multiple of 32
+stays float under "int4" (with a warning naming it). How each decodes: layers/quantized.py.
 
 This module is named quantization.py, not quantize.py: importing a submodule `attnlab.quantize` would replace
 the function `attnlab.quantize` in the package's namespace with the module.
@@ -22,8 +22,7 @@ import warnings
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.layers import int8_kernel
-from attnlab.layers.quantized import BLOCK, FORMATS, QuantizedEmbedding, QuantizedLinear
+from attnlab.layers.quantized import BLOCK, FORMATS, KERNELS, QuantizedEmbedding, QuantizedLinear
 from attnlab.models.heads import LMHead
 
 SCHEMES = ("int8", "int4")
@@ -54,8 +53,7 @@ def targets(model: nn.Module) -> list[str]:
 
 
 def _set(model: nn.Module, name: str, module: nn.Module) -> None:
-    parent, _, leaf = name.rpartition(".")
-    setattr(model.get_submodule(parent) if parent else model, leaf, module)
+    setattr(_parent(model, name), name.rpartition(".")[2], module)
 
 
 def _tied_embeddings(model: nn.Module, weight) -> list[str]:
@@ -169,5 +167,6 @@ def quantize(model: nn.Module, scheme: str) -> nn.Module:
     if kept:
         warnings.warn(f"int4 needs input widths divisible by {BLOCK}; kept float: {kept[:6]}"
                       f"{' ...' if len(kept) > 6 else ''}", stacklevel=2)
-    int8_kernel.available()  # build (or load) the one-row int8 kernel now, not on the first generated token
+    for kernel in {KERNELS.get(q.format) for q in formats.values()} - {None}:
+        kernel.available()  # build (or load) the one-row kernels now, not on the first generated token
     return replace(model, formats)

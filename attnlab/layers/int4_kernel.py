@@ -174,6 +174,12 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple
     return (torch.cat((c, d, m), dim=-1).contiguous(),)
 
 
+def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
+    """A QuantizedLinear's 4-bit buffers and bias -> gemv's arguments between x and n."""
+    tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
+    return tiles, None if bias is None else bias.float().contiguous()
+
+
 def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int, threads: int = 1) -> torch.Tensor:
     """x (1, k) float32 contiguous on CPU -> (1, n) float32. No checks (one call per matrix per token): the caller
     guarantees x float32 contiguous with k = 32 * tiles.shape[1] <= MAX_K, tiles from pack(), bias None or (n,)

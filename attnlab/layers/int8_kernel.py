@@ -164,6 +164,12 @@ def pack(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return packed, q.sum(1, dtype=torch.int32).contiguous()
 
 
+def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
+    """A QuantizedLinear's int8 buffers and bias -> gemv's arguments between x and n."""
+    codes, rowsum = pack(buffers["qweight"])
+    return codes, rowsum, buffers["scale"].float().contiguous(), None if bias is None else bias.float().contiguous()
+
+
 def gemv(x: torch.Tensor, packed: torch.Tensor, rowsum: torch.Tensor, scale: torch.Tensor,
          bias: torch.Tensor | None, n: int, threads: int = 1) -> torch.Tensor:
     """x (1, k) float32 contiguous on CPU -> (1, n) float32. No checks here (one call per matrix per token):

@@ -54,6 +54,7 @@ from attnlab.layers import int4_kernel, int8_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
+KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel}  # one-row products
 
 
 def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
@@ -199,23 +200,21 @@ class QuantizedLinear(nn.Module):
         bias = self.bias if bias is None else bias
         rows = x.numel() // self.in_features
         if rows <= self.FAST_ROWS and x.device.type == "cpu" and not (torch.is_grad_enabled() and x.requires_grad):
-            if self.format == "int8" and x.dtype == torch.float32 and not torch.compiler.is_compiling():
-                if self.use_kernel and self.in_features <= int8_kernel.MAX_K and int8_kernel.available():
-                    return self._vnni(x, bias)
+            eager_float = x.dtype == torch.float32 and not torch.compiler.is_compiling()
+            kernel = KERNELS.get(self.format) if eager_float and self.use_kernel else None
+            if kernel is not None and self.in_features <= kernel.MAX_K and kernel.available():
+                return self._kernel_product(kernel, x, bias)
+            if self.format == "int8" and eager_float:
                 return self._fbgemm(x, bias)
-            if self.format in ("int4", "q4_0", "q4_1") and x.dtype == torch.float32 and self.use_kernel \
-                    and self.in_features <= int4_kernel.MAX_K and int4_kernel.available() \
-                    and not torch.compiler.is_compiling():
-                return self._vnni4(x, bias)
             if self.format != "int8":
                 return self._chunked(x, bias)
         return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
 
-    # ------------------------------------------------------------------------ int8: attnlab's VNNI kernel
+    # ------------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit)
     def _packed_for(self, kernel: str, bias: torch.Tensor | None, make):
         """The kernel's own layout of this layer's buffers (and bias), make() on first use and again whenever the
         codes, the scales, the mins or the bias change (in place or replaced), or another kernel asks. A cache
-        like Linear's decode copy: not a buffer; +1 byte per weight while kept."""
+        like Linear's decode copy: not a buffer; +1 byte per int8 weight, +0.6 per 4-bit one, while kept."""
         state = [kernel]  # a list built in a loop: this check runs once per product, ~49 times per GPT-2 token
         for t in self._buffers.values():  # qweight, scale (, min)
             state += (t._version, t.data_ptr())
@@ -229,34 +228,14 @@ class QuantizedLinear(nn.Module):
         self._packed = (weakref.ref(q), state, packed)
         return packed
 
-    # ------------------------------------------------------------------------ int8: attnlab's VNNI kernel
-    def _vnni(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        def make():
-            codes, rowsum = int8_kernel.pack(self.qweight.detach())
-            return (codes, rowsum, self.scale.detach().float().contiguous(),
-                    None if bias is None else bias.detach().float().contiguous())
-
+    def _kernel_product(self, kernel, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """x (..., in) through int8_kernel or int4_kernel, one row per call: each row gets its own activation
+        scale inside the kernel."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        codes, rowsum, scale, b = self._packed_for("vnni", bias, make)
-        threads = torch.get_num_threads()
-        if flat.shape[0] == 1:
-            y = int8_kernel.gemv(flat, codes, rowsum, scale, b, self.out_features, threads)
-        else:  # each row gets its own activation scale inside the kernel
-            y = torch.cat([int8_kernel.gemv(row[None], codes, rowsum, scale, b, self.out_features, threads)
-                           for row in flat])
-        return y.reshape(*x.shape[:-1], self.out_features)
-
-    # ------------------------------------------------------------------ 4-bit: attnlab's VNNI kernel
-    def _vnni4(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        def make():  # the tiles hold the same bytes as the buffers (20 per 32 weights), in the kernel's order
-            tiles, = int4_kernel.pack(self.qweight.detach(), self.scale.detach(), self.min.detach())
-            return tiles, None if bias is None else bias.detach().float().contiguous()
-
-        flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        tiles, b = self._packed_for("vnni4", bias, make)
-        threads = torch.get_num_threads()
-        y = torch.cat([int4_kernel.gemv(row[None], tiles, b, self.out_features, threads) for row in flat]) \
-            if flat.shape[0] > 1 else int4_kernel.gemv(flat, tiles, b, self.out_features, threads)
+        packed = self._packed_for(kernel.__name__, bias, lambda: kernel.pack_layer(self.buffers_dict(), bias))
+        n, threads = self.out_features, torch.get_num_threads()
+        y = kernel.gemv(flat, *packed, n, threads) if flat.shape[0] == 1 \
+            else torch.cat([kernel.gemv(row[None], *packed, n, threads) for row in flat])
         return y.reshape(*x.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------------------------------ int8: fbgemm
