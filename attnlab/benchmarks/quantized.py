@@ -31,20 +31,14 @@ import time
 import torch
 import torch.nn.functional as F
 
-from attnlab.benchmarks.common import header
+from attnlab.benchmarks.common import header, interleaved
 from attnlab.benchmarks.decode_step import read_bandwidth
 from attnlab.layers import int8_kernel
 
 
-def _interleave(contestants: dict, reps: int, clock=time.thread_time) -> dict[str, float]:
-    for fn in contestants.values():
-        fn()
-    times = {name: [] for name in contestants}
-    for _ in range(reps):
-        for name, fn in contestants.items():
-            start = clock()
-            fn()
-            times[name].append(clock() - start)
+def _interleave(contestants: dict, reps: int) -> dict[str, float]:
+    """Median seconds per call of each contestant: common.interleaved on the CPU clock (one torch thread)."""
+    times = interleaved(contestants, warmup=1, repeats=reps, clock="cpu")
     return {name: statistics.median(v) for name, v in times.items()}
 
 
@@ -130,25 +124,25 @@ def step_costs(models: dict, vocab: int, steps: int, reps: int, floor_bytes: int
     return {name: statistics.median(v) for name, v in costs.items()}
 
 
-def without_kernels(model):
-    """The model with attnlab's VNNI kernels off (an instance attribute per layer): int8 through fbgemm and its
-    residual pass, 4-bit through the chunked dequantize-then-multiply path."""
+def _on_layers(model, **attributes):
+    """`model` with these attributes set on each QuantizedLinear (instance attributes shadow the class's)."""
     from attnlab.layers.quantized import QuantizedLinear
 
     for m in model.modules():
         if isinstance(m, QuantizedLinear):
-            m.use_kernel = False
+            for name, value in attributes.items():
+                setattr(m, name, value)
     return model
+
+
+def without_kernels(model):
+    """attnlab's VNNI kernels off: int8 through fbgemm and its residual pass, 4-bit through the chunked path."""
+    return _on_layers(model, use_kernel=False)
 
 
 def single_pass(model):
-    """The int8 model with the residual pass off (instance attributes): fbgemm's 8-bit activations only."""
-    from attnlab.layers.quantized import QuantizedLinear
-
-    for m in model.modules():
-        if isinstance(m, QuantizedLinear):
-            m.RESIDUAL_RATIO = float("inf")
-    return model
+    """int8 through fbgemm with the residual pass off: fbgemm's 8-bit activations only."""
+    return _on_layers(model, use_kernel=False, RESIDUAL_RATIO=float("inf"))
 
 
 def weight_bytes(model) -> int:
@@ -158,7 +152,8 @@ def weight_bytes(model) -> int:
 
     total = sum(m.nbytes for m in model.modules() if isinstance(m, QuantizedLinear))
     for name in targets(model):  # what is still float (a float model; a layer int4 kept float)
-        module = getattr(model.get_submodule(name), "proj", model.get_submodule(name))
+        module = model.get_submodule(name)
+        module = getattr(module, "proj", module)
         if not isinstance(module, QuantizedLinear):  # counted above (a quantized head is an LMHead too)
             total += module.weight.nbytes
     return total
@@ -172,7 +167,7 @@ def gpt2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     f32.eval()
     int8 = attnlab.quantize(copy.deepcopy(f32), "int8")
     models = {"float32": f32, "int8": int8,
-              "int8 via fbgemm, one 8-bit pass": single_pass(without_kernels(copy.deepcopy(int8))),
+              "int8 via fbgemm, one 8-bit pass": single_pass(copy.deepcopy(int8)),
               "int4": attnlab.quantize(copy.deepcopy(f32), "int4")}
     if int8_kernel.available():  # the same models on the fallback paths
         models["int8 via fbgemm"] = without_kernels(copy.deepcopy(int8))
@@ -255,7 +250,7 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     models = {"float32": f32, "GGUF kept (Q4_1 + Q8_0)": kept,
               "GGUF kept, chunked (no kernel)": without_kernels(copy.deepcopy(kept)), "int8": int8,
               "int8 via fbgemm (residual pass where needed)": without_kernels(copy.deepcopy(int8)),
-              "int8 via fbgemm, one 8-bit pass": single_pass(without_kernels(copy.deepcopy(int8)))}
+              "int8 via fbgemm, one 8-bit pass": single_pass(copy.deepcopy(int8))}
     with torch.no_grad():
         cost = step_costs(models, f32.config.vocab_size, steps, reps)
 
@@ -275,10 +270,10 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
 
 
 def quality_rows() -> list[str]:
-    """Logit error of int8 vs float32 on SmolLM2 (SmolLM2's Q4_1 weights dequantized), a few prompts: fbgemm with
-    the adaptive residual pass, with a single 8-bit pass, and the weight-only product."""
+    """Logit error of int8 vs float32 on SmolLM2 (SmolLM2's Q4_1 weights dequantized), a few prompts, per one-row
+    path: attnlab's VNNI kernel (where it runs), fbgemm with the adaptive residual pass, with a single 8-bit pass,
+    and the weight-only product (the dequantized weight)."""
     import attnlab
-    from attnlab.layers.quantized import QuantizedLinear
 
     path = smollm2_path()
     if path is None:
@@ -290,28 +285,29 @@ def quality_rows() -> list[str]:
                "The mitochondria is the powerhouse of"]
     rows = ["| SmolLM2 int8, last-position logits (one-row step) | max abs error | rel. L2 error | same top-1 |",
             "|---|---|---|---|"]
-    for label, ratio in (("adaptive residual pass (shipped)", QuantizedLinear.RESIDUAL_RATIO),
-                         ("single 8-bit pass", float("inf")), ("weight-only (dequantized product)", None)):
-        QuantizedLinear.RESIDUAL_RATIO = ratio if ratio is not None else QuantizedLinear.RESIDUAL_RATIO
-        QuantizedLinear.FAST_ROWS = 0 if ratio is None else 4
+    variants = {"fbgemm, adaptive residual pass": without_kernels(copy.deepcopy(q)),
+                "fbgemm, single 8-bit pass": single_pass(copy.deepcopy(q)),
+                "weight-only (dequantized product)": _on_layers(copy.deepcopy(q), FAST_ROWS=0)}
+    if int8_kernel.available():
+        variants = {"attnlab's VNNI kernel (shipped)": q, **variants}
+    for label, model in variants.items():
         errs, rels, same = [], [], 0
         with torch.no_grad():
             for text in prompts:
                 ids = torch.tensor([tokenizer.encode(text)])
                 ref = f32(ids).logits[0, -1]
-                got = _last_logits_one_row(q, ids)
+                got = _last_logits_one_row(model, ids)
                 errs.append(float((got - ref).abs().max()))
                 rels.append(float((got - ref).norm() / ref.norm()))
                 same += int(got.argmax() == ref.argmax())
         rows.append(f"| {label} | {max(errs):.3f} | {max(rels):.4f} | {same}/{len(prompts)} |")
-    QuantizedLinear.RESIDUAL_RATIO, QuantizedLinear.FAST_ROWS = 12.0, 4
     print("\n".join(rows), flush=True)
     return rows
 
 
 def _last_logits_one_row(model, ids):
     """Last-position logits as a decoding step computes them: the prompt but its last token through the cache,
-    then that token alone (one-row products: the fbgemm path)."""
+    then that token alone (one-row products: the kernels' path)."""
     from attnlab.cache import KVCache
 
     cache = KVCache.for_model(model, 1, ids.shape[1])
