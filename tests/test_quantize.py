@@ -188,6 +188,18 @@ def test_int8_rows_with_outliers_keep_their_small_channels(bias, int8_path):
     assert float(err.max()) * 20 < float(single_err.max())
 
 
+def test_the_kernel_switch_names_its_values(monkeypatch):
+    """ATTNLAB_INT8_KERNEL=fbgemm turns attnlab's kernels off (with that as the reason); a value it does not know
+    is named in a warning with the allowed ones, and the default stands."""
+    monkeypatch.setenv("ATTNLAB_INT8_KERNEL", "fbgemm")
+    assert int8_kernel._cpu_reason() == "ATTNLAB_INT8_KERNEL=fbgemm"
+    monkeypatch.setenv("ATTNLAB_INT8_KERNEL", "off")
+    with pytest.warns(UserWarning, match=r"ATTNLAB_INT8_KERNEL='off' is not one of auto, fbgemm"):
+        reason = int8_kernel._cpu_reason()
+    monkeypatch.delenv("ATTNLAB_INT8_KERNEL")
+    assert reason == int8_kernel._cpu_reason()  # as if unset
+
+
 @pytest.mark.parametrize("n,k", [(64, 96), (65, 33), (200, 7)])
 def test_vnni_kernel_against_float64(n, k):
     """attnlab's VNNI kernel on shapes that are not multiples of its blocks (64 outputs, 4 inputs), with and

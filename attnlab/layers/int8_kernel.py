@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import warnings
 
 import torch
 
@@ -110,8 +111,15 @@ _ARGS = ["const float*", "const int8_t*", "const float*", "const float*", "const
          "int64_t", "int64_t", "int64_t", "int64_t", "int64_t", "int64_t"]
 
 
+CHOICES = ("auto", "fbgemm")  # ATTNLAB_INT8_KERNEL: the kernels where they run (default), or never
+
+
 def _cpu_reason() -> str | None:
-    if os.environ.get("ATTNLAB_INT8_KERNEL", "").lower() == "fbgemm":
+    choice = os.environ.get("ATTNLAB_INT8_KERNEL", "auto").strip().lower() or "auto"
+    if choice not in CHOICES:
+        warnings.warn(f"ATTNLAB_INT8_KERNEL={choice!r} is not one of {', '.join(CHOICES)}; using 'auto'",
+                      stacklevel=2)
+    if choice == "fbgemm":
         return "ATTNLAB_INT8_KERNEL=fbgemm"
     if platform.system() != "Linux" or platform.machine().lower() not in ("x86_64", "amd64"):
         return f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
