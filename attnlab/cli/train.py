@@ -2,12 +2,15 @@
 
 Settings come in three layers, later ones winning: the recipe's defaults, the config file (TOML; YAML when
 pyyaml is installed), then key=value pairs on the command line. Any key the recipe does not know is refused
-with the list of keys it does know. The same command runs under `torchrun --nproc_per_node=N -m attnlab train`.
+with the list of keys it does know. The same command runs under `torchrun --nproc_per_node=N -m attnlab train`
+(only rank 0 prints). Ctrl-C saves the step under way and prints the command that resumes the run.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shlex
 import sys
 
 HELP = "train a named recipe (gpt-char, bert-mlm, translate-numbers, vit-mnist, clip-mnist, ...)"
@@ -34,22 +37,86 @@ def add_arguments(p) -> None:
     p.add_argument("--keys", action="store_true", help="list the recipe's keys with their defaults and exit")
 
 
-def run(args) -> int:
-    from attnlab.training.recipes import get_recipe
+def _main_rank() -> bool:
+    """Rank 0 under torchrun (RANK set by it), or a plain process."""
+    return os.environ.get("RANK", "0") == "0"
 
-    if args.keys:
-        for key, value in sorted(get_recipe(args.recipe).defaults().items()):
-            print(f"{key} = {value!r}")
-        return 0
-    from attnlab.training.run import run_train
-    from attnlab.training.settings import parse_overrides
 
-    overrides = parse_overrides(args.key_values)
+CLEAR = "\r\x1b[K"  # carriage return, erase the line: a status line gives way to what comes next
+
+
+def _on_terminal() -> bool:
+    """Rank 0 (under torchrun) writing to a terminal: where a status line rewritten in place makes sense."""
+    return _main_rank() and sys.stderr.isatty()
+
+
+def _starting(text: str) -> None:
+    """On a terminal, a first line at once: importing torch and the training code takes seconds before anything
+    else can speak. The next line replaces it (attnlab.training.progress.Console starts each line clearing it).
+    A log file gets no such line: there the summary comes a few seconds later, and an error stays one line."""
+    if _on_terminal():
+        sys.stderr.write(CLEAR + text)
+        sys.stderr.flush()
+
+
+def resume_command(args) -> str:
+    """The command that continues this run: the same recipe, settings and folder, with --resume."""
+    from attnlab.training.run import run_folder
+
+    words = ["attnlab", "train", args.recipe, "--out", str(run_folder(args.recipe, args.out))]
+    if args.config:
+        words += ["--config", args.config]
     if args.data is not None:
-        overrides["data"] = args.data
-    result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume,
-                       overwrite=args.overwrite, overrides=overrides)
-    if result:
+        words += ["--data", args.data]
+    return shlex.join([*words, *args.key_values, "--resume"])
+
+
+def _interrupted(args) -> int:
+    """Ctrl-C: where the newest checkpoint is and how to continue from it (rank 0 only), exit status 130."""
+    if not _main_rank():
+        return 130
+    from attnlab.training.checkpoint import latest_checkpoint
+    from attnlab.training.run import run_folder
+
+    out = run_folder(args.recipe, args.out)
+    try:
+        latest = latest_checkpoint(out) if out.is_dir() else None
+    except Exception:  # noqa: BLE001 - a damaged `latest` must not hide the interruption itself
+        latest = None
+    if latest is None:
+        print(f"\nattnlab train: interrupted; no checkpoint saved in {out} yet, so there is nothing to resume",
+              file=sys.stderr)
+    else:
+        print(f"\nattnlab train: interrupted; last checkpoint {latest}\n  resume with: {resume_command(args)}",
+              file=sys.stderr)
+    return 130
+
+
+def run(args) -> int:
+    if not args.keys:
+        _starting(f"attnlab train {args.recipe}: loading torch and the training code ...")
+    try:
+        from attnlab.training.recipes import get_recipe
+
+        if args.keys:
+            for key, value in sorted(get_recipe(args.recipe).defaults().items()):
+                print(f"{key} = {value!r}")
+            return 0
+        from attnlab.training.run import run_train
+        from attnlab.training.settings import parse_overrides
+
+        overrides = parse_overrides(args.key_values)
+        if args.data is not None:
+            overrides["data"] = args.data
+        result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume,
+                           overwrite=args.overwrite, overrides=overrides)
+    except KeyboardInterrupt:
+        return _interrupted(args)
+    except BaseException:
+        if _on_terminal():  # the error line (printed by attnlab.cli) replaces a status line still showing
+            sys.stderr.write(CLEAR)
+        raise
+    if result and _main_rank():
         shown = {k: v for k, v in result.items() if k not in ("samples",)}
         print(json.dumps(shown, indent=2, default=str))
         for s in result.get("samples", [])[:2]:

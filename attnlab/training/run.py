@@ -18,11 +18,19 @@ from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import ConfigError
 from attnlab.training import distributed
 from attnlab.training.checkpoint import LATEST, latest_checkpoint
+from attnlab.training.progress import Console
 from attnlab.training.recipes import get_recipe
+from attnlab.training.report import CSV_NAME, EVENT_PREFIX, check_installed, parse_report
 from attnlab.training.settings import read_config_file, resolve_params, seed_everything
 from attnlab.training.trainer import Trainer, resolve_device
 
-RUN_FILES = (LATEST, "metrics.jsonl", "result.json", "samples.txt", "loss.png", "data")  # besides step-* folders
+# besides step-* folders and TensorBoard's event files (EVENT_PREFIX...); wandb: report=wandb's local folder
+RUN_FILES = (LATEST, "metrics.jsonl", CSV_NAME, "result.json", "samples.txt", "loss.png", "data", "wandb")
+
+
+def run_folder(recipe_name: str, out: str | None = None) -> Path:
+    """Where a run of `recipe_name` writes: `out`, or runs/RECIPE by default."""
+    return Path(out or f"runs/{recipe_name}")
 
 
 def previous_run(out: Path) -> list[str]:
@@ -30,7 +38,7 @@ def previous_run(out: Path) -> list[str]:
     if not out.is_dir():
         return []
     return sorted(p.name for p in out.iterdir()
-                  if p.name in RUN_FILES or p.name.startswith(("step-", ".step-", f".{LATEST}.")))
+                  if p.name in RUN_FILES or p.name.startswith(("step-", ".step-", f".{LATEST}.", EVENT_PREFIX)))
 
 
 def clear_run(out: Path) -> list[str]:
@@ -85,9 +93,12 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
     layers.append(overrides or {})
     settings, params = resolve_params(recipe, *layers)
     resolve_device(settings.device)  # device=cuda without CUDA is refused before anything is written
-    out_dir = Path(out or f"runs/{recipe.name}")
+    check_installed(parse_report(settings.report))  # report=wandb without wandb: refused now, not after the data
+    out_dir = run_folder(recipe.name, out)
     latest = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
     info = distributed.setup(settings.device)  # under torchrun: the ranks wait for rank 0 to clear the folder
+    console = Console(enabled=info.is_main and not quiet)
+    trainer = None
     try:
         if overwrite and info.is_main:
             clear_run(out_dir)
@@ -96,19 +107,29 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         saved_tokenizer = None
         if latest is not None:  # trained tokenizers are not reproducible bit-for-bit: continue with the saved one
             saved_tokenizer = load_tokenizer(latest)
-        # build checks the data covers one batch; text recipes keep their token file in OUT/data
+        # build checks the data covers one batch; text recipes keep their token file in OUT/data. This is the slow
+        # part of starting (reading and tokenizing a corpus, building the model): a status line says so meanwhile
+        console.status(f"{recipe.name}: preparing the data and building the model ...")
         task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
                              "out_dir": str(out_dir)})
-        trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet)
+        console.clear()
+        trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet,
+                          console=console)
         result = trainer.fit(resume=resume)
         result.pop("losses", None)
         if trainer.info.is_main:
             report = getattr(task, "report", None)
             if report is not None:
+                console.status(f"{recipe.name}: the final report (samples, translations) ...")
                 result.update(report(trainer.model, out_dir))
+                console.clear()
+            if result.get("samples"):
+                trainer.report_text("samples", [str(text) for text in result["samples"]])
             result["recipe"] = recipe.name
             result["checkpoint"] = str(out_dir / LATEST)
             (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
         return result
     finally:
+        if trainer is not None:
+            trainer.close()
         distributed.cleanup()

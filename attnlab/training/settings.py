@@ -15,10 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.errors import ConfigError
+from attnlab.training.report import parse_report
 
 CONFIG_SUFFIXES = (".toml", ".yaml", ".yml")
 MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; refuse to read megabytes of something else
 DEVICE_PATTERN = re.compile(r"cpu|auto|cuda(:\d+)?")
+# recipe keys whose use comes after training (a sample's length): checked here so a bad value is refused before the
+# run spends its time, not after; (lowest, highest, what it is)
+RECIPE_KEY_RANGES = {"sample_tokens": (1, 100_000, "tokens sampled from the trained model for samples.txt")}
 
 
 @dataclass
@@ -47,6 +51,7 @@ class TrainSettings:
     threads: int = 0  # torch threads; 0 = auto: never more than the free cores (attnlab.threads), re-checked
     plot: bool = True  # write loss.png
     mfu: bool = False  # report model FLOPs utilisation against the measured matmul peak (attnlab.cost)
+    report: str = "tensorboard"  # where metrics go besides metrics.jsonl: tensorboard, csv, wandb, none (comma list)
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "accum"):
@@ -65,6 +70,7 @@ class TrainSettings:
             raise ConfigError(f"seed={self.seed!r}: allowed 0 .. {2**32 - 1}")
         if not DEVICE_PATTERN.fullmatch(self.device):
             raise ConfigError(f"device={self.device!r}: allowed cpu, cuda, cuda:N (N a GPU index) or auto")
+        parse_report(self.report)
 
     @classmethod
     def keys(cls) -> list[str]:
@@ -111,6 +117,9 @@ def resolve_params(recipe, *layers: dict[str, Any]) -> tuple[TrainSettings, dict
                               f"{recipe.name!r}; valid keys: {', '.join(sorted(defaults))}")
         for key, value in layer.items():
             merged[key] = coerce(key, value, defaults[key])
+    for key, (low, high, what) in RECIPE_KEY_RANGES.items():
+        if key in merged and not low <= merged[key] <= high:
+            raise ConfigError(f"{key}={merged[key]!r}: allowed {low} .. {high:,} ({what})")
     train_keys = set(TrainSettings.keys())
     settings = TrainSettings(**{k: v for k, v in merged.items() if k in train_keys})
     return settings, {k: v for k, v in merged.items() if k not in train_keys}

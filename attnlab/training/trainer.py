@@ -2,7 +2,9 @@
 
 A recipe hands the trainer a Task: the model, a way to draw a training batch from a seeded generator, a loss,
 and an evaluation. The trainer owns everything else: AdamW groups, warmup + cosine schedule, accumulation,
-clipping, autocast, compile, device placement, distributed wrapping, metrics, plots and checkpoints.
+clipping, autocast, compile, device placement, distributed wrapping, metrics, plots and checkpoints, and what a
+person watching sees: an opening summary, a progress bar or plain lines (progress.py), TensorBoard / CSV / W&B
+logs (report.py), and on Ctrl-C a checkpoint of the last finished step (TrainingInterrupted says where).
 
 Determinism is a feature: batches come from a torch.Generator whose state is checkpointed, dropout from the
 global torch RNG (checkpointed too), so an interrupted and resumed run on CPU reproduces the uninterrupted
@@ -15,7 +17,8 @@ import contextlib
 import copy
 import json
 import math
-import sys
+import signal
+import threading
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -31,11 +34,21 @@ from attnlab.training import distributed as dist_utils
 from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from attnlab.training.optim import build_optimizer, build_scheduler
 from attnlab.training.plots import plot_losses
+from attnlab.training.progress import Console, duration
+from attnlab.training.report import Reporter, parse_report
 from attnlab.training.settings import TrainSettings
 
 
 class NonFiniteLoss(AttnlabError):
     """The loss became NaN or infinite; training stopped before the bad step touched the weights."""
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped the run after a finished step, which was saved: `checkpoint` (None when nothing was saved)."""
+
+    def __init__(self, step: int, checkpoint: Path | None):
+        super().__init__(f"interrupted at step {step}")
+        self.step, self.checkpoint = step, checkpoint
 
 
 class Task:
@@ -60,6 +73,25 @@ class Task:
         """Training FLOPs per counted token/example (for FLOP/s and MFU), or None when unknown."""
         return None
 
+    def data_summary(self) -> str | None:
+        """One line for the opening summary: how much the task trains and evaluates on (None: not known).
+
+        The default reads what the built-in recipes keep: a TokenFile `data` (tokens per split), image tensors
+        `train_x` / `test_x`, or index tensors `train_idx` / `test_idx` (pairs); a task may say it better."""
+        data = getattr(self, "data", None)
+        if data is not None and hasattr(data, "tokens"):
+            try:
+                train, val = len(data.tokens("train")), len(data.tokens("val"))
+            except (OSError, ValueError, KeyError):
+                return None
+            reused = " (reused from the run folder)" if getattr(self, "data_reused", False) else ""
+            return f"{train:,} train / {val:,} val tokens{reused}"
+        for train_name, test_name, what in (("train_x", "test_x", "images"), ("train_idx", "test_idx", "pairs")):
+            train, test = getattr(self, train_name, None), getattr(self, test_name, None)
+            if train is not None and test is not None:
+                return f"{len(train):,} train / {len(test):,} held-out {what}"
+        return None
+
 
 def resolve_device(name: str) -> torch.device:
     if name == "auto":
@@ -77,20 +109,17 @@ def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
             for k, v in batch.items()}
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(max(0, seconds))
-    h, rem = divmod(seconds, 3600)
-    m, s = divmod(rem, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
-
-
 class Trainer:
     def __init__(self, task: Task, settings: TrainSettings, out: str | Path, *, recipe: dict[str, Any] | None = None,
-                 quiet: bool = False):
+                 quiet: bool = False, console: Console | None = None):
         self.task, self.settings, self.out = task, settings, Path(out)
         self.recipe = recipe or {}
         self.quiet = quiet
         self.info = dist_utils.setup(settings.device)
+        # only rank 0 speaks and logs: torchrun's other ranks would print the same lines N times
+        self.console = console if console is not None else Console(enabled=self.info.is_main and not quiet)
+        self.reporter: Reporter | None = None  # opened by fit on rank 0; close() ends it
+        self._interrupted = False
         self.device = resolve_device(settings.device)
         if self.device.type == "cuda" and self.info.world > 1:
             self.device = torch.device("cuda", self.info.local_rank)
@@ -106,7 +135,7 @@ class Trainer:
     # ------------------------------------------------------------------ helpers
     def log(self, text: str) -> None:
         if self.info.is_main and not self.quiet:
-            print(text, file=sys.stderr, flush=True)
+            self.console.line(text)
 
     def _write_metrics(self, record: dict[str, Any]) -> None:
         self.history.append(record)
@@ -114,6 +143,66 @@ class Trainer:
             self.out.mkdir(parents=True, exist_ok=True)
             with open(self.out / "metrics.jsonl", "a") as f:
                 f.write(json.dumps(record) + "\n")
+            if self.reporter is not None:
+                self.reporter.scalars(record["step"], record)
+
+    def _open_reporter(self) -> None:
+        """settings.report's backends, on rank 0, continuing at self.step (a resumed run drops later steps)."""
+        if self.info.is_main and self.reporter is None:
+            self.reporter = Reporter(parse_report(self.settings.report), self.out, start_step=self.step,
+                                     config=self.settings_record(), say=self.log)
+
+    def report_text(self, name: str, texts: list[str]) -> None:
+        """Text for the loggers at the current step (the samples a text recipe writes after training)."""
+        self._open_reporter()
+        if self.reporter is not None:
+            self.reporter.text(self.step, name, texts)
+            self.reporter.flush()
+
+    def close(self) -> None:
+        """End the loggers (a W&B run finishes here); fit leaves them open so that report_text can follow."""
+        if self.reporter is not None:
+            self.reporter.close()
+            self.reporter = None
+
+    def summary(self) -> list[str]:
+        """The opening lines: what trains on what, where, how much per step, and where the output goes."""
+        s, model = self.settings, self.model
+        n_params = sum(p.numel() for p in model.parameters())
+        trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+        config = getattr(model, "config", None)
+        shape = ""
+        if config is not None and hasattr(config, "n_layers"):
+            shape = (f" ({config.topology}): {_count(config.n_layers, 'layer')}, d_model {config.d_model}, "
+                     f"{_count(config.n_heads, 'head')}")
+        frozen = f" ({trainable:,} trained)" if trainable != n_params else ""
+        name = self.recipe.get("name") or type(model).__name__
+        per_step = s.batch_size * s.accum
+        seq_len = self.recipe.get("seq_len")
+        tokens = f" x {seq_len} positions = {per_step * seq_len:,} tokens" if isinstance(seq_len, int) else ""
+        tokens += " per step"
+        accum = f" ({s.batch_size} x {s.accum} accumulated)" if s.accum > 1 else ""
+        world = f", split over {self.info.world} processes" if self.info.world > 1 else ""
+        threads = ""
+        if self.device.type == "cpu":
+            auto = "" if s.threads else " (threads=0: at most the free cores, re-checked)"
+            threads = f", {_count(torch.get_num_threads(), 'thread')}{auto}"
+        saves = f"every {s.save_every} steps and at the end" if s.save_every else "at the end"
+        evals = f"every {s.eval_every} steps and at the end" if s.eval_every else "at the end"
+        logs = ["metrics.jsonl", *[{"tensorboard": "TensorBoard", "csv": "metrics.csv", "wandb": "W&B"}[b]
+                                   for b in parse_report(s.report)]]
+        lines = [f"train {name}: {n_params:,} parameters{frozen}",
+                 f"  model   {type(model).__name__}{shape}",
+                 f"  data    {self.task.data_summary() or 'as the recipe draws it'}",
+                 f"  batch   {per_step:,} examples{accum}{tokens}{world}",
+                 f"  steps   {f'{self.step:,} -> ' if self.step else ''}{s.steps:,}; evaluated {evals}; "
+                 f"checkpoint {saves}",
+                 f"  device  {self.device}{threads}{', bf16 autocast' if s.bf16 else ''}"
+                 f"{', compiled' if s.compile else ''}",
+                 f"  output  {self.out}  ({', '.join(logs)})"]
+        if "tensorboard" in parse_report(s.report):
+            lines.append(f"  watch   tensorboard --logdir {self.out}")
+        return lines
 
     def _autocast(self):
         if not self.settings.bf16:
@@ -225,9 +314,38 @@ class Trainer:
         return now
 
     def fit(self, resume: bool = False, stop_at: int | None = None) -> dict[str, Any]:
-        """Train to settings.steps (or stop early at `stop_at`, saving, as if interrupted there)."""
-        with self._threads() as scope:
-            return self._fit(resume, stop_at, scope)
+        """Train to settings.steps (or stop early at `stop_at`, saving, as if interrupted there).
+
+        Ctrl-C (one process) finishes the step under way, saves it and raises TrainingInterrupted."""
+        with self._threads() as scope, self._graceful_interrupt():
+            try:
+                return self._fit(resume, stop_at, scope)
+            finally:
+                if self.reporter is not None:
+                    self.reporter.flush()
+
+    @contextlib.contextmanager
+    def _graceful_interrupt(self):
+        """The first Ctrl-C sets a flag that the loop reads after each step; a second one stops at once.
+
+        Only for one process in the main thread, under Python's own SIGINT handler: under torchrun each rank would
+        see the signal at a different step and wait forever for the others inside the save."""
+        previous = signal.getsignal(signal.SIGINT)
+        if (self.info.world > 1 or threading.current_thread() is not threading.main_thread()
+                or previous is not signal.default_int_handler):
+            yield
+            return
+
+        def handler(signum, frame):
+            self._interrupted = True
+            signal.signal(signal.SIGINT, previous)  # a second Ctrl-C raises KeyboardInterrupt where it lands
+
+        self._interrupted = False
+        signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def _fit(self, resume: bool, stop_at: int | None, scope) -> dict[str, Any]:
         s = self.settings
@@ -243,9 +361,21 @@ class Trainer:
             model = torch.compile(model)
         model.train()
         end = min(s.steps, stop_at) if stop_at is not None else s.steps
+        self._open_reporter()
+        for line in self.summary():
+            self.log(line)
+        bar = self.console.bar(s.steps, self.step)
+        try:
+            return self._loop(model, end, scope, bar)
+        finally:
+            bar.close()
+
+    def _loop(self, model: nn.Module, end: int, scope, bar) -> dict[str, Any]:
+        s = self.settings
         last_eval: dict[str, float] = {}
         started, tokens_seen, start_step = time.perf_counter(), 0, self.step
         window_start, window_tokens = started, 0
+        step_end, smooth_rate = started, None  # the bar's tokens/s: an exponential average over steps
         threads_checked = time.monotonic()
         while self.step < end:
             threads_checked = self._recheck_threads(scope, threads_checked)
@@ -280,6 +410,10 @@ class Trainer:
             self.step += 1
             tokens_seen += step_tokens
             window_tokens += step_tokens
+            now = time.perf_counter()
+            step_rate = step_tokens / max(1e-9, now - step_end)
+            smooth_rate = step_rate if smooth_rate is None else 0.9 * smooth_rate + 0.1 * step_rate
+            step_end = now
             record = {"step": self.step, "loss": loss_value, "lr": lr}
             if grad_norm is not None:
                 record["grad_norm"] = grad_norm
@@ -287,25 +421,31 @@ class Trainer:
             if eval_now:
                 last_eval = self.evaluate()
                 record.update({f"eval_{k}" if not k.startswith("val") else k: v for k, v in last_eval.items()})
-            if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end:
+            first = self.step == start_step + 1  # a line at once: nobody waits log_every steps for the first
+            if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end or first:
                 now = time.perf_counter()
-                rate = window_tokens / max(1e-9, now - window_start)
+                window_rate = window_tokens / max(1e-9, now - window_start)
                 window_start, window_tokens = now, 0
                 per_step = (now - started) / max(1, self.step - start_step)
-                record["tokens_per_s"] = rate
+                record["tokens_per_s"] = window_rate
                 flops = self._flops_per_item()
                 if flops:
-                    record["train_flops_per_s"] = rate * flops
+                    record["train_flops_per_s"] = window_rate * flops
                     if s.mfu:
-                        record["mfu"] = self._mfu(rate * flops)
+                        record["mfu"] = self._mfu(window_rate * flops)
                 extra = f" MFU {record['mfu']:.1%}" if record.get("mfu") is not None else ""
                 extra += "".join(f" {k} {v:.4g}" for k, v in last_eval.items()) if eval_now else ""
-                self.log(f"step {self.step}/{s.steps} loss {loss_value:.4f} lr {lr:.2e} tok/s {rate:,.0f} "
-                         f"elapsed {_duration(now - started)} ETA {_duration(per_step * (s.steps - self.step))}"
-                         + extra)
+                if not bar.drawn or eval_now or self.step == end:  # on a terminal the bar shows the rest
+                    self.log(f"step {self.step}/{s.steps} loss {loss_value:.4f} lr {lr:.2e} "
+                             f"tok/s {window_rate:,.0f} elapsed {duration(now - started)} "
+                             f"ETA {duration(per_step * (s.steps - self.step))}" + extra)
             self._write_metrics(record)
+            bar.update(self.step, loss_value, smooth_rate)
+            saved = None
             if (s.save_every and self.step % s.save_every == 0) or self.step == end:
-                self.save()
+                saved = self.save()
+            if self._interrupted:
+                raise TrainingInterrupted(self.step, saved if saved is not None else self.save())
         elapsed = time.perf_counter() - started
         if self._full_model is not None:  # fsdp: rank 0 continues with the unsharded copy, which the save at
             self.model = self._full_model  # the last step filled (or the resume did, when no step was left)
@@ -313,6 +453,10 @@ class Trainer:
             plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
         return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,
                 "losses": [r["loss"] for r in self.history]}
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _parses(line: str) -> bool:

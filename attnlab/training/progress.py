@@ -1,0 +1,106 @@
+"""What a person sees while a run works: a status line as it starts, a progress bar on a terminal, plain lines
+in a log file.
+
+Why two modes: a bar redrawn in place (tqdm, carriage returns) is what a terminal user expects, and garbage in
+a log file or a CI console, where one plain line every log_every steps reads best. `Console` decides once, from
+whether its stream is a terminal. Everything goes to stderr (stdout carries the result), from rank 0 only, and
+nothing at all when quiet.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, TextIO
+
+CLEAR = "\r\x1b[K"  # carriage return, then erase to the end of the line
+
+
+def duration(seconds: float) -> str:
+    """12 -> 0m12s, 3725 -> 1h02m05s."""
+    seconds = int(max(0, seconds))
+    h, rem = divmod(seconds, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def rate(value: float) -> str:
+    """Tokens per second, short: 812, 3.8k, 1.2M."""
+    if value >= 1e6:
+        return f"{value / 1e6:.1f}M"
+    return f"{value / 1e3:.1f}k" if value >= 1e3 else f"{value:.0f}"
+
+
+class Console:
+    """Lines for a person: `status` (replaced by the next output on a terminal), `line` (kept), and a bar."""
+
+    def __init__(self, enabled: bool = True, stream: TextIO | None = None):
+        self.enabled = enabled
+        self.stream = stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._status = False
+        self._bar: Any = None
+
+    def status(self, text: str) -> None:
+        """Work under way (data preparation, building the model): rewritten in place on a terminal."""
+        if not self.enabled:
+            return
+        if self.tty and self._bar is None:
+            self.stream.write(CLEAR + text)
+            self.stream.flush()
+            self._status = True
+        else:
+            self.line(text)
+
+    def line(self, text: str) -> None:
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.write(text, file=self.stream)  # above the bar, which is redrawn below it
+            return
+        self.stream.write((CLEAR if self.tty else "") + text + "\n")
+        self.stream.flush()
+        self._status = False
+
+    def clear(self) -> None:
+        if self.enabled and self._status:
+            self.stream.write(CLEAR)
+            self.stream.flush()
+            self._status = False
+
+    def bar(self, total: int, initial: int = 0) -> Bar:
+        """A progress bar over steps on a terminal; elsewhere (or quiet) a Bar that draws nothing."""
+        if not (self.enabled and self.tty):
+            return Bar(None)
+        from tqdm import tqdm
+
+        self.clear()
+        self._bar = tqdm(total=total, initial=initial, file=self.stream, unit="step", dynamic_ncols=True,
+                         bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
+                         desc="train", smoothing=0.1)
+        return Bar(self._bar, self)
+
+
+class Bar:
+    """Steps done, the loss and tokens/s; tqdm works out the ETA from its smoothed step rate."""
+
+    def __init__(self, bar: Any, console: Console | None = None):
+        self._bar, self._console = bar, console
+
+    @property
+    def drawn(self) -> bool:
+        return self._bar is not None
+
+    def update(self, step: int, loss: float, tokens_per_s: float | None) -> None:
+        if self._bar is None:
+            return
+        shown = f"loss {loss:.4f}" + (f", {rate(tokens_per_s)} tok/s" if tokens_per_s else "")
+        self._bar.set_postfix_str(shown, refresh=False)
+        self._bar.update(step - self._bar.n)
+
+    def close(self) -> None:
+        if self._bar is None:
+            return
+        self._bar.close()
+        self._bar = None
+        if self._console is not None:
+            self._console._bar = None

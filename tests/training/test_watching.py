@@ -1,0 +1,300 @@
+"""Training you can watch: the opening summary, plain lines in a log and a bar on a terminal, TensorBoard / CSV /
+W&B logs (read back with TensorBoard's own reader), report= refused by name, rank 0 alone speaking under torchrun,
+Ctrl-C saving the last step and printing the command that resumes it, and sample_tokens checked before training."""
+
+import csv
+import io
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import types
+
+import pytest
+import torch
+from conftest import TinyLMTask
+
+import attnlab
+from attnlab.cli import main
+from attnlab.errors import ConfigError
+from attnlab.training import Trainer, TrainSettings, latest_checkpoint
+from attnlab.training.progress import Console
+from attnlab.training.report import parse_report
+from attnlab.training.run import run_train
+from attnlab.training.trainer import TrainingInterrupted
+
+TEXT = "".join(f"line {i}: the quick brown fox jumps over the lazy dog {i * 7 % 13}.\n" for i in range(300))
+KEYS = {"steps": "4", "batch_size": "2", "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "1",
+        "seq_len": "16", "eval_every": "2", "log_every": "2", "threads": "1", "plot": "false", "warmup": "1",
+        "sample_tokens": "6"}
+
+
+@pytest.fixture()
+def keys(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(TEXT)
+    return {**KEYS, "data": str(corpus)}
+
+
+def _argv(keys):
+    return [f"{k}={v}" for k, v in keys.items()]
+
+
+def _metrics(out):
+    return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def _events(out):
+    return sorted(p.name for p in out.iterdir() if p.name.startswith("events.out.tfevents."))
+
+
+def _env():
+    return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": os.getcwd()}
+
+
+# ------------------------------------------------------------------------------------------ TensorBoard and csv
+def test_tensorboard_reads_back_the_scalars_and_the_samples(tmp_path, keys):
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    out = tmp_path / "run"
+    result = run_train("gpt-char", out=str(out), quiet=True, overrides=keys)  # report=tensorboard by default
+    assert len(_events(out)) == 1
+    events = EventAccumulator(str(out), size_guidance={"scalars": 0, "tensors": 0})
+    events.Reload()
+    records = _metrics(out)
+
+    def series(tag):
+        return [(e.step, e.value) for e in events.Scalars(tag)]
+
+    for tag, key in [("train/loss", "loss"), ("train/lr", "lr"), ("train/grad_norm", "grad_norm")]:
+        expected = [(r["step"], r[key]) for r in records]
+        assert [s for s, _ in series(tag)] == [1, 2, 3, 4]
+        # TensorBoard stores float32: agreement to float32's rounding (2**-24 relative)
+        torch.testing.assert_close(torch.tensor([v for _, v in series(tag)]),
+                                   torch.tensor([v for _, v in expected], dtype=torch.float32), rtol=2**-23, atol=0)
+    assert [s for s, _ in series("perf/tokens_per_s")] == [r["step"] for r in records if "tokens_per_s" in r]
+    assert [s for s, _ in series("eval/val_loss")] == [2, 4]
+    assert series("eval/val_loss")[-1][1] == pytest.approx(result["eval"]["val_loss"], rel=2**-23)
+    texts = {tag: events.Tensors(tag) for tag in events.Tags()["tensors"]}
+    samples = texts["samples/text_summary"]
+    assert [e.step for e in samples] == [4]
+    shown = samples[0].tensor_proto.string_val[0].decode()
+    for sample in result["samples"]:
+        assert all(line in shown for line in sample.splitlines())
+    assert '"steps": 4' in texts["settings/text_summary"][0].tensor_proto.string_val[0].decode()
+
+
+def test_report_none_writes_no_event_file_and_csv_writes_the_metrics_table(tmp_path, keys):
+    quiet = tmp_path / "none"
+    run_train("gpt-char", out=str(quiet), quiet=True, overrides={**keys, "report": "none"})
+    assert _events(quiet) == [] and not (quiet / "metrics.csv").exists() and len(_metrics(quiet)) == 4
+    table = tmp_path / "csv"
+    run_train("gpt-char", out=str(table), quiet=True, overrides={**keys, "report": "csv"})
+    assert _events(table) == []
+    with open(table / "metrics.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    records = _metrics(table)
+    assert [int(r["step"]) for r in rows] == [r["step"] for r in records]
+    assert [float(r["loss"]) for r in rows] == [r["loss"] for r in records]  # csv writes repr: exact
+    assert [r["val_loss"] for r in rows][::2] == ["", ""] and float(rows[3]["val_loss"]) == records[3]["val_loss"]
+    # --overwrite removes the old run's metrics.csv and event files with the rest of it
+    run_train("gpt-char", out=str(table), quiet=True, overwrite=True, overrides={**keys, "report": "tensorboard"})
+    assert not (table / "metrics.csv").exists() and len(_events(table)) == (1 if _has("tensorboard") else 0)
+
+
+def _has(package):
+    import importlib.util
+
+    return importlib.util.find_spec(package) is not None
+
+
+@pytest.mark.parametrize("value, words", [
+    ("tensorbord", ["did you mean tensorboard?", "allowed: tensorboard, csv, wandb, none"]),
+    ("csv,wnadb", ["'wnadb'", "did you mean wandb?"]),
+    ("mlflow", ["unknown 'mlflow'", "allowed: tensorboard, csv, wandb, none"]),
+    ("none,csv", ["cannot be combined with csv"]),
+])
+def test_an_unknown_report_is_refused_in_one_line_before_anything_is_written(tmp_path, keys, value, words, capsys):
+    out = tmp_path / "run"
+    code = main(["train", "gpt-char", "--out", str(out), *_argv({**keys, "report": value})])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and err.startswith("attnlab train: error: report="), err
+    assert all(w in err for w in words), err
+    assert not out.exists()
+
+
+def test_report_lists_are_parsed_like_report_to():
+    assert parse_report("tensorboard, CSV,tensorboard") == ("tensorboard", "csv")
+    assert parse_report("none") == parse_report("") == ()
+
+
+def test_wandb_chosen_but_not_installed_is_one_line_before_anything_is_written(tmp_path, keys, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "wandb", None)  # importlib.util.find_spec then answers None: not installed
+    out = tmp_path / "run"
+    code = main(["train", "gpt-char", "--out", str(out), *_argv({**keys, "report": "tensorboard,wandb"})])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "pip install wandb" in err and "WANDB_MODE=offline" in err, err
+    assert not out.exists()
+
+
+def test_wandb_gets_every_step_and_the_samples(tmp_path, keys, monkeypatch):
+    """A stand-in wandb module records what the logger sends (wandb itself is not a test dependency)."""
+    calls = []
+
+    class Run:
+        def log(self, data, step):
+            calls.append(("log", step, data))
+
+        def finish(self):
+            calls.append(("finish",))
+
+    class Table:
+        def __init__(self, columns, data):
+            self.columns, self.data = columns, data
+
+    def init(**kwargs):
+        calls.append(("init", kwargs))
+        return Run()
+
+    fake = types.ModuleType("wandb")
+    fake.init, fake.Table = init, Table
+    fake.__spec__ = types.SimpleNamespace(name="wandb")  # find_spec reads a loaded module's __spec__
+    monkeypatch.setitem(sys.modules, "wandb", fake)
+    out = tmp_path / "run"
+    result = run_train("gpt-char", out=str(out), quiet=True, overrides={**keys, "report": "wandb"})
+    assert calls[0][0] == "init" and calls[0][1]["dir"] == str(out) and calls[0][1]["config"]["train"]["steps"] == 4
+    assert calls[-1] == ("finish",)
+    logged = [c for c in calls if c[0] == "log"]
+    losses = [(step, data["train/loss"]) for _, step, data in logged if "train/loss" in data]
+    assert losses == [(r["step"], r["loss"]) for r in _metrics(out)]
+    (table,) = [data["samples"] for _, step, data in logged if "samples" in data]
+    assert table.data == [[s] for s in result["samples"]]
+
+
+# ------------------------------------------------------------------------------------------ what is printed
+def test_summary_and_plain_lines_when_output_is_not_a_terminal(tmp_path, keys):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "attnlab", "train", "gpt-char", "--out", str(out), *_argv(keys)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    err = done.stderr
+    assert "\r" not in err and "\x1b" not in err  # a pipe gets plain lines, no bar
+    model, _ = attnlab.load(latest_checkpoint(out))
+    n_params = sum(p.numel() for p in model.parameters())
+    lines = err.splitlines()
+    assert lines[lines.index(f"train gpt-char: {n_params:,} parameters") + 1].startswith("  model   Decoder (decoder)")
+    assert "  batch   2 examples x 16 positions = 32 tokens per step" in lines
+    assert "  device  cpu, 1 thread" in lines
+    assert f"  output  {out}  (metrics.jsonl, TensorBoard)" in lines
+    assert any(line.startswith("  data    ") and "train /" in line and "val tokens" in line for line in lines)
+    steps = [line.split()[1] for line in lines if line.startswith("step ")]
+    assert steps == ["1/4", "2/4", "4/4"]  # the first step at once, then every log_every=2
+    assert json.loads(done.stdout.split("\n---\n")[0])["step"] == 4
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_a_terminal_gets_a_progress_bar_with_loss_and_tokens_per_second(tmp_path):
+    pytest.importorskip("tqdm")
+    screen = _Terminal()
+    settings = TrainSettings(steps=6, batch_size=2, eval_every=3, log_every=1, plot=False, warmup=1, report="none")
+    Trainer(TinyLMTask(), settings, tmp_path, console=Console(stream=screen)).fit()
+    shown = screen.getvalue()
+    assert "\r" in shown and "6/6" in shown and "tok/s" in shown
+    last = json.loads((tmp_path / "metrics.jsonl").read_text().splitlines()[-1])
+    assert f"loss {last['loss']:.4f}" in shown
+    kept = [line for line in shown.replace("\r", "\n").splitlines() if line.startswith("step ")]
+    assert [line.split()[1] for line in kept] == ["3/6", "6/6"]  # with a bar, only evaluations stay as lines
+
+
+# ------------------------------------------------------------------------------------------ torchrun
+@pytest.mark.slow
+def test_under_torchrun_only_rank_0_prints_and_writes_event_files(tmp_path, keys):
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "attnlab",
+           "train", "gpt-char", "--out", str(out), *_argv({**keys, "report": "tensorboard,csv"})]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr.count("train gpt-char: ") == 1 and done.stderr.count("step 4/4") == 1, done.stderr
+    assert "split over 2 processes" in done.stderr
+    assert done.stdout.count('"recipe": "gpt-char"') == 1, done.stdout  # the result, printed once
+    assert len(_events(out)) == (1 if _has("tensorboard") else 0)
+    assert len((out / "metrics.csv").read_text().splitlines()) == 1 + 4  # header + one row per step, not two
+
+
+# ------------------------------------------------------------------------------------------ Ctrl-C
+class _InterruptAt(TinyLMTask):
+    """Ctrl-C arrives while step `at` computes its loss (a real SIGINT, delivered to this process)."""
+
+    def __init__(self, at):
+        super().__init__()
+        self.at = at
+
+    def loss(self, model, batch):
+        if self.calls + 1 == self.at:
+            signal.raise_signal(signal.SIGINT)
+        return super().loss(model, batch)
+
+
+def test_ctrl_c_finishes_the_step_saves_it_and_resuming_equals_an_uninterrupted_run(tmp_path):
+    settings = TrainSettings(steps=6, batch_size=4, lr=3e-3, warmup=2, eval_every=0, plot=False, report="none")
+    Trainer(TinyLMTask(), settings, tmp_path / "whole", quiet=True).fit()
+    with pytest.raises(TrainingInterrupted) as stop:
+        Trainer(_InterruptAt(3), settings, tmp_path / "cut", quiet=True).fit()
+    assert stop.value.step == 3 and stop.value.checkpoint == tmp_path / "cut" / "step-00000003"
+    assert latest_checkpoint(tmp_path / "cut") == stop.value.checkpoint
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is put back
+    Trainer(TinyLMTask(), settings, tmp_path / "cut", quiet=True).fit(resume=True)
+    assert [r["loss"] for r in _metrics(tmp_path / "cut")] == [r["loss"] for r in _metrics(tmp_path / "whole")]
+
+
+def test_ctrl_c_on_the_command_line_names_the_checkpoint_and_the_resume_command(tmp_path, keys, monkeypatch):
+    out = tmp_path / "run"
+    run_keys = {**keys, "steps": "100000", "log_every": "1", "eval_every": "0"}
+    cmd = [sys.executable, "-m", "attnlab", "train", "gpt-char", "--out", str(out), *_argv(run_keys)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    try:
+        seen = []
+        for line in proc.stderr:  # Ctrl-C once training is under way
+            seen.append(line)
+            if line.startswith("step 1/"):
+                break
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
+    err = "".join(seen) + rest
+    assert proc.returncode == 130, err[-2000:]
+    checkpoint = latest_checkpoint(out)
+    step = int(checkpoint.name.split("-")[1])
+    assert f"interrupted; last checkpoint {checkpoint}\n" in err and "Traceback" not in err, err[-2000:]
+    assert len(_metrics(out)) == step  # the interrupted step was finished, logged and saved
+    (command,) = [line.split("resume with: ", 1)[1] for line in err.splitlines() if "resume with: " in line]
+    argv = shlex.split(command)
+    assert argv[:2] == ["attnlab", "train"]
+    # the printed command, given to the attnlab command line, continues this run with the same settings
+    from attnlab.training import run as training_run
+
+    calls = []
+    monkeypatch.setattr(training_run, "run_train", lambda recipe, **kw: calls.append((recipe, kw)) or {})
+    assert main(argv[1:]) == 0
+    assert calls == [("gpt-char", dict(config=None, out=str(out), resume=True, overwrite=False,
+                                       overrides=run_keys))]
+
+
+# ------------------------------------------------------------------------------------------ sample_tokens
+@pytest.mark.parametrize("value", ["0", "-3", "1000000"])
+def test_sample_tokens_out_of_range_is_refused_before_training(tmp_path, keys, value, capsys):
+    out = tmp_path / "run"
+    with pytest.raises(ConfigError, match=f"sample_tokens={value}: allowed 1 .. 100,000"):
+        run_train("gpt-char", out=str(out), quiet=True, overrides={**keys, "sample_tokens": value})
+    assert not out.exists()  # refused before the data, the model or a step
+    code = main(["train", "gpt-char", "--out", str(out), *_argv({**keys, "sample_tokens": value})])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "sample_tokens" in err and not out.exists(), err
