@@ -175,26 +175,6 @@ def test_wandb_gets_every_step_and_the_samples(tmp_path, keys, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ what is printed
-def test_summary_and_plain_lines_when_output_is_not_a_terminal(tmp_path, keys):
-    out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "attnlab", "train", "gpt-char", "--out", str(out), *_argv(keys)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=_env())
-    assert done.returncode == 0, done.stderr[-3000:]
-    err = done.stderr
-    assert "\r" not in err and "\x1b" not in err  # a pipe gets plain lines, no bar
-    model, _ = attnlab.load(latest_checkpoint(out))
-    n_params = sum(p.numel() for p in model.parameters())
-    lines = err.splitlines()
-    assert lines[lines.index(f"train gpt-char: {n_params:,} parameters") + 1].startswith("  model   Decoder (decoder)")
-    assert "  batch   2 examples x 16 positions = 32 tokens per step" in lines
-    assert "  device  cpu, 1 thread" in lines
-    assert f"  output  {out}  (metrics.jsonl, TensorBoard)" in lines
-    assert any(line.startswith("  data    ") and "train /" in line and "val tokens" in line for line in lines)
-    steps = [line.split()[1] for line in lines if line.startswith("step ")]
-    assert steps == ["1/4", "2/4", "4/4"]  # the first step at once, then every log_every=2
-    assert json.loads(done.stdout.split("\n---\n")[0])["step"] == 4
-
-
 class _Terminal(io.StringIO):
     def isatty(self):
         return True
@@ -254,16 +234,18 @@ def test_ctrl_c_finishes_the_step_saves_it_and_resuming_equals_an_uninterrupted_
     assert [r["loss"] for r in _metrics(tmp_path / "cut")] == [r["loss"] for r in _metrics(tmp_path / "whole")]
 
 
-def test_ctrl_c_on_the_command_line_names_the_checkpoint_and_the_resume_command(tmp_path, keys, monkeypatch):
+def test_a_pipe_gets_the_summary_plain_lines_and_on_ctrl_c_the_checkpoint_and_the_resume_command(tmp_path, keys,
+                                                                                              monkeypatch):
+    """One `attnlab train` through a pipe (not a terminal), interrupted by SIGINT once training is under way."""
     out = tmp_path / "run"
-    run_keys = {**keys, "steps": "100000", "log_every": "1", "eval_every": "0"}
+    run_keys = {**keys, "steps": "100000", "eval_every": "0"}
     cmd = [sys.executable, "-m", "attnlab", "train", "gpt-char", "--out", str(out), *_argv(run_keys)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
     try:
         seen = []
-        for line in proc.stderr:  # Ctrl-C once training is under way
+        for line in proc.stderr:  # Ctrl-C once the second progress line is out
             seen.append(line)
-            if line.startswith("step 1/"):
+            if line.startswith("step 2/"):
                 break
         proc.send_signal(signal.SIGINT)
         _, rest = proc.communicate(timeout=120)
@@ -271,11 +253,25 @@ def test_ctrl_c_on_the_command_line_names_the_checkpoint_and_the_resume_command(
         proc.kill()
     err = "".join(seen) + rest
     assert proc.returncode == 130, err[-2000:]
+    assert "\r" not in err and "\x1b" not in err and "Traceback" not in err, err[-2000:]  # plain lines, no bar
+    # the opening summary
     checkpoint = latest_checkpoint(out)
+    model, _ = attnlab.load(checkpoint)
+    lines = err.splitlines()
+    head = lines.index(f"train gpt-char: {sum(p.numel() for p in model.parameters()):,} parameters")
+    assert lines[head + 1].startswith("  model   Decoder (decoder): 1 layer, d_model 16, 2 heads")
+    assert "  batch   2 examples x 16 positions = 32 tokens per step" in lines
+    assert "  device  cpu, 1 thread" in lines
+    assert f"  output  {out}  (metrics.jsonl, TensorBoard)" in lines
+    assert any(line.startswith("  data    ") and "train /" in line and "val tokens" in line for line in lines)
+    # plain periodic lines: the first step at once, then every log_every=2 steps
+    steps = [int(line.split()[1].split("/")[0]) for line in lines if line.startswith("step ")]
+    assert steps[:2] == [1, 2] and all(s % 2 == 0 for s in steps[1:]), steps
+    # the interrupted step was finished, logged and saved, and the message names it
     step = int(checkpoint.name.split("-")[1])
-    assert f"interrupted; last checkpoint {checkpoint}\n" in err and "Traceback" not in err, err[-2000:]
-    assert len(_metrics(out)) == step  # the interrupted step was finished, logged and saved
-    (command,) = [line.split("resume with: ", 1)[1] for line in err.splitlines() if "resume with: " in line]
+    assert len(_metrics(out)) == step >= 2
+    assert f"interrupted; last checkpoint {checkpoint}\n" in err, err[-2000:]
+    (command,) = [line.split("resume with: ", 1)[1] for line in lines if "resume with: " in line]
     argv = shlex.split(command)
     assert argv[:2] == ["attnlab", "train"]
     # the printed command, given to the attnlab command line, continues this run with the same settings
