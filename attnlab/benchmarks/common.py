@@ -310,9 +310,12 @@ def run_selected(cases: dict, run_case: Callable, args, module: str, command: st
     implementation, CPU only, skipped by --quick/--no-memory), print and optionally save the results."""
     selected = [c for c in args.cases.split(",") if c] or [n for n, c in cases.items() if c.in_quick or not args.quick]
     results = []
-    for name in selected:
+    for number, name in enumerate(selected, 1):
         if name not in cases:
             raise SystemExit(f"unknown case {name!r}; cases: {', '.join(cases)}")
+        started = time.perf_counter()
+        # a case takes from seconds to minutes: say which one runs, so the wait is never silent
+        print(f"-- case {number}/{len(selected)}: {name} ...", flush=True)
         result = run_case(cases[name], args)
         if not (args.no_memory or args.quick or args.device != "cpu"):
             for impl in result.stats:
@@ -322,6 +325,7 @@ def run_selected(cases: dict, run_case: Callable, args, module: str, command: st
                     if mem:
                         result.memory[impl] = mem
         print(result.render(), flush=True)
+        print(f"-- case {number}/{len(selected)}: {name} done in {time.perf_counter() - started:.0f} s", flush=True)
         results.append(result)
     if args.save:
         save_results(args.save + ("-quick" if args.quick else ""), results, command, args.out)

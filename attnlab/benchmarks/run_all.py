@@ -14,6 +14,7 @@ bench/report.py renders as RESULTS.md tables, and OUT/<name>.txt with what every
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -51,9 +52,13 @@ def add_arguments(p) -> None:
 
 
 def _run_other(name: str, module: str, flags: list[str], out: Path) -> int:
-    """Run one benchmark module in a fresh process, echo its output and keep a copy as OUT/<name>.txt."""
-    with subprocess.Popen([sys.executable, "-m", module, *flags], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True) as proc, open(out / f"{name}.txt", "w") as copy:
+    """Run one benchmark module in a fresh process, echo its output and keep a copy as OUT/<name>.txt.
+
+    PYTHONUNBUFFERED: a child writing into a pipe buffers its prints until it exits, so a section showed nothing
+    for minutes and then everything at once; unbuffered, each case appears as it finishes."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen([sys.executable, "-m", module, *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          text=True, env=env) as proc, open(out / f"{name}.txt", "w") as copy:
         for line in proc.stdout:
             sys.stdout.write(line)
             sys.stdout.flush()
@@ -78,18 +83,19 @@ def run(args) -> int:
     print(f"results go to {out}", flush=True)
     started = time.perf_counter()
     failed = []
-    for name in wanted:
+    for number, name in enumerate(wanted, 1):
         section_start = time.perf_counter()
+        place = f"[{number}/{len(wanted)}, {time.perf_counter() - started:.0f} s so far]"
         if name in OURS:
             import importlib
 
             flags = (["--quick"] if args.quick else []) + (["--no-memory"] if args.no_memory else [])
-            print(f"\n######## {name} {' '.join(flags)}", flush=True)
+            print(f"\n######## {name} {' '.join(flags)} {place}", flush=True)
             importlib.import_module(OURS[name]).main([*flags, "--out", str(out)])
         else:
             module, quick, full = OTHERS[name]
             flags = (quick or []) if args.quick else full
-            print(f"\n######## {name}: python -m {module} {' '.join(flags)}", flush=True)
+            print(f"\n######## {name}: python -m {module} {' '.join(flags)} {place}", flush=True)
             if _run_other(name, module, flags, out):
                 failed.append(name)
         print(f"######## {name}: {time.perf_counter() - section_start:.0f} s", flush=True)

@@ -13,6 +13,10 @@ Five series, each timed at every n of the sweep:
                     at large n; this series shows the n^2 the table predicts;
 - attention_step:   the same core for one query against n keys (the part of a cached step that grows with n).
 
+While a sweep runs on a terminal, a status line on stderr names the point being timed, how many are done and
+about how long the rest will take (the first call of a large n, or a warm-up, can take seconds with nothing
+else on screen); each finished point goes to the `progress` callback, which prints it for `attnlab cost`.
+
 The growth exponent is the least-squares slope of log(time) against log(n). The predicted exponent is the
 same fit applied to the analytic FLOPs (attnlab.cost.analytic) over the same n, so the two can be compared
 directly: with d fixed, FLOPs go from ~n (d^2 terms) to ~n^2 (attention) as n passes ~6d.
@@ -21,6 +25,7 @@ directly: with d fixed, FLOPs go from ~n (d^2 terms) to ~n^2 (attention) as n pa
 from __future__ import annotations
 
 import math
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,10 +152,38 @@ def _callables(model, config: ModelConfig, series: str, b: int, n_max: int, m: i
     return step
 
 
+class _Status:
+    """'[k/N] forward n=512 ... about 40 s left' rewritten in place on stderr, only when stderr is a terminal;
+    cleared before each finished point is handed on, so a point printed on stdout starts a clean line."""
+
+    def __init__(self, total: int, stream=None, show: bool | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        self.show = bool(getattr(self.stream, "isatty", lambda: False)()) if show is None else show
+        self.total, self.done, self.started = total, 0, time.perf_counter()
+
+    def timing(self, name: str, n: int) -> None:
+        if not self.show:
+            return
+        left = ""
+        if self.done:
+            per_point = (time.perf_counter() - self.started) / self.done
+            left = f", about {per_point * (self.total - self.done):.0f} s left"
+        self.stream.write(f"\r\x1b[K[{self.done + 1}/{self.total}] timing {name} n={n}{left}")
+        self.stream.flush()
+
+    def finished(self) -> None:
+        self.done += 1
+        if self.show:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
 def sweep(config: ModelConfig, seqs, *, batch: int = 1, src_seq: int | None = None, series=SERIES,
           dtype=torch.float32, device="cpu", budget_s: float = 0.3, clock: str = "wall",
-          progress=None) -> list[Point]:
-    """Time every series at every n in `seqs` on a randomly initialised model of `config` (seeded)."""
+          progress=None, status: bool | None = None) -> list[Point]:
+    """Time every series at every n in `seqs` on a randomly initialised model of `config` (seeded).
+
+    progress: called with each Point as it is measured; status: the status line on stderr (None: on a terminal)."""
     from attnlab.build import build_model
 
     seqs = sorted(set(seqs))
@@ -172,14 +205,18 @@ def sweep(config: ModelConfig, seqs, *, batch: int = 1, src_seq: int | None = No
     torch.manual_seed(0)
     model = build_model(config, device=device, dtype=dtype).eval()
     points: list[Point] = []
+    shown = _Status(len(series) * len(seqs), show=status)
     with torch.inference_mode():
         for name in series:
+            shown.timing(name, seqs[0])
             run = _callables(model, config, name, batch, max(seqs), src_seq, dtype, device)
             run(seqs[0])  # warm-up: first calls pay for allocation and kernel selection
             for n in seqs:
+                shown.timing(name, n)
                 seconds, runs = time_call(lambda: run(n), budget_s, clock=clock)  # noqa: B023 (called right here)
                 point = Point(name, n, seconds, _predicted(config, name, batch, n, src_seq), runs)
                 points.append(point)
+                shown.finished()
                 if progress is not None:
                     progress(point)
     return points

@@ -294,3 +294,54 @@ def test_sample_tokens_out_of_range_is_refused_before_training(tmp_path, keys, v
     code = main(["train", "gpt-char", "--out", str(out), *_argv({**keys, "sample_tokens": value})])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "sample_tokens" in err and not out.exists(), err
+
+
+# ------------------------------------------------------------------------------------------ bench and cost
+def test_bench_shows_a_sections_lines_while_its_process_still_runs(tmp_path, monkeypatch):
+    """A benchmark run in its own process writes into a pipe; each line must reach the screen as it is printed,
+    not when the process ends. The child prints one line, then waits (up to 60 s) for a file that the screen
+    creates when that line arrives: a buffered child would print nothing until after the wait."""
+    from attnlab.benchmarks import run_all
+
+    flag = tmp_path / "seen"
+    (tmp_path / "fake_bench.py").write_text(
+        "import pathlib, time\n"
+        "print('case one done')\n"
+        f"flag = pathlib.Path({str(flag)!r})\n"
+        "deadline = time.monotonic() + 20\n"
+        "while not flag.exists() and time.monotonic() < deadline:\n"
+        "    time.sleep(0.05)\n"
+        "print('case two done', 'after the first was seen' if flag.exists() else 'but the first was held back')\n")
+
+    class Screen(io.StringIO):
+        def write(self, text):
+            if "case one done" in text:
+                flag.touch()
+            return super().write(text)
+
+    screen = Screen()
+    monkeypatch.setenv("PYTHONPATH", f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    monkeypatch.delenv("PYTHONUNBUFFERED", raising=False)  # as in a user's shell (some CI images set it)
+    monkeypatch.setattr(sys, "stdout", screen)
+    assert run_all._run_other("fake", "fake_bench", [], tmp_path) == 0
+    assert screen.getvalue() == "case one done\ncase two done after the first was seen\n"
+    assert (tmp_path / "fake.txt").read_text() == screen.getvalue()
+
+
+def test_cost_measure_shows_which_point_it_times_on_a_terminal(monkeypatch):
+    from attnlab.config import ModelConfig
+    from attnlab.cost import measure
+
+    config = ModelConfig(topology="decoder", vocab_size=32, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=32)
+    screen = _Terminal()
+    monkeypatch.setattr(sys, "stderr", screen)
+    seen = []
+    points = measure.sweep(config, [8, 16], series=("attention",), budget_s=0.001,
+                           progress=lambda p: seen.append(screen.getvalue()))
+    assert [(p.series, p.n) for p in points] == [("attention", 8), ("attention", 16)]
+    assert "[1/2] timing attention n=8" in seen[0] and seen[0].endswith("\r\x1b[K")  # cleared before each point
+    assert "[2/2] timing attention n=16, about " in seen[1] and " s left" in seen[1]
+    quiet = io.StringIO()  # not a terminal: nothing besides the points
+    monkeypatch.setattr(sys, "stderr", quiet)
+    measure.sweep(config, [8, 16], series=("attention",), budget_s=0.001)
+    assert quiet.getvalue() == ""
