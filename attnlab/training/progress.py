@@ -71,8 +71,10 @@ class Console:
         """A progress bar over steps on a terminal; elsewhere (or quiet) a Bar that draws nothing."""
         if not (self.enabled and self.tty):
             return Bar(None)
-        from tqdm import tqdm
-
+        try:
+            from tqdm import tqdm
+        except ImportError:  # a dependency, but an install without it still trains: plain lines instead
+            return Bar(None)
         self.clear()
         self._bar = tqdm(total=total, initial=initial, file=self.stream, unit="step", dynamic_ncols=True,
                          bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
