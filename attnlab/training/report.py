@@ -65,13 +65,13 @@ def tag(key: str) -> str:
 class TensorBoardLog:
     """Event files in the run folder, written by torch's SummaryWriter (which needs the tensorboard package).
 
-    purge_step: a resumed run continues at that step; TensorBoard drops what an earlier file logged from there on
-    (the steps the interrupted run did after its last checkpoint, now done again)."""
+    purge_step: a run resumed from the checkpoint of step k logs again from step k + 1; TensorBoard drops what an
+    earlier file logged from there on (the steps an interrupted run did after its last checkpoint, now redone)."""
 
     def __init__(self, out: Path, start_step: int, config: dict[str, Any]):
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(out), purge_step=start_step or None)
+        self.writer = SummaryWriter(log_dir=str(out), purge_step=start_step + 1 if start_step else None)
         if not start_step:
             self.writer.add_text("settings", _code_block(json.dumps(config, indent=2, default=str)), 0)
 

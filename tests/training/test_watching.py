@@ -345,3 +345,41 @@ def test_cost_measure_shows_which_point_it_times_on_a_terminal(monkeypatch):
     monkeypatch.setattr(sys, "stderr", quiet)
     measure.sweep(config, [8, 16], series=("attention",), budget_s=0.001)
     assert quiet.getvalue() == ""
+
+
+def test_a_resumed_run_shows_each_step_once_in_tensorboard(tmp_path):
+    """A run that went on past its last checkpoint (steps 4-6 logged, checkpoint at 3) is resumed from step 3:
+    TensorBoard shows steps 1..6 once each, with the resumed run's values (which equal the first run's: the
+    resume is exact)."""
+    pytest.importorskip("tensorboard")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    settings = TrainSettings(steps=6, batch_size=4, lr=3e-3, warmup=2, eval_every=0, save_every=3, keep=5,
+                             plot=False)
+    first = Trainer(TinyLMTask(), settings, tmp_path, quiet=True)
+    first.fit()
+    first.close()
+    first_losses = [r["loss"] for r in _metrics(tmp_path)]
+    (tmp_path / "latest").write_text("step-00000003\n")  # as if the run had died after step 6's log, before its save
+    second = Trainer(TinyLMTask(), settings, tmp_path, quiet=True)
+    second.fit(resume=True)
+    second.close()
+    assert len(_events(tmp_path)) == 2
+    events = EventAccumulator(str(tmp_path), size_guidance={"scalars": 0})
+    events.Reload()
+    logged = [(e.step, e.value) for e in events.Scalars("train/loss")]
+    assert [step for step, _ in logged] == [1, 2, 3, 4, 5, 6]
+    torch.testing.assert_close(torch.tensor([v for _, v in logged]),
+                               torch.tensor(first_losses, dtype=torch.float32), rtol=2**-23, atol=0)
+
+
+def test_without_tensorboard_the_run_says_so_once_and_keeps_metrics_jsonl(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "tensorboard", None)  # find_spec answers None: not installed
+    screen = io.StringIO()
+    settings = TrainSettings(steps=3, batch_size=2, eval_every=0, plot=False, warmup=1)
+    trainer = Trainer(TinyLMTask(), settings, tmp_path, console=Console(stream=screen))
+    trainer.fit()
+    trainer.report_text("samples", ["abc"])
+    trainer.close()
+    assert screen.getvalue().count("tensorboard package is not installed") == 1
+    assert _events(tmp_path) == [] and len(_metrics(tmp_path)) == 3
