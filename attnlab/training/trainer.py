@@ -375,9 +375,10 @@ class Trainer:
         last_eval: dict[str, float] = {}
         started, tokens_seen, start_step = time.perf_counter(), 0, self.step
         window_start, window_tokens = started, 0
-        step_end, smooth_rate = started, None  # the bar's tokens/s: an exponential average over steps
+        smooth_rate = None  # the bar's tokens/s: an exponential average over steps (evaluations and saves left out)
         threads_checked = time.monotonic()
         while self.step < end:
+            step_start = time.perf_counter()
             threads_checked = self._recheck_threads(scope, threads_checked)
             loss_sum = torch.zeros((), device=self.device)
             step_tokens = 0
@@ -410,10 +411,8 @@ class Trainer:
             self.step += 1
             tokens_seen += step_tokens
             window_tokens += step_tokens
-            now = time.perf_counter()
-            step_rate = step_tokens / max(1e-9, now - step_end)
+            step_rate = step_tokens / max(1e-9, time.perf_counter() - step_start)
             smooth_rate = step_rate if smooth_rate is None else 0.9 * smooth_rate + 0.1 * step_rate
-            step_end = now
             record = {"step": self.step, "loss": loss_value, "lr": lr}
             if grad_norm is not None:
                 record["grad_norm"] = grad_norm
@@ -444,7 +443,7 @@ class Trainer:
             saved = None
             if (s.save_every and self.step % s.save_every == 0) or self.step == end:
                 saved = self.save()
-            if self._interrupted:
+            if self._interrupted and self.step < end:  # at the last step the run is complete: it ends as usual
                 raise TrainingInterrupted(self.step, saved if saved is not None else self.save())
         elapsed = time.perf_counter() - started
         if self._full_model is not None:  # fsdp: rank 0 continues with the unsharded copy, which the save at
