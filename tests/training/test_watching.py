@@ -223,6 +223,8 @@ class _InterruptAt(TinyLMTask):
 
 
 def test_ctrl_c_finishes_the_step_saves_it_and_resuming_equals_an_uninterrupted_run(tmp_path):
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # the SIGINT below would not reach fit
+        pytest.skip("this test process does not handle SIGINT with Python's default handler")
     settings = TrainSettings(steps=6, batch_size=4, lr=3e-3, warmup=2, eval_every=0, plot=False, report="none")
     Trainer(TinyLMTask(), settings, tmp_path / "whole", quiet=True).fit()
     with pytest.raises(TrainingInterrupted) as stop:
