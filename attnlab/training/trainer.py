@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib.util
 import json
 import math
 import signal
@@ -449,7 +450,11 @@ class Trainer:
         if self._full_model is not None:  # fsdp: rank 0 continues with the unsharded copy, which the save at
             self.model = self._full_model  # the last step filled (or the resume did, when no step was left)
         if self.info.is_main and s.plot:
-            plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
+            if importlib.util.find_spec("matplotlib") is None:  # an install without the plotting extra still trains
+                self.log("plot=true: matplotlib is not installed (pip install matplotlib, or the attnlab[plots] "
+                         "extra), so loss.png is not drawn; metrics.jsonl holds the numbers")
+            else:
+                plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
         return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,
                 "losses": [r["loss"] for r in self.history]}
 

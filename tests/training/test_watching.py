@@ -385,3 +385,12 @@ def test_without_tensorboard_the_run_says_so_once_and_keeps_metrics_jsonl(tmp_pa
     trainer.close()
     assert screen.getvalue().count("tensorboard package is not installed") == 1
     assert _events(tmp_path) == [] and len(_metrics(tmp_path)) == 3
+
+
+def test_without_matplotlib_the_run_says_so_and_draws_no_plot(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # find_spec answers None: not installed
+    screen = io.StringIO()
+    settings = TrainSettings(steps=2, batch_size=2, eval_every=0, plot=True, warmup=1, report="none")
+    Trainer(TinyLMTask(), settings, tmp_path, console=Console(stream=screen)).fit()
+    assert "matplotlib is not installed" in screen.getvalue() and not (tmp_path / "loss.png").exists()
+    assert len(_metrics(tmp_path)) == 2
