@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from attnlab.files import read_text
 from attnlab.recording import record
 
 PROBE_NAME = "probe.jsonl"
@@ -112,11 +113,10 @@ def after_step(trainer, record_: dict[str, Any]) -> None:
         probe.keep(trainer.model, trainer.device, step, record_["loss"])
 
 
-def read(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, lines) of a probe file; a cut last line (a killed run) is left out. Raises ValueError when the
-    file is not a probe."""
-    text = Path(path).read_text()
-    rows = text.splitlines()
+def read(path: str | Path, limit: int = 256 * 2**20) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, lines) of a probe file; a cut last line (a killed run) is left out. Raises CheckpointError when
+    the file is missing, not a regular file or over `limit` bytes, ValueError when it is not a probe."""
+    rows = read_text(path, limit=limit, what="training probe").splitlines()
     try:
         header = json.loads(rows[0]) if rows else None
     except json.JSONDecodeError:
