@@ -71,7 +71,8 @@ class _Probe:
             store = record(model, torch.tensor([self.ids], device=device), names="blocks.*.attn.weights")
         finally:
             model.train(was_training)
-        weights = [store[f"blocks.{i}.attn.weights"][0].float().cpu() for i in range(self.n_layers)]
+        weights = [store[f"blocks.{i}.attn.weights"][0].double().cpu() for i in range(self.n_layers)]
+        # in float64: 0.123 stays 0.123 in the JSON (float32 would write 0.12300000339746475)
         rounded = torch.round(torch.stack(weights) * 10**DECIMALS) / 10**DECIMALS  # (layers, heads, n, n)
         line = {"step": step, "loss": round(float(loss), 5), "weights": rounded.tolist()}
         with open(self.path, "a") as f:
