@@ -130,7 +130,7 @@ async function flowSection(box, ctx) {
   const runBtn = el("button", { type: "button", id: "flow-run", onclick: () => {
     local.text = input.value; local.token = null; draw(); } }, "Run");
   input.addEventListener("keydown", (e) => { if (e.key === "Enter") runBtn.click(); });
-  const chips = el("div", { class: "chips", id: "flow-chips", "aria-label": "token to follow" });
+  const chips = el("div", { class: "chips", id: "flow-chips", role: "group", "aria-label": "token to follow" });
   const out = el("div", { id: "flow-out", "aria-live": "polite" });
   box.append(el("div", { class: "controls" }, el("label", { for: "flow-text" }, "sentence "), input, runBtn,
     el("label", {}, "layer ", layerSel)), chips, out, mixingPicture());
@@ -304,7 +304,7 @@ async function toySection(box) {
     Object.assign(local, { w_q: w.w_q, w_k: w.w_k }); grids(); compute();
   } }, "Reset this head");
   const gridBox = el("div", { class: "row", id: "toy-grids" });
-  const chips = el("div", { class: "chips", id: "toy-chips", "aria-label": "query word" });
+  const chips = el("div", { class: "chips", id: "toy-chips", role: "group", "aria-label": "query word" });
   const out = el("div", { id: "toy-out", "aria-live": "polite" });
   box.append(el("div", { class: "controls" }, el("label", {}, "head ", headSel), headName,
     el("label", {}, "sentence ", textSel), removeVerb, reset), gridBox, chips, out);
@@ -510,8 +510,8 @@ async function meaningsSection(box, ctx) {
         el("th", {}, ""), r.sentences.map((s, j) => el("th", { scope: "col", title: s }, `${j + 1}`)))),
       el("tbody", {}, r.cosine.map((row, i) => el("tr", {}, el("th", { scope: "row", title: r.sentences[i] },
         `${i + 1}. ${short(r.sentences[i])}`), row.map((v, j) => el("td", {
-        style: `background:${color((v + 1) / 2)};color:${(v + 1) / 2 > 0.6 ? "#111" : "#fff"}`,
-        dataset: { i, j, cosine: v }, title: `${r.sentences[i]} / ${r.sentences[j]}: ${fmt(v, 3)}` }, v.toFixed(2)))))));
+        style: `background:${color((v + 1) / 2)}`,
+        dataset: { i, j, cosine: v }, title: `${r.sentences[i]} / ${r.sentences[j]}: ${fmt(v, 3)}` }, el("span", { class: "val" }, v.toFixed(2))))))));
       simOut.replaceChildren(el("div", { class: "panel scroll-x", tabindex: "0", role: "region",
         "aria-label": "cosine matrix" }, table), legend(1, "cosine of two sentence vectors", { low: -1 }),
       el("p", { class: "help" }, "The diagonal is 1 (a sentence with itself). The default list is three " +
