@@ -84,14 +84,20 @@ function lineChart(series, { width = 420, height = 200, xLabel = "", yLabel = ""
   const y0 = yMin ?? Math.min(...ys), y1 = yMax ?? Math.max(...ys, y0 + 1e-9);
   const X = (x) => pad.l + ((x - x0) / (x1 - x0)) * (width - pad.l - pad.r);
   const Y = (y) => pad.t + (1 - (y - y0) / (y1 - y0 || 1)) * (height - pad.t - pad.b);
-  const ticks = (a, b, n) => [...Array(n + 1).keys()].map((i) => a + ((b - a) * i) / n);
+  const ticks = (a, b, n) => {  // round values (1, 2 or 5 x 10^k apart) inside [a, b]
+    const raw = (b - a) / n, mag = 10 ** Math.floor(Math.log10(raw || 1));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((v) => v >= raw) || raw;
+    const out = [];
+    for (let t = Math.ceil(a / step) * step; t <= b + step * 1e-9; t += step) out.push(Number(t.toPrecision(12)));
+    return out;
+  };
   const root = svg("svg", { width, height, viewBox: `0 0 ${width} ${height}`, class: "chart", id, role: "img",
     "aria-label": `${yLabel} against ${xLabel}: ` + series.map((s) => `${s.name} from ${fmt(s.points[0]?.[1], 3)} ` +
       `to ${fmt(s.points[s.points.length - 1]?.[1], 3)}`).join("; ") },
   svg("line", { x1: pad.l, y1: height - pad.b, x2: width - pad.r, y2: height - pad.b, stroke: "#667" }),
   svg("line", { x1: pad.l, y1: pad.t, x2: pad.l, y2: height - pad.b, stroke: "#667" }),
   ticks(x0, x1, 4).map((t) => svg("text", { x: X(t), y: height - pad.b + 14, "font-size": 10,
-    "text-anchor": "middle" }, fmt(Math.round(t), 4))),
+    "text-anchor": "middle" }, fmt(t, 4))),
   ticks(y0, y1, 4).map((t) => svg("text", { x: pad.l - 4, y: Y(t) + 3, "font-size": 10, "text-anchor": "end" },
     fmt(t, 3))),
   svg("text", { x: (pad.l + width - pad.r) / 2, y: height - 6, "font-size": 11, "text-anchor": "middle" }, xLabel),
