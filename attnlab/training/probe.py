@@ -105,6 +105,8 @@ def after_step(trainer, record_: dict[str, Any]) -> None:
         probe = _make(trainer)
         if probe is not None:
             probe.start(trainer.step)
+        elif trainer.step == 1:  # a fresh run that keeps no probe: an older run's file here would be mistaken
+            (Path(trainer.out) / PROBE_NAME).unlink(missing_ok=True)  # for this one's
         _state[trainer] = probe
     probe = _state[trainer]
     if probe is None:

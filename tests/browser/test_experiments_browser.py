@@ -187,6 +187,14 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
     assert _floats(page, "#toy-raw g[data-key]", "data-raw-score") == pytest.approx(raw, abs=1e-6)
     assert raw[2] == pytest.approx(1.17)
     assert page.evaluate("document.activeElement.dataset.row") == "2"  # typing kept the focus in the cell
+    page.focus("#toy-heat")  # keyboard on the heatmap: down one row ("sat"), Enter makes it the query
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#toy-chips .chip[data-index='2'][aria-pressed='true']")
+    _wait_ready(page, "#x-toy-edit")
+    assert page.evaluate("document.activeElement.id") == "toy-heat"
+    page.click("#toy-chips .chip[data-index='1']")  # mouse: back to "cat"
+    _wait_ready(page, "#x-toy-edit")
     page.click("#toy-reset")  # mouse
     page.wait_for_function("Number(document.querySelector(\"#toy-raw g[data-key='2']\")"
                            ".getAttribute('data-raw-score')) > 2.3")
@@ -204,8 +212,10 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
     page.keyboard.press("End")
     assert page.get_attribute("#timeline-heat", "data-step") == str(lines[-1]["step"])
     assert "step 6 of 6" in page.text_content("#timeline-step-text")
-    page.select_option("#timeline-head", "0:1")  # mouse/keyboard menu: another head
+    page.focus("#timeline-head")
+    page.select_option("#timeline-head", "0:1")  # another head
     _wait_ready(page, "#x-timeline")
+    assert page.evaluate("document.activeElement.id") == "timeline-head"  # the rebuilt menu keeps the focus
     w = np.array(lines[-1]["weights"][0][1])
     expected = np.mean([w[i, i - 1] for i in range(1, len(w))])
     assert float(page.get_attribute("#timeline-score", "data-score")) == pytest.approx(expected, abs=1e-4)

@@ -12,6 +12,7 @@ import attnlab
 from attnlab.errors import InputError
 from attnlab.explorer.registry import UnknownItem, build_registry
 from attnlab.explorer.timeline import previous_token_score, timeline
+from attnlab.presets import get
 from attnlab.training import probe
 from attnlab.training.run import run_train
 
@@ -91,3 +92,22 @@ def test_no_probe_and_a_broken_probe(tmp_path, run):
     with pytest.raises(InputError, match="not an attnlab training probe"):
         timeline(build_registry([broken], shipped=False, pretrained=False).entry("path"))
     assert previous_token_score([[1.0, 0.0], [1.0, 0.0]]) == 1.0
+
+
+def test_a_fresh_run_without_a_probe_removes_an_older_probe(tmp_path):
+    """A run whose task keeps no probe (no tokenizer: a ViT) must not leave an earlier run's probe.jsonl to be
+    shown as its own."""
+    (tmp_path / "probe.jsonl").write_text('{"kind": "attnlab-probe"}\n')
+
+    class Info:
+        is_main, world = True, 1
+
+    class Task:
+        tokenizer = None
+
+    class FakeTrainer:  # what after_step reads of a Trainer
+        info, task, out, step = Info(), Task(), tmp_path, 1
+        model = attnlab.build_model(get("tiny-decoder", vocab_size=16, d_model=16, d_ff=32))
+
+    probe.after_step(FakeTrainer(), {"loss": 1.0})
+    assert not (tmp_path / "probe.jsonl").exists()

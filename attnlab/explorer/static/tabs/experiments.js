@@ -341,6 +341,7 @@ async function toySection(box) {
     } catch (e) { out.replaceChildren(notice(e.message, "error")); box.dataset.ready = "1"; return; }
     if (mine !== asked) return;
     const focused = document.activeElement && chips.contains(document.activeElement);
+    const heatFocused = document.activeElement && document.activeElement.id === "toy-heat";
     const buttons = chipRow(chips, r.words.map((t, i) => ({ index: i, token: t })), r.query, (i) => {
       local.query = i; compute();
     }, { name: "query word" });
@@ -367,6 +368,7 @@ async function toySection(box) {
     heatmap(canvas, r.weights, { size: 260, max: 1, highlightRow: q, rowLabels: r.words, colLabels: r.words,
       keyboard: { label: (i, j) => `“${r.words[i]}” → “${r.words[j]}”: weight ${fmt(r.weights[i][j])}` },
       onclick: (i) => { local.query = i; compute(); } });
+    if (heatFocused) canvas.focus();  // Enter on a row keeps the keyboard on the heatmap
     box.dataset.ready = "1";
   }
   grids();
@@ -402,6 +404,7 @@ async function timelineSection(box) {
 
   async function load() {
     box.dataset.ready = "0";
+    const had = document.activeElement && box.contains(document.activeElement) ? document.activeElement.id : "";
     const q = local.head === null ? "" : `?layer=${local.layer}&head=${local.head}`;
     try {
       data = await api(`/api/experiments/timeline/${encodeURIComponent(local.run)}${q}`);
@@ -422,6 +425,7 @@ async function timelineSection(box) {
     slider.addEventListener("input", () => { local.step = Number(slider.value); frame(); });
     sliderBox.replaceChildren(el("label", { class: "slider" }, "step ", slider), stepText);
     frame();
+    if (had && document.getElementById(had)) document.getElementById(had).focus();  // the menu just rebuilt
     box.dataset.ready = "1";
   }
 
