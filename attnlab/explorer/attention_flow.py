@@ -47,9 +47,11 @@ def head_contributions(v: torch.Tensor, weights: torch.Tensor, w_o: torch.Tensor
     return z, c
 
 
-def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = None) -> dict[str, Any]:
+def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = None,
+                   head: int | None = None) -> dict[str, Any]:
     """The rest of one self-attention sub-layer for one token: V, each head's sum w.V, its share through W_O,
-    their sum (+ b_O) and the residual add. Decoders and encoders (encoder-decoders: not yet)."""
+    their sum (+ b_O) and the residual add. Decoders and encoders (encoder-decoders: not yet).
+    `head`: the head whose slice of W_O is sent for the detail view (default: the one with the longest share)."""
     cfg = _text_model(lm)
     if cfg.topology not in ("decoder", "encoder"):
         raise InputError(f"model {lm.id!r} is a {cfg.topology}; this view follows a decoder's or an encoder's "
@@ -65,6 +67,8 @@ def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = No
     weights = store[f"{name}.attn.weights"][0].float()  # (heads, seq, seq)
     w_o, b_o = _w_o(lm, layer)
     z, c = head_contributions(v, weights, w_o, token)
+    norms = c.norm(dim=-1)  # (heads,)
+    head = int(norms.argmax()) if head is None else _check_index("head", head, cfg.n_heads)
     output = c.sum(0) + (b_o if b_o is not None else 0.0)  # (d_model,)
     x = store[f"{name}.resid_pre"][0, token].float()  # (d_model,) the residual stream entering the block
     after = store[f"{name}.resid_mid"][0, token].float()
@@ -82,7 +86,9 @@ def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = No
         "z": _round(z[:, :kd], 4),  # (heads, shown d_head)
         "z_norm": _round(z.norm(dim=-1), 4),
         "contribution": _round(c[:, :k], 4),  # (heads, shown d_model)
-        "contribution_norm": _round(c.norm(dim=-1), 4),  # (heads,) over all d_model channels
+        "contribution_norm": _round(norms, 4),  # (heads,) over all d_model channels
+        "head": head,  # W_O's slice for this head: (shown d_model rows, shown d_head columns)
+        "w_o_head": _round(w_o[:k, head * cfg.head_dim: head * cfg.head_dim + kd], 4),
         "bias": _round(b_o[:k], 4) if b_o is not None else None,
         "output": _round(output[:k], 4), "output_norm": round(float(output.norm()), 4),
         "residual_in": _round(x[:k], 4), "residual_in_norm": round(float(x.norm()), 4),

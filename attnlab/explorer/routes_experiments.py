@@ -27,6 +27,7 @@ class FlowRequest(BaseModel):
     text: str = Field(max_length=MAX_TEXT_CHARS)
     layer: int = Field(0, ge=0, le=10_000)
     token: int | None = Field(None, ge=0, le=100_000, description="query position (default: the last token)")
+    head: int | None = Field(None, ge=0, le=10_000, description="head shown in detail (default: largest share)")
 
 
 class ToyRequest(BaseModel):
@@ -56,7 +57,7 @@ def _run(request: Request, work):
 async def flow(req: FlowRequest, request: Request):
     registry = request.app.state.registry
     return await _run(request, lambda: attention_flow.attention_flow(registry.get(req.model), req.text, req.layer,
-                                                                     req.token))
+                                                                     req.token, req.head))
 
 
 @router.get("/api/experiments/toy/{head}", summary="the toy's W_Q and W_K of a head, as the page edits them")

@@ -159,6 +159,16 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
     assert page.get_attribute("#flow-chips .chip[aria-pressed='true']", "data-index") == "3"
     assert page.evaluate("document.activeElement.dataset.index") == "3"  # focus stays on the chip
     assert _floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(3), abs=1e-4)
+    page.focus("#flow-head")  # one head in detail: its V rows add up to the numpy sum w.V
+    page.select_option("#flow-head", "2")
+    page.wait_for_selector("#flow-v")
+    _wait_ready(page, "#x-flow")
+    assert page.evaluate("document.activeElement.id") == "flow-head"
+    s = (x @ w_q[2]) @ (x @ w_k[2]).T / 2.0
+    w = np.exp(s[3] - s[3].max())
+    z = (w / w.sum()) @ (x @ w_v[2])
+    shown = page.eval_on_selector_all("#flow-v g.strip", "els => els.map(e => e.dataset.values)")[-1]
+    assert [float(v) for v in shown.split(",")] == pytest.approx(z, abs=1e-4)
 
     # 2. the toy: 2.34, then "remove the verb x2" by keyboard, then a cell typed back to 2
     q0, k0 = toy.default_weights(0)

@@ -119,3 +119,22 @@ def test_refusals():
     encdec = wrap(attnlab.build_model(get("tiny-encoder-decoder", vocab_size=256, d_model=32, d_ff=64)), None)
     with pytest.raises(InputError, match="encoder-decoder"):
         attention_flow(encdec, "abc", 0, 0)
+
+
+def test_head_detail_is_the_w_o_slice_and_the_sent_v_mixes_to_z():
+    """The detail view's numbers hang together: W_O's slice is the model's, and the sent weights times the sent V
+    give the sent sum w.V (each rounded to 4 decimals)."""
+    torch.manual_seed(9)
+    model = attnlab.build_model(get("tiny-decoder", vocab_size=256, d_model=32, d_ff=64, max_len=64)).eval()
+    lm = wrap(model, None, model_id="tiny")
+    r = attention_flow(lm, "slice of W_O", 1, 4, head=2)
+    d_head = r["d_head"]
+    expected = model.blocks[1].attn.out.weight.detach()[:, 2 * d_head:3 * d_head]
+    torch.testing.assert_close(torch.tensor(r["w_o_head"], dtype=torch.float64), expected.double(), atol=5e-5,
+                               rtol=0)
+    w, v = torch.tensor(r["weights"][2], dtype=torch.float64), torch.tensor(r["v"][2], dtype=torch.float64)
+    torch.testing.assert_close(w @ v, torch.tensor(r["z"][2], dtype=torch.float64), atol=5e-4, rtol=0)
+    default = attention_flow(lm, "slice of W_O", 1, 4)
+    assert default["head"] == max(range(default["n_heads"]), key=lambda h: default["contribution_norm"][h])
+    with pytest.raises(InputError, match="head 9 does not exist"):
+        attention_flow(lm, "abc", 0, 0, head=9)

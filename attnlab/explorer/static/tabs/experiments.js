@@ -128,11 +128,12 @@ async function flowSection(box, ctx) {
     return;
   }
   const local = { text: state.text || (info.examples || [""])[0] || "", layer: Math.min(state.layer || 0,
-    info.n_layers - 1), token: Number.isInteger(state.token) ? state.token : info.illustration ? 1 : null };
+    info.n_layers - 1), token: Number.isInteger(state.token) ? state.token : info.illustration ? 1 : null,
+    head: null };
   const input = el("input", { type: "text", id: "flow-text", value: local.text, "aria-label": "sentence for the " +
     "attention flow" });
   const layerSel = select([...Array(info.n_layers).keys()].map((i) => [i, `layer ${i + 1}`]), local.layer,
-    (v) => { local.layer = Number(v); draw(); }, { id: "flow-layer" });
+    (v) => { local.layer = Number(v); local.head = null; draw(); }, { id: "flow-layer" });
   const runBtn = el("button", { type: "button", id: "flow-run", onclick: () => {
     local.text = input.value; local.token = null; draw(); } }, "Run");
   input.addEventListener("keydown", (e) => { if (e.key === "Enter") runBtn.click(); });
@@ -146,7 +147,7 @@ async function flowSection(box, ctx) {
     let r;
     try {
       r = await api("/api/experiments/flow", { model: state.model, text: local.text, layer: local.layer,
-        token: local.token });
+        token: local.token, head: local.head });
     } catch (e) {
       if (local.token !== null) { local.token = null; return draw(); }  // a remembered token beyond this text
       out.replaceChildren(notice(e.message, "error")); box.dataset.ready = "1"; return;
@@ -157,7 +158,9 @@ async function flowSection(box, ctx) {
       local.token = i; draw();
     }, { name: "follow token" });
     if (focused) buttons[r.token].focus();
-    out.replaceChildren(flowPicture(r), flowTable(r));
+    const hadHead = document.activeElement && document.activeElement.id === "flow-head" ? "flow-head" : "";
+    out.replaceChildren(flowPicture(r), headDetail(r, (h) => { local.head = h; draw(); }), flowTable(r));
+    if (hadHead) document.getElementById("flow-head").focus();
     box.dataset.ready = "1";
   }
   await draw();
@@ -223,6 +226,64 @@ function flowPicture(r) {
     el("p", { class: "help" }, r.norm_placement === "pre" ? "Pre-LN: the attention read Norm(x); its output is " +
       "added to x itself, so the stream keeps everything it held." : "Post-LN: the sum x + output is normalised " +
       "before the next sub-layer reads it.")));
+}
+
+// one head in detail: each token's V row times its weight, their sum, then W_O's slice for the head
+function headDetail(r, onhead) {
+  const h = r.head, kd = r.head_channels_shown, k = r.w_o_head.length, cell = 14, rowH = 18;
+  const wv = r.v[h].map((row, j) => row.map((x) => x * r.weights[h][j]));
+  const peak = Math.max(1e-9, ...r.v[h].flat().map(Math.abs));
+  const labelW = 90, vX = labelW + 60, pX = vX + kd * cell + 50;
+  const rowsSvg = svg("svg", { width: pX + kd * cell + 10, height: 34 + (r.tokens.length + 1) * rowH + 6,
+    class: "flow", id: "flow-v", role: "img", "aria-label": `head ${h + 1}: each token's value vector V, ` +
+      "scaled by its weight, and their sum Σ w·V" },
+  svg("text", { x: labelW + 4, y: 14, "font-size": 11, "font-weight": 600 }, "w"),
+  svg("text", { x: vX, y: 14, "font-size": 11, "font-weight": 600 }, "V (value vector)"),
+  svg("text", { x: pX, y: 14, "font-size": 11, "font-weight": 600 }, "w · V"),
+  svg("text", { x: vX, y: 27, "font-size": 10, fill: "#5b6475" }, kd < r.d_head ? `first ${kd} of ${r.d_head}` :
+    `d_head = ${r.d_head}`));
+  r.tokens.forEach((t, j) => {
+    const y = 34 + j * rowH;
+    const a = strip(r.v[h][j], peak, { cell, label: `V of “${tokenLabel(t)}”` });
+    a.setAttribute("transform", `translate(${vX},${y})`);
+    const b = strip(wv[j], peak, { cell, label: `w·V of “${tokenLabel(t)}”` });
+    b.setAttribute("transform", `translate(${pX},${y})`);
+    rowsSvg.append(svg("text", { x: labelW - 6, y: y + 11, "font-size": 11, "text-anchor": "end",
+      "font-weight": j === r.token ? 700 : 400 }, tokenLabel(t).slice(0, 12)),
+    svg("text", { x: labelW + 4, y: y + 11, "font-size": 10 }, fmt(r.weights[h][j], 3)), a,
+    svg("text", { x: pX - 30, y: y + 11, "font-size": 11, fill: "#667" }, "→"), b);
+  });
+  const yS = 34 + r.tokens.length * rowH + 2;
+  const sum = strip(r.z[h], peak, { cell, label: "Σ w·V" });
+  sum.setAttribute("transform", `translate(${pX},${yS})`);
+  rowsSvg.append(svg("line", { x1: pX, x2: pX + kd * cell, y1: yS - 2, y2: yS - 2, stroke: "#1d2433" }),
+    svg("text", { x: pX - 6, y: yS + 11, "font-size": 11, "text-anchor": "end", "font-weight": 600 }, "Σ w·V ="), sum);
+  // W_O's slice: k rows (d_model channels) x kd columns (this head's d_head), and the share it makes
+  const peakO = Math.max(1e-9, ...r.w_o_head.flat().map(Math.abs));
+  const peakC = Math.max(1e-9, ...r.contribution[h].slice(0, k).map(Math.abs));
+  const oCell = Math.max(6, Math.min(14, Math.floor(360 / Math.max(k, kd))));
+  const wo = svg("svg", { width: Math.max(kd * oCell + 140, 270), height: k * oCell + 40, class: "flow", id: "flow-wo",
+    role: "img",
+    "aria-label": `W_O's columns for head ${h + 1} (${k} of ${r.d_model} rows shown) and the share they make` },
+  svg("text", { x: 0, y: 12, "font-size": 11, "font-weight": 600 }, `W_O slice (${k}×${kd} shown) · Σ w·V = share`));
+  r.w_o_head.forEach((row, i) => row.forEach((x, j) => wo.append(svg("rect", { x: j * oCell, y: 20 + i * oCell,
+    width: oCell - 1, height: oCell - 1, fill: diverge(x, peakO) }, svg("title", {}, `W_O[${i + 1}, head ${h + 1} ` +
+    `column ${j + 1}] = ${fmt(x)}`)))));
+  r.contribution[h].slice(0, k).forEach((x, i) => wo.append(svg("rect", { x: kd * oCell + 40, y: 20 + i * oCell,
+    width: oCell - 1, height: oCell - 1, fill: diverge(x, peakC) }, svg("title", {}, `share channel ${i + 1}: ${fmt(x)}`))));
+  wo.append(svg("text", { x: kd * oCell + 12, y: 24 + (k * oCell) / 2, "font-size": 12 }, "·Σ"));
+  const heads = select([...Array(r.n_heads).keys()].map((i) => [i, `head ${i + 1}`]), h, (v) => onhead(Number(v)),
+    { id: "flow-head" });
+  return el("div", { class: "panel", id: "flow-detail" }, el("h3", {}, "One head in detail: V, the mix Σ w·V, " +
+    "then W_O"), el("div", { class: "controls" }, el("label", {}, "head ", heads),
+    el("span", { class: "help" }, "(opens on the head with the longest share)")),
+  el("div", { class: "row" }, el("div", { class: "scroll-x", tabindex: "0", role: "region",
+    "aria-label": "value vectors and their weighted sum" }, rowsSvg),
+  el("div", { class: "scroll-x", tabindex: "0", role: "region", "aria-label": "W_O slice and the share" }, wo)),
+  divergeLegend(peak, "value (V, w·V, Σ w·V)"),
+  el("p", { class: "help" }, `Each row is one token's value vector, scaled by the weight the token gets; the ` +
+    "rows add up to Σ w·V. W_O's slice for this head turns those d_head numbers into d_model numbers: the " +
+    "head's share, one of the vectors the attention output adds up."));
 }
 
 function flowTable(r) {
