@@ -206,7 +206,8 @@ function flowPicture(r) {
     .map(Math.abs));
   const rows = [["x (residual in)", r.residual_in], ["+ attention output", r.output], ["= x + output", r.residual_sum]];
   if (r.norm_placement === "post") rows.push(["Norm(x + output)", r.residual_out]);
-  const resid = svg("svg", { width: Math.max(150 + k * cell, 430), height: rows.length * rowH + 24, class: "flow", id: "flow-resid",
+  const residW = Math.max(150 + k * cell, 430), residH = rows.length * rowH + 24;
+  const resid = svg("svg", { width: residW, height: residH, viewBox: `0 0 ${residW} ${residH}`, class: "flow", id: "flow-resid",
     role: "img", "aria-label": `the residual add for “${tokenLabel(r.tokens[r.token])}”, first ${k} of ` +
       `${r.d_model} channels` },
   svg("text", { x: 0, y: 12, "font-size": 11, "font-weight": 600 }, `residual add (${r.residual_rule}), ` +
@@ -234,7 +235,8 @@ function headDetail(r, onhead) {
   const wv = r.v[h].map((row, j) => row.map((x) => x * r.weights[h][j]));
   const peak = Math.max(1e-9, ...r.v[h].flat().map(Math.abs));
   const labelW = 90, vX = labelW + 60, pX = vX + kd * cell + 50;
-  const rowsSvg = svg("svg", { width: pX + kd * cell + 10, height: 34 + (r.tokens.length + 1) * rowH + 6,
+  const vW = pX + kd * cell + 10, vH = 34 + (r.tokens.length + 1) * rowH + 6;
+  const rowsSvg = svg("svg", { width: vW, height: vH, viewBox: `0 0 ${vW} ${vH}`,
     class: "flow", id: "flow-v", role: "img", "aria-label": `head ${h + 1}: each token's value vector V, ` +
       "scaled by its weight, and their sum Σ w·V" },
   svg("text", { x: labelW + 4, y: 14, "font-size": 11, "font-weight": 600 }, "w"),
@@ -262,15 +264,16 @@ function headDetail(r, onhead) {
   const peakO = Math.max(1e-9, ...r.w_o_head.flat().map(Math.abs));
   const peakC = Math.max(1e-9, ...r.contribution[h].slice(0, k).map(Math.abs));
   const oCell = Math.max(6, Math.min(14, Math.floor(360 / Math.max(k, kd))));
-  const wo = svg("svg", { width: Math.max(kd * oCell + 140, 270), height: k * oCell + 40, class: "flow", id: "flow-wo",
+  const oW = Math.max(kd * oCell + 140, 270), oH = k * oCell + 28;
+  const wo = svg("svg", { width: oW, height: oH, viewBox: `0 0 ${oW} ${oH}`, class: "flow", id: "flow-wo",
     role: "img",
     "aria-label": `W_O's columns for head ${h + 1} (${k} of ${r.d_model} rows shown) and the share they make` },
   svg("text", { x: 0, y: 12, "font-size": 11, "font-weight": 600 }, `W_O slice (${k}×${kd} shown) · Σ w·V = share`));
   r.w_o_head.forEach((row, i) => row.forEach((x, j) => wo.append(svg("rect", { x: j * oCell, y: 20 + i * oCell,
-    width: oCell - 1, height: oCell - 1, fill: diverge(x, peakO) }, svg("title", {}, `W_O[${i + 1}, head ${h + 1} ` +
+    width: oCell - 1, height: oCell - 1, fill: diverge(x, peakO), stroke: "#dde1e7" }, svg("title", {}, `W_O[${i + 1}, head ${h + 1} ` +
     `column ${j + 1}] = ${fmt(x)}`)))));
   r.contribution[h].slice(0, k).forEach((x, i) => wo.append(svg("rect", { x: kd * oCell + 40, y: 20 + i * oCell,
-    width: oCell - 1, height: oCell - 1, fill: diverge(x, peakC) }, svg("title", {}, `share channel ${i + 1}: ${fmt(x)}`))));
+    width: oCell - 1, height: oCell - 1, fill: diverge(x, peakC), stroke: "#c8ccd4" }, svg("title", {}, `share channel ${i + 1}: ${fmt(x)}`))));
   wo.append(svg("text", { x: kd * oCell + 12, y: 24 + (k * oCell) / 2, "font-size": 12 }, "·Σ"));
   const heads = select([...Array(r.n_heads).keys()].map((i) => [i, `head ${i + 1}`]), h, (v) => onhead(Number(v)),
     { id: "flow-head" });
