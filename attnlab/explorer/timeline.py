@@ -13,6 +13,7 @@ from a path in a request; they are read bounded and as data only.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,12 @@ from attnlab.training import probe
 
 MAX_CURVE_POINTS = 400  # the loss curve is thinned to at most this many points
 METRICS_LIMIT = 64 * 2**20
+# Parsed probes, keyed by (path, size, mtime): a 1500-step gpt-char probe is ~6 MB of JSON and takes ~1 s to
+# parse and score on a busy 2-core machine; a head change then only slices. Two runs kept (a run being
+# written has a new mtime at every probe, so it is read again; the older entry goes).
+_PARSED: dict[tuple, tuple] = {}
+_PARSED_LOCK = threading.Lock()
+_PARSED_MAX = 2
 
 
 def probe_path(entry: Entry) -> Path | None:
@@ -74,6 +81,34 @@ def _loss_curve(folder: Path) -> list[dict[str, float]]:
     return [points[i] for i in sorted(kept)]
 
 
+def _parsed(entry: Entry, path: Path) -> tuple[dict, list[dict], list]:
+    """(header, lines, previous-token scores as (layers, heads, steps)) of a probe file, parsed once per version."""
+    try:
+        st = path.stat()
+        key = (str(path), st.st_size, st.st_mtime_ns)
+        with _PARSED_LOCK:
+            hit = _PARSED.get(key)
+        if hit is not None:
+            return hit
+        header, lines = probe.read(path)
+    except (OSError, CheckpointError, ValueError) as exc:
+        raise InputError(f"the training probe of model {entry.id!r} cannot be read: {exc}") from None
+    if not lines:
+        raise InputError(f"the training probe of model {entry.id!r} has no step yet (the run kept none so far)")
+    try:
+        n_layers, n_heads = int(header["n_layers"]), int(header["n_heads"])
+        scores = [[[round(previous_token_score(line["weights"][i][h]), 4) for line in lines]
+                   for h in range(n_heads)] for i in range(n_layers)]  # (layers, heads, steps)
+    except (KeyError, IndexError, TypeError, ValueError):
+        raise InputError(f"the training probe of model {entry.id!r} is inconsistent: its lines do not match its "
+                         "header's layers, heads and tokens") from None
+    with _PARSED_LOCK:
+        _PARSED[key] = (header, lines, scores)
+        while len(_PARSED) > _PARSED_MAX:
+            _PARSED.pop(next(iter(_PARSED)))
+    return header, lines, scores
+
+
 def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str, Any]:
     """One head's probed attention at every kept step, every head's previous-token score per step, and the
     run's loss curve. `head` None: the head with the highest previous-token score at the last step."""
@@ -81,15 +116,8 @@ def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str,
     if path is None:
         raise UnknownItem(f"model {entry.id!r} has no training probe: open a run folder trained by this version "
                           "(`attnlab train gpt-char --out runs/gpt-char`, then `attnlab explore runs/gpt-char`)")
-    try:
-        header, lines = probe.read(path)
-    except (CheckpointError, ValueError) as exc:
-        raise InputError(f"the training probe of model {entry.id!r} cannot be read: {exc}") from None
-    if not lines:
-        raise InputError(f"the training probe of model {entry.id!r} has no step yet (the run kept none so far)")
+    header, lines, scores = _parsed(entry, path)
     n_layers, n_heads, n = int(header["n_layers"]), int(header["n_heads"]), len(header["tokens"])
-    scores = [[[round(previous_token_score(line["weights"][i][h]), 4) for line in lines] for h in range(n_heads)]
-              for i in range(n_layers)]  # (layers, heads, steps)
     if head is None:
         layer, head = max(((i, h) for i in range(n_layers) for h in range(n_heads)),
                           key=lambda ih: scores[ih[0]][ih[1]][-1])

@@ -111,3 +111,20 @@ def test_a_fresh_run_without_a_probe_removes_an_older_probe(tmp_path):
 
     probe.after_step(FakeTrainer(), {"loss": 1.0})
     assert not (tmp_path / "probe.jsonl").exists()
+
+
+def test_a_probe_that_grows_is_read_again(tmp_path, run):
+    """Parsed probes are cached by (path, size, mtime): a run still training appends lines, and the next view
+    shows them."""
+    out, _ = run
+    folder = tmp_path / "growing"
+    folder.mkdir()
+    rows = (out / "probe.jsonl").read_text().splitlines()
+    (folder / "probe.jsonl").write_text("\n".join(rows) + "\n")
+    entry = build_registry([folder], shipped=False, pretrained=False).entry("path")
+    assert timeline(entry, 0, 0)["steps"] == [1, 2, 4, 5]
+    last = json.loads(rows[-1])
+    last["step"] = 7
+    with open(folder / "probe.jsonl", "a") as f:
+        f.write(json.dumps(last) + "\n")
+    assert timeline(entry, 0, 0)["steps"] == [1, 2, 4, 5, 7]

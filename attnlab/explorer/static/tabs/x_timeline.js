@@ -33,6 +33,8 @@ export async function timelineSection(box) {
     box.dataset.ready = "0";
     const had = document.activeElement && box.contains(document.activeElement) ? document.activeElement.id : "";
     const q = local.head === null ? "" : `?layer=${local.layer}&head=${local.head}`;
+    if (!data) out.replaceChildren(el("p", { class: "help" }, "reading the run's probe (a few seconds for a long " +
+      "run, the first time) …"));
     try {
       data = await api(`/api/experiments/timeline/${encodeURIComponent(local.run)}${q}`);
     } catch (e) { out.replaceChildren(notice(e.message, "error")); box.dataset.ready = "1"; return; }
