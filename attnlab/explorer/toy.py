@@ -11,6 +11,8 @@ is an 8-dimensional vector whose axes carry names (animate, noun, verb, ...), an
   head 4  adjective -> noun     W_Q: 2 x adj                  W_K: 2 x noun + 1 x animate
 
 So "cat" (animate 0.9, subj 0.8) querying "sat" (verb 0.9) scores (2*0.9 + 0.8) * (2*0.9) / sqrt(4) = 2.34.
+`scores` recomputes one head with W_Q and W_K a learner edited (the Experiments tab), so the page can show
+2.34 move, or vanish when the verb weight of W_K goes to 0.
 
 The weights go into an ordinary attnlab Encoder (1 layer, post-LN so attention reads the raw embeddings,
 no positions, no biases), so the explorer shows the toy through exactly the code path it uses for real models.
@@ -200,12 +202,15 @@ def scores(text: str, w_q, w_k, query: int = 1) -> dict:
     raw = q @ k.T / math.sqrt(D_HEAD)  # (n, n)
     weights = raw.softmax(-1)
     unknown = [w for w in words if w == "[UNK]"]
-    r6 = lambda t: [round(v, 6) for v in t.tolist()] if t.dim() == 1 else [[round(v, 6) for v in row]  # noqa: E731
-                                                                            for row in t.tolist()]
-    return {"words": words, "dims": list(DIMS), "d_head": D_HEAD, "query": query, "x": r6(x), "q": r6(q),
-            "k": r6(k), "raw_scores": r6(raw), "weights": r6(weights),
+    return {"words": words, "dims": list(DIMS), "d_head": D_HEAD, "query": query, "x": _r6(x), "q": _r6(q),
+            "k": _r6(k), "raw_scores": _r6(raw), "weights": _r6(weights),
             "unknown": f"{len(unknown)} word(s) not in the toy's vocabulary became [UNK] (a zero vector)"
             if unknown else None, "vocabulary": list(WORDS)}
+
+
+def _r6(t: torch.Tensor) -> list:
+    """A 2-d tensor as nested lists rounded to 6 places (what the page shows and the tests compare)."""
+    return [[round(v, 6) for v in row] for row in t.tolist()]
 
 
 _TOKENIZER = None
