@@ -10,6 +10,8 @@ unavailable, 422 a value outside its range).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
@@ -45,7 +47,7 @@ class NeighboursRequest(BaseModel):
 
 class SentencesRequest(BaseModel):
     model: str = Field("minilm", max_length=MAX_ID)
-    sentences: list[str] | None = Field(None, max_length=meanings.MAX_SENTENCES,
+    sentences: list[Annotated[str, Field(max_length=2_000)]] | None = Field(None, max_length=meanings.MAX_SENTENCES,
                                         description="2 to 8 sentences (default: paraphrase pairs + unrelated)")
 
 

@@ -49,3 +49,12 @@ def test_timeline_routes_without_a_run(client):
     assert client.get("/api/experiments/runs").json() == {"runs": []}
     r = client.get("/api/experiments/timeline/path")
     assert r.status_code == 404 and "no training probe" in r.json()["detail"]
+
+
+def test_oversized_inputs_get_a_422_that_names_the_field(client):
+    r = client.post("/api/experiments/sentences", json={"model": "toy", "sentences": ["a" * 2001, "b"]})
+    assert r.status_code == 422 and "sentences.0" in r.json()["detail"]
+    r = client.post("/api/experiments/sentences", json={"model": "toy", "sentences": ["a"] * 9})
+    assert r.status_code == 422 and "sentences" in r.json()["detail"]
+    r = client.post("/api/experiments/neighbours", json={"model": "toy", "text": "cat", "k": 51})
+    assert r.status_code == 422 and "k" in r.json()["detail"]
