@@ -43,6 +43,7 @@ from starlette.concurrency import run_in_threadpool
 from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import api, images, lessons, sessions
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
+from attnlab.explorer.routes_experiments import router as experiments_router
 from attnlab.threads import check_threads, choose, using_threads
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -564,6 +565,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
 
     app.state.run = run  # the lessons' routes compute under the same slots and limits
     app.include_router(lessons.router)  # the teaching lessons (explorer/lessons.py)
+    app.include_router(experiments_router)  # the Experiments tab (explorer/routes_experiments.py)
 
     @app.get("/", include_in_schema=False)
     def index():

@@ -11,6 +11,8 @@ is an 8-dimensional vector whose axes carry names (animate, noun, verb, ...), an
   head 4  adjective -> noun     W_Q: 2 x adj                  W_K: 2 x noun + 1 x animate
 
 So "cat" (animate 0.9, subj 0.8) querying "sat" (verb 0.9) scores (2*0.9 + 0.8) * (2*0.9) / sqrt(4) = 2.34.
+`scores` recomputes one head with W_Q and W_K a learner edited (the Experiments tab), so the page can show
+2.34 move, or vanish when the verb weight of W_K goes to 0.
 
 The weights go into an ordinary attnlab Encoder (1 layer, post-LN so attention reads the raw embeddings,
 no positions, no biases), so the explorer shows the toy through exactly the code path it uses for real models.
@@ -18,9 +20,12 @@ no positions, no biases), so the explorer shows the toy through exactly the code
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from attnlab.config import ModelConfig
+from attnlab.errors import InputError
 
 DIMS = ("animate", "noun", "verb", "det", "prep", "place", "subj", "adj")
 D_HEAD = 4
@@ -146,3 +151,73 @@ def tokenizer():
     hf.normalizer = normalizers.Lowercase()
     hf.pre_tokenizer = pre_tokenizers.Whitespace()
     return Tokenizer(hf, {"pad": "[PAD]", "unk": "[UNK]", "cls": "[CLS]", "sep": "[SEP]", "mask": "[MASK]"})
+
+
+# ------------------------------------------------------------------------------------------ the editable toy
+MAX_WEIGHT = 100.0  # an edited W_Q / W_K cell must lie in [-MAX_WEIGHT, MAX_WEIGHT]
+
+
+def default_weights(head: int) -> tuple[list[list[float]], list[list[float]]]:
+    """(W_Q, W_K) of `head` as nested lists (d_model=8 rows, d_head=4 columns): the page's editable grids."""
+    w_q, w_k, _ = projections()
+    return w_q[head].tolist(), w_k[head].tolist()
+
+
+def _matrix(value, what: str) -> torch.Tensor:
+    """A (8, 4) list of finite numbers in range -> float64 tensor; anything else is refused by name."""
+    rows, cols = len(DIMS), D_HEAD
+    ok = isinstance(value, (list, tuple)) and len(value) == rows and all(
+        isinstance(r, (list, tuple)) and len(r) == cols for r in value)
+    if not ok:
+        raise InputError(f"{what} must be {rows} rows (one per dimension: {', '.join(DIMS)}) of {cols} numbers "
+                         f"(d_head = {cols})")
+    for i, r in enumerate(value):
+        for j, x in enumerate(r):
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or abs(x) > MAX_WEIGHT:
+                raise InputError(f"{what}[{DIMS[i]}][{j}] = {str(x)[:20]!r}: allowed a number from {-MAX_WEIGHT:g} "
+                                 f"to {MAX_WEIGHT:g}")
+    return torch.tensor(value, dtype=torch.float64)
+
+
+def scores(text: str, w_q, w_k, query: int = 1) -> dict:
+    """The toy's attention for one head with the learner's W_Q and W_K (8 x 4 each), written out step by step:
+    x (the words' 8 named values) -> Q = x W_Q, K = x W_K -> raw scores Q K^T / sqrt(d_head) -> softmax rows.
+
+    Why a separate function instead of the model: the page edits single cells and wants the answer at once, and
+    the arithmetic is exactly what the toy's Encoder does for one head (a test holds the two together)."""
+    if not isinstance(text, str) or not text.strip():
+        raise InputError("text: type a few of the toy's words, e.g. 'the cat sat on the mat'")
+    if len(text) > 400:
+        raise InputError(f"text is {len(text)} characters; the toy takes at most 400")
+    wq, wk = _matrix(w_q, "w_q"), _matrix(w_k, "w_k")
+    tok = _tokenizer()
+    ids = tok.encode(text, add_special_tokens=False)
+    if len(ids) > 32:
+        raise InputError(f"the text is {len(ids)} words; the toy takes at most 32")
+    words = [tok.id_to_token(i) for i in ids]
+    if isinstance(query, bool) or not isinstance(query, int) or not 0 <= query < len(ids):
+        raise InputError(f"query {query!r}: allowed a word index 0..{len(ids) - 1}")
+    x = embedding_table().double()[ids]  # (n, 8)
+    q, k = x @ wq, x @ wk  # (n, d_head) each
+    raw = q @ k.T / math.sqrt(D_HEAD)  # (n, n)
+    weights = raw.softmax(-1)
+    unknown = [w for w in words if w == "[UNK]"]
+    return {"words": words, "dims": list(DIMS), "d_head": D_HEAD, "query": query, "x": _r6(x), "q": _r6(q),
+            "k": _r6(k), "raw_scores": _r6(raw), "weights": _r6(weights),
+            "unknown": f"{len(unknown)} word(s) not in the toy's vocabulary became [UNK] (a zero vector)"
+            if unknown else None, "vocabulary": list(WORDS)}
+
+
+def _r6(t: torch.Tensor) -> list:
+    """A 2-d tensor as nested lists rounded to 6 places (what the page shows and the tests compare)."""
+    return [[round(v, 6) for v in row] for row in t.tolist()]
+
+
+_TOKENIZER = None
+
+
+def _tokenizer():
+    global _TOKENIZER
+    if _TOKENIZER is None:
+        _TOKENIZER = tokenizer()
+    return _TOKENIZER

@@ -25,7 +25,8 @@ from attnlab.training.settings import read_config_file, resolve_params, seed_eve
 from attnlab.training.trainer import Trainer, resolve_device
 
 # besides step-* folders and TensorBoard's event files (EVENT_PREFIX...); wandb: report=wandb's local folder
-RUN_FILES = (LATEST, "metrics.jsonl", CSV_NAME, "result.json", "samples.txt", "loss.png", "data", "wandb")
+RUN_FILES = (LATEST, "metrics.jsonl", CSV_NAME, "result.json", "samples.txt", "loss.png", "probe.jsonl", "data",
+             "wandb")
 
 
 def run_folder(recipe_name: str, out: str | None = None) -> Path:

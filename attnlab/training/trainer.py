@@ -32,6 +32,7 @@ from attnlab.errors import AttnlabError, ConfigError
 from attnlab.storage import atomic_write
 from attnlab.threads import choose, using_threads
 from attnlab.training import distributed as dist_utils
+from attnlab.training import probe
 from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from attnlab.training.optim import build_optimizer, build_scheduler
 from attnlab.training.plots import plot_losses
@@ -440,6 +441,7 @@ class Trainer:
                              f"tok/s {window_rate:,.0f} elapsed {duration(now - started)} "
                              f"ETA {duration(per_step * (s.steps - self.step))}" + extra)
             self._write_metrics(record)
+            probe.after_step(self, record)  # attention of a fixed input every log_every steps (probe.py)
             bar.update(self.step, loss_value, smooth_rate)
             saved = None
             if (s.save_every and self.step % s.save_every == 0) or self.step == end:

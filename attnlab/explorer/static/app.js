@@ -9,6 +9,7 @@ import * as selfsup from "./tabs/selfsup.js";
 import * as vision from "./tabs/vision.js";
 import * as generation from "./tabs/generation.js";
 import * as cost from "./tabs/cost.js";
+import * as experiments from "./tabs/experiments.js";
 import { maybeStartTour, startTour } from "./tour.js";
 
 const TABS = [
@@ -18,6 +19,7 @@ const TABS = [
   ["vision", "Vision", vision],
   ["generation", "Generation", generation],
   ["cost", "Cost", cost],
+  ["experiments", "Experiments", experiments],
 ];
 const KEYS = ["model", "tab", "layer", "head", "part", "text", "target", "token", "key", "hide"];
 const NUMERIC = ["layer", "head", "token", "key"];

@@ -1,0 +1,47 @@
+// Tab Experiments: views where the learner changes something and watches a real number move.
+//   1. Attention, finished: one token through one attention layer, head by head, down to the residual add.
+//   2. Toy: edit W_Q and W_K of a hand-set head; the scores, the softmax and 2.34 recompute.
+//   3. Training timeline: a run folder's probe replayed with a step slider beside the loss curve.
+//   4. Nearby meanings: nearest tokens in the embedding table; cosines of MiniLM sentence vectors.
+// Each section keeps its own state and redraws only itself, so working one never scrolls or resets another.
+//
+// Planned slots (issue 22, 2.2 ablate, 2.3 patch, 2.4 logit lens, 2.8 attention vs ablation): they are added to
+// SECTIONS when the intervention backend (explorer/experiments.py) serves them. Nothing is shown for them
+// before then: no placeholder is presented to a learner as if it worked.
+import { el, notice } from "../util.js";
+import { flowSection } from "./x_flow.js";
+import { toySection } from "./x_toy.js";
+import { timelineSection } from "./x_timeline.js";
+import { meaningsSection } from "./x_meanings.js";
+
+const SECTIONS = [
+  ["flow", "Attention, finished", flowSection],
+  ["toy-edit", "Edit the toy's weights", toySection],
+  ["timeline", "Training timeline", timelineSection],
+  ["meanings", "Nearby meanings", meaningsSection],
+];
+
+function ownStyle() {  // the tab's CSS, linked once (style.css stays shared)
+  if (document.getElementById("experiments-css")) return;
+  document.head.append(el("link", { rel: "stylesheet", href: "/static/tabs/experiments.css", id: "experiments-css" }));
+}
+
+export async function render(root, ctx) {
+  ownStyle();
+  root.append(el("h2", {}, "Experiments"),
+    el("p", { class: "help" }, "Change something and watch the numbers answer. Each view says what to try " +
+      "and what to look for; every number is computed on the server from the model you picked (the toy's " +
+      "editor always uses the hand-set toy)."),
+    el("nav", { class: "toc", "aria-label": "experiments on this page" }, el("ul", {},
+      SECTIONS.map(([id, title]) => el("li", {}, el("a", { href: `#x-${id}` }, title))))));
+  const boxes = SECTIONS.map(([id, title]) => {
+    const box = el("section", { class: "experiment", id: `x-${id}`, "aria-labelledby": `x-${id}-title` },
+      el("h2", { id: `x-${id}-title` }, title));
+    root.append(box);
+    return box;
+  });
+  // sections load side by side; a failing one says so in its own box
+  await Promise.all(SECTIONS.map(([, , fn], i) => fn(boxes[i], ctx).catch((e) => {
+    boxes[i].append(notice(e.message, "error"));
+  })));
+}
