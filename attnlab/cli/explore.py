@@ -12,6 +12,7 @@ from pathlib import Path
 
 from attnlab.cli import quantizing
 from attnlab.errors import InputError
+from attnlab.extras import require
 
 HELP = "open the Transformer Explorer web app in a browser"
 ACCEPTED = ("an attnlab checkpoint or training run folder, a Hugging Face model directory (config.json + "
@@ -90,8 +91,8 @@ def run(args) -> int:
     import threading
     import webbrowser
 
-    import uvicorn
-
+    require("fastapi", "explorer", "attnlab explore")
+    uvicorn = require("uvicorn", "explorer", "attnlab explore")
     from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 

@@ -25,6 +25,7 @@ import torch
 from attnlab.build import allocate_empty, build_model, refuse_if_absurd
 from attnlab.config import ModelConfig
 from attnlab.errors import CheckpointError, ConfigError
+from attnlab.extras import require
 from attnlab.files import check_regular
 from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.gguf_tokenizer import tokenizer_from_gguf, write_tokenizer
@@ -85,8 +86,7 @@ def llama_table(config: ModelConfig) -> list[Rule]:
 
 # ------------------------------------------------------------------------------------------------ reading
 def _reader(path: Path):
-    from gguf import GGUFReader
-
+    GGUFReader = require("gguf", "interop", "reading a GGUF file").GGUFReader
     check_regular(path, "GGUF file")
     try:
         return GGUFReader(str(path))
@@ -147,7 +147,7 @@ def check_gguf_types(reader, source: str = "gguf") -> None:
 def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.Tensor]:
     """Every tensor dequantized to float32, shaped like torch's (out, in); the names in `keep` (of a type in
     KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row). Types are checked first."""
-    from gguf.quants import dequantize
+    dequantize = require("gguf.quants", "interop", "reading a GGUF file").dequantize
 
     check_gguf_types(reader, source)
     out = {}
@@ -325,7 +325,9 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     own blocks without expanding: Q8_0 / Q4_0 / Q4_1 as loaded, attnlab int4 as Q4_1 (the same bytes), int8 as
     Q8_0 (the same codes; see to_gguf_rows).
     """
-    from gguf import GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter
+    gguf = require("gguf", "interop", "save_gguf")
+    GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter = gguf.GGML_QUANT_VERSION, gguf.GGMLQuantizationType, \
+        gguf.GGUFWriter
 
     config = model.config
     if not (config.topology == "decoder" and config.position == "rope" and config.norm == "rmsnorm"
