@@ -256,3 +256,16 @@ def test_float16_export(tmp_path):
         assert torch.equal(again.state_dict()[name], tensor), name
     with pytest.raises(attnlab.errors.CheckpointError, match="float32, float16"):
         save_gguf(model, tmp_path / "x.gguf", dtype="bfloat16")
+
+
+def test_int8_width_without_q8_0_blocks_is_written_as_float(tmp_path):
+    """int8 has one scale per row and any width; Q8_0 needs widths that are multiples of 32: such a matrix is
+    written as float32, the others keep their blocks."""
+    torch.manual_seed(0)
+    model = attnlab.quantize(tiny(96, d_model=48, n_heads=2, d_ff=64), "int8")
+    path = save_gguf(model, tmp_path / "w48.gguf")
+    kinds = {t.name: t.tensor_type.name for t in GGUFReader(str(path)).tensors}
+    assert kinds["blk.0.attn_q.weight"] == kinds["token_embd.weight"] == "F32"  # input width 48
+    assert kinds["blk.0.ffn_down.weight"] == "Q8_0"  # input width 64
+    again, _ = attnlab.load(path)
+    assert torch.equal(again.get_submodule("blocks.0.attn.qkv").weight, model.get_submodule("blocks.0.attn.qkv").weight)

@@ -307,6 +307,9 @@ def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
         buffers = module.buffers_dict()
         for b in buffers:
             state.pop(f"{name}.{b}", None)
+        if module.format == "int8" and module.weight.shape[1] % 32:  # no Q8_0 layout for this width
+            state[f"{name}.weight"] = module.weight  # written as float (dtype), like any float matrix
+            continue
         key = id(buffers["qweight"])  # a tied embedding shares its head's codes: converted once
         if key not in done:
             done[key] = to_gguf_rows(module)
@@ -323,7 +326,8 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     `chat_template`, which a GGUF-loaded tokenizer carries). dtype: "float32" or "float16" for the float matrices
     (norms stay float32, as llama.cpp's converter writes them). A quantized model's matrices are written in their
     own blocks without expanding: Q8_0 / Q4_0 / Q4_1 as loaded, attnlab int4 as Q4_1 (the same bytes), int8 as
-    Q8_0 (the same codes; see to_gguf_rows).
+    Q8_0 (the same codes; see to_gguf_rows), except an int8 matrix whose input width is not a multiple of 32
+    (Q8_0's block), which is written as float.
     """
     gguf = require("gguf", "interop", "save_gguf")
     GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter = gguf.GGML_QUANT_VERSION, gguf.GGMLQuantizationType, \
