@@ -229,6 +229,8 @@ def test_attnlab_quantized_model_exports_in_blocks(tmp_path, scheme):
     assert kinds["blk.0.attn_q.weight"] == kinds["blk.1.ffn_down.weight"] == block
     assert kinds["token_embd.weight"] == "Q8_0"  # the LM head (tied) is int8 under both schemes
     assert fields(path)["general.file_type"] == {"Q4_1": 3, "Q8_0": 7}[block]
+    expanded = save_gguf(model, tmp_path / "f.gguf", keep_quantized=False)
+    assert {t.tensor_type.name for t in GGUFReader(str(expanded)).tensors} == {"F32"}
     again, _ = attnlab.load(path)
     for name, module in model.named_modules():
         if hasattr(module, "format"):

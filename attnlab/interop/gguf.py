@@ -317,7 +317,8 @@ def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     return state, types
 
 
-def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None) -> Path:
+def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None,
+              keep_quantized: bool = True) -> Path:
     """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order).
 
     tokenizer: an attnlab Tokenizer (byte-level BPE, SentencePiece-style BPE or uncased WordPiece; see
@@ -327,7 +328,7 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     (norms stay float32, as llama.cpp's converter writes them). A quantized model's matrices are written in their
     own blocks without expanding: Q8_0 / Q4_0 / Q4_1 as loaded, attnlab int4 as Q4_1 (the same bytes), int8 as
     Q8_0 (the same codes; see to_gguf_rows), except an int8 matrix whose input width is not a multiple of 32
-    (Q8_0's block), which is written as float.
+    (Q8_0's block), which is written as float. keep_quantized=False writes every matrix as float (`dtype`).
     """
     gguf = require("gguf", "interop", "save_gguf")
     GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter = gguf.GGML_QUANT_VERSION, gguf.GGMLQuantizationType, \
@@ -340,7 +341,12 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     if dtype not in DTYPES:
         raise CheckpointError(f"save_gguf: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     path = Path(path)
-    state, quantized = _export_state(model)
+    if keep_quantized:
+        state, quantized = _export_state(model)
+    else:
+        from attnlab.quantization import float_state_dict
+
+        state, quantized = float_state_dict(model), {}
     kinds = {foreign: quantized[ours] for ours, names, _ in expand(llama_table(config), config) if ours in quantized
              for foreign in names}
     tensors = to_theirs(llama_table(config), config, state)
