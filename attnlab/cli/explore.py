@@ -84,6 +84,8 @@ def served(entries: list[dict]) -> list[str]:
 def run(args) -> int:
     from attnlab.threads import check_threads
 
+    require("fastapi", "explorer", "attnlab explore")  # before any other check: without it nothing else matters
+    uvicorn = require("uvicorn", "explorer", "attnlab explore")
     threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
     check_paths(args.paths)
     quantizing.check(args.quantize)
@@ -91,8 +93,6 @@ def run(args) -> int:
     import threading
     import webbrowser
 
-    require("fastapi", "explorer", "attnlab explore")
-    uvicorn = require("uvicorn", "explorer", "attnlab explore")
     from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 
