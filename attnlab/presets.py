@@ -107,3 +107,6 @@ class _Presets(dict):
 
 
 presets = _Presets()
+"""Every named ModelConfig, by name: `attnlab.presets["tiny-llama"]` is a fresh copy (change it with
+`.replace(...)`); `list(attnlab.presets)` lists the names: tiny ones for tests and demos, and the published
+shapes of GPT-2, GPT-3, BERT, BART, T5, ViT, LLaMA-style and the original Transformer."""

@@ -155,7 +155,7 @@ def test_gguf_export_writes_the_dequantized_float_weights(tmp_path):
     config = attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2)
     torch.manual_seed(0)
     model = attnlab.quantize(attnlab.build_model(config).eval(), "int8")
-    exported, _ = attnlab.load(save_gguf(model, tmp_path / "q.gguf"))
+    exported, _ = attnlab.load(save_gguf(model, tmp_path / "q.gguf", keep_quantized=False))
     with torch.no_grad():
         assert torch.allclose(exported(IDS).logits, model(IDS).logits, rtol=1e-5, atol=1e-5)
 

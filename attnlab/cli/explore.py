@@ -12,6 +12,7 @@ from pathlib import Path
 
 from attnlab.cli import quantizing
 from attnlab.errors import InputError
+from attnlab.extras import require
 
 HELP = "open the Transformer Explorer web app in a browser"
 ACCEPTED = ("an attnlab checkpoint or training run folder, a Hugging Face model directory (config.json + "
@@ -83,14 +84,14 @@ def served(entries: list[dict]) -> list[str]:
 def run(args) -> int:
     from attnlab.threads import check_threads
 
+    require("fastapi", "explorer", "attnlab explore")  # before any other check: without it nothing else matters
+    uvicorn = require("uvicorn", "explorer", "attnlab explore")
     threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
     check_paths(args.paths)
     quantizing.check(args.quantize)
     check_address(args.host, args.port)
     import threading
     import webbrowser
-
-    import uvicorn
 
     from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app

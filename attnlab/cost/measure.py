@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from attnlab.config import ModelConfig
 from attnlab.cost.analytic import cost_table, resolve_sizes
 from attnlab.errors import InputError
+from attnlab.extras import require
 
 SERIES = ("forward", "decode_cached", "decode_uncached", "attention", "attention_dense", "attention_step")
 PLOTS = {"forward": ("forward", "attention", "attention_dense"), "decode_cached": ("decode_cached", "attention_step"),
@@ -247,7 +248,7 @@ def fits(points: list[Point]) -> list[Fit]:
 
 def plot(points: list[Point], out_dir: str | Path, title: str = "") -> list[Path]:
     """One log-log PNG of time vs n per decoding regime (forward, cached step, uncached step)."""
-    import matplotlib
+    matplotlib = require("matplotlib", "plots", "cost --measure's plots")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from attnlab.data.packages import package_file
 from attnlab.errors import InputError
+from attnlab.extras import require
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp")
 
@@ -57,7 +58,8 @@ def image_folder(path: str | Path, size: int | None = None,
     (size, size). channels=1 converts to grayscale, 3 to RGB, None takes it from the data: 1 when every image
     is stored as grayscale (so a folder of digit scans does not triple its input for nothing), else 3.
     """
-    from PIL import Image, UnidentifiedImageError
+    Image = require("PIL.Image", "data", "reading image files")
+    UnidentifiedImageError = Image.UnidentifiedImageError
 
     path = Path(path).expanduser()
     if not path.is_dir():
@@ -97,7 +99,8 @@ GRAY_MODES = ("1", "L", "I", "I;16", "F")  # PIL modes holding one channel
 
 def _stored_mode(file: Path) -> str:
     """The PIL mode an image file is stored in (reads the header only)."""
-    from PIL import Image, UnidentifiedImageError
+    Image = require("PIL.Image", "data", "reading image files")
+    UnidentifiedImageError = Image.UnidentifiedImageError
 
     try:
         with Image.open(file) as image:

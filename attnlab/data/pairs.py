@@ -18,12 +18,14 @@ import torch
 from attnlab.data import tokenizers
 from attnlab.data.corpora import read_text_file
 from attnlab.errors import InputError
+from attnlab.extras import require
 
 SPLITS = ("train", "held_out")
 
 
 def _converter(lang: str):
-    from num2words import CONVERTER_CLASSES, num2words
+    package = require("num2words", "data", "number words (the translate-numbers data)")
+    CONVERTER_CLASSES, num2words = package.CONVERTER_CLASSES, package.num2words
 
     if lang not in CONVERTER_CLASSES:
         raise InputError(f"num2words has no language {lang!r}; allowed: {', '.join(sorted(CONVERTER_CLASSES))}")

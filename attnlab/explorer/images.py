@@ -15,6 +15,7 @@ from functools import lru_cache
 import torch
 
 from attnlab.errors import InputError
+from attnlab.extras import require
 
 MAX_UPLOAD_BYTES = 2 * 1024 * 1024
 MAX_PIXELS = 4096 * 4096
@@ -67,7 +68,8 @@ def _from_grey(values, size: int) -> torch.Tensor:
 
 def decode_upload(data_b64: str):
     """base64 PNG/JPEG -> PIL image, refusing non-images, other formats and oversize files or pictures."""
-    from PIL import Image, UnidentifiedImageError
+    Image = require("PIL.Image", "explorer", "image uploads")
+    UnidentifiedImageError = Image.UnidentifiedImageError
 
     if not isinstance(data_b64, str):
         raise InputError("upload must be a base64 string of a PNG or JPEG file")
@@ -100,7 +102,7 @@ def decode_upload(data_b64: str):
 
 
 def _photo(name: str):
-    from PIL import Image
+    Image = require("PIL.Image", "explorer", "images in the explorer")
 
     if name not in photo_names():
         allowed = ", ".join(photo_names()) or "none (install scikit-image)"
@@ -116,7 +118,7 @@ def to_pixels(config, image: dict) -> tuple[torch.Tensor, list]:
     image: {"mnist": index} | {"photo": name} | {"upload": base64}. Pixels are scaled to [0, 1]; a checkpoint
     that trained on normalised pixels says so in config.extra["pixel_mean"/"pixel_std"].
     """
-    from PIL import Image
+    Image = require("PIL.Image", "explorer", "images in the explorer")
 
     size, channels = config.image_size, config.n_channels
     if not isinstance(image, dict) or len(image) != 1:

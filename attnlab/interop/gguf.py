@@ -9,12 +9,14 @@ quantized in blocks. Reading one means:
 3. undo the row permutation llama.cpp's converter applies to W_Q and W_K (it regroups each head's rotary pairs
    from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
-5. rebuild the tokenizer (byte-level BPE: tokens + merges) as a `tokenizers` Tokenizer.
+5. rebuild the tokenizer (gguf_tokenizer.py: byte-level BPE, SentencePiece-style BPE, WordPiece) as a
+   `tokenizers` Tokenizer.
+Writing (save_gguf) does the reverse: float matrices as F32 or F16, quantized ones in their own blocks (Q8_0,
+Q4_0, Q4_1: their bytes, not expanded), the tokenizer and chat template as llama.cpp's converter writes them.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import numpy as np
@@ -22,11 +24,13 @@ import torch
 
 from attnlab.build import allocate_empty, build_model, refuse_if_absurd
 from attnlab.config import ModelConfig
-from attnlab.data.tokenizers import Tokenizer as Wrapper
 from attnlab.errors import CheckpointError, ConfigError
+from attnlab.extras import require
 from attnlab.files import check_regular
+from attnlab.interop.gguf_tokenizer import field as _field
+from attnlab.interop.gguf_tokenizer import tokenizer_from_gguf, write_tokenizer
 from attnlab.interop.mapping import GATE_UP, Concat, Rule, expand, linear, rule, to_ours, to_theirs
-from attnlab.layers.quantized import from_gguf_rows
+from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
 SUPPORTED_ARCHITECTURES = ("llama",)
@@ -82,23 +86,12 @@ def llama_table(config: ModelConfig) -> list[Rule]:
 
 # ------------------------------------------------------------------------------------------------ reading
 def _reader(path: Path):
-    from gguf import GGUFReader
-
+    GGUFReader = require("gguf", "interop", "reading a GGUF file").GGUFReader
     check_regular(path, "GGUF file")
     try:
         return GGUFReader(str(path))
     except Exception as exc:  # the reader raises ValueError/struct errors/IndexError on foreign or truncated files
         raise CheckpointError(f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc})") from None
-
-
-def _field(reader, key: str, default=None):
-    f = reader.fields.get(key)
-    if f is None:
-        return default
-    value = f.contents()
-    if isinstance(value, np.generic):
-        value = value.item()
-    return value
 
 
 def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
@@ -154,7 +147,7 @@ def check_gguf_types(reader, source: str = "gguf") -> None:
 def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.Tensor]:
     """Every tensor dequantized to float32, shaped like torch's (out, in); the names in `keep` (of a type in
     KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row). Types are checked first."""
-    from gguf.quants import dequantize
+    dequantize = require("gguf.quants", "interop", "reading a GGUF file").dequantize
 
     check_gguf_types(reader, source)
     out = {}
@@ -190,52 +183,6 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
             continue
         formats[ours] = KEPT_QUANTIZED[next(iter(kinds))]
     return formats
-
-
-def tokenizer_from_gguf(reader, source: str = "gguf"):
-    """The byte-level BPE tokenizer stored in tokenizer.ggml.* (GPT-2 style, as SmolLM2 and LLaMA-3 use).
-
-    Returns None (with a warning) for a sentencepiece ("llama") vocabulary, which this reader does not rebuild.
-    """
-    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, processors
-
-    kind = _field(reader, "tokenizer.ggml.model")
-    tokens = _field(reader, "tokenizer.ggml.tokens")
-    if kind is None or tokens is None:
-        return None
-    if kind != "gpt2":
-        warnings.warn(f"{source}: tokenizer model {kind!r} is not rebuilt (only byte-level BPE 'gpt2'); "
-                      "the model loads without a tokenizer", stacklevel=3)
-        return None
-    merges = [tuple(m.split(" ", 1)) for m in _field(reader, "tokenizer.ggml.merges", [])]
-    hf = Tokenizer(models.BPE({tok: i for i, tok in enumerate(tokens)}, merges, fuse_unk=False))
-    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    pre = _field(reader, "tokenizer.ggml.pre", "default")
-    if pre == "smollm":  # SmolLM splits every digit on its own, then GPT-2's byte-level regex
-        hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
-    else:
-        if pre not in ("default", "gpt2"):
-            warnings.warn(f"{source}: pre-tokenizer {pre!r} is approximated by GPT-2's byte-level split; "
-                          "token ids may differ from the original tokenizer on some texts", stacklevel=3)
-        hf.pre_tokenizer = byte_level
-    hf.decoder = decoders.ByteLevel()
-    types = _field(reader, "tokenizer.ggml.token_type", [])
-    control = [tokens[i] for i, kind in enumerate(types) if int(kind) == 3]  # 3 = CONTROL (special)
-    hf.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in control])
-
-    def token(key: str):
-        i = _field(reader, f"tokenizer.ggml.{key}")
-        return tokens[int(i)] if i is not None and 0 <= int(i) < len(tokens) else None
-
-    bos = token("bos_token_id")
-    if _field(reader, "tokenizer.ggml.add_bos_token", False) and bos is not None:
-        hf.post_processor = processors.TemplateProcessing(single=f"{bos} $A", pair=f"{bos} $A {bos} $B",
-                                                          special_tokens=[(bos, tokens.index(bos))])
-    else:
-        hf.post_processor = processors.ByteLevel(trim_offsets=False)
-    special = {"bos": bos, "eos": token("eos_token_id"), "pad": token("padding_token_id"),
-               "unk": token("unknown_token_id")}
-    return Wrapper(hf, {k: v for k, v in special.items() if v is not None})
 
 
 def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
@@ -321,23 +268,91 @@ def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], 
 
 
 # ------------------------------------------------------------------------------------------------ writing
-def save_gguf(model, path) -> Path:
-    """Write an attnlab LLaMA-style decoder as a float32 GGUF (llama.cpp's names and Q/K row order).
+GGUF_TYPE = {"q8_0": "Q8_0", "int8": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1", "int4": "Q4_1"}  # attnlab -> GGUF
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7}  # gguf.LlamaFileType: the matrices' main type
+DTYPES = {"float32": "F32", "float16": "F16"}
 
-    Only the model: no tokenizer metadata. Useful to test readers (attnlab's, transformers') on tiny models. A
-    quantized model is written as its dequantized float32 weights.
+
+def to_gguf_rows(module) -> tuple[torch.Tensor, str]:
+    """A quantized module's buffers -> (GGUF row bytes (n, blocks * bytes per block) uint8, GGUF type name).
+
+    q8_0 / q4_0 / q4_1 and attnlab's int4 (Q4_1's layout) give back their very bytes. attnlab's int8 (one float32
+    scale per row) becomes Q8_0 with the same codes and each row's scale rounded to float16 in every block
+    (weights move by at most 2**-11 of themselves; Q8_0 has no per-row scale). Inverse of from_gguf_rows.
     """
-    from gguf import GGUFWriter
+    b = module.buffers_dict()
+    q, d = b["qweight"], b["scale"]
+    n = q.shape[0]
+    fmt = module.format
+    if fmt == "int8":
+        blocks = q.shape[1] // 32
+        d = d.to(torch.float16)[:, None].expand(n, blocks)
+    d = d.contiguous().view(torch.uint8).reshape(n, -1, 2)  # (n, blocks, 2): float16 bytes
+    if fmt in ("q8_0", "int8"):
+        return torch.cat((d, q.contiguous().view(torch.uint8).reshape(n, -1, 32)), dim=-1).reshape(n, -1), "Q8_0"
+    codes = q.reshape(n, -1, 16)  # (n, blocks, 16): two 4-bit codes per byte, GGUF's order already
+    if fmt == "q4_0" and torch.equal(b["min"], (b["scale"].float() * -8).half()):
+        return torch.cat((d, codes), dim=-1).reshape(n, -1), "Q4_0"
+    m = b["min"].contiguous().view(torch.uint8).reshape(n, -1, 2)
+    return torch.cat((d, m, codes), dim=-1).reshape(n, -1), "Q4_1"
+
+
+def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """(attnlab state with each quantized weight as GGUF row bytes, {weight name: GGUF type} of those)."""
+    state = model.state_dict()
+    types, done = {}, {}
+    for name, module in model.named_modules():
+        if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)):
+            continue
+        buffers = module.buffers_dict()
+        for b in buffers:
+            state.pop(f"{name}.{b}", None)
+        if module.format == "int8" and module.weight.shape[1] % 32:  # no Q8_0 layout for this width
+            state[f"{name}.weight"] = module.weight  # written as float (dtype), like any float matrix
+            continue
+        key = id(buffers["qweight"])  # a tied embedding shares its head's codes: converted once
+        if key not in done:
+            done[key] = to_gguf_rows(module)
+        state[f"{name}.weight"], types[f"{name}.weight"] = done[key]
+    return state, types
+
+
+def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None,
+              keep_quantized: bool = True) -> Path:
+    """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order).
+
+    tokenizer: an attnlab Tokenizer (byte-level BPE, SentencePiece-style BPE or uncased WordPiece; see
+    gguf_tokenizer.py), written as tokenizer.ggml.*; without one the file holds the model alone (attnlab and
+    transformers read it, llama.cpp refuses it). chat_template: a Jinja template (default: the tokenizer's
+    `chat_template`, which a GGUF-loaded tokenizer carries). dtype: "float32" or "float16" for the float matrices
+    (norms stay float32, as llama.cpp's converter writes them). A quantized model's matrices are written in their
+    own blocks without expanding: Q8_0 / Q4_0 / Q4_1 as loaded, attnlab int4 as Q4_1 (the same bytes), int8 as
+    Q8_0 (the same codes; see to_gguf_rows), except an int8 matrix whose input width is not a multiple of 32
+    (Q8_0's block), which is written as float. keep_quantized=False writes every matrix as float (`dtype`).
+    """
+    gguf = require("gguf", "interop", "save_gguf")
+    GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter = gguf.GGML_QUANT_VERSION, gguf.GGMLQuantizationType, \
+        gguf.GGUFWriter
 
     config = model.config
     if not (config.topology == "decoder" and config.position == "rope" and config.norm == "rmsnorm"
             and config.activation == "swiglu" and not config.bias):
         raise CheckpointError("save_gguf writes LLaMA-style decoders only (rope, rmsnorm, swiglu, no biases)")
+    if dtype not in DTYPES:
+        raise CheckpointError(f"save_gguf: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     path = Path(path)
-    from attnlab.quantization import float_state_dict
+    if keep_quantized:
+        state, quantized = _export_state(model)
+    else:
+        from attnlab.quantization import float_state_dict
 
-    tensors = to_theirs(llama_table(config), config, float_state_dict(model))  # quantized: its dequantized weights
+        state, quantized = float_state_dict(model), {}
+    kinds = {foreign: quantized[ours] for ours, names, _ in expand(llama_table(config), config) if ours in quantized
+             for foreign in names}
+    tensors = to_theirs(llama_table(config), config, state)
     writer = GGUFWriter(str(path), "llama")
+    if config.name:
+        writer.add_name(str(config.name))
     writer.add_block_count(config.n_layers)
     writer.add_context_length(config.max_len)
     writer.add_embedding_length(config.d_model)
@@ -350,8 +365,23 @@ def save_gguf(model, path) -> Path:
     writer.add_rope_freq_base(config.rope_theta)
     writer.add_layer_norm_rms_eps(config.norm_eps)
     writer.add_vocab_size(config.vocab_size)
+    matrices = [kinds.get(n, DTYPES[dtype]) for n, t in tensors.items() if t.dim() == 2]
+    writer.add_file_type(FILE_TYPES[max(set(matrices), key=matrices.count)])
+    if kinds:
+        writer.add_quantization_version(GGML_QUANT_VERSION)
+    if tokenizer is not None:
+        template = chat_template if chat_template is not None else getattr(tokenizer, "chat_template", None)
+        write_tokenizer(writer, tokenizer, config.vocab_size, template)
+    elif chat_template is not None:
+        writer.add_chat_template(chat_template)
     for name, tensor in tensors.items():
-        writer.add_tensor(name, tensor.detach().cpu().float().contiguous().numpy())
+        tensor = tensor.detach().cpu()
+        if name in kinds:
+            writer.add_tensor(name, tensor.contiguous().numpy(), raw_dtype=GGMLQuantizationType[kinds[name]])
+        elif dtype == "float16" and tensor.dim() == 2:
+            writer.add_tensor(name, tensor.half().contiguous().numpy())
+        else:
+            writer.add_tensor(name, tensor.float().contiguous().numpy())
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

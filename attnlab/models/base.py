@@ -42,6 +42,8 @@ def register_generator(generate: Callable) -> None:
 
 @dataclass
 class ModelOutput:
+    """What every model's forward returns: the fields its topology fills, None for the rest."""
+
     logits: torch.Tensor | None = None  # (batch, seq, vocab) or (batch, n_classes) or (batch, seq, n_classes)
     hidden: torch.Tensor | None = None  # (batch, seq, d_model) last hidden state (after any final norm)
     pooled: torch.Tensor | None = None  # (batch, d_model) pooler output, when the model has one

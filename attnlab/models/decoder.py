@@ -13,6 +13,8 @@ from attnlab.recording import active
 
 
 class Decoder(Stack, TransformerModel):
+    """Causal language model: token (+ position) embeddings, causal blocks, a final norm and an LM head that may
+    share the embedding matrix; forward(input_ids) gives a ModelOutput with next-token logits at every position."""
     def __init__(self, config: ModelConfig):
         Stack.__init__(self, config, n_layers=config.n_layers, causal=True)
         self.tokens = nn.Embedding(config.vocab_size, config.d_model)

@@ -23,6 +23,8 @@ TOWERS = {"encoder": Encoder, "vit": VisionTransformer}
 
 
 class DualEncoder(TransformerModel):
+    """Two towers (Encoder or VisionTransformer) projected into one L2-normalised space (embed_a, embed_b);
+    forward gives the (batch_a, batch_b) similarity logits (cosine x exp(logit_scale)) CLIP's loss trains."""
     def __init__(self, config: DualEncoderConfig, *, towers: tuple[nn.Module, nn.Module] | None = None):
         """Build both towers from `config` (or adopt `towers`, already built from config.tower_a and .tower_b)."""
         super().__init__()

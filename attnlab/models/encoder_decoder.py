@@ -15,6 +15,8 @@ from attnlab.recording import active
 
 
 class EncoderDecoder(TransformerModel):
+    """Encoder stack over the source, decoder stack (causal self-attention + cross-attention) over the target,
+    LM head on the decoder; forward(input_ids, decoder_input_ids) gives the target's next-token logits."""
     def __init__(self, config: ModelConfig):
         super().__init__()
         self.config = config

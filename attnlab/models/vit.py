@@ -25,6 +25,8 @@ class PatchEmbedding(nn.Module):
 
 
 class VisionTransformer(Stack, TransformerModel):
+    """Patch embedding + a [CLS] token, non-causal blocks and (head="classifier") a classifier on the [CLS]
+    output; forward(pixel_values) with pixel_values (batch, channels, H, W) gives a ModelOutput."""
     def __init__(self, config: ModelConfig):
         Stack.__init__(self, config, n_layers=config.n_layers, causal=False, max_len=config.n_patches + 1)
         self.patches = PatchEmbedding(config)

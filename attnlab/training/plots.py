@@ -6,10 +6,13 @@ matplotlib is imported only when a picture is drawn, with the Agg backend (no di
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
+
+from attnlab.extras import MissingExtra, require
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -22,7 +25,11 @@ def plot_losses(metrics_path: str | Path, png_path: str | Path, title: str | Non
     metrics_path = Path(metrics_path)
     if not metrics_path.is_file():
         return None
-    import matplotlib
+    try:
+        matplotlib = require("matplotlib", "plots", "loss.png")
+    except MissingExtra as exc:  # a core-only install trains all the same; the picture is what it lacks
+        warnings.warn(f"{exc} (the run's metrics are in {metrics_path.name})", stacklevel=2)
+        return None
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -48,7 +55,7 @@ def plot_comparison(runs: dict[str, str | Path], png_path: str | Path, title: st
                     smooth: int = 20) -> Path:
     """Several runs' curves on one axis (label -> metrics.jsonl), training loss smoothed by a running mean of
     `smooth` steps; val_loss points where measured. For docs/experiments.md."""
-    import matplotlib
+    matplotlib = require("matplotlib", "plots", "plotting runs")
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

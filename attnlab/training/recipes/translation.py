@@ -18,6 +18,7 @@ from attnlab.config import ModelConfig
 from attnlab.data import tokenizers
 from attnlab.data.pairs import number_words_tokenizer, read_pairs_tsv
 from attnlab.errors import ConfigError, InputError
+from attnlab.extras import require
 from attnlab.generation import generate
 from attnlab.objectives import seq2seq_loss
 from attnlab.training.recipes.base import Recipe
@@ -55,7 +56,7 @@ class TranslateNumbersTask(Task):
     """
 
     def __init__(self, p):
-        from num2words import num2words
+        num2words = require("num2words", "data", "the translate-numbers recipe").num2words
 
         self.p = p
         self.from_file = bool(p.get("pairs"))
