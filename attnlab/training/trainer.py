@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import importlib.util
 import json
 import math
 import signal
@@ -29,6 +28,7 @@ import torch
 from torch import nn
 
 from attnlab.errors import AttnlabError, ConfigError
+from attnlab.extras import MissingExtra, require
 from attnlab.storage import atomic_write
 from attnlab.threads import choose, using_threads
 from attnlab.training import distributed as dist_utils
@@ -452,9 +452,10 @@ class Trainer:
         if self._full_model is not None:  # fsdp: rank 0 continues with the unsharded copy, which the save at
             self.model = self._full_model  # the last step filled (or the resume did, when no step was left)
         if self.info.is_main and s.plot:
-            if importlib.util.find_spec("matplotlib") is None:  # an install without the plotting extra still trains
-                self.log("plot=true: matplotlib is not installed (pip install matplotlib, or the attnlab[plots] "
-                         "extra), so loss.png is not drawn; metrics.jsonl holds the numbers")
+            try:  # an install without the plotting extra still trains; the picture is what it lacks
+                require("matplotlib", "plots", "plot=true (loss.png)")
+            except MissingExtra as exc:
+                self.log(f"{exc}; metrics.jsonl holds the numbers")
             else:
                 plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
         return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,

@@ -392,5 +392,7 @@ def test_without_matplotlib_the_run_says_so_and_draws_no_plot(tmp_path, monkeypa
     screen = io.StringIO()
     settings = TrainSettings(steps=2, batch_size=2, eval_every=0, plot=True, warmup=1, report="none")
     Trainer(TinyLMTask(), settings, tmp_path, console=Console(stream=screen)).fit()
-    assert "matplotlib is not installed" in screen.getvalue() and not (tmp_path / "loss.png").exists()
+    said = screen.getvalue()
+    assert "needs matplotlib, which is not installed" in said and "attnlab[plots]" in said
+    assert said.count("needs matplotlib") == 1 and not (tmp_path / "loss.png").exists()
     assert len(_metrics(tmp_path)) == 2
