@@ -117,6 +117,12 @@ FLOAT_RELATIVE = 1e-4  # float32 weights: the two runs differ only in summation 
 QUANTIZED_RELATIVE = 1e-3  # quantized weights: see cache_tolerance
 
 
+def _quantized(model) -> bool:
+    from attnlab.layers.quantized import QuantizedLinear
+
+    return any(isinstance(m, QuantizedLinear) for m in model.modules())
+
+
 def cache_tolerance(model, logits: torch.Tensor) -> float:
     """How far the cached step's logits may be from a full recompute's and still count as the same, relative
     to the logits' own scale (max |logit|), because every error source here scales with it, not with each logit.
@@ -128,10 +134,7 @@ def cache_tolerance(model, logits: torch.Tensor) -> float:
     the logits through every layer, so the tolerance is 1e-3 of the scale (about 2^-10: 32 rounding steps).
     Measured on gpt-char: int4 and int8 differ by 2.4e-4 at a scale of 9.5 (2.5e-5 relative); an elementwise
     1e-4 tolerance called that "NO" for every decoder."""
-    from attnlab.layers.quantized import QuantizedLinear
-
-    quantized = any(isinstance(m, QuantizedLinear) for m in model.modules())
-    relative = QUANTIZED_RELATIVE if quantized else FLOAT_RELATIVE
+    relative = QUANTIZED_RELATIVE if _quantized(model) else FLOAT_RELATIVE
     return FLOAT_RELATIVE + relative * float(logits.abs().max())
 
 
@@ -241,6 +244,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
               "cache_matches": matches,
               "cache_difference": None if difference is None else float(f"{difference:.3g}"),
               "cache_tolerance": None if tolerance is None else float(f"{tolerance:.3g}"),
+              "quantized_weights": _quantized(model) if compare else None,
               "session": state.id if sessions is not None else None, "reused_positions": reused,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}
     if enc_dec:
