@@ -88,6 +88,10 @@ export function startTour(app, { navigateFirst = true } = {}) {
     card.dataset.step = String(i);
     next.focus({ preventScroll: true });
     if (move) await app.navigate({ ...s.view });
+    const tab = document.getElementById("tab");
+    for (let waited = 0; tab.dataset.ready !== "1" && waited < 120000; waited += 50) {  // the view is drawing
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     if (mine === shown && card) mark(s.target);
   }
   card.addEventListener("keydown", (ev) => { if (ev.key === "Escape") close(true); });
@@ -102,7 +106,7 @@ function mark(selector) {
   target.classList.add("tour-target");
   const phone = window.matchMedia("(max-width: 600px)").matches;
   target.scrollIntoView({ block: phone ? "start" : "center", behavior: "instant" });
-  if (phone) window.scrollBy(0, -8);
+  if (phone) window.scrollBy(0, -40);  // the outline and the heading just above stay on screen
 }
 
 function unmark() {

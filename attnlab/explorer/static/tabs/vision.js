@@ -162,15 +162,15 @@ async function instrument(root, ctx) {
   ];
   if (r.position_similarity) {
     const sim = [...Array(g)].map((_, i) => r.position_similarity.slice(i * g, (i + 1) * g));
-    const of = r.position_similarity_of, where = `row ${Math.floor(of / g) + 1}, column ${(of % g) + 1}`;
-    panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to ` +
-      `${r.tokens[of + 1]}`),
+    const of = r.position_similarity_of, name = r.tokens[of + 1];  // patch `of` is token of + 1
+    panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to ${name}` +
+      (r.position_similarity_for_cls ? " (the top-left patch)" : "")),
     r.position_similarity_for_cls ? el("p", { class: "help", id: "pos-sim-cls" }, "[CLS] is selected. It has a " +
-      "learned position vector too, but no place on the grid, so this map shows the top-left patch " +
-      `(${where}, token ${of + 1}) instead. Click a patch to compare with it.`) : "",
+      "learned position vector too, but no place on the grid, so this map compares with the top-left patch, " +
+      `${name}, instead. Click a patch to compare with it.`) : "",
     heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }), legend(1, "cosine similarity"),
     el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors to the vector " +
-      `of ${r.tokens[of + 1]} (${where}); click another patch to move it.`),
+      `of ${name}; click another patch to move it.`),
       r.position_structure ? structureText(r.position_structure) : ""));
   }
   if (r.prediction) panels.push(el("div", { class: "panel", id: "prediction" }, el("h3", {}, "Prediction"),
