@@ -861,3 +861,30 @@ def test_cached_and_full_logits_of_a_quantized_decoder_count_as_the_same(scheme)
 
     float_model = build_registry(pretrained=False).get("gpt-char").model
     assert cache_tolerance(float_model, full) == pytest.approx(1e-4 + 1e-4 * scale)
+
+
+def test_architecture_names_a_gated_feed_forward_for_what_it_is():
+    """22.3.13: SmolLM2's SwiGLU feed-forward was called "the same two-layer MLP". A gated FFN is described
+    with its gate and its three matrices (counted from the module: 3 x d x d_ff), a plain one as two layers."""
+    import attnlab
+    from attnlab.presets import get
+
+    torch.manual_seed(0)
+    for activation, gated in (("swiglu", True), ("gelu", False)):
+        model = attnlab.build_model(get("tiny-decoder", d_model=32, d_ff=64, activation=activation)).eval()
+        ffn = next(b for b in api.architecture(api.wrap(model))["stacks"][0]["layer"] if b["kind"] == "ffn")
+        weights = [p.numel() for n, p in model.blocks[0].ffn.named_parameters() if p.dim() == 2]
+        assert sum(weights) == (3 if gated else 2) * 32 * 64  # gate and up may be one fused matrix
+        assert ("Gated" in ffn["text"] and "two-layer" not in ffn["text"] and activation in ffn["text"]) == gated
+        assert ("two-layer" in ffn["text"]) == (not gated)
+
+
+def test_docs_explorer_tests_section_has_no_repeated_lines():
+    """22.3.11: docs/explorer.md's Tests section had duplicated, garbled lines."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "explorer.md").read_text()
+    section = text[text.index("## Tests"):]
+    lines = [line.strip() for line in section.splitlines() if len(line.strip()) > 30]
+    assert len(lines) == len(set(lines)), [line for line in lines if lines.count(line) > 1]
+    assert "Face's; KV-cache entries and greedy steps; cost scaling." not in section
