@@ -175,8 +175,10 @@ function timeChart(history) {
   const peak = Math.max(1e-6, ...history.flatMap((h) => [h.ms_with_cache, h.ms_without_cache ?? 0]));
   const x = (i) => pad + (i / Math.max(1, history.length - 1)) * (W - pad - 10);
   const y = (v) => H - pad + 10 - (v / peak) * (H - pad + 10 - top);
-  const line = (k, color, id) => svg("polyline", { fill: "none", stroke: color, "stroke-width": 2, id,
-    points: history.flatMap((h, i) => (h[k] === null || h[k] === undefined ? [] : [`${x(i)},${y(h[k])}`])).join(" ") });
+  const timed = (k) => history.flatMap((h, i) => (h[k] === null || h[k] === undefined ? [] : [[x(i), y(h[k])]]));
+  const line = (k, color, id) => svg("g", { id }, svg("polyline", { fill: "none", stroke: color, "stroke-width": 2,
+    points: timed(k).map((p) => p.join(",")).join(" ") }),  // a dot per step: one step is visible too
+  timed(k).map(([cx, cy]) => svg("circle", { cx, cy, r: 3, fill: color })));
   return svg("svg", { width: W, height: H, id: "time-chart", viewBox: `0 0 ${W} ${H}`, role: "img",
     "aria-label": `milliseconds per step over ${history.length} steps, with the cache` +
       (timedFull ? " and without it" : "") + `; the largest is ${fmt(peak, 3)} ms` },
