@@ -191,7 +191,8 @@ function timeChart(history) {
       "without cache")] :
     svg("text", { x: pad, y: 26, "font-size": 10, fill: "#5b6475" }, "without cache: not timed (tick the box)"),
   svg("line", { x1: pad, y1: top, x2: pad, y2: H - pad + 10, stroke: "#999" }),
-  svg("text", { x: pad - 4, y: top + 4, "font-size": 10, "text-anchor": "end" }, fmt(peak, 2)),
+  svg("text", { x: pad - 4, y: top + 4, "font-size": 10, "text-anchor": "end", id: "time-peak" },
+    peak >= 100 ? Math.round(peak).toLocaleString("en-US") : fmt(peak, 2)),  // "2,138" fits; "2137.91" was cut
   svg("text", { x: pad - 4, y: H - pad + 10, "font-size": 10, "text-anchor": "end" }, "0"),
   svg("text", { x: 10, y: (top + H - pad) / 2, "font-size": 10, "text-anchor": "middle",
     transform: `rotate(-90 10 ${(top + H - pad) / 2})` }, "ms per step"),
