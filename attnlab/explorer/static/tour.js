@@ -105,8 +105,9 @@ function mark(selector) {
   if (!target) return;
   target.classList.add("tour-target");
   const phone = window.matchMedia("(max-width: 600px)").matches;
-  target.scrollIntoView({ block: phone ? "start" : "center", behavior: "instant" });
-  if (phone) window.scrollBy(0, -40);  // the outline and the heading just above stay on screen
+  const tall = target.getBoundingClientRect().height > 0.6 * window.innerHeight;  // its start is what to read
+  target.scrollIntoView({ block: phone || tall ? "start" : "center", behavior: "instant" });
+  if (phone || tall) window.scrollBy(0, -40);  // the outline and the heading just above stay on screen
 }
 
 function unmark() {
