@@ -25,8 +25,9 @@ def add_arguments(p) -> None:
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.add_argument("--threads", default="auto",
-                   help="torch threads per model request: a positive integer, or auto (default: as many as are "
-                        "free, shared between the requests running at once)")
+                   help="torch threads per model request: a positive integer, or auto (default: the cores this "
+                        "process may use divided by the requests that may run at once; the same for every "
+                        "request, so an answer never depends on the load)")
     quantizing.add_argument(p)  # applied to every model served but the hand-set toy
 
 

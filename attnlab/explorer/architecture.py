@@ -73,6 +73,9 @@ def _examples(lm: Loaded) -> list[str]:
 # ------------------------------------------------------------------------------------------ architecture
 _PRE_NORM_TEXT = ("Pre-norm: normalises the input of the sublayer above it; that sublayer's output is then added "
                   "to the un-normalised residual stream (the skip path never passes through a norm).")
+_GATED_FFN_TEXT = ("Gated feed-forward network ({act}): two projections of each position to d_ff, one through the "
+                   "activation, multiplied element by element (the gate), then one projection back: three "
+                   "matrices, d -> 2 x d_ff -> d, each position on its own.")
 _BLOCK_TEXT = {
     "tokens": "Looks up one learned d_model-vector per token id (V x d table).",
     "positions": "Adds where each token sits; without it attention cannot tell order apart.",
@@ -117,11 +120,13 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
             sub.append(("cross_attn", "Cross-attention", blk.cross_attn,
                         {"Q": [1, h, n, dk], "K,V": [1, kv, "n_src", dk], "scores": [1, h, n, "n_src"]},
                         "norm_cross", blk.norm_cross, "cross"))
-        sub.append(("ffn", "Feed-forward network", blk.ffn, {"hidden": [1, n, ff], "out": [1, n, d]},
-                    "norm2", blk.norm2, "2"))
+        ffn_shapes = {"gate, up": [1, n, ff], "hidden": [1, n, ff], "out": [1, n, d]} if cfg.gated else \
+            {"hidden": [1, n, ff], "out": [1, n, d]}
+        sub.append(("ffn", "Feed-forward network", blk.ffn, ffn_shapes, "norm2", blk.norm2, "2"))
         items = []  # listed sublayer first, its norm second; `run_order` (below) says which runs first
         for key, title, mod, shapes, norm_key, norm_mod, label in sub:
-            items += [(key, title, mod, shapes, _BLOCK_TEXT[key]),
+            text = _GATED_FFN_TEXT.format(act=cfg.activation) if key == "ffn" and cfg.gated else _BLOCK_TEXT[key]
+            items += [(key, title, mod, shapes, text),
                       (norm_key, f"{norm_name} ({label})" if pre else f"Add & {norm_name} ({label})", norm_mod,
                        {"out": [1, n, d]}, _PRE_NORM_TEXT if pre else _BLOCK_TEXT[norm_key])]
         out = []

@@ -15,6 +15,8 @@ from attnlab.explorer.tokens import byte_level, display_texts, single_text, toke
 
 MAX_TOKENS = 512  # the explorer's own ceiling: an N x N heatmap beyond this is not readable anyway
 MAX_TEXT_CHARS = 20_000
+MAX_ID_CHARS = 200  # a model id longer than this is refused by every schema (ids are short names)
+MAX_INDEX = 10_000  # layers, heads: the schemas' ceiling; a model's own count is checked by _check_index
 MASKED = -1e30  # raw scores at or below this are masked entries (the model fills them with finfo.min)
 
 
@@ -116,8 +118,16 @@ def _token_text(lm: Loaded, i: int) -> str:
 
 def _check_index(what: str, value: Any, count: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
-        raise UnknownItem(f"{what} {value!r} does not exist: this model has {count} ({what}s 0..{count - 1})")
+        raise UnknownItem(f"{what} {shown(value)} does not exist: this model has {count} ({what}s 0..{count - 1})")
     return value
+
+
+def shown(value: Any, limit: int = 40) -> str:
+    """`value` as a message may quote it: repr, cut to `limit` characters (a 1 MB id is never echoed back)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        return f"(an integer of {value.bit_length()} bits)"  # str() of a 5,000-digit int raises in Python 3.11+
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _parts(cfg) -> dict[str, tuple[str, int, bool]]:

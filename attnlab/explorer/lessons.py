@@ -9,27 +9,35 @@ mapping (404 unknown layer/head, 400 bad input, 503 model unavailable).
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi import Path as PathParam
 from pydantic import BaseModel, Field
 
 from attnlab.explorer import contrastive, scaling
-from attnlab.explorer.common import MAX_TEXT_CHARS
+from attnlab.explorer.common import MAX_ID_CHARS, MAX_INDEX, MAX_TEXT_CHARS, MAX_TOKENS
 
 router = APIRouter()
 
+# Every number has a range and every string a length, as in the server's own schemas: a request outside them is
+# refused (422 naming the range) before any model loads, and no message ever quotes more than a few characters
+# of what was sent. Within the schema, an index the model does not have gets the 404 that names its range.
+
 
 class HeadRequest(BaseModel):
-    model: str = Field(description="model id from GET /api/models")
+    model: str = Field(max_length=MAX_ID_CHARS, description="model id from GET /api/models")
     text: str = Field(max_length=MAX_TEXT_CHARS)
-    layer: int = 0
-    head: int = 0
-    part: str | None = Field(None, description="self; or encoder | decoder | cross for encoder-decoders")
-    query: int | None = Field(None, description="query token index (default: the second token)")
+    layer: int = Field(0, ge=0, le=MAX_INDEX)
+    head: int = Field(0, ge=0, le=MAX_INDEX)
+    part: str | None = Field(None, max_length=20, description="self; or encoder | decoder | cross for encoder-decoders")
+    query: int | None = Field(None, ge=0, le=MAX_TOKENS - 1,
+                              description="query token index (default: the second token)")
 
 
 class PairRequest(HeadRequest):
-    query: int = 0
-    key: int = 0
+    query: int = Field(0, ge=0, le=MAX_TOKENS - 1)
+    key: int = Field(0, ge=0, le=MAX_TOKENS - 1)
 
 
 @router.post("/api/scaling", summary="raw scores with and without 1/sqrt(d_k): variance, histogram, softmax")
@@ -47,7 +55,8 @@ async def projection_lesson(req: PairRequest, request: Request):
 
 
 @router.get("/api/contrastive/{model_id}", summary="a dual encoder's image-text similarity matrix (clip-mnist)")
-async def contrastive_lesson(model_id: str, request: Request, lang: str = "en"):
+async def contrastive_lesson(model_id: Annotated[str, PathParam(max_length=MAX_ID_CHARS)], request: Request,
+                             lang: Annotated[str, Query(max_length=10)] = "en"):
     registry = request.app.state.registry
 
     def work() -> dict:

@@ -15,6 +15,7 @@ static SVG snapshot of the selected head.
     show("toy", "the cat sat on the mat", head=0, query=1)            # the seed's toy, head 1, "cat"
     show(model, "hello", tokenizer=tok, layer=1, head=2)              # any attnlab model
     show("runs/mine", "hello", view="architecture")                   # a checkpoint directory
+    show("minilm", "the bank of the river")                           # the explorer's own model ids
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import json
 import posixpath
 import re
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -38,14 +40,29 @@ MAX_TOKENS = 128  # the interactive view refuses longer texts: every layer x hea
 MAX_EMBEDDED_BYTES = 4_000_000  # JSON budget: beyond it only the requested layer's heads are embedded
 
 
+_REGISTRY: list = []  # the explorer's own model list, built on the first show("<id>") and kept (models load once)
+
+
+def _registry():
+    if not _REGISTRY:
+        from attnlab.explorer.registry import build_registry
+
+        _REGISTRY.append(build_registry())
+    return _REGISTRY[0]
+
+
 def _loaded(model, tokenizer=None) -> Loaded:
+    """`model` as the views take it: a Loaded, one of the explorer's model ids ("toy", "minilm", "gpt-char",
+    ... the names of `attnlab explore`'s menu), a checkpoint folder or GGUF file, or an attnlab model."""
     if isinstance(model, Loaded):
         return model
-    if isinstance(model, str) and model == "toy":
-        from attnlab.explorer import toy
-
-        m, tok = toy.build()
-        return Loaded("toy", "toy (hand-crafted illustration)", m, tok, kind="toy", illustration=True)
+    if isinstance(model, str) and not Path(model).expanduser().exists():
+        registry = _registry()
+        if model in registry.entries:
+            return registry.get(model)  # a model that is not installed here says how to install it
+        shown = model if len(model) <= 60 else model[:59] + "…"
+        raise InputError(f"model {shown!r} is neither a checkpoint folder or file nor one of the explorer's models; "
+                         f"allowed: a path, an attnlab model, or one of {', '.join(registry.entries)}")
     if isinstance(model, str) or hasattr(model, "__fspath__"):
         from attnlab.loading import load
 

@@ -100,7 +100,8 @@ class Registry:
 
     def entry(self, model_id: str) -> Entry:
         if model_id not in self.entries:
-            raise UnknownItem(f"unknown model {model_id!r}; models offered: {', '.join(self.entries)}")
+            shown = repr(model_id) if len(repr(model_id)) <= 40 else repr(model_id)[:39] + "…"  # never echo 1 MB
+            raise UnknownItem(f"unknown model {shown}; models offered: {', '.join(self.entries)}")
         return self.entries[model_id]
 
     def get(self, model_id: str) -> Loaded:

@@ -42,9 +42,10 @@ from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import api, images, lessons, sessions
+from attnlab.explorer.common import shown
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
 from attnlab.explorer.routes_experiments import router as experiments_router
-from attnlab.threads import check_threads, choose, using_threads
+from attnlab.threads import allowed_cores, check_threads, using_threads
 
 STATIC = Path(__file__).resolve().parent / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
@@ -71,7 +72,9 @@ MAX_CONCURRENT = _concurrency_setting()
 INT64 = (-(2**63), 2**63 - 1)
 LIMITS: dict[str, tuple[float, float]] = {
     "V": (1, 1_000_000), "d": (1, 65_536), "N": (1, 256), "h": (1, 256), "L": (1, 1_000_000),
-    "d_ff": (1, 262_144), "n": (1, 32_768), "layer": (0, 10_000), "head": (0, 10_000), "patch": (0, 100_000),
+    "d_ff": (1, 262_144), "n": (1, 32_768), "cost_n": (1, 10**9), "layer": (0, 10_000), "head": (0, 10_000),
+    "patch": (0, 100_000),
+    "query": (0, api.MAX_TOKENS - 1), "key": (0, api.MAX_TOKENS - 1),
     "seed": INT64, "top_k": (0, 1_000_000), "temperature": (0.0, 10.0),
 }
 MAX_ID_CHARS = 200
@@ -147,6 +150,7 @@ def _query(name: str) -> Any:
 
 # query and path parameter types (module level: FastAPI resolves the string annotations in this module)
 QueryN, QueryV, QueryD, QueryNLayers, QueryH, QueryL = (_query(k) for k in ("n", "V", "d", "N", "h", "L"))
+QueryCostN = _query("cost_n")  # wide: api.cost clamps n to the model's own limit and says so (a note, not a 422)
 QueryDFF = Annotated[int | None, Query(ge=LIMITS["d_ff"][0], le=LIMITS["d_ff"][1])]
 QueryText = Annotated[str | None, Query(max_length=api.MAX_TEXT_CHARS)]
 ModelId = Annotated[str, PathParam(max_length=MAX_ID_CHARS)]
@@ -313,8 +317,8 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                threads: int | None = None) -> FastAPI:
     """The explorer app. `host`: the address it is served on (--host); requests must name it, localhost,
     127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT).
-    `threads`: torch threads per model request (--threads); None: attnlab.threads chooses per request, never
-    more than the cores other processes and the other requests running leave free."""
+    `threads`: torch threads per model request (--threads); None: the cores this process may use divided by
+    `max_concurrent` (at least 1), the same for every request, so an answer never depends on the load."""
     registry = registry if registry is not None else build_registry()
     slots_wanted = MAX_CONCURRENT if max_concurrent is None else max_concurrent
     if isinstance(slots_wanted, bool) or not isinstance(slots_wanted, int) or slots_wanted < 1:
@@ -324,11 +328,17 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     app.state.registry = registry
     threads = check_threads(threads)
-    thread_cap = torch.get_num_threads()  # this thread's count: a worker thread's own may be one a scope left
+    # One torch thread count for every request, fixed here: the cores this process may use shared by the slots
+    # (or --threads). Why not chosen per request from the current load: a sum split over another number of
+    # threads adds in another order, so the same request answered differently (6th decimal) depending on what
+    # else ran (23.8: 20 of 2,737 answers under 16 clients). Fixed, the same request gives the same bytes.
+    thread_cap = min(torch.get_num_threads(), allowed_cores())  # this thread's count: a worker's may be a scope's
+    per_request = threads or max(1, thread_cap // slots_wanted)
+    app.state.threads_per_request = per_request
 
     def request_threads():
         """The request's torch threads for the worker thread running it; its own count comes back after."""
-        return using_threads(choose(threads, cap=thread_cap, window=0))  # window=0: never waits to sample the load
+        return using_threads(per_request)
 
     def threaded(work):
         with request_threads():
@@ -400,12 +410,16 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
     async def _invalid(request, exc):
         parts = []
         for err in exc.errors():
-            loc = [str(x) for x in err.get("loc", ()) if x not in ("body", "query", "path")]
+            loc = [str(x) for x in err.get("loc", ())]
+            loc = loc[1:] if loc[:1] in (["body"], ["query"], ["path"]) else loc  # where it came from; a field
+            loc = [x for x in loc if x not in ("int", "str", "float")]  # may be named "query" (the lessons')
             where = ".".join(loc) or "body"
             text = f"{where}: {err.get('msg')}"
-            if loc and loc[-1] in LIMITS and err.get("type", "").startswith(("greater", "less")):
-                lo, hi = LIMITS[loc[-1]]
-                text = f"{where}={str(err.get('input'))[:40]}: allowed {lo}..{hi}"
+            name = "cost_n" if loc == ["n"] and request.url.path.startswith("/api/cost/") else loc[-1] if loc else ""
+            if name in LIMITS and err.get("type", "").startswith(("greater", "less")):
+                lo, hi = LIMITS[name]
+                value = err.get("input")
+                text = f"{where}={value[:40] if isinstance(value, str) else shown(value)}: allowed {lo}..{hi}"
             parts.append(text)
         return _answer(422, "malformed request: " + "; ".join(parts))
 
@@ -559,7 +573,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                            headers={"cache-control": "no-store", "x-accel-buffering": "no"})
 
     @app.get("/api/cost/{model_id}", summary="parameters, FLOPs and memory for n tokens, and their scaling")
-    async def cost(request: Request, model_id: ModelId, n: QueryN = 128, measure: bool = False) -> dict:
+    async def cost(request: Request, model_id: ModelId, n: QueryCostN = 128, measure: bool = False) -> dict:
         stop = _Stop(measure_seconds) if measure else None
         return await run(request, lambda: api.cost(get(model_id), n, measure, stop=stop), stop=stop)
 

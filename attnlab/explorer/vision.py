@@ -167,6 +167,8 @@ def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patc
         p = torch.nn.functional.normalize(p, dim=-1)
         sel = patch - 1 if patch > 0 else 0
         result["position_similarity"] = _round(p @ p[sel], 4)
-        result["position_similarity_of"] = sel
+        result["position_similarity_of"] = sel  # patch index (0 = top-left), i.e. token sel + 1
+        # [CLS] has a position vector too but no place on the grid: its map shows the top-left patch, and says so
+        result["position_similarity_for_cls"] = patch == 0
         result["position_structure"] = position_structure(lm)
     return result

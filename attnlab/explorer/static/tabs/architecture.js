@@ -82,13 +82,16 @@ function topologyCards(ctx) {
 }
 
 function diagram(arch, detail) {
-  const W = 230, BH = 34, GAP = 8, colGap = 90;
+  const W = 230, BH = 34, GAP = 8, colGap = 130;  // the gap holds the "× N layers" label, the bridge and its label
   const cols = arch.stacks.length;
   const rowsOf = (s) => s.embed.length + s.layer.length + s.tail.length;
   const maxRows = Math.max(...arch.stacks.map(rowsOf)) + 1;
   const H = 60 + maxRows * (BH + GAP) + 40;
   const width = cols * W + (cols - 1) * colGap + 74;
+  // two stacks side by side are too wide for a phone: shrunk to fit, their text would be ~6 px. The diagram
+  // keeps at least 92% of its size (12 px text) and its box scrolls sideways instead.
   const root = svg("svg", { width, height: H, id: "diagram", viewBox: `0 0 ${width} ${H}`, role: "group",
+    style: cols > 1 ? `min-width: ${Math.round(width * 0.92)}px` : null,
     "aria-label": "block diagram, bottom (input) to top (output); each block is a button" });
   const positions = {};
   let selected = null;
@@ -154,8 +157,11 @@ function diagram(arch, detail) {
       stroke: "#d62728", "stroke-width": 2.5, "marker-end": "url(#arrow)", id: "bridge" }),
     svg("defs", {}, svg("marker", { id: "arrow", markerWidth: 8, markerHeight: 8, refX: 7, refY: 4,
       orient: "auto" }, svg("path", { d: "M0,0 L8,4 L0,8 z", fill: "#d62728" }))),
-    svg("text", { x: (x1 + x2) / 2 - 30, y: Math.min(y1, y2) - 8, "font-size": 12, fill: "#d62728" },
-      "cross-attention K, V"));
+    // the label sits in the gap between the stacks, under the arrow: on neither column's blocks
+    // between the encoder's rotated "× N layers" (to x1 + 28) and the decoder's residual arcs (from x2 - 28)
+    svg("text", { x: (x1 + x2) / 2, y: Math.max(y1, y2) + 20, "font-size": 12, fill: "#b31b1b",
+      "text-anchor": "middle", id: "bridge-label" }, svg("tspan", { x: (x1 + x2) / 2 }, "K, V for"),
+    svg("tspan", { x: (x1 + x2) / 2, dy: 14 }, "cross-attn")));
   }
   return root;
 }

@@ -2,7 +2,7 @@
 // Q.K/sqrt(d_k) and softmax weights as bars, the N x N heatmap with its row highlighted, and the dot
 // product of a chosen (query, key) pair worked out from the real Q and K vectors. Below: the lessons
 // (database analogy, the maths from x W_Q on, why several heads, why sqrt(d_k), RNN/CNN/attention).
-import { api, bars, el, fmt, heatmap, legend, notice, select, tokenLabel, color } from "../util.js";
+import { api, bars, el, fmt, focusKey, heatmap, legend, notice, refocus, select, tokenLabel, color } from "../util.js";
 import { chipRow, needs, sentenceBox } from "./common.js";
 import { lessons, readingTokens, toyHints } from "../lessons.js";
 
@@ -114,6 +114,7 @@ export async function render(root, ctx) {
     };
     const sel = key === null ? -1 : kIdx.indexOf(key);
     const rowSum = w.reduce((a, b) => a + b, 0);
+    const focused = focusKey(document.activeElement, barsBox);  // Enter on a bar redraws the bars: keep it
     barsBox.replaceChildren(
       el("div", { class: "help" }, `query “${tokenLabel(data.q_tokens[query])}” (position ${query}); ` +
         "click a bar (or focus it and press Enter) to work out that pair below"),
@@ -123,8 +124,10 @@ export async function render(root, ctx) {
       el("h3", { title: "softmax of the raw scores: between 0 and 1, summing to 1 over the keys" },
         "softmax weights (0–1, sum 1)"), el("div", { id: "weight-bars" }, bars(mk(w, "data-weight"),
         { fill: "#0072b2", max: 1, onclick: pick, selected: sel })),
-      el("div", { class: "help", id: "row-sum", dataset: { rowSum } }, `row sum = ${fmt(rowSum, 6)}` +
+      el("div", { class: "help", id: "row-sum", dataset: { rowSum } }, `row sum = ${fmt(rowSum, 4)}` +
+        " (each weight is shown rounded to 6 decimals, so their sum can miss 1 in the 6th)" +
         (hide.checked ? " (over all keys, hidden specials included)" : "")));
+    refocus(focused, barsBox);
   }
 
   function drawHeat() {

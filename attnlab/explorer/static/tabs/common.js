@@ -48,15 +48,20 @@ export function needs(root, ctx, topologies, what) {
   const topo = ctx.info && ctx.info.topology;
   if (ctx.info && topologies.includes(topo)) return true;
   const fits = ctx.models.filter((m) => m.available && topologies.includes(m.topology));
-  root.append(notice(`${what} ${ctx.info ? `The selected model is a ${topo}.` : ""}`, "warn"));
+  const article = /^[aeiou]/i.test(topo || "") ? "an" : "a";
+  root.append(notice(`${what} ${ctx.info ? `The selected model is ${article} ${topo}.` : ""}`, "warn"));
   if (fits.length) {
     root.append(el("div", { class: "controls" }, "Switch to: ", fits.map((m) => el("button", {
       type: "button", class: "switch-model", dataset: { model: m.id },
       onclick: () => ctx.navigate({ model: m.id }),
     }, m.label))));
   }
-  const missing = ctx.models.filter((m) => !m.available && topologies.includes(m.topology));
-  for (const m of missing) root.append(notice(`${m.label}: ${m.reason}`, "warn"));
+  // models that would fit but are not here, in one quiet line (not a warning per model on every tab): only
+  // those a command installs; a checkpoint nobody trained is not news on every "Switch to" list
+  const missing = ctx.models.filter((m) => !m.available && topologies.includes(m.topology) &&
+    /pip install/.test(m.reason || ""));
+  if (missing.length) root.append(el("p", { class: "help", id: "not-installed" }, "Not installed here: ",
+    missing.map((m, i) => [i ? "; " : "", `${m.id} (${m.reason})`])));
   return false;
 }
 

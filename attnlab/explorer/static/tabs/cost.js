@@ -95,7 +95,10 @@ export async function render(root, ctx) {
 const tip = (text, title) => el("span", { title }, text);
 
 function plot(points, keys, id, yLabel = "value (log scale)") {
-  const W = 460, H = 270, left = 62, bottom = 46, top = 52;
+  // as wide as the tab allows, up to 460 px: drawn for a phone's width (its text stays 10-11 px), never shrunk
+  // or clipped (at 390 px a fixed 460 px chart was cut off at n = 4.1k)
+  const tab = document.getElementById("tab");
+  const W = Math.max(280, Math.min(460, (tab ? tab.clientWidth : 460) - 40)), H = 270, left = 62, bottom = 46, top = 52;
   const vals = points.flatMap((s) => keys.map(([k]) => s[k])).filter((v) => v > 0);
   if (!vals.length || points.length < 2) return el("p", { class: "help" }, "one point only (fixed n)");
   const lo = Math.floor(Math.log10(Math.min(...vals))), hi = Math.ceil(Math.log10(Math.max(...vals)));

@@ -1,6 +1,6 @@
 // Tab Self-supervised: masked-language modelling on an encoder (click tokens to mask, or draw BERT's random
 // 15% with its 80/10/10 split), and next-token prediction on a decoder, with the mask-placement lesson.
-import { api, el, fmt, heatmap, legend, notice, svg, table, tokenLabel } from "../util.js";
+import { api, el, fmt, focusKey, heatmap, legend, notice, refocus, svg, table, tokenLabel } from "../util.js";
 import { needs, references, sentenceBox } from "./common.js";
 
 export async function render(root, ctx) {
@@ -57,6 +57,7 @@ async function mlm(root, ctx) {
     update();
   }
   async function update() {
+    const focused = focusKey(document.activeElement, chips);  // Space on a chip redraws the row: keep its focus
     chips.replaceChildren(...base.tokens.map((t, i) => {
       const s = selections.find((x) => x.position === i);
       const cls = "chip" + (base.special[i] ? " special" : "") + (s ? (s.action === "mask" ? " masked" :
@@ -67,6 +68,7 @@ async function mlm(root, ctx) {
         "aria-pressed": s ? "true" : "false", "aria-label": `token ${i}: ${label}; press to toggle its mask`,
         onclick: () => toggle(i) }, label);
     }));
+    refocus(focused, chips);
     if (!selections.length) { out.replaceChildren(el("p", { class: "help" }, "Select at least one token.")); return; }
     try {
       const r = await api("/api/mlm/predict", { model: state.model, text, selections });

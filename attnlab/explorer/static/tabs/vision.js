@@ -102,6 +102,7 @@ async function instrument(root, ctx) {
     ctx.setState({}); } }, p)));
   root.append(el("div", { class: "controls" }, "MNIST samples: ", thumbs),
     samples.mnist_note ? notice(samples.mnist_note, "warn") : "",
+    samples.mnist_source ? el("p", { class: "help", id: "mnist-source" }, samples.mnist_source) : "",
     el("div", { class: "controls" }, el("label", {}, "upload PNG/JPEG (≤ 2 MiB) ", upload),
       el("label", {}, "layer ", select([...Array(info.n_layers).keys()].map((i) => [i, `layer ${i + 1}`]), layer,
         (v) => ctx.setState({ layer: Number(v) }), { id: "layer" })),
@@ -161,10 +162,15 @@ async function instrument(root, ctx) {
   ];
   if (r.position_similarity) {
     const sim = [...Array(g)].map((_, i) => r.position_similarity.slice(i * g, (i + 1) * g));
-    panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to patch ${r.position_similarity_of}`),
-      heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }), legend(1, "cosine similarity"),
-      el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors to the selected " +
-        "patch's (click another patch to move it)."),
+    const of = r.position_similarity_of, name = r.tokens[of + 1];  // patch `of` is token of + 1
+    panels.push(el("div", { class: "panel narrow" }, el("h3", {}, `Position-embedding similarity to ${name}` +
+      (r.position_similarity_for_cls ? " (the top-left patch)" : "")),
+    r.position_similarity_for_cls ? el("p", { class: "help", id: "pos-sim-cls" }, "[CLS] is selected. It has a " +
+      "learned position vector too, but no place on the grid, so this map compares with the top-left patch, " +
+      `${name}, instead. Click a patch to compare with it.`) : "",
+    heatmap(el("canvas", { id: "pos-sim" }), sim, { size: 196, max: 1 }), legend(1, "cosine similarity"),
+    el("p", { class: "help" }, "Cosine similarity of this checkpoint's learned position vectors to the vector " +
+      `of ${name}; click another patch to move it.`),
       r.position_structure ? structureText(r.position_structure) : ""));
   }
   if (r.prediction) panels.push(el("div", { class: "panel", id: "prediction" }, el("h3", {}, "Prediction"),
