@@ -193,9 +193,10 @@ class Trainer:
         evals = f"every {s.eval_every} steps and at the end" if s.eval_every else "at the end"
         logs = ["metrics.jsonl", *[{"tensorboard": "TensorBoard", "csv": "metrics.csv", "wandb": "W&B"}[b]
                                    for b in parse_report(s.report)]]
+        summary = getattr(self.task, "data_summary", None)  # a task written before the summary has none
         lines = [f"train {name}: {n_params:,} parameters{frozen}",
                  f"  model   {type(model).__name__}{shape}",
-                 f"  data    {self.task.data_summary() or 'as the recipe draws it'}",
+                 f"  data    {(summary and summary()) or 'as the recipe draws it'}",
                  f"  batch   {per_step:,} examples{accum}{tokens}{world}",
                  f"  steps   {f'{self.step:,} -> ' if self.step else ''}{s.steps:,}; evaluated {evals}; "
                  f"checkpoint {saves}",
