@@ -154,7 +154,7 @@ def build(name: str, source: str, function: str, fallback: str):
         return None, reason
     try:
         return kernel_build.load(name, source, function), None
-    except (OSError, RuntimeError, subprocess.SubprocessError) as e:  # an old compiler, a full disk ...
+    except (OSError, ImportError, RuntimeError, subprocess.SubprocessError) as e:  # an old compiler, a full disk
         text = str(e).strip().splitlines()
         reason = f"building the {name} kernel failed: {type(e).__name__}: {text[-1][:200] if text else ''}"
         kernel_build.warn_unavailable(reason, fallback)

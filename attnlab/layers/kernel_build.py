@@ -116,7 +116,8 @@ def _make_private(directory: Path) -> str | None:
     missing ones with mode 0700 (a umask can only remove bits); why not, or None when the whole chain is safe."""
     for path, ours in _chain(directory):
         try:
-            os.mkdir(path, 0o700)
+            if not os.path.lexists(path):
+                os.mkdir(path, 0o700)
         except FileExistsError:
             pass  # already there (or made by a concurrent process): judged below like any other
         except OSError as e:

@@ -27,8 +27,9 @@ The int8 product: which kernel, and why (measured on the project's Intel Xeon Sa
   in a second call: ~16-bit activations at twice the time for those rows (most of SmolLM2's). LLM.int8()'s split
   of outlier columns was tried first: SmolLM2 has too many outlier channels for a 16-column split to help.
 - attnlab's own kernel (layers/int8_kernel.py: AVX512-VNNI, ~60 lines of C++ built once into attnlab's private
-  cache folder by layers/kernel_build.py) 0.94-1.13x of the floor, 1.3 us fixed cost per call, and it rounds x to two 8-bit pieces (~15 bits)
-  in every call, so outlier rows need no second pass. Shipped where the CPU has VNNI; fbgemm elsewhere.
+  cache folder by layers/kernel_build.py) 0.94-1.13x of the floor, 1.3 us fixed cost per call, and it rounds x
+  to two 8-bit pieces (~15 bits) in every call, so outlier rows need no second pass. Shipped where the CPU has
+  VNNI; fbgemm elsewhere.
 So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use that kernel (or fbgemm) with a packed
 weight made on first use and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept);
 more rows (prefill) and other devices multiply by the dequantized float weight (weight-only, exact to float32
