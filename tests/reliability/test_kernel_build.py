@@ -78,7 +78,7 @@ def _needs_kernels():
 
 def _run(env: dict, script: str = VICTIM, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-                          capture_output=True, text=True, timeout=timeout)
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 
 def _files(folder: Path) -> list[Path]:
@@ -92,28 +92,31 @@ def _files(folder: Path) -> list[Path]:
 def test_planted_libraries_and_headers_never_run(tmp_path):
     _needs_kernels()
     marker = tmp_path / "marker"
-    # what an attacker learns by running the same attnlab as themselves: every file it leaves in its temporary
-    # folder (torch's compile cache) and in its kernel cache, with their names
-    scout_tmp, scout_cache = tmp_path / "scout-tmp", tmp_path / "scout-cache"
-    scout_tmp.mkdir()
-    scout = _run({"TMPDIR": str(scout_tmp), "ATTNLAB_CACHE_DIR": str(scout_cache)})
-    assert scout.returncode == 0, scout.stderr[-2000:]
-    learned_tmp, learned_cache = _files(scout_tmp), _files(scout_cache)
-    assert learned_cache, "the kernels were not built into the cache folder"
-    assert not [p for p in learned_tmp if p.suffix in (".gch", ".so", ".h")], learned_tmp  # nothing in tmp
-
-    # the planted code: a library whose loading, or a header whose compilation into a kernel, creates the marker
-    evil_c = MALICIOUS_C.replace("MARKER", str(marker))
-    evil_so = tmp_path / "evil.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(evil_so)], input=evil_c.encode(),
-                   check=True, capture_output=True)
-    evil = evil_so.read_bytes()
     shared = Path(tempfile.mkdtemp(prefix="attnlab-shared-tmp-", dir="/tmp"))  # a temporary folder like /tmp:
     os.chmod(shared, 0o1777)  # everyone writes, sticky (tmp_path's parents are root's own 0700)
     try:
+        # what an attacker learns by running the same attnlab in the victim's setting (names may hash the
+        # temporary folder's path): every file it leaves in the temporary folder (torch's compile cache) and in
+        # its kernel cache. Then the folder is emptied again, for the attacker to create first.
+        scout = _run({"TMPDIR": str(shared), "ATTNLAB_CACHE_DIR": str(shared / "scout-cache")})
+        assert scout.returncode == 0, scout.stderr[-2000:]
         user = os.environ.get("USER") or "root"
         planted_tmp = shared / f"torchinductor_{user}"
         planted_cache = shared / "attnlab-cache"  # the victim's ATTNLAB_CACHE_DIR, made first by the attacker
+        learned_tmp = _files(planted_tmp) if planted_tmp.exists() else []
+        learned_cache = _files(shared / "scout-cache")
+        for entry in shared.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+        # the planted code: a library whose loading, or a header whose compilation into a kernel, makes the marker
+        evil_c = MALICIOUS_C.replace("MARKER", str(marker))
+        evil_so = tmp_path / "evil.so"
+        subprocess.run(["gcc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(evil_so)], input=evil_c.encode(),
+                       check=True, capture_output=True)
+        evil = evil_so.read_bytes()
         pid = os.fork()
         if pid == 0:  # the attacker: another user id, creating the predictable folders first, mode 0777
             try:
@@ -124,6 +127,8 @@ def test_planted_libraries_and_headers_never_run(tmp_path):
                                planted_cache / "kernels"):
                     folder.mkdir(mode=0o777, exist_ok=True)
                 for rel in learned_tmp + [Path("precompiled_headers/attnlab.h")]:
+                    if rel.suffix not in (".so", ".h"):
+                        continue
                     target = planted_tmp / rel
                     target.parent.mkdir(mode=0o777, parents=True, exist_ok=True)
                     target.write_bytes(evil_c.encode() if rel.suffix == ".h" else evil)
@@ -138,11 +143,12 @@ def test_planted_libraries_and_headers_never_run(tmp_path):
         _, status = os.waitpid(pid, 0)
         assert os.waitstatus_to_exitcode(status) == 0
         assert (planted_cache / "kernels").stat().st_uid == ATTACKER
-        assert list((planted_cache / "kernels").iterdir()), "nothing planted at the kernels' names"
 
         victim = _run({"TMPDIR": str(shared), "ATTNLAB_CACHE_DIR": str(planted_cache)})
         assert victim.returncode == 0, victim.stderr[-2000:]
         assert not marker.exists(), "planted code ran inside the victim's process"
+        assert learned_cache, "the kernels were not built into the cache folder"
+        assert not [p for p in learned_tmp if p.suffix in (".gch", ".so", ".h")], learned_tmp  # nothing in tmp
         result = __import__("json").loads(victim.stdout.strip().splitlines()[-1])
         assert result["available"] == [True, True]  # the kernels still run ...
         assert all(result[s]["within"] and result[s]["rounded"] for s in ("int8", "int4")), result
