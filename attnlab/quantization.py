@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import warnings
 
+import torch
 from torch import nn
 
-from attnlab.errors import InputError
+from attnlab.errors import CheckpointError, InputError
 from attnlab.layers.quantized import BLOCK, FORMATS, KERNELS, QuantizedEmbedding, QuantizedLinear
 from attnlab.models.heads import LMHead
 
@@ -112,6 +113,27 @@ def check_formats(model: nn.Module, formats, source) -> None:
         if fmt != "int8" and width % BLOCK:
             raise ValueError(f"{source}: {name} has format {fmt!r}, which needs an input width divisible by "
                              f"{BLOCK}; the model's is {width}")
+
+
+def check_finite(model: nn.Module, source) -> None:
+    """Refuse (CheckpointError naming `source` and the tensor) a loaded quantized module whose scales or minimums
+    hold NaN or infinity. Every weight such a scale stands for is NaN or infinite, which no quantizer writes: the
+    file is damaged. Refused at load, so no product has to decide what a NaN scale means (the int8 kernel and
+    fbgemm would each answer differently, and finite); what a NaN *activation* gives is float32's answer
+    (layers/quantized.py). Called by the loaders of attnlab checkpoints (storage) and kept GGUF blocks (gguf)."""
+    seen = set()
+    modules = [(n, m) for n, m in model.named_modules() if isinstance(m, QuantizedLinear)]
+    modules += [(n, m) for n, m in model.named_modules() if isinstance(m, QuantizedEmbedding)]  # tied: the head's name
+    for name, module in modules:
+        for key, tensor in module.buffers_dict().items():
+            if key == "qweight" or id(tensor) in seen:
+                continue
+            seen.add(id(tensor))
+            bad = ~torch.isfinite(tensor)
+            if bool(bad.any()):
+                raise CheckpointError(f"{source}: {name}.{key} holds {int(bad.sum())} NaN or infinite value(s) "
+                                      f"of {tensor.numel()}: a quantized matrix's scales must be finite numbers "
+                                      "(the file is damaged; write it again from the float model)")
 
 
 def float_state_dict(model: nn.Module) -> dict:

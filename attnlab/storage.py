@@ -36,7 +36,7 @@ from attnlab.data.packages import package_folder
 from attnlab.errors import CheckpointError, ConfigError
 from attnlab.files import check_regular, is_regular, read_json_object, read_text
 from attnlab.models.base import register_saver
-from attnlab.quantization import formats_of
+from attnlab.quantization import check_finite, formats_of
 
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 LATEST = "latest"  # in a training run directory: one line naming the newest complete step directory
@@ -306,6 +306,7 @@ def load_attnlab(directory: str | Path, device=None):
                 targets[name].copy_(f.get_tensor(name))
     except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
         raise CheckpointError(f"{weights} is truncated or corrupted ({exc})") from None
+    check_finite(model, weights)  # a quantized module's NaN / inf scales: refused by name
     return model.eval()
 
 

@@ -358,3 +358,59 @@ def test_int8_on_cuda_matches_the_decoded_weight():
     x = torch.randn(2, 96, device="cuda")
     with torch.no_grad():
         assert torch.allclose(module(x), F.linear(x, module.weight.cuda(), module.bias), rtol=1e-4, atol=1e-4)
+
+
+# ------------------------------------------------------------------------------- NaN and inf activations
+PATHS = {  # a product of few rows: format, use_kernel; "prefill": more rows than FAST_ROWS (the decoded weight)
+    "int8 VNNI kernel": ("int8", True), "int8 fbgemm": ("int8", False), "int4 VNNI kernel": ("int4", True),
+    "int4 chunked": ("int4", False), "q8_0 chunked": ("q8_0", False), "prefill": ("int8", True)}
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_nan_and_inf_activations_give_float32s_answer(path):
+    """A row of x holding NaN or inf gives what F.linear on the decoded weight gives (NaN / inf outputs, exactly),
+    on every path: the VNNI kernels would round it to finite garbage and fbgemm raises, so such a row is
+    multiplied by the decoded weight. Finite rows beside it still take the fast path."""
+    fmt, use_kernel = PATHS[path]
+    kernel = {"int8": int8_kernel, "int4": int4_kernel}.get(fmt)
+    if "VNNI" in path and not kernel.available():
+        pytest.skip(f"attnlab's {fmt} kernel is unavailable here: {kernel.unavailable_reason()}")
+    module = _module(fmt)
+    module.use_kernel = use_kernel
+    torch.manual_seed(3)
+    x = torch.randn(6 if path == "prefill" else 4, 96)
+    x[1, 5] = float("nan")
+    x[2, 7] = float("inf")
+    x[3, 9] = -float("inf")
+    with torch.no_grad():
+        expected = F.linear(x, module.weight, module.bias)
+        for got in (module(x), torch.cat([module(row[None]) for row in x])):  # several rows, and one at a time
+            torch.testing.assert_close(got[1:4], expected[1:4], rtol=0, atol=0, equal_nan=True)
+            assert bool(torch.isnan(got[1]).all()) and not bool(torch.isfinite(got[2:4]).any())
+            assert torch.allclose(got[0], expected[0], rtol=1e-2, atol=1e-2)  # the finite row: rounded x at most
+            if "VNNI" in path or "fbgemm" in path:
+                assert not torch.equal(got[0], expected[0])  # ... and it did take the fast path (it rounds x)
+
+
+@pytest.mark.parametrize("setting", ["VNNI kernels", "fbgemm / chunked"])
+@pytest.mark.parametrize("scheme", ["int8", "int4"])
+def test_a_nan_inside_a_quantized_model_gives_nan_logits_like_float(gpt_char, scheme, setting, monkeypatch):
+    """A NaN reaching a quantized layer (here from a norm weight) gives NaN logits, as the float model's: not the
+    finite garbage the VNNI kernels made of it, nor fbgemm's raw error. One token (the few-row paths) and eight
+    (prefill)."""
+    if setting == "VNNI kernels" and not int8_kernel.available():
+        pytest.skip(f"attnlab's kernels are unavailable here: {int8_kernel.unavailable_reason()}")
+    models = {"float": _load_gpt_char(), "quantized": attnlab.quantize(_load_gpt_char(), scheme)}
+    for model in models.values():
+        norm = next(m for m in model.blocks[1].modules() if isinstance(m, (torch.nn.LayerNorm, torch.nn.RMSNorm))
+                    or type(m).__name__.endswith("Norm"))
+        with torch.no_grad():
+            norm.weight[0] = float("nan")
+        for m in model.modules():
+            if isinstance(m, QuantizedLinear):
+                m.use_kernel = setting == "VNNI kernels"
+    for ids in (torch.tensor([[5]]), torch.tensor([[5, 17, 30, 2, 9, 11, 3, 4]])):
+        with torch.no_grad():
+            logits = {name: model(ids).logits for name, model in models.items()}
+        assert bool(torch.isnan(logits["float"]).all())
+        assert bool(torch.isnan(logits["quantized"]).all()), (scheme, setting, ids.shape)

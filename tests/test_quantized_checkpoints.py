@@ -166,3 +166,49 @@ def test_export_model_keeps_a_quantized_models_scales(tmp_path):
     model, tokenizer = _quantized("int8")
     dest = export_model(model.save(tmp_path / "q", tokenizer=tokenizer), tmp_path / "served")  # half=True
     _assert_same_model(model, attnlab.load(dest)[0])
+
+
+# ---------------------------------------------------------------------------------- NaN / inf scales
+@pytest.mark.parametrize("scheme,tensor,value", [
+    ("int8", "blocks.0.ffn.down.scale", float("nan")), ("int8", "lm_head.proj.scale", float("inf")),
+    ("int4", "blocks.1.attn.qkv.scale", float("nan")), ("int4", "blocks.0.ffn.up.min", -float("inf")),
+])
+def test_nan_or_inf_scales_are_refused_at_load_by_name(tmp_path, scheme, tensor, value):
+    """Every weight a NaN / inf scale stands for is NaN / inf: no quantizer writes that, the file is damaged. It is
+    refused when loaded, naming the tensor (the kernels would have made finite garbage of it)."""
+    model, _ = _quantized(scheme)
+    folder = model.save(tmp_path / "q")
+    path = folder / "model.safetensors"
+    with safe_open(str(path), framework="pt") as f:
+        metadata = f.metadata()
+    tensors = load_file(path)
+    tensors[tensor].view(-1)[3] = value
+    save_file(tensors, path, metadata=metadata)
+    with pytest.raises(CheckpointError, match=rf"{tensor.replace('.', '[.]')} holds 1 NaN or infinite value"):
+        attnlab.load(folder)
+
+
+def test_a_nan_scale_in_a_kept_gguf_block_is_refused_by_name(tmp_path):
+    """The same for a GGUF file's Q8_0 block kept quantized; read the float32 way (keep_quantized=False) it is a
+    float model with NaN weights, which loads and answers NaN, as any float model does."""
+    import numpy as np
+    from gguf import GGMLQuantizationType
+    from gguf.quants import quantize
+    from gguf_files import rewrite_gguf
+
+    write_quantized_gguf(tmp_path)  # also writes the float32 plain.gguf it quantized
+    q8 = GGMLQuantizationType.Q8_0
+
+    def one_nan_scale(name, values):
+        if name != "blk.0.attn_output.weight":
+            return values
+        raw = quantize(values, q8).copy()
+        raw[0, 0:2] = np.frombuffer(np.float16(np.nan).tobytes(), dtype=np.uint8)  # block 0's d: NaN
+        return raw, q8
+
+    bad = rewrite_gguf(tmp_path / "plain.gguf", tmp_path / "bad.gguf", one_nan_scale)
+    with pytest.raises(CheckpointError, match=r"bad\.gguf: blocks\.0\.attn\.out\.scale holds 1 NaN"):
+        attnlab.load(bad)
+    plain, _ = attnlab.load(bad, keep_quantized=False)
+    with torch.no_grad():
+        assert bool(torch.isnan(plain(IDS[:, :2]).logits).all())

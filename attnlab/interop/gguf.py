@@ -238,7 +238,7 @@ def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], 
     The quantized buffers are converted one matrix at a time and put in place (no second copy: SmolLM2's
     resident size stays near its file's); the float tensors are copied into the allocated model as usual.
     """
-    from attnlab.quantization import replace
+    from attnlab.quantization import check_finite, replace
 
     model = build_model(config, device="meta").eval()
     modules = {("lm_head" if name in ("tokens.weight", "lm_head.proj.weight") else name.removesuffix(".weight")): fmt
@@ -264,6 +264,7 @@ def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], 
     with torch.no_grad():
         for name, tensor in state.items():
             expected[name].copy_(tensor)
+    check_finite(model, path)  # kept blocks' NaN / inf scales: refused by name
     return model.eval()
 
 

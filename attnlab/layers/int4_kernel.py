@@ -30,7 +30,7 @@ import functools
 
 import torch
 
-from attnlab.layers import int8_kernel  # its CPU check and build
+from attnlab.layers import int8_kernel  # its CPU check and build (kernel_build)
 
 BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q4_1 block)
@@ -41,7 +41,7 @@ _SOURCE = r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
 #include <immintrin.h>
 #include <cstdint>
-extern "C" void kernel(const float* __restrict__ x, const uint8_t* __restrict__ w,
+extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
                        const float* __restrict__ bias, float* __restrict__ y,
                        int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
 {
@@ -49,8 +49,14 @@ extern "C" void kernel(const float* __restrict__ x, const uint8_t* __restrict__ 
     alignas(64) float xs[512];
     const int64_t k = kb * 32;
     __m512 vmax = _mm512_setzero_ps();
-    for (int64_t i = 0; i < k; i += 16)
-        vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_loadu_ps(x + i)));
+    const __m512 inf = _mm512_set1_ps(__builtin_inff());
+    __mmask16 bad = 0;  // lanes holding NaN or +-inf (unordered, or |x| >= inf)
+    for (int64_t i = 0; i < k; i += 16) {
+        const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);
+        vmax = _mm512_max_ps(vmax, a);
+    }
+    if (bad) return 1;  // not finite: the caller multiplies this row in float32
     const float amax = _mm512_reduce_max_ps(vmax);
     const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f, is2 = 1.f / s2;
     const __m512 vs1 = _mm512_set1_ps(s1), vi1 = _mm512_set1_ps(1.f / s1), vi2 = _mm512_set1_ps(is2);
@@ -127,17 +133,14 @@ extern "C" void kernel(const float* __restrict__ x, const uint8_t* __restrict__ 
             _mm512_mask_storeu_ps(y + o, mk, v);
         }
     }
+    return 0;
 }
 """
-
-_ARGS = ["const float*", "const uint8_t*", "const float*", "float*", "int64_t", "int64_t", "int64_t", "int64_t",
-         "int64_t"]
-
 
 @functools.cache
 def _compiled():
     """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build(_ARGS, _SOURCE)
+    return int8_kernel.build("int4", _SOURCE, "attnlab_int4_gemv", "4-bit products dequantize in chunks")
 
 
 def available() -> bool:
@@ -180,11 +183,14 @@ def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> t
     return tiles, None if bias is None else bias.float().contiguous()
 
 
-def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int, threads: int = 1) -> torch.Tensor:
-    """x (1, k) float32 contiguous on CPU -> (1, n) float32. No checks (one call per matrix per token): the caller
-    guarantees x float32 contiguous with k = 32 * tiles.shape[1] <= MAX_K, tiles from pack(), bias None or (n,)
-    float32 contiguous, and available()."""
+def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
+         threads: int = 1) -> torch.Tensor | None:
+    """x (1, k) float32 contiguous on CPU -> (1, n) float32, or None when x holds a NaN or an infinity (then
+    multiply in float32, as int8_kernel.gemv). No checks (one call per matrix per token): the caller guarantees x
+    float32 contiguous with k = 32 * tiles.shape[1] <= MAX_K, tiles from pack(), bias None or (n,) float32
+    contiguous, and available()."""
     y = torch.empty(1, n)
-    _compiled()[0](x, tiles, x if bias is None else bias, y, tiles.shape[0], tiles.shape[1], n,
-                   0 if bias is None else 1, threads)
+    if _compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
+                      tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
+        return None
     return y

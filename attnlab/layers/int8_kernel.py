@@ -17,10 +17,15 @@ uint8 (+128) for `vpdpbusd` (uint8 x int8 -> int32, 64 products per instruction)
 accumulators. The +128 offset comes back out through the codes' row sums; scale and bias are applied at the
 end. Blocks of 64 outputs are shared among `threads` OpenMP threads.
 
-Built once per machine with the C++ compiler and flags torch.compile uses (torch._inductor's code cache, which
-keeps the binary on disk: the first build takes ~10 s, later processes load it). Where the CPU lacks
-AVX512-VNNI, no compiler works, or ATTNLAB_INT8_KERNEL=fbgemm is set, `available()` is False with the reason
-in `unavailable_reason()`, and layers/quantized.py uses fbgemm instead.
+Non-finite activations: float32's product turns a NaN or an infinity in x into NaN / inf outputs, but rounding
+would make them finite garbage, so the kernel checks x first and returns 1 without writing y for such a row;
+gemv() then returns None and the caller multiplies that row by the dequantized weight (float32's own answer).
+
+Built once per machine by layers/kernel_build.py (plain C++, compiled into attnlab's private cache folder and
+imported from there: nothing is read from a shared temporary folder; ~1 s the first time, later processes load
+the file). Where the CPU lacks AVX512-VNNI, no compiler works, or ATTNLAB_INT8_KERNEL=fbgemm is set,
+`available()` is False with the reason in `unavailable_reason()` (said once per process in a warning), and
+layers/quantized.py uses fbgemm instead.
 """
 
 from __future__ import annotations
@@ -28,9 +33,12 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import subprocess
 import warnings
 
 import torch
+
+from attnlab.layers import kernel_build
 
 BLOCK_N = 64  # outputs per block: one 64-byte line of codes per input position
 GROUP_K = 4  # input positions per vpdpbusd lane
@@ -41,7 +49,7 @@ _SOURCE = r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
 #include <immintrin.h>
 #include <cstdint>
-extern "C" void kernel(const float* __restrict__ x, const int8_t* __restrict__ w,
+extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __restrict__ w,
                        const float* __restrict__ scale, const float* __restrict__ bias,
                        const int32_t* __restrict__ rowsum, float* __restrict__ y,
                        int64_t nb, int64_t k4, int64_t k, int64_t n, int64_t has_bias, int64_t threads)
@@ -50,10 +58,15 @@ extern "C" void kernel(const float* __restrict__ x, const int8_t* __restrict__ w
     alignas(64) uint8_t xh[8192], xl[8192];
     const int64_t kp = k4 * 4;
     __m512 vmax = _mm512_setzero_ps();
+    const __m512 inf = _mm512_set1_ps(__builtin_inff());
+    __mmask16 bad = 0;  // lanes holding NaN or +-inf (unordered, or |x| >= inf)
     for (int64_t i = 0; i < k; i += 16) {
         const __mmask16 mk = (k - i) >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
-        vmax = _mm512_max_ps(vmax, _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i)));
+        const __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i));
+        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);
+        vmax = _mm512_max_ps(vmax, a);
     }
+    if (bad) return 1;  // not finite: the caller multiplies this row in float32
     const float amax = _mm512_reduce_max_ps(vmax);
     const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
     const __m512 vs1 = _mm512_set1_ps(s1), vi1 = _mm512_set1_ps(1.f / s1), vi2 = _mm512_set1_ps(1.f / s2);
@@ -104,14 +117,12 @@ extern "C" void kernel(const float* __restrict__ x, const int8_t* __restrict__ w
             y[o0 + j] = acc * scale[o0 + j] + (has_bias ? bias[o0 + j] : 0.f);
         }
     }
+    return 0;
 }
 """
 
-_ARGS = ["const float*", "const int8_t*", "const float*", "const float*", "const int32_t*", "float*",
-         "int64_t", "int64_t", "int64_t", "int64_t", "int64_t", "int64_t"]
-
-
 CHOICES = ("auto", "fbgemm")  # ATTNLAB_INT8_KERNEL: the kernels where they run (default), or never
+FALLBACK = "int8 products use fbgemm, 4-bit ones dequantize in chunks"  # layers/quantized.py, said with the reason
 
 
 def _cpu_reason() -> str | None:
@@ -132,24 +143,28 @@ def _cpu_reason() -> str | None:
     return f"the CPU lacks {', '.join(missing)}" if missing else None
 
 
-def build(args: list[str], source: str):
-    """(a Python callable running `source`'s `kernel`, None) or (None, why not). Also used by int4_kernel."""
-    reason = _cpu_reason()
+def build(name: str, source: str, function: str, fallback: str):
+    """(a Python callable running `source`'s extern "C" `function` on ints and addresses, None) or (None, why
+    not). The reason is said once per process (kernel_build.warn_unavailable): one of the CPU, the switch or the
+    compiler once for both kernels, a failed build with its own `fallback` (what runs instead). Also used by
+    int4_kernel."""
+    reason = _cpu_reason() or (None if kernel_build.compiler() else "no C++ compiler found (set CXX or install g++)")
     if reason is not None:
+        kernel_build.warn_unavailable(reason, FALLBACK)
         return None, reason
     try:
-        from torch._inductor.codecache import CppPythonBindingsCodeCache
-
-        return CppPythonBindingsCodeCache.load_pybinding(args, source), None
-    except Exception as e:  # no compiler, an old one without these intrinsics, a read-only cache ...
-        last = str(e).strip().splitlines()[-1][:200] if str(e).strip() else ""
-        return None, f"building it failed: {type(e).__name__}: {last}"
+        return kernel_build.load(name, source, function), None
+    except (OSError, ImportError, RuntimeError, subprocess.SubprocessError) as e:  # an old compiler, a full disk
+        text = str(e).strip().splitlines()
+        reason = f"building the {name} kernel failed: {type(e).__name__}: {text[-1][:200] if text else ''}"
+        kernel_build.warn_unavailable(reason, fallback)
+        return None, reason
 
 
 @functools.cache
 def _compiled():
-    """Built on first use, once per process."""
-    return build(_ARGS, _SOURCE)
+    """Built (or loaded) on first use, once per process."""
+    return build("int8", _SOURCE, "attnlab_int8_gemv", "int8 products use fbgemm")
 
 
 def available() -> bool:
@@ -179,11 +194,13 @@ def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> t
 
 
 def gemv(x: torch.Tensor, packed: torch.Tensor, rowsum: torch.Tensor, scale: torch.Tensor,
-         bias: torch.Tensor | None, n: int, threads: int = 1) -> torch.Tensor:
-    """x (1, k) float32 contiguous on CPU -> (1, n) float32. No checks here (one call per matrix per token):
-    the caller guarantees the dtypes, contiguity, k <= MAX_K and that available() is True."""
+         bias: torch.Tensor | None, n: int, threads: int = 1) -> torch.Tensor | None:
+    """x (1, k) float32 contiguous on CPU -> (1, n) float32, or None when x holds a NaN or an infinity (then
+    multiply in float32). No checks here (one call per matrix per token): the caller guarantees the dtypes,
+    contiguity, k <= MAX_K and that available() is True."""
     y = torch.empty(1, n)
-    kernel = _compiled()[0]
-    kernel(x, packed, scale, scale if bias is None else bias, rowsum, y, packed.shape[0], packed.shape[1],
-           x.shape[-1], n, 0 if bias is None else 1, threads)
+    if _compiled()[0](x.data_ptr(), packed.data_ptr(), scale.data_ptr(), (scale if bias is None else bias).data_ptr(),
+                      rowsum.data_ptr(), y.data_ptr(), packed.shape[0], packed.shape[1], x.shape[-1], n,
+                      0 if bias is None else 1, threads):
+        return None
     return y

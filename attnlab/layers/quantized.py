@@ -26,9 +26,10 @@ The int8 product: which kernel, and why (measured on the project's Intel Xeon Sa
   exceeds RESIDUAL_RATIO x its mean |x| also multiplies its rounding residual (at most half a step per channel)
   in a second call: ~16-bit activations at twice the time for those rows (most of SmolLM2's). LLM.int8()'s split
   of outlier columns was tried first: SmolLM2 has too many outlier channels for a 16-column split to help.
-- attnlab's own kernel (layers/int8_kernel.py: AVX512-VNNI, ~60 lines of C++ built once with torch.compile's
-  compiler) 0.94-1.13x of the floor, 1.3 us fixed cost per call, and it rounds x to two 8-bit pieces (~15 bits)
-  in every call, so outlier rows need no second pass. Shipped where the CPU has VNNI; fbgemm elsewhere.
+- attnlab's own kernel (layers/int8_kernel.py: AVX512-VNNI, ~60 lines of C++ built once into attnlab's private
+  cache folder by layers/kernel_build.py) 0.94-1.13x of the floor, 1.3 us fixed cost per call, and it rounds x
+  to two 8-bit pieces (~15 bits) in every call, so outlier rows need no second pass. Shipped where the CPU has
+  VNNI; fbgemm elsewhere.
 So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use that kernel (or fbgemm) with a packed
 weight made on first use and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept);
 more rows (prefill) and other devices multiply by the dequantized float weight (weight-only, exact to float32
@@ -44,6 +45,7 @@ save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms at 768 x 3072 against flo
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import torch
@@ -208,7 +210,7 @@ class QuantizedLinear(nn.Module):
                 return self._fbgemm(x, bias)
             if self.format != "int8":
                 return self._chunked(x, bias)
-        return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
+        return self._float_product(x, bias)
 
     # ------------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit)
     def _packed_for(self, kernel: str, bias: torch.Tensor | None, make):
@@ -234,9 +236,19 @@ class QuantizedLinear(nn.Module):
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
         packed = self._packed_for(kernel.__name__, bias, lambda: kernel.pack_layer(self.buffers_dict(), bias))
         n, threads = self.out_features, torch.get_num_threads()
-        y = kernel.gemv(flat, *packed, n, threads) if flat.shape[0] == 1 \
-            else torch.cat([kernel.gemv(row[None], *packed, n, threads) for row in flat])
+        y = self._kernel_row(kernel, flat, packed, bias, n, threads) if flat.shape[0] == 1 \
+            else torch.cat([self._kernel_row(kernel, row[None], packed, bias, n, threads) for row in flat])
         return y.reshape(*x.shape[:-1], self.out_features)
+
+    def _kernel_row(self, kernel, row: torch.Tensor, packed: tuple, bias, n: int, threads: int) -> torch.Tensor:
+        """(1, in) -> (1, out). A row holding NaN or inf (the kernel refuses it: rounding would make it finite)
+        is multiplied by the dequantized weight, so it gives float32's NaN / inf outputs."""
+        y = kernel.gemv(row, *packed, n, threads)
+        return self._float_product(row, bias) if y is None else y
+
+    def _float_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """x W^T + b with W dequantized to x's dtype: the prefill path, and what a float model computes."""
+        return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
 
     # ------------------------------------------------------------------------------------ int8: fbgemm
     def _prepacked(self, bias: torch.Tensor | None):
@@ -262,11 +274,14 @@ class QuantizedLinear(nn.Module):
         """(1, in) -> (1, out), bias included. fbgemm rounds the row to 8 bits (step = range / 255); when the
         row's range is RESIDUAL_RATIO x its mean magnitude or more (outlier channels) that step drowns the other
         channels, so the rounding residual, at most half a step per channel, goes through a second product:
-        ~16-bit activations. The test reads three numbers back (3 us; the tensor arithmetic it replaced took 7 us,
+        ~16-bit activations. A row holding NaN or inf goes to the dequantized weight (fbgemm raises on it; float32
+        answers NaN / inf). The test reads three numbers back (3 us; the tensor arithmetic it replaced took 7 us,
         and a GPT-2 step makes 49 of these calls)."""
-        y = torch.ops.quantized.linear_dynamic(row, packed, False)
         lo, hi = torch.aminmax(row)
         low, high = float(lo), float(hi)
+        if not (math.isfinite(low) and math.isfinite(high)):  # NaN or inf: fbgemm raises; float32 answers NaN/inf
+            return self._float_product(row, bias)
+        y = torch.ops.quantized.linear_dynamic(row, packed, False)
         if high - low <= self.RESIDUAL_RATIO / self.in_features * float(torch.linalg.vector_norm(row, 1)):
             return y  # range <= RESIDUAL_RATIO x mean |x| (Gaussian rows: ~8)
         step = (max(high, 0.0) - min(low, 0.0)) / 255  # fbgemm's range includes 0
@@ -280,8 +295,12 @@ class QuantizedLinear(nn.Module):
         flat = x.reshape(-1, self.in_features)
         rows = min(max(1, self.CHUNK // self.in_features), self.out_features)
         if self._buffer is None or self._buffer[0].shape[0] != rows or self._buffer[0].dtype != x.dtype:
-            self._buffer = (torch.empty(rows, self.in_features, dtype=x.dtype),  # the chunk's float weights
-                            torch.empty(rows, self.in_features, dtype=torch.uint8))  # its unpacked codes
+            # ordinary tensors even when the first call runs under torch.inference_mode (generate's): an inference
+            # tensor kept as state could not be written in place outside that mode (no_grad, plain calls, after
+            # generate: "Inplace update to inference tensor outside InferenceMode"); ordinary ones work in both
+            with torch.inference_mode(False):
+                self._buffer = (torch.empty(rows, self.in_features, dtype=x.dtype),  # the chunk's float weights
+                                torch.empty(rows, self.in_features, dtype=torch.uint8))  # its unpacked codes
         wbuf, cbuf = self._buffer
         outs = []
         for start in range(0, self.out_features, rows):

@@ -1,0 +1,258 @@
+"""Compile and load attnlab's C++ kernels from a folder only this user can write; say once why one is missing.
+
+Why this module (and not torch._inductor's code cache, which built the kernels before): that cache lives in
+`torchinductor_$USER` in the system's temporary folder, and its precompiled header in
+`torchinductor_$USER/precompiled_headers` there even when TORCHINDUCTOR_CACHE_DIR points elsewhere. The names are
+predictable and torch does not check who made the folders: another local user who creates them first (mode 0777)
+can plant a shared library at the kernel's hashed name (loaded, so it runs as the victim) or a header (compiled
+into the victim's kernel). Each build also left a 155 MB `.gch` there.
+
+What this module does instead:
+- The kernels are plain C++ (<immintrin.h>, <cstdint>) plus a few lines of CPython binding (Python.h, from this
+  Python's own installation): no torch headers, nothing precompiled, nothing from a temporary folder. The
+  compiler reads the source on its stdin and writes the extension module straight into the private folder,
+  which is imported from there by its path.
+- The private folder is `<cache>/kernels`, cache = $ATTNLAB_CACHE_DIR or ~/.cache/attnlab (what the matmul peak
+  and thread probes use), made with mode 0700. Before every build and every load each path component is checked
+  with lstat: `<cache>` and `kernels` must be real directories (not symbolic links) owned by this user and
+  writable by nobody else; the folders above `<cache>` (after resolving links) must belong to this user or root
+  and be writable by nobody else unless sticky (as /tmp is); the library must be a regular file of this user's
+  that nobody else can write.
+- A folder that fails is refused with one warning naming it and why, and the kernel is built in a fresh
+  `tempfile.mkdtemp` folder (0700, an unguessable name) that is deleted as soon as the library is loaded.
+- A kernel that cannot run (no AVX512-VNNI, no compiler, a failed build, ATTNLAB_INT8_KERNEL=fbgemm) is said
+  once per process, in one line with the reason (`warn_unavailable`); the layers then take their fallbacks.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import warnings
+from pathlib import Path
+
+# -O3: the kernels' loops; -fno-strict-aliasing: they read 4 bytes of an int8 array as one int32; -fopenmp: their
+# output blocks go to OpenMP threads (libgomp.so.1, the runtime torch has already loaded); no -march=native:
+# each kernel names the instruction sets it needs in a `#pragma GCC target`, and a cache in a home folder may be
+# shared by machines with different CPUs
+FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fno-strict-aliasing", "-pipe")
+VERSION = 1  # part of every library's name: bump when the calling convention of the kernels changes
+
+
+class KernelWarning(UserWarning):
+    """A kernel is not available (the product falls back), or the kernel folder was refused."""
+
+
+# ------------------------------------------------------------------------------------------ messages
+@functools.cache
+def warn_unavailable(reason: str, fallback: str) -> None:
+    """The one line that says a kernel is not available, at most once per process for each reason."""
+    warnings.warn(f"attnlab: kernel not available: {reason}; {fallback}", KernelWarning, stacklevel=3)
+
+
+@functools.cache
+def _warn_refused(why: str) -> None:
+    warnings.warn(f"attnlab: not building kernels there: {why}; building in a new private temporary folder "
+                  "instead", KernelWarning, stacklevel=4)
+
+
+# ------------------------------------------------------------------------------------- the private folder
+def cache_root() -> Path:
+    root = os.environ.get("ATTNLAB_CACHE_DIR")
+    return Path(root) if root else Path.home() / ".cache" / "attnlab"
+
+
+def kernel_dir() -> Path:
+    return cache_root() / "kernels"
+
+
+def _problem(path: Path, info: os.stat_result, ours: bool) -> str | None:
+    """Why `path` (lstat `info`) is not safe to build in or load from, or None. ours: a folder attnlab makes or
+    owns (this user's, nobody else may write); else an ancestor (this user's or root's, sticky if shared)."""
+    uid = os.geteuid()
+    if stat.S_ISLNK(info.st_mode):
+        return f"{path} is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{path} is not a directory"
+    owners = (uid,) if ours else (uid, 0)
+    if info.st_uid not in owners:
+        return f"{path} belongs to user id {info.st_uid}, not to this user ({uid})"
+    if info.st_mode & 0o022 and (ours or not info.st_mode & stat.S_ISVTX):
+        return f"{path} can be written by other users (mode {stat.S_IMODE(info.st_mode):04o})"
+    return None
+
+
+def _chain(directory: Path) -> list[tuple[Path, bool]]:
+    """(folder, ours) from the root down to `directory`: the folders above its parent after resolving links (as
+    ancestors), then its parent (<cache>) and itself as this user's own (lstat: a link there is refused)."""
+    directory = Path(os.path.abspath(directory))
+    above = Path(os.path.realpath(directory.parent.parent))
+    return [(p, False) for p in reversed((above, *above.parents))] + [(directory.parent, True), (directory, True)]
+
+
+def check_dir(directory: Path) -> str | None:
+    """Why `directory` (<cache>/kernels) is not a folder only this user can write, or None; see the docstring."""
+    try:
+        for path, ours in _chain(directory):
+            problem = _problem(path, os.lstat(path), ours)
+            if problem:
+                return problem
+    except OSError as e:
+        return f"{directory} cannot be checked ({e.strerror or e})"
+    return None
+
+
+def _make_private(directory: Path) -> str | None:
+    """Check each folder from the root down to `directory` before anything is made inside it, creating the
+    missing ones with mode 0700 (a umask can only remove bits); why not, or None when the whole chain is safe."""
+    for path, ours in _chain(directory):
+        try:
+            if not os.path.lexists(path):
+                os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass  # already there (or made by a concurrent process): judged below like any other
+        except OSError as e:
+            return f"{path} cannot be created ({e.strerror or e})"
+        try:
+            problem = _problem(path, os.lstat(path), ours)
+        except OSError as e:
+            return f"{path} cannot be checked ({e.strerror or e})"
+        if problem:
+            return problem
+    return None
+
+
+def _check_library(lib: Path) -> str | None:
+    info = os.lstat(lib)
+    if not stat.S_ISREG(info.st_mode):
+        return f"{lib} is not a regular file"
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return f"{lib} belongs to another user or can be written by one"
+    return None
+
+
+# ------------------------------------------------------------------------------------ compile and load
+def compiler() -> str | None:
+    """The C++ compiler: $CXX, else g++ / c++ / clang++ on PATH (the user's own environment)."""
+    for name in filter(None, (os.environ.get("CXX"), "g++", "c++", "clang++")):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _compile(cxx: str, source: str, lib: Path) -> None:
+    """source -> the shared library `lib`, written as a temporary name in lib's folder and renamed (a concurrent
+    process never loads half a file). The compiler's own temporary files go to that folder too."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{lib.stem}-", suffix=".so", dir=lib.parent)
+    os.close(fd)
+    try:
+        env = dict(os.environ, TMPDIR=str(lib.parent))
+        done = subprocess.run([cxx, *FLAGS, "-I", _include(), "-x", "c++", "-", "-o", tmp], input=source.encode(),
+                              env=env, capture_output=True, timeout=300, cwd=lib.parent)
+        if done.returncode != 0:
+            lines = done.stderr.decode(errors="replace").strip().splitlines()
+            error = next((x for x in lines if "error" in x), lines[-1] if lines else "")
+            raise RuntimeError(f"{Path(cxx).name} exited with {done.returncode}: {error.strip()[:200]}")
+        os.chmod(tmp, 0o700)
+        os.replace(tmp, lib)
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
+_BINDING = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+// One Python function, call(*args), for FUNCTION: each argument a Python int (an address for a pointer
+// parameter, e.g. tensor.data_ptr(), else the integer), converted after the parameter's type; the kernel's int
+// result returned. METH_FASTCALL: ~0.1 us per call, where ctypes took ~2 us (a GPT-2 step makes 49 calls).
+template <typename T> static T attnlab_arg(PyObject* o) {
+    if constexpr (std::is_pointer_v<T>) return reinterpret_cast<T>(PyLong_AsVoidPtr(o));
+    else return static_cast<T>(PyLong_AsLongLong(o));
+}
+template <typename... A, size_t... I>
+static PyObject* attnlab_invoke(int (*f)(A...), PyObject* const* args, Py_ssize_t nargs, std::index_sequence<I...>) {
+    if (nargs != (Py_ssize_t)sizeof...(A)) {
+        PyErr_Format(PyExc_TypeError, "the kernel takes %d arguments, got %zd", (int)sizeof...(A), nargs);
+        return NULL;
+    }
+    std::tuple<A...> a{attnlab_arg<A>(args[I])...};  // braces: converted left to right, all before the call
+    if (PyErr_Occurred()) return NULL;
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = std::apply(f, a);
+    Py_END_ALLOW_THREADS
+    return PyLong_FromLong(r);
+}
+template <typename... A>
+static PyObject* attnlab_call(int (*f)(A...), PyObject* const* args, Py_ssize_t nargs) {
+    return attnlab_invoke(f, args, nargs, std::index_sequence_for<A...>{});
+}
+static PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
+    return attnlab_call(FUNCTION, args, nargs);
+}
+static PyMethodDef methods[] = {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, NULL},
+                                {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "MODULE", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_MODULE(void) { return PyModule_Create(&module); }
+"""
+
+
+def _include() -> str:
+    """Python.h's folder: part of this Python installation (as trusted as the interpreter running this)."""
+    return sysconfig.get_paths()["include"]
+
+
+def _module_name(name: str, cxx: str, source: str) -> str:
+    key = hashlib.sha256("\0".join((str(VERSION), os.path.realpath(cxx), _include(), sys.version, *FLAGS,
+                                     source)).encode()).hexdigest()
+    return f"attnlab_{name}_{key[:20]}"
+
+
+def _import(module: str, lib: Path):
+    spec = importlib.util.spec_from_loader(module, importlib.machinery.ExtensionFileLoader(module, str(lib)))
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded.call
+
+
+def load(name: str, source: str, function: str):
+    """A Python callable running `source`'s extern "C" `function` (int parameters and pointers, an int result;
+    call it with ints: tensor.data_ptr() for a pointer): compiled into the private folder unless it is there
+    already; the folder is checked before the build and again before the load. Raises RuntimeError (no
+    compiler, a failed build) or OSError with a one-line reason."""
+    cxx = compiler()
+    if cxx is None:
+        raise RuntimeError("no C++ compiler found (set CXX or install g++)")
+    module = _module_name(name, cxx, source)
+    full = source + _BINDING.replace("FUNCTION", function).replace("MODULE", module)
+    directory = kernel_dir()
+    refused = _make_private(directory)
+    if refused is None:
+        lib = directory / f"{module}.so"
+        if not os.path.lexists(lib):
+            _compile(cxx, full, lib)
+        refused = check_dir(directory) or _check_library(lib)
+        if refused is None:
+            return _import(module, lib)
+    _warn_refused(refused)
+    private = Path(tempfile.mkdtemp(prefix="attnlab-kernels-"))  # 0700, a name nobody can guess
+    try:
+        lib = private / f"{module}.so"
+        _compile(cxx, full, lib)
+        return _import(module, lib)  # mapped: the file can go
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
