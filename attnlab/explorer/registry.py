@@ -156,9 +156,9 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
-    from attnlab.cli.quantizing import already_quantized, apply
     from attnlab.loading import load
     from attnlab.models import DualEncoder
+    from attnlab.quantize_options import already_quantized, apply
 
     # a GGUF's blocks stay quantized only when asked to (--quantize): expanded to float32, SmolLM2's forward
     # runs 2.6x faster here (13 tokens: 157 vs 408 ms on one thread), and the explorer is interactive
@@ -228,7 +228,7 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
     """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order; with
     `quantize` ("int8", "int4"; None or "none": as loaded), every one but the toy (its few weights are set by hand,
     to be read) is quantized when it loads, and its label says so (`attnlab explore --quantize`)."""
-    from attnlab.cli.quantizing import check
+    from attnlab.quantize_options import check
 
     quantize = None if quantize in (None, "none") else quantize
     if quantize is not None:
