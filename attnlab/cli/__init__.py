@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
 from attnlab.cli import bench, cost, explore, generate, params, train
 from attnlab.errors import AttnlabError
@@ -49,6 +50,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(command: str):
+    """warnings.showwarning for a command: `attnlab CMD: warning: message` on one stderr line, like its errors
+    (Python's own format adds the file, the line and the source line: noise to a person at a terminal)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        print(f"attnlab {command}: warning: {text}", file=file or sys.stderr, flush=True)
+
+    return show
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
@@ -57,7 +69,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.key_values = [*args.key_values, *extra]
     try:
-        return args.run(args) or 0
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line(args.command)
+            return args.run(args) or 0
     except AttnlabError as exc:
         print(f"attnlab {args.command}: error: {exc}", file=sys.stderr)
         return 2

@@ -146,8 +146,11 @@ def _measure(args, config) -> int:
         seqs = [n for n in (QUICK_SWEEP if args.quick else DEFAULT_SWEEP) if n <= limit]
     if args.budget <= 0:
         raise InputError(f"--budget={args.budget}: must be a positive number of seconds")
+    from attnlab.threads import check_threads
+
     if args.threads <= 0:
         raise InputError(f"--threads={args.threads}: must be a positive integer")
+    check_threads(args.threads, "--threads")  # a billion threads aborts inside libgomp: refused by name
     clock = args.clock or ("cpu" if args.threads == 1 else "wall")
     if clock not in ("cpu", "wall"):
         raise InputError(f"--clock={clock!r}: allowed cpu, wall")
