@@ -168,22 +168,69 @@ def run(args) -> int:
         n = len(result.tokens[0])
     else:
         produced: list[int] = []
-        printed = ""
+        stream = TextStream(lambda: _text(tokenizer, produced), out)
         for step in generate_stream(model, [ids], **kwargs):
             produced.append(int(step.tokens[0]))
-            text = _text(tokenizer, produced)
-            if text.startswith(printed):  # print only what is new (a token may complete a multi-byte char)
-                out.write(text[len(printed):])
-                out.flush()
-                printed = text
+            stream.update()
             if bool(step.finished[0]):
                 break
+        stream.finish()
         out.write("\n")
         n = len(produced)
     seconds = time.perf_counter() - started
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
           f"torch {torch.__version__}]", file=sys.stderr)
     return 0
+
+
+class TextStream:
+    """Print a growing decode so that what is printed, once finished, equals the decode of all the tokens.
+
+    A decoder's text is not append-only: WordPiece puts " - " around punctuation and joins it again once the
+    next piece arrives ("quarante -" then "quarante-deux"), clean-up joins " n't", and a byte-level BPE token
+    may end inside a UTF-8 character (decoded as U+FFFD until the next byte comes). So only text that is
+    stable is printed: the common prefix of the last two decodes, cut before its last whitespace (a space
+    may still be removed) and before any U+FFFD; the rest is flushed by finish(), from the final decode.
+    Printing waits at most for the next word boundary. Should a decoder ever rewrite text already printed,
+    finish() cannot take it back: it says so on stderr and prints the final text whole on its own line."""
+
+    def __init__(self, decode, out):
+        self.decode, self.out = decode, out  # decode() -> the text of every token so far
+        self.printed, self.previous = "", ""
+
+    def update(self) -> None:
+        text = self.decode()
+        n = 0
+        for a, b in zip(text, self.previous, strict=False):
+            if a != b:
+                break
+            n += 1
+        stable = text[:n]
+        self.previous = text
+        cut = max(stable.rfind(" "), stable.rfind("\n"), stable.rfind("\t"))
+        stable = stable[:cut] if cut >= 0 else ""
+        if "\ufffd" in stable[len(self.printed):]:
+            stable = stable[: stable.index("\ufffd", len(self.printed))]
+        if len(stable) > len(self.printed) and stable.startswith(self.printed):
+            self._write(stable[len(self.printed):])
+            self.printed = stable
+
+    def finish(self) -> str:
+        """Print the rest of the final decode; -> the whole text."""
+        text = self.decode()
+        if text.startswith(self.printed):
+            self._write(text[len(self.printed):])
+        else:  # never seen with the shipped tokenizers (tests/reliability/test_streaming.py checks them)
+            print("\n[the tokenizer rewrote text already printed; the whole text follows]", file=sys.stderr,
+                  flush=True)
+            self._write("\n" + text)
+        self.printed = text
+        return text
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
 
 
 def _text(tokenizer, ids: list[int]) -> str:
