@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1] / "attnlab"
 # layer of each module or package, longest dotted prefix wins; the order is the order data flows in
 LAYERS = ["base", "config", "layers", "models", "storage", "features", "faces"]
 LAYER_OF = {
-    "attnlab.errors": "base", "attnlab.files": "base",
+    "attnlab.errors": "base", "attnlab.files": "base", "attnlab.spelling": "base",
     "attnlab.config": "config", "attnlab.presets": "config",
     # what layers write to while they run: the recorder and the KV cache
     "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
@@ -29,6 +29,7 @@ LAYER_OF = {
     "attnlab.quantization": "models",  # swaps a model's Linears for attnlab.layers.quantized; GGUF loading uses it
     "attnlab.storage": "storage", "attnlab.interop": "storage", "attnlab.loading": "storage",
     # a checkpoint carries its tokenizer: reading one is storage, training one is data (a feature) that uses it
+    "attnlab.vocabulary": "storage",  # which text a loaded tokenizer turns into [UNK]
     "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",

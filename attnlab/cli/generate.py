@@ -98,7 +98,18 @@ def prompt_ids(args, tokenizer, vocab_size: int) -> list[int]:
     else:
         if tokenizer is None:
             raise InputError(f"{args.model} has no tokenizer to turn --prompt into ids; pass --ids instead")
-        ids = tokenizer.encode(args.prompt)
+        from attnlab.vocabulary import missing_characters, warn_unknown
+
+        try:
+            ids = tokenizer.encode(args.prompt)
+        except InputError:
+            missing = missing_characters(tokenizer, args.prompt)
+            if not missing:
+                raise
+            raise InputError(f"the prompt holds characters this model's vocabulary does not have, and it has no "
+                             f"unknown token to stand for them: {', '.join(map(repr, missing))}; leave them out") \
+                from None
+        warn_unknown(tokenizer, args.prompt)  # "café" must not become [UNK] without a word
     if not ids:
         raise InputError("the prompt is empty after tokenization: give some text")
     return ids

@@ -21,8 +21,19 @@ def resolve_config(spec: str):
     if spec in presets:
         return presets[spec]
     path = Path(spec)
-    if path.is_file():
-        return ModelConfig.from_json(path)
+    if path.is_file():  # read like any file a stranger may have written: named in every error, never quoted
+        from attnlab.errors import CheckpointError, ConfigError
+        from attnlab.files import read_json_object
+
+        try:
+            data = read_json_object(path, what="model config .json")
+        except CheckpointError as exc:  # its message starts with the path already
+            raise AttnlabError(f"{exc} (expected a preset, a model config .json or a checkpoint directory)") \
+                from None
+        try:
+            return ModelConfig.from_dict(data)
+        except ConfigError as exc:
+            raise AttnlabError(f"{path}: {exc}") from None
     if path.is_dir():
         from attnlab.loading import load, resolve
         from attnlab.storage import read_config
