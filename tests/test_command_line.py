@@ -133,7 +133,7 @@ def test_generate_past_the_positions_slides_the_window(short_decoder, capsys):
     model, tokenizer = attnlab.load(short_decoder)
     expected = attnlab.generate(model, [tokenizer.encode("abcd")], max_new_tokens=30, sliding_window=True,
                                 tokenizer=tokenizer).texts[0]
-    assert out == expected + "\n"
+    assert out == "abcd" + expected + "\n"  # the prompt, then its continuation
 
 
 # ------------------------------------------------------------------------------------------ explore

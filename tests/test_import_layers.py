@@ -30,6 +30,7 @@ LAYER_OF = {
     "attnlab.storage": "storage", "attnlab.interop": "storage", "attnlab.loading": "storage",
     # a checkpoint carries its tokenizer: reading one is storage, training one is data (a feature) that uses it
     "attnlab.vocabulary": "storage",  # which text a loaded tokenizer turns into [UNK]
+    "attnlab.names": "storage",  # one name per model: shipped checkpoints, pretrained packages, presets
     "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",

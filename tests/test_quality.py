@@ -140,7 +140,7 @@ def test_quantize_defaults_to_none_and_none_changes_nothing(capsys):
                           capsys)
     model, tokenizer = attnlab.load(GPT_CHAR)  # the float model, untouched
     expected = attnlab.generate(model, [tokenizer.encode("def ")], max_new_tokens=6, tokenizer=tokenizer).texts[0]
-    assert code == 0 and out == expected + "\n", err
+    assert code == 0 and out == "def " + expected + "\n", err  # the prompt is echoed first
 
 
 def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
@@ -169,7 +169,7 @@ def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
     model, tokenizer = attnlab.load(GPT_CHAR)
     expected = attnlab.generate(real(model.eval(), scheme), [tokenizer.encode("def ")], max_new_tokens=12,
                                 tokenizer=tokenizer).texts[0]
-    assert out == expected + "\n"
+    assert out == "def " + expected + "\n"  # the prompt is echoed first
 
 
 @needs_quantize

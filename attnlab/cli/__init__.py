@@ -12,7 +12,7 @@ import argparse
 import sys
 import warnings
 
-from attnlab.cli import bench, cost, explore, generate, params, train
+from attnlab.cli import bench, cost, explore, generate, models, params, train
 from attnlab.errors import AttnlabError
 
 DESCRIPTION = ("attnlab: one clean Transformer for every topology. Count and cost a model, train a recipe, "
@@ -20,6 +20,7 @@ DESCRIPTION = ("attnlab: one clean Transformer for every topology. Count and cos
 
 # name -> module; the order is the order of `attnlab --help`
 COMMANDS = {
+    "models": models,
     "params": params,
     "cost": cost,
     "train": train,
@@ -39,8 +40,22 @@ class Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def version_line() -> str:
+    """`attnlab --version`: attnlab's version, and torch's when it is installed (read without importing it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from attnlab import __version__
+
+    try:
+        torch = f", torch {version('torch')}"
+    except PackageNotFoundError:
+        torch = ""
+    return f"attnlab {__version__}{torch}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="attnlab", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP,

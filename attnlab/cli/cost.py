@@ -23,7 +23,7 @@ def _int_list(text: str | None, name: str) -> list[int] | None:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("model", help="preset name, config .json or checkpoint directory")
+    p.add_argument("model", help="a model's name (`attnlab models`), config .json, checkpoint directory or .gguf")
     p.add_argument("--batch", "-b", type=str, default="1", help="batch size b (default 1)")
     p.add_argument("--seq", "-n", type=str, default=None,
                    help="tokens per sequence n; with --measure a comma-separated sweep of lengths (default "

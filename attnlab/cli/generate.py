@@ -1,7 +1,11 @@
-"""`attnlab generate PATH --prompt TEXT`: stream a continuation (or, for encoder-decoders, an output) to stdout.
+"""`attnlab generate MODEL --prompt TEXT`: stream a continuation (or, for encoder-decoders, an output) to stdout.
 
-PATH is anything attnlab.load reads (attnlab checkpoint or training run folder, Hugging Face directory, .gguf
-file) or a preset name (random weights: useful to feel the speed, not the text). Text is printed as it is
+A decoder's prompt is printed first, then the continuation as it is produced (--no-echo: the continuation
+alone).
+
+MODEL is anything attnlab.load reads: a model's name (`attnlab models`: gpt-char, smollm2, ...; a preset
+builds random weights, useful to feel the speed, not the text, and says so), an attnlab checkpoint or training
+run folder, a Hugging Face directory or a .gguf file. Text is printed as it is
 produced; notes and the timing summary go to stderr so stdout stays clean for pipes.
 
 Length: without --max-new-tokens, generation stops where the model's positions run out (at most 64 new
@@ -25,8 +29,8 @@ SEED_LIMIT = 2**64  # torch.Generator.manual_seed takes a 64-bit seed
 
 
 def add_arguments(p) -> None:
-    p.add_argument("model", help="checkpoint directory, training run folder, Hugging Face directory, .gguf file, "
-                                 "or preset name")
+    p.add_argument("model", help="a model's name (`attnlab models`: gpt-char, smollm2, a preset, ...), checkpoint "
+                                 "directory, training run folder, Hugging Face directory or .gguf file")
     source = p.add_mutually_exclusive_group(required=True)
     source.add_argument("--prompt", help="prompt text (the source text for encoder-decoders)")
     source.add_argument("--ids", help="prompt as space-separated token ids (for models without a tokenizer)")
@@ -43,6 +47,9 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=None,
                    help="seed for sampling, 0 <= seed < 2^64 (same seed, same text)")
     p.add_argument("--no-cache", action="store_true", help="recompute the whole sequence every step (slow)")
+    p.add_argument("--no-echo", dest="echo", action="store_false",
+                   help="print only the new text (default for decoders: the prompt, then its continuation; "
+                        "an encoder-decoder's output is printed alone)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
     p.add_argument("--threads", default="auto",
                    help="torch threads: a positive integer, or auto (default: as many as are free and measured "
@@ -76,12 +83,9 @@ def check_options(args) -> None:
 
 
 def _load(spec: str):
-    from pathlib import Path
-
+    """attnlab.load: a path, or a model's name (a preset builds random weights and says so in a warning)."""
     import attnlab
 
-    if spec in attnlab.presets and not Path(spec).exists():
-        return attnlab.build_model(attnlab.presets[spec]), None
     return attnlab.load(spec)
 
 
@@ -172,6 +176,9 @@ def run(args) -> int:
     if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
         kwargs["sliding_window"] = True
     out = sys.stdout
+    if args.echo and topology == "decoder":  # a continuation reads with its prompt (nanoGPT, llama.cpp do the same)
+        out.write(args.prompt if args.prompt is not None else _text(tokenizer, ids))
+        out.flush()
     started = time.perf_counter()
     if args.beams > 1:
         result = attnlab.generate(model, [ids], **kwargs)

@@ -50,7 +50,8 @@ def test_bad_invocations_exit_2_with_a_message(argv, words, capsys):
     assert code == 2, (argv, code, err)
     assert "Traceback" not in err and "error" in err
     assert all(w in err for w in words), err
-    assert len(err.strip().splitlines()) <= 2, err  # the error line (and at most one note before it)
+    lines = err.strip().splitlines()  # notes and warnings may come first; the error is one line, the last
+    assert lines[-1].startswith(f"attnlab {argv[0]}: error: ") and sum(": error: " in x for x in lines) == 1, err
 
 
 flags = st.sampled_from(["--ids", "--prompt", "--max-new-tokens", "--temperature", "--top-k", "--top-p", "--beams",

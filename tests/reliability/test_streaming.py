@@ -46,11 +46,15 @@ def _smollm2() -> Path | None:
 
 def _streamed_equals_decoded(source: str, model, tokenizer, prompt: str, new: int, monkeypatch, capsys) -> str:
     monkeypatch.setattr(generate_command, "_load", lambda spec: (model, tokenizer))  # loaded once per test
-    assert main(["generate", source, "--prompt", prompt, "--max-new-tokens", str(new), "--threads", "1"]) == 0
-    out = capsys.readouterr().out
     expected = attnlab.generate(model, [tokenizer.encode(prompt)], max_new_tokens=new, tokenizer=tokenizer,
                                 threads=1).texts[0]
-    assert out == expected + "\n"
+    assert main(["generate", source, "--prompt", prompt, "--max-new-tokens", str(new), "--threads", "1",
+                 "--no-echo"]) == 0
+    assert capsys.readouterr().out == expected + "\n"
+    # by default a decoder's prompt comes first, as typed (an encoder-decoder's output is printed alone)
+    assert main(["generate", source, "--prompt", prompt, "--max-new-tokens", str(new), "--threads", "1"]) == 0
+    echo = prompt if model.config.topology == "decoder" else ""
+    assert capsys.readouterr().out == echo + expected + "\n"
     return expected
 
 
