@@ -180,3 +180,11 @@ def test_did_you_mean(argv, words, capsys):
     code, out, err = _run(argv, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert all(w in err for w in words), err
+
+
+def test_show_takes_names():
+    """show() in a notebook reads names through attnlab.load like every other entry point."""
+    from attnlab.explorer.notebook import _loaded
+
+    loaded = _loaded("gpt-char")
+    assert loaded.tokenizer is not None and _same_weights(loaded.model, attnlab.load(CHECKPOINTS / "gpt-char")[0])
