@@ -8,8 +8,10 @@ file that is not UTF-8 all end as one CheckpointError that names the file and sa
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +19,12 @@ from attnlab.errors import CheckpointError
 
 MAX_JSON_BYTES = 64 * 2**20  # config.json / attnlab_tokenizer.json / index files; the largest real one is ~1 MB
 MAX_TOKENIZER_BYTES = 256 * 2**20  # tokenizer.json of 256k-token vocabularies is ~20 MB
+MAX_CACHE_BYTES = 2**20  # peak.json / threads.json: a few hundred entries of a few numbers are ~100 KB
+
+
+class CacheWarning(UserWarning):
+    """A cache attnlab keeps for itself (peak.json, threads.json) could not be used: it is ignored and measured
+    again. A warning, not an error: a cache is an optimisation, and a bad one must never stop the work."""
 
 
 def check_regular(path: str | Path, what: str = "file") -> os.stat_result:
@@ -71,20 +79,30 @@ def read_text(path: str | Path, limit: int = MAX_JSON_BYTES, what: str = "text f
         raise CheckpointError(f"{path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 
 
-def read_json(path: str | Path, limit: int = MAX_JSON_BYTES, what: str = "JSON file") -> Any:
+def _refuse_constant(name: str):
+    raise ValueError(name)
+
+
+def read_json(path: str | Path, limit: int = MAX_JSON_BYTES, what: str = "JSON file", *,
+              finite: bool = False) -> Any:
     """Parsed JSON; CheckpointError for every way the file can be wrong (missing, not regular, too large,
-    not UTF-8, not JSON, nested too deeply for the parser)."""
+    not UTF-8, not JSON, nested too deeply for the parser). finite=True also refuses NaN / Infinity, which
+    Python's parser accepts although JSON has no such numbers. The error never quotes the file's text."""
     text = read_text(path, limit, what)
     try:
-        return json.loads(text)
+        return json.loads(text, parse_constant=_refuse_constant) if finite else json.loads(text)
     except json.JSONDecodeError as exc:
         raise CheckpointError(f"{path} is not valid JSON: {exc}") from None
     except RecursionError:
         raise CheckpointError(f"{path} nests JSON arrays/objects too deeply to be a {what}") from None
+    except ValueError as exc:  # parse_constant: NaN, Infinity, -Infinity
+        raise CheckpointError(f"{path} holds {exc}, which is not a JSON number; a {what} holds finite numbers") \
+            from None
 
 
-def read_json_object(path: str | Path, limit: int = MAX_JSON_BYTES, what: str = "JSON file") -> dict[str, Any]:
-    data = read_json(path, limit, what)
+def read_json_object(path: str | Path, limit: int = MAX_JSON_BYTES, what: str = "JSON file", *,
+                     finite: bool = False) -> dict[str, Any]:
+    data = read_json(path, limit, what, finite=finite)
     if not isinstance(data, dict):
         raise CheckpointError(f"{path} must hold a JSON object ({what}), got a JSON {type(data).__name__}")
     return data
@@ -103,3 +121,30 @@ def write_json_atomic(path: str | Path, data: Any, tag: str = "") -> bool:
     except OSError:
         return False
     return True
+
+
+def read_cache(path: str | Path, what: str) -> dict[str, Any]:
+    """A cache attnlab wrote for itself (peak.json, threads.json), read as the untrusted file it may be: another
+    program, a full disk or a stranger may have left anything there. {} when it is absent; {} and one
+    CacheWarning naming the file and what is wrong when it is not a regular file, larger than MAX_CACHE_BYTES
+    (not read), not UTF-8, not JSON, nested too deeply, holds NaN / Infinity, or is not a JSON object. The caller
+    then measures again and overwrites it; the values inside are still the caller's to check (finite_number)."""
+    path = Path(path)
+    if not os.path.lexists(path):
+        return {}
+    try:
+        return read_json_object(path, MAX_CACHE_BYTES, what, finite=True)
+    except CheckpointError as exc:
+        warn_cache(f"{exc}; ignored, measured again")
+        return {}
+
+
+def warn_cache(message: str) -> None:
+    """One CacheWarning line (the command line prints it as `attnlab CMD: warning: ...`)."""
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def finite_number(value, low: float = 0.0) -> bool:
+    """A JSON number (not a bool, not a string) that is finite and > low: what a cached measurement must be."""
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > low)

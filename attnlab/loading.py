@@ -3,7 +3,10 @@
 - an attnlab checkpoint directory (config.json with attnlab's fields + model.safetensors), a dual encoder's too;
 - a training run folder (`attnlab train --out runs/x`: loads its newest step), or the run's `latest` file;
 - a local Hugging Face checkpoint directory (config.json with "model_type");
-- a GGUF file of the LLaMA family.
+- a GGUF file of the LLaMA family;
+- a model's name (attnlab.names, listed by `attnlab models`): a shipped checkpoint (gpt-char), an installed
+  pretrained package (smollm2, minilm), or a preset (random weights, said in a warning; `preset:NAME` asks for
+  the preset where a trained model has the same name). A path that exists wins over a name.
 
 An attnlab checkpoint that sits on an installed base model (storage.base_directory: a trained head shipped
 without the base's weights) takes the base's tokenizer when it has none of its own.
@@ -22,6 +25,8 @@ from attnlab.errors import CheckpointError
 from attnlab.files import read_json_object
 from attnlab.interop.gguf import load_gguf
 from attnlab.interop.hf import load_hf
+from attnlab.names import ModelName, all_names, lookup
+from attnlab.presets import presets
 from attnlab.storage import (
     CONFIG_NAME,
     WEIGHTS_NAME,
@@ -42,14 +47,24 @@ def _stat(path: Path) -> os.stat_result:
     try:
         return os.stat(path)
     except FileNotFoundError:
-        raise CheckpointError(f"{path} does not exist; give {KINDS}") from None
+        from attnlab.spelling import did_you_mean
+
+        raise CheckpointError(f"{path} does not exist{did_you_mean(str(path), all_names())}; give {KINDS}, or a "
+                              "model's name (`attnlab models` lists them)") from None
     except OSError as exc:  # a symlink loop, a permission error
         raise CheckpointError(f"{path} cannot be opened ({exc.strerror or exc}); give {KINDS}") from None
 
 
 def resolve(path) -> tuple[str, Path]:
     """(kind, path) of what `path` names, reading at most its config.json: kind is "gguf", "hf" or "attnlab";
-    a training run folder (or its `latest` file) resolves to its newest step directory."""
+    a training run folder (or its `latest` file) resolves to its newest step directory; a model's name resolves to
+    the files it names (a preset has none: built by `load`, refused here)."""
+    named = named_model(path)
+    if named is not None:
+        if named.kind == "preset":
+            raise CheckpointError(f"{named.name} is a preset: a configuration with random weights, no files to "
+                                  f"read; build it with attnlab.build_model(attnlab.presets[{named.name!r}])")
+        path = named.path
     path = Path(path).expanduser()
     mode = _stat(path).st_mode
     if stat.S_ISREG(mode) and path.suffix == ".gguf":
@@ -71,7 +86,17 @@ def load(path, device=None, keep_quantized: bool = True):
 
     keep_quantized: a GGUF file's Q8_0 / Q4_0 / Q4_1 matrices stay in their blocks (SmolLM2: 97 MB instead of
     538 MB; decoding runs 2x faster than float32 where the VNNI kernels run); False expands them to float32,
-    which is faster for whole forward passes (prefill, the explorer) (docs/quantization.md)."""
+    which is faster for whole forward passes (prefill, the explorer) (docs/quantization.md).
+
+    `path` may also be a model's name (module docstring): a preset name builds the configuration with random
+    weights and no tokenizer, and says so in a warning."""
+    named = named_model(path)
+    if named is not None and named.kind == "preset":
+        import warnings
+
+        warnings.warn(f"{named.name} is a preset: random weights, no tokenizer (the text it writes means nothing)",
+                      RandomWeightsWarning, stacklevel=2)
+        return build_model(presets[named.name], device=device).eval(), None
     kind, path = resolve(path)
     if kind == "gguf":
         return load_gguf(path, device=device, keep_quantized=keep_quantized)
@@ -86,6 +111,38 @@ def load(path, device=None, keep_quantized: bool = True):
     tokenizer = load_tokenizer(path)
     base = base_directory(model.config) if tokenizer is None else None
     return model, (load_tokenizer(base) if base is not None else tokenizer)
+
+
+def read_model_config(spec):
+    """The config of the model `spec` names (a path or a model's name), reading as little as possible: an attnlab
+    checkpoint's config.json, a GGUF file's metadata (no tensors), a preset's configuration; a Hugging Face
+    directory is loaded (its config is settled by its tensors)."""
+    named = named_model(spec)
+    if named is not None and named.kind == "preset":
+        return presets[named.name]
+    kind, path = resolve(spec)
+    if kind == "attnlab":
+        return read_config(path)
+    if kind == "gguf":
+        from attnlab.interop.gguf import _reader, config_from_gguf
+
+        return config_from_gguf(_reader(path), str(path))
+    return load(path)[0].config
+
+
+class RandomWeightsWarning(UserWarning):
+    """A model was built from a preset: its weights are random, not trained."""
+
+
+def named_model(spec) -> ModelName | None:
+    """The model a name stands for, when `spec` is a name and no file or folder of that name exists (a path wins);
+    a name whose package is not installed is refused with the pip command that brings it."""
+    if not isinstance(spec, str) or os.path.lexists(os.path.expanduser(spec)):
+        return None
+    named = lookup(spec)
+    if named is not None and not named.available:
+        raise CheckpointError(f"{named.name} cannot be loaded here: {named.reason}")
+    return named
 
 
 def load_on_base(directory: Path, config: ModelConfig, base: Path, device=None):

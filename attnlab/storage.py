@@ -23,6 +23,7 @@ This module also holds what the other storage and training code share: the one c
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -41,6 +42,7 @@ from attnlab.quantization import check_finite, formats_of
 CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 LATEST = "latest"  # in a training run directory: one line naming the newest complete step directory
 STEP_PREFIX = "step-"
+STEP_NAME = re.compile(r"step-[0-9]{1,12}")  # what `latest` may hold: nothing else is ever quoted
 _FLOAT_DTYPES = ("F16", "BF16", "F32", "F64")
 _INT_DTYPES = {torch.int8: "I8", torch.uint8: "U8", torch.int16: "I16", torch.int32: "I32", torch.int64: "I64",
                torch.bool: "BOOL"}  # safetensors' names: integer tensors (quantized codes) must match exactly
@@ -320,25 +322,47 @@ def is_run_directory(path: str | Path) -> bool:
 
 def latest_step(run: str | Path) -> Path | None:
     """The step directory `run/latest` names, or None when the run has never saved. A `latest` that names a
-    missing directory is an error (something deleted it), not a fresh start."""
+    missing directory is an error (something deleted it), not a fresh start.
+
+    `latest` is a file a stranger may have written or linked: one that leads outside the run folder (a link to
+    /etc/passwd, to another folder, a name with ../) is refused by its own path, and its content is never
+    quoted in an error unless it has the exact form of a step name (step-XXXXXXXX), so a link to a secret never
+    ends up in a message, a log or the explorer's /api/models."""
     run = Path(run)
     pointer = run / LATEST
     if not os.path.lexists(pointer):
         return None
+    try:
+        home, target = run.resolve(), pointer.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        raise CheckpointError(f"{pointer} is a link that cannot be followed (a loop?); it should be a file naming "
+                              f"a step directory of {run}") from None
+    inside = target.parent == home if os.path.isdir(target) else target == home / LATEST
+    if not inside:
+        raise CheckpointError(f"{pointer} leads outside {run} (a link to another place): refused; `latest` must be "
+                              f"a file naming a step directory of the run (one line like {step_name(100)})")
     if os.path.isdir(pointer):  # `latest` made a link to (or copy of) the step directory
         return pointer
     name = read_text(pointer, limit=4096, what="pointer to the newest step").strip()
+    if not STEP_NAME.fullmatch(name):
+        raise CheckpointError(f"{pointer} does not name a step directory of {run}: it should hold one line like "
+                              f"{step_name(100)} (its content is not shown)")
     path = run / name
-    if not name.startswith(STEP_PREFIX) or "/" in name or not path.is_dir():
-        raise CheckpointError(f"{pointer} names {name!r}, which is not a step directory in {run}")
+    if not path.is_dir():
+        raise CheckpointError(f"{pointer} names {name}, which is not a step directory in {run}")
     return path
+
+
+def step_name(step: int) -> str:
+    """The folder name of a training step's checkpoint: step-00000100."""
+    return f"{STEP_PREFIX}{step:08d}"
 
 
 def newest_checkpoint(path: str | Path) -> Path:
     """A checkpoint directory from what a user may point at: the directory itself, a training run folder (its
     newest step), or the run's `latest` pointer file."""
     path = Path(path)
-    if path.name == LATEST and is_regular(path):
+    if path.name == LATEST and (is_regular(path) or path.is_symlink()):  # a link is checked by latest_step
         path = path.parent
     if not is_run_directory(path):
         return path

@@ -29,11 +29,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import math
 import os
 import threading
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.files import write_json_atomic
+from attnlab.files import CacheWarning, finite_number, read_cache, warn_cache, write_json_atomic
 
 WINDOW_S = 0.03  # a fresh sample of other processes' CPU use spans this long (3 ticks per core at USER_HZ=100)
 REUSE_S = 10.0  # a snapshot younger than this is the start of the next window (no sleep)
@@ -54,6 +54,7 @@ PAST = 32  # cached positions behind the probe's decoding step
 SAMPLE_S = 0.004  # one timed sample runs the work this long at least (a 0.6 ms step alone is timer noise)
 PROBE_BUDGET_S = 0.25  # a probe repeats at least this long (a GPT-2-small-sized model needs ~1 s for its repeats)
 MAX_ENTRIES = 256  # threads.json keeps the newest this many probes
+THREADS_PER_CPU = 4  # check_threads refuses more than this many threads per logical CPU
 PROBE_LIMIT_S = 2.0  # ... and stops after this even short of its repeats (a machine that got busy: timed again)
 
 
@@ -71,7 +72,18 @@ def check_threads(value, name: str = "threads") -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise InputError(f"{name}={value!r}: allowed a positive integer (torch threads), or 0 / 'auto' "
                          "(as many as are free and useful)")
+    limit = thread_limit()
+    if value > limit:  # a billion threads aborts inside libgomp; thousands only slow everything down
+        raise InputError(f"{name}={value}: more threads than {THREADS_PER_CPU} per logical CPU (this machine has "
+                         f"{os.cpu_count() or 1}) only slows the work down; allowed a positive integer up to "
+                         f"{limit}, or 0 / 'auto' (as many as are free and useful)")
     return value or None
+
+
+def thread_limit() -> int:
+    """The most torch threads anyone may ask for: THREADS_PER_CPU per logical CPU of the machine (oversubscribing
+    on purpose stays possible, to see what it costs; a count OpenMP cannot even start does not)."""
+    return THREADS_PER_CPU * (os.cpu_count() or 1)
 
 
 # ------------------------------------------------------------------------------------------ cores
@@ -328,15 +340,14 @@ def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float 
 
 
 def _read_cache(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text()) if path.is_file() else {}
-    except (OSError, ValueError):
-        return {}  # an unreadable cache is measured again and overwritten
-    return data if isinstance(data, dict) else {}
+    """threads.json as attnlab.files.read_cache reads any cache: a bad file is {} with one warning."""
+    return read_cache(path, "thread-count cache")
 
 
 def _write_cache(path: Path, key: str, entry: dict) -> None:
-    data = _read_cache(path)
+    with warnings.catch_warnings():  # read a moment ago by best_threads, which warned already
+        warnings.simplefilter("ignore", CacheWarning)
+        data = _read_cache(path)
     data[key] = entry
     if len(data) > MAX_ENTRIES:  # one entry per model shape and row class: keep the newest
 
@@ -349,14 +360,30 @@ def _write_cache(path: Path, key: str, entry: dict) -> None:
     write_json_atomic(path, data, tag=f".{threading.get_ident()}")  # a read-only home: answered, not cached
 
 
+def _well_formed(entry) -> bool:
+    """An entry as _write_cache writes it: {"best": count, "seconds": {count: s}, "measured": time, "quiet": bool},
+    every count a positive integer no larger than thread_limit() and every number finite (the file may hold
+    anything: Infinity, strings, true, a billion threads)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("seconds"), dict) or not entry["seconds"]:
+        return False
+    best = entry.get("best")
+    if isinstance(best, bool) or not isinstance(best, int) or not 1 <= best <= thread_limit():
+        return False
+    if not finite_number(entry.get("measured")) or not isinstance(entry.get("quiet", False), bool):
+        return False
+    for count, seconds in entry["seconds"].items():
+        if not (isinstance(count, str) and count.isdigit() and 1 <= int(count) <= thread_limit()
+                and finite_number(seconds)):
+            return False
+    return True
+
+
 def _usable(entry, up_to: int, now: float) -> bool:
     """A cached entry answers when it is well formed, not stale, and tested as many threads as may be used."""
-    try:
-        age = now - float(entry["measured"])
-        tested = max(int(t) for t in entry["seconds"])
-        int(entry["best"])
-    except (TypeError, KeyError, ValueError):
+    if not _well_formed(entry):
         return False
+    age = now - float(entry["measured"])
+    tested = max(int(t) for t in entry["seconds"])
     if not 0 <= age <= MAX_AGE_S:
         return False
     if not entry.get("quiet", False) and age > RETRY_BUSY_S:
@@ -381,6 +408,9 @@ def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = Fal
         entry = _MEMO.get(key)
         if refresh or not _usable(entry, up_to, now):
             entry = _read_cache(path).get(key)
+            if entry is not None and not _well_formed(entry):
+                warn_cache(f"{path}: the entry for this model's decoding step is not a thread count with finite "
+                           "timings; ignored, measured again")
         if refresh or not _usable(entry, up_to, now):
             counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < up_to} | {up_to})
             seconds = time_decode(model, rows, counts)

@@ -133,7 +133,7 @@ def test_generate_past_the_positions_slides_the_window(short_decoder, capsys):
     model, tokenizer = attnlab.load(short_decoder)
     expected = attnlab.generate(model, [tokenizer.encode("abcd")], max_new_tokens=30, sliding_window=True,
                                 tokenizer=tokenizer).texts[0]
-    assert out == expected + "\n"
+    assert out == "abcd" + expected + "\n"  # the prompt, then its continuation
 
 
 # ------------------------------------------------------------------------------------------ explore
@@ -207,3 +207,78 @@ def test_train_passes_overwrite_and_resume_to_run_train(monkeypatch, capsys):
     capsys.readouterr()
     code, _, err = _run(["train", "gpt-char", "--resume", "--overwrite"], capsys)
     assert code == 2 and "not allowed with argument" in err
+
+
+# ------------------------------------------------------------------------------------------ issue 23.7
+@pytest.mark.parametrize("content, words", [
+    ("hello notes, not JSON\n", ["is not valid JSON", "expected a preset"]),
+    ('{"vocab": 3}', ["unknown ModelConfig keys"]),
+    (b"\xff\xfe binary", ["not UTF-8"]),
+])
+@pytest.mark.parametrize("command", ["params", "cost"])
+def test_a_file_that_is_not_a_model_config_is_named(command, content, words, tmp_path, capsys):
+    """`attnlab params notes.txt` said "config is not valid JSON" without naming the file; it never quotes it."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
+    code, out, err = _run([command, str(path)], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"attnlab {command}: error: {path}") and all(w in err for w in words), err
+    assert "hello notes" not in err and "binary" not in err
+
+
+def test_bench_refuses_an_unknown_benchmark_in_the_usual_line(capsys):
+    """`bench --only forwrd` printed a Python list; now the usual error line, with the name it was close to."""
+    code, out, err = _run(["bench", "--only", "train,forwrd"], capsys)
+    assert code == 2 and out == "", err
+    assert err.strip() == ("attnlab bench: error: --only 'forwrd': no such benchmark (did you mean 'forward'?); "
+                           "available: " + ", ".join(_bench_names()))
+    assert "[" not in err
+
+
+def _bench_names() -> list[str]:
+    from attnlab.benchmarks.run_all import OTHERS, OURS
+
+    return [*OURS, *OTHERS]
+
+
+@pytest.mark.parametrize("prompt, pieces", [("café ok", ["é"]), ("a € b € c", ["€"]), ("日本", ["日", "本"]),
+                                            ("plain text", [])])
+def test_generate_says_which_characters_become_unk(prompt, pieces, capsys):
+    """gpt-char's character vocabulary has no 'é': the prompt's 'é' became [UNK] without a word."""
+    code, out, err = _run(["generate", "attnlab/assets/checkpoints/gpt-char", "--prompt", prompt,
+                           "--max-new-tokens", "2"], capsys)
+    assert code == 0, err
+    warned = [line for line in err.splitlines() if "warning" in line]
+    if not pieces:
+        assert warned == []
+        return
+    assert len(warned) == 1 and warned[0].startswith("attnlab generate: warning: "), err
+    assert all(repr(p) in warned[0] for p in pieces) and "[UNK]" in warned[0], warned
+
+
+def test_unknown_pieces_follow_the_tokenizers_own_unk_tokens():
+    """Independent of the warning's wording: the pieces are exactly the spans the tokenizer encoded as [UNK]
+    (words for a word vocabulary, characters for a character one); byte-level BPE has none."""
+    from attnlab.data.tokenizers import train_bpe, word_tokenizer
+    from attnlab.vocabulary import unknown_pieces
+
+    words = word_tokenizer(["forty", "two"], ["[PAD]", "[UNK]"])
+    assert unknown_pieces(words, "forty café two € café") == ["café", "€"]
+    assert words.encode("forty café two €").count(words.unk_id) == 2
+    chars = char_tokenizer("abc ", ["[UNK]"])
+    assert unknown_pieces(chars, "abz a€z") == ["z", "€"]
+    assert chars.encode("abz a€z").count(chars.unk_id) == 3
+    assert unknown_pieces(char_tokenizer("abc "), "abz") == []  # no unknown token: encode() refuses instead
+    bpe = train_bpe(["some text to learn from"], vocab_size=300)
+    assert unknown_pieces(bpe, "日本 café €") == []
+
+
+def test_a_prompt_a_vocabulary_without_unk_cannot_hold_names_its_characters(tmp_path, capsys):
+    tokenizer = char_tokenizer("abc ")  # no [UNK]: encoding 'z' is impossible
+    torch.manual_seed(0)
+    folder = tmp_path / "no-unk"
+    attnlab.build_model(attnlab.presets["tiny-decoder"].replace(vocab_size=tokenizer.vocab_size)).save(
+        folder, tokenizer=tokenizer)
+    code, out, err = _run(["generate", str(folder), "--prompt", "abzz€"], capsys)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert "'z', '€'" in err and "no unknown token" in err, err

@@ -379,13 +379,13 @@ def test_cli_streams_the_same_text_as_generate(tmp_path, capsys):
     sampled = attnlab.generate(model, [tokenizer.encode("hello")], max_new_tokens=12, tokenizer=tokenizer,
                                temperature=0.8, top_k=10, seed=3).texts[0]
     assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "12"]) == 0
-    assert capsys.readouterr().out == expected + "\n"
+    assert capsys.readouterr().out == "hello" + expected + "\n"  # the prompt is echoed first
     assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "12",
                  "--no-cache"]) == 0
-    assert capsys.readouterr().out == expected + "\n"
+    assert capsys.readouterr().out == "hello" + expected + "\n"  # the prompt is echoed first
     assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--max-new-tokens", "12",
                  "--temperature", "0.8", "--top-k", "10", "--seed", "3"]) == 0
-    assert capsys.readouterr().out == sampled + "\n"
+    assert capsys.readouterr().out == "hello" + sampled + "\n"
     assert main(["generate", str(tmp_path / "ckpt"), "--prompt", "hello", "--top-p", "1.5",
                  "--temperature", "1"]) == 2
     assert "top_p=1.5" in capsys.readouterr().err

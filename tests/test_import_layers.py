@@ -20,14 +20,17 @@ ROOT = Path(__file__).resolve().parents[1] / "attnlab"
 # layer of each module or package, longest dotted prefix wins; the order is the order data flows in
 LAYERS = ["base", "config", "layers", "models", "storage", "features", "faces"]
 LAYER_OF = {
-    "attnlab.errors": "base", "attnlab.files": "base",
+    "attnlab.errors": "base", "attnlab.files": "base", "attnlab.spelling": "base",
     "attnlab.config": "config", "attnlab.presets": "config",
     # what layers write to while they run: the recorder and the KV cache
     "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
     "attnlab.models": "models", "attnlab.build": "models",
+    "attnlab.quantize_options": "models",  # the schemes by name (none/int8/int4), shared by both faces
     "attnlab.quantization": "models",  # swaps a model's Linears for attnlab.layers.quantized; GGUF loading uses it
     "attnlab.storage": "storage", "attnlab.interop": "storage", "attnlab.loading": "storage",
     # a checkpoint carries its tokenizer: reading one is storage, training one is data (a feature) that uses it
+    "attnlab.vocabulary": "storage",  # which text a loaded tokenizer turns into [UNK]
+    "attnlab.names": "storage",  # one name per model: shipped checkpoints, pretrained packages, presets
     "attnlab.data.tokenizers": "storage", "attnlab.data.packages": "storage",
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
@@ -185,3 +188,19 @@ def test_the_checker_sees_function_level_and_from_imports(tmp_path):
 @pytest.mark.parametrize("module", ["attnlab.models.base", "attnlab.storage", "attnlab.loading"])
 def test_storage_and_models_stay_below_training(module):
     assert not [t for t in GRAPH[module] if t.startswith(("attnlab.training", "attnlab.generation"))]
+
+
+# the one place a face may reach the other: `attnlab explore` (a command) starts the explorer's server
+FACE_BRIDGES = {("attnlab.cli.explore", "attnlab.explorer.registry"),
+                ("attnlab.cli.explore", "attnlab.explorer.server")}
+
+
+def test_one_face_never_imports_the_other():
+    """cli and explorer are two faces over the same library: what both need lives below them (quantize_options,
+    ...). The layer table cannot see this (both are faces), so it is checked here: the explorer never imports the
+    command line, and the command line reaches the explorer only where `attnlab explore` starts it."""
+    crossing = [f"{m} imports {t} at line {line}" for m, targets in GRAPH.items() for t, line in targets.items()
+                if (m.startswith("attnlab.explorer") and t.startswith("attnlab.cli"))
+                or (m.startswith("attnlab.cli") and t.startswith("attnlab.explorer") and (m, t) not in FACE_BRIDGES)]
+    assert crossing == [], "a face importing another face:\n" + "\n".join(crossing)
+    assert "attnlab.explorer.registry" in GRAPH["attnlab.cli.explore"]  # the checker sees the bridge it allows

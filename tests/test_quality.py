@@ -140,7 +140,7 @@ def test_quantize_defaults_to_none_and_none_changes_nothing(capsys):
                           capsys)
     model, tokenizer = attnlab.load(GPT_CHAR)  # the float model, untouched
     expected = attnlab.generate(model, [tokenizer.encode("def ")], max_new_tokens=6, tokenizer=tokenizer).texts[0]
-    assert code == 0 and out == expected + "\n", err
+    assert code == 0 and out == "def " + expected + "\n", err  # the prompt is echoed first
 
 
 def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
@@ -162,14 +162,14 @@ def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
 def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
     """The CLI's text is the quantized model's greedy text, and the scheme reached attnlab.quantize."""
     real, asked = attnlab.quantize, []
-    monkeypatch.setattr(attnlab, "quantize", lambda model, s: asked.append(s) or real(model, s))
+    monkeypatch.setattr("attnlab.quantization.quantize", lambda model, s: asked.append(s) or real(model, s))
     code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", "--quantize", scheme],
                           capsys)
     assert code == 0 and asked == [scheme], err
     model, tokenizer = attnlab.load(GPT_CHAR)
     expected = attnlab.generate(real(model.eval(), scheme), [tokenizer.encode("def ")], max_new_tokens=12,
                                 tokenizer=tokenizer).texts[0]
-    assert out == expected + "\n"
+    assert out == "def " + expected + "\n"  # the prompt is echoed first
 
 
 @needs_quantize
@@ -258,7 +258,7 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_model(monkeypatch, capsys, tmp_
 
 
 def test_without_attnlab_quantize_a_scheme_is_one_clear_line(monkeypatch, capsys):
-    monkeypatch.setattr(attnlab, "quantize", None, raising=False)  # as an install without it
+    monkeypatch.setattr("attnlab.quantization.quantize", None)  # as an install without it
     code, out, err = _run(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", "int8"], capsys)
     assert code == 2 and out == "" and "no attnlab.quantize" in err and "Traceback" not in err, err
 
@@ -285,7 +285,7 @@ def test_a_model_stored_quantized_is_left_as_it_is(monkeypatch, capsys):
         return model, tokenizer
 
     real_load = attnlab.load
-    monkeypatch.setattr(attnlab, "quantize", lambda *a: pytest.fail("must not quantize again"), raising=False)
+    monkeypatch.setattr("attnlab.quantization.quantize", lambda *a: pytest.fail("must not quantize again"))
     model, _ = stored_quantized()
     assert quantizing.already_quantized(model) and not quantizing.already_quantized(real_load(GPT_CHAR)[0])
     assert quantizing.apply(model.train(), "int4") is model and not model.training

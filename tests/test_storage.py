@@ -70,8 +70,40 @@ def test_a_run_whose_latest_names_a_missing_step_is_refused(tmp_path):
     with pytest.raises(CheckpointError, match="step-00000300"):
         attnlab.load(run)
     (run / "latest").write_text("../../elsewhere\n")
-    with pytest.raises(CheckpointError, match="not a step directory"):
+    with pytest.raises(CheckpointError, match="does not name a step directory") as caught:
         attnlab.load(run)
+    assert "elsewhere" not in str(caught.value)
+
+
+@pytest.mark.parametrize("target", ["secret-file", "secret-folder", "dotdot-step"])
+def test_a_latest_leading_outside_its_run_is_refused_by_name_without_its_content(tmp_path, target):
+    """A `latest` linked to a small file elsewhere (a token, /etc/passwd) must not have its content quoted in the
+    error (the explorer sends errors over HTTP); one leading to a folder outside the run is refused too."""
+    run, _ = _run(tmp_path, pointer="none")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP-SECRET-TOKEN=hunter2\n")
+    outside = tmp_path / "step-00000900"
+    build_model(TINY).save(outside)
+    if target == "secret-file":
+        os.symlink(secret, run / "latest")
+    elif target == "secret-folder":
+        os.symlink(outside, run / "latest")
+    else:
+        os.symlink(run / ".." / ".." / "step-00000900", run / "latest")
+    for path in (run, run / "latest"):
+        with pytest.raises(CheckpointError) as caught:
+            attnlab.load(path)
+        message = str(caught.value)
+        assert "hunter2" not in message and "TOP-SECRET" not in message
+        assert str(run / "latest") in message and "outside" in message
+
+
+def test_a_latest_holding_text_that_is_not_a_step_name_is_not_quoted(tmp_path):
+    run, _ = _run(tmp_path, pointer="none")
+    (run / "latest").write_text("TOP-SECRET-TOKEN=hunter2\n")
+    with pytest.raises(CheckpointError, match="does not name a step directory") as caught:
+        attnlab.load(run)
+    assert "hunter2" not in str(caught.value)
 
 
 def test_training_resume_reads_config_through_the_same_reader(tmp_path):

@@ -17,6 +17,7 @@ import attnlab
 from attnlab import threads as T
 from attnlab.cli import main
 from attnlab.errors import InputError
+from attnlab.files import CacheWarning
 
 CHECKPOINT = "attnlab/assets/checkpoints/gpt-char"
 
@@ -68,7 +69,7 @@ def test_check_threads_accepts_counts_and_auto(value, expected):
     assert T.check_threads(value) == expected
 
 
-@pytest.mark.parametrize("value", [-1, "-2", "x", 2.5, True, "1.5", ""])
+@pytest.mark.parametrize("value", [-1, "-2", "x", 2.5, True, "1.5", "", 10**9, "1000000000", 10**30])
 def test_check_threads_refuses_the_rest_by_name(value):
     with pytest.raises(InputError, match=r"threads=.*allowed a positive integer .* 0 / 'auto'"):
         T.check_threads(value)
@@ -179,7 +180,8 @@ def test_a_corrupt_cache_is_measured_again_and_overwritten(two_cores, monkeypatc
     key = T.probe_key(model, T.decode_weights(model), 1)
     T.cache_file().parent.mkdir(parents=True)
     T.cache_file().write_text(text.replace("%s", key) if "%s" in text else text)
-    assert T.best_threads(model, 1, 2) == 2
+    with pytest.warns(CacheWarning, match="threads.json.*measured again"):
+        assert T.best_threads(model, 1, 2) == 2
     assert json.loads(T.cache_file().read_text())[key]["best"] == 2
 
 
@@ -234,6 +236,16 @@ def test_threads_option_is_validated_in_one_line(command, bad, capsys):
         code = exc.code
     err = capsys.readouterr().err
     assert code == 2 and f"--threads={bad!r}" in err and "positive integer" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["generate", CHECKPOINT, "--prompt", "a"], ["explore", "--no-browser"],
+                                     ["cost", "tiny-decoder", "--measure"]])
+def test_a_billion_threads_is_one_line_before_anything_runs(command, capsys):
+    """--threads 1000000000 aborted inside libgomp; now refused with the bound this machine allows."""
+    code = main([*command, "--threads", "1000000000"])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "--threads=1000000000" in err and f"up to {T.thread_limit()}" in err
 
 
 def test_generate_command_takes_a_thread_count(capsys):

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 
-from attnlab.cli import bench, cost, explore, generate, params, train
+from attnlab.cli import bench, cost, explore, generate, models, params, train
 from attnlab.errors import AttnlabError
 
 DESCRIPTION = ("attnlab: one clean Transformer for every topology. Count and cost a model, train a recipe, "
@@ -19,6 +20,7 @@ DESCRIPTION = ("attnlab: one clean Transformer for every topology. Count and cos
 
 # name -> module; the order is the order of `attnlab --help`
 COMMANDS = {
+    "models": models,
     "params": params,
     "cost": cost,
     "train": train,
@@ -38,8 +40,22 @@ class Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def version_line() -> str:
+    """`attnlab --version`: attnlab's version, and torch's when it is installed (read without importing it)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from attnlab import __version__
+
+    try:
+        torch = f", torch {version('torch')}"
+    except PackageNotFoundError:
+        torch = ""
+    return f"attnlab {__version__}{torch}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="attnlab", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=version_line())
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=Parser)
     for name, module in COMMANDS.items():
         p = sub.add_parser(name, help=module.HELP, description=module.HELP,
@@ -47,6 +63,17 @@ def build_parser() -> argparse.ArgumentParser:
         module.add_arguments(p)
         p.set_defaults(run=module.run)
     return parser
+
+
+def _one_line(command: str):
+    """warnings.showwarning for a command: `attnlab CMD: warning: message` on one stderr line, like its errors
+    (Python's own format adds the file, the line and the source line: noise to a person at a terminal)."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = " ".join(str(message).split())
+        print(f"attnlab {command}: warning: {text}", file=file or sys.stderr, flush=True)
+
+    return show
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
         args.key_values = [*args.key_values, *extra]
     try:
-        return args.run(args) or 0
+        with warnings.catch_warnings():
+            warnings.showwarning = _one_line(args.command)
+            return args.run(args) or 0
     except AttnlabError as exc:
         print(f"attnlab {args.command}: error: {exc}", file=sys.stderr)
         return 2

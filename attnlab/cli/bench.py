@@ -17,7 +17,21 @@ def add_arguments(p) -> None:
     bench_arguments(p)
 
 
+def check_only(only: str, available: list[str]) -> None:
+    """Refuse an unknown --only name in the usual one-line error, with the closest names."""
+    from attnlab.errors import InputError
+    from attnlab.spelling import did_you_mean
+
+    for name in (w.strip() for w in only.split(",")):
+        if name and name not in available:
+            raise InputError(f"--only {name!r}: no such benchmark{did_you_mean(name, available)}; available: "
+                             f"{', '.join(available)}")
+
+
 def run(args) -> int:
+    from attnlab.benchmarks.run_all import OTHERS, OURS
     from attnlab.benchmarks.run_all import run as run_all
 
+    check_only(args.only, [*OURS, *OTHERS])
+    args.only = ",".join(w.strip() for w in args.only.split(",") if w.strip())
     return run_all(args)

@@ -23,7 +23,7 @@ def _int_list(text: str | None, name: str) -> list[int] | None:
 
 
 def add_arguments(p) -> None:
-    p.add_argument("model", help="preset name, config .json or checkpoint directory")
+    p.add_argument("model", help="a model's name (`attnlab models`), config .json, checkpoint directory or .gguf")
     p.add_argument("--batch", "-b", type=str, default="1", help="batch size b (default 1)")
     p.add_argument("--seq", "-n", type=str, default=None,
                    help="tokens per sequence n; with --measure a comma-separated sweep of lengths (default "
@@ -146,8 +146,11 @@ def _measure(args, config) -> int:
         seqs = [n for n in (QUICK_SWEEP if args.quick else DEFAULT_SWEEP) if n <= limit]
     if args.budget <= 0:
         raise InputError(f"--budget={args.budget}: must be a positive number of seconds")
+    from attnlab.threads import check_threads
+
     if args.threads <= 0:
         raise InputError(f"--threads={args.threads}: must be a positive integer")
+    check_threads(args.threads, "--threads")  # a billion threads aborts inside libgomp: refused by name
     clock = args.clock or ("cpu" if args.threads == 1 else "wall")
     if clock not in ("cpu", "wall"):
         raise InputError(f"--clock={clock!r}: allowed cpu, wall")

@@ -11,7 +11,7 @@ import socket
 from pathlib import Path
 
 from attnlab.cli import quantizing
-from attnlab.errors import InputError
+from attnlab.errors import AttnlabError, InputError
 from attnlab.extras import require
 
 HELP = "open the Transformer Explorer web app in a browser"
@@ -20,7 +20,8 @@ ACCEPTED = ("an attnlab checkpoint or training run folder, a Hugging Face model 
 
 
 def add_arguments(p) -> None:
-    p.add_argument("paths", nargs="*", metavar="PATH", help=f"extra models: {ACCEPTED}")
+    p.add_argument("paths", nargs="*", metavar="PATH",
+                   help=f"extra models: {ACCEPTED}; or a model's name (`attnlab models`)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
@@ -31,12 +32,34 @@ def add_arguments(p) -> None:
     quantizing.add_argument(p)  # applied to every model served but the hand-set toy
 
 
+def named_paths(paths: list[str]) -> list[str]:
+    """PATHs with model names (`attnlab models`: gpt-char, smollm2, ...) replaced by the files they name, so the
+    named model is the one the page opens on; a preset (random weights) is refused: the explorer shows models."""
+    from attnlab.loading import named_model
+
+    out = []
+    for raw in paths:
+        try:
+            named = named_model(raw)
+        except AttnlabError as exc:  # a known name whose package is not installed
+            raise InputError(str(exc)) from None
+        if named is not None and named.path is None:
+            raise InputError(f"{raw} is a preset (random weights, no tokenizer): nothing to explore; name a trained "
+                             "model (`attnlab models`) or a checkpoint PATH")
+        out.append(str(named.path) if named is not None else raw)
+    return out
+
+
 def check_paths(paths: list[str]) -> None:
     """Each PATH must be a folder or a .gguf file; what is inside is read when the model is first used."""
+    from attnlab.names import all_names
+    from attnlab.spelling import did_you_mean
+
     for raw in paths:
         path = Path(raw).expanduser()
         if not path.exists():
-            raise InputError(f"{raw}: no such file or folder; a model PATH is {ACCEPTED}")
+            raise InputError(f"{raw}: no such file or folder, nor a model's name{did_you_mean(raw, all_names())}; "
+                             f"a model PATH is {ACCEPTED}, or a name `attnlab models` lists")
         if not (path.is_dir() or (path.is_file() and path.suffix == ".gguf")):
             raise InputError(f"{raw} is neither a folder nor a .gguf file; a model PATH is {ACCEPTED}")
 
@@ -88,6 +111,7 @@ def run(args) -> int:
     require("fastapi", "explorer", "attnlab explore")  # before any other check: without it nothing else matters
     uvicorn = require("uvicorn", "explorer", "attnlab explore")
     threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
+    args.paths = named_paths(args.paths)
     check_paths(args.paths)
     quantizing.check(args.quantize)
     check_address(args.host, args.port)

@@ -34,7 +34,80 @@ def add_arguments(p) -> None:
     start.add_argument("--overwrite", action="store_true",
                        help="start afresh in an OUT that holds an earlier run, removing that run's files")
     p.add_argument("--data", help="text file for the language-model recipes (same as data=FILE)")
-    p.add_argument("--keys", action="store_true", help="list the recipe's keys with their defaults and exit")
+    p.add_argument("--keys", action="store_true",
+                   help="list the recipe's keys with their type, default and description, and exit")
+
+
+# what the recipe-specific keys mean (the TrainSettings and ModelConfig keys are described by their own source)
+RECIPE_KEYS = {
+    "data": "training text: a UTF-8 file or a folder of .txt files; empty = the CPython docs",
+    "dataset": "which data set the recipe reads", "images": "image files or folder for the vision recipes",
+    "pairs": "a TSV file of source<TAB>target pairs; empty = the recipe's own",
+    "seq_len": "tokens per training sequence (the model's max_len)",
+    "val_fraction": "share of the tokens held out for evaluation", "test_fraction": "share held out as the test set",
+    "test_size": "examples held out as the test set", "split_seed": "seed of the train/test split",
+    "sample_tokens": "tokens of sample text generated at each evaluation (0 = none)",
+    "eval_windows": "windows of seq_len tokens scored at each evaluation",
+    "eval_examples": "examples scored at each evaluation", "val_every": "steps between validation passes",
+    "mask_prob": "share of tokens masked for masked-language modelling (of which 80/10/10 mask/random/kept)",
+    "label_smoothing": "cross-entropy label smoothing", "max_number": "largest number in the translation data",
+    "languages": "target languages of the translation data", "source_lang": "source language",
+    "target_lang": "target language", "max_shift": "largest random shift of a training image, in pixels",
+    "embed_dim": "width of the joint image-text space", "text_d_model": "d_model of the text tower",
+    "text_layers": "layers of the text tower", "train_layers": "top layers trained (the rest stay frozen)",
+    # keys whose field carries no comment in its source: the seeds' notation
+    "steps": "optimizer steps", "seed": "seed of the weights, the data order and the sampling",
+    "beta1": "AdamW beta1", "beta2": "AdamW beta2", "d_model": "d: width of the residual stream",
+    "n_heads": "h: attention heads per layer", "n_layers": "N: Transformer blocks", "d_ff": "feed-forward width",
+    "dropout": "dropout probability", "activation": "feed-forward activation (gelu, relu, swiglu, ...)",
+    "norm": "layernorm or rmsnorm", "norm_placement": "pre (pre-LN) or post (post-LN, as Vaswani and BERT)",
+    "position": "positions: learned, sinusoidal, rope, alibi, t5 or none", "vocab_size": "V: tokens in the vocabulary",
+    "image_size": "image side in pixels", "patch_size": "ViT patch side in pixels",
+}
+
+
+def field_comments(cls) -> dict[str, str]:
+    """{field: the comment on its line} of a dataclass, read from its source: the one place keys are described."""
+    import inspect
+    import re
+
+    try:
+        source = inspect.getsource(cls)
+    except (OSError, TypeError):
+        return {}
+    found = re.findall(r"^\s+(\w+):[^=\n]*=[^#\n]*#\s*(.+)$", source, flags=re.MULTILINE)
+    return dict(found)
+
+
+def key_table(recipe) -> str:
+    """`--keys`: each key with its type, its default for this recipe and what it means."""
+    from attnlab.config import ModelConfig
+    from attnlab.training.settings import TrainSettings
+
+    described = {**RECIPE_KEYS, **field_comments(ModelConfig), **field_comments(TrainSettings)}
+    rows = [(key, type(value).__name__, repr(value), described.get(key, ""))
+            for key, value in sorted(recipe.defaults().items())]
+    widths = [max(len(r[i]) for r in [("key", "type", "default", ""), *rows]) for i in range(3)]
+    lines = [f"{'key':<{widths[0]}}  {'type':<{widths[1]}}  {'default':<{widths[2]}}  description"]
+    lines += [f"{k:<{widths[0]}}  {t:<{widths[1]}}  {d:<{widths[2]}}  {what}".rstrip() for k, t, d, what in rows]
+    return "\n".join(lines)
+
+
+def check_names(recipe_name: str, overrides: dict) -> None:
+    """An unknown recipe or key refused before any work, with the closest names ("did you mean")."""
+    from attnlab.errors import ConfigError
+    from attnlab.spelling import did_you_mean
+    from attnlab.training.recipes import RECIPES
+
+    if recipe_name not in RECIPES:
+        raise ConfigError(f"unknown recipe {recipe_name!r}{did_you_mean(recipe_name, RECIPES)}; recipes: "
+                          f"{', '.join(sorted(RECIPES))}")
+    known = RECIPES[recipe_name].defaults()
+    for key in overrides:
+        if key not in known:
+            raise ConfigError(f"unknown key {key!r} for recipe {recipe_name!r}{did_you_mean(key, known)}; valid "
+                              f"keys: {', '.join(sorted(known))} (`attnlab train {recipe_name} --keys` describes "
+                              "them)")
 
 
 def _main_rank() -> bool:
@@ -97,15 +170,15 @@ def run(args) -> int:
         _starting(f"attnlab train {args.recipe}: loading torch and the training code ...")
     try:
         from attnlab.training.recipes import get_recipe
-
-        if args.keys:
-            for key, value in sorted(get_recipe(args.recipe).defaults().items()):
-                print(f"{key} = {value!r}")
-            return 0
-        from attnlab.training.run import run_train
         from attnlab.training.settings import parse_overrides
 
         overrides = parse_overrides(args.key_values)
+        check_names(args.recipe, overrides)
+        if args.keys:
+            print(key_table(get_recipe(args.recipe)))
+            return 0
+        from attnlab.training.run import run_train
+
         if args.data is not None:
             overrides["data"] = args.data
         result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume,

