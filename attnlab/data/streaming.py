@@ -211,13 +211,14 @@ def _resume_point(work: Path, plan: dict) -> tuple[list[dict], int]:
 
 
 def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: dict,
-              batch_chars: int = BATCH_CHARS, shard_chars: int = SHARD_CHARS,
+              batch_chars: int | None = None, shard_chars: int | None = None,
               on_chunk: Callable[[str], None] | None = None) -> tuple[int, bool]:
     """Encode `chunks` into work/ids.bin shard by shard; returns (n_tokens, resumed).
 
     `plan` (the fingerprint, dtype, chunk size) must match the progress file for its shards to be kept. The
     shards already written and verified are skipped: their chunks are read (and passed to on_chunk) but not
     tokenized again."""
+    batch_chars, shard_chars = batch_chars or BATCH_CHARS, shard_chars or SHARD_CHARS
     work.mkdir(parents=True, exist_ok=True)
     shards, offset = _resume_point(work, plan)
     ids_path = work / "ids.bin"

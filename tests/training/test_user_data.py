@@ -263,6 +263,27 @@ def test_data_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path,
     assert not out.exists()
 
 
+@pytest.mark.parametrize("case", ["missing field", "too small"])
+def test_a_data_error_leaves_nothing_that_refuses_the_corrected_rerun(tmp_path, case):
+    """issue 23.7: a data error used to leave OUT/data/.lock, and the rerun was refused as "a previous run"."""
+    data = tmp_path / "corpus.jsonl"
+    good = "".join(json.dumps({"text": f"def f{i}(x):\n    return x\n"}) + "\n" for i in range(100))
+    if case == "missing field":
+        data.write_text(good + '{"body": "no text"}\n')
+        match = r"corpus\.jsonl line 101: no 'text' field"
+    else:
+        data.write_text("".join(good.splitlines(keepends=True)[:3]))
+        match = r"too small for one batch"
+    out = tmp_path / "out"
+    with pytest.raises(InputError, match=match):
+        run_train("gpt-char", out=str(out), quiet=True, overrides={**TINY_TEXT, "data": str(data)})
+    assert not (out / "data").exists()
+    data.write_text(good)
+    result = run_train("gpt-char", out=str(out), quiet=True, overrides={**TINY_TEXT, "data": str(data)})
+    assert result["recipe"] == "gpt-char" and (out / "step-00000003").is_dir()
+    assert (out / "data" / "meta.json").is_file()
+
+
 def test_a_corpus_above_the_in_memory_cap_streams(tmp_path, corpus, monkeypatch):
     """Training streams its corpus: the cap on text read into memory (read_text) does not apply to data=."""
     from attnlab.data import corpora

@@ -64,14 +64,9 @@ def corpus_source(path: str | None, text_field: str = "text") -> CorpusSource:
 
 
 def scan_corpus(source: CorpusSource, chars: bool = False) -> CorpusScan:
-    """One pass over the corpus (its fingerprint, its characters when asked); bad input is refused here, with
-    the data= it came from, before anything is written."""
-    try:
-        return CorpusScan(source, chars=chars)
-    except MissingDataError:
-        raise
-    except InputError as exc:
-        raise InputError(f"data={source.path}: {exc}") from None
+    """One pass over the corpus (its fingerprint, its characters when asked); bad input is refused here, by file
+    and line, before anything is written."""
+    return CorpusScan(source, chars=chars)
 
 
 def corpus_token_file(task: Task, p: dict[str, Any], source: CorpusSource, tokenizer, min_tokens: dict[str, int],
