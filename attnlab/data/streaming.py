@@ -42,23 +42,26 @@ _SPACE_CUT = re.compile(r"(?<=\S)(?= \S)")
 def safe_chunks(blocks: Iterable[str], chunk_chars: int = CHUNK_CHARS, any_cut: bool = False) -> Iterator[str]:
     """The concatenated `blocks`, cut into consecutive chunks of >= chunk_chars characters (the last shorter).
 
-    any_cut: every cut is safe (a character vocabulary), so chunks are cut at exactly chunk_chars."""
+    any_cut: every cut is safe (a character vocabulary): blocks up to 4 * chunk_chars pass through as they are
+    (no copy), longer ones are cut every chunk_chars."""
+    if any_cut:
+        for block in blocks:
+            step = chunk_chars if len(block) > 4 * chunk_chars else max(1, len(block))
+            yield from (block[i:i + step] for i in range(0, len(block), step))
+        return
     buf = ""
     for block in blocks:
         buf = buf + block if buf else block
         while len(buf) >= chunk_chars:
-            if any_cut:
-                cut = chunk_chars
+            match = _SAFE_CUT.search(buf, chunk_chars)
+            if match is None and len(buf) >= HARD_LIMIT:
+                match = _SPACE_CUT.search(buf, chunk_chars) or _SAFE_CUT.search(buf, 1)
+            if match is None:
+                if len(buf) < 4 * HARD_LIMIT:
+                    break  # wait for more text
+                cut = chunk_chars  # no whitespace at all in 64 Mi characters: memory comes first
             else:
-                match = _SAFE_CUT.search(buf, chunk_chars)
-                if match is None and len(buf) >= HARD_LIMIT:
-                    match = _SPACE_CUT.search(buf, chunk_chars) or _SAFE_CUT.search(buf, 1)
-                if match is None:
-                    if len(buf) < 4 * HARD_LIMIT:
-                        break  # wait for more text
-                    cut = chunk_chars  # no whitespace at all in 64 Mi characters: memory comes first
-                else:
-                    cut = match.start()
+                cut = match.start()
             yield buf[:cut]
             buf = buf[cut:]
     if buf:
@@ -73,7 +76,7 @@ class ChunkEncoder:
     def __init__(self, tokenizer):
         self.tokenizer, self.hf = tokenizer, tokenizer.hf
         self.dtype = dtype_for(int(tokenizer.vocab_size))
-        self.table, self.added = _char_table(self.hf)
+        self.table, self.added, self.known = _char_table(self.hf, self.dtype)
         self.is_char = self.table is not None
         self._batch = getattr(self.hf, "encode_batch_fast", None) or self.hf.encode_batch
 
@@ -99,12 +102,13 @@ class ChunkEncoder:
                 codes = np.frombuffer(chunk.encode("utf-32-le"), dtype=np.uint32)
         except UnicodeEncodeError:  # a lone surrogate (only a str built in Python can hold one)
             return self._slow(chunk)
-        ids = self.table[codes]
-        if ids.size and int(ids.min()) < 0:
-            bad = chunk[int(np.argmax(ids < 0))]
-            raise InputError(f"cannot encode the corpus with this tokenizer: the character {bad!r} is not in its "
-                             "vocabulary, and it has no [UNK]")
-        return ids.astype(self.dtype)
+        if self.known is not None:  # no [UNK]: a character outside the vocabulary is an error
+            known = self.known[codes]
+            if not known.all():
+                bad = chunk[int(np.argmin(known))]
+                raise InputError(f"cannot encode the corpus with this tokenizer: the character {bad!r} is not in "
+                                 "its vocabulary, and it has no [UNK]")
+        return self.table[codes]
 
     def _slow(self, chunk: str) -> np.ndarray:
         try:
@@ -114,26 +118,30 @@ class ChunkEncoder:
         return np.asarray(ids, dtype=self.dtype)
 
 
-def _char_table(hf) -> tuple[np.ndarray | None, list[str]]:
-    """(code point -> id table, added tokens' strings) for a one-character-per-token vocabulary; (None, [])
-    for any other tokenizer. The table holds the [UNK] id for code points outside the vocabulary (-1 without)."""
+def _char_table(hf, dtype) -> tuple[np.ndarray | None, list[str], np.ndarray | None]:
+    """(code point -> id table, added tokens' strings, code point -> in vocabulary) for a one-character-per-token
+    vocabulary, (None, [], None) for any other tokenizer. Code points outside the vocabulary map to [UNK]; without
+    an [UNK] the third table (None with one) says which code points are known."""
     try:
         spec = json.loads(hf.to_str())
     except Exception:
-        return None, []
+        return None, [], None
     model, pre = spec.get("model") or {}, spec.get("pre_tokenizer") or {}
     pattern = (pre.get("pattern") or {}).get("Regex")
     if (model.get("type") != "WordLevel" or spec.get("normalizer") is not None or pre.get("type") != "Split"
             or pattern != r"[\s\S]" or pre.get("behavior") != "Isolated" or pre.get("invert")):
-        return None, []
+        return None, [], None
     added = [t["content"] for t in spec.get("added_tokens") or []]
     vocab = model.get("vocab") or {}
     unk = model.get("unk_token")
-    table = np.full(0x110000, vocab[unk] if unk in vocab else -1, dtype=np.int64)
+    table = np.full(0x110000, vocab.get(unk, 0), dtype=dtype)
+    known = None if unk in vocab else np.zeros(0x110000, dtype=bool)
     for token, i in vocab.items():
         if len(token) == 1:
             table[ord(token)] = i
-    return table, [t for t in added if t]
+            if known is not None:
+                known[ord(token)] = True
+    return table, [t for t in added if t], known
 
 
 def dtype_for(vocab_size: int):
