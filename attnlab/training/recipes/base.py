@@ -15,10 +15,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnlab.data.corpora import python_docs, read_text
+from attnlab.data import corpora, sources, streaming
 from attnlab.data.packages import MissingDataError
-from attnlab.data.sources import CorpusSource
-from attnlab.data.streaming import CorpusScan
 from attnlab.data.token_file import TokenFile
 from attnlab.errors import InputError
 from attnlab.training.settings import TrainSettings
@@ -41,36 +39,36 @@ class Recipe:
 def read_corpus(path: str | None) -> str:
     """The text of `path` (a UTF-8 file or a folder of .txt files), or the CPython docs when path is empty."""
     if not path:
-        return python_docs()
+        return corpora.python_docs()
     try:
-        return read_text(path)
+        return corpora.read_text(path)
     except MissingDataError:
         raise
     except InputError as exc:
         raise InputError(f"data={path}: {exc} (or leave data= empty to train on the CPython documentation)") from None
 
 
-def corpus_source(path: str | None, text_field: str = "text") -> CorpusSource:
+def corpus_source(path: str | None, text_field: str = "text") -> sources.CorpusSource:
     """The corpus at `path` read as a stream (a file or folder of .txt, .txt.gz, .jsonl(.gz), .parquet, or a saved
     `datasets` folder), or the CPython docs when path is empty."""
     if not path:
-        return CorpusSource.from_text(python_docs(), "the CPython documentation")
+        return sources.CorpusSource.from_text(corpora.python_docs(), "the CPython documentation")
     try:
-        return CorpusSource(path, text_field)
+        return sources.CorpusSource(path, text_field)
     except MissingDataError:
         raise
     except InputError as exc:
         raise InputError(f"data={path}: {exc} (or leave data= empty to train on the CPython documentation)") from None
 
 
-def scan_corpus(source: CorpusSource, chars: bool = False) -> CorpusScan:
+def scan_corpus(source: sources.CorpusSource, chars: bool = False) -> streaming.CorpusScan:
     """One pass over the corpus (its fingerprint, its characters when asked); bad input is refused here, by file
     and line, before anything is written."""
-    return CorpusScan(source, chars=chars)
+    return streaming.CorpusScan(source, chars=chars)
 
 
-def corpus_token_file(task: Task, p: dict[str, Any], source: CorpusSource, tokenizer, min_tokens: dict[str, int],
-                      purpose: str, scan: CorpusScan | None = None) -> TokenFile:
+def corpus_token_file(task: Task, p: dict[str, Any], source: sources.CorpusSource, tokenizer,
+                      min_tokens: dict[str, int], purpose: str, scan: streaming.CorpusScan | None = None) -> TokenFile:
     """The corpus tokenized once into OUT/data/ (train = first 1 - val_fraction of the ids, val = the rest).
 
     A run resumed with the same corpus and tokenizer reuses the ids on disk (task.data_reused says which), and so
