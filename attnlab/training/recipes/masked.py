@@ -15,7 +15,7 @@ from attnlab.data import tokenizers
 from attnlab.data.collators import MLMCollator
 from attnlab.data.streaming import paragraphs_of
 from attnlab.objectives import mlm_loss
-from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_pieces
+from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_ids, split_pieces
 from attnlab.training.trainer import Task
 
 
@@ -60,6 +60,11 @@ class MaskedLMTask(Task, ClsSepMasking):
                              position="learned", activation="gelu", norm_placement="pre", head="lm",
                              dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
         self.model = build_model(config)
+
+    @property
+    def train_ids(self) -> torch.Tensor:
+        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
+        return split_ids(self.data, "train")
 
     def train_batch(self, generator, batch_size):
         windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)

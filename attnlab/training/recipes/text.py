@@ -20,7 +20,7 @@ from attnlab.data import tokenizers
 from attnlab.data.streaming import paragraphs_of
 from attnlab.generation import generate
 from attnlab.objectives import next_token_loss
-from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_pieces
+from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_ids, split_pieces
 from attnlab.training.trainer import Task
 
 SAMPLE_PROMPTS = ("def ", "The ")
@@ -49,6 +49,11 @@ class CausalLMTask(Task):
         from attnlab.cost.analytic import training_flops_per_token
 
         return training_flops_per_token(self.model.config, self.p["seq_len"])
+
+    @property
+    def train_ids(self) -> torch.Tensor:
+        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
+        return split_ids(self.data, "train")
 
     def train_batch(self, generator, batch_size):
         inputs, targets = self.data.get_batch("train", batch_size, self.p["seq_len"], generator)  # (batch, seq)
