@@ -189,7 +189,7 @@ def baby_nanogpt(corpus: str, work: str) -> dict:
     y = torch.stack([torch.from_numpy(train[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
     config = GPTConfig(block_size=block, vocab_size=len(chars), n_layer=BABY["n_layers"], n_head=BABY["n_heads"],
                        n_embd=BABY["d_model"])
-    model = GPT(config)
+    model = GPT(config, tokenizer=None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     _, loss = model(x, y)
     loss.backward()
