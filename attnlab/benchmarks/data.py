@@ -206,6 +206,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.data", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1.1 MB for both tokenizers, 50 MB for characters only")
     p.add_argument("--sizes", default="", help=f"comma-separated subset of {', '.join(SIZES)}")
+    p.add_argument("--tokenizers", default="char,bpe", help="comma-separated subset of char, bpe")
     p.add_argument("--threads", type=int, default=1, help="RAYON_NUM_THREADS for both sides (default 1)")
     p.add_argument("--baby-gpt", action="store_true", help="also nanoGPT's baby-GPT peak-RSS comparison")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -229,7 +230,7 @@ def main(argv=None) -> int:
         for size in sizes:
             corpus = tmp / f"corpus-{size}.txt"
             n_bytes = make_corpus(corpus, SIZES[size])
-            for name in ("char", "bpe"):
+            for name in [t for t in ("char", "bpe") if t in args.tokenizers.split(",")]:
                 if args.quick and name == "bpe" and size != "1.1MB":
                     continue
                 work = Path(tempfile.mkdtemp(dir=tmp))
