@@ -153,6 +153,7 @@ class Progress:
     """Bytes done, rate and ETA on stderr, at most every `every` seconds (nothing for a job done sooner)."""
 
     def __init__(self, what: str, total: int, enabled: bool = True, every: float = 2.0, stream=None):
+        enabled = enabled and os.environ.get("RANK", "0") == "0"  # under torchrun, rank 0 speaks for all
         self.what, self.total, self.enabled, self.every = what, max(1, total), enabled, every
         self.done, self.start = 0, time.perf_counter()
         self.last = self.start
