@@ -16,10 +16,10 @@ the process's resident size before preparation and its peak during it (VmHWM res
 peak - before <= 300 MB at every size). RAYON_NUM_THREADS sets the tokenizers library's threads: 1 by default
 (the comparison), `--threads N` for more (the count is printed).
 
-`--baby-gpt` adds nanoGPT's baby GPT comparison: `attnlab train gpt-char` at nanoGPT's shakespeare-char settings
-(6 layers, 6 heads, width 384, block 256, batch 64, 1 step) on the 1.1 MB text beside the same model and batch in
-nano-gpt (nanoGPT's model.py) fed from nanoGPT's prepare.py layout (np.memmap of uint16 ids): peak RSS of each
-process, and attnlab's resident size after its imports.
+`--baby-gpt` adds nanoGPT's baby GPT comparison: `attnlab train gpt-char` at nanoGPT README's CPU settings
+(4 layers, 4 heads, width 128, block 64, batch 12: gpt-char's defaults; 1 step) on the 1.1 MB text beside
+nanoGPT's prepare.py and one step of its train.py (the nano-gpt package's GPT, np.memmap batches): the resident
+size of each process at its start, after its imports and at its peak.
 
     python -m attnlab.benchmarks.data              # 1.1 MB, 50 MB, 1 GB; both tokenizers; about 20 minutes on 1 core
     python -m attnlab.benchmarks.data --quick      # 1.1 MB both, 50 MB characters only
@@ -144,11 +144,14 @@ def _child(kind: str, *args: str, threads: int = 1) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ baby GPT
-BABY = dict(n_layers=6, n_heads=6, d_model=384, seq_len=256, batch_size=64)
+# nanoGPT README's CPU "baby GPT" (shakespeare_char on a laptop): --block_size=64 --batch_size=12 --n_layer=4
+# --n_head=4 --n_embd=128 --dropout=0.0; gpt-char's defaults are the same shape
+BABY = dict(n_layers=4, n_heads=4, d_model=128, seq_len=64, batch_size=12)
 
 
-def baby_attnlab(corpus: str, work: str) -> dict:
-    """`attnlab train gpt-char` at nanoGPT's baby-GPT settings for one step, in this process."""
+def baby_attnlab(corpus: str, work: str, stage: str = "train") -> dict:
+    """`attnlab train gpt-char` at the baby-GPT settings for one step, in this process; stage "build": only the
+    recipe's build (corpus scan, tokenizer, token file, model, baselines), no training."""
     before = _status("VmRSS")
     from attnlab.training.run import run_train  # noqa: I001 (timed import)
     import torch
@@ -158,13 +161,23 @@ def baby_attnlab(corpus: str, work: str) -> dict:
     os.environ["ATTNLAB_CACHE_DIR"] = str(Path(work) / "cache")
     keys = {"data": corpus, "steps": "1", "eval_every": "0", "plot": "false", "threads": "1", "sample_tokens": "1",
             "d_ff": str(4 * BABY["d_model"]), "dropout": "0.0", **{k: str(v) for k, v in BABY.items()}}
-    run_train("gpt-char", out=str(Path(work) / "run"), quiet=True, overrides=keys)
+    if stage == "build":
+        from attnlab.training.recipes import get_recipe
+        from attnlab.training.settings import resolve_params
+
+        recipe = get_recipe("gpt-char")
+        settings, params = resolve_params(recipe, keys)
+        recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": None,
+                      "out_dir": str(Path(work) / "run-build")})
+    else:
+        run_train("gpt-char", out=str(Path(work) / "run-train"), quiet=True, overrides=keys)
     return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM")}
 
 
-def baby_nanogpt(corpus: str, work: str) -> dict:
-    """nanoGPT's shakespeare-char: prepare.py (stoi, uint16 train.bin / val.bin) then one training step of its model
-    on np.memmap batches (train.py's get_batch), AdamW; through the nano-gpt package's GPT."""
+def baby_nanogpt(corpus: str, work: str, stage: str = "train") -> dict:
+    """nanoGPT's shakespeare-char in its two processes: stage "prepare" is prepare.py (the whole text, stoi, a list
+    of ids, uint16 train.bin / val.bin), stage "train" one step of train.py: np.memmap batches (get_batch), the
+    model (the nano-gpt package's GPT, nanoGPT's model.py), AdamW."""
     before = _status("VmRSS")
     import numpy as np
     import torch
@@ -172,29 +185,59 @@ def baby_nanogpt(corpus: str, work: str) -> dict:
     from attnlab.benchmarks import peers
 
     torch.set_num_threads(1)
+    # nano-gpt imports transformers (for from_pretrained), datasets and tiktoken (its data tools) at import time;
+    # nanoGPT's own model.py and train.py import only torch and numpy, so they are left out here
+    for name in ("transformers", "datasets", "tiktoken"):
+        sys.modules.setdefault(name, peers._Absent(name))
     GPT, GPTConfig = peers._import_nanogpt()
     after_imports = _status("VmRSS")
-    data = Path(corpus).read_text(encoding="utf-8")
-    chars = sorted(set(data))
-    stoi = {ch: i for i, ch in enumerate(chars)}
-    n = len(data)
-    ids = np.array([stoi[c] for c in data], dtype=np.uint16)  # prepare.py: encode, then split 90/10
-    ids[: int(n * 0.9)].tofile(Path(work) / "train.bin")
-    ids[int(n * 0.9):].tofile(Path(work) / "val.bin")
-    del data, ids
+    if stage == "prepare":
+        data = Path(corpus).read_text(encoding="utf-8")
+        chars = sorted(set(data))
+        stoi = {ch: i for i, ch in enumerate(chars)}
+        n = len(data)
+        train_ids = [stoi[c] for c in data[: int(n * 0.9)]]
+        val_ids = [stoi[c] for c in data[int(n * 0.9):]]
+        np.array(train_ids, dtype=np.uint16).tofile(Path(work) / "train.bin")
+        np.array(val_ids, dtype=np.uint16).tofile(Path(work) / "val.bin")
+        (Path(work) / "vocab_size").write_text(str(len(chars)))
+        return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM")}
+    if not (Path(work) / "train.bin").is_file():
+        baby_nanogpt(corpus, work, "prepare")  # its own process in nanoGPT; here only when called alone
+        _reset_peak()
     train = np.memmap(Path(work) / "train.bin", dtype=np.uint16, mode="r")
     block, batch = BABY["seq_len"], BABY["batch_size"]
     ix = torch.randint(len(train) - block, (batch,))
     x = torch.stack([torch.from_numpy(train[i:i + block].astype(np.int64)) for i in ix])
     y = torch.stack([torch.from_numpy(train[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
-    config = GPTConfig(block_size=block, vocab_size=len(chars), n_layer=BABY["n_layers"], n_head=BABY["n_heads"],
-                       n_embd=BABY["d_model"])
+    config = GPTConfig(block_size=block, vocab_size=int((Path(work) / "vocab_size").read_text()),
+                       n_layer=BABY["n_layers"], n_head=BABY["n_heads"], n_embd=BABY["d_model"])
     model = GPT(config, tokenizer=None)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
     _, loss = model(x, y)
     loss.backward()
     optimizer.step()
     return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM")}
+
+
+def _baby_rows(corpus: Path, tmp: Path) -> None:
+    print("\n# nanoGPT's baby GPT (4 layers, 4 heads, width 128, block 64, batch 12: nanoGPT README's CPU run, "
+          "gpt-char's defaults), one training step on 1.1 MB, 1 thread; each row a fresh process")
+    print("| process | RSS at start MB | after imports MB | peak MB |")
+    print("|---|---|---|---|")
+    attnlab_work, nano_work = Path(tempfile.mkdtemp(dir=tmp)), Path(tempfile.mkdtemp(dir=tmp))
+    rows = [("attnlab: recipe build only (scan, tokenizer, token file, model, bigram)", "baby-attnlab",
+             [str(Path(tempfile.mkdtemp(dir=tmp))), "build"]),
+            ("attnlab train gpt-char steps=1 (whole command, token file already built)", "baby-attnlab",
+             [str(attnlab_work), "train"]),
+            ("attnlab train gpt-char steps=1 (whole command, cold)", "baby-attnlab",
+             [str(Path(tempfile.mkdtemp(dir=tmp))), "train"]),
+            ("nanoGPT prepare.py", "baby-nanogpt", [str(nano_work), "prepare"]),
+            ("nanoGPT train.py, one step", "baby-nanogpt", [str(nano_work), "train"])]
+    _child("baby-attnlab", str(corpus), str(attnlab_work), "build")  # warms attnlab_work's token store
+    for label, kind, rest in rows:
+        r = _child(kind, str(corpus), *rest)
+        print(f"| {label} | {_mb(r['start'])} | {_mb(r['after_imports'])} | {_mb(r['peak'])} |", flush=True)
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -258,13 +301,7 @@ def main(argv=None) -> int:
         if args.baby_gpt:
             corpus = tmp / "baby.txt"
             make_corpus(corpus, SIZES["1.1MB"])
-            print("\n# nanoGPT's baby GPT (6x384, block 256, batch 64), one training step on 1.1 MB, 1 thread")
-            print("| implementation | RSS at start MB | after imports MB | peak MB |")
-            print("|---|---|---|---|")
-            for kind in ("baby-attnlab", "baby-nanogpt"):
-                r = _child(kind, str(corpus), str(Path(tempfile.mkdtemp(dir=tmp))))
-                print(f"| {kind[5:]} | {_mb(r['start'])} | {_mb(r['after_imports'])} | {_mb(r['peak'])} |",
-                      flush=True)
+            _baby_rows(corpus, tmp)
     return 0
 
 
