@@ -263,3 +263,19 @@ def test_progress_shows_bytes_rate_and_eta(capsys):
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("tokenizing x: 1.0 / 4.0 MB, ") and " MB/s, ETA " in err[0]
     assert err[-1].startswith("tokenizing x: 1.0 / 4.0 MB, ") and " in " in err[-1]
+
+
+def test_the_benchmark_sides_count_the_same_tokens(tmp_path):
+    """attnlab.benchmarks.data's two sides on a 20 KB corpus: attnlab's token file and the library's direct
+    batches hold the same number of ids for the character vocabulary (every cut is safe there)."""
+    from attnlab.benchmarks import data as bench
+
+    corpus = tmp_path / "c.txt"
+    n_bytes = bench.make_corpus(corpus, 20_000)
+    assert 19_000 < n_bytes <= 20_000
+    toks = bench.make_tokenizers(tmp_path / "tok")
+    ours = bench.child_attnlab(str(corpus), str(toks["char"]), str(tmp_path / "w"))
+    peer = bench.child_tokenizers(str(corpus), str(toks["char"]), str(tmp_path / "w"))
+    text = corpus.read_text(encoding="utf-8")
+    assert ours["n_tokens"] == peer["n_tokens"] == len(text)  # one id per character
+    assert ours["peak"] >= ours["before"] > 0
