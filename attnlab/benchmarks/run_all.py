@@ -34,6 +34,7 @@ OTHERS = {
     "explorer": ("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10"], []),
     "threads": ("attnlab.benchmarks.threads", ["--quick"], []),
     "quantized": ("attnlab.benchmarks.quantized", ["--quick"], []),
+    "data": ("attnlab.benchmarks.data", ["--quick"], ["--baby-gpt"]),  # token-file preparation vs tokenizers
     "quality": ("attnlab.benchmarks.quality", None, []),  # perplexity runs take minutes: not in --quick
 }
 

@@ -7,6 +7,12 @@ The validation part is the *last* `val_fraction` of the token stream (contiguous
 `TokenFile.prepare` is what a training run calls: it reuses a build whose fingerprint (text, tokenizer,
 val_fraction) matches, so a resumed run reads the ids its first run wrote, and rebuilds only when they are missing
 or stale.
+
+Preparation streams (attnlab.data.streaming): the corpus is read block by block, tokenized in bounded batches and
+appended to disk shard by shard, so memory stays bounded for any corpus size and an interrupted preparation
+resumes. Builds live in a private token store ($ATTNLAB_CACHE_DIR/tokens, default ~/.cache/attnlab/tokens) under
+their fingerprint and are hard-linked (or copied) into a run's folder, so another run, or another recipe with the
+same tokenizer and split, reuses them; nothing is written to the run's folder until the token file is whole.
 """
 
 from __future__ import annotations
@@ -15,46 +21,37 @@ import contextlib
 import hashlib
 import json
 import os
-import re
+import shutil
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from attnlab.data import streaming
+from attnlab.data.sources import CorpusSource
 from attnlab.errors import InputError
 
 META_NAME = "meta.json"
 SPLITS = ("train", "val")
 FORMAT = "attnlab-token-file"
 
-# Cut the text where every tokenizer attnlab builds would cut anyway: right after a newline that sits between two
-# non-space characters. Byte-level BPE, WordPiece and character tokenizers then give exactly the ids of one big
-# encode() call, while encode_batch() spreads the work over the CPU's cores.
-_SAFE_CUT = re.compile(r"(?<=\S\n)(?=\S)")
 
 
-def _chunks(text: str, chunk_chars: int) -> list[str]:
-    pieces, start = [], 0
-    while start < len(text):
-        end = start + chunk_chars
-        if end >= len(text):
-            pieces.append(text[start:])
-            break
-        cut = _SAFE_CUT.search(text, end)
-        stop = cut.start() if cut else len(text)
-        pieces.append(text[start:stop])
-        start = stop
-    return pieces
+def encode_corpus(text: str, tokenizer, chunk_chars: int = streaming.CHUNK_CHARS) -> np.ndarray:
+    """All token ids of `text` (no special tokens added), as int64, tokenized in bounded batches of chunks."""
+    encoder = streaming.ChunkEncoder(tokenizer)
+    parts = []
+    batch: list[str] = []
+    for chunk in streaming.safe_chunks([text], chunk_chars, any_cut=encoder.is_char):
+        batch.append(chunk)
+        if sum(map(len, batch)) >= streaming.BATCH_CHARS:
+            parts.append(encoder.encode(batch))
+            batch = []
+    parts.append(encoder.encode(batch))
+    return np.concatenate(parts).astype(np.int64)
 
 
-def encode_corpus(text: str, tokenizer, chunk_chars: int = 1 << 20) -> np.ndarray:
-    """All token ids of `text` (no special tokens added), as int64, tokenized in parallel chunks."""
-    ids = tokenizer.encode_batch(_chunks(text, chunk_chars), add_special_tokens=False)
-    return np.fromiter((i for chunk in ids for i in chunk), dtype=np.int64)
-
-
-def _dtype_for(vocab_size: int):
-    return np.uint16 if vocab_size <= np.iinfo(np.uint16).max + 1 else np.uint32
+_dtype_for = streaming.dtype_for
 
 
 def _write_atomic(path: Path, array: np.ndarray) -> None:
@@ -67,26 +64,66 @@ def fingerprint(text: str, tokenizer, val_fraction: float) -> str:
     """What decides the ids of a build: the corpus text, the tokenizer's full description and the split."""
     digest = hashlib.sha256()
     digest.update(text.encode("utf-8", errors="surrogatepass"))
+    return fingerprint_from(digest, tokenizer, val_fraction)
+
+
+def fingerprint_from(text_digest, tokenizer, val_fraction: float) -> str:
+    """fingerprint() from a sha256 already fed the corpus text (a CorpusScan's), without the text in memory."""
+    digest = text_digest.copy()
     digest.update(b"\0" + tokenizer.hf.to_str().encode("utf-8"))
     digest.update(f"\0{float(val_fraction)!r}".encode())
     return digest.hexdigest()
 
 
 @contextlib.contextmanager
-def _locked(directory: Path):
-    """An exclusive lock on `directory` (POSIX flock), so ranks started together build a token file only once."""
-    directory.mkdir(parents=True, exist_ok=True)
+def _locked(path: Path):
+    """An exclusive lock on the file `path` (POSIX flock), so ranks started together build a token file once."""
     try:
         import fcntl
     except ImportError:  # Windows: no flock; single-process runs need none
         yield
         return
-    with open(directory / ".lock", "w") as handle:
+    with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def token_store() -> Path:
+    """The private folder that holds finished and half-built token files by fingerprint (created 0700).
+
+    A folder another user could write is refused: its ids would be read as this user's training data."""
+    root = os.environ.get("ATTNLAB_CACHE_DIR")
+    store = (Path(root) if root else Path.home() / ".cache" / "attnlab") / "tokens"
+    store.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = store.lstat()
+    if not store.is_dir() or store.is_symlink() or (hasattr(os, "getuid") and info.st_uid != os.getuid()) \
+            or info.st_mode & 0o022:
+        raise InputError(f"the token store {store} is not a private folder of this user (a link, another owner, "
+                         "or writable by others); remove it or set ATTNLAB_CACHE_DIR to a folder of your own")
+    return store
+
+
+def _link_or_copy(src: Path, dst: Path) -> None:
+    tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)  # the same bytes, no second copy on disk; builds are never written in place
+    except OSError:
+        shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
+
+
+def _install(built: Path, directory: Path) -> None:
+    """Put the token file of `built` into `directory`: meta.json removed first, written last."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / META_NAME).unlink(missing_ok=True)
+    for item in sorted(built.iterdir()):
+        if item.is_file() and item.name != META_NAME and not item.name.startswith("."):
+            _link_or_copy(item, directory / item.name)
+    _link_or_copy(built / META_NAME, directory / META_NAME)
 
 
 class TokenFile:
@@ -112,10 +149,59 @@ class TokenFile:
 
     # ----------------------------------------------------------------------------------------- build / open
     @classmethod
-    def build(cls, text: str, tokenizer, directory: str | Path, val_fraction: float = 0.1) -> TokenFile:
-        """Tokenize `text` once and write it under `directory` (created if needed; an old build is replaced)."""
-        _check_build_args(text, val_fraction, "TokenFile.build")
-        return cls.write(encode_corpus(text, tokenizer), tokenizer, directory, val_fraction, n_chars=len(text))
+    def build(cls, text, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
+              progress: bool = False) -> TokenFile:
+        """Tokenize `text` (a str or a CorpusSource) once and write it under `directory` (created if needed; an
+        old build is replaced). Streams: memory stays bounded whatever the corpus size."""
+        source = _as_source(text, "TokenFile.build")
+        _check_val_fraction(val_fraction)
+        scan = streaming.CorpusScan(source, progress=progress)
+        key = fingerprint_from(scan.digest, tokenizer, val_fraction)
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        return cls._build(source, scan, key, tokenizer, directory, directory / ".partial", val_fraction, progress)
+
+    @classmethod
+    def _build(cls, source, scan, key: str, tokenizer, target: Path, work: Path, val_fraction: float,
+               progress: bool) -> TokenFile:
+        """Encode `source` into work/ (resuming what a previous attempt left there), then split it into target/."""
+        encoder = streaming.ChunkEncoder(tokenizer)
+        plan = {"fingerprint": key, "dtype": np.dtype(encoder.dtype).name, "chunk_chars": streaming.CHUNK_CHARS,
+                "any_cut": encoder.is_char}
+        meter = streaming.Progress(f"tokenizing {source.path}", source.n_bytes(), enabled=progress)
+        chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
+        n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan)
+        meter.finish()
+        return cls._split(work, target, tokenizer, encoder.dtype, n_tokens, val_fraction,
+                          {"n_chars": scan.n_chars, "fingerprint": key})
+
+    @classmethod
+    def _split(cls, work: Path, target: Path, tokenizer, dtype, n_tokens: int, val_fraction: float,
+               extra: dict) -> TokenFile:
+        """work/ids.bin becomes target/train.bin (renamed, truncated) and target/val.bin (its tail, copied)."""
+        target.mkdir(parents=True, exist_ok=True)
+        (target / META_NAME).unlink(missing_ok=True)  # until the new meta.json lands, the directory is incomplete
+        itemsize = np.dtype(dtype).itemsize
+        n_val = int(round(n_tokens * val_fraction))
+        n_train = n_tokens - n_val
+        ids = work / "ids.bin"
+        val_tmp = target / f".val.bin.tmp-{os.getpid()}"
+        with open(ids, "r+b") as src, open(val_tmp, "wb") as dst:
+            src.seek(n_train * itemsize)
+            shutil.copyfileobj(src, dst, 1 << 22)
+            src.truncate(n_train * itemsize)
+        os.replace(ids, target / "train.bin")
+        os.replace(val_tmp, target / "val.bin")
+        tokenizer.save(target)
+        vocab_size = int(tokenizer.vocab_size)
+        meta = {"format": FORMAT, "version": 1, "dtype": np.dtype(dtype).name, "vocab_size": vocab_size,
+                "n_tokens": {"train": n_train, "val": n_val}, "n_chars": extra.pop("n_chars", None),
+                "val_fraction": val_fraction, **extra}
+        tmp = target / f".{META_NAME}.tmp-{os.getpid()}"
+        tmp.write_text(json.dumps(meta, indent=2) + "\n")
+        os.replace(tmp, target / META_NAME)  # written last: a directory with meta.json is complete
+        shutil.rmtree(work, ignore_errors=True)
+        return cls(target, meta)
 
     @classmethod
     def write(cls, ids: np.ndarray, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
@@ -141,32 +227,48 @@ class TokenFile:
         return cls(directory, meta)
 
     @classmethod
-    def prepare(cls, text: str, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
-                min_tokens: dict[str, int] | None = None, purpose: str = "training") -> tuple[TokenFile, bool]:
-        """The token file of `text` under `directory`: reused when its fingerprint matches, else built.
+    def prepare(cls, text, tokenizer, directory: str | Path, val_fraction: float = 0.1, *,
+                min_tokens: dict[str, int] | None = None, purpose: str = "training", scan=None,
+                progress: bool = True) -> tuple[TokenFile, bool]:
+        """The token file of `text` (a str or a CorpusSource) under `directory`: reused when its fingerprint
+        matches, else taken from the token store or built there (streaming, resumable) and linked in.
 
         Returns (token_file, reused). `min_tokens` ({"train": n, "val": m}) refuses a corpus too small for
-        `purpose` before anything is written. Under torchrun every rank calls this; a file lock makes the first
-        one build and the others reuse its ids.
+        `purpose` before anything is written to `directory`; so does bad input (read once, first, by a
+        CorpusScan; pass `scan` when one was made already). Under torchrun every rank calls this; a file lock in
+        the store makes the first one build and the others reuse its ids.
         """
         directory = Path(directory)
-        _check_build_args(text, val_fraction, "TokenFile.prepare")
-        key = fingerprint(text, tokenizer, val_fraction)
-        with _locked(directory):
-            try:
-                existing = cls.open(directory)
-            except InputError:  # missing, half-written or damaged: build afresh
-                existing = None
-            if existing is not None and existing.meta.get("fingerprint") == key:
-                existing._require(min_tokens or {}, purpose)
-                return existing, True
-            ids = encode_corpus(text, tokenizer)
-            n_val = int(round(len(ids) * val_fraction))
-            _require_sizes({"train": len(ids) - n_val, "val": n_val}, min_tokens or {}, purpose, len(ids),
-                           val_fraction)
-            built = cls.write(ids, tokenizer, directory, val_fraction, n_chars=len(text),
-                              extra={"fingerprint": key})
-            return built, False
+        source = _as_source(text, "TokenFile.prepare")
+        _check_val_fraction(val_fraction)
+        scan = scan or streaming.CorpusScan(source, progress=progress)
+        key = fingerprint_from(scan.digest, tokenizer, val_fraction)
+        found = cls._matching(directory, key)
+        if found is not None:
+            found._require(min_tokens or {}, purpose)
+            return found, True
+        store = token_store()
+        with _locked(store / f".lock-{key[:32]}"):
+            found = cls._matching(directory, key)  # another rank may have linked it while this one waited
+            if found is not None:
+                found._require(min_tokens or {}, purpose)
+                return found, True
+            built = cls._matching(store / key, key)
+            reused = built is not None
+            if built is None:
+                built = cls._build(source, scan, key, tokenizer, store / key, store / f".partial-{key}",
+                                   val_fraction, progress)
+            built._require(min_tokens or {}, purpose)  # the store keeps it; the run's folder gets nothing
+            _install(built.directory, directory)
+            return cls.open(directory), reused
+
+    @classmethod
+    def _matching(cls, directory: Path, key: str) -> TokenFile | None:
+        try:
+            existing = cls.open(directory)
+        except InputError:  # missing, half-written or damaged
+            return None
+        return existing if existing.meta.get("fingerprint") == key else None
 
     def _require(self, min_tokens: dict[str, int], purpose: str) -> None:
         n = self.meta["n_tokens"]
@@ -283,10 +385,12 @@ def _check_val_fraction(val_fraction) -> None:
         raise InputError(f"val_fraction={val_fraction!r} must be a number in [0, 1)")
 
 
-def _check_build_args(text, val_fraction, what: str) -> None:
+def _as_source(text, what: str) -> CorpusSource:
+    if isinstance(text, CorpusSource):
+        return text
     if not isinstance(text, str) or not text.strip():
         raise InputError(f"{what} got an empty corpus; give some text")
-    _check_val_fraction(val_fraction)
+    return CorpusSource.from_text(text)
 
 
 def _require_sizes(n_tokens: dict[str, int], min_tokens: dict[str, int], purpose: str, total: int,

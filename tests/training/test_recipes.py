@@ -152,12 +152,19 @@ def test_gpt_char_bigram_and_evaluation_use_the_split_the_model_trains_on(tmp_pa
         assert task.tokenizer.decode(row_in.tolist() + row_out[-1:].tolist()) in text_train
 
 
-def test_token_file_is_built_once_and_rebuilt_only_when_missing(tmp_path, corpus):
+def test_token_file_is_built_once_and_rebuilt_only_when_missing(tmp_path, corpus, monkeypatch):
+    import shutil
+
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))  # a token store of this test's own
     first = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")
     assert not first.data_reused and (tmp_path / "data" / "meta.json").is_file()
     again = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")
     assert again.data_reused  # BPE training is deterministic: same tokenizer, same ids, nothing re-encoded
     (tmp_path / "data" / "train.bin").unlink()
+    relinked = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")  # from the token store, not re-encoded
+    assert relinked.data_reused and torch.equal(relinked.train_ids, first.train_ids)
+    (tmp_path / "data" / "train.bin").unlink()
+    shutil.rmtree(tmp_path / "cache" / "tokens")
     rebuilt = _build("gpt-bpe", tmp_path, data=corpus, vocab_size="300")
     assert not rebuilt.data_reused and torch.equal(rebuilt.train_ids, first.train_ids)
 
@@ -185,7 +192,7 @@ def test_resumed_text_run_reuses_its_token_file_and_equals_the_uninterrupted_run
     def refuse(*args, **kwargs):
         raise AssertionError("the corpus was tokenized again on resume")
 
-    monkeypatch.setattr(TokenFile, "write", refuse)
+    monkeypatch.setattr(TokenFile, "_build", refuse)
     torch.manual_seed(999)  # only the checkpoint may restore the random streams
     result = run_train("gpt-char", out=str(tmp_path / "split"), resume=True, quiet=True, overrides=keys)
     assert result["step"] == 4

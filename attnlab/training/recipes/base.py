@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from attnlab.data.corpora import python_docs, read_text
+from attnlab.data import corpora, sources, streaming
 from attnlab.data.packages import MissingDataError
 from attnlab.data.token_file import TokenFile
 from attnlab.errors import InputError
@@ -39,35 +39,68 @@ class Recipe:
 def read_corpus(path: str | None) -> str:
     """The text of `path` (a UTF-8 file or a folder of .txt files), or the CPython docs when path is empty."""
     if not path:
-        return python_docs()
+        return corpora.python_docs()
     try:
-        return read_text(path)
+        return corpora.read_text(path)
     except MissingDataError:
         raise
     except InputError as exc:
         raise InputError(f"data={path}: {exc} (or leave data= empty to train on the CPython documentation)") from None
 
 
-def corpus_token_file(task: Task, p: dict[str, Any], text: str, tokenizer, min_tokens: dict[str, int],
-                      purpose: str) -> TokenFile:
+def corpus_source(path: str | None, text_field: str = "text") -> sources.CorpusSource:
+    """The corpus at `path` read as a stream (a file or folder of .txt, .txt.gz, .jsonl(.gz), .parquet, or a saved
+    `datasets` folder), or the CPython docs when path is empty."""
+    if not path:
+        return sources.CorpusSource.from_text(corpora.python_docs(), "the CPython documentation")
+    try:
+        return sources.CorpusSource(path, text_field)
+    except MissingDataError:
+        raise
+    except InputError as exc:
+        raise InputError(f"data={path}: {exc} (or leave data= empty to train on the CPython documentation)") from None
+
+
+def scan_corpus(source: sources.CorpusSource, chars: bool = False) -> streaming.CorpusScan:
+    """One pass over the corpus (its fingerprint, its characters when asked); bad input is refused here, by file
+    and line, before anything is written."""
+    return streaming.CorpusScan(source, chars=chars)
+
+
+def corpus_token_file(task: Task, p: dict[str, Any], source: sources.CorpusSource, tokenizer,
+                      min_tokens: dict[str, int], purpose: str, scan: streaming.CorpusScan | None = None) -> TokenFile:
     """The corpus tokenized once into OUT/data/ (train = first 1 - val_fraction of the ids, val = the rest).
 
-    A run resumed with the same corpus and tokenizer reuses the ids on disk (task.data_reused says which);
-    without an output directory (a task built outside `attnlab train`) a temporary directory holds them.
+    A run resumed with the same corpus and tokenizer reuses the ids on disk (task.data_reused says which), and so
+    does any run whose corpus, tokenizer and split match a build in the token store; without an output directory
+    (a task built outside `attnlab train`) a temporary directory holds them. OUT/data is created only once the
+    token file is whole: a data error leaves nothing there to be taken for a previous run.
     """
     if p.get("out_dir"):
         directory = Path(p["out_dir"]) / "data"
     else:
         task._scratch = tempfile.TemporaryDirectory(prefix="attnlab-tokens-")  # removed with the task
         directory = Path(task._scratch.name)
-    data, task.data_reused = TokenFile.prepare(text, tokenizer, directory, p["val_fraction"], min_tokens=min_tokens,
-                                               purpose=purpose)
+    scan = scan or scan_corpus(source)
+    data, task.data_reused = TokenFile.prepare(source, tokenizer, directory, p["val_fraction"], min_tokens=min_tokens,
+                                               purpose=purpose, scan=scan)
     return data
 
 
 def split_ids(data: TokenFile, split: str) -> torch.Tensor:
     """A whole split as an int64 tensor (copied out of the memory map)."""
     return torch.from_numpy(data.tokens(split).astype(np.int64))
+
+
+def split_pieces(data: TokenFile, split: str, piece: int = 1 << 20, overlap: int = 0):
+    """A split as int64 tensors of `piece` ids (each repeating the last `overlap` ids of the one before), so a
+    count over a corpus of any size never copies the whole split out of the memory map."""
+    ids = data.tokens(split)
+    start = 0
+    while start < len(ids):
+        stop = min(len(ids), start + piece)
+        yield torch.from_numpy(ids[max(0, start - overlap):stop].astype(np.int64))
+        start = stop
 
 
 def paragraphs(text: str) -> list[str]:

@@ -13,8 +13,9 @@ from attnlab.build import build_model
 from attnlab.config import ModelConfig
 from attnlab.data import tokenizers
 from attnlab.data.collators import MLMCollator
+from attnlab.data.streaming import paragraphs_of
 from attnlab.objectives import mlm_loss
-from attnlab.training.recipes.base import Recipe, corpus_token_file, paragraphs, read_corpus, split_ids
+from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_ids, split_pieces
 from attnlab.training.trainer import Task
 
 
@@ -37,28 +38,33 @@ class MaskedLMTask(Task, ClsSepMasking):
     10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
     (through MLMCollator), the same function the explorer's masking view draws with."""
 
-    def __init__(self, p, text, batch_size):
+    def __init__(self, p, source, batch_size, scan=None):
         self.p = p
         # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
         # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
-        self.tokenizer = tok = p.get("tokenizer") or tokenizers.train_wordpiece(paragraphs(text), p["vocab_size"],
-                                                                               min_frequency=2)
+        self.tokenizer = tok = p.get("tokenizer") or tokenizers.train_wordpiece(
+            paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2)
         self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
         # special ids ([PAD] [UNK] [CLS] [SEP] [MASK]) are never selected nor drawn as random replacements
         self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
         self.inner = p["seq_len"] - 2
-        self.data = corpus_token_file(self, p, text, tok, {"train": self.inner + batch_size, "val": self.inner},
-                                      f"windows of seq_len={p['seq_len']} ([CLS] + {self.inner} tokens + [SEP])")
+        self.data = corpus_token_file(self, p, source, tok, {"train": self.inner + batch_size, "val": self.inner},
+                                      f"windows of seq_len={p['seq_len']} ([CLS] + {self.inner} tokens + [SEP])",
+                                      scan)
         val = self._wrap(self.data.tiles("val", self.inner, p["eval_windows"] or None))
         self.val = self.mask(val, torch.Generator().manual_seed(1234))  # fixed masking: comparable evaluations
-        self.train_ids = split_ids(self.data, "train")
-        counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
+        counts = sum(torch.bincount(piece, minlength=tok.vocab_size) for piece in split_pieces(self.data, "train"))
         self.unigram_top = int(counts.argmax())
         config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
                              n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
                              position="learned", activation="gelu", norm_placement="pre", head="lm",
                              dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
         self.model = build_model(config)
+
+    @property
+    def train_ids(self) -> torch.Tensor:
+        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
+        return split_ids(self.data, "train")
 
     def train_batch(self, generator, batch_size):
         windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)
@@ -88,11 +94,13 @@ class MaskedLMTask(Task, ClsSepMasking):
 
 
 def build_bert_mlm(p):
-    return MaskedLMTask(p, read_corpus(p["data"]), p["batch_size"])
+    source = corpus_source(p["data"], p["text_field"])
+    scan = scan_corpus(source)  # bad input is refused before the tokenizer trains
+    return MaskedLMTask(p, source, p["batch_size"], scan)
 
 
 BERT_MLM = Recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
                   build_bert_mlm,
-                  dict(data="", vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
-                       dropout=0.0, mask_prob=0.15, val_fraction=0.1, eval_windows=200),
+                  dict(data="", text_field="text", vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=4,
+                       seq_len=64, dropout=0.0, mask_prob=0.15, val_fraction=0.1, eval_windows=200),
                   dict(steps=3000, batch_size=16, lr=1e-3, warmup=100, eval_every=500))

@@ -1,6 +1,7 @@
 """Text language models (gpt-char, gpt-bpe): a decoder learns next-token prediction on one long token stream.
 
-The corpus is the CPython documentation unless data=FILE names the user's own text. It is tokenized once into
+The corpus is the CPython documentation unless data=PATH names the user's own text (a file or folder of .txt,
+.txt.gz, .jsonl(.gz) or .parquet with text_field=, or a saved `datasets` folder). It is tokenized once, streaming, into
 OUT/data/ (a memory-mapped TokenFile, reused by --resume); training windows are drawn from the first
 1 - val_fraction of the ids with the trainer's checkpointed generator; the evaluation reads fixed windows of
 the rest and compares with an add-one bigram model counted on the same training ids.
@@ -16,9 +17,10 @@ import torch
 from attnlab.build import build_model
 from attnlab.config import ModelConfig
 from attnlab.data import tokenizers
+from attnlab.data.streaming import paragraphs_of
 from attnlab.generation import generate
 from attnlab.objectives import next_token_loss
-from attnlab.training.recipes.base import Recipe, corpus_token_file, paragraphs, read_corpus, split_ids
+from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_ids, split_pieces
 from attnlab.training.trainer import Task
 
 SAMPLE_PROMPTS = ("def ", "The ")
@@ -28,25 +30,30 @@ SAMPLE_TEMPERATURE = 0.8
 class CausalLMTask(Task):
     """Next-token prediction on windows of one long token stream (N-1 targets from N tokens)."""
 
-    def __init__(self, p: dict[str, Any], tokenizer, text: str, batch_size: int, name: str):
+    def __init__(self, p: dict[str, Any], tokenizer, source, batch_size: int, name: str, scan=None):
         self.tokenizer, self.p = tokenizer, p
         seq = p["seq_len"]
-        self.data = corpus_token_file(self, p, text, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
-                                      f"one batch of {batch_size} windows of seq_len={seq} (+1 target)")
+        self.data = corpus_token_file(self, p, source, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
+                                      f"one batch of {batch_size} windows of seq_len={seq} (+1 target)", scan)
         inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None)  # (n, seq) each
         self.val_windows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (n, seq + 1): every val transition once
-        self.train_ids = split_ids(self.data, "train")
         config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
                              n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
                              position=p["position"], activation=p["activation"], norm=p["norm"],
                              norm_placement=p["norm_placement"], dropout=p["dropout"], name=name)
         self.model = build_model(config)
-        self.bigram = bigram_loss(self.train_ids, self.val_windows, tokenizer.vocab_size)  # the same split
+        self.bigram = bigram_loss(split_pieces(self.data, "train", overlap=1), self.val_windows,
+                                  tokenizer.vocab_size)  # the same split, counted piece by piece
 
     def flops_per_item(self):
         from attnlab.cost.analytic import training_flops_per_token
 
         return training_flops_per_token(self.model.config, self.p["seq_len"])
+
+    @property
+    def train_ids(self) -> torch.Tensor:
+        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
+        return split_ids(self.data, "train")
 
     def train_batch(self, generator, batch_size):
         inputs, targets = self.data.get_batch("train", batch_size, self.p["seq_len"], generator)  # (batch, seq)
@@ -91,32 +98,39 @@ def sample_texts(model, tokenizer, prompts, n_new: int, seed: int = 0) -> list[s
     return texts
 
 
-def bigram_loss(train_ids: torch.Tensor, val_windows: torch.Tensor, vocab_size: int) -> float:
+def bigram_loss(train_ids, val_windows: torch.Tensor, vocab_size: int) -> float:
     """Cross-entropy (nats/token) of an add-one-smoothed bigram model counted on train, scored on exactly the
-    targets the transformer is scored on (each window's tokens 1.. given the previous token)."""
+    targets the transformer is scored on (each window's tokens 1.. given the previous token).
+
+    train_ids: one int64 tensor, or consecutive pieces of one that each repeat the previous piece's last id
+    (split_pieces(..., overlap=1)), so every adjacent pair is counted once without the split in memory."""
     counts = torch.ones(vocab_size, vocab_size, dtype=torch.float64)  # add-one (Laplace) smoothing
-    pair = train_ids[:-1] * vocab_size + train_ids[1:]
-    counts.view(-1).index_add_(0, pair, torch.ones(len(pair), dtype=torch.float64))
+    for piece in [train_ids] if isinstance(train_ids, torch.Tensor) else train_ids:
+        pair = piece[:-1] * vocab_size + piece[1:]
+        counts.view(-1).index_add_(0, pair, torch.ones(len(pair), dtype=torch.float64))
     log_p = (counts / counts.sum(1, keepdim=True)).log()
     prev, nxt = val_windows[:, :-1].flatten(), val_windows[:, 1:].flatten()
     return float(-log_p[prev, nxt].mean())
 
 
-LM_PARAMS = dict(data="", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64, position="learned",
-                 activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0, val_fraction=0.1,
-                 eval_windows=0, sample_tokens=300)
+LM_PARAMS = dict(data="", text_field="text", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
+                 position="learned", activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0,
+                 val_fraction=0.1, eval_windows=0, sample_tokens=300)
 
 
 def build_gpt_char(p):
-    text = read_corpus(p["data"])
-    tokenizer = p.get("tokenizer") or tokenizers.char_tokenizer(text, ["[UNK]"])  # resume: the saved one
-    return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-char")
+    source = corpus_source(p["data"], p["text_field"])
+    scan = scan_corpus(source, chars=p.get("tokenizer") is None)  # one pass: bad input, fingerprint, characters
+    tokenizer = p.get("tokenizer") or tokenizers.char_tokenizer_from_chars(scan.chars, ["[UNK]"])  # resume: saved
+    return CausalLMTask(p, tokenizer, source, p["batch_size"], "gpt-char", scan)
 
 
 def build_gpt_bpe(p):
-    text = read_corpus(p["data"])
-    tokenizer = p.get("tokenizer") or tokenizers.train_bpe(paragraphs(text), p["vocab_size"])  # resume: the saved one
-    return CausalLMTask(p, tokenizer, text, p["batch_size"], "gpt-bpe")
+    source = corpus_source(p["data"], p["text_field"])
+    scan = scan_corpus(source)  # bad input is refused before the tokenizer trains
+    tokenizer = p.get("tokenizer") or tokenizers.train_bpe(paragraphs_of(source.blocks()),
+                                                           p["vocab_size"])  # resume: the saved one
+    return CausalLMTask(p, tokenizer, source, p["batch_size"], "gpt-bpe", scan)
 
 
 GPT_CHAR = Recipe("gpt-char", "decoder, one token per character, on the CPython docs (or data=FILE)", build_gpt_char,
