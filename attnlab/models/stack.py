@@ -75,6 +75,10 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(Block(config, cross=cross) for _ in range(n_layers))
         self.final_norm = make_norm(config) if config.has_final_norm else None
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this module records or lets edit (attnlab.recording.sites); a model adds "logits"."""
+        return ("embed", "final")
+
     @property
     def seq_limit(self) -> int | None:
         return self.max_len if self.positions is not None else None
@@ -129,7 +133,8 @@ class Stack(nn.Module):
             x = self.dropout(x)
         recorder = active()
         if recorder is not None:
-            recorder.keep(self, "embed", x)
+            recorder.span(total)  # position-selective edits map absolute positions into this forward
+            x = recorder.keep(self, "embed", x)
 
         position_bias = None
         if self.alibi is not None or self.rel_bias is not None:
@@ -153,5 +158,5 @@ class Stack(nn.Module):
         if self.final_norm is not None:
             x = self.final_norm(x)
         if recorder is not None:
-            recorder.keep(self, "final", x)
+            x = recorder.keep(self, "final", x)
         return x  # (batch, seq, d_model)
