@@ -458,3 +458,18 @@ def test_sites_list_every_name_a_model_records():
     assert "encoder.blocks.0.resid_cross" not in names and "logits" in names
     recorded = attnlab.record(model, _ids(seq=6), _ids(seq=5), names=["*"])
     assert set(recorded) <= set(names)
+
+
+# ------------------------------------------------------------------------------------------------ the docs
+def test_every_example_in_docs_interventions_runs():
+    """docs/interventions.md's python blocks run in order, in one namespace; their asserts check the claims."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "interventions.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) >= 9
+    namespace: dict = {}
+    for block in blocks:
+        exec(compile(block, "docs/interventions.md", "exec"), namespace)  # noqa: S102
+    assert active() is None
