@@ -437,6 +437,30 @@ def logprobs_at(model: nn.Module, ids: torch.Tensor, position: int, attention_ma
     return logits.float().log_softmax(dim=-1)
 
 
+def _logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch.Tensor], start: int, rows: int,
+                   position: int, attention_mask=None) -> torch.Tensor:
+    """(rows, vocab) log-probabilities at `position` for `rows` copies of one sentence, whose variants differ only
+    from block `start` on: they run from the recorded stream entering that block (streams["blocks.L.resid_pre"]),
+    not from the tokens. A decoder runs positions up to `position` only."""
+    if start == 0:
+        mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
+        return logprobs_at(model, ids.expand(rows, -1), position, mask)
+    causal, head = _lm_parts(model)
+    stream = streams[f"blocks.{start}.resid_pre"].expand(rows, -1, -1)  # (rows, seq, d_model)
+    mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
+    if causal:
+        stream = stream[:, : position + 1]
+        mask = mask[:, : position + 1] if mask is not None else None
+    with torch.no_grad():
+        hidden = model.run(stream, attention_mask=mask, start=start)  # (rows, seq, d_model)
+        return head(hidden[:, position]).float().log_softmax(dim=-1)
+
+
+def _streams(model: nn.Module, ids: torch.Tensor, attention_mask=None) -> dict[str, torch.Tensor]:
+    """The residual stream entering every block of one forward (where sweeps start their variants)."""
+    return record(model, ids, attention_mask=attention_mask, names=["blocks.*.resid_pre"])
+
+
 def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Log-probabilities (layers + 1, batch, seq, vocab): what the model would predict after each layer.
 
@@ -488,7 +512,9 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
     """Ablate each head in turn: (layers, heads) drop in log P(target) at `position` (clean - ablated).
 
     One forward per `batch_size` heads: the sentence is repeated on the batch dimension and row r switches
-    off its own head at z. progress(done, total) after each forward; cancelled() before each: True raises
+    off its own head at z. Each forward starts at the first ablated layer, from the recorded residual stream
+    there (the rows agree before it): about half the work of running every row from the tokens.
+    progress(done, total) after each forward; cancelled() before each: True raises
     Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads.
     """
     _one_sentence(model, ids)
@@ -497,19 +523,20 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
     if mode not in ("zero", "mean"):
         raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
     means = head_means(model, reference, range(n_layers)) if mode == "mean" else {}
+    position = _position(position, ids.shape[1])
     clean = logprobs_at(model, ids, position, attention_mask)[0, target]
+    streams = _streams(model, ids, attention_mask)
     grid = torch.full((n_layers, n_heads), float("nan"))
-    cells = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]
+    cells = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]  # layer-major: a chunk starts late
     for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
         masks = torch.zeros(n_layers, len(chunk), n_heads, dtype=torch.bool)  # (layer, row, head)
         for row, (layer, h) in enumerate(chunk):
             masks[layer, row, h] = True
         edits = {f"blocks.{layer}.attn.z": HeadAblation(masks[layer], means.get(layer))
                  for layer in sorted({layer for layer, _ in chunk})}
-        rows = ids.expand(len(chunk), -1)
-        mask = attention_mask.expand(len(chunk), -1) if attention_mask is not None else None
         with intervene(model, edits):
-            ablated = logprobs_at(model, rows, position, mask)[:, target]
+            ablated = _logprobs_from(model, ids, streams, chunk[0][0], len(chunk), position,
+                                     attention_mask)[:, target]
         for row, (layer, h) in enumerate(chunk):
             grid[layer, h] = clean - ablated[row]
     return grid
@@ -522,7 +549,8 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
     """Causal tracing: (layers, seq) P(target at `position`) in the corrupted run with the residual stream at
     (layer, position p) copied from the clean run. `site`: "resid_pre" (entering block l) or "resid_post".
 
-    Each row of a forward patches its own (layer, p). A decoder's positions after `position` cannot change it:
+    Each row of a forward patches its own (layer, p); a forward starts at its first patched layer, from the
+    corrupted run's recorded residual stream there. A decoder's positions after `position` cannot change it:
     their cells hold the corrupted run's probability without being run.
     """
     _one_sentence(model, clean_ids, "clean_ids")
@@ -540,6 +568,7 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
     names = [f"blocks.{layer}.{site}" for layer in range(n_layers)]
     clean = record(model, clean_ids, names=names)
     corrupted_p = logprobs_at(model, corrupted_ids, position)[0, target].exp()
+    streams = _streams(model, corrupted_ids)
     grid = torch.full((n_layers, seq), float("nan"))
     last = position + 1 if causal else seq
     grid[:, last:] = corrupted_p
@@ -551,7 +580,7 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
             edits[names[layer]] = _CellPatch(clean[names[layer]], torch.tensor(rows),
                                              torch.tensor([chunk[r][1] for r in rows]))
         with intervene(model, edits):
-            p = logprobs_at(model, corrupted_ids.expand(len(chunk), -1), position)[:, target].exp()
+            p = _logprobs_from(model, corrupted_ids, streams, chunk[0][0], len(chunk), position)[:, target].exp()
         for row, (layer, pos) in enumerate(chunk):
             grid[layer, pos] = p[row]
     return grid

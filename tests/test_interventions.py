@@ -473,3 +473,14 @@ def test_every_example_in_docs_interventions_runs():
     for block in blocks:
         exec(compile(block, "docs/interventions.md", "exec"), namespace)  # noqa: S102
     assert active() is None
+
+
+def test_a_stack_run_from_a_recorded_stream_reproduces_the_rest_of_the_forward(decoder, mlm):
+    """Stack.run(start=l) on resid_pre[l] (what the sweeps use) gives the forward's final hidden state."""
+    for model in (decoder, mlm):
+        ids = _ids()
+        rec = attnlab.record(model, ids, names=["blocks.1.resid_pre", "final"])
+        with torch.no_grad():
+            assert torch.equal(model.run(rec["blocks.1.resid_pre"], start=1), rec["final"])
+        with pytest.raises(InputError, match=r"start=7: allowed a block index in \[0, "):
+            model.run(rec["blocks.1.resid_pre"], start=7)
