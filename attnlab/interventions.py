@@ -494,15 +494,27 @@ def _target(model: nn.Module, target) -> int:
     return _int(target, "target", model.config.vocab_size, "token id")
 
 
-def _chunks(cells: list, batch_size: int, progress, cancelled, grid: torch.Tensor):
+def _chunks(cells: list[tuple[int, int]], batch_size: int, progress, cancelled, grid: torch.Tensor):
+    """(layer, x) cells in layer order -> one layer's cells at a time, at most batch_size per forward.
+
+    One layer per forward, because a forward starts at its first changed layer: rows of layer l run L - l
+    blocks, so per-layer forwards do about half the work of mixing layers (the small per-forward overhead is
+    worth it at these sizes). progress(done, total) after each forward; cancelled() before each.
+    """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise InputError(f"batch_size={batch_size!r}: allowed a positive integer")
-    for begin in range(0, len(cells), batch_size):
+    done, chunk = 0, []
+    for i, cell in enumerate(cells):
+        chunk.append(cell)
+        if len(chunk) < batch_size and i + 1 < len(cells) and cells[i + 1][0] == cell[0]:
+            continue
         if cancelled is not None and cancelled():
             raise Cancelled(grid)
-        yield cells[begin:begin + batch_size]
+        yield chunk
+        done += len(chunk)
+        chunk = []
         if progress is not None:
-            progress(min(begin + batch_size, len(cells)), len(cells))
+            progress(done, len(cells))
 
 
 def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: int = -1, mode: str = "zero",
@@ -512,8 +524,8 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
     """Ablate each head in turn: (layers, heads) drop in log P(target) at `position` (clean - ablated).
 
     One forward per `batch_size` heads: the sentence is repeated on the batch dimension and row r switches
-    off its own head at z. Each forward starts at the first ablated layer, from the recorded residual stream
-    there (the rows agree before it): about half the work of running every row from the tokens.
+    off its own head at z. Each forward holds one layer's heads and starts at that layer, from the recorded
+    residual stream there (the rows agree before it): about half the work of running every row from the tokens.
     progress(done, total) after each forward; cancelled() before each: True raises
     Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads.
     """

@@ -377,7 +377,7 @@ def test_head_sweep_equals_one_zeroed_copy_per_head(which, request):
                 ablated = _without_head(model, layer, head)(ids).logits[0, position].log_softmax(-1)[target]
                 assert abs(float(grid[layer, head]) - float(clean - ablated)) < 1e-4, (layer, head)
     cells = n_layers * n_heads
-    assert seen[-1] == (cells, cells) and len(seen) == -(-cells // 3)
+    assert seen[-1] == (cells, cells) and len(seen) == 2 * n_layers  # per layer: 3 heads, then 1 (batch_size 3)
 
 
 def test_a_cancelled_sweep_raises_with_the_cells_done(decoder):

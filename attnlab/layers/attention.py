@@ -111,11 +111,11 @@ class Attention(nn.Module):
                 dropout_p=self.dropout_p if self.training else 0.0,
                 enable_gqa=self.n_kv_heads != self.n_heads,
             )  # (batch, heads, q_len, d_head)
-        batch, _, q_len, _ = out.shape
-        out = out.transpose(1, 2)  # (batch, q_len, heads, d_head)
         if rec is not None and rec.wants_any(self, _PER_HEAD):
-            return self._per_head(out, rec)
-        return self.out(out.reshape(batch, q_len, self.q_width))  # concat heads, W_O: (batch, q_len, d_model)
+            return self._per_head(out.transpose(1, 2), rec)  # z: (batch, q_len, heads, d_head)
+        batch, _, q_len, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, q_len, self.q_width)  # concat heads
+        return self.out(out)  # (batch, q_len, d_model)
 
     def _per_head(self, z: torch.Tensor, rec) -> torch.Tensor:
         """W_O applied head by head: z (batch, q, heads, d_head) -> sum over heads of head_out, + W_O's bias.

@@ -92,9 +92,11 @@ def test_head_sweep_grid_cells_and_cancel(decoder):
     for layer, head in ((0, 0), (1, 3)):
         ablated = _logp(_zeroed(decoder.model, layer, head), ids, -1)[ord("x")]
         assert abs(out["grid"][layer][head] - float(clean - ablated)) < 1e-4
-    assert (out["layers"], out["heads"], out["cancelled"]) == (2, 4, False) and seen[-1] == 8
-    stopped = ex.head_sweep_grid(decoder, text, batch_size=3, cancelled=lambda: bool(seen.append(0)) or len(seen) > 4)
-    assert stopped["cancelled"] and sum(v is None for row in stopped["grid"] for v in row) == 5  # 3 of 8 cells ran
+    assert (out["layers"], out["heads"], out["cancelled"]) == (2, 4, False) and seen == [3, 4, 7, 8]
+    asked = []
+    stopped = ex.head_sweep_grid(decoder, text, batch_size=3, cancelled=lambda: bool(asked.append(0)) or len(asked) > 2)
+    assert stopped["cancelled"] and sum(v is None for row in stopped["grid"] for v in row) == 4  # layer 0 ran
+    assert stopped["grid"][0][3] is not None and stopped["grid"][1][0] is None
     json.dumps(stopped)
 
 
