@@ -461,22 +461,29 @@ def _streams(model: nn.Module, ids: torch.Tensor, attention_mask=None) -> dict[s
     return record(model, ids, attention_mask=attention_mask, names=["blocks.*.resid_pre"])
 
 
-def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
+               positions=None) -> torch.Tensor:
     """Log-probabilities (layers + 1, batch, seq, vocab): what the model would predict after each layer.
 
     Entry 0 reads the embeddings, entry i the output of block i; each goes through the final norm (applied to
     that entry's own vectors, not the last layer's statistics) and the output head. The last entry is the
     model's own output: log_softmax of its logits. For decoders and encoders with an MLM head.
+    positions: only these positions (the seq axis then lists them in that order): the head's vocab-wide product
+    is most of the cost for a large vocabulary, and an explorer row needs one position.
 
         >>> lens = attnlab.logit_lens(model, ids)          # (n_layers + 1, 1, seq, vocab)
         >>> lens[:, 0, -1].argmax(-1)                      # the top token after each layer, last position
     """
     _, head = _lm_parts(model)
+    model.check_ids(ids)
+    index = None if positions is None else _positions(positions, ids.shape[1], f"the input has {ids.shape[1]}")
     n = len(model.blocks)
     names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(n)]
     with torch.no_grad():
         rec = record(model, ids, attention_mask=attention_mask, names=names, stop_after=names[-1])
         states = torch.stack([rec[name] for name in names])  # (layers + 1, batch, seq, d_model)
+        if index is not None:
+            states = states[:, :, index]
         if model.final_norm is not None:
             states = model.final_norm(states)
         return head(states).float().log_softmax(dim=-1)

@@ -260,6 +260,7 @@ def test_logit_lens_ends_at_the_models_output_and_entry_i_is_the_model_cut_after
             cut = copy.deepcopy(model)
             cut.blocks = cut.blocks[:i]  # the same model stopped after block i - 1: its own final norm and head
             assert (lens[i] - cut(ids).logits.log_softmax(-1)).abs().max() < TOL
+    assert (attnlab.logit_lens(model, ids, positions=[6, 2]) - lens[:, :, [6, 2]]).abs().max() < TOL
 
 
 def test_logit_lens_refuses_models_without_an_lm_head():

@@ -195,7 +195,7 @@ def logit_lens_top(lm: Loaded, text: str, *, position: int | None = None, k: int
     ids, tokens, position, kind = _prepare(lm, text, position)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 50:
         raise InputError(f"k={k!r}: allowed 1..50")
-    lens = logit_lens(lm.model, ids)[:, 0, position]  # (layers + 1, vocab)
+    lens = logit_lens(lm.model, ids, positions=[position])[:, 0, 0]  # (layers + 1, vocab)
     rows = [{"layer": i - 1 if i else None, "after": "embeddings" if i == 0 else f"block {i - 1}",
              "top": _top(lm, lens[i], k)} for i in range(lens.shape[0])]
     return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "rows": rows}
