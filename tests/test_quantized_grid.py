@@ -10,7 +10,8 @@ Grid: model (int8 and int4 by attnlab.quantize of a tiny random LLaMA, and a GGU
 blocks are kept) x kernel setting (attnlab's VNNI kernels where the CPU has them; use_kernel=False: fbgemm for
 int8, chunked dequantization for the 4-bit formats and Q8_0) x phase (a fresh model; a fresh model after
 `generate`) x mode (plain, torch.no_grad(), torch.inference_mode()) x input length 1..6 x operation (forward,
-attnlab.record). Every cell must run; a cell after generate must equal the same cell before it bit for bit (the
+attnlab.record, a head ablated and the residual stream edited through attnlab.intervene, the logit lens). Every
+cell must run; a cell after generate must equal the same cell before it bit for bit (the
 same code on the same numbers), and every cell must agree with a float32 model holding the decoded weights (the
 independent reference) within the activation rounding of the path.
 """
@@ -41,11 +42,16 @@ TOLERANCE = {"VNNI kernels": 5e-4, "fbgemm / chunked": 3e-2}
 OPERATIONS = {  # what a person does with a model: each gives the logits of `ids`
     "forward": lambda model, ids: model(ids).logits,
     "record": lambda model, ids: attnlab.record(model, ids)["logits"],
-    # ---- INTERVENTIONS GO HERE (issue 28.1: "every forward, recording and intervention"). attnlab's
-    # interventions are being written by another engineer; add each as
-    #     "patch <what>": lambda model, ids: <logits of the patched run>,
-    # and the grid below runs it in every cell like the two above.
+    "ablate a head": lambda model, ids: _intervened(model, ids, attnlab.ablate_heads(model, {0: [1]})),
+    "edit the residual stream": lambda model, ids: _intervened(
+        model, ids, {"blocks.*.resid_post": lambda t, name: t * 0.5}),
+    "logit lens": lambda model, ids: attnlab.logit_lens(model, ids)[-1],
 }
+
+
+def _intervened(model, ids, edits) -> torch.Tensor:
+    with attnlab.intervene(model, edits):
+        return model(ids).logits
 
 
 def _make(kind: str, folder) -> torch.nn.Module:
@@ -111,7 +117,7 @@ def test_every_cell_works_before_and_after_generate(kind, setting, gguf_folder):
     assert failures == [], f"{len(failures)} cells failed:\n" + "\n".join(failures[:12])
     for cell, before in phases["before"].items():
         assert torch.equal(phases["after generate"][cell], before), cell
-        with torch.no_grad():
-            expected = reference(IDS[:, :cell[2]]).logits
+        with torch.no_grad():  # the same operation on the float32 model of the decoded weights
+            expected = OPERATIONS[cell[1]](reference, IDS[:, :cell[2]])
         tolerance = TOLERANCE[setting] * float(expected.abs().max())
         assert float((before - expected).abs().max()) <= tolerance, (cell, float((before - expected).abs().max()))
