@@ -112,6 +112,20 @@ def _meanings_rows(rows: list[dict]) -> list[str]:
     return out
 
 
+def _efficient_rows(rows: list[dict]) -> list[str]:
+    by = {(r["n"], r["variant"]): r for r in rows}
+    out = []
+    for n in sorted({r["n"] for r in rows}):
+        full = by[(n, "full")]
+        cells = [f"{full['flops'] / 1e9:.3f}, {full['ms']['median']:.1f} ms"]
+        for variant in ("local", "strided", "linear", "hierarchical"):
+            r = by[(n, variant)]
+            t = r["time_vs_full"]
+            cells.append(f"{r['flops_vs_full']} / {t['median']:.3f} ({t['p10']:.3f}-{t['p90']:.3f})")
+        out.append(f"| {n} | " + " | ".join(cells) + " |")
+    return out
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -125,6 +139,7 @@ TRACES = [
           allowed={"200,000": "characters tokenized (a setting)", "2,000": "characters per passage (a setting)",
                    "50,257": "GPT-2's vocabulary"}),
     Trace("## 12.", "meanings.jsonl", _meanings_rows),
+    Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
