@@ -140,6 +140,10 @@ TRACES = [
                    "50,257": "GPT-2's vocabulary"}),
     Trace("## 12.", "meanings.jsonl", _meanings_rows),
     Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows),
+    Trace("| 10 |", "gpt2_params.jsonl"),
+    Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
+    Trace("| 12 |", "meanings.jsonl"),
+    Trace("| 13 |", "efficient_attention_cost.jsonl"),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
