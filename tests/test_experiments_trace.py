@@ -27,7 +27,8 @@ NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\d])")  # 1,23
 
 @dataclass
 class Trace:
-    part: str  # "## 10." (a section heading's start) or "| 10 |" (a row of the top table)
+    part: str  # "## 10." (a section heading's start), "| 10 |" (a row of the top table) or "**Re-measured"
+    # (a paragraph's start: a traced paragraph inside a section whose other numbers are not yet traced)
     results: str  # file name in docs/experiments/results/
     rows: Callable[[list[dict]], list[str]] | None = None  # lines the part must contain, rendered from results
     extra: Callable[[list[dict]], list[float]] | None = None  # derived values the part may print (ratios ...)
@@ -45,7 +46,7 @@ def _part(text: str, start: str) -> str:
         assert len(rows) == 1, f"table row {start!r}: found {len(rows)}"
         return rows[0]
     begin = text.index("\n" + start) + 1
-    end = text.find("\n## ", begin)
+    end = text.find("\n\n" if start.startswith("**") else "\n## ", begin)
     return text[begin:end if end != -1 else len(text)]
 
 
@@ -126,6 +127,17 @@ def _efficient_rows(rows: list[dict]) -> list[str]:
     return out
 
 
+def _ln_warmup_rows(rows: list[dict]) -> list[str]:
+    def runs(placement: str) -> list[dict]:
+        return sorted((r for r in rows if r["placement"] == placement and r["warmup"] == 0), key=lambda r: r["seed"])
+
+    pre, post = runs("pre"), runs("post")
+    return [" / ".join(f"{r['first_loss']:.4f}" for r in pre), " / ".join(f"{r['first_loss']:.4f}" for r in post),
+            " / ".join(f"{r['grad_norm_median']:.3f}" for r in post),
+            " / ".join(f"{100 * r['clipped_fraction']:.1f}%" for r in post),
+            " / ".join(f"{r['grad_norm_median']:.3f}" for r in pre)]
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -140,6 +152,8 @@ TRACES = [
                    "50,257": "GPT-2's vocabulary"}),
     Trace("## 12.", "meanings.jsonl", _meanings_rows),
     Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows),
+    Trace("**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**", "ln_warmup.jsonl", _ln_warmup_rows,
+          allowed={"1.0": "the clipping threshold (a setting)"}),
     Trace("| 10 |", "gpt2_params.jsonl"),
     Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
@@ -148,8 +162,9 @@ TRACES = [
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
 UNTRACED = {
-    "## 1.": "the 1,500-step val losses of every run, the gradient-norm median 0.42 / percentiles 0.32-0.69, "
-             "'train loss 3.1-3.2 until step ~120', the first-step losses 4.616 / 4.613, the 300-step reruns",
+    "## 1.": "the 1,500-step val losses of every run (and the HF check's table), the gradient-norm median 0.42 / "
+             "percentiles 0.32-0.69, 'train loss 3.1-3.2 until step ~120', the 300-step reruns; the first-step "
+             "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
     "## 2.": "the 1,500-step val losses (runs of `attnlab train`, metrics left in /tmp)",
     "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
     "## 5.": "part 1's variance table and the d_k 32 runs (only the d_k 128 seed-1 run is committed)",
