@@ -138,6 +138,14 @@ def _ln_warmup_rows(rows: list[dict]) -> list[str]:
             " / ".join(f"{r['grad_norm_median']:.3f}" for r in pre)]
 
 
+def _ln_geometry_rows(rows: list[dict]) -> list[str]:
+    return [f"| {r['model']} {r['layer']} | {r['key_cos_ones_median']} ({r['key_cos_ones_max']}) "
+            f"| {r['key_norm_over_sqrt_d_median']} ({r['key_norm_over_sqrt_d_min']}-{r['key_norm_over_sqrt_d_max']}) "
+            f"| {r['query_cos_ones_median']} ({r['query_cos_ones_max']}) | {r['random_cos_ones_median']} "
+            f"| {r['head_keys']:,} | {r['never_top']:,} | {r['never_above_0.1']:,} | {r['unselectable_lp']} |"
+            for r in rows]
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -154,6 +162,8 @@ TRACES = [
     Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows),
     Trace("**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**", "ln_warmup.jsonl", _ln_warmup_rows,
           allowed={"1.0": "the clipping threshold (a setting)"}),
+    Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows,
+          allowed={"0.1": "the weight threshold (a setting)", "2023": "a year"}),
     Trace("| 10 |", "gpt2_params.jsonl"),
     Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
