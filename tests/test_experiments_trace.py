@@ -168,6 +168,7 @@ TRACES = [
     Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
     Trace("| 13 |", "efficient_attention_cost.jsonl"),
+    Trace("| 15 |", "layernorm_geometry.jsonl"),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
