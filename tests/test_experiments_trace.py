@@ -25,6 +25,17 @@ RESULTS = DOCS / "experiments" / "results"
 NUMBER = re.compile(r"(?<![\w.,])(\d{1,3}(?:,\d{3})+|\d+\.\d+)(?![\d])")  # 1,234,567 or 12.34 (not 5 or v2)
 
 
+def _numbers(text: str) -> list[str]:
+    """The numbers a text prints, with their sign: "-0.5" after a space or bracket is negative, the "-" of a
+    range such as 0.32-0.69 is not."""
+    out = []
+    for m in NUMBER.finditer(text):
+        i = m.start()
+        negative = i >= 1 and text[i - 1] in "-−" and (i < 2 or text[i - 2] in " (|")
+        out.append(("-" if negative else "") + m.group(1))
+    return out
+
+
 @dataclass
 class Trace:
     part: str  # "## 10." (a section heading's start), "| 10 |" (a row of the top table) or "**Re-measured"
@@ -146,6 +157,12 @@ def _ln_geometry_rows(rows: list[dict]) -> list[str]:
             for r in rows]
 
 
+def _explanation_rows(rows: list[dict]) -> list[str]:
+    return [f"| {r['heads']} | {r['cases']} | {r['pairs']:,} | {r['rho_median']} ({r['rho_p10']} to {r['rho_p90']}) "
+            f"| {r['head_median_min']} to {r['head_median_max']} | {r['heads_median_above_0.5']} | {r['top_agree']} |"
+            for r in rows if r.get("summary")]
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -162,6 +179,9 @@ TRACES = [
     Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows),
     Trace("**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**", "ln_warmup.jsonl", _ln_warmup_rows,
           allowed={"1.0": "the clipping threshold (a setting)"}),
+    Trace("## 14.", "attention_explanation.jsonl", _explanation_rows,
+          allowed={"0.5": "the threshold for a head's median (a setting)"}),
+    Trace("| 14 |", "attention_explanation.jsonl", allowed={"0.5": "the threshold (a setting)"}),
     Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows,
           allowed={"0.1": "the weight threshold (a setting)", "2023": "a year"}),
     Trace("| 10 |", "gpt2_params.jsonl"),
@@ -199,7 +219,7 @@ def test_every_number_of_a_traced_part_comes_from_its_results_file(doc, trace):
         assert line in text, f"{trace.part}: the doc lacks the row rendered from {trace.results}:\n{line}"
     values = [v for r in rows for v in _values(r)] + (trace.extra(rows) if trace.extra else [])
     candidates = [c for v in values for c in (v, v / 1e9, v / 2**20, v * 1e3, v * 100)]
-    unexplained = [shown for shown in NUMBER.findall(text)
+    unexplained = [shown for shown in _numbers(text)
                    if shown not in trace.allowed and not any(_printed(c, shown) for c in candidates)]
     assert unexplained == [], f"{trace.part}: numbers not in {trace.results}: {unexplained}"
 
