@@ -40,14 +40,15 @@ def _numbers(text: str) -> list[str]:
 class Trace:
     part: str  # "## 10." (a section heading's start), "| 10 |" (a row of the top table) or "**Re-measured"
     # (a paragraph's start: a traced paragraph inside a section whose other numbers are not yet traced)
-    results: str  # file name in docs/experiments/results/
+    results: str | tuple[str, ...]  # file name(s) in docs/experiments/results/
     rows: Callable[[list[dict]], list[str]] | None = None  # lines the part must contain, rendered from results
     extra: Callable[[list[dict]], list[float]] | None = None  # derived values the part may print (ratios ...)
     allowed: dict[str, str] = field(default_factory=dict)  # number -> why it is not a result
 
 
-def _load(name: str) -> list[dict]:
-    return [json.loads(line) for line in (RESULTS / name).read_text().splitlines() if line.strip()]
+def _load(names: str | tuple[str, ...]) -> list[dict]:
+    names = (names,) if isinstance(names, str) else names
+    return [json.loads(line) for name in names for line in (RESULTS / name).read_text().splitlines() if line.strip()]
 
 
 def _part(text: str, start: str) -> str:
@@ -163,6 +164,12 @@ def _explanation_rows(rows: list[dict]) -> list[str]:
             for r in rows if r.get("summary")]
 
 
+def _no_mask_rows(rows: list[dict]) -> list[str]:
+    return [f"| {r['steps']:,} | {r['arm']} ({r['seed']}) | {r['val_teacher_forced']} "
+            f"| {r['honest_last_position']['16']} / {r['honest_last_position']['64']} "
+            f"| {r['next_key_mass'][0]} / {r['next_key_mass'][1]} |" for r in rows]
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -184,6 +191,9 @@ TRACES = [
     Trace("| 14 |", "attention_explanation.jsonl", allowed={"0.5": "the threshold (a setting)"}),
     Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows,
           allowed={"0.1": "the weight threshold (a setting)", "2023": "a year"}),
+    Trace("## 16.", ("no_mask.jsonl", "no_mask_1000.jsonl"), _no_mask_rows,
+          allowed={"0.016": "1/64, uniform attention over 64 keys (arithmetic)"}),
+    Trace("| 16 |", ("no_mask.jsonl", "no_mask_1000.jsonl")),
     Trace("| 10 |", "gpt2_params.jsonl"),
     Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
@@ -238,7 +248,8 @@ def test_the_check_catches_a_changed_digit(doc):
 def test_traced_and_untraced_parts_exist(doc):
     for trace in TRACES:
         _part(doc, trace.part)
-        assert (RESULTS / trace.results).is_file()
+        names = (trace.results,) if isinstance(trace.results, str) else trace.results
+        assert all((RESULTS / name).is_file() for name in names)
     for part in UNTRACED:
         if part.startswith("##"):
             _part(doc, part)
