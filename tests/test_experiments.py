@@ -207,3 +207,19 @@ def test_selectable_keys_are_the_vertices_of_their_hull():
     assert layernorm_geometry.selectable(corners) == [True] * 4
     inside = torch.cat([corners, corners.mean(0, keepdim=True)])  # the centroid: inside the hull
     assert layernorm_geometry.selectable(inside) == [True] * 4 + [False]
+
+
+def test_layernorm_geometry_reads_the_construction_on_a_fresh_pre_ln_model():
+    """At init LayerNorm's gain is 1 and its bias 0, so the attention input (x - mean) / std is orthogonal to
+    the all-ones vector with norm sqrt(d) (up to eps): the script's measurement must read exactly that."""
+    import layernorm_geometry
+
+    config = attnlab.ModelConfig(topology="decoder", vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=1,
+                                 max_len=12, norm="layernorm", norm_placement="pre", norm_eps=1e-12)
+    torch.manual_seed(0)  # (eps 1e-12: at init the embeddings' variance is ~4e-4, where eps 1e-5 would shrink the
+    model = attnlab.build_model(config).eval()  # norm to 0.989 sqrt(d))
+    row = layernorm_geometry.layer_rows("tiny", model, [torch.randint(0, 11, (1, 12))])[0]
+    assert row["key_cos_ones_max"] < 1e-4
+    assert row["key_norm_over_sqrt_d_min"] == pytest.approx(1.0, abs=2e-3)
+    assert row["key_norm_over_sqrt_d_max"] == pytest.approx(1.0, abs=2e-3)
+    assert row["head_keys"] == 2 * 12 and 0 <= row["unselectable_lp"] <= row["head_keys"]
