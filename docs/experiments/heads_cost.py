@@ -6,9 +6,12 @@ For one self-attention layer of width d over n tokens, the textbook count is ind
 What does grow with h is the softmax and the score tensor: h * n^2 exponentials and h * n^2 floats written and
 read. This script measures FLOPs with torch's FlopCounterMode and CPU time (time.process_time, one thread) of
 attnlab's Attention (torch's SDPA path) and of the same math written out (scores materialised), for
-h in {1, 2, 4, ..., d/8}.
+h in {1, 2, 4, ..., d/8}. The timings are interleaved: every round times one call of each (h, path) in a
+shuffled order, and each ratio to h = 1 is taken within its round; the median and the 10th-90th percentiles
+over the rounds are reported, with the machine (CPU model, load average) in every JSON line.
 
-    python docs/experiments/heads_cost.py [--d 256 --n 256 --batch 4 --repeats 20 --png docs/img/exp_heads_cost.png]
+    python docs/experiments/heads_cost.py [--d 256 --n 256 --batch 4 --rounds 30 --jsonl FILE \
+        --png docs/img/exp_heads_cost.png]
 """
 
 from __future__ import annotations
@@ -44,15 +47,49 @@ def explicit(attn, x: torch.Tensor) -> torch.Tensor:
     return attn.out(out)
 
 
-def cpu_seconds(fn, repeats: int) -> float:
-    """Median process time of one call (one thread: process time is the work done, not the machine's load)."""
-    fn()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        fn()
-        times.append(time.process_time() - start)
-    return sorted(times)[len(times) // 2]
+def machine() -> dict:
+    """The machine the timings were made on (they mean nothing without it)."""
+    import os
+    import platform
+
+    cpu = ""
+    try:
+        cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
+                   "")
+    except OSError:
+        pass
+    return {"cpu": cpu or platform.processor(), "cores": os.cpu_count(), "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "loadavg_1min": round(os.getloadavg()[0], 2)}
+
+
+def interleaved_cpu_seconds(fns: dict, rounds: int, seed: int = 0) -> dict[str, list[float]]:
+    """Process time of one call of every contestant, per round, in a shuffled order each round: the machine's
+    drift (other sessions' load, caches, frequency) falls on every contestant alike instead of on whichever
+    happened to run last. One thread: process time is the work done, not the wall clock of a busy machine."""
+    import random
+
+    order = list(fns)
+    rng = random.Random(seed)
+    for fn in fns.values():
+        fn()  # warm-up
+    times: dict[str, list[float]] = {name: [] for name in order}
+    for _ in range(rounds):
+        rng.shuffle(order)
+        for name in order:
+            start = time.process_time()
+            fns[name]()
+            times[name].append(time.process_time() - start)
+    return times
+
+
+def quantiles(values: list[float]) -> dict[str, float]:
+    """Median and the 10th / 90th percentiles (nearest rank) of a list."""
+    v = sorted(values)
+
+    def at(p: float) -> float:
+        return v[min(len(v) - 1, int(round(p * (len(v) - 1))))]
+
+    return {"median": at(0.5), "p10": at(0.1), "p90": at(0.9)}
 
 
 def main() -> None:
@@ -60,7 +97,8 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=256)
     ap.add_argument("--n", type=int, default=256)
     ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--repeats", type=int, default=20)
+    ap.add_argument("--rounds", type=int, default=30)
+    ap.add_argument("--jsonl", default="", help="append the JSON lines to this file as well")
     ap.add_argument("--png", default="")
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -68,10 +106,10 @@ def main() -> None:
     d, n, b = args.d, args.n, args.batch
     formula = b * (8 * n * d * d + 4 * n * n * d)
     x = torch.randn(b, n, d)
-    rows = []
-    h = 1
+    heads = [2 ** i for i in range(20) if 2 ** i <= d // 8]
+    fns, rows = {}, []
     with torch.no_grad():
-        while h <= d // 8:
+        for h in heads:
             attn = attention_layer(d, h, n)
             paths = {"sdpa": partial(attn, x, is_causal=True), "explicit": partial(explicit, attn, x)}
             row = {"h": h, "d_head": d // h, "formula_flops": formula, "softmax_exps": b * h * n * n,
@@ -80,30 +118,48 @@ def main() -> None:
                 with FlopCounterMode(display=False) as counter:
                     fn()
                 row[f"flops_{name}"] = counter.get_total_flops()
-                row[f"cpu_s_{name}"] = cpu_seconds(fn, args.repeats)
+                fns[(h, name)] = fn
             rows.append(row)
-            h *= 2
-    base = rows[0]
-    print(f"d={d} n={n} batch={b}; times relative to h=1 (h=1: sdpa {base['cpu_s_sdpa'] * 1e3:.2f} ms, "
-          f"explicit {base['cpu_s_explicit'] * 1e3:.2f} ms)")
+        times = interleaved_cpu_seconds(fns, args.rounds)
+    info = {"d": d, "n": n, "batch": b, "rounds": args.rounds, **machine()}
+    lines = []
+    for row in rows:
+        for name in ("sdpa", "explicit"):
+            own, base = times[(row["h"], name)], times[(1, name)]
+            row[f"ms_{name}"] = {k: round(v * 1e3, 3) for k, v in quantiles(own).items()}
+            # the ratio to h = 1 within each round (same moment, same load), then its spread over the rounds
+            row[f"ratio_{name}"] = {k: round(v, 3) for k, v in
+                                    quantiles([a / c for a, c in zip(own, base, strict=True)]).items()}
+        lines.append(json.dumps({**info, **row}))
+    print(f"d={d} n={n} batch={b} rounds={args.rounds}; time ratio to h=1 within a round: median (p10-p90)")
     print("| h | d_head | formula GFLOP | counted (SDPA) | counted (explicit) | softmax exps | score MB "
           "| CPU time SDPA | CPU time explicit |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
+        s, e = r["ratio_sdpa"], r["ratio_explicit"]
         print(f"| {r['h']} | {r['d_head']} | {r['formula_flops'] / 1e9:.3f} | {r['flops_sdpa'] / 1e9:.3f} "
               f"| {r['flops_explicit'] / 1e9:.3f} | {r['softmax_exps'] / 1e6:.2f} M | {r['score_bytes'] / 2**20:.0f} "
-              f"| {r['cpu_s_sdpa'] / base['cpu_s_sdpa']:.2f}x | {r['cpu_s_explicit'] / base['cpu_s_explicit']:.2f}x |")
-    print(json.dumps(rows))
+              f"| {s['median']:.2f}x ({s['p10']:.2f}-{s['p90']:.2f}) "
+              f"| {e['median']:.2f}x ({e['p10']:.2f}-{e['p90']:.2f}) |")
+    for line in lines:
+        print(line)
+    if args.jsonl:
+        with open(args.jsonl, "a") as f:
+            f.write("".join(line + "\n" for line in lines))
     if args.png:
         sys.path.insert(0, str(Path(__file__).parent))
         from common import figure
 
         hs = [r["h"] for r in rows]
         fig, ax = figure()
-        ax.plot(hs, [r["flops_explicit"] / base["flops_explicit"] for r in rows], "o-",
+        ax.plot(hs, [r["flops_explicit"] / rows[0]["flops_explicit"] for r in rows], "o-",
                 label="FLOPs (counted on the explicit path = formula)")
-        ax.plot(hs, [r["cpu_s_sdpa"] / base["cpu_s_sdpa"] for r in rows], "s-", label="CPU time, SDPA")
-        ax.plot(hs, [r["cpu_s_explicit"] / base["cpu_s_explicit"] for r in rows], "^-", label="CPU time, explicit")
+        for name, marker in (("sdpa", "s-"), ("explicit", "^-")):
+            med = [r[f"ratio_{name}"]["median"] for r in rows]
+            lo = [m - r[f"ratio_{name}"]["p10"] for m, r in zip(med, rows, strict=True)]
+            hi = [r[f"ratio_{name}"]["p90"] - m for m, r in zip(med, rows, strict=True)]
+            ax.errorbar(hs, med, yerr=[lo, hi], fmt=marker, capsize=3,
+                        label=f"CPU time, {'SDPA' if name == 'sdpa' else 'explicit'} (median, p10-p90)")
         ax.set_xscale("log", base=2)
         ax.set_xlabel(f"heads h (d_model {d}, d_head = {d}/h, n {n})")
         ax.set_ylabel("relative to h = 1")

@@ -623,7 +623,10 @@ def test_scaling_statistics_match_a_direct_torch_computation(registry, name):
     assert out["unscaled"]["variance"] == pytest.approx(float(raw.var(unbiased=False)), abs=1e-4, rel=1e-4)
     assert out["scaled"]["variance"] == pytest.approx(float((raw / math.sqrt(d_k)).var(unbiased=False)),
                                                       abs=1e-4, rel=1e-4)
-    assert out["unscaled"]["variance"] / out["scaled"]["variance"] == pytest.approx(d_k, rel=1e-3)
+    assert out["q_variance"] == pytest.approx(float(q.var(unbiased=False)), abs=1e-4, rel=1e-4)
+    assert out["k_variance"] == pytest.approx(float(k.var(unbiased=False)), abs=1e-4, rel=1e-4)
+    # (the lesson's formula var(q.k) = d_k var(q) var(k) is tested against measured values, where it holds and
+    # where it does not, in tests/test_experiments.py: this tiny text has too few pairs for it)
     assert sum(out["hist_unscaled"]) == sum(out["hist_scaled"]) == out["pairs"]
     edges = torch.tensor(out["bin_edges"])
     counts = torch.histogram(raw.float(), bins=edges.float()).hist
