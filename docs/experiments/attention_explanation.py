@@ -18,6 +18,7 @@ import json
 import statistics
 
 import torch
+from common import write_jsonl
 from scipy.stats import spearmanr
 
 MLM_SENTENCES = [  # (text with [MASK], the masked word)
@@ -102,11 +103,7 @@ def main() -> None:
     cases = [(s, mlm.tokenizer.encode(w, add_special_tokens=False)[0]) for s, w in MLM_SENTENCES]
     for row in summary("minilm-mlm", head_rows(mlm, cases)):
         lines.append(json.dumps(row))
-    for line in lines:
-        print(line)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl)
 
 
 if __name__ == "__main__":

@@ -94,3 +94,13 @@ def keep(row: dict[str, Any], results: list[dict[str, Any]], jsonl: str) -> None
     if jsonl:
         with open(jsonl, "a") as f:
             f.write(line + "\n")
+
+
+def write_jsonl(lines: list[str], path: str | Path | None, echo: bool = True) -> None:
+    """Print the JSON lines (unless the script printed them as it went) and, given a path, write them there: the
+    results file committed beside the script, which tests/test_experiments_trace.py checks the doc against."""
+    if echo:
+        for line in lines:
+            print(line)
+    if path:
+        Path(path).write_text("".join(line + "\n" for line in lines))

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).parent))
+from common import write_jsonl
 from heads_cost import interleaved_cpu_seconds, machine, quantiles  # noqa: E402
 
 
@@ -114,9 +115,7 @@ def main() -> None:
                        [a / c for a, c in zip(times[name], times["full"], strict=True)]).items()}}
             lines.append(json.dumps(row))
             print(lines[-1], flush=True)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl, echo=False)  # each line was printed as it came
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from common import write_jsonl
+
 from attnlab.counting import parameter_table
 from attnlab.presets import get
 
@@ -42,11 +44,7 @@ def main() -> None:
             row("gpt2, untied LM head", tie_embeddings=False),
             row("GPT-1 shape: vocab 40478, 512 positions", **GPT1_SHAPE)]
     lines = [json.dumps(r) for r in rows]
-    for line in lines:
-        print(line)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl)
 
 
 if __name__ == "__main__":

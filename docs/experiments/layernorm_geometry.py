@@ -25,6 +25,7 @@ import math
 import statistics
 
 import torch
+from common import write_jsonl
 from scipy.optimize import linprog
 
 import attnlab
@@ -113,11 +114,7 @@ def main() -> None:
     wiki = [p.split(". ")[0] + "." for p in wiki_summaries("en").split("\n\n")[:400:50]]
     rows += layer_rows("minilm", mini.model, [torch.tensor([mini.tokenizer.encode(s)]) for s in wiki])
     lines = [json.dumps(r) for r in rows]
-    for line in lines:
-        print(line)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ import json
 import statistics
 
 import torch
+from common import write_jsonl
 
 PAIRS = [
     ("A man is playing the guitar.", "Someone strums an acoustic instrument."),
@@ -78,11 +79,7 @@ def main() -> None:
     rows = [sentence_rows(registry.get("minilm")), sentence_rows(registry.get("bert-mlm"))]
     rows += token_rows(registry.get("minilm"))
     lines = [json.dumps(r) for r in rows]
-    for line in lines:
-        print(line)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import attnlab
 from attnlab.layers.attention import Attention
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, recipe_task, seed_all, train  # noqa: E402
+from common import evals, recipe_task, seed_all, train, write_jsonl  # noqa: E402
 
 MODEL = {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_ff": 256}
 
@@ -97,9 +97,7 @@ def main() -> None:
             row["greedy_sample"] = task.tokenizer.decode(out[0].tolist())
             lines.append(json.dumps(row))
             print(lines[-1], flush=True)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl, echo=False)  # each line was printed as it came
 
 
 if __name__ == "__main__":

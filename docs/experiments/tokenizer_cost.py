@@ -17,6 +17,8 @@ import argparse
 import json
 import re
 
+from common import write_jsonl
+
 from attnlab.data.corpora import python_docs, wiki_summaries
 from attnlab.data.packages import package_folder
 from attnlab.data.tokenizers import char_tokenizer, gpt2_tokenizer, load_tokenizer
@@ -57,11 +59,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = measure("CPython docs", python_docs()[:CHARS]) + measure("Wikipedia (en)", wiki_summaries("en")[:CHARS])
     lines = [json.dumps(r) for r in rows]
-    for line in lines:
-        print(line)
-    if args.jsonl:
-        with open(args.jsonl, "w") as f:
-            f.write("".join(line + "\n" for line in lines))
+    write_jsonl(lines, args.jsonl)
 
 
 if __name__ == "__main__":
