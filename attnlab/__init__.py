@@ -19,6 +19,9 @@ _LAZY = {
     "Decoder": "attnlab.models", "DualEncoder": "attnlab.models", "Encoder": "attnlab.models",
     "EncoderDecoder": "attnlab.models", "ModelOutput": "attnlab.models", "VisionTransformer": "attnlab.models",
     "record": "attnlab.recording", "quantize": "attnlab.quantization",
+    "intervene": "attnlab.interventions", "logit_lens": "attnlab.interventions",
+    "ablate_heads": "attnlab.interventions", "patch": "attnlab.interventions", "steer": "attnlab.interventions",
+    "head_sweep": "attnlab.interventions", "trace_residual": "attnlab.interventions",
 }
 
 
@@ -47,6 +50,7 @@ def generate(model, input_ids, **kwargs):
 
 __all__ = [
     "ModelConfig", "DualEncoderConfig", "presets", "build_model", "load", "generate", "record", "recording", "quantize",
+    "intervene", "logit_lens", "ablate_heads", "patch", "steer", "head_sweep", "trace_residual",
     "Encoder", "Decoder", "EncoderDecoder", "VisionTransformer", "DualEncoder", "ModelOutput",
     "AttnlabError", "ConfigError", "InputError", "CheckpointError",
 ]

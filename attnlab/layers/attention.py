@@ -6,7 +6,9 @@ and projected by W_O. Grouped-query attention shares each K/V head among n_heads
 
 Two paths compute the same numbers:
 - fast: torch.nn.functional.scaled_dot_product_attention (fused kernels);
-- explicit: the textbook math, taken only when a recorder asks for scores, weights, Q, K or V.
+- explicit: the textbook math, taken only when a recorder or an edit asks for scores, weights, Q, K or V.
+Per-head outputs (z = each head's sum of w * V, and head_out = z through that head's slice of W_O) are opt-in
+the same way: only a recording or an edit of them pays for the (batch, heads, seq, d_model) tensor.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ from attnlab.layers.masks import causal_mask
 from attnlab.layers.positions import apply_rotary
 from attnlab.recording import active
 
-_RECORDED = ("q", "k", "v", "raw_scores", "weights")
+_RECORDED = ("q", "k", "v", "raw_scores", "weights")  # wanted -> the explicit path
+_PER_HEAD = ("z", "head_out")  # wanted -> the per-head outputs
+_HEAD_OUT = ("head_out",)
 
 
 class Attention(nn.Module):
@@ -40,6 +44,10 @@ class Attention(nn.Module):
             # wide: decoding steps read it from an (in, out) copy (layers/linear.py)
             self.qkv = Linear(d, q_width + 2 * kv_width, bias=config.bias)
         self.out = nn.Linear(q_width, d, bias=config.bias)  # W_O
+
+    def sites(self) -> tuple[str, ...]:
+        """The names this module records or lets edit (attnlab.recording.sites)."""
+        return _RECORDED + _PER_HEAD
 
     def _heads(self, x: torch.Tensor, n: int) -> torch.Tensor:
         batch, seq, _ = x.shape
@@ -104,14 +112,36 @@ class Attention(nn.Module):
                 enable_gqa=self.n_kv_heads != self.n_heads,
             )  # (batch, heads, q_len, d_head)
         batch, _, q_len, _ = out.shape
-        out = out.transpose(1, 2).reshape(batch, q_len, self.q_width)  # concat heads
-        return self.out(out)  # (batch, q_len, d_model)
+        out = out.transpose(1, 2)  # (batch, q_len, heads, d_head)
+        if rec is not None and rec.wants_any(self, _PER_HEAD):
+            return self._per_head(out, rec)
+        return self.out(out.reshape(batch, q_len, self.q_width))  # concat heads, W_O: (batch, q_len, d_model)
+
+    def _per_head(self, z: torch.Tensor, rec) -> torch.Tensor:
+        """W_O applied head by head: z (batch, q, heads, d_head) -> sum over heads of head_out, + W_O's bias.
+
+        W_O's columns split by head (the concat order), so out = sum_h z_h W_O[:, h] + b. z is where a head is
+        switched off (before W_O: every head's slice of W_O sees only its own z); head_out is each head's
+        contribution to the residual stream.
+        """
+        z = rec.keep(self, "z", z, head_axis=2)
+        batch, q_len = z.shape[:2]
+        if not rec.wants_any(self, _HEAD_OUT):
+            return self.out(z.reshape(batch, q_len, self.q_width))
+        w_o = self.out.weight.view(-1, self.n_heads, self.d_head)  # (d_model, heads, d_head)
+        head_out = torch.einsum("bqhd,mhd->bhqm", z, w_o)  # (batch, heads, q, d_model)
+        head_out = rec.keep(self, "head_out", head_out, head_axis=1)
+        out = head_out.sum(dim=1)  # (batch, q, d_model)
+        return out + self.out.bias if self.out.bias is not None else out
 
     def _explicit(self, q, k, v, bias, is_causal, rec) -> torch.Tensor:
-        """The same attention written out, keeping what the recorder asks for."""
+        """The same attention written out, keeping (and letting edits replace) what the probe asks for."""
         if self.n_kv_heads != self.n_heads:
             group = self.n_heads // self.n_kv_heads
             k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        q = rec.keep(self, "q", q, head_axis=1)  # (batch, heads, q, d_head)
+        k = rec.keep(self, "k", k, head_axis=1)  # (batch, heads, k, d_head): per query head
+        v = rec.keep(self, "v", v, head_axis=1)
         raw = (q @ k.transpose(-2, -1)) * self.scale  # (batch, heads, q, k)
         if is_causal:
             keep = causal_mask(q.shape[-2], k.shape[-2], q.device)
@@ -119,9 +149,9 @@ class Attention(nn.Module):
         if bias is not None:
             raw = raw + bias
             raw = raw.clamp(min=torch.finfo(raw.dtype).min)  # -inf from min + negative stays finite
+        raw = rec.keep(self, "raw_scores", raw, head_axis=1)
         weights = raw.softmax(dim=-1)
         if self.training and self.dropout_p:
             weights = F.dropout(weights, self.dropout_p)
-        for leaf, tensor in (("q", q), ("k", k), ("v", v), ("raw_scores", raw), ("weights", weights)):
-            rec.keep(self, leaf, tensor, per_head=True)
+        weights = rec.keep(self, "weights", weights, head_axis=1)
         return weights @ v  # (batch, heads, q, d_head)

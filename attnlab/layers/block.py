@@ -33,6 +33,11 @@ class Block(nn.Module):
         self.norm2 = make_norm(config)
         self.dropout = nn.Dropout(config.dropout)
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this module records or lets edit (attnlab.recording.sites)."""
+        cross = ("resid_cross",) if self.cross_attn is not None else ()
+        return ("resid_pre", "resid_mid", *cross, "resid_post")
+
     def _drop(self, y: torch.Tensor) -> torch.Tensor:
         """Dropout while training; at inference not even the call (an identity, but a decoding step makes 24)."""
         return self.dropout(y) if self.training else y
@@ -56,19 +61,19 @@ class Block(nn.Module):
     ) -> torch.Tensor:
         recorder = active()
         if recorder is not None:
-            recorder.keep(self, "resid_pre", x)
+            x = recorder.keep(self, "resid_pre", x)
         x = self._sublayer(x, self.norm1, lambda h: self.attn(h, bias=bias, is_causal=is_causal, rope=rope,
                                                               cache=cache))
         if recorder is not None:
-            recorder.keep(self, "resid_mid", x)
+            x = recorder.keep(self, "resid_mid", x)
         if self.cross_attn is not None:
             if context is None and (cross_cache is None or cross_cache.k is None):
                 raise ValueError("this block cross-attends: pass the encoder output as `context`")
             x = self._sublayer(x, self.norm_cross, lambda h: self.cross_attn(h, bias=context_bias, context=context,
                                                                              cache=cross_cache))
             if recorder is not None:
-                recorder.keep(self, "resid_cross", x)
+                x = recorder.keep(self, "resid_cross", x)
         x = self._sublayer(x, self.norm2, self.ffn)
         if recorder is not None:
-            recorder.keep(self, "resid_post", x)
+            x = recorder.keep(self, "resid_post", x)
         return x

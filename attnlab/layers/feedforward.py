@@ -37,6 +37,10 @@ class FeedForward(nn.Module):
         self.down = nn.Linear(config.d_ff, config.d_model, bias=config.bias)  # W_2
         self.dropout = nn.Dropout(config.dropout)
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this module records or lets edit (attnlab.recording.sites)."""
+        return ("hidden",)
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (batch, seq, d_model)
         h = self.up(x)  # (batch, seq, d_ff or 2*d_ff)
@@ -47,7 +51,7 @@ class FeedForward(nn.Module):
             h = self.act(h)  # (batch, seq, d_ff)
         recorder = active()
         if recorder is not None:
-            recorder.keep(self, "hidden", h)
+            h = recorder.keep(self, "hidden", h)
         if self.training:  # at inference dropout is the identity: skip its call (one per layer per step)
             h = self.dropout(h)
         return self.down(h)  # (batch, seq, d_model)

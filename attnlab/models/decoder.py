@@ -21,6 +21,10 @@ class Decoder(Stack, TransformerModel):
         if config.tie_embeddings:
             self.lm_head.proj.weight = self.tokens.weight
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this model records or lets edit at its own level (attnlab.recording.sites)."""
+        return Stack.sites(self) + (("logits",) if self.config.head == "lm" else ())
+
     def forward(
         self,
         input_ids: torch.Tensor,  # (batch, seq)
@@ -43,5 +47,5 @@ class Decoder(Stack, TransformerModel):
         logits = self.lm_head(h[:, -1:] if last_only else h) if self.config.head == "lm" else None
         recorder = active()
         if logits is not None and recorder is not None:
-            recorder.keep(self, "logits", logits)
+            logits = recorder.keep(self, "logits", logits)
         return ModelOutput(logits=logits, hidden=h)

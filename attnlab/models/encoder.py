@@ -27,6 +27,11 @@ class Encoder(Stack, TransformerModel):
         if config.tie_embeddings and self.lm_head is not None:
             self.lm_head.proj.weight = self.tokens.weight
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this model records or lets edit at its own level (attnlab.recording.sites)."""
+        has_logits = self.config.head in ("lm", "classifier", "token_classifier")
+        return Stack.sites(self) + (("logits",) if has_logits else ())
+
     def forward(
         self,
         input_ids: torch.Tensor,  # (batch, seq)
@@ -49,5 +54,5 @@ class Encoder(Stack, TransformerModel):
             logits = None
         recorder = active()
         if logits is not None and recorder is not None:
-            recorder.keep(self, "logits", logits)
+            logits = recorder.keep(self, "logits", logits)
         return ModelOutput(logits=logits, hidden=h, pooled=pooled)

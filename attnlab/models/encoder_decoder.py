@@ -56,8 +56,12 @@ class EncoderDecoder(TransformerModel):
         logits = self.lm_head(h[:, -1:] if last_only else h)
         recorder = active()
         if recorder is not None:
-            recorder.keep(self, "logits", logits)
+            logits = recorder.keep(self, "logits", logits)
         return h, logits
+
+    def sites(self) -> tuple[str, ...]:
+        """The names this model records or lets edit at its own level (attnlab.recording.sites)."""
+        return ("logits",)
 
     def forward(
         self,

@@ -8,6 +8,7 @@ attention bias (mask + ALiBi/T5 bias, computed once for all layers), RoPE angles
 from __future__ import annotations
 
 import math
+from itertools import islice
 
 import torch
 from torch import nn
@@ -75,6 +76,29 @@ class Stack(nn.Module):
         self.blocks = nn.ModuleList(Block(config, cross=cross) for _ in range(n_layers))
         self.final_norm = make_norm(config) if config.has_final_norm else None
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this module records or lets edit (attnlab.recording.sites); a model adds "logits"."""
+        return ("embed", "final")
+
+    def _embed(self, x: torch.Tensor, position_ids: torch.Tensor, token_type_ids: torch.Tensor | None,
+               shared_positions: bool) -> torch.Tensor:
+        """Token or patch vectors -> the residual stream entering block 0 (scale, positions, segments, norm)."""
+        if self.embed_scale != 1.0:
+            x = x * self.embed_scale
+        if self.positions is not None:
+            # shared positions: look up (1, seq, d_model) once and broadcast it over the batch, rather than
+            # gathering a (batch, seq, d_model) copy whose gradient would be scattered back row by row
+            x = x + self.positions(position_ids[:1] if shared_positions else position_ids)
+        if self.token_types is not None:
+            if token_type_ids is None:  # every token in segment 0: one row, broadcast over (batch, seq)
+                token_type_ids = torch.zeros(1, 1, dtype=torch.long, device=x.device)
+            x = x + self.token_types(token_type_ids)
+        if self.embed_norm is not None:
+            x = self.embed_norm(x)
+        if self.training:
+            x = self.dropout(x)
+        return x
+
     @property
     def seq_limit(self) -> int | None:
         return self.max_len if self.positions is not None else None
@@ -90,7 +114,16 @@ class Stack(nn.Module):
         context_mask: torch.Tensor | None = None,  # (batch, src_seq)
         cache=None,  # KVCache
         validate: bool = True,  # False: the caller checked masks and ids once (generation); skip host reads
+        start: int = 0,  # > 0: x is the residual stream entering block `start` (see below)
     ) -> torch.Tensor:
+        """The blocks (and what precedes them) over x; -> the last hidden state (after any final norm).
+
+        start > 0 runs blocks start.. on x, a residual stream recorded entering that block (`resid_pre`): the
+        embedding steps and earlier blocks are skipped. Sweeps whose variants differ only from block `start` on
+        (attnlab.interventions.head_sweep) run each variant from there instead of from the tokens.
+        """
+        if start and (isinstance(start, bool) or not isinstance(start, int) or not 0 < start < len(self.blocks)):
+            raise InputError(f"start={start!r}: allowed a block index in [0, {len(self.blocks)})")
         batch, seq, _ = x.shape
         past = cache.length if cache is not None else 0
         total = past + seq
@@ -113,23 +146,13 @@ class Stack(nn.Module):
         shared_positions = position_ids is None  # every row of the batch sits at past .. total-1
         if position_ids is None:
             position_ids = torch.arange(past, total, device=x.device).expand(batch, seq)
-        if self.embed_scale != 1.0:
-            x = x * self.embed_scale
-        if self.positions is not None:
-            # shared positions: look up (1, seq, d_model) once and broadcast it over the batch, rather than
-            # gathering a (batch, seq, d_model) copy whose gradient would be scattered back row by row
-            x = x + self.positions(position_ids[:1] if shared_positions else position_ids)
-        if self.token_types is not None:
-            if token_type_ids is None:  # every token in segment 0: one row, broadcast over (batch, seq)
-                token_type_ids = torch.zeros(1, 1, dtype=torch.long, device=x.device)
-            x = x + self.token_types(token_type_ids)
-        if self.embed_norm is not None:
-            x = self.embed_norm(x)
-        if self.training:
-            x = self.dropout(x)
+        if start == 0:
+            x = self._embed(x, position_ids, token_type_ids, shared_positions)
         recorder = active()
         if recorder is not None:
-            recorder.keep(self, "embed", x)
+            recorder.span(total)  # position-selective edits map absolute positions into this forward
+            if start == 0:
+                x = recorder.keep(self, "embed", x)
 
         position_bias = None
         if self.alibi is not None or self.rel_bias is not None:
@@ -146,12 +169,12 @@ class Stack(nn.Module):
                                                  attention_mask=context_mask, dtype=x.dtype, device=x.device)
         rope = self.rotary(position_ids) if self.rotary is not None else None
 
-        for i, block in enumerate(self.blocks):
+        for i, block in islice(enumerate(self.blocks), start, None):  # islice: no ModuleList indexing per block
             x = block(x, bias=bias, is_causal=is_causal, rope=rope, context=context, context_bias=context_bias,
                       cache=cache.layers[i] if cache is not None else None,
                       cross_cache=cache.cross[i] if cache is not None and cache.cross is not None else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
         if recorder is not None:
-            recorder.keep(self, "final", x)
+            x = recorder.keep(self, "final", x)
         return x  # (batch, seq, d_model)

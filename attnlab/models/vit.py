@@ -45,6 +45,10 @@ class VisionTransformer(Stack, TransformerModel):
         if not bool(torch.isfinite(pixels).all()):
             raise InputError("pixel_values holds NaN or infinite values")
 
+    def sites(self) -> tuple[str, ...]:
+        """The names this model records or lets edit at its own level (attnlab.recording.sites)."""
+        return Stack.sites(self) + (("logits",) if self.classifier is not None else ())
+
     def forward(self, pixel_values: torch.Tensor) -> ModelOutput:
         self.check_pixels(pixel_values)
         x = self.patches(pixel_values)  # (batch, n_patches, d_model)
@@ -53,5 +57,5 @@ class VisionTransformer(Stack, TransformerModel):
         logits = self.classifier(h[:, 0]) if self.classifier is not None else None  # from the [CLS] output
         recorder = active()
         if logits is not None and recorder is not None:
-            recorder.keep(self, "logits", logits)
+            logits = recorder.keep(self, "logits", logits)
         return ModelOutput(logits=logits, hidden=h)

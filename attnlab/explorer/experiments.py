@@ -1,0 +1,239 @@
+"""Experiments views: change a model and see what happens (attnlab.interventions behind JSON-ready answers).
+
+Every function takes a Loaded text model that predicts tokens (a decoder: the next token; an encoder with an MLM
+head: a masked word) and returns plain dicts of lists, strings and rounded floats. Where the prediction is read:
+`position` (default: a decoder's last token, an MLM's first [MASK]; an MLM position that is not [MASK] is
+masked). The token followed: `target` (a token id; default the model's top prediction on the unchanged text).
+
+- ablation: switch heads off (zero or mean) -> top-5 before and after, P(target) before and after;
+- head_sweep_grid: each head switched off in turn -> (layers x heads) drop in log P(target); progress, cancel;
+- residual_patch_grid: clean and corrupted sentences of the same length -> (layers x positions) P(target) with
+  the clean residual stream copied in at that cell (causal tracing); progress, cancel;
+- logit_lens_top: the top-5 tokens after the embeddings and after each block, at the position;
+- attention_vs_ablation: one head's attention weights from the position to every token beside the drop in
+  log P(target) when that head's weight on that token is set to zero (seed 002: attention is not explanation).
+
+No state is kept and no lock taken: interventions live in the request's own context (a ContextVar).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from attnlab.errors import InputError
+from attnlab.explorer.common import _check_index, _text_model, _token_text, encode
+from attnlab.explorer.registry import Loaded
+from attnlab.interventions import (
+    Cancelled,
+    ablate_heads,
+    head_sweep,
+    intervene,
+    logit_lens,
+    logprobs_at,
+    trace_residual,
+)
+from attnlab.recording import record
+
+TOP = 5
+
+
+def _round(x: float, decimals: int = 6) -> float | None:
+    return None if math.isnan(x) else round(float(x), decimals)
+
+
+def _grid(t: torch.Tensor) -> list[list[float | None]]:
+    return [[_round(v) for v in row] for row in t.tolist()]
+
+
+def _lm_check(lm: Loaded):
+    cfg = _text_model(lm)
+    model = lm.model
+    if cfg.topology not in ("decoder", "encoder") or cfg.head != "lm" or getattr(model, "lm_head", None) is None:
+        raise InputError(f"model {lm.id!r} is a {cfg.topology} with head={cfg.head!r}; experiments need a model "
+                         "that predicts tokens: a decoder language model or an encoder with a masked-LM head")
+    return cfg
+
+
+def _prepare(lm: Loaded, text: str, position) -> tuple[torch.Tensor, list[str], int, str]:
+    """-> (ids (1, seq), tokens, the read position, "next" | "masked"), an MLM's position masked."""
+    cfg = _lm_check(lm)
+    ids, tokens = encode(lm, text)
+    if cfg.topology == "decoder":
+        position = len(ids) - 1 if position is None else _check_index("position", position, len(ids))
+        return torch.tensor([ids]), tokens, position, "next"
+    mask_id = lm.tokenizer.mask_id if lm.tokenizer is not None else None
+    if mask_id is None:
+        raise InputError(f"model {lm.id!r} has no tokenizer with a [MASK] token")
+    if position is None:
+        if mask_id not in ids:
+            raise InputError("put [MASK] in the text where the model should guess a word, or choose a position")
+        position = ids.index(mask_id)
+    position = _check_index("position", position, len(ids))
+    ids = list(ids)
+    ids[position] = mask_id
+    return torch.tensor([ids]), tokens, position, "masked"
+
+
+def _top(lm: Loaded, logp: torch.Tensor, k: int = TOP) -> list[dict[str, Any]]:
+    top = logp.topk(k)
+    return [{"token": _token_text(lm, int(i)), "id": int(i), "prob": _round(math.exp(float(v)))}
+            for v, i in zip(top.values, top.indices, strict=True)]
+
+
+def _target(lm: Loaded, target, logp: torch.Tensor) -> int:
+    if target is None:
+        return int(logp.argmax())
+    return _check_index("target token id", target, lm.model.config.vocab_size)
+
+
+def _heads(value) -> list[tuple[int, int]]:
+    """[[layer, head], ...] or [{"layer": l, "head": h}, ...] (the page's JSON) -> [(layer, head)]."""
+    if not isinstance(value, list) or not value:
+        raise InputError("heads: give a list of [layer, head] pairs (at least one)")
+    pairs = []
+    for item in value:
+        if isinstance(item, dict):
+            item = (item.get("layer"), item.get("head"))
+        if not isinstance(item, (list, tuple)) or len(item) != 2:
+            raise InputError(f"heads: {item!r} is not a [layer, head] pair")
+        pairs.append(tuple(item))
+    return pairs
+
+
+def ablation(lm: Loaded, text: str, heads, *, mode: str = "zero", position: int | None = None,
+             target: int | None = None) -> dict[str, Any]:
+    """Switch `heads` off ([[layer, head], ...]); the prediction at `position` before and after.
+
+    mode "mean" replaces each head's output by its mean over this text's positions.
+    """
+    ids, tokens, position, kind = _prepare(lm, text, position)
+    model = lm.model
+    pairs = _heads(heads)
+    edits = ablate_heads(model, pairs, mode=mode, reference=ids if mode == "mean" else None)
+    before = logprobs_at(model, ids, position)[0]
+    with intervene(model, edits):
+        after = logprobs_at(model, ids, position)[0]
+    t = _target(lm, target, before)
+    p_before, p_after = math.exp(float(before[t])), math.exp(float(after[t]))
+    return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "mode": mode,
+            "heads": [[int(layer), int(h)] for layer, h in pairs], "before": _top(lm, before),
+            "after": _top(lm, after),
+            "target": {"token": _token_text(lm, t), "id": t, "prob_before": _round(p_before),
+                       "prob_after": _round(p_after), "prob_change": _round(p_after - p_before),
+                       "logprob_change": _round(float(after[t] - before[t]))}}
+
+
+def head_sweep_grid(lm: Loaded, text: str, *, position: int | None = None, target: int | None = None,
+                    mode: str = "zero", batch_size: int = 64,
+                    progress: Callable[[int, int], None] | None = None,
+                    cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Every head switched off in turn: grid[layer][head] = log P(target) clean - ablated (positive: it helped).
+
+    progress(done, total) after each batched forward; cancelled() before each: the answer then holds the cells
+    done so far (null elsewhere) and "cancelled": true.
+    """
+    ids, tokens, position, kind = _prepare(lm, text, position)
+    model = lm.model
+    clean = logprobs_at(model, ids, position)[0]
+    t = _target(lm, target, clean)
+    done = True
+    try:
+        grid = head_sweep(model, ids, t, position=position, mode=mode, reference=ids if mode == "mean" else None,
+                          batch_size=batch_size, progress=progress, cancelled=cancelled)
+    except Cancelled as stop:
+        grid, done = stop.partial, False
+    return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "mode": mode,
+            "target": {"token": _token_text(lm, t), "id": t, "prob": _round(math.exp(float(clean[t]))),
+                       "logprob": _round(float(clean[t]))},
+            "layers": grid.shape[0], "heads": grid.shape[1], "grid": _grid(grid), "cancelled": not done}
+
+
+def residual_patch_grid(lm: Loaded, clean_text: str, corrupted_text: str, *, position: int | None = None,
+                        target: int | None = None, site: str = "resid_pre", batch_size: int = 64,
+                        progress: Callable[[int, int], None] | None = None,
+                        cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """Causal tracing: grid[layer][p] = P(target) in the corrupted sentence with the residual stream entering
+    block `layer` (site="resid_post": leaving it) at position p copied from the clean sentence.
+
+    Both sentences must have the same number of tokens. "restored" rescales each cell to 0 (corrupted) .. 1
+    (clean). Cancelling answers the cells done so far (null elsewhere) and "cancelled": true.
+    """
+    clean_ids, clean_tokens, position, kind = _prepare(lm, clean_text, position)
+    corrupted_ids, corrupted_tokens, _, _ = _prepare(lm, corrupted_text, position)
+    if clean_ids.shape != corrupted_ids.shape:
+        raise InputError(f"the clean sentence has {clean_ids.shape[1]} tokens and the corrupted one "
+                         f"{corrupted_ids.shape[1]}: patching copies position p to position p, so they must have "
+                         "the same number of tokens")
+    model = lm.model
+    clean_logp = logprobs_at(model, clean_ids, position)[0]
+    t = _target(lm, target, clean_logp)
+    p_clean = math.exp(float(clean_logp[t]))
+    p_corrupted = math.exp(float(logprobs_at(model, corrupted_ids, position)[0, t]))
+    done = True
+    try:
+        grid = trace_residual(model, clean_ids, corrupted_ids, t, position=position, site=site,
+                              batch_size=batch_size, progress=progress, cancelled=cancelled)
+    except Cancelled as stop:
+        grid, done = stop.partial, False
+    span = p_clean - p_corrupted
+    restored = (grid - p_corrupted) / span if abs(span) > 1e-9 else torch.full_like(grid, float("nan"))
+    return {"model": lm.id, "clean_tokens": clean_tokens, "corrupted_tokens": corrupted_tokens,
+            "position": position, "predicts": kind, "site": site,
+            "target": {"token": _token_text(lm, t), "id": t, "prob_clean": _round(p_clean),
+                       "prob_corrupted": _round(p_corrupted)},
+            "layers": grid.shape[0], "positions": grid.shape[1], "grid": _grid(grid), "restored": _grid(restored),
+            "cancelled": not done}
+
+
+def logit_lens_top(lm: Loaded, text: str, *, position: int | None = None, k: int = TOP) -> dict[str, Any]:
+    """The top-k tokens at `position` after the embeddings (row 0) and after each block (row i), each through
+    the final norm and the output head; the last row is the model's own prediction."""
+    ids, tokens, position, kind = _prepare(lm, text, position)
+    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 50:
+        raise InputError(f"k={k!r}: allowed 1..50")
+    lens = logit_lens(lm.model, ids)[:, 0, position]  # (layers + 1, vocab)
+    rows = [{"layer": i - 1 if i else None, "after": "embeddings" if i == 0 else f"block {i - 1}",
+             "top": _top(lm, lens[i], k)} for i in range(lens.shape[0])]
+    return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "rows": rows}
+
+
+class _KeyKnockout:
+    """At one head's attention weights: row r sets the weight from `position` to key r to zero."""
+
+    def __init__(self, head: int, position: int, keys: int):
+        self.head, self.position, self.keys = head, position, keys
+
+    def __call__(self, weights: torch.Tensor, name: str) -> torch.Tensor:  # (rows, heads, q, k)
+        out = weights.clone()
+        rows = torch.arange(self.keys)
+        out[rows, self.head, self.position, rows] = 0
+        return out
+
+
+def attention_vs_ablation(lm: Loaded, text: str, layer: int, head: int, *, position: int | None = None,
+                          target: int | None = None) -> dict[str, Any]:
+    """One head, one query position: per token j, the attention weight on j and the drop in log P(target) when
+    that weight is set to zero (the other weights kept). Large weight with no effect, or the reverse, is the
+    point: attention weights alone do not say what a head's reading does to the prediction."""
+    ids, tokens, position, kind = _prepare(lm, text, position)
+    model = lm.model
+    cfg = model.config
+    layer = _check_index("layer", layer, cfg.n_layers)
+    head = _check_index("head", head, cfg.n_heads)
+    name = f"blocks.{layer}.attn.weights"
+    weights = record(model, ids, names=[name], head=head)[name][0, 0, position]  # (seq,)
+    clean = logprobs_at(model, ids, position)[0]
+    t = _target(lm, target, clean)
+    keys = position + 1 if kind == "next" else ids.shape[1]  # a decoder's query sees keys 0..position
+    with intervene(model, {name: _KeyKnockout(head, position, keys)}):
+        knocked = logprobs_at(model, ids.expand(keys, -1), position)[:, t]
+    effect = (clean[t] - knocked).tolist()
+    rows = [{"position": j, "token": tokens[j], "weight": _round(float(weights[j])),
+             "effect": _round(effect[j]) if j < keys else None} for j in range(ids.shape[1])]
+    return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "layer": layer,
+            "head": head, "target": {"token": _token_text(lm, t), "id": t,
+                                     "prob": _round(math.exp(float(clean[t])))}, "rows": rows}

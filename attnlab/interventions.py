@@ -1,0 +1,598 @@
+"""Interventions: change a value inside the model's own forward, at the names that attnlab.record uses.
+
+    with attnlab.intervene(model, {"blocks.1.attn.weights": lambda w, name: w * 0}):
+        out = model(ids)                      # the plain forward, with that one value replaced
+
+    with attnlab.intervene(model, attnlab.ablate_heads(model, {1: [0, 3]})):   # a helper builds the edits
+        out = model(ids)
+
+`edits` maps a name or glob pattern (`blocks.*.resid_post`, as in `record`) to a function `(tensor, name) ->
+tensor` or to a tensor that replaces the value; a list of such mappings applies them in order. Every module
+already hands each named value to the probe of the current context (attnlab.recording.Probe.keep) and continues
+with what it returns, so an edit runs in the one forward: no copy of the model, no torch hook, no second pass.
+
+How it stays local and free when off: the edits sit in the same ContextVar as a recording (one Probe holds
+both), set on entering `intervene` and reset in `finally`. Another thread, or code after the `with` (also
+after an exception inside it), sees no edit; a layer pays the one `active()` call it paid before. Attention
+keeps its fused kernel unless an edit (or a recording) names one of its scores, weights, q, k or v; the
+per-head outputs z and head_out are computed only when named.
+
+With a recording: the recorded values are the edited ones (edits apply first). With generation: each decoding
+step is the model's forward, so the edit applies at every step. Position-selective helpers (patch, steer with
+`positions`) count absolute positions: a KV-cached step that holds only the newest token is edited there only
+if that position is selected, so cached generation equals the full forward under the same edit (k and v are
+edited as read from the cache, never written back). A plain function sees the step's own slice.
+
+Sweeps put their variants on the batch dimension: `head_sweep` ablates one head per row of a repeated input,
+`trace_residual` patches one (layer, position) per row: a few forwards, not one per cell.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from attnlab.errors import InputError
+from attnlab.models.stack import Stack
+from attnlab.recording import Named, activated, matches, record, sites, summarize
+
+EditValue = Callable[[torch.Tensor, str], torch.Tensor] | torch.Tensor
+
+# the axis that counts positions, per leaf (k/v: key positions, from 0; raw_scores/weights: query positions)
+_SEQ_AXIS = {"embed": 1, "resid_pre": 1, "resid_mid": 1, "resid_cross": 1, "resid_post": 1, "final": 1,
+             "hidden": 1, "logits": 1, "z": 1, "q": 2, "k": 2, "v": 2, "raw_scores": 2, "weights": 2,
+             "head_out": 2}
+_FROM_ZERO = ("k", "v")  # their position axis always starts at 0 (the cache's stored keys, or the source)
+
+
+class Cancelled(Exception):
+    """A sweep's `cancelled()` answered True; `partial` holds the cells computed so far (NaN elsewhere)."""
+
+    def __init__(self, partial: torch.Tensor):
+        super().__init__("the sweep was cancelled")
+        self.partial = partial
+
+
+class Edit:
+    """An edit that knows which absolute positions it sees: helpers subclass it and write `apply`.
+
+    `start` is the absolute position of index 0 along the value's position axis (0 for a full forward; the
+    cache length for a cached decoding step).
+    """
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        raise NotImplementedError
+
+    def __call__(self, tensor: torch.Tensor, name: str) -> torch.Tensor:
+        return self.apply(tensor, name, 0)
+
+
+class Editor(Named):
+    """One `intervene` context's edits of one model: pattern -> edit, checked, applied by Probe.keep."""
+
+    def __init__(self, model: nn.Module, edits: list[tuple[str, EditValue]]):
+        super().__init__(model)
+        self.edits = edits
+        self.end = 0  # set by each stack's forward (Probe.span): positions seen so far, this forward included
+        self._for_name: dict[str, list[EditValue]] = {}
+
+    def wants(self, name: str) -> bool:
+        return any(matches(name, [pattern]) for pattern, _ in self.edits)
+
+    def edit(self, module: nn.Module, leaf: str, tensor: torch.Tensor) -> torch.Tensor:
+        name = self.name(module, leaf)
+        if name is None:
+            return tensor
+        values = self._for_name.get(name)
+        if values is None:
+            values = self._for_name[name] = [v for p, v in self.edits if matches(name, [p])]
+        for value in values:
+            if isinstance(value, Edit):
+                new = value.apply(tensor, name, self._start(leaf, tensor))
+            elif callable(value):
+                new = value(tensor, name)
+            else:
+                new = value.to(dtype=tensor.dtype, device=tensor.device)
+            if not isinstance(new, torch.Tensor) or new.shape != tensor.shape:
+                got = tuple(new.shape) if isinstance(new, torch.Tensor) else type(new).__name__
+                raise InputError(f"the edit of {name} gave {got}; it must keep the value's shape "
+                                 f"{tuple(tensor.shape)} (return a new tensor of the same shape)")
+            tensor = new
+        return tensor
+
+    def _start(self, leaf: str, tensor: torch.Tensor) -> int:
+        axis = _SEQ_AXIS.get(leaf)
+        if axis is None or leaf in _FROM_ZERO or tensor.dim() <= axis:
+            return 0
+        return max(self.end - tensor.shape[axis], 0)
+
+
+def _pairs(edits) -> list[tuple[str, EditValue]]:
+    """A mapping, or a list of mappings / (name, edit) pairs -> [(pattern, edit)] in order."""
+    groups = [edits] if isinstance(edits, Mapping) else edits
+    if not isinstance(groups, Iterable) or isinstance(groups, (str, bytes, torch.Tensor)):
+        raise InputError(f"edits must map names to edits (a dict, or a list of dicts), got {type(edits).__name__}")
+    pairs = []
+    for group in groups:
+        items = group.items() if isinstance(group, Mapping) else [group]
+        for item in items:
+            if not (isinstance(item, tuple) and len(item) == 2):
+                raise InputError(f"edits must map names to edits (a dict, or a list of dicts); got {item!r}")
+            pairs.append(item)
+    return pairs
+
+
+def check_edits(model: nn.Module, edits) -> list[tuple[str, EditValue]]:
+    """Every pattern names at least one site of `model`, every edit is a function or a tensor: else InputError."""
+    pairs = _pairs(edits)
+    allowed = sites(model)
+    for pattern, value in pairs:
+        if not isinstance(pattern, str) or not any(matches(n, [pattern]) for n in allowed):
+            raise InputError(f"edit name {pattern!r} matches nothing this {type(model).__name__} computes; "
+                             f"allowed names (glob patterns, * for any layer): {summarize(allowed)}")
+        if not (callable(value) or isinstance(value, torch.Tensor)):
+            raise InputError(f"the edit of {pattern!r} is a {type(value).__name__}: allowed a function "
+                             "(tensor, name) -> tensor, or a tensor that replaces the value")
+    return pairs
+
+
+@contextmanager
+def intervene(model: nn.Module, edits) -> Iterator[Editor]:
+    """Within the `with`, `model`'s forwards (in this thread/task) run with `edits` applied.
+
+    edits: {name or pattern: function (tensor, name) -> tensor, or a replacement tensor}, or a list of such
+    dicts (applied in order). Names as in attnlab.record (`attnlab.recording.sites(model)` lists them). Checked
+    before anything runs: an unknown name raises InputError listing the allowed ones. A nested `intervene`
+    applies its edits first, then the outer ones.
+    """
+    editor = Editor(model, check_edits(model, edits))
+    with activated(editor=editor):
+        yield editor
+
+
+# --------------------------------------------------------------------------------------------- where the heads are
+def _stack(model: nn.Module, part: str | None) -> tuple[Stack, str]:
+    """(the stack whose blocks are meant, its name prefix): the model itself, or an encoder-decoder's part."""
+    if isinstance(model, Stack) and part is None:
+        return model, ""
+    if part in ("encoder", "decoder") and isinstance(getattr(model, part, None), Stack):
+        return getattr(model, part), f"{part}."
+    if isinstance(model, Stack):
+        raise InputError(f"part={part!r}: this {type(model).__name__} has one stack; leave part=None")
+    raise InputError(f"part={part!r}: an encoder-decoder needs part='encoder' or part='decoder'")
+
+
+def _int(value, name: str, upper: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < upper:
+        raise InputError(f"{name}={value!r}: allowed a {what} in [0, {upper})")
+    return value
+
+
+def _heads_by_layer(stack: Stack, heads) -> dict[int, list[int]]:
+    """{layer: head | [heads]} or [(layer, head), ...] -> {layer: sorted heads}, every index checked."""
+    n_layers, n_heads = len(stack.blocks), stack.config.n_heads
+    items = heads.items() if isinstance(heads, Mapping) else heads
+    out: dict[int, set[int]] = {}
+    try:
+        for layer, hs in items:
+            _int(layer, "layer", n_layers, f"layer index (this model has {n_layers} layers)")
+            for h in [hs] if isinstance(hs, int) else hs:
+                out.setdefault(layer, set()).add(
+                    _int(h, f"head (layer {layer})", n_heads, f"head index (n_heads={n_heads})"))
+    except TypeError:
+        raise InputError("heads must be {layer: head or [heads]} or [(layer, head), ...]") from None
+    if not out:
+        raise InputError("heads is empty: name at least one (layer, head)")
+    return {layer: sorted(hs) for layer, hs in sorted(out.items())}
+
+
+def _rows(rows, batch: int) -> torch.Tensor | None:
+    if rows is None:
+        return None
+    index = torch.as_tensor(rows, dtype=torch.long).flatten()
+    if index.numel() and (int(index.min()) < 0 or int(index.max()) >= batch):
+        raise InputError(f"rows={rows!r}: allowed batch row indices in [0, {batch})")
+    return index
+
+
+def _positions(positions, limit: int | None, what: str) -> torch.Tensor | None:
+    if positions is None:
+        return None
+    if isinstance(positions, int) and not isinstance(positions, bool):
+        positions = [positions]
+    try:
+        index = torch.as_tensor(list(positions), dtype=torch.long)
+    except (TypeError, ValueError):
+        raise InputError(f"positions={positions!r}: allowed a position or a list of positions") from None
+    if index.numel() and (int(index.min()) < 0 or (limit is not None and int(index.max()) >= limit)):
+        raise InputError(f"positions={positions!r}: allowed positions in [0, {limit}) ({what})"
+                         if limit is not None else f"positions={positions!r}: allowed positions >= 0")
+    return index
+
+
+# --------------------------------------------------------------------------------------------- head ablation
+class HeadAblation(Edit):
+    """At `*.attn.z` (batch, seq, heads, d_head): heads where `mask` is True take `fill` (zeros or a mean).
+
+    mask: (heads,) for every row, or (batch, heads) per row (a sweep: one variant per row).
+    fill: (heads, d_head) or None for zeros.
+    """
+
+    def __init__(self, mask: torch.Tensor, fill: torch.Tensor | None = None, rows: torch.Tensor | None = None):
+        self.mask, self.fill, self.rows = mask, fill, rows
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        mask = self.mask.to(tensor.device)
+        if mask.dim() == 1:
+            mask = mask.expand(tensor.shape[0], -1)
+            if self.rows is not None:
+                keep = torch.zeros(tensor.shape[0], dtype=torch.bool, device=tensor.device)
+                keep[_rows(self.rows, tensor.shape[0]).to(tensor.device)] = True
+                mask = mask & keep[:, None]
+        elif mask.shape[0] != tensor.shape[0]:
+            raise InputError(f"a per-row head mask for {mask.shape[0]} rows met a batch of {tensor.shape[0]}")
+        fill = torch.zeros((), dtype=tensor.dtype, device=tensor.device) if self.fill is None else \
+            self.fill.to(tensor)[None, None]  # (1, 1, heads, d_head)
+        return torch.where(mask[:, None, :, None], fill, tensor)  # (batch, seq, heads, d_head)
+
+
+def head_means(model: nn.Module, reference, layers: Iterable[int], part: str | None = None) -> dict[int, torch.Tensor]:
+    """{layer: (heads, d_head)} the mean of each head's z over a reference batch's rows and positions.
+
+    reference: token ids (batch, seq) run through `model`, or a dict from attnlab.record holding the z names.
+    """
+    _, prefix = _stack(model, part)
+    names = {layer: f"{prefix}blocks.{layer}.attn.z" for layer in layers}
+    if isinstance(reference, Mapping):
+        missing = [n for n in names.values() if n not in reference]
+        if missing:
+            raise InputError(f"reference lacks {missing[0]}: record it with names=['{prefix}blocks.*.attn.z']")
+        source = reference
+    elif isinstance(reference, torch.Tensor):
+        source = record(model, reference, names=list(names.values()))
+    else:
+        raise InputError("mode='mean' needs reference=: token ids (batch, seq) or a record() dict with the z names")
+    return {layer: source[name].float().mean(dim=(0, 1)) for layer, name in names.items()}
+
+
+def ablate_heads(model: nn.Module, heads, *, mode: str = "zero", reference=None, rows=None,
+                 part: str | None = None) -> dict[str, HeadAblation]:
+    """Edits that switch heads off at z (each head's sum of w * V, before W_O), for `intervene`.
+
+    heads: {layer: head or [heads]} or [(layer, head), ...]. mode "zero": the head adds nothing but W_O's
+    bias share; "mean": it adds what it adds on average over `reference` (ids or a record() dict), which keeps
+    the residual stream's scale. rows: batch rows to ablate (default all). part: "encoder"/"decoder" for an
+    encoder-decoder. With grouped-query attention each query head is switched off alone (z is per query head).
+
+        >>> with attnlab.intervene(model, attnlab.ablate_heads(model, {0: [1]})):
+        ...     logits = model(ids).logits
+    """
+    stack, prefix = _stack(model, part)
+    by_layer = _heads_by_layer(stack, heads)
+    if mode not in ("zero", "mean"):
+        raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
+    means = head_means(model, reference, by_layer, part) if mode == "mean" else {}
+    row_index = None if rows is None else _positions(rows, None, "rows")
+    edits = {}
+    for layer, hs in by_layer.items():
+        mask = torch.zeros(stack.config.n_heads, dtype=torch.bool)
+        mask[hs] = True
+        edits[f"{prefix}blocks.{layer}.attn.z"] = HeadAblation(mask, means.get(layer), row_index)
+    return edits
+
+
+# --------------------------------------------------------------------------------------------- patching
+class Patch(Edit):
+    """Replace the value at `positions` (absolute; None = all) of `rows` (None = all) by `source`'s.
+
+    source: the same name recorded on another run, (batch or 1, ...) with its positions from 0.
+    """
+
+    def __init__(self, source: torch.Tensor, positions: torch.Tensor | None, rows: torch.Tensor | None, axis: int):
+        self.source, self.positions, self.rows, self.axis = source, positions, rows, axis
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        axis, length = self.axis, tensor.shape[self.axis]
+        wanted = torch.arange(start, start + length) if self.positions is None else self.positions
+        wanted = wanted[(wanted >= start) & (wanted < min(start + length, self.source.shape[axis]))]
+        if wanted.numel() == 0:
+            return tensor
+        if self.source.shape[axis + 1:] != tensor.shape[axis + 1:] or self.source.shape[1:axis] != tensor.shape[1:axis]:
+            raise InputError(f"patch of {name}: the source has shape {tuple(self.source.shape)}, the run "
+                             f"{tuple(tensor.shape)}; they must agree except on batch and positions")
+        out = tensor.clone()
+        view, src = out.movedim(axis, 1), self.source.to(tensor).movedim(axis, 1)  # positions on dim 1
+        src = src[:, wanted]  # (batch_s, n, ...)
+        local = (wanted - start).to(tensor.device)
+        rows = None if self.rows is None else _rows(self.rows, tensor.shape[0]).to(tensor.device)
+        n_rows = tensor.shape[0] if rows is None else rows.numel()
+        if src.shape[0] not in (1, n_rows):
+            raise InputError(f"patch of {name}: the source has {src.shape[0]} rows, the run patches {n_rows}; "
+                             "give a source of 1 row or one per patched row")
+        if rows is None:
+            view[:, local] = src
+        else:
+            view[rows[:, None], local[None, :]] = src
+        return out
+
+
+def patch(model: nn.Module, source: Mapping[str, torch.Tensor], *, names=None, positions=None,
+          rows=None) -> dict[str, Patch]:
+    """Edits that copy values from another run into this one (activation patching), for `intervene`.
+
+    source: {name: tensor}, e.g. `attnlab.record(model, clean_ids, names=[...])` on an input of the same length.
+    names: patterns choosing which of source's names to patch (default all). positions: absolute positions
+    (default all that both runs have). rows: the batch rows of this run to patch (default all).
+
+        >>> clean = attnlab.record(model, clean_ids, names=["blocks.2.resid_post"])
+        >>> with attnlab.intervene(model, attnlab.patch(model, clean, positions=[3])):
+        ...     logits = model(corrupted_ids).logits
+    """
+    if not isinstance(source, Mapping) or not all(isinstance(v, torch.Tensor) for v in source.values()):
+        raise InputError("source must be a dict of name -> tensor (what attnlab.record returns)")
+    patterns = [names] if isinstance(names, str) else names
+    chosen = {n: t for n, t in source.items() if patterns is None or matches(n, patterns)}
+    if not chosen:
+        raise InputError(f"names={names!r} matches none of source's names: {', '.join(source) or 'none'}")
+    allowed = set(sites(model))
+    edits = {}
+    for name, tensor in chosen.items():
+        leaf = name.rpartition(".")[2]
+        if name not in allowed:
+            raise InputError(f"source name {name!r} is not a name of this {type(model).__name__}; allowed: "
+                             f"{summarize(sites(model))}")
+        axis = _SEQ_AXIS.get(leaf)
+        if axis is None or tensor.dim() <= axis:
+            raise InputError(f"{name} has no position axis to patch")
+        index = _positions(positions, tensor.shape[axis], f"the source {name} has {tensor.shape[axis]}")
+        row_index = None if rows is None else _positions(rows, None, "rows")
+        edits[name] = Patch(tensor.detach(), index, row_index, axis)
+    return edits
+
+
+# --------------------------------------------------------------------------------------------- steering
+class Steer(Edit):
+    """Add alpha * vector (d_model,) at `positions` (absolute; None = all) of `rows` (None = all)."""
+
+    def __init__(self, vector: torch.Tensor, alpha: float, positions: torch.Tensor | None,
+                 rows: torch.Tensor | None):
+        self.vector, self.alpha, self.positions, self.rows = vector, alpha, positions, rows
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        batch, length = tensor.shape[:2]
+        where = torch.ones(batch, length, 1, dtype=tensor.dtype, device=tensor.device)
+        if self.positions is not None:
+            local = self.positions - start
+            local = local[(local >= 0) & (local < length)]
+            where.zero_()[:, local.to(tensor.device)] = 1
+        if self.rows is not None:
+            keep = torch.zeros(batch, 1, 1, dtype=tensor.dtype, device=tensor.device)
+            keep[_rows(self.rows, batch).to(tensor.device)] = 1
+            where = where * keep
+        return tensor + where * (self.alpha * self.vector.to(tensor))
+
+
+def steer(model: nn.Module, name: str, vector: torch.Tensor, *, alpha: float = 1.0, positions=None,
+          rows=None) -> dict[str, Steer]:
+    """Edits that add alpha * vector to the residual stream at `name` (a pattern: blocks.*.resid_post too).
+
+    vector: (d_model,), e.g. the difference of two recorded resid_post means. positions: absolute positions
+    (default all, generated tokens included). rows: batch rows (default all).
+
+        >>> v = happy["blocks.1.resid_post"].mean((0, 1)) - sad["blocks.1.resid_post"].mean((0, 1))
+        >>> with attnlab.intervene(model, attnlab.steer(model, "blocks.1.resid_post", v, alpha=4.0)):
+        ...     out = model.generate(ids, max_new_tokens=10)
+    """
+    d_model = model.config.d_model
+    if not isinstance(vector, torch.Tensor) or tuple(vector.shape) != (d_model,):
+        got = tuple(vector.shape) if isinstance(vector, torch.Tensor) else type(vector).__name__
+        raise InputError(f"the steering vector must be a tensor of shape (d_model={d_model},), got {got}")
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)):
+        raise InputError(f"alpha={alpha!r}: allowed a number")
+    residual = ("embed", "resid_pre", "resid_mid", "resid_cross", "resid_post", "final")
+    allowed = [n for n in sites(model) if n.rpartition(".")[2] in residual]
+    if not isinstance(name, str) or not any(matches(n, [name]) for n in allowed):
+        raise InputError(f"steer name {name!r} matches no residual-stream name of this model; allowed: "
+                         f"{summarize(allowed)}")
+    row_index = None if rows is None else _positions(rows, None, "rows")
+    return {name: Steer(vector.detach(), float(alpha), _positions(positions, None, "positions"), row_index)}
+
+
+# --------------------------------------------------------------------------------------------- log-probabilities
+def _lm_parts(model: nn.Module) -> tuple[bool, nn.Module]:
+    """(causal, LM head) of a decoder or an encoder with an MLM head; InputError for anything else."""
+    head = getattr(model, "lm_head", None)
+    if not isinstance(model, Stack) or head is None or getattr(model.config, "head", None) != "lm":
+        raise InputError(f"this needs a decoder language model or an encoder with an MLM head (head='lm'); "
+                         f"got a {type(model).__name__} with head={getattr(model.config, 'head', None)!r}")
+    return model.causal, head
+
+
+def _position(position, seq: int) -> int:
+    if isinstance(position, bool) or not isinstance(position, int) or not -seq <= position < seq:
+        raise InputError(f"position={position!r}: allowed in [-{seq}, {seq}) for an input of {seq} tokens")
+    return position % seq
+
+
+def logprobs_at(model: nn.Module, ids: torch.Tensor, position: int, attention_mask=None) -> torch.Tensor:
+    """(batch, vocab) log-probabilities at `position` (a decoder: of the next token; an MLM: of that token).
+
+    A decoder runs only positions up to `position` (the later ones cannot change it) and its head only there;
+    an encoder runs the blocks and applies its MLM head to that position alone. Edits in effect apply.
+    """
+    causal, head = _lm_parts(model)
+    model.check_ids(ids)
+    position = _position(position, ids.shape[1])
+    with torch.no_grad():
+        if causal:
+            ids = ids[:, : position + 1]
+            mask = attention_mask[:, : position + 1] if attention_mask is not None else None
+            logits = model(ids, attention_mask=mask, last_only=True).logits[:, -1]
+        else:
+            final = record(model, ids, attention_mask=attention_mask, names=["final"], stop_after="final")["final"]
+            logits = head(final[:, position])
+    return logits.float().log_softmax(dim=-1)
+
+
+def _logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch.Tensor], start: int, rows: int,
+                   position: int, attention_mask=None) -> torch.Tensor:
+    """(rows, vocab) log-probabilities at `position` for `rows` copies of one sentence, whose variants differ only
+    from block `start` on: they run from the recorded stream entering that block (streams["blocks.L.resid_pre"]),
+    not from the tokens. A decoder runs positions up to `position` only."""
+    if start == 0:
+        mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
+        return logprobs_at(model, ids.expand(rows, -1), position, mask)
+    causal, head = _lm_parts(model)
+    stream = streams[f"blocks.{start}.resid_pre"].expand(rows, -1, -1)  # (rows, seq, d_model)
+    mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
+    if causal:
+        stream = stream[:, : position + 1]
+        mask = mask[:, : position + 1] if mask is not None else None
+    with torch.no_grad():
+        hidden = model.run(stream, attention_mask=mask, start=start)  # (rows, seq, d_model)
+        return head(hidden[:, position]).float().log_softmax(dim=-1)
+
+
+def _streams(model: nn.Module, ids: torch.Tensor, attention_mask=None) -> dict[str, torch.Tensor]:
+    """The residual stream entering every block of one forward (where sweeps start their variants)."""
+    return record(model, ids, attention_mask=attention_mask, names=["blocks.*.resid_pre"])
+
+
+def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Log-probabilities (layers + 1, batch, seq, vocab): what the model would predict after each layer.
+
+    Entry 0 reads the embeddings, entry i the output of block i; each goes through the final norm (applied to
+    that entry's own vectors, not the last layer's statistics) and the output head. The last entry is the
+    model's own output: log_softmax of its logits. For decoders and encoders with an MLM head.
+
+        >>> lens = attnlab.logit_lens(model, ids)          # (n_layers + 1, 1, seq, vocab)
+        >>> lens[:, 0, -1].argmax(-1)                      # the top token after each layer, last position
+    """
+    _, head = _lm_parts(model)
+    n = len(model.blocks)
+    names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(n)]
+    with torch.no_grad():
+        rec = record(model, ids, attention_mask=attention_mask, names=names, stop_after=names[-1])
+        states = torch.stack([rec[name] for name in names])  # (layers + 1, batch, seq, d_model)
+        if model.final_norm is not None:
+            states = model.final_norm(states)
+        return head(states).float().log_softmax(dim=-1)
+
+
+# --------------------------------------------------------------------------------------------- sweeps
+def _one_sentence(model: nn.Module, ids, name: str = "ids") -> None:
+    model.check_ids(ids, name)
+    if ids.shape[0] != 1:
+        raise InputError(f"{name} has shape {tuple(ids.shape)}: a sweep takes one sentence, shape (1, seq); it "
+                         "repeats it on the batch dimension itself")
+
+
+def _target(model: nn.Module, target) -> int:
+    return _int(target, "target", model.config.vocab_size, "token id")
+
+
+def _chunks(cells: list, batch_size: int, progress, cancelled, grid: torch.Tensor):
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise InputError(f"batch_size={batch_size!r}: allowed a positive integer")
+    for begin in range(0, len(cells), batch_size):
+        if cancelled is not None and cancelled():
+            raise Cancelled(grid)
+        yield cells[begin:begin + batch_size]
+        if progress is not None:
+            progress(min(begin + batch_size, len(cells)), len(cells))
+
+
+def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: int = -1, mode: str = "zero",
+               reference=None, attention_mask=None, batch_size: int = 64,
+               progress: Callable[[int, int], None] | None = None,
+               cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
+    """Ablate each head in turn: (layers, heads) drop in log P(target) at `position` (clean - ablated).
+
+    One forward per `batch_size` heads: the sentence is repeated on the batch dimension and row r switches
+    off its own head at z. Each forward starts at the first ablated layer, from the recorded residual stream
+    there (the rows agree before it): about half the work of running every row from the tokens.
+    progress(done, total) after each forward; cancelled() before each: True raises
+    Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads.
+    """
+    _one_sentence(model, ids)
+    target = _target(model, target)
+    n_layers, n_heads = len(model.blocks), model.config.n_heads
+    if mode not in ("zero", "mean"):
+        raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
+    means = head_means(model, reference, range(n_layers)) if mode == "mean" else {}
+    position = _position(position, ids.shape[1])
+    clean = logprobs_at(model, ids, position, attention_mask)[0, target]
+    streams = _streams(model, ids, attention_mask)
+    grid = torch.full((n_layers, n_heads), float("nan"))
+    cells = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]  # layer-major: a chunk starts late
+    for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
+        masks = torch.zeros(n_layers, len(chunk), n_heads, dtype=torch.bool)  # (layer, row, head)
+        for row, (layer, h) in enumerate(chunk):
+            masks[layer, row, h] = True
+        edits = {f"blocks.{layer}.attn.z": HeadAblation(masks[layer], means.get(layer))
+                 for layer in sorted({layer for layer, _ in chunk})}
+        with intervene(model, edits):
+            ablated = _logprobs_from(model, ids, streams, chunk[0][0], len(chunk), position,
+                                     attention_mask)[:, target]
+        for row, (layer, h) in enumerate(chunk):
+            grid[layer, h] = clean - ablated[row]
+    return grid
+
+
+def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor, target: int, *,
+                   position: int = -1, site: str = "resid_pre", batch_size: int = 64,
+                   progress: Callable[[int, int], None] | None = None,
+                   cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
+    """Causal tracing: (layers, seq) P(target at `position`) in the corrupted run with the residual stream at
+    (layer, position p) copied from the clean run. `site`: "resid_pre" (entering block l) or "resid_post".
+
+    Each row of a forward patches its own (layer, p); a forward starts at its first patched layer, from the
+    corrupted run's recorded residual stream there. A decoder's positions after `position` cannot change it:
+    their cells hold the corrupted run's probability without being run.
+    """
+    _one_sentence(model, clean_ids, "clean_ids")
+    _one_sentence(model, corrupted_ids, "corrupted_ids")
+    if clean_ids.shape != corrupted_ids.shape:
+        raise InputError(f"clean_ids {tuple(clean_ids.shape)} and corrupted_ids {tuple(corrupted_ids.shape)} "
+                         "must have the same length: patching copies position p to position p")
+    if site not in ("resid_pre", "resid_post"):
+        raise InputError(f"site={site!r}: allowed 'resid_pre' or 'resid_post'")
+    target = _target(model, target)
+    causal, _ = _lm_parts(model)
+    seq = clean_ids.shape[1]
+    position = _position(position, seq)
+    n_layers = len(model.blocks)
+    names = [f"blocks.{layer}.{site}" for layer in range(n_layers)]
+    clean = record(model, clean_ids, names=names)
+    corrupted_p = logprobs_at(model, corrupted_ids, position)[0, target].exp()
+    streams = _streams(model, corrupted_ids)
+    grid = torch.full((n_layers, seq), float("nan"))
+    last = position + 1 if causal else seq
+    grid[:, last:] = corrupted_p
+    cells = [(layer, p) for layer in range(n_layers) for p in range(last)]
+    for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
+        edits = {}
+        for layer in sorted({layer for layer, _ in chunk}):
+            rows = [r for r, (cell_layer, _) in enumerate(chunk) if cell_layer == layer]
+            edits[names[layer]] = _CellPatch(clean[names[layer]], torch.tensor(rows),
+                                             torch.tensor([chunk[r][1] for r in rows]))
+        with intervene(model, edits):
+            p = _logprobs_from(model, corrupted_ids, streams, chunk[0][0], len(chunk), position)[:, target].exp()
+        for row, (layer, pos) in enumerate(chunk):
+            grid[layer, pos] = p[row]
+    return grid
+
+
+class _CellPatch(Edit):
+    """Row rows[i] takes source[0, positions[i]] at positions[i]: one (row, position) cell per row."""
+
+    def __init__(self, source: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor):
+        self.source, self.rows, self.positions = source, rows, positions
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        out = tensor.clone()
+        out[self.rows, self.positions - start] = self.source[0, self.positions].to(tensor)
+        return out
