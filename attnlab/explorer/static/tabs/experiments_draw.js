@@ -146,7 +146,8 @@ export async function streamed(path, body, out, { id, unit }) {
 }
 
 // a cell's number: two decimals, "0" when it rounds to zero (no 7.2e-4 in a grid read at a glance)
-export const cellNum = (v) => (v === null || v === undefined ? "–" : Math.abs(v) < 0.005 ? "0" : v.toFixed(2));
+export const cellNum = (v, digits = 2) => (v === null || v === undefined ? "–" :
+  Math.abs(v) < 0.5 * 10 ** -digits ? "0" : v.toFixed(digits));
 
 // the sequential scale for probabilities (0..1) and the diverging one for changes, as cell backgrounds
 export const probFill = (p) => (p === null || p === undefined ? "#d9d9d9" : color(p));

@@ -116,7 +116,7 @@ export async function ablateSection(box, ctx) {
     const grid = gridTable({ id: "abl-sweep-grid", caption: `drop in log P(${shown(r.target.token)}) when one ` +
       "head is switched off (layers × heads; Enter on a cell switches that head off alone)",
     rows: r.layers, cols: r.heads, rowHead: (i) => `layer ${i + 1}`, colHead: (j) => `head ${j + 1}`,
-    value: cell, text: (i, j) => cellNum(cell(i, j)),
+    value: cell, text: (i, j) => cellNum(cell(i, j), peak < 0.1 ? 3 : 2),
     fill: (i, j) => (cell(i, j) === null ? "#d9d9d9" : diverge(cell(i, j), peak)),
     label: (i, j) => `layer ${i + 1} head ${j + 1}: ` + (cell(i, j) === null ? "not run (cancelled)" :
       `log P drops by ${fmt(cell(i, j), 3)}`),

@@ -2,7 +2,7 @@
 import { api, bars, el, fmt, notice, select, tokenLabel } from "../util.js";
 import { chipRow } from "./common.js";
 import { tryThis } from "./experiments_draw.js";
-import { defaultText, notForThisModel, pct, predictsTokens, shown } from "./x_experiment_common.js";
+import { defaultText, notForThisModel, pct, predictsTokens, shown, tok } from "./x_experiment_common.js";
 
 export async function attnAblSection(box, ctx) {
   const { state, info } = ctx;
@@ -41,7 +41,7 @@ export async function attnAblSection(box, ctx) {
     }, { name: "query position" });
     if (focused) buttons[r.position].focus();
     const rows = r.rows.filter((x) => x.effect !== null);
-    const label = (x) => `${x.position} ${tokenLabel(x.token)}`.slice(0, 16);
+    const label = (x) => `${x.position} ${tok(x.token)}`.slice(0, 16);
     const byWeight = [...rows].sort((a, b) => b.weight - a.weight)[0];
     const byEffect = [...rows].sort((a, b) => b.effect - a.effect)[0];  // the reading that helped most
     const times = (e) => `P × ${fmt(Math.exp(-e), 3)}`;

@@ -22,7 +22,9 @@ export function defaultPair(info) {
   const mask = info.mask_token || "[MASK]";
   if (info.has_mlm) return [`Paris is the capital of ${mask}.`, `Rome is the capital of ${mask}.`];
   if (info.id === "smollm2") return ["The Eiffel Tower is in the city of", "The Colosseum is in the city of"];
-  if (info.topology === "decoder" && !info.has_tokenizer) return ["def main():", "def main()."];  // characters
+  if (info.topology === "decoder" && ((info.id || "").startsWith("gpt-char") || info.token_limit <= 64)) {
+    return ["def main():", "def main()."];  // a small character model: the colon asks for a new line
+  }
   const first = (info.examples || ["the cat sat"])[0];
   return [first, first];
 }
@@ -30,14 +32,17 @@ export function defaultPair(info) {
 export const defaultText = (info) => defaultPair(info)[0];
 
 export const pct = (p) => (p === null || p === undefined ? "–" : `${(100 * p).toFixed(p >= 0.1 ? 1 : 2)}%`);
-export const points = (d) => `${d >= 0 ? "+" : "−"}${Math.abs(100 * d).toFixed(1)} points`;
-export const shown = (t) => `“${tokenLabel(t)}”`;
+export const points = (d) => `${d >= 0 ? "+" : "−"}${Math.abs(100 * d).toFixed(Math.abs(d) < 0.01 ? 2 : 1)} ` +
+  "points";
+// a token as a person reads it: a lone space or line break named, not drawn as an invisible mark
+export const tok = (t) => (t === " " ? "␣ (space)" : t === "\n" ? "↵ (new line)" : tokenLabel(t));
+export const shown = (t) => `“${tok(t)}”`;
 
 // rows [{token, prob}] -> an ordered list with a probability bar under each token
 export function topList(rows, { id, title, mark = null }) {
   return el("div", { class: "panel top5", id }, el("h3", {}, title), el("ol", {}, rows.map((r) => el("li", {
     class: r.id === mark ? "target" : "", dataset: { id: r.id, prob: r.prob } },
-  el("span", { class: "tok" }, tokenLabel(r.token)), " ", el("span", { class: "p" }, pct(r.prob)),
+  el("span", { class: "tok" }, tok(r.token)), " ", el("span", { class: "p" }, pct(r.prob)),
   el("span", { class: "pbar", style: `width:${Math.max(1, Math.round(120 * r.prob))}px`, "aria-hidden": "true" }),
   ))));
 }

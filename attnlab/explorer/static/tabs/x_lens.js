@@ -2,7 +2,7 @@
 import { api, el, legend, notice, tokenLabel } from "../util.js";
 import { chipRow } from "./common.js";
 import { gridTable, probFill, tryThis } from "./experiments_draw.js";
-import { defaultText, notForThisModel, pct, predictsTokens } from "./x_experiment_common.js";
+import { defaultText, notForThisModel, pct, predictsTokens, tok } from "./x_experiment_common.js";
 
 export async function lensSection(box, ctx) {
   const { state, info } = ctx;
@@ -47,10 +47,10 @@ export async function lensSection(box, ctx) {
     gridTable({ id: "lens-grid", caption: "logit lens: layers × rank", rows: r.rows.length, cols: k,
       corner: "read after", rowHead: (i) => (i === 0 ? "embeddings" : `layer ${i}`),
       colHead: (j) => `#${j + 1}`, value: (i, j) => cell(i, j).prob,
-      text: (i, j) => `${tokenLabel(cell(i, j).token)} ${pct(cell(i, j).prob)}`,
+      text: (i, j) => `${tok(cell(i, j).token)} ${pct(cell(i, j).prob)}`,
       fill: (i, j) => probFill(cell(i, j).prob),
       label: (i, j) => `after ${i === 0 ? "the embeddings" : `layer ${i}`}, rank ${j + 1}: ` +
-        `“${tokenLabel(cell(i, j).token)}” ${pct(cell(i, j).prob)}` }));
+        `“${tok(cell(i, j).token)}” ${pct(cell(i, j).prob)}` }));
     box.dataset.ready = "1";
   }
   await draw();
