@@ -8,6 +8,7 @@ import json
 import threading
 
 import pytest
+import torch
 from fastapi.testclient import TestClient
 
 from attnlab.explorer import experiments as ex
@@ -119,3 +120,18 @@ def test_bad_input_is_one_clear_4xx_that_names_what_is_allowed(client):
     assert "mode" in detail("/api/experiments/head-sweep", {"model": "path", "text": "ab", "mode": "half"}, 422)
     assert "job" in detail("/api/experiments/cancel", {"job": "../x"}, 422)
     assert "heads" in detail("/api/experiments/ablation", {"model": "path", "text": "ab", "heads": []}, 422)
+
+
+def test_the_lens_at_one_position_equals_the_librarys_full_logit_lens(client):
+    """explorer/experiments.py reads the lens at the chosen position only (a speed-up); attnlab.logit_lens, the
+    tested library function, computes every position: their top-5 agree, probabilities to float32 rounding."""
+    import attnlab
+
+    lm = client.registry.get("path")
+    ids = torch.tensor([[ord(c) for c in "the cat sat"]])
+    full = attnlab.logit_lens(lm.model, ids)[:, 0].exp()  # (layers + 1, seq, vocab)
+    for position in (0, 5, 10):
+        rows = ex.logit_lens_top(lm, "the cat sat", position=position)["rows"]
+        want = full[:, position].topk(5)
+        assert [[c["id"] for c in r["top"]] for r in rows] == want.indices.tolist()
+        assert [c["prob"] for r in rows for c in r["top"]] == pytest.approx(want.values.flatten().tolist(), abs=1e-6)
