@@ -9,9 +9,9 @@ export async function patchSection(box, ctx) {
     "corrupted one whose answer differs. The corrupted sentence runs again many times; each time the residual " +
     "stream at one layer and one position is copied in from the clean run. Where one copied vector brings the " +
     "clean answer back, that vector carries the fact."),
-  tryThis("Run with the default pair, then change one word in both sentences.", "a bright cell in the column " +
-    "of the changed word at early layers, and a bright band at the last position in later layers: the " +
-    "information moves from the subject to where the prediction is read."));
+  tryThis("Run with the default pair, then change one word in both sentences.", "a bright column under the changed " +
+    "word in the early layers; in a decoder (SmolLM2) the brightness then moves to the last position in the " +
+    "late layers: the fact travels from the subject to where the prediction is read."));
   if (!predictsTokens(info)) { notForThisModel(box, ctx); return; }
   const [clean0, corrupted0] = defaultPair(info);
   const clean = el("input", { type: "text", id: "patch-clean", value: clean0, size: 36,
