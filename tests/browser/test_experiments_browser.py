@@ -310,8 +310,10 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
         [r["id"] for r in after]
 
     # Which heads matter: the grid is head_sweep_grid's; Enter on a cell switches that head off alone
-    page.click("#abl-sweep")
+    page.focus("#abl-sweep")
+    page.keyboard.press("Enter")
     page.wait_for_selector("#x-ablate[data-sweep-ready='1'] #abl-sweep-grid")
+    assert page.evaluate("document.activeElement.id") == "abl-sweep"  # back on the button when Cancel goes
     want = ex.head_sweep_grid(lm, text)["grid"]
     assert _cells(page, "#abl-sweep-grid td") == pytest.approx([v for row in want for v in row], abs=1e-6)
     page.focus("#abl-sweep-grid button.cell[data-row='0'][data-col='0']")

@@ -108,6 +108,7 @@ export async function ablateSection(box, ctx) {
       mode: local.mode }, sweepOut, { id: "abl-sweep", unit: "heads" });
     sweepBtn.disabled = false;
     if (r) drawSweep(r);
+    if (document.activeElement === document.body) sweepBtn.focus();  // the Cancel button that had it is gone
     box.dataset.sweepReady = "1";
   }
   function drawSweep(r) {

@@ -34,6 +34,7 @@ export async function patchSection(box, ctx) {
       corrupted: corrupted.value, site: site.value }, out, { id: "patch", unit: "cells" });
     runBtn.disabled = false;
     if (r) draw(r);
+    if (document.activeElement === document.body) runBtn.focus();  // the Cancel button that had it is gone
     box.dataset.ready = "1";
   }
   function draw(r) {
