@@ -423,7 +423,7 @@ def show(model, text: str = "the cat sat on the mat", *, tokenizer=None, layer: 
     if view in EXPERIMENT_VIEWS:
         return experiment_view(_loaded(model, tokenizer), text, view, layer=layer, head=head, position=query)
     if view not in ("attention", "architecture"):
-        raise InputError(f"view={view!r}: allowed 'attention', 'architecture', "
+        raise InputError(f"view={view!r}: allowed 'attention' or 'architecture', or an Experiments view: "
                          f"{', '.join(map(repr, EXPERIMENT_VIEWS))}")
     lm = _loaded(model, tokenizer)
     cfg = lm.model.config
