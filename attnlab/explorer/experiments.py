@@ -128,16 +128,22 @@ def ablation(lm: Loaded, text: str, heads, *, mode: str = "zero", position: int 
 
 
 def head_sweep_grid(lm: Loaded, text: str, *, position: int | None = None, target: int | None = None,
-                    mode: str = "zero", batch_size: int = 64,
+                    mode: str = "zero", batch_size: int | None = None,
                     progress: Callable[[int, int], None] | None = None,
                     cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Every head switched off in turn: grid[layer][head] = log P(target) clean - ablated (positive: it helped).
+
+    batch_size (default: whole layers, about 32 rows): a batched forward starts at its first cell's layer, so
+    chunks that begin on a layer boundary skip the most work (SmolLM2, 20 tokens, one thread: 27 rows 9.1 s of
+    CPU against 9.8-10.8 s with 64).
 
     progress(done, total) after each batched forward; cancelled() before each: the answer then holds the cells
     done so far (null elsewhere) and "cancelled": true.
     """
     ids, tokens, position, kind = _prepare(lm, text, position)
     model = lm.model
+    n_heads = model.config.n_heads
+    batch_size = n_heads * max(1, 32 // n_heads) if batch_size is None else batch_size
     clean = logprobs_at(model, ids, position)[0]
     t = _target(lm, target, clean)
     done = True
@@ -153,13 +159,14 @@ def head_sweep_grid(lm: Loaded, text: str, *, position: int | None = None, targe
 
 
 def residual_patch_grid(lm: Loaded, clean_text: str, corrupted_text: str, *, position: int | None = None,
-                        target: int | None = None, site: str = "resid_pre", batch_size: int = 64,
+                        target: int | None = None, site: str = "resid_pre", batch_size: int | None = None,
                         progress: Callable[[int, int], None] | None = None,
                         cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Causal tracing: grid[layer][p] = P(target) in the corrupted sentence with the residual stream entering
     block `layer` (site="resid_post": leaving it) at position p copied from the clean sentence.
 
-    Both sentences must have the same number of tokens. "restored" rescales each cell to 0 (corrupted) .. 1
+    batch_size (default: whole layers, about 64 rows) as in head_sweep_grid. Both sentences must have the same
+    number of tokens. "restored" rescales each cell to 0 (corrupted) .. 1
     (clean). Cancelling answers the cells done so far (null elsewhere) and "cancelled": true.
     """
     clean_ids, clean_tokens, position, kind = _prepare(lm, clean_text, position)
@@ -169,6 +176,8 @@ def residual_patch_grid(lm: Loaded, clean_text: str, corrupted_text: str, *, pos
                          f"{corrupted_ids.shape[1]}: patching copies position p to position p, so they must have "
                          "the same number of tokens")
     model = lm.model
+    cells_per_layer = position + 1 if kind == "next" else clean_ids.shape[1]  # a decoder's later ones: not run
+    batch_size = cells_per_layer * max(1, 64 // cells_per_layer) if batch_size is None else batch_size
     clean_logp = logprobs_at(model, clean_ids, position)[0]
     t = _target(lm, target, clean_logp)
     p_clean = math.exp(float(clean_logp[t]))
@@ -195,6 +204,8 @@ def logit_lens_top(lm: Loaded, text: str, *, position: int | None = None, k: int
     ids, tokens, position, kind = _prepare(lm, text, position)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 50:
         raise InputError(f"k={k!r}: allowed 1..50")
+    if kind == "next":  # a decoder's later positions cannot change this one: they are not run
+        ids = ids[:, : position + 1]
     lens = logit_lens(lm.model, ids, positions=[position])[:, 0, 0]  # (layers + 1, vocab)
     rows = [{"layer": i - 1 if i else None, "after": "embeddings" if i == 0 else f"block {i - 1}",
              "top": _top(lm, lens[i], k)} for i in range(lens.shape[0])]

@@ -434,10 +434,14 @@ class View:
 def show(model, text: str = "the cat sat on the mat", *, tokenizer=None, layer: int = 0, head: int = 0,
          query: int | None = None, part: str | None = None, view: str = "attention") -> View:
     """The explorer inline: view="attention" (opens on the Attention tab at `layer`, `head`, with token `query`
-    selected) or view="architecture" (the block diagram). Both tabs are in the frame; choosing another layer,
+    selected) or view="architecture" (the block diagram); or one of the Experiments tab's views (EXPERIMENT_VIEWS,
+    see experiment_view: a static table, `query` the position read). Both tabs are in the frame; choosing another layer,
     head, part or token redraws from the numbers embedded for `text` (at most MAX_TOKENS tokens)."""
+    if view in EXPERIMENT_VIEWS:
+        return experiment_view(_loaded(model, tokenizer), text, view, layer=layer, head=head, position=query)
     if view not in ("attention", "architecture"):
-        raise InputError(f"view={view!r}: allowed 'attention' or 'architecture'")
+        raise InputError(f"view={view!r}: allowed 'attention' or 'architecture', or an Experiments view: "
+                         f"{', '.join(map(repr, EXPERIMENT_VIEWS))}")
     lm = _loaded(model, tokenizer)
     cfg = lm.model.config
     if view == "attention":
@@ -455,3 +459,92 @@ def show(model, text: str = "the cat sat on the mat", *, tokenizer=None, layer: 
         snapshot = _attention_snapshot(lm.label, selected, lm.illustration or bool(cfg.extra.get("illustration")),
                                        query)
     return View(_page(embedded, snapshot), selected, embedded)
+
+
+# ------------------------------------------------------------------------------ the Experiments tab's views
+EXPERIMENT_VIEWS = ("ablate", "logit-lens", "attention-ablation")
+
+
+def _cell(text: str, prob: float | None, title: str = "") -> str:
+    fill = "#d9d9d9" if prob is None else _color(prob)
+    return (f'<td style="background:{fill};padding:3px 4px" title="{html.escape(title, quote=True)}">'
+            f'<span style="background:rgba(255,255,255,.92);color:#111;padding:0 3px;border-radius:3px">'
+            f"{html.escape(text)}</span></td>")
+
+
+def _signed(v: float | None) -> str:
+    return "–" if v is None else f"{v:+.4f}"
+
+
+def _pct(p: float | None) -> str:
+    return "–" if p is None else f"{100 * p:.1f}%" if p >= 0.1 else f"{100 * p:.2f}%"
+
+
+def _experiment_html(view: str, label: str, data: dict[str, Any]) -> str:
+    """A static page (no script: the numbers are all computed) for an Experiments view's answer."""
+    def tok(t: str) -> str:
+        return {" ": "␣ (space)", "\n": "↵ (new line)"}.get(t, t)
+
+    head = f"<h2>{html.escape(label)} · {html.escape(view)}</h2>"
+    legend = ('<p style="font-size:12px">colour: probability, ' + "".join(
+        f'<span style="background:{_color(v)};color:{"#fff" if v < 0.5 else "#111"};padding:0 6px">{v:g}</span>'
+        for v in (0, 0.25, 0.5, 0.75, 1)) + "</p>")
+    if view == "logit-lens":
+        k = len(data["rows"][0]["top"])
+        rows = "".join(
+            f'<tr><th scope="row" style="font-weight:normal;text-align:left">{html.escape(r["after"])}</th>'
+            + "".join(_cell(f'{tok(c["token"])} {_pct(c["prob"])}', c["prob"]) for c in r["top"]) + "</tr>"
+            for r in data["rows"])
+        body = (f'<p>Top {k} predictions at position {data["position"]} '
+                f'(“{html.escape(tok(data["tokens"][data["position"]]))}”), read after each layer through the final '
+                "norm and the output head; the last row is the model's own prediction.</p>" + legend
+                + '<table style="border-collapse:collapse"><thead><tr><th>read after</th>'
+                + "".join(f'<th scope="col">#{j + 1}</th>' for j in range(k))
+                + f"</tr></thead><tbody>{rows}</tbody></table>")
+    elif view == "ablate":
+        t = data["target"]
+        lines = "".join(
+            f"<tr><td>{j + 1}</td>" + _cell(f'{tok(b["token"])} {_pct(b["prob"])}', b["prob"])
+            + _cell(f'{tok(a["token"])} {_pct(a["prob"])}', a["prob"]) + "</tr>"
+            for j, (b, a) in enumerate(zip(data["before"], data["after"], strict=True)))
+        heads = ", ".join(f"layer {layer + 1} head {h + 1}" for layer, h in data["heads"])
+        body = (f'<p>Switched off ({html.escape(data["mode"])}): {heads}. P(“{html.escape(tok(t["token"]))}”) '
+                f'{_pct(t["prob_before"])} → {_pct(t["prob_after"])} ({100 * t["prob_change"]:+.2f} points).</p>'
+                + legend + '<table style="border-collapse:collapse"><thead><tr><th>rank</th><th>all heads on</th>'
+                f"<th>heads switched off</th></tr></thead><tbody>{lines}</tbody></table>")
+    else:
+        rows = "".join(
+            f'<tr><th scope="row" style="font-weight:normal;text-align:left">{r["position"]} '
+            f'{html.escape(tok(r["token"]))}</th>' + _cell(f'{r["weight"]:.3f}', r["weight"])
+            + f'<td style="text-align:right;padding:0 6px">{_signed(r["effect"])}</td></tr>'
+            for r in data["rows"])
+        body = (f'<p>Layer {data["layer"] + 1}, head {data["head"] + 1}, from position {data["position"]}: its '
+                "attention weight on each token beside the drop in log P(answer “"
+                f'{html.escape(tok(data["target"]["token"]))}”) when that one weight is set to 0. A large weight '
+                "need not mean a large effect (attention is not explanation).</p>" + legend
+                + '<table style="border-collapse:collapse"><thead><tr><th>token</th><th>weight</th>'
+                f"<th>drop in log P (nats)</th></tr></thead><tbody>{rows}</tbody></table>")
+    return ('<!doctype html><html lang="en"><head><meta charset="utf-8"><style>body{font:14px system-ui,sans-serif;'
+            "margin:12px;color:#1d2433} th{font-size:12px;padding:2px 6px}</style></head><body>"
+            f"{head}{body}</body></html>")
+
+
+def experiment_view(lm: Loaded, text: str, view: str, *, layer: int = 0, head: int = 0,
+                    position: int | None = None, heads=None) -> View:
+    """An Experiments view as a static table; `data` is what the explorer's route answers (explorer/experiments.py).
+
+    view="ablate": `heads` ([[layer, head], ...], default [[layer, head]]) switched off, top-5 before and after;
+    "logit-lens": the top-5 after each layer at `position`; "attention-ablation": head (`layer`, `head`)'s
+    weights from `position` beside the effect of removing each. Model: a decoder or an encoder with an MLM head.
+    """
+    from attnlab.explorer import experiments
+
+    if view == "ablate":
+        data = experiments.ablation(lm, text, heads if heads is not None else [[layer, head]], position=position)
+    elif view == "logit-lens":
+        data = experiments.logit_lens_top(lm, text, position=position)
+    elif view == "attention-ablation":
+        data = experiments.attention_vs_ablation(lm, text, layer, head, position=position)
+    else:
+        raise InputError(f"view={view!r}: allowed {', '.join(map(repr, EXPERIMENT_VIEWS))}")
+    return View(_experiment_html(view, lm.label, data), data)

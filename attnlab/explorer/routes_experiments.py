@@ -1,5 +1,7 @@
 """HTTP routes of the Experiments tab: attention finished (per head through W_O), the editable toy, the training
-timeline, and nearby meanings.
+timeline, nearby meanings, and the interventions (ablate, which heads matter, patch, logit lens, attention vs
+ablation). The two sweeps stream progress lines and stop when cancelled (POST /api/experiments/cancel or the
+client leaving).
 
 An APIRouter the server includes (like explorer/lessons.py): each route validates its body with a schema whose
 numbers have ranges, asks the app's registry for the model by id and runs the pure function (attention_flow,
@@ -10,14 +12,20 @@ unavailable, 422 a value outside its range).
 
 from __future__ import annotations
 
-from typing import Annotated
+import asyncio
+import json
+import threading
+import uuid
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
+from fastapi.responses import Response, StreamingResponse
 from pydantic import BaseModel, Field
 
-from attnlab.explorer import attention_flow, meanings, timeline, toy
-from attnlab.explorer.common import MAX_TEXT_CHARS
+from attnlab.errors import AttnlabError, InputError
+from attnlab.explorer import attention_flow, experiments, meanings, timeline, toy
+from attnlab.explorer.common import MAX_TEXT_CHARS, encode
 
 router = APIRouter()
 MAX_ID = 200
@@ -102,3 +110,210 @@ async def neighbours(req: NeighboursRequest, request: Request):
 async def sentences(req: SentencesRequest, request: Request):
     registry = request.app.state.registry
     return await _run(request, lambda: meanings.sentence_similarity(registry.get(req.model), req.sentences))
+
+
+# ----------------------------------------------------------------------------- interventions (issue 22, 2.2-2.8)
+MAX_EXPERIMENT_CHARS = 1_000  # a sentence to experiment on; the sweeps cost one forward per head or cell
+MAX_EXPERIMENT_TOKENS = 64
+MAX_HEAD_PAIRS = 1_024
+JOB_ID = r"^[A-Za-z0-9_-]{1,40}$"
+ExperimentText = Annotated[str, Field(max_length=MAX_EXPERIMENT_CHARS)]
+Position = Annotated[int | None, Field(None, ge=0, le=MAX_EXPERIMENT_TOKENS - 1,
+                                       description="where the prediction is read (default: a decoder's last "
+                                                   "token, an MLM's first [MASK])")]
+Target = Annotated[int | None, Field(None, ge=0, le=10_000_000, description="token id followed (default: the "
+                                                                             "model's top prediction)")]
+
+
+class AblationRequest(BaseModel):
+    model: str = Field(max_length=MAX_ID)
+    text: ExperimentText
+    heads: list[Annotated[list[int], Field(min_length=2, max_length=2)]] = Field(
+        min_length=1, max_length=MAX_HEAD_PAIRS, description="[[layer, head], ...] to switch off")
+    mode: Literal["zero", "mean"] = "zero"
+    position: Position = None
+    target: Target = None
+
+
+class SweepRequest(BaseModel):
+    model: str = Field(max_length=MAX_ID)
+    text: ExperimentText
+    mode: Literal["zero", "mean"] = "zero"
+    position: Position = None
+    target: Target = None
+    job: str | None = Field(None, pattern=JOB_ID, description="an id of the page's choosing: POST "
+                            "/api/experiments/cancel with it stops the sweep")
+
+
+class PatchRequest(BaseModel):
+    model: str = Field(max_length=MAX_ID)
+    clean: ExperimentText
+    corrupted: ExperimentText
+    site: Literal["resid_pre", "resid_post"] = "resid_pre"
+    position: Position = None
+    target: Target = None
+    job: str | None = Field(None, pattern=JOB_ID)
+
+
+class LensRequest(BaseModel):
+    model: str = Field(max_length=MAX_ID)
+    text: ExperimentText
+    position: Position = None
+    k: int = Field(experiments.TOP, ge=1, le=20)
+
+
+class AttentionAblationRequest(BaseModel):
+    model: str = Field(max_length=MAX_ID)
+    text: ExperimentText
+    layer: int = Field(0, ge=0, le=10_000)
+    head: int = Field(0, ge=0, le=10_000)
+    position: Position = None
+    target: Target = None
+
+
+class CancelRequest(BaseModel):
+    job: str = Field(pattern=JOB_ID)
+
+
+def _model(request: Request, model_id: str, *texts: str):
+    """The model by id (404 unknown), each text within MAX_EXPERIMENT_TOKENS tokens (400 naming the limit)."""
+    lm = request.app.state.registry.get(model_id)
+    for text in texts:
+        n = len(encode(lm, text)[0])
+        if n > MAX_EXPERIMENT_TOKENS:
+            raise InputError(f"the text has {n} tokens; experiments accept at most {MAX_EXPERIMENT_TOKENS} "
+                             "(each head or cell is one more forward)")
+    return lm
+
+
+@router.post("/api/experiments/ablation", summary="switch heads off: the prediction before and after")
+async def ablation(req: AblationRequest, request: Request):
+    return await _run(request, lambda: experiments.ablation(_model(request, req.model, req.text), req.text,
+                                                            req.heads, mode=req.mode, position=req.position,
+                                                            target=req.target))
+
+
+@router.post("/api/experiments/logit-lens", summary="the top-k tokens after the embeddings and after each block")
+async def lens(req: LensRequest, request: Request):
+    return await _run(request, lambda: experiments.logit_lens_top(_model(request, req.model, req.text), req.text,
+                                                                  position=req.position, k=req.k))
+
+
+@router.post("/api/experiments/attention-ablation", summary="one head's attention weights beside the effect of "
+             "knocking each weight out")
+async def attention_ablation(req: AttentionAblationRequest, request: Request):
+    return await _run(request, lambda: experiments.attention_vs_ablation(
+        _model(request, req.model, req.text), req.text, req.layer, req.head, position=req.position,
+        target=req.target))
+
+
+def _jobs(request: Request) -> dict[str, _Job]:
+    app = request.app
+    if not hasattr(app.state, "experiment_jobs"):
+        app.state.experiment_jobs = {}
+    return app.state.experiment_jobs
+
+
+class _Job:
+    """A running sweep: its cancel flag (set by POST /api/experiments/cancel or by the client leaving) and the
+    progress the worker thread reports, handed to the event loop as (done, total)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.stop = threading.Event()
+        self.loop = loop
+        self.progress: asyncio.Queue = asyncio.Queue()
+        self.forwards = 0  # batched forwards run (tests read it: a cancelled sweep ran fewer than all)
+
+    def report(self, done: int, total: int) -> None:  # worker thread
+        self.forwards += 1
+        self.loop.call_soon_threadsafe(self.progress.put_nowait, (done, total))
+
+    def cancelled(self) -> bool:  # worker thread
+        return self.stop.is_set()
+
+
+async def _sweep_stream(request: Request, job_id: str | None, work) -> Response:
+    """A long sweep as application/x-ndjson: {"progress": done, "total": n} lines as batches finish, then one
+    {"result": answer} line (its "cancelled" says whether every cell ran). Bad input is an ordinary 4xx before
+    any line; the sweep stops at its next batch when POST /api/experiments/cancel names its job or the client
+    leaves (the page's Cancel does both). It computes under the server's `run`: a model slot and the queue."""
+    jobs = _jobs(request)
+    job_id = job_id or uuid.uuid4().hex
+    if job_id in jobs:
+        raise InputError(f"job {job_id!r} is already running; choose another id")
+    job = _Job(asyncio.get_running_loop())
+    jobs[job_id] = job
+    task = asyncio.ensure_future(_run(request, lambda: work(job.report, job.cancelled)))
+
+    def finish(_=None) -> None:
+        job.stop.set()
+        jobs.pop(job_id, None)
+
+    task.add_done_callback(finish)
+    getter = asyncio.ensure_future(job.progress.get())
+    try:
+        await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
+    except BaseException:
+        job.stop.set()
+        getter.cancel()
+        raise
+    if task.done() and not getter.done():
+        getter.cancel()
+        response = task.result()  # raises the work's error: the app's handlers answer 4xx/5xx
+        return Response(b'{"result":' + response.body + b"}\n", media_type="application/x-ndjson")
+
+    async def lines():
+        pending = getter
+        try:
+            while True:
+                if pending.done():
+                    done, total = pending.result()
+                    yield json.dumps({"progress": done, "total": total, "job": job_id}).encode() + b"\n"
+                    pending = asyncio.ensure_future(job.progress.get())
+                    continue
+                await asyncio.wait({task, pending}, return_when=asyncio.FIRST_COMPLETED)
+                if task.done() and not pending.done():
+                    break
+            try:
+                body = task.result().body
+                yield b'{"result":' + body + b"}\n"
+            except AttnlabError as exc:
+                yield json.dumps({"error": str(exc), "status": 400}).encode() + b"\n"
+        finally:
+            pending.cancel()
+            job.stop.set()  # the client left (the response cancels this generator): the sweep stops too
+
+    return StreamingResponse(lines(), media_type="application/x-ndjson",
+                             headers={"cache-control": "no-store", "x-accel-buffering": "no", "x-job": job_id})
+
+
+@router.post("/api/experiments/head-sweep", summary="each head switched off in turn: the drop in log P(target), "
+             "streamed with progress")
+async def head_sweep(req: SweepRequest, request: Request):
+    def work(progress, cancelled):
+        lm = _model(request, req.model, req.text)
+        return experiments.head_sweep_grid(lm, req.text, position=req.position, target=req.target, mode=req.mode,
+                                           progress=progress, cancelled=cancelled)
+
+    return await _sweep_stream(request, req.job, work)
+
+
+@router.post("/api/experiments/patch", summary="causal tracing: clean residual stream copied into the corrupted "
+             "run at each (layer, position), streamed with progress")
+async def patch(req: PatchRequest, request: Request):
+    def work(progress, cancelled):
+        lm = _model(request, req.model, req.clean, req.corrupted)
+        return experiments.residual_patch_grid(lm, req.clean, req.corrupted, position=req.position,
+                                               target=req.target, site=req.site, progress=progress,
+                                               cancelled=cancelled)
+
+    return await _sweep_stream(request, req.job, work)
+
+
+@router.post("/api/experiments/cancel", summary="stop a running head sweep or patch grid at its next batch")
+async def cancel(req: CancelRequest, request: Request):
+    job = _jobs(request).get(req.job)
+    if job is None:
+        return {"job": req.job, "cancelled": False, "detail": "no running job by that id (it may have finished)"}
+    job.stop.set()
+    return {"job": req.job, "cancelled": True}

@@ -265,3 +265,119 @@ def test_axe_finds_no_serious_or_critical_violations(page, server, width):
             if v["impact"] in ("serious", "critical"):
                 bad.append(f"{model} @{width}: {v['id']}: {[n['target'] for n in v['nodes']][:5]}")
     assert not bad, "\n".join(bad)
+
+
+def _cells(page, selector: str) -> list[float | None]:
+    return [None if v == "" else float(v) for v in page.eval_on_selector_all(
+        selector, "els => els.map(e => e.dataset.value)")]
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
+    """Ablate, Which heads matter, Patch, Logit lens and Attention vs ablation on the tiny run's decoder: each
+    number shown equals the answer of explorer/experiments.py (tested there against edited copies and hand
+    patches); then axe with every grid drawn."""
+    from attnlab.explorer import experiments as ex
+
+    page.set_viewport_size({"width": width, "height": 900})
+    _open(page, server, "path")
+    for box in ("#x-ablate", "#x-lens", "#x-attn-abl", "#x-patch"):
+        _wait_ready(page, box)
+    lm = server["registry"].get("path")
+    text = page.input_value("#abl-text")
+    assert text == "def main():"  # the small character model's default
+
+    def summary(heads):
+        want = ex.ablation(lm, text, heads)["target"]
+        got = page.eval_on_selector("#abl-summary", "e => ({...e.dataset})")
+        assert float(got["before"]) == pytest.approx(want["prob_before"], abs=1e-6)
+        assert float(got["after"]) == pytest.approx(want["prob_after"], abs=1e-6)
+        return want
+
+    # Ablate: the default head (last layer, head 1), then one more by mouse, one more by keyboard
+    summary([[1, 0]])
+    page.click("#abl-heads button[data-layer='0'][data-head='1']")
+    _wait_ready(page, "#x-ablate")
+    summary([[1, 0], [0, 1]])
+    page.focus("#abl-heads button[data-layer='1'][data-head='0']")
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("Enter")
+    _wait_ready(page, "#x-ablate")
+    assert page.evaluate("[document.activeElement.dataset.layer, document.activeElement.dataset.head]") == ["0", "0"]
+    summary([[1, 0], [0, 1], [0, 0]])
+    after = ex.ablation(lm, text, [[1, 0], [0, 1], [0, 0]])["after"]
+    assert page.eval_on_selector_all("#abl-after li", "els => els.map(e => Number(e.dataset.id))") == \
+        [r["id"] for r in after]
+
+    # Which heads matter: the grid is head_sweep_grid's; Enter on a cell switches that head off alone
+    page.focus("#abl-sweep")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#x-ablate[data-sweep-ready='1'] #abl-sweep-grid")
+    assert page.evaluate("document.activeElement.id") == "abl-sweep"  # back on the button when Cancel goes
+    want = ex.head_sweep_grid(lm, text)["grid"]
+    assert _cells(page, "#abl-sweep-grid td") == pytest.approx([v for row in want for v in row], abs=1e-6)
+    page.focus("#abl-sweep-grid button.cell[data-row='0'][data-col='0']")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    _wait_ready(page, "#x-ablate")
+    summary([[1, 0]])
+    assert page.get_attribute("#abl-heads button[data-layer='1'][data-head='0']", "aria-pressed") == "true"
+    assert page.get_attribute("#abl-heads button[data-layer='0'][data-head='0']", "aria-pressed") == "false"
+
+    # Patch: the default pair by mouse; a corrupted sentence of another length by keyboard gets the reason
+    clean, corrupted = page.input_value("#patch-clean"), page.input_value("#patch-corrupted")
+    page.click("#patch-run")
+    page.wait_for_selector("#patch-grid")
+    _wait_ready(page, "#x-patch")
+    grid = ex.residual_patch_grid(lm, clean, corrupted)["restored"]
+    assert _cells(page, "#patch-grid td") == pytest.approx([v for row in grid for v in row], abs=1e-6)
+    page.fill("#patch-corrupted", corrupted + "x")
+    page.focus("#patch-corrupted")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#patch-out .notice.error")
+    assert "same number of tokens" in page.text_content("#patch-out")
+    page.fill("#patch-corrupted", corrupted)
+    page.click("#patch-run")
+    page.wait_for_selector("#patch-grid")
+
+    # Logit lens: the last position by default; one step left by keyboard, the first token by mouse
+    def lens(position=None):
+        rows = ex.logit_lens_top(lm, text, position=position)["rows"]
+        assert _cells(page, "#lens-grid td") == pytest.approx([c["prob"] for r in rows for c in r["top"]], abs=1e-6)
+
+    lens()
+    last = len(text) - 1
+    page.focus(f"#lens-chips .chip[data-index='{last}']")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("Enter")
+    _wait_ready(page, "#x-lens")
+    assert page.evaluate("document.activeElement.dataset.index") == str(last - 1)
+    lens(last - 1)
+    page.click("#lens-chips .chip[data-index='0']")
+    _wait_ready(page, "#x-lens")
+    lens(0)
+
+    # Attention vs ablation: the bars are the weights and the knock-out effects; another head by keyboard
+    def bars(head):
+        rows = [r for r in ex.attention_vs_ablation(lm, text, 1, head)["rows"] if r["effect"] is not None]
+        assert _floats(page, "#aa-weights g.bar", "data-weight") == pytest.approx([r["weight"] for r in rows],
+                                                                                  abs=1e-6)
+        assert _floats(page, "#aa-effects g.bar", "data-effect") == pytest.approx([r["effect"] for r in rows],
+                                                                                  abs=1e-6)
+
+    bars(0)
+    page.focus("#aa-head")
+    page.keyboard.press("ArrowDown")
+    _wait_ready(page, "#x-attn-abl")
+    assert page.input_value("#aa-head") == "1" and page.evaluate("document.activeElement.id") == "aa-head"
+    bars(1)
+
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    for sec in ("ablate", "patch", "lens", "attn-abl"):
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.locator(f"#x-{sec}").screenshot(path=str(ARTIFACTS / f"experiments-{sec}-{width}.png"))
+    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
+                                  reason="pip install axe-playwright-python (the `test` extra)")
+    bad = [f"{v['id']}: {[n['target'] for n in v['nodes']][:5]}" for v in axe_mod.Axe().run(page).response["violations"]
+           if v["impact"] in ("serious", "critical")]
+    assert not bad, "\n".join(bad)

@@ -1,4 +1,4 @@
-// The guided tour: eight short stops that walk the story of the explorer across the tabs, from one head of the
+// The guided tour: nine short stops that walk the story of the explorer across the tabs, from one head of the
 // hand-set toy to real trained models. A card in the corner (not a modal: the page stays usable) with Back,
 // Next and Skip; Escape closes it. Finishing or skipping is remembered in localStorage; "Tour" restarts it.
 import { el } from "./util.js";
@@ -39,6 +39,10 @@ const STEPS = [
   target: "#step",
   text: "A decoder predicts the next token, appends it and repeats. Press Step and watch the distribution, the " +
     "sampled token and the KV cache grow." },
+  { title: "Switch a head off", view: { model: "smollm2", tab: "experiments" }, fallback: ["gpt-char"],
+  text: "An experiment on a real model: open “Ablate: switch heads off” in the list at the top of this tab. " +
+    "One head is already switched off and the top 5 before and after are shown. Press “Which heads matter”, " +
+    "then click the darkest orange cell: that head off, watch the answer's probability fall." },
   { title: "What it costs", view: { tab: "cost" },
   target: "#cost-plot",
   text: "Dense work grows like n, attention like n². This tab counts the FLOPs and bytes of the model you picked. " +

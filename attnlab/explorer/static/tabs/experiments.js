@@ -4,21 +4,29 @@
 //   3. Training timeline: a run folder's probe replayed with a step slider beside the loss curve.
 //   4. Nearby meanings: nearest tokens in the embedding table; cosines of MiniLM sentence vectors.
 // Each section keeps its own state and redraws only itself, so working one never scrolls or resets another.
-//
-// Planned slots (issue 22, 2.2 ablate, 2.3 patch, 2.4 logit lens, 2.8 attention vs ablation): they are added to
-// SECTIONS when the intervention backend (explorer/experiments.py) serves them. Nothing is shown for them
-// before then: no placeholder is presented to a learner as if it worked.
+//   5. Ablate: switch heads off, the top-5 before and after; "Which heads matter" sweeps every head.
+//   6. Patch: causal tracing, clean residual stream copied into a corrupted run, layer x position.
+//   7. Logit lens: the top-5 after each layer at one position.
+//   8. Attention vs ablation: a head's weights beside the effect of removing each one (seed 002).
 import { el, notice } from "../util.js";
 import { flowSection } from "./x_flow.js";
 import { toySection } from "./x_toy.js";
 import { timelineSection } from "./x_timeline.js";
 import { meaningsSection } from "./x_meanings.js";
+import { ablateSection } from "./x_ablate.js";
+import { patchSection } from "./x_patch.js";
+import { lensSection } from "./x_lens.js";
+import { attnAblSection } from "./x_attnabl.js";
 
 const SECTIONS = [
   ["flow", "Attention, finished", flowSection],
   ["toy-edit", "Edit the toy's weights", toySection],
   ["timeline", "Training timeline", timelineSection],
   ["meanings", "Nearby meanings", meaningsSection],
+  ["ablate", "Ablate: switch heads off", ablateSection],
+  ["patch", "Patch: causal tracing", patchSection],
+  ["lens", "Logit lens", lensSection],
+  ["attn-abl", "Attention vs ablation", attnAblSection],
 ];
 
 function ownStyle() {  // the tab's CSS, linked once (style.css stays shared)

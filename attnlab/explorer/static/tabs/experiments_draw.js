@@ -1,6 +1,7 @@
 // Drawing helpers the Experiments views share: the 'Try / Look for' line, a diverging blue-white-orange scale
-// with its legend, a vector as a strip of cells, and a line chart with axes, units and a step marker.
-import { el, fmt, svg } from "../util.js";
+// with its legend, a vector as a strip of cells, a line chart with axes, units and a step marker, a grid of
+// numbers as a keyboard-friendly table, and a streamed sweep with progress and Cancel.
+import { aborted, api, apiLines, ApiError, busy, color, el, fmt, notice, svg } from "../util.js";
 
 // small helpers --------------------------------------------------------------------------------------------
 export function tryThis(what, look) {
@@ -71,3 +72,82 @@ export function lineChart(series, { width = 420, height = 200, xLabel = "", yLab
       stroke: s.color, "stroke-width": 2, "stroke-dasharray": s.dash || null })), " ", s.name)));
   return el("div", { class: "chart-box" }, root, key);
 }
+
+// A grid of numbers as an HTML table: rows x cols cells coloured by fill(i, j), each showing text(i, j) and
+// carrying data-value. With onpick, every cell is a button and the grid is one tab stop: arrow keys, Home/End
+// move, Enter or Space picks (a roving tabindex, as the token chips do). A scroll region at phone widths.
+export function gridTable({ id, caption, rows, cols, rowHead, colHead, corner = "", value, text, fill, label,
+  onpick = null }) {
+  const buttons = [];
+  const body = [...Array(rows).keys()].map((i) => el("tr", {}, el("th", { scope: "row" }, rowHead(i)),
+    [...Array(cols).keys()].map((j) => {
+      const v = value(i, j);
+      const inner = el("span", { class: "val" }, text(i, j));
+      const attrs = { style: `background:${fill(i, j)}`, dataset: { row: i, col: j, value: v === null ? "" : v },
+        title: label(i, j) };
+      if (!onpick) return el("td", attrs, inner);
+      const b = el("button", { type: "button", class: "cell", tabindex: i === 0 && j === 0 ? "0" : "-1",
+        "aria-label": label(i, j), dataset: { row: i, col: j }, onclick: () => onpick(i, j) }, inner);
+      buttons.push(b);
+      return el("td", attrs, b);
+    })));
+  const table = el("table", { class: "xgrid", id, "aria-label": caption },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, corner),
+      [...Array(cols).keys()].map((j) => el("th", { scope: "col" }, colHead(j))))), el("tbody", {}, body));
+  if (onpick) {
+    table.addEventListener("keydown", (ev) => {
+      const i = buttons.indexOf(document.activeElement);
+      if (i < 0) return;
+      const r = Math.floor(i / cols), c = i % cols;
+      const to = { ArrowRight: [r, c + 1], ArrowLeft: [r, c - 1], ArrowDown: [r + 1, c], ArrowUp: [r - 1, c],
+        Home: [r, 0], End: [r, cols - 1] }[ev.key];
+      if (!to) return;
+      ev.preventDefault();
+      const k = Math.max(0, Math.min(rows - 1, to[0])) * cols + Math.max(0, Math.min(cols - 1, to[1]));
+      buttons.forEach((b) => { b.tabIndex = -1; });
+      buttons[k].tabIndex = 0; buttons[k].focus();
+    });
+  }
+  return el("div", {}, el("p", { class: "grid-caption" }, caption),
+    el("div", { class: "scroll-x xgrid-box", tabindex: "0", role: "region", "aria-label": caption }, table));
+}
+
+// A long computation streamed as JSON lines ({progress, total} ..., then {result} or {error}): a progress bar,
+// the count done and a Cancel button that asks the server to stop (POST /api/experiments/cancel); the partial
+// answer still arrives and is drawn. Resolves to the result (null when the request failed or was aborted).
+export async function streamed(path, body, out, { id, unit }) {
+  const job = `${id}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const controller = new AbortController();
+  const bar = el("progress", { id: `${id}-progress`, max: 1, value: 0, "aria-label": `${unit} done` });
+  const count = el("span", { id: `${id}-count`, class: "count" }, "starting …");
+  const status = busy("", () => {
+    count.textContent += " — cancelling …";
+    api("/api/experiments/cancel", { job }).catch(() => controller.abort());
+  }, { id });
+  status.prepend(bar, " ", count);
+  out.replaceChildren(status);
+  status.querySelector("button.cancel").focus();
+  let result = null;
+  try {
+    await apiLines(path, { ...body, job }, (line) => {
+      if (line.progress !== undefined) {
+        bar.max = line.total; bar.value = line.progress;
+        count.textContent = `${line.progress} of ${line.total} ${unit}`;
+      } else if (line.result) result = line.result;
+      else if (line.error) throw new ApiError(line.error);
+    }, { signal: controller.signal });
+  } catch (e) {
+    status.stop();
+    out.replaceChildren(notice(aborted(e) ? "cancelled" : e.message, aborted(e) ? "info" : "error"));
+    return null;
+  }
+  status.stop();
+  return result;
+}
+
+// a cell's number: two decimals, "0" when it rounds to zero (no 7.2e-4 in a grid read at a glance)
+export const cellNum = (v, digits = 2) => (v === null || v === undefined ? "–" :
+  Math.abs(v) < 0.5 * 10 ** -digits ? "0" : v.toFixed(digits));
+
+// the sequential scale for probabilities (0..1) and the diverging one for changes, as cell backgrounds
+export const probFill = (p) => (p === null || p === undefined ? "#d9d9d9" : color(p));

@@ -1,0 +1,50 @@
+// Pieces the intervention views (ablate, patch, logit lens, attention vs ablation) share: which models they
+// run on, a default sentence per model, percentages, and a top-5 list of predicted tokens.
+import { el, notice, tokenLabel } from "../util.js";
+
+// a decoder predicts the next token; an encoder with a masked-LM head the word at [MASK]
+export function predictsTokens(info) {
+  return !!info && (info.topology === "decoder" || info.has_mlm);
+}
+
+export function notForThisModel(box, ctx) {
+  const fits = (ctx.models || []).filter((m) => m.available && ["gpt-char", "smollm2", "minilm-mlm", "bert-mlm"]
+    .includes(m.id));
+  box.append(notice("This experiment needs a model that predicts tokens: a decoder (SmolLM2, gpt-char) or an " +
+    "encoder with a masked-word head (minilm-mlm, bert-mlm). " + (ctx.info ? `The selected model is a ` +
+    `${ctx.info.topology} without one.` : ""), "warn"),
+  fits.length ? el("div", { class: "controls" }, "Switch to: ", fits.map((m) => el("button", { type: "button",
+    class: "switch-model", onclick: () => ctx.navigate({ model: m.id }) }, m.label))) : "");
+}
+
+// [clean, corrupted]: sentences of the same token count whose answers differ (checked in the tests)
+export function defaultPair(info) {
+  const mask = info.mask_token || "[MASK]";
+  if (info.has_mlm) return [`Paris is the capital of ${mask}.`, `Rome is the capital of ${mask}.`];
+  if (info.id === "smollm2") return ["The Eiffel Tower is in the city of", "The Colosseum is in the city of"];
+  if (info.topology === "decoder" && ((info.id || "").startsWith("gpt-char") || info.token_limit <= 64)) {
+    return ["def main():", "def main()."];  // a small character model: the colon asks for a new line
+  }
+  const first = (info.examples || ["the cat sat"])[0];
+  return [first, first];
+}
+
+export const defaultText = (info) => defaultPair(info)[0];
+
+export const pct = (p) => (p === null || p === undefined ? "–" : `${(100 * p).toFixed(p >= 0.1 ? 1 : 2)}%`);
+export const points = (d) => `${d >= 0 ? "+" : "−"}${Math.abs(100 * d).toFixed(Math.abs(d) < 0.01 ? 2 : 1)} ` +
+  "points";
+// a token as a person reads it: a lone space or line break named, not drawn as an invisible mark
+export const tok = (t) => (t === " " ? "␣ (space)" : t === "\n" ? "↵ (new line)" : tokenLabel(t));
+export const shown = (t) => `“${tok(t)}”`;
+
+// rows [{token, prob}] -> an ordered list with a probability bar under each token
+export function topList(rows, { id, title, mark = null }) {
+  return el("div", { class: "panel top5", id }, el("h3", {}, title), el("ol", {}, rows.map((r) => el("li", {
+    class: r.id === mark ? "target" : "", dataset: { id: r.id, prob: r.prob } },
+  el("span", { class: "tok" }, tok(r.token)), " ", el("span", { class: "p" }, pct(r.prob)),
+  el("span", { class: "pbar", style: `width:${Math.max(1, Math.round(120 * r.prob))}px`, "aria-hidden": "true" }),
+  ))));
+}
+
+export const layerName = (i) => (i === null || i === undefined ? "embeddings" : `layer ${i + 1}`);

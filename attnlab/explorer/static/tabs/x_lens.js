@@ -1,0 +1,57 @@
+// Experiments · Logit lens: what the model would predict if it stopped after each layer.
+import { api, el, legend, notice, tokenLabel } from "../util.js";
+import { chipRow } from "./common.js";
+import { gridTable, probFill, tryThis } from "./experiments_draw.js";
+import { defaultText, notForThisModel, pct, predictsTokens, tok } from "./x_experiment_common.js";
+
+export async function lensSection(box, ctx) {
+  const { state, info } = ctx;
+  box.append(el("p", { class: "help" }, "The logit lens reads the residual stream after every layer through the " +
+    "model's final norm and output head, as if the model stopped there. The last row is the model's real " +
+    "prediction."),
+  tryThis("SmolLM2 with “The Eiffel Tower is in the city of”, then pick an earlier token.", "the row where " +
+    "the final answer first reaches the top 5, and how its probability grows layer by layer; early rows often " +
+    "just echo the input token."));
+  if (!predictsTokens(info)) { notForThisModel(box, ctx); return; }
+  const local = { text: defaultText(info), position: null };
+  const input = el("input", { type: "text", id: "lens-text", value: local.text, size: 36,
+    "aria-label": "sentence for the logit lens" });
+  const runBtn = el("button", { type: "button", id: "lens-run", onclick: () => {
+    local.text = input.value; local.position = null; draw(); } }, "Run");
+  input.addEventListener("keydown", (e) => { if (e.key === "Enter") runBtn.click(); });
+  const chips = el("div", { class: "chips", id: "lens-chips", "aria-label": "position whose prediction is read" });
+  const out = el("div", { id: "lens-out", "aria-live": "polite" });
+  box.append(el("div", { class: "controls" }, el("label", { for: "lens-text" }, "sentence "), input, runBtn),
+    el("p", { class: "help" }, info.has_mlm ? "Position (a word that is not the mask is masked and guessed):" :
+      "Position (the prediction made there is for the token after it):"), chips, out);
+
+  async function draw() {
+    box.dataset.ready = "0";
+    let r;
+    try {
+      r = await api("/api/experiments/logit-lens", { model: state.model, text: local.text,
+        position: local.position });
+    } catch (e) { out.replaceChildren(notice(e.message, "error")); box.dataset.ready = "1"; return; }
+    local.position = r.position;
+    const focused = document.activeElement && chips.contains(document.activeElement);
+    const buttons = chipRow(chips, r.tokens.map((t, i) => ({ index: i, token: t })), r.position, (i) => {
+      local.position = i; draw();
+    }, { name: "read position" });
+    if (focused) buttons[r.position].focus();
+    const k = r.rows[0].top.length;
+    const cell = (i, j) => r.rows[i].top[j];
+    out.replaceChildren(el("p", { class: "help" }, r.predicts === "next" ? `Top ${k} next tokens after ` +
+      `“${tokenLabel(r.tokens[r.position])}” (position ${r.position}), read after each layer:` :
+      `Top ${k} words for the masked position ${r.position}, read after each layer:`),
+    legend(1, "probability of the token in that cell"),
+    gridTable({ id: "lens-grid", caption: "logit lens: layers × rank", rows: r.rows.length, cols: k,
+      corner: "read after", rowHead: (i) => (i === 0 ? "embeddings" : `layer ${i}`),
+      colHead: (j) => `#${j + 1}`, value: (i, j) => cell(i, j).prob,
+      text: (i, j) => `${tok(cell(i, j).token)} ${pct(cell(i, j).prob)}`,
+      fill: (i, j) => probFill(cell(i, j).prob),
+      label: (i, j) => `after ${i === 0 ? "the embeddings" : `layer ${i}`}, rank ${j + 1}: ` +
+        `“${tok(cell(i, j).token)}” ${pct(cell(i, j).prob)}` }));
+    box.dataset.ready = "1";
+  }
+  await draw();
+}

@@ -1,0 +1,65 @@
+// Experiments · Patch (causal tracing): copy the clean sentence's residual stream into the corrupted run.
+import { el, fmt, legend, notice, select, tokenLabel } from "../util.js";
+import { cellNum, gridTable, probFill, streamed, tryThis } from "./experiments_draw.js";
+import { defaultPair, notForThisModel, pct, predictsTokens, shown } from "./x_experiment_common.js";
+
+export async function patchSection(box, ctx) {
+  const { state, info } = ctx;
+  box.append(el("p", { class: "help" }, "Two sentences with the same number of tokens: a clean one and a " +
+    "corrupted one whose answer differs. The corrupted sentence runs again many times; each time the residual " +
+    "stream at one layer and one position is copied in from the clean run. Where one copied vector brings the " +
+    "clean answer back, that vector carries the fact."),
+  tryThis("Run with the default pair, then change one word in both sentences.", "a bright column under the changed " +
+    "word in the early layers; in a decoder (SmolLM2) the brightness then moves to the last position in the " +
+    "late layers: the fact travels from the subject to where the prediction is read."));
+  if (!predictsTokens(info)) { notForThisModel(box, ctx); return; }
+  const [clean0, corrupted0] = defaultPair(info);
+  const clean = el("input", { type: "text", id: "patch-clean", value: clean0, size: 36,
+    "aria-label": "clean sentence" });
+  const corrupted = el("input", { type: "text", id: "patch-corrupted", value: corrupted0, size: 36,
+    "aria-label": "corrupted sentence (same number of tokens)" });
+  const site = select([["resid_pre", "entering the layer"], ["resid_post", "leaving the layer"]], "resid_pre",
+    () => {}, { id: "patch-site" });
+  const runBtn = el("button", { type: "button", id: "patch-run", onclick: () => run() }, "Run patching");
+  for (const i of [clean, corrupted]) i.addEventListener("keydown", (e) => { if (e.key === "Enter") run(); });
+  const out = el("div", { id: "patch-out", "aria-live": "polite" });
+  box.append(el("div", { class: "pair-inputs" }, el("label", { for: "patch-clean" }, "clean"), clean,
+    el("label", { for: "patch-corrupted" }, "corrupted"), corrupted),
+  el("div", { class: "controls" }, el("label", {}, "copy the residual stream ", site), runBtn), out);
+
+  async function run() {
+    box.dataset.ready = "0";
+    runBtn.disabled = true;
+    const r = await streamed("/api/experiments/patch", { model: state.model, clean: clean.value,
+      corrupted: corrupted.value, site: site.value }, out, { id: "patch", unit: "cells" });
+    runBtn.disabled = false;
+    if (r) draw(r);
+    if (document.activeElement === document.body) runBtn.focus();  // the Cancel button that had it is gone
+    box.dataset.ready = "1";
+  }
+  function draw(r) {
+    const t = r.target;
+    const differs = (j) => r.clean_tokens[j] !== r.corrupted_tokens[j];
+    const col = (j) => (differs(j) ? `${tokenLabel(r.clean_tokens[j])} / ${tokenLabel(r.corrupted_tokens[j])}` :
+      tokenLabel(r.clean_tokens[j]));
+    const colHead = (j) => (differs(j) ? el("span", { class: "pair" }, el("b", {}, tokenLabel(r.clean_tokens[j])),
+      el("br"), el("span", { class: "corrupt" }, tokenLabel(r.corrupted_tokens[j]))) : tokenLabel(r.clean_tokens[j]));
+    const rest = (i, j) => r.restored[i][j], prob = (i, j) => r.grid[i][j];
+    out.replaceChildren(r.cancelled ? notice("Cancelled: the grey cells were not run.", "info") : "",
+      el("p", { id: "patch-summary", class: "summary", dataset: { clean: t.prob_clean, corrupted: t.prob_corrupted } },
+        `Both sentences have ${r.positions} tokens. P(${shown(t.token)}) is `, el("strong", {},
+          `${pct(t.prob_clean)} clean`), " and ", el("strong", {}, `${pct(t.prob_corrupted)} corrupted`),
+        ". Each cell: the share of that gap restored (0 = still corrupted, 1 = clean again) when the " +
+        `residual stream ${r.site === "resid_pre" ? "entering" : "leaving"} that layer at that position is ` +
+        "copied from the clean run; hover or focus a cell for P itself."),
+      legend(1, "share of the clean probability restored", { masked: r.cancelled }),
+      gridTable({ id: "patch-grid", caption: "restored share: layers × positions (where the sentences differ, the " +
+        "column shows the clean token above the corrupted one)", rows: r.layers, cols: r.positions, corner: "",
+      rowHead: (i) => `layer ${i + 1}`, colHead, value: rest,
+      text: (i, j) => cellNum(rest(i, j)),
+      fill: (i, j) => probFill(rest(i, j) === null ? null : Math.max(0, Math.min(1, rest(i, j)))),
+      label: (i, j) => `layer ${i + 1}, position ${j} (${col(j)}): ` + (prob(i, j) === null ? "not run" :
+        `P = ${pct(prob(i, j))}, restored ${fmt(rest(i, j), 3)}`) }));
+  }
+  box.dataset.ready = "1";
+}
