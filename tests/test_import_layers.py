@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[1] / "attnlab"
 LAYERS = ["base", "config", "layers", "models", "storage", "features", "faces"]
 LAYER_OF = {
     "attnlab.errors": "base", "attnlab.files": "base", "attnlab.spelling": "base",
+    "attnlab.extras": "base",  # optional packages imported where needed, the missing one named with its extra
     "attnlab.config": "config", "attnlab.presets": "config",
     # what layers write to while they run: the recorder and the KV cache
     "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
@@ -35,6 +36,7 @@ LAYER_OF = {
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
     "attnlab.threads": "features",  # how many torch threads generation and training use (a measured policy)
+    "attnlab.interventions": "features",  # edits at the recorder's names, the sweeps and the logit lens
     "attnlab.evaluation": "features",  # perplexity and top-1 agreement of a model on a token sequence
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
     "attnlab.benchmarks": "faces",  # timing attnlab against its peers: above everything it times

@@ -57,4 +57,5 @@ def test_params_command(capsys):
     out = capsys.readouterr().out
     assert "124,439,808" in out and "V*d + L*d + N*12*d^2" in out
     assert main(["params", "nonsense"]) == 2
-    assert "neither a preset" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "'nonsense' is neither a model's name" in err and "attnlab models" in err

@@ -40,7 +40,9 @@ def add_arguments(p) -> None:
 
 # what the recipe-specific keys mean (the TrainSettings and ModelConfig keys are described by their own source)
 RECIPE_KEYS = {
-    "data": "training text: a UTF-8 file or a folder of .txt files; empty = the CPython docs",
+    "data": "training text: a file or folder of .txt, .txt.gz, .jsonl(.gz), .parquet, or a saved `datasets` folder; "
+            "empty = the CPython docs",
+    "text_field": "the field holding the text in .jsonl / .parquet / `datasets` corpora",
     "dataset": "which data set the recipe reads", "images": "image files or folder for the vision recipes",
     "pairs": "a TSV file of source<TAB>target pairs; empty = the recipe's own",
     "seq_len": "tokens per training sequence (the model's max_len)",
