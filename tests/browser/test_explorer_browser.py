@@ -491,6 +491,10 @@ def test_scaling_and_projection_lessons_on_the_toy(page, server):
     scaled = float(page.get_attribute("#var-scaled", "data-variance"))
     assert unscaled / scaled == pytest.approx(4, rel=1e-4)  # d_k = 4
     assert page.locator("#scaling-hist rect").count() >= 2
+    # d_head = 8: √d_k is irrational and travels rounded, yet the model does scale by 1/√d_k (no "not 1/√d_k")
+    _open(page, server, model=server["ids"]["decoder"], tab="attention", text="the cat sat", token=1, key=0)
+    page.wait_for_selector("#var-scaled")
+    assert "not 1/√d_k" not in page.text_content("#scaling")
 
 
 def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):
