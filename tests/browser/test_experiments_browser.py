@@ -233,6 +233,8 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     lm = server["registry"].get("path")
     text = page.input_value("#abl-text")
     assert text == "def main():"  # the small character model's default
+    # nearby meanings on a character model opens on one letter, not "river" split into five (and a warning)
+    assert page.input_value("#near-word") == "e" and page.locator("#near-out .notice.warn").count() == 0
 
     def summary(heads):
         want = ex.ablation(lm, text, heads)["target"]
