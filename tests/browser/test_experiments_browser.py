@@ -192,6 +192,8 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
         assert np.allclose(np.diag(m), 1.0, atol=1e-3)
         for a in (0, 2, 4):
             assert m[a, a + 1] > max(m[a, j] for j in range(8) if j not in (a, a + 1))
+        # all 8 columns on screen, at 390 px too (the pairs the help text names were scrolled out of view)
+        assert page.eval_on_selector("#sent-out .panel", "e => e.scrollWidth <= e.clientWidth")
 
     # nothing wider than the screen but the scrollable regions
     assert page.evaluate("document.documentElement.scrollWidth") <= width
