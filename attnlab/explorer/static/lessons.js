@@ -143,7 +143,7 @@ function drawSteps(box, s, data) {
   const qx = terms(s.x_query, s.w_q_col0, names), kx = terms(s.x_key, s.w_k_col0, names);
   const qt = tokenLabel(s.query_token), kt = tokenLabel(s.key_token);
   const rawBar = data.raw_scores[s.query] ? data.raw_scores[s.query][s.key] : null;
-  const matrix = (w) => el("div", { class: "scroll", tabindex: "0" }, table(["row (x dimension)", ...w[0].map((_, j) => `col ${j}`)],
+  const matrix = (w) => el("div", { class: "scroll matrix", tabindex: "0" }, table(["row (x dimension)", ...w[0].map((_, j) => `col ${j}`)],
     w.map((row, i) => [names ? names[i] : `${i}`, ...row.map((v) => fmt(v, 3))])));
   box.replaceChildren(
     el("p", { class: "help" }, `Layer ${s.layer + 1}, head ${s.head + 1}: query “${qt}” (position ${s.query}) and ` +
@@ -197,7 +197,8 @@ function drawScaling(box, r) {
     el("p", { class: "help" }, `Independence would predict d_k · s_q · s_k = ${r.d_head} × ${fmt(r.q_variance, 3)} × ` +
       `${fmt(r.k_variance, 3)} = ${fmt(predicted, 4)} for the unscaled variance; a trained head's q and k are not ` +
       "independent, so the measured value differs, but the ratio between the columns is exactly d_k." +
-      (r.scale !== 1 / r.sqrt_d_head ? ` (This model scales by ${fmt(r.scale, 4)}, not 1/√d_k.)` : "")),
+      // sqrt_d_head arrives rounded to 6 decimals: compare within that, or every model "scales by 0.1768, not 1/√d_k"
+      (Math.abs(r.scale * r.sqrt_d_head - 1) > 1e-4 ? ` (This model scales by ${fmt(r.scale, 4)}, not 1/√d_k.)` : "")),
     el("div", { class: "row" },
       el("div", {}, el("h3", {}, "Histogram of the scores (shared bins)"), histogram(r)),
       el("div", {}, el("h3", {}, `Softmax of “${tokenLabel(r.query_token)}” without scaling`),

@@ -40,8 +40,9 @@ const STEPS = [
   text: "A decoder predicts the next token, appends it and repeats. Press Step and watch the distribution, the " +
     "sampled token and the KV cache grow." },
   { title: "Switch a head off", view: { model: "smollm2", tab: "experiments" }, fallback: ["gpt-char"],
-  text: "An experiment on a real model: open “Ablate: switch heads off” in the list at the top of this tab. " +
-    "One head is already switched off and the top 5 before and after are shown. Press “Which heads matter”, " +
+  target: "#x-ablate",
+  text: "An experiment on a real model, in the outlined view “Ablate: switch heads off”: " +
+    "one head is already switched off and the top 5 before and after are shown. Press “Which heads matter”, " +
     "then click the darkest orange cell: that head off, watch the answer's probability fall." },
   { title: "What it costs", view: { tab: "cost" },
   target: "#cost-plot",

@@ -12,7 +12,13 @@ export async function meaningsSection(box, ctx) {
     "a meaning or a grammatical role; and paraphrases scoring well above unrelated sentences even when they " +
     "share almost no words."));
   const textModel = info && ["encoder", "decoder", "encoder-decoder"].includes(info.topology);
-  const word = el("input", { type: "text", id: "near-word", value: info && info.illustration ? "cat" : "river",
+  // a character-level vocabulary (gpt-char: ~100 tokens) splits "river" into letters: open on one letter instead
+  const chars = textModel && !info.illustration && info.vocab_size <= 256;
+  if (chars) box.append(el("p", { class: "help", id: "near-chars" }, `This model's ${info.vocab_size} tokens are ` +
+    "single characters: look up a letter or a digit, and look for letters of the same kind (vowels, capitals, " +
+    "digits) landing together."));
+  const first = info && info.illustration ? "cat" : chars ? "e" : "river";
+  const word = el("input", { type: "text", id: "near-word", value: first,
     "aria-label": "word to look up", size: 16 });
   const nearOut = el("div", { id: "near-out", "aria-live": "polite" });
   const find = el("button", { type: "button", id: "near-run", onclick: () => near() }, "Find neighbours");

@@ -15,6 +15,7 @@ export async function timelineSection(box) {
       "Train one (about 2–4 minutes on a laptop CPU) and open it:",
     el("pre", { class: "math" }, "attnlab train gpt-char --out runs/gpt-char\nattnlab explore runs/gpt-char"),
     "Its model then appears in the menu as “gpt-char (command line)” and its timeline here."));
+    box.dataset.ready = "1";  // drawn (the notice is all there is): scripts waiting on the section go on
     return;
   }
   const local = { run: runs[0].id, layer: null, head: null, step: null };
