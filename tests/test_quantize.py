@@ -439,3 +439,13 @@ def test_a_nan_inside_a_quantized_model_gives_nan_logits_like_float(gpt_char, sc
             logits = {name: model(ids).logits for name, model in models.items()}
         assert bool(torch.isnan(logits["float"]).all())
         assert bool(torch.isnan(logits["quantized"]).all()), (scheme, setting, ids.shape)
+
+
+def test_the_kernels_share_torchs_openmp_runtime():
+    """The kernels' threads are torch's pool (issue 25.2): after they load, one OpenMP runtime is mapped, the one
+    torch loaded; a second (the system's libgomp under another name) would be a competing pool."""
+    from attnlab.layers import kernel_build
+
+    if not q8_0_kernel.available() or not int4_kernel.available():
+        pytest.skip(f"attnlab's kernels are unavailable here: {int8_kernel.unavailable_reason()}")
+    assert len(kernel_build.openmp_runtimes()) == 1, kernel_build.openmp_runtimes()

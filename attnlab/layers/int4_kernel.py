@@ -76,7 +76,10 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
         }
         xs[b] = (float)_mm512_reduce_add_epi32(sum);  // block sum of the ROUNDED x, in units of s2 (exact)
     }
-    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1)
+    // a thread per >= 64 KB of weights (~10 us of reading, against ~2 us to wake a thread): K and V of a small
+    // model stay on one thread, which would otherwise wait for the other more than it saves
+    const int64_t most = (nb * kb * 1280) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    #pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
     for (int64_t ob = 0; ob < nb; ++ob) {
         const __m512i z = _mm512_setzero_si512(), mask = _mm512_set1_epi8(0x0F);
         const __m512 c254 = _mm512_set1_ps(254.f);

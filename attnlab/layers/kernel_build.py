@@ -229,6 +229,30 @@ def _import(module: str, lib: Path):
     return loaded.call
 
 
+def openmp_runtimes() -> set[str]:
+    """The OpenMP runtimes (libgomp / libiomp / libomp files) mapped into this process (Linux; empty elsewhere).
+
+    Why: the kernels are linked with -fopenmp against `libgomp.so.1`; the dynamic loader resolves that name to the
+    library already loaded under it, torch's own (torch/lib/libgomp.so.1), so the kernels' threads are torch's
+    pool. Were a second runtime mapped (another soname), two pools of spinning threads would fight over the cores
+    and two threads would run slower than one; load() says so once."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split(None, 5)[-1].strip() for line in f if "/lib" in line}
+    except OSError:
+        return set()
+    return {p for p in paths if Path(p).name.split(".so")[0] in ("libgomp", "libiomp5", "libomp")}
+
+
+@functools.cache
+def _check_one_openmp() -> None:
+    runtimes = openmp_runtimes()
+    if len(runtimes) > 1:
+        warnings.warn(f"attnlab: {len(runtimes)} OpenMP runtimes are loaded ({', '.join(sorted(runtimes))}): the "
+                      "kernels' threads and torch's are two pools; use one thread (torch.set_num_threads(1)) or "
+                      "load torch's runtime first", KernelWarning, stacklevel=3)
+
+
 def load(name: str, source: str, function: str):
     """A Python callable running `source`'s extern "C" `function` (int parameters and pointers, an int result;
     call it with ints: tensor.data_ptr() for a pointer): compiled into the private folder unless it is there
@@ -247,12 +271,16 @@ def load(name: str, source: str, function: str):
             _compile(cxx, full, lib)
         refused = check_dir(directory) or _check_library(lib)
         if refused is None:
-            return _import(module, lib)
+            call = _import(module, lib)
+            _check_one_openmp()
+            return call
     _warn_refused(refused)
     private = Path(tempfile.mkdtemp(prefix="attnlab-kernels-"))  # 0700, a name nobody can guess
     try:
         lib = private / f"{module}.so"
         _compile(cxx, full, lib)
-        return _import(module, lib)  # mapped: the file can go
+        call = _import(module, lib)  # mapped: the file can go
+        _check_one_openmp()
+        return call
     finally:
         shutil.rmtree(private, ignore_errors=True)
