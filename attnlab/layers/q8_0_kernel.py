@@ -153,14 +153,20 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
     if k > MAX_K:
         raise ValueError(f"the Q8_0 kernel takes at most {MAX_K} inputs per row, got {k}")
     nb, kb = -(-n // BLOCK_N), k // BLOCK_K
-    codes = torch.zeros(nb * BLOCK_N, k, dtype=torch.uint8)
-    codes[:n] = (qweight.to(torch.int16) + 128).to(torch.uint8)
-    # (ob, g, i, kb, e, r): output = 64 ob + 16 g + i, input = 32 kb + 4 e + r
-    c = codes.reshape(nb, 4, 16, kb, 8, 4).permute(0, 3, 4, 1, 2, 5).reshape(nb, kb, 2048)
-    d = torch.zeros(nb * BLOCK_N, kb, dtype=torch.float16)
-    d[:n] = scale
-    d = d.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)  # (nb, kb, 128)
-    return (torch.cat((c, d), dim=-1).contiguous(),)
+    tiles = torch.empty(nb, kb, TILE_BYTES, dtype=torch.uint8)
+    step = 64  # output blocks per pass: the temporaries stay ~2 MB (SmolLM2's head has 768 blocks, 30 MB packed)
+    for b0 in range(0, nb, step):
+        b1 = min(nb, b0 + step)
+        rows = slice(b0 * BLOCK_N, min(n, b1 * BLOCK_N))
+        codes = torch.zeros((b1 - b0) * BLOCK_N, k, dtype=torch.uint8)
+        codes[: rows.stop - rows.start] = qweight[rows].view(torch.uint8) ^ 0x80  # q + 128 (two's complement)
+        # (ob, g, i, kb, e, r): output = 64 ob + 16 g + i, input = 32 kb + 4 e + r
+        tiles[b0:b1, :, :2048] = codes.reshape(b1 - b0, 4, 16, kb, 8, 4).permute(0, 3, 4, 1, 2, 5).reshape(
+            b1 - b0, kb, 2048)
+        d = torch.zeros((b1 - b0) * BLOCK_N, kb, dtype=torch.float16)
+        d[: rows.stop - rows.start] = scale[rows]
+        tiles[b0:b1, :, 2048:] = d.reshape(b1 - b0, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)
+    return (tiles,)
 
 
 def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
