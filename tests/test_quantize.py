@@ -121,12 +121,15 @@ def test_block_kernels_are_within_the_activation_rounding_bound(fmt, rows, n):
     with torch.no_grad():
         w = module.weight
         expected = F.linear(x.double(), w.double(), module.bias.double())
+        one = None
         for threads in (1, 2):
             torch.set_num_threads(threads)
             try:
                 got = module(x)
             finally:
                 torch.set_num_threads(before)
+            one = got if one is None else one
+            assert torch.equal(got, one)  # each 64-output block is computed whole by one thread: same bits
             step = x.abs().amax(dim=1, keepdim=True) / 127 / 254  # (rows, 1)
             bound = step / 2 * w.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * w.abs().sum(1))
             assert bool(((got.double() - expected).abs() <= bound).all())
@@ -441,11 +444,32 @@ def test_a_nan_inside_a_quantized_model_gives_nan_logits_like_float(gpt_char, sc
         assert bool(torch.isnan(logits["quantized"]).all()), (scheme, setting, ids.shape)
 
 
-def test_the_kernels_share_torchs_openmp_runtime():
-    """The kernels' threads are torch's pool (issue 25.2): after they load, one OpenMP runtime is mapped, the one
-    torch loaded; a second (the system's libgomp under another name) would be a competing pool."""
+def test_the_kernels_bring_no_second_openmp_runtime():
+    """The kernels' threads are their own small pool (kernel_build.POOL, issue 25.2): after they load, one OpenMP
+    runtime is mapped, torch's; a second (the system's libgomp under another name) would be a competing pool."""
     from attnlab.layers import kernel_build
 
     if not q8_0_kernel.available() or not int4_kernel.available():
         pytest.skip(f"attnlab's kernels are unavailable here: {int8_kernel.unavailable_reason()}")
     assert len(kernel_build.openmp_runtimes()) == 1, kernel_build.openmp_runtimes()
+
+
+@pytest.mark.parametrize("fmt", ["int8", "int4", "q8_0"])
+def test_kernels_split_large_products_across_threads_to_the_same_bits(fmt):
+    """A product large enough to be split (>= 64 KB of weights per thread) gives the same bits at 1, 2 and 3
+    threads (kernel_build.POOL: each 64-output block is computed whole by one thread, the caller or a helper), and
+    the 1-thread result is x W^T within the activation rounding (float64 reference)."""
+    kernel = {"int8": int8_kernel, "int4": int4_kernel, "q8_0": q8_0_kernel}[fmt]
+    if not kernel.available():
+        pytest.skip(f"attnlab's {fmt} kernel is unavailable here: {kernel.unavailable_reason()}")
+    torch.manual_seed(5)
+    n, k = 2000, 512
+    w = torch.randn(n, k) * 0.05
+    buffers = quantize_weight(w, fmt) if fmt != "q8_0" else from_gguf_rows(torch.from_numpy(_gguf_bytes(w, fmt)), fmt)
+    packed = kernel.pack_layer(buffers, None)
+    x = torch.randn(1, k)
+    runs = [kernel.gemv(x, *packed, n, threads) for threads in (1, 2, 3)]
+    assert all(torch.equal(r, runs[0]) for r in runs[1:])
+    wd = dequantize(fmt, buffers).double()
+    bound = float(x.abs().max()) / 127 / 254 / 2 * wd.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * wd.abs().sum(1))
+    assert bool(((runs[0].double() - x.double() @ wd.t()).abs() <= bound).all())

@@ -19,7 +19,7 @@ s2 = s1/254 (~15 bits, as the int8 and int4 kernels); X_b = sum_{j in b} (254 hi
 Per tile: 8 int32 accumulators (4 output groups x hi/lo; at most 32*255*127 = 1,036,320 each), then the block's
 exact integer 254 h + l - 128 X_b (|.| < 4e8 < 2^31) times d, accumulated in float. So the result is exactly
 x_rounded . w up to float32 summation: the error is x's rounding (relative ~2^-15 of max|x| per input), the same
-as the other kernels'. Output blocks of 64 go to threads like theirs.
+as the other kernels'. Output blocks of 64 go to kernel_build.POOL's threads like theirs.
 
 Non-finite activations: the kernel returns 1 without writing y (rounding would make them finite garbage); gemv()
 then returns None and the caller multiplies that row by the dequantized weight (float32's own NaN / inf).
@@ -31,14 +31,14 @@ import functools
 
 import torch
 
-from attnlab.layers import int8_kernel  # its CPU check and build (kernel_build)
+from attnlab.layers import int8_kernel, kernel_build  # its CPU check and build (kernel_build)
 
 BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q8_0 block)
 TILE_BYTES = 2176  # 2048 code bytes + 64 fp16 d
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
 
-_SOURCE = r"""
+_SOURCE = kernel_build.POOL + r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
 #include <immintrin.h>
 #include <cstdint>
@@ -77,11 +77,10 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
         }
         xs[b] = 128 * _mm512_reduce_add_epi32(sum);  // 128 X_b: the +128 of the codes, taken back out exactly
     }
-    // a thread per >= 64 KB of weights (~10 us of reading, against ~2 us to wake a thread): K and V of a small
+    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
     // model stay on one thread, which would otherwise wait for the other more than it saves
     const int64_t most = (nb * kb * 2176) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
-    #pragma omp parallel for num_threads(nt) schedule(static) if(nt > 1)
-    for (int64_t ob = 0; ob < nb; ++ob) {
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
         const __m512i z = _mm512_setzero_si512(), c254 = _mm512_set1_epi32(254);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         const uint8_t* wt = w + ob * kb * 2176;
@@ -124,7 +123,7 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
             if (has_bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + o));
             _mm512_mask_storeu_ps(y + o, mk, v);
         }
-    }
+    });
     return 0;
 }
 """
