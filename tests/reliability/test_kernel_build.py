@@ -34,7 +34,7 @@ ATTACKER = 54321  # a user id with no account: all the attacker needs is to own 
 # a tiny kernel for the folder checks: compiles in well under a second (only Python.h)
 PROBE = 'extern "C" int attnlab_probe(long long a, long long b) { return (int)(a + 2 * b); }'
 
-# the victim: quantize tiny models (int8 and int4; the Q8_0 kernel is built or loaded by available()), check the products of
+# the victim: quantize tiny models (int8 and int4; available() builds or loads the Q8_0 kernel), check the products of
 # one row against float64 on the decoded weights, and print what ran
 VICTIM = r"""
 import json, sys, torch, torch.nn.functional as F
