@@ -41,6 +41,7 @@ def available_memory() -> int:
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
+COUNT_MARGIN = 8  # a model's parameters are fewer than this x minimum_parameters() (see build_model)
 LAYER_OVERHEAD = 64 * 1024  # bytes of Python objects per block (measured ~70 KB for a tiny block)
 
 
@@ -105,7 +106,11 @@ def build_model(config: AnyConfig, device: str | torch.device | None = None, dty
         n_params = minimum_parameters(config)  # closed form first: absurd sizes never reach a constructor
         layers = _blocks(config)
         objects = layers * LAYER_OVERHEAD  # the Python modules of each block, even on the meta device
-        if n_params * element + objects <= 0.8 * have:
+        # the exact count builds the model on the meta device, which costs ~5 s and ~77 MB (torch's device
+        # context routes nn.init through torch._refs, importing torch._dynamo, sympy and mpmath): only needed when
+        # the closed-form lower bound is within COUNT_MARGIN of the limit (every module's parameters are within
+        # that factor of the bound: K and V, a third feed-forward matrix, cross-attention, biases and norms)
+        if COUNT_MARGIN * n_params * element + objects > 0.8 * have >= n_params * element + objects:
             try:
                 with torch.device("meta"):
                     meta = cls(config)
@@ -121,8 +126,11 @@ def build_model(config: AnyConfig, device: str | torch.device | None = None, dty
                 f"= {need / 2**30:.1f} GiB, "
                 f"more than 80% of the {have / 2**30:.1f} GiB available; build it with device='meta' to count "
                 "and inspect it without allocating, or choose a smaller config")
-    with torch.device(device if device is not None else "cpu"):
-        model = cls(config)
+    if device is None or torch.device(device).type == "cpu":
+        model = cls(config)  # the default device: no device context (see above), no torch._dynamo import
+    else:
+        with torch.device(device):  # meta (shapes only) or an accelerator: allocated there, never on the CPU first
+            model = cls(config)
     if dtype is not None:
         model = model.to(dtype)
     return model

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from gguf_files import write_quantized_gguf
 
 import attnlab
-from attnlab.layers import int4_kernel, int8_kernel
+from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize, from_gguf_rows, quantize_weight
 from attnlab.quantization import QuantizedLMHead
 
@@ -93,7 +93,7 @@ def _module(fmt: str, out_f=72, in_f=96, bias=True) -> QuantizedLinear:
 @pytest.mark.parametrize("fmt", ["int4", "q8_0", "q4_0", "q4_1"])
 @pytest.mark.parametrize("rows", [1, 3, 20])
 def test_block_formats_multiply_like_f_linear_on_the_decoded_weight(fmt, rows):
-    """The chunked path (few rows without the 4-bit kernel, and Q8_0) and prefill (more rows) multiply the
+    """The chunked path (few rows without the VNNI kernels) and prefill (more rows) multiply the
     decoded weight: F.linear's numbers up to float32 summation order."""
     module = _module(fmt)
     module.CHUNK = 16 * 96  # 16 rows a chunk: several chunks even at this size
@@ -104,15 +104,16 @@ def test_block_formats_multiply_like_f_linear_on_the_decoded_weight(fmt, rows):
         assert torch.allclose(module(x[None])[0], expected, rtol=1e-5, atol=1e-5)  # float32 summation order
 
 
-@pytest.mark.parametrize("fmt", ["int4", "q4_0", "q4_1"])
+@pytest.mark.parametrize("fmt", ["int4", "q4_0", "q4_1", "q8_0"])
 @pytest.mark.parametrize("rows", [1, 3])
 @pytest.mark.parametrize("n", [96, 130])
-def test_4bit_kernel_is_within_the_activation_rounding_bound(fmt, rows, n):
-    """attnlab's 4-bit VNNI kernel (few rows) rounds each row x to two 8-bit pieces (step = max|x| / 127 / 254):
-    |y - x W^T| <= step / 2 * sum_k |W[n, k]| (+ float32 rounding), on 1 and 2 threads, with an outlier channel,
-    and an output count that is not a multiple of its 64-output tiles."""
-    if not int4_kernel.available():
-        pytest.skip(f"attnlab's 4-bit kernel is unavailable here: {int4_kernel.unavailable_reason()}")
+def test_block_kernels_are_within_the_activation_rounding_bound(fmt, rows, n):
+    """attnlab's 4-bit and Q8_0 VNNI kernels (few rows) round each row x to two 8-bit pieces (step =
+    max|x| / 127 / 254): |y - x W^T| <= step / 2 * sum_k |W[n, k]| (+ float32 rounding), on 1 and 2 threads,
+    with an outlier channel, and an output count that is not a multiple of its 64-output tiles."""
+    kernel = q8_0_kernel if fmt == "q8_0" else int4_kernel
+    if not kernel.available():
+        pytest.skip(f"attnlab's {fmt} kernel is unavailable here: {kernel.unavailable_reason()}")
     module = _module(fmt, out_f=n)
     x = torch.randn(rows, 96)
     x[:, 5] = 30.0
@@ -120,18 +121,42 @@ def test_4bit_kernel_is_within_the_activation_rounding_bound(fmt, rows, n):
     with torch.no_grad():
         w = module.weight
         expected = F.linear(x.double(), w.double(), module.bias.double())
+        one = None
         for threads in (1, 2):
             torch.set_num_threads(threads)
             try:
                 got = module(x)
             finally:
                 torch.set_num_threads(before)
+            one = got if one is None else one
+            assert torch.equal(got, one)  # each 64-output block is computed whole by one thread: same bits
             step = x.abs().amax(dim=1, keepdim=True) / 127 / 254  # (rows, 1)
             bound = step / 2 * w.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * w.abs().sum(1))
             assert bool(((got.double() - expected).abs() <= bound).all())
             assert not torch.equal(got, F.linear(x, w, module.bias))  # the kernel ran (it rounds x)
     with pytest.raises(ValueError, match="divisible by 32"):
         int4_kernel.pack(torch.zeros(2, 24, dtype=torch.uint8), torch.zeros(2, 1).half(), torch.zeros(2, 1).half())
+    with pytest.raises(ValueError, match="divisible by 32"):
+        q8_0_kernel.pack(torch.zeros(2, 48, dtype=torch.int8), torch.zeros(2, 1).half())
+
+
+def test_q8_0_kernel_takes_the_whole_code_range():
+    """Q8_0 codes span -128..127 (the kernel stores q + 128 as an unsigned byte): the extremes, and a row of x at
+    its own extremes, still give x_rounded . w within the rounding bound of x (float64 reference)."""
+    if not q8_0_kernel.available():
+        pytest.skip(f"attnlab's q8_0 kernel is unavailable here: {q8_0_kernel.unavailable_reason()}")
+    torch.manual_seed(4)
+    n, k = 70, 64
+    q = torch.randint(-128, 128, (n, k), dtype=torch.int8)
+    q[0], q[1], q[2, ::2] = -128, 127, -128
+    d = (torch.rand(n, k // 32) * 0.02).half()
+    w = dequantize("q8_0", {"qweight": q, "scale": d}).double()
+    x = torch.randn(1, k)
+    x[0, 3], x[0, 40] = 50.0, -50.0
+    got = q8_0_kernel.gemv(x, *q8_0_kernel.pack_layer({"qweight": q, "scale": d}, None), n).double()
+    step = float(x.abs().max()) / 127 / 254
+    bound = step / 2 * w.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * w.abs().sum(1))
+    assert bool(((got - x.double() @ w.t()).abs() <= bound).all())
 
 
 @pytest.fixture(params=["vnni", "fbgemm"])
@@ -345,8 +370,10 @@ def test_gguf_q_blocks_stay_quantized_and_compute_like_the_dequantized_file(tmp_
     ids = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
     with torch.no_grad():
         assert torch.equal(loaded(ids).logits, reference(ids).logits)  # prefill: the decoded weights themselves
-        step = loaded(ids[:, :1]).logits  # one row: chunked products, float32 summation order only
-        assert torch.allclose(step, reference(ids[:, :1]).logits, rtol=1e-5, atol=1e-5)
+        step = loaded(ids[:, :1]).logits  # one row: the VNNI kernels (x rounded to ~15 bits), else chunked
+        expected = reference(ids[:, :1]).logits  # products (float32 summation order only)
+        rounding = 5e-4 if int8_kernel.available() else 1e-5  # as tests/test_quantized_grid.py's TOLERANCE
+        assert float((step - expected).abs().max()) <= rounding * float(expected.abs().max())
         plain, _ = G.load_gguf(tmp_path / "q.gguf", keep_quantized=False)  # the float32 way, on request
         assert isinstance(plain.blocks[0].attn.qkv, torch.nn.Linear)
         assert torch.equal(plain(ids).logits, reference(ids).logits)
@@ -363,7 +390,8 @@ def test_int8_on_cuda_matches_the_decoded_weight():
 # ------------------------------------------------------------------------------- NaN and inf activations
 PATHS = {  # a product of few rows: format, use_kernel; "prefill": more rows than FAST_ROWS (the decoded weight)
     "int8 VNNI kernel": ("int8", True), "int8 fbgemm": ("int8", False), "int4 VNNI kernel": ("int4", True),
-    "int4 chunked": ("int4", False), "q8_0 chunked": ("q8_0", False), "prefill": ("int8", True)}
+    "int4 chunked": ("int4", False), "q8_0 VNNI kernel": ("q8_0", True), "q8_0 chunked": ("q8_0", False),
+    "prefill": ("int8", True)}
 
 
 @pytest.mark.parametrize("path", sorted(PATHS))
@@ -372,7 +400,7 @@ def test_nan_and_inf_activations_give_float32s_answer(path):
     on every path: the VNNI kernels would round it to finite garbage and fbgemm raises, so such a row is
     multiplied by the decoded weight. Finite rows beside it still take the fast path."""
     fmt, use_kernel = PATHS[path]
-    kernel = {"int8": int8_kernel, "int4": int4_kernel}.get(fmt)
+    kernel = {"int8": int8_kernel, "int4": int4_kernel, "q8_0": q8_0_kernel}.get(fmt)
     if "VNNI" in path and not kernel.available():
         pytest.skip(f"attnlab's {fmt} kernel is unavailable here: {kernel.unavailable_reason()}")
     module = _module(fmt)
@@ -414,3 +442,34 @@ def test_a_nan_inside_a_quantized_model_gives_nan_logits_like_float(gpt_char, sc
             logits = {name: model(ids).logits for name, model in models.items()}
         assert bool(torch.isnan(logits["float"]).all())
         assert bool(torch.isnan(logits["quantized"]).all()), (scheme, setting, ids.shape)
+
+
+def test_the_kernels_bring_no_second_openmp_runtime():
+    """The kernels' threads are their own small pool (kernel_build.POOL, issue 25.2): after they load, one OpenMP
+    runtime is mapped, torch's; a second (the system's libgomp under another name) would be a competing pool."""
+    from attnlab.layers import kernel_build
+
+    if not q8_0_kernel.available() or not int4_kernel.available():
+        pytest.skip(f"attnlab's kernels are unavailable here: {int8_kernel.unavailable_reason()}")
+    assert len(kernel_build.openmp_runtimes()) == 1, kernel_build.openmp_runtimes()
+
+
+@pytest.mark.parametrize("fmt", ["int8", "int4", "q8_0"])
+def test_kernels_split_large_products_across_threads_to_the_same_bits(fmt):
+    """A product large enough to be split (>= 64 KB of weights per thread) gives the same bits at 1, 2 and 3
+    threads (kernel_build.POOL: each 64-output block is computed whole by one thread, the caller or a helper), and
+    the 1-thread result is x W^T within the activation rounding (float64 reference)."""
+    kernel = {"int8": int8_kernel, "int4": int4_kernel, "q8_0": q8_0_kernel}[fmt]
+    if not kernel.available():
+        pytest.skip(f"attnlab's {fmt} kernel is unavailable here: {kernel.unavailable_reason()}")
+    torch.manual_seed(5)
+    n, k = 2000, 512
+    w = torch.randn(n, k) * 0.05
+    buffers = quantize_weight(w, fmt) if fmt != "q8_0" else from_gguf_rows(torch.from_numpy(_gguf_bytes(w, fmt)), fmt)
+    packed = kernel.pack_layer(buffers, None)
+    x = torch.randn(1, k)
+    runs = [kernel.gemv(x, *packed, n, threads) for threads in (1, 2, 3)]
+    assert all(torch.equal(r, runs[0]) for r in runs[1:])
+    wd = dequantize(fmt, buffers).double()
+    bound = float(x.abs().max()) / 127 / 254 / 2 * wd.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * wd.abs().sum(1))
+    assert bool(((runs[0].double() - x.double() @ wd.t()).abs() <= bound).all())

@@ -7,8 +7,9 @@ tokens (the few-row paths) under torch.no_grad() or in attnlab.record wrote into
 inference tensor outside InferenceMode". More tokens multiply the decoded weight and never touched it.
 
 Grid: model (int8 and int4 by attnlab.quantize of a tiny random LLaMA, and a GGUF file whose Q4_0 / Q4_1 / Q8_0
-blocks are kept) x kernel setting (attnlab's VNNI kernels where the CPU has them; use_kernel=False: fbgemm for
-int8, chunked dequantization for the 4-bit formats and Q8_0) x phase (a fresh model; a fresh model after
+blocks are kept) x kernel setting (attnlab's VNNI kernels where the CPU has them: int8, 4-bit and Q8_0, the last
+checked to have run on the GGUF file's Q8_0 layers and tied head; use_kernel=False: fbgemm for int8, chunked
+dequantization for the 4-bit formats and Q8_0) x phase (a fresh model; a fresh model after
 `generate`) x mode (plain, torch.no_grad(), torch.inference_mode()) x input length 1..6 x operation (forward,
 attnlab.record, a head ablated and the residual stream edited through attnlab.intervene, the logit lens). Every
 cell must run; a cell after generate must equal the same cell before it bit for bit (the
@@ -25,7 +26,7 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.layers import int8_kernel
+from attnlab.layers import int8_kernel, q8_0_kernel
 from attnlab.layers.quantized import QuantizedLinear
 from attnlab.quantization import float_state_dict
 from attnlab.storage import materialize
@@ -110,6 +111,10 @@ def test_every_cell_works_before_and_after_generate(kind, setting, gguf_folder):
             out = attnlab.generate(model, IDS[:, :3], max_new_tokens=4)
             assert out.sequences.shape == (1, 7)
         phases[phase] = _sweep(model)
+        q8_0 = [m for m in layers if m.format == "q8_0"]
+        assert (kind == "gguf") == bool(q8_0)  # the file's attention outputs and tied head
+        if setting == "VNNI kernels":  # the Q8_0 kernel ran on them (its packed tiles are cached on first use)
+            assert all(m._packed is not None and m._packed[1][0] == q8_0_kernel.__name__ for m in q8_0)
     reference = materialize(model.config, float_state_dict(model), "reference")  # the decoded weights, float32
 
     failures = [f"{phase} / {mode} / {op} / {n} tokens: {got}" for phase, cells in phases.items()

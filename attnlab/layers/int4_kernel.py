@@ -17,7 +17,7 @@ Layout (pack(), once): one byte stream of tiles, tile (ob, b) = 64 outputs x 32 
 Per call: x is rounded to two int8 pieces, hi = round(x/s1), lo = round((x - hi s1)/s2), s1 = max|x|/127,
 s2 = s1/254 (as the int8 kernel, ~15 bits); codes (u8, 0..15) x pieces (s8) need no offset. Per tile: 8 int32
 accumulators (4 output groups x hi/lo; at most 32*127*15 = 60960 each), combined exactly in float as 254 h + l,
-then acc += d * (254 h + l) + m * X_b; y = s2 acc + bias. Outputs blocks of 64 go to OpenMP threads.
+then acc += d * (254 h + l) + m * X_b; y = s2 acc + bias. Output blocks of 64 go to kernel_build.POOL's threads.
 X_b = sum_{j in b} (254 hi_j + lo_j), the block sum of the ROUNDED x (exact integer, once per call), not of x:
 then the product is exactly x_rounded . w (w = d q + m), whose error sum_j e_j w_j matches the int8 kernel's;
 with the exact float sum of x the error was sum_j e_j d q_j, and d q = w - m is not centred (1.2-1.7x larger
@@ -30,14 +30,14 @@ import functools
 
 import torch
 
-from attnlab.layers import int8_kernel  # its CPU check and build (kernel_build)
+from attnlab.layers import int8_kernel, kernel_build  # its CPU check and build (kernel_build)
 
 BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q4_1 block)
 TILE_BYTES = 1280  # 1024 code bytes + 64 fp16 d + 64 fp16 m
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
 
-_SOURCE = r"""
+_SOURCE = kernel_build.POOL + r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
 #include <immintrin.h>
 #include <cstdint>
@@ -76,8 +76,10 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
         }
         xs[b] = (float)_mm512_reduce_add_epi32(sum);  // block sum of the ROUNDED x, in units of s2 (exact)
     }
-    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1)
-    for (int64_t ob = 0; ob < nb; ++ob) {
+    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
+    // model stay on one thread, which would otherwise wait for the other more than it saves
+    const int64_t most = (nb * kb * 1280) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
         const __m512i z = _mm512_setzero_si512(), mask = _mm512_set1_epi8(0x0F);
         const __m512 c254 = _mm512_set1_ps(254.f);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -132,7 +134,7 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
             if (has_bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + o));
             _mm512_mask_storeu_ps(y + o, mk, v);
         }
-    }
+    });
     return 0;
 }
 """

