@@ -497,6 +497,23 @@ def test_scaling_and_projection_lessons_on_the_toy(page, server):
     assert "not 1/√d_k" not in page.text_content("#scaling")
 
 
+def test_attention_opens_on_the_pair_the_maths_works_out(page, server):
+    """No token in the URL: the bars, the Q·K panel and "The maths" all start on query 1 and the key it weights
+    most (the maths once described a pair whose bar was not drawn)."""
+    from attnlab.explorer import api
+
+    dec, text = server["ids"]["decoder"], "the cat sat"
+    _open(page, server, model=dec, tab="attention", text=text)
+    page.wait_for_selector("#steps-scaled")
+    weights = api.attention(server["registry"].get(dec), text, 0, 0)["weights"][1]
+    key = max(range(len(weights)), key=lambda j: weights[j])
+    assert page.get_attribute("#chips .chip[aria-pressed='true']", "data-index") == "1"
+    assert page.locator(f"#raw-bars g[data-key='{key}']").count() == 1  # the bar the maths points at is drawn
+    steps = float(page.get_attribute("#steps-scaled", "data-scaled"))
+    assert float(page.get_attribute("#scaled", "data-scaled")) == pytest.approx(steps, abs=1e-4)
+    assert "token=" not in page.url  # a default, not a choice written to the URL
+
+
 def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):
     axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
                                   reason="pip install axe-playwright-python (the `test` extra)")
