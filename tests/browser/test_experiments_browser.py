@@ -301,6 +301,7 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
         assert _cells(page, "#lens-grid td") == pytest.approx([c["prob"] for r in rows for c in r["top"]], abs=1e-6)
 
     lens()
+    assert "“def main():”" in page.text_content("#x-lens p.try")  # this model's sentence, not SmolLM2's
     last = len(text) - 1
     page.focus(f"#lens-chips .chip[data-index='{last}']")
     page.keyboard.press("ArrowLeft")
