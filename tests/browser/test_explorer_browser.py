@@ -391,7 +391,10 @@ def test_keyboard_reaches_and_operates_tokens_bars_heatmap_thumbnails_blocks_and
         if page.evaluate("document.activeElement.closest('#chips') !== null"):
             break
     assert page.evaluate("document.activeElement.closest('#chips') !== null")
-    page.keyboard.press("ArrowRight")  # "cat"
+    # the tab stop is the query the page opens on ("cat", position 1); arrows move along the row
+    assert page.evaluate("document.activeElement.dataset.index") == "1"
+    page.keyboard.press("ArrowRight")  # "sat"
+    page.keyboard.press("ArrowLeft")  # back to "cat"
     page.keyboard.press("Enter")
     # the URL follows the selection once the page has re-rendered: wait for it (asserting at once was flaky)
     page.wait_for_function("new URLSearchParams(location.search).get('token') === '1'", timeout=10_000)
