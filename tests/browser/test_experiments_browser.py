@@ -282,6 +282,10 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     _wait_ready(page, "#x-patch")
     grid = ex.residual_patch_grid(lm, clean, corrupted)["restored"]
     assert _cells(page, "#patch-grid td") == pytest.approx([v for row in grid for v in row], abs=1e-6)
+    # the colours stop at 0 and 1: a share beyond them (an overshoot) is said in words, and only then
+    shares = [v for row in grid for v in row if v is not None]
+    assert "clamped to 0–1" in page.text_content("#x-patch .legend-title")
+    assert page.locator("#patch-overshoot").count() == int(max(shares) >= 1.005 or min(shares) <= -0.005)
     page.fill("#patch-corrupted", corrupted + "x")
     page.focus("#patch-corrupted")
     page.keyboard.press("Enter")
@@ -297,6 +301,7 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
         assert _cells(page, "#lens-grid td") == pytest.approx([c["prob"] for r in rows for c in r["top"]], abs=1e-6)
 
     lens()
+    assert "“def main():”" in page.text_content("#x-lens p.try")  # this model's sentence, not SmolLM2's
     last = len(text) - 1
     page.focus(f"#lens-chips .chip[data-index='{last}']")
     page.keyboard.press("ArrowLeft")

@@ -391,7 +391,10 @@ def test_keyboard_reaches_and_operates_tokens_bars_heatmap_thumbnails_blocks_and
         if page.evaluate("document.activeElement.closest('#chips') !== null"):
             break
     assert page.evaluate("document.activeElement.closest('#chips') !== null")
-    page.keyboard.press("ArrowRight")  # "cat"
+    # the tab stop is the query the page opens on ("cat", position 1); arrows move along the row
+    assert page.evaluate("document.activeElement.dataset.index") == "1"
+    page.keyboard.press("ArrowRight")  # "sat"
+    page.keyboard.press("ArrowLeft")  # back to "cat"
     page.keyboard.press("Enter")
     # the URL follows the selection once the page has re-rendered: wait for it (asserting at once was flaky)
     page.wait_for_function("new URLSearchParams(location.search).get('token') === '1'", timeout=10_000)
@@ -495,6 +498,23 @@ def test_scaling_and_projection_lessons_on_the_toy(page, server):
     _open(page, server, model=server["ids"]["decoder"], tab="attention", text="the cat sat", token=1, key=0)
     page.wait_for_selector("#var-scaled")
     assert "not 1/√d_k" not in page.text_content("#scaling")
+
+
+def test_attention_opens_on_the_pair_the_maths_works_out(page, server):
+    """No token in the URL: the bars, the Q·K panel and "The maths" all start on query 1 and the key it weights
+    most (the maths once described a pair whose bar was not drawn)."""
+    from attnlab.explorer import api
+
+    dec, text = server["ids"]["decoder"], "the cat sat"
+    _open(page, server, model=dec, tab="attention", text=text)
+    page.wait_for_selector("#steps-scaled")
+    weights = api.attention(server["registry"].get(dec), text, 0, 0)["weights"][1]
+    key = max(range(len(weights)), key=lambda j: weights[j])
+    assert page.get_attribute("#chips .chip[aria-pressed='true']", "data-index") == "1"
+    assert page.locator(f"#raw-bars g[data-key='{key}']").count() == 1  # the bar the maths points at is drawn
+    steps = float(page.get_attribute("#steps-scaled", "data-scaled"))
+    assert float(page.get_attribute("#scaled", "data-scaled")) == pytest.approx(steps, abs=1e-4)
+    assert "token=" not in page.url  # a default, not a choice written to the URL
 
 
 def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):

@@ -5,6 +5,7 @@ axe at both widths on every tab. Screenshots of what was judged go to test-artif
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -311,6 +312,25 @@ def test_small_wording_fixes(page, server):
     page.wait_for_selector("#cost-note")
     assert "100000" in page.text_content("#cost-note") and page.locator("#cost-out .notice.error").count() == 0
     assert page.input_value("#cost-n") == "128"
+
+
+def test_logit_lens_on_a_masked_lm_offers_its_own_sentence_and_no_special_tokens(page, server):
+    """An encoder with a masked-LM head: the Try line quotes this model's sentence (not SmolLM2's), and the
+    [CLS]/[SEP] chips cannot be picked (masking one and guessing it means little); the words still can."""
+    def position_1(route):  # this tiny tokenizer lowercases and splits "[MASK]": ask for a word's position
+        body = json.loads(route.request.post_data)
+        route.continue_(post_data=json.dumps({**body, "text": "the cat sat", "position": 1}))
+
+    page.route("**/api/experiments/logit-lens", position_1)
+    try:
+        _open(page, server, model=server["ids"]["encoder"], tab="experiments")
+        page.wait_for_selector("#x-lens[data-ready='1'] #lens-grid", timeout=60_000)
+    finally:
+        page.unroute("**/api/experiments/logit-lens")
+    assert "[MASK]" in page.text_content("#x-lens p.try") and "SmolLM2" not in page.text_content("#x-lens p.try")
+    chips = page.eval_on_selector_all("#lens-chips .chip", "els => els.map(e => [e.dataset.token, e.disabled])")
+    assert chips[0] == ["[CLS]", True] and chips[-1] == ["[SEP]", True]
+    assert not any(off for token, off in chips[1:-1])
 
 
 # ------------------------------------------------------------------------------------------ axe, both widths

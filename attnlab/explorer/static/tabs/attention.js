@@ -66,6 +66,15 @@ export async function render(root, ctx) {
   computeShown();
   let query = Number.isInteger(state.token) && state.token < data.q_tokens.length ? state.token : null;
   let key = Number.isInteger(state.key) && state.key < data.k_tokens.length ? state.key : null;
+  if (query === null && data.q_tokens.length) {
+    // nothing picked yet: start on the pair "The maths" below works out (query at position 1, the key it weights
+    // most), so the bars, the Q·K panel and the maths all describe the same pair (the URL stays unchanged)
+    query = Math.min(1, data.q_tokens.length - 1);
+    if (key === null) {
+      const w = data.weights[query];
+      key = w.indexOf(Math.max(...w.filter((v) => v !== null)));
+    }
+  }
 
   // grid of every layer x head, fetched separately (one forward that records all layers)
   const gridBox = el("div", { class: "panel", id: "thumbs" }, el("h3", {}, "All layers × heads"), "loading…");

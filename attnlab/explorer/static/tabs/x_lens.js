@@ -4,14 +4,16 @@ import { chipRow } from "./common.js";
 import { gridTable, probFill, tryThis } from "./experiments_draw.js";
 import { defaultText, notForThisModel, pct, predictsTokens, tok } from "./x_experiment_common.js";
 
+const SPECIAL = /^(\[[A-Z]+\]|<\/?s>|<[a-z_|]+>)$/;  // [CLS], [SEP], [PAD], <s>, </s>, <pad>, ...
+
 export async function lensSection(box, ctx) {
   const { state, info } = ctx;
   box.append(el("p", { class: "help" }, "The logit lens reads the residual stream after every layer through the " +
     "model's final norm and output head, as if the model stopped there. The last row is the model's real " +
     "prediction."),
-  tryThis("SmolLM2 with “The Eiffel Tower is in the city of”, then pick an earlier token.", "the row where " +
-    "the final answer first reaches the top 5, and how its probability grows layer by layer; early rows often " +
-    "just echo the input token."));
+  tryThis(`“${defaultText(info || {})}” (the sentence below), then pick ` + (info && info.has_mlm ?
+    "another word (it is masked and guessed)." : "an earlier token."), "the row where the final answer first reaches the top 5, and how its " +
+    "probability grows layer by layer; early rows often just echo the input token."));
   if (!predictsTokens(info)) { notForThisModel(box, ctx); return; }
   const local = { text: defaultText(info), position: null };
   const input = el("input", { type: "text", id: "lens-text", value: local.text, size: 36,
@@ -22,7 +24,8 @@ export async function lensSection(box, ctx) {
   const chips = el("div", { class: "chips", id: "lens-chips", "aria-label": "position whose prediction is read" });
   const out = el("div", { id: "lens-out", "aria-live": "polite" });
   box.append(el("div", { class: "controls" }, el("label", { for: "lens-text" }, "sentence "), input, runBtn),
-    el("p", { class: "help" }, info.has_mlm ? "Position (a word that is not the mask is masked and guessed):" :
+    el("p", { class: "help" }, info.has_mlm ? "Position (a word that is not the mask is masked " +
+      "and guessed; [CLS]/[SEP] are not words and cannot be picked):" :
       "Position (the prediction made there is for the token after it):"), chips, out);
 
   async function draw() {
@@ -37,6 +40,13 @@ export async function lensSection(box, ctx) {
     const buttons = chipRow(chips, r.tokens.map((t, i) => ({ index: i, token: t })), r.position, (i) => {
       local.position = i; draw();
     }, { name: "read position" });
+    // an encoder's [CLS]/[SEP] are not words: masking one and guessing it says little, so they cannot be picked
+    const mask = info.mask_token || "[MASK]";
+    if (info.has_mlm) buttons.forEach((b, i) => {
+      if (r.tokens[i] !== mask && SPECIAL.test(r.tokens[i])) {
+        b.disabled = true; b.classList.add("special"); b.title = "a special token, not a word: nothing to guess";
+      }
+    });
     if (focused) buttons[r.position].focus();
     const k = r.rows[0].top.length;
     const cell = (i, j) => r.rows[i].top[j];

@@ -52,7 +52,8 @@ export async function patchSection(box, ctx) {
         ". Each cell: the share of that gap restored (0 = still corrupted, 1 = clean again) when the " +
         `residual stream ${r.site === "resid_pre" ? "entering" : "leaving"} that layer at that position is ` +
         "copied from the clean run; hover or focus a cell for P itself."),
-      legend(1, "share of the clean probability restored", { masked: r.cancelled }),
+      legend(1, "share of the gap restored (colour clamped to 0–1)", { masked: r.cancelled }),
+      overshoot(r.restored),
       gridTable({ id: "patch-grid", caption: "restored share: layers × positions (where the sentences differ, the " +
         "column shows the clean token above the corrupted one)", rows: r.layers, cols: r.positions, corner: "",
       rowHead: (i) => `layer ${i + 1}`, colHead, value: rest,
@@ -62,4 +63,18 @@ export async function patchSection(box, ctx) {
         `P = ${pct(prob(i, j))}, restored ${fmt(rest(i, j), 3)}`) }));
   }
   box.dataset.ready = "1";
+}
+
+// a patched vector can push P(answer) past the clean run (share > 1) or below the corrupted one (share < 0);
+// the colour stops at the legend's ends, so say so in words whenever it happens
+function overshoot(restored) {
+  const vals = restored.flat().filter((v) => v !== null);
+  const hi = Math.max(...vals, 1), lo = Math.min(...vals, 0);
+  const over = hi >= 1.005, under = lo <= -0.005;  // beyond what the cells' 2 decimals show as 1 or 0
+  if (!over && !under) return "";
+  return el("p", { class: "help", id: "patch-overshoot", dataset: { max: hi, min: lo } },
+    (over ? `Some shares exceed 1 (up to ${fmt(hi, 3)}): there the patched run gives the answer a higher ` +
+      "probability than the clean run itself (it overshoots); those cells are coloured as 1. " : "") +
+    (under ? `Some shares are below 0 (down to ${fmt(lo, 3)}): there patching made the answer even less likely ` +
+      "than in the corrupted run; those cells are coloured as 0." : ""));
 }
