@@ -31,13 +31,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import NamedTuple
 
 import torch
 from torch import nn
 
 from attnlab.errors import InputError
 from attnlab.models.stack import Stack
-from attnlab.recording import Named, activated, matches, record, sites, summarize
+from attnlab.recording import Named, activated, capture, matches, record, sites, summarize
 
 EditValue = Callable[[torch.Tensor, str], torch.Tensor] | torch.Tensor
 
@@ -456,9 +457,59 @@ def _logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch
         return head(hidden[:, position]).float().log_softmax(dim=-1)
 
 
-def _streams(model: nn.Module, ids: torch.Tensor, attention_mask=None) -> dict[str, torch.Tensor]:
-    """The residual stream entering every block of one forward (where sweeps start their variants)."""
-    return record(model, ids, attention_mask=attention_mask, names=["blocks.*.resid_pre"])
+class CleanRun(NamedTuple):
+    """One unedited forward read at one position: what a sweep needs of it, computed once."""
+
+    logprobs: torch.Tensor  # (batch, vocab) at the position
+    recorded: dict[str, torch.Tensor]  # the names asked for (a decoder: positions up to the read one only)
+
+
+def clean_run(model: nn.Module, ids: torch.Tensor, position: int, attention_mask=None,
+              names: list[str] | None = None) -> CleanRun:
+    """log-probabilities at `position` and the values `names` (e.g. blocks.*.resid_pre) of ONE forward.
+
+    Why: a sweep needs the clean prediction and the streams its variants start from; the explorer also reads its
+    target from the prediction. One forward gives all three (it was three). A decoder runs positions up to
+    `position` only (later ones cannot change it), so what it records stops there too. Edits in effect apply.
+    """
+    causal, head = _lm_parts(model)
+    model.check_ids(ids)
+    position = _position(position, ids.shape[1])
+    names = list(names or [])
+    with torch.no_grad():
+        if causal:
+            ids = ids[:, : position + 1]
+            mask = attention_mask[:, : position + 1] if attention_mask is not None else None
+            with capture(model, names) as store:
+                logits = model(ids, attention_mask=mask, last_only=True).logits[:, -1]
+        else:
+            store = record(model, ids, attention_mask=attention_mask, names=names + ["final"], stop_after="final")
+            logits = head(store.pop("final")[:, position])
+    return CleanRun(logits.float().log_softmax(dim=-1), store)
+
+
+def before_after(model: nn.Module, ids: torch.Tensor, position: int, edits, *, start: int = 0,
+                 attention_mask=None) -> torch.Tensor:
+    """(2, vocab) log-probabilities at `position`: row 0 the unchanged text, row 1 under `edits`, in ONE forward.
+
+    `edits` must change batch row 1 only (helpers' rows=[1], e.g. ablate_heads(model, heads, rows=[1])) and
+    nothing before block `start`: the text runs once up to that block (the rows agree there), then as two rows.
+    """
+    _one_sentence(model, ids)
+    position = _position(position, ids.shape[1])
+    streams = {}
+    if start:
+        _int(start, "start", len(model.blocks), "block index")
+        name = f"blocks.{start}.resid_pre"
+        causal, _ = _lm_parts(model)
+        prefix = ids[:, : position + 1] if causal else ids
+        mask = attention_mask
+        if mask is not None and causal:
+            mask = mask[:, : position + 1]
+        with torch.no_grad():
+            streams = record(model, prefix, attention_mask=mask, names=[name], stop_after=name)
+    with intervene(model, edits):
+        return _logprobs_from(model, ids, streams, start, 2, position, attention_mask)
 
 
 def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
@@ -527,14 +578,15 @@ def _chunks(cells: list[tuple[int, int]], batch_size: int, progress, cancelled, 
 def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: int = -1, mode: str = "zero",
                reference=None, attention_mask=None, batch_size: int = 64,
                progress: Callable[[int, int], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
+               cancelled: Callable[[], bool] | None = None, clean: CleanRun | None = None) -> torch.Tensor:
     """Ablate each head in turn: (layers, heads) drop in log P(target) at `position` (clean - ablated).
 
     One forward per `batch_size` heads: the sentence is repeated on the batch dimension and row r switches
     off its own head at z. Each forward holds one layer's heads and starts at that layer, from the recorded
     residual stream there (the rows agree before it): about half the work of running every row from the tokens.
     progress(done, total) after each forward; cancelled() before each: True raises
-    Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads.
+    Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads. clean: a
+    clean_run(model, ids, position, attention_mask, ["blocks.*.resid_pre"]) already made (saves that forward).
     """
     _one_sentence(model, ids)
     target = _target(model, target)
@@ -543,8 +595,10 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
         raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
     means = head_means(model, reference, range(n_layers)) if mode == "mean" else {}
     position = _position(position, ids.shape[1])
-    clean = logprobs_at(model, ids, position, attention_mask)[0, target]
-    streams = _streams(model, ids, attention_mask)
+    if clean is None:
+        clean = clean_run(model, ids, position, attention_mask, ["blocks.*.resid_pre"])
+    streams = clean.recorded
+    clean = clean.logprobs[0, target]
     grid = torch.full((n_layers, n_heads), float("nan"))
     cells = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]  # layer-major: a chunk starts late
     for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
@@ -564,13 +618,15 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
 def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor, target: int, *,
                    position: int = -1, site: str = "resid_pre", batch_size: int = 64,
                    progress: Callable[[int, int], None] | None = None,
-                   cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
+                   cancelled: Callable[[], bool] | None = None, clean: CleanRun | None = None,
+                   corrupted: CleanRun | None = None) -> torch.Tensor:
     """Causal tracing: (layers, seq) P(target at `position`) in the corrupted run with the residual stream at
     (layer, position p) copied from the clean run. `site`: "resid_pre" (entering block l) or "resid_post".
 
     Each row of a forward patches its own (layer, p); a forward starts at its first patched layer, from the
     corrupted run's recorded residual stream there. A decoder's positions after `position` cannot change it:
-    their cells hold the corrupted run's probability without being run.
+    their cells hold the corrupted run's probability without being run. clean / corrupted: clean_run()s already
+    made (clean's recording holds the site's names, corrupted's blocks.*.resid_pre): each saves a forward.
     """
     _one_sentence(model, clean_ids, "clean_ids")
     _one_sentence(model, corrupted_ids, "corrupted_ids")
@@ -585,9 +641,13 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
     position = _position(position, seq)
     n_layers = len(model.blocks)
     names = [f"blocks.{layer}.{site}" for layer in range(n_layers)]
-    clean = record(model, clean_ids, names=names)
-    corrupted_p = logprobs_at(model, corrupted_ids, position)[0, target].exp()
-    streams = _streams(model, corrupted_ids)
+    if clean is None:
+        clean = clean_run(model, clean_ids, position, names=names)
+    clean = clean.recorded
+    if corrupted is None:
+        corrupted = clean_run(model, corrupted_ids, position, names=["blocks.*.resid_pre"])
+    corrupted_p = corrupted.logprobs[0, target].exp()
+    streams = corrupted.recorded
     grid = torch.full((n_layers, seq), float("nan"))
     last = position + 1 if causal else seq
     grid[:, last:] = corrupted_p
