@@ -601,18 +601,30 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
     clean = clean.logprobs[0, target]
     grid = torch.full((n_layers, n_heads), float("nan"))
     cells = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]  # layer-major: a chunk starts late
-    for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
-        masks = torch.zeros(n_layers, len(chunk), n_heads, dtype=torch.bool)  # (layer, row, head)
-        for row, (layer, h) in enumerate(chunk):
-            masks[layer, row, h] = True
-        edits = {f"blocks.{layer}.attn.z": HeadAblation(masks[layer], means.get(layer))
-                 for layer in sorted({layer for layer, _ in chunk})}
-        with intervene(model, edits):
-            ablated = _logprobs_from(model, ids, streams, chunk[0][0], len(chunk), position,
-                                     attention_mask)[:, target]
-        for row, (layer, h) in enumerate(chunk):
-            grid[layer, h] = clean - ablated[row]
+    current = _PerChunk()  # one intervene for the whole sweep: names matched once, not once per forward
+    with intervene(model, {f"blocks.{layer}.attn.z": current for layer in range(n_layers)}):
+        for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
+            layer = chunk[0][0]  # a chunk holds one layer's heads (_chunks)
+            mask = torch.zeros(len(chunk), n_heads, dtype=torch.bool)  # (row, head)
+            mask[torch.arange(len(chunk)), [h for _, h in chunk]] = True
+            current.set(f"blocks.{layer}.attn.z", HeadAblation(mask, means.get(layer)))
+            ablated = _logprobs_from(model, ids, streams, layer, len(chunk), position, attention_mask)[:, target]
+            for row, (_, h) in enumerate(chunk):
+                grid[layer, h] = clean - ablated[row]
     return grid
+
+
+class _PerChunk(Edit):
+    """The edit of one sweep forward: at `name` it applies `edit`; at every other name it leaves the value."""
+
+    def __init__(self):
+        self.name, self.edit = None, None
+
+    def set(self, name: str, edit: Edit) -> None:
+        self.name, self.edit = name, edit
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        return self.edit.apply(tensor, name, start) if name == self.name else tensor
 
 
 def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor, target: int, *,
