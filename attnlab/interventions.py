@@ -24,7 +24,8 @@ if that position is selected, so cached generation equals the full forward under
 edited as read from the cache, never written back). A plain function sees the step's own slice.
 
 Sweeps put their variants on the batch dimension: `head_sweep` ablates one head per row of a repeated input,
-`trace_residual` patches one (layer, position) per row: a few forwards, not one per cell.
+`trace_residual` patches one (layer, position) per row: a few forwards, not one per cell. The read-outs they use
+(logprobs_at, clean_run, logit_lens) live in attnlab.readouts and are re-exported here.
 """
 
 from __future__ import annotations
@@ -37,6 +38,16 @@ from torch import nn
 
 from attnlab.errors import InputError
 from attnlab.models.stack import Stack
+from attnlab.readouts import (  # re-exported: attnlab.interventions.logit_lens etc. stay where they were
+    CleanRun,
+    _lm_parts,
+    _logprobs_from,
+    _position,
+    _positions,
+    clean_run,
+    logit_lens,  # noqa: F401 (re-exported)
+    logprobs_at,  # noqa: F401 (re-exported)
+)
 from attnlab.recording import Named, activated, matches, record, sites, summarize
 
 EditValue = Callable[[torch.Tensor, str], torch.Tensor] | torch.Tensor
@@ -195,21 +206,6 @@ def _rows(rows, batch: int) -> torch.Tensor | None:
     index = torch.as_tensor(rows, dtype=torch.long).flatten()
     if index.numel() and (int(index.min()) < 0 or int(index.max()) >= batch):
         raise InputError(f"rows={rows!r}: allowed batch row indices in [0, {batch})")
-    return index
-
-
-def _positions(positions, limit: int | None, what: str) -> torch.Tensor | None:
-    if positions is None:
-        return None
-    if isinstance(positions, int) and not isinstance(positions, bool):
-        positions = [positions]
-    try:
-        index = torch.as_tensor(list(positions), dtype=torch.long)
-    except (TypeError, ValueError):
-        raise InputError(f"positions={positions!r}: allowed a position or a list of positions") from None
-    if index.numel() and (int(index.min()) < 0 or (limit is not None and int(index.max()) >= limit)):
-        raise InputError(f"positions={positions!r}: allowed positions in [0, {limit}) ({what})"
-                         if limit is not None else f"positions={positions!r}: allowed positions >= 0")
     return index
 
 
@@ -401,92 +397,29 @@ def steer(model: nn.Module, name: str, vector: torch.Tensor, *, alpha: float = 1
     return {name: Steer(vector.detach(), float(alpha), _positions(positions, None, "positions"), row_index)}
 
 
-# --------------------------------------------------------------------------------------------- log-probabilities
-def _lm_parts(model: nn.Module) -> tuple[bool, nn.Module]:
-    """(causal, LM head) of a decoder or an encoder with an MLM head; InputError for anything else."""
-    head = getattr(model, "lm_head", None)
-    if not isinstance(model, Stack) or head is None or getattr(model.config, "head", None) != "lm":
-        raise InputError(f"this needs a decoder language model or an encoder with an MLM head (head='lm'); "
-                         f"got a {type(model).__name__} with head={getattr(model.config, 'head', None)!r}")
-    return model.causal, head
+# --------------------------------------------------------------------------------------------- before and after
+def before_after(model: nn.Module, ids: torch.Tensor, position: int, edits, *, start: int = 0,
+                 attention_mask=None) -> torch.Tensor:
+    """(2, vocab) log-probabilities at `position`: row 0 the unchanged text, row 1 under `edits`, in ONE forward.
 
-
-def _position(position, seq: int) -> int:
-    if isinstance(position, bool) or not isinstance(position, int) or not -seq <= position < seq:
-        raise InputError(f"position={position!r}: allowed in [-{seq}, {seq}) for an input of {seq} tokens")
-    return position % seq
-
-
-def logprobs_at(model: nn.Module, ids: torch.Tensor, position: int, attention_mask=None) -> torch.Tensor:
-    """(batch, vocab) log-probabilities at `position` (a decoder: of the next token; an MLM: of that token).
-
-    A decoder runs only positions up to `position` (the later ones cannot change it) and its head only there;
-    an encoder runs the blocks and applies its MLM head to that position alone. Edits in effect apply.
+    `edits` must change batch row 1 only (helpers' rows=[1], e.g. ablate_heads(model, heads, rows=[1])) and
+    nothing before block `start`: the text runs once up to that block (the rows agree there), then as two rows.
     """
-    causal, head = _lm_parts(model)
-    model.check_ids(ids)
+    _one_sentence(model, ids)
     position = _position(position, ids.shape[1])
-    with torch.no_grad():
-        if causal:
-            ids = ids[:, : position + 1]
-            mask = attention_mask[:, : position + 1] if attention_mask is not None else None
-            logits = model(ids, attention_mask=mask, last_only=True).logits[:, -1]
-        else:
-            final = record(model, ids, attention_mask=attention_mask, names=["final"], stop_after="final")["final"]
-            logits = head(final[:, position])
-    return logits.float().log_softmax(dim=-1)
-
-
-def _logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch.Tensor], start: int, rows: int,
-                   position: int, attention_mask=None) -> torch.Tensor:
-    """(rows, vocab) log-probabilities at `position` for `rows` copies of one sentence, whose variants differ only
-    from block `start` on: they run from the recorded stream entering that block (streams["blocks.L.resid_pre"]),
-    not from the tokens. A decoder runs positions up to `position` only."""
-    if start == 0:
-        mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
-        return logprobs_at(model, ids.expand(rows, -1), position, mask)
-    causal, head = _lm_parts(model)
-    stream = streams[f"blocks.{start}.resid_pre"].expand(rows, -1, -1)  # (rows, seq, d_model)
-    mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
-    if causal:
-        stream = stream[:, : position + 1]
-        mask = mask[:, : position + 1] if mask is not None else None
-    with torch.no_grad():
-        hidden = model.run(stream, attention_mask=mask, start=start)  # (rows, seq, d_model)
-        return head(hidden[:, position]).float().log_softmax(dim=-1)
-
-
-def _streams(model: nn.Module, ids: torch.Tensor, attention_mask=None) -> dict[str, torch.Tensor]:
-    """The residual stream entering every block of one forward (where sweeps start their variants)."""
-    return record(model, ids, attention_mask=attention_mask, names=["blocks.*.resid_pre"])
-
-
-def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor | None = None, *,
-               positions=None) -> torch.Tensor:
-    """Log-probabilities (layers + 1, batch, seq, vocab): what the model would predict after each layer.
-
-    Entry 0 reads the embeddings, entry i the output of block i; each goes through the final norm (applied to
-    that entry's own vectors, not the last layer's statistics) and the output head. The last entry is the
-    model's own output: log_softmax of its logits. For decoders and encoders with an MLM head.
-    positions: only these positions (the seq axis then lists them in that order): the head's vocab-wide product
-    is most of the cost for a large vocabulary, and an explorer row needs one position.
-
-        >>> lens = attnlab.logit_lens(model, ids)          # (n_layers + 1, 1, seq, vocab)
-        >>> lens[:, 0, -1].argmax(-1)                      # the top token after each layer, last position
-    """
-    _, head = _lm_parts(model)
-    model.check_ids(ids)
-    index = None if positions is None else _positions(positions, ids.shape[1], f"the input has {ids.shape[1]}")
-    n = len(model.blocks)
-    names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(n)]
-    with torch.no_grad():
-        rec = record(model, ids, attention_mask=attention_mask, names=names, stop_after=names[-1])
-        states = torch.stack([rec[name] for name in names])  # (layers + 1, batch, seq, d_model)
-        if index is not None:
-            states = states[:, :, index]
-        if model.final_norm is not None:
-            states = model.final_norm(states)
-        return head(states).float().log_softmax(dim=-1)
+    streams = {}
+    if start:
+        _int(start, "start", len(model.blocks), "block index")
+        name = f"blocks.{start}.resid_pre"
+        causal, _ = _lm_parts(model)
+        prefix = ids[:, : position + 1] if causal else ids
+        mask = attention_mask
+        if mask is not None and causal:
+            mask = mask[:, : position + 1]
+        with torch.no_grad():
+            streams = record(model, prefix, attention_mask=mask, names=[name], stop_after=name)
+    with intervene(model, edits):
+        return _logprobs_from(model, ids, streams, start, 2, position, attention_mask)
 
 
 # --------------------------------------------------------------------------------------------- sweeps
@@ -527,14 +460,15 @@ def _chunks(cells: list[tuple[int, int]], batch_size: int, progress, cancelled, 
 def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: int = -1, mode: str = "zero",
                reference=None, attention_mask=None, batch_size: int = 64,
                progress: Callable[[int, int], None] | None = None,
-               cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
+               cancelled: Callable[[], bool] | None = None, clean: CleanRun | None = None) -> torch.Tensor:
     """Ablate each head in turn: (layers, heads) drop in log P(target) at `position` (clean - ablated).
 
     One forward per `batch_size` heads: the sentence is repeated on the batch dimension and row r switches
     off its own head at z. Each forward holds one layer's heads and starts at that layer, from the recorded
     residual stream there (the rows agree before it): about half the work of running every row from the tokens.
     progress(done, total) after each forward; cancelled() before each: True raises
-    Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads.
+    Cancelled with the partial grid (NaN where not run). mode/reference as in ablate_heads. clean: a
+    clean_run(model, ids, position, attention_mask, ["blocks.*.resid_pre"]) already made (saves that forward).
     """
     _one_sentence(model, ids)
     target = _target(model, target)
@@ -543,34 +477,50 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
         raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
     means = head_means(model, reference, range(n_layers)) if mode == "mean" else {}
     position = _position(position, ids.shape[1])
-    clean = logprobs_at(model, ids, position, attention_mask)[0, target]
-    streams = _streams(model, ids, attention_mask)
+    if clean is None:
+        clean = clean_run(model, ids, position, attention_mask, ["blocks.*.resid_pre"])
+    streams = clean.recorded
+    clean = clean.logprobs[0, target]
     grid = torch.full((n_layers, n_heads), float("nan"))
     cells = [(layer, h) for layer in range(n_layers) for h in range(n_heads)]  # layer-major: a chunk starts late
-    for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
-        masks = torch.zeros(n_layers, len(chunk), n_heads, dtype=torch.bool)  # (layer, row, head)
-        for row, (layer, h) in enumerate(chunk):
-            masks[layer, row, h] = True
-        edits = {f"blocks.{layer}.attn.z": HeadAblation(masks[layer], means.get(layer))
-                 for layer in sorted({layer for layer, _ in chunk})}
-        with intervene(model, edits):
-            ablated = _logprobs_from(model, ids, streams, chunk[0][0], len(chunk), position,
-                                     attention_mask)[:, target]
-        for row, (layer, h) in enumerate(chunk):
-            grid[layer, h] = clean - ablated[row]
+    current = _PerChunk()  # one intervene for the whole sweep: names matched once, not once per forward
+    with intervene(model, {f"blocks.{layer}.attn.z": current for layer in range(n_layers)}):
+        for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
+            layer = chunk[0][0]  # a chunk holds one layer's heads (_chunks)
+            mask = torch.zeros(len(chunk), n_heads, dtype=torch.bool)  # (row, head)
+            mask[torch.arange(len(chunk)), [h for _, h in chunk]] = True
+            current.set(f"blocks.{layer}.attn.z", HeadAblation(mask, means.get(layer)))
+            ablated = _logprobs_from(model, ids, streams, layer, len(chunk), position, attention_mask)[:, target]
+            for row, (_, h) in enumerate(chunk):
+                grid[layer, h] = clean - ablated[row]
     return grid
+
+
+class _PerChunk(Edit):
+    """The edit of one sweep forward: at `name` it applies `edit`; at every other name it leaves the value."""
+
+    def __init__(self):
+        self.name, self.edit = None, None
+
+    def set(self, name: str, edit: Edit) -> None:
+        self.name, self.edit = name, edit
+
+    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+        return self.edit.apply(tensor, name, start) if name == self.name else tensor
 
 
 def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor, target: int, *,
                    position: int = -1, site: str = "resid_pre", batch_size: int = 64,
                    progress: Callable[[int, int], None] | None = None,
-                   cancelled: Callable[[], bool] | None = None) -> torch.Tensor:
+                   cancelled: Callable[[], bool] | None = None, clean: CleanRun | None = None,
+                   corrupted: CleanRun | None = None) -> torch.Tensor:
     """Causal tracing: (layers, seq) P(target at `position`) in the corrupted run with the residual stream at
     (layer, position p) copied from the clean run. `site`: "resid_pre" (entering block l) or "resid_post".
 
     Each row of a forward patches its own (layer, p); a forward starts at its first patched layer, from the
     corrupted run's recorded residual stream there. A decoder's positions after `position` cannot change it:
-    their cells hold the corrupted run's probability without being run.
+    their cells hold the corrupted run's probability without being run. clean / corrupted: clean_run()s already
+    made (clean's recording holds the site's names, corrupted's blocks.*.resid_pre): each saves a forward.
     """
     _one_sentence(model, clean_ids, "clean_ids")
     _one_sentence(model, corrupted_ids, "corrupted_ids")
@@ -585,9 +535,13 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
     position = _position(position, seq)
     n_layers = len(model.blocks)
     names = [f"blocks.{layer}.{site}" for layer in range(n_layers)]
-    clean = record(model, clean_ids, names=names)
-    corrupted_p = logprobs_at(model, corrupted_ids, position)[0, target].exp()
-    streams = _streams(model, corrupted_ids)
+    if clean is None:
+        clean = clean_run(model, clean_ids, position, names=names)
+    clean = clean.recorded
+    if corrupted is None:
+        corrupted = clean_run(model, corrupted_ids, position, names=["blocks.*.resid_pre"])
+    corrupted_p = corrupted.logprobs[0, target].exp()
+    streams = corrupted.recorded
     grid = torch.full((n_layers, seq), float("nan"))
     last = position + 1 if causal else seq
     grid[:, last:] = corrupted_p

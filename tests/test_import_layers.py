@@ -37,6 +37,7 @@ LAYER_OF = {
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
     "attnlab.threads": "features",  # how many torch threads generation and training use (a measured policy)
     "attnlab.interventions": "features",  # edits at the recorder's names, the sweeps and the logit lens
+    "attnlab.readouts": "features",  # log-probabilities at a position and the logit lens (interventions use them)
     "attnlab.evaluation": "features",  # perplexity and top-1 agreement of a model on a token sequence
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
     "attnlab.benchmarks": "faces",  # timing attnlab against its peers: above everything it times

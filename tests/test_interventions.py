@@ -26,6 +26,7 @@ import pytest
 import torch
 
 import attnlab
+from attnlab import interventions
 from attnlab.errors import InputError
 from attnlab.interventions import Cancelled
 from attnlab.recording import active, sites
@@ -379,6 +380,36 @@ def test_head_sweep_equals_one_zeroed_copy_per_head(which, request):
                 assert abs(float(grid[layer, head]) - float(clean - ablated)) < 1e-4, (layer, head)
     cells = n_layers * n_heads
     assert seen[-1] == (cells, cells) and len(seen) == 2 * n_layers  # per layer: 3 heads, then 1 (batch_size 3)
+
+
+@pytest.mark.parametrize("which", ["decoder", "mlm"])
+def test_before_after_rows_equal_the_plain_model_and_a_zeroed_copy(which, request):
+    """One batched forward (row 0 plain, row 1 ablated, the text run once up to the ablated layer) == two
+    separate forwards: the model itself and a copy with that head's W_O slice zeroed."""
+    model = request.getfixturevalue(which)
+    ids, position, layer, head = _ids(batch=1, seq=6), 3, 1, 1
+    for start in (0, layer):
+        edits = attnlab.ablate_heads(model, {layer: head}, rows=[1])
+        both = interventions.before_after(model, ids, position, edits, start=start)
+        with torch.no_grad():
+            plain = model(ids).logits[0, position].log_softmax(-1)
+            ablated = _without_head(model, layer, head)(ids).logits[0, position].log_softmax(-1)
+        assert both.shape == (2, model.config.vocab_size)
+        assert (both[0] - plain).abs().max() < TOL and (both[1] - ablated).abs().max() < TOL, start
+
+
+@pytest.mark.parametrize("which", ["decoder", "mlm"])
+def test_clean_run_reads_the_models_output_and_records_in_the_same_forward(which, request):
+    model = request.getfixturevalue(which)
+    ids, position = _ids(batch=1, seq=6), 3
+    run = interventions.clean_run(model, ids, position, names=["blocks.*.resid_pre"])
+    with torch.no_grad():
+        assert (run.logprobs[0] - model(ids).logits[0, position].log_softmax(-1)).abs().max() < TOL
+    full = attnlab.record(model, ids, names=["blocks.*.resid_pre"])
+    kept = position + 1 if model.causal else ids.shape[1]  # a decoder stops at the read position
+    assert sorted(run.recorded) == sorted(full)
+    for name, value in full.items():
+        assert (run.recorded[name] - value[:, :kept]).abs().max() < TOL, name
 
 
 def test_a_cancelled_sweep_raises_with_the_cells_done(decoder):

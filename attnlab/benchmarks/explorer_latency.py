@@ -221,14 +221,28 @@ def experiments_case(client, model_id: str, rounds: int, lens: bool = False) -> 
              "patch": patched}
     if lens:
         cases["logit lens"] = lambda: ask("/api/experiments/logit-lens", {"model": model_id, "text": text})
+    # the peer (and the patch) run in this thread: give them the torch threads a request gets, or the ratio
+    # compares one thread against two (on a loaded 2-core machine two threads waiting on each other cost x5)
+    per_request = client.app.state.threads_per_request
+    cases = {k: (v if k in ("ablation", "logit lens") else _threads(per_request, v)) for k, v in cases.items()}
     wall, cpu = timed(cases, warmup=1, repeats=rounds)
     sweeps = {"head sweep": lambda: ask("/api/experiments/head-sweep", {"model": model_id, "text": text}),
               "patch grid": lambda: ask("/api/experiments/patch", {"model": model_id, "clean": text,
                                                                    "corrupted": text.replace("old", "new", 1)})}
     sweep_wall, sweep_cpu = timed(sweeps, warmup=1, repeats=max(1, rounds // 3))
     info = client.get(f"/api/models/{model_id}").json()
-    return {"tokens": int(ids.shape[1]), "heads": info["n_layers"] * info["n_heads"],
+    return {"tokens": int(ids.shape[1]), "heads": info["n_layers"] * info["n_heads"], "threads": per_request,
             "wall_ms": {**wall, **sweep_wall}, "cpu_ms": {**cpu, **sweep_cpu}}
+
+
+def _threads(n: int, fn):
+    """fn run with n torch threads (the caller's count restored after)."""
+    from attnlab.threads import using_threads
+
+    def run():
+        with using_threads(n):
+            return fn()
+    return run
 
 
 def first_paint_case(registry, rounds: int) -> dict | None:
@@ -299,6 +313,7 @@ def main(argv=None) -> int:
             r = experiments_case(client, model_id, args.rounds, lens=model_id == "smollm2")
             results["cases"][f"experiments {model_id}"] = r
             w, c = r["wall_ms"], r["cpu_ms"]
+            print(f"experiments {model_id}: {r['threads']} torch thread(s) per request, the peer too")
             for case in ("ablation", "patch", "head sweep", "logit lens", "patch grid"):
                 if case not in w:
                     continue

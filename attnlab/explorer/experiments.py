@@ -30,6 +30,8 @@ from attnlab.explorer.registry import Loaded
 from attnlab.interventions import (
     Cancelled,
     ablate_heads,
+    before_after,
+    clean_run,
     head_sweep,
     intervene,
     logit_lens,
@@ -113,10 +115,10 @@ def ablation(lm: Loaded, text: str, heads, *, mode: str = "zero", position: int 
     ids, tokens, position, kind = _prepare(lm, text, position)
     model = lm.model
     pairs = _heads(heads)
-    edits = ablate_heads(model, pairs, mode=mode, reference=ids if mode == "mean" else None)
-    before = logprobs_at(model, ids, position)[0]
-    with intervene(model, edits):
-        after = logprobs_at(model, ids, position)[0]
+    # row 0 unchanged, row 1 ablated: one forward, the text run once up to the first ablated layer
+    edits = ablate_heads(model, pairs, mode=mode, reference=ids if mode == "mean" else None, rows=[1])
+    first = min(int(name.split(".")[1]) for name in edits)  # blocks.L.attn.z
+    before, after = before_after(model, ids, position, edits, start=first)
     t = _target(lm, target, before)
     p_before, p_after = math.exp(float(before[t])), math.exp(float(after[t]))
     return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "mode": mode,
@@ -144,12 +146,13 @@ def head_sweep_grid(lm: Loaded, text: str, *, position: int | None = None, targe
     model = lm.model
     n_heads = model.config.n_heads
     batch_size = n_heads * max(1, 32 // n_heads) if batch_size is None else batch_size
-    clean = logprobs_at(model, ids, position)[0]
+    run = clean_run(model, ids, position, names=["blocks.*.resid_pre"])  # the target and the sweep's streams
+    clean = run.logprobs[0]
     t = _target(lm, target, clean)
     done = True
     try:
         grid = head_sweep(model, ids, t, position=position, mode=mode, reference=ids if mode == "mean" else None,
-                          batch_size=batch_size, progress=progress, cancelled=cancelled)
+                          batch_size=batch_size, progress=progress, cancelled=cancelled, clean=run)
     except Cancelled as stop:
         grid, done = stop.partial, False
     return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "mode": mode,
@@ -178,14 +181,20 @@ def residual_patch_grid(lm: Loaded, clean_text: str, corrupted_text: str, *, pos
     model = lm.model
     cells_per_layer = position + 1 if kind == "next" else clean_ids.shape[1]  # a decoder's later ones: not run
     batch_size = cells_per_layer * max(1, 64 // cells_per_layer) if batch_size is None else batch_size
-    clean_logp = logprobs_at(model, clean_ids, position)[0]
+    if site not in ("resid_pre", "resid_post"):
+        raise InputError(f"site={site!r}: allowed 'resid_pre' or 'resid_post'")
+    # one forward per sentence: the target, both probabilities, and what the grid patches from and starts at
+    clean_run_ = clean_run(model, clean_ids, position, names=[f"blocks.*.{site}"])
+    corrupted_run = clean_run(model, corrupted_ids, position, names=["blocks.*.resid_pre"])
+    clean_logp = clean_run_.logprobs[0]
     t = _target(lm, target, clean_logp)
     p_clean = math.exp(float(clean_logp[t]))
-    p_corrupted = math.exp(float(logprobs_at(model, corrupted_ids, position)[0, t]))
+    p_corrupted = math.exp(float(corrupted_run.logprobs[0, t]))
     done = True
     try:
         grid = trace_residual(model, clean_ids, corrupted_ids, t, position=position, site=site,
-                              batch_size=batch_size, progress=progress, cancelled=cancelled)
+                              batch_size=batch_size, progress=progress, cancelled=cancelled, clean=clean_run_,
+                              corrupted=corrupted_run)
     except Cancelled as stop:
         grid, done = stop.partial, False
     span = p_clean - p_corrupted
