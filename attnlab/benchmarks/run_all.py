@@ -5,10 +5,13 @@ recording overhead, the explorer under load, the thread policy vs fixed counts, 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
 
---quick keeps the whole run near 5 minutes (threads: ~2): the small training cases, the bert-base forward cases,
-3 timed rounds, no memory subprocesses, and the other benchmarks with their own --quick. Results go to --out
-(default: a new folder under the system's temporary directory): OUT/train.json and OUT/forward.json, which
-bench/report.py renders as RESULTS.md tables, and OUT/<name>.txt with what every other benchmark printed.
+--quick: small cases and few repeats, about 12-17 minutes on a 2-core machine (measured 2026-11-26 with other work
+on the cores: 12 m 18 s for the 9 sections, the slowest generate 145 s and forward 119 s; an earlier quiet run took
+about 11): the small training cases, the bert-base forward cases, 3 timed rounds, no memory subprocesses, and the
+other benchmarks with their own --quick. Each case is printed as it finishes, numbered with the time so far.
+Results go to --out (default: a new folder under the system's temporary directory): OUT/train.json and
+OUT/forward.json, which bench/report.py renders as RESULTS.md tables, and OUT/<name>.txt with what every other
+benchmark printed.
 """
 
 from __future__ import annotations
@@ -46,7 +49,8 @@ def parse_args(argv=None):
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--quick", action="store_true", help="~5 minutes: small cases, few repeats")
+    p.add_argument("--quick", action="store_true",
+                   help="small cases, few repeats: about 12-17 minutes on 2 cores (each case printed as it ends)")
     p.add_argument("--only", default="", help=f"comma-separated subset of {', '.join([*OURS, *OTHERS])}")
     p.add_argument("--no-memory", action="store_true", help="skip the per-implementation peak-memory subprocesses")
     p.add_argument("--out", default=None, help=OUT_HELP)
