@@ -8,6 +8,9 @@ expressions for attnlab's int8 and int4.
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import gguf_files
@@ -473,3 +476,26 @@ def test_kernels_split_large_products_across_threads_to_the_same_bits(fmt):
     wd = dequantize(fmt, buffers).double()
     bound = float(x.abs().max()) / 127 / 254 / 2 * wd.abs().sum(1) + 1e-5 * (1 + float(x.abs().max()) * wd.abs().sum(1))
     assert bool(((runs[0].double() - x.double() @ wd.t()).abs() <= bound).all())
+
+
+def test_a_process_whose_kernels_used_helper_threads_exits(tmp_path):
+    """kernel_build.POOL's helpers sleep in a condition variable for the life of the process. A static Pool's
+    destructor ran at exit, and pthread_cond_destroy waited for those sleepers forever: every process that had run
+    a split product hung after its last line (the test suite itself, at its end). The pool is never destroyed now."""
+    if not int8_kernel.available():
+        pytest.skip(f"attnlab's kernels are unavailable here: {int8_kernel.unavailable_reason()}")
+    script = (
+        "import torch\n"
+        "from attnlab.layers import int8_kernel\n"
+        "from attnlab.layers.quantized import quantize_weight\n"
+        "w = torch.randn(2000, 512) * 0.05\n"
+        "packed = int8_kernel.pack_layer(quantize_weight(w, 'int8'), None)\n"
+        "y = int8_kernel.gemv(torch.randn(1, 512), *packed, 2000, 2)\n"
+        "print('done', y.shape[-1])\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, env=env,
+                             cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the process did not exit after using the kernels' helper threads")
+    assert run.returncode == 0 and "done 2000" in run.stdout, run.stderr[-2000:]

@@ -79,7 +79,10 @@ struct Pool {
     bool open = false;     // a job is on
     std::atomic<int64_t> next{0}, done{0};
 };
-static Pool pool;
+// Never destroyed: at exit a static Pool's condition_variable destructor (pthread_cond_destroy) waits for the
+// helpers asleep in it, which never wake, and the process hangs after main returns. Leaked on purpose; the
+// detached helpers end with the process.
+static Pool& pool = *new Pool();
 static void work() {
     for (int64_t i; (i = pool.next.fetch_add(1, std::memory_order_relaxed)) < pool.n;) {
         pool.fn(pool.ctx, i);
