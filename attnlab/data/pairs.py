@@ -91,7 +91,7 @@ def read_pairs_tsv(path: str | Path) -> list[tuple[str, str]]:
         fields = line.split("\t")
         if len(fields) != 2 or not fields[0].strip() or not fields[1].strip():
             raise InputError(f"{path}:{number}: expected 'source<TAB>target' (two non-empty fields), "
-                             f"got {len(fields)} field(s): {line[:60]!r}")
+                             f"got {len(fields)} field(s)")  # the line is not quoted: no file content is
         pairs.append((fields[0].strip(), fields[1].strip()))
     if not pairs:
         raise InputError(f"{path} is empty; it needs at least one source<TAB>target line")
