@@ -25,7 +25,6 @@ import argparse
 import json
 import os
 import shutil
-import stat
 import statistics
 import subprocess
 import sys
@@ -55,15 +54,6 @@ def _private(directory: Path) -> None:
         raise SystemExit(f"not using {directory}: {problem}")
 
 
-def _binary_problem(path: Path) -> str | None:
-    info = os.lstat(path)
-    if not stat.S_ISREG(info.st_mode):
-        return f"{path} is not a regular file"
-    if info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        return f"{path} belongs to another user or can be written by one"
-    return None
-
-
 def find_llama_bench() -> Path | None:
     """$ATTNLAB_LLAMA_BENCH (a binary the user names), else <cache>/llama.cpp/build/bin/llama-bench when that
     folder chain and the file are this user's alone; None when there is none."""
@@ -78,7 +68,7 @@ def find_llama_bench() -> Path | None:
         if problem:
             print(f"not running {binary}: {problem}")
             return None
-    problem = _binary_problem(binary)
+    problem = kernel_build.check_file(binary)
     if problem:
         print(f"not running {binary}: {problem}")
         return None

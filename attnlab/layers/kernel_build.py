@@ -219,12 +219,14 @@ def _make_private(directory: Path) -> str | None:
     return None
 
 
-def _check_library(lib: Path) -> str | None:
-    info = os.lstat(lib)
+def check_file(path: Path) -> str | None:
+    """Why `path` (a library to load, a binary to run) is not a regular file of this user's that nobody else can
+    write, or None."""
+    info = os.lstat(path)
     if not stat.S_ISREG(info.st_mode):
-        return f"{lib} is not a regular file"
+        return f"{path} is not a regular file"
     if info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        return f"{lib} belongs to another user or can be written by one"
+        return f"{path} belongs to another user or can be written by one"
     return None
 
 
@@ -357,7 +359,7 @@ def load(name: str, source: str, function: str):
         lib = directory / f"{module}.so"
         if not os.path.lexists(lib):
             _compile(cxx, full, lib)
-        refused = check_dir(directory) or _check_library(lib)
+        refused = check_dir(directory) or check_file(lib)
         if refused is None:
             call = _import(module, lib)
             _check_one_openmp()
