@@ -9,6 +9,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from rounded import same
 
 import attnlab
 from attnlab.errors import InputError
@@ -118,35 +119,11 @@ def test_grid_has_every_layer_and_head(registry):
     assert all(max(max(r) for r in thumb) == pytest.approx(1.0) for layer in g["thumbnails"] for thumb in layer)
 
 
-def _rounding_step(x: float) -> float:
-    """The step of the rounding a number travelled with, read from its shortest repr: 0.12345 -> 1e-5,
-    1.5e-07 -> 1e-8, 3.0 -> 1. Trailing zeros make it read coarser than the API's rounding, never finer."""
-    text = repr(float(x)).lower()
-    mantissa, _, exponent = text.partition("e")
-    decimals = len(mantissa.split(".")[1].rstrip("0")) if "." in mantissa else 0
-    return 10.0 ** (int(exponent or 0) - decimals)
-
-
-def _same(a, b) -> bool:
-    """Nested dicts and lists equal; numbers within ONE step of the rounding they travel with (the API rounds
-    to 6 decimals, Q and K to 5, embeddings to 4, thumbnails to 3, statistics to 7 significant digits): float32
-    rounding that lands either side of a rounding boundary moves a number by one step, whatever that step is.
-    (A fixed 2e-6 failed on a loaded machine where a 5-decimal value moved by 1e-5.)"""
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, float) and isinstance(b, (int, float)) and not isinstance(b, bool):
-        step = max(_rounding_step(a), _rounding_step(b))
-        return abs(a - b) <= step * (1 + 1e-9)  # + the float error of the subtraction itself
-    return a == b
-
-
 def test_same_allows_one_rounding_step_and_no_more():
     """The comparison above follows each number's own rounding (23.9: the test allowed 2e-6 on 5-decimal data)."""
-    assert _same(0.12345, 0.12346) and _same([0.5], [0.50001]) and _same(1.234567, 1.234568)
-    assert not _same(0.12345, 0.12347) and not _same(1.234567, 1.234569)
-    assert _same({"v": 1.2345679e-08}, {"v": 1.2345678e-08}) and not _same(2.0, 4.0)
+    assert same(0.12345, 0.12346) and same([0.5], [0.50001]) and same(1.234567, 1.234568)
+    assert not same(0.12345, 0.12347) and not same(1.234567, 1.234569)
+    assert same({"v": 1.2345679e-08}, {"v": 1.2345678e-08}) and not same(2.0, 4.0)
 
 
 @pytest.mark.parametrize("name", ["decoder", "encoder-decoder"])
@@ -177,11 +154,11 @@ def test_another_layer_or_head_of_the_same_text_runs_no_forward(registry, monkey
     forwards = []
     hooks = [m.register_forward_pre_hook(lambda *_: forwards.append(1)) for m in (lm.model, lm.model.tokens)]
     try:
-        assert _same(views[0](), uncached[0])
+        assert same(views[0](), uncached[0])
         first = len(forwards)
         assert first >= 1
         for view, expected in zip(views[1:], uncached[1:], strict=True):
-            assert _same(view(), expected)
+            assert same(view(), expected)
         assert len(forwards) == first  # nothing ran again
     finally:
         for hook in hooks:
@@ -843,7 +820,7 @@ def test_a_shipped_mlm_head_is_offered_only_when_its_base_package_is_installed(t
 
 
 @pytest.mark.parametrize("scheme", ["int4", "int8"])
-def test_cached_and_full_logits_of_a_quantized_decoder_count_as_the_same(scheme):
+def test_cached_and_full_logits_of_a_quantized_decoder_count_as_thesame(scheme):
     """23.7: with --quantize int4 the decoding view said "same logits both ways: NO" for every decoder. The
     cached step's one-row products round activations to ~15 bits (attnlab's VNNI kernel) where the full
     recompute multiplies by the dequantized weights, so the two differ by ~2.5e-5 of the logits' scale; the

@@ -10,6 +10,7 @@ import threading
 import pytest
 import torch
 from fastapi.testclient import TestClient
+from rounded import same
 
 from attnlab.explorer import experiments as ex
 from attnlab.explorer import routes_experiments
@@ -25,21 +26,6 @@ def client(tiny_paths):
         yield c
 
 
-STEP = 1.01e-6  # the answers round to 6 decimals; the server's fixed thread count may sum in another order
-
-
-def _same(got, want) -> bool:
-    """Equal answers, numbers within one step of their rounding (a float summed on another thread count can land
-    on the other side of a rounding boundary: 0.00047 against 0.000471)."""
-    if isinstance(want, dict):
-        return isinstance(got, dict) and got.keys() == want.keys() and all(_same(got[k], want[k]) for k in want)
-    if isinstance(want, list):
-        return isinstance(got, list) and len(got) == len(want) and all(map(_same, got, want))
-    if isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
-        return abs(got - want) <= STEP * max(1.0, abs(want))
-    return got == want
-
-
 def _lines(response) -> list[dict]:
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("application/x-ndjson")
@@ -50,25 +36,25 @@ def test_ablation_lens_and_attention_routes_equal_their_functions(client):
     lm = client.registry.get("path")
     r = client.post("/api/experiments/ablation", json={"model": "path", "text": "the cat", "heads": [[1, 2], [0, 0]],
                                                        "mode": "mean"})
-    assert r.status_code == 200 and _same(r.json(), ex.ablation(lm, "the cat", [[1, 2], [0, 0]], mode="mean"))
+    assert r.status_code == 200 and same(r.json(), ex.ablation(lm, "the cat", [[1, 2], [0, 0]], mode="mean"))
     r = client.post("/api/experiments/logit-lens", json={"model": "path", "text": "the cat", "position": 3})
-    assert r.status_code == 200 and _same(r.json(), ex.logit_lens_top(lm, "the cat", position=3))
+    assert r.status_code == 200 and same(r.json(), ex.logit_lens_top(lm, "the cat", position=3))
     r = client.post("/api/experiments/attention-ablation", json={"model": "path", "text": "the cat", "layer": 1,
                                                                  "head": 3})
-    assert r.status_code == 200 and _same(r.json(), ex.attention_vs_ablation(lm, "the cat", 1, 3))
+    assert r.status_code == 200 and same(r.json(), ex.attention_vs_ablation(lm, "the cat", 1, 3))
 
 
 def test_sweeps_stream_progress_then_the_functions_answer(client):
     lm = client.registry.get("path")
     lines = _lines(client.post("/api/experiments/head-sweep", json={"model": "path", "text": "a dog ran",
                                                                      "job": "t-sweep"}))
-    assert _same(lines[-1]["result"], ex.head_sweep_grid(lm, "a dog ran"))
+    assert same(lines[-1]["result"], ex.head_sweep_grid(lm, "a dog ran"))
     progress = [line["progress"] for line in lines[:-1]]
     assert progress == sorted(progress) and progress[-1] == lines[0]["total"] == 8  # 2 layers x 4 heads
     lines = _lines(client.post("/api/experiments/patch", json={"model": "path", "clean": "the cat",
                                                                 "corrupted": "the dog", "site": "resid_post"}))
     want = ex.residual_patch_grid(lm, "the cat", "the dog", site="resid_post")
-    assert _same(lines[-1]["result"], want) and lines[-2]["progress"] == lines[-2]["total"] == 2 * 7
+    assert same(lines[-1]["result"], want) and lines[-2]["progress"] == lines[-2]["total"] == 2 * 7
     assert not want["cancelled"]
 
 
