@@ -22,7 +22,14 @@ from gguf_files import write_quantized_gguf
 
 import attnlab
 from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
-from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize, from_gguf_rows, quantize_weight
+from attnlab.layers.quantized import (
+    QuantizedEmbedding,
+    QuantizedLinear,
+    dequantize,
+    fbgemm_levels,
+    from_gguf_rows,
+    quantize_weight,
+)
 from attnlab.quantization import QuantizedLMHead
 
 GGUF_TYPES = {"q8_0": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1"}
@@ -183,7 +190,8 @@ def test_int8_product_is_within_the_activation_rounding_bound(rows, int8_path):
         w = module.weight
         expected = F.linear(x, w, module.bias)
         got = module(x)
-    step = float(x.max() - x.min()) / 255 if int8_path == "fbgemm" else float(x.abs().max()) / 127 / 254
+    levels = fbgemm_levels()  # 255, or 127 where fbgemm must avoid int16 saturation (no VNNI)
+    step = float(x.max() - x.min()) / levels if int8_path == "fbgemm" else float(x.abs().max()) / 127 / 254
     bound = step / 2 * w.abs().sum(1) + 1e-5
     assert bool(((got - expected).abs() <= bound).all())
     if rows > QuantizedLinear.FAST_ROWS:
@@ -211,8 +219,9 @@ def test_int8_rows_with_outliers_keep_their_small_channels(bias, int8_path):
         with pytest.MonkeyPatch.context() as mp:  # one plain 8-bit pass: fbgemm without its residual
             mp.setattr(int8_kernel, "available", lambda: False)
             single_err = (single(x) - expected).abs()
-    step = float(x.max() - x.min()) / 255
-    assert bool((err <= 2 * step / 255 * w.abs().sum(1) + 1e-4).all())
+    levels = fbgemm_levels()  # 255 (VNNI) or 127 (reduce_range)
+    step = float(x.max() - x.min()) / levels
+    assert bool((err <= 2 * step / levels * w.abs().sum(1) + 1e-4).all())
     assert float(err.max()) * 20 < float(single_err.max())
 
 
@@ -222,7 +231,7 @@ def test_the_kernel_switch_names_its_values(monkeypatch):
     monkeypatch.setenv("ATTNLAB_INT8_KERNEL", "fbgemm")
     assert int8_kernel._cpu_reason() == "ATTNLAB_INT8_KERNEL=fbgemm"
     monkeypatch.setenv("ATTNLAB_INT8_KERNEL", "off")
-    with pytest.warns(UserWarning, match=r"ATTNLAB_INT8_KERNEL='off' is not one of auto, fbgemm"):
+    with pytest.warns(UserWarning, match=r"ATTNLAB_INT8_KERNEL='off' is not one of auto, avx2, fbgemm"):
         reason = int8_kernel._cpu_reason()
     monkeypatch.delenv("ATTNLAB_INT8_KERNEL")
     assert reason == int8_kernel._cpu_reason()  # as if unset

@@ -123,44 +123,84 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
 }
 """
 
-CHOICES = ("auto", "fbgemm")  # ATTNLAB_INT8_KERNEL: the kernels where they run (default), or never
+CHOICES = ("auto", "avx2", "fbgemm")  # ATTNLAB_INT8_KERNEL: the fastest kernel the CPU runs (default), the AVX2
+#                                     one even where AVX-512 VNNI is there (to compare, or test both), or never
 FALLBACK = "int8 products use fbgemm, 4-bit ones dequantize in chunks"  # layers/quantized.py, said with the reason
+AVX2 = ("avx2", "fma", "f16c")  # the flags of a kernel's AVX2 variant (AMD Zen 2-3, Intel Haswell to Ice Lake)
+CHOSEN: dict[str, str] = {}  # kernel name -> the variant loaded ("avx512_vnni" or "avx2"), for benchmarks and docs
 
 
-def _cpu_reason() -> str | None:
+def _choice() -> str:
     choice = os.environ.get("ATTNLAB_INT8_KERNEL", "auto").strip().lower() or "auto"
     if choice not in CHOICES:
         warnings.warn(f"ATTNLAB_INT8_KERNEL={choice!r} is not one of {', '.join(CHOICES)}; using 'auto'",
-                      stacklevel=2)
-    if choice == "fbgemm":
-        return "ATTNLAB_INT8_KERNEL=fbgemm"
+                      stacklevel=3)
+        return "auto"
+    return choice
+
+
+def _cpu_flags() -> tuple[set[str], str | None]:
+    """(the CPU's flags, None) or (empty, why they cannot be known)."""
     if platform.system() != "Linux" or platform.machine().lower() not in ("x86_64", "amd64"):
-        return f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
+        return set(), f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
     try:
         with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+            return set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])), None
     except OSError as e:
-        return f"cannot read /proc/cpuinfo ({e})"
-    missing = [f for f in FLAGS if f not in flags]
+        return set(), f"cannot read /proc/cpuinfo ({e})"
+
+
+def _cpu_reason(flags: tuple[str, ...] = FLAGS) -> str | None:
+    """Why a kernel needing `flags` cannot run here (the switch, the OS, the CPU), or None."""
+    if _choice() == "fbgemm":
+        return "ATTNLAB_INT8_KERNEL=fbgemm"
+    have, why = _cpu_flags()
+    if why:
+        return why
+    missing = [f for f in flags if f not in have]
     return f"the CPU lacks {', '.join(missing)}" if missing else None
 
 
-def build(name: str, source: str, function: str, fallback: str):
-    """(a Python callable running `source`'s extern "C" `function` on ints and addresses, None) or (None, why
-    not). The reason is said once per process (kernel_build.warn_unavailable): one of the CPU, the switch or the
-    compiler once for both kernels, a failed build with its own `fallback` (what runs instead). Also used by
-    int4_kernel."""
-    reason = _cpu_reason() or (None if kernel_build.compiler() else "no C++ compiler found (set CXX or install g++)")
+def _pick(sources) -> tuple[str | None, str | None, str | None]:
+    """(variant, source, None) for the first of `sources` ((flags, source) pairs, fastest first; a bare string is
+    an AVX-512 VNNI source) this CPU runs, else (None, None, why not). ATTNLAB_INT8_KERNEL=avx2 skips the AVX-512
+    ones."""
+    if isinstance(sources, str):
+        sources = ((FLAGS, sources),)
+    skip_512 = _choice() == "avx2"
+    reasons = []
+    for flags, source in sources:
+        if skip_512 and "avx512f" in flags:
+            continue
+        reason = _cpu_reason(flags)
+        if reason is None:
+            return ("avx512_vnni" if "avx512f" in flags else "avx2"), source, None
+        reasons.append(reason)
+    return None, None, (reasons[0] if reasons else "ATTNLAB_INT8_KERNEL=avx2 and this kernel has no AVX2 variant")
+
+
+def build(name: str, sources, function: str, fallback: str):
+    """(a Python callable running the chosen source's extern "C" `function` on ints and addresses, None) or (None,
+    why not). `sources`: one AVX-512 VNNI source, or (flags, source) pairs, fastest first: the first the CPU runs
+    is built (every variant has the same function, arguments and packed layout), and CHOSEN[name] says which.
+    The reason is said once per process (kernel_build.warn_unavailable): the CPU, the switch or the compiler once
+    for all kernels, a failed build with its own `fallback` (what runs instead). Also used by int4_kernel and
+    q8_0_kernel."""
+    variant, source, reason = _pick(sources)
+    if reason is None and not kernel_build.compiler():
+        reason = "no C++ compiler found (set CXX or install g++)"
     if reason is not None:
         kernel_build.warn_unavailable(reason, FALLBACK)
         return None, reason
     try:
-        return kernel_build.load(name, source, function), None
+        call = kernel_build.load(name if variant == "avx512_vnni" else f"{name}_{variant}", source, function)
     except (OSError, ImportError, RuntimeError, subprocess.SubprocessError) as e:  # an old compiler, a full disk
         text = str(e).strip().splitlines()
         reason = f"building the {name} kernel failed: {type(e).__name__}: {text[-1][:200] if text else ''}"
         kernel_build.warn_unavailable(reason, fallback)
         return None, reason
+    CHOSEN[name] = variant
+    return call, None
 
 
 @functools.cache

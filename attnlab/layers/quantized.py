@@ -46,6 +46,7 @@ save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms at 768 x 3072 against flo
 
 from __future__ import annotations
 
+import functools
 import math
 import weakref
 
@@ -283,13 +284,14 @@ class QuantizedLinear(nn.Module):
         low, high = float(lo), float(hi)
         if not (math.isfinite(low) and math.isfinite(high)):  # NaN or inf: fbgemm raises; float32 answers NaN/inf
             return self._float_product(row, bias)
-        y = torch.ops.quantized.linear_dynamic(row, packed, False)
+        levels = fbgemm_levels()
+        y = torch.ops.quantized.linear_dynamic(row, packed, levels < 255)
         if high - low <= self.RESIDUAL_RATIO / self.in_features * float(torch.linalg.vector_norm(row, 1)):
             return y  # range <= RESIDUAL_RATIO x mean |x| (Gaussian rows: ~8)
-        step = (max(high, 0.0) - min(low, 0.0)) / 255  # fbgemm's range includes 0
+        step = (max(high, 0.0) - min(low, 0.0)) / levels  # fbgemm's range includes 0
         zero = round(-min(low, 0.0) / step)
-        rounded = (torch.clamp(torch.round(row / step) + zero, 0, 255) - zero) * step
-        y += torch.ops.quantized.linear_dynamic(row - rounded, packed, False)
+        rounded = (torch.clamp(torch.round(row / step) + zero, 0, levels) - zero) * step
+        y += torch.ops.quantized.linear_dynamic(row - rounded, packed, levels < 255)
         return y if bias is None else y.sub_(bias)  # the residual's product added the bias a second time
 
     # ------------------------------------------------------------------------- block formats: chunked
@@ -331,6 +333,16 @@ class QuantizedLinear(nn.Module):
         torch.bitwise_and(words >> 4, 0x0F0F0F0F, out=unpacked[..., BLOCK // 8:])
         blocks.copy_(codes.view(n, -1, BLOCK))
         return blocks.mul_(scale).add_(self.min[start:stop].to(w.dtype)[..., None]).view(n, -1)
+
+
+@functools.cache
+def fbgemm_levels() -> int:
+    """The activation levels fbgemm's dynamic int8 product rounds x to: 255 where the CPU has AVX-512 VNNI (vpdpbusd
+    sums u8 x s8 products in int32), 127 elsewhere ("reduce_range": without VNNI fbgemm multiplies with AVX2's
+    vpmaddubsw, which adds two u8 x s8 products into a SATURATING int16; with 8-bit x those sums overflow, and one
+    row's error reached 17x the rounding bound on an AMD Zen 3, tests/test_quantize.py)."""
+    flags, _ = int8_kernel._cpu_flags()
+    return 255 if "avx512_vnni" in flags else 127
 
 
 class QuantizedEmbedding(nn.Module):
