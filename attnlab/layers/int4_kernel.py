@@ -139,10 +139,141 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
+_SOURCE_AVX2 = kernel_build.POOL + r"""
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <cstdint>
+// 8 int32 lanes (values within +-127) -> 8 int8 bytes at dst: saturating packs are exact here
+static inline void attnlab_store8(int8_t* dst, __m256i a) {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    _mm_storel_epi64((__m128i*)dst, _mm_packs_epi16(w, w));
+}
+extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int8_t xh[16384], xl[16384];
+    alignas(64) float xs[512];
+    const int64_t k = kb * 32;
+    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that held NaN or +-inf
+    for (int64_t i = 0; i < k; i += 8) {
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    // the same rounding as the AVX-512 source, operation for operation (so both give the same pieces)
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f, is2 = 1.f / s2;
+    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(is2);
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    for (int64_t b = 0; b < kb; ++b) {
+        __m256i sum = _mm256_setzero_si256();
+        for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
+            const __m256 v = _mm256_loadu_ps(x + i);
+            const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+            const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+            sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li));
+            attnlab_store8(xh + i, hi);
+            attnlab_store8(xl + i, li);
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        xs[b] = (float)_mm_cvtsi128_si32(s4);  // block sum of the ROUNDED x, in units of s2 (exact)
+    }
+    const int64_t most = (nb * kb * 1280) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs, as 8 registers of 8
+        const __m256i mask = _mm256_set1_epi8(0x0F);
+        const __m256i w254 = _mm256_set1_epi16(254), one = _mm256_set1_epi16(1);
+        alignas(32) float acc[64] = {};  // outputs 64 ob + j
+        const uint8_t* wt = w + ob * kb * 1280;
+        for (int64_t b = 0; b < kb; ++b) {
+            const uint8_t* p = wt + b * 1280;
+            #pragma GCC unroll 20
+            for (int t = 0; t < 20; ++t) _mm_prefetch((const char*)(p + 2560 + 64 * t), _MM_HINT_T0);
+            const int8_t* xhb = xh + 32 * b;
+            const int8_t* xlb = xl + 32 * b;
+            const uint16_t* dm = (const uint16_t*)(p + 1024);
+            const __m256 xsb = _mm256_set1_ps(xs[b]);
+            // group g: outputs 16 g .. 16 g + 15, two registers (line bytes 0-31: outputs 16 g + 0..7, 32-63: + 8..15)
+            #pragma GCC unroll 4
+            for (int g = 0; g < 4; ++g) {
+                // s16 sums of code x piece. Each vpmaddubsw lane is q0 x0 + q1 x1 with q in 0..15, |x| <= 127:
+                // |.| <= 2 * 15 * 127 = 3810, no saturation. A lane adds 8 of them (4 octets x 2 nibbles):
+                // |.| <= 8 * 3810 = 30480 < 32767, so the s16 sums are exact.
+                __m256i h0, h1, l0, l1;
+                #pragma GCC unroll 4
+                for (int e = 0; e < 4; ++e) {
+                    const uint8_t* q = p + e * 256 + g * 64;
+                    const __m256i xa = _mm256_set1_epi32(*(const int32_t*)(xhb + 8 * e));
+                    const __m256i xb = _mm256_set1_epi32(*(const int32_t*)(xhb + 8 * e + 4));
+                    const __m256i ya = _mm256_set1_epi32(*(const int32_t*)(xlb + 8 * e));
+                    const __m256i yb = _mm256_set1_epi32(*(const int32_t*)(xlb + 8 * e + 4));
+                    const __m256i w0 = _mm256_loadu_si256((const __m256i*)q);
+                    const __m256i w1 = _mm256_loadu_si256((const __m256i*)(q + 32));
+                    const __m256i u0 = _mm256_and_si256(w0, mask);
+                    const __m256i v0 = _mm256_and_si256(_mm256_srli_epi16(w0, 4), mask);
+                    const __m256i u1 = _mm256_and_si256(w1, mask);
+                    const __m256i v1 = _mm256_and_si256(_mm256_srli_epi16(w1, 4), mask);
+                    const __m256i ph0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, xa), _mm256_maddubs_epi16(v0, xb));
+                    const __m256i ph1 = _mm256_add_epi16(_mm256_maddubs_epi16(u1, xa), _mm256_maddubs_epi16(v1, xb));
+                    const __m256i pl0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, ya), _mm256_maddubs_epi16(v0, yb));
+                    const __m256i pl1 = _mm256_add_epi16(_mm256_maddubs_epi16(u1, ya), _mm256_maddubs_epi16(v1, yb));
+                    if (e == 0) { h0 = ph0; h1 = ph1; l0 = pl0; l1 = pl1; }
+                    else {
+                        h0 = _mm256_add_epi16(h0, ph0); h1 = _mm256_add_epi16(h1, ph1);
+                        l0 = _mm256_add_epi16(l0, pl0); l1 = _mm256_add_epi16(l1, pl1);
+                    }
+                }
+                // per output: 254 H + L over the block's 32 inputs, exact in int32 and in float (|.| <= 255 *
+                // 32 * 15 * 127 = 15544800 < 2^24): what the AVX-512 source forms in float as 254 h + l
+#define ACC(j, h, l) { \
+                const __m256i t = _mm256_add_epi32(_mm256_madd_epi16(h, w254), _mm256_madd_epi16(l, one)); \
+                const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 8 * (j)))); \
+                const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 64 + 8 * (j)))); \
+                const __m256 a = _mm256_load_ps(acc + 8 * (j)); \
+                _mm256_store_ps(acc + 8 * (j), _mm256_fmadd_ps(m, xsb, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), a))); }
+                ACC(2 * g, h0, l0) ACC(2 * g + 1, h1, l1)
+#undef ACC
+            }
+        }
+        const __m256 vs2 = _mm256_set1_ps(s2);
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        for (int j = 0; j < 8; ++j) {
+            const int64_t o = ob * 64 + 8 * j;
+            const int64_t r = n - o;
+            if (r <= 0) break;
+            __m256 v = _mm256_mul_ps(_mm256_load_ps(acc + 8 * j), vs2);
+            if (r >= 8) {
+                if (has_bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + o));
+                _mm256_storeu_ps(y + o, v);
+            } else {
+                const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane);  // lanes < r
+                if (has_bias) v = _mm256_add_ps(v, _mm256_maskload_ps(bias + o, mk));
+                _mm256_maskstore_ps(y + o, mk, v);
+            }
+        }
+    });
+    return 0;
+}
+"""
+
+FLAGS_512 = (*int8_kernel.FLAGS, "f16c")  # what _SOURCE's `#pragma GCC target` needs
+
+
 @functools.cache
 def _compiled():
     """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("int4", _SOURCE, "attnlab_int4_gemv", "4-bit products dequantize in chunks")
+    return int8_kernel.build("int4", ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2)), "attnlab_int4_gemv",
+                             "4-bit products dequantize in chunks")
 
 
 def available() -> bool:
