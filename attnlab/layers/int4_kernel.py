@@ -199,13 +199,23 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
             const uint8_t* p = wt + b * 1280;
             #pragma GCC unroll 20
             for (int t = 0; t < 20; ++t) _mm_prefetch((const char*)(p + 2560 + 64 * t), _MM_HINT_T0);
-            const int8_t* xhb = xh + 32 * b;
-            const int8_t* xlb = xl + 32 * b;
+            // the block's x pieces broadcast once (4 bytes to 32) and kept in memory: vpmaddubsw reads them as
+            // operands in each of the 4 groups (in registers they would take 16 of the 16 ymm registers)
+            alignas(32) __m256i xv[16];  // octet e: hi of inputs 8e..8e+3, hi of 8e+4..8e+7, then lo of both
+            #pragma GCC unroll 4
+            for (int e = 0; e < 4; ++e) {
+                xv[4 * e] = _mm256_set1_epi32(*(const int32_t*)(xh + 32 * b + 8 * e));
+                xv[4 * e + 1] = _mm256_set1_epi32(*(const int32_t*)(xh + 32 * b + 8 * e + 4));
+                xv[4 * e + 2] = _mm256_set1_epi32(*(const int32_t*)(xl + 32 * b + 8 * e));
+                xv[4 * e + 3] = _mm256_set1_epi32(*(const int32_t*)(xl + 32 * b + 8 * e + 4));
+            }
             const uint16_t* dm = (const uint16_t*)(p + 1024);
             const __m256 xsb = _mm256_set1_ps(xs[b]);
             // group g: outputs 16 g .. 16 g + 15, two registers (line bytes 0-31: outputs 16 g + 0..7, 32-63: + 8..15)
-            #pragma GCC unroll 4
             for (int g = 0; g < 4; ++g) {
+                // an opaque pointer: the compiler would otherwise hoist the 16 loads out of this loop and spill
+                const __m256i* xg = xv;
+                __asm__("" : "+r"(xg) : : "memory");
                 // s16 sums of code x piece. Each vpmaddubsw lane is q0 x0 + q1 x1 with q in 0..15, |x| <= 127:
                 // |.| <= 2 * 15 * 127 = 3810, no saturation. A lane adds 8 of them (4 octets x 2 nibbles):
                 // |.| <= 8 * 3810 = 30480 < 32767, so the s16 sums are exact.
@@ -213,10 +223,8 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
                 #pragma GCC unroll 4
                 for (int e = 0; e < 4; ++e) {
                     const uint8_t* q = p + e * 256 + g * 64;
-                    const __m256i xa = _mm256_set1_epi32(*(const int32_t*)(xhb + 8 * e));
-                    const __m256i xb = _mm256_set1_epi32(*(const int32_t*)(xhb + 8 * e + 4));
-                    const __m256i ya = _mm256_set1_epi32(*(const int32_t*)(xlb + 8 * e));
-                    const __m256i yb = _mm256_set1_epi32(*(const int32_t*)(xlb + 8 * e + 4));
+                    const __m256i xa = _mm256_load_si256(xg + 4 * e), xb = _mm256_load_si256(xg + 4 * e + 1);
+                    const __m256i ya = _mm256_load_si256(xg + 4 * e + 2), yb = _mm256_load_si256(xg + 4 * e + 3);
                     const __m256i w0 = _mm256_loadu_si256((const __m256i*)q);
                     const __m256i w1 = _mm256_loadu_si256((const __m256i*)(q + 32));
                     const __m256i u0 = _mm256_and_si256(w0, mask);
@@ -232,6 +240,8 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
                         h0 = _mm256_add_epi16(h0, ph0); h1 = _mm256_add_epi16(h1, ph1);
                         l0 = _mm256_add_epi16(l0, pl0); l1 = _mm256_add_epi16(l1, pl1);
                     }
+                    // one octet at a time: left free, the compiler forms all 32 products first and spills them
+                    __asm__("" : "+x"(h0), "+x"(h1), "+x"(l0), "+x"(l1));
                 }
                 // per output: 254 H + L over the block's 32 inputs, exact in int32 and in float (|.| <= 255 *
                 // 32 * 15 * 127 = 15544800 < 2^24): what the AVX-512 source forms in float as 254 h + l
