@@ -92,3 +92,38 @@ def test_avx2_variant_refuses_rows_that_are_not_finite(avx2):
         x[0, 37] = value
         assert avx2.gemv(x, tiles, None, n, 1) is None
     assert avx2.gemv(torch.zeros(1, k), tiles, None, n, 1) is not None  # all zero: finite, scale 1
+
+
+@pytest.mark.parametrize("rows,n,k", [(1, 70, 96), (37, 130, 160), (5, 517, 384)])
+def test_rows_product_gives_each_row_what_the_one_row_kernel_gives(avx2, rows, n, k):
+    """rows_product (prefill: each tile read once for up to 16 rows; 37 rows = 16 + 16 + 5) gives every row the
+    one-row kernel's bits, on 1 and 2 threads, and each row is within its own rounding bound of float64 x . w."""
+    if not avx2.rows_available():
+        pytest.skip(f"rows_product's kernel is unavailable here: {avx2._compiled_rows()[1]}")
+    gen = torch.Generator().manual_seed(rows + n + k)
+    qweight, d, m, w = _layer(n, k, gen)
+    bias = torch.randn(n, generator=gen)
+    x = torch.randn(rows, k, generator=gen) * torch.logspace(-2, 1, rows)[:, None]  # rows of different ranges
+    x[:, k // 3] = 25.0
+    tiles, = avx2.pack(qweight, d, m)
+    for b in (None, bias):
+        runs = [avx2.rows_product(x, tiles, b, n, threads) for threads in (1, 2)]
+        assert runs[0].shape == (rows, n) and torch.equal(runs[0], runs[1])
+        assert torch.equal(runs[0], torch.cat([avx2.gemv(row[None], tiles, b, n, 1) for row in x]))
+        expected = x.double() @ w.T + (0 if b is None else b.double())
+        for i in range(rows):
+            error = (runs[0][i].double() - expected[i]).abs()
+            assert bool((error <= _bound(x[i], w)).all()), (i, float((error / _bound(x[i], w)).max()))
+
+
+def test_rows_product_refuses_a_row_that_is_not_finite(avx2):
+    if not avx2.rows_available():
+        pytest.skip(f"rows_product's kernel is unavailable here: {avx2._compiled_rows()[1]}")
+    gen = torch.Generator().manual_seed(11)
+    qweight, d, m, _ = _layer(70, 96, gen)
+    tiles, = avx2.pack(qweight, d, m)
+    x = torch.randn(20, 96, generator=gen)
+    assert avx2.rows_product(x, tiles, None, 70) is not None
+    x[17, 3] = float("nan")
+    assert avx2.rows_product(x, tiles, None, 70) is None
+    assert avx2.rows_product(torch.zeros(0, 96), tiles, None, 70).shape == (0, 70)
