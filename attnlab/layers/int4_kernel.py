@@ -1,10 +1,31 @@
-"""One-row 4-bit product (attnlab's "int4" = GGUF Q4_1, and Q4_0 stored as Q4_1) on x86 CPUs with AVX512-VNNI.
+"""One-row 4-bit product (attnlab's "int4" = GGUF Q4_1, and Q4_0 stored as Q4_1) on x86 CPUs: an AVX512-VNNI
+variant and an AVX2 one (+ FMA, F16C), the same packed tiles and the same numbers; and a multi-row AVX2 product.
 
 Why: the same reason as layers/int8_kernel.py, at half the bytes. The chunked dequantize-then-multiply path of
 layers/quantized.py reads the 4-bit codes once but unpacks them in eager torch: 3x SLOWER than float32 per one-row
-product on this project's Xeon. This kernel: 0.99-1.05x of the weight-reading floor, 5.6-6.5x faster than
+product on this project's Xeon. The VNNI kernel: 0.99-1.05x of the weight-reading floor, 5.6-6.5x faster than
 float32 and 1.5x faster than the int8 kernel (bench/RESULTS.md, session 5), errors like the int8 kernel's.
-Where int8_kernel cannot run (no VNNI, no compiler, ATTNLAB_INT8_KERNEL=fbgemm), neither does this one.
+
+Why an AVX2 variant: CPUs without AVX-512 VNNI (AMD Zen 2-3, Intel before Ice Lake server) otherwise took the
+chunked path, and decoding SmolLM2-135M's Q4_1 GGUF ran at 5.6 tokens/s on an AMD EPYC Zen 3 where llama.cpp does
+60-85. vpmaddubsw (u8 x s8 -> s16 pair sums, saturating) replaces vpdpbusd: the codes are 0..15 and the pieces
+within +-127, so a pair is at most 2 * 15 * 127 = 3810 (never saturates), and each 16-bit lane sums the 8 pairs
+of one block (4 octets x 2 nibbles: <= 30480 < 32767, exact), widened once per block by vpmaddwd to 254 H + L
+in int32 (exact in float too: <= 255 * 32 * 15 * 127 < 2^24). x is rounded exactly as the VNNI source does, so
+both variants compute x_rounded . w from the same exact per-block integer sums, then accumulate the blocks in
+float32 in the same order (not checked bit for bit against each other: no CPU here has both).
+int8_kernel.build picks VNNI where the CPU has it, else AVX2; ATTNLAB_INT8_KERNEL=avx2 forces AVX2, =fbgemm
+neither (int8_kernel.CHOSEN["int4"] says which loaded).
+Measured on the AMD EPYC Zen 3 (KVM, 2 cores shared, load average 8-9; thread CPU clock, interleaved rounds;
+SmolLM2's own Q4_1 matrices, all 30 blocks cycled so they come from memory): 3.7-5.2x faster than float32
+F.linear on the dequantized weight, 1.2-1.7x of the weight-reading floor (torch.sum over the same tile bytes, same
+rounds), 25-30x faster than the chunked path; ~16 us for 960 x 576 with the tiles in L2 (~22 GB/s of tiles:
+compute is about twice as fast as this machine's memory). Two threads could not be judged at that load (the
+helper thread waits for a core; wall time 1.0x at 3072 x 576, worse for the small matrices).
+
+rows_product (AVX2, also on AVX-512 CPUs): the same tiles for several rows (prefill), each row rounded with its
+own scale and given exactly the one-row kernel's bits; each tile is read once and used for up to ROWS_CHUNK rows
+while in L1. 32 rows of SmolLM2's matrices: 3.5-10x faster than dequantizing the weight and F.linear.
 
 y[o] = sum_b ( d[o,b] * sum_{j in b} x_j q[o,j]  +  m[o,b] * sum_{j in b} x_j ) + bias[o],  q in [0, 15].
 
@@ -15,9 +36,12 @@ Layout (pack(), once): one byte stream of tiles, tile (ob, b) = 64 outputs x 32 
   (outputs 16g..16g+15); byte 4 i + r of that line holds q[16g+i, 8e+r] in its low nibble and q[16g+i, 8e+4+r]
   in its high nibble. So `and 0x0F` / `srli 4` of one line give two vpdpbusd u8 operands (16 outputs x 4 inputs).
 Per call: x is rounded to two int8 pieces, hi = round(x/s1), lo = round((x - hi s1)/s2), s1 = max|x|/127,
-s2 = s1/254 (as the int8 kernel, ~15 bits); codes (u8, 0..15) x pieces (s8) need no offset. Per tile: 8 int32
-accumulators (4 output groups x hi/lo; at most 32*127*15 = 60960 each), combined exactly in float as 254 h + l,
-then acc += d * (254 h + l) + m * X_b; y = s2 acc + bias. Output blocks of 64 go to kernel_build.POOL's threads.
+s2 = s1/254 (as the int8 kernel, ~15 bits); codes (u8, 0..15) x pieces (s8) need no offset. Per tile (VNNI): 8
+int32 accumulators (4 output groups x hi/lo; at most 32*127*15 = 60960 each), combined exactly in float as
+254 h + l; (AVX2) per output group, 4 s16 accumulators (2 registers of 8 outputs x hi/lo) over the 4 octets, one
+octet at a time, x pieces broadcast once per block into memory operands (16 ymm registers do not hold them and
+the accumulators). Then acc += d * (254 h + l) + m * X_b; y = s2 acc + bias. Output blocks of 64 go to
+kernel_build.POOL's threads.
 X_b = sum_{j in b} (254 hi_j + lo_j), the block sum of the ROUNDED x (exact integer, once per call), not of x:
 then the product is exactly x_rounded . w (w = d q + m), whose error sum_j e_j w_j matches the int8 kernel's;
 with the exact float sum of x the error was sum_j e_j d q_j, and d q = w - m is not centred (1.2-1.7x larger
