@@ -824,7 +824,8 @@ def test_cached_and_full_logits_of_a_quantized_decoder_count_as_thesame(scheme):
     """23.7: with --quantize int4 the decoding view said "same logits both ways: NO" for every decoder. The
     cached step's one-row products round activations to ~15 bits (attnlab's VNNI kernel) where the full
     recompute multiplies by the dequantized weights, so the two differ by ~2.5e-5 of the logits' scale; the
-    tolerance follows that precision (1e-3 of the scale), and float weights keep 1e-4 of it."""
+    tolerance follows that precision (1e-3 of the scale; 3e-2 where int8 goes through fbgemm's 7-8-bit rows), and
+    float weights keep 1e-4 of it."""
     from attnlab.explorer.registry import build_registry
 
     registry = build_registry(quantize=scheme, pretrained=False)
@@ -836,8 +837,10 @@ def test_cached_and_full_logits_of_a_quantized_decoder_count_as_thesame(scheme):
         full = lm.model(torch.tensor([api.encode(lm, "ROMEO: the cat sat on")[0]])).logits[0, -1]
     scale = float(full.abs().max())
     assert out["cache_matches"] is True
-    assert out["cache_difference"] <= out["cache_tolerance"] == pytest.approx(1e-4 + 1e-3 * scale, rel=1e-2)
-    from attnlab.explorer.generation import cache_tolerance
+    from attnlab.explorer.generation import _fbgemm, cache_tolerance
+
+    relative = 3e-2 if _fbgemm(lm.model) else 1e-3  # fbgemm rounds rows to 7-8 bits, attnlab's kernels to ~15
+    assert out["cache_difference"] <= out["cache_tolerance"] == pytest.approx(1e-4 + relative * scale, rel=1e-2)
 
     float_model = build_registry(pretrained=False).get("gpt-char").model
     assert cache_tolerance(float_model, full) == pytest.approx(1e-4 + 1e-4 * scale)
