@@ -187,8 +187,8 @@ def build(name: str, sources, function: str, fallback: str):
     for all kernels, a failed build with its own `fallback` (what runs instead). Also used by int4_kernel and
     q8_0_kernel."""
     variant, source, reason = _pick(sources)
-    if reason is None and not kernel_build.compiler():
-        reason = "no C++ compiler found (set CXX or install g++)"
+    if _choice() != "fbgemm" and not kernel_build.compiler():  # one reason for every kernel, whatever its CPU needs
+        variant, reason = None, "no C++ compiler found (set CXX or install g++)"
     if reason is not None:
         kernel_build.warn_unavailable(reason, FALLBACK)
         return None, reason
