@@ -93,7 +93,7 @@ def test_cancel_stops_the_sweep_on_the_server(client, monkeypatch):
     cells = [v for row in result["grid"] for v in row]
     assert sum(v is None for v in cells) == 5  # 3 of 8 heads ran before the cancel
     full = real(client.registry.get("path"), "a dog ran")["grid"]
-    assert result["grid"][0][:3] == full[0][:3]
+    assert same(result["grid"][0][:3], full[0][:3])  # a batch of 3 against one of 8: equal to the rounding step
     gone = client.post("/api/experiments/cancel", json={"job": "t-cancel"}).json()
     assert gone["cancelled"] is False  # finished jobs are forgotten
 
