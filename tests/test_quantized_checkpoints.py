@@ -15,6 +15,7 @@ from safetensors.torch import load_file, save_file
 
 import attnlab
 from attnlab.errors import CheckpointError
+from attnlab.layers import int4_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear
 from attnlab.quantization import formats_of
 
@@ -145,8 +146,12 @@ def test_hugging_face_export_writes_the_dequantized_float_weights(tmp_path):
     exported, _ = attnlab.load(folder)  # read back the Hugging Face way: a plain float model
     assert not formats_of(exported)
     assert torch.equal(exported.blocks[0].attn.qkv.weight, model.blocks[0].attn.qkv.weight)
-    with torch.no_grad():  # prefill multiplies by the same dequantized weights
-        assert torch.equal(exported(IDS).logits, model(IDS).logits)
+    with torch.no_grad():
+        ours, theirs = model(IDS).logits, exported(IDS).logits
+    if int4_kernel.available() and int4_kernel.rows_available():  # prefill through the 4-bit tiles: x rounded
+        assert float((ours - theirs).abs().max()) <= 5e-4 * float(theirs.abs().max())  # to ~15 bits per row
+    else:  # prefill multiplies by the same dequantized weights
+        assert torch.equal(ours, theirs)
 
 
 def test_gguf_export_writes_the_dequantized_float_weights(tmp_path):

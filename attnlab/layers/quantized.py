@@ -35,9 +35,12 @@ weight made on first use and cached like Linear's decode copy (not a buffer; +1 
 more rows (prefill) and other devices multiply by the dequantized float weight (weight-only, exact to float32
 rounding of w). On CUDA that is F.linear in the activation's dtype (untested here: no GPU was lent).
 
-The 4-bit products of few rows run attnlab's 4-bit VNNI kernel (layers/int4_kernel.py: 0.99-1.05x of the
-weight-reading floor, 5.6-6.5x faster than float32 per matrix) where int8's kernel can run, and Q8_0's (SmolLM2's
-tied embedding / head) run layers/q8_0_kernel.py, built the same way. Elsewhere few-row products dequantize
+The 4-bit products of few rows run attnlab's 4-bit kernel (layers/int4_kernel.py: AVX-512 VNNI 0.99-1.05x of the
+weight-reading floor, 5.6-6.5x faster than float32 per matrix; an AVX2 variant on CPUs without AVX-512, 3.7-5.3x
+faster than float32 on an AMD Zen 3), and Q8_0's (SmolLM2's tied embedding / head) run layers/q8_0_kernel.py,
+built the same way. 4-bit products of more rows (a prompt's prefill, up to MANY_ROWS) go through the same tiles
+with int4_kernel.rows_product, each tile read once for 16 rows and every row rounded as a decoding step rounds it
+(~15 bits), instead of dequantizing the whole matrix to float32 per call. Elsewhere few-row products dequantize
 CHUNK weights (whole output rows, 1 MB of float32) at a time into a
 reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded
 in memory, but 3-3.5x SLOWER than float32 on this CPU (the unpacking passes cost more than the bytes they
@@ -58,6 +61,7 @@ from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
+ROWS_FORMATS = ("int4", "q4_0", "q4_1")  # formats whose prefill products int4_kernel.rows_product takes
 KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
            "q8_0": q8_0_kernel}
 
@@ -153,6 +157,8 @@ class QuantizedLinear(nn.Module):
     CHUNK = 1 << 18  # weights dequantized at a time (whole rows) for few-row products of the block formats:
     #                  1 MB of float32, so a chunk is still in the core's L2 cache when its product reads it
     use_kernel = True  # few rows: attnlab's VNNI kernels where available (False: fbgemm / chunked, to compare)
+    MANY_ROWS = 512  # 4-bit products of FAST_ROWS+1 .. this many rows: int4_kernel.rows_product (3.5-10x faster
+    #                  than dequantize + F.linear at 32 rows, 1.0-1.3x at 512, AMD Zen 3); more: the dequantized weight
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
@@ -213,7 +219,26 @@ class QuantizedLinear(nn.Module):
                 return self._fbgemm(x, bias)
             if self.format != "int8":
                 return self._chunked(x, bias)
+        elif self._rows_kernel(x, rows):
+            return self._rows_product(x, bias)
         return self._float_product(x, bias)
+
+    def _rows_kernel(self, x: torch.Tensor, rows: int) -> bool:
+        """Do these rows (a prefill) go through int4_kernel.rows_product: 4-bit codes, MANY_ROWS rows at most,
+        eager float32 on CPU without autograd, and the kernel built?"""
+        return (rows <= self.MANY_ROWS and self.format in ROWS_FORMATS and self.use_kernel
+                and x.dtype == torch.float32 and x.device.type == "cpu" and not torch.compiler.is_compiling()
+                and not (torch.is_grad_enabled() and x.requires_grad) and self.in_features <= int4_kernel.MAX_K
+                and int4_kernel.available() and int4_kernel.rows_available())
+
+    def _rows_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """Many rows through the 4-bit kernel's tiles (each tile read once per 16 rows; every row rounded as a
+        decoding step rounds it); a row holding NaN or inf sends all rows to the dequantized weight."""
+        flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
+        tiles, kbias = self._packed_for(int4_kernel.__name__, bias,
+                                        lambda: int4_kernel.pack_layer(self.buffers_dict(), bias))
+        y = int4_kernel.rows_product(flat, tiles, kbias, self.out_features, torch.get_num_threads())
+        return self._float_product(x, bias) if y is None else y.reshape(*x.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit, Q8_0)
     def _packed_for(self, kernel: str, bias: torch.Tensor | None, make):
