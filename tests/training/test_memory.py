@@ -8,6 +8,8 @@ in earlier, through the model or the training code)."""
 
 import importlib.util
 import json
+import math
+import os
 import subprocess
 import sys
 
@@ -98,3 +100,19 @@ def test_evaluation_runs_windows_in_groups_of_the_training_batch(tmp_path):
         metrics = task.evaluate(task.model)
     assert max(sizes) == 5 and sum(sizes) == len(task.val_windows)
     assert metrics["val_loss"] > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("nano_gpt") is None, reason="the nano-gpt package is not installed")
+def test_the_baby_gpt_benchmark_runs_nanogpts_train_loop(tmp_path):
+    """The peer side of `python -m attnlab.benchmarks.data --only-baby-gpt`, 1 step (train.py's iterations 0 and
+    1, estimate_loss at 0: no checkpoint, as train.py writes one only for an improvement after iteration 0)."""
+    (tmp_path / "text.txt").write_text("def f(x):\n    return x + 1\n\n" * 2000)
+    proc = subprocess.run([sys.executable, "-m", "attnlab.benchmarks.data", "--child", "baby-nanogpt",
+                           str(tmp_path / "text.txt"), str(tmp_path), "train", "1"],
+                          capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    vocab = len(set((tmp_path / "text.txt").read_text()))
+    assert 0 < result["val_loss"] < 1.5 * math.log(vocab)  # about ln(vocab) at initialisation
+    assert result["peak"] >= result["after_imports"] > 0 and result["cpu"] > 0
+    assert (tmp_path / "train.bin").is_file() and not (tmp_path / "ckpt.pt").exists()
