@@ -16,13 +16,18 @@ the process's resident size before preparation and its peak during it (VmHWM res
 peak - before <= 300 MB at every size). RAYON_NUM_THREADS sets the tokenizers library's threads: 1 by default
 (the comparison), `--threads N` for more (the count is printed).
 
-`--baby-gpt` adds nanoGPT's baby GPT comparison: `attnlab train gpt-char` at nanoGPT README's CPU settings
-(4 layers, 4 heads, width 128, block 64, batch 12: gpt-char's defaults; 1 step) on the 1.1 MB text beside
-nanoGPT's prepare.py and one step of its train.py (the nano-gpt package's GPT, np.memmap batches): the resident
-size of each process at its start, after its imports and at its peak.
+`--baby-gpt` adds nanoGPT's baby GPT comparison (issue 25.6: attnlab's peak RSS <= 1.2x nanoGPT's):
+`attnlab train gpt-char` at nanoGPT README's CPU settings (4 layers, 4 heads, width 128, block 64, batch 12:
+gpt-char's defaults, every other key at its default) on the 1.1 MB text beside nanoGPT's prepare.py and
+train.py's loop at that command's settings (the nano-gpt package's GPT, np.memmap batches, estimate_loss, ckpt.pt):
+the resident size of each process at its start, after its imports and at its peak for one step, then
+`--baby-runs` interleaved pairs of `--baby-steps` steps a side (2000: the README's full run) with each pair's
+peak-RSS ratio, wall and CPU time and final val loss. `--only-baby-gpt` runs only that part.
 
     python -m attnlab.benchmarks.data              # 1.1 MB, 50 MB, 1 GB; both tokenizers; about 20 minutes on 1 core
     python -m attnlab.benchmarks.data --quick      # 1.1 MB both, 50 MB characters only
+    python -m attnlab.benchmarks.data --only-baby-gpt                  # one step a side, 3 pairs: ~6 min on 1 core
+    python -m attnlab.benchmarks.data --only-baby-gpt --baby-runs 1 --baby-steps 2000   # ~5 min on a quiet core
 """
 
 from __future__ import annotations
@@ -147,11 +152,18 @@ def _child(kind: str, *args: str, threads: int = 1) -> dict:
 # nanoGPT README's CPU "baby GPT" (shakespeare_char on a laptop): --block_size=64 --batch_size=12 --n_layer=4
 # --n_head=4 --n_embd=128 --dropout=0.0; gpt-char's defaults are the same shape
 BABY = dict(n_layers=4, n_heads=4, d_model=128, seq_len=64, batch_size=12)
+# the rest of that command and of config/train_shakespeare_char.py, as nanoGPT's train.py reads them
+# (--max_iters=2000 --lr_decay_iters=2000 --eval_iters=20 --log_interval=1; eval_interval 250, lr 1e-3,
+# min_lr 1e-4, beta2 0.99, warmup 100, weight decay 0.1, grad_clip 1.0, always_save_checkpoint False)
+NANO = dict(eval_interval=250, eval_iters=20, lr=1e-3, min_lr=1e-4, beta2=0.99, warmup_iters=100,
+            weight_decay=0.1, grad_clip=1.0)
 
 
-def baby_attnlab(corpus: str, work: str, stage: str = "train") -> dict:
-    """`attnlab train gpt-char` at the baby-GPT settings for one step, in this process; stage "build": only the
-    recipe's build (corpus scan, tokenizer, token file, model, baselines), no training."""
+def baby_attnlab(corpus: str, work: str, stage: str = "train", steps: str = "1") -> dict:
+    """`attnlab train gpt-char` at the baby-GPT settings for `steps` steps, in this process, with the recipe's
+    defaults otherwise (TensorBoard, the probe, evaluation every 500 steps and at the end, samples, loss.png, a
+    checkpoint at the end); stage "build": only the recipe's build (corpus scan, tokenizer, token file, model,
+    baselines), no training."""
     before = _status("VmRSS")
     from attnlab.training.run import run_train  # noqa: I001 (timed import)
     import torch
@@ -159,8 +171,10 @@ def baby_attnlab(corpus: str, work: str, stage: str = "train") -> dict:
     torch.set_num_threads(1)
     after_imports = _status("VmRSS")
     os.environ["ATTNLAB_CACHE_DIR"] = str(Path(work) / "cache")
-    keys = {"data": corpus, "steps": "1", "eval_every": "0", "plot": "false", "threads": "1", "sample_tokens": "1",
-            "d_ff": str(4 * BABY["d_model"]), "dropout": "0.0", **{k: str(v) for k, v in BABY.items()}}
+    keys = {"data": corpus, "steps": steps, "threads": "1", "d_ff": str(4 * BABY["d_model"]), "dropout": "0.0",
+            **{k: str(v) for k, v in BABY.items()}}
+    start, cpu = time.perf_counter(), time.process_time()
+    result: dict = {}
     if stage == "build":
         from attnlab.training.recipes import get_recipe
         from attnlab.training.settings import resolve_params
@@ -169,16 +183,23 @@ def baby_attnlab(corpus: str, work: str, stage: str = "train") -> dict:
         settings, params = resolve_params(recipe, keys)
         recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": None,
                       "out_dir": str(Path(work) / "run-build")})
-    else:
-        run_train("gpt-char", out=str(Path(work) / "run-train"), quiet=True, overrides=keys)
-    return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM")}
+    else:  # the token file comes from the token store under `work` when an earlier child built it
+        result = run_train("gpt-char", out=str(Path(work) / "run-train"), quiet=True, overwrite=True, overrides=keys)
+    return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM"),
+            "seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu,
+            "val_loss": result.get("eval", {}).get("val_loss")}
 
 
-def baby_nanogpt(corpus: str, work: str, stage: str = "train") -> dict:
+def baby_nanogpt(corpus: str, work: str, stage: str = "train", steps: str = "1") -> dict:
     """nanoGPT's shakespeare-char in its two processes: stage "prepare" is prepare.py (the whole text, stoi, a list
-    of ids, uint16 train.bin / val.bin), stage "train" one step of train.py: np.memmap batches (get_batch), the
-    model (the nano-gpt package's GPT, nanoGPT's model.py), AdamW."""
+    of ids, uint16 train.bin / val.bin), stage "train" train.py's loop at the README's CPU settings with
+    max_iters = lr_decay_iters = `steps`: np.memmap batches (get_batch), the model (the nano-gpt package's GPT,
+    nanoGPT's model.py), AdamW in two groups, warmup + cosine, estimate_loss (eval_iters batches of each split)
+    every eval_interval iterations from iteration 0, a ckpt.pt when the val loss improves after iteration 0,
+    loss.item() every iteration; like train.py it runs iterations 0..max_iters."""
     before = _status("VmRSS")
+    import math
+
     import numpy as np
     import torch
 
@@ -191,6 +212,7 @@ def baby_nanogpt(corpus: str, work: str, stage: str = "train") -> dict:
         sys.modules.setdefault(name, peers._Absent(name))
     GPT, GPTConfig = peers._import_nanogpt()
     after_imports = _status("VmRSS")
+    work_dir = Path(work)
     if stage == "prepare":
         data = Path(corpus).read_text(encoding="utf-8")
         chars = sorted(set(data))
@@ -198,31 +220,82 @@ def baby_nanogpt(corpus: str, work: str, stage: str = "train") -> dict:
         n = len(data)
         train_ids = [stoi[c] for c in data[: int(n * 0.9)]]
         val_ids = [stoi[c] for c in data[int(n * 0.9):]]
-        np.array(train_ids, dtype=np.uint16).tofile(Path(work) / "train.bin")
-        np.array(val_ids, dtype=np.uint16).tofile(Path(work) / "val.bin")
-        (Path(work) / "vocab_size").write_text(str(len(chars)))
+        np.array(train_ids, dtype=np.uint16).tofile(work_dir / "train.bin")
+        np.array(val_ids, dtype=np.uint16).tofile(work_dir / "val.bin")
+        (work_dir / "vocab_size").write_text(str(len(chars)))
         return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM")}
-    if not (Path(work) / "train.bin").is_file():
+    if not (work_dir / "train.bin").is_file():
         baby_nanogpt(corpus, work, "prepare")  # its own process in nanoGPT; here only when called alone
         _reset_peak()
-    train = np.memmap(Path(work) / "train.bin", dtype=np.uint16, mode="r")
-    block, batch = BABY["seq_len"], BABY["batch_size"]
-    ix = torch.randint(len(train) - block, (batch,))
-    x = torch.stack([torch.from_numpy(train[i:i + block].astype(np.int64)) for i in ix])
-    y = torch.stack([torch.from_numpy(train[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
-    config = GPTConfig(block_size=block, vocab_size=int((Path(work) / "vocab_size").read_text()),
+    start, cpu = time.perf_counter(), time.process_time()
+    block, batch, max_iters, c = BABY["seq_len"], BABY["batch_size"], int(steps), NANO
+
+    def get_batch(split):  # train.py's: a fresh memmap per batch (its note: avoids a memory leak)
+        data = np.memmap(work_dir / f"{split}.bin", dtype=np.uint16, mode="r")
+        ix = torch.randint(len(data) - block, (batch,))
+        x = torch.stack([torch.from_numpy(data[i:i + block].astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy(data[i + 1:i + 1 + block].astype(np.int64)) for i in ix])
+        return x, y
+
+    def get_lr(it):
+        if it < c["warmup_iters"]:
+            return c["lr"] * (it + 1) / (c["warmup_iters"] + 1)
+        if it > max_iters:
+            return c["min_lr"]
+        ratio = (it - c["warmup_iters"]) / max(1, max_iters - c["warmup_iters"])
+        return c["min_lr"] + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (c["lr"] - c["min_lr"])
+
+    @torch.no_grad()
+    def estimate_loss():
+        out = {}
+        model.eval()
+        for split in ("train", "val"):
+            losses = torch.zeros(c["eval_iters"])
+            for k in range(c["eval_iters"]):
+                _, loss = model(*get_batch(split))
+                losses[k] = loss.item()
+            out[split] = losses.mean().item()
+        model.train()
+        return out
+
+    config = GPTConfig(block_size=block, vocab_size=int((work_dir / "vocab_size").read_text()),
                        n_layer=BABY["n_layers"], n_head=BABY["n_heads"], n_embd=BABY["d_model"])
     model = GPT(config, tokenizer=None)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    _, loss = model(x, y)
-    loss.backward()
-    optimizer.step()
-    return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM")}
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": c["weight_decay"]},
+              {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]
+    optimizer = torch.optim.AdamW(groups, lr=c["lr"], betas=(0.9, c["beta2"]))  # fused only on CUDA in train.py
+    iter_num, best_val, losses = 0, 1e9, {}
+    x, y = get_batch("train")
+    while True:
+        lr = get_lr(iter_num)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        if iter_num % c["eval_interval"] == 0:
+            losses = estimate_loss()
+            if losses["val"] < best_val:
+                best_val = losses["val"]
+                if iter_num > 0:
+                    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                                "iter_num": iter_num, "best_val_loss": best_val}, work_dir / "ckpt.pt")
+        _, loss = model(x, y)
+        x, y = get_batch("train")
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), c["grad_clip"])
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        loss.item()  # log_interval=1
+        iter_num += 1
+        if iter_num > max_iters:
+            break
+    return {"start": before, "after_imports": after_imports, "peak": _status("VmHWM"),
+            "seconds": time.perf_counter() - start, "cpu": time.process_time() - cpu, "val_loss": losses.get("val")}
 
 
 def _baby_rows(corpus: Path, tmp: Path) -> None:
     print("\n# nanoGPT's baby GPT (4 layers, 4 heads, width 128, block 64, batch 12: nanoGPT README's CPU run, "
-          "gpt-char's defaults), one training step on 1.1 MB, 1 thread; each row a fresh process")
+          "gpt-char's defaults), 1 thread; each row a fresh process; one step (nanoGPT: train.py's loop with "
+          "max_iters=1: estimate_loss at iteration 0, iterations 0 and 1)")
     print("| process | RSS at start MB | after imports MB | peak MB |")
     print("|---|---|---|---|")
     attnlab_work, nano_work = Path(tempfile.mkdtemp(dir=tmp)), Path(tempfile.mkdtemp(dir=tmp))
@@ -233,11 +306,44 @@ def _baby_rows(corpus: Path, tmp: Path) -> None:
             ("attnlab train gpt-char steps=1 (whole command, cold)", "baby-attnlab",
              [str(Path(tempfile.mkdtemp(dir=tmp))), "train"]),
             ("nanoGPT prepare.py", "baby-nanogpt", [str(nano_work), "prepare"]),
-            ("nanoGPT train.py, one step", "baby-nanogpt", [str(nano_work), "train"])]
+            ("nanoGPT train.py, max_iters=1", "baby-nanogpt", [str(nano_work), "train"])]
     _child("baby-attnlab", str(corpus), str(attnlab_work), "build")  # warms attnlab_work's token store
     for label, kind, rest in rows:
         r = _child(kind, str(corpus), *rest)
         print(f"| {label} | {_mb(r['start'])} | {_mb(r['after_imports'])} | {_mb(r['peak'])} |", flush=True)
+
+
+def _load() -> str:
+    return "/".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def _baby_compare(corpus: Path, tmp: Path, runs: int, steps: int) -> list[float]:
+    """`runs` interleaved pairs (attnlab first in odd runs, nanoGPT first in even ones), each side in a fresh
+    process with its data already prepared (attnlab: the token store; nanoGPT: prepare.py's files); returns the
+    peak-RSS ratios attnlab / nanoGPT."""
+    attnlab_work, nano_work = Path(tempfile.mkdtemp(dir=tmp)), Path(tempfile.mkdtemp(dir=tmp))
+    _child("baby-attnlab", str(corpus), str(attnlab_work), "build")
+    _child("baby-nanogpt", str(corpus), str(nano_work), "prepare")
+    print(f"\n# baby GPT, {steps} step(s) a side, interleaved, 1 thread, peak RSS (VmHWM) of each process; "
+          "attnlab: `attnlab train gpt-char` with its defaults at this shape; nanoGPT: train.py's loop, "
+          f"max_iters={steps}; time: the training call (data ready, imports done)")
+    print("| run | load 1/5/15 min | attnlab peak MB | nanoGPT peak MB | ratio | attnlab wall s / CPU s | "
+          "nanoGPT wall s / CPU s | attnlab val loss | nanoGPT val loss |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    ratios = []
+    for run in range(1, runs + 1):
+        load = _load()
+        order = ["attnlab", "nanogpt"] if run % 2 else ["nanogpt", "attnlab"]
+        got = {side: _child(f"baby-{side}", str(corpus), str(attnlab_work if side == "attnlab" else nano_work),
+                            "train", str(steps)) for side in order}
+        a, n = got["attnlab"], got["nanogpt"]
+        ratios.append(a["peak"] / n["peak"])
+        loss = {side: "-" if got[side]["val_loss"] is None else f"{got[side]['val_loss']:.4f}" for side in got}
+        print(f"| {run} | {load} | {_mb(a['peak'])} | {_mb(n['peak'])} | {ratios[-1]:.3f}x | "
+              f"{a['seconds']:.1f} / {a['cpu']:.1f} | {n['seconds']:.1f} / {n['cpu']:.1f} | {loss['attnlab']} | "
+              f"{loss['nanogpt']} |", flush=True)
+    print(f"ratio: max {max(ratios):.3f}x, min {min(ratios):.3f}x over {runs} runs (target <= 1.2x)")
+    return ratios
 
 
 # ------------------------------------------------------------------------------------------------ report
@@ -252,6 +358,10 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizers", default="char,bpe", help="comma-separated subset of char, bpe")
     p.add_argument("--threads", type=int, default=1, help="RAYON_NUM_THREADS for both sides (default 1)")
     p.add_argument("--baby-gpt", action="store_true", help="also nanoGPT's baby-GPT peak-RSS comparison")
+    p.add_argument("--only-baby-gpt", action="store_true", help="only the baby-GPT comparison (no token-file rows)")
+    p.add_argument("--baby-runs", type=int, default=3, help="interleaved attnlab / nanoGPT pairs (default 3)")
+    p.add_argument("--baby-steps", type=int, default=1,
+                   help="training steps a side in those pairs (default 1; nanoGPT README's CPU run is 2000)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -259,6 +369,15 @@ def main(argv=None) -> int:
         fn = {"attnlab": child_attnlab, "tokenizers": child_tokenizers, "baby-attnlab": baby_attnlab,
               "baby-nanogpt": baby_nanogpt}[kind]
         print(json.dumps(fn(*rest)))
+        return 0
+    if args.only_baby_gpt:
+        with tempfile.TemporaryDirectory(prefix="attnlab-bench-baby-") as tmp:
+            corpus = Path(tmp) / "baby.txt"
+            make_corpus(corpus, SIZES["1.1MB"])
+            print(f"# load average at start {_load()}; corpus: CPython docs, 1.1 MB", flush=True)
+            if args.baby_steps == 1:
+                _baby_rows(corpus, Path(tmp))
+            _baby_compare(corpus, Path(tmp), args.baby_runs, args.baby_steps)
         return 0
     sizes = [s for s in args.sizes.split(",") if s] or (["1.1MB", "50MB"] if args.quick else list(SIZES))
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
@@ -302,6 +421,7 @@ def main(argv=None) -> int:
             corpus = tmp / "baby.txt"
             make_corpus(corpus, SIZES["1.1MB"])
             _baby_rows(corpus, tmp)
+            _baby_compare(corpus, tmp, args.baby_runs, args.baby_steps)
     return 0
 
 

@@ -49,9 +49,9 @@ class TrainSettings:
     compile: bool = False  # torch.compile the model
     strategy: str = "ddp"  # under torchrun: ddp or fsdp
     threads: int = 0  # torch threads; 0 = auto: never more than the free cores (attnlab.threads), re-checked
-    plot: bool = True  # write loss.png
+    plot: bool = True  # write loss.png at the end (matplotlib: ~25 MB more resident memory from then on)
     mfu: bool = False  # report model FLOPs utilisation against the measured matmul peak (attnlab.cost)
-    report: str = "tensorboard"  # where metrics go besides metrics.jsonl: tensorboard, csv, wandb, none (comma list)
+    report: str = "tensorboard"  # where metrics go besides metrics.jsonl: tensorboard (~5 MB), csv, wandb, none
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "accum"):

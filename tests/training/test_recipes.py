@@ -9,7 +9,6 @@ import pytest
 import torch
 
 from attnlab import load
-from attnlab.training.recipes.text import bigram_loss
 from attnlab.training.run import run_train
 
 TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}  # a comment about item {i}\n\n"
@@ -87,8 +86,14 @@ def test_clip_mnist_smoke(tmp_path):
     assert model.embed_b(ids).shape == (1, 16)
 
 
-def test_bigram_baseline_matches_direct_counting():
-    """add-one smoothed bigram cross-entropy, recomputed with plain Python counters."""
+@pytest.mark.parametrize("chunk, piece", [(1 << 16, None), (7, None), (7, 50), (1, 3)])
+def test_bigram_baseline_matches_direct_counting(monkeypatch, chunk, piece):
+    """add-one smoothed bigram cross-entropy, recomputed with plain Python counters; the count taken in chunks of
+    `chunk` ids (BIGRAM_CHUNK) and, when `piece` is set, from pieces that repeat the previous piece's last id (what
+    split_pieces(..., overlap=1) yields): no pair lost or counted twice at a boundary."""
+    from attnlab.training.recipes import text
+
+    monkeypatch.setattr(text, "BIGRAM_CHUNK", chunk)
     g = torch.Generator().manual_seed(0)
     train = torch.randint(0, 5, (300,), generator=g)
     val = torch.randint(0, 5, (4, 9), generator=g)
@@ -98,7 +103,8 @@ def test_bigram_baseline_matches_direct_counting():
     for row in val.tolist():
         for a, b in zip(row[:-1], row[1:], strict=False):
             expected.append(-math.log((pairs[(a, b)] + 1) / (firsts[a] + 5)))
-    assert bigram_loss(train, val, 5) == pytest.approx(sum(expected) / len(expected), rel=1e-12)
+    ids = train if piece is None else [train[max(0, i - 1):i + piece] for i in range(0, len(train), piece)]
+    assert text.bigram_loss(ids, val, 5) == pytest.approx(sum(expected) / len(expected), rel=1e-12)
 
 
 def test_resumed_bert_mlm_keeps_its_trained_tokenizer(tmp_path, corpus, monkeypatch):
