@@ -37,6 +37,7 @@ BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q8_0 block)
 TILE_BYTES = 2176  # 2048 code bytes + 64 fp16 d
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
+FLAGS_512 = (*int8_kernel.FLAGS, "f16c")  # the AVX-512 VNNI variant also converts d with vcvtph2ps
 
 _SOURCE = kernel_build.POOL + r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
@@ -129,10 +130,110 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
 """
 
 
+_SOURCE_AVX2 = kernel_build.POOL + r"""
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <cstdint>
+// AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
+// 32385 < 32767), and each code widened to int16 (vpmovzxbw, q + 128 in 0..255) meets it in vpmaddwd, which adds
+// products in pairs into int32 without saturation: |pair| <= 2*255*32385 = 16,516,350. vpmaddubsw (u8 x s8, pairs
+// into a SATURATING int16) would overflow here: 2*255*127 = 64770 > 32767.
+extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int16_t xq[16384];  // X_j
+    alignas(64) int32_t xs[512];    // 128 X_b per block
+    const int64_t k = kb * 32;
+    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that met NaN or +-inf
+    for (int64_t i = 0; i < k; i += 8) {
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
+    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    for (int64_t b = 0; b < kb; ++b) {
+        __m256i sum = _mm256_setzero_si256();
+        for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
+            const __m256 v = _mm256_loadu_ps(x + i);
+            const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+            const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+            const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
+            sum = _mm256_add_epi32(sum, X);
+            _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
+                                                                _mm256_extracti128_si256(X, 1)));
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+        xs[b] = 128 * _mm_cvtsi128_si32(s4);  // 128 X_b: the +128 of the codes, taken back out exactly
+    }
+    const int64_t most = (nb * kb * 2176) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
+        // a[j]: outputs 8j .. 8j + 7 of the block in the order vphaddd leaves them, 0 1 4 5 2 3 6 7
+        __m256 a[8];
+        for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
+        const uint8_t* wt = w + ob * kb * 2176;
+        for (int64_t b = 0; b < kb; ++b) {
+            const uint8_t* p = wt + b * 2176;
+            #pragma GCC unroll 34
+            for (int t = 0; t < 34; ++t) _mm_prefetch((const char*)(p + 4352 + 64 * t), _MM_HINT_T0);
+            // t[j]: 8 int32, outputs 8j + (0 1 4 5 2 3 6 7), each sum_{j in b} (q + 128) X_j: at most
+            // 32*255*32385 = 264,261,600 < 2^31 (a pair 16.5e6, vphaddd's 4 inputs 33e6, 8 quads)
+            __m256i t[8];
+            for (int j = 0; j < 8; ++j) t[j] = _mm256_setzero_si256();
+            const int16_t* xb = xq + 32 * b;
+            #pragma GCC unroll 8
+            for (int e = 0; e < 8; ++e) {
+                const uint8_t* q = p + e * 256;  // 64 outputs x inputs 4e .. 4e + 3, output-major
+                const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xb + 4 * e));  // X of the 4 inputs, x4
+                #pragma GCC unroll 8
+                for (int j = 0; j < 8; ++j) {
+                    const __m256i m0 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(
+                        _mm_loadu_si128((const __m128i*)(q + 32 * j))), xv);  // outputs 8j..8j+3, 2 pairs each
+                    const __m256i m1 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(
+                        _mm_loadu_si128((const __m128i*)(q + 32 * j + 16))), xv);  // outputs 8j+4..8j+7
+                    t[j] = _mm256_add_epi32(t[j], _mm256_hadd_epi32(m0, m1));
+                }
+            }
+            const __m256i xsb = _mm256_set1_epi32(xs[b]);
+            const uint8_t* dm = p + 2048;  // 64 float16 d, in output order
+            #pragma GCC unroll 8
+            for (int j = 0; j < 8; ++j) {
+                // d of outputs 8j..8j+7 as 4 dwords (0 1)(2 3)(4 5)(6 7) -> (0 1)(4 5)(2 3)(6 7): t's order
+                const __m128i dh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i*)(dm + 16 * j)),
+                                                     _MM_SHUFFLE(3, 1, 2, 0));
+                a[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(dh), _mm256_cvtepi32_ps(_mm256_sub_epi32(t[j], xsb)), a[j]);
+            }
+        }
+        const __m256 vs2 = _mm256_set1_ps(s2);
+        const int64_t o0 = ob * 64, m = (n - o0) < 64 ? (n - o0) : 64;
+        alignas(32) float out[64];
+        for (int j = 0; j < 8; ++j)  // 64-bit pairs (0 1)(4 5)(2 3)(6 7) back to output order
+            _mm256_store_ps(out + 8 * j, _mm256_mul_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(
+                _mm256_castps_pd(a[j]), _MM_SHUFFLE(3, 1, 2, 0))), vs2));
+        for (int64_t i = 0; i < m; ++i) y[o0 + i] = has_bias ? out[i] + bias[o0 + i] : out[i];
+    });
+    return 0;
+}
+"""
+
 @functools.cache
 def _compiled():
     """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("q8_0", _SOURCE, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
+    return int8_kernel.build("q8_0", ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2)), "attnlab_q8_0_gemv",
+                             "Q8_0 products dequantize in chunks")
 
 
 def available() -> bool:
