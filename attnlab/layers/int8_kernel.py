@@ -123,11 +123,108 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
 }
 """
 
+_SOURCE_AVX2 = kernel_build.POOL + r"""
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <cstdint>
+// AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
+// 32385 < 32767), and each code widened to int16 (vpmovsxbw) meets it in vpmaddwd, which adds products in pairs
+// into int32 without saturation: |pair| <= 2*127*32385 = 8,225,790. (vpmaddubsw, u8 x s8 in pairs into a
+// SATURATING int16, would overflow with 8-bit pieces: 2*255*127 = 64770 > 32767; fbgemm's reason for 127 levels.)
+// The codes stay signed and X is signed: no +128 offset, so rowsum is not read.
+extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __restrict__ w,
+                       const float* __restrict__ scale, const float* __restrict__ bias,
+                       const int32_t* __restrict__ rowsum, float* __restrict__ y,
+                       int64_t nb, int64_t k4, int64_t k, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int16_t xq[8192];  // X_j; positions k .. 4 k4 - 1 are 0 (their codes are 0 too)
+    alignas(32) static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t kp = k4 * 4;
+    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that met NaN or +-inf
+    for (int64_t i = 0; i < k; i += 8) {
+        const int64_t r = k - i;
+        const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : r)));  // first r lanes
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_maskload_ps(x + i, mk));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
+    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    for (int64_t i = 0; i < kp; i += 8) {  // writes up to 8 * ceil(kp / 8) <= 8192 entries
+        const int64_t r = k - i;
+        const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : (r <= 0 ? 0 : r))));
+        const __m256 v = _mm256_maskload_ps(x + i, mk);
+        const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+        const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+        const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
+        _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
+                                                            _mm256_extracti128_si256(X, 1)));
+    }
+    const int64_t most = (nb * k4 * 256) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t b) {  // block b: 64 outputs
+        // f[j]: outputs 8j .. 8j + 7 of the block in the order vphaddd leaves them, 0 1 4 5 2 3 6 7
+        __m256 f[8];
+        for (int j = 0; j < 8; ++j) f[j] = _mm256_setzero_ps();
+        const int8_t* wb = w + b * k4 * 256;
+        for (int64_t c = 0; c < k4; c += 64) {  // 256 inputs (16 KB of codes, in L1 for the second half)
+            const int64_t ce = c + 64 < k4 ? c + 64 : k4;
+            for (int half = 0; half < 2; ++half) {  // outputs 32 half .. 32 half + 31: 8 accumulators
+                // t[j]: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad): a lane
+                // at most 2*127*32385*64 = 526,474,240 over the chunk, an output's two 1,052,948,480 < 2^31
+                __m256i t[8];
+                for (int j = 0; j < 8; ++j) t[j] = _mm256_setzero_si256();
+                for (int64_t g = c; g < ce; ++g) {
+                    const int8_t* p = wb + g * 256;  // 64 outputs x inputs 4g .. 4g + 3, output-major
+                    if (half == 0) {
+                        _mm_prefetch((const char*)(p + 2048), _MM_HINT_T0);
+                        _mm_prefetch((const char*)(p + 2048 + 64), _MM_HINT_T0);
+                        _mm_prefetch((const char*)(p + 2048 + 128), _MM_HINT_T0);
+                        _mm_prefetch((const char*)(p + 2048 + 192), _MM_HINT_T0);
+                    }
+                    const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xq + 4 * g));  // X of the 4 inputs, x4
+                    const int8_t* ph = p + 128 * half;
+                    #pragma GCC unroll 8
+                    for (int j = 0; j < 8; ++j)
+                        t[j] = _mm256_add_epi32(t[j], _mm256_madd_epi16(_mm256_cvtepi8_epi16(
+                            _mm_loadu_si128((const __m128i*)(ph + 16 * j))), xv));
+                }
+                // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of each 8, exact; then into float (relative 2^-24 per chunk)
+                for (int j = 0; j < 4; ++j)
+                    f[4 * half + j] = _mm256_add_ps(f[4 * half + j],
+                                                    _mm256_cvtepi32_ps(_mm256_hadd_epi32(t[2 * j], t[2 * j + 1])));
+            }
+        }
+        alignas(32) float out[64];
+        for (int j = 0; j < 8; ++j)  // 64-bit pairs (0 1)(4 5)(2 3)(6 7) back to output order
+            _mm256_store_ps(out + 8 * j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(f[j]),
+                                                                                _MM_SHUFFLE(3, 1, 2, 0))));
+        const int64_t o0 = b * 64;
+        const int64_t m = (n - o0) < 64 ? (n - o0) : 64;
+        for (int64_t j = 0; j < m; ++j)
+            y[o0 + j] = s2 * out[j] * scale[o0 + j] + (has_bias ? bias[o0 + j] : 0.f);
+    });
+    return 0;
+}
+"""
+
 CHOICES = ("auto", "avx2", "fbgemm")  # ATTNLAB_INT8_KERNEL: the fastest kernel the CPU runs (default), the AVX2
 #                                     one even where AVX-512 VNNI is there (to compare, or test both), or never
-FALLBACK = "int8 products use fbgemm, 4-bit ones dequantize in chunks"  # layers/quantized.py, said with the reason
+# what runs instead (layers/quantized.py), said with a reason that stops kernels: all of them (no AVX2, no compiler,
+# ATTNLAB_INT8_KERNEL=fbgemm) or only those without an AVX2 variant (no AVX-512 VNNI)
+FALLBACK = "products without their kernel fall back: int8 to fbgemm, 4-bit and Q8_0 to chunked dequantization"
 AVX2 = ("avx2", "fma", "f16c")  # the flags of a kernel's AVX2 variant (AMD Zen 2-3, Intel Haswell to Ice Lake)
 CHOSEN: dict[str, str] = {}  # kernel name -> the variant loaded ("avx512_vnni" or "avx2"), for benchmarks and docs
+SOURCES = ((FLAGS, _SOURCE), (AVX2, _SOURCE_AVX2))  # build()'s variants of this kernel, fastest first
 
 
 def _choice() -> str:
@@ -206,7 +303,7 @@ def build(name: str, sources, function: str, fallback: str):
 @functools.cache
 def _compiled():
     """Built (or loaded) on first use, once per process."""
-    return build("int8", _SOURCE, "attnlab_int8_gemv", "int8 products use fbgemm")
+    return build("int8", SOURCES, "attnlab_int8_gemv", "int8 products use fbgemm")
 
 
 def available() -> bool:

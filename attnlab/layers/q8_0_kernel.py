@@ -189,32 +189,32 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
             const uint8_t* p = wt + b * 2176;
             #pragma GCC unroll 34
             for (int t = 0; t < 34; ++t) _mm_prefetch((const char*)(p + 4352 + 64 * t), _MM_HINT_T0);
-            // t[j]: 8 int32, outputs 8j + (0 1 4 5 2 3 6 7), each sum_{j in b} (q + 128) X_j: at most
-            // 32*255*32385 = 264,261,600 < 2^31 (a pair 16.5e6, vphaddd's 4 inputs 33e6, 8 quads)
-            __m256i t[8];
-            for (int j = 0; j < 8; ++j) t[j] = _mm256_setzero_si256();
             const int16_t* xb = xq + 32 * b;
-            #pragma GCC unroll 8
-            for (int e = 0; e < 8; ++e) {
-                const uint8_t* q = p + e * 256;  // 64 outputs x inputs 4e .. 4e + 3, output-major
-                const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xb + 4 * e));  // X of the 4 inputs, x4
-                #pragma GCC unroll 8
-                for (int j = 0; j < 8; ++j) {
-                    const __m256i m0 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(
-                        _mm_loadu_si128((const __m128i*)(q + 32 * j))), xv);  // outputs 8j..8j+3, 2 pairs each
-                    const __m256i m1 = _mm256_madd_epi16(_mm256_cvtepu8_epi16(
-                        _mm_loadu_si128((const __m128i*)(q + 32 * j + 16))), xv);  // outputs 8j+4..8j+7
-                    t[j] = _mm256_add_epi32(t[j], _mm256_hadd_epi32(m0, m1));
-                }
-            }
             const __m256i xsb = _mm256_set1_epi32(xs[b]);
             const uint8_t* dm = p + 2048;  // 64 float16 d, in output order
-            #pragma GCC unroll 8
-            for (int j = 0; j < 8; ++j) {
-                // d of outputs 8j..8j+7 as 4 dwords (0 1)(2 3)(4 5)(6 7) -> (0 1)(4 5)(2 3)(6 7): t's order
-                const __m128i dh = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i*)(dm + 16 * j)),
-                                                     _MM_SHUFFLE(3, 1, 2, 0));
-                a[j] = _mm256_fmadd_ps(_mm256_cvtph_ps(dh), _mm256_cvtepi32_ps(_mm256_sub_epi32(t[j], xsb)), a[j]);
+            for (int half = 0; half < 2; ++half) {  // outputs 32 half .. 32 half + 31: 8 accumulators
+                // t[j]: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad), each
+                // lane at most 2*255*32385*8 = 132,130,800; an output's block sum 264,261,600 < 2^31
+                __m256i t[8];
+                for (int j = 0; j < 8; ++j) t[j] = _mm256_setzero_si256();
+                #pragma GCC unroll 8
+                for (int e = 0; e < 8; ++e) {
+                    const uint8_t* q = p + e * 256 + 128 * half;  // 32 outputs x inputs 4e .. 4e + 3
+                    const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xb + 4 * e));  // X of the 4 inputs, x4
+                    #pragma GCC unroll 8
+                    for (int j = 0; j < 8; ++j)
+                        t[j] = _mm256_add_epi32(t[j], _mm256_madd_epi16(_mm256_cvtepu8_epi16(
+                            _mm_loadu_si128((const __m128i*)(q + 16 * j))), xv));
+                }
+                #pragma GCC unroll 4
+                for (int j = 0; j < 4; ++j) {
+                    // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of these 8; their d, 4 dwords (0 1)(2 3)(4 5)(6 7), to
+                    // that order, (0 1)(4 5)(2 3)(6 7)
+                    const __m256i s = _mm256_sub_epi32(_mm256_hadd_epi32(t[2 * j], t[2 * j + 1]), xsb);
+                    const __m128i dh = _mm_shuffle_epi32(
+                        _mm_loadu_si128((const __m128i*)(dm + 64 * half + 16 * j)), _MM_SHUFFLE(3, 1, 2, 0));
+                    a[4 * half + j] = _mm256_fmadd_ps(_mm256_cvtph_ps(dh), _mm256_cvtepi32_ps(s), a[4 * half + j]);
+                }
             }
         }
         const __m256 vs2 = _mm256_set1_ps(s2);
@@ -229,11 +229,13 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
+SOURCES = ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2))  # int8_kernel.build()'s variants, fastest first
+
+
 @functools.cache
 def _compiled():
     """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("q8_0", ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2)), "attnlab_q8_0_gemv",
-                             "Q8_0 products dequantize in chunks")
+    return int8_kernel.build("q8_0", SOURCES, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
 
 
 def available() -> bool:
