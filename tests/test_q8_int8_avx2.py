@@ -58,7 +58,8 @@ def test_the_switch_picks_the_avx2_source(monkeypatch):
 
 def _q8_0_codes(n: int, k: int, gen: torch.Generator) -> torch.Tensor:
     q = torch.randint(-128, 128, (n, k), dtype=torch.int8, generator=gen)
-    q[0], q[1], q[2, ::2], q[2, 1::2], q[3, :32] = -128, 127, -128, 127, 0  # the ends of the range; an empty block
+    q[0], q[1], q[2, ::2], q[2, 1::2], q[4, :32] = -128, 127, -128, 127, 0  # the ends of the range; an empty block
+    q[3] = torch.tensor([127, 127, -128, -128]).repeat(k // 4)  # against x's + + - - (the tests'): all products max
     return q
 
 
@@ -73,7 +74,7 @@ def test_q8_0_avx2_against_float64(avx2, n, k):
     buffers = {"qweight": q, "scale": d}
     w = dequantize("q8_0", buffers).double()
     x = torch.randn(1, k, generator=gen)
-    x[0, 3], x[0, k - 5] = 40.0, -40.0  # outliers, the row's own +-max
+    x[0, :2], x[0, 2:4] = 40.0, -40.0  # outlier channels at the row's +-max side by side: X = +-32258 in pairs
     bias = torch.randn(n, generator=gen)
     for b in (None, bias):
         packed = q8_0_kernel.pack_layer(buffers, b)
@@ -87,6 +88,7 @@ def test_q8_0_avx2_against_float64(avx2, n, k):
 def _int8_codes(n: int, k: int, gen: torch.Generator) -> torch.Tensor:
     q = torch.randint(-127, 128, (n, k), dtype=torch.int8, generator=gen)
     q[0], q[1], q[2, ::2], q[2, 1::2] = -127, 127, -127, 127  # attnlab's int8 codes span -127..127
+    q[3] = torch.tensor([127, 127, -127, -127]).repeat(k // 4 + 1)[:k]  # against x's + + - -: all products max
     return q
 
 
@@ -99,8 +101,7 @@ def test_int8_avx2_against_float64(avx2, n, k):
     scale = torch.rand(n, generator=gen) * 0.01
     w = q.double() * scale.double()[:, None]
     x = torch.randn(1, k, generator=gen)
-    x[0, k // 2] = -40.0
-    x[0, 0] = 40.0
+    x[0, :2], x[0, 2:4] = 40.0, -40.0  # as in the Q8_0 test; k = 7 keeps 3 of them
     bias = torch.randn(n, generator=gen)
     for b in (None, bias):
         packed = int8_kernel.pack_layer({"qweight": q, "scale": scale}, b)
