@@ -179,10 +179,10 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
         for (int64_t c = 0; c < k4; c += 64) {  // 256 inputs (16 KB of codes, in L1 for the second half)
             const int64_t ce = c + 64 < k4 ? c + 64 : k4;
             for (int half = 0; half < 2; ++half) {  // outputs 32 half .. 32 half + 31: 8 accumulators
-                // t[j]: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad): a lane
+                // t<j>: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad): a lane
                 // at most 2*127*32385*64 = 526,474,240 over the chunk, an output's two 1,052,948,480 < 2^31
-                __m256i t[8];
-                for (int j = 0; j < 8; ++j) t[j] = _mm256_setzero_si256();
+                // (named registers, not an array: GCC kept one of an array's on the stack)
+                __m256i t0 = _mm256_setzero_si256(), t1 = t0, t2 = t0, t3 = t0, t4 = t0, t5 = t0, t6 = t0, t7 = t0;
                 for (int64_t g = c; g < ce; ++g) {
                     const int8_t* p = wb + g * 256;  // 64 outputs x inputs 4g .. 4g + 3, output-major
                     if (half == 0) {
@@ -193,15 +193,18 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
                     }
                     const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xq + 4 * g));  // X of the 4 inputs, x4
                     const int8_t* ph = p + 128 * half;
-                    #pragma GCC unroll 8
-                    for (int j = 0; j < 8; ++j)
-                        t[j] = _mm256_add_epi32(t[j], _mm256_madd_epi16(_mm256_cvtepi8_epi16(
-                            _mm_loadu_si128((const __m128i*)(ph + 16 * j))), xv));
+#define ATTNLAB_STEP(t, j) t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_cvtepi8_epi16( \
+                        _mm_loadu_si128((const __m128i*)(ph + 16 * j))), xv));
+                    ATTNLAB_STEP(t0, 0) ATTNLAB_STEP(t1, 1) ATTNLAB_STEP(t2, 2) ATTNLAB_STEP(t3, 3)
+                    ATTNLAB_STEP(t4, 4) ATTNLAB_STEP(t5, 5) ATTNLAB_STEP(t6, 6) ATTNLAB_STEP(t7, 7)
+#undef ATTNLAB_STEP
                 }
                 // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of each 8, exact; then into float (relative 2^-24 per chunk)
-                for (int j = 0; j < 4; ++j)
-                    f[4 * half + j] = _mm256_add_ps(f[4 * half + j],
-                                                    _mm256_cvtepi32_ps(_mm256_hadd_epi32(t[2 * j], t[2 * j + 1])));
+                __m256* fh = f + 4 * half;
+                fh[0] = _mm256_add_ps(fh[0], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t0, t1)));
+                fh[1] = _mm256_add_ps(fh[1], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t2, t3)));
+                fh[2] = _mm256_add_ps(fh[2], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t4, t5)));
+                fh[3] = _mm256_add_ps(fh[3], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t6, t7)));
             }
         }
         alignas(32) float out[64];
