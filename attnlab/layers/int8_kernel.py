@@ -1,4 +1,4 @@
-"""One-row int8 weight-only product on x86 CPUs with AVX512-VNNI: y = x (scale * q)^T + bias at memory speed.
+"""One-row int8 weight-only product on x86 CPUs with AVX512-VNNI or AVX2: y = x (scale * q)^T + bias at memory speed.
 
 Why a hand-written kernel: a decoding step of one sequence multiplies one row by every weight matrix, so its
 time is the bytes of the weights over the memory bandwidth. Storing int8 codes cuts the bytes 4x, but only if
@@ -6,8 +6,8 @@ the product reads them at that speed. Measured on this project's Xeon (Sapphire 
 cycled from memory (bench/RESULTS.md, `python -m attnlab.benchmarks.quantized`): fbgemm's dynamically
 quantized linear 1.14-1.36x of the weight-reading floor plus ~15 us of fixed cost per call; torch's
 `_weight_int8pack_mm` 0.3x the speed of float32; torch.compile'd dequantise-and-multiply 1.7-2.5x of the
-floor (inductor keeps one accumulator per output strip). This kernel: 0.94-1.13x of the floor, 1.3 us per
-call, and ~200x smaller activation rounding error than fbgemm (fbgemm rounds x to 8 bits; see below).
+floor (inductor keeps one accumulator per output strip). This kernel (its VNNI variant): 0.94-1.13x of the floor,
+1.3 us per call, and ~200x smaller activation rounding error than fbgemm (fbgemm rounds x to 8 bits; see below).
 
 How: the codes are repacked once as (ceil(n/64), ceil(k/4), 64, 4) int8, so four consecutive input positions
 of 64 outputs are 256 contiguous bytes: one stream the prefetcher follows. Per call, x is rounded to two int8
@@ -21,11 +21,30 @@ Non-finite activations: float32's product turns a NaN or an infinity in x into N
 would make them finite garbage, so the kernel checks x first and returns 1 without writing y for such a row;
 gemv() then returns None and the caller multiplies that row by the dequantized weight (float32's own answer).
 
+AVX2 variant (_SOURCE_AVX2, for CPUs without AVX-512 VNNI: AMD Zen 2-3, Intel Haswell to Ice Lake client), same
+pack() and the same two pieces of x. AVX2 has no vpdpbusd, and its byte product vpmaddubsw adds pairs of u8 x s8
+products into a SATURATING int16 (2*255*127 = 64770 > 32767 with 8-bit pieces: why fbgemm rounds x to 127 levels
+on such CPUs, quantized.fbgemm_levels). So the pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <=
+32385), the codes widened to int16 (vpmovsxbw) and multiplied with vpmaddwd, which adds pairs into int32 with no
+saturation (a pair at most 2*127*32385 = 8,225,790); signed codes times signed X need no +128 offset (rowsum is
+not read). The int32 sums are exact over 256 inputs at a time (at most 1,052,948,480 < 2^31 per output), then
+added in float32, so the error is x's rounding plus float32 summation, as for the VNNI variant. Each 256-input
+chunk of a block is read as two halves of 32 outputs (8 accumulators in registers), the second from L1.
+Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~8 from other jobs), one
+thread, process CPU clock, interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py --chunked
+--threads2`): against fbgemm's one-row product (reduce_range, 127 levels, one pass: x without outliers), as
+QuantizedLinear calls them, 0.37-0.88x of fbgemm's time on every SmolLM2 / GPT-2 matrix (576 x 192: 0.051 against
+0.138 ms; 3072 x 768: 0.328 against 0.393; the 576 x 49152 head: 3.00 against 3.41), the bare calls 0.40-0.89x;
+1.8-3.5x faster than float32 F.linear except 576 x 192 (0.95x); 1.8-2.4x a read of the same bytes (torch.sum, ~15
+GB/s), 3.7x on 576 x 192 where a call's fixed costs dominate. So it is shipped (SOURCES, after the VNNI variant)
+and fbgemm runs only where neither variant can. Rows with outlier channels, most of SmolLM2's, cost fbgemm a
+second pass (its residual); the kernel never needs one.
+
 Built once per machine by layers/kernel_build.py (plain C++, compiled into attnlab's private cache folder and
 imported from there: nothing is read from a shared temporary folder; ~1 s the first time, later processes load
-the file). Where the CPU lacks AVX512-VNNI, no compiler works, or ATTNLAB_INT8_KERNEL=fbgemm is set,
+the file). Where the CPU lacks AVX2 (and AVX512-VNNI), no compiler works, or ATTNLAB_INT8_KERNEL=fbgemm is set,
 `available()` is False with the reason in `unavailable_reason()` (said once per process in a warning), and
-layers/quantized.py uses fbgemm instead.
+layers/quantized.py uses fbgemm instead. ATTNLAB_INT8_KERNEL=avx2 takes the AVX2 variant even on a VNNI CPU.
 """
 
 from __future__ import annotations
