@@ -216,26 +216,27 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
             for (int half = 0; half < 2; ++half) {  // outputs 32 half .. 32 half + 31: 8 accumulators
                 // t[j]: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad), each
                 // lane at most 2*255*32385*8 = 132,130,800; an output's block sum 264,261,600 < 2^31
-                __m256i t[8];
-                for (int j = 0; j < 8; ++j) t[j] = _mm256_setzero_si256();
-                #pragma GCC unroll 8
+                // (named registers, not an array: GCC spilled an array's products to the stack)
+                __m256i t0 = _mm256_setzero_si256(), t1 = t0, t2 = t0, t3 = t0, t4 = t0, t5 = t0, t6 = t0, t7 = t0;
+                #pragma GCC unroll 2
                 for (int e = 0; e < 8; ++e) {
                     const uint8_t* q = p + e * 256 + 128 * half;  // 32 outputs x inputs 4e .. 4e + 3
                     const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xb + 4 * e));  // X of the 4 inputs, x4
-                    #pragma GCC unroll 8
-                    for (int j = 0; j < 8; ++j)
-                        t[j] = _mm256_add_epi32(t[j], _mm256_madd_epi16(_mm256_cvtepu8_epi16(
-                            _mm_loadu_si128((const __m128i*)(q + 16 * j))), xv));
+#define ATTNLAB_STEP(t, j) t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_cvtepu8_epi16( \
+                        _mm_loadu_si128((const __m128i*)(q + 16 * j))), xv));
+                    ATTNLAB_STEP(t0, 0) ATTNLAB_STEP(t1, 1) ATTNLAB_STEP(t2, 2) ATTNLAB_STEP(t3, 3)
+                    ATTNLAB_STEP(t4, 4) ATTNLAB_STEP(t5, 5) ATTNLAB_STEP(t6, 6) ATTNLAB_STEP(t7, 7)
+#undef ATTNLAB_STEP
                 }
-                #pragma GCC unroll 4
-                for (int j = 0; j < 4; ++j) {
-                    // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of these 8; their d, 4 dwords (0 1)(2 3)(4 5)(6 7), to
-                    // that order, (0 1)(4 5)(2 3)(6 7)
-                    const __m256i s = _mm256_sub_epi32(_mm256_hadd_epi32(t[2 * j], t[2 * j + 1]), xsb);
-                    const __m128i dh = _mm_shuffle_epi32(
-                        _mm_loadu_si128((const __m128i*)(dm + 64 * half + 16 * j)), _MM_SHUFFLE(3, 1, 2, 0));
-                    a[4 * half + j] = _mm256_fmadd_ps(_mm256_cvtph_ps(dh), _mm256_cvtepi32_ps(s), a[4 * half + j]);
-                }
+                // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of each 8; their d, 4 dwords (0 1)(2 3)(4 5)(6 7), to that
+                // order, (0 1)(4 5)(2 3)(6 7)
+                const uint8_t* dh = dm + 64 * half;
+                __m256* ah = a + 4 * half;
+#define ATTNLAB_BLOCK(i, ta, tb) ah[i] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_shuffle_epi32( \
+                    _mm_loadu_si128((const __m128i*)(dh + 16 * i)), _MM_SHUFFLE(3, 1, 2, 0))), \
+                    _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_hadd_epi32(ta, tb), xsb)), ah[i]);
+                ATTNLAB_BLOCK(0, t0, t1) ATTNLAB_BLOCK(1, t2, t3) ATTNLAB_BLOCK(2, t4, t5) ATTNLAB_BLOCK(3, t6, t7)
+#undef ATTNLAB_BLOCK
             }
         }
         const __m256 vs2 = _mm256_set1_ps(s2);
