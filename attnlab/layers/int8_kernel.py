@@ -30,15 +30,16 @@ saturation (a pair at most 2*127*32385 = 8,225,790); signed codes times signed X
 not read). The int32 sums are exact over 256 inputs at a time (at most 1,052,948,480 < 2^31 per output), then
 added in float32, so the error is x's rounding plus float32 summation, as for the VNNI variant. Each 256-input
 chunk of a block is read as two halves of 32 outputs (8 accumulators in registers), the second from L1.
-Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~8 from other jobs), one
+Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~7 from other jobs), one
 thread, process CPU clock, interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py --chunked
---threads2`): against fbgemm's one-row product (reduce_range, 127 levels, one pass: x without outliers), as
-QuantizedLinear calls them, 0.37-0.88x of fbgemm's time on every SmolLM2 / GPT-2 matrix (576 x 192: 0.051 against
-0.138 ms; 3072 x 768: 0.328 against 0.393; the 576 x 49152 head: 3.00 against 3.41), the bare calls 0.40-0.89x;
-1.8-3.5x faster than float32 F.linear except 576 x 192 (0.95x); 1.8-2.4x a read of the same bytes (torch.sum, ~15
-GB/s), 3.7x on 576 x 192 where a call's fixed costs dominate. So it is shipped (SOURCES, after the VNNI variant)
-and fbgemm runs only where neither variant can. Rows with outlier channels, most of SmolLM2's, cost fbgemm a
-second pass (its residual); the kernel never needs one.
+--threads2`), against fbgemm's one-row product (reduce_range, 127 levels, one pass: x without outliers), as
+QuantizedLinear calls them: 0.37-0.86x of fbgemm's time on every SmolLM2 / GPT-2 matrix (576 x 192: 0.062 against
+0.168 ms; 3072 x 768: 0.272 against 0.333; the 576 x 49152 head: 3.08 against 3.59), the bare calls 0.30-0.89x;
+1.75-3.5x faster than float32 F.linear except 576 x 192 (0.95x); 1.5-2.8x a read of the same bytes (torch.sum,
+11-15 GB/s), 4.0x on 576 x 192, where a call's fixed costs dominate. So it is shipped (SOURCES, after the VNNI
+variant) and fbgemm runs only where neither variant can. Rows with outlier channels, most of SmolLM2's, cost
+fbgemm a second pass (its residual); the kernel never needs one. Two threads against one (wall clock) gave
+1.3-1.9x on the larger matrices, on 2 cores shared with other jobs: not a clean measurement.
 
 Built once per machine by layers/kernel_build.py (plain C++, compiled into attnlab's private cache folder and
 imported from there: nothing is read from a shared temporary folder; ~1 s the first time, later processes load

@@ -33,14 +33,15 @@ by one vphaddd per 8 outputs and block. Same pack(), same rounding of x, and per
 (sum (q + 128) X_j - 128 X_b) times d in the same float order as the VNNI variant: the same numbers, 1 and 2
 threads giving the same bits (tests/test_q8_int8_avx2.py checks it against float64 at the codes' extremes).
 
-Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~8 from other jobs), one
+Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~7 from other jobs), one
 thread, process CPU clock, contestants interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py
---chunked --threads2`): SmolLM2's head, 576 x 49152, 4.0 ms against float32
-F.linear's 10.5 ms (2.6x faster) and the chunked path's 23.4 ms (5.8x); 2.3x a read of the same bytes (1.77 ms,
-torch.sum at 17 GB/s). Smaller matrices (576 x 576 .. 3072 x 768): 1.9-2.4x faster than float32, 2.1-2.7x the
-read; 576 x 192 (K, V) is no faster than float32 (fixed costs of the call). Two threads against one: 0.9-1.9x on
-this loaded 2-core machine (the helper thread is often not scheduled; kernel_build.POOL then lets the caller do
-the blocks).
+--chunked --threads2`): SmolLM2's head, 576 x 49152, 3.1 ms against float32 F.linear's 10.7 ms (3.4x faster) and
+the chunked path's 22.5 ms (7.2x); 1.5x a read of the same bytes (2.1 ms, torch.sum at 14 GB/s). Smaller matrices
+(576 x 576 .. 3072 x 768): 2.0-2.3x faster than float32, 1.5-2.5x the read; 576 x 192 (K, V) no faster than
+float32 (0.9x: a call's fixed costs, ~20 us in QuantizedLinear's Python on this loaded machine). Two threads
+against one (wall clock, interleaved): 0.6-2.7x, which on 2 cores shared with ~7 busy processes measures the
+neighbours more than the kernel (the helper thread is often not scheduled; kernel_build.POOL then lets the caller
+do the blocks, so it does not wait for it).
 
 Non-finite activations: the kernel returns 1 without writing y (rounding would make them finite garbage); gemv()
 then returns None and the caller multiplies that row by the dequantized weight (float32's own NaN / inf).
