@@ -38,10 +38,10 @@ thread, process CPU clock, contestants interleaved, matrices cycled from memory 
 --chunked --threads2`): SmolLM2's head, 576 x 49152, 3.1 ms against float32 F.linear's 10.7 ms (3.4x faster) and
 the chunked path's 22.5 ms (7.2x); 1.5x a read of the same bytes (2.1 ms, torch.sum at 14 GB/s). Smaller matrices
 (576 x 576 .. 3072 x 768): 2.0-2.3x faster than float32, 1.5-2.5x the read; 576 x 192 (K, V) no faster than
-float32 (0.9x: a call's fixed costs, ~20 us in QuantizedLinear's Python on this loaded machine). Two threads
-against one (wall clock, interleaved): 0.6-2.7x, which on 2 cores shared with ~7 busy processes measures the
-neighbours more than the kernel (the helper thread is often not scheduled; kernel_build.POOL then lets the caller
-do the blocks, so it does not wait for it).
+float32 (0.9x: a call's fixed costs; QuantizedLinear's Python added ~40 us to the int8 kernel's bare call there).
+Two threads against one (wall clock, interleaved): 0.6-2.7x, which on 2 cores shared with ~7 busy processes
+measures the neighbours more than the kernel (the helper thread is often not scheduled; kernel_build.POOL then
+lets the caller do the blocks, so it does not wait for it).
 
 Non-finite activations: the kernel returns 1 without writing y (rounding would make them finite garbage); gemv()
 then returns None and the caller multiplies that row by the dequantized weight (float32's own NaN / inf).
