@@ -22,7 +22,7 @@ import torch
 import attnlab
 from attnlab.cache import KVCache
 from attnlab.layers import int8_kernel
-from attnlab.layers.quantized import QuantizedLinear
+from attnlab.layers.quantized import KERNELS, QuantizedLinear
 from attnlab.quantization import float_state_dict
 from attnlab.storage import materialize
 
@@ -63,12 +63,12 @@ def _decode_steps(model, reference) -> int:
 
 
 def _kernels_ran(model) -> None:
-    """Every quantized layer went through a VNNI kernel at least once (its packed layout is cached on first use),
-    so the comparison above was the fast path's."""
-    if int8_kernel.available():
-        layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
-        assert all(m._packed is not None and "kernel" in m._packed[1][0] for m in layers), \
-            [(m.format, m._packed and m._packed[1][0]) for m in layers]
+    """Every quantized layer whose format has a kernel on this CPU went through it at least once (its packed layout
+    is cached on first use), so the comparison above was the fast path's. (On an AVX2 CPU the int8 and Q8_0 kernels
+    can run while a 4-bit one has no AVX2 variant.)"""
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear) and KERNELS[m.format].available()]
+    assert all(m._packed is not None and "kernel" in m._packed[1][0] for m in layers), \
+        [(m.format, m._packed and m._packed[1][0]) for m in layers]
 
 
 def _quantized(name: str, scheme: str):

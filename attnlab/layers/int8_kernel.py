@@ -1,4 +1,4 @@
-"""One-row int8 weight-only product on x86 CPUs with AVX512-VNNI: y = x (scale * q)^T + bias at memory speed.
+"""One-row int8 weight-only product on x86 CPUs with AVX512-VNNI or AVX2: y = x (scale * q)^T + bias at memory speed.
 
 Why a hand-written kernel: a decoding step of one sequence multiplies one row by every weight matrix, so its
 time is the bytes of the weights over the memory bandwidth. Storing int8 codes cuts the bytes 4x, but only if
@@ -6,8 +6,8 @@ the product reads them at that speed. Measured on this project's Xeon (Sapphire 
 cycled from memory (bench/RESULTS.md, `python -m attnlab.benchmarks.quantized`): fbgemm's dynamically
 quantized linear 1.14-1.36x of the weight-reading floor plus ~15 us of fixed cost per call; torch's
 `_weight_int8pack_mm` 0.3x the speed of float32; torch.compile'd dequantise-and-multiply 1.7-2.5x of the
-floor (inductor keeps one accumulator per output strip). This kernel: 0.94-1.13x of the floor, 1.3 us per
-call, and ~200x smaller activation rounding error than fbgemm (fbgemm rounds x to 8 bits; see below).
+floor (inductor keeps one accumulator per output strip). This kernel (its VNNI variant): 0.94-1.13x of the floor,
+1.3 us per call, and ~200x smaller activation rounding error than fbgemm (fbgemm rounds x to 8 bits; see below).
 
 How: the codes are repacked once as (ceil(n/64), ceil(k/4), 64, 4) int8, so four consecutive input positions
 of 64 outputs are 256 contiguous bytes: one stream the prefetcher follows. Per call, x is rounded to two int8
@@ -21,11 +21,31 @@ Non-finite activations: float32's product turns a NaN or an infinity in x into N
 would make them finite garbage, so the kernel checks x first and returns 1 without writing y for such a row;
 gemv() then returns None and the caller multiplies that row by the dequantized weight (float32's own answer).
 
+AVX2 variant (_SOURCE_AVX2, for CPUs without AVX-512 VNNI: AMD Zen 2-3, Intel Haswell to Ice Lake client), same
+pack() and the same two pieces of x. AVX2 has no vpdpbusd, and its byte product vpmaddubsw adds pairs of u8 x s8
+products into a SATURATING int16 (2*255*127 = 64770 > 32767 with 8-bit pieces: why fbgemm rounds x to 127 levels
+on such CPUs, quantized.fbgemm_levels). So the pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <=
+32385), the codes widened to int16 (vpmovsxbw) and multiplied with vpmaddwd, which adds pairs into int32 with no
+saturation (a pair at most 2*127*32385 = 8,225,790); signed codes times signed X need no +128 offset (rowsum is
+not read). The int32 sums are exact over 256 inputs at a time (at most 1,052,948,480 < 2^31 per output), then
+added in float32, so the error is x's rounding plus float32 summation, as for the VNNI variant. Each 256-input
+chunk of a block is read as two halves of 32 outputs (8 accumulators in registers), the second from L1.
+Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~7 from other jobs), one
+thread, process CPU clock, interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py --chunked
+--threads2`), against fbgemm's one-row product (reduce_range, 127 levels, one pass: x without outliers), as
+QuantizedLinear calls them: 0.37-0.86x of fbgemm's time on every SmolLM2 / GPT-2 matrix (576 x 192: 0.062 against
+0.168 ms; 3072 x 768: 0.272 against 0.333; the 576 x 49152 head: 3.08 against 3.59), the bare calls 0.30-0.89x;
+1.75-3.5x faster than float32 F.linear except 576 x 192 (0.95x); 1.5-2.8x a read of the same bytes (torch.sum,
+11-15 GB/s), 4.0x on 576 x 192, where a call's fixed costs dominate. So it is shipped (SOURCES, after the VNNI
+variant) and fbgemm runs only where neither variant can. Rows with outlier channels, most of SmolLM2's, cost
+fbgemm a second pass (its residual); the kernel never needs one. Two threads against one (wall clock) gave
+1.3-1.9x on the larger matrices, on 2 cores shared with other jobs: not a clean measurement.
+
 Built once per machine by layers/kernel_build.py (plain C++, compiled into attnlab's private cache folder and
 imported from there: nothing is read from a shared temporary folder; ~1 s the first time, later processes load
-the file). Where the CPU lacks AVX512-VNNI, no compiler works, or ATTNLAB_INT8_KERNEL=fbgemm is set,
+the file). Where the CPU lacks AVX2 (and AVX512-VNNI), no compiler works, or ATTNLAB_INT8_KERNEL=fbgemm is set,
 `available()` is False with the reason in `unavailable_reason()` (said once per process in a warning), and
-layers/quantized.py uses fbgemm instead.
+layers/quantized.py uses fbgemm instead. ATTNLAB_INT8_KERNEL=avx2 takes the AVX2 variant even on a VNNI CPU.
 """
 
 from __future__ import annotations
@@ -123,11 +143,111 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
 }
 """
 
+_SOURCE_AVX2 = kernel_build.POOL + r"""
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <cstdint>
+// AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
+// 32385 < 32767), and each code widened to int16 (vpmovsxbw) meets it in vpmaddwd, which adds products in pairs
+// into int32 without saturation: |pair| <= 2*127*32385 = 8,225,790. (vpmaddubsw, u8 x s8 in pairs into a
+// SATURATING int16, would overflow with 8-bit pieces: 2*255*127 = 64770 > 32767; fbgemm's reason for 127 levels.)
+// The codes stay signed and X is signed: no +128 offset, so rowsum is not read.
+extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __restrict__ w,
+                       const float* __restrict__ scale, const float* __restrict__ bias,
+                       const int32_t* __restrict__ rowsum, float* __restrict__ y,
+                       int64_t nb, int64_t k4, int64_t k, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int16_t xq[8192];  // X_j; positions k .. 4 k4 - 1 are 0 (their codes are 0 too)
+    alignas(32) static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    const int64_t kp = k4 * 4;
+    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that met NaN or +-inf
+    for (int64_t i = 0; i < k; i += 8) {
+        const int64_t r = k - i;
+        const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : r)));  // first r lanes
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_maskload_ps(x + i, mk));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
+    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    for (int64_t i = 0; i < kp; i += 8) {  // writes up to 8 * ceil(kp / 8) <= 8192 entries
+        const int64_t r = k - i;
+        const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : (r <= 0 ? 0 : r))));
+        const __m256 v = _mm256_maskload_ps(x + i, mk);
+        const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+        const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+        const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
+        _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
+                                                            _mm256_extracti128_si256(X, 1)));
+    }
+    const int64_t most = (nb * k4 * 256) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t b) {  // block b: 64 outputs
+        // f[j]: outputs 8j .. 8j + 7 of the block in the order vphaddd leaves them, 0 1 4 5 2 3 6 7
+        __m256 f[8];
+        for (int j = 0; j < 8; ++j) f[j] = _mm256_setzero_ps();
+        const int8_t* wb = w + b * k4 * 256;
+        for (int64_t c = 0; c < k4; c += 64) {  // 256 inputs (16 KB of codes, in L1 for the second half)
+            const int64_t ce = c + 64 < k4 ? c + 64 : k4;
+            for (int half = 0; half < 2; ++half) {  // outputs 32 half .. 32 half + 31: 8 accumulators
+                // t<j>: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad): a lane
+                // at most 2*127*32385*64 = 526,474,240 over the chunk, an output's two 1,052,948,480 < 2^31
+                // (named registers, not an array: GCC kept one of an array's on the stack)
+                __m256i t0 = _mm256_setzero_si256(), t1 = t0, t2 = t0, t3 = t0, t4 = t0, t5 = t0, t6 = t0, t7 = t0;
+                for (int64_t g = c; g < ce; ++g) {
+                    const int8_t* p = wb + g * 256;  // 64 outputs x inputs 4g .. 4g + 3, output-major
+                    if (half == 0) {
+                        _mm_prefetch((const char*)(p + 2048), _MM_HINT_T0);
+                        _mm_prefetch((const char*)(p + 2048 + 64), _MM_HINT_T0);
+                        _mm_prefetch((const char*)(p + 2048 + 128), _MM_HINT_T0);
+                        _mm_prefetch((const char*)(p + 2048 + 192), _MM_HINT_T0);
+                    }
+                    const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xq + 4 * g));  // X of the 4 inputs, x4
+                    const int8_t* ph = p + 128 * half;
+#define ATTNLAB_STEP(t, j) t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_cvtepi8_epi16( \
+                        _mm_loadu_si128((const __m128i*)(ph + 16 * j))), xv));
+                    ATTNLAB_STEP(t0, 0) ATTNLAB_STEP(t1, 1) ATTNLAB_STEP(t2, 2) ATTNLAB_STEP(t3, 3)
+                    ATTNLAB_STEP(t4, 4) ATTNLAB_STEP(t5, 5) ATTNLAB_STEP(t6, 6) ATTNLAB_STEP(t7, 7)
+#undef ATTNLAB_STEP
+                }
+                // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of each 8, exact; then into float (relative 2^-24 per chunk)
+                __m256* fh = f + 4 * half;
+                fh[0] = _mm256_add_ps(fh[0], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t0, t1)));
+                fh[1] = _mm256_add_ps(fh[1], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t2, t3)));
+                fh[2] = _mm256_add_ps(fh[2], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t4, t5)));
+                fh[3] = _mm256_add_ps(fh[3], _mm256_cvtepi32_ps(_mm256_hadd_epi32(t6, t7)));
+            }
+        }
+        alignas(32) float out[64];
+        for (int j = 0; j < 8; ++j)  // 64-bit pairs (0 1)(4 5)(2 3)(6 7) back to output order
+            _mm256_store_ps(out + 8 * j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(f[j]),
+                                                                                _MM_SHUFFLE(3, 1, 2, 0))));
+        const int64_t o0 = b * 64;
+        const int64_t m = (n - o0) < 64 ? (n - o0) : 64;
+        for (int64_t j = 0; j < m; ++j)
+            y[o0 + j] = s2 * out[j] * scale[o0 + j] + (has_bias ? bias[o0 + j] : 0.f);
+    });
+    return 0;
+}
+"""
+
 CHOICES = ("auto", "avx2", "fbgemm")  # ATTNLAB_INT8_KERNEL: the fastest kernel the CPU runs (default), the AVX2
 #                                     one even where AVX-512 VNNI is there (to compare, or test both), or never
-FALLBACK = "int8 products use fbgemm, 4-bit ones dequantize in chunks"  # layers/quantized.py, said with the reason
+# what runs instead (layers/quantized.py), said with a reason that stops kernels: all of them (no AVX2, no compiler,
+# ATTNLAB_INT8_KERNEL=fbgemm) or only those without an AVX2 variant (no AVX-512 VNNI)
+FALLBACK = "products without their kernel fall back: int8 to fbgemm, 4-bit and Q8_0 to chunked dequantization"
 AVX2 = ("avx2", "fma", "f16c")  # the flags of a kernel's AVX2 variant (AMD Zen 2-3, Intel Haswell to Ice Lake)
 CHOSEN: dict[str, str] = {}  # kernel name -> the variant loaded ("avx512_vnni" or "avx2"), for benchmarks and docs
+SOURCES = ((FLAGS, _SOURCE), (AVX2, _SOURCE_AVX2))  # build()'s variants of this kernel, fastest first
 
 
 def _choice() -> str:
@@ -206,7 +326,7 @@ def build(name: str, sources, function: str, fallback: str):
 @functools.cache
 def _compiled():
     """Built (or loaded) on first use, once per process."""
-    return build("int8", _SOURCE, "attnlab_int8_gemv", "int8 products use fbgemm")
+    return build("int8", SOURCES, "attnlab_int8_gemv", "int8 products use fbgemm")
 
 
 def available() -> bool:

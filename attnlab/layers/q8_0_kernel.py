@@ -1,11 +1,12 @@
 """One-row Q8_0 product (GGUF's 8-bit blocks: w = d[o, b] * q[o, j], q int8, one float16 d per 32 inputs) on x86
-CPUs with AVX512-VNNI.
+CPUs with AVX512-VNNI, or with AVX2 (+ FMA, F16C): two variants of one kernel over one packed layout.
 
 Why: SmolLM2's GGUF keeps its tied token embedding / LM head in Q8_0 (30 MB of its ~96 MB read per token, 31%),
 and without a kernel that product went through layers/quantized.py's chunked dequantize-then-multiply path, which
 is slower than float32 (the unpacking passes cost more than the bytes they save). This kernel reads the format's
-bytes once, in one sequential stream, like layers/int4_kernel.py. Where int8_kernel cannot run (no VNNI, no
-compiler, ATTNLAB_INT8_KERNEL=fbgemm), neither does this one and the chunked path stays.
+bytes once, in one sequential stream, like layers/int4_kernel.py. int8_kernel.build() compiles the first variant
+the CPU runs (SOURCES, AVX-512 VNNI first); where neither runs (no AVX2, no compiler, ATTNLAB_INT8_KERNEL=fbgemm)
+the chunked path stays.
 
 y[o] = s2 * sum_b d[o, b] * ( sum_{j in b} (q[o, j] + 128) X_j  -  128 X_b ) + bias[o],  X_j = 254 hi_j + lo_j
 
@@ -20,6 +21,30 @@ Per tile: 8 int32 accumulators (4 output groups x hi/lo; at most 32*255*127 = 1,
 exact integer 254 h + l - 128 X_b (|.| < 4e8 < 2^31) times d, accumulated in float. So the result is exactly
 x_rounded . w up to float32 summation: the error is x's rounding (relative ~2^-15 of max|x| per input), the same
 as the other kernels'. Output blocks of 64 go to kernel_build.POOL's threads like theirs.
+
+The AVX2 variant (_SOURCE_AVX2; AMD Zen 2-3, Intel Haswell to Ice Lake client) has no vpdpbusd, and AVX2's
+byte product vpmaddubsw adds pairs of u8 x s8 products into a SATURATING int16: with codes q + 128 (up to 255) and
+a piece of x (up to 127) a pair reaches 2*255*127 = 64770 > 32767 (what made fbgemm's AVX2 product wrong before
+it took 127 levels, quantized.fbgemm_levels). So it joins x's pieces into one int16, X_j = 254 hi_j + lo_j (|X_j|
+<= 32385), widens each code byte to int16 (vpmovzxbw) and multiplies with vpmaddwd, which adds pairs into int32
+with no saturation: a pair at most 2*255*32385 = 16,516,350, a block's 32 products 264,261,600 < 2^31. Each tile
+is read as two halves of 32 outputs (8 accumulators of two int32 lanes per output, in registers), the lanes joined
+by one vphaddd per 8 outputs and block. Same pack(), same rounding of x, and per block the same exact integer
+(sum (q + 128) X_j - 128 X_b) times d in the same float order as the VNNI variant: the same numbers, 1 and 2
+threads giving the same bits (tests/test_q8_int8_avx2.py checks it against float64 at the codes' extremes).
+
+Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~7 from other jobs), one
+thread, process CPU clock, contestants interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py
+--chunked --threads2`): SmolLM2's head, 576 x 49152, 3.1 ms against float32 F.linear's 10.7 ms (3.4x faster) and
+the chunked path's 22.5 ms (7.2x); 1.5x a read of the same bytes (2.1 ms, torch.sum at 14 GB/s). Smaller matrices
+(576 x 576 .. 3072 x 768): 2.0-2.3x faster than float32, 1.5-2.5x the read; 576 x 192 (K, V) no faster than
+float32 (0.9x: a call's fixed costs; QuantizedLinear's Python added ~40 us to the int8 kernel's bare call there).
+Two threads against one (wall clock, interleaved): 0.6-2.7x, which on 2 cores shared with ~7 busy processes
+measures the neighbours more than the kernel (the helper thread is often not scheduled; kernel_build.POOL then
+lets the caller do the blocks, so it does not wait for it). Whole model, SmolLM2-135M's Q4_1 GGUF (its head and
+attention outputs Q8_0), one decoding step on the CPU clock, 1 thread, 24 steps x 5 interleaved rounds
+(benchmarks.quantized.step_costs; load ~6): 182.7 ms with attnlab's kernels against 193.6 ms with use_kernel=False
+(1.06x; the 4-bit layers, ~170 ms of the step, had no AVX2 kernel on this branch and stayed chunked in both).
 
 Non-finite activations: the kernel returns 1 without writing y (rounding would make them finite garbage); gemv()
 then returns None and the caller multiplies that row by the dequantized weight (float32's own NaN / inf).
@@ -37,6 +62,7 @@ BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q8_0 block)
 TILE_BYTES = 2176  # 2048 code bytes + 64 fp16 d
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
+FLAGS_512 = (*int8_kernel.FLAGS, "f16c")  # the AVX-512 VNNI variant also converts d with vcvtph2ps
 
 _SOURCE = kernel_build.POOL + r"""
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
@@ -129,10 +155,113 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
 """
 
 
+_SOURCE_AVX2 = kernel_build.POOL + r"""
+#pragma GCC target("avx2,fma,f16c")
+#include <immintrin.h>
+#include <cstdint>
+// AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
+// 32385 < 32767), and each code widened to int16 (vpmovzxbw, q + 128 in 0..255) meets it in vpmaddwd, which adds
+// products in pairs into int32 without saturation: |pair| <= 2*255*32385 = 16,516,350. vpmaddubsw (u8 x s8, pairs
+// into a SATURATING int16) would overflow here: 2*255*127 = 64770 > 32767.
+extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    alignas(64) int16_t xq[16384];  // X_j
+    alignas(64) int32_t xs[512];    // 128 X_b per block
+    const int64_t k = kb * 32;
+    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
+    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that met NaN or +-inf
+    for (int64_t i = 0; i < k; i += 8) {
+        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
+        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
+        vmax = _mm256_max_ps(vmax, a);
+    }
+    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    const float amax = _mm_cvtss_f32(m4);
+    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
+    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    for (int64_t b = 0; b < kb; ++b) {
+        __m256i sum = _mm256_setzero_si256();
+        for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
+            const __m256 v = _mm256_loadu_ps(x + i);
+            const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+            const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+            const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
+            sum = _mm256_add_epi32(sum, X);
+            _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
+                                                                _mm256_extracti128_si256(X, 1)));
+        }
+        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
+        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
+        xs[b] = 128 * _mm_cvtsi128_si32(s4);  // 128 X_b: the +128 of the codes, taken back out exactly
+    }
+    const int64_t most = (nb * kb * 2176) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
+        // a[j]: outputs 8j .. 8j + 7 of the block in the order vphaddd leaves them, 0 1 4 5 2 3 6 7
+        __m256 a[8];
+        for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
+        const uint8_t* wt = w + ob * kb * 2176;
+        for (int64_t b = 0; b < kb; ++b) {
+            const uint8_t* p = wt + b * 2176;
+            #pragma GCC unroll 34
+            for (int t = 0; t < 34; ++t) _mm_prefetch((const char*)(p + 4352 + 64 * t), _MM_HINT_T0);
+            const int16_t* xb = xq + 32 * b;
+            const __m256i xsb = _mm256_set1_epi32(xs[b]);
+            const uint8_t* dm = p + 2048;  // 64 float16 d, in output order
+            for (int half = 0; half < 2; ++half) {  // outputs 32 half .. 32 half + 31: 8 accumulators
+                // t[j]: outputs 32 half + 4j .. + 3, two int32 lanes each (inputs 0+1, 2+3 of every quad), each
+                // lane at most 2*255*32385*8 = 132,130,800; an output's block sum 264,261,600 < 2^31
+                // (named registers, not an array: GCC spilled an array's products to the stack)
+                __m256i t0 = _mm256_setzero_si256(), t1 = t0, t2 = t0, t3 = t0, t4 = t0, t5 = t0, t6 = t0, t7 = t0;
+                #pragma GCC unroll 2
+                for (int e = 0; e < 8; ++e) {
+                    const uint8_t* q = p + e * 256 + 128 * half;  // 32 outputs x inputs 4e .. 4e + 3
+                    const __m256i xv = _mm256_set1_epi64x(*(const int64_t*)(xb + 4 * e));  // X of the 4 inputs, x4
+#define ATTNLAB_STEP(t, j) t = _mm256_add_epi32(t, _mm256_madd_epi16(_mm256_cvtepu8_epi16( \
+                        _mm_loadu_si128((const __m128i*)(q + 16 * j))), xv));
+                    ATTNLAB_STEP(t0, 0) ATTNLAB_STEP(t1, 1) ATTNLAB_STEP(t2, 2) ATTNLAB_STEP(t3, 3)
+                    ATTNLAB_STEP(t4, 4) ATTNLAB_STEP(t5, 5) ATTNLAB_STEP(t6, 6) ATTNLAB_STEP(t7, 7)
+#undef ATTNLAB_STEP
+                }
+                // vphaddd: outputs 0 1 4 5 | 2 3 6 7 of each 8; their d, 4 dwords (0 1)(2 3)(4 5)(6 7), to that
+                // order, (0 1)(4 5)(2 3)(6 7)
+                const uint8_t* dh = dm + 64 * half;
+                __m256* ah = a + 4 * half;
+#define ATTNLAB_BLOCK(i, ta, tb) ah[i] = _mm256_fmadd_ps(_mm256_cvtph_ps(_mm_shuffle_epi32( \
+                    _mm_loadu_si128((const __m128i*)(dh + 16 * i)), _MM_SHUFFLE(3, 1, 2, 0))), \
+                    _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_hadd_epi32(ta, tb), xsb)), ah[i]);
+                ATTNLAB_BLOCK(0, t0, t1) ATTNLAB_BLOCK(1, t2, t3) ATTNLAB_BLOCK(2, t4, t5) ATTNLAB_BLOCK(3, t6, t7)
+#undef ATTNLAB_BLOCK
+            }
+        }
+        const __m256 vs2 = _mm256_set1_ps(s2);
+        const int64_t o0 = ob * 64, m = (n - o0) < 64 ? (n - o0) : 64;
+        alignas(32) float out[64];
+        for (int j = 0; j < 8; ++j)  // 64-bit pairs (0 1)(4 5)(2 3)(6 7) back to output order
+            _mm256_store_ps(out + 8 * j, _mm256_mul_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(
+                _mm256_castps_pd(a[j]), _MM_SHUFFLE(3, 1, 2, 0))), vs2));
+        for (int64_t i = 0; i < m; ++i) y[o0 + i] = has_bias ? out[i] + bias[o0 + i] : out[i];
+    });
+    return 0;
+}
+"""
+
+SOURCES = ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2))  # int8_kernel.build()'s variants, fastest first
+
+
 @functools.cache
 def _compiled():
     """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("q8_0", _SOURCE, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
+    return int8_kernel.build("q8_0", SOURCES, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
 
 
 def available() -> bool:

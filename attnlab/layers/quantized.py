@@ -29,7 +29,8 @@ The int8 product: which kernel, and why (measured on the project's Intel Xeon Sa
 - attnlab's own kernel (layers/int8_kernel.py: AVX512-VNNI, ~60 lines of C++ built once into attnlab's private
   cache folder by layers/kernel_build.py) 0.94-1.13x of the floor, 1.3 us fixed cost per call, and it rounds x
   to two 8-bit pieces (~15 bits) in every call, so outlier rows need no second pass. Shipped where the CPU has
-  VNNI; fbgemm elsewhere.
+  VNNI, and its AVX2 variant where it has AVX2 (faster than fbgemm there too: int8_kernel's docstring); fbgemm
+  elsewhere.
 So few-row products (<= FAST_ROWS rows, no autograd, CPU, float32) use that kernel (or fbgemm) with a packed
 weight made on first use and cached like Linear's decode copy (not a buffer; +1 byte per weight while kept);
 more rows (prefill) and other devices multiply by the dequantized float weight (weight-only, exact to float32
