@@ -14,11 +14,12 @@ is one JSON line: phase "tune" or "report".
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
 from common import evals, keep, train
+
+from attnlab.training import NonFiniteLoss
 
 LRS = (1e-3, 3e-3, 1e-2)
 TUNE_SEED = 10
@@ -56,15 +57,17 @@ def run(build: Callable, arm: dict, lr: float, seed: int, steps: int, phase: str
     """One training run of an arm: build(lr, seed, steps) -> (task, settings) with task.model ready."""
     task, s = build(lr, seed, steps)
     test = split_heldout(task)
-    history = train(task, s)
+    row = {**arm, **getattr(task.model, "describe", {}), "phase": phase, "lr": lr, "seed": seed, "steps": steps,
+           "params": sum(p.numel() for p in task.model.parameters())}
+    try:
+        history = train(task, s)
+    except NonFiniteLoss as e:  # the Trainer stops a run whose loss is no longer finite: that is a result here
+        return {**row, "val_loss": None, "test_loss": None, "finite": False, "error": str(e).split(";")[0]}
     grad = [r["grad_norm"] for r in history if "grad_norm" in r]
-    val = evals(history)
-    return {**arm, **getattr(task.model, "describe", {}), "phase": phase, "lr": lr, "seed": seed, "steps": steps,
-            "params": sum(p.numel() for p in task.model.parameters()),
-            "val_loss": round(val[-1][1], 4), "test_loss": round(heldout_loss(task, task.model, test), 4),
-            "train_loss_last": round(history[-1]["loss"], 4),
-            "grad_norm_max": round(max(grad), 3) if grad else None,
-            "finite": all(math.isfinite(r["loss"]) for r in history)}
+    return {**row, "val_loss": round(evals(history)[-1][1], 4),
+            "test_loss": round(heldout_loss(task, task.model, test), 4),
+            "train_loss_last": round(history[-1]["loss"], 4), "grad_norm_max": round(max(grad), 3) if grad else None,
+            "finite": True}
 
 
 def sweep(arms: list[tuple[dict, Callable]], steps: int, jsonl: str, lrs=LRS, seeds=SEEDS) -> list[dict]:
