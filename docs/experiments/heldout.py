@@ -70,10 +70,18 @@ def run(build: Callable, arm: dict, lr: float, seed: int, steps: int, phase: str
             "finite": True}
 
 
-def sweep(arms: list[tuple[dict, Callable]], steps: int, jsonl: str, lrs=LRS, seeds=SEEDS) -> list[dict]:
-    """Per arm: tune the learning rate on the validation half (seed TUNE_SEED), then report `seeds` at it."""
+def sweep(arms: list[tuple[dict, Callable]], steps: int, jsonl: str, lrs=LRS, seeds=SEEDS,
+          fixed_lr: float | None = None) -> list[dict]:
+    """Per arm: tune the learning rate on the validation half (seed TUNE_SEED), then report `seeds` at it.
+
+    fixed_lr: no tuning; each seed is trained at that rate (phase "probe": a follow-up at a rate an earlier sweep
+    chose, e.g. for longer training)."""
     results: list[dict] = []
     for arm, build in arms:
+        if fixed_lr is not None:
+            for seed in seeds:
+                keep(run(build, arm, fixed_lr, seed, steps, "probe"), results, jsonl)
+            continue
         tuned = [run(build, arm, lr, TUNE_SEED, steps, "tune") for lr in lrs]
         for row in tuned:
             keep(row, results, jsonl)

@@ -13,7 +13,7 @@ recipe at 2 layers, d_model 64, 4 heads, d_ff 256; the blocks are identical in e
 A linear projection of a concatenation is itself a sum, W [a; b] = W_a a + W_b b, so "concat, proj." can express
 exactly what "add" can (W_a E_tok and W_b P are just other embeddings): the comparison is one of parameterisation
 and training, not of what the model can represent. "concat, split" is the sum with the two embeddings confined to
-orthogonal halves. The new embeddings start as attnlab's do (Normal(0, 0.02)); W starts at Normal(0, 1/128) so
+orthogonal halves. The new embeddings start as attnlab's do (Normal(0, 0.02)); W starts at std 1/sqrt(128) so
 that x starts at the same scale as the add arm's. Protocol as in heldout.py: the learning rate of each arm
 chosen on the validation half with one tuning seed, then seeds 0, 1, 2 scored on the test half.
 

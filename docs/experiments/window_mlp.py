@@ -14,6 +14,8 @@ warmup, cosine), the same steps, and the same protocol (heldout.py): learning ra
 half with one tuning seed, then seeds 0, 1, 2 scored on the test half.
 
     python docs/experiments/window_mlp.py --jsonl docs/experiments/results/window_mlp.jsonl
+    python docs/experiments/window_mlp.py --windows 4 --steps 2000 --lr 1e-2 --seeds 0 \
+        --jsonl docs/experiments/results/window_mlp_2000.jsonl   # one longer probe at the tuned rate
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import attnlab
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import recipe_task, seed_all  # noqa: E402
-from heldout import sweep  # noqa: E402
+from heldout import SEEDS, sweep  # noqa: E402
 
 TRANSFORMER = {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_ff": 256}
 D_EMBED = 32
@@ -86,11 +88,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--out", default="/tmp/exp26/window_mlp")
     ap.add_argument("--jsonl", default="")
+    ap.add_argument("--lr", type=float, default=None, help="no tuning: train every arm at this rate (a probe)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     args = ap.parse_args()
     torch.set_num_threads(1)
     arms = [({"model": "transformer", **TRANSFORMER}, builder(None, args.out))]
     arms += [({"model": "window MLP", "window": w, "d_embed": D_EMBED}, builder(w, args.out)) for w in args.windows]
-    sweep(arms, args.steps, args.jsonl)
+    sweep(arms, args.steps, args.jsonl, seeds=args.seeds, fixed_lr=args.lr)
 
 
 if __name__ == "__main__":
