@@ -175,7 +175,9 @@ def _lr(lr: float) -> str:
 
 
 def _arms(rows: list[dict], label: Callable[[dict], str]) -> dict[str, tuple[list[dict], list[dict]]]:
-    """Arm label -> (its tuning runs by learning rate, its reported runs by seed), in the file's order."""
+    """Arm label -> (its tuning runs by learning rate, its reported runs by seed), in the file's order; probes
+    (runs at a fixed rate, e.g. longer ones) are left out."""
+    rows = [r for r in rows if r["phase"] != "probe"]
     out: dict[str, tuple[list[dict], list[dict]]] = {}
     for arm in dict.fromkeys(label(r) for r in rows):
         runs = [r for r in rows if label(r) == arm]
@@ -258,8 +260,9 @@ TRACES = [
     Trace("| 15 |", "layernorm_geometry.jsonl"),
     Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label)),
     Trace("| 17 |", "heads_quality.jsonl", extra=_tuned_extra(_heads_label)),
-    Trace("## 18.", "window_mlp.jsonl", _tuned_rows(_window_label), _tuned_extra(_window_label)),
-    Trace("| 18 |", "window_mlp.jsonl", extra=_tuned_extra(_window_label)),
+    Trace("## 18.", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), _tuned_rows(_window_label),
+          _tuned_extra(_window_label)),
+    Trace("| 18 |", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), extra=_tuned_extra(_window_label)),
     Trace("## 19.", "position_concat.jsonl", _tuned_rows(_position_label), _tuned_extra(_position_label)),
     Trace("| 19 |", "position_concat.jsonl", extra=_tuned_extra(_position_label)),
 ]
