@@ -18,6 +18,8 @@ that x starts at the same scale as the add arm's. Protocol as in heldout.py: the
 chosen on the validation half with one tuning seed, then seeds 0, 1, 2 scored on the test half.
 
     python docs/experiments/position_concat.py --jsonl docs/experiments/results/position_concat.jsonl
+    python docs/experiments/position_concat.py --arms "add, own head" --lr 1e-2 \
+        --jsonl docs/experiments/results/position_concat_untied.jsonl   # the untied-head control, at add's rate
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import recipe_task, seed_all  # noqa: E402
-from heldout import sweep  # noqa: E402
+from heldout import SEEDS, sweep  # noqa: E402
 
 MODEL = {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_ff": 256}
 
@@ -60,7 +62,16 @@ class ConcatPositions(nn.Module):
         return self.proj(x) if self.proj is not None else x
 
 
-ARMS = {"add": None, "concat, split": (32, 32, None), "concat, proj.": (64, 64, 64)}
+ARMS = {"add": None, "concat, split": (32, 32, None), "concat, proj.": (64, 64, 64), "add, own head": None}
+DEFAULT_ARMS = ["add", "concat, split", "concat, proj."]
+# "add, own head": the add arm with an LM head of its own (as "concat, split" has), not sharing the token table;
+# the control that separates the split's concatenation from its untied head
+
+
+def untie_head(model) -> None:
+    """Give the LM head its own (vocab, d_model) matrix, drawn as attnlab draws matrices (std 0.02)."""
+    weight = torch.empty_like(model.lm_head.proj.weight)
+    model.lm_head.proj.weight = nn.Parameter(nn.init.normal_(weight, std=0.02))
 
 
 def builder(arm: str, out: str):
@@ -68,6 +79,9 @@ def builder(arm: str, out: str):
         position = "learned" if ARMS[arm] is None else "none"
         task, s = recipe_task("gpt-char", out, **MODEL, position=position, lr=lr, steps=steps, eval_every=steps,
                               seed=seed)
+        if arm == "add, own head":
+            seed_all(seed)
+            untie_head(task.model)
         if ARMS[arm] is not None:
             model = task.model
             d_token, d_position, d_model = ARMS[arm]
@@ -83,13 +97,16 @@ def builder(arm: str, out: str):
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    ap.add_argument("--arms", nargs="+", default=DEFAULT_ARMS, choices=list(ARMS))
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--out", default="/tmp/exp26/position_concat")
     ap.add_argument("--jsonl", default="")
+    ap.add_argument("--lr", type=float, default=None, help="no tuning: train every arm at this rate (a probe)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     args = ap.parse_args()
     torch.set_num_threads(1)
-    sweep([({"arm": a, **MODEL}, builder(a, args.out)) for a in args.arms], args.steps, args.jsonl)
+    sweep([({"arm": a, **MODEL}, builder(a, args.out)) for a in args.arms], args.steps, args.jsonl,
+          seeds=args.seeds, fixed_lr=args.lr)
 
 
 if __name__ == "__main__":
