@@ -223,3 +223,42 @@ def test_layernorm_geometry_reads_the_construction_on_a_fresh_pre_ln_model():
     assert row["key_norm_over_sqrt_d_min"] == pytest.approx(1.0, abs=2e-3)
     assert row["key_norm_over_sqrt_d_max"] == pytest.approx(1.0, abs=2e-3)
     assert row["head_keys"] == 2 * 12 and 0 <= row["unselectable_lp"] <= row["head_keys"]
+
+
+def test_window_mlp_sees_exactly_its_window_and_fits_the_budget():
+    """Issue 26, row 18: position t reads ids t - w + 1 .. t and nothing else (no future: the MLP's lead over the
+    transformer is not a leak), and the hidden width is the largest within the parameter budget."""
+    import window_mlp
+
+    torch.manual_seed(0)
+    w = 4
+    model = window_mlp.WindowMLP(11, w, 8, 16).eval()
+    ids = torch.randint(0, 11, (1, 12))
+    with torch.no_grad():
+        base = model(ids).logits[0]  # (12, 11)
+        for j in range(12):
+            changed = ids.clone()
+            changed[0, j] = (ids[0, j] + 1) % 11
+            moved = (model(changed).logits[0] - base).abs().amax(dim=-1) > 0  # (12,) which positions changed
+            assert moved.nonzero().flatten().tolist() == list(range(j, min(12, j + w)))
+    full = window_mlp.WindowMLP(11, w, window_mlp.D_EMBED, 16)  # mlp_params counts at the scripts' D_EMBED
+    assert sum(p.numel() for p in full.parameters()) == window_mlp.mlp_params(11, w, 16)
+    budget = 110_848
+    hidden = window_mlp.widest_hidden(104, 16, budget)
+    assert window_mlp.mlp_params(104, 16, hidden) <= budget < window_mlp.mlp_params(104, 16, hidden + 1)
+
+
+def test_concatenated_positions_are_token_and_position_side_by_side_and_a_projection_is_a_sum():
+    """Issue 26, row 19: the split arm's input is [E_tok[id]; P[t]]; the projected arm's is W_a E_tok + W_b P."""
+    import position_concat
+
+    torch.manual_seed(0)
+    ids = torch.randint(0, 11, (2, 5))
+    split = position_concat.ConcatPositions(11, 8, 3, 2, None)
+    x = split(ids)  # (2, 5, 5)
+    torch.testing.assert_close(x[..., :3], split.tokens.weight[ids])
+    torch.testing.assert_close(x[..., 3:], split.positions.weight[:5].expand(2, 5, 2))
+    proj = position_concat.ConcatPositions(11, 8, 4, 4, 6)
+    w = proj.proj.weight.double()  # (6, 8)
+    expected = proj.tokens.weight.double()[ids] @ w[:, :4].T + proj.positions.weight.double()[:5] @ w[:, 4:].T
+    torch.testing.assert_close(proj(ids).double(), expected, rtol=1e-5, atol=1e-6)  # float32 products of size 8

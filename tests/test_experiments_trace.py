@@ -170,6 +170,71 @@ def _no_mask_rows(rows: list[dict]) -> list[str]:
             f"| {r['next_key_mass'][0]} / {r['next_key_mass'][1]} |" for r in rows]
 
 
+def _lr(lr: float) -> str:
+    return f"{lr:.0e}".replace("e-0", "e-")  # 0.003 -> "3e-3"
+
+
+def _arms(rows: list[dict], label: Callable[[dict], str]) -> dict[str, tuple[list[dict], list[dict]]]:
+    """Arm label -> (its tuning runs by learning rate, its reported runs by seed), in the file's order; probes
+    (runs at a fixed rate, e.g. longer ones) are left out."""
+    rows = [r for r in rows if r["phase"] != "probe"]
+    out: dict[str, tuple[list[dict], list[dict]]] = {}
+    for arm in dict.fromkeys(label(r) for r in rows):
+        runs = [r for r in rows if label(r) == arm]
+        out[arm] = (sorted((r for r in runs if r["phase"] == "tune"), key=lambda r: r["lr"]),
+                    sorted((r for r in runs if r["phase"] == "report"), key=lambda r: r["seed"]))
+    return out
+
+
+def _tuned_rows(label: Callable[[dict], str]) -> Callable[[list[dict]], list[str]]:
+    """Rows of a heldout.py sweep: arm | parameters | val loss per tuned lr | lr chosen | test loss per seed |
+    mean | largest gradient norm over the reported runs (min-max)."""
+    def rows(results: list[dict]) -> list[str]:
+        out = []
+        for arm, (tune, report) in _arms(results, label).items():
+            test = [r["test_loss"] for r in report]
+            grad = [r["grad_norm_max"] for r in report]
+            out.append(f"| {arm} | {report[0]['params']:,} | " + " / ".join(str(r["val_loss"]) for r in tune)
+                       + f" | {_lr(report[0]['lr'])} | " + " / ".join(str(t) for t in test)
+                       + f" | {sum(test) / len(test):.4f} | {min(grad)}-{max(grad)} |")
+        return out
+    return rows
+
+
+def _tuned_extra(label: Callable[[dict], str]) -> Callable[[list[dict]], list[float]]:
+    """Each arm's mean test loss over its seeds, and the differences between arms' means and between single
+    runs of two arms with the same seed (the gaps the text quotes)."""
+    def extra(results: list[dict]) -> list[float]:
+        arms = _arms(results, label)
+        means = {a: sum(r["test_loss"] for r in rep) / len(rep) for a, (_, rep) in arms.items()}
+        gaps = [abs(means[a] - means[b]) for a in means for b in means if a < b]
+        for _, rep_a in arms.values():
+            for _, rep_b in arms.values():
+                gaps += [abs(x["test_loss"] - y["test_loss"]) for x, y in zip(rep_a, rep_b, strict=True)]
+        probes = [r for r in results if r["phase"] == "probe"]  # a probe against the reported run of its seed
+        gaps += [abs(p["test_loss"] - r["test_loss"]) for p in probes for _, rep in arms.values() for r in rep
+                 if r["seed"] == p["seed"]]
+        gaps += [abs(p["test_loss"] - q["test_loss"]) for p in probes for q in probes if p["seed"] == q["seed"]]
+        if probes:
+            gaps.append(sum(p["test_loss"] for p in probes) / len(probes))
+        return list(means.values()) + gaps
+    return extra
+
+
+def _heads_label(r: dict) -> str:
+    return f"{r['n_heads']} | {r['d_head']}"
+
+
+def _window_label(r: dict) -> str:
+    if r["model"] == "transformer":
+        return "transformer, context 64"
+    return f"window MLP, w {r['window']}, hidden {r['hidden']}"
+
+
+def _position_label(r: dict) -> str:
+    return r["arm"]
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -199,6 +264,15 @@ TRACES = [
     Trace("| 12 |", "meanings.jsonl"),
     Trace("| 13 |", "efficient_attention_cost.jsonl"),
     Trace("| 15 |", "layernorm_geometry.jsonl"),
+    Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label)),
+    Trace("| 17 |", "heads_quality.jsonl", extra=_tuned_extra(_heads_label)),
+    Trace("## 18.", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), _tuned_rows(_window_label),
+          _tuned_extra(_window_label)),
+    Trace("| 18 |", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), extra=_tuned_extra(_window_label)),
+    Trace("## 19.", ("position_concat.jsonl", "position_concat_untied.jsonl"), _tuned_rows(_position_label),
+          _tuned_extra(_position_label), allowed={"0.02": "the std new embedding tables start at (a setting)",
+                                                  "8,192": "64 x 128, the entries of W (arithmetic)"}),
+    Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).

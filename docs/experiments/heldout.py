@@ -1,0 +1,92 @@
+"""What the issue-26 quality experiments share (heads_quality.py, window_mlp.py, position_concat.py).
+
+Issue 26 asks that every setting be chosen on a validation split and the result be reported on held-out data
+the choice never saw, with at least three seeds. The gpt-char recipe has one held-out split (the last 10% of the
+corpus), so it is cut in two here: its first half is the validation split (the Trainer's evaluations, and the
+learning-rate choice), its second half the test split (read once per run, after training). Each half is
+subsampled to WINDOWS evenly spaced 64-character windows to keep the evaluations cheap on one thread.
+
+The protocol of every arm (`sweep`): train once per learning rate in LRS with seed TUNE_SEED (a draw not among
+the reported ones), keep the learning rate with the lowest validation loss, then train seeds 0, 1, 2 at that
+rate (each seed changes the initial weights and the order of the batches) and report their test loss. Every run
+is one JSON line: phase "tune" or "report".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from common import evals, keep, train
+
+from attnlab.training import NonFiniteLoss
+
+LRS = (1e-3, 3e-3, 1e-2)
+TUNE_SEED = 10
+SEEDS = (0, 1, 2)
+WINDOWS = 512
+
+
+def split_heldout(task) -> torch.Tensor:
+    """Cut the recipe's held-out windows in two: task.val_windows becomes the validation half (what the Trainer
+    evaluates); returns the test half. Both (WINDOWS, seq + 1), evenly spaced over their half."""
+    windows = task.val_windows  # (n, seq + 1), consecutive windows of the last 10% of the corpus
+    half = len(windows) // 2
+
+    def spaced(part: torch.Tensor) -> torch.Tensor:
+        step = max(1, len(part) // WINDOWS)
+        return part[::step][:WINDOWS]
+
+    task.val_windows = spaced(windows[:half])
+    return spaced(windows[half:])
+
+
+@torch.no_grad()
+def heldout_loss(task, model, windows: torch.Tensor) -> float:
+    """The task's own evaluation (mean next-token cross-entropy, nats/char) on other windows."""
+    saved, task.val_windows = task.val_windows, windows
+    was_training = model.training
+    try:
+        return task.evaluate(model.eval())["val_loss"]
+    finally:
+        task.val_windows = saved
+        model.train(was_training)
+
+
+def run(build: Callable, arm: dict, lr: float, seed: int, steps: int, phase: str) -> dict:
+    """One training run of an arm: build(lr, seed, steps) -> (task, settings) with task.model ready."""
+    task, s = build(lr, seed, steps)
+    test = split_heldout(task)
+    row = {**arm, **getattr(task.model, "describe", {}), "phase": phase, "lr": lr, "seed": seed, "steps": steps,
+           "params": sum(p.numel() for p in task.model.parameters())}
+    try:
+        history = train(task, s)
+    except NonFiniteLoss as e:  # the Trainer stops a run whose loss is no longer finite: that is a result here
+        return {**row, "val_loss": None, "test_loss": None, "finite": False, "error": str(e).split(";")[0]}
+    grad = [r["grad_norm"] for r in history if "grad_norm" in r]
+    return {**row, "val_loss": round(evals(history)[-1][1], 4),
+            "test_loss": round(heldout_loss(task, task.model, test), 4),
+            "train_loss_last": round(history[-1]["loss"], 4), "grad_norm_max": round(max(grad), 3) if grad else None,
+            "finite": True}
+
+
+def sweep(arms: list[tuple[dict, Callable]], steps: int, jsonl: str, lrs=LRS, seeds=SEEDS,
+          fixed_lr: float | None = None) -> list[dict]:
+    """Per arm: tune the learning rate on the validation half (seed TUNE_SEED), then report `seeds` at it.
+
+    fixed_lr: no tuning; each seed is trained at that rate (phase "probe": a follow-up at a rate an earlier sweep
+    chose, e.g. for longer training)."""
+    results: list[dict] = []
+    for arm, build in arms:
+        if fixed_lr is not None:
+            for seed in seeds:
+                keep(run(build, arm, fixed_lr, seed, steps, "probe"), results, jsonl)
+            continue
+        tuned = [run(build, arm, lr, TUNE_SEED, steps, "tune") for lr in lrs]
+        for row in tuned:
+            keep(row, results, jsonl)
+        finite = [r for r in tuned if r["finite"]]
+        best = min(finite, key=lambda r: r["val_loss"])["lr"]
+        for seed in seeds:
+            keep(run(build, arm, best, seed, steps, "report"), results, jsonl)
+    return results
