@@ -294,7 +294,7 @@ def _pick(sources) -> tuple[str | None, str | None, str | None]:
             continue
         reason = _cpu_reason(flags)
         if reason is None:
-            return ("avx512_vnni" if "avx512f" in flags else "avx2"), source, None
+            return ("avx512_vnni" if "avx512f" in flags else "avx2" if "avx2" in flags else "plain"), source, None
         reasons.append(reason)
     return None, None, (reasons[0] if reasons else "ATTNLAB_INT8_KERNEL=avx2 and this kernel has no AVX2 variant")
 
