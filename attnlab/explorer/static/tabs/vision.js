@@ -61,7 +61,11 @@ function structureText(s) {
         "grid neighbour far more often than chance, but over the whole grid similarity does not fall with " +
         "distance."
       : "So this checkpoint shows no measurable 2-D grid in its position vectors: nearness on the image does " +
-        "not predict their similarity better than a random relabelling of the patches does."));
+        "not predict their similarity better than a random relabelling of the patches does."),
+  // one checkpoint says nothing about how often training gives a grid: what the recipe's defaults gave, measured
+  el("p", { class: "help", id: "pos-recipe" }, "This is one checkpoint. The shipped vit-mnist was trained with " +
+    "patch_size=4 max_shift=3 (shifts of up to 3 pixels); trained with the vit-mnist recipe's defaults (patch 7, " +
+    "shifts of 1 pixel), none of 3 seeds showed a grid (rho below 0 in each; docs/experiments_vit_grid.md)."));
 }
 
 export async function render(root, ctx) {
