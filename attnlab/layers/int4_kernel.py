@@ -163,11 +163,7 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
-_AVX2_PARTS = r"""
-#pragma GCC target("avx2,fma,f16c")
-#include <immintrin.h>
-#include <cstdint>
-#define ATTNLAB_INLINE static inline __attribute__((always_inline))
+_AVX2_PARTS = int8_kernel.AVX2_ROUNDING + r"""
 // 8 int32 lanes (values within +-127) -> 8 int8 bytes at dst: saturating packs are exact here
 ATTNLAB_INLINE void attnlab_store8(int8_t* dst, __m256i a) {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
@@ -186,22 +182,16 @@ ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t
         vmax = _mm256_max_ps(vmax, a);
     }
     if (_mm256_movemask_ps(bad)) return 1;
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    const float amax = _mm_cvtss_f32(m4);
+    const float amax = attnlab_hmax(vmax);
     const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f, is2 = 1.f / s2;
     const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(is2);
-    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    const __m256i c254 = _mm256_set1_epi32(254);
     for (int64_t b = 0; b < kb; ++b) {
         __m256i sum = _mm256_setzero_si256();
         for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
             const __m256 v = _mm256_loadu_ps(x + i);
-            const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
-            const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+            __m256i hi, li;
+            attnlab_pieces(v, vs1, vi1, vi2, hi, li);
             sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li));
             attnlab_store8(xh + i, hi);
             attnlab_store8(xl + i, li);

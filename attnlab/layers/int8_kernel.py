@@ -143,10 +143,33 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
 }
 """
 
-_SOURCE_AVX2 = kernel_build.POOL + r"""
+# What the three AVX2 kernels share (int8 here, layers/int4_kernel.py, layers/q8_0_kernel.py): the horizontal max of
+# |x| and the rounding of 8 values of x into the two int8 pieces, the same operations as the AVX-512 sources.
+AVX2_ROUNDING = r"""
 #pragma GCC target("avx2,fma,f16c")
 #include <immintrin.h>
 #include <cstdint>
+#define ATTNLAB_INLINE static inline __attribute__((always_inline))
+// the largest of 8 lanes
+ATTNLAB_INLINE float attnlab_hmax(__m256 v) {
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
+    return _mm_cvtss_f32(m4);
+}
+// 8 values v -> hi = round(v / s1), lo = round((v - hi s1) / s2), each clamped to +-127 (vs1 = s1, vi1 = 1 / s1,
+// vi2 = 1 / s2)
+ATTNLAB_INLINE void attnlab_pieces(__m256 v, __m256 vs1, __m256 vi1, __m256 vi2, __m256i& hi, __m256i& li) {
+    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127);
+    const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
+    li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+}
+"""
+
+_SOURCE_AVX2 = kernel_build.POOL + AVX2_ROUNDING + r"""
 // AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
 // 32385 < 32767), and each code widened to int16 (vpmovsxbw) meets it in vpmaddwd, which adds products in pairs
 // into int32 without saturation: |pair| <= 2*127*32385 = 8,225,790. (vpmaddubsw, u8 x s8 in pairs into a
@@ -170,22 +193,16 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
         vmax = _mm256_max_ps(vmax, a);
     }
     if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    const float amax = _mm_cvtss_f32(m4);
+    const float amax = attnlab_hmax(vmax);
     const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
     const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
-    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127), c254 = _mm256_set1_epi32(254);
+    const __m256i c254 = _mm256_set1_epi32(254);
     for (int64_t i = 0; i < kp; i += 8) {  // writes up to 8 * ceil(kp / 8) <= 8192 entries
         const int64_t r = k - i;
         const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : (r <= 0 ? 0 : r))));
         const __m256 v = _mm256_maskload_ps(x + i, mk);
-        const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
-                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m256i hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
-        const __m256i li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
+        __m256i hi, li;
+        attnlab_pieces(v, vs1, vi1, vi2, hi, li);
         const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
         _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
                                                             _mm256_extracti128_si256(X, 1)));
