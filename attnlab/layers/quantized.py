@@ -236,8 +236,7 @@ class QuantizedLinear(nn.Module):
         """Many rows through the 4-bit kernel's tiles (each tile read once per 16 rows; every row rounded as a
         decoding step rounds it); a row holding NaN or inf sends all rows to the dequantized weight."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        tiles, kbias = self._packed_for(int4_kernel.__name__, bias,
-                                        lambda: int4_kernel.pack_layer(self.buffers_dict(), bias))
+        tiles, kbias = self._kernel_packed(int4_kernel, bias)  # the one-row kernel's tiles: the same layout
         y = int4_kernel.rows_product(flat, tiles, kbias, self.out_features, torch.get_num_threads())
         return self._float_product(x, bias) if y is None else y.reshape(*x.shape[:-1], self.out_features)
 
@@ -259,11 +258,15 @@ class QuantizedLinear(nn.Module):
         self._packed = (weakref.ref(q), state, packed)
         return packed
 
+    def _kernel_packed(self, kernel, bias: torch.Tensor | None) -> tuple:
+        """`kernel`'s packed form of this layer (its pack_layer), made once and kept (see _packed_for)."""
+        return self._packed_for(kernel.__name__, bias, lambda: kernel.pack_layer(self.buffers_dict(), bias))
+
     def _kernel_product(self, kernel, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """x (..., in) through int8_kernel, int4_kernel or q8_0_kernel, one row per call: each row gets its own
         activation scale inside the kernel."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        packed = self._packed_for(kernel.__name__, bias, lambda: kernel.pack_layer(self.buffers_dict(), bias))
+        packed = self._kernel_packed(kernel, bias)
         n, threads = self.out_features, torch.get_num_threads()
         y = self._kernel_row(kernel, flat, packed, bias, n, threads) if flat.shape[0] == 1 \
             else torch.cat([self._kernel_row(kernel, row[None], packed, bias, n, threads) for row in flat])
