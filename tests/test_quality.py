@@ -297,3 +297,26 @@ def test_a_model_stored_quantized_is_left_as_it_is(monkeypatch, capsys):
     code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "4", "--quantize", "int8"],
                           capsys)
     assert code == 0 and "is stored quantized" in err and "--quantize int8 leaves it as it is" in err, err
+
+
+@pytest.mark.parametrize("kernels", [True, False])
+def test_the_explorer_keeps_a_gguf_s_blocks_where_the_kernels_run(tmp_path, monkeypatch, kernels):
+    """Without --quantize, a GGUF's Q8_0 / Q4_0 / Q4_1 blocks stay as the file stores them where attnlab's
+    kernels run (faster than float32 and a fifth of the memory), and are expanded to float32 where they do not
+    (the chunked path is slower than float32); the label says which. A kept model is not a 'small model' to the
+    generation view, although its codes are buffers rather than parameters."""
+    from gguf_files import write_quantized_gguf
+
+    from attnlab.explorer import generation
+    from attnlab.explorer import registry as reg
+    from attnlab.layers.quantized import QuantizedLinear
+
+    monkeypatch.setattr(reg, "_kernels_run", lambda: kernels)
+    path = write_quantized_gguf(tmp_path)
+    registry = reg.build_registry([path], shipped=False, pretrained=False)
+    model = registry.get("path").model
+    kept = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    assert bool(kept) == kernels
+    assert registry.get("path").label.endswith(reg.BLOCKS) == kernels
+    expanded, _ = attnlab.load(path, keep_quantized=False)
+    assert generation.weight_count(model) == sum(p.numel() for p in expanded.parameters())  # codes counted

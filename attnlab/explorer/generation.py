@@ -115,6 +115,7 @@ def _check_settings(temperature, top_k, top_p, seed) -> None:
 
 FLOAT_RELATIVE = 1e-4  # float32 weights: the two runs differ only in summation order (~1e-6 of the scale)
 QUANTIZED_RELATIVE = 1e-3  # quantized weights through attnlab's kernels (~15-bit activations): see cache_tolerance
+KERNEL_ROUNDING = 2.0 ** -15  # one product's input rounding in attnlab's kernels, relative to the row's range
 FBGEMM_RELATIVE = 3e-2  # int8 weights through fbgemm (7- or 8-bit activations): see cache_tolerance
 
 
@@ -133,23 +134,48 @@ def _quantized(model) -> bool:
     return any(isinstance(m, QuantizedLinear) for m in model.modules())
 
 
+def weight_count(model) -> int:
+    """The model's weights, counting a quantized matrix's in x out codes too (they are buffers, not parameters:
+    a GGUF whose blocks are kept has few float parameters left, yet it is not a small model)."""
+    from attnlab.layers.quantized import QuantizedLinear
+
+    codes = sum(m.in_features * m.out_features for m in model.modules() if isinstance(m, QuantizedLinear))
+    return sum(p.numel() for p in model.parameters()) + codes
+
+
 def cache_tolerance(model, logits: torch.Tensor) -> float:
     """How far the cached step's logits may be from a full recompute's and still count as the same, relative
     to the logits' own scale (max |logit|), because every error source here scales with it, not with each logit.
 
     Float32 weights: the runs differ in summation order only, so 1e-4 of the scale (plus 1e-4) is generous.
     Quantized weights (`--quantize int8/int4`, a GGUF kept quantized): the same codes both ways, but a one-row
-    product (the cached step) runs attnlab's VNNI kernel, which rounds each activation row to ~15 bits (2^-15
-    of its range), while the full recompute multiplies by the dequantized float weight. That rounding reaches
-    the logits through every layer, so the tolerance is 1e-3 of the scale (about 2^-10: 32 rounding steps).
+    product (the cached step) runs attnlab's kernel, which rounds each activation row to ~15 bits (2^-15 of its
+    range), while the full recompute multiplies by the dequantized float weight or runs the 4-bit kernel's tiles,
+    which round other rows. That rounding reaches the logits through every layer, so the tolerance is 1e-3 of
+    the scale (about 2^-10: 32 rounding steps), or 2^-15 per quantized product where a model has more than 32
+    (relative_tolerance).
     Measured on gpt-char: int4 and int8 differ by 2.4e-4 at a scale of 9.5 (2.5e-5 relative); an elementwise
     1e-4 tolerance called that "NO" for every decoder.
     Where attnlab's int8 kernel cannot run, int8 products go through fbgemm, which rounds each row to 8 bits (7
     on CPUs without AVX-512 VNNI, layers/quantized.py fbgemm_levels) and multiplies the rounding residual of rows
     with outlier channels: gpt-char's int8 step then differed by 0.0675 at a scale of 9.4 (7e-3 relative, AMD
     Zen 3), so that path gets 3e-2 of the scale."""
-    relative = (FBGEMM_RELATIVE if _fbgemm(model) else QUANTIZED_RELATIVE) if _quantized(model) else FLOAT_RELATIVE
-    return FLOAT_RELATIVE + relative * float(logits.abs().max())
+    return FLOAT_RELATIVE + relative_tolerance(model) * float(logits.abs().max())
+
+
+def relative_tolerance(model) -> float:
+    """cache_tolerance's share of the logits' scale. Through attnlab's kernels each quantized product rounds its
+    input row once, to 2^-15 of its range; adding those roundings over the model's products bounds how far they
+    can move the logits, so a deep model gets more room than 1e-3: SmolLM2 (211 products, 6.4e-3) differed by
+    0.018 at a scale of 19.8 (9e-4) between its cached step and a full recompute, gpt-char by 2.5e-5."""
+    if not _quantized(model):
+        return FLOAT_RELATIVE
+    if _fbgemm(model):
+        return FBGEMM_RELATIVE
+    from attnlab.layers.quantized import QuantizedLinear
+
+    products = sum(isinstance(m, QuantizedLinear) for m in model.modules())
+    return max(QUANTIZED_RELATIVE, products * KERNEL_ROUNDING)
 
 
 SMALL_MODEL = 20_000_000  # parameters: below this a step is timed best of 3, and compared with a full recompute
@@ -187,7 +213,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     if len(seq) >= limit:
         raise InputError(f"the sequence is {len(seq)} tokens; model {lm.id!r} takes at most {limit}: "
                          "start again with a shorter prompt")
-    small = sum(p.numel() for p in model.parameters()) < SMALL_MODEL
+    small = weight_count(model) < SMALL_MODEL
     repeats = 3 if small else 1  # best of 3 where a step is quick; one run where it already takes a while
     compare = small if compare is None else bool(compare)
     store = sessions if sessions is not None else GenerationSessions(max_sessions=1)
@@ -258,6 +284,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
               "cache_matches": matches,
               "cache_difference": None if difference is None else float(f"{difference:.3g}"),
               "cache_tolerance": None if tolerance is None else float(f"{tolerance:.3g}"),
+              "cache_tolerance_relative": None if tolerance is None else float(f"{relative_tolerance(model):.2g}"),
               "quantized_weights": _quantized(model) if compare else None,
               "session": state.id if sessions is not None else None, "reused_positions": reused,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}

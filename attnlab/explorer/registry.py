@@ -131,6 +131,20 @@ def _without_paths(message: str, source: Path | None) -> str:
     return message
 
 
+BLOCKS = " · its file's quantized blocks"  # the label's note when a GGUF's Q8_0 / Q4_0 / Q4_1 blocks are kept
+
+
+def _kernels_run() -> bool:
+    """Whether a GGUF's blocks should stay as its file stores them even when no --quantize was asked: yes where
+    attnlab's 4-bit and Q8_0 kernels run on this CPU (SmolLM2's explorer step then takes fewer CPU milliseconds
+    than with the weights expanded to float32, and a fifth of the memory: docs/explorer.md), no where they do
+    not (without them the blocks go through the chunked path, several times slower than float32, and the
+    explorer is interactive)."""
+    from attnlab.layers import int4_kernel, q8_0_kernel
+
+    return int4_kernel.available() and q8_0_kernel.available()
+
+
 def _load(entry: Entry, quantize: str | None = None) -> Loaded:
     """The model of `entry` in eval mode, its weights quantized by `quantize` (int8 / int4) unless it is the toy."""
     if entry.kind == "toy":
@@ -142,14 +156,13 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
     from attnlab.models import DualEncoder
     from attnlab.quantize_options import already_quantized, apply
 
-    # a GGUF's blocks stay quantized only when asked to (--quantize): expanded to float32, SmolLM2's forward
-    # runs 2.6x faster here (13 tokens: 157 vs 408 ms on one thread), and the explorer is interactive
-    model, tok = load(entry.source, keep_quantized=quantize is not None)
+    gguf = _peek(entry.source)[0] == "gguf"
+    model, tok = load(entry.source, keep_quantized=quantize is not None or (gguf and _kernels_run()))
     if isinstance(model, DualEncoder):  # the explorer shows a dual encoder's image tower, recorded as a model alone
         return Loaded(entry.id, entry.label + " · image tower", apply(model.tower_a, quantize), None,
                       kind=entry.kind)
-    if quantize is not None and already_quantized(model):  # a GGUF whose blocks stay as the file stores them
-        entry.label = entry.label.replace(f" · {quantize} weights", " · its file's quantized blocks")
+    if (gguf or quantize is not None) and already_quantized(model) and BLOCKS not in entry.label:  # blocks kept
+        entry.label = entry.label.replace(f" · {quantize} weights", "") + BLOCKS
     model = apply(model, quantize)  # in eval mode, quantized or not
     return Loaded(entry.id, entry.label, model, tok, kind=entry.kind)
 
