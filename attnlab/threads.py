@@ -13,7 +13,9 @@ can use costs at most the missing cores. So the policy only ever lowers the thre
 - `best_threads(model, rows)`: a decoding step multiplies a few rows by every weight matrix and opens a parallel
   region for each op big enough; whether a second thread gains on that depends on the machine and the shapes,
   so it is timed once (a cached decoding step of `rows` rows through the model itself, each thread count
-  interleaved, the fastest sample of several steps kept; models other than decoders: their weight matrices;
+  interleaved, the fastest sample of several steps kept; a decoder whose matrices are quantized (a GGUF's
+  kept blocks) too, since attnlab's kernels split their rows over the same count; models other than decoders:
+  their weight matrices;
   more threads win only when GAIN faster) and cached in
   threads.json beside the matmul peak (~/.cache/attnlab or $ATTNLAB_CACHE_DIR) under the CPU, core count,
   torch version, dtype, weight shapes and row class. It is timed only when at least two cores are free (the
@@ -287,9 +289,23 @@ def _matmul_pass(weights: dict, rows: int):
     return run
 
 
+def kept_blocks(model: nn.Module) -> dict[tuple[int, int, str], int]:
+    """(out, in, format) -> how many quantized matrices (layers/quantized.py: int8, int4, a GGUF's kept Q8_0 /
+    Q4_0 / Q4_1 blocks) of that shape the model holds. Their products run attnlab's kernels, which split their
+    output rows over torch's thread count, so a second thread may gain or lose there as on float weights."""
+    found: dict[tuple[int, int, str], int] = {}
+    for module in model.modules():
+        fmt = getattr(module, "format", None)
+        if isinstance(fmt, str) and hasattr(module, "in_features") and hasattr(module, "out_features"):
+            shape = (int(module.out_features), int(module.in_features), fmt)
+            found[shape] = found.get(shape, 0) + 1
+    return found
+
+
 def probe_key(model: nn.Module, weights: dict, rows: int) -> str:
-    dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "")
-    shapes = ",".join(f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items()))
+    dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "") if weights else "blocks"
+    shapes = ",".join([f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items())]
+                      + [f"{o}x{i}:{fmt}*{n}" for (o, i, fmt), n in sorted(kept_blocks(model).items())])
     kind = "cached step" if _lm_decoder(model) else "matmul"
     return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
             f"|{kind}|{shapes}")
@@ -400,8 +416,8 @@ def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = Fal
     if up_to <= 1:
         return 1
     weights = decode_weights(model)
-    if not weights:
-        return up_to  # nothing to time (no float Linear weights on CPU): free cores decide
+    if not weights and not (kept_blocks(model) and _lm_decoder(model)):
+        return up_to  # nothing to time (no float Linear weights on CPU, no decoder step to run): free cores decide
     key = probe_key(model, weights, rows)
     path, now = cache_file(), time.time()
     with _PROBE_LOCK:
