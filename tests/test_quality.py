@@ -307,8 +307,8 @@ def test_the_explorer_keeps_a_gguf_s_blocks_where_the_kernels_run(tmp_path, monk
     generation view, although its codes are buffers rather than parameters."""
     from gguf_files import write_quantized_gguf
 
-    from attnlab.explorer import generation
     from attnlab.explorer import registry as reg
+    from attnlab.explorer.common import _param_count
     from attnlab.layers.quantized import QuantizedLinear
 
     monkeypatch.setattr(reg, "_kernels_run", lambda: kernels)
@@ -319,4 +319,4 @@ def test_the_explorer_keeps_a_gguf_s_blocks_where_the_kernels_run(tmp_path, monk
     assert bool(kept) == kernels
     assert registry.get("path").label.endswith(reg.BLOCKS) == kernels
     expanded, _ = attnlab.load(path, keep_quantized=False)
-    assert generation.weight_count(model) == sum(p.numel() for p in expanded.parameters())  # codes counted
+    assert _param_count(model) == sum(p.numel() for p in expanded.parameters())  # codes counted as weights

@@ -10,6 +10,7 @@ import torch
 from attnlab.errors import InputError
 from attnlab.explorer.common import (
     _check_index,
+    _param_count,
     _round,
     _text_model,
     _token_text,
@@ -134,15 +135,6 @@ def _quantized(model) -> bool:
     return any(isinstance(m, QuantizedLinear) for m in model.modules())
 
 
-def weight_count(model) -> int:
-    """The model's weights, counting a quantized matrix's in x out codes too (they are buffers, not parameters:
-    a GGUF whose blocks are kept has few float parameters left, yet it is not a small model)."""
-    from attnlab.layers.quantized import QuantizedLinear
-
-    codes = sum(m.in_features * m.out_features for m in model.modules() if isinstance(m, QuantizedLinear))
-    return sum(p.numel() for p in model.parameters()) + codes
-
-
 def cache_tolerance(model, logits: torch.Tensor) -> float:
     """How far the cached step's logits may be from a full recompute's and still count as the same, relative
     to the logits' own scale (max |logit|), because every error source here scales with it, not with each logit.
@@ -213,7 +205,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     if len(seq) >= limit:
         raise InputError(f"the sequence is {len(seq)} tokens; model {lm.id!r} takes at most {limit}: "
                          "start again with a shorter prompt")
-    small = weight_count(model) < SMALL_MODEL
+    small = _param_count(model) < SMALL_MODEL  # a quantized matrix counts the weights it stands for
     repeats = 3 if small else 1  # best of 3 where a step is quick; one run where it already takes a while
     compare = small if compare is None else bool(compare)
     store = sessions if sessions is not None else GenerationSessions(max_sessions=1)
