@@ -32,6 +32,7 @@ import torch.nn.functional as F
 
 import attnlab
 from attnlab.layers.attention import Attention
+from attnlab.recording import active
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import evals, figure, keep, recipe_task, seed_all, train  # noqa: E402
@@ -48,10 +49,13 @@ class MaskAfterSoftmax(Attention):
         batch, n, _ = x.shape
         q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)
         q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_heads), self._heads(v, self.n_heads)
-        weights = ((q @ k.transpose(-2, -1)) * self.scale).softmax(-1)  # (batch, heads, q, k), every key
+        rec = active()  # attnlab.record (the trainer's attention probe reads blocks.*.attn.weights)
+        raw = (q @ k.transpose(-2, -1)) * self.scale  # (batch, heads, q, k), every key
+        weights = (raw if rec is None else rec.keep(self, "raw_scores", raw, head_axis=1)).softmax(-1)
         future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)  # key after query
         self.future_mass = weights.masked_fill(~future, 0.0).sum(-1).detach()  # (batch, heads, q)
-        out = weights.masked_fill(future, 0.0) @ v  # (batch, heads, q, d_head)
+        kept = weights.masked_fill(future, 0.0)  # rows sum to < 1
+        out = (kept if rec is None else rec.keep(self, "weights", kept, head_axis=1)) @ v  # (batch, heads, q, d_head)
         return self.out(out.transpose(1, 2).reshape(batch, n, self.q_width))
 
 
