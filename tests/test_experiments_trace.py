@@ -327,7 +327,8 @@ def _attn_scale_extra(rows: list[dict]) -> list[float]:
 
 def _mask_rows(rows: list[dict]) -> list[str]:
     """Per-run rows (val every position @500 / @1000, last train loss, honest losses, future mass per layer), the
-    count baselines' rows and the first 24 characters of each leaky run's sample."""
+    per-arm summary over seeds (val @1000 and honest losses: seeds 0 / 1 / 2 (mean)), the count baselines' rows
+    and the first 24 characters of each leaky run's sample."""
     out = []
     for r in sorted((r for r in rows if "arm" in r), key=lambda r: (r["arm"] == "mask after softmax", r["seed"])):
         val, h = dict(r["val_full_window"]), r["honest_last_position"]
@@ -336,6 +337,12 @@ def _mask_rows(rows: list[dict]) -> list[str]:
                    f"| {h['8']:.3f} / {h['16']:.3f} / {h['64']:.3f} | {mass} |")
         if "sample" in r:
             out.append(f"seed {r['seed']}: `{r['sample'][:24]!r}`")
+    for arm in ("mask before softmax", "mask after softmax"):  # the summary over seeds: each value, then the mean
+        runs = sorted((r for r in rows if r.get("arm") == arm), key=lambda r: r["seed"])
+        cells = [[dict(r["val_full_window"])[1000] for r in runs]]
+        cells += [[r["honest_last_position"][n] for r in runs] for n in ("8", "16", "64")]
+        out.append(f"| {arm} | " + " | ".join(" / ".join(f"{v:.3f}" for v in c) + f" ({sum(c) / len(c):.3f})"
+                                            for c in cells) + " |")
     for b in (r for r in rows if "baseline" in r):
         for name in ("unigram", "bigram"):
             h = b[f"{name}_last_position"]
@@ -406,6 +413,8 @@ TRACES = [
     Trace("## 5.", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"), _attn_scale_rows, _attn_scale_extra,
           allowed={"0.5": "the variance of tests/test_experiments.py's random q (a test's setting)",
                    "0.02": "attnlab's init std (a setting)", "2,000": "the shipped checkpoint's steps (a setting)"}),
+    Trace("## 6.", "mask_after_softmax.jsonl", _mask_rows, _mask_extra,
+          allowed={"1,000": "training steps (a setting)", "0.8": "the sampling temperature (a setting)"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
@@ -415,7 +424,6 @@ UNTRACED = {
              "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
     "## 2.": "the 1,500-step val losses (runs of `attnlab train`, metrics left in /tmp)",
     "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
-    "## 6.": "every number (mask_after_softmax.py prints them; no results file committed)",
     "## 8.": "every number (vit_vs_cnn.py; no results file committed)",
 }
 
