@@ -276,6 +276,93 @@ def _recall_rows(rows: list[dict]) -> list[str]:
     return out
 
 
+def _variances(layers: list[dict]) -> str:
+    """Softmax-input variances as the doc prints them: thousands separated from 10 up, one decimal below."""
+    return ", ".join(f"{x['var_scaled']:,.0f}" if x["var_scaled"] >= 10 else f"{x['var_scaled']:.1f}" for x in layers)
+
+
+def _attn_scale_runs(rows: list[dict]) -> dict[tuple[int, str], list[dict]]:
+    """(d_k, arm) -> its part-2 runs, by seed."""
+    out: dict[tuple[int, str], list[dict]] = {}
+    for r in sorted((r for r in rows if "arm" in r), key=lambda r: r["seed"]):
+        out.setdefault((r["d_k"], r["arm"]), []).append(r)
+    return out
+
+
+def _attn_scale_rows(rows: list[dict]) -> list[str]:
+    """Part 1's table (random vectors, fresh weights), part 2's per-run tables and the step-600 summary."""
+    out = [f"| {r['d_k']} | {r['unit_unscaled']:.2f} | {r['unit_scaled']:.3f} | {r['init_unscaled']:.3f} "
+           f"| {r['init_scaled']:.4f} |" for r in rows if r.get("part") == "random"]
+    runs = _attn_scale_runs(rows)
+    for (_, arm), seeds in runs.items():
+        for r in seeds:
+            out.append(f"| {arm} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
+                       + f" | {_variances(r['layers'])} | " + ", ".join(f"{x['entropy']:.2f}" for x in r["layers"])
+                       + " |")
+    for d_k in sorted({d for d, _ in runs}):
+        scaled, plain = runs[(d_k, "1/sqrt(d_k)")], runs[(d_k, "no scale")]
+        a, b = [r["val"][-1][1] for r in scaled], [r["val"][-1][1] for r in plain]
+        diff = [y - x for x, y in zip(a, b, strict=True)]
+        out.append(f"| {d_k} | " + " / ".join(f"{v:.3f}" for v in a) + f" ({sum(a) / len(a):.3f}) | "
+                   + " / ".join(f"{v:.3f}" for v in b) + f" ({sum(b) / len(b):.3f}) | "
+                   + " / ".join(f"{v:+.3f}" for v in diff) + f" ({sum(diff) / len(diff):+.3f}) |")
+    return out
+
+
+def _attn_scale_extra(rows: list[dict]) -> list[float]:
+    """Step-600 means, seed spreads (max - min) and paired differences (and their sizes) per d_k; the entropy of
+    uniform causal attention over a 64-token window (the mean of log(i + 1), arithmetic)."""
+    import math
+
+    out = [sum(math.log(i + 1) for i in range(64)) / 64]
+    runs = _attn_scale_runs(rows)
+    for d_k in {d for d, _ in runs}:
+        a, b = ([r["val"][-1][1] for r in runs[(d_k, arm)]] for arm in ("1/sqrt(d_k)", "no scale"))
+        diff = [y - x for x, y in zip(a, b, strict=True)]
+        for v in (a, b, diff):
+            out += [sum(v) / len(v), max(v) - min(v)]
+        out += diff + [abs(d) for d in diff]  # a difference quoted as a size
+    return out
+
+
+def _mask_rows(rows: list[dict]) -> list[str]:
+    """Per-run rows (val every position @500 / @1000, last train loss, honest losses, future mass per layer), the
+    per-arm summary over seeds (val @1000 and honest losses: seeds 0 / 1 / 2 (mean)), the count baselines' rows
+    and the first 24 characters of each leaky run's sample."""
+    out = []
+    for r in sorted((r for r in rows if "arm" in r), key=lambda r: (r["arm"] == "mask after softmax", r["seed"])):
+        val, h = dict(r["val_full_window"]), r["honest_last_position"]
+        mass = ", ".join(f"{m:.2f}" for m in r["future_mass_mean"]) if "future_mass_mean" in r else "0 by construction"
+        out.append(f"| {r['arm']} ({r['seed']}) | {val[500]:.3f} / {val[1000]:.3f} | {r['train_loss_last']:.3f} "
+                   f"| {h['8']:.3f} / {h['16']:.3f} / {h['64']:.3f} | {mass} |")
+        if "sample" in r:
+            out.append(f"seed {r['seed']}: `{r['sample'][:24]!r}`")
+    for arm in ("mask before softmax", "mask after softmax"):  # the summary over seeds: each value, then the mean
+        runs = sorted((r for r in rows if r.get("arm") == arm), key=lambda r: r["seed"])
+        cells = [[dict(r["val_full_window"])[1000] for r in runs]]
+        cells += [[r["honest_last_position"][n] for r in runs] for n in ("8", "16", "64")]
+        out.append(f"| {arm} | " + " | ".join(" / ".join(f"{v:.3f}" for v in c) + f" ({sum(c) / len(c):.3f})"
+                                            for c in cells) + " |")
+    for b in (r for r in rows if "baseline" in r):
+        for name in ("unigram", "bigram"):
+            h = b[f"{name}_last_position"]
+            out.append(f"| add-one {name} counts | {b[f'{name}_every_position']:.3f} | - "
+                       f"| {h['8']:.3f} / {h['16']:.3f} / {h['64']:.3f} | - |")
+    return out
+
+
+def _mask_extra(rows: list[dict]) -> list[float]:
+    """Per arm: the mean and the range of each honest length and of the val loss @1000 over seeds; the mean future
+    mass uniform weights would leave over the query positions 0-62 of a 64-token window (arithmetic)."""
+    out = [sum((63 - i) / 64 for i in range(63)) / 63]
+    for arm in ("mask before softmax", "mask after softmax"):
+        runs = [r for r in rows if r.get("arm") == arm]
+        for series in [[dict(r["val_full_window"])[1000] for r in runs]] + \
+                [[r["honest_last_position"][n] for r in runs] for n in ("8", "16", "64")]:
+            out += [sum(series) / len(series), min(series), max(series)]
+    return out
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -322,6 +409,12 @@ TRACES = [
           _tuned_extra(_position_label), allowed={"0.02": "the std new embedding tables start at (a setting)",
                                                   "8,192": "64 x 128, the entries of W (arithmetic)"}),
     Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
+    # sections 5-6
+    Trace("## 5.", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"), _attn_scale_rows, _attn_scale_extra,
+          allowed={"0.5": "the variance of tests/test_experiments.py's random q (a test's setting)",
+                   "0.02": "attnlab's init std (a setting)", "2,000": "the shipped checkpoint's steps (a setting)"}),
+    Trace("## 6.", "mask_after_softmax.jsonl", _mask_rows, _mask_extra,
+          allowed={"1,000": "training steps (a setting)", "0.8": "the sampling temperature (a setting)"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
@@ -331,8 +424,6 @@ UNTRACED = {
              "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
     "## 2.": "the 1,500-step val losses (runs of `attnlab train`, metrics left in /tmp)",
     "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
-    "## 5.": "part 1's variance table and the d_k 32 runs (only the d_k 128 seed-1 run is committed)",
-    "## 6.": "every number (mask_after_softmax.py prints them; no results file committed)",
     "## 8.": "every number (vit_vs_cnn.py; no results file committed)",
 }
 

@@ -8,15 +8,19 @@ Part 2 (minutes): the gpt-char recipe trained with attn_scale=None (1/sqrt(d_k))
 scale), the same initial weights and batches per seed; val loss curves, then per-layer score variance and
 attention entropy of the trained models.
 
-    python docs/experiments/attn_scale.py [--steps 600 --seeds 0 1 --png docs/img/exp_attn_scale.png]
-    python docs/experiments/attn_scale.py --n-heads 1 --skip-part1 --seeds 0 --png docs/img/exp_attn_scale_dk128.png
+    python docs/experiments/attn_scale.py --seeds 0 1 2 --png docs/img/exp_attn_scale.png \
+        --jsonl docs/experiments/results/attn_scale.jsonl
+    python docs/experiments/attn_scale.py --n-heads 1 --skip-part1 --seeds 0 1 2 \
+        --png docs/img/exp_attn_scale_dk128.png --jsonl docs/experiments/results/attn_scale_dk128.jsonl
+
+Every result is a JSON line, printed and appended to --jsonl as it comes: part 1's rows carry "part": "random"
+(one per d_k) or "part": "checkpoint" (one per layer); part 2's rows one (arm, seed) run each, with its d_k.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 
@@ -25,7 +29,7 @@ import torch
 import attnlab
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, recipe_task, seed_all, train  # noqa: E402
+from common import evals, figure, keep, recipe_task, seed_all, train  # noqa: E402
 
 CHECKPOINT = Path(attnlab.__file__).parent / "assets" / "checkpoints" / "gpt-char"
 
@@ -70,24 +74,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--eval-every", type=int, default=100)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--n-heads", type=int, default=4, help="4 = the recipe (d_k 32); 1 gives d_k 128")
     ap.add_argument("--skip-part1", action="store_true")
     ap.add_argument("--out", default="/tmp/exp17/attn_scale")
     ap.add_argument("--png", default="")
+    ap.add_argument("--jsonl", default="", help="append every JSON line to this file as well")
     args = ap.parse_args()
     torch.set_num_threads(1)
 
     task, _ = recipe_task("gpt-char", f"{args.out}/data", steps=1)  # for the validation windows
     ids = val_ids(task)
     if not args.skip_part1:
-        print("random weights: score variance vs d_k")
-        for r in random_weights_table():
-            print(json.dumps(r))
+        for r in random_weights_table():  # score variance vs d_k on random vectors and fresh weights
+            keep({"part": "random", **r}, [], args.jsonl)
         trained, _ = attnlab.load(CHECKPOINT)
-        print("shipped gpt-char checkpoint (d_k = 32):")
-        for r in score_stats(trained.eval(), ids):
-            print(json.dumps(r))
+        for r in score_stats(trained.eval(), ids):  # the shipped gpt-char checkpoint (d_k = 32)
+            keep({"part": "checkpoint", "d_k": trained.config.head_dim, **r}, [], args.jsonl)
 
     curves = {}
     for seed in args.seeds:
@@ -100,8 +103,8 @@ def main() -> None:
             task.model.eval()
             stats = score_stats(task.model, ids)
             curves[(label, seed)] = evals(history)
-            print(json.dumps({"arm": label, "seed": seed, "val": evals(history), "first_loss": history[0]["loss"],
-                              "layers": stats}))
+            keep({"arm": label, "seed": seed, "d_k": task.model.config.head_dim, "val": evals(history),
+                  "first_loss": history[0]["loss"], "layers": stats}, [], args.jsonl)
 
     if args.png:
         fig, ax = figure()

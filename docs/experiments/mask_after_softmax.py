@@ -10,13 +10,20 @@ keys, so nothing leaks): `honest_loss` does that for windows cut to 8, 16 and 64
 The changed attention is a subclass of attnlab's Attention put into a gpt-char model built by the recipe; the
 library is unchanged. It also keeps, per query position, the mass the softmax put on future keys.
 
-    python docs/experiments/mask_after_softmax.py [--steps 1000 --seeds 0 1 --png docs/img/exp_mask_after_softmax.png]
+    python docs/experiments/mask_after_softmax.py --seeds 0 1 2 --png docs/img/exp_mask_after_softmax.png \
+        --jsonl docs/experiments/results/mask_after_softmax.jsonl
+
+    python docs/experiments/mask_after_softmax.py --baselines --jsonl docs/experiments/results/mask_after_softmax.jsonl
+
+One JSON line per (arm, seed) run, appended to --jsonl as it finishes: the val curve over every position, the
+last train loss, the honest last-position losses, and for the mask-after arm the future mass per layer and
+position and the generated sample. --baselines adds (in seconds, no training) one line of count-based losses on
+the same targets: add-one unigram and bigram models counted on the train split.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -25,9 +32,10 @@ import torch.nn.functional as F
 
 import attnlab
 from attnlab.layers.attention import Attention
+from attnlab.recording import active
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, recipe_task, seed_all, train  # noqa: E402
+from common import evals, figure, keep, recipe_task, seed_all, train  # noqa: E402
 
 
 class MaskAfterSoftmax(Attention):
@@ -41,10 +49,13 @@ class MaskAfterSoftmax(Attention):
         batch, n, _ = x.shape
         q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)
         q, k, v = self._heads(q, self.n_heads), self._heads(k, self.n_heads), self._heads(v, self.n_heads)
-        weights = ((q @ k.transpose(-2, -1)) * self.scale).softmax(-1)  # (batch, heads, q, k), every key
+        rec = active()  # attnlab.record (the trainer's attention probe reads blocks.*.attn.weights)
+        raw = (q @ k.transpose(-2, -1)) * self.scale  # (batch, heads, q, k), every key
+        weights = (raw if rec is None else rec.keep(self, "raw_scores", raw, head_axis=1)).softmax(-1)
         future = torch.ones(n, n, dtype=torch.bool, device=x.device).triu(1)  # key after query
         self.future_mass = weights.masked_fill(~future, 0.0).sum(-1).detach()  # (batch, heads, q)
-        out = weights.masked_fill(future, 0.0) @ v  # (batch, heads, q, d_head)
+        kept = weights.masked_fill(future, 0.0)  # rows sum to < 1
+        out = (kept if rec is None else rec.keep(self, "weights", kept, head_axis=1)) @ v  # (batch, heads, q, d_head)
         return self.out(out.transpose(1, 2).reshape(batch, n, self.q_width))
 
 
@@ -63,15 +74,38 @@ def honest_loss(model, windows: torch.Tensor, length: int) -> float:
     return float(F.cross_entropy(logits, windows[:, length]))
 
 
+def baselines(task, lengths=(8, 16, 64)) -> dict:
+    """Add-one unigram and bigram cross-entropies counted on the train split: the last position of the windows
+    cut to each length (the honest measure's targets) and every position of the windows (the usual val loss's)."""
+    train_ids, vocab = task.train_ids, task.tokenizer.vocab_size
+    counts = torch.bincount(train_ids, minlength=vocab).double() + 1  # add-one
+    unigram = counts.log() - counts.sum().log()  # (vocab,) log-probs
+    pairs = torch.ones(vocab, vocab, dtype=torch.float64)  # add-one bigram counts (prev, next)
+    pairs.view(-1).index_add_(0, train_ids[:-1] * vocab + train_ids[1:], torch.ones(len(train_ids) - 1).double())
+    bigram = pairs.log() - pairs.sum(1, keepdim=True).log()  # (prev, next) log-probs
+    windows = task.val_windows[:512]  # (512, 65)
+    return {"baseline": "add-one counts on the train split",
+            "unigram_last_position": {n: float(-unigram[windows[:, n]].mean()) for n in lengths},
+            "bigram_last_position": {n: float(-bigram[windows[:, n - 1], windows[:, n]].mean()) for n in lengths},
+            "unigram_every_position": float(-unigram[windows[:, 1:]].mean()),
+            "bigram_every_position": float(-bigram[windows[:, :-1], windows[:, 1:]].mean())}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--eval-every", type=int, default=100)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--out", default="/tmp/exp17/mask")
     ap.add_argument("--png", default="")
+    ap.add_argument("--jsonl", default="", help="append one JSON line per finished run to this file")
+    ap.add_argument("--baselines", action="store_true", help="only the count-based losses (no training)")
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.baselines:
+        task, _ = recipe_task("gpt-char", f"{args.out}/data", steps=1, eval_windows=512)
+        keep(baselines(task), [], args.jsonl)
+        return
     curves, masses = {}, {}
     for seed in args.seeds:
         for arm in ("mask before softmax", "mask after softmax"):
@@ -99,7 +133,7 @@ def main() -> None:
                                            use_cache=False, sliding_window=True).sequences  # no cache: custom mask
                 row["sample"] = task.tokenizer.decode(out[0].tolist())
             curves[(arm, seed)] = evals(history)
-            print(json.dumps(row), flush=True)
+            keep(row, [], args.jsonl)
 
     if args.png:
         fig, (left, right) = figure(9.5, 3.4, ncols=2)
