@@ -415,6 +415,10 @@ TRACES = [
                    "0.02": "attnlab's init std (a setting)", "2,000": "the shipped checkpoint's steps (a setting)"}),
     Trace("## 6.", "mask_after_softmax.jsonl", _mask_rows, _mask_extra,
           allowed={"1,000": "training steps (a setting)", "0.8": "the sampling temperature (a setting)"}),
+    Trace("| 5 |", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"), extra=_attn_scale_extra,
+          allowed={"17.2": "the issue item the claim came from"}),
+    Trace("| 6 |", "mask_after_softmax.jsonl", extra=_mask_extra,
+          allowed={"17.4": "the issue item the claim came from", "1,000": "training steps (a setting)"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
