@@ -164,7 +164,7 @@ def report(results: list[dict], png: str) -> None:
         v, c = by[(size, "ViT")], by[(size, "CNN")]
         cells = [f"{x['mean']:.3f} ({x['min']:.3f}-{x['max']:.3f})" for x in (v, c)]
         ratio = (1 - v["mean"]) / (1 - c["mean"])
-        steps = [" / ".join(f"{r['best_step']:,}{'' if r['stopped'] == 'patience' else '*'}" for r in x["runs"])
+        steps = [" / ".join(f"{r['best_step']:,} {r['stopped'][0]}" for r in x["runs"])  # p: patience, c: cap
                  for x in (v, c)]
         print(f"| {size:,} | {cells[0]} | {cells[1]} | {100 * (1 - v['mean']):.1f}% / {100 * (1 - c['mean']):.1f}% "
               f"= {ratio:.2f}x | {steps[0]} | {steps[1]} |")
