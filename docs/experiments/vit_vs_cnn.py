@@ -186,7 +186,7 @@ def report(results: list[dict], png: str) -> None:
     ax.set_xticks(sizes, [str(n) for n in sizes])
     ax.set_xlabel("training images (MNIST-5k; 500 more for validation)")
     ax.set_ylabel("test accuracy (1,000 images)")
-    ax.set_title("best-validation checkpoint, each trained to convergence", fontsize=10)
+    ax.set_title("best-validation weights; runs stop by patience or at a step cap", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
