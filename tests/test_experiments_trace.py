@@ -361,6 +361,37 @@ def _mask_extra(rows: list[dict]) -> list[float]:
                 [[r["honest_last_position"][n] for r in runs] for n in ("8", "16", "64")]:
             out += [sum(series) / len(series), min(series), max(series)]
     return out
+def _vit_cnn_runs(rows: list[dict], size: int, model: str) -> list[dict]:
+    return sorted((r for r in rows if r["train_images"] == size and r["model"] == model), key=lambda r: r["seed"])
+
+
+def _vit_cnn_rows(rows: list[dict]) -> list[str]:
+    """Per size: each model's test accuracy mean (min-max) over its seeds, the error ratio of the means, and each
+    seed's best-validation step with how its run ended (p: patience, c: the step cap)."""
+    out = []
+    for size in sorted({r["train_images"] for r in rows}):
+        cells, errors, steps = [], [], []
+        for model in ("ViT", "CNN"):
+            runs = _vit_cnn_runs(rows, size, model)
+            acc = [r["test_accuracy"] for r in runs]
+            cells.append(f"{sum(acc) / len(acc):.3f} ({min(acc):.3f}-{max(acc):.3f})")
+            errors.append(1 - sum(acc) / len(acc))
+            steps.append(" / ".join(f"{r['best_step']:,} {r['stopped'][0]}" for r in runs))
+        out.append(f"| {size:,} | {cells[0]} | {cells[1]} | {100 * errors[0]:.1f}% / {100 * errors[1]:.1f}% "
+                   f"= {errors[0] / errors[1]:.2f}x | {steps[0]} | {steps[1]} |")
+    return out
+
+
+def _vit_cnn_extra(rows: list[dict]) -> list[float]:
+    """Per size: the mean test accuracies, the error rates and their ratio, the gap of the means and each seed's
+    gap (CNN - ViT); the runs' CPU time in minutes."""
+    out = []
+    for size in sorted({r["train_images"] for r in rows}):
+        vit, cnn = (_vit_cnn_runs(rows, size, m) for m in ("ViT", "CNN"))
+        means = [sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (vit, cnn)]
+        out += means + [1 - means[0], 1 - means[1], (1 - means[0]) / (1 - means[1]), means[1] - means[0]]
+        out += [c["test_accuracy"] - v["test_accuracy"] for v, c in zip(vit, cnn, strict=True)]
+    return out + [sum(r["cpu_s"] for r in rows) / 60]
 
 
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
@@ -419,6 +450,14 @@ TRACES = [
           allowed={"17.2": "the issue item the claim came from"}),
     Trace("| 6 |", "mask_after_softmax.jsonl", extra=_mask_extra,
           allowed={"17.4": "the issue item the claim came from", "1,000": "training steps (a setting)"}),
+    # section 8
+    Trace("## 8.", "vit_vs_cnn.jsonl", _vit_cnn_rows, _vit_cnn_extra,
+          allowed={"5,000": "MNIST-5k's images (the data set)", "4,000": "the recipe's training images (a setting)",
+                   "6,000": "the recipe's steps (a setting)", "0.05": "weight decay (a setting)",
+                   "1.0": "the clipping threshold (a setting)", "2.13": "torch version"}),
+    Trace("| 8 |", "vit_vs_cnn.jsonl", extra=_vit_cnn_extra,
+          allowed={"17.5": "the issue item the claim came from", "6,000": "the recipe's steps (a setting)",
+                   "1,000": "the recipe's test images (a setting)"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
@@ -428,7 +467,6 @@ UNTRACED = {
              "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
     "## 2.": "the 1,500-step val losses (runs of `attnlab train`, metrics left in /tmp)",
     "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
-    "## 8.": "every number (vit_vs_cnn.py; no results file committed)",
 }
 
 
