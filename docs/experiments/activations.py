@@ -85,13 +85,27 @@ def main() -> None:
     add_sweep_arguments(ap, out="/tmp/exp17/activations")
     args = ap.parse_args()
     if args.plot_only:
-        return plot(earlier_runs(args.plot_only), args.png)
+        return plot(section3_runs(earlier_runs(args.plot_only)), args.png)
     torch.set_num_threads(1)
     results = []
     for seed in args.seeds:
         for activation in args.activations:
             keep(run(activation, args.lr, args.init, args.steps, seed, args.out), results, args.jsonl)
     plot(results, args.png)
+
+
+def section3_runs(rows: list[dict]) -> list[dict]:
+    """The runs of --plot-only's files as this script's runs: a learned-positions run of positions.py is the GELU
+    run of section 3 (the same configuration: same weights, batches and losses), the other schemes are left out,
+    and a run recorded twice (same activation, lr, init, steps and seed) is drawn once."""
+    runs = {}
+    for r in rows:
+        if "position" in r:
+            if r["position"] != "learned" or r["steps"] != 1500:
+                continue
+            r = {"activation": "gelu", "d_ff": D_FF["gelu"], "lr": 2e-3, "init": "default", "steps": 1500, **r}
+        runs[(r["activation"], r["lr"], r["init"], r["steps"], r["seed"])] = r
+    return list(runs.values())
 
 
 def arm(r: dict) -> str:
