@@ -333,7 +333,7 @@ def _activations_rows(rows: list[dict]) -> list[str]:
             return " / ".join(by_seed.get(s, "-") for s in seeds) if rs else "-"
 
         relu = {r["seed"]: _final(r) for r in runs["relu"]}
-        gap = " / ".join(f"{_final(r) - relu[r['seed']]:+.3f}" for r in runs["gelu"])
+        gap = " / ".join(f"{_final(r) - relu[r['seed']]:+.3f}" if r["seed"] in relu else "-" for r in runs["gelu"])
         std = " / ".join(f"{rs[0]['preact_std_end']:.2f}" if rs and rs[0]["seed"] == 0 else "-" for rs in runs.values())
         out.append(f"| {arm} | {', '.join(map(str, seeds))} | {cell(runs['gelu'])} | {cell(runs['relu'])} "
                    f"| {cell(runs['swiglu'])} | {gap} | {std} |")
@@ -445,6 +445,11 @@ TRACES = [
     Trace("## 2.", "positions.jsonl", _positions_rows, _positions_extra,
           allowed={"4,096": "64 x 64, the learned position table's entries (arithmetic)",
                    "0.02": "the std token embeddings start at (a setting)"}),
+    Trace("## 3.", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), _activations_rows,
+          _activations_extra,
+          allowed={"0.02": "attnlab's init std (a setting)", "0.125": "1/sqrt(64), the scaled init's std (a setting)",
+                   "0.5": "GELU's slope at 0 (arithmetic)", "0.4": "GELU's x² coefficient, 1/sqrt(2 pi) (arithmetic)",
+                   "17.8": "the issue item the subsection answers"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
@@ -452,7 +457,6 @@ UNTRACED = {
     "## 1.": "the 1,500-step val losses of every run (and the HF check's table), the gradient-norm median 0.42 / "
              "percentiles 0.32-0.69, 'train loss 3.1-3.2 until step ~120', the 300-step reruns; the first-step "
              "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
-    "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
     "## 5.": "part 1's variance table and the d_k 32 runs (only the d_k 128 seed-1 run is committed)",
     "## 6.": "every number (mask_after_softmax.py prints them; no results file committed)",
     "## 8.": "every number (vit_vs_cnn.py; no results file committed)",

@@ -16,6 +16,7 @@ layers, on 16 validation windows at init and at the end).
 
     python docs/experiments/activations.py --activations gelu relu swiglu --lr 2e-3 --jsonl act.jsonl
     python docs/experiments/activations.py --plot-only act.jsonl --png docs/img/exp_activations_gelu.png
+    python docs/experiments/activations.py --plot-only act.jsonl --plot-setting --png docs/img/exp-activations.png
 """
 
 from __future__ import annotations
@@ -82,10 +83,15 @@ def main() -> None:
     ap.add_argument("--init", default="default", choices=["default", "scaled"])
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--plot-setting", action="store_true",
+                    help="with --plot-only: draw only the runs at --lr, --init and --steps (section 3's by default)")
     add_sweep_arguments(ap, out="/tmp/exp17/activations")
     args = ap.parse_args()
     if args.plot_only:
-        return plot(section3_runs(earlier_runs(args.plot_only)), args.png)
+        runs = section3_runs(earlier_runs(args.plot_only))
+        if args.plot_setting:
+            runs = [r for r in runs if (r["lr"], r["init"], r["steps"]) == (args.lr, args.init, args.steps)]
+        return plot(runs, args.png)
     torch.set_num_threads(1)
     results = []
     for seed in args.seeds:
@@ -137,6 +143,7 @@ def plot(results: list[dict], png: str) -> None:
                 right.plot(*zip(*r["val"], strict=True), "o-" if r["steps"] == 1500 else "s--", ms=3, color=f"C{i}",
                            label=f"{act}, {r['steps']} steps")
     left.set_xticks(range(len(order)), order, fontsize=8, rotation=15)
+    left.set_xlim(-0.5, len(order) - 0.5)
     left.set_ylabel("final val loss (nats/char)")
     left.set_title("gpt-char 4 x 64, equal parameters; one point per seed", fontsize=9)
     left.legend(fontsize=8)
