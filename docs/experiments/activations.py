@@ -1,9 +1,10 @@
 """Issue 17.8: why does GELU trail ReLU and SwiGLU in docs/experiments.md section 3? Learning rate, init or steps?
 
 Section 3 trains the gpt-char recipe (4 layers, d_model 64, 4 heads; d_ff 256, SwiGLU d_ff 170 for the same
-parameter count) for 1,500 steps at lr 2e-3, and GELU ends ~0.13 nats behind the other two. One suspect: with
-std-0.02 weights and LayerNorm'd inputs, the FFN pre-activations start with std ~0.02 * sqrt(64) = 0.16, where
-GELU is almost linear (GELU(x) ~ 0.5x + 0.4x^2) while ReLU is already a hard kink. Each run changes one thing:
+parameter count) for 1,500 steps at lr 2e-3, and GELU ends 0.12-0.13 nats behind ReLU (3 seeds). One
+suspect: with std-0.02 weights and LayerNorm'd inputs, the FFN pre-activations start with std ~0.02 * sqrt(64) =
+0.16, where GELU is almost linear (GELU(x) ~ 0.5x + 0.4x^2) while ReLU is already a hard kink. Each run changes
+one thing:
 
   --lr LR        the peak learning rate (section 3: 2e-3)
   --init scaled  every block's FFN input projection (W_1, and W_gate for SwiGLU) re-drawn at std 1/sqrt(d_model),
