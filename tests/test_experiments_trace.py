@@ -236,6 +236,125 @@ def _position_label(r: dict) -> str:
     return r["arm"]
 
 
+POSITION_NAMES = {"learned": "learned", "sinusoidal": "sinusoidal", "rope": "RoPE", "none": "none"}
+ACTIVATION_NAMES = {"gelu": "GELU", "relu": "ReLU", "swiglu": "SwiGLU, d_ff 170"}
+
+
+def _final(r: dict) -> float:
+    return r["val"][-1][1]
+
+
+def _curve_row(label: str, r: dict) -> str:
+    """| label (seed) | parameters | val loss at each evaluation |"""
+    return f"| {label} ({r['seed']}) | {r['params']:,} | " + " | ".join(f"{v:.3f}" for _, v in r["val"]) + " |"
+
+
+def _seed_row(label: str, runs: list[dict], reference: list[dict] | None) -> str:
+    """| label | final val loss per seed | mean | max - min | minus the reference's final, same seed |"""
+    final = [_final(r) for r in runs]
+    against = "-" if reference is None else " / ".join(f"{_final(a) - _final(b):+.3f}"
+                                                        for a, b in zip(runs, reference, strict=True))
+    return (f"| {label} | " + " / ".join(f"{v:.3f}" for v in final)
+            + f" | {sum(final) / len(final):.3f} | {max(final) - min(final):.3f} | {against} |")
+
+
+def _group_gaps(groups: list[list[dict]]) -> list[float]:
+    """Each group's mean and spread of final val losses, and between two groups (both signs) the same-seed
+    differences and the difference of their means: the numbers a section's text quotes."""
+    out = []
+    for runs in groups:
+        final = [_final(r) for r in runs]
+        out += [sum(final) / len(final), max(final) - min(final)]
+    for a in groups:
+        for b in groups:
+            if a is b:
+                continue
+            by_seed = {r["seed"]: _final(r) for r in b}
+            out += [_final(r) - by_seed[r["seed"]] for r in a if r["seed"] in by_seed]
+            out.append(sum(map(_final, a)) / len(a) - sum(map(_final, b)) / len(b))
+    return out
+
+
+def _positions(rows: list[dict]) -> dict[str, list[dict]]:
+    return {p: sorted((r for r in rows if r.get("position") == p), key=lambda r: r["seed"]) for p in POSITION_NAMES}
+
+
+def _positions_rows(rows: list[dict]) -> list[str]:
+    runs = _positions(rows)
+    return ([_curve_row(POSITION_NAMES[p], r) for p, rs in runs.items() for r in rs]
+            + [_seed_row(POSITION_NAMES[p], rs, runs["learned"] if p != "learned" else None)
+               for p, rs in runs.items()])
+
+
+def _positions_extra(rows: list[dict]) -> list[float]:
+    return _group_gaps(list(_positions(rows).values()))
+
+
+ACTIVATION_ARMS = {  # label -> (lr, init, steps) of activations.py; section 3's setting is lr 2e-3, default, 1,500
+    "lr 1e-3": (1e-3, "default", 1500), "lr 2e-3 (section 3)": (2e-3, "default", 1500),
+    "lr 6e-3": (6e-3, "default", 1500), "4,500 steps": (2e-3, "default", 4500),
+    "W_1 at std 1/sqrt(d_model)": (2e-3, "scaled", 1500)}
+
+
+def _activation_runs(rows: list[dict]) -> dict[tuple, dict]:
+    """(activation, lr, init, steps, seed) -> run. positions.py's learned runs are section 3's GELU runs (the same
+    configuration); a run recorded in two files is merged (its val losses from the later file, the input std
+    from the file that has it: activations.jsonl)."""
+    runs: dict[tuple, dict] = {}
+    for r in rows:
+        if "position" in r:
+            if r["position"] != "learned":
+                continue
+            r = {"activation": "gelu", "lr": 2e-3, "init": "default", **r}
+        key = (r["activation"], r["lr"], r["init"], r["steps"], r["seed"])
+        runs[key] = {**runs.get(key, {}), **r}
+    return runs
+
+
+def _arm_runs(rows: list[dict], arm: str, activation: str) -> list[dict]:
+    lr, init, steps = ACTIVATION_ARMS[arm]
+    return sorted((r for k, r in _activation_runs(rows).items() if k[:4] == (activation, lr, init, steps)),
+                  key=lambda r: r["seed"])
+
+
+def _activations_rows(rows: list[dict]) -> list[str]:
+    """Section 3's curves and per-seed summary (against ReLU), then the subsection's table: per arm the final val
+    loss per seed of each activation, GELU - ReLU per seed, and the input std of the activation at the end (seed 0)."""
+    section3 = {a: _arm_runs(rows, "lr 2e-3 (section 3)", a) for a in ACTIVATION_NAMES}
+    out = [_curve_row(ACTIVATION_NAMES[a], r) for a, rs in section3.items() for r in rs]
+    out += [_seed_row(ACTIVATION_NAMES[a].split(",")[0], rs, section3["relu"] if a != "relu" else None)
+            for a, rs in section3.items()]
+    for arm in ACTIVATION_ARMS:
+        runs = {a: _arm_runs(rows, arm, a) for a in ACTIVATION_NAMES}
+        seeds = sorted({r["seed"] for rs in runs.values() for r in rs})
+
+        def cell(rs: list[dict], seeds=seeds) -> str:
+            by_seed = {r["seed"]: f"{_final(r):.3f}" for r in rs}
+            return " / ".join(by_seed.get(s, "-") for s in seeds) if rs else "-"
+
+        relu = {r["seed"]: _final(r) for r in runs["relu"]}
+        gap = " / ".join(f"{_final(r) - relu[r['seed']]:+.3f}" if r["seed"] in relu else "-" for r in runs["gelu"])
+        std = " / ".join(f"{rs[0]['preact_std_end']:.2f}" if rs and rs[0]["seed"] == 0 else "-" for rs in runs.values())
+        out.append(f"| {arm} | {', '.join(map(str, seeds))} | {cell(runs['gelu'])} | {cell(runs['relu'])} "
+                   f"| {cell(runs['swiglu'])} | {gap} | {std} |")
+    return out
+
+
+def _activations_extra(rows: list[dict]) -> list[float]:
+    """Within each arm, the gaps between activations (means, same-seed); across arms, each activation's mean
+    against section 3's; the parameter difference of SwiGLU, in percent."""
+    arms = {arm: [rs for rs in (_arm_runs(rows, arm, a) for a in ACTIVATION_NAMES) if rs] for arm in ACTIVATION_ARMS}
+    out = [v for groups in arms.values() for v in _group_gaps(groups)]
+    for a in ACTIVATION_NAMES:
+        base = _arm_runs(rows, "lr 2e-3 (section 3)", a)
+        for arm in ACTIVATION_ARMS:
+            other = _arm_runs(rows, arm, a)
+            if other and arm != "lr 2e-3 (section 3)":
+                out += _group_gaps([other, base])[4:]  # the differences only (each group's mean is in `arms`)
+    relu, swiglu = (_arm_runs(rows, "lr 2e-3 (section 3)", a)[0] for a in ("relu", "swiglu"))
+    return out + [100 * (relu["params"] - swiglu["params"]) / relu["params"]]
+
+
 def _vit_grid_rows(rows: list[dict]) -> list[str]:
     """The per-run table, the per-setting summary (rho: mean +- sd, min to max) and the chosen setting's test rows."""
     out = []
@@ -458,6 +577,18 @@ TRACES = [
     Trace("| 8 |", "vit_vs_cnn.jsonl", extra=_vit_cnn_extra,
           allowed={"17.5": "the issue item the claim came from", "6,000": "the recipe's steps (a setting)",
                    "1,000": "the recipe's test images (a setting)"}),
+    # sections 2-3
+    Trace("## 2.", "positions.jsonl", _positions_rows, _positions_extra,
+          allowed={"4,096": "64 x 64, the learned position table's entries (arithmetic)",
+                   "0.02": "the std token embeddings start at (a setting)"}),
+    Trace("## 3.", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), _activations_rows,
+          _activations_extra,
+          allowed={"0.02": "attnlab's init std (a setting)", "0.125": "1/sqrt(64), the scaled init's std (a setting)",
+                   "0.5": "GELU's slope at 0 (arithmetic)", "0.4": "GELU's x² coefficient, 1/sqrt(2 pi) (arithmetic)",
+                   "17.8": "the issue item the subsection answers"}),
+    Trace("| 2 |", "positions.jsonl", extra=_positions_extra),
+    Trace("| 3 |", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), extra=_activations_extra,
+          allowed={"17.8": "the issue item the row's second half answers"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
@@ -465,8 +596,6 @@ UNTRACED = {
     "## 1.": "the 1,500-step val losses of every run (and the HF check's table), the gradient-norm median 0.42 / "
              "percentiles 0.32-0.69, 'train loss 3.1-3.2 until step ~120', the 300-step reruns; the first-step "
              "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
-    "## 2.": "the 1,500-step val losses (runs of `attnlab train`, metrics left in /tmp)",
-    "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
 }
 
 

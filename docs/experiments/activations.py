@@ -1,9 +1,10 @@
 """Issue 17.8: why does GELU trail ReLU and SwiGLU in docs/experiments.md section 3? Learning rate, init or steps?
 
 Section 3 trains the gpt-char recipe (4 layers, d_model 64, 4 heads; d_ff 256, SwiGLU d_ff 170 for the same
-parameter count) for 1,500 steps at lr 2e-3, and GELU ends ~0.13 nats behind the other two. One suspect: with
-std-0.02 weights and LayerNorm'd inputs, the FFN pre-activations start with std ~0.02 * sqrt(64) = 0.16, where
-GELU is almost linear (GELU(x) ~ 0.5x + 0.4x^2) while ReLU is already a hard kink. Each run changes one thing:
+parameter count) for 1,500 steps at lr 2e-3, and GELU ends 0.12-0.13 nats behind ReLU (3 seeds). One
+suspect: with std-0.02 weights and LayerNorm'd inputs, the FFN pre-activations start with std ~0.02 * sqrt(64) =
+0.16, where GELU is almost linear (GELU(x) ~ 0.5x + 0.4x^2) while ReLU is already a hard kink. Each run changes
+one thing:
 
   --lr LR        the peak learning rate (section 3: 2e-3)
   --init scaled  every block's FFN input projection (W_1, and W_gate for SwiGLU) re-drawn at std 1/sqrt(d_model),
@@ -16,6 +17,7 @@ layers, on 16 validation windows at init and at the end).
 
     python docs/experiments/activations.py --activations gelu relu swiglu --lr 2e-3 --jsonl act.jsonl
     python docs/experiments/activations.py --plot-only act.jsonl --png docs/img/exp_activations_gelu.png
+    python docs/experiments/activations.py --plot-only act.jsonl --plot-setting --png docs/img/exp-activations.png
 """
 
 from __future__ import annotations
@@ -82,16 +84,35 @@ def main() -> None:
     ap.add_argument("--init", default="default", choices=["default", "scaled"])
     ap.add_argument("--steps", type=int, default=1500)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--plot-setting", action="store_true",
+                    help="with --plot-only: draw only the runs at --lr, --init and --steps (section 3's by default)")
     add_sweep_arguments(ap, out="/tmp/exp17/activations")
     args = ap.parse_args()
     if args.plot_only:
-        return plot(earlier_runs(args.plot_only), args.png)
+        runs = section3_runs(earlier_runs(args.plot_only))
+        if args.plot_setting:
+            runs = [r for r in runs if (r["lr"], r["init"], r["steps"]) == (args.lr, args.init, args.steps)]
+        return plot(runs, args.png)
     torch.set_num_threads(1)
     results = []
     for seed in args.seeds:
         for activation in args.activations:
             keep(run(activation, args.lr, args.init, args.steps, seed, args.out), results, args.jsonl)
     plot(results, args.png)
+
+
+def section3_runs(rows: list[dict]) -> list[dict]:
+    """The runs of --plot-only's files as this script's runs: a learned-positions run of positions.py is the GELU
+    run of section 3 (the same configuration: same weights, batches and losses), the other schemes are left out,
+    and a run recorded twice (same activation, lr, init, steps and seed) is drawn once."""
+    runs = {}
+    for r in rows:
+        if "position" in r:
+            if r["position"] != "learned" or r["steps"] != 1500:
+                continue
+            r = {"activation": "gelu", "d_ff": D_FF["gelu"], "lr": 2e-3, "init": "default", "steps": 1500, **r}
+        runs[(r["activation"], r["lr"], r["init"], r["steps"], r["seed"])] = r
+    return list(runs.values())
 
 
 def arm(r: dict) -> str:
@@ -123,6 +144,7 @@ def plot(results: list[dict], png: str) -> None:
                 right.plot(*zip(*r["val"], strict=True), "o-" if r["steps"] == 1500 else "s--", ms=3, color=f"C{i}",
                            label=f"{act}, {r['steps']} steps")
     left.set_xticks(range(len(order)), order, fontsize=8, rotation=15)
+    left.set_xlim(-0.5, len(order) - 0.5)
     left.set_ylabel("final val loss (nats/char)")
     left.set_title("gpt-char 4 x 64, equal parameters; one point per seed", fontsize=9)
     left.legend(fontsize=8)
