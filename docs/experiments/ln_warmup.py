@@ -49,10 +49,10 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--eval-every", type=int, default=200)
-    ap.add_argument("--n-layers", type=int, default=MODEL["n_layers"])
-    ap.add_argument("--d-model", type=int, default=MODEL["d_model"])
     ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's, 2e-3)")
     ap.add_argument("--grad-clip", type=float, default=None, help="0 turns clipping off (default: the recipe's 1.0)")
+    ap.add_argument("--n-layers", type=int, default=MODEL["n_layers"])
+    ap.add_argument("--d-model", type=int, default=MODEL["d_model"])
     add_sweep_arguments(ap, out="/tmp/exp17/ln_warmup")
     args = ap.parse_args()
     if args.plot_only:
