@@ -308,19 +308,26 @@ def _check_ln_extra(rows: list[dict]) -> list[float]:
     return [abs(d["final_val_diff"]) for d in drift] + [1e7 * d["max_abs_diff_first_30_steps"] for d in drift]
 
 
-def _ln_runs_rows(label: Callable[[dict], str]) -> Callable[[list[dict]], list[str]]:
-    """One table row per ln_warmup.py run: label (seed) | val loss at each evaluation."""
-    return lambda rows: [f"| {label(r)} ({r['seed']}) | {_val_cells(r)} |" for r in rows]
+def _ln_key(r: dict) -> tuple:
+    """One setting of ln_warmup.py's runs (lr and grad_clip are recorded only where they were given)."""
+    return r["placement"], r["warmup"], r.get("lr"), r.get("grad_clip")
+
+
+def _ln_runs_rows(label: Callable[[dict], str], keep: Callable[[dict], bool]) -> Callable[[list[dict]], list[str]]:
+    """One table row per ln_warmup.py run that `keep` selects: label (seed) | val loss at each evaluation."""
+    return lambda rows: [f"| {label(r)} ({r['seed']}) | {_val_cells(r)} |" for r in rows if keep(r)]
 
 
 def _ln_runs_extra(rows: list[dict]) -> list[float]:
-    """Per setting (placement, warmup) over its seeds: the mean and the range (max - min) of the last val loss,
-    and the gaps between the settings' means."""
-    finals: dict[tuple, list[float]] = {}
+    """Per setting over its seeds: the mean and the range (max - min) of the last val loss; the gaps between the
+    settings' means, and between the last val losses of two settings' runs with the same seed."""
+    finals: dict[tuple, dict[int, float]] = {}
     for r in rows:
-        finals.setdefault((r["placement"], r["warmup"]), []).append(r["val"][-1][1])
-    means = [sum(v) / len(v) for v in finals.values()]
-    return means + [max(v) - min(v) for v in finals.values()] + [abs(a - b) for a in means for b in means]
+        finals.setdefault(_ln_key(r), {})[r["seed"]] = r["val"][-1][1]
+    means = [sum(v.values()) / len(v) for v in finals.values()]
+    ranges = [max(v.values()) - min(v.values()) for v in finals.values()]
+    same_seed = [abs(a[s] - b[s]) for a in finals.values() for b in finals.values() for s in a if s in b]
+    return means + ranges + [abs(a - b) for a in means for b in means] + same_seed
 
 
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
@@ -370,12 +377,12 @@ TRACES = [
                                                   "8,192": "64 x 128, the entries of W (arithmetic)"}),
     Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
     # section 1, HF check and subsections
-    Trace("### Without clipping, at a higher learning rate", "ln_hot.jsonl",
-          _ln_runs_rows(lambda r: f"{r['placement']}-LN, lr 6e-3, no clipping"), _ln_runs_extra,
-          end="\n### Post-LN with warmup"),
-    Trace("### Post-LN with warmup", "ln_post_warmup.jsonl",
-          _ln_runs_rows(lambda r: f"post-LN, warmup {r['warmup']}"), _ln_runs_extra,
-          allowed={"17.3": "the issue item"}, end="\n### Warmup sweep"),
+    Trace("### Without clipping, at a higher learning rate", ("ln_hot.jsonl", "ln_1500.jsonl"),
+          _ln_runs_rows(lambda r: f"{r['placement']}-LN, lr 6e-3, no clipping", lambda r: r.get("lr") == 6e-3),
+          _ln_runs_extra, allowed={"1.0": "the clipping threshold (a setting)"}, end="\n### Post-LN with warmup"),
+    Trace("### Post-LN with warmup", ("ln_post_warmup.jsonl", "ln_1500.jsonl"),
+          _ln_runs_rows(lambda r: f"post-LN, warmup {r['warmup']}", lambda r: r["warmup"] > 0), _ln_runs_extra,
+          allowed={"17.3": "the issue item", "1.0": "the clipping threshold (a setting)"}, end="\n### Warmup sweep"),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
