@@ -16,7 +16,16 @@ If attnlab and hf-same-init follow the same curve, the forward and backward pass
 them with the two scaled-init runs shows what the initialisation scale does. Each variant's metrics.jsonl is
 written under --out in the trainer's format, so attnlab.training.trainer.plot_comparison can draw them.
 
-    python docs/experiments_check_ln.py --steps 1500 --eval-every 250 --out /tmp/exp/check-ln
+    python docs/experiments_check_ln.py --steps 1500 --eval-every 250 --out /tmp/exp/check-ln \
+        --jsonl docs/experiments/results/check_ln.jsonl
+    python docs/experiments_check_ln.py --steps 1500 --eval-every 250 --variants attnlab-nudged \
+        --out /tmp/exp/check-ln-nudge --reference /tmp/exp/check-ln/attnlab/metrics.jsonl \
+        --jsonl docs/experiments/results/check_ln.jsonl
+
+With --jsonl, one JSON line per variant is appended (evaluations only, no per-step dump): its val losses, its
+first-step training loss and, against attnlab's run (the same invocation's, or --reference's metrics.jsonl), how
+far the training losses drift apart: the largest |difference| over the first 30 steps, the first step where it
+exceeds 1e-3 and 0.1, and the difference of the last val loss. This is a parity check on seed 0, not a verdict.
 """
 
 from __future__ import annotations
@@ -83,6 +92,27 @@ def nudge(model, seed: int, scale: float = 1e-7) -> None:
             param.mul_(1 + scale * torch.randn(param.shape, generator=gen))
 
 
+def summary(name: str, metrics: Path, reference: Path | None, s) -> dict:
+    """One variant's JSON line: its evaluations and, against the reference run (attnlab), the drift."""
+    rows = [json.loads(line) for line in open(metrics)]
+    row = {"variant": name, "seed": s.seed, "steps": s.steps, "warmup": s.warmup, "lr": s.lr,
+           "grad_clip": s.grad_clip, "first_loss": rows[0]["loss"],
+           "val": [[r["step"], r["val_loss"]] for r in rows if "val_loss" in r]}
+    if reference is None or name == "attnlab":
+        return row
+    ref = [json.loads(line) for line in open(reference)]
+    diff = [abs(a["loss"] - b["loss"]) for a, b in zip(rows, ref, strict=True)]  # step i+1's training loss
+
+    def first_above(threshold: float) -> int | None:
+        return next((i + 1 for i, d in enumerate(diff) if d > threshold), None)
+
+    ref_val = [r["val_loss"] for r in ref if "val_loss" in r]
+    return {**row, "drift_vs_attnlab": {"max_abs_diff_first_30_steps": max(diff[:30]),
+                                        "first_step_above_1e-3": first_above(1e-3),
+                                        "first_step_above_0.1": first_above(0.1),
+                                        "final_val_diff": row["val"][-1][1] - ref_val[-1]}}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1500)
@@ -92,6 +122,9 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS[:4]), help=f"comma-separated subset of {VARIANTS}")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", default="/tmp/exp/check-ln")
+    parser.add_argument("--jsonl", default="", help="append one JSON line per variant (val losses, drift) here")
+    parser.add_argument("--reference", default="", help="attnlab's metrics.jsonl from an earlier run, to measure "
+                        "the drift against when attnlab is not among --variants")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     names = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -153,6 +186,12 @@ def main() -> None:
             print(f"step {step} ({time.perf_counter() - started:.0f}s): {losses}", flush=True)
     for log in logs.values():
         log.close()
+    if args.jsonl:
+        ref = out / "attnlab" / "metrics.jsonl" if "attnlab" in models else Path(args.reference) if args.reference \
+            else None
+        with open(args.jsonl, "a") as f:
+            for name in models:
+                f.write(json.dumps(summary(name, out / name / "metrics.jsonl", ref, s)) + "\n")
     print("val loss by step:")
     for name in models:
         rows = [json.loads(line) for line in open(out / name / "metrics.jsonl")]

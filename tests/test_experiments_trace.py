@@ -45,6 +45,8 @@ class Trace:
     extra: Callable[[list[dict]], list[float]] | None = None  # derived values the part may print (ratios ...)
     allowed: dict[str, str] = field(default_factory=dict)  # number -> why it is not a result
     doc: str = "experiments.md"  # the page in docs/ the part is in
+    end: str = ""  # where the part ends instead (its first occurrence after the start): for a part of a section
+    # that other, separately traced or untraced parts follow
 
 
 def _load(names: str | tuple[str, ...]) -> list[dict]:
@@ -52,14 +54,15 @@ def _load(names: str | tuple[str, ...]) -> list[dict]:
     return [json.loads(line) for name in names for line in (RESULTS / name).read_text().splitlines() if line.strip()]
 
 
-def _part(text: str, start: str) -> str:
+def _part(text: str, start: str, stop: str = "") -> str:
     if start.startswith("|"):
         top = text[:text.index("\n## ")]  # the table at the top, before the first section
         rows = [line for line in top.splitlines() if line.startswith(start)]
         assert len(rows) == 1, f"table row {start!r}: found {len(rows)}"
         return rows[0]
     begin = text.index("\n" + start) + 1
-    end = text.find("\n\n" if start.startswith("**") else "\n## ", begin)
+    end = text.find(stop or ("\n\n" if start.startswith("**") else "\n## "), begin)
+    assert not stop or end != -1, f"part {start!r}: its end {stop!r} is not in the text after it"
     return text[begin:end if end != -1 else len(text)]
 
 
@@ -511,6 +514,58 @@ def _vit_cnn_extra(rows: list[dict]) -> list[float]:
         out += means + [1 - means[0], 1 - means[1], (1 - means[0]) / (1 - means[1]), means[1] - means[0]]
         out += [c["test_accuracy"] - v["test_accuracy"] for v, c in zip(vit, cnn, strict=True)]
     return out + [sum(r["cpu_s"] for r in rows) / 60]
+# section 1, HF check and subsections: experiments_check_ln.py's variants and ln_warmup.py's 1,500-step runs
+CHECK_LN_LABELS = {"attnlab": "attnlab", "hf-same-init": "HF GPT-2, same initial weights",
+                   "hf-own-init": "HF GPT-2, its own init (scaled residual projections)",
+                   "attnlab-scaled": "attnlab, residual projections at std 0.02/sqrt(32)",
+                   "attnlab-nudged": "attnlab, every weight nudged by 1e-7 (relative)"}
+
+
+def _val_cells(r: dict) -> str:
+    return " | ".join(f"{v:.3f}" for _, v in r["val"])
+
+
+def _check_ln_rows(rows: list[dict]) -> list[str]:
+    """The HF check's val table, then its drift table (first 30 steps' largest |loss difference| in units of
+    1e-7, the first steps past 1e-3 and 0.1, the last val loss's difference), every cell from the results."""
+    out = [f"| {CHECK_LN_LABELS[r['variant']]} | {_val_cells(r)} |" for r in rows]
+    for r in rows:
+        if d := r.get("drift_vs_attnlab"):
+            out.append(f"| {CHECK_LN_LABELS[r['variant']]} | {1e7 * d['max_abs_diff_first_30_steps']:.1f} "
+                       f"| {d['first_step_above_1e-3']} | {d['first_step_above_0.1']} "
+                       f"| {d['final_val_diff']:+.3f} |")
+    return out
+
+
+# Not yet in TRACES: the HF check's results file was still being written at this commit. Once it is, its part is
+# Trace("**Is attnlab's pre-LN path right?", "check_ln.jsonl", _check_ln_rows, _check_ln_extra,
+#       end="\n### Without clipping", allowed={"0.02": "GPT-2's init std", "0.0035": "0.02 / sqrt(32)"}).
+def _check_ln_extra(rows: list[dict]) -> list[float]:
+    """|last val difference| (the text quotes its size) and the 30-step maxima in units of 1e-7."""
+    drift = [r["drift_vs_attnlab"] for r in rows if "drift_vs_attnlab" in r]
+    return [abs(d["final_val_diff"]) for d in drift] + [1e7 * d["max_abs_diff_first_30_steps"] for d in drift]
+
+
+def _ln_key(r: dict) -> tuple:
+    """One setting of ln_warmup.py's runs (lr and grad_clip are recorded only where they were given)."""
+    return r["placement"], r["warmup"], r.get("lr"), r.get("grad_clip")
+
+
+def _ln_runs_rows(label: Callable[[dict], str], keep: Callable[[dict], bool]) -> Callable[[list[dict]], list[str]]:
+    """One table row per ln_warmup.py run that `keep` selects: label (seed) | val loss at each evaluation."""
+    return lambda rows: [f"| {label(r)} ({r['seed']}) | {_val_cells(r)} |" for r in rows if keep(r)]
+
+
+def _ln_runs_extra(rows: list[dict]) -> list[float]:
+    """Per setting over its seeds: the mean and the range (max - min) of the last val loss; the gaps between the
+    settings' means, and between the last val losses of two settings' runs with the same seed."""
+    finals: dict[tuple, dict[int, float]] = {}
+    for r in rows:
+        finals.setdefault(_ln_key(r), {})[r["seed"]] = r["val"][-1][1]
+    means = [sum(v.values()) / len(v) for v in finals.values()]
+    ranges = [max(v.values()) - min(v.values()) for v in finals.values()]
+    same_seed = [abs(a[s] - b[s]) for a in finals.values() for b in finals.values() for s in a if s in b]
+    return means + ranges + [abs(a - b) for a in means for b in means] + same_seed
 
 
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
@@ -589,6 +644,13 @@ TRACES = [
     Trace("| 2 |", "positions.jsonl", extra=_positions_extra),
     Trace("| 3 |", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), extra=_activations_extra,
           allowed={"17.8": "the issue item the row's second half answers"}),
+    # section 1, HF check and subsections
+    Trace("### Without clipping, at a higher learning rate", ("ln_hot.jsonl", "ln_1500.jsonl"),
+          _ln_runs_rows(lambda r: f"{r['placement']}-LN, lr 6e-3, no clipping", lambda r: r.get("lr") == 6e-3),
+          _ln_runs_extra, allowed={"1.0": "the clipping threshold (a setting)"}, end="\n### Post-LN with warmup"),
+    Trace("### Post-LN with warmup", ("ln_post_warmup.jsonl", "ln_1500.jsonl"),
+          _ln_runs_rows(lambda r: f"post-LN, warmup {r['warmup']}", lambda r: r["warmup"] > 0), _ln_runs_extra,
+          allowed={"17.3": "the issue item", "1.0": "the clipping threshold (a setting)"}, end="\n### Warmup sweep"),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
@@ -613,7 +675,7 @@ def _page(doc: str, trace: Trace) -> str:
 @pytest.mark.parametrize("trace", TRACES, ids=lambda t: t.part)
 def test_every_number_of_a_traced_part_comes_from_its_results_file(doc, trace):
     rows = _load(trace.results)
-    text = _part(_page(doc, trace), trace.part)
+    text = _part(_page(doc, trace), trace.part, trace.end)
     for line in trace.rows(rows) if trace.rows else []:
         assert line in text, f"{trace.part}: the doc lacks the row rendered from {trace.results}:\n{line}"
     values = [v for r in rows for v in _values(r)] + (trace.extra(rows) if trace.extra else [])
@@ -636,7 +698,7 @@ def test_the_check_catches_a_changed_digit(doc):
 
 def test_traced_and_untraced_parts_exist(doc):
     for trace in TRACES:
-        _part(_page(doc, trace), trace.part)
+        _part(_page(doc, trace), trace.part, trace.end)
         names = (trace.results,) if isinstance(trace.results, str) else trace.results
         assert all((RESULTS / name).is_file() for name in names)
     for part in UNTRACED:

@@ -49,6 +49,8 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--eval-every", type=int, default=200)
+    ap.add_argument("--lr", type=float, default=None, help="peak learning rate (default: the recipe's, 2e-3)")
+    ap.add_argument("--grad-clip", type=float, default=None, help="0 turns clipping off (default: the recipe's 1.0)")
     ap.add_argument("--n-layers", type=int, default=MODEL["n_layers"])
     ap.add_argument("--d-model", type=int, default=MODEL["d_model"])
     add_sweep_arguments(ap, out="/tmp/exp17/ln_warmup")
@@ -57,6 +59,8 @@ def main() -> None:
         return plot(earlier_runs(args.plot_only), args.png)
     torch.set_num_threads(1)
     model = dict(MODEL, n_layers=args.n_layers, d_model=args.d_model, d_ff=4 * args.d_model)
+    # lr / grad_clip given: passed to the recipe like the model keys, and so recorded in each run's line
+    model.update({k: v for k, v in (("lr", args.lr), ("grad_clip", args.grad_clip)) if v is not None})
     results = []
     for seed in args.seeds:  # seed-major: a sweep cut off has every setting at the first seeds
         for placement in args.placements:
