@@ -45,6 +45,8 @@ class Trace:
     extra: Callable[[list[dict]], list[float]] | None = None  # derived values the part may print (ratios ...)
     allowed: dict[str, str] = field(default_factory=dict)  # number -> why it is not a result
     doc: str = "experiments.md"  # the page in docs/ the part is in
+    end: str = ""  # where the part ends instead (its first occurrence after the start): for a part of a section
+    # that other, separately traced or untraced parts follow
 
 
 def _load(names: str | tuple[str, ...]) -> list[dict]:
@@ -52,14 +54,15 @@ def _load(names: str | tuple[str, ...]) -> list[dict]:
     return [json.loads(line) for name in names for line in (RESULTS / name).read_text().splitlines() if line.strip()]
 
 
-def _part(text: str, start: str) -> str:
+def _part(text: str, start: str, stop: str = "") -> str:
     if start.startswith("|"):
         top = text[:text.index("\n## ")]  # the table at the top, before the first section
         rows = [line for line in top.splitlines() if line.startswith(start)]
         assert len(rows) == 1, f"table row {start!r}: found {len(rows)}"
         return rows[0]
     begin = text.index("\n" + start) + 1
-    end = text.find("\n\n" if start.startswith("**") else "\n## ", begin)
+    end = text.find(stop or ("\n\n" if start.startswith("**") else "\n## "), begin)
+    assert not stop or end != -1, f"part {start!r}: its end {stop!r} is not in the text after it"
     return text[begin:end if end != -1 else len(text)]
 
 
@@ -351,7 +354,7 @@ def _page(doc: str, trace: Trace) -> str:
 @pytest.mark.parametrize("trace", TRACES, ids=lambda t: t.part)
 def test_every_number_of_a_traced_part_comes_from_its_results_file(doc, trace):
     rows = _load(trace.results)
-    text = _part(_page(doc, trace), trace.part)
+    text = _part(_page(doc, trace), trace.part, trace.end)
     for line in trace.rows(rows) if trace.rows else []:
         assert line in text, f"{trace.part}: the doc lacks the row rendered from {trace.results}:\n{line}"
     values = [v for r in rows for v in _values(r)] + (trace.extra(rows) if trace.extra else [])
@@ -374,7 +377,7 @@ def test_the_check_catches_a_changed_digit(doc):
 
 def test_traced_and_untraced_parts_exist(doc):
     for trace in TRACES:
-        _part(_page(doc, trace), trace.part)
+        _part(_page(doc, trace), trace.part, trace.end)
         names = (trace.results,) if isinstance(trace.results, str) else trace.results
         assert all((RESULTS / name).is_file() for name in names)
     for part in UNTRACED:
