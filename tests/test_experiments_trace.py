@@ -279,6 +279,57 @@ def _recall_rows(rows: list[dict]) -> list[str]:
     return out
 
 
+def _ln_runs(rows: list[dict], steps: int, placement: str, warmup: int = 0) -> list[dict]:
+    """Section 1's runs at 16 layers x 64 of one length and setting, by seed."""
+    return sorted((r for r in rows if (r["steps"], r["placement"], r["warmup"], r["n_layers"], r["d_model"])
+                   == (steps, placement, warmup, 16, 64)), key=lambda r: r["seed"])
+
+
+def _ln_1500_rows(rows: list[dict]) -> list[str]:
+    """Section 1's table (val at each evaluation, gradient norm after step 20: median (10th-90th percentile),
+    share clipped, the step the train loss leaves the plateau) and the per-seed lists its paragraphs quote."""
+    out = []
+    runs = {p: _ln_runs(rows, 1500, p) for p in ("pre", "post")}
+    for placement, rs in runs.items():
+        for r in rs:
+            out.append(f"| {placement}-LN ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
+                       + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
+                       f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+    for rs in runs.values():
+        out += [" / ".join(f"{r['val'][-1][1]:.3f}" for r in rs),
+                " / ".join(f"{r['grad_norm_median']:.2f}" for r in rs),
+                " / ".join(f"{100 * r['clipped_fraction']:.0f}%" for r in rs)]
+    out.append(" / ".join(f"{r['val'][0][1]:.3f}" for r in runs["post"]))  # post-LN at step 250: no better
+    out.append(" / ".join(str(r["plateau_end"]) for r in runs["pre"]))
+    out.append(f"first-step loss is {runs['pre'][0]['first_loss']:.3f}")
+    for placement in ("pre", "post"):  # the 300-step reruns, if the part's files hold them
+        out += [f"{placement}-LN " + " / ".join(f"{v:.3f}" for _, v in r["val"])
+                for r in _ln_runs(rows, 300, placement)]
+    return out
+
+
+def _ln_probe_rows(rows: list[dict]) -> list[str]:
+    """The size probes of section 1's sweep (post-LN, no warmup, seed 0): val at the last evaluation."""
+    out = []
+    for r in rows:
+        if r["placement"] != "post" or r["seed"] != 0:
+            continue
+        size, val = (r["n_layers"], r["d_model"]), f"{r['val'][-1][1]:.2f}"
+        if size == (16, 64):
+            out.append(f"16 x 64 stayed at {val}")
+        elif r["steps"] == 300:
+            out.append(f"{val} at {size[0]} layers x {size[1]}")
+        else:
+            out.append(f"{val} after {r['steps']} steps at {size[0]} x {size[1]}")
+    return out
+
+
+def _ln_1500_extra(rows: list[dict]) -> list[float]:
+    """The spread of pre-LN's final val loss over its seeds, and the gap from its worst seed to post-LN's best."""
+    pre, post = ([r["val"][-1][1] for r in _ln_runs(rows, 1500, p)] for p in ("pre", "post"))
+    return [max(pre) - min(pre), min(post) - max(pre)]
+
+
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
 
 TRACES = [
@@ -325,13 +376,18 @@ TRACES = [
           _tuned_extra(_position_label), allowed={"0.02": "the std new embedding tables start at (a setting)",
                                                   "8,192": "64 x 128, the entries of W (arithmetic)"}),
     Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
+    # section 1
+    Trace("## 1.", ("ln_1500.jsonl", "ln_warmup.jsonl"), _ln_1500_rows, _ln_1500_extra,
+          end="**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**",
+          allowed={"26.1": "the issue item", "3.1": "the train loss that counts as off the plateau (a setting)",
+                   "4.613": "the first-step loss of the old runs (history)"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
 UNTRACED = {
-    "## 1.": "the 1,500-step val losses of every run (and the HF check's table), the gradient-norm median 0.42 / "
-             "percentiles 0.32-0.69, 'train loss 3.1-3.2 until step ~120', the 300-step reruns; the first-step "
-             "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
+    "## 1.": "the Hugging Face check (its paragraph and table) and the two subsections after it, 'Without "
+             "clipping, at a higher learning rate' and 'Post-LN with warmup' (runs of `attnlab train`, metrics "
+             "left in /tmp); the part before the check and the **Re-measured** paragraph are traced",
     "## 2.": "the 1,500-step val losses (runs of `attnlab train`, metrics left in /tmp)",
     "## 3.": "the 1,500-step val losses; '2.31 after 200 steps at 8 x 64'",
     "## 5.": "part 1's variance table and the d_k 32 runs (only the d_k 128 seed-1 run is committed)",
