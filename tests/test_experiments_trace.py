@@ -316,7 +316,7 @@ def _ln_probe_rows(rows: list[dict]) -> list[str]:
             continue
         size, val = (r["n_layers"], r["d_model"]), f"{r['val'][-1][1]:.2f}"
         if size == (16, 64):
-            out.append(f"16 x 64 stayed at {val}")
+            out.append(f"16 x 64 was at {val}")
         elif r["steps"] == 300:
             out.append(f"{val} at {size[0]} layers x {size[1]}")
         else:
@@ -377,10 +377,11 @@ TRACES = [
                                                   "8,192": "64 x 128, the entries of W (arithmetic)"}),
     Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
     # section 1
-    Trace("## 1.", ("ln_1500.jsonl", "ln_warmup.jsonl"), _ln_1500_rows, _ln_1500_extra,
+    Trace("## 1.", ("ln_1500.jsonl", "ln_300.jsonl", "ln_warmup.jsonl"), _ln_1500_rows, _ln_1500_extra,
           end="**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**",
           allowed={"26.1": "the issue item", "3.1": "the train loss that counts as off the plateau (a setting)",
                    "4.613": "the first-step loss of the old runs (history)"}),
+    Trace("**Why this size.**", ("ln_probes.jsonl", "ln_300.jsonl"), _ln_probe_rows),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
