@@ -290,11 +290,14 @@ def _ln_1500_rows(rows: list[dict]) -> list[str]:
     share clipped, the step the train loss leaves the plateau) and the per-seed lists its paragraphs quote."""
     out = []
     runs = {p: _ln_runs(rows, 1500, p) for p in ("pre", "post")}
-    for placement, rs in runs.items():
+    warm = _ln_runs(rows, 1500, "pre", 100)
+    for name, rs in (("pre-LN", runs["pre"]), ("post-LN", runs["post"]), ("pre-LN, warmup 100", warm)):
         for r in rs:
-            out.append(f"| {placement}-LN ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
+            out.append(f"| {name} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
                        + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
                        f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+    if warm:
+        out.append(" / ".join(f"{r['val'][-1][1]:.3f}" for r in warm))
     for rs in runs.values():
         out += [" / ".join(f"{r['val'][-1][1]:.3f}" for r in rs),
                 " / ".join(f"{r['grad_norm_median']:.2f}" for r in rs),
@@ -377,7 +380,8 @@ TRACES = [
                                                   "8,192": "64 x 128, the entries of W (arithmetic)"}),
     Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
     # section 1
-    Trace("## 1.", ("ln_1500.jsonl", "ln_300.jsonl", "ln_warmup.jsonl"), _ln_1500_rows, _ln_1500_extra,
+    Trace("## 1.", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_300.jsonl", "ln_warmup.jsonl"), _ln_1500_rows,
+          _ln_1500_extra,
           end="**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**",
           allowed={"26.1": "the issue item", "3.1": "the train loss that counts as off the plateau (a setting)",
                    "4.613": "the first-step loss of the old runs (history)"}),
