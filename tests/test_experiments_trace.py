@@ -566,6 +566,58 @@ def _ln_runs_extra(rows: list[dict]) -> list[float]:
     ranges = [max(v.values()) - min(v.values()) for v in finals.values()]
     same_seed = [abs(a[s] - b[s]) for a in finals.values() for b in finals.values() for s in a if s in b]
     return means + ranges + [abs(a - b) for a in means for b in means] + same_seed
+def _ln_runs(rows: list[dict], steps: int, placement: str, warmup: int = 0) -> list[dict]:
+    """Section 1's runs at 16 layers x 64 of one length and setting, by seed."""
+    return sorted((r for r in rows if (r["steps"], r["placement"], r["warmup"], r["n_layers"], r["d_model"])
+                   == (steps, placement, warmup, 16, 64)), key=lambda r: r["seed"])
+
+
+def _ln_1500_rows(rows: list[dict]) -> list[str]:
+    """Section 1's table (val at each evaluation, gradient norm after step 20: median (10th-90th percentile),
+    share clipped, the step the train loss leaves the plateau) and the per-seed lists its paragraphs quote."""
+    out = []
+    runs = {p: _ln_runs(rows, 1500, p) for p in ("pre", "post")}
+    warm = _ln_runs(rows, 1500, "pre", 100)
+    for name, rs in (("pre-LN", runs["pre"]), ("post-LN", runs["post"]), ("pre-LN, warmup 100", warm)):
+        for r in rs:
+            out.append(f"| {name} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
+                       + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
+                       f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+    if warm:
+        out.append(" / ".join(f"{r['val'][-1][1]:.3f}" for r in warm))
+    for rs in runs.values():
+        out += [" / ".join(f"{r['val'][-1][1]:.3f}" for r in rs),
+                " / ".join(f"{r['grad_norm_median']:.2f}" for r in rs),
+                " / ".join(f"{100 * r['clipped_fraction']:.0f}%" for r in rs)]
+    out.append(" / ".join(f"{r['val'][0][1]:.3f}" for r in runs["post"]))  # post-LN at step 250: no better
+    out.append(" / ".join(str(r["plateau_end"]) for r in runs["pre"]))
+    out.append(f"first-step loss is {runs['pre'][0]['first_loss']:.3f}")
+    for placement in ("pre", "post"):  # the 300-step reruns, if the part's files hold them
+        out += [f"{placement}-LN " + " / ".join(f"{v:.3f}" for _, v in r["val"])
+                for r in _ln_runs(rows, 300, placement)]
+    return out
+
+
+def _ln_probe_rows(rows: list[dict]) -> list[str]:
+    """The size probes of section 1's sweep (post-LN, no warmup, seed 0): val at the last evaluation."""
+    out = []
+    for r in rows:
+        if r["placement"] != "post" or r["seed"] != 0:
+            continue
+        size, val = (r["n_layers"], r["d_model"]), f"{r['val'][-1][1]:.2f}"
+        if size == (16, 64):
+            out.append(f"16 x 64 was at {val}")
+        elif r["steps"] == 300:
+            out.append(f"{val} at {size[0]} layers x {size[1]}")
+        else:
+            out.append(f"{val} after {r['steps']} steps at {size[0]} x {size[1]}")
+    return out
+
+
+def _ln_1500_extra(rows: list[dict]) -> list[float]:
+    """The spread of pre-LN's final val loss over its seeds, and the gap from its worst seed to post-LN's best."""
+    pre, post = ([r["val"][-1][1] for r in _ln_runs(rows, 1500, p)] for p in ("pre", "post"))
+    return [max(pre) - min(pre), min(post) - max(pre)]
 
 
 HEADS_HISTORY = {"7.3": "the audit's re-measurement (named as history)", "5.9": "the audit's re-measurement"}
@@ -651,13 +703,19 @@ TRACES = [
     Trace("### Post-LN with warmup", ("ln_post_warmup.jsonl", "ln_1500.jsonl"),
           _ln_runs_rows(lambda r: f"post-LN, warmup {r['warmup']}", lambda r: r["warmup"] > 0), _ln_runs_extra,
           allowed={"17.3": "the issue item", "1.0": "the clipping threshold (a setting)"}, end="\n### Warmup sweep"),
+    # section 1
+    Trace("## 1.", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_300.jsonl", "ln_warmup.jsonl"), _ln_1500_rows,
+          _ln_1500_extra,
+          end="**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**",
+          allowed={"26.1": "the issue item", "3.1": "the train loss that counts as off the plateau (a setting)",
+                   "4.613": "the first-step loss of the old runs (history)"}),
+    Trace("**Why this size.**", ("ln_probes.jsonl", "ln_300.jsonl"), _ln_probe_rows),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
 UNTRACED = {
-    "## 1.": "the 1,500-step val losses of every run (and the HF check's table), the gradient-norm median 0.42 / "
-             "percentiles 0.32-0.69, 'train loss 3.1-3.2 until step ~120', the 300-step reruns; the first-step "
-             "losses and 600-step gradient norms are traced (the **Re-measured** paragraph), 4.613 is history",
+    "## 1.": "the Hugging Face check (its paragraph, table and the paragraph after it): "
+             "docs/experiments_check_ln.py --jsonl writes results/check_ln.jsonl, not yet re-run on this machine",
 }
 
 
