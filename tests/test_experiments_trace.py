@@ -710,6 +710,9 @@ TRACES = [
           allowed={"26.1": "the issue item", "3.1": "the train loss that counts as off the plateau (a setting)",
                    "4.613": "the first-step loss of the old runs (history)"}),
     Trace("**Why this size.**", ("ln_probes.jsonl", "ln_300.jsonl"), _ln_probe_rows),
+    Trace("| 1 |", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_hot.jsonl", "ln_post_warmup.jsonl",
+                    "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl"), extra=_ln_1500_extra,
+          allowed={"17.3": "the issue item the claim came from"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
