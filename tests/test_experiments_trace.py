@@ -528,22 +528,23 @@ def _val_cells(r: dict) -> str:
 def _check_ln_rows(rows: list[dict]) -> list[str]:
     """The HF check's val table, then its drift table (first 30 steps' largest |loss difference| in units of
     1e-7, the first steps past 1e-3 and 0.1, the last val loss's difference), every cell from the results."""
+    rows = [r for r in rows if "variant" in r]  # the check's lines, not ln_1500.jsonl's runs beside them
     out = [f"| {CHECK_LN_LABELS[r['variant']]} | {_val_cells(r)} |" for r in rows]
-    for r in rows:
-        if d := r.get("drift_vs_attnlab"):
+    for r in rows:  # drift only for the runs that start from attnlab's weights (the others differ from step 1)
+        if (d := r.get("drift_vs_attnlab")) and d["max_abs_diff_first_30_steps"] < 1e-3:
+            above = d["first_step_above_0.1"]
             out.append(f"| {CHECK_LN_LABELS[r['variant']]} | {1e7 * d['max_abs_diff_first_30_steps']:.1f} "
-                       f"| {d['first_step_above_1e-3']} | {d['first_step_above_0.1']} "
+                       f"| {d['first_step_above_1e-3']} | {'never' if above is None else above} "
                        f"| {d['final_val_diff']:+.3f} |")
     return out
 
 
-# Not yet in TRACES: the HF check's results file was still being written at this commit. Once it is, its part is
-# Trace("**Is attnlab's pre-LN path right?", "check_ln.jsonl", _check_ln_rows, _check_ln_extra,
-#       end="\n### Without clipping", allowed={"0.02": "GPT-2's init std", "0.0035": "0.02 / sqrt(32)"}).
 def _check_ln_extra(rows: list[dict]) -> list[float]:
     """|last val difference| (the text quotes its size) and the 30-step maxima in units of 1e-7."""
     drift = [r["drift_vs_attnlab"] for r in rows if "drift_vs_attnlab" in r]
-    return [abs(d["final_val_diff"]) for d in drift] + [1e7 * d["max_abs_diff_first_30_steps"] for d in drift]
+    runs = [r for r in rows if "placement" in r]  # ln_1500.jsonl's: the seed spread the text compares with
+    return ([abs(d["final_val_diff"]) for d in drift] + [1e7 * d["max_abs_diff_first_30_steps"] for d in drift]
+            + _ln_1500_extra(runs))
 
 
 def _ln_key(r: dict) -> tuple:
@@ -710,16 +711,16 @@ TRACES = [
           allowed={"26.1": "the issue item", "3.1": "the train loss that counts as off the plateau (a setting)",
                    "4.613": "the first-step loss of the old runs (history)"}),
     Trace("**Why this size.**", ("ln_probes.jsonl", "ln_300.jsonl"), _ln_probe_rows),
+    Trace("**Is attnlab's pre-LN path right?", ("check_ln.jsonl", "ln_1500.jsonl"), _check_ln_rows, _check_ln_extra,
+          end="\n### Without clipping", allowed={"0.02": "GPT-2's init std (a setting)",
+                                                  "0.0035": "0.02 / sqrt(32), the scaled init's std (a setting)"}),
     Trace("| 1 |", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_hot.jsonl", "ln_post_warmup.jsonl",
                     "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl"), extra=_ln_1500_extra,
           allowed={"17.3": "the issue item the claim came from"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
-UNTRACED = {
-    "## 1.": "the Hugging Face check (its paragraph, table and the paragraph after it): "
-             "docs/experiments_check_ln.py --jsonl writes results/check_ln.jsonl, not yet re-run on this machine",
-}
+UNTRACED: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
