@@ -539,6 +539,12 @@ def _check_ln_rows(rows: list[dict]) -> list[str]:
     return out
 
 
+def _sweep_extra(rows: list[dict]) -> list[float]:
+    """The warmup sweep's text: how far each 600-step run fell from its first evaluation, and section 1's spreads."""
+    drops = [r["val"][0][1] - r["val"][-1][1] for r in rows if r.get("steps") == 600 and "placement" in r]
+    return drops + _ln_1500_extra([r for r in rows if "placement" in r])
+
+
 def _check_ln_extra(rows: list[dict]) -> list[float]:
     """|last val difference| (the text quotes its size) and the 30-step maxima in units of 1e-7."""
     drift = [r["drift_vs_attnlab"] for r in rows if "drift_vs_attnlab" in r]
@@ -714,6 +720,12 @@ TRACES = [
     Trace("**Is attnlab's pre-LN path right?", ("check_ln.jsonl", "ln_1500.jsonl"), _check_ln_rows, _check_ln_extra,
           end="\n### Without clipping", allowed={"0.02": "GPT-2's init std (a setting)",
                                                   "0.0035": "0.02 / sqrt(32), the scaled init's std (a setting)"}),
+    Trace("### Warmup sweep", ("ln_warmup.jsonl", "ln_probes.jsonl", "ln_300.jsonl", "ln_1500.jsonl",
+                               "ln_1500_warmup100.jsonl", "ln_post_warmup.jsonl"), extra=_sweep_extra, end="\n## 2.",
+          allowed={"17.3": "the issue item", "2,000": "the issue's longest warmup (a setting)"}),
+    Trace("**Sections 1-3.**", "mask_after_softmax.jsonl",
+          allowed={"0.99": "AdamW's beta 2 (a setting)", "1,500": "steps per run (a setting)"}),
+    Trace("**Machine and date.** Sections 1-3", ("ln_1500.jsonl",), extra=_ln_1500_extra),
     Trace("| 1 |", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_hot.jsonl", "ln_post_warmup.jsonl",
                     "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl"), extra=_ln_1500_extra,
           allowed={"17.3": "the issue item the claim came from"}),
