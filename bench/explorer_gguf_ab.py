@@ -1,6 +1,7 @@
 """The explorer's SmolLM2 generation step with the GGUF's blocks kept against the same file expanded to float32.
 
     OMP_NUM_THREADS=1 python bench/explorer_gguf_ab.py [--rounds 9]
+    OMP_NUM_THREADS=1 python bench/explorer_gguf_ab.py --experiments   # the Experiments tab's cases, each way
 
 Two apps in one process, each holding a session that has generated 8 tokens after the latency benchmark's
 prompt; each round times the next step (as the page asks it, through the HTTP layer) on one and then the other.
@@ -44,11 +45,27 @@ def arm(keep: bool):
     return client, {**body, "generated": generated, "session": session}, generated
 
 
+def experiments(rounds: int) -> None:
+    """The Experiments tab's SmolLM2 cases (attnlab.benchmarks.explorer_latency), process CPU ms, each way: the
+    batched sweeps multiply more than 512 rows at once, which the 4-bit blocks do not run through the kernel."""
+    import attnlab.explorer.registry as registry_module
+    from attnlab.benchmarks import explorer_latency
+
+    for name, keep in (("expanded", False), ("kept", True)):
+        registry_module._kernels_run = lambda keep=keep: keep
+        with explorer_latency._client(registry_module.build_registry()) as client:
+            r = explorer_latency.experiments_case(client, "smollm2", rounds, lens=True)
+        print(f"{name}: " + ", ".join(f"{case} {ms:.0f} ms" for case, ms in r["cpu_ms"].items()) + " (process CPU)")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--experiments", action="store_true", help="the Experiments tab's cases instead of a step")
     args = p.parse_args()
     torch.set_num_threads(1)
+    if args.experiments:
+        return experiments(max(1, args.rounds // 9))
     arms = {"kept": arm(True), "expanded": arm(False)}
     cpu = {name: [] for name in arms}
     model_ms = {name: [] for name in arms}
