@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, train  # noqa: E402
+from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, save_figure, train  # noqa
 
 D_FF = {"relu": 256, "gelu": 256, "swiglu": 170}  # equal parameter count (210,816 / 210,640), as in section 3
 MODEL = dict(n_layers=4, d_model=64, n_heads=4)
@@ -152,10 +152,7 @@ def plot(results: list[dict], png: str) -> None:
     right.set_ylabel("val loss")
     right.set_title("lr 2e-3, default init, seed 0", fontsize=9)
     right.legend(fontsize=8)
-    for ax in (left, right):
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png)
+    save_figure(fig, (left, right), png)
 
 
 if __name__ == "__main__":

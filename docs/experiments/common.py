@@ -68,6 +68,14 @@ def figure(width: float = 5.5, height: float = 3.4, ncols: int = 1):
     return fig, axes
 
 
+def save_figure(fig, axes, png: str | Path) -> None:
+    """Light grids on every panel, a tight layout, and the PNG written: how every figure of these pages ends."""
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(png)
+
+
 def add_sweep_arguments(ap, out: str) -> None:
     """--jsonl, --out, --png and --plot-only: what a sweep script takes besides its own settings."""
     ap.add_argument("--jsonl", default="", help="append one JSON line per finished run to this file")

@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, train  # noqa: E402
+from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, save_figure, train  # noqa
 
 POSITIONS = ("learned", "sinusoidal", "rope", "none")
 MODEL = dict(n_layers=4, d_model=64, n_heads=4, d_ff=256, steps=1500, eval_every=250)
@@ -73,10 +73,7 @@ def plot(results: list[dict], png: str) -> None:
     right.set_xticks(range(len(POSITIONS)), POSITIONS, fontsize=8)
     right.set_ylabel(f"val loss at step {results[0]['val'][-1][0]}")
     right.set_title("final val loss, one point per seed", fontsize=9)
-    for ax in (left, right):
-        ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(png)
+    save_figure(fig, (left, right), png)
 
 
 if __name__ == "__main__":
