@@ -293,11 +293,12 @@ def kept_blocks(model: nn.Module) -> dict[tuple[int, int, str], int]:
     """(out, in, format) -> how many quantized matrices (layers/quantized.py: int8, int4, a GGUF's kept Q8_0 /
     Q4_0 / Q4_1 blocks) of that shape the model holds. Their products run attnlab's kernels, which split their
     output rows over torch's thread count, so a second thread may gain or lose there as on float weights."""
+    from attnlab.layers.quantized import QuantizedLinear
+
     found: dict[tuple[int, int, str], int] = {}
     for module in model.modules():
-        fmt = getattr(module, "format", None)
-        if isinstance(fmt, str) and hasattr(module, "in_features") and hasattr(module, "out_features"):
-            shape = (int(module.out_features), int(module.in_features), fmt)
+        if isinstance(module, QuantizedLinear):
+            shape = (module.out_features, module.in_features, module.format)
             found[shape] = found.get(shape, 0) + 1
     return found
 

@@ -19,23 +19,25 @@ import time
 import torch
 
 
+def registry(keep: bool):
+    """The explorer's registry, told that the kernels run (a GGUF keeps its blocks) or not (it is expanded): the
+    registry's own switch (explorer/registry.py, _kernels_run), read when a model loads."""
+    import attnlab.explorer.registry as registry_module
+
+    registry_module._kernels_run = lambda: keep
+    return registry_module.build_registry()
+
+
 def arm(keep: bool):
     """(client, the next step's request, the tokens so far) for an app whose SmolLM2 is loaded kept or expanded."""
     from fastapi.testclient import TestClient
 
-    import attnlab.loading as loading
     from attnlab.benchmarks.explorer_latency import PROMPT
-    from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 
-    real = loading.load
-    loading.load = lambda source, device=None, keep_quantized=True: real(source, device=device, keep_quantized=keep)
-    try:
-        client = TestClient(create_app(build_registry()), base_url="http://localhost")
-        client.__enter__()
-        client.get("/api/models/smollm2").raise_for_status()
-    finally:
-        loading.load = real
+    client = TestClient(create_app(registry(keep)), base_url="http://localhost")
+    client.__enter__()
+    client.get("/api/models/smollm2").raise_for_status()  # loads it now, kept or expanded as the registry says
     body = {"model": "smollm2", "prompt": PROMPT, "temperature": 0.0}
     generated, session = [], None
     for _ in range(8):
@@ -48,24 +50,23 @@ def arm(keep: bool):
 def experiments(rounds: int) -> None:
     """The Experiments tab's SmolLM2 cases (attnlab.benchmarks.explorer_latency), process CPU ms, each way: the
     batched sweeps multiply more than 512 rows at once, which the 4-bit blocks do not run through the kernel."""
-    import attnlab.explorer.registry as registry_module
     from attnlab.benchmarks import explorer_latency
 
     for name, keep in (("expanded", False), ("kept", True)):
-        registry_module._kernels_run = lambda keep=keep: keep
-        with explorer_latency._client(registry_module.build_registry()) as client:
+        with explorer_latency._client(registry(keep)) as client:
             r = explorer_latency.experiments_case(client, "smollm2", rounds, lens=True)
         print(f"{name}: " + ", ".join(f"{case} {ms:.0f} ms" for case, ms in r["cpu_ms"].items()) + " (process CPU)")
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--rounds", type=int, default=9)
+    p.add_argument("--rounds", type=int, default=None, help="timed rounds (default: 9 steps, 1 experiments round)")
     p.add_argument("--experiments", action="store_true", help="the Experiments tab's cases instead of a step")
     args = p.parse_args()
     torch.set_num_threads(1)
     if args.experiments:
-        return experiments(max(1, args.rounds // 9))
+        return experiments(args.rounds or 1)
+    args.rounds = args.rounds or 9
     arms = {"kept": arm(True), "expanded": arm(False)}
     cpu = {name: [] for name in arms}
     model_ms = {name: [] for name in arms}

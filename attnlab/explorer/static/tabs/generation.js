@@ -136,7 +136,8 @@ export async function render(root, ctx) {
           id: "cache-difference" }, `largest logit difference ${fmt(r.cache_difference, 3)}, allowed ` +
           `${fmt(r.cache_tolerance, 3)}` + (r.quantized_weights ? " (quantized weights: a one-token step " +
           "rounds its activations to ~15 bits, a full recompute does not, so the tolerance is " +
-          `${r.cache_tolerance_relative} of the largest logit, more for deeper models)` : " (float32: the two runs only add in another order; 1e-4 of the largest logit)"))
+          `${r.cache_tolerance_relative} of the largest logit, more for deeper models)`
+          : " (float32: the two runs only add in another order; 1e-4 of the largest logit)"))
           : ""),
       el("div", { class: "panel" }, el("h3", {}, "Time per step (ms)"), timeChart(session.history))),
     cacheWhy(r, ctx), r.cross_attention ? crossPanel(session.history) : "");
