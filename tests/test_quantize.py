@@ -179,11 +179,12 @@ def int8_path(request, monkeypatch):
     return request.param
 
 
-@pytest.mark.parametrize("rows", [1, 3, 20])
+@pytest.mark.parametrize("rows", [1, 3, 20, 80])
 def test_int8_product_is_within_the_activation_rounding_bound(rows, int8_path):
     """Few rows round x per row: fbgemm to 8 bits (step = range / 255), the VNNI kernel to two 8-bit pieces
     (step = max|x| / 127 / 254). |y - x W^T| <= step / 2 * sum_k |W[n, k]| (+ float32 rounding) bounds the
-    error; 20 rows multiply the decoded weight exactly."""
+    error. The kernel takes up to ROW_BY_ROW rows (20 here); more rows (80), or 20 without the kernel, multiply
+    the decoded weight exactly."""
     module = _module("int8")
     x = torch.randn(rows, 96)
     with torch.no_grad():
@@ -194,10 +195,11 @@ def test_int8_product_is_within_the_activation_rounding_bound(rows, int8_path):
     step = float(x.max() - x.min()) / levels if int8_path == "fbgemm" else float(x.abs().max()) / 127 / 254
     bound = step / 2 * w.abs().sum(1) + 1e-5
     assert bool(((got - expected).abs() <= bound).all())
-    if rows > QuantizedLinear.FAST_ROWS:
-        assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
-    else:
+    assert QuantizedLinear.FAST_ROWS < 20 <= QuantizedLinear.ROW_BY_ROW < 80  # the cases mean what they say
+    if rows <= QuantizedLinear.FAST_ROWS or (int8_path == "vnni" and rows <= QuantizedLinear.ROW_BY_ROW):
         assert not torch.equal(got, expected)  # the fast path did run (it rounds x)
+    else:
+        assert torch.allclose(got, expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("bias", [False, True])

@@ -15,7 +15,7 @@ from safetensors.torch import load_file, save_file
 
 import attnlab
 from attnlab.errors import CheckpointError
-from attnlab.layers import int4_kernel
+from attnlab.layers import int4_kernel, int8_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear
 from attnlab.quantization import formats_of
 
@@ -162,7 +162,11 @@ def test_gguf_export_writes_the_dequantized_float_weights(tmp_path):
     model = attnlab.quantize(attnlab.build_model(config).eval(), "int8")
     exported, _ = attnlab.load(save_gguf(model, tmp_path / "q.gguf", keep_quantized=False))
     with torch.no_grad():
-        assert torch.allclose(exported(IDS).logits, model(IDS).logits, rtol=1e-5, atol=1e-5)
+        ours, theirs = model(IDS).logits, exported(IDS).logits
+    if int8_kernel.available():  # 8 rows go row by row through the int8 kernel (ROW_BY_ROW): x rounded
+        assert float((ours - theirs).abs().max()) <= 5e-4 * float(theirs.abs().max())  # to ~15 bits per row
+    else:  # they multiply by the same dequantized weights
+        assert torch.allclose(ours, theirs, rtol=1e-5, atol=1e-5)
 
 
 def test_export_model_keeps_a_quantized_models_scales(tmp_path):

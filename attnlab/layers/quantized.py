@@ -41,7 +41,10 @@ weight-reading floor, 5.6-6.5x faster than float32 per matrix; an AVX2 variant o
 faster than float32 on an AMD Zen 3), and Q8_0's (SmolLM2's tied embedding / head) run layers/q8_0_kernel.py,
 built the same way. 4-bit products of more rows (a prompt's prefill, up to MANY_ROWS) go through the same tiles
 with int4_kernel.rows_product, each tile read once for 16 rows and every row rounded as a decoding step rounds it
-(~15 bits), instead of dequantizing the whole matrix to float32 per call. Elsewhere few-row products dequantize
+(~15 bits), instead of dequantizing the whole matrix to float32 per call. int8 and Q8_0 products of up to
+ROW_BY_ROW rows (a short prompt; the explorer's sweeps and logit lens at SmolLM2's tied head) call the one-row
+kernel once per row, for the same reason: 2-10x faster than writing the dequantized matrix first, and each row
+rounded as a decoding step rounds it. Elsewhere few-row products dequantize
 CHUNK weights (whole output rows, 1 MB of float32) at a time into a
 reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded
 in memory, but 3-3.5x SLOWER than float32 on this CPU (the unpacking passes cost more than the bytes they
@@ -160,6 +163,9 @@ class QuantizedLinear(nn.Module):
     use_kernel = True  # few rows: attnlab's VNNI kernels where available (False: fbgemm / chunked, to compare)
     MANY_ROWS = 512  # 4-bit products of FAST_ROWS+1 .. this many rows: int4_kernel.rows_product (3.5-10x faster
     #                  than dequantize + F.linear at 32 rows, 1.0-1.3x at 512, AMD Zen 3); more: the dequantized weight
+    ROW_BY_ROW = 64  # int8 / Q8_0 products of FAST_ROWS+1 .. this many rows: the one-row kernel once per row,
+    #                  2-10x faster there than dequantizing the whole matrix for one F.linear (SmolLM2's Q8_0 head,
+    #                  49152 x 576: 27 rows 108 ms against 234; int8 768 x 3072: 64 rows 5 ms against 17; AMD Zen 3)
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
@@ -222,14 +228,30 @@ class QuantizedLinear(nn.Module):
                 return self._chunked(x, bias)
         elif self._rows_kernel(x, rows):
             return self._rows_product(x, bias)
+        elif (kernel := self._row_by_row(x, rows)) is not None:
+            return self._kernel_product(kernel, x, bias)
         return self._float_product(x, bias)
+
+    def _eager_cpu_float(self, x: torch.Tensor) -> bool:
+        """float32 on CPU, outside torch.compile and autograd: where attnlab's kernels may replace F.linear."""
+        return (x.dtype == torch.float32 and x.device.type == "cpu" and not torch.compiler.is_compiling()
+                and not (torch.is_grad_enabled() and x.requires_grad))
+
+    def _row_by_row(self, x: torch.Tensor, rows: int):
+        """The one-row kernel for an int8 / Q8_0 product of at most ROW_BY_ROW rows (a short prompt, a sweep's
+        or the logit lens's rows at the head), or None: each row reads the codes once, where the float product
+        would first write the whole dequantized matrix (SmolLM2's tied head: 113 MB per call)."""
+        kernel = KERNELS.get(self.format) if self.format not in ROWS_FORMATS else None
+        if (kernel is None or rows > self.ROW_BY_ROW or not self.use_kernel or not self._eager_cpu_float(x)
+                or self.in_features > kernel.MAX_K or not kernel.available()):
+            return None
+        return kernel
 
     def _rows_kernel(self, x: torch.Tensor, rows: int) -> bool:
         """Do these rows (a prefill) go through int4_kernel.rows_product: 4-bit codes, MANY_ROWS rows at most,
         eager float32 on CPU without autograd, and the kernel built?"""
         return (rows <= self.MANY_ROWS and self.format in ROWS_FORMATS and self.use_kernel
-                and x.dtype == torch.float32 and x.device.type == "cpu" and not torch.compiler.is_compiling()
-                and not (torch.is_grad_enabled() and x.requires_grad) and self.in_features <= int4_kernel.MAX_K
+                and self._eager_cpu_float(x) and self.in_features <= int4_kernel.MAX_K
                 and int4_kernel.available() and int4_kernel.rows_available())
 
     def _rows_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
