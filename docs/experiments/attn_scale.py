@@ -29,7 +29,7 @@ import torch
 import attnlab
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, keep, recipe_task, seed_all, train  # noqa: E402
+from common import evals, figure, keep, recipe_task, save_figure, seed_all, train  # noqa: E402
 
 CHECKPOINT = Path(attnlab.__file__).parent / "assets" / "checkpoints" / "gpt-char"
 
@@ -117,9 +117,7 @@ def main() -> None:
         d_k = task.model.config.head_dim
         ax.set_title(f"gpt-char (d_k {d_k}), with and without 1/sqrt(d_k)", fontsize=10)
         ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(args.png)
+        save_figure(fig, [ax], args.png)
 
 
 if __name__ == "__main__":

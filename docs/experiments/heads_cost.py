@@ -148,7 +148,7 @@ def main() -> None:
             f.write("".join(line + "\n" for line in lines))
     if args.png:
         sys.path.insert(0, str(Path(__file__).parent))
-        from common import figure
+        from common import figure, save_figure
 
         hs = [r["h"] for r in rows]
         fig, ax = figure()
@@ -164,9 +164,7 @@ def main() -> None:
         ax.set_xlabel(f"heads h (d_model {d}, d_head = {d}/h, n {n})")
         ax.set_ylabel("relative to h = 1")
         ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(args.png)
+        save_figure(fig, [ax], args.png)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, train  # noqa: E402
+from common import add_sweep_arguments, earlier_runs, evals, figure, keep, recipe_task, save_figure, train  # noqa: E402
 
 MODEL = dict(n_layers=16, d_model=64, n_heads=4, d_ff=256)
 UNIGRAM = 3.2  # val loss of a model that learned only character frequencies (docs/experiments.md)
@@ -117,7 +117,6 @@ def plot(results: list[dict], png: str) -> None:
                            label=f"{placement}-LN, warmup {r['warmup']}")
     for ax in (left, right):
         ax.axhline(UNIGRAM, color="grey", lw=0.8, ls=":")
-        ax.grid(alpha=0.3)
     r0 = results[0]
     left.set_xticks(range(len(warmups)), [str(w) for w in warmups])
     left.set_xlabel("warmup steps")
@@ -129,8 +128,7 @@ def plot(results: list[dict], png: str) -> None:
     right.set_ylabel("val loss")
     right.set_title(f"seed {min(r['seed'] for r in results)}", fontsize=9)
     right.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(png)
+    save_figure(fig, [left, right], png)
 
 
 def plot_curves(results: list[dict], png: str) -> None:
@@ -156,10 +154,8 @@ def plot_curves(results: list[dict], png: str) -> None:
                  f"(seed {first} darker); dotted: unigram", fontsize=9)
     ax.set_xlabel("step")
     ax.set_ylabel("loss (nats/char); train: mean of 25 steps")
-    ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(png)
+    save_figure(fig, [ax], png)
 
 
 if __name__ == "__main__":

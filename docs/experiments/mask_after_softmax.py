@@ -35,7 +35,7 @@ from attnlab.layers.attention import Attention
 from attnlab.recording import active
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, keep, recipe_task, seed_all, train  # noqa: E402
+from common import evals, figure, keep, recipe_task, save_figure, seed_all, train  # noqa: E402
 
 
 class MaskAfterSoftmax(Attention):
@@ -143,7 +143,6 @@ def main() -> None:
         left.set_xlabel("step")
         left.set_ylabel("val loss, every position")
         left.legend(fontsize=7)
-        left.grid(alpha=0.3)
         seq = next(iter(masses.values()))[0].shape[0]
         uniform = [(seq - 1 - i) / seq for i in range(seq)]
         right.plot(uniform, ":", color="grey", label="uniform weights (init)")
@@ -153,9 +152,7 @@ def main() -> None:
         right.set_ylabel("softmax mass on future keys")
         right.set_title(f"trained, mask after softmax, seed {args.seeds[0]}", fontsize=9)
         right.legend(fontsize=7)
-        right.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(args.png)
+        save_figure(fig, [left, right], args.png)
 
 
 if __name__ == "__main__":

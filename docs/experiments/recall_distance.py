@@ -39,7 +39,7 @@ import attnlab
 from attnlab.training import Task
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import earlier_runs, figure, seed_all, settings, train, write_jsonl  # noqa: E402
+from common import earlier_runs, figure, save_figure, seed_all, settings, train, write_jsonl  # noqa: E402
 
 VALUES, MARK, QUERY = 16, 16, 17  # tokens 0..15 are values
 VALIDATION_SEED, TEST_SEED = 54321, 12345  # two fixed sets of 2,048 sequences; training batches come from `seed`
@@ -231,12 +231,10 @@ def plot(summaries: list[dict], png: str) -> None:
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_xlabel("distance k (k..k+7)")
-        ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     left.set_ylabel("test accuracy (mean, min-max over seeds)")
     right.set_ylabel("CPU ms per training step (batch 32)")
-    fig.tight_layout()
-    fig.savefig(png)
+    save_figure(fig, [left, right], png)
 
 
 if __name__ == "__main__":
