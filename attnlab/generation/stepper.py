@@ -37,8 +37,9 @@ class Stepper:
         encoder_hidden: torch.Tensor | None = None,  # (batch, src_seq, d_model) encoder-decoders
         source_mask: torch.Tensor | None = None,  # (batch, src_seq)
         window: int | None = None,  # sliding window: run each step on at most this many last columns
+        compiled=None,  # call(ids, mask, positions, cache) -> logits for one-token cached steps (compiled.py)
     ):
-        self.model = model
+        self.model, self.compiled = model, compiled
         self.encoder_decoder = encoder_hidden is not None
         self.encoder_hidden, self.source_mask = encoder_hidden, source_mask
         batch, prompt_len = prompt.shape
@@ -114,6 +115,8 @@ class Stepper:
             _, logits = self.model.decode(
                 ids, None if cached_cross else self.encoder_hidden, attention_mask=self.source_mask,
                 decoder_attention_mask=mask, position_ids=positions, cache=cache, last_only=True, validate=False)
+        elif self.compiled is not None and cache is not None and ids.shape[1] == 1:  # a decoding step
+            logits = self.compiled(ids, mask, positions, cache)
         else:
             logits = self.model(ids, attention_mask=mask, position_ids=positions, cache=cache, last_only=True,
                                 validate=False).logits

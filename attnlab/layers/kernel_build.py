@@ -163,6 +163,32 @@ def kernel_dir() -> Path:
     return cache_root() / "kernels"
 
 
+@functools.cache
+def private_inductor_cache() -> Path:
+    """Point torch.compile's inductor at a folder only this user can write; call before anything compiles.
+
+    Why: inductor writes the C++ it generates, and the shared libraries it then loads, to `torchinductor_$USER`
+    in the system's temporary folder (the hole this module's docstring describes), and its precompiled headers
+    there even when TORCHINDUCTOR_CACHE_DIR points elsewhere. So: no precompiled headers, and
+    TORCHINDUCTOR_CACHE_DIR = `<cache>/inductor`, checked like the kernels' folder (a fresh private temporary
+    folder, with one warning, when it fails). A TORCHINDUCTOR_CACHE_DIR the user set is theirs and is kept; the
+    default that inductor writes into the variable itself counts as unset."""
+    import torch._inductor.config as inductor_config
+    from torch._inductor.runtime.cache_dir_utils import default_cache_dir
+
+    inductor_config.cpp_cache_precompile_headers = False
+    current = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if current and os.path.abspath(current) != os.path.abspath(default_cache_dir()):
+        return Path(current)
+    directory = cache_root() / "inductor"
+    problem = _make_private(directory)
+    if problem:
+        _warn_refused(problem)
+        directory = Path(tempfile.mkdtemp(prefix="attnlab-inductor-"))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory)
+    return directory
+
+
 def _problem(path: Path, info: os.stat_result, ours: bool) -> str | None:
     """Why `path` (lstat `info`) is not safe to build in or load from, or None. ours: a folder attnlab makes or
     owns (this user's, nobody else may write); else an ancestor (this user's or root's, sticky if shared)."""

@@ -177,6 +177,7 @@ class QuantizedLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_features, device=device), requires_grad=False) if bias else None
         self._packed: tuple | None = None  # (weakref to qweight, its state, fbgemm packed weight)
         self._buffer: torch.Tensor | None = None  # reused (CHUNK, in) float32 rows for the block formats
+        self._traced: tuple | None = None  # (packed, bias) for kernel_ops while torch.compile traces (prepare_traced)
 
     @classmethod
     def from_float(cls, linear: nn.Linear, fmt: str) -> QuantizedLinear:
@@ -198,8 +199,33 @@ class QuantizedLinear(nn.Module):
 
     def __getstate__(self):  # copy.deepcopy / pickle: the prepacked weight and the scratch buffer are caches
         state = self.__dict__.copy()
-        state["_packed"], state["_buffer"] = None, None
+        state["_packed"], state["_buffer"], state["_traced"] = None, None, None
         return state
+
+    def prepare_traced(self) -> bool:
+        """Pack this layer for the kernel operator (layers/kernel_ops.py) that a compiled decoding step calls;
+        False where the kernel does not run here (the traced step then multiplies by the dequantized weight).
+
+        Why packed ahead: torch.compile cannot trace the check that keeps the eager packing fresh (_packed_for
+        reads tensor versions and addresses), so the compiled step reads this snapshot of the codes. A quantized
+        model is not trained; change its codes after compiling and call this again."""
+        kernel = KERNELS.get(self.format)
+        if (kernel is None or not self.use_kernel or self.in_features > kernel.MAX_K or not kernel.available()
+                or self.qweight.device.type != "cpu"):
+            self._traced = None
+            return False
+        *packed, bias = self._kernel_packed(kernel, self.bias)
+        self._traced = (packed, bias)
+        return True
+
+    def _traced_product(self, x: torch.Tensor) -> torch.Tensor:
+        """x (..., in) through attnlab::quantized_rows: one node of the compiled graph per product."""
+        from attnlab.layers.kernel_ops import quantized_rows
+
+        packed, bias = self._traced
+        flat = x.reshape(-1, self.in_features)  # (rows, in)
+        y = quantized_rows(flat, packed, list(self.buffers_dict().values()), bias, self.format, self.out_features)
+        return y.reshape(*x.shape[:-1], self.out_features)
 
     @property
     def weight(self) -> torch.Tensor:
@@ -215,6 +241,8 @@ class QuantizedLinear(nn.Module):
                f"bias={self.bias is not None}"
 
     def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        if self._traced is not None and bias is None and torch.compiler.is_compiling():
+            return self._traced_product(x)
         bias = self.bias if bias is None else bias
         rows = x.numel() // self.in_features
         if rows <= self.FAST_ROWS and x.device.type == "cpu" and not (torch.is_grad_enabled() and x.requires_grad):

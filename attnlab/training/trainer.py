@@ -361,6 +361,9 @@ class Trainer:
         else:
             model = dist_utils.wrap(self.model, self.info, s.strategy, str(self.device))
         if s.compile:
+            from attnlab.layers.kernel_build import private_inductor_cache
+
+            private_inductor_cache()  # inductor's generated libraries: from a folder only this user can write
             model = torch.compile(model)
         model.train()
         end = min(s.steps, stop_at) if stop_at is not None else s.steps

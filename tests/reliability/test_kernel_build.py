@@ -269,3 +269,51 @@ def test_a_failed_build_is_said_once_with_the_compilers_error(tmp_path, monkeypa
         fn, reason = int8_kernel.build("broken", ((int8_kernel.AVX2, 'extern "C" int f(int a) { return a +; }'),), "f",
                                        "fallback")
     assert fn is None and "building the broken kernel failed" in reason
+
+
+@pytest.fixture
+def inductor_env(monkeypatch):
+    """private_inductor_cache() run afresh, with inductor's config and TORCHINDUCTOR_CACHE_DIR restored after."""
+    import torch._inductor.config as inductor_config
+
+    monkeypatch.setattr(inductor_config, "cpp_cache_precompile_headers", True)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    kernel_build.private_inductor_cache.cache_clear()
+    yield inductor_config
+    kernel_build.private_inductor_cache.cache_clear()
+
+
+def test_torch_compile_builds_in_the_private_folder_without_shared_headers(tmp_path, monkeypatch, inductor_env):
+    """torch.compile (generate(compile=True), train compile=true) must not build or load inductor's libraries in
+    `torchinductor_$USER` under the shared temporary folder: the cache goes to <cache>/inductor (0700) and
+    precompiled headers (which inductor puts in the shared folder whatever the variable says) are off."""
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kernel_build.KernelWarning)
+        folder = kernel_build.private_inductor_cache()
+    assert folder == tmp_path / "cache" / "inductor"
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700
+    assert inductor_env.cpp_cache_precompile_headers is False
+
+
+def test_an_unsafe_inductor_folder_is_refused_for_a_fresh_private_one(tmp_path, monkeypatch, inductor_env):
+    cache = tmp_path / "cache"
+    cache.mkdir(mode=0o700)
+    cache.chmod(0o777)
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(cache))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        kernel_build._warn_refused.cache_clear()
+        folder = kernel_build.private_inductor_cache()
+    messages = [str(w.message) for w in caught if issubclass(w.category, kernel_build.KernelWarning)]
+    assert len(messages) == 1 and "can be written by other users (mode 0777)" in messages[0]
+    assert not (cache / "inductor").exists() and cache not in folder.parents
+    assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700 and os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(folder)
+    shutil.rmtree(folder)
+
+
+def test_a_users_own_inductor_folder_is_kept(tmp_path, monkeypatch, inductor_env):
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
+    assert kernel_build.private_inductor_cache() == tmp_path / "mine"
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")

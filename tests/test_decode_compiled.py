@@ -1,0 +1,85 @@
+"""generate(compile=True): the one-token steps through torch.compile of the model's own forward, with the quantized
+products as attnlab::quantized_rows nodes (generation/compiled.py, layers/kernel_ops.py).
+
+Reference: the same model generating eagerly (its kernels, one row per product). Both arms round each product's
+input row the same way (the operator calls the same gemv), so the tokens must be equal and the logits equal to
+float32 rounding of the fused graph: |compiled - eager| <= 1e-4 max|eager| (inductor reorders the norms' and the
+residuals' sums; a kernel difference would show at the format's ~15-bit rounding, 5e-4, and in the tokens).
+One small model, compiled once for the file (~10-30 s on a loaded 2-core machine).
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.errors import InputError
+from attnlab.layers import int4_kernel
+from attnlab.layers.quantized import QuantizedLinear
+from attnlab.recording import capture
+
+PROMPT = [[5, 17, 30, 2, 9, 11]]
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    config = attnlab.presets["tiny-llama"].replace(n_layers=2)
+    return attnlab.quantize(attnlab.build_model(config).eval(), "int4")
+
+
+@pytest.fixture(scope="module")
+def both(model):
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        args = dict(max_new_tokens=6, keep_logits=True, threads=1)
+        return attnlab.generate(model, PROMPT, **args), attnlab.generate(model, PROMPT, compile=True, **args)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_compiled_steps_give_the_eager_tokens_and_logits(both):
+    eager, compiled = both
+    assert compiled.tokens == eager.tokens
+    for e, c in zip(eager.logits, compiled.logits, strict=True):
+        assert float((c - e).abs().max()) <= 1e-4 * float(e.abs().max())
+
+
+class _Counting:
+    """A kernel module stand-in that counts gemv calls (kernel_ops looks its kernel up at every call)."""
+
+    def __init__(self, kernel):
+        self.kernel, self.calls = kernel, 0
+
+    def gemv(self, *args):
+        self.calls += 1
+        return self.kernel.gemv(*args)
+
+
+def test_the_compiled_graph_calls_the_kernel_operator(model, both, monkeypatch):
+    """Where the 4-bit kernel runs, every quantized layer was packed for attnlab::quantized_rows and each compiled
+    step multiplied through it once per layer (a compiled float product would give the tokens too, not this)."""
+    from attnlab.layers import kernel_ops
+
+    if not int4_kernel.available():
+        pytest.skip(f"the 4-bit kernel does not run here: {int4_kernel.unavailable_reason()}")
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    assert layers and all(m._traced is not None for m in layers)
+    counters = {name: _Counting(kernel) for name, kernel in kernel_ops.KERNELS.items()}
+    for name, counter in counters.items():
+        monkeypatch.setitem(kernel_ops.KERNELS, name, counter)
+    attnlab.generate(model, PROMPT, max_new_tokens=3, compile=True, threads=1)
+    assert sum(c.calls for c in counters.values()) == 2 * len(layers)  # 2 compiled steps; the prefill is eager
+
+
+def test_compile_is_refused_while_recording(model):
+    with capture(model, ["blocks.0.attn.*"]):
+        with pytest.raises(InputError, match="compile=True while a recording or an intervention is active"):
+            attnlab.generate(model, PROMPT, max_new_tokens=2, compile=True)
+
+
+def test_compile_must_be_a_bool(model):
+    with pytest.raises(InputError, match="compile="):
+        attnlab.generate(model, PROMPT, max_new_tokens=2, compile="yes")
