@@ -483,15 +483,26 @@ def _mask_extra(rows: list[dict]) -> list[float]:
                 [[r["honest_last_position"][n] for r in runs] for n in ("8", "16", "64")]:
             out += [sum(series) / len(series), min(series), max(series)]
     return out
-def _vit_cnn_runs(rows: list[dict], size: int, model: str) -> list[dict]:
-    return sorted((r for r in rows if r["train_images"] == size and r["model"] == model), key=lambda r: r["seed"])
+VIT_CNN_FILES = ("vit_vs_cnn.jsonl", "vit_vs_cnn_half.jsonl", "vit_vs_cnn_probe.jsonl")
+VIT_CNN_FULL = {"ViT": 6000, "CNN": 4000}  # the whole schedules of section 8's table; half of them: --half
+
+
+def _vit_cnn_runs(rows: list[dict], size: int, model: str, cap: int | None = None) -> list[dict]:
+    cap = VIT_CNN_FULL[model] if cap is None else cap
+    return sorted((r for r in rows if r["train_images"] == size and r["model"] == model and r["cap"] == cap),
+                  key=lambda r: r["seed"])
+
+
+def _vit_cnn_sizes(rows: list[dict]) -> list[int]:
+    return sorted({r["train_images"] for r in rows if r["cap"] == VIT_CNN_FULL[r["model"]]})
 
 
 def _vit_cnn_rows(rows: list[dict]) -> list[str]:
     """Per size: each model's test accuracy mean (min-max) over its seeds, the error ratio of the means, and each
-    seed's best-validation step with how its run ended (p: patience, c: the step cap)."""
+    seed's best-validation step with how its run ended (p: patience, c: the step cap); then the doubling table
+    (vit_vs_cnn.py's doubling(): half the schedule against the whole one, same seeds)."""
     out = []
-    for size in sorted({r["train_images"] for r in rows}):
+    for size in _vit_cnn_sizes(rows):
         cells, errors, steps = [], [], []
         for model in ("ViT", "CNN"):
             runs = _vit_cnn_runs(rows, size, model)
@@ -501,19 +512,45 @@ def _vit_cnn_rows(rows: list[dict]) -> list[str]:
             steps.append(" / ".join(f"{r['best_step']:,} {r['stopped'][0]}" for r in runs))
         out.append(f"| {size:,} | {cells[0]} | {cells[1]} | {100 * errors[0]:.1f}% / {100 * errors[1]:.1f}% "
                    f"= {errors[0] / errors[1]:.2f}x | {steps[0]} | {steps[1]} |")
+    for size in _vit_cnn_sizes(rows):
+        for model in ("ViT", "CNN"):
+            full = _vit_cnn_runs(rows, size, model)
+            half = _vit_cnn_runs(rows, size, model, VIT_CNN_FULL[model] // 2)
+            before, after = (sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (half, full))
+            changes = [f["test_accuracy"] - h["test_accuracy"] for h, f in zip(half, full, strict=True)]
+            out.append(f"| {size:,} | {model} | {VIT_CNN_FULL[model] // 2:,} / {VIT_CNN_FULL[model]:,} | "
+                       f"{before:.3f} | {after:.3f} | {after - before:+.3f} | {min(changes):+.3f} to "
+                       f"{max(changes):+.3f} |")
     return out
 
 
 def _vit_cnn_extra(rows: list[dict]) -> list[float]:
     """Per size: the mean test accuracies, the error rates and their ratio, the gap of the means and each seed's
-    gap (CNN - ViT); the runs' CPU time in minutes."""
+    gap (CNN - ViT), the half-schedule means and their changes; the whole-schedule runs' count and CPU minutes,
+    and the longest-schedule probe's (vit_vs_cnn_probe.jsonl) means and changes against the whole schedule."""
     out = []
-    for size in sorted({r["train_images"] for r in rows}):
+    for size in _vit_cnn_sizes(rows):
         vit, cnn = (_vit_cnn_runs(rows, size, m) for m in ("ViT", "CNN"))
         means = [sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (vit, cnn)]
         out += means + [1 - means[0], 1 - means[1], (1 - means[0]) / (1 - means[1]), means[1] - means[0]]
         out += [c["test_accuracy"] - v["test_accuracy"] for v, c in zip(vit, cnn, strict=True)]
-    return out + [sum(r["cpu_s"] for r in rows) / 60]
+        for model, full in (("ViT", vit), ("CNN", cnn)):
+            half = _vit_cnn_runs(rows, size, model, VIT_CNN_FULL[model] // 2)
+            out += [sum(r["test_accuracy"] for r in half) / len(half)]
+            out += [f["test_accuracy"] - h["test_accuracy"] for h, f in zip(half, full, strict=True)]
+    whole = [r for r in rows if r["cap"] == VIT_CNN_FULL[r["model"]]]
+    out += [len(whole), sum(r["cpu_s"] for r in whole) / 60]
+    longer = [r for r in rows if r["cap"] > VIT_CNN_FULL[r["model"]]]
+    for size in sorted({r["train_images"] for r in longer}):
+        for model in ("ViT", "CNN"):
+            probe = _vit_cnn_runs(longer, size, model, max((r["cap"] for r in longer), default=0))
+            full = {r["seed"]: r for r in _vit_cnn_runs(rows, size, model)}
+            if probe:
+                out += [sum(r["test_accuracy"] for r in probe) / len(probe), sum(r["cpu_s"] for r in probe) / 60]
+                out += [r["test_accuracy"] - full[r["seed"]]["test_accuracy"] for r in probe]
+    return out
+
+
 # section 1, HF check and subsections: experiments_check_ln.py's variants and ln_warmup.py's 1,500-step runs
 CHECK_LN_LABELS = {"attnlab": "attnlab", "hf-same-init": "HF GPT-2, same initial weights",
                    "hf-own-init": "HF GPT-2, its own init (scaled residual projections)",
@@ -684,11 +721,11 @@ TRACES = [
     Trace("| 6 |", "mask_after_softmax.jsonl", extra=_mask_extra,
           allowed={"17.4": "the issue item the claim came from", "1,000": "training steps (a setting)"}),
     # section 8
-    Trace("## 8.", "vit_vs_cnn.jsonl", _vit_cnn_rows, _vit_cnn_extra,
+    Trace("## 8.", VIT_CNN_FILES, _vit_cnn_rows, _vit_cnn_extra,
           allowed={"5,000": "MNIST-5k's images (the data set)", "4,000": "the recipe's training images (a setting)",
                    "6,000": "the recipe's steps (a setting)", "0.05": "weight decay (a setting)",
                    "1.0": "the clipping threshold (a setting)", "2.13": "torch version"}),
-    Trace("| 8 |", "vit_vs_cnn.jsonl", extra=_vit_cnn_extra,
+    Trace("| 8 |", VIT_CNN_FILES, extra=_vit_cnn_extra,
           allowed={"17.5": "the issue item the claim came from", "6,000": "the recipe's steps (a setting)",
                    "1,000": "the recipe's test images (a setting)"}),
     # sections 2-3
