@@ -48,7 +48,7 @@ def test_compiled_steps_give_the_eager_tokens_and_logits(both):
 
 
 class _Counting:
-    """A kernel module stand-in that counts gemv calls (kernel_ops looks its kernel up at every call)."""
+    """A kernel module stand-in that counts gemv calls (the operator reads each layer's kernel at every call)."""
 
     def __init__(self, kernel):
         self.kernel, self.calls = kernel, 0
@@ -58,20 +58,23 @@ class _Counting:
         return self.kernel.gemv(*args)
 
 
-def test_the_compiled_graph_calls_the_kernel_operator(model, both, monkeypatch):
-    """Where the 4-bit kernel runs, every quantized layer was packed for attnlab::quantized_rows and each compiled
+def test_the_compiled_graph_calls_the_kernel_operator(model, both):
+    """Where the 4-bit kernel runs, every quantized layer was readied for attnlab::quantized_rows and each compiled
     step multiplied through it once per layer (a compiled float product would give the tokens too, not this)."""
-    from attnlab.layers import kernel_ops
-
     if not int4_kernel.available():
         pytest.skip(f"the 4-bit kernel does not run here: {int4_kernel.unavailable_reason()}")
     layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
-    assert layers and all(m._traced is not None for m in layers)
-    counters = {name: _Counting(kernel) for name, kernel in kernel_ops.KERNELS.items()}
-    for name, counter in counters.items():
-        monkeypatch.setitem(kernel_ops.KERNELS, name, counter)
-    attnlab.generate(model, PROMPT, max_new_tokens=3, compile=True, threads=1)
-    assert sum(c.calls for c in counters.values()) == 2 * len(layers)  # 2 compiled steps; the prefill is eager
+    assert layers and all(m._traced is not None and m._layer is not None for m in layers)
+    before = [m._traced for m in layers]
+    counters = [_Counting(kernel) for kernel, _ in before]
+    try:
+        for m, counter, (_, packed) in zip(layers, counters, before, strict=True):
+            m._traced = (counter, packed)
+        attnlab.generate(model, PROMPT, max_new_tokens=3, compile=True, threads=1)
+    finally:
+        for m, traced in zip(layers, before, strict=True):
+            m._traced = traced
+    assert [c.calls for c in counters] == [2] * len(layers)  # 2 compiled steps; the prefill is eager
 
 
 def test_compile_is_refused_while_recording(model):

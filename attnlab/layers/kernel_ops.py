@@ -6,46 +6,57 @@ the Python between the operators and fuses norms, rotary positions and residual 
 ctypes call: registered as the operator `attnlab::quantized_rows` (a CPU kernel that calls the same gemv, and a
 Meta kernel that only gives the output's shape), a product is one node of the compiled graph.
 
-Registered with a plain torch.library schema, not torch.library.custom_op: the latter's Python wrappers
-(autograd and aliasing checks) cost ~50 us per call, as much as they save (measured in the probe). The operator
-is inference only (no autograd formula): QuantizedLinear calls it only while torch.compile traces a product
-without autograd (generate(compile=True)); eager calls go straight to the kernels as before.
+Why this signature, `quantized_rows(Tensor x, int layer, int n)`: every argument costs at each call. Measured
+per call on a 64 x 64 layer (one thread): the kernel 4.9 us; an operator taking (x, tiles, n) 10.7 us; one taking
+the packed tensors, the layer's buffers and its format as lists and a string 39.8 us, as much as the compiled
+graph saves per product. So the graph holds a number: `layer` names a QuantizedLinear (registered by
+`register`, held by a weak reference; numbers are never reused, so a graph that outlives its model fails with a
+clear error instead of reading another model's layer). torch.library.custom_op was slower still (its Python
+wrappers: autograd and aliasing checks). The operator is inference only (no autograd formula): QuantizedLinear
+calls it only while torch.compile traces a product without autograd (generate(compile=True)); eager calls go
+straight to the kernels as before.
 """
 
 from __future__ import annotations
 
+import itertools
+import weakref
+
 import torch
 
-from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
-
-KERNELS = {"int8": int8_kernel, "q8_0": q8_0_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel}
-SCHEMA = "quantized_rows(Tensor x, Tensor[] packed, Tensor[] buffers, Tensor? bias, str format, int n) -> Tensor"
+_LAYERS: dict[int, weakref.ref] = {}  # layer number -> the QuantizedLinear it names
+_NUMBERS = itertools.count()
 
 
-def _rows(x: torch.Tensor, packed: list[torch.Tensor], buffers: list[torch.Tensor], bias: torch.Tensor | None,
-          format: str, n: int) -> torch.Tensor:
-    """x (rows, k) float32 -> (rows, n): each row through `format`'s one-row kernel (its own rounding, as a
-    decoding step's product), a row the kernel refuses (NaN / inf) through the dequantized weight, as eager."""
-    from attnlab.layers.quantized import dequantize
-
-    kernel, threads = KERNELS[format], torch.get_num_threads()
-    x = x.contiguous()
-    out = []
-    for row in x.split(1):  # (1, k) each
-        y = kernel.gemv(row, *packed, bias, n, threads)
-        if y is None:
-            names = ("qweight", "scale", "min")[: len(buffers)]
-            y = torch.nn.functional.linear(row, dequantize(format, dict(zip(names, buffers, strict=True))), bias)
-        out.append(y)
-    return out[0] if len(out) == 1 else torch.cat(out)
+def register(layer) -> int:
+    """A number for `layer` (a QuantizedLinear) that the operator can be given instead of its tensors."""
+    number = next(_NUMBERS)
+    _LAYERS[number] = weakref.ref(layer, lambda _, number=number: _LAYERS.pop(number, None))
+    return number
 
 
-def _shape(x, packed, buffers, bias, format, n):  # noqa: A002 (the schema's name)
+def _rows(x: torch.Tensor, layer: int, n: int) -> torch.Tensor:
+    """x (rows, k) float32 -> (rows, n) through the layer's one-row kernel: one row straight to gemv (a decoding
+    step's product), more rows or a row the kernel refuses (NaN / inf) through the layer's own eager path."""
+    ref = _LAYERS.get(layer)
+    module = ref() if ref is not None else None
+    if module is None:
+        raise RuntimeError(f"attnlab::quantized_rows: layer {layer} no longer exists (a compiled graph outlived "
+                           "its model); compile the step again")
+    kernel, packed = module._traced
+    if x.shape[0] == 1 and x.is_contiguous():
+        y = kernel.gemv(x, *packed, n, torch.get_num_threads())
+        if y is not None:
+            return y
+    return module._kernel_product(kernel, x, module.bias)
+
+
+def _shape(x: torch.Tensor, layer: int, n: int) -> torch.Tensor:
     return x.new_empty(x.shape[0], n)
 
 
 _LIBRARY = torch.library.Library("attnlab", "DEF")  # kept for the process's life: it holds the registrations
-_LIBRARY.define(SCHEMA)
+_LIBRARY.define("quantized_rows(Tensor x, int layer, int n) -> Tensor")
 _LIBRARY.impl("quantized_rows", _rows, "CPU")
 _LIBRARY.impl("quantized_rows", _shape, "Meta")
 quantized_rows = torch.ops.attnlab.quantized_rows

@@ -177,7 +177,8 @@ class QuantizedLinear(nn.Module):
         self.bias = nn.Parameter(torch.zeros(out_features, device=device), requires_grad=False) if bias else None
         self._packed: tuple | None = None  # (weakref to qweight, its state, fbgemm packed weight)
         self._buffer: torch.Tensor | None = None  # reused (CHUNK, in) float32 rows for the block formats
-        self._traced: tuple | None = None  # (packed, bias) for kernel_ops while torch.compile traces (prepare_traced)
+        self._traced: tuple | None = None  # (kernel, its packed arguments) for kernel_ops (prepare_traced)
+        self._layer: int | None = None  # this layer's number for attnlab::quantized_rows (kernel_ops.register)
 
     @classmethod
     def from_float(cls, linear: nn.Linear, fmt: str) -> QuantizedLinear:
@@ -199,32 +200,34 @@ class QuantizedLinear(nn.Module):
 
     def __getstate__(self):  # copy.deepcopy / pickle: the prepacked weight and the scratch buffer are caches
         state = self.__dict__.copy()
-        state["_packed"], state["_buffer"], state["_traced"] = None, None, None
+        state["_packed"], state["_buffer"], state["_traced"], state["_layer"] = None, None, None, None
         return state
 
     def prepare_traced(self) -> bool:
-        """Pack this layer for the kernel operator (layers/kernel_ops.py) that a compiled decoding step calls;
-        False where the kernel does not run here (the traced step then multiplies by the dequantized weight).
+        """Ready this layer for the kernel operator (layers/kernel_ops.py) that a compiled decoding step calls:
+        a number the graph names it by, and its kernel's packed arguments; False where the kernel does not run
+        here (the traced step then multiplies by the dequantized weight).
 
-        Why packed ahead: torch.compile cannot trace the check that keeps the eager packing fresh (_packed_for
-        reads tensor versions and addresses), so the compiled step reads this snapshot of the codes. A quantized
-        model is not trained; change its codes after compiling and call this again."""
+        Why packed ahead: the operator's one-row call skips the check that keeps the eager packing fresh
+        (_packed_for reads tensor versions and addresses: ~5 us a product), so it reads this snapshot of the
+        codes. A quantized model is not trained; change its codes after compiling and call this again."""
+        from attnlab.layers import kernel_ops
+
         kernel = KERNELS.get(self.format)
         if (kernel is None or not self.use_kernel or self.in_features > kernel.MAX_K or not kernel.available()
                 or self.qweight.device.type != "cpu"):
             self._traced = None
             return False
-        *packed, bias = self._kernel_packed(kernel, self.bias)
-        self._traced = (packed, bias)
+        self._traced = (kernel, self._kernel_packed(kernel, self.bias))
+        if self._layer is None:
+            self._layer = kernel_ops.register(self)
         return True
 
     def _traced_product(self, x: torch.Tensor) -> torch.Tensor:
         """x (..., in) through attnlab::quantized_rows: one node of the compiled graph per product."""
         from attnlab.layers.kernel_ops import quantized_rows
 
-        packed, bias = self._traced
-        flat = x.reshape(-1, self.in_features)  # (rows, in)
-        y = quantized_rows(flat, packed, list(self.buffers_dict().values()), bias, self.format, self.out_features)
+        y = quantized_rows(x.reshape(-1, self.in_features), self._layer, self.out_features)  # (rows, out)
         return y.reshape(*x.shape[:-1], self.out_features)
 
     @property
