@@ -514,14 +514,23 @@ def _vit_cnn_rows(rows: list[dict]) -> list[str]:
                    f"= {errors[0] / errors[1]:.2f}x | {steps[0]} | {steps[1]} |")
     for size in _vit_cnn_sizes(rows):
         for model in ("ViT", "CNN"):
-            full = _vit_cnn_runs(rows, size, model)
-            half = _vit_cnn_runs(rows, size, model, VIT_CNN_FULL[model] // 2)
-            before, after = (sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (half, full))
-            changes = [f["test_accuracy"] - h["test_accuracy"] for h, f in zip(half, full, strict=True)]
-            out.append(f"| {size:,} | {model} | {VIT_CNN_FULL[model] // 2:,} / {VIT_CNN_FULL[model]:,} | "
-                       f"{before:.3f} | {after:.3f} | {after - before:+.3f} | {min(changes):+.3f} to "
-                       f"{max(changes):+.3f} |")
+            out.append(_doubling_line(_vit_cnn_runs(rows, size, model, VIT_CNN_FULL[model] // 2),
+                                      _vit_cnn_runs(rows, size, model)))
+    longer = [r for r in rows if r["cap"] > VIT_CNN_FULL[r["model"]]]  # the probe: twice the whole schedule
+    for size in sorted({r["train_images"] for r in longer}):
+        for model in ("ViT", "CNN"):
+            probe = _vit_cnn_runs(rows, size, model, 2 * VIT_CNN_FULL[model])
+            if probe:
+                out.append(_doubling_line(_vit_cnn_runs(rows, size, model), probe))
     return out
+
+
+def _doubling_line(half: list[dict], full: list[dict]) -> str:
+    """vit_vs_cnn.py's doubling() row: a schedule against twice it, same size, model and seeds."""
+    before, after = (sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (half, full))
+    changes = [f["test_accuracy"] - h["test_accuracy"] for h, f in zip(half, full, strict=True)]
+    return (f"| {full[0]['train_images']:,} | {full[0]['model']} | {half[0]['cap']:,} / {full[0]['cap']:,} | "
+            f"{before:.3f} | {after:.3f} | {after - before:+.3f} | {min(changes):+.3f} to {max(changes):+.3f} |")
 
 
 def _vit_cnn_extra(rows: list[dict]) -> list[float]:
@@ -536,14 +545,20 @@ def _vit_cnn_extra(rows: list[dict]) -> list[float]:
         out += [c["test_accuracy"] - v["test_accuracy"] for v, c in zip(vit, cnn, strict=True)]
         for model, full in (("ViT", vit), ("CNN", cnn)):
             half = _vit_cnn_runs(rows, size, model, VIT_CNN_FULL[model] // 2)
-            out += [sum(r["test_accuracy"] for r in half) / len(half)]
+            before = sum(r["test_accuracy"] for r in half) / len(half)
+            out += [before, sum(r["test_accuracy"] for r in full) / len(full) - before]
             out += [f["test_accuracy"] - h["test_accuracy"] for h, f in zip(half, full, strict=True)]
     whole = [r for r in rows if r["cap"] == VIT_CNN_FULL[r["model"]]]
-    out += [len(whole), sum(r["cpu_s"] for r in whole) / 60]
+    halves = [r for r in rows if 2 * r["cap"] == VIT_CNN_FULL[r["model"]]]
+    params = {r["model"]: r["params"] for r in whole}
+    out += [len(whole), sum(r["cpu_s"] for r in whole) / 60, len(halves),
+            sum(r["stopped"] == "patience" for r in halves), params["CNN"] / params["ViT"]]
     longer = [r for r in rows if r["cap"] > VIT_CNN_FULL[r["model"]]]
+    out += [sum(r["cpu_s"] for r in longer) / 60]
     for size in sorted({r["train_images"] for r in longer}):
         for model in ("ViT", "CNN"):
-            probe = _vit_cnn_runs(longer, size, model, max((r["cap"] for r in longer), default=0))
+            probe = _vit_cnn_runs(longer, size, model, max((r["cap"] for r in longer if r["model"] == model),
+                                                           default=0))
             full = {r["seed"]: r for r in _vit_cnn_runs(rows, size, model)}
             if probe:
                 out += [sum(r["test_accuracy"] for r in probe) / len(probe), sum(r["cpu_s"] for r in probe) / 60]
@@ -724,7 +739,8 @@ TRACES = [
     Trace("## 8.", VIT_CNN_FILES, _vit_cnn_rows, _vit_cnn_extra,
           allowed={"5,000": "MNIST-5k's images (the data set)", "4,000": "the recipe's training images (a setting)",
                    "6,000": "the recipe's steps (a setting)", "0.05": "weight decay (a setting)",
-                   "1.0": "the clipping threshold (a setting)", "2.13": "torch version"}),
+                   "1.0": "the clipping threshold (a setting)", "2.13": "torch version",
+                   "3.5": "the machine's load average (not a result)"}),
     Trace("| 8 |", VIT_CNN_FILES, extra=_vit_cnn_extra,
           allowed={"17.5": "the issue item the claim came from", "6,000": "the recipe's steps (a setting)",
                    "1,000": "the recipe's test images (a setting)"}),
