@@ -217,8 +217,8 @@ def report(results: list[dict], png: str, half: list[dict] | None = None) -> Non
     ax.set_xlabel("training images (MNIST-5k; 500 more for validation)")
     ax.set_ylabel("test accuracy (1,000 images)")
     caps = {r["model"]: r["cap"] for r in results}
-    ax.set_title(f"best-validation weights; whole schedules (ViT {caps.get('ViT', 0):,} steps, CNN "
-                 f"{caps.get('CNN', 0):,})", fontsize=10)
+    ax.set_title(f"best-validation weights; ViT {caps.get('ViT', 0):,} steps, CNN {caps.get('CNN', 0):,}",
+                 fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
