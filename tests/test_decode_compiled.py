@@ -25,7 +25,7 @@ PROMPT = [[5, 17, 30, 2, 9, 11]]
 @pytest.fixture(scope="module")
 def model():
     torch.manual_seed(0)
-    config = attnlab.presets["tiny-llama"].replace(n_layers=2)
+    config = attnlab.presets["tiny-llama"].replace(n_layers=2, d_ff=128)  # every width a multiple of 32: all int4
     return attnlab.quantize(attnlab.build_model(config).eval(), "int4")
 
 
