@@ -213,9 +213,8 @@ class QuantizedLinear(nn.Module):
         codes. A quantized model is not trained; change its codes after compiling and call this again."""
         from attnlab.layers import kernel_ops
 
-        kernel = KERNELS.get(self.format)
-        if (kernel is None or not self.use_kernel or self.in_features > kernel.MAX_K or not kernel.available()
-                or self.qweight.device.type != "cpu"):
+        kernel = self._one_row_kernel() if self.qweight.device.type == "cpu" else None
+        if kernel is None:
             self._traced = None
             return False
         self._traced = (kernel, self._kernel_packed(kernel, self.bias))
@@ -250,8 +249,7 @@ class QuantizedLinear(nn.Module):
         rows = x.numel() // self.in_features
         if rows <= self.FAST_ROWS and x.device.type == "cpu" and not (torch.is_grad_enabled() and x.requires_grad):
             eager_float = x.dtype == torch.float32 and not torch.compiler.is_compiling()
-            kernel = KERNELS.get(self.format) if eager_float and self.use_kernel else None
-            if kernel is not None and self.in_features <= kernel.MAX_K and kernel.available():
+            if (kernel := self._one_row_kernel() if eager_float else None) is not None:
                 return self._kernel_product(kernel, x, bias)
             if self.format == "int8" and eager_float:
                 return self._fbgemm(x, bias)
@@ -263,6 +261,13 @@ class QuantizedLinear(nn.Module):
             return self._kernel_product(kernel, x, bias)
         return self._float_product(x, bias)
 
+    def _one_row_kernel(self):
+        """This layer's one-row kernel module (int8_kernel, int4_kernel or q8_0_kernel) where it runs here (kernels
+        on, this input width fits, built for this CPU), else None: what decoding steps, row-by-row products and
+        the compiled step's operator all ask before calling it."""
+        kernel = KERNELS.get(self.format) if self.use_kernel else None
+        return kernel if kernel is not None and self.in_features <= kernel.MAX_K and kernel.available() else None
+
     def _eager_cpu_float(self, x: torch.Tensor) -> bool:
         """float32 on CPU, outside torch.compile and autograd: where attnlab's kernels may replace F.linear."""
         return (x.dtype == torch.float32 and x.device.type == "cpu" and not torch.compiler.is_compiling()
@@ -272,11 +277,9 @@ class QuantizedLinear(nn.Module):
         """The one-row kernel for an int8 / Q8_0 product of at most ROW_BY_ROW rows (a short prompt, a sweep's
         or the logit lens's rows at the head), or None: each row reads the codes once, where the float product
         would first write the whole dequantized matrix (SmolLM2's tied head: 113 MB per call)."""
-        kernel = KERNELS.get(self.format) if self.format not in ROWS_FORMATS else None
-        if (kernel is None or rows > self.ROW_BY_ROW or not self.use_kernel or not self._eager_cpu_float(x)
-                or self.in_features > kernel.MAX_K or not kernel.available()):
+        if self.format in ROWS_FORMATS or rows > self.ROW_BY_ROW or not self._eager_cpu_float(x):
             return None
-        return kernel
+        return self._one_row_kernel()
 
     def _rows_kernel(self, x: torch.Tensor, rows: int) -> bool:
         """Do these rows (a prefill) go through int4_kernel.rows_product: 4-bit codes, MANY_ROWS rows at most,
