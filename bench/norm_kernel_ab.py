@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import torch
 
 import attnlab
-from attnlab.benchmarks.quantized import smollm2_path
+from attnlab.benchmarks.quantized import cached_step_ms, smollm2_path
 from attnlab.layers import norm_kernel
 
 
@@ -35,13 +34,7 @@ def main() -> None:
 
     def step_ms(on: bool) -> float:
         norm_kernel.available = real if on else (lambda: False)
-        with torch.no_grad():
-            t0 = time.thread_time()
-            attnlab.generate(model, ids, max_new_tokens=1, eos_token_id=None)
-            t1 = time.thread_time()
-            attnlab.generate(model, ids, max_new_tokens=1 + args.steps, eos_token_id=None)
-            t2 = time.thread_time()
-        return ((t2 - t1) - (t1 - t0)) / args.steps * 1000
+        return cached_step_ms(model, ids, args.steps)
 
     step_ms(True), step_ms(False)  # warm-up: packed weights, the kernels built
     times = {True: [], False: []}

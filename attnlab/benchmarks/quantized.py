@@ -263,6 +263,19 @@ def smollm2_path():
     return files[0] if files else None
 
 
+def cached_step_ms(model, ids: torch.Tensor, steps: int) -> float:
+    """One cached decoding step in ms of this thread's CPU: (generate(1 + steps) - generate(1)) / steps after the
+    prompt `ids`, greedy, one thread; the difference leaves out the prefill and the first token."""
+    import attnlab
+
+    times = []
+    for new in (1, 1 + steps):
+        start = time.thread_time()
+        attnlab.generate(model, ids, max_new_tokens=new, eos_token_id=None, threads=1)
+        times.append(time.thread_time() - start)
+    return (times[1] - times[0]) / steps * 1e3
+
+
 def smollm2_float32(path):
     from attnlab.interop import gguf as G
 
