@@ -95,6 +95,25 @@ def test_step_flops_match_the_closed_form():
     assert bench_train.step_flops(case, model, bench_train.make_inputs(case)) == expected
 
 
+def test_attention_is_added_by_hand_only_when_the_counter_missed_it(monkeypatch):
+    """On a GPU FlopCounterMode counts the fused attention kernels itself: step_flops must not add them twice."""
+    case = tiny_gpt(())
+    model = bench_train.build_models(case, ("attnlab",))["attnlab"]
+    inputs = bench_train.make_inputs(case)
+    on_cpu = bench_train.step_flops(case, model, inputs)  # the CPU kernel is invisible to the counter
+    real = common.count_flops
+
+    def counter_that_saw_attention(fn, *, saw_attention=None):
+        total = real(fn)
+        if saw_attention is not None:
+            saw_attention.append(True)
+        return total
+
+    monkeypatch.setattr(common, "count_flops", counter_that_saw_attention)
+    c = case.config
+    assert bench_train.step_flops(case, model, inputs) == on_cpu - 12 * case.batch * case.seq**2 * c.d_model * c.n_layers
+
+
 def test_training_case_runs_end_to_end_and_reports_ratios(capsys):
     case = tiny_gpt(("nanogpt",) if peers.nanogpt_available() else ())
     result = bench_train.run_case(case, train_args())

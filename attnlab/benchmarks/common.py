@@ -107,12 +107,18 @@ def cost_module_peak() -> float | None:
 
 
 # ----------------------------------------------------------------------------- FLOPs
-def count_flops(fn: Callable[[], object]) -> float:
-    """FLOPs torch actually dispatches in one call of fn (matmuls, convolutions, attention), forward + backward."""
+def count_flops(fn: Callable[[], object], *, saw_attention: list[bool] | None = None) -> float:
+    """FLOPs torch actually dispatches in one call of fn (matmuls, convolutions, attention), forward + backward.
+
+    `saw_attention`, when given, gets one entry: whether the counter saw a fused attention kernel. It counts
+    CUDA's flash / memory-efficient kernels but not the CPU one, so a caller adds attention by hand only then."""
     from torch.utils.flop_counter import FlopCounterMode
 
     with FlopCounterMode(display=False) as counter:
         fn()
+    if saw_attention is not None:
+        ops = counter.get_flop_counts().get("Global", {})
+        saw_attention.append(any("scaled_dot_product" in str(op) for op in ops))
     return float(counter.get_total_flops())
 
 
@@ -256,9 +262,12 @@ class CaseResult:
 
 def run_case(case: str, unit: str, tokens: int, contestants: dict[str, Callable[[], object]], *, flops: float,
              warmup: int, repeats: int, probe_size: int = 2048, check: str = "", notes: str = "",
-             device: str = "cpu", clock: str = "wall") -> CaseResult:
-    """Time the contestants and the matmul probe in the same interleaved rounds."""
-    probe, probe_flops = matmul_probe(probe_size, device=device)
+             device: str = "cpu", clock: str = "wall", probe_dtype: torch.dtype = torch.float32) -> CaseResult:
+    """Time the contestants and the matmul probe in the same interleaved rounds.
+
+    probe_dtype: the matmul peak's precision; bfloat16 when the contestants run under bf16 autocast, so that
+    MFU on a GPU is against its bf16 tensor-core rate rather than its far lower float32 one."""
+    probe, probe_flops = matmul_probe(probe_size, dtype=probe_dtype, device=device)
     sync = torch.cuda.synchronize if device.startswith("cuda") else None
     times = interleaved({**contestants, "matmul-peak": probe}, warmup=warmup, repeats=repeats, sync=sync,
                         clock=clock)

@@ -12,6 +12,7 @@ Targets (issue 4): >= 1.5x HF tokens/s at batch 1; with the cache, latency at st
     python -m attnlab.benchmarks.generate            # 256 new tokens (several minutes on 2 cores)
     python -m attnlab.benchmarks.generate --quick    # GPT-2 shape only, 32 new tokens, for `attnlab bench --quick`
     python -m attnlab.benchmarks.generate --profile  # add a torch.profiler table of one attnlab and one HF run
+    python -m attnlab.benchmarks.generate --device cuda --dtype bfloat16   # on a GPU (the clock waits for it)
 """
 
 from __future__ import annotations
@@ -30,9 +31,18 @@ import torch
 
 PROMPT_LEN = 32
 CPU_SECONDS: list[float] = []  # process CPU time of the latest runs: steadier than wall time on a shared machine
+DEVICE = torch.device("cpu")  # set by main (--device)
+
+
+def _sync() -> None:
+    """Wait for the GPU before a clock read, so a run is timed for its work and not for its launches."""
+    if DEVICE.type == "cuda":
+        torch.cuda.synchronize(DEVICE)
 
 
 def machine() -> str:
+    if DEVICE.type == "cuda":
+        return f"{torch.cuda.get_device_name(DEVICE)} ({DEVICE})"
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
         model = next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")),
@@ -73,8 +83,10 @@ def smollm2():
 def run_attnlab(model, ids, new_tokens, use_cache=True):
     import attnlab
 
+    _sync()
     start, cpu = time.perf_counter(), time.process_time()
     result = attnlab.generate(model, ids, max_new_tokens=new_tokens, eos_token_id=None, use_cache=use_cache)
+    _sync()
     seconds = time.perf_counter() - start
     CPU_SECONDS.append(time.process_time() - cpu)
     assert result.new_tokens.shape[1] == new_tokens
@@ -82,10 +94,12 @@ def run_attnlab(model, ids, new_tokens, use_cache=True):
 
 
 def run_hf(hf, ids, new_tokens):
+    _sync()
     start, cpu = time.perf_counter(), time.process_time()
     with torch.inference_mode():
         out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new_tokens, do_sample=False,
                           num_beams=1, pad_token_id=0)
+    _sync()
     seconds = time.perf_counter() - start
     CPU_SECONDS.append(time.process_time() - cpu)
     assert out.shape[1] == ids.shape[1] + new_tokens, "HF stopped early: EOS should be disabled"
@@ -97,7 +111,7 @@ WARMUP_TOKENS = 20
 
 def throughput(name, hf, ours, batch, new_tokens, reps):
     gen = torch.Generator().manual_seed(batch)
-    ids = torch.randint(0, ours.config.vocab_size, (batch, PROMPT_LEN), generator=gen)
+    ids = torch.randint(0, ours.config.vocab_size, (batch, PROMPT_LEN), generator=gen).to(DEVICE)
     # warm-up both (allocator, kernels, lazy imports) with more steps than attnlab.layers.linear.Linear.MIN_CALLS,
     # so the one-time (in, out) decode copies are made here and the timed runs measure the steady state
     run_attnlab(ours, ids, WARMUP_TOKENS)
@@ -133,7 +147,7 @@ def latency(ours, cached_steps, new_tokens, early=16, reps=3):
     for step in (early, new_tokens):
         with_cache = window_median(cached_steps, step) * 1e3
         # without the cache, step k re-runs the whole prompt + (k - 1) tokens: exactly a 1-token generate from it
-        ids = torch.randint(0, ours.config.vocab_size, (1, PROMPT_LEN + step - 1), generator=gen)
+        ids = torch.randint(0, ours.config.vocab_size, (1, PROMPT_LEN + step - 1), generator=gen).to(DEVICE)
         no_cache = statistics.median(run_attnlab(ours, ids, 1, use_cache=False)[0] for _ in range(reps)) * 1e3
         rows[step] = (with_cache, no_cache)
     return rows
@@ -143,7 +157,7 @@ def profile(hf, ours, new_tokens):
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
 
-    ids = torch.randint(0, ours.config.vocab_size, (1, PROMPT_LEN))
+    ids = torch.randint(0, ours.config.vocab_size, (1, PROMPT_LEN)).to(DEVICE)
     for label, fn in (("attnlab", lambda: run_attnlab(ours, ids, new_tokens)),
                       ("HF", lambda: run_hf(hf, ids, new_tokens))):
         with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
@@ -161,7 +175,13 @@ def main(argv=None) -> int:
     parser.add_argument("--models", default=None, help="gpt2,smollm2 (--quick: gpt2 only)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--device", default="cpu", help="cpu or cuda: where both models run")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16"),
+                        help="both models' weights and activations")
     args = parser.parse_args(argv)
+    global DEVICE
+    DEVICE = torch.device(args.device)
+    dtype = getattr(torch, args.dtype)
     torch.set_num_threads(args.threads)
     new_tokens = args.new_tokens or (32 if args.quick else 256)
     reps = args.reps or (1 if args.quick else 2)
@@ -175,7 +195,8 @@ def main(argv=None) -> int:
     print(f"# bench_generate: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; {machine()}; "
           f"torch {torch.__version__}; transformers {transformers.__version__}; python {sys.version.split()[0]}")
     print(f"# command: python -m attnlab.benchmarks.generate {' '.join(argv if argv is not None else sys.argv[1:])}")
-    print(f"# {PROMPT_LEN}-token prompt, {new_tokens} new tokens, greedy, float32, median of {reps} interleaved runs\n")
+    print(f"# {PROMPT_LEN}-token prompt, {new_tokens} new tokens, greedy, {args.dtype} on {DEVICE.type}, "
+          f"median of {reps} interleaved runs\n")
     loaders = {"gpt2": gpt2_small, "smollm2": smollm2}
     rows, lat_rows = [], []
     for key in models.split(","):
@@ -184,6 +205,7 @@ def main(argv=None) -> int:
             print(f"({key}: not installed, skipped)")
             continue
         name, hf, ours = loaded
+        hf, ours = hf.to(DEVICE, dtype), ours.to(DEVICE, dtype)  # converted on the CPU in float32, then moved
         lat = None
         for batch in batches:
             row = throughput(name, hf, ours, batch, new_tokens, reps)

@@ -36,10 +36,10 @@ class TrainCase:
     peers: tuple[str, ...]
 
 
-def _gpt(n_layers: int, n_heads: int, d_model: int, block: int) -> ModelConfig:
-    return ModelConfig(topology="decoder", vocab_size=65, d_model=d_model, n_heads=n_heads, d_ff=4 * d_model,
+def _gpt(n_layers: int, n_heads: int, d_model: int, block: int, vocab: int = 65, name: str = "") -> ModelConfig:
+    return ModelConfig(topology="decoder", vocab_size=vocab, d_model=d_model, n_heads=n_heads, d_ff=4 * d_model,
                        n_layers=n_layers, max_len=block, activation="gelu_tanh", norm_placement="pre",
-                       dropout=0.0, name=f"gpt-{n_layers}L")
+                       dropout=0.0, name=name or f"gpt-{n_layers}L")
 
 
 def _bert_mlm() -> ModelConfig:
@@ -58,6 +58,10 @@ def _vit() -> ModelConfig:
 CASES = {
     "gpt-4L": TrainCase("gpt-4L", "gpt", _gpt(4, 4, 128, 64), 12, 64, True, 20, ("hf", "nanogpt")),
     "gpt-6L": TrainCase("gpt-6L", "gpt", _gpt(6, 6, 384, 256), 8, 256, False, 8, ("hf", "nanogpt")),
+    # GPT-2 small as nanoGPT trains it (vocab padded to 50,304, block 1,024, micro-batch 12): a GPU case, asked
+    # for by name (--cases gpt2-small); one step is ~10 TFLOP (6 N per token + attention), minutes on a laptop CPU
+    "gpt2-small": TrainCase("gpt2-small", "gpt", _gpt(12, 12, 768, 1024, vocab=50304, name="gpt2-small"), 12, 1024,
+                            False, 10, ("hf", "nanogpt")),
     "bert-mlm": TrainCase("bert-mlm", "mlm", _bert_mlm(), 8, 128, True, 8, ("hf",)),
     "vit": TrainCase("vit", "vit", _vit(), 16, 65, True, 10, ("hf",)),
 }
@@ -164,7 +168,8 @@ def make_step(case: TrainCase, impl: str, model, inputs, *, autocast: torch.dtyp
 
 def step_flops(case: TrainCase, model, inputs) -> float:
     """Matmul FLOPs FlopCounterMode sees in attnlab's forward + backward, plus attention's QK^T and AV
-    (4 b s^2 d per layer forward, twice that backward) which CPU SDPA hides from the counter."""
+    (4 b s^2 d per layer forward, twice that backward) when the counter did not see them: CPU SDPA hides them,
+    CUDA's fused kernels are counted (as the full square, like the formula)."""
     loss = None
 
     def fwd_bwd():
@@ -172,8 +177,11 @@ def step_flops(case: TrainCase, model, inputs) -> float:
         loss = loss_of(case, "attnlab", model, inputs)
         loss.backward()
 
-    counted = common.count_flops(fwd_bwd)
+    saw_attention: list[bool] = []
+    counted = common.count_flops(fwd_bwd, saw_attention=saw_attention)
     model.zero_grad(set_to_none=True)
+    if saw_attention[0]:
+        return counted
     c = case.config
     attention = 3 * 4 * case.batch * case.seq**2 * c.n_heads * c.head_dim * c.n_layers
     return counted + attention
@@ -199,7 +207,8 @@ def run_case(case: TrainCase, args) -> common.CaseResult:
     repeats = args.repeats or (max(3, case.repeats // 2) if args.quick else case.repeats)
     result = common.run_case(case.name, "train step", case.batch * case.seq, steps, flops=flops,
                              warmup=args.warmup, repeats=repeats, check=check, device=device,
-                             probe_size=args.probe_size, clock=args.clock)
+                             probe_size=args.probe_size, clock=args.clock,
+                             probe_dtype=torch.bfloat16 if args.bf16 else torch.float32)
     missing = [p for p in case.peers if p not in models]
     if missing:
         result.notes = f"peers not available here: {', '.join(missing)}"

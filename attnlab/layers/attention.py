@@ -13,6 +13,8 @@ the same way: only a recording or an edit of them pays for the (batch, heads, se
 
 from __future__ import annotations
 
+import contextlib
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -22,6 +24,22 @@ from attnlab.layers.linear import Linear
 from attnlab.layers.masks import causal_mask
 from attnlab.layers.positions import apply_rotary
 from attnlab.recording import active
+
+_NO_CONTEXT = contextlib.nullcontext()
+
+
+def _growing_kv_backends():
+    """SDPA without cuDNN's kernel, for attention over a KV cache on a GPU.
+
+    cuDNN's attention (torch's first choice for bf16/fp16 on recent NVIDIA GPUs) builds and caches an
+    execution plan per shape. While generating, K and V grow by one position a step, so every step is a new
+    shape: measured on an H200 (bench/RESULTS.md, "Speed: GPU"), a first 256-token GPT-2 generation in bf16 took
+    ~41 ms a step building plans against ~3 ms once they were cached. Flash and memory-efficient attention take
+    any length without a plan, so a cached forward uses those (and the math kernel as the last resort)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH])
+
 
 _RECORDED = ("q", "k", "v", "raw_scores", "weights")  # wanted -> the explicit path
 _PER_HEAD = ("z", "head_out")  # wanted -> the per-head outputs
@@ -106,11 +124,12 @@ class Attention(nn.Module):
         if rec is not None and rec.wants_any(self, _RECORDED):
             out = self._explicit(q, k, v, bias, is_causal, rec)
         else:
-            out = F.scaled_dot_product_attention(
-                q, k, v, attn_mask=bias, is_causal=is_causal, scale=self.scale,
-                dropout_p=self.dropout_p if self.training else 0.0,
-                enable_gqa=self.n_kv_heads != self.n_heads,
-            )  # (batch, heads, q_len, d_head)
+            with _growing_kv_backends() if cache is not None and q.is_cuda else _NO_CONTEXT:
+                out = F.scaled_dot_product_attention(
+                    q, k, v, attn_mask=bias, is_causal=is_causal, scale=self.scale,
+                    dropout_p=self.dropout_p if self.training else 0.0,
+                    enable_gqa=self.n_kv_heads != self.n_heads,
+                )  # (batch, heads, q_len, d_head)
         if rec is not None and rec.wants_any(self, _PER_HEAD):
             return self._per_head(out.transpose(1, 2), rec)  # z: (batch, q_len, heads, d_head)
         batch, _, q_len, _ = out.shape
