@@ -94,20 +94,27 @@ class Attention(nn.Module):
                 k, v = self.project_kv(context)
                 if cache is not None:
                     cache.k, cache.v = k, v
+        elif self.n_kv_heads == self.n_heads and cache is None:
+            # training and cache-free forwards: split the last dimension, then each into heads (views, no copy).
+            # Its backward writes the three gradients straight into the projection's layout; unbinding the packed
+            # view below costs a stack and a strided copy per layer instead (2.5-7% of attention's forward and
+            # backward on a CPU; on an H200 the two extra kernels were 2.4 of a GPT-2 step's 35 ms: bench/RESULTS.md)
+            batch, q_len, _ = x.shape
+            q, k, v = (t.view(batch, q_len, self.n_heads, self.d_head).transpose(1, 2)
+                       for t in self.qkv(x).split(self.q_width, dim=-1))  # (batch, heads, q_len, d_head) each
+            if rope is not None:
+                q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
         elif self.n_kv_heads == self.n_heads:
-            # one view splits all three into heads: (3, batch, heads, q_len, d_head), no copy; K and V then go
-            # into the cache with one copy (a decoding step pays per small kernel: see cache.py)
+            # with a cache, one view splits all three into heads: (3, batch, heads, q_len, d_head), no copy; K and V
+            # then go into the cache with one copy (a decoding step pays per small kernel: see cache.py)
             batch, q_len, _ = x.shape
             qkv = self.qkv(x).view(batch, q_len, 3, self.n_heads, self.d_head).permute(2, 0, 3, 1, 4)
             if rope is not None:
                 q, k = apply_rotary(qkv[:2], *rope).unbind(0)  # q and k rotated together
-                v = qkv[2]
-                if cache is not None:
-                    k, v = cache.append(k, v)
+                k, v = cache.append(k, qkv[2])
             else:
-                q, k, v = qkv.unbind(0)
-                if cache is not None:
-                    k, v = cache.append_kv(qkv[1:])  # (batch, heads, cached + q_len, d_head) each
+                q = qkv[0]
+                k, v = cache.append_kv(qkv[1:])  # (batch, heads, cached + q_len, d_head) each
         else:  # grouped-query: g = n_kv_heads K and V heads, each shared by n_heads / g query heads
             batch, q_len, _ = x.shape
             h, g = self.n_heads, self.n_kv_heads
