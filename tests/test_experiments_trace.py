@@ -483,7 +483,7 @@ def _mask_extra(rows: list[dict]) -> list[float]:
                 [[r["honest_last_position"][n] for r in runs] for n in ("8", "16", "64")]:
             out += [sum(series) / len(series), min(series), max(series)]
     return out
-VIT_CNN_FILES = ("vit_vs_cnn.jsonl", "vit_vs_cnn_half.jsonl", "vit_vs_cnn_probe.jsonl")
+VIT_CNN_FILES = ("vit_vs_cnn.jsonl", "vit_vs_cnn_half.jsonl", "vit_vs_cnn_probe.jsonl", "vit_vs_cnn_cpu_check.jsonl")
 VIT_CNN_FULL = {"ViT": 6000, "CNN": 4000}  # the whole schedules of section 8's table; half of them: --half
 
 
@@ -497,10 +497,16 @@ def _vit_cnn_sizes(rows: list[dict]) -> list[int]:
     return sorted({r["train_images"] for r in rows if r["cap"] == VIT_CNN_FULL[r["model"]]})
 
 
+def _vit_cnn_main(rows: list[dict]) -> list[dict]:
+    """The experiment's runs, without the rerun that checks another CPU's draw (vit_vs_cnn_cpu_check.jsonl)."""
+    return [r for r in rows if "cpu_check" not in r]
+
+
 def _vit_cnn_rows(rows: list[dict]) -> list[str]:
     """Per size: each model's test accuracy mean (min-max) over its seeds, the error ratio of the means, and each
     seed's best-validation step with how its run ended (p: patience, c: the step cap); then the doubling table
     (vit_vs_cnn.py's doubling(): half the schedule against the whole one, same seeds)."""
+    rows = _vit_cnn_main(rows)
     out = []
     for size in _vit_cnn_sizes(rows):
         cells, errors, steps = [], [], []
@@ -516,13 +522,20 @@ def _vit_cnn_rows(rows: list[dict]) -> list[str]:
         for model in ("ViT", "CNN"):
             out.append(_doubling_line(_vit_cnn_runs(rows, size, model, VIT_CNN_FULL[model] // 2),
                                       _vit_cnn_runs(rows, size, model)))
-    longer = [r for r in rows if r["cap"] > VIT_CNN_FULL[r["model"]]]  # the probe: twice the whole schedule
+    out += [_doubling_line(shorter, probe) for _, _, shorter, probe in _vit_cnn_probes(rows)]
+    return out
+
+
+def _vit_cnn_probes(rows: list[dict]):
+    """(size, model, runs at k/2 times the whole schedule, runs at k times it) for k = 2, 4, ... wherever the probe
+    file (vit_vs_cnn_probe.jsonl) has runs at k times the schedule: each doubling against the one before it."""
+    longer = [r for r in rows if r["cap"] > VIT_CNN_FULL[r["model"]]]
     for size in sorted({r["train_images"] for r in longer}):
         for model in ("ViT", "CNN"):
-            probe = _vit_cnn_runs(rows, size, model, 2 * VIT_CNN_FULL[model])
-            if probe:
-                out.append(_doubling_line(_vit_cnn_runs(rows, size, model), probe))
-    return out
+            for k in sorted({r["cap"] // VIT_CNN_FULL[model] for r in longer if r["model"] == model}):
+                probe = _vit_cnn_runs(rows, size, model, k * VIT_CNN_FULL[model])
+                if probe:
+                    yield size, model, _vit_cnn_runs(rows, size, model, k * VIT_CNN_FULL[model] // 2), probe
 
 
 def _doubling_line(half: list[dict], full: list[dict]) -> str:
@@ -536,7 +549,9 @@ def _doubling_line(half: list[dict], full: list[dict]) -> str:
 def _vit_cnn_extra(rows: list[dict]) -> list[float]:
     """Per size: the mean test accuracies, the error rates and their ratio, the gap of the means and each seed's
     gap (CNN - ViT), the half-schedule means and their changes; the whole-schedule runs' count and CPU minutes,
-    and the longest-schedule probe's (vit_vs_cnn_probe.jsonl) means and changes against the whole schedule."""
+    and the longest-schedule probe's (vit_vs_cnn_probe.jsonl) means and changes against the whole schedule; last,
+    the CPU check: the rerun's test accuracy and best step, and the original run's best step."""
+    checks, rows = [r for r in rows if "cpu_check" in r], _vit_cnn_main(rows)
     out = []
     for size in _vit_cnn_sizes(rows):
         vit, cnn = (_vit_cnn_runs(rows, size, m) for m in ("ViT", "CNN"))
@@ -555,14 +570,21 @@ def _vit_cnn_extra(rows: list[dict]) -> list[float]:
             sum(r["stopped"] == "patience" for r in halves), params["CNN"] / params["ViT"]]
     longer = [r for r in rows if r["cap"] > VIT_CNN_FULL[r["model"]]]
     out += [sum(r["cpu_s"] for r in longer) / 60]
-    for size in sorted({r["train_images"] for r in longer}):
-        for model in ("ViT", "CNN"):
-            probe = _vit_cnn_runs(longer, size, model, max((r["cap"] for r in longer if r["model"] == model),
-                                                           default=0))
-            full = {r["seed"]: r for r in _vit_cnn_runs(rows, size, model)}
-            if probe:
-                out += [sum(r["test_accuracy"] for r in probe) / len(probe), sum(r["cpu_s"] for r in probe) / 60]
-                out += [r["test_accuracy"] - full[r["seed"]]["test_accuracy"] for r in probe]
+    for size in sorted({r["train_images"] for r in longer}):  # per size: the probes' CPU minutes, both models
+        out.append(sum(r["cpu_s"] for r in longer if r["train_images"] == size) / 60)
+    for _, _, shorter, probe in _vit_cnn_probes(rows):
+        before = {r["seed"]: r for r in shorter}
+        out += [sum(r["test_accuracy"] for r in probe) / len(probe), sum(r["cpu_s"] for r in probe) / 60]
+        out += [r["test_accuracy"] - before[r["seed"]]["test_accuracy"] for r in probe]
+    for size in sorted({r["train_images"] for r in longer}):  # the two models at the longest probe, seed by seed
+        vit, cnn = ({r["seed"]: r for r in _vit_cnn_runs(rows, size, m, max(
+            r["cap"] for r in longer if r["model"] == m and r["train_images"] == size))} for m in ("ViT", "CNN"))
+        means = [sum(r["test_accuracy"] for r in runs.values()) / len(runs) for runs in (vit, cnn)]
+        out += means + [means[1] - means[0], (1 - means[0]) / (1 - means[1])]
+        out += [cnn[seed]["test_accuracy"] - vit[seed]["test_accuracy"] for seed in vit]
+    for check in checks:
+        original = _vit_cnn_runs(rows, check["train_images"], check["model"], check["cap"])[check["seed"]]
+        out += [check["test_accuracy"], check["best_step"], original["best_step"], check["cpu_s"] / 60]
     return out
 
 

@@ -43,6 +43,18 @@ from common import add_sweep_arguments, earlier_runs, figure, keep, recipe_task,
 MODELS = ("ViT", "CNN")
 
 
+def _cpu() -> str:
+    """Which CPU ran the runs: at one thread a run is repeatable on one CPU, but another CPU's rounding (AVX2
+    against AVX-512 kernels) makes the same seed a different draw, so a results line says where it was made."""
+    from attnlab.benchmarks.common import machine
+
+    m = machine()
+    return f"{m['cpu']} ({m['cpu_capability']})"
+
+
+CPU = _cpu()
+
+
 class SmallCNN(nn.Module):
     """Locality and translation equivariance built in: what a ViT must learn from data."""
 
@@ -114,7 +126,7 @@ def run(size: int, name: str, seed: int, cap: int, args) -> dict:
             "params": sum(p.numel() for p in task.model.parameters()), "cap": cap, "eval_every": args.eval_every,
             "patience": args.patience, "val_accuracy": watch.curve, "best_step": watch.best_step,
             "best_val_accuracy": round(watch.best_acc, 4), "steps_run": steps_run, "stopped": stopped,
-            "test_accuracy": round(test, 4), "cpu_s": round(time.process_time() - started, 1)}
+            "test_accuracy": round(test, 4), "cpu_s": round(time.process_time() - started, 1), "cpu": CPU}
 
 
 def main() -> None:
