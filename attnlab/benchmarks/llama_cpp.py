@@ -143,17 +143,28 @@ def build(jobs: int = 1) -> Path:
 
 
 # ------------------------------------------------------------------------------------------------ compare
-def llama_bench(binary: Path, model: Path, threads: tuple[int, ...], reps: int) -> dict[tuple[str, int], float]:
-    """{("pp32" | "tg64", threads): tokens/s} from llama-bench's JSON output."""
-    done = subprocess.run([str(binary), "-m", str(model), "-p", "32", "-n", "64", "-t", ",".join(map(str, threads)),
-                           "-r", str(reps), "-o", "json"], capture_output=True, text=True, timeout=3600)
+def llama_bench(binary: Path, model: Path, threads: tuple[int, ...],
+                reps: int) -> tuple[dict[tuple[str, int], float], str]:
+    """({("pp32" | "tg64", threads): tokens/s} from llama-bench's JSON output, a note on how it had to run).
+
+    A crash by a signal is retried once with `--repack 0`: llama.cpp's AMX path (an extra weight buffer it takes on
+    CPUs with AMX) died with SIGSEGV in ggml_backend_amx_mul_mat on the project's Sapphire Rapids VM (2026-11-27);
+    without repacking it runs its AVX-512 kernels, which is what such a machine can use."""
+    command = [str(binary), "-m", str(model), "-p", "32", "-n", "64", "-t", ",".join(map(str, threads)),
+               "-r", str(reps), "-o", "json"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
+    note = ""
+    if done.returncode < 0:
+        note = (f"llama-bench crashed (signal {-done.returncode}) with its default weight repacking; "
+                "these are its rates with --repack 0")
+        done = subprocess.run([*command, "--repack", "0"], capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise SystemExit(f"llama-bench exited with {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
     rates = {}
     for row in json.loads(done.stdout):
         test = f"pp{row['n_prompt']}" if row.get("n_prompt") else f"tg{row['n_gen']}"
         rates[test, int(row["n_threads"])] = float(row["avg_ts"])
-    return rates
+    return rates, note
 
 
 def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
@@ -166,7 +177,7 @@ def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
     print(header("python -m attnlab.benchmarks.llama_cpp"), flush=True)
     threads = (1, 2)
     binary = find_llama_bench()
-    peer = llama_bench(binary, model, threads, rounds) if binary else None
+    peer, peer_note = llama_bench(binary, model, threads, rounds) if binary else (None, "")
     kept, _ = attnlab.load(model)
     load = os.getloadavg()[0]
     with torch.no_grad():
@@ -187,6 +198,8 @@ def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
                 rows.append(f"| {label} | {ours:.1f} | {tg:.1f} | {pp:.1f} | {both:.1f} | {ours / both:.2f}x |")
             else:
                 rows.append(f"| {label} | {ours:.1f} | - | - | - | - |")
+    if peer_note:
+        rows.append(peer_note)
     if not peer:
         rows.append(HOWTO.format(where=llama_dir() / "build"))
     print("\n".join(rows), flush=True)

@@ -78,7 +78,12 @@ struct Pool {
     uint64_t job = 0;      // bumped for every job
     bool open = false;     // a job is on
     std::atomic<int64_t> next{0}, done{0};
+    std::atomic<uint64_t> posted{0};  // job, readable without the lock: what a spinning helper watches
 };
+// After a job a helper watches for the next one for up to SPIN pauses (~100 us) before it sleeps: a decoding step
+// runs a product every few tens of microseconds, and waking a sleeping thread (a futex) costs about as much as a
+// small product, so with sleeping helpers two threads were no faster than one on SmolLM2's block matrices.
+static constexpr int SPIN = 2048;
 // Never destroyed: at exit a static Pool's condition_variable destructor (pthread_cond_destroy) waits for the
 // helpers asleep in it, which never wake, and the process hangs after main returns. Leaked on purpose; the
 // detached helpers end with the process.
@@ -93,6 +98,11 @@ static void helper(int id) {
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(pool.m);
     for (;;) {
+        if (!(pool.open && pool.job != seen)) {  // watch for the next job a while (the decision stays under the lock)
+            lock.unlock();
+            for (int spin = 0; spin < SPIN && pool.posted.load(std::memory_order_acquire) == seen; ++spin) _mm_pause();
+            lock.lock();
+        }
         pool.wake.wait(lock, [&] { return pool.open && pool.job != seen && id < pool.helpers; });
         seen = pool.job;
         ++pool.inside;
@@ -119,6 +129,7 @@ static void run(void (*fn)(void*, int64_t), void* ctx, int64_t n, int64_t thread
         pool.done.store(0, std::memory_order_relaxed);
         ++pool.job;
         pool.open = true;
+        pool.posted.store(pool.job, std::memory_order_release);
     }
     pool.wake.notify_all();
     work();
