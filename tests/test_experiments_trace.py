@@ -583,7 +583,8 @@ def _vit_cnn_extra(rows: list[dict]) -> list[float]:
         out += means + [means[1] - means[0], (1 - means[0]) / (1 - means[1])]
         out += [cnn[seed]["test_accuracy"] - vit[seed]["test_accuracy"] for seed in vit]
     for check in checks:
-        original = _vit_cnn_runs(rows, check["train_images"], check["model"], check["cap"])[check["seed"]]
+        original = next(r for r in _vit_cnn_runs(rows, check["train_images"], check["model"], check["cap"])
+                        if r["seed"] == check["seed"])
         out += [check["test_accuracy"], check["best_step"], original["best_step"], check["cpu_s"] / 60]
     return out
 
