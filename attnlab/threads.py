@@ -44,6 +44,7 @@ from torch import nn
 
 from attnlab.errors import InputError
 from attnlab.files import CacheWarning, finite_number, read_cache, warn_cache, write_json_atomic
+from attnlab.layers import kernel_threads
 
 WINDOW_S = 0.03  # a fresh sample of other processes' CPU use spans this long (3 ticks per core at USER_HZ=100)
 REUSE_S = 10.0  # a snapshot younger than this is the start of the next window (no sleep)
@@ -270,10 +271,13 @@ def _decoding_step(model: nn.Module, rows: int):
     with torch.inference_mode():
         model(torch.zeros((rows, past), dtype=torch.long), cache=cache, validate=False)  # fill the cache once
 
+    apart = kernels_only(model, rows, rows)
+
     def step():
         for layer in cache.layers:
             layer.length = past
-        model(ids, cache=cache, last_only=True, validate=False)
+        with kernels_apart(apart):  # as Stepper runs a step
+            model(ids, cache=cache, last_only=True, validate=False)
     return step
 
 
@@ -303,11 +307,37 @@ def kept_blocks(model: nn.Module) -> dict[tuple[int, int, str], int]:
     return found
 
 
+def kernels_only(model: nn.Module, rows: int, head_rows: int | None = None) -> bool:
+    """Does a forward of `rows` token rows through this decoder multiply through attnlab's kernels alone: every
+    matrix quantized and running a kernel at that row count (QuantizedLinear.runs_kernel; the LM head at
+    `head_rows`, the rows it sees: generation asks for the last position's logits only), and no float Linear
+    weight on the CPU (torch's pool multiplies those)? Such a forward runs with torch's pool at one thread and
+    the kernels' at the caller's count (kernels_apart): measured on SmolLM2 (Sapphire Rapids, 2 cores) both a
+    decoding step (26.1 -> 20.3 ms against 32.0 with both pools at two threads) and a 32-token prefill (148.6 ->
+    92.8 ms against 128.5) are faster that way (bench/kernel_threads_probe.py)."""
+    from attnlab.layers.quantized import QuantizedLinear
+
+    if not _lm_decoder(model) or decode_weights(model):
+        return False
+    head = getattr(model, "lm_head", None)
+    heads = {id(m) for m in head.modules()} if isinstance(head, nn.Module) else set()
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    return bool(layers) and all(m.runs_kernel(head_rows if id(m) in heads and head_rows else rows) for m in layers)
+
+
+def kernels_apart(on: bool):
+    """The context a forward runs in at the caller's torch.get_num_threads() = n: where kernels_only holds (`on`)
+    and n > 1, torch at one thread and the kernels at n (layers/kernel_threads.py says why); otherwise as is."""
+    threads = torch.get_num_threads()
+    return kernel_threads.apart(threads) if on and threads > 1 else contextlib.nullcontext()
+
+
 def probe_key(model: nn.Module, weights: dict, rows: int) -> str:
     dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "") if weights else "blocks"
     shapes = ",".join([f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items())]
                       + [f"{o}x{i}:{fmt}*{n}" for (o, i, fmt), n in sorted(kept_blocks(model).items())])
-    kind = "cached step" if _lm_decoder(model) else "matmul"
+    kind = ("cached step, kernels apart" if kernels_only(model, rows, rows) else "cached step") if _lm_decoder(model) \
+        else "matmul"
     return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
             f"|{kind}|{shapes}")
 

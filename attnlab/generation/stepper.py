@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from attnlab.cache import KVCache
+from attnlab.threads import kernels_apart, kernels_only
 
 
 class Stepper:
@@ -40,6 +41,7 @@ class Stepper:
         compiled=None,  # call(ids, mask, positions, cache) -> logits for one-token cached steps (compiled.py)
     ):
         self.model, self.compiled = model, compiled
+        self.apart: dict[tuple[int, int], bool] = {}  # (rows, head rows) -> kernels_only: see _call
         self.encoder_decoder = encoder_hidden is not None
         self.encoder_hidden, self.source_mask = encoder_hidden, source_mask
         batch, prompt_len = prompt.shape
@@ -108,7 +110,16 @@ class Stepper:
         return self._call(self.tokens[:, begin:end], mask, positions, None)
 
     def _call(self, ids, mask, positions, cache) -> torch.Tensor:
-        """The model's own forward on (batch, seq) ids; -> (batch, vocab) logits of the last position."""
+        """The model's own forward on (batch, seq) ids; -> (batch, vocab) logits of the last position. A decoder
+        whose products at this row count are all attnlab's kernels runs with torch at one thread and the kernels
+        at the caller's count (attnlab.threads.kernels_only)."""
+        shape = (ids.shape[0] * ids.shape[1], ids.shape[0])
+        if shape not in self.apart:
+            self.apart[shape] = not self.encoder_decoder and kernels_only(self.model, *shape)
+        with kernels_apart(self.apart[shape]):
+            return self._forward_call(ids, mask, positions, cache)
+
+    def _forward_call(self, ids, mask, positions, cache) -> torch.Tensor:
         if self.encoder_decoder:
             # the encoder output is needed until the cross-attention K/V sit in the cache (first call)
             cached_cross = cache is not None and cache.cross[0].k is not None

@@ -60,6 +60,7 @@ VERSION = 1  # part of every library's name: bump when the calling convention of
 # none, and the caller does the whole job).
 POOL = r"""
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -80,10 +81,13 @@ struct Pool {
     std::atomic<int64_t> next{0}, done{0};
     std::atomic<uint64_t> posted{0};  // job, readable without the lock: what a spinning helper watches
 };
-// After a job a helper watches for the next one for up to SPIN pauses (~100 us) before it sleeps: a decoding step
-// runs a product every few tens of microseconds, and waking a sleeping thread (a futex) costs about as much as a
-// small product, so with sleeping helpers two threads were no faster than one on SmolLM2's block matrices.
-static constexpr int SPIN = 2048;
+// After a job a helper watches for the next one for up to SPIN_NS before it sleeps: a decoding step runs a product
+// every few tens (compiled) to a few hundred (eager) microseconds, and waking a sleeping thread (a futex) costs
+// about as much as a small product, so with sleeping helpers two threads were no faster than one on SmolLM2's
+// block matrices. Timed by the clock, not by a count of pauses: a pause takes 11 ns on a Sapphire Rapids and
+// several times that on other CPUs. Measured there (eager SmolLM2 steps, torch at one thread, kernels at two, vs
+// one thread): 2048 pauses (~22 us) gained nothing, ~90 us 1.17x, ~360 us 1.26x (bench/kernel_threads_probe.py).
+static constexpr int64_t SPIN_NS = 400000;
 // Never destroyed: at exit a static Pool's condition_variable destructor (pthread_cond_destroy) waits for the
 // helpers asleep in it, which never wake, and the process hangs after main returns. Leaked on purpose; the
 // detached helpers end with the process.
@@ -100,7 +104,11 @@ static void helper(int id) {
     for (;;) {
         if (!(pool.open && pool.job != seen)) {  // watch for the next job a while (the decision stays under the lock)
             lock.unlock();
-            for (int spin = 0; spin < SPIN && pool.posted.load(std::memory_order_acquire) == seen; ++spin) _mm_pause();
+            const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(SPIN_NS);
+            for (int spin = 1; pool.posted.load(std::memory_order_acquire) == seen; ++spin) {
+                _mm_pause();
+                if (spin % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+            }
             lock.lock();
         }
         pool.wake.wait(lock, [&] { return pool.open && pool.job != seen && id < pool.helpers; });

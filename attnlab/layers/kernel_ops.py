@@ -24,6 +24,8 @@ import weakref
 
 import torch
 
+from attnlab.layers import kernel_threads
+
 _LAYERS: dict[int, weakref.ref] = {}  # layer number -> the QuantizedLinear it names
 _NUMBERS = itertools.count()
 
@@ -45,7 +47,7 @@ def _rows(x: torch.Tensor, layer: int, n: int) -> torch.Tensor:
                            "its model); compile the step again")
     kernel, packed = module._traced
     if x.shape[0] == 1 and x.is_contiguous():
-        y = kernel.gemv(x, *packed, n, torch.get_num_threads())
+        y = kernel.gemv(x, *packed, n, kernel_threads.count())
         if y is not None:
             return y
     return module._kernel_product(kernel, x, module.bias)

@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.layers import int4_kernel, int8_kernel, q8_0_kernel
+from attnlab.layers import int4_kernel, int8_kernel, kernel_threads, q8_0_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
@@ -268,6 +268,18 @@ class QuantizedLinear(nn.Module):
         kernel = KERNELS.get(self.format) if self.use_kernel else None
         return kernel if kernel is not None and self.in_features <= kernel.MAX_K and kernel.available() else None
 
+    def runs_kernel(self, rows: int) -> bool:
+        """Does an eager float32 CPU product of `rows` rows run one of attnlab's kernels (forward's choice): the
+        one-row kernel up to FAST_ROWS rows, then int4_kernel.rows_product (4-bit formats, up to MANY_ROWS) or the
+        one-row kernel row by row (int8 / Q8_0, up to ROW_BY_ROW)? attnlab.threads asks it to know whether a
+        forward's products are all the kernels' (then torch's own pool can stay at one thread)."""
+        if rows <= self.FAST_ROWS:
+            return self._one_row_kernel() is not None
+        if self.format in ROWS_FORMATS:
+            return (rows <= self.MANY_ROWS and self.use_kernel and self.in_features <= int4_kernel.MAX_K
+                    and int4_kernel.available() and int4_kernel.rows_available())
+        return rows <= self.ROW_BY_ROW and self._one_row_kernel() is not None
+
     def _eager_cpu_float(self, x: torch.Tensor) -> bool:
         """float32 on CPU, outside torch.compile and autograd: where attnlab's kernels may replace F.linear."""
         return (x.dtype == torch.float32 and x.device.type == "cpu" and not torch.compiler.is_compiling()
@@ -293,7 +305,7 @@ class QuantizedLinear(nn.Module):
         decoding step rounds it); a row holding NaN or inf sends all rows to the dequantized weight."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
         tiles, kbias = self._kernel_packed(int4_kernel, bias)  # the one-row kernel's tiles: the same layout
-        y = int4_kernel.rows_product(flat, tiles, kbias, self.out_features, torch.get_num_threads())
+        y = int4_kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count())
         return self._float_product(x, bias) if y is None else y.reshape(*x.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit, Q8_0)
@@ -323,7 +335,7 @@ class QuantizedLinear(nn.Module):
         activation scale inside the kernel."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
         packed = self._kernel_packed(kernel, bias)
-        n, threads = self.out_features, torch.get_num_threads()
+        n, threads = self.out_features, kernel_threads.count()
         y = self._kernel_row(kernel, flat, packed, bias, n, threads) if flat.shape[0] == 1 \
             else torch.cat([self._kernel_row(kernel, row[None], packed, bias, n, threads) for row in flat])
         return y.reshape(*x.shape[:-1], self.out_features)

@@ -1,0 +1,45 @@
+"""How many threads attnlab's kernels split a product's output rows over: torch's count, or a decoding step's own.
+
+Why a count apart from torch's: the kernels do not use torch's OpenMP pool but their own (kernel_build.POOL), whose
+helpers watch for the next job a moment before sleeping. In a decoding step the two pools take turns ~120 times
+a token (SmolLM2: a product, then a norm or an add in torch), and each pool's waiting threads sit on the core the
+other one needs: at two threads the compiled step was no faster than at one, although the block products alone ran
+1.6-1.75x faster at two. With torch at one thread and only the kernels at two, the step went 16.2 -> 13.3 ms
+(bench/kernel_threads_probe.py, Sapphire Rapids, 2 cores). The other operators of a one-row step (norms, rotary
+positions, attention over a short cache) are too small for a second thread to pay anyway.
+
+- `count()`: the count a kernel call passes to its pool (this OS thread's `apart` count, else torch's).
+- `apart(threads)`: inside, torch runs at one thread and the kernels at `threads`; both come back on exit.
+  attnlab.threads.decoding_step decides when a step runs this way (a decoder whose products are the kernels').
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+
+import torch
+
+_LOCAL = threading.local()  # per OS thread, like torch's own OpenMP count (the explorer serves requests in threads)
+
+
+def count() -> int:
+    """Threads for the next kernel call on this OS thread."""
+    threads = getattr(_LOCAL, "threads", None)
+    return torch.get_num_threads() if threads is None else threads
+
+
+@contextlib.contextmanager
+def apart(threads: int) -> Iterator[None]:
+    """torch at one thread and attnlab's kernels at `threads` inside the block (the caller's settings after)."""
+    before, outer = torch.get_num_threads(), getattr(_LOCAL, "threads", None)
+    if before != 1:
+        torch.set_num_threads(1)
+    _LOCAL.threads = threads
+    try:
+        yield
+    finally:
+        _LOCAL.threads = outer
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
