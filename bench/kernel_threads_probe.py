@@ -4,10 +4,11 @@ With generate(threads=2) torch's OpenMP pool and the kernels' own pool (kernel_b
 core, and their waiting threads fought over it: the step was no faster than at one thread, although the block
 matrices' kernels alone ran 1.6-1.75x faster at two threads. Since session 11 a generation whose products are
 all the kernels' (the prompt's forward and every step) runs with torch at one thread and the kernels at the
-request's count (attnlab.threads.kernels_only / kernels_apart, layers/kernel_threads.py). This probe times, interleaved in one process, the
-median decoding step of 64 greedy tokens for:
+request's count (attnlab.threads.kernels_only / kernels_apart, layers/kernel_threads.py). This probe times,
+interleaved in one process, the median decoding step of 64 greedy tokens for:
 
-- eager: threads=1; threads=2 with both pools at 2 (the old way: Stepper's flag turned off); threads=2 apart (now);
+- eager: threads=1; threads=2 with both pools at 2 (the old way: Stepper's check answering False); threads=2
+  apart (now);
 - compiled (generate(compile=True)): threads=1 and threads=2 apart. The compiled graph bakes torch's thread count
   in when it is built (inductor's `num_threads`), so the old way cannot share a process with the new one here.
 
