@@ -224,3 +224,42 @@ def test_llama_cpp_is_a_peer_of_attnlab_bench_and_never_built_by_it(tmp_path, mo
     monkeypatch.setenv("ATTNLAB_LLAMA_BENCH", "")
     assert llama_cpp.main(["--model", str(tmp_path / "missing.gguf")]) == 1
     assert "no GGUF" in capsys.readouterr().out
+
+
+def test_requantize_writes_the_q4_1_blocks_as_q8_0_or_q4_0_and_copies_the_rest(tmp_path):
+    """The issue-25 benchmark's second formats, made from a Q4_1 file with the gguf package: no Q4_1 tensor
+    is left, every other tensor keeps its bytes, and each re-quantized Q8_0 weight is within half a Q8_0 step
+    (its block's largest |w| / 127) of the Q4_1 weight it came from, plus what the float16 scale's rounding adds;
+    both files load and generate."""
+    import gguf_files
+    import numpy as np
+    from gguf import GGMLQuantizationType, GGUFReader
+    from gguf.quants import dequantize
+
+    import attnlab
+    from attnlab.benchmarks.requantize import requantize
+
+    source = gguf_files.write_quantized_gguf(tmp_path)
+    before = {t.name: t for t in GGUFReader(str(source)).tensors}
+    assert any(t.tensor_type == GGMLQuantizationType.Q4_1 for t in before.values())
+    for target in ("Q8_0", "Q4_0"):
+        out = tmp_path / f"{target}.gguf"
+        counts = requantize(source, out, target)
+        after = {t.name: t for t in GGUFReader(str(out)).tensors}
+        assert after.keys() == before.keys() and "Q4_1" not in counts and sum(counts.values()) == len(after)
+        for name, old in before.items():
+            new = after[name]
+            if old.tensor_type != GGMLQuantizationType.Q4_1:
+                assert new.tensor_type == old.tensor_type and bytes(new.data) == bytes(old.data), name
+                continue
+            assert new.tensor_type == GGMLQuantizationType[target], name
+            if target == "Q8_0":
+                w = dequantize(old.data, old.tensor_type).reshape(-1, 32)  # the Q4_1 weights, blocks of 32
+                step = np.abs(w).max(axis=1, keepdims=True) / 127
+                error = np.abs(dequantize(new.data, new.tensor_type).reshape(-1, 32) - w)
+                # half a step of rounding, plus the float16 scale's own rounding (2**-11 of it) times up to 127 steps
+                assert (error <= step * (0.5 + 127 * 2**-11) + 1e-7).all(), name
+        model, _ = attnlab.load(out)
+        ids = torch.tensor([[3, 1, 4, 1, 5, 9]])
+        out_ids = attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, threads=1).sequences
+        assert out_ids.shape == (1, 10)

