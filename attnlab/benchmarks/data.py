@@ -19,7 +19,8 @@ peak - before <= 300 MB at every size). RAYON_NUM_THREADS sets the tokenizers li
 `--baby-gpt` adds nanoGPT's baby GPT comparison (issue 25.6: attnlab's peak RSS <= 1.2x nanoGPT's):
 `attnlab train gpt-char` at nanoGPT README's CPU settings (4 layers, 4 heads, width 128, block 64, batch 12:
 gpt-char's defaults; nanoGPT's schedule: lr 1e-3 to 1e-4, warmup 100, beta2 0.99, evaluation every 250 steps,
-where gpt-char's own lr is 2e-3, so the two losses compare) on the 1.1 MB text beside nanoGPT's prepare.py and
+where gpt-char's own lr is 2e-3; both models initialised as nanoGPT's model.py (nanogpt_init), so the two losses
+compare) on the 1.1 MB text beside nanoGPT's prepare.py and
 train.py's loop at that command's settings (the nano-gpt package's GPT, np.memmap batches, estimate_loss, ckpt.pt):
 the resident size of each process at its start, after its imports and at its peak for one step, then
 `--baby-runs` interleaved pairs of `--baby-steps` steps a side (2000: the README's full run) with each pair's
@@ -162,7 +163,29 @@ NANO = dict(eval_interval=250, eval_iters=20, lr=1e-3, min_lr=1e-4, beta2=0.99, 
 # two runs then differ only in their code, so their losses can be compared (issue 25.6: "at the same loss")
 SAME_AS_NANO = {"lr": str(NANO["lr"]), "min_lr_ratio": str(NANO["min_lr"] / NANO["lr"]), "beta2": str(NANO["beta2"]),
                 "warmup": str(NANO["warmup_iters"]), "weight_decay": str(NANO["weight_decay"]),
-                "grad_clip": str(NANO["grad_clip"]), "eval_every": str(NANO["eval_interval"])}
+                "grad_clip": str(NANO["grad_clip"]), "eval_every": str(NANO["eval_interval"]),
+                "scaled_residual_init": "true"}  # nanoGPT model.py's init (see nanogpt_init)
+
+
+def nanogpt_init(model, n_layer: int) -> None:
+    """nanoGPT's model.py initialisation, applied to the nano-gpt package's GPT: every Linear N(0, 0.02) with zero
+    bias, embeddings N(0, 0.02), the residual projections (c_proj) N(0, 0.02 / sqrt(2 n_layer)). Why: the package
+    (a packaging of build-nanogpt) leaves its other Linear layers at torch's default (std ~0.051 at width 128) and
+    scales c_proj by (2 n_layer)^-0.05 (std 0.018), so its baby GPT started from other weights than nanoGPT's and
+    reached val 1.237 where attnlab, initialised as model.py, reached 1.379 on the same schedule (session 11)."""
+    import math
+
+    import torch
+    from torch import nn
+
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            std = 0.02 / math.sqrt(2 * n_layer) if name.endswith("c_proj") else 0.02
+            torch.nn.init.normal_(module.weight, mean=0.0, std=std)
+            if module.bias is not None:
+                torch.nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            torch.nn.init.normal_(module.weight, mean=0.0, std=0.02)
 
 
 def baby_attnlab(corpus: str, work: str, stage: str = "train", steps: str = "1") -> dict:
@@ -267,6 +290,7 @@ def baby_nanogpt(corpus: str, work: str, stage: str = "train", steps: str = "1")
     config = GPTConfig(block_size=block, vocab_size=int((work_dir / "vocab_size").read_text()),
                        n_layer=BABY["n_layers"], n_head=BABY["n_heads"], n_embd=BABY["d_model"])
     model = GPT(config, tokenizer=None)
+    nanogpt_init(model, BABY["n_layers"])
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [{"params": [p for p in params if p.dim() >= 2], "weight_decay": c["weight_decay"]},
               {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}]

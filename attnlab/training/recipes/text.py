@@ -40,7 +40,8 @@ class CausalLMTask(Task):
         config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
                              n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
                              position=p["position"], activation=p["activation"], norm=p["norm"],
-                             norm_placement=p["norm_placement"], dropout=p["dropout"], name=name)
+                             norm_placement=p["norm_placement"], dropout=p["dropout"],
+                             scaled_residual_init=p["scaled_residual_init"], name=name)
         self.model = build_model(config)
         self.bigram = bigram_loss(split_pieces(self.data, "train", overlap=1), self.val_windows,
                                   tokenizer.vocab_size)  # the same split, counted piece by piece
@@ -128,7 +129,7 @@ def bigram_loss(train_ids, val_windows: torch.Tensor, vocab_size: int) -> float:
 
 LM_PARAMS = dict(data="", text_field="text", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
                  position="learned", activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0,
-                 val_fraction=0.1, eval_windows=0, sample_tokens=300)
+                 scaled_residual_init=False, val_fraction=0.1, eval_windows=0, sample_tokens=300)
 
 
 def build_gpt_char(p):
