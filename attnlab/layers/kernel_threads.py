@@ -10,7 +10,8 @@ positions, attention over a short cache) are too small for a second thread to pa
 
 - `count()`: the count a kernel call passes to its pool (this OS thread's `apart` count, else torch's).
 - `apart(threads)`: inside, torch runs at one thread and the kernels at `threads`; both come back on exit.
-  attnlab.threads.decoding_step decides when a step runs this way (a decoder whose products are the kernels').
+  attnlab.threads.kernels_only decides when a forward runs this way (a decoder whose products at that row count
+  are all the kernels'), and kernels_apart enters it.
 """
 
 from __future__ import annotations

@@ -289,16 +289,14 @@ class QuantizedLinear(nn.Module):
         """The one-row kernel for an int8 / Q8_0 product of at most ROW_BY_ROW rows (a short prompt, a sweep's
         or the logit lens's rows at the head), or None: each row reads the codes once, where the float product
         would first write the whole dequantized matrix (SmolLM2's tied head: 113 MB per call)."""
-        if self.format in ROWS_FORMATS or rows > self.ROW_BY_ROW or not self._eager_cpu_float(x):
+        if self.format in ROWS_FORMATS or not self._eager_cpu_float(x) or not self.runs_kernel(rows):
             return None
         return self._one_row_kernel()
 
     def _rows_kernel(self, x: torch.Tensor, rows: int) -> bool:
         """Do these rows (a prefill) go through int4_kernel.rows_product: 4-bit codes, MANY_ROWS rows at most,
-        eager float32 on CPU without autograd, and the kernel built?"""
-        return (rows <= self.MANY_ROWS and self.format in ROWS_FORMATS and self.use_kernel
-                and self._eager_cpu_float(x) and self.in_features <= int4_kernel.MAX_K
-                and int4_kernel.available() and int4_kernel.rows_available())
+        eager float32 on CPU without autograd, and the kernel built (runs_kernel)?"""
+        return self.format in ROWS_FORMATS and self._eager_cpu_float(x) and self.runs_kernel(rows)
 
     def _rows_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """Many rows through the 4-bit kernel's tiles (each tile read once per 16 rows; every row rounded as a
