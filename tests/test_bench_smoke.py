@@ -263,3 +263,16 @@ def test_requantize_writes_the_q4_1_blocks_as_q8_0_or_q4_0_and_copies_the_rest(t
         ids = torch.tensor([[3, 1, 4, 1, 5, 9]])
         out_ids = attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, threads=1).sequences
         assert out_ids.shape == (1, 10)
+
+
+def test_requantize_refuses_a_missing_source_and_writing_over_it(tmp_path):
+    """Bad paths are one line each, and the source file is left as it was."""
+    from attnlab.benchmarks.requantize import main as requantize_main
+
+    with pytest.raises(SystemExit, match="no such file"):
+        requantize_main(["--source", str(tmp_path / "missing.gguf"), "--out", str(tmp_path / "out.gguf")])
+    source = tmp_path / "in.gguf"
+    source.write_bytes(b"GGUF")
+    with pytest.raises(SystemExit, match="--out is the source file"):
+        requantize_main(["--source", str(source), "--out", str(source)])
+    assert source.read_bytes() == b"GGUF" and not (tmp_path / "out.gguf").exists()

