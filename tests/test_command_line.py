@@ -282,3 +282,24 @@ def test_a_prompt_a_vocabulary_without_unk_cannot_hold_names_its_characters(tmp_
     code, out, err = _run(["generate", str(folder), "--prompt", "abzz€"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "'z', '€'" in err and "no unknown token" in err, err
+
+
+@pytest.mark.parametrize("argv, said", [
+    (["genrate", "gpt-char"], "invalid choice: 'genrate' (choose from"),
+    (["generate", "gpt-char", "--promt", "The "], "unrecognized option --promt (did you mean '--prompt'?)"),
+    (["train", "gpt-char", "--ouput", "x"], "unrecognized option --ouput (did you mean '--out'?)"),
+])
+def test_a_mistyped_command_or_option_gets_did_you_mean(argv, said, capsys):
+    """A typo is named with the closest real name (argparse suggests only from Python 3.14 on), and a mistyped
+    option is reported as such, not as the required option it was meant to be ("one of --prompt --ids is
+    required" hid `--promt`)."""
+    code, out, err = _run(argv, capsys)
+    assert code == 2 and said in err and "is required" not in err, err
+    if argv[0] == "genrate":
+        assert "(did you mean 'generate'?)" in err
+
+
+def test_an_abbreviated_option_and_a_value_after_a_double_dash_still_work(capsys):
+    """The typo check accepts what argparse accepts: an unambiguous prefix (`--max-new` for --max-new-tokens)."""
+    code, out, err = _run(["generate", "gpt-char", "--prompt", "The ", "--max-new", "3"], capsys)
+    assert code == 0, err

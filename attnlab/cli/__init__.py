@@ -9,11 +9,13 @@ which does import the training code.)
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 
 from attnlab.cli import bench, cost, explore, generate, models, params, train
 from attnlab.errors import AttnlabError
+from attnlab.spelling import did_you_mean
 
 DESCRIPTION = ("attnlab: one clean Transformer for every topology. Count and cost a model, train a recipe, "
                "generate text, explore a model in the browser, benchmark against its peers.")
@@ -32,12 +34,39 @@ COMMANDS = {
 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose description may be a function, called only when the help is printed (the recipe
-    list of `attnlab train --help` needs the training code; building the parser must not)."""
+    list of `attnlab train --help` needs the training code; building the parser must not), and that says "did you
+    mean" for a mistyped command or option (argparse does so itself only from Python 3.14 on)."""
 
     def format_help(self) -> str:
         if callable(self.description):
             self.description = self.description()
         return super().format_help()
+
+    def parse_known_args(self, args=None, namespace=None):
+        # A mistyped option is refused first: else argparse reports a required option as missing ("one of
+        # --prompt --ids is required" for `--promt`), which hides the typo. Only a command's own parser checks
+        # (the top-level parser sees the command's options too).
+        if args is not None and not any(isinstance(a, argparse._SubParsersAction) for a in self._actions):
+            self._refuse_unknown_options(list(args))
+        return super().parse_known_args(args, namespace)
+
+    def _refuse_unknown_options(self, args: list[str]) -> None:
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for arg in args:
+            if arg == "--":
+                return
+            if not arg.startswith("--"):
+                continue
+            name = arg.split("=", 1)[0]
+            if any(o.startswith(name) for o in known):  # exact, or an abbreviation argparse accepts
+                continue
+            self.error(f"unrecognized option {name}{did_you_mean(name, known)}")
+
+    def error(self, message: str):
+        choice = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if choice:
+            message += did_you_mean(choice.group(1), COMMANDS)
+        super().error(message)
 
 
 def version_line() -> str:
