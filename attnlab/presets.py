@@ -10,6 +10,7 @@ from typing import Any
 
 from attnlab.config import ModelConfig
 from attnlab.errors import ConfigError
+from attnlab.spelling import did_you_mean
 
 _BERT = dict(topology="encoder", vocab_size=30522, max_len=512, position="learned", activation="gelu",
              norm="layernorm", norm_eps=1e-12, norm_placement="post", embedding_norm=True, type_vocab_size=2,
@@ -77,7 +78,7 @@ def names() -> list[str]:
 def get(name: str, **overrides: Any) -> ModelConfig:
     """The preset called `name`, with optional field overrides."""
     if name not in _SPECS:
-        raise ConfigError(f"unknown preset {name!r}; presets: {', '.join(names())}")
+        raise ConfigError(f"unknown preset {name!r}{did_you_mean(name, names())}; presets: {', '.join(names())}")
     return ModelConfig(**{**_SPECS[name], "name": name, **overrides})
 
 

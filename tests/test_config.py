@@ -71,6 +71,8 @@ def test_presets_have_the_documented_shapes():
     assert attnlab.presets["gpt3-175b"].d_model == 12288 and attnlab.presets["gpt3-175b"].n_layers == 96
     with pytest.raises(ConfigError, match="unknown preset 'gpt5'"):
         attnlab.presets["gpt5"]
+    with pytest.raises(ConfigError, match=r"unknown preset 'tiny-decodr' \(did you mean 'tiny-decoder'"):
+        attnlab.presets["tiny-decodr"]
 
 
 def test_presets_are_fresh_copies():
