@@ -19,6 +19,7 @@ import torch
 from attnlab import build_model
 from attnlab.benchmarks import common, output, peers
 from attnlab.config import ModelConfig
+from attnlab.layers import kernel_build
 from attnlab.models.stack import Stack
 from attnlab.presets import get as preset
 
@@ -118,7 +119,7 @@ def forward_of(case: ForwardCase, impl: str, model, inputs) -> torch.Tensor:
 
 def make_call(case: ForwardCase, impl: str, model, inputs, *, compile_backend: str | None = None,
               autocast: torch.dtype | None = None, device: str = "cpu"):
-    forward = torch.compile(model, backend=compile_backend) if compile_backend else model
+    forward = kernel_build.torch_compile(model, backend=compile_backend) if compile_backend else model
 
     def call():
         with torch.inference_mode():

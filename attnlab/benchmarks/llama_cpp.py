@@ -52,7 +52,7 @@ def llama_dir() -> Path:
 
 def _private(directory: Path) -> None:
     """Make (0700) and check `directory` under the cache like kernel_build's folder; raise when it is not safe."""
-    problem = kernel_build._make_private(directory)
+    problem = kernel_build.make_private_dir(directory)
     if problem:
         raise SystemExit(f"not using {directory}: {problem}")
 
@@ -66,8 +66,8 @@ def find_llama_bench() -> Path | None:
     binary = llama_dir() / "build" / "bin" / "llama-bench"
     if not binary.is_file():
         return None
-    for folder in (llama_dir(), llama_dir() / "build", llama_dir() / "build" / "bin"):
-        problem = kernel_build.check_dir(folder) if folder == llama_dir() else _folder_problem(folder)
+    for folder in (llama_dir(), llama_dir() / "build", llama_dir() / "build" / "bin"):  # each one's chain
+        problem = kernel_build.check_private_dir(folder)
         if problem:
             print(f"not running {binary}: {problem}")
             return None
@@ -76,11 +76,6 @@ def find_llama_bench() -> Path | None:
         print(f"not running {binary}: {problem}")
         return None
     return binary
-
-
-def _folder_problem(folder: Path) -> str | None:
-    info = os.lstat(folder)
-    return kernel_build._problem(folder, info, ours=True)
 
 
 # ------------------------------------------------------------------------------------------------ build

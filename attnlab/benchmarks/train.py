@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from attnlab import build_model
 from attnlab.benchmarks import common, output, peers
 from attnlab.config import ModelConfig
+from attnlab.layers import kernel_build
 
 
 @dataclass
@@ -151,7 +152,7 @@ def make_step(case: TrainCase, impl: str, model, inputs, *, autocast: torch.dtyp
     """One training step as a zero-argument callable (forward, backward, AdamW, zero_grad)."""
     model.train()
     opt = optimizer_for(model)
-    forward = torch.compile(model, backend=compile_backend) if compile_backend else model
+    forward = kernel_build.torch_compile(model, backend=compile_backend) if compile_backend else model
     device_type = torch.device(device).type
     amp = (lambda: torch.autocast(device_type, dtype=autocast)) if autocast else contextlib.nullcontext
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import weakref
 
-import torch
-
 from attnlab.layers import kernel_build
 from attnlab.layers.quantized import QuantizedLinear
 
@@ -36,7 +34,7 @@ def _step(model, ids, attention_mask, position_ids, cache):
 # graph's kernels and operators in C++ instead of Python; a SmolLM2 step 1.11x faster at one thread and 1.14x at
 # two (15.6 -> 14.0 ms, 11.4 -> 10.0 ms, interleaved in one process, same tokens; bench/RESULTS.md, session 11),
 # for ~25 s more on the first compile (the built graph is cached in attnlab's private inductor folder)
-_compiled_step = torch.compile(_step, dynamic=True, options={"cpp_wrapper": True})
+_compiled_step = kernel_build.torch_compile(_step, dynamic=True, options={"cpp_wrapper": True})
 
 
 def compiled_step(model):

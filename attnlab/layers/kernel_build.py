@@ -37,6 +37,7 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -200,12 +201,26 @@ def private_inductor_cache() -> Path:
     if current and os.path.abspath(current) != os.path.abspath(default_cache_dir()):
         return Path(current)
     directory = cache_root() / "inductor"
-    problem = _make_private(directory)
+    problem = make_private_dir(directory)
     if problem:
         _warn_refused(problem)
         directory = Path(tempfile.mkdtemp(prefix="attnlab-inductor-"))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(directory)
     return directory
+
+
+def torch_compile(target, **options):
+    """torch.compile(target, **options) behind private_inductor_cache(): the one way attnlab compiles a model or
+    a function (tests/reliability/test_private_paths.py fails on any other call of torch.compile in the package).
+
+    Why one entry point: a call that forgot private_inductor_cache() first would let inductor build in, and load
+    shared libraries from, `torchinductor_$USER` in the shared temporary folder, which another user can create
+    first and fill. The folder is set now, before torch.compile returns: inductor reads it when the first call
+    compiles, so it holds however late that call comes."""
+    import torch
+
+    private_inductor_cache()
+    return torch.compile(target, **options)
 
 
 def _problem(path: Path, info: os.stat_result, ours: bool) -> str | None:
@@ -232,8 +247,12 @@ def _chain(directory: Path) -> list[tuple[Path, bool]]:
     return [(p, False) for p in reversed((above, *above.parents))] + [(directory.parent, True), (directory, True)]
 
 
-def check_dir(directory: Path) -> str | None:
-    """Why `directory` (<cache>/kernels) is not a folder only this user can write, or None; see the docstring."""
+def check_private_dir(directory: Path) -> str | None:
+    """Why `directory` is not a folder only this user can write, or None: the whole chain from the root down is
+    checked, because whoever can write a folder above can rename `directory` away and put their own in its place.
+    `directory` and its parent must be this user's real folders (not links) that nobody else can write; the
+    folders above, this user's or root's and writable by nobody else unless sticky (as /tmp is). The kernel and
+    inductor folders, the token store and the llama.cpp build all go through this check (or make_private_dir)."""
     try:
         for path, ours in _chain(directory):
             problem = _problem(path, os.lstat(path), ours)
@@ -244,9 +263,10 @@ def check_dir(directory: Path) -> str | None:
     return None
 
 
-def _make_private(directory: Path) -> str | None:
-    """Check each folder from the root down to `directory` before anything is made inside it, creating the
-    missing ones with mode 0700 (a umask can only remove bits); why not, or None when the whole chain is safe."""
+def make_private_dir(directory: Path) -> str | None:
+    """check_private_dir(directory), creating the missing folders on the way with mode 0700 (a umask can only
+    remove bits): each folder is checked before anything is made inside it. Why not, or None when the whole
+    chain is safe (then `directory` exists)."""
     for path, ours in _chain(directory):
         try:
             if not os.path.lexists(path):
@@ -285,9 +305,22 @@ def compiler() -> str | None:
     return None
 
 
-def _compile(cxx: str, source: str, lib: Path) -> None:
+def _compile(cxx: str, source: str, lib: Path, what: str, kept: bool = True) -> None:
     """source -> the shared library `lib`, written as a temporary name in lib's folder and renamed (a concurrent
-    process never loads half a file). The compiler's own temporary files go to that folder too."""
+    process never loads half a file). The compiler's own temporary files go to that folder too.
+
+    A build takes seconds (tens on a busy machine) while the user sees nothing else, so it says what it does on
+    one stderr line, and how long it took: `kept` (in the cache folder) builds happen once per kernel and CPU."""
+    once = "once, kept for later runs" if kept else "in a temporary folder"
+    print(f"attnlab: building the {what} kernel for this CPU ({once}) ...", end="", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    try:
+        _run_compiler(cxx, source, lib)
+    finally:
+        print(f" {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+
+
+def _run_compiler(cxx: str, source: str, lib: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{lib.stem}-", suffix=".so", dir=lib.parent)
     os.close(fd)
     try:
@@ -399,12 +432,12 @@ def load(name: str, source: str, function: str):
     module = _module_name(name, cxx, source)
     full = source + _BINDING.replace("FUNCTION", function).replace("MODULE", module)
     directory = kernel_dir()
-    refused = _make_private(directory)
+    refused = make_private_dir(directory)
     if refused is None:
         lib = directory / f"{module}.so"
         if not os.path.lexists(lib):
-            _compile(cxx, full, lib)
-        refused = check_dir(directory) or check_file(lib)
+            _compile(cxx, full, lib, name)
+        refused = check_private_dir(directory) or check_file(lib)
         if refused is None:
             call = _import(module, lib)
             _check_one_openmp()
@@ -413,7 +446,7 @@ def load(name: str, source: str, function: str):
     private = Path(tempfile.mkdtemp(prefix="attnlab-kernels-"))  # 0700, a name nobody can guess
     try:
         lib = private / f"{module}.so"
-        _compile(cxx, full, lib)
+        _compile(cxx, full, lib, name, kept=False)
         call = _import(module, lib)  # mapped: the file can go
         _check_one_openmp()
         return call

@@ -317,3 +317,15 @@ def test_a_users_own_inductor_folder_is_kept(tmp_path, monkeypatch, inductor_env
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "mine"))
     assert kernel_build.private_inductor_cache() == tmp_path / "mine"
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == str(tmp_path / "mine")
+
+
+def test_a_build_says_what_it_builds_once_and_how_long_it_took(tmp_path, monkeypatch, capfd):
+    """A first kernel build takes seconds (tens on a busy machine) with nothing else on the screen: it says so on
+    one stderr line with its duration; loading the kept library later says nothing."""
+    cache = tmp_path / "cache"
+    assert _load(monkeypatch, cache) == []
+    said = capfd.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("attnlab: building the probe kernel for this CPU (once, kept"), said
+    assert said[0].endswith(" s") and float(said[0].split()[-2]) >= 0
+    assert _load(monkeypatch, cache) == []
+    assert capfd.readouterr().err == ""
