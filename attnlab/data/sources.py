@@ -11,8 +11,11 @@
 `blocks()` yields the corpus as consecutive strings whose concatenation is the documents joined by a blank line
 ("\\n\\n", whitespace-only documents left out): for .txt files that is exactly the string `read_text` returns, so
 token files and fingerprints made by streaming equal those made from the whole text. Nothing holds more than one
-block (about `BLOCK_BYTES`) of a file at a time. Bad input (a byte that is not UTF-8, a JSON line without the
-field, an empty corpus, a folder mixing formats) raises an InputError naming the file and the line (or row).
+block (about `BLOCK_BYTES`) of a file at a time, except a JSON line, which is parsed whole: a line is read with a
+bound, `MAX_LINE_BYTES` (16 MiB, newline not counted), so a file without newlines (or a .gz that expands to one
+endless line) cannot fill memory. Bad input (a byte that is not UTF-8, a JSON line without the field or longer
+than MAX_LINE_BYTES, a damaged .gz, an empty corpus, a folder mixing formats) raises an InputError naming the
+file and the line (or row).
 """
 
 from __future__ import annotations
@@ -20,12 +23,16 @@ from __future__ import annotations
 import codecs
 import gzip
 import json
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from attnlab.errors import InputError
 
 BLOCK_BYTES = 1 << 20  # 1 MiB of a file per read
+MAX_LINE_BYTES = 1 << 24  # 16 MiB: the longest JSON line read (a line is one document, parsed whole)
+# what reading a file may raise: a damaged .gz raises zlib.error (not an OSError) for a corrupt deflate stream
+READ_ERRORS = (OSError, EOFError, zlib.error)
 SEPARATOR = "\n\n"  # between two documents, as read_text joins files
 FORMATS = {"txt": "text", "txt.gz": "gzip'd text", "jsonl": "JSON lines", "jsonl.gz": "gzip'd JSON lines",
            "parquet": "Parquet"}
@@ -173,8 +180,13 @@ class _Reader:
         self.seen = here
 
     def failed(self, exc: Exception) -> InputError:
-        what = "gzip" if self.gz else "a file"
-        return InputError(f"{self.file} cannot be read as {what} ({type(exc).__name__})")
+        """One line for a read that failed: a damaged .gz (BadGzipFile, EOFError, zlib.error) or an OS error."""
+        if self.gz:
+            kind = "zlib.error" if isinstance(exc, zlib.error) else type(exc).__name__
+            return InputError(f"{self.file} cannot be read as gzip ({kind}: damaged or truncated); "
+                              "compress it again, or give the uncompressed file")
+        reason = getattr(exc, "strerror", None) or exc
+        return InputError(f"{self.file} cannot be read ({type(exc).__name__}: {reason})")
 
     def close(self) -> None:
         self.handle.close()
@@ -194,7 +206,7 @@ def _text_blocks(file: Path, gz: bool, progress) -> Iterator[str]:
         while True:
             try:
                 data = reader.handle.read(BLOCK_BYTES)
-            except (OSError, EOFError) as exc:
+            except READ_ERRORS as exc:
                 raise reader.failed(exc) from None
             try:
                 text = decoder.decode(data, final=not data)
@@ -211,19 +223,26 @@ def _text_blocks(file: Path, gz: bool, progress) -> Iterator[str]:
 
 
 def _lines(file: Path, gz: bool, progress) -> Iterator[tuple[int, bytes]]:
-    """(line number, raw bytes) of every line of a file; progress reported about once per BLOCK_BYTES."""
+    """(line number, raw bytes) of every line of a file; progress reported about once per BLOCK_BYTES.
+
+    A line is read with a bound (readline(MAX_LINE_BYTES + 1)), so memory stays within one line's maximum even
+    for a file without a newline; a longer line is refused by number."""
+    limit = MAX_LINE_BYTES
     reader = _Reader(file, gz, progress)
     try:
         number, since = 0, 0
         while True:
             try:
-                line = reader.handle.readline()
-            except (OSError, EOFError) as exc:
+                line = reader.handle.readline(limit + 1)
+            except READ_ERRORS as exc:
                 raise reader.failed(exc) from None
             if not line:
                 reader.report()
                 return
             number += 1
+            if len(line) > limit and not line.endswith(b"\n"):
+                raise InputError(f"{file} line {number}: longer than {_size(limit)}, the most one JSON line may "
+                                 "hold; put one document per line, each under that size")
             since += len(line)
             if since >= BLOCK_BYTES:
                 reader.report()
@@ -231,6 +250,11 @@ def _lines(file: Path, gz: bool, progress) -> Iterator[tuple[int, bytes]]:
             yield number, line
     finally:
         reader.close()
+
+
+def _size(n_bytes: int) -> str:
+    """A byte count for a message: "16 MiB" when it is whole MiB, else bytes."""
+    return f"{n_bytes >> 20} MiB" if n_bytes % (1 << 20) == 0 else f"{n_bytes:,} bytes"
 
 
 def _jsonl_texts(file: Path, gz: bool, field: str, progress) -> Iterator[str]:

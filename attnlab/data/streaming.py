@@ -8,7 +8,9 @@ use (RAYON_NUM_THREADS), and only one batch's Encoding records exist at a time. 
 `char_tokenizer` builds) skips the tokenizer: its ids are a table lookup on the code points, >100 MB/s.
 
 `write_ids` appends the ids to one file in shards, each with its sha256 in a small progress file, so an
-interrupted preparation resumes after the last whole shard instead of starting over.
+interrupted preparation resumes after the last whole shard instead of starting over. It also hashes the text it
+encodes (each shard's, and the whole): a corpus edited between the scan that made the fingerprint and the encode
+is refused, and a shard encoded from other text than what is read now is never resumed.
 """
 
 from __future__ import annotations
@@ -196,6 +198,15 @@ def _sha256_of(path: Path, start: int, length: int) -> str:
     return digest.hexdigest()
 
 
+class StaleProgress(Exception):
+    """The shards an interrupted preparation left were encoded from other text than the corpus holds now (it was
+    edited during that preparation); the caller starts the encode over."""
+
+
+def _text_bytes(chunk: str) -> bytes:
+    return chunk.encode("utf-8", errors="surrogatepass")  # what CorpusScan hashes, so the digests compare
+
+
 def _resume_point(work: Path, plan: dict) -> tuple[list[dict], int]:
     """The shards of an interrupted preparation that are whole and match their checksums, and their bytes."""
     try:
@@ -209,24 +220,30 @@ def _resume_point(work: Path, plan: dict) -> tuple[list[dict], int]:
     size = ids.stat().st_size if ids.is_file() else 0
     for shard in saved.get("shards") or []:
         try:
-            length = int(shard["bytes"])
+            length, n_chunks = int(shard["bytes"]), int(shard["chunks"])
+            if not isinstance(shard["text_sha256"], str) or n_chunks <= (kept[-1]["chunks"] if kept else 0):
+                break  # written before shards recorded their text, or chunk counts that do not grow
             if offset + length > size or _sha256_of(ids, offset, length) != shard["sha256"]:
                 break
         except (KeyError, TypeError, ValueError):
             break
-        kept.append(shard)
+        kept.append({**shard, "bytes": length, "chunks": n_chunks})
         offset += length
     return kept, offset
 
 
 def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: dict,
               batch_chars: int | None = None, shard_chars: int | None = None,
-              on_chunk: Callable[[str], None] | None = None) -> tuple[int, bool]:
+              on_chunk: Callable[[str], None] | None = None, text_sha256: str | None = None,
+              corpus: str = "the corpus") -> tuple[int, bool]:
     """Encode `chunks` into work/ids.bin shard by shard; returns (n_tokens, resumed).
 
     `plan` (the fingerprint, dtype, chunk size) must match the progress file for its shards to be kept. The
     shards already written and verified are skipped: their chunks are read (and passed to on_chunk) but not
-    tokenized again."""
+    tokenized again; their text is hashed and compared with the shard's, and StaleProgress is raised (the progress
+    file removed) when one differs. `text_sha256`: the sha256 the scan saw (the fingerprint's); when the text
+    encoded hashes otherwise, the corpus (named `corpus`) changed during preparation and is refused, since ids of
+    one text would be stored under the fingerprint of another."""
     batch_chars, shard_chars = batch_chars or BATCH_CHARS, shard_chars or SHARD_CHARS
     work.mkdir(parents=True, exist_ok=True)
     shards, offset = _resume_point(work, plan)
@@ -239,6 +256,9 @@ def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: di
         n_chunks, batch, batch_len, shard_chars_seen = 0, [], 0, 0
         digest = hashlib.sha256()
         shard_bytes = 0
+        text_all, text_shard = hashlib.sha256(), hashlib.sha256()  # of the text read: the whole, this shard's
+        checking = iter(shards[:])  # the kept shards, whose text is compared as their chunks go by
+        pending = next(checking, None)
 
         def flush_batch():
             nonlocal batch, batch_len, shard_bytes
@@ -250,21 +270,30 @@ def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: di
             batch, batch_len = [], 0
 
         def close_shard():
-            nonlocal digest, shard_bytes, shard_chars_seen
+            nonlocal digest, shard_bytes, shard_chars_seen, text_shard
             flush_batch()
             out.flush()
             os.fsync(out.fileno())
-            shards.append({"chunks": n_chunks, "bytes": shard_bytes, "sha256": digest.hexdigest()})
+            shards.append({"chunks": n_chunks, "bytes": shard_bytes, "sha256": digest.hexdigest(),
+                           "text_sha256": text_shard.hexdigest()})
             tmp = work / f".{PROGRESS_FILE}.tmp"
             tmp.write_text(json.dumps({**plan, "shards": shards}))
             os.replace(tmp, work / PROGRESS_FILE)
-            digest, shard_bytes, shard_chars_seen = hashlib.sha256(), 0, 0
+            digest, shard_bytes, shard_chars_seen, text_shard = hashlib.sha256(), 0, 0, hashlib.sha256()
 
         for chunk in chunks:
             n_chunks += 1
             if on_chunk is not None:
                 on_chunk(chunk)
+            data = _text_bytes(chunk)
+            text_all.update(data)
+            text_shard.update(data)
             if n_chunks <= skip:
+                if n_chunks == pending["chunks"]:  # the end of a kept shard: was it encoded from this text?
+                    if text_shard.hexdigest() != pending["text_sha256"]:
+                        (work / PROGRESS_FILE).unlink(missing_ok=True)
+                        raise StaleProgress(f"{work}: a kept shard was encoded from other text")
+                    pending, text_shard = next(checking, None), hashlib.sha256()
                 continue
             batch.append(chunk)
             batch_len += len(chunk)
@@ -273,9 +302,16 @@ def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: di
                 flush_batch()
             if shard_chars_seen >= shard_chars:
                 close_shard()
+        if pending is not None:  # the text ended inside the kept shards: they hold ids of a longer text
+            (work / PROGRESS_FILE).unlink(missing_ok=True)
+            raise StaleProgress(f"{work}: the kept shards cover more text than the corpus holds")
         if batch or shard_bytes:
             close_shard()
         total_bytes = out.tell()
+    if text_sha256 is not None and text_all.hexdigest() != text_sha256:
+        (work / PROGRESS_FILE).unlink(missing_ok=True)  # these ids belong to no fingerprint: never resumed
+        raise InputError(f"{corpus} changed while it was being prepared (the text encoded differs from the text "
+                         "scanned a moment before); leave the corpus unchanged until the run starts, then run again")
     return total_bytes // itemsize, skip > 0
 
 

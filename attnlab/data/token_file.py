@@ -11,17 +11,25 @@ or stale.
 Preparation streams (attnlab.data.streaming): the corpus is read block by block, tokenized in bounded batches and
 appended to disk shard by shard, so memory stays bounded for any corpus size and an interrupted preparation
 resumes. Builds live in a private token store ($ATTNLAB_CACHE_DIR/tokens, default ~/.cache/attnlab/tokens) under
-their fingerprint and are hard-linked (or copied) into a run's folder, so another run, or another recipe with the
-same tokenizer and split, reuses them; nothing is written to the run's folder until the token file is whole.
+their fingerprint and are copied into a run's folder, so another run, or another recipe with the same tokenizer
+and split, reuses them; nothing is written to the run's folder until the token file is whole. Copied, never
+hard-linked: a link would let whoever can write the run's folder (a group-shared one) rewrite the store's ids.
+A store build records the sha256 of each of its files (meta.json included) in its `.sha256.json`, a dot-file
+no attnlab version ever put into a run's folder (so no old hard link can rewrite it), and it is copied only while
+its bytes hash to those: one that does not (changed since, or built before checksums were kept) is rebuilt.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import os
 import shutil
+import tempfile
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +38,11 @@ import torch
 from attnlab.data import streaming
 from attnlab.data.sources import CorpusSource
 from attnlab.errors import InputError
+from attnlab.files import CacheWarning, warn_cache
+from attnlab.layers import kernel_build
 
 META_NAME = "meta.json"
+CHECKSUMS_NAME = ".sha256.json"  # in a store build: {file name: sha256} of every file a run's folder receives
 SPLITS = ("train", "val")
 FORMAT = "attnlab-token-file"
 
@@ -83,51 +94,136 @@ def _locked(path: Path):
     except ImportError:  # Windows: no flock; single-process runs need none
         yield
         return
-    with open(path, "w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o600)  # never through a link
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
         finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
 
 
 def token_store() -> Path:
-    """The private folder that holds finished and half-built token files by fingerprint (created 0700).
+    """The private folder that holds finished and half-built token files by fingerprint: <cache>/tokens (made
+    0700), cache = $ATTNLAB_CACHE_DIR or ~/.cache/attnlab, as for the kernels.
 
-    A folder another user could write is refused: its ids would be read as this user's training data."""
-    root = os.environ.get("ATTNLAB_CACHE_DIR")
-    store = (Path(root) if root else Path.home() / ".cache" / "attnlab") / "tokens"
-    store.mkdir(parents=True, exist_ok=True, mode=0o700)
-    info = store.lstat()
-    if not store.is_dir() or store.is_symlink() or (hasattr(os, "getuid") and info.st_uid != os.getuid()) \
-            or info.st_mode & 0o022:
-        raise InputError(f"the token store {store} is not a private folder of this user (a link, another owner, "
-                         "or writable by others); remove it or set ATTNLAB_CACHE_DIR to a folder of your own")
+    Its ids are read as this user's training data, so whoever could write it, or any folder above it (and so
+    rename it away and put their own in its place), could choose what this user trains on: the whole folder
+    chain gets the kernel builder's check (kernel_build.make_private_dir). A refused folder is said once, in
+    one warning line, and this process keeps its builds in a new private temporary folder instead (deleted at
+    exit; nothing is reused from, or written to, the refused one), as the kernel builder does. Ranks started
+    together cannot share such a folder: they get a one-line error instead."""
+    store = kernel_build.cache_root() / "tokens"
+    problem = kernel_build.make_private_dir(store)
+    if problem is None:
+        return store
+    if os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1"):
+        raise InputError(f"not keeping token files there: {problem}; set ATTNLAB_CACHE_DIR to a folder only you "
+                         "can write (ranks started together share the token store)")
+    return _private_temporary_store(problem)
+
+
+@functools.cache
+def _private_temporary_store(problem: str) -> Path:
+    """One warning and one fresh private temporary token store per refusal, removed when the process ends."""
+    warnings.warn(f"attnlab: not keeping token files there: {problem}; building them in a new private temporary "
+                  "folder instead (not reused by later runs)", CacheWarning, stacklevel=4)
+    store = Path(tempfile.mkdtemp(prefix="attnlab-tokens-"))  # 0700, a name nobody can guess
+    atexit.register(shutil.rmtree, store, ignore_errors=True)
     return store
 
 
-def _link_or_copy(src: Path, dst: Path) -> None:
+def _usable_store() -> Path:
+    """token_store(), unless this user cannot write it (a read-only cache folder that is otherwise private): then,
+    with one warning, a private temporary one, and the run goes on without reusing builds."""
+    store = token_store()
+    if os.access(store, os.W_OK | os.X_OK):
+        return store
+    problem = f"{store} cannot be written by this user"
+    if os.environ.get("WORLD_SIZE", "1").strip() not in ("", "0", "1"):
+        raise InputError(f"not keeping token files there: {problem}; set ATTNLAB_CACHE_DIR to a folder only you "
+                         "can write (ranks started together share the token store)")
+    return _private_temporary_store(problem)
+
+
+COPY_BLOCK = 1 << 22  # 4 MiB per read while copying and hashing
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(COPY_BLOCK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _file_digests(directory: Path) -> dict[str, str]:
+    """{name: sha256} of the files a token file consists of (every regular file but meta.json and dot-files):
+    what a store build's CHECKSUMS_NAME records (with meta.json's), so a copy can be checked byte for byte."""
+    return {item.name: _sha256_file(item) for item in sorted(directory.iterdir())
+            if item.is_file() and not item.is_symlink() and item.name != META_NAME and not item.name.startswith(".")}
+
+
+def _copy_checked(src: Path, dst: Path, sha256: str | None) -> bool:
+    """Copy src to dst (a temporary name, renamed), hashing the very bytes written; False (nothing at dst
+    changed) when they do not hash to `sha256`. One pass, so no one can swap the file between check and copy;
+    the temporary file is created exclusively, never opened through a link someone left in dst's folder."""
     tmp = dst.with_name(f".{dst.name}.tmp-{os.getpid()}")
     tmp.unlink(missing_ok=True)
-    try:
-        os.link(src, tmp)  # the same bytes, no second copy on disk; builds are never written in place
-    except OSError:
-        shutil.copyfile(src, tmp)
+    digest = hashlib.sha256()
+    nofollow = getattr(os, "O_NOFOLLOW", 0)
+    with open(os.open(src, os.O_RDONLY | nofollow), "rb") as source, \
+            open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | nofollow, 0o644), "wb") as out:
+        while block := source.read(COPY_BLOCK):
+            digest.update(block)
+            out.write(block)
+    if sha256 is not None and digest.hexdigest() != sha256:
+        tmp.unlink(missing_ok=True)
+        return False
     os.replace(tmp, dst)
+    return True
 
 
-def _install(built: Path, directory: Path) -> None:
-    """Put the token file of `built` into `directory`: meta.json removed first, written last."""
+def _recorded_digests(built: Path) -> dict[str, str] | None:
+    """The {name: sha256} a store build recorded, or None when it has none (an older attnlab built it) or it is
+    not what _split writes (plain file names, train.bin, val.bin and meta.json among them)."""
+    path = built / CHECKSUMS_NAME
+    try:
+        if path.is_symlink() or not path.is_file() or path.stat().st_size > 1 << 20:
+            return None
+        digests = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    needed = {f"{split}.bin" for split in SPLITS} | {META_NAME}
+    if not isinstance(digests, dict) or not needed <= set(digests) or not all(
+            isinstance(name, str) and name == Path(name).name and not name.startswith(".") and isinstance(value, str)
+            for name, value in digests.items()):
+        return None
+    return digests
+
+
+def _install(built: Path, directory: Path) -> bool:
+    """Copy the store build `built` into `directory`, each file checked against the sha256 the build recorded:
+    meta.json removed first, copied last. False when a file does not match (or the build records no checksums):
+    `directory` then has no meta.json, so nothing there is taken for a token file."""
+    digests = _recorded_digests(built)
+    if digests is None:
+        return False
     directory.mkdir(parents=True, exist_ok=True)
     (directory / META_NAME).unlink(missing_ok=True)
-    for item in sorted(built.iterdir()):
-        if item.is_file() and item.name != META_NAME and not item.name.startswith("."):
-            _link_or_copy(item, directory / item.name)
-    _link_or_copy(built / META_NAME, directory / META_NAME)
+    for name in sorted(digests, key=lambda name: name == META_NAME):  # meta.json last
+        src = built / name
+        if src.is_symlink() or not src.is_file() or not _copy_checked(src, directory / name, digests[name]):
+            return False
+    return True
 
 
 class TokenFile:
     """Token ids of one corpus on disk: `train` and `val` splits, random batches and evaluation windows."""
+
+    origin: str | None = None  # where prepare() found reused ids: "the run folder" or "the token store"
 
     def __init__(self, directory: Path, meta: dict):
         self.directory, self.meta = directory, meta
@@ -163,21 +259,28 @@ class TokenFile:
 
     @classmethod
     def _build(cls, source, scan, key: str, tokenizer, target: Path, work: Path, val_fraction: float,
-               progress: bool) -> TokenFile:
-        """Encode `source` into work/ (resuming what a previous attempt left there), then split it into target/."""
+               progress: bool, checksums: bool = False) -> TokenFile:
+        """Encode `source` into work/ (resuming what a previous attempt left there), then split it into target/.
+        checksums: record each file's sha256 in meta.json (a store build: copies from it are checked)."""
         encoder = streaming.ChunkEncoder(tokenizer)
         plan = {"fingerprint": key, "dtype": np.dtype(encoder.dtype).name, "chunk_chars": streaming.CHUNK_CHARS,
                 "any_cut": encoder.is_char}
         meter = streaming.Progress(f"tokenizing {source.path}", source.n_bytes(), enabled=progress)
-        chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
-        n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan)
+        expected = dict(text_sha256=scan.digest.hexdigest(), corpus=str(source.path))
+        try:
+            chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
+            n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan, **expected)
+        except streaming.StaleProgress:  # an interrupted attempt encoded other text: start over, once
+            shutil.rmtree(work, ignore_errors=True)
+            chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
+            n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan, **expected)
         meter.finish()
         return cls._split(work, target, tokenizer, encoder.dtype, n_tokens, val_fraction,
-                          {"n_chars": scan.n_chars, "fingerprint": key})
+                          {"n_chars": scan.n_chars, "fingerprint": key}, checksums)
 
     @classmethod
     def _split(cls, work: Path, target: Path, tokenizer, dtype, n_tokens: int, val_fraction: float,
-               extra: dict) -> TokenFile:
+               extra: dict, checksums: bool = False) -> TokenFile:
         """work/ids.bin becomes target/train.bin (renamed, truncated) and target/val.bin (its tail, copied)."""
         target.mkdir(parents=True, exist_ok=True)
         (target / META_NAME).unlink(missing_ok=True)  # until the new meta.json lands, the directory is incomplete
@@ -197,8 +300,14 @@ class TokenFile:
         meta = {"format": FORMAT, "version": 1, "dtype": np.dtype(dtype).name, "vocab_size": vocab_size,
                 "n_tokens": {"train": n_train, "val": n_val}, "n_chars": extra.pop("n_chars", None),
                 "val_fraction": val_fraction, **extra}
+        text = json.dumps(meta, indent=2) + "\n"
+        if checksums:  # one more read of what was just written (from the page cache, mostly); before meta.json
+            digests = {**_file_digests(target), META_NAME: hashlib.sha256(text.encode()).hexdigest()}
+            record = target / f"{CHECKSUMS_NAME}.tmp-{os.getpid()}"
+            record.write_text(json.dumps(digests, indent=2) + "\n")
+            os.replace(record, target / CHECKSUMS_NAME)
         tmp = target / f".{META_NAME}.tmp-{os.getpid()}"
-        tmp.write_text(json.dumps(meta, indent=2) + "\n")
+        tmp.write_text(text)
         os.replace(tmp, target / META_NAME)  # written last: a directory with meta.json is complete
         shutil.rmtree(work, ignore_errors=True)
         return cls(target, meta)
@@ -231,9 +340,11 @@ class TokenFile:
                 min_tokens: dict[str, int] | None = None, purpose: str = "training", scan=None,
                 progress: bool = True) -> tuple[TokenFile, bool]:
         """The token file of `text` (a str or a CorpusSource) under `directory`: reused when its fingerprint
-        matches, else taken from the token store or built there (streaming, resumable) and linked in.
+        matches, else taken from the token store (when its files still hash to the sha256 its meta.json records)
+        or built there (streaming, resumable), and copied in.
 
-        Returns (token_file, reused). `min_tokens` ({"train": n, "val": m}) refuses a corpus too small for
+        Returns (token_file, reused); token_file.origin says where reused ids came from ("the run folder" or "the
+        token store"; None when built now). `min_tokens` ({"train": n, "val": m}) refuses a corpus too small for
         `purpose` before anything is written to `directory`; so does bad input (read once, first, by a
         CorpusScan; pass `scan` when one was made already). Under torchrun every rank calls this; a file lock in
         the store makes the first one build and the others reuse its ids.
@@ -246,21 +357,34 @@ class TokenFile:
         found = cls._matching(directory, key)
         if found is not None:
             found._require(min_tokens or {}, purpose)
-            return found, True
-        store = token_store()
+            return found._from("the run folder"), True
+        store = _usable_store()
         with _locked(store / f".lock-{key[:32]}"):
-            found = cls._matching(directory, key)  # another rank may have linked it while this one waited
+            found = cls._matching(directory, key)  # another rank may have copied it while this one waited
             if found is not None:
                 found._require(min_tokens or {}, purpose)
-                return found, True
-            built = cls._matching(store / key, key)
-            reused = built is not None
-            if built is None:
-                built = cls._build(source, scan, key, tokenizer, store / key, store / f".partial-{key}",
-                                   val_fraction, progress)
-            built._require(min_tokens or {}, purpose)  # the store keeps it; the run's folder gets nothing
-            _install(built.directory, directory)
-            return cls.open(directory), reused
+                return found._from("the run folder"), True
+            entry = store / key
+            built = cls._matching(entry, key)
+            if built is not None:
+                built._require(min_tokens or {}, purpose)  # the store keeps it; the run's folder gets nothing
+                if _install(entry, directory):
+                    return cls.open(directory)._from("the token store"), True
+                warn_cache(f"the token store's build {entry} does not match the sha256 recorded when it was built "
+                           "(changed since, or built by an attnlab that kept none); building it again")
+                shutil.rmtree(entry, ignore_errors=True)  # new files, no link to whatever changed the old ones
+            built = cls._build(source, scan, key, tokenizer, entry, store / f".partial-{key}", val_fraction,
+                               progress, checksums=True)
+            built._require(min_tokens or {}, purpose)
+            if not _install(entry, directory):
+                raise InputError(f"the token store's build {entry} changed while it was copied to {directory}; "
+                                 "run again (and check who else can write that folder)")
+            return cls.open(directory), False
+
+    def _from(self, origin: str) -> TokenFile:
+        """This token file, marked as reused from `origin` (what the run's summary line says)."""
+        self.origin = origin
+        return self
 
     @classmethod
     def _matching(cls, directory: Path, key: str) -> TokenFile | None:
