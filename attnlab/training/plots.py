@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 from attnlab.extras import MissingExtra, require
+from attnlab.storage import atomic_write
 
 
 def read_metrics(path: str | Path) -> list[dict[str, Any]]:
@@ -46,7 +47,8 @@ def plot_losses(metrics_path: str | Path, png_path: str | Path, title: str | Non
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(png_path)
+    # replaced, never drawn through a link (loss.png of a run folder may be a link to a file elsewhere)
+    atomic_write(Path(png_path), lambda tmp: fig.savefig(tmp, format=Path(png_path).suffix[1:].lower() or "png"))
     plt.close(fig)
     return Path(png_path)
 

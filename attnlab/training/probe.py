@@ -27,6 +27,7 @@ import torch
 
 from attnlab.files import read_text
 from attnlab.recording import record
+from attnlab.storage import atomic_write
 
 PROBE_NAME = "probe.jsonl"
 KIND, VERSION = "attnlab-probe", 1
@@ -54,15 +55,17 @@ class _Probe:
     def start(self, first_step: int) -> None:
         """A fresh run (first_step 1) writes the header; a resumed one keeps the lines before first_step."""
         kept: list[str] = []
-        if first_step > 1 and self.path.is_file():
+        if first_step > 1 and self.path.is_file() and not self.path.is_symlink():  # a link may lead anywhere
             for line in self.path.read_text().splitlines()[1:]:
                 try:
                     if int(json.loads(line).get("step", 0)) < first_step:
                         kept.append(line)
                 except (json.JSONDecodeError, AttributeError, TypeError, ValueError):
                     break  # a line cut by a kill: nothing after it is trusted
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text("".join(f"{line}\n" for line in [json.dumps(self.header()), *kept]))
+        text = "".join(f"{line}\n" for line in [json.dumps(self.header()), *kept])
+        # replaced, never written through: a probe.jsonl linked to a file elsewhere leaves that file as it was, and
+        # keep() then appends to the run folder's own file
+        atomic_write(self.path, lambda tmp: Path(tmp).write_text(text))
 
     def keep(self, model: torch.nn.Module, device: torch.device, step: int, loss: float) -> None:
         was_training = model.training

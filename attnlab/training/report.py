@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.errors import ConfigError
+from attnlab.storage import atomic_write
 
 BACKENDS = ("tensorboard", "csv", "wandb")
 ALLOWED = (*BACKENDS, "none")
@@ -121,7 +122,8 @@ class CsvLog:
     def __init__(self, out: Path, start_step: int):
         self.path = out / CSV_NAME
         self.rows: list[dict[str, Any]] = []
-        if start_step and self.path.is_file():  # a resumed run keeps the rows up to its checkpoint
+        # a resumed run keeps the rows up to its checkpoint; a link is not read (it may lead anywhere) but replaced
+        if start_step and self.path.is_file() and not self.path.is_symlink():
             with open(self.path, newline="") as f:
                 self.rows = [row for row in csv.DictReader(f) if _int(row.get("step")) <= start_step]
         self.columns: list[str] = list(dict.fromkeys(k for row in self.rows for k in row)) or ["step"]
@@ -143,7 +145,9 @@ class CsvLog:
         writer = csv.DictWriter(buffer, self.columns)
         writer.writeheader()
         writer.writerows(self.rows)
-        self.path.write_text(buffer.getvalue())
+        # replaced, never written through: a metrics.csv linked to a file elsewhere leaves that file as it was (the
+        # appends of scalars() then go to the run folder's own file)
+        atomic_write(self.path, lambda tmp: Path(tmp).write_text(buffer.getvalue()))
 
     def text(self, step: int, name: str, texts: list[str]) -> None:
         """Text has no place in a table of numbers (samples.txt holds the samples)."""

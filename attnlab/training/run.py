@@ -16,6 +16,7 @@ from typing import Any
 
 from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import ConfigError
+from attnlab.storage import atomic_write
 from attnlab.training import distributed
 from attnlab.training.checkpoint import LATEST, latest_checkpoint
 from attnlab.training.progress import Console
@@ -128,7 +129,8 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
                 trainer.report_text("samples", [str(text) for text in result["samples"]])
             result["recipe"] = recipe.name
             result["checkpoint"] = str(out_dir / LATEST)
-            (out_dir / "result.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+            text = json.dumps(result, indent=2, default=str) + "\n"
+            atomic_write(out_dir / "result.json", lambda tmp: Path(tmp).write_text(text))  # a link is replaced
         return result
     finally:
         if trainer is not None:

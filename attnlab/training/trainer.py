@@ -20,6 +20,7 @@ import math
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -68,8 +69,26 @@ class Task:
         raise NotImplementedError
 
     def evaluate(self, model: nn.Module) -> dict[str, float]:
-        """Held-out metrics; `val_loss` is plotted beside the training loss when present."""
+        """Held-out metrics; `val_loss` is plotted beside the training loss when present.
+
+        A long evaluation calls self.evaluated(done, total) after each group it scores, so the run shows how far
+        it is (a large validation split can take minutes, and nothing else moves on screen meanwhile)."""
         return {}
+
+    # set by Trainer.evaluate for the length of an evaluation: shows (done, total, unit) to the person watching
+    eval_progress: Callable[[int, int, str], None] | None = None
+
+    def evaluated(self, done: int, total: int, unit: str = "windows") -> None:
+        """Report an evaluation's progress: `done` of `total` `unit` scored (a no-op outside the trainer)."""
+        if self.eval_progress is not None:
+            self.eval_progress(done, total, unit)
+
+    def eval_summary(self) -> str | None:
+        """One line for the opening summary: what each evaluation scores and which key bounds it (None: not said).
+
+        Said up front because the size of the evaluation, not the training, is what makes a run on a large
+        corpus slow when nobody expects it."""
+        return None
 
     def flops_per_item(self) -> float | None:
         """Training FLOPs per counted token/example (for FLOP/s and MFU), or None when unknown."""
@@ -86,7 +105,8 @@ class Task:
                 train, val = len(data.tokens("train")), len(data.tokens("val"))
             except (OSError, ValueError, KeyError):
                 return None
-            reused = " (reused from the run folder)" if getattr(self, "data_reused", False) else ""
+            origin = getattr(data, "origin", None)  # TokenFile.prepare: "the run folder" or "the token store"
+            reused = f" (reused from {origin})" if origin and getattr(self, "data_reused", False) else ""
             return f"{train:,} train / {val:,} val tokens{reused}"
         for train_name, test_name, what in (("train_x", "test_x", "images"), ("train_idx", "test_idx", "pairs")):
             train, test = getattr(self, train_name, None), getattr(self, test_name, None)
@@ -96,11 +116,11 @@ class Task:
 
 
 def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ConfigError(f"device={name!r} but torch sees no CUDA device; use device=cpu or device=auto")
-    return torch.device(name)
+    """device=auto -> cuda or cpu; a CUDA device this machine lacks is refused (attnlab.devices: shared with
+    `attnlab generate --device` and `attnlab explore --device`)."""
+    from attnlab.devices import resolve_device as resolve
+
+    return resolve(name, "device", ConfigError)
 
 
 def _to_device(batch: dict[str, Any], device: torch.device) -> dict[str, Any]:
@@ -133,6 +153,8 @@ class Trainer:
         self.step = 0
         self.history: list[dict[str, Any]] = []
         self._full_model: nn.Module | None = None  # fsdp: rank 0's unsharded copy, written to checkpoints
+        self._bar = None  # fit's progress bar (progress.Bar) while it runs
+        self.clock = time.perf_counter  # what the loop times steps and evaluations with (a test gives a fake one)
 
     # ------------------------------------------------------------------ helpers
     def log(self, text: str) -> None:
@@ -191,6 +213,8 @@ class Trainer:
             threads = f", {_count(torch.get_num_threads(), 'thread')}{auto}"
         saves = f"every {s.save_every} steps and at the end" if s.save_every else "at the end"
         evals = f"every {s.eval_every} steps and at the end" if s.eval_every else "at the end"
+        scored = getattr(self.task, "eval_summary", None)  # a task written before the summary has none
+        scored = scored and scored()
         logs = ["metrics.jsonl", *[{"tensorboard": "TensorBoard", "csv": "metrics.csv", "wandb": "W&B"}[b]
                                    for b in parse_report(s.report)]]
         summary = getattr(self.task, "data_summary", None)  # a task written before the summary has none
@@ -198,8 +222,8 @@ class Trainer:
                  f"  model   {type(model).__name__}{shape}",
                  f"  data    {(summary and summary()) or 'as the recipe draws it'}",
                  f"  batch   {per_step:,} examples{accum}{tokens}{world}",
-                 f"  steps   {f'{self.step:,} -> ' if self.step else ''}{s.steps:,}; evaluated {evals}; "
-                 f"checkpoint {saves}",
+                 f"  steps   {f'{self.step:,} -> ' if self.step else ''}{s.steps:,}; checkpoint {saves}",
+                 f"  eval    {evals}{f', on {scored}' if scored else ''}",
                  f"  device  {self.device}{threads}{', bf16 autocast' if s.bf16 else ''}"
                  f"{', compiled' if s.compile else ''}",
                  f"  output  {self.out}  ({', '.join(logs)})"]
@@ -248,18 +272,44 @@ class Trainer:
     def _truncate_metrics(self) -> None:
         """Drop records of steps after the checkpoint (done before a crash, about to be redone)."""
         path = self.out / "metrics.jsonl"
-        if not self.info.is_main or not path.is_file():
+        if not self.info.is_main or not (path.is_file() or path.is_symlink()):
             return
-        kept = [line for line in path.read_text().splitlines()
-                if _parses(line) and json.loads(line).get("step", 0) <= self.step]  # a kill may cut the last line
+        # a link (to a file elsewhere, or dangling) is not read but replaced, so the appends stay in the run folder;
+        # a kill may cut the last line: only lines that parse are kept
+        kept = [] if path.is_symlink() else [line for line in path.read_text().splitlines()
+                                             if _parses(line) and json.loads(line).get("step", 0) <= self.step]
         atomic_write(path, lambda tmp: Path(tmp).write_text("".join(f"{line}\n" for line in kept)))
 
     def evaluate(self) -> dict[str, float]:
+        """The task's held-out metrics; meanwhile a status line says how far the evaluation is (EvalStatus)."""
         self.model.eval()
-        with torch.no_grad(), self._autocast():
-            metrics = self.task.evaluate(self.model)
-        self.model.train()
+        self.task.eval_progress = EvalStatus(self.console, self.clock, self.step) if self.info.is_main else None
+        try:
+            with torch.no_grad(), self._autocast():
+                metrics = self.task.evaluate(self.model)
+        finally:
+            self.task.eval_progress = None
+            self.model.train()
         return {k: float(v) for k, v in metrics.items()}
+
+    def _evaluate_shown(self) -> tuple[dict[str, float], float]:
+        """evaluate() inside the loop: (metrics, seconds it took).
+
+        A terminal's bar is closed for the evaluation and drawn again after it: under a bar, every status line
+        would be kept as a line of its own, and the bar would stand still for the whole evaluation."""
+        paused = self._bar is not None and self._bar.drawn
+        if paused:
+            self._bar.close()
+        self.console.status(f"evaluating at step {self.step} ...")  # at once, before the task's first group
+        start = self.clock()
+        try:
+            metrics = self.evaluate()
+        finally:
+            seconds = self.clock() - start
+            self.console.clear()
+            if paused:
+                self._bar = self.console.bar(self.settings.steps, self.step)
+        return metrics, seconds
 
     def _flops_per_item(self) -> float | None:
         try:
@@ -361,30 +411,29 @@ class Trainer:
         else:
             model = dist_utils.wrap(self.model, self.info, s.strategy, str(self.device))
         if s.compile:
-            from attnlab.layers.kernel_build import private_inductor_cache
+            from attnlab.layers import kernel_build
 
-            private_inductor_cache()  # inductor's generated libraries: from a folder only this user can write
-            model = torch.compile(model)
+            model = kernel_build.torch_compile(model)  # inductor's libraries: from a folder only this user writes
         model.train()
         end = min(s.steps, stop_at) if stop_at is not None else s.steps
         self._open_reporter()
         for line in self.summary():
             self.log(line)
-        bar = self.console.bar(s.steps, self.step)
+        self._bar = self.console.bar(s.steps, self.step)  # replaced after each evaluation (_evaluate_shown)
         try:
-            return self._loop(model, end, scope, bar)
+            return self._loop(model, end, scope)
         finally:
-            bar.close()
+            self._bar.close()
+            self._bar = None
 
-    def _loop(self, model: nn.Module, end: int, scope, bar) -> dict[str, Any]:
+    def _loop(self, model: nn.Module, end: int, scope) -> dict[str, Any]:
         s = self.settings
         last_eval: dict[str, float] = {}
-        started, tokens_seen, start_step = time.perf_counter(), 0, self.step
-        window_start, window_tokens = started, 0
+        timing = _Timing(self.clock())
         smooth_rate = None  # the bar's tokens/s: an exponential average over steps (evaluations and saves left out)
         threads_checked = time.monotonic()
         while self.step < end:
-            step_start = time.perf_counter()
+            step_start = self.clock()
             threads_checked = self._recheck_threads(scope, threads_checked)
             loss_sum = torch.zeros((), device=self.device)
             step_tokens = 0
@@ -415,23 +464,22 @@ class Trainer:
             self.scheduler.step()
             self.optimizer.zero_grad(set_to_none=True)
             self.step += 1
-            tokens_seen += step_tokens
-            window_tokens += step_tokens
-            step_rate = step_tokens / max(1e-9, time.perf_counter() - step_start)
+            step_s = self.clock() - step_start
+            timing.trained(step_tokens, step_s)
+            step_rate = step_tokens / max(1e-9, step_s)
             smooth_rate = step_rate if smooth_rate is None else 0.9 * smooth_rate + 0.1 * step_rate
+            self._bar.update(self.step, loss_value, smooth_rate)
             record = {"step": self.step, "loss": loss_value, "lr": lr}
             if grad_norm is not None:
                 record["grad_norm"] = grad_norm
             eval_now = (s.eval_every and self.step % s.eval_every == 0) or self.step == s.steps
             if eval_now:
-                last_eval = self.evaluate()
+                last_eval, eval_s = self._evaluate_shown()
+                timing.evaluated(eval_s)
                 record.update({f"eval_{k}" if not k.startswith("val") else k: v for k, v in last_eval.items()})
-            first = self.step == start_step + 1  # a line at once: nobody waits log_every steps for the first
+            first = timing.steps == 1  # a line at once: nobody waits log_every steps for the first
             if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end or first:
-                now = time.perf_counter()
-                window_rate = window_tokens / max(1e-9, now - window_start)
-                window_start, window_tokens = now, 0
-                per_step = (now - started) / max(1, self.step - start_step)
+                window_rate = timing.window_rate()  # tokens per second of training steps only
                 record["tokens_per_s"] = window_rate
                 flops = self._flops_per_item()
                 if flops:
@@ -440,19 +488,18 @@ class Trainer:
                         record["mfu"] = self._mfu(window_rate * flops)
                 extra = f" MFU {record['mfu']:.1%}" if record.get("mfu") is not None else ""
                 extra += "".join(f" {k} {v:.4g}" for k, v in last_eval.items()) if eval_now else ""
-                if not bar.drawn or eval_now or self.step == end:  # on a terminal the bar shows the rest
+                if not self._bar.drawn or eval_now or self.step == end:  # on a terminal the bar shows the rest
                     self.log(f"step {self.step}/{s.steps} loss {loss_value:.4f} lr {lr:.2e} "
-                             f"tok/s {window_rate:,.0f} elapsed {duration(now - started)} "
-                             f"ETA {duration(per_step * (s.steps - self.step))}" + extra)
+                             f"tok/s {window_rate:,.0f} elapsed {duration(self.clock() - timing.started)} "
+                             f"ETA {self._eta(timing)}" + extra)
             self._write_metrics(record)
             probe.after_step(self, record)  # attention of a fixed input every log_every steps (probe.py)
-            bar.update(self.step, loss_value, smooth_rate)
             saved = None
             if (s.save_every and self.step % s.save_every == 0) or self.step == end:
                 saved = self.save()
             if self._interrupted and self.step < end:  # at the last step the run is complete: it ends as usual
                 raise TrainingInterrupted(self.step, saved if saved is not None else self.save())
-        elapsed = time.perf_counter() - started
+        elapsed = self.clock() - timing.started
         if self._full_model is not None:  # fsdp: rank 0 continues with the unsharded copy, which the save at
             self.model = self._full_model  # the last step filled (or the resume did, when no step was left)
         if self.info.is_main and s.plot:
@@ -462,8 +509,77 @@ class Trainer:
                 self.log(f"{exc}; metrics.jsonl holds the numbers")
             else:
                 plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
-        return {"step": self.step, "elapsed_s": elapsed, "tokens": tokens_seen, "eval": last_eval,
-                "losses": [r["loss"] for r in self.history]}
+        return {"step": self.step, "elapsed_s": elapsed, "train_s": timing.train_s, "eval_s": timing.eval_s,
+                "tokens": timing.tokens, "eval": last_eval, "losses": [r["loss"] for r in self.history]}
+
+    def evaluations_left(self) -> int:
+        """Evaluations still to come after the current step: every eval_every steps, and one at the last step."""
+        s = self.settings
+        if self.step >= s.steps:
+            return 0
+        if not s.eval_every:
+            return 1
+        return s.steps // s.eval_every - self.step // s.eval_every + (1 if s.steps % s.eval_every else 0)
+
+    def _eta(self, timing: _Timing) -> str:
+        """Time to settings.steps: the mean training step so far times the steps left, plus the evaluations left
+        at the last one's duration (before the first, their number: their length is not known yet)."""
+        left = timing.train_s / max(1, timing.steps) * (self.settings.steps - self.step)
+        evals = self.evaluations_left()
+        if evals and timing.last_eval_s is None:
+            return f"{duration(left)} + {_count(evals, 'evaluation')}"
+        return duration(left + evals * (timing.last_eval_s or 0.0))
+
+
+class _Timing:
+    """Where a fit's time went, from `started` on: training steps (their tokens and seconds) apart from the
+    evaluations, so that tokens/s counts training alone and the ETA adds the evaluations still to come."""
+
+    def __init__(self, started: float):
+        self.started = started
+        self.steps, self.tokens, self.train_s = 0, 0, 0.0
+        self.eval_s, self.last_eval_s = 0.0, None  # all evaluations; the latest one (None before the first)
+        self._window_tokens, self._window_s = 0, 0.0  # since the last progress line
+
+    def trained(self, tokens: int, seconds: float) -> None:
+        self.steps += 1
+        self.tokens += tokens
+        self.train_s += seconds
+        self._window_tokens += tokens
+        self._window_s += seconds
+
+    def evaluated(self, seconds: float) -> None:
+        self.eval_s += seconds
+        self.last_eval_s = seconds
+
+    def window_rate(self) -> float:
+        """Tokens per second of the training steps since the last call (evaluations, saves and logging left out)."""
+        rate = self._window_tokens / max(1e-9, self._window_s)
+        self._window_tokens, self._window_s = 0, 0.0
+        return rate
+
+
+class EvalStatus:
+    """"evaluating at step 500: 1,200/2,400 windows (0m12s, about 0m12s left)" while an evaluation runs.
+
+    On a terminal the status line is rewritten at most every TERMINAL_EVERY seconds; in a log (a pipe, a file)
+    a kept line comes every LOG_EVERY seconds, so a long evaluation is seen without one line per batch."""
+
+    TERMINAL_EVERY = 0.2
+    LOG_EVERY = 30.0
+
+    def __init__(self, console: Console, clock: Callable[[], float], step: int):
+        self.console, self.clock, self.step = console, clock, step
+        self.start = self.last = clock()
+
+    def __call__(self, done: int, total: int, unit: str = "windows") -> None:
+        now = self.clock()
+        if now - self.last < (self.TERMINAL_EVERY if self.console.tty else self.LOG_EVERY):
+            return
+        self.last = now
+        spent = now - self.start
+        left = f", about {duration(spent / done * (total - done))} left" if 0 < done < total else ""
+        self.console.status(f"evaluating at step {self.step}: {done:,}/{total:,} {unit} ({duration(spent)}{left})")
 
 
 def _count(n: int, noun: str) -> str:

@@ -21,6 +21,7 @@ from attnlab.errors import ConfigError, InputError
 from attnlab.extras import require
 from attnlab.generation import generate
 from attnlab.objectives import seq2seq_loss
+from attnlab.storage import atomic_write
 from attnlab.training.recipes.base import Recipe
 from attnlab.training.trainer import Task
 
@@ -146,7 +147,7 @@ class TranslateNumbersTask(Task):
         pred = self.greedy(model, self.src[idx].to(next(model.parameters()).device)).cpu()
         lines = [f"{s}  ->  {self.tokenizer.decode(self._strip(p))}   (reference: {t})"
                  for (s, t), p in zip(self.test_pairs[:8], pred, strict=False)]
-        (out / "samples.txt").write_text("\n".join(lines) + "\n")
+        atomic_write(out / "samples.txt", lambda tmp: Path(tmp).write_text("\n".join(lines) + "\n"))  # link replaced
         return {"samples": lines}
 
 
