@@ -3,16 +3,30 @@ in a log file.
 
 Why two modes: a bar redrawn in place (tqdm, carriage returns) is what a terminal user expects, and garbage in
 a log file or a CI console, where one plain line every log_every steps reads best. `Console` decides once, from
-whether its stream is a terminal. Everything goes to stderr (stdout carries the result), from rank 0 only, and
+whether its stream is a terminal with a width: a terminal that reports 0 columns (a new tmux pane, some IDE
+consoles) or none gets the plain lines too, since tqdm would draw a bar of width zero there and every status line
+would be erased by the next. Everything goes to stderr (stdout carries the result), from rank 0 only, and
 nothing at all when quiet.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from typing import Any, TextIO
 
 CLEAR = "\r\x1b[K"  # carriage return, then erase to the end of the line
+MIN_COLUMNS = 20  # narrower than this, a bar shows nothing useful: plain lines instead
+
+
+def draws_in_place(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal at least MIN_COLUMNS wide (so a bar and rewritten status lines are seen)."""
+    try:
+        if not stream.isatty():
+            return False
+        return os.get_terminal_size(stream.fileno()).columns >= MIN_COLUMNS
+    except (AttributeError, OSError, ValueError):  # no isatty/fileno (a StringIO), a closed or odd stream
+        return False
 
 
 def duration(seconds: float) -> str:
@@ -36,7 +50,7 @@ class Console:
     def __init__(self, enabled: bool = True, stream: TextIO | None = None):
         self.enabled = enabled
         self.stream = stream if stream is not None else sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.tty = draws_in_place(self.stream)
         self._status = False
         self._bar: Any = None
 

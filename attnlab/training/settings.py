@@ -9,20 +9,19 @@ the list of keys it does know (`resolve_params`). Every check here runs before a
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from attnlab.devices import check_device_name
 from attnlab.errors import ConfigError
 from attnlab.training.report import parse_report
 
 CONFIG_SUFFIXES = (".toml", ".yaml", ".yml")
 MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; refuse to read megabytes of something else
-DEVICE_PATTERN = re.compile(r"cpu|auto|cuda(:\d+)?")
 # recipe keys whose use comes after training (a sample's length): checked here so a bad value is refused before the
 # run spends its time, not after; (lowest, highest, what it is)
-RECIPE_KEY_RANGES = {"sample_tokens": (1, 100_000, "tokens sampled from the trained model for samples.txt")}
+RECIPE_KEY_RANGES = {"sample_tokens": (0, 100_000, "tokens sampled from the trained model for samples.txt; 0 = none")}
 
 
 @dataclass
@@ -68,8 +67,7 @@ class TrainSettings:
             raise ConfigError(f"strategy={self.strategy!r}: allowed ddp, fsdp")
         if not 0 <= int(self.seed) < 2**32:  # what NumPy's global generator accepts
             raise ConfigError(f"seed={self.seed!r}: allowed 0 .. {2**32 - 1}")
-        if not DEVICE_PATTERN.fullmatch(self.device):
-            raise ConfigError(f"device={self.device!r}: allowed cpu, cuda, cuda:N (N a GPU index) or auto")
+        check_device_name(self.device, "device", ConfigError)  # the one check `--device` uses too
         parse_report(self.report)
 
     @classmethod

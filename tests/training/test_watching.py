@@ -3,13 +3,16 @@ W&B logs (read back with TensorBoard's own reader), report= refused by name, ran
 Ctrl-C saving the last step and printing the command that resumes it, and sample_tokens checked before training."""
 
 import csv
+import fcntl
 import io
 import json
 import os
 import shlex
 import signal
+import struct
 import subprocess
 import sys
+import termios
 import types
 
 import pytest
@@ -176,8 +179,24 @@ def test_wandb_gets_every_step_and_the_samples(tmp_path, keys, monkeypatch):
 
 # ------------------------------------------------------------------------------------------ what is printed
 class _Terminal(io.StringIO):
+    """A terminal: writes are kept here, its size is a pseudo-terminal's (`columns` wide, 0 = a 0x0 terminal)."""
+
+    def __init__(self, columns: int = 80):
+        super().__init__()
+        self._master, self._slave = os.openpty()
+        rows = 24 if columns else 0
+        fcntl.ioctl(self._slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+
     def isatty(self):
         return True
+
+    def fileno(self):
+        return self._slave
+
+    def close(self):
+        for fd in (self._master, self._slave):
+            os.close(fd)
+        super().close()
 
 
 def test_a_terminal_gets_a_progress_bar_with_loss_and_tokens_per_second(tmp_path):
@@ -191,6 +210,19 @@ def test_a_terminal_gets_a_progress_bar_with_loss_and_tokens_per_second(tmp_path
     assert f"loss {last['loss']:.4f}" in shown
     kept = [line for line in shown.replace("\r", "\n").splitlines() if line.startswith("step ")]
     assert [line.split()[1] for line in kept] == ["3/6", "6/6"]  # with a bar, only evaluations stay as lines
+    screen.close()
+
+
+def test_a_terminal_of_size_0x0_gets_plain_lines(tmp_path):
+    """A new tmux pane or an IDE console can report 0 columns: tqdm would draw a bar of width zero and each
+    status line would be erased by the next, so nothing was seen for minutes. Such a terminal gets a log's lines."""
+    screen = _Terminal(columns=0)
+    settings = TrainSettings(steps=4, batch_size=2, eval_every=0, log_every=2, plot=False, warmup=1, report="none")
+    Trainer(TinyLMTask(), settings, tmp_path, console=Console(stream=screen)).fit()
+    shown = screen.getvalue()
+    screen.close()
+    assert "\r" not in shown and "\x1b" not in shown, shown
+    assert [line.split()[1] for line in shown.splitlines() if line.startswith("step ")] == ["1/4", "2/4", "4/4"]
 
 
 # ------------------------------------------------------------------------------------------ torchrun
@@ -222,9 +254,22 @@ class _InterruptAt(TinyLMTask):
         return super().loss(model, batch)
 
 
-def test_ctrl_c_finishes_the_step_saves_it_and_resuming_equals_an_uninterrupted_run(tmp_path):
-    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:  # the SIGINT below would not reach fit
-        pytest.skip("this test process does not handle SIGINT with Python's default handler")
+@pytest.fixture()
+def python_sigint():
+    """SIGINT handled as Python does by default for the test, whatever this process started with (a runner
+    started under `nohup` or by a shell in the background ignores it), and the disposition put back after."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def _sigint_as_default():
+    """preexec_fn for a child that must take Ctrl-C: an ignored SIGINT is inherited, and Python then installs no
+    handler of its own (the child would never stop)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_finishes_the_step_saves_it_and_resuming_equals_an_uninterrupted_run(tmp_path, python_sigint):
     settings = TrainSettings(steps=6, batch_size=4, lr=3e-3, warmup=2, eval_every=0, plot=False, report="none")
     Trainer(TinyLMTask(), settings, tmp_path / "whole", quiet=True).fit()
     with pytest.raises(TrainingInterrupted) as stop:
@@ -242,7 +287,8 @@ def test_a_pipe_gets_the_summary_plain_lines_and_on_ctrl_c_the_checkpoint_and_th
     out = tmp_path / "run"
     run_keys = {**keys, "steps": "100000", "eval_every": "0"}
     cmd = [sys.executable, "-m", "attnlab", "train", "gpt-char", "--out", str(out), *_argv(run_keys)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(),
+                            preexec_fn=_sigint_as_default)
     try:
         seen = []
         for line in proc.stderr:  # Ctrl-C once the second progress line is out
@@ -287,15 +333,22 @@ def test_a_pipe_gets_the_summary_plain_lines_and_on_ctrl_c_the_checkpoint_and_th
 
 
 # ------------------------------------------------------------------------------------------ sample_tokens
-@pytest.mark.parametrize("value", ["0", "-3", "1000000"])
+@pytest.mark.parametrize("value", ["-3", "1000000"])
 def test_sample_tokens_out_of_range_is_refused_before_training(tmp_path, keys, value, capsys):
     out = tmp_path / "run"
-    with pytest.raises(ConfigError, match=f"sample_tokens={value}: allowed 1 .. 100,000"):
+    with pytest.raises(ConfigError, match=f"sample_tokens={value}: allowed 0 .. 100,000"):
         run_train("gpt-char", out=str(out), quiet=True, overrides={**keys, "sample_tokens": value})
     assert not out.exists()  # refused before the data, the model or a step
     code = main(["train", "gpt-char", "--out", str(out), *_argv({**keys, "sample_tokens": value})])
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and "sample_tokens" in err and not out.exists(), err
+
+
+def test_sample_tokens_0_trains_and_samples_nothing(tmp_path, keys):
+    """`attnlab train --keys` documents 0 as "none": the run finishes, and no sample text is generated or saved."""
+    out = tmp_path / "run"
+    result = run_train("gpt-char", out=str(out), quiet=True, overrides={**keys, "sample_tokens": "0"})
+    assert result["samples"] == [] and not (out / "samples.txt").exists()
 
 
 # ------------------------------------------------------------------------------------------ bench and cost
