@@ -7,6 +7,7 @@ import os
 
 import torch
 from torch import nn
+from torch.overrides import TorchFunctionMode
 
 from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig
 from attnlab.errors import ConfigError
@@ -90,6 +91,20 @@ def refuse_if_absurd(config: AnyConfig, source: object = None, dtype: torch.dtyp
                           f"{have / 2**30:.1f} GiB available")
 
 
+class _NoFillsOnMeta(TorchFunctionMode):
+    """Random fills of meta tensors skipped: they hold no data, so nothing changes, and torch runs `normal_` on the
+    meta device through torch._refs, which imports torch._dynamo, sympy and the compiler stack (~3.5 s of every
+    command that checks a checkpoint's shapes, for nothing)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in (torch.Tensor.normal_, nn.init.normal_):
+            tensor = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
+            if isinstance(tensor, torch.Tensor) and tensor.is_meta:
+                return tensor
+        return func(*args, **kwargs)
+
+
 def build_model(config: AnyConfig, device: str | torch.device | None = None, dtype: torch.dtype | None = None):
     """Build the model `config` (a ModelConfig or a DualEncoderConfig) describes.
 
@@ -112,7 +127,7 @@ def build_model(config: AnyConfig, device: str | torch.device | None = None, dty
         # that factor of the bound: K and V, a third feed-forward matrix, cross-attention, biases and norms)
         if COUNT_MARGIN * n_params * element + objects > 0.8 * have >= n_params * element + objects:
             try:
-                with torch.device("meta"):
+                with torch.device("meta"), _NoFillsOnMeta():
                     meta = cls(config)
                 # fixed buffers (a sinusoid table) take memory too
                 n_params = meta.num_parameters() + sum(b.numel() for b in meta.buffers())
@@ -128,8 +143,11 @@ def build_model(config: AnyConfig, device: str | torch.device | None = None, dty
                 "and inspect it without allocating, or choose a smaller config")
     if device is None or torch.device(device).type == "cpu":
         model = cls(config)  # the default device: no device context (see above), no torch._dynamo import
+    elif torch.device(device).type == "meta":
+        with torch.device(device), _NoFillsOnMeta():  # shapes only: initialising them would import torch._dynamo
+            model = cls(config)
     else:
-        with torch.device(device):  # meta (shapes only) or an accelerator: allocated there, never on the CPU first
+        with torch.device(device):  # an accelerator: allocated there, never on the CPU first
             model = cls(config)
     if dtype is not None:
         model = model.to(dtype)
@@ -151,7 +169,9 @@ def allocate_empty(model: nn.Module, device: str | torch.device | None = None) -
                 if tensor is None:
                     continue
                 if id(tensor) not in done:
-                    empty = torch.empty_like(tensor, device=device)
+                    # torch.empty, not empty_like: empty_like of a meta tensor runs through torch._refs and so
+                    # imports sympy and the compiler stack
+                    empty = torch.empty(tensor.shape, dtype=tensor.dtype, device=device)
                     done[id(tensor)] = nn.Parameter(empty, tensor.requires_grad) \
                         if isinstance(tensor, nn.Parameter) else empty
                 group[name] = done[id(tensor)]

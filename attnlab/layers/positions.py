@@ -14,6 +14,16 @@ import torch
 from torch import nn
 
 
+def fixed_table(shape: tuple[int, ...], compute) -> torch.Tensor:
+    """A table a module computes itself (sinusoids, RoPE frequencies): `compute()`, or only its shape when the
+    model is being built on the meta device. There it holds no values anyway (`build.allocate_empty` recomputes it
+    through `reset_buffers`), and computing it would route arange, pow and sin through torch._refs, which imports
+    torch._dynamo and sympy: seconds of every command that checks a checkpoint's shapes."""
+    if torch.get_default_device().type == "meta":
+        return torch.empty(shape, device="meta")
+    return compute()
+
+
 def sinusoid_table(n_positions: int, d_model: int, layout: str = "interleaved") -> torch.Tensor:
     """PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(pos / 10000^(2i/d)).
 
@@ -36,7 +46,8 @@ class SinusoidalPositions(nn.Module):
     def __init__(self, max_len: int, d_model: int, layout: str = "interleaved"):
         super().__init__()
         self.layout = layout
-        self.register_buffer("table", sinusoid_table(max_len, d_model, layout), persistent=False)
+        table = fixed_table((max_len, d_model), lambda: sinusoid_table(max_len, d_model, layout))
+        self.register_buffer("table", table, persistent=False)
 
     def reset_buffers(self) -> None:
         """Recompute the fixed table (a model built on the meta device and then allocated has none yet)."""
@@ -67,7 +78,7 @@ class Rotary(nn.Module):
     def __init__(self, d_head: int, theta: float = 10000.0):
         super().__init__()
         self.d_head, self.theta = d_head, theta
-        self.register_buffer("inv_freq", self._inv_freq(), persistent=False)
+        self.register_buffer("inv_freq", fixed_table(((d_head + 1) // 2,), self._inv_freq), persistent=False)
 
     def _inv_freq(self) -> torch.Tensor:
         return 1.0 / (self.theta ** (torch.arange(0, self.d_head, 2, dtype=torch.int64).float() / self.d_head))
