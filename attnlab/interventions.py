@@ -21,7 +21,9 @@ With a recording: the recorded values are the edited ones (edits apply first). W
 step is the model's forward, so the edit applies at every step. Position-selective helpers (patch, steer with
 `positions`) count absolute positions: a KV-cached step that holds only the newest token is edited there only
 if that position is selected, so cached generation equals the full forward under the same edit (k and v are
-edited as read from the cache, never written back). A plain function sees the step's own slice.
+edited as read from the cache, never written back). A plain function sees the step's own slice. Positions are
+token positions: in a left-padded batch (attention_mask) a row's position p is its own p-th real token,
+`cumsum(mask) - 1` as generation numbers them, not column p, so a row is edited the same in a batch as alone.
 
 Sweeps put their variants on the batch dimension: `head_sweep` ablates one head per row of a repeated input,
 `trace_residual` patches one (layer, position) per row: a few forwards, not one per cell. The read-outs they use
@@ -68,17 +70,20 @@ class Cancelled(Exception):
 
 
 class Edit:
-    """An edit that knows which absolute positions it sees: helpers subclass it and write `apply`.
+    """An edit that knows which token positions it sees: helpers subclass it and write `apply`.
 
-    `start` is the absolute position of index 0 along the value's position axis (0 for a full forward; the
-    cache length for a cached decoding step).
+    `positions` (batch or 1, length): the token position of each index along the value's position axis, -1 on
+    padding (a left-padded row's pad columns); None for a value without a position axis. Without padding it is
+    start, start + 1, ... (start 0 for a full forward; the cache length for a cached decoding step).
     """
 
-    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+    def apply(self, tensor: torch.Tensor, name: str, positions: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
 
     def __call__(self, tensor: torch.Tensor, name: str) -> torch.Tensor:
-        return self.apply(tensor, name, 0)
+        axis = _SEQ_AXIS.get(name.rpartition(".")[2])
+        length = tensor.shape[axis] if axis is not None and tensor.dim() > axis else None
+        return self.apply(tensor, name, None if length is None else torch.arange(length)[None])
 
 
 class Editor(Named):
@@ -87,7 +92,8 @@ class Editor(Named):
     def __init__(self, model: nn.Module, edits: list[tuple[str, EditValue]]):
         super().__init__(model)
         self.edits = edits
-        self.end = 0  # set by each stack's forward (Probe.span): positions seen so far, this forward included
+        self.end = 0  # set by each stack's forward (Probe.span): columns seen so far, this forward included
+        self.mask: torch.Tensor | None = None  # and its attention mask (batch, end), None without padding
         self._for_name: dict[str, list[EditValue]] = {}
 
     def wants(self, name: str) -> bool:
@@ -102,7 +108,7 @@ class Editor(Named):
             values = self._for_name[name] = [v for p, v in self.edits if matches(name, [p])]
         for value in values:
             if isinstance(value, Edit):
-                new = value.apply(tensor, name, self._start(leaf, tensor))
+                new = value.apply(tensor, name, self._token_positions(name, leaf, tensor))
             elif callable(value):
                 new = value(tensor, name)
             else:
@@ -114,11 +120,26 @@ class Editor(Named):
             tensor = new
         return tensor
 
-    def _start(self, leaf: str, tensor: torch.Tensor) -> int:
+    def _token_positions(self, name: str, leaf: str, tensor: torch.Tensor) -> torch.Tensor | None:
+        """(batch or 1, length) the token position of each index on `tensor`'s position axis, -1 on padding.
+
+        Why from the mask: a left-padded row's token p sits in column pad + p; its position is cumsum(mask) - 1,
+        the numbering generation gives its positions, so an edit at position p meets the same token in a batch
+        as alone. k/v count key columns from 0; the others end at the forward's last column (`end`). A
+        cross-attention's k/v are the source's positions, which the decoder's mask does not describe.
+        """
         axis = _SEQ_AXIS.get(leaf)
-        if axis is None or leaf in _FROM_ZERO or tensor.dim() <= axis:
-            return 0
-        return max(self.end - tensor.shape[axis], 0)
+        if axis is None or tensor.dim() <= axis:
+            return None
+        length = tensor.shape[axis]
+        first = 0 if leaf in _FROM_ZERO else max(self.end - length, 0)
+        mask = None if ".cross_attn." in f".{name}" else self.mask
+        if mask is None or first + length > mask.shape[-1] or (leaf in _FROM_ZERO and length != mask.shape[-1]):
+            return torch.arange(first, first + length, device=tensor.device)[None]  # (1, length)
+        mask = mask.to(tensor.device)
+        token = mask.long().cumsum(dim=-1) - 1  # (batch, end)
+        token = token.masked_fill(mask == 0, -1)
+        return token[:, first: first + length]
 
 
 def _pairs(edits) -> list[tuple[str, EditValue]]:
@@ -220,7 +241,7 @@ class HeadAblation(Edit):
     def __init__(self, mask: torch.Tensor, fill: torch.Tensor | None = None, rows: torch.Tensor | None = None):
         self.mask, self.fill, self.rows = mask, fill, rows
 
-    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+    def apply(self, tensor: torch.Tensor, name: str, positions: torch.Tensor | None) -> torch.Tensor:
         mask = self.mask.to(tensor.device)
         if mask.dim() == 1:
             mask = mask.expand(tensor.shape[0], -1)
@@ -282,36 +303,46 @@ def ablate_heads(model: nn.Module, heads, *, mode: str = "zero", reference=None,
 
 # --------------------------------------------------------------------------------------------- patching
 class Patch(Edit):
-    """Replace the value at `positions` (absolute; None = all) of `rows` (None = all) by `source`'s.
+    """Replace the value at token `positions` (None = all) of `rows` (None = all) by `source`'s.
 
-    source: the same name recorded on another run, (batch or 1, ...) with its positions from 0.
+    source: the same name recorded on another run, (batch or 1, ...), its index i holding token position i (a
+    run without padding). A left-padded row's token position p sits in its column pad + p (Edit).
     """
 
     def __init__(self, source: torch.Tensor, positions: torch.Tensor | None, rows: torch.Tensor | None, axis: int):
         self.source, self.positions, self.rows, self.axis = source, positions, rows, axis
 
-    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
-        axis, length = self.axis, tensor.shape[self.axis]
-        wanted = torch.arange(start, start + length) if self.positions is None else self.positions
-        wanted = wanted[(wanted >= start) & (wanted < min(start + length, self.source.shape[axis]))]
-        if wanted.numel() == 0:
-            return tensor
+    def apply(self, tensor: torch.Tensor, name: str, positions: torch.Tensor | None) -> torch.Tensor:
+        axis = self.axis
         if self.source.shape[axis + 1:] != tensor.shape[axis + 1:] or self.source.shape[1:axis] != tensor.shape[1:axis]:
             raise InputError(f"patch of {name}: the source has shape {tuple(self.source.shape)}, the run "
                              f"{tuple(tensor.shape)}; they must agree except on batch and positions")
+        batch = tensor.shape[0]
+        rows = None if self.rows is None else _rows(self.rows, batch).to(tensor.device)
+        n_rows = batch if rows is None else rows.numel()
+        if self.source.shape[0] not in (1, n_rows):
+            raise InputError(f"patch of {name}: the source has {self.source.shape[0]} rows, the run patches "
+                             f"{n_rows}; give a source of 1 row or one per patched row")
+        token = positions.to(tensor.device).expand(batch, -1)  # (batch, length) token positions, -1 = padding
+        chosen = (token >= 0) & (token < self.source.shape[axis])
+        if self.positions is not None:
+            chosen &= torch.isin(token, self.positions.to(tensor.device))
+        source_row = torch.zeros(batch, dtype=torch.long, device=tensor.device)  # row -> its row of the source
+        if rows is not None:
+            keep = torch.zeros(batch, dtype=torch.bool, device=tensor.device)
+            keep[rows] = True
+            chosen &= keep[:, None]
+            source_row[rows] = torch.arange(n_rows, device=tensor.device)
+        elif self.source.shape[0] > 1:
+            source_row = torch.arange(batch, device=tensor.device)
+        if self.source.shape[0] == 1:
+            source_row.zero_()
+        row, col = chosen.nonzero(as_tuple=True)  # the (row, column) cells to copy
+        if row.numel() == 0:
+            return tensor
         out = tensor.clone()
         view, src = out.movedim(axis, 1), self.source.to(tensor).movedim(axis, 1)  # positions on dim 1
-        src = src[:, wanted]  # (batch_s, n, ...)
-        local = (wanted - start).to(tensor.device)
-        rows = None if self.rows is None else _rows(self.rows, tensor.shape[0]).to(tensor.device)
-        n_rows = tensor.shape[0] if rows is None else rows.numel()
-        if src.shape[0] not in (1, n_rows):
-            raise InputError(f"patch of {name}: the source has {src.shape[0]} rows, the run patches {n_rows}; "
-                             "give a source of 1 row or one per patched row")
-        if rows is None:
-            view[:, local] = src
-        else:
-            view[rows[:, None], local[None, :]] = src
+        view[row, col] = src[source_row[row], token[row, col]]
         return out
 
 
@@ -320,8 +351,10 @@ def patch(model: nn.Module, source: Mapping[str, torch.Tensor], *, names=None, p
     """Edits that copy values from another run into this one (activation patching), for `intervene`.
 
     source: {name: tensor}, e.g. `attnlab.record(model, clean_ids, names=[...])` on an input of the same length.
-    names: patterns choosing which of source's names to patch (default all). positions: absolute positions
-    (default all that both runs have). rows: the batch rows of this run to patch (default all).
+    names: patterns choosing which of source's names to patch (default all). positions: token positions
+    (default all that both runs have); in a left-padded batch each row's own (cumsum(attention_mask) - 1), so
+    the source (recorded without padding: index i = token i) lands on the same tokens in every row. rows: the
+    batch rows of this run to patch (default all).
 
         >>> clean = attnlab.record(model, clean_ids, names=["blocks.2.resid_post"])
         >>> with attnlab.intervene(model, attnlab.patch(model, clean, positions=[3])):
@@ -351,19 +384,18 @@ def patch(model: nn.Module, source: Mapping[str, torch.Tensor], *, names=None, p
 
 # --------------------------------------------------------------------------------------------- steering
 class Steer(Edit):
-    """Add alpha * vector (d_model,) at `positions` (absolute; None = all) of `rows` (None = all)."""
+    """Add alpha * vector (d_model,) at token `positions` (None = all) of `rows` (None = all)."""
 
     def __init__(self, vector: torch.Tensor, alpha: float, positions: torch.Tensor | None,
                  rows: torch.Tensor | None):
         self.vector, self.alpha, self.positions, self.rows = vector, alpha, positions, rows
 
-    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+    def apply(self, tensor: torch.Tensor, name: str, positions: torch.Tensor | None) -> torch.Tensor:
         batch, length = tensor.shape[:2]
         where = torch.ones(batch, length, 1, dtype=tensor.dtype, device=tensor.device)
-        if self.positions is not None:
-            local = self.positions - start
-            local = local[(local >= 0) & (local < length)]
-            where.zero_()[:, local.to(tensor.device)] = 1
+        if self.positions is not None:  # the columns holding a chosen token position, row by row
+            token = positions.to(tensor.device).expand(batch, -1)  # (batch, length), -1 = padding
+            where = torch.isin(token, self.positions.to(tensor.device))[..., None].to(tensor.dtype)
         if self.rows is not None:
             keep = torch.zeros(batch, 1, 1, dtype=tensor.dtype, device=tensor.device)
             keep[_rows(self.rows, batch).to(tensor.device)] = 1
@@ -375,8 +407,9 @@ def steer(model: nn.Module, name: str, vector: torch.Tensor, *, alpha: float = 1
           rows=None) -> dict[str, Steer]:
     """Edits that add alpha * vector to the residual stream at `name` (a pattern: blocks.*.resid_post too).
 
-    vector: (d_model,), e.g. the difference of two recorded resid_post means. positions: absolute positions
-    (default all, generated tokens included). rows: batch rows (default all).
+    vector: (d_model,), e.g. the difference of two recorded resid_post means. positions: token positions
+    (default all, generated tokens included); in a left-padded batch each row's own (cumsum(attention_mask) -
+    1), so a row is steered the same in a batch as alone. rows: batch rows (default all).
 
         >>> v = happy["blocks.1.resid_post"].mean((0, 1)) - sad["blocks.1.resid_post"].mean((0, 1))
         >>> with attnlab.intervene(model, attnlab.steer(model, "blocks.1.resid_post", v, alpha=4.0)):
@@ -505,8 +538,8 @@ class _PerChunk(Edit):
     def set(self, name: str, edit: Edit) -> None:
         self.name, self.edit = name, edit
 
-    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
-        return self.edit.apply(tensor, name, start) if name == self.name else tensor
+    def apply(self, tensor: torch.Tensor, name: str, positions: torch.Tensor | None) -> torch.Tensor:
+        return self.edit.apply(tensor, name, positions) if name == self.name else tensor
 
 
 def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor, target: int, *,
@@ -565,7 +598,8 @@ class _CellPatch(Edit):
     def __init__(self, source: torch.Tensor, rows: torch.Tensor, positions: torch.Tensor):
         self.source, self.rows, self.positions = source, rows, positions
 
-    def apply(self, tensor: torch.Tensor, name: str, start: int) -> torch.Tensor:
+    def apply(self, tensor: torch.Tensor, name: str, positions: torch.Tensor | None) -> torch.Tensor:
+        start = int(positions[0, 0])  # one unpadded sentence (a sweep's): its positions are start, start + 1, ...
         out = tensor.clone()
         out[self.rows, self.positions - start] = self.source[0, self.positions].to(tensor)
         return out

@@ -189,10 +189,11 @@ class Probe:
             self.recorder.keep(module, leaf, tensor, head_axis)
         return tensor
 
-    def span(self, end: int) -> None:
-        """A stack's forward covers positions up to `end` (past + seq): position-selective edits read it."""
+    def span(self, end: int, mask: torch.Tensor | None = None) -> None:
+        """A stack's forward covers columns up to `end` (past + seq), `mask` (batch, end) marking real tokens
+        (None: no padding): position-selective edits read both to find each row's token positions."""
         for editor in self.editors:
-            editor.end = end
+            editor.end, editor.mask = end, mask
 
 
 def sites(model: nn.Module) -> list[str]:

@@ -516,3 +516,44 @@ def test_a_stack_run_from_a_recorded_stream_reproduces_the_rest_of_the_forward(d
             assert torch.equal(model.run(rec["blocks.1.resid_pre"], start=1), rec["final"])
         with pytest.raises(InputError, match=r"start=7: allowed a block index in \[0, "):
             model.run(rec["blocks.1.resid_pre"], start=7)
+
+
+# ------------------------------------------------------------------------------------------------ padded batches
+def _padded(short, long):
+    """A left-padded batch of two prompts: (ids, mask, token positions) as generation numbers them."""
+    width = long.shape[1]
+    ids = torch.zeros(2, width, dtype=torch.long)
+    ids[0, width - short.shape[1]:], ids[1] = short[0], long[0]
+    mask = torch.ones(2, width, dtype=torch.long)
+    mask[0, : width - short.shape[1]] = 0
+    return ids, mask, (mask.cumsum(-1) - 1).clamp(min=0)
+
+
+@pytest.mark.parametrize("which", ["decoder", "gqa"])
+def test_positions_in_a_left_padded_batch_are_each_rows_token_positions(which, request):
+    model = request.getfixturevalue(which)
+    short, long = _ids(batch=1, seq=5, seed=5), _ids(batch=1, seq=8, seed=6)
+    ids, mask, positions = _padded(short, long)
+    v = torch.randn(64, generator=torch.Generator().manual_seed(7))
+    source = attnlab.record(model, _ids(batch=1, seq=8, seed=8), names=["blocks.1.resid_pre"])
+    for edits in (attnlab.steer(model, "blocks.0.resid_post", v, alpha=3.0, positions=[1, 3]),
+                  attnlab.patch(model, source, positions=[2])):
+        with torch.no_grad(), attnlab.intervene(model, edits):
+            batch = model(ids, attention_mask=mask, position_ids=positions).logits
+            alone = [model(short).logits[0], model(long).logits[0]]
+        assert (batch[0, 3:] - alone[0]).abs().max() < TOL  # the short row: token p sits in column 3 + p
+        assert (batch[1] - alone[1]).abs().max() < TOL
+        with torch.no_grad():
+            assert (model(short).logits[0] - alone[0]).abs().max() > 100 * TOL  # the edit did something
+
+
+def test_generate_with_a_steer_gives_a_padded_row_its_own_tokens(decoder):
+    short, long = _ids(batch=1, seq=4, seed=9), _ids(batch=1, seq=7, seed=10)
+    v = torch.randn(64, generator=torch.Generator().manual_seed(11))
+    with attnlab.intervene(decoder, attnlab.steer(decoder, "blocks.0.resid_post", v, alpha=6.0, positions=[2, 5])):
+        both = decoder.generate([short[0].tolist(), long[0].tolist()], max_new_tokens=6)
+        alone = [decoder.generate(short, max_new_tokens=6), decoder.generate(long, max_new_tokens=6)]
+    plain = decoder.generate(short, max_new_tokens=6)
+    assert torch.equal(both.new_tokens[0], alone[0].new_tokens[0])
+    assert torch.equal(both.new_tokens[1], alone[1].new_tokens[0])
+    assert not torch.equal(plain.new_tokens[0], alone[0].new_tokens[0])  # the steer changed the short row's text

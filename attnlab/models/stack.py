@@ -150,7 +150,7 @@ class Stack(nn.Module):
             x = self._embed(x, position_ids, token_type_ids, shared_positions)
         recorder = active()
         if recorder is not None:
-            recorder.span(total)  # position-selective edits map absolute positions into this forward
+            recorder.span(total, attention_mask)  # position-selective edits map token positions into this forward
             if start == 0:
                 x = recorder.keep(self, "embed", x)
 
