@@ -60,7 +60,7 @@ class LayerCache:
         read of the stored part became a fresh whole-cache buffer, two whole-cache copies and the attention's own
         K / V copies, per layer and step: SmolLM2's compiled step took 22.5 ms at 400 new tokens against 15.9 ms
         with index_copy_, which inductor performs in place, and attention then reads the cache itself (one
-        thread, bench/RESULTS.md, session 11). Eager keeps narrow + copy_ (no index tensor to build)."""
+        thread, bench/RESULTS.md, 2026-11-28). Eager keeps narrow + copy_ (no index tensor to build)."""
         self.kv.index_copy_(3, torch.arange(start, end, device=kv.device), kv)
         return self._stored(end)
 

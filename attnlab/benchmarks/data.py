@@ -16,7 +16,7 @@ the process's resident size before preparation and its peak during it (VmHWM res
 peak - before <= 300 MB at every size). RAYON_NUM_THREADS sets the tokenizers library's threads: 1 by default
 (the comparison), `--threads N` for more (the count is printed).
 
-`--baby-gpt` adds nanoGPT's baby GPT comparison (issue 25.6: attnlab's peak RSS <= 1.2x nanoGPT's):
+`--baby-gpt` adds nanoGPT's baby GPT comparison (the target: attnlab's peak RSS <= 1.2x nanoGPT's):
 `attnlab train gpt-char` at nanoGPT README's CPU settings (4 layers, 4 heads, width 128, block 64, batch 12:
 gpt-char's defaults; nanoGPT's schedule: lr 1e-3 to 1e-4, warmup 100, beta2 0.99, evaluation every 250 steps,
 where gpt-char's own lr is 2e-3; both models initialised as nanoGPT's model.py (nanogpt_init), so the two losses
@@ -160,7 +160,7 @@ BABY = dict(n_layers=4, n_heads=4, d_model=128, seq_len=64, batch_size=12)
 NANO = dict(eval_interval=250, eval_iters=20, lr=1e-3, min_lr=1e-4, beta2=0.99, warmup_iters=100,
             weight_decay=0.1, grad_clip=1.0)
 # attnlab's settings for the same schedule (gpt-char's own default lr is 2e-3, its evaluation every 500 steps): the
-# two runs then differ only in their code, so their losses can be compared (issue 25.6: "at the same loss")
+# two runs then differ only in their code, so their losses can be compared (memory is compared "at the same loss")
 SAME_AS_NANO = {"lr": str(NANO["lr"]), "min_lr_ratio": str(NANO["min_lr"] / NANO["lr"]), "beta2": str(NANO["beta2"]),
                 "warmup": str(NANO["warmup_iters"]), "weight_decay": str(NANO["weight_decay"]),
                 "grad_clip": str(NANO["grad_clip"]), "eval_every": str(NANO["eval_interval"]),
@@ -172,7 +172,7 @@ def nanogpt_init(model, n_layer: int) -> None:
     bias, embeddings N(0, 0.02), the residual projections (c_proj) N(0, 0.02 / sqrt(2 n_layer)). Why: the package
     (a packaging of build-nanogpt) leaves its other Linear layers at torch's default (std ~0.051 at width 128) and
     scales c_proj by (2 n_layer)^-0.05 (std 0.018), so its baby GPT started from other weights than nanoGPT's and
-    reached val 1.237 where attnlab, initialised as model.py, reached 1.379 on the same schedule (session 11)."""
+    reached val 1.237 where attnlab, initialised as model.py, reached 1.379 on the same schedule (bench/RESULTS.md, 2026-11-28)."""
     import math
 
     import torch

@@ -7,7 +7,7 @@ Measures, greedy decoding, float32, EOS disabled so every run makes exactly the 
     (A B A B after a warm-up) so background load hits both alike; the median run is reported;
   - attnlab's per-token latency at step 16 and step NEW with the KV cache (median of the steps around it in
     a real run) and without it (a no-cache step = one forward pass over prompt + step tokens).
-Targets (issue 4): >= 1.5x HF tokens/s at batch 1; with the cache, latency at step 256 within 1.3x of step 16.
+Targets: >= 1.5x HF tokens/s at batch 1; with the cache, latency at step 256 within 1.3x of step 16.
 
     python -m attnlab.benchmarks.generate            # 256 new tokens (several minutes on 2 cores)
     python -m attnlab.benchmarks.generate --quick    # GPT-2 shape only, 32 new tokens, for `attnlab bench --quick`

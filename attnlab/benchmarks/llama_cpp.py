@@ -1,4 +1,4 @@
-"""llama.cpp as a peer (issue 25.7): its `llama-bench` beside attnlab's decode of the same GGUF, in one script.
+"""llama.cpp as a peer: its `llama-bench` beside attnlab's decode of the same GGUF, in one script.
 
     python -m attnlab.benchmarks.llama_cpp              # the comparison; says how to get llama.cpp when absent
     python -m attnlab.benchmarks.llama_cpp --build      # build llama-bench first (~40 min on one loaded core)
@@ -14,7 +14,7 @@ build and again before the binary runs: nothing is built in, or run from, a fold
 nothing comes from the shared temporary folder. The build runs at `nice -n 19` with one job unless --jobs says
 otherwise. The test suite never builds it.
 
-What is compared (issue 25's table): llama-bench's tg64 (64 tokens decoded) and pp32 (a 32-token prompt) at 1 and
+What is compared: llama-bench's tg64 (64 tokens decoded) and pp32 (a 32-token prompt) at 1 and
 2 threads, and attnlab generating 64 greedy tokens after a 32-token prompt with the GGUF's blocks kept, at 1 and 2
 threads (generate(threads=N), as llama-bench's -t N), round by round: one llama-bench run, then attnlab's (the
 machine's drift falls on both). attnlab's decode rate is its 63 one-token steps, its prefill rate the prompt's

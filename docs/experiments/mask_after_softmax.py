@@ -1,4 +1,4 @@
-"""Issue 17.4: what if the causal mask is applied after the softmax instead of before?
+"""What if the causal mask is applied after the softmax instead of before?
 
 softmax over all keys, then the future keys' weights set to 0: each row keeps only the mass it gave to the
 past and sums to less than 1. The row's denominator still holds exp(score) of every *future* key, so during

@@ -1,4 +1,4 @@
-"""Issue 26.7 (seed 000): do similar meanings land nearby? Checked on all-MiniLM-L6-v2, no training.
+"""Seed 000: do similar meanings land nearby? Checked on all-MiniLM-L6-v2, no training.
 
 Two measurements, both through attnlab.explorer.meanings (what the explorer's "Nearby meanings" view shows):
   - sentences: 12 pairs of paraphrases that share few words; each sentence mean-pooled over MiniLM's last hidden

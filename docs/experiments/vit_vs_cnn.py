@@ -1,4 +1,4 @@
-"""Issue 17.5 / 26.5: do transformers need more data than CNNs (a weaker inductive bias)?
+"""Do transformers need more data than CNNs (a weaker inductive bias)?
 
 The vit-mnist recipe's ViT (4 x 4 patches of 7 pixels, 4 layers of width 64, random shifts of 1 pixel) against a
 small CNN written with torch.nn (three 3x3 convolutions, max pooling, global average pooling), trained by the same

@@ -1,4 +1,4 @@
-"""Issue 26 (seed 003): the MLP over a window of concatenated token embeddings, the baseline attention replaces.
+"""Seed 003: the MLP over a window of concatenated token embeddings, the baseline attention replaces.
 
 The seed's path from MLPs to attention: an MLP sees one token; concatenating the embeddings of nearby tokens
 gives it context, but the window must be large enough to cover the input, cannot vary in length, and costs many
