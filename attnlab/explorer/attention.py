@@ -21,6 +21,7 @@ from attnlab.explorer.common import (
     _special_flags,
     _text_model,
     _token_text,
+    a_an,
     encode,
     raw_pieces,
     token_limit,
@@ -208,7 +209,7 @@ def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict
     """Causal mask applied before the softmax (correct) or after it (wrong): the second leaves rows summing < 1."""
     cfg = _text_model(lm)
     if cfg.topology != "decoder":
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; the mask-placement lesson needs a causal decoder")
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; the mask-placement lesson needs a causal decoder")
     layer = _check_index("layer", layer, cfg.n_layers)
     head = _check_index("head", head, cfg.n_heads)
     ids, tokens = encode(lm, text)

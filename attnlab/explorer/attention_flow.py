@@ -19,20 +19,23 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _check_index, _round, _text_model, encode
+from attnlab.explorer.common import _round, _text_model, a_an, check_range, encode
 from attnlab.explorer.registry import Loaded
+from attnlab.layers.quantized import QuantizedLinear
 from attnlab.recording import record
 
 MAX_CHANNELS = 64  # channels of V, z and the residual sent for display (the norms cover every channel)
 
 
 def _w_o(lm: Loaded, layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """(W_O as (d_model, n_heads * d_head), b_O or None) of `layer`'s self-attention, in float32."""
+    """(W_O as (d_model, n_heads * d_head), b_O or None) of `layer`'s self-attention, in float32. A W_O kept as
+    codes (SmolLM2's GGUF blocks, --quantize) is dequantized: this one matrix, for this view only."""
     out = lm.model.blocks[layer].attn.out
-    if type(out) is not nn.Linear:  # a quantized W_O keeps codes, not the matrix this view multiplies by
-        raise InputError(f"model {lm.id!r} keeps W_O quantized ({type(out).__name__}); this view multiplies by "
-                         "the float matrix: run the explorer without --quantize")
-    return out.weight.detach().float(), None if out.bias is None else out.bias.detach().float()
+    if not isinstance(out, (nn.Linear, QuantizedLinear)):
+        raise InputError(f"model {lm.id!r} has a W_O of type {type(out).__name__}; this view reads a linear "
+                         "layer's matrix (plain or quantized)")
+    weight = out.weight.detach().float()  # QuantizedLinear.weight: a new dequantized (out, in) tensor
+    return weight, None if out.bias is None else out.bias.detach().float()
 
 
 def head_contributions(v: torch.Tensor, weights: torch.Tensor, w_o: torch.Tensor, token: int
@@ -54,11 +57,11 @@ def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = No
     `head`: the head whose slice of W_O is sent for the detail view (default: the one with the longest share)."""
     cfg = _text_model(lm)
     if cfg.topology not in ("decoder", "encoder"):
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; this view follows a decoder's or an encoder's "
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; this view follows a decoder's or an encoder's "
                          "self-attention (pick gpt-char, MiniLM, SmolLM2 or the toy)")
-    layer = _check_index("layer", layer, cfg.n_layers)
+    layer = check_range("layer", layer, cfg.n_layers)
     ids, tokens = encode(lm, text)
-    token = len(ids) - 1 if token is None else _check_index("token", token, len(ids))
+    token = len(ids) - 1 if token is None else check_range("token", token, len(ids))
     name = f"blocks.{layer}"
     store = record(lm.model, torch.tensor([ids]),
                    names=[f"{name}.resid_pre", f"{name}.attn.v", f"{name}.attn.weights", f"{name}.resid_mid"],
@@ -68,7 +71,7 @@ def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = No
     w_o, b_o = _w_o(lm, layer)
     z, c = head_contributions(v, weights, w_o, token)
     norms = c.norm(dim=-1)  # (heads,)
-    head = int(norms.argmax()) if head is None else _check_index("head", head, cfg.n_heads)
+    head = int(norms.argmax()) if head is None else check_range("head", head, cfg.n_heads)
     output = c.sum(0) + (b_o if b_o is not None else 0.0)  # (d_model,)
     x = store[f"{name}.resid_pre"][0, token].float()  # (d_model,) the residual stream entering the block
     after = store[f"{name}.resid_mid"][0, token].float()

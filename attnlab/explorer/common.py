@@ -5,9 +5,12 @@ how many at once)."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import torch
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic_core import PydanticCustomError
 
 from attnlab.errors import InputError
 from attnlab.explorer.registry import Loaded, UnknownItem
@@ -18,6 +21,31 @@ MAX_TEXT_CHARS = 20_000
 MAX_ID_CHARS = 200  # a model id longer than this is refused by every schema (ids are short names)
 MAX_INDEX = 10_000  # layers, heads: the schemas' ceiling; a model's own count is checked by _check_index
 MASKED = -1e30  # raw scores at or below this are masked entries (the model fills them with finfo.min)
+PLAIN_BLANKS = frozenset(" \n\t")  # blanks the page names itself (␣ space, ↵ new line, ⇥ tab)
+
+
+class OutOfRange(UnknownItem):
+    """An index within the schema's range that this model or text does not have (layer 5 of a 2-layer model):
+    answered 422 naming the model's own range, like every other value outside its allowed range."""
+
+
+class RequestBody(BaseModel):
+    """Base of every JSON request schema: a field it does not declare is refused (422 naming that field and the
+    allowed ones) instead of being dropped, so a misspelt `sentence` never silently runs with the default."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            unknown = [k for k in data if k not in cls.model_fields]
+            if unknown:
+                names = ", ".join(shown(k) for k in unknown[:5]) + (" ..." if len(unknown) > 5 else "")
+                raise PydanticCustomError("extra_forbidden", "unknown field{s} {names}; allowed: {allowed}",
+                                          {"s": "s" if len(unknown) > 1 else "", "names": names,
+                                           "allowed": ", ".join(cls.model_fields)})
+        return data
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -106,20 +134,43 @@ def token_texts(lm: Loaded, ids: list[int]) -> list[str]:
 
 
 def _token_text(lm: Loaded, i: int) -> str:
-    """One token as text: a byte-level piece decoded on its own (tokens.single_text), else the piece."""
+    """One token as the label the page shows: a byte-level piece decoded on its own (tokens.single_text), else
+    the piece; a label that would be blank or invisible (a no-break space) is written as its code points."""
     if lm.tokenizer is not None:
         piece = lm.tokenizer.id_to_token(int(i))
         if piece is None:
             return f"<{i}>"
-        return single_text(piece) if byte_level(lm.tokenizer) and piece not in tokenizer_specials(
+        text = single_text(piece) if byte_level(lm.tokenizer) and piece not in tokenizer_specials(
             lm.tokenizer) else piece
-    return chr(i) if 32 <= i < 0x110000 else f"<{i}>"
+        return visible_label(text)
+    return visible_label(chr(i)) if 32 <= i < 0x110000 else f"<{i}>"
 
 
-def _check_index(what: str, value: Any, count: int) -> int:
+def visible_label(text: str) -> str:
+    """`text` unchanged unless every character is invisible (whitespace, controls, format characters) and one
+    of them is not a plain space, new line or tab (the page names those): then "<U+00A0>"-style code points,
+    so a no-break space is not drawn as an empty label."""
+    invisible = all(c.isspace() or unicodedata.category(c)[0] in "ZC" for c in text)
+    if not text or not invisible or set(text) <= PLAIN_BLANKS:
+        return text
+    return "<" + " ".join(f"U+{ord(c):04X}" for c in text) + ">"
+
+
+def _check_index(what: str, value: Any, count: int, error: type[UnknownItem] = UnknownItem) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
-        raise UnknownItem(f"{what} {shown(value)} does not exist: this model has {count} ({what}s 0..{count - 1})")
+        raise error(f"{what} {shown(value)} does not exist: this model has {count} ({what}s 0..{count - 1})")
     return value
+
+
+def check_range(what: str, value: Any, count: int) -> int:
+    """_check_index for the Experiments views: an index beyond the model's (or text's) own range is OutOfRange
+    (422 naming that range) in every one of them, whichever view is asked."""
+    return _check_index(what, value, count, OutOfRange)
+
+
+def a_an(word: str) -> str:
+    """The word with its article, as a message reads it: "an encoder", "an encoder-decoder", "a decoder"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def shown(value: Any, limit: int = 40) -> str:
@@ -157,7 +208,8 @@ def _default_part(cfg, part: str | None) -> str:
     if part in (None, ""):
         return "encoder"
     if part not in parts:
-        raise UnknownItem(f"attention part {part!r} does not exist for a {cfg.topology}; allowed: {', '.join(parts)}")
+        raise UnknownItem(f"attention part {part!r} does not exist for {a_an(cfg.topology)}; allowed: "
+                          f"{', '.join(parts)}")
     return part
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _check_index, _text_model, _token_text, encode
+from attnlab.explorer.common import _text_model, _token_text, a_an, check_range, encode
 from attnlab.explorer.registry import Loaded
 from attnlab.interventions import (
     Cancelled,
@@ -55,7 +55,7 @@ def _lm_check(lm: Loaded):
     cfg = _text_model(lm)
     model = lm.model
     if cfg.topology not in ("decoder", "encoder") or cfg.head != "lm" or getattr(model, "lm_head", None) is None:
-        raise InputError(f"model {lm.id!r} is a {cfg.topology} with head={cfg.head!r}; experiments need a model "
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)} with head={cfg.head!r}; experiments need a model "
                          "that predicts tokens: a decoder language model or an encoder with a masked-LM head")
     return cfg
 
@@ -65,7 +65,7 @@ def _prepare(lm: Loaded, text: str, position) -> tuple[torch.Tensor, list[str], 
     cfg = _lm_check(lm)
     ids, tokens = encode(lm, text)
     if cfg.topology == "decoder":
-        position = len(ids) - 1 if position is None else _check_index("position", position, len(ids))
+        position = len(ids) - 1 if position is None else check_range("position", position, len(ids))
         return torch.tensor([ids]), tokens, position, "next"
     mask_id = lm.tokenizer.mask_id if lm.tokenizer is not None else None
     if mask_id is None:
@@ -74,7 +74,7 @@ def _prepare(lm: Loaded, text: str, position) -> tuple[torch.Tensor, list[str], 
         if mask_id not in ids:
             raise InputError("put [MASK] in the text where the model should guess a word, or choose a position")
         position = ids.index(mask_id)
-    position = _check_index("position", position, len(ids))
+    position = check_range("position", position, len(ids))
     ids = list(ids)
     ids[position] = mask_id
     return torch.tensor([ids]), tokens, position, "masked"
@@ -89,7 +89,7 @@ def _top(lm: Loaded, logp: torch.Tensor, k: int = TOP) -> list[dict[str, Any]]:
 def _target(lm: Loaded, target, logp: torch.Tensor) -> int:
     if target is None:
         return int(logp.argmax())
-    return _check_index("target token id", target, lm.model.config.vocab_size)
+    return check_range("target token id", target, lm.model.config.vocab_size)
 
 
 def _heads(value) -> list[tuple[int, int]]:
@@ -106,6 +106,14 @@ def _heads(value) -> list[tuple[int, int]]:
     return pairs
 
 
+def _check_heads(lm: Loaded, pairs: list[tuple]) -> list[tuple[int, int]]:
+    """Each (layer, head) within this model, else OutOfRange naming its layers and heads (the same 422 every
+    Experiments view gives for a layer or head the model lacks)."""
+    cfg = lm.model.config
+    return [(check_range("layer", layer, cfg.n_layers), check_range("head", head, cfg.n_heads))
+            for layer, head in pairs]
+
+
 def ablation(lm: Loaded, text: str, heads, *, mode: str = "zero", position: int | None = None,
              target: int | None = None) -> dict[str, Any]:
     """Switch `heads` off ([[layer, head], ...]); the prediction at `position` before and after.
@@ -114,7 +122,7 @@ def ablation(lm: Loaded, text: str, heads, *, mode: str = "zero", position: int 
     """
     ids, tokens, position, kind = _prepare(lm, text, position)
     model = lm.model
-    pairs = _heads(heads)
+    pairs = _check_heads(lm, _heads(heads))
     # row 0 unchanged, row 1 ablated: one forward, the text run once up to the first ablated layer
     edits = ablate_heads(model, pairs, mode=mode, reference=ids if mode == "mean" else None, rows=[1])
     first = min(int(name.split(".")[1]) for name in edits)  # blocks.L.attn.z
@@ -242,8 +250,8 @@ def attention_vs_ablation(lm: Loaded, text: str, layer: int, head: int, *, posit
     ids, tokens, position, kind = _prepare(lm, text, position)
     model = lm.model
     cfg = model.config
-    layer = _check_index("layer", layer, cfg.n_layers)
-    head = _check_index("head", head, cfg.n_heads)
+    layer = check_range("layer", layer, cfg.n_layers)
+    head = check_range("head", head, cfg.n_heads)
     name = f"blocks.{layer}.attn.weights"
     weights = record(model, ids, names=[name], head=head)[name][0, 0, position]  # (seq,)
     clean = logprobs_at(model, ids, position)[0]

@@ -13,10 +13,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from attnlab.explorer import contrastive, scaling
-from attnlab.explorer.common import MAX_ID_CHARS, MAX_INDEX, MAX_TEXT_CHARS, MAX_TOKENS
+from attnlab.explorer.common import MAX_ID_CHARS, MAX_INDEX, MAX_TEXT_CHARS, MAX_TOKENS, RequestBody
 
 router = APIRouter()
 
@@ -25,7 +25,7 @@ router = APIRouter()
 # of what was sent. Within the schema, an index the model does not have gets the 404 that names its range.
 
 
-class HeadRequest(BaseModel):
+class HeadRequest(RequestBody):
     model: str = Field(max_length=MAX_ID_CHARS, description="model id from GET /api/models")
     text: str = Field(max_length=MAX_TEXT_CHARS)
     layer: int = Field(0, ge=0, le=MAX_INDEX)

@@ -17,8 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _round, _special_flags, _text_model, _token_text, encode
+from attnlab.explorer.common import _round, _special_flags, _text_model, _token_text, a_an, encode
 from attnlab.explorer.registry import Loaded
+from attnlab.explorer.tokens import byte_level
 from attnlab.recording import record
 
 MAX_NEIGHBOURS = 50
@@ -49,13 +50,22 @@ def _embedding_table(lm: Loaded) -> torch.Tensor:
         return torch.cat([table.forward(torch.arange(i, min(n, i + CHUNK))).float() for i in range(0, n, CHUNK)])
 
 
+def _word_start(lm: Loaded, text: str) -> str:
+    """A single word typed without a leading space, for a byte-level BPE tokenizer (GPT-2, SmolLM2): " " + word.
+    Why: there "king" alone is the piece inside "mocking" (its neighbours: ked, ks, kers), while " king" is the
+    word a sentence uses (King, kings, queen); a learner typing one word means the word."""
+    word = len(text.split()) == 1 and text[:1].isalnum()
+    return " " + text if word and lm.tokenizer is not None and byte_level(lm.tokenizer) else text
+
+
 def nearest_tokens(lm: Loaded, text: str, k: int = 10) -> dict[str, Any]:
     """The k tokens whose embedding rows have the highest cosine with the first token of `text` (special
     tokens and the token itself left out), and the k lowest for contrast."""
     cfg = _text_model(lm)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_NEIGHBOURS:
         raise InputError(f"k={k!r}: allowed 1..{MAX_NEIGHBOURS}")
-    ids, tokens = encode(lm, text, add_special_tokens=False)
+    looked_up = _word_start(lm, text)
+    ids, tokens = encode(lm, looked_up, add_special_tokens=False)
     query = ids[0]
     table = _embedding_table(lm)  # (vocab, d_model)
     if not 0 <= query < table.shape[0]:
@@ -75,10 +85,15 @@ def nearest_tokens(lm: Loaded, text: str, k: int = 10) -> dict[str, Any]:
     def items(idx):
         return [{"id": i, "token": _token_text(lm, i), "cosine": round(float(cos[i]), 4)} for i in idx]
 
-    note = None
+    notes = []
+    if looked_up != text:
+        notes.append(f"looked up '{looked_up[:41]}' with a leading space: this byte-level tokenizer spells a word "
+                     f"after a space as its own token, while '{text[:40]}' without one is the piece used inside "
+                     "longer words")
     if len(ids) > 1:
-        note = (f"'{text[:40]}' is {len(ids)} tokens here; the neighbours are those of its first token, "
-                f"'{tokens[0]}'. Try a word the tokenizer keeps whole.")
+        notes.append(f"'{looked_up[:40]}' is {len(ids)} tokens here; the neighbours are those of its first token, "
+                     f"'{tokens[0]}'. Try a word the tokenizer keeps whole.")
+    note = "; ".join(notes) or None
     return {"model": lm.id, "query": {"id": query, "token": _token_text(lm, query)}, "d_model": cfg.d_model,
             "vocab_size": int(table.shape[0]), "nearest": items(top), "farthest": items(bottom), "note": note,
             "special": bool(_special_flags(lm, [query])[0])}
@@ -98,7 +113,7 @@ def sentence_similarity(lm: Loaded, sentences: list[str] | None = None) -> dict[
     """Cosine of every pair of mean-pooled sentence vectors (an encoder: MiniLM is the one trained for this)."""
     cfg = _text_model(lm)
     if cfg.topology != "encoder":
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; sentence vectors here come from an encoder "
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; sentence vectors here come from an encoder "
                          "(pick all-MiniLM-L6-v2, trained so that mean-pooled vectors compare meanings)")
     sentences = list(EXAMPLE_SENTENCES) if sentences is None else sentences
     if not isinstance(sentences, list) or not 2 <= len(sentences) <= MAX_SENTENCES or not all(

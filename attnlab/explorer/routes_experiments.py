@@ -6,8 +6,9 @@ client leaving).
 An APIRouter the server includes (like explorer/lessons.py): each route validates its body with a schema whose
 numbers have ranges, asks the app's registry for the model by id and runs the pure function (attention_flow,
 toy, timeline, meanings) through the server's `run` (app.state.run): a model slot, the queue limit and the work
-in a worker thread. Errors take the server's mapping (404 unknown model/layer/head, 400 bad input, 503 model
-unavailable, 422 a value outside its range).
+in a worker thread. Errors take the server's mapping (404 unknown model, 400 bad input, 503 model unavailable,
+422 a value outside its range: the schema's, or a layer, head or position this model or text lacks, named with
+the model's own range in every view alike; a body field the schema does not have is a 422 too).
 """
 
 from __future__ import annotations
@@ -21,18 +22,18 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
 from fastapi.responses import Response, StreamingResponse
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import attention_flow, experiments, meanings, timeline, toy
-from attnlab.explorer.common import MAX_TEXT_CHARS, encode
+from attnlab.explorer.common import MAX_TEXT_CHARS, RequestBody, encode
 
 router = APIRouter()
 MAX_ID = 200
 Matrix = list[list[float]]
 
 
-class FlowRequest(BaseModel):
+class FlowRequest(RequestBody):
     model: str = Field(max_length=MAX_ID, description="model id from GET /api/models")
     text: str = Field(max_length=MAX_TEXT_CHARS)
     layer: int = Field(0, ge=0, le=10_000)
@@ -40,20 +41,20 @@ class FlowRequest(BaseModel):
     head: int | None = Field(None, ge=0, le=10_000, description="head shown in detail (default: largest share)")
 
 
-class ToyRequest(BaseModel):
+class ToyRequest(RequestBody):
     text: str = Field(max_length=400, description="a few of the toy's words")
     w_q: Matrix = Field(max_length=len(toy.DIMS), description="W_Q of one head: 8 rows x 4 numbers")
     w_k: Matrix = Field(max_length=len(toy.DIMS), description="W_K of one head: 8 rows x 4 numbers")
     query: int = Field(1, ge=0, le=100)
 
 
-class NeighboursRequest(BaseModel):
+class NeighboursRequest(RequestBody):
     model: str = Field(max_length=MAX_ID)
     text: str = Field(max_length=200, description="a word (its first token is looked up)")
     k: int = Field(10, ge=1, le=meanings.MAX_NEIGHBOURS)
 
 
-class SentencesRequest(BaseModel):
+class SentencesRequest(RequestBody):
     model: str = Field("minilm", max_length=MAX_ID)
     sentences: list[Annotated[str, Field(max_length=2_000)]] | None = Field(None, max_length=meanings.MAX_SENTENCES,
                                         description="2 to 8 sentences (default: paraphrase pairs + unrelated)")
@@ -112,7 +113,7 @@ async def sentences(req: SentencesRequest, request: Request):
     return await _run(request, lambda: meanings.sentence_similarity(registry.get(req.model), req.sentences))
 
 
-# ----------------------------------------------------------------------------- interventions (issue 22, 2.2-2.8)
+# ---------------------------------------------------------------------------------------------- interventions
 MAX_EXPERIMENT_CHARS = 1_000  # a sentence to experiment on; the sweeps cost one forward per head or cell
 MAX_EXPERIMENT_TOKENS = 64
 MAX_HEAD_PAIRS = 1_024
@@ -125,7 +126,7 @@ Target = Annotated[int | None, Field(None, ge=0, le=10_000_000, description="tok
                                                                              "model's top prediction)")]
 
 
-class AblationRequest(BaseModel):
+class AblationRequest(RequestBody):
     model: str = Field(max_length=MAX_ID)
     text: ExperimentText
     heads: list[Annotated[list[int], Field(min_length=2, max_length=2)]] = Field(
@@ -135,7 +136,7 @@ class AblationRequest(BaseModel):
     target: Target = None
 
 
-class SweepRequest(BaseModel):
+class SweepRequest(RequestBody):
     model: str = Field(max_length=MAX_ID)
     text: ExperimentText
     mode: Literal["zero", "mean"] = "zero"
@@ -145,7 +146,7 @@ class SweepRequest(BaseModel):
                             "/api/experiments/cancel with it stops the sweep")
 
 
-class PatchRequest(BaseModel):
+class PatchRequest(RequestBody):
     model: str = Field(max_length=MAX_ID)
     clean: ExperimentText
     corrupted: ExperimentText
@@ -155,14 +156,14 @@ class PatchRequest(BaseModel):
     job: str | None = Field(None, pattern=JOB_ID)
 
 
-class LensRequest(BaseModel):
+class LensRequest(RequestBody):
     model: str = Field(max_length=MAX_ID)
     text: ExperimentText
     position: Position = None
     k: int = Field(experiments.TOP, ge=1, le=20)
 
 
-class AttentionAblationRequest(BaseModel):
+class AttentionAblationRequest(RequestBody):
     model: str = Field(max_length=MAX_ID)
     text: ExperimentText
     layer: int = Field(0, ge=0, le=10_000)
@@ -171,7 +172,7 @@ class AttentionAblationRequest(BaseModel):
     target: Target = None
 
 
-class CancelRequest(BaseModel):
+class CancelRequest(RequestBody):
     job: str = Field(pattern=JOB_ID)
 
 

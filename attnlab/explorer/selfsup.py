@@ -15,6 +15,7 @@ from attnlab.explorer.common import (
     _special_flags,
     _text_model,
     _token_text,
+    a_an,
     encode,
 )
 from attnlab.explorer.registry import Loaded
@@ -29,7 +30,7 @@ MLM_MODELS = ("minilm-mlm (MiniLM with a trained MLM head), bert-mlm, or a BERT-
 def _mlm_check(lm: Loaded):
     cfg = _text_model(lm)
     if cfg.topology != "encoder" or cfg.head != "lm":
-        raise InputError(f"model {lm.id!r} is a {cfg.topology} with head={cfg.head!r}; masked-token predictions "
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)} with head={cfg.head!r}; masked-token predictions "
                          f"need an encoder with an MLM head: {MLM_MODELS}")
     if lm.tokenizer is None or lm.tokenizer.mask_id is None:
         raise InputError(f"model {lm.id!r} has no tokenizer with a [MASK] token")
@@ -118,7 +119,7 @@ def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
     """Every position's next-token prediction (top 5) and its loss -log p(actual next token)."""
     cfg = _text_model(lm)
     if cfg.topology != "decoder":
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; next-token predictions need a decoder")
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; next-token predictions need a decoder")
     ids, tokens = encode(lm, text)
     with torch.no_grad():
         logits = lm.model(torch.tensor([ids])).logits[0]

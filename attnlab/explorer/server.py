@@ -1,7 +1,8 @@
 """The explorer's HTTP face: a FastAPI app over explorer.api, plus the static page served from the package.
 
 Every endpoint is a thin adapter: parse the request, ask the registry for the model by id, call the pure
-function in api.py, return its dict. Errors become answers, never crashes: unknown model/layer/head -> 404,
+function in api.py, return its dict. Errors become answers, never crashes: unknown model/layer/head -> 404
+(the Experiments views: a layer, head or position the model or text lacks -> 422 naming its range),
 a model that cannot be loaded -> 503, bad input (text beyond the limit, non-images, numbers the model cannot
 use, ...) -> 400, malformed JSON or a value outside its allowed range -> 422, oversize bodies -> 413, a body
 that does not arrive in time -> 408, a foreign Host or a cross-origin POST -> 403; each with a
@@ -37,12 +38,12 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import api, images, lessons, sessions
-from attnlab.explorer.common import shown
+from attnlab.explorer.common import OutOfRange, RequestBody, a_an, shown
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
 from attnlab.explorer.routes_experiments import router as experiments_router
 from attnlab.threads import allowed_cores, check_threads, using_threads
@@ -85,7 +86,7 @@ def _int(name: str, default: int, **kw) -> Any:
     return Field(default, ge=lo, le=hi, **kw)
 
 
-class TextRequest(BaseModel):
+class TextRequest(RequestBody):
     model: str = Field(max_length=MAX_ID_CHARS, description="model id from GET /api/models")
     text: str = Field(max_length=api.MAX_TEXT_CHARS, description="the sentence to run")
 
@@ -117,7 +118,7 @@ class MLMRequest(TextRequest):
                                                    description="positions, or {position, action, token_id}")
 
 
-class VisionRequest(BaseModel):
+class VisionRequest(RequestBody):
     model: str = Field(max_length=MAX_ID_CHARS)
     image: dict[str, Any] = Field(description='{"mnist": i} | {"photo": name} | {"upload": base64 PNG/JPEG}')
     layer: int = _int("layer", 0)
@@ -125,7 +126,7 @@ class VisionRequest(BaseModel):
     patch: int = _int("patch", 0, description="token index: 0 = [CLS], 1.. = patches in raster order")
 
 
-class GenerateRequest(BaseModel):
+class GenerateRequest(RequestBody):
     model: str = Field(max_length=MAX_ID_CHARS)
     prompt: str = Field(max_length=api.MAX_TEXT_CHARS)
     generated: list[int] = Field(default_factory=list, max_length=api.MAX_TOKENS,
@@ -180,6 +181,54 @@ class _Stop:
         if time.monotonic() > self.deadline:
             raise Stopped(f"the measurement stopped after its {self.seconds:g} s limit (the machine is busy or "
                           "the model is large); the analytic figures need no measurement")
+
+
+def _bounds(metadata: list) -> tuple[float | None, float | None]:
+    """(lowest, highest) allowed by a field's annotated_types constraints: Ge/Le as they are, Gt/Lt on integers
+    as the next integer in; a strict bound on a float has no such figure (None: the plain message is kept)."""
+    lo = hi = None
+    for c in metadata:
+        strict = getattr(c, "gt", getattr(c, "lt", None))
+        if strict is not None and not isinstance(strict, int):
+            return None, None
+        lo = c.ge if hasattr(c, "ge") else c.gt + 1 if hasattr(c, "gt") else lo
+        hi = c.le if hasattr(c, "le") else c.lt - 1 if hasattr(c, "lt") else hi
+    return lo, hi
+
+
+def _enforced_range(request: Request, loc: list[str]) -> tuple[float, float] | None:
+    """The range the matched route enforces on the field at `loc` (["path", "head"], ["body", "layer"]): its own
+    schema, so GET /api/experiments/toy/4 names the toy's 0..3, not a shared ceiling. None when not found."""
+    route = request.scope.get("route")
+    dependant = getattr(route, "dependant", None)
+    if dependant is None or len(loc) != 2:
+        return None
+    where, name = loc
+    if where in ("path", "query"):
+        params = dependant.path_params if where == "path" else dependant.query_params
+        metadata = next((p.field_info.metadata for p in params if p.alias == name), None)
+    else:
+        schema = getattr(getattr(route, "body_field", None), "field_info", None)
+        fields = getattr(getattr(schema, "annotation", None), "model_fields", {})
+        metadata = fields[name].metadata if name in fields else None
+    lo, hi = _bounds(metadata or [])
+    return None if lo is None or hi is None else (lo, hi)
+
+
+def _error_text(request: Request, err: dict) -> str:
+    """One validation error as "where: what is allowed" (a value outside its range names the range enforced)."""
+    full = [str(x) for x in err.get("loc", ())]
+    loc = full[1:] if full[:1] in (["body"], ["query"], ["path"]) else full  # where it came from; a field
+    loc = [x for x in loc if x not in ("int", "str", "float")]  # may be named "query" (the lessons')
+    where = ".".join(loc) or "body"
+    if not err.get("type", "").startswith(("greater", "less")):
+        return f"{where}: {err.get('msg')}"
+    name = "cost_n" if loc == ["n"] and request.url.path.startswith("/api/cost/") else loc[-1] if loc else ""
+    bounds = _enforced_range(request, full) or LIMITS.get(name)
+    if bounds is None:
+        return f"{where}: {err.get('msg')}"
+    value = err.get("input")
+    return f"{where}={value[:40] if isinstance(value, str) else shown(value)}: allowed {bounds[0]}..{bounds[1]}"
 
 
 def _encode(result: Any) -> bytes:
@@ -406,21 +455,13 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
     async def _bad_input(request, exc):
         return _answer(400, str(exc))
 
+    @app.exception_handler(OutOfRange)
+    async def _out_of_range(request, exc):
+        return _answer(422, str(exc))
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request, exc):
-        parts = []
-        for err in exc.errors():
-            loc = [str(x) for x in err.get("loc", ())]
-            loc = loc[1:] if loc[:1] in (["body"], ["query"], ["path"]) else loc  # where it came from; a field
-            loc = [x for x in loc if x not in ("int", "str", "float")]  # may be named "query" (the lessons')
-            where = ".".join(loc) or "body"
-            text = f"{where}: {err.get('msg')}"
-            name = "cost_n" if loc == ["n"] and request.url.path.startswith("/api/cost/") else loc[-1] if loc else ""
-            if name in LIMITS and err.get("type", "").startswith(("greater", "less")):
-                lo, hi = LIMITS[name]
-                value = err.get("input")
-                text = f"{where}={value[:40] if isinstance(value, str) else shown(value)}: allowed {lo}..{hi}"
-            parts.append(text)
+        parts = [_error_text(request, err) for err in exc.errors()]
         return _answer(422, "malformed request: " + "; ".join(parts))
 
     def get(model_id: str):
@@ -485,7 +526,8 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
         def work():
             lm = get(req.model)
             if lm.model.config.topology != "vit":
-                raise AttnlabError(f"model {req.model!r} is a {lm.model.config.topology}; the Vision tab needs a ViT")
+                raise AttnlabError(f"model {req.model!r} is {a_an(lm.model.config.topology)}; the Vision tab needs "
+                                   "a ViT")
             pixels, grey = images.to_pixels(lm.model.config, req.image)
             out = api.vision(lm, pixels, req.layer, req.head, req.patch)
             out["pixels"] = grey

@@ -13,12 +13,13 @@ from a path in a request; they are read bounded and as data only.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
 
 from attnlab.errors import CheckpointError, InputError
-from attnlab.explorer.common import _check_index
+from attnlab.explorer.common import check_range
 from attnlab.explorer.registry import Entry, UnknownItem
 from attnlab.files import read_text
 from attnlab.training import probe
@@ -33,23 +34,50 @@ _PARSED_LOCK = threading.Lock()
 _PARSED_MAX = 2
 
 
+def run_file(entry: Entry, folder: Path, name: str, what: str) -> Path | None:
+    """folder/name when it is a regular file of the run folder; None when there is none. A link that leads outside
+    the folder (to /etc/passwd, to another user's file) or cannot be followed raises InputError, as `latest` is
+    refused (attnlab.storage.latest_step): what it leads to is never read, and the message never names it."""
+    path = folder / name
+    if not os.path.lexists(path):
+        return None
+    try:
+        home, target = folder.resolve(), path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        raise InputError(f"the {what} of model {entry.id!r} ({name}) is a link that cannot be followed (a loop?): "
+                         "refused") from None
+    if target == home or not target.is_relative_to(home):
+        raise InputError(f"the {what} of model {entry.id!r} ({name}) leads outside its run folder (a link to "
+                         f"another place): refused; {name} must be a file of the run folder")
+    return path if path.is_file() else None
+
+
 def probe_path(entry: Entry) -> Path | None:
-    """OUT/probe.jsonl of the run folder the entry names (or of the run holding the step folder it names)."""
+    """OUT/probe.jsonl of the run folder the entry names (or of the run holding the step folder it names); None
+    without one. InputError for a probe.jsonl that is a link leading outside that folder."""
     source = entry.source
     if entry.kind != "path" or source is None:
         return None
     for folder in (source, source.parent):
-        candidate = folder / probe.PROBE_NAME
-        if candidate.is_file():
+        candidate = run_file(entry, folder, probe.PROBE_NAME, "training probe")
+        if candidate is not None:
             return candidate
         if not source.name.startswith("step-"):
             break
     return None
 
 
+def _has_probe(entry: Entry) -> bool:
+    """Whether the entry is offered on the timeline page: a refused (linked-out) probe is not."""
+    try:
+        return probe_path(entry) is not None
+    except InputError:
+        return False
+
+
 def runs(entries: list[Entry]) -> list[dict[str, Any]]:
     """The models on offer that come with a training probe: [{id, label}]."""
-    return [{"id": e.id, "label": e.label} for e in entries if probe_path(e) is not None]
+    return [{"id": e.id, "label": e.label} for e in entries if _has_probe(e)]
 
 
 def previous_token_score(weights: list[list[float]]) -> float:
@@ -58,10 +86,11 @@ def previous_token_score(weights: list[list[float]]) -> float:
     return sum(weights[i][i - 1] for i in range(1, n)) / max(1, n - 1)
 
 
-def _loss_curve(folder: Path) -> list[dict[str, float]]:
-    """(step, loss, val_loss when evaluated) from metrics.jsonl, thinned to MAX_CURVE_POINTS; [] without one."""
-    path = folder / "metrics.jsonl"
-    if not path.is_file():
+def _loss_curve(entry: Entry, folder: Path) -> list[dict[str, float]]:
+    """(step, loss, val_loss when evaluated) from metrics.jsonl, thinned to MAX_CURVE_POINTS; [] without one.
+    InputError for a metrics.jsonl that is a link leading outside the run folder."""
+    path = run_file(entry, folder, "metrics.jsonl", "training metrics")
+    if path is None:
         return []
     points = []
     for line in read_text(path, limit=METRICS_LIMIT, what="training metrics").splitlines():
@@ -121,8 +150,8 @@ def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str,
     if head is None:
         layer, head = max(((i, h) for i in range(n_layers) for h in range(n_heads)),
                           key=lambda ih: scores[ih[0]][ih[1]][-1])
-    layer = _check_index("layer", layer, n_layers)
-    head = _check_index("head", head, n_heads)
+    layer = check_range("layer", layer, n_layers)
+    head = check_range("head", head, n_heads)
     for line in lines:
         w = line["weights"]
         if len(w) != n_layers or len(w[layer]) != n_heads or len(w[layer][head]) != n:
@@ -132,4 +161,4 @@ def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str,
             "n_layers": n_layers, "n_heads": n_heads, "layer": layer, "head": head,
             "steps": [line["step"] for line in lines], "probe_loss": [line.get("loss") for line in lines],
             "weights": [line["weights"][layer][head] for line in lines],  # (steps, n, n)
-            "previous_token": scores, "curve": _loss_curve(path.parent)}
+            "previous_token": scores, "curve": _loss_curve(entry, path.parent)}

@@ -13,6 +13,7 @@ from attnlab.explorer.common import (
     _check_index,
     _config,
     _round,
+    a_an,
 )
 from attnlab.explorer.registry import Loaded
 from attnlab.recording import capture
@@ -22,7 +23,7 @@ from attnlab.recording import capture
 def _vit_check(lm: Loaded):
     cfg = _config(lm)
     if cfg.topology != "vit":
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; the Vision tab needs a vision transformer")
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; the Vision tab needs a vision transformer")
     return cfg
 
 

@@ -162,7 +162,7 @@ def test_models_that_predict_no_tokens_and_bad_positions_are_refused(decoder, ml
         ex.ablation(mlm, "the cat sat", [[0, 0]])
     with pytest.raises(InputError, match="position 40 does not exist"):
         ex.ablation(decoder, "the cat", [[0, 0]], position=40)
-    with pytest.raises(InputError, match=r"head index \(n_heads=4\)"):
+    with pytest.raises(InputError, match=r"head 9 does not exist: this model has 4 \(heads 0..3\)"):
         ex.ablation(decoder, "the cat", [[0, 9]])
     with pytest.raises(InputError, match="list of \\[layer, head\\] pairs"):
         ex.ablation(decoder, "the cat", [])

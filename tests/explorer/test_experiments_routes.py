@@ -106,11 +106,11 @@ def test_bad_input_is_one_clear_4xx_that_names_what_is_allowed(client):
 
     assert "models offered: toy, path" in detail("/api/experiments/ablation", {"model": "nope", "text": "a",
                                                                     "heads": [[0, 0]]}, 404)
-    assert "n_heads=4" in detail("/api/experiments/ablation", {"model": "path", "text": "ab", "heads": [[0, 9]]}, 400)
+    assert "heads 0..3" in detail("/api/experiments/ablation", {"model": "path", "text": "ab", "heads": [[0, 9]]}, 422)
     assert "layer 5 does not exist" in detail("/api/experiments/attention-ablation",
-                                              {"model": "path", "text": "ab", "layer": 5}, 404)
+                                              {"model": "path", "text": "ab", "layer": 5}, 422)
     assert "position 7 does not exist" in detail("/api/experiments/logit-lens",
-                                                 {"model": "path", "text": "ab", "position": 7}, 404)
+                                                 {"model": "path", "text": "ab", "position": 7}, 422)
     long = "x" * 100
     msg = detail("/api/experiments/logit-lens", {"model": "path", "text": long}, 400)
     assert f"at most {routes_experiments.MAX_EXPERIMENT_TOKENS}" in msg and long not in msg

@@ -23,7 +23,7 @@ def test_flow_route_equals_the_function(client):
     assert r.status_code == 200
     assert r.json() == attention_flow(client.registry.get("path"), "abcdef", 1, 3)
     bad = client.post("/api/experiments/flow", json={"model": "path", "text": "abc", "layer": 99})
-    assert bad.status_code == 404 and "layer 99 does not exist" in bad.json()["detail"]
+    assert bad.status_code == 422 and "layer 99 does not exist" in bad.json()["detail"]
     assert client.post("/api/experiments/flow", json={"model": "nope", "text": "a"}).status_code == 404
 
 

@@ -7,14 +7,26 @@ export function predictsTokens(info) {
   return !!info && (info.topology === "decoder" || info.has_mlm);
 }
 
+// The four intervention views share one explanation: the first of them on the page gets it with the buttons to
+// switch model, the others one line pointing up to it (the same paragraph four times was noise).
 export function notForThisModel(box, ctx) {
+  const page = box.parentNode;
+  const first = page && page.querySelector(".not-for-model");
+  if (first) {
+    const title = first.closest("section")?.querySelector("h2")?.textContent || "the first experiment above";
+    box.append(el("p", { class: "help not-for-model-ref" }, `Not for this model either: see “${title}” above.`));
+    return;
+  }
   const fits = (ctx.models || []).filter((m) => m.available && ["gpt-char", "smollm2", "minilm-mlm", "bert-mlm"]
     .includes(m.id));
-  box.append(notice("This experiment needs a model that predicts tokens: a decoder (SmolLM2, gpt-char) or an " +
-    "encoder with a masked-word head (minilm-mlm, bert-mlm). " + (ctx.info ? `The selected model is a ` +
-    `${ctx.info.topology} without one.` : ""), "warn"),
+  const topology = ctx.info ? ctx.info.topology : "";
+  const article = /^[aeiou]/i.test(topology) ? "an" : "a";
+  box.append(el("div", { class: "not-for-model" }, notice("These experiments (ablate, patch, logit lens, attention " +
+    "vs ablation) need a model that predicts tokens: a decoder (SmolLM2, gpt-char) or an encoder with a " +
+    "masked-word head (minilm-mlm, bert-mlm). " + (ctx.info ? `The selected model is ${article} ${topology} ` +
+    "without one." : ""), "warn"),
   fits.length ? el("div", { class: "controls" }, "Switch to: ", fits.map((m) => el("button", { type: "button",
-    class: "switch-model", onclick: () => ctx.navigate({ model: m.id }) }, m.label))) : "");
+    class: "switch-model", onclick: () => ctx.navigate({ model: m.id }) }, m.label))) : ""));
 }
 
 // [clean, corrupted]: sentences of the same token count whose answers differ (checked in the tests)
