@@ -1,7 +1,8 @@
-"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser]`: start the explorer and open it.
+"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser] [--device D]`: start the explorer and open it.
 
 Everything that can be refused is refused before the address is printed: a PATH that does not exist or is not
-a model, a port outside 1..65535, and an address that is already taken (checked by binding it once).
+a model, a port outside 1..65535, a --device this machine lacks, and an address that is already taken (checked by
+binding it once).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ def add_arguments(p) -> None:
                    help="torch threads per model request: a positive integer, or auto (default: the cores this "
                         "process may use divided by the requests that may run at once; the same for every "
                         "request, so an answer never depends on the load)")
+    p.add_argument("--device", default="auto",
+                   help="where the models generate: auto (default: cuda when torch sees a GPU, else cpu), cpu, cuda "
+                        "or cuda:N; the other views read a CPU copy; the start-up line names it")
     quantizing.add_argument(p)  # applied to every model served but the hand-set toy
 
 
@@ -105,6 +109,13 @@ def served(entries: list[dict]) -> list[str]:
     return lines
 
 
+def where(device) -> str:
+    """The banner's words for --device: on a GPU only generation runs there (the other views read CPU tensors)."""
+    if device.type == "cpu":
+        return "device cpu"
+    return f"generation on {device}, the other views on cpu"
+
+
 def run(args) -> int:
     from attnlab.threads import check_threads
 
@@ -114,6 +125,9 @@ def run(args) -> int:
     args.paths = named_paths(args.paths)
     check_paths(args.paths)
     quantizing.check(args.quantize)
+    from attnlab.devices import resolve_device
+
+    device = resolve_device(args.device, "--device")  # cuda without CUDA is refused before the banner
     check_address(args.host, args.port)
     import threading
     import webbrowser
@@ -121,13 +135,13 @@ def run(args) -> int:
     from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 
-    registry = build_registry(args.paths, quantize=args.quantize)
+    registry = build_registry(args.paths, quantize=args.quantize, device=device)
     # requests must name this host (or localhost): no DNS rebinding
     app = create_app(registry, host=args.host, threads=threads)
     host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
     url = f"http://{host}:{args.port}/"
-    print(f"attnlab explorer: {url}  (Ctrl-C stops it)\nmodels served:", flush=True)
+    print(f"attnlab explorer: {url}  ({where(device)}; Ctrl-C stops it)\nmodels served:", flush=True)
     print("\n".join(served(registry.list())), flush=True)
     if not args.no_browser and not _has_desktop():
         print("no graphical display found: open the address above in a browser", flush=True)

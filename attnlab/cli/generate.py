@@ -57,6 +57,9 @@ def add_arguments(p) -> None:
     p.add_argument("--compile", action="store_true",
                    help="decoders: run each new token through torch.compile's graph of the model's forward (the "
                         "first one compiles for a minute or more; faster from then on, e.g. a quantized GGUF)")
+    p.add_argument("--device", default="auto",
+                   help="where the model runs: auto (default: cuda when torch sees a GPU, else cpu), cpu, cuda or "
+                        "cuda:N; the summary line names it")
     quantizing.add_argument(p)
 
 
@@ -83,6 +86,9 @@ def check_options(args) -> None:
 
     args.threads = check_threads(args.threads, "--threads")  # N, or None for auto / 0
     quantizing.check(args.quantize)
+    from attnlab.devices import resolve_device
+
+    args.device = resolve_device(args.device, "--device")  # a torch.device; cuda without CUDA is refused here
 
 
 def _load(spec: str):
@@ -168,7 +174,7 @@ def run(args) -> int:
     if args.quantize != "none" and quantizing.already_quantized(model):
         print(f"[{args.model} is stored quantized (its own blocks are kept): --quantize {args.quantize} leaves it "
               "as it is]", file=sys.stderr, flush=True)
-    model = quantizing.apply(model, args.quantize)
+    model = quantizing.apply(model, args.quantize).to(args.device)  # generate puts the prompt where the model is
     ids = prompt_ids(args, tokenizer, model.config.vocab_size)
     max_new_tokens, sliding, note = plan_length(model.config, len(ids), args.max_new_tokens)
     if note:
@@ -202,7 +208,7 @@ def run(args) -> int:
         n = len(produced)
     seconds = time.perf_counter() - started
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
-          f"torch {torch.__version__}]", file=sys.stderr)
+          f"device {args.device}, torch {torch.__version__}]", file=sys.stderr)
     return 0
 
 

@@ -14,6 +14,7 @@ from attnlab.explorer.common import (
     _round,
     _text_model,
     _token_text,
+    a_an,
     encode,
     token_limit,
     token_texts,
@@ -61,9 +62,21 @@ def _timed(fn, repeats: int = 3) -> tuple[Any, float]:
     best, result = float("inf"), None
     for _ in range(repeats):
         t0 = time.perf_counter()
-        result = fn()
+        result = _finished(fn())
         best = min(best, time.perf_counter() - t0)
     return result, best * 1000
+
+
+def _device(model) -> torch.device:
+    """Where the model's weights are: its inputs are made there."""
+    return next(model.parameters()).device
+
+
+def _finished(t: torch.Tensor) -> torch.Tensor:
+    """`t` once its device has computed it: a GPU returns before its kernels run, and a step is timed to its end."""
+    if t.is_cuda:
+        torch.cuda.synchronize(t.device)
+    return t
 
 
 def _sequence_forward(model, ids: list[int], cache, enc_dec: bool, encoder_hidden) -> torch.Tensor:
@@ -71,7 +84,7 @@ def _sequence_forward(model, ids: list[int], cache, enc_dec: bool, encoder_hidde
 
     Only the model's own forward with a KVCache: positions follow from cache.length. An encoder-decoder reads
     the encoder output until its cross-attention keys and values are cached (the first call)."""
-    x = torch.tensor([ids])
+    x = torch.tensor([ids], device=_device(model))  # (1, new)
     if enc_dec:
         cross_cached = cache.cross is not None and cache.cross[0].k is not None
         return model.decode(x, None if cross_cached else encoder_hidden, cache=cache, last_only=True)[1][0, -1]
@@ -188,12 +201,12 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     """
     cfg = _text_model(lm)
     if cfg.topology not in ("decoder", "encoder-decoder"):
-        raise InputError(f"model {lm.id!r} is a {cfg.topology}; generation needs a decoder or an encoder-decoder")
+        raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; generation needs a decoder or an encoder-decoder")
     _check_settings(temperature, top_k, top_p, seed)
     generated = list(generated or [])
     for t in generated:
         _check_index("generated token id", t, cfg.vocab_size)
-    model = lm.model
+    model = lm.device_model  # the CPU model, or its copy on `attnlab explore --device`
     source, _ = encode(lm, prompt)
     enc_dec = cfg.topology == "encoder-decoder"
     if enc_dec:
@@ -213,7 +226,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     names = [f"decoder.blocks.{i}.cross_attn.weights" for i in range(cfg.decoder_layers)] if enc_dec else []
     with state.lock, torch.no_grad():
         if enc_dec and state.encoder_hidden is None:
-            state.encoder_hidden = model.encode(torch.tensor([source]))
+            state.encoder_hidden = model.encode(torch.tensor([source], device=_device(model)))
         enc = state.encoder_hidden
         try:
             held = state.seq if state.cache is not None else []
@@ -230,7 +243,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
             for _ in range(repeats):
                 _truncate(cache, len(seq) - 1)
                 t0 = time.perf_counter()
-                logits = _sequence_forward(model, seq[-1:], cache, enc_dec, enc)
+                logits = _finished(_sequence_forward(model, seq[-1:], cache, enc_dec, enc))
                 best = min(best, time.perf_counter() - t0)
             if enc_dec:  # the new token's cross-attention, recorded on one more cached run of it
                 _truncate(cache, len(seq) - 1)
@@ -244,7 +257,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
         positions, entries, nbytes, n_layers = cache.length, cache.entries, cache.nbytes, len(cache.layers)
         ms_full, matches, difference, tolerance = None, None, None, None
         if compare:
-            x = torch.tensor([seq])
+            x = torch.tensor([seq], device=_device(model))
 
             def full():
                 if enc_dec:
@@ -255,6 +268,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
             difference = float((logits_full - logits).abs().max())
             tolerance = cache_tolerance(model, logits_full)
             matches = difference <= tolerance
+    logits = logits.cpu()  # sampled with a CPU generator: the same seed picks the same token on every device
     if not bool(torch.isfinite(logits).all()):
         raise InputError(f"model {lm.id!r} gives logits that are not finite (NaN or infinity) for this prompt: its "
                          "weights are probably damaged, so there is nothing to sample from")

@@ -34,7 +34,11 @@ class ModelUnavailable(AttnlabError):
 
 @dataclass
 class Loaded:
-    """A model ready for the api functions: the nn.Module, its tokenizer (or None) and how to label it."""
+    """A model ready for the api functions: the nn.Module, its tokenizer (or None) and how to label it.
+
+    `model` is on the CPU: the views build their inputs there and read their results with .numpy() and friends.
+    `device_model` is what generation runs: the same module on the CPU, or a copy on `attnlab explore --device`'s
+    GPU (decoders and encoder-decoders only: the other topologies cannot generate)."""
 
     id: str
     label: str
@@ -42,6 +46,11 @@ class Loaded:
     tokenizer: Any = None
     kind: str = "path"
     illustration: bool = False
+    device_model: Any = None
+
+    def __post_init__(self) -> None:
+        if self.device_model is None:
+            self.device_model = self.model
 
 
 @dataclass
@@ -72,9 +81,10 @@ class Entry:
 
 
 class Registry:
-    def __init__(self, entries: list[Entry], quantize: str | None = None):
+    def __init__(self, entries: list[Entry], quantize: str | None = None, device=None):
         self.entries = {e.id: e for e in entries}
         self.quantize = None if quantize == "none" else quantize  # applied by _load to the models from files
+        self.device = device  # a torch.device for generation (None: the CPU), given by `attnlab explore --device`
 
     def list(self) -> list[dict[str, Any]]:
         return [e.describe() for e in self.entries.values()]
@@ -98,7 +108,7 @@ class Registry:
                 if entry._error:
                     raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}")
                 try:
-                    entry._loaded = _load(entry, self.quantize)
+                    entry._loaded = _on_device(_load(entry, self.quantize), self.device)
                 except Exception as exc:  # a broken file must not take the server down
                     entry._error = _without_paths(f"{type(exc).__name__}: {exc}", entry.source)
                     raise ModelUnavailable(f"model {model_id!r} failed to load: {entry._error}") from None
@@ -143,6 +153,17 @@ def _kernels_run() -> bool:
     from attnlab.layers import int4_kernel, q8_0_kernel
 
     return int4_kernel.available() and q8_0_kernel.available()
+
+
+def _on_device(loaded: Loaded, device) -> Loaded:
+    """`loaded` with a copy of its model on `device` for generation, when that is not the CPU and the model can
+    generate; the CPU model stays for every other view (they build CPU tensors and read results as CPU data)."""
+    import copy
+
+    if device is None or device.type == "cpu" or loaded.model.config.topology not in ("decoder", "encoder-decoder"):
+        return loaded
+    loaded.device_model = copy.deepcopy(loaded.model).to(device)  # (the CPU one is left as it is)
+    return loaded
 
 
 def _load(entry: Entry, quantize: str | None = None) -> Loaded:
@@ -219,10 +240,11 @@ def _missing_base(folder: Path) -> str | None:
 
 
 def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretrained: bool = True,
-                   quantize: str | None = None) -> Registry:
+                   quantize: str | None = None, device=None) -> Registry:
     """The models on offer: toy, shipped recipes, installed pretrained packages, then `paths` in order; with
     `quantize` ("int8", "int4"; None or "none": as loaded), every one but the toy (its few weights are set by hand,
-    to be read) is quantized when it loads, and its label says so (`attnlab explore --quantize`)."""
+    to be read) is quantized when it loads, and its label says so (`attnlab explore --quantize`). `device` (a
+    torch.device, from attnlab.devices.resolve_device; None: the CPU) is where the models generate."""
     from attnlab.quantize_options import check
 
     quantize = None if quantize in (None, "none") else quantize
@@ -256,4 +278,4 @@ def build_registry(paths: list[str | Path] = (), *, shipped: bool = True, pretra
     if quantize is not None:
         for entry in entries[1:]:  # entries[0] is the toy
             entry.label += f" · {quantize} weights"
-    return Registry(entries, quantize)
+    return Registry(entries, quantize, device)
