@@ -49,8 +49,10 @@ RECIPE_KEYS = {
     "val_fraction": "share of the tokens held out for evaluation", "test_fraction": "share held out as the test set",
     "test_size": "examples held out as the test set", "split_seed": "seed of the train/test split",
     "sample_tokens": "tokens of sample text generated at each evaluation (0 = none)",
-    "eval_windows": "windows of seq_len tokens scored at each evaluation",
-    "eval_examples": "examples scored at each evaluation", "val_every": "steps between validation passes",
+    "eval_windows": "validation windows of seq_len tokens scored at each evaluation: the first N of the split, the "
+                    "same each time (0 = the whole split, which on a large corpus takes minutes per evaluation)",
+    "eval_examples": "held-out examples scored at each evaluation: the first N, the same each time (0 = all)",
+    "val_every": "every val_every-th article is held out for evaluation",
     "mask_prob": "share of tokens masked for masked-language modelling (of which 80/10/10 mask/random/kept)",
     "label_smoothing": "cross-entropy label smoothing", "max_number": "largest number in the translation data",
     "languages": "target languages of the translation data", "source_lang": "source language",
@@ -146,13 +148,18 @@ def resume_command(args) -> str:
     return shlex.join([*words, *args.key_values, "--resume"])
 
 
-def _interrupted(args) -> int:
-    """Ctrl-C: where the newest checkpoint is and how to continue from it (rank 0 only), exit status 130."""
+def _interrupted(args, exc: KeyboardInterrupt) -> int:
+    """Ctrl-C: where the newest checkpoint is and how to continue from it, or how much of the data preparation was
+    kept (rank 0 only), exit status 130."""
     if not _main_rank():
         return 130
     from attnlab.training.checkpoint import latest_checkpoint
-    from attnlab.training.run import run_folder
+    from attnlab.training.run import interruption_message, run_folder
 
+    line = interruption_message(exc)
+    if line is not None:
+        print(f"\nattnlab train: {line}", file=sys.stderr)
+        return 130
     out = run_folder(args.recipe, args.out)
     try:
         latest = latest_checkpoint(out) if out.is_dir() else None
@@ -185,8 +192,8 @@ def run(args) -> int:
             overrides["data"] = args.data
         result = run_train(args.recipe, config=args.config, out=args.out, resume=args.resume,
                            overwrite=args.overwrite, overrides=overrides)
-    except KeyboardInterrupt:
-        return _interrupted(args)
+    except KeyboardInterrupt as exc:
+        return _interrupted(args, exc)
     except BaseException:
         if _on_terminal():  # the error line (printed by attnlab.cli) replaces a status line still showing
             sys.stderr.write(CLEAR)

@@ -7,10 +7,12 @@ the tokenizer in bounded batches (`batch_chars`): the tokenizers library spreads
 use (RAYON_NUM_THREADS), and only one batch's Encoding records exist at a time. A character vocabulary (what
 `char_tokenizer` builds) skips the tokenizer: its ids are a table lookup on the code points, >100 MB/s.
 
-`write_ids` appends the ids to one file in shards, each with its sha256 in a small progress file, so an
-interrupted preparation resumes after the last whole shard instead of starting over. It also hashes the text it
-encodes (each shard's, and the whole): a corpus edited between the scan that made the fingerprint and the encode
-is refused, and a shard encoded from other text than what is read now is never resumed.
+`write_ids` appends the ids to one file in shards of one batch (4 Mi characters, ~1.5 s of BPE on one core),
+each recorded with its sha256 as one line appended to a progress file, so an interrupted preparation resumes after
+the last whole shard instead of starting over, losing at most one batch of work; Ctrl-C becomes a
+PreparationInterrupted that says how much of the text was kept. It also hashes the text it encodes (each shard's,
+and the whole): a corpus edited between the scan that made the fingerprint and the encode is refused, and a shard
+encoded from other text than what is read now is never resumed.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from attnlab.errors import InputError
 
 CHUNK_CHARS = 1 << 18  # 256 Ki characters per encode call
 BATCH_CHARS = 1 << 22  # 4 Mi characters per encode_batch: ~100 MB of Encoding records for byte-level BPE
-SHARD_CHARS = 1 << 25  # 32 Mi characters per resumable shard
+SHARD_CHARS = 1 << 22  # 4 Mi characters per resumable shard (one batch): what an interruption may lose
 HARD_LIMIT = 1 << 24  # a text without a newline cut for 16 Mi characters is cut before a space instead
-PROGRESS_FILE = "progress.json"
+PROGRESS_FILE = "progress.json"  # JSON lines: the plan, then one line per shard (appended: linear in the shards)
 
 # after "x\n", before "y" (x, y not whitespace): no pre-tokenizer attnlab builds joins across this point
 _SAFE_CUT = re.compile(r"(?<=\S\n)(?=\S)")
@@ -203,31 +205,77 @@ class StaleProgress(Exception):
     edited during that preparation); the caller starts the encode over."""
 
 
+class PreparationInterrupted(KeyboardInterrupt):
+    """Ctrl-C (any KeyboardInterrupt) while a corpus was being encoded, saying what was kept: `kept` bytes of its
+    text (UTF-8) have their ids written and recorded, so the same preparation started again continues after them;
+    `total`: the text's bytes (None when unknown). Still a KeyboardInterrupt: whatever stops on Ctrl-C stops."""
+
+    def __init__(self, kept: int, total: int | None, corpus: str):
+        super().__init__(kept, total, corpus)
+        self.kept, self.total, self.corpus = kept, total, corpus
+
+    def __str__(self) -> str:
+        if not self.kept:
+            return f"nothing of {self.corpus}{f' ({_amount(self.total)})' if self.total else ''} kept"
+        return f"{_amount(self.kept, self.total)} of {self.corpus} encoded and kept"
+
+
+def _amount(n: int, total: int | None = None) -> str:
+    """'33.3 of 50.1 MB' ('1,280 of 4,975 bytes' under a megabyte); 'n of' left out without a total."""
+    scale, unit = (1e6, "MB") if max(n, total or 0) >= 1e6 else (None, "bytes")
+    show = (lambda b: f"{b / scale:,.1f}") if scale else (lambda b: f"{b:,}")
+    return f"{show(n)} of {show(total)} {unit}" if total is not None else f"{show(n)} {unit}"
+
+
 def _text_bytes(chunk: str) -> bytes:
     return chunk.encode("utf-8", errors="surrogatepass")  # what CorpusScan hashes, so the digests compare
 
 
+def _read_progress(work: Path, plan: dict) -> list[dict]:
+    """The shard records in work's progress file when its first line is `plan` (else []), up to the first line
+    that is not a whole record (one an interruption cut short)."""
+    try:
+        lines = (work / PROGRESS_FILE).read_text().splitlines()
+        header = json.loads(lines[0]) if lines else None
+    except (OSError, ValueError):
+        return []
+    if not isinstance(header, dict) or {k: header.get(k) for k in plan} != plan:
+        return []  # another preparation's, or one written as a single object by an older attnlab
+    records = []
+    for line in lines[1:]:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(record, dict):
+            break
+        records.append(record)
+    return records
+
+
+def _write_progress(work: Path, plan: dict, shards: list[dict]) -> None:
+    """The progress file holding `plan` and `shards` only (atomically): what a resume keeps, and nothing after."""
+    tmp = work / f".{PROGRESS_FILE}.tmp"
+    tmp.write_text("".join(json.dumps(line) + "\n" for line in [plan, *shards]))
+    os.replace(tmp, work / PROGRESS_FILE)
+
+
 def _resume_point(work: Path, plan: dict) -> tuple[list[dict], int]:
     """The shards of an interrupted preparation that are whole and match their checksums, and their bytes."""
-    try:
-        saved = json.loads((work / PROGRESS_FILE).read_text())
-    except (OSError, ValueError):
-        return [], 0
-    if not isinstance(saved, dict) or {k: saved.get(k) for k in plan} != plan:
-        return [], 0
     ids = work / "ids.bin"
     kept, offset = [], 0
     size = ids.stat().st_size if ids.is_file() else 0
-    for shard in saved.get("shards") or []:
+    for shard in _read_progress(work, plan):
         try:
-            length, n_chunks = int(shard["bytes"]), int(shard["chunks"])
-            if not isinstance(shard["text_sha256"], str) or n_chunks <= (kept[-1]["chunks"] if kept else 0):
+            length, n_chunks, n_text = int(shard["bytes"]), int(shard["chunks"]), int(shard["text_bytes"])
+            if not isinstance(shard["text_sha256"], str) or n_chunks <= (kept[-1]["chunks"] if kept else 0) \
+                    or min(length, n_text) < 0:
                 break  # written before shards recorded their text, or chunk counts that do not grow
             if offset + length > size or _sha256_of(ids, offset, length) != shard["sha256"]:
                 break
         except (KeyError, TypeError, ValueError):
             break
-        kept.append({**shard, "bytes": length, "chunks": n_chunks})
+        kept.append({**shard, "bytes": length, "chunks": n_chunks, "text_bytes": n_text})
         offset += length
     return kept, offset
 
@@ -235,7 +283,7 @@ def _resume_point(work: Path, plan: dict) -> tuple[list[dict], int]:
 def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: dict,
               batch_chars: int | None = None, shard_chars: int | None = None,
               on_chunk: Callable[[str], None] | None = None, text_sha256: str | None = None,
-              corpus: str = "the corpus") -> tuple[int, bool]:
+              corpus: str = "the corpus", text_bytes: int | None = None) -> tuple[int, bool]:
     """Encode `chunks` into work/ids.bin shard by shard; returns (n_tokens, resumed).
 
     `plan` (the fingerprint, dtype, chunk size) must match the progress file for its shards to be kept. The
@@ -243,17 +291,19 @@ def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: di
     tokenized again; their text is hashed and compared with the shard's, and StaleProgress is raised (the progress
     file removed) when one differs. `text_sha256`: the sha256 the scan saw (the fingerprint's); when the text
     encoded hashes otherwise, the corpus (named `corpus`) changed during preparation and is refused, since ids of
-    one text would be stored under the fingerprint of another."""
+    one text would be stored under the fingerprint of another. A KeyboardInterrupt comes out as
+    PreparationInterrupted, with the bytes of text the recorded shards cover (of `text_bytes`, the scan's)."""
     batch_chars, shard_chars = batch_chars or BATCH_CHARS, shard_chars or SHARD_CHARS
     work.mkdir(parents=True, exist_ok=True)
     shards, offset = _resume_point(work, plan)
+    _write_progress(work, plan, shards)  # new shards are appended after the kept ones
     ids_path = work / "ids.bin"
     skip = shards[-1]["chunks"] if shards else 0
     itemsize = np.dtype(encoder.dtype).itemsize
     with open(ids_path, "r+b" if ids_path.exists() else "wb") as out:
         out.truncate(offset)
         out.seek(offset)
-        n_chunks, batch, batch_len, shard_chars_seen = 0, [], 0, 0
+        n_chunks, batch, batch_len, shard_chars_seen, shard_text = 0, [], 0, 0, 0
         digest = hashlib.sha256()
         shard_bytes = 0
         text_all, text_shard = hashlib.sha256(), hashlib.sha256()  # of the text read: the whole, this shard's
@@ -270,43 +320,50 @@ def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: di
             batch, batch_len = [], 0
 
         def close_shard():
-            nonlocal digest, shard_bytes, shard_chars_seen, text_shard
+            """Record the shard once its ids are written. No fsync: a resume hashes every shard's ids before
+            keeping it, so ids a crash never let reach the disk are encoded again, and at this grain (a batch) an
+            fsync per shard would cost a fast tokenizer much of its speed."""
+            nonlocal digest, shard_bytes, shard_chars_seen, text_shard, shard_text
             flush_batch()
             out.flush()
-            os.fsync(out.fileno())
-            shards.append({"chunks": n_chunks, "bytes": shard_bytes, "sha256": digest.hexdigest(),
-                           "text_sha256": text_shard.hexdigest()})
-            tmp = work / f".{PROGRESS_FILE}.tmp"
-            tmp.write_text(json.dumps({**plan, "shards": shards}))
-            os.replace(tmp, work / PROGRESS_FILE)
-            digest, shard_bytes, shard_chars_seen, text_shard = hashlib.sha256(), 0, 0, hashlib.sha256()
+            record = {"chunks": n_chunks, "bytes": shard_bytes, "sha256": digest.hexdigest(),
+                      "text_sha256": text_shard.hexdigest(), "text_bytes": shard_text}
+            with open(work / PROGRESS_FILE, "a") as log:
+                log.write(json.dumps(record) + "\n")
+            shards.append(record)
+            digest, shard_bytes, shard_chars_seen, text_shard, shard_text = hashlib.sha256(), 0, 0, \
+                hashlib.sha256(), 0
 
-        for chunk in chunks:
-            n_chunks += 1
-            if on_chunk is not None:
-                on_chunk(chunk)
-            data = _text_bytes(chunk)
-            text_all.update(data)
-            text_shard.update(data)
-            if n_chunks <= skip:
-                if n_chunks == pending["chunks"]:  # the end of a kept shard: was it encoded from this text?
-                    if text_shard.hexdigest() != pending["text_sha256"]:
-                        (work / PROGRESS_FILE).unlink(missing_ok=True)
-                        raise StaleProgress(f"{work}: a kept shard was encoded from other text")
-                    pending, text_shard = next(checking, None), hashlib.sha256()
-                continue
-            batch.append(chunk)
-            batch_len += len(chunk)
-            shard_chars_seen += len(chunk)
-            if batch_len >= batch_chars:
-                flush_batch()
-            if shard_chars_seen >= shard_chars:
+        try:
+            for chunk in chunks:
+                n_chunks += 1
+                if on_chunk is not None:
+                    on_chunk(chunk)
+                data = _text_bytes(chunk)
+                text_all.update(data)
+                text_shard.update(data)
+                if n_chunks <= skip:
+                    if n_chunks == pending["chunks"]:  # the end of a kept shard: was it encoded from this text?
+                        if text_shard.hexdigest() != pending["text_sha256"]:
+                            (work / PROGRESS_FILE).unlink(missing_ok=True)
+                            raise StaleProgress(f"{work}: a kept shard was encoded from other text")
+                        pending, text_shard = next(checking, None), hashlib.sha256()
+                    continue
+                batch.append(chunk)
+                batch_len += len(chunk)
+                shard_chars_seen += len(chunk)
+                shard_text += len(data)
+                if batch_len >= batch_chars:
+                    flush_batch()
+                if shard_chars_seen >= shard_chars:
+                    close_shard()
+            if pending is not None:  # the text ended inside the kept shards: they hold ids of a longer text
+                (work / PROGRESS_FILE).unlink(missing_ok=True)
+                raise StaleProgress(f"{work}: the kept shards cover more text than the corpus holds")
+            if batch or shard_bytes:
                 close_shard()
-        if pending is not None:  # the text ended inside the kept shards: they hold ids of a longer text
-            (work / PROGRESS_FILE).unlink(missing_ok=True)
-            raise StaleProgress(f"{work}: the kept shards cover more text than the corpus holds")
-        if batch or shard_bytes:
-            close_shard()
+        except KeyboardInterrupt:
+            raise PreparationInterrupted(sum(shard["text_bytes"] for shard in shards), text_bytes, corpus) from None
         total_bytes = out.tell()
     if text_sha256 is not None and text_all.hexdigest() != text_sha256:
         (work / PROGRESS_FILE).unlink(missing_ok=True)  # these ids belong to no fingerprint: never resumed
@@ -318,18 +375,19 @@ def write_ids(chunks: Iterator[str], encoder: ChunkEncoder, work: Path, plan: di
 # ------------------------------------------------------------------------------------------------ scanning
 class CorpusScan:
     """One pass over a corpus before it is tokenized: the sha256 of its text (what the token file's fingerprint
-    starts from), its size in characters, and, when asked, the set of its characters (for char_tokenizer).
-    Bad input is found here, before anything is written."""
+    starts from), its size in characters and in UTF-8 bytes, and, when asked, the set of its characters (for
+    char_tokenizer). Bad input is found here, before anything is written."""
 
     def __init__(self, source, chars: bool = False, progress: bool = True):
         self.digest = hashlib.sha256()
-        self.n_chars = 0
+        self.n_chars = self.n_bytes = 0
         seen = np.zeros(0x110000, dtype=bool) if chars else None
         meter = Progress(f"reading {source.path}", source.n_bytes(), enabled=progress)
         for block in source.blocks(meter):
             data = block.encode("utf-8", errors="surrogatepass")
             self.digest.update(data)
             self.n_chars += len(block)
+            self.n_bytes += len(data)
             if seen is not None:
                 if len(data) == len(block):  # ASCII
                     seen[np.frombuffer(data, dtype=np.uint8)] = True

@@ -10,10 +10,11 @@ or stale.
 
 Preparation streams (attnlab.data.streaming): the corpus is read block by block, tokenized in bounded batches and
 appended to disk shard by shard, so memory stays bounded for any corpus size and an interrupted preparation
-resumes. Builds live in a private token store ($ATTNLAB_CACHE_DIR/tokens, default ~/.cache/attnlab/tokens) under
-their fingerprint and are copied into a run's folder, so another run, or another recipe with the same tokenizer
-and split, reuses them; nothing is written to the run's folder until the token file is whole. Copied, never
-hard-linked: a link would let whoever can write the run's folder (a group-shared one) rewrite the store's ids.
+resumes after its last recorded shard (one batch, 4 Mi characters). Builds live in a private token store
+($ATTNLAB_CACHE_DIR/tokens, default ~/.cache/attnlab/tokens) under their fingerprint and are copied into a run's
+folder, so another run, or another recipe with the same tokenizer and split, reuses them; nothing is written to
+the run's folder until the token file is whole. Copied, never hard-linked: a link would let whoever can write the
+run's folder (a group-shared one) rewrite the store's ids.
 A store build records the sha256 of each of its files (meta.json included) in its `.sha256.json`, a dot-file
 no attnlab version ever put into a run's folder (so no old hard link can rewrite it), and it is copied only while
 its bytes hash to those: one that does not (changed since, or built before checksums were kept) is rebuilt.
@@ -132,7 +133,11 @@ def _private_temporary_store(problem: str) -> Path:
                   "folder instead (not reused by later runs)", CacheWarning, stacklevel=4)
     store = Path(tempfile.mkdtemp(prefix="attnlab-tokens-"))  # 0700, a name nobody can guess
     atexit.register(shutil.rmtree, store, ignore_errors=True)
+    _TEMPORARY_STORES.add(store)
     return store
+
+
+_TEMPORARY_STORES: set[Path] = set()  # stores removed at exit: an interrupted build there keeps nothing
 
 
 def _usable_store() -> Path:
@@ -266,7 +271,8 @@ class TokenFile:
         plan = {"fingerprint": key, "dtype": np.dtype(encoder.dtype).name, "chunk_chars": streaming.CHUNK_CHARS,
                 "any_cut": encoder.is_char}
         meter = streaming.Progress(f"tokenizing {source.path}", source.n_bytes(), enabled=progress)
-        expected = dict(text_sha256=scan.digest.hexdigest(), corpus=str(source.path))
+        expected = dict(text_sha256=scan.digest.hexdigest(), corpus=str(source.path),
+                        text_bytes=getattr(scan, "n_bytes", None))
         try:
             chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
             n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan, **expected)
@@ -373,8 +379,13 @@ class TokenFile:
                 warn_cache(f"the token store's build {entry} does not match the sha256 recorded when it was built "
                            "(changed since, or built by an attnlab that kept none); building it again")
                 shutil.rmtree(entry, ignore_errors=True)  # new files, no link to whatever changed the old ones
-            built = cls._build(source, scan, key, tokenizer, entry, store / f".partial-{key}", val_fraction,
-                               progress, checksums=True)
+            try:
+                built = cls._build(source, scan, key, tokenizer, entry, store / f".partial-{key}", val_fraction,
+                                   progress, checksums=True)
+            except streaming.PreparationInterrupted as exc:
+                if store in _TEMPORARY_STORES:  # deleted when this process ends: what was encoded is not kept
+                    exc.kept = 0
+                raise
             built._require(min_tokens or {}, purpose)
             if not _install(entry, directory):
                 raise InputError(f"the token store's build {entry} changed while it was copied to {directory}; "

@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from attnlab.data.streaming import PreparationInterrupted
 from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import ConfigError
 from attnlab.storage import atomic_write
@@ -82,6 +83,15 @@ def check_run_folder(out: Path, *, resume: bool, overwrite: bool) -> Path | None
     return None
 
 
+def interruption_message(exc: BaseException) -> str | None:
+    """What `attnlab train` says when Ctrl-C stopped the data preparation (how much of the corpus was encoded and
+    kept, and that the same command goes on from there); None for an interruption anywhere else."""
+    if not isinstance(exc, PreparationInterrupted):
+        return None
+    then = "continue from there" if exc.kept else "start over"
+    return f"interrupted while preparing the data: {exc}; run the same command again to {then}"
+
+
 def run_train(recipe_name: str, *, config: str | None = None, out: str | None = None, resume: bool = False,
               overwrite: bool = False, overrides: dict[str, Any] | None = None, quiet: bool = False) -> dict[str, Any]:
     """Train a named recipe into `out` (default runs/RECIPE) and return its result (also written to result.json).
@@ -112,8 +122,9 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         # build checks the data covers one batch; text recipes keep their token file in OUT/data. This is the slow
         # part of starting (reading and tokenizing a corpus, building the model): a status line says so meanwhile
         console.status(f"{recipe.name}: preparing the data and building the model ...")
+        # status: a recipe says so when it starts a slow step of its own (training a tokenizer on the corpus)
         task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
-                             "out_dir": str(out_dir)})
+                             "out_dir": str(out_dir), "status": console.status})
         console.clear()
         trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet,
                           console=console)

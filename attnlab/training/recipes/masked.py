@@ -15,7 +15,16 @@ from attnlab.data import tokenizers
 from attnlab.data.collators import MLMCollator
 from attnlab.data.streaming import paragraphs_of
 from attnlab.objectives import mlm_loss
-from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_ids, split_pieces
+from attnlab.training.recipes.base import (
+    Recipe,
+    corpus_source,
+    corpus_token_file,
+    eval_scope,
+    say,
+    scan_corpus,
+    split_ids,
+    split_pieces,
+)
 from attnlab.training.trainer import Task
 
 
@@ -42,8 +51,7 @@ class MaskedLMTask(Task, ClsSepMasking):
         self.p = p
         # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
         # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
-        self.tokenizer = tok = p.get("tokenizer") or tokenizers.train_wordpiece(
-            paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2)
+        self.tokenizer = tok = p.get("tokenizer") or self._train_tokenizer(p, source)
         self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
         # special ids ([PAD] [UNK] [CLS] [SEP] [MASK]) are never selected nor drawn as random replacements
         self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
@@ -61,10 +69,25 @@ class MaskedLMTask(Task, ClsSepMasking):
                              dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
         self.model = build_model(config)
 
+    @staticmethod
+    def _train_tokenizer(p, source):
+        """A WordPiece vocabulary trained on the corpus: a pass over all of it, minutes for a large one, so the run
+        says what it is doing."""
+        say(p, f"bert-mlm: training a {p['vocab_size']:,}-token WordPiece tokenizer on the corpus (once for this run; "
+               "--resume reuses it) ...")
+        tok = tokenizers.train_wordpiece(paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2)
+        say(p, "bert-mlm: tokenizer trained; preparing the data and building the model ...")
+        return tok
+
     @property
     def train_ids(self) -> torch.Tensor:
         """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
         return split_ids(self.data, "train")
+
+    def eval_summary(self) -> str:
+        available = len(self.data.tokens("val")) // self.inner
+        return eval_scope(len(self.val["ids"]), available, "validation windows", "eval_windows",
+                          self.p["eval_windows"])
 
     def train_batch(self, generator, batch_size):
         windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)
@@ -78,7 +101,7 @@ class MaskedLMTask(Task, ClsSepMasking):
         device = next(model.parameters()).device
         correct = total = 0
         loss_sum = 0.0
-        unigram = rest_correct = rest_total = 0
+        unigram = rest_correct = rest_total = scored = 0
         for ids, labels in zip(self.val["ids"].split(64), self.val["labels"].split(64), strict=False):
             logits = model(ids.to(device)).logits.float().cpu()
             sel = labels != -100
@@ -89,6 +112,8 @@ class MaskedLMTask(Task, ClsSepMasking):
             rest = labels[sel] != self.unigram_top  # where the unigram baseline is always wrong
             rest_correct += int((logits[sel].argmax(-1) == labels[sel])[rest].sum())
             rest_total += int(rest.sum())
+            scored += len(ids)
+            self.evaluated(scored, len(self.val["ids"]))
         return {"val_loss": loss_sum / total, "masked_top1": correct / total, "unigram_top1": unigram / total,
                 "masked_top1_other_tokens": rest_correct / max(1, rest_total)}
 

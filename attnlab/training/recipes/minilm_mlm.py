@@ -32,7 +32,7 @@ from attnlab.data.packages import package_folder
 from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
-from attnlab.training.recipes.base import Recipe, paragraphs, read_corpus
+from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus
 from attnlab.training.recipes.masked import ClsSepMasking
 from attnlab.training.trainer import Task
 
@@ -118,7 +118,7 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         if len(self.train_ids) < self.inner + batch_size or len(val_ids) < self.inner:
             raise ConfigError(f"the text gives {len(self.train_ids)} train and {len(val_ids)} held-out tokens; "
                               f"seq_len={p['seq_len']} needs at least {self.inner + batch_size} and {self.inner}")
-        n_val = len(val_ids) // self.inner
+        n_val = self.val_available = len(val_ids) // self.inner
         if p["eval_windows"]:
             n_val = min(n_val, p["eval_windows"])
         windows = val_ids[: n_val * self.inner].view(n_val, self.inner)
@@ -152,10 +152,14 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         logits = self.selected_logits(model, batch["ids"], labels)
         return mlm_loss(logits, labels[labels != -100]), batch["ids"].numel()
 
+    def eval_summary(self) -> str:
+        return eval_scope(len(self.val["ids"]), self.val_available, "held-out windows",
+                          "eval_windows", self.p["eval_windows"])
+
     @torch.no_grad()
     def evaluate(self, model):
         device = next(model.parameters()).device
-        n = top1 = top5 = uni1 = uni5 = 0
+        n = top1 = top5 = uni1 = uni5 = scored = 0
         loss_sum = 0.0
         for ids, labels in zip(self.val["ids"].split(32), self.val["labels"].split(32), strict=False):
             logits = self.selected_logits(model, ids.to(device), labels.to(device)).cpu()
@@ -167,6 +171,8 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
             uni1 += int((target == self.unigram_top5[0]).sum())
             uni5 += int(torch.isin(target, self.unigram_top5).sum())
             n += len(target)
+            scored += len(ids)
+            self.evaluated(scored, len(self.val["ids"]))
         return {"val_loss": loss_sum / n, "masked_top1": top1 / n, "masked_top5": top5 / n,
                 "unigram_top1": uni1 / n, "unigram_top5": uni5 / n, "masked_positions": n}
 

@@ -3,8 +3,9 @@
 The corpus is the CPython documentation unless data=PATH names the user's own text (a file or folder of .txt,
 .txt.gz, .jsonl(.gz) or .parquet with text_field=, or a saved `datasets` folder). It is tokenized once, streaming, into
 OUT/data/ (a memory-mapped TokenFile, reused by --resume); training windows are drawn from the first
-1 - val_fraction of the ids with the trainer's checkpointed generator; the evaluation reads fixed windows of
-the rest and compares with an add-one bigram model counted on the same training ids.
+1 - val_fraction of the ids with the trainer's checkpointed generator; the evaluation reads the first
+eval_windows windows of the rest (the same ones every time; 0 = all of them) and compares with an add-one bigram
+model counted on the same training ids.
 """
 
 from __future__ import annotations
@@ -21,7 +22,17 @@ from attnlab.data.streaming import paragraphs_of
 from attnlab.generation import generate
 from attnlab.objectives import next_token_loss
 from attnlab.storage import atomic_write
-from attnlab.training.recipes.base import Recipe, corpus_source, corpus_token_file, scan_corpus, split_ids, split_pieces
+from attnlab.training.recipes.base import (
+    EVAL_WINDOWS,
+    Recipe,
+    corpus_source,
+    corpus_token_file,
+    eval_scope,
+    say,
+    scan_corpus,
+    split_ids,
+    split_pieces,
+)
 from attnlab.training.trainer import Task
 
 SAMPLE_PROMPTS = ("def ", "The ")
@@ -70,14 +81,21 @@ class CausalLMTask(Task):
         logits = model(batch["inputs"]).logits  # (batch, seq, vocab)
         return next_token_loss(logits, targets), targets.numel()
 
+    def eval_summary(self) -> str:
+        available = max(0, len(self.data.tokens("val")) - 1) // self.p["seq_len"]
+        return eval_scope(len(self.val_windows), available, "validation windows", "eval_windows",
+                          self.p["eval_windows"])
+
     def evaluate(self, model):
         device = next(model.parameters()).device
-        total, count = 0.0, 0
+        total, count, scored = 0.0, 0, 0
         for chunk in self.val_windows.split(self.eval_batch):  # (<=batch_size, seq + 1)
             chunk = chunk.to(device)
             logits = model(chunk[:, :-1]).logits.float()
             total += float(next_token_loss(logits, chunk[:, 1:], reduction="sum"))
             count += chunk[:, 1:].numel()
+            scored += len(chunk)
+            self.evaluated(scored, len(self.val_windows))
         return {"val_loss": total / count, "bigram_val_loss": self.bigram}
 
     def report(self, model, out: Path) -> dict[str, Any]:
@@ -145,7 +163,7 @@ def _count_wanted(counts: torch.Tensor, wanted: torch.Tensor, pair: torch.Tensor
 
 LM_PARAMS = dict(data="", text_field="text", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
                  position="learned", activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0,
-                 scaled_residual_init=False, val_fraction=0.1, eval_windows=0, sample_tokens=300)
+                 scaled_residual_init=False, val_fraction=0.1, eval_windows=EVAL_WINDOWS, sample_tokens=300)
 
 
 def build_gpt_char(p):
@@ -158,8 +176,12 @@ def build_gpt_char(p):
 def build_gpt_bpe(p):
     source = corpus_source(p["data"], p["text_field"])
     scan = scan_corpus(source)  # bad input is refused before the tokenizer trains
-    tokenizer = p.get("tokenizer") or tokenizers.train_bpe(paragraphs_of(source.blocks()),
-                                                           p["vocab_size"])  # resume: the saved one
+    tokenizer = p.get("tokenizer")  # resume: the saved one
+    if tokenizer is None:  # a pass over the whole corpus: minutes for a large one, so the run says so
+        say(p, f"gpt-bpe: training a {p['vocab_size']:,}-token BPE tokenizer on the corpus (once for this run; "
+               "--resume reuses it) ...")
+        tokenizer = tokenizers.train_bpe(paragraphs_of(source.blocks()), p["vocab_size"])
+        say(p, "gpt-bpe: tokenizer trained; preparing the data and building the model ...")
     return CausalLMTask(p, tokenizer, source, p["batch_size"], "gpt-bpe", scan)
 
 

@@ -86,10 +86,11 @@ class VitMnistTask(Task):
     def evaluate(self, model):
         device = next(model.parameters()).device
         correct, loss = 0, 0.0
-        for x, y in zip(self.test_x.split(250), self.test_y.split(250), strict=False):
+        for i, (x, y) in enumerate(zip(self.test_x.split(250), self.test_y.split(250), strict=False)):
             logits = model(x.to(device)).logits.float().cpu()
             loss += float(classification_loss(logits, y, reduction="sum"))
             correct += int((logits.argmax(-1) == y).sum())
+            self.evaluated(min(len(self.test_y), 250 * (i + 1)), len(self.test_y), "images")
         metrics = {"val_loss": loss / len(self.test_y), "accuracy": correct / len(self.test_y)}
         if self.fill is None:  # user data: say how many images the accuracy is over
             metrics["test_images"] = len(self.test_y)
