@@ -17,7 +17,8 @@ loading builds the float model on the meta device, swaps those modules for empty
 embedding shares its head's codes), and checks and fills it like any other: the same tensors, bit for bit.
 
 This module also holds what the other storage and training code share: the one config.json reader
-(`read_config`), writing through a temporary file (`atomic_write`), and finding a training run's newest step.
+(`read_config`, defined in attnlab.checkpoint_config so that reading a config imports no torch), writing through
+a temporary file (`atomic_write`), and finding a training run's newest step.
 """
 
 from __future__ import annotations
@@ -32,14 +33,14 @@ from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_model as _save_safetensors
 
 from attnlab.build import allocate_empty, build_model, refuse_if_absurd
-from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig, config_from_dict
+from attnlab.checkpoint_config import CONFIG_NAME, WEIGHTS_NAME, read_config
+from attnlab.config import AnyConfig, DualEncoderConfig, ModelConfig
 from attnlab.data.packages import package_folder
-from attnlab.errors import CheckpointError, ConfigError
-from attnlab.files import check_regular, is_regular, read_json_object, read_text
+from attnlab.errors import CheckpointError
+from attnlab.files import check_regular, is_regular, read_text
 from attnlab.models.base import register_saver
 from attnlab.quantization import check_finite, formats_of
 
-CONFIG_NAME, WEIGHTS_NAME = "config.json", "model.safetensors"
 LATEST = "latest"  # in a training run directory: one line naming the newest complete step directory
 STEP_PREFIX = "step-"
 STEP_NAME = re.compile(r"step-[0-9]{1,12}")  # what `latest` may hold: nothing else is ever quoted
@@ -138,33 +139,6 @@ def build_for_checkpoint(config: AnyConfig, source):
 
 
 # ------------------------------------------------------------------------------------------------ config
-def read_config(directory: str | Path) -> AnyConfig:
-    """THE reader of an attnlab config.json (checkpoint loading, training resume, attnlab.load all call it):
-    bounded, never blocking, every fault a CheckpointError naming the file."""
-    path = Path(directory) / CONFIG_NAME
-    if not os.path.lexists(path):
-        raise CheckpointError(f"{path} is missing: an attnlab checkpoint needs {CONFIG_NAME} and {WEIGHTS_NAME}")
-    data = read_json_object(path, what="model config")
-    try:
-        return config_from_dict(_upgrade(data))
-    except ConfigError as exc:
-        raise CheckpointError(f"{path}: {exc}") from None
-
-
-def _upgrade(data: dict) -> dict:
-    """Dual encoders saved before DualEncoderConfig existed (clip-mnist runs of attnlab <= 0.1): the image
-    tower's config carried the text tower in extra["dual_encoder"]. Rewritten to today's layout."""
-    extra = data.get("extra")
-    spec = extra.get("dual_encoder") if isinstance(extra, dict) else None
-    if spec is None or data.get("topology") == "dual-encoder":
-        return data
-    if not isinstance(spec, dict) or not isinstance(spec.get("text_config"), dict):
-        raise ConfigError("extra['dual_encoder'] must hold a 'text_config' object (an older dual-encoder layout)")
-    tower_a = {**data, "extra": {k: v for k, v in extra.items() if k != "dual_encoder"}}
-    return {"topology": "dual-encoder", "tower_a": tower_a, "tower_b": spec["text_config"],
-            "embed_dim": spec.get("embed_dim", 64), "pool": spec.get("pool", "cls"), "name": data.get("name", "")}
-
-
 def config_differences(saved: AnyConfig, ours: AnyConfig) -> list[str]:
     """Fields that differ between two configs ("field: checkpoint a vs now b"), name and extra (free-form
     notes) aside; a dual encoder's towers are compared field by field."""

@@ -42,6 +42,8 @@ OTHERS = {
     # llama.cpp's llama-bench in the same script; without it, attnlab's side and how to get the peer
     "llama_cpp": ("attnlab.benchmarks.llama_cpp", ["--rounds", "1"], ["--rounds", "3"]),
     "quality": ("attnlab.benchmarks.quality", None, []),  # perplexity runs take minutes: not in --quick
+    # fresh-process start-up of attnlab --help / models / generate beside `import torch`, against their targets
+    "startup": ("attnlab.benchmarks.startup", ["--rounds", "3"], []),
 }
 
 

@@ -17,16 +17,29 @@ def add_arguments(p) -> None:
 
 
 def size(named) -> str:
-    """Parameters as 1.2M / 135M / 175B: counted from the config for shipped checkpoints and presets (on the meta
-    device, nothing allocated), as published for pretrained packages (counting would read the file)."""
+    """Parameters as 1.2M / 135M / 175B: counted from the config for shipped checkpoints and presets, as published
+    for pretrained packages (counting would read the file).
+
+    The count is the closed form of attnlab.parameter_count (equal to the built model's, tested): importing
+    torch to build each model on the meta device took longer than the whole listing may. A config that count
+    does not know is built on the meta device instead."""
     if named.kind == "pretrained":
         return named.parameters
-    from attnlab.counting import parameter_table
+    from attnlab.checkpoint_config import read_config
+    from attnlab.parameter_count import exact_parameters
     from attnlab.presets import presets
-    from attnlab.storage import read_config
 
     config = presets[named.name.removeprefix("preset:")] if named.kind == "preset" else read_config(named.path)
-    n = parameter_table(config).total
+    n = exact_parameters(config)
+    if n is None:
+        from attnlab.counting import parameter_table
+
+        n = parameter_table(config).total
+    return human(n)
+
+
+def human(n: int) -> str:
+    """A parameter count in three significant digits: 815K, 1.06M, 175B."""
     for unit, scale in (("B", 1e9), ("M", 1e6), ("K", 1e3)):
         if n >= scale:
             return f"{n / scale:.3g}{unit}"
