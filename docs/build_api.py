@@ -19,7 +19,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MODULES = ["attnlab", "attnlab.config", "attnlab.extras", "attnlab.generation",
-           "attnlab.quantization", "attnlab.data.tokenizers", "attnlab.interop", "attnlab.interop.gguf"]
+           "attnlab.quantization", "attnlab.data.tokenizers", "attnlab.interop", "attnlab.interop.gguf",
+           "attnlab.training"]
 
 
 def build(out: Path) -> list[str]:
