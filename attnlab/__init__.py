@@ -23,6 +23,7 @@ _LAZY = {
     "ablate_heads": "attnlab.interventions", "patch": "attnlab.interventions", "steer": "attnlab.interventions",
     "head_sweep": "attnlab.interventions", "trace_residual": "attnlab.interventions",
     "attribution_patch": "attnlab.attribution", "exact_patch": "attnlab.attribution",
+    "direct_logit_attribution": "attnlab.logit_attribution",
 }
 
 
@@ -52,7 +53,7 @@ def generate(model, input_ids, **kwargs):
 __all__ = [
     "ModelConfig", "DualEncoderConfig", "presets", "build_model", "load", "generate", "record", "recording", "quantize",
     "intervene", "logit_lens", "ablate_heads", "patch", "steer", "head_sweep", "trace_residual",
-    "attribution_patch", "exact_patch",
+    "attribution_patch", "exact_patch", "direct_logit_attribution",
     "Encoder", "Decoder", "EncoderDecoder", "VisionTransformer", "DualEncoder", "ModelOutput",
     "AttnlabError", "ConfigError", "InputError", "CheckpointError",
 ]

@@ -1,7 +1,8 @@
-// Experiments · Logit lens: what the model would predict if it stopped after each layer.
+// Experiments · Logit lens: what the model would predict if it stopped after each layer, and where its final
+// answer climbs: a column with the answer's rank and probability per layer, and a line of that probability.
 import { api, el, legend, notice, tokenLabel } from "../util.js";
 import { chipRow } from "./common.js";
-import { gridTable, probFill, tryThis } from "./experiments_draw.js";
+import { gridTable, lineChart, probFill, tryThis } from "./experiments_draw.js";
 import { defaultText, notForThisModel, pct, predictsTokens, tok } from "./x_experiment_common.js";
 
 const SPECIAL = /^(\[[A-Z]+\]|<\/?s>|<[a-z_|]+>)$/;  // [CLS], [SEP], [PAD], <s>, </s>, <pad>, ...
@@ -49,18 +50,30 @@ export async function lensSection(box, ctx) {
     });
     if (focused) buttons[r.position].focus();
     const k = r.rows[0].top.length;
+    const a = r.answer;  // the final answer followed down the rows: its rank and probability after each layer
     const cell = (i, j) => r.rows[i].top[j];
+    const after = (i) => (i === 0 ? "the embeddings" : `layer ${i}`);
+    const rowHead = (i) => (i === 0 ? "embeddings" : `layer ${i}`);
     out.replaceChildren(el("p", { class: "help" }, r.predicts === "next" ? `Top ${k} next tokens after ` +
       `“${tokenLabel(r.tokens[r.position])}” (position ${r.position}), read after each layer:` :
       `Top ${k} words for the masked position ${r.position}, read after each layer:`),
     legend(1, "probability of the token in that cell"),
-    gridTable({ id: "lens-grid", caption: "logit lens: layers × rank", rows: r.rows.length, cols: k,
-      corner: "read after", rowHead: (i) => (i === 0 ? "embeddings" : `layer ${i}`),
-      colHead: (j) => `#${j + 1}`, value: (i, j) => cell(i, j).prob,
-      text: (i, j) => `${tok(cell(i, j).token)} ${pct(cell(i, j).prob)}`,
-      fill: (i, j) => probFill(cell(i, j).prob),
-      label: (i, j) => `after ${i === 0 ? "the embeddings" : `layer ${i}`}, rank ${j + 1}: ` +
-        `“${tok(cell(i, j).token)}” ${pct(cell(i, j).prob)}` }));
+    el("div", { class: "lens-wrap", style: "display:flex;flex-wrap:wrap;gap:10px 24px;align-items:flex-start" },
+      gridTable({ id: "lens-grid", caption: "logit lens: layers × rank", rows: r.rows.length, cols: k,
+        corner: "read after", rowHead, colHead: (j) => `#${j + 1}`, value: (i, j) => cell(i, j).prob,
+        text: (i, j) => `${tok(cell(i, j).token)} ${pct(cell(i, j).prob)}`,
+        fill: (i, j) => probFill(cell(i, j).prob),
+        label: (i, j) => `after ${after(i)}, rank ${j + 1}: “${tok(cell(i, j).token)}” ${pct(cell(i, j).prob)}` }),
+      el("div", { id: "lens-answer" }, gridTable({ id: "lens-answer-grid", caption: `the final answer ` +
+        `“${tok(a.token)}” after each layer: its rank (1 = top) and probability`, rows: r.rows.length, cols: 2,
+      corner: "read after", rowHead, colHead: (j) => (j === 0 ? "rank" : "probability"),
+      value: (i, j) => (j === 0 ? a.rank[i] : a.prob[i]),
+      text: (i, j) => (j === 0 ? `#${a.rank[i].toLocaleString("en-US")}` : pct(a.prob[i])),
+      fill: (i, j) => (j === 0 ? "#fff" : probFill(a.prob[i])),  // the rank column is not coloured
+      label: (i, j) => `after ${after(i)}, “${tok(a.token)}” ranks ${a.rank[i]} with ${pct(a.prob[i])}` }),
+      lineChart([{ name: `P(“${tok(a.token)}”), x = layer (0: the embeddings)`, color: "#0072b2",
+        points: a.prob.map((p, i) => [i, p]) }], { id: "lens-answer-chart", width: 300, height: 170, yMin: 0,
+        yMax: 1, xLabel: "layer", yLabel: "probability" }))));
     box.dataset.ready = "1";
   }
   await draw();

@@ -1,0 +1,141 @@
+"""Direct logit attribution: how much each head and each MLP writes the answer straight into the logits.
+
+In a pre-norm model the residual stream read by the final norm is a sum of parts:
+
+    final_resid = embed + sum over layers l of (sum over heads h of head_out[l, h] + b_O[l] + mlp[l])
+
+and the logit difference answer - contrast is (final_norm(final_resid) * s) . dW + db, with dW = W_U[answer] -
+W_U[contrast], db the head's vocabulary bias difference and s the head's logit_scale. The final norm is not
+linear: it divides by the scale of the WHOLE residual stream (LayerNorm's standard deviation, RMSNorm's root
+mean square). The approximation here, TransformerLens's: that scale is taken from the full residual stream of
+this run and held fixed, so each part's direct term is
+
+    direct(part) = (gamma * centre(part) / scale) . dW * s       (centre: minus its mean for LayerNorm only)
+
+and the terms add up exactly to the logit difference once the norm's own bias beta (s * beta . dW) and db are
+added (`constant`). "Direct" means through the unembedding only: what a head writes that later layers read is
+not counted here (activation patching counts it).
+
+Needs a pre-norm stack whose residual stream reaches the head unchanged except for a final norm (decoders,
+and encoders with a plain masked-LM head); a post-norm block re-normalises the stream after every sub-layer,
+and BERT's head transform (dense + activation + norm) is non-linear, so neither decomposes: refused by name.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from attnlab.errors import InputError
+from attnlab.interventions import _int, _one_sentence
+from attnlab.readouts import _lm_parts, _position
+from attnlab.recording import record
+
+
+def _check_model(model: nn.Module) -> None:
+    """Refuse the models whose logits are not a linear read of a sum of parts (module docstring)."""
+    _lm_parts(model)
+    cfg = model.config
+    if cfg.norm_placement != "pre":
+        raise InputError(f"direct logit attribution needs a pre-norm model; this one is norm_placement="
+                         f"{cfg.norm_placement!r}: each block re-normalises the residual stream, so its parts do "
+                         "not add up to what the head reads")
+    if cfg.lm_head_transform:
+        raise InputError("direct logit attribution needs an LM head that is one projection; this one first "
+                         "applies dense + activation + norm (a BERT masked-LM head), which is not linear")
+    if getattr(model, "blocks", None) is None or cfg.topology not in ("decoder", "encoder"):
+        raise InputError(f"direct logit attribution reads a decoder or an encoder; got {cfg.topology!r}")
+
+
+def _unembed_direction(model: nn.Module, answer: int, contrast: int | None) -> tuple[torch.Tensor, float]:
+    """-> (dW (d_model,) = W_U[answer] - W_U[contrast] times logit_scale, db): the direction a part is read along.
+
+    The rows come from the tied embedding when there is one (a quantized table dequantizes only those rows)."""
+    head = model.lm_head
+    ids = torch.tensor([answer] if contrast is None else [answer, contrast])
+    if model.config.tie_embeddings and getattr(model, "tokens", None) is not None:
+        rows = model.tokens(ids).double()  # (1|2, d_model)
+    else:
+        rows = head.proj.weight[ids].double()
+    direction = rows[0] - (rows[1] if contrast is not None else 0)
+    bias = 0.0
+    if head.bias is not None:
+        bias = float(head.bias[answer]) - (float(head.bias[contrast]) if contrast is not None else 0.0)
+    return direction * head.scale, bias
+
+
+def _norm_read(norm: nn.Module | None, resid: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, bool, torch.Tensor]:
+    """-> (gamma (d,), beta (d,), centres, scale ()) of the final norm on the full residual stream `resid` (d,).
+
+    scale: LayerNorm's sqrt(var + eps) or RMSNorm's sqrt(mean(x^2) + eps), of this run, then held fixed."""
+    d = resid.shape[-1]
+    ones, zeros = torch.ones(d, dtype=torch.float64), torch.zeros(d, dtype=torch.float64)
+    if norm is None:
+        return ones, zeros, False, torch.tensor(1.0, dtype=torch.float64)
+    gamma = norm.weight.double() if norm.weight is not None else ones
+    eps = norm.eps if norm.eps is not None else torch.finfo(torch.float32).eps
+    if isinstance(norm, nn.LayerNorm):
+        beta = norm.bias.double() if norm.bias is not None else zeros
+        return gamma, beta, True, (resid.var(unbiased=False) + eps).sqrt()
+    return gamma, zeros, False, (resid.pow(2).mean() + eps).sqrt()
+
+
+def direct_logit_attribution(model: nn.Module, ids: torch.Tensor, answer: int, *, contrast: int | None = None,
+                             position: int = -1) -> dict[str, torch.Tensor]:
+    """Each part's direct contribution to logit[answer] - logit[contrast] at `position` (module docstring).
+
+    ids: (1, seq), one sentence. contrast None: the answer's logit alone. One recorded forward (float64 sums).
+    -> {"heads": (layers, heads), "attn_bias": (layers,) W_O's bias, "mlp": (layers,), "embed": (),
+        "constant": () the norm's beta and the head's bias, "total": () the sum of all of them,
+        "logit_diff": () the model's own logit difference (equal to total up to float rounding),
+        "scale": () the final norm's scale taken from the full residual stream}
+
+        >>> dla = attnlab.direct_logit_attribution(model, ids, answer=mary, contrast=john)
+        >>> dla["heads"].shape            # (layers, heads); dla["total"] == dla["logit_diff"]
+    """
+    _check_model(model)
+    _one_sentence(model, ids, "ids")
+    position = _position(position, ids.shape[1])
+    vocab = model.config.vocab_size
+    answer = _int(answer, "answer", vocab, "token id")
+    contrast = None if contrast is None else _int(contrast, "contrast", vocab, "token id")
+    with torch.no_grad():
+        return _attribute(model, ids, answer, contrast, position)
+
+
+def _attribute(model: nn.Module, ids: torch.Tensor, answer: int, contrast: int | None,
+               position: int) -> dict[str, torch.Tensor]:
+    """direct_logit_attribution's work on checked arguments (under no_grad: parameters are read, not trained)."""
+    causal, _ = _lm_parts(model)
+    run = ids[:, : position + 1] if causal else ids
+    names = ["embed", "logits", "blocks.*.attn.head_out", "blocks.*.resid_mid", "blocks.*.resid_post"]
+    rec = record(model, run, names=names)
+    at = (lambda name: rec[name][0, position].double())  # (d_model,) at the read position
+    n_layers = len(model.blocks)
+    parts_mlp = torch.stack([at(f"blocks.{i}.resid_post") - at(f"blocks.{i}.resid_mid") for i in range(n_layers)])
+    heads = torch.stack([rec[f"blocks.{i}.attn.head_out"][0, :, position].double()
+                         for i in range(n_layers)])  # (layers, heads, d_model)
+    out_bias = torch.stack([_attn_bias(block, heads.shape[-1]) for block in model.blocks])  # (layers, d_model)
+    resid = at(f"blocks.{n_layers - 1}.resid_post") if n_layers else at("embed")
+    gamma, beta, centres, scale = _norm_read(getattr(model, "final_norm", None), resid)
+    direction, bias = _unembed_direction(model, answer, contrast)
+    read = gamma * direction / scale  # (d_model,): a part's direct term is centre(part) . read
+
+    def direct(parts: torch.Tensor) -> torch.Tensor:  # (..., d_model) -> (...)
+        if centres:
+            parts = parts - parts.mean(dim=-1, keepdim=True)
+        return parts @ read
+
+    logits = rec["logits"][0, position].double()  # (vocab,) the model's own
+    out = {"heads": direct(heads), "attn_bias": direct(out_bias), "mlp": direct(parts_mlp),
+           "embed": direct(at("embed")), "constant": torch.tensor(float(beta @ direction) + bias,
+                                                                  dtype=torch.float64),
+           "logit_diff": logits[answer] - (logits[contrast] if contrast is not None else 0), "scale": scale}
+    out["total"] = out["heads"].sum() + out["attn_bias"].sum() + out["mlp"].sum() + out["embed"] + out["constant"]
+    return out
+
+
+def _attn_bias(block: nn.Module, d_model: int) -> torch.Tensor:
+    """W_O's bias of a block's attention (zeros when it has none): added once per position, owned by no head."""
+    bias = getattr(block.attn.out, "bias", None)
+    return bias.detach().double() if bias is not None else torch.zeros(d_model, dtype=torch.float64)
