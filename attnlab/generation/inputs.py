@@ -21,6 +21,9 @@ FROM_CONFIG = object()  # "use the model config's value" (None means "none")
 STEP_BYTES = 1024  # host memory a generated step keeps until the end (a Step, its time, its tokens per row: ~1 KB)
 TOKEN_BYTES = 64  # ... and per row: a Python int in a list, beam bookkeeping
 LOGIT_COPIES = 4  # a step's (rows, vocab) float32 logits, log-probs, scores, sort order alive at once
+# forward_bytes matched torch 2.13's CPU allocator peak within 1%: the margin covers other versions and devices
+ACTIVATION_MARGIN = 1.2
+BEAM_ROW_BYTES = 512  # host lists of a beam step: 2 candidates per row (score, beam, token) and the chosen rows
 
 
 def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict, tokenizer, generator) -> Request:
@@ -174,29 +177,70 @@ def _check_limit(limit: int | None, prompt_len: int, max_new_tokens: int, positi
 def generation_bytes(model, options: GenerationOptions, batch: int, prompt_len: int, window: int | None, *,
                      padded: bool = False, source_len: int = 0) -> dict[str, int]:
     """Bytes a request will hold at its peak, by part: what grows with the numbers a person types (the new
-    tokens, the beams, the prompts), not the model's weights (loaded already) nor one forward's activations.
+    tokens, the beams, the prompts), not the model's weights (loaded already).
 
     rows = batch x num_beams; total = prompt_len + max_new_tokens positions per row.
     - tokens: the (rows, total) int64 buffer the steps write into (+ mask and positions when padded: x3);
     - kv_cache: 2 (K, V) x layers x kv_heads x d_head x element size per position and row, for
       min(total, window) positions (+ the source's positions for cross-attention);
-    - logits: LOGIT_COPIES (rows, vocab) float32 tensors of one step (+ every step's with keep_logits);
-    - steps: what each generated step leaves on the host until the end (STEP_BYTES, TOKEN_BYTES per row)."""
+    - activations: the larger of the longest forward's live tensors (the prompt's prefill over all rows: without
+      them `--beams 100000` was estimated at half its peak) and a decoding step's temporaries (LOGIT_COPIES
+      (rows, vocab) float32 tensors, beam search's reordered copy of one layer's K/V), x ACTIVATION_MARGIN;
+    - logits: every step's (batch, vocab) float32 logits with keep_logits;
+    - steps: what each generated step leaves on the host until the end (STEP_BYTES, TOKEN_BYTES per row);
+    - encoder_output: an encoder-decoder's encoder output, repeated for each beam.
+    Against the allocator's measured peak (tests/reliability/test_inputs_fuzz.py): estimate / peak 1.10-1.17."""
     config = model.config
     rows, new = batch * options.num_beams, options.max_new_tokens
     total = prompt_len + new
     element = next(model.parameters()).element_size()
-    layers = config.decoder_layers if config.topology == "encoder-decoder" else config.n_layers
+    encoder_decoder = config.topology == "encoder-decoder"
+    layers = config.decoder_layers if encoder_decoder else config.n_layers
     per_position = 2 * layers * config.kv_heads * config.head_dim * element  # K and V of one token, every layer
     capacity = total if window is None else min(total, window)
-    parts = {
+    kv_cache = rows * (capacity + source_len) * per_position if options.use_cache else 0
+    # the longest forward: the prompt once (cache), else every step recomputes up to total - 1 (or window) columns
+    cached = options.use_cache and (window is None or total <= window)
+    seq = prompt_len if cached else min(max(total - 1, prompt_len), window or total)
+    logits = LOGIT_COPIES * rows * config.vocab_size * 4  # the last step's, alive through the next forward
+    longest = forward_bytes(config, rows, seq, seq + (source_len if encoder_decoder else 0), element, padded)
+    step = logits + (forward_bytes(config, rows, 1, capacity, element, padded) if cached else longest)
+    if options.num_beams > 1:  # reorder: one layer's gathered K/V and the gathered token rows, then copied back
+        step += (rows * capacity * per_position // layers if options.use_cache else 0) + rows * total * 8
+        step += rows * BEAM_ROW_BYTES
+    encoder = forward_bytes(config, batch, source_len, source_len, element, True) if source_len else 0
+    return {
         "tokens": rows * total * 8 * (3 if padded else 1),
-        "kv_cache": rows * (capacity + source_len) * per_position if options.use_cache else 0,
-        "logits": LOGIT_COPIES * rows * config.vocab_size * 4 + (
-            new * batch * config.vocab_size * 4 if options.keep_logits else 0),
+        "kv_cache": kv_cache,
+        "activations": int(ACTIVATION_MARGIN * max(longest, step, encoder)),
+        "logits": new * batch * config.vocab_size * 4 if options.keep_logits else 0,
         "steps": new * (STEP_BYTES + rows * TOKEN_BYTES),
+        "encoder_output": rows * source_len * config.d_model * element,
     }
-    return parts
+
+
+def forward_bytes(config, rows: int, seq: int, keys: int, element: int, padded: bool) -> int:
+    """Bytes one forward over (rows, seq) tokens holds at once, beyond the weights and the KV cache: the block
+    with the most live tensors, as attnlab's layers allocate them. No (rows, heads, seq, keys) scores: torch 2.13's
+    CPU attention never builds them (measured with and without a mask and grouped-query heads; CUDA's fused kernels
+    neither, where they apply); the additive mask does, once per forward, when rows are padded or positions are
+    alibi / t5 biases. Checked against the allocator's peak by tests/reliability/test_inputs_fuzz.py."""
+    d, heads, kv_heads, d_head, d_ff = (config.d_model, config.n_heads, config.kv_heads, config.head_dim,
+                                        config.d_ff)
+    rope = config.position == "rope"
+    turned = (heads + kv_heads) * d_head if rope else 0  # rotated q and k beside the fused projection
+    # per (row, position), in elements: the block's input x, its norm, the fused QKV, then the widest of: rotary's
+    # temporaries, SDPA's output with its head-merged copy, the merged copy with the output projection
+    attention = 2 * d + (heads + 2 * kv_heads) * d_head + max(4 * turned, turned + 2 * heads * d_head,
+                                                              turned + heads * d_head + d)
+    # x before and after attention, the norm, the up projection (gate and up when gated), the activation (x up)
+    feedforward = 3 * d + (4 * d_ff if config.gated else 2 * d_ff)
+    widest = max(attention, feedforward, 4 * d)  # 4 d: the residual sum with both inputs and the run's x
+    cos_sin = 2 * d_head * 4 if rope else 0  # float32 rotary angles, alive for the whole forward
+    bias_heads = heads if config.position in ("alibi", "t5") else 1
+    bias_rows = rows if padded else 1
+    bias = bias_rows * seq * keys * (bias_heads * element + 1) if padded or bias_heads > 1 else 0
+    return rows * seq * (widest * element + cos_sin) + bias
 
 
 def available_bytes(device: torch.device) -> int:
@@ -219,10 +263,9 @@ def check_memory(model, options: GenerationOptions, batch: int, prompt_len: int,
     free = available_bytes(device) if available is None else available
     if need <= free:
         return
-    one, two = (generation_bytes(model, replace(options, max_new_tokens=n), batch, prompt_len, window,
-                                 padded=padded, source_len=source_len) for n in (1, 2))
-    fixed, per_token = sum(one.values()), max(1, sum(two.values()) - sum(one.values()))
-    fits = (free - fixed) // per_token + 1 if free >= fixed else 0
+    fits = _most_new_tokens(lambda n: sum(generation_bytes(
+        model, replace(options, max_new_tokens=n), batch, prompt_len, window, padded=padded,
+        source_len=source_len).values()), options.max_new_tokens, free)
     hint = (f"use max_new_tokens <= {fits:,}" if fits >= 1 else
             f"even one new token does not fit: use fewer beams or prompts (rows = {batch} x {options.num_beams})")
     detail = ", ".join(f"{k.replace('_', ' ')} {_gib(v)}" for k, v in parts.items() if v)
@@ -230,6 +273,19 @@ def check_memory(model, options: GenerationOptions, batch: int, prompt_len: int,
                      f"prompt(s) of {prompt_len} tokens needs about {_gib(need)} ({detail}), more than "
                      f"the {_gib(free)} free on {device.type} now; {hint}"
                      f"{'' if options.num_beams == 1 else ', or fewer beams'}")
+
+
+def _most_new_tokens(need, asked: int, free: int) -> int:
+    """The largest max_new_tokens in [1, asked) whose need(n) fits in `free` bytes, 0 if none: a bisection, since
+    the need grows with n but not in equal steps (the prefill's activations do not grow, the cache does)."""
+    low, high = 0, asked - 1  # need(low) fits (or low = 0); every n > high is known not to fit
+    while low < high:
+        mid = (low + high + 1) // 2
+        if need(mid) <= free:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def _gib(n: int) -> str:

@@ -97,10 +97,12 @@ class Request:
     # ------------------------------------------------------------------ internals
     def _threads(self) -> int | None:
         """threads=N as asked; otherwise on CPU the policy's count for rows = sequences x beams (a GPU step
-        leaves the CPU thread count alone)."""
+        leaves the CPU thread count alone). Its positions (prompt + new tokens) let a short request skip the
+        policy's measuring."""
         if self.options.threads is None and self.prompt.device.type != "cpu":
             return None
-        return choose(self.options.threads, model=self.model, rows=self.prompt.shape[0] * self.options.num_beams)
+        return choose(self.options.threads, model=self.model, rows=self.prompt.shape[0] * self.options.num_beams,
+                      steps=self.prompt.shape[1] + self.options.max_new_tokens)
 
     def _stepper(self, expand: int = 1) -> Stepper:
         prompt, mask, source_mask = self.prompt, self.prompt_mask, self.source_mask
