@@ -24,7 +24,9 @@ can use costs at most the missing cores. So the policy only ever lowers the thre
 - `using_threads(n)`: torch.set_num_threads(n) inside the block, the caller's count restored on exit (also on
   an exception). torch's OpenMP count is per OS thread (a worker thread starts from the global value), so
   concurrent scopes in several threads of one process each set their own.
-- `choose(...)`: the three combined; an explicit count (threads=N) is taken as given.
+- `choose(...)`: the three combined; an explicit count (threads=N) is taken as given. A request too short to
+  measure (`steps` given, request_seconds guessed under SHORT_S: a 56-token gpt-char generation runs 25 ms) pays
+  for no measuring: no 30 ms sample, no probe; it takes a recent snapshot and a probe on file, else one thread.
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ PROBE_BUDGET_S = 0.25  # a probe repeats at least this long (a GPT-2-small-sized
 MAX_ENTRIES = 256  # threads.json keeps the newest this many probes
 THREADS_PER_CPU = 4  # check_threads refuses more than this many threads per logical CPU
 PROBE_LIMIT_S = 2.0  # ... and stops after this even short of its repeats (a machine that got busy: timed again)
+SHORT_S = PROBE_BUDGET_S  # a request guessed shorter than its own probe neither probes nor waits for a sample
+ELEMENTS_PER_S = 1e9  # the guess: a one-row product streams float32 weights at 4 GB/s (slower than measured)
+MATRIX_S = 30e-6  # ... plus this per weight matrix a step (gpt-char, 17 matrices: 0.36-0.43 ms a step, AMD EPYC)
 
 
 # ------------------------------------------------------------------------------------------ validation
@@ -152,10 +157,30 @@ class _Sampler:
                     return self.value  # asked again within one window: the last answer still stands
                 time.sleep(window - (now - last[0]))
                 now, busy, own = time.monotonic(), _busy_seconds(), time.process_time()
-            span = max(now - last[0], 1e-6)
-            self.value = max(0.0, ((busy - last[1]) - (own - last[2])) / span)
-            self.last = (now, busy, own)
-            return self.value
+            return self._measure(last, (now, busy, own))
+
+    def recent(self, window: float = WINDOW_S) -> float | None:
+        """Never waits (a request shorter than the sample must not pay for it): others' use since the last
+        snapshot when that is at least `window` and at most REUSE_S old, the last answer within one window, and
+        None when nothing recent is known (a snapshot is taken then, so the next request knows)."""
+        with self.lock:
+            now, busy, own = time.monotonic(), _busy_seconds(), time.process_time()
+            if busy is None:
+                return None
+            last = self.last
+            if last is None or now - last[0] > REUSE_S:
+                self.last, self.value = (now, busy, own), None  # an old average says nothing about now
+                return None
+            if now - last[0] < window:
+                return self.value  # a span of a few clock ticks is noise: the last answer stands (None if none)
+            return self._measure(last, (now, busy, own))
+
+    def _measure(self, last: tuple[float, float, float], now: tuple[float, float, float]) -> float:
+        """Cores others used between two snapshots (all CPU time on the allowed cores less this process's)."""
+        span = max(now[0] - last[0], 1e-6)
+        self.value = max(0.0, ((now[1] - last[1]) - (now[2] - last[2])) / span)
+        self.last = now
+        return self.value
 
 
 _SAMPLER = _Sampler()
@@ -176,6 +201,17 @@ def free_cores(window: float = WINDOW_S) -> float:
     with _SCOPES_LOCK:
         held = sum(t for ident, t in _SCOPES.items() if ident != me)  # concurrent requests in this process
     return max(0.0, n - (others or 0.0) - held)
+
+
+def recent_free_cores(window: float = WINDOW_S) -> float | None:
+    """free_cores without waiting for a sample; None when no snapshot of the last REUSE_S tells (_Sampler.recent)."""
+    others = _SAMPLER.recent(window)
+    if others is None:
+        return None
+    me = threading.get_ident()
+    with _SCOPES_LOCK:
+        held = sum(t for ident, t in _SCOPES.items() if ident != me)
+    return max(0.0, allowed_cores() - others - held)
 
 
 # ------------------------------------------------------------------------------------------ the scope
@@ -237,16 +273,29 @@ def _row_class(rows: int) -> int:
 
 def decode_weights(model: nn.Module) -> dict[tuple[int, int], tuple[torch.Tensor, int]]:
     """(out, in) -> (one CPU floating-point Linear weight of that shape, how many the model holds)."""
+    return _matrices(model)[0]
+
+
+def _matrices(model: nn.Module) -> tuple[dict, dict]:
+    """decode_weights and kept_blocks in one walk over the modules: a short request asks for both, and each walk
+    costs ~0.1-0.4 ms on gpt-char (nn.Module attribute lookups), 1-2% of its whole 56-token generation."""
+    from attnlab.layers.quantized import QuantizedLinear
+
     found: dict[tuple[int, int], tuple[torch.Tensor, int]] = {}
+    blocks: dict[tuple[int, int, str], int] = {}
     seen: set[int] = set()
     for module in model.modules():
+        if isinstance(module, QuantizedLinear):
+            shape = (module.out_features, module.in_features, module.format)
+            blocks[shape] = blocks.get(shape, 0) + 1
+            continue
         w = getattr(module, "weight", None) if isinstance(module, nn.Linear) else None
         if w is None or w.dim() != 2 or not w.is_floating_point() or w.device.type != "cpu" or id(w) in seen:
             continue
         seen.add(id(w))
         shape = tuple(w.shape)
         found[shape] = (found[shape][0] if shape in found else w, found.get(shape, (None, 0))[1] + 1)
-    return found
+    return found, blocks
 
 
 def _lm_decoder(model: nn.Module) -> bool:
@@ -297,14 +346,7 @@ def kept_blocks(model: nn.Module) -> dict[tuple[int, int, str], int]:
     """(out, in, format) -> how many quantized matrices (layers/quantized.py: int8, int4, a GGUF's kept Q8_0 /
     Q4_0 / Q4_1 blocks) of that shape the model holds. Their products run attnlab's kernels, which split their
     output rows over torch's thread count, so a second thread may gain or lose there as on float weights."""
-    from attnlab.layers.quantized import QuantizedLinear
-
-    found: dict[tuple[int, int, str], int] = {}
-    for module in model.modules():
-        if isinstance(module, QuantizedLinear):
-            shape = (module.out_features, module.in_features, module.format)
-            found[shape] = found.get(shape, 0) + 1
-    return found
+    return _matrices(model)[1]
 
 
 def kernels_only(model: nn.Module, rows: int, head_rows: int | None = None) -> bool:
@@ -317,11 +359,17 @@ def kernels_only(model: nn.Module, rows: int, head_rows: int | None = None) -> b
     92.8 ms against 128.5) are faster that way (bench/kernel_threads_probe.py)."""
     from attnlab.layers.quantized import QuantizedLinear
 
-    if not _lm_decoder(model) or decode_weights(model):
+    if not _lm_decoder(model):
         return False
     head = getattr(model, "lm_head", None)
     heads = {id(m) for m in head.modules()} if isinstance(head, nn.Module) else set()
-    layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+    layers = []
+    for m in model.modules():
+        if isinstance(m, QuantizedLinear):
+            layers.append(m)
+        elif isinstance(m, nn.Linear) and m.weight is not None and m.weight.is_floating_point() \
+                and m.weight.device.type == "cpu":
+            return False  # a float matrix (decode_weights would hold it): torch's pool multiplies; asked per request
     return bool(layers) and all(m.runs_kernel(head_rows if id(m) in heads and head_rows else rows) for m in layers)
 
 
@@ -332,10 +380,13 @@ def kernels_apart(on: bool):
     return kernel_threads.apart(threads) if on and threads > 1 else contextlib.nullcontext()
 
 
-def probe_key(model: nn.Module, weights: dict, rows: int) -> str:
+def probe_key(model: nn.Module, weights: dict, rows: int, blocks: dict | None = None) -> str:
+    """The cache entry's name: CPU, cores, torch, dtype, row class, the step's kind and every matrix shape.
+    blocks: kept_blocks(model) when the caller has it already."""
+    blocks = kept_blocks(model) if blocks is None else blocks
     dtype = str(next(iter(weights.values()))[0].dtype).replace("torch.", "") if weights else "blocks"
     shapes = ",".join([f"{o}x{i}*{n}" for (o, i), (_, n) in sorted(weights.items())]
-                      + [f"{o}x{i}:{fmt}*{n}" for (o, i, fmt), n in sorted(kept_blocks(model).items())])
+                      + [f"{o}x{i}:{fmt}*{n}" for (o, i, fmt), n in sorted(blocks.items())])
     kind = ("cached step, kernels apart" if kernels_only(model, rows, rows) else "cached step") if _lm_decoder(model) \
         else "matmul"
     return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
@@ -442,55 +493,111 @@ _MEMO: dict[str, dict] = {}
 _PROBE_LOCK = threading.Lock()
 
 
-def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = False) -> int:
-    """The measured best thread count (<= up_to) for a decoding step of `rows` rows through `model`'s weights."""
+def best_threads(model: nn.Module, rows: int, up_to: int, *, refresh: bool = False, steps: int | None = None) -> int:
+    """The measured best thread count (<= up_to) for a decoding step of `rows` rows through `model`'s weights.
+    steps: the request's positions per row, when known; a request guessed shorter than SHORT_S (_guess) never
+    pays for a probe: any well-formed entry answers, however old, and with none, one thread (the count that
+    cannot be the slow path)."""
     if up_to <= 1:
         return 1
-    weights = decode_weights(model)
-    if not weights and not (kept_blocks(model) and _lm_decoder(model)):
+    weights, blocks = _matrices(model)
+    if not weights and not (blocks and _lm_decoder(model)):
         return up_to  # nothing to time (no float Linear weights on CPU, no decoder step to run): free cores decide
-    key = probe_key(model, weights, rows)
+    short = not refresh and steps is not None and _guess(weights, blocks, rows, steps) < SHORT_S
+    key = probe_key(model, weights, rows, blocks)
     path, now = cache_file(), time.time()
     with _PROBE_LOCK:
         entry = _MEMO.get(key)
+        if short and _well_formed(entry):
+            return _fitting(entry, up_to)  # however old: not even the file is read again
         if refresh or not _usable(entry, up_to, now):
-            entry = _read_cache(path).get(key)
-            if entry is not None and not _well_formed(entry):
-                warn_cache(f"{path}: the entry for this model's decoding step is not a thread count with finite "
-                           "timings; ignored, measured again")
-        if refresh or not _usable(entry, up_to, now):
-            counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < up_to} | {up_to})
-            seconds = time_decode(model, rows, counts)
-            best = counts[0]
-            for t in counts[1:]:
-                if seconds[t] * GAIN < seconds[best]:
-                    best = t
-            quiet = free_cores() + ROUND_UP >= up_to  # nobody took the cores while it was timed
-            entry = {"best": best, "seconds": {str(t): s for t, s in seconds.items()}, "measured": now,
-                     "quiet": quiet}
-            _write_cache(path, key, entry)
+            entry = _cached_entry(path, key, entry)
+        if short:
+            if not _well_formed(entry):
+                return 1
+        elif refresh or not _usable(entry, up_to, now):
+            entry = _probe(model, rows, up_to, path, key, now)
         _MEMO[key] = entry
+    return _fitting(entry, up_to)
+
+
+def _cached_entry(path: Path, key: str, memo):
+    """The file's entry for `key` (a malformed one warned about and dropped); the memo's where the file has none."""
+    entry = _read_cache(path).get(key)
+    if entry is not None and not _well_formed(entry):
+        warn_cache(f"{path}: the entry for this model's decoding step is not a thread count with finite "
+                   "timings; ignored, measured again")
+        entry = None
+    return memo if entry is None and _well_formed(memo) else entry
+
+
+def _probe(model: nn.Module, rows: int, up_to: int, path: Path, key: str, now: float) -> dict:
+    """Time every count up to `up_to`, keep the fastest (ties to fewer threads) and write the entry."""
+    counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < up_to} | {up_to})
+    seconds = time_decode(model, rows, counts)
+    best = counts[0]
+    for t in counts[1:]:
+        if seconds[t] * GAIN < seconds[best]:
+            best = t
+    quiet = free_cores() + ROUND_UP >= up_to  # nobody took the cores while it was timed
+    entry = {"best": best, "seconds": {str(t): s for t, s in seconds.items()}, "measured": now, "quiet": quiet}
+    _write_cache(path, key, entry)
+    return entry
+
+
+def _fitting(entry: dict, up_to: int) -> int:
+    """The entry's best count, or where it was tested with more threads than are free now, the best of those that
+    fit."""
     best = int(entry["best"])
-    if best > up_to:  # tested with more threads than are free now: the best of those that fit
+    if best > up_to:
         fitting = {int(t): s for t, s in entry["seconds"].items() if int(t) <= up_to}
         best = min(fitting, key=lambda t: (fitting[t], t)) if fitting else 1
     return max(1, best)
 
 
+def request_seconds(model: nn.Module, rows: int, steps: int) -> float:
+    """A deliberately slow guess at a generation's time, before anything is timed (see _guess)."""
+    return _guess(*_matrices(model), rows, steps)
+
+
+def _guess(weights: dict, blocks: dict, rows: int, steps: int) -> float:
+    """`steps` positions (prompt + new tokens, each counted as a step) of `rows` rows, each streaming every weight
+    matrix once (ELEMENTS_PER_S) plus MATRIX_S of dispatch per matrix. It only has to tell a 25 ms request on
+    gpt-char (guess: 79 ms for 4 + 56 positions) from a GPT-2-sized one (guess: 0.13 s a step): a request guessed
+    shorter than SHORT_S is short. Guessing too slow costs a short request a probe once; guessing too fast would
+    run a long one unprobed at one thread, so the guess errs slow."""
+    shapes = [(o * i, n) for (o, i), (_, n) in weights.items()] + [(o * i, n) for (o, i, _), n in blocks.items()]
+    elements = sum(size * n for size, n in shapes)
+    matrices = sum(n for _, n in shapes)
+    return max(1, int(steps)) * (max(1, int(rows)) * elements / ELEMENTS_PER_S + matrices * MATRIX_S)
+
+
 # ------------------------------------------------------------------------------------------ the policy
 def choose(requested=None, *, model: nn.Module | None = None, rows: int | None = None,
-           cap: int | None = None, window: float = WINDOW_S) -> int:
+           cap: int | None = None, window: float = WINDOW_S, steps: int | None = None) -> int:
     """Threads for the work about to run: `requested` (a positive integer) as given; otherwise `cap` (default:
     the caller's torch.get_num_threads()), lowered to the cores free now and, for a decoding step of `rows`
     rows through `model`, to the count measured best for that shape. 0 / None / 'auto' ask for the policy.
-    window: see free_cores."""
+    window: see free_cores. steps: the positions each row of the request will run (prompt + new tokens), when
+    known: a request guessed shorter than SHORT_S (request_seconds) pays for no measuring. The 30 ms sample of
+    other processes (when no snapshot is recent) and the 0.25-2 s probe took longer than a 56-token gpt-char
+    generation (25 ms) itself; such a request waits for neither: with no recent snapshot, or no probe on file for
+    its shape, it runs at one thread (the count that cannot be the slow path: a second thread gains a small model
+    little and loses it 2x and more on a busy machine), and the snapshot it took starts the next one's window."""
     explicit = check_threads(requested)
     if explicit:
         return explicit
     cap = min(torch.get_num_threads() if cap is None else cap, allowed_cores())
     if cap <= 1:
         return 1  # nothing to lower (OMP_NUM_THREADS=1, one core): no sampling, no probe
-    limit = max(1, min(cap, int(free_cores(window) + ROUND_UP)))
+    free = None
+    if steps is not None and model is not None and rows is not None and window > 0:
+        free = recent_free_cores(window)  # never waits: free_cores' own answer whenever a snapshot is recent
+        if free is None and request_seconds(model, rows, steps) < SHORT_S:
+            return 1  # too short to wait for a sample: the count that cannot be the slow path
+    if free is None:
+        free = free_cores(window)
+    limit = max(1, min(cap, int(free + ROUND_UP)))
     if limit == 1 or model is None or rows is None or rows > MAX_DECODE_ROWS:
         return limit
-    return min(limit, best_threads(model, rows, limit))
+    return min(limit, best_threads(model, rows, limit, steps=steps))

@@ -124,6 +124,84 @@ def test_choose_takes_the_measured_best_for_a_decoding_shape(two_cores, monkeypa
     assert T.choose(model=model, rows=T.MAX_DECODE_ROWS + 1) == 2  # a prefill, not a decoding step
 
 
+# ------------------------------------------------------------------------------------------ short requests
+def _stale_sampler(monkeypatch):
+    """A fresh sampler whose last snapshot is older than REUSE_S, and a clock whose sleep is counted."""
+    sleeps = []
+    fake = SimpleNamespace(monotonic=time.monotonic, process_time=time.process_time, perf_counter=time.perf_counter,
+                           time=time.time, sleep=lambda s: sleeps.append(s))
+    monkeypatch.setattr(T, "time", fake)
+    sampler = T._Sampler()
+    sampler.last = (time.monotonic() - 2 * T.REUSE_S, 0.0, 0.0)
+    monkeypatch.setattr(T, "_SAMPLER", sampler)
+    return sampler, sleeps
+
+
+def test_a_short_generation_neither_probes_nor_waits_for_a_sample(two_cores, monkeypatch):
+    """gpt-char, 56 tokens after 4 (a 25 ms request): the policy used to sleep 30 ms for a fresh sample of the
+    other processes (no snapshot in the last REUSE_S) and time a 0.25-2 s probe when none was on file; now it does
+    neither (counted, not timed) and runs at one thread, the count that cannot be the slow path."""
+    probes = []
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: probes.append(counts) or {1: 1.0, 2: 0.5})
+    sampler, sleeps = _stale_sampler(monkeypatch)
+    model, tokenizer = attnlab.load(CHECKPOINT)
+    seen = []
+    model.register_forward_hook(lambda *_: seen.append(torch.get_num_threads()))
+    ids = tokenizer.encode("ROMEO: ")[:4]
+    assert T.request_seconds(model, 1, len(ids) + 56) < T.SHORT_S
+    for _ in range(2):  # the first finds the snapshot stale; the second a recent one, and no probe on file
+        attnlab.generate(model, [ids], max_new_tokens=56, eos_token_id=None)
+    assert sleeps == [] and probes == [] and set(seen) == {1}
+    assert time.monotonic() - sampler.last[0] < T.REUSE_S  # the stale snapshot was replaced: the next one knows
+    assert torch.get_num_threads() == 2
+
+
+def test_a_short_request_takes_a_probe_on_file_and_a_long_one_probes(two_cores, monkeypatch):
+    probes = []
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: probes.append(counts) or {1: 1.0, 2: 0.5})
+    monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
+    monkeypatch.setattr(T, "recent_free_cores", lambda window=T.WINDOW_S: 2.0)
+    model = _decoder()
+    short, long = 60, 10**5
+    assert T.request_seconds(model, 1, short) < T.SHORT_S <= T.request_seconds(model, 1, long)
+    assert T.choose(model=model, rows=1, steps=short) == 1 and probes == []  # nothing on file: one thread
+    assert T.choose(model=model, rows=1, steps=long) == 2 and probes == [[1, 2]]  # worth its probe
+    T._MEMO.clear()  # another process: the file answers the short request
+    assert T.choose(model=model, rows=1, steps=short) == 2 and len(probes) == 1
+    entry = json.loads(T.cache_file().read_text())
+    for value in entry.values():
+        value["measured"] -= 2 * T.MAX_AGE_S  # stale: a long request would time it again, a short one takes it
+    T.cache_file().write_text(json.dumps(entry))
+    T._MEMO.clear()
+    assert T.choose(model=model, rows=1, steps=short) == 2 and len(probes) == 1
+    monkeypatch.setattr(T, "recent_free_cores", lambda window=T.WINDOW_S: None)  # no recent snapshot
+    assert T.choose(model=model, rows=1, steps=short) == 1
+    monkeypatch.setattr(T, "recent_free_cores", lambda window=T.WINDOW_S: 0.3)  # the cores are taken
+    assert T.choose(model=model, rows=1, steps=short) == 1
+
+
+def test_the_sampler_without_waiting_restarts_a_stale_window(monkeypatch):
+    """recent(): a snapshot older than REUSE_S says nothing about now (None, and a new snapshot); a span shorter
+    than one window keeps the last answer; a span between measures others' use, never sleeping."""
+    clock = {"now": 100.0, "busy": 10.0, "own": 3.0}
+    fake = SimpleNamespace(monotonic=lambda: clock["now"], process_time=lambda: clock["own"],
+                           sleep=lambda s: pytest.fail("recent() slept"), time=time.time)
+    monkeypatch.setattr(T, "time", fake)
+    monkeypatch.setattr(T, "_busy_seconds", lambda: clock["busy"])
+    sampler = T._Sampler()
+    assert sampler.recent() is None  # nothing yet
+    sampler.last, sampler.value = (100.0 - 2 * T.REUSE_S, 0.0, 0.0), 1.5
+    assert sampler.recent() is None and sampler.last == (100.0, 10.0, 3.0) and sampler.value is None
+    clock["now"] += T.WINDOW_S / 2
+    assert sampler.recent() is None  # within one window of the restart: nothing measured yet
+    clock.update(now=101.0, busy=11.5, own=3.5)  # 1 s: 1.5 s busy, 0.5 s of it ours
+    assert sampler.recent() == pytest.approx(1.0)
+    monkeypatch.setattr(T, "allowed_cores", lambda: 2)
+    monkeypatch.setattr(T, "_SAMPLER", sampler)
+    clock["now"] += T.WINDOW_S / 2
+    assert T.recent_free_cores() == pytest.approx(1.0)  # the last answer within one window
+
+
 # ------------------------------------------------------------------------------------------ the cache
 def test_probe_is_cached_on_disk_and_reused(two_cores, monkeypatch):
     calls = []
@@ -208,8 +286,9 @@ def test_generate_under_the_policy_gives_the_same_tokens_and_restores_threads(tw
     reference = attnlab.generate(model, [ids], max_new_tokens=12, threads=1).tokens
     assert set(seen) == {1} and torch.get_num_threads() == 2
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
+    monkeypatch.setattr(T, "recent_free_cores", lambda window=T.WINDOW_S: 2.0)  # a short request's view
     for best in (1, 2):
-        monkeypatch.setattr(T, "best_threads", lambda model, rows, up_to, best=best: best)
+        monkeypatch.setattr(T, "best_threads", lambda model, rows, up_to, best=best, **_: best)
         seen.clear()
         assert attnlab.generate(model, [ids], max_new_tokens=12).tokens == reference
         assert set(seen) == {best} and torch.get_num_threads() == 2
@@ -220,6 +299,7 @@ def test_generate_under_the_policy_gives_the_same_tokens_and_restores_threads(tw
             streamed.append(int(step.tokens[0]))
         assert [streamed] == reference and set(seen) == {best}
     monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 0.0)
+    monkeypatch.setattr(T, "recent_free_cores", lambda window=T.WINDOW_S: 0.0)
     seen.clear()
     assert attnlab.generate(model, [ids], max_new_tokens=4, num_beams=2).tokens
     assert set(seen) == {1}
