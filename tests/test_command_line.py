@@ -317,3 +317,20 @@ def test_commands_that_load_a_model_import_no_compiler_stack(argv):
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "LOADED []" in done.stdout, done.stdout[-500:]
+
+
+def test_generate_compile_says_what_it_waits_for_before_the_first_token(monkeypatch, capsys):
+    """--compile spends a minute or more compiling before the first token: the command says so first (the
+    generation itself is replaced here; only what is printed before it is checked)."""
+    import attnlab.generation
+
+    seen = {}
+
+    def fake_stream(model, ids, **kwargs):
+        seen.update(kwargs, said=capsys.readouterr().err)
+        return iter(())
+
+    monkeypatch.setattr(attnlab.generation, "generate_stream", fake_stream)
+    code, out, err = _run(["generate", "gpt-char", "--prompt", "The ", "--compile", "--max-new-tokens", "2"], capsys)
+    assert code == 0 and seen["compile"] is True
+    assert "--compile: torch.compile builds the decoding step first, once per process" in seen["said"]

@@ -184,6 +184,8 @@ def run(args) -> int:
                   stop_strings=args.stop, tokenizer=tokenizer, threads=args.threads)
     if args.compile:  # only when asked, so that generate's own refusal (an encoder-decoder) names it
         kwargs["compile"] = True
+        print("[--compile: torch.compile builds the decoding step first, once per process (about a minute, more on "
+              "a busy machine); the tokens follow]", file=sys.stderr, flush=True)
     if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
         kwargs["sliding_window"] = True
     out = sys.stdout
