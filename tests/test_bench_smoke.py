@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 from pathlib import Path
 
@@ -276,3 +277,40 @@ def test_requantize_refuses_a_missing_source_and_writing_over_it(tmp_path):
     with pytest.raises(SystemExit, match="--out is the source file"):
         requantize_main(["--source", str(source), "--out", str(source)])
     assert source.read_bytes() == b"GGUF" and not (tmp_path / "out.gguf").exists()
+
+
+@pytest.mark.slow
+def test_newcomer_reads_the_phases_of_a_first_training_run_and_flags_silent_waits(tmp_path):
+    """The newcomer benchmark's machinery on a ~50 KB corpus of CPython docs paragraphs, steps=2 and short samples
+    (a fresh `attnlab train`: several seconds): the corpus has one {"id", "text"} record per line with distinct ids
+    (repeated to reach the size), and the real run's phases come out in order from its own lines, end to end; on
+    made-up lines, a wait after an unannounced line (before the first line, after the last step, after the result)
+    is flagged, one after a line saying work is under way ("preparing ...", a step line, "evaluating ...") is not.
+    No timing is asserted: on a loaded machine the real run's waits may be flagged or not."""
+    from attnlab.benchmarks import newcomer
+    from attnlab.data import corpora
+
+    docs = [p for p in corpora.python_docs().split("\n\n") if p.strip()][:40]  # fewer bytes than asked: repeated
+    run = newcomer.first_training(0.05, 2, tmp_path, sources=[("python-docs", docs)], extra=["sample_tokens=16"])
+    records = [json.loads(line) for line in Path(run["corpus"]["path"]).read_text(encoding="utf-8").splitlines()]
+    assert run["corpus"]["passes"] > 1 and len({r["id"] for r in records}) == len(records) == run["corpus"]["records"]
+    assert all(r["text"] for r in records) and run["corpus"]["bytes"] >= 50_000
+    assert run["command"][-2:] == ["steps=2", "sample_tokens=16"] and "data=" + run["corpus"]["path"] in run["command"]
+    names = [p["name"] for p in run["phases"]]
+    assert names == ["start-up (before any line)", "data preparation and model build", "training",
+                     "evaluation at step 2", "after the last step", "samples", "result printed, exit"]
+    starts = [p["start"] for p in run["phases"]] + [run["wall_s"]]
+    assert all(p["end"] == later for p, later in zip(run["phases"], starts[1:], strict=True))  # contiguous, to exit
+    assert starts == sorted(starts) and run["phases"][0]["start"] == 0.0
+
+    Line = newcomer.Line
+    lines = [Line(3.0, "stderr", "gpt-char: preparing the data and building the model ..."),
+             Line(9.0, "stderr", "train gpt-char: 822,528 parameters"), Line(9.0, "stderr", "  steps   2"),
+             Line(12.0, "stderr", "step 1/2 loss 5.0"), Line(15.0, "stderr", "evaluating at step 2 ..."),
+             Line(18.0, "stderr", "step 2/2 loss 5.0 val_loss 4.9"), Line(22.0, "stdout", "{"),
+             Line(22.5, "stdout", "}")]
+    silent = [(s.start, s.end) for s in newcomer.silences_of(lines, wall=26.0)]
+    assert silent == [(0.0, 3.0), (18.0, 22.0), (22.5, 26.0)]
+    assert [p.name for p in newcomer.phases_of(lines, 26.0)][1:] == [
+        "data preparation and model build", "training", "evaluation at step 2", "after the last step",
+        "result printed, exit"]

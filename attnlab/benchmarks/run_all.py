@@ -44,6 +44,9 @@ OTHERS = {
     "quality": ("attnlab.benchmarks.quality", None, []),  # perplexity runs take minutes: not in --quick
     # fresh-process start-up of attnlab --help / models / generate beside `import torch`, against their targets
     "startup": ("attnlab.benchmarks.startup", ["--rounds", "3"], []),
+    # start-up, then a first gpt-char training on a 50 MB .jsonl corpus at the default schedule, its phases read
+    # from its own lines: minutes, so not in --quick
+    "newcomer": ("attnlab.benchmarks.newcomer", None, []),
 }
 
 
