@@ -38,6 +38,7 @@ from contextlib import contextmanager
 import torch
 from torch import nn
 
+from attnlab.cache import KVCache
 from attnlab.errors import InputError
 from attnlab.models.stack import Stack
 from attnlab.readouts import (  # re-exported: attnlab.interventions.logit_lens etc. stay where they were
@@ -552,8 +553,11 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
 
     Each row of a forward patches its own (layer, p); a forward starts at its first patched layer, from the
     corrupted run's recorded residual stream there. A decoder's positions after `position` cannot change it:
-    their cells hold the corrupted run's probability without being run. clean / corrupted: clean_run()s already
-    made (clean's recording holds the site's names, corrupted's blocks.*.resid_pre): each saves a forward.
+    their cells hold the corrupted run's probability without being run. In a decoder a patch at p cannot change
+    the positions before p either: a layer's cells run in up to POSITION_GROUPS forwards by position, each from
+    its first position on, the earlier positions' keys and values read from one cached corrupted run (about a
+    third less work on a 20-token input). clean / corrupted: clean_run()s already made (clean's recording holds
+    the site's names, corrupted's blocks.*.resid_pre): each saves a forward.
     """
     _one_sentence(model, clean_ids, "clean_ids")
     _one_sentence(model, corrupted_ids, "corrupted_ids")
@@ -579,17 +583,57 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
     last = position + 1 if causal else seq
     grid[:, last:] = corrupted_p
     cells = [(layer, p) for layer in range(n_layers) for p in range(last)]
+    prefix = _prefix_cache(model, corrupted_ids, position) if causal and last >= MIN_SPLIT else None
     for chunk in _chunks(cells, batch_size, progress, cancelled, grid):
-        edits = {}
-        for layer in sorted({layer for layer, _ in chunk}):
-            rows = [r for r, (cell_layer, _) in enumerate(chunk) if cell_layer == layer]
-            edits[names[layer]] = _CellPatch(clean[names[layer]], torch.tensor(rows),
-                                             torch.tensor([chunk[r][1] for r in rows]))
-        with intervene(model, edits):
-            p = _logprobs_from(model, corrupted_ids, streams, chunk[0][0], len(chunk), position)[:, target].exp()
-        for row, (layer, pos) in enumerate(chunk):
-            grid[layer, pos] = p[row]
+        layer = chunk[0][0]  # one layer per chunk (_chunks)
+        groups = _position_groups(chunk) if prefix is not None and layer > 0 else [(0, chunk)]
+        for first, group in groups:
+            edit = _CellPatch(clean[names[layer]], torch.arange(len(group)), torch.tensor([p for _, p in group]))
+            with intervene(model, {names[layer]: edit}):
+                if first:
+                    logprobs = _logprobs_after(model, streams, prefix, layer, len(group), first, position)
+                else:
+                    logprobs = _logprobs_from(model, corrupted_ids, streams, layer, len(group), position)
+            for (_, pos), p in zip(group, logprobs[:, target].exp(), strict=True):
+                grid[layer, pos] = p
     return grid
+
+
+POSITION_GROUPS = 3  # a layer's patching cells run in this many forwards by position (a decoder's)
+MIN_SPLIT = 8  # inputs shorter than this run each layer in one forward (the split saves less than a forward)
+
+
+def _position_groups(chunk: list[tuple[int, int]]) -> list[tuple[int, list[tuple[int, int]]]]:
+    """One layer's (layer, p) cells -> [(first position, cells)], POSITION_GROUPS runs of consecutive p."""
+    chunk = sorted(chunk, key=lambda cell: cell[1])
+    size = -(-len(chunk) // POSITION_GROUPS)
+    return [(part[0][1], part) for part in (chunk[i: i + size] for i in range(0, len(chunk), size))]
+
+
+def _prefix_cache(model: nn.Module, ids: torch.Tensor, position: int) -> KVCache:
+    """The keys and values of `ids` at positions 0..position, every layer: one forward of one row, no edits
+    but those in effect (the same run as the corrupted clean_run)."""
+    cache = KVCache.for_model(model, 1, position + 1)
+    with torch.no_grad():
+        model(ids[:, : position + 1], cache=cache, last_only=True)
+    return cache
+
+
+def _logprobs_after(model: nn.Module, streams: dict[str, torch.Tensor], prefix: KVCache, start: int, rows: int,
+                    first: int, position: int) -> torch.Tensor:
+    """(rows, vocab) log-probabilities at `position` of a decoder whose `rows` variants differ only from block
+    `start` and position `first` on: positions first..position run from the recorded stream entering that block,
+    the earlier positions' keys and values come from `prefix` (the same unedited run)."""
+    _, head = _lm_parts(model)
+    cache = KVCache.for_model(model, rows, position + 1)
+    for i, (mine, theirs) in enumerate(zip(cache.layers, prefix.layers, strict=True)):
+        if i >= start:
+            mine.kv.narrow(3, 0, first).copy_(theirs.kv.narrow(3, 0, first))  # (2, 1 -> rows, heads, first, d)
+        mine.length = first
+    stream = streams[f"blocks.{start}.resid_pre"][:, first: position + 1].expand(rows, -1, -1)
+    with torch.no_grad():
+        hidden = model.run(stream, cache=cache, start=start)  # (rows, position + 1 - first, d_model)
+        return head(hidden[:, -1]).float().log_softmax(dim=-1)
 
 
 class _CellPatch(Edit):

@@ -23,6 +23,9 @@ LAYER_OF = {
     "attnlab.errors": "base", "attnlab.files": "base", "attnlab.spelling": "base",
     "attnlab.extras": "base",  # optional packages imported where needed, the missing one named with its extra
     "attnlab.config": "config", "attnlab.presets": "config",
+    "attnlab.parameter_count": "config",  # the exact parameter count from a config alone (no torch)
+    "attnlab.checkpoint_config": "config",  # a checkpoint's config.json read without torch
+    "attnlab.devices": "base",  # the one check of a device name, shared by training and the commands
     # what layers write to while they run: the recorder and the KV cache
     "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
     "attnlab.models": "models", "attnlab.build": "models",
@@ -37,6 +40,8 @@ LAYER_OF = {
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
     "attnlab.threads": "features",  # how many torch threads generation and training use (a measured policy)
     "attnlab.interventions": "features",  # edits at the recorder's names, the sweeps and the logit lens
+    "attnlab.attribution": "features",  # attribution patching (the gradient estimate) and exact patching grids
+    "attnlab.logit_attribution": "features",  # each component's direct share of the answer's logit
     "attnlab.readouts": "features",  # log-probabilities at a position and the logit lens (interventions use them)
     "attnlab.evaluation": "features",  # perplexity and top-1 agreement of a model on a token sequence
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
@@ -195,7 +200,8 @@ def test_storage_and_models_stay_below_training(module):
 
 # the one place a face may reach the other: `attnlab explore` (a command) starts the explorer's server
 FACE_BRIDGES = {("attnlab.cli.explore", "attnlab.explorer.registry"),
-                ("attnlab.cli.explore", "attnlab.explorer.server")}
+                ("attnlab.cli.explore", "attnlab.explorer.server"),
+                ("attnlab.cli.explore", "attnlab.explorer.classroom")}  # --class: the token printed at start
 
 
 def test_one_face_never_imports_the_other():

@@ -442,6 +442,38 @@ def test_trace_residual_equals_one_patch_per_cell(which, request):
     assert abs(float(post[n - 1, position]) - float(clean_p)) < 1e-6
 
 
+@pytest.mark.parametrize("which", ["decoder", "gqa"])
+def test_trace_residual_started_at_each_position_equals_one_patch_per_cell(which, request, monkeypatch):
+    """12 tokens: a decoder's layer runs its cells in forwards by position, each from its first position on with
+    the earlier keys and values cached (learned positions; RoPE with grouped-query attention)."""
+    model = request.getfixturevalue(which)
+    seq, target, position = 12, 11, 10
+    assert seq > interventions.MIN_SPLIT
+    clean, corrupted = _ids(batch=1, seq=seq, seed=1), _ids(batch=1, seq=seq, seed=2)
+    started = []
+    real = interventions._logprobs_after
+    monkeypatch.setattr(interventions, "_logprobs_after", lambda *a: started.append(a[5]) or real(*a))
+    grid = attnlab.trace_residual(model, clean, corrupted, target, position=position, batch_size=64)
+    layers = len(model.blocks)
+    assert sorted(started) == sorted([4, 8] * (layers - 1))  # layers 1.. run positions 0-3, 4-7 and 8-10 apart
+    source = attnlab.record(model, clean, names=["blocks.*.resid_pre", "blocks.*.resid_post"])
+    with torch.no_grad():
+        corrupted_p = model(corrupted).logits[0, position].softmax(-1)[target]
+        for layer in range(len(model.blocks)):
+            for p in range(seq):
+                with attnlab.intervene(model, attnlab.patch(model, source, names=f"blocks.{layer}.resid_pre",
+                                                            positions=[p])):
+                    want = model(corrupted).logits[0, position].softmax(-1)[target]
+                assert abs(float(grid[layer, p]) - float(want)) < 1e-6, (layer, p)
+        assert float(grid[1, position + 1]) == pytest.approx(float(corrupted_p), abs=1e-6)  # after: not run
+    post = attnlab.trace_residual(model, clean, corrupted, target, position=position, site="resid_post")
+    layer, p = 1, 5
+    with torch.no_grad(), attnlab.intervene(model, attnlab.patch(model, source, names=f"blocks.{layer}.resid_post",
+                                                                 positions=[p])):
+        want = model(corrupted).logits[0, position].softmax(-1)[target]
+    assert abs(float(post[layer, p]) - float(want)) < 1e-6
+
+
 # ------------------------------------------------------------------------------------------------ bad input
 def test_bad_input_is_one_clear_error_before_the_forward(decoder, gqa):
     source = attnlab.record(decoder, _ids(), names=["blocks.0.resid_post"])

@@ -26,6 +26,13 @@ Cases (medians of interleaved rounds, milliseconds, through the app's HTTP layer
   logit lens                     /api/experiments/logit-lens on SmolLM2 (20 tokens). Target <= 300 ms.
   first paint                    the page opened in Debian's Chromium (Playwright) until the default view has its
                                  numbers (#tab[data-ready=1]), from navigation start. Target <= 1 s.
+  section 1 (--section1)          every answer of the Experiments tab on a 20-token input, SmolLM2 with its blocks
+                                 kept quantized and gpt-char, as one table: a single answer (ablation, logit lens,
+                                 one patched run, attention vs ablation) <= 300 ms; a whole grid as attribution
+                                 patching (/api/experiments/head-attribution and patch-attribution with no exact
+                                 cells: the estimate alone) <= 1 s; the exact head sweep and the exact residual
+                                 patching grid (/api/experiments/head-sweep and /patch to their last line) <= 8 s
+                                 each; the estimate with its 16 exact cells is timed beside them (no target).
 The machine (CPU, cores, torch threads, load average) is printed with the results; no case is a test.
 """
 
@@ -89,12 +96,12 @@ def timed(contestants: dict, warmup: int, repeats: int) -> tuple[dict, dict]:
     return ({k: _ms(v) for k, v in wall.items()}, {k: _ms(v[warmup:]) for k, v in cpu.items()})
 
 
-def _client(registry):
+def _client(registry, threads: int | None = None):
     from fastapi.testclient import TestClient
 
     from attnlab.explorer.server import create_app
 
-    return TestClient(create_app(registry), base_url="http://localhost")
+    return TestClient(create_app(registry, threads=threads), base_url="http://localhost")
 
 
 def generation_case(client, model_id: str, rounds: int, steps_before: int = 8) -> dict:
@@ -235,6 +242,86 @@ def experiments_case(client, model_id: str, rounds: int, lens: bool = False) -> 
             "wall_ms": {**wall, **sweep_wall}, "cpu_ms": {**cpu, **sweep_cpu}}
 
 
+SECTION1 = {"ablation": 300, "logit lens": 300, "one patch": 300, "attention vs ablation": 300,
+            "attribution: head grid": 1000, "attribution: patch grid": 1000,
+            "attribution + 16 exact heads": None, "attribution + 16 exact cells": None,
+            "exact head sweep": 8000, "exact residual patching": 8000}
+
+
+def tokens_of(lm, n: int) -> str:
+    """A text of exactly `n` tokens: sentence_of's words, or for a model that reads characters (gpt-char) the
+    first characters of them."""
+    from attnlab.explorer.common import encode
+
+    try:
+        return sentence_of(lm, n)
+    except RuntimeError:
+        line = " ".join(WORDS)
+        for k in range(1, len(line) + 1):
+            if len(encode(lm, line[:k])[0]) == n:
+                return line[:k]
+    raise RuntimeError(f"{lm.id}: no prefix of WORDS has exactly {n} tokens")
+
+
+def section1_case(client, model_id: str, rounds: int) -> dict:
+    """Issue section 1's answers on a 20-token input through the app's HTTP layer (the one patched run in this
+    thread, with the torch threads a request gets). Single answers: `rounds` interleaved rounds; the grids:
+    max(1, rounds // 3) rounds each (the exact sweeps are seconds to minutes on a loaded machine)."""
+    import attnlab
+    from attnlab.explorer.experiments import _prepare
+    from attnlab.interventions import logprobs_at
+
+    lm = client.app.state.registry.get(model_id)
+    model = lm.model
+    text = tokens_of(lm, 20)
+    corrupted_text = text.replace("old", "new", 1)
+    ids, _, position, _ = _prepare(lm, text, None)
+    corrupted_ids, _, _, _ = _prepare(lm, corrupted_text, None)
+    middle = model.config.n_layers // 2
+    clean = attnlab.record(model, ids, names=[f"blocks.{middle}.resid_pre"])
+
+    def ask(path, body):
+        res = client.post(path, json=body)
+        res.raise_for_status()
+        return res
+
+    def patched():
+        with attnlab.intervene(model, attnlab.patch(model, clean, positions=[2])):
+            return logprobs_at(model, corrupted_ids, position)
+
+    pair = {"model": model_id, "clean": text, "corrupted": corrupted_text}
+    single = {"ablation": lambda: ask("/api/experiments/ablation", {"model": model_id, "text": text,
+                                                                   "heads": [[middle, 0]]}),
+              "logit lens": lambda: ask("/api/experiments/logit-lens", {"model": model_id, "text": text}),
+              "one patch": _threads(client.app.state.threads_per_request, patched),
+              "attention vs ablation": lambda: ask("/api/experiments/attention-ablation",
+                                                   {"model": model_id, "text": text, "layer": middle, "head": 0})}
+    wall, cpu = timed(single, warmup=1, repeats=rounds)
+    grids = {"attribution: head grid": lambda: ask("/api/experiments/head-attribution", {
+                 "model": model_id, "text": text, "top": 0, "extra": 0}),
+             "attribution: patch grid": lambda: ask("/api/experiments/patch-attribution", {
+                 **pair, "top": 0, "extra": 0}),
+             "attribution + 16 exact heads": lambda: ask("/api/experiments/head-attribution", {
+                 "model": model_id, "text": text}),
+             "attribution + 16 exact cells": lambda: ask("/api/experiments/patch-attribution", pair),
+             "exact head sweep": lambda: ask("/api/experiments/head-sweep", {"model": model_id, "text": text}),
+             "exact residual patching": lambda: ask("/api/experiments/patch", pair)}
+    grid_wall, grid_cpu = timed(grids, warmup=0, repeats=max(1, rounds // 3))
+    return {"tokens": int(ids.shape[1]), "threads": client.app.state.threads_per_request,
+            "wall_ms": {**wall, **grid_wall}, "cpu_ms": {**cpu, **grid_cpu}}
+
+
+def section1_table(results: dict) -> str:
+    """The section 1 cases as a markdown table: median wall and CPU milliseconds against each target."""
+    lines = ["| model | answer (20 tokens) | wall ms | CPU ms | target ms | met |", "|---|---|---|---|---|---|"]
+    for model_id, r in results.items():
+        for case, target in SECTION1.items():
+            w, c = r["wall_ms"][case], r["cpu_ms"][case]
+            met = "-" if target is None else ("yes" if w <= target else "no")
+            lines.append(f"| {model_id} | {case} | {w:.0f} | {c:.0f} | {target or '-'} | {met} |")
+    return "\n".join(lines)
+
+
 def _threads(n: int, fn):
     """fn run with n torch threads (the caller's count restored after)."""
     from attnlab.threads import using_threads
@@ -297,6 +384,8 @@ def main(argv=None) -> int:
     p.add_argument("--skip-browser", action="store_true", help="leave out the first-paint case")
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument("--only-experiments", action="store_true", help="only the Experiments tab's cases")
+    p.add_argument("--section1", action="store_true", help="only the section 1 table (SmolLM2 and gpt-char)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads per request (default: the server's)")
     args = p.parse_args(argv)
 
     from attnlab.explorer.registry import build_registry
@@ -305,7 +394,9 @@ def main(argv=None) -> int:
     available = {e.id for e in registry.entries.values() if e.available}
     results: dict = {"machine": machine(), "cases": {}}
     print("machine:", json.dumps(results["machine"]))
-    with _client(registry) as client:
+    if args.section1:
+        return _section1(registry, available, args, results)
+    with _client(registry, args.threads) as client:
         for model_id in ("minilm-mlm", "smollm2"):
             if model_id not in available:
                 print(f"experiments {model_id}: skipped (not installed)")
@@ -355,6 +446,23 @@ def main(argv=None) -> int:
         else:
             results["cases"]["first paint"] = r
             print(f"first paint: {r['first_paint_ms']:.0f} ms (median of {r['rounds']}); target <= 1000 ms")
+    return _write(results, args.json)
+
+
+def _section1(registry, available: set, args, results: dict) -> int:
+    table = {}
+    with _client(registry, args.threads) as client:
+        for model_id in ("smollm2", "gpt-char"):
+            if model_id not in available:
+                print(f"section 1 {model_id}: skipped (not installed)")
+                continue
+            table[model_id] = r = section1_case(client, model_id, args.rounds)
+            print(f"section 1 {model_id}: {r['tokens']} tokens, {r['threads']} torch thread(s) per request",
+                  flush=True)
+    results["cases"]["section 1"] = table
+    results["machine_after"] = machine()
+    print(section1_table(table))
+    print("load average after:", results["machine_after"]["load_average"])
     return _write(results, args.json)
 
 

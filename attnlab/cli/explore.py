@@ -1,4 +1,5 @@
-"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser] [--device D]`: start the explorer and open it.
+"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser] [--device D] [--class [--class-token T]]`:
+start the explorer and open it (--class: for a class on the local network, with a class token).
 
 Everything that can be refused is refused before the address is printed: a PATH that does not exist or is not
 a model, a port outside 1..65535, a --device this machine lacks, and an address that is already taken (checked by
@@ -23,9 +24,17 @@ ACCEPTED = ("an attnlab checkpoint or training run folder, a Hugging Face model 
 def add_arguments(p) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help=f"extra models: {ACCEPTED}; or a model's name (`attnlab models`)")
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1: this machine only; with "
+                   "--class, 0.0.0.0: every interface)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
+    p.add_argument("--class", dest="class_mode", action="store_true",
+                   help="serve a class on the local network: listen on every interface (or --host) and require "
+                        "the class token; the address to give the students, token included, is printed "
+                        "(a --host beyond loopback always requires it)")
+    p.add_argument("--class-token", default="auto",
+                   help="the class token: auto (default: a random one each start) or 16 to 64 letters, digits, "
+                        "- and _ (the same address for several lessons)")
     p.add_argument("--threads", default="auto",
                    help="torch threads per model request: a positive integer, or auto (default: the cores this "
                         "process may use divided by the requests that may run at once; the same for every "
@@ -116,6 +125,27 @@ def where(device) -> str:
     return f"generation on {device}, the other views on cpu"
 
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def class_setup(args) -> tuple[str, str, str | None]:
+    """(address to listen on, address the pages must name, class token or None). Listening beyond loopback,
+    whether asked with --class or with --host, always takes a class token: without one anybody on the network
+    could run the models. --class without --host listens on every interface and names this machine's LAN
+    address."""
+    from attnlab.explorer import classroom
+
+    host = args.host or ("0.0.0.0" if args.class_mode else "127.0.0.1")
+    if not args.class_mode and host in LOOPBACK:
+        return host, host, None
+    try:
+        token = classroom.new_token() if args.class_token == "auto" else classroom.check_token(args.class_token)
+    except ValueError as exc:
+        raise InputError(f"--class-token: {exc}") from None
+    named = classroom.lan_address() if host in ("0.0.0.0", "::", "") else host
+    return host, named, token
+
+
 def run(args) -> int:
     from attnlab.threads import check_threads
 
@@ -128,7 +158,8 @@ def run(args) -> int:
     from attnlab.devices import resolve_device
 
     device = resolve_device(args.device, "--device")  # cuda without CUDA is refused before the banner
-    check_address(args.host, args.port)
+    bind, named, class_token = class_setup(args)
+    check_address(bind, args.port)
     import threading
     import webbrowser
 
@@ -137,15 +168,19 @@ def run(args) -> int:
 
     registry = build_registry(args.paths, quantize=args.quantize, device=device)
     # requests must name this host (or localhost): no DNS rebinding
-    app = create_app(registry, host=args.host, threads=threads)
-    host = "localhost" if args.host in ("127.0.0.1", "0.0.0.0", "::") else args.host
+    app = create_app(registry, host=named, threads=threads, class_token=class_token)
+    host = "localhost" if named in ("127.0.0.1", "0.0.0.0", "::") else named
     host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
-    url = f"http://{host}:{args.port}/"
-    print(f"attnlab explorer: {url}  ({where(device)}; Ctrl-C stops it)\nmodels served:", flush=True)
+    url = f"http://{host}:{args.port}/" + (f"?class={class_token}" if class_token else "")
+    print(f"attnlab explorer: {url}  ({where(device)}; Ctrl-C stops it)", flush=True)
+    if class_token:
+        print(f"serving a class on {bind}: students open the address above (its class token is required; anyone "
+              "with it can use this explorer)", flush=True)
+    print("models served:", flush=True)
     print("\n".join(served(registry.list())), flush=True)
     if not args.no_browser and not _has_desktop():
         print("no graphical display found: open the address above in a browser", flush=True)
     if not args.no_browser and _has_desktop():
         threading.Timer(1.0, lambda: webbrowser.open(url)).start()
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(app, host=bind, port=args.port, log_level="warning")
     return 0

@@ -5,6 +5,8 @@ how many at once)."""
 
 from __future__ import annotations
 
+import threading
+import time
 import unicodedata
 from typing import Any
 
@@ -12,7 +14,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
-from attnlab.errors import InputError
+from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer.registry import Loaded, UnknownItem
 from attnlab.explorer.tokens import byte_level, display_texts, single_text, tokenizer_specials
 
@@ -228,3 +230,29 @@ def _param_count(module) -> int:
         elif isinstance(m, QuantizedEmbedding):  # its codes are its tied head's: the same key, counted once
             counts[id(m.qweight)] = m.num_embeddings * m.embedding_dim
     return sum(counts.values())
+
+
+class Stopped(AttnlabError):
+    """A cancellable computation stopped: its client went away or its deadline passed (answered 503)."""
+
+
+class Stop:
+    """Handed to cancellable work and called between its steps: raises Stopped once the client has gone or the
+    deadline has passed. The event is set from the event loop; the check runs in the worker thread."""
+
+    def __init__(self, seconds: float | None = None):
+        self.gone = threading.Event()
+        self.seconds = seconds
+        self.deadline = float("inf")
+
+    def start(self) -> None:
+        """The clock starts when the work does (time spent waiting for a slot does not count)."""
+        if self.seconds is not None:
+            self.deadline = time.monotonic() + self.seconds
+
+    def __call__(self, *_: Any) -> None:
+        if self.gone.is_set():
+            raise Stopped("the client went away; the measurement stopped")
+        if time.monotonic() > self.deadline:
+            raise Stopped(f"the measurement stopped after its {self.seconds:g} s limit (the machine is busy or "
+                          "the model is large); the analytic figures need no measurement")

@@ -63,6 +63,7 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str
               "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
               "sweep": sweep}
     result["heads"] = heads_comparison(cfg, n)
+    result["decode"] = decode_step(cfg, n, lm.id)
     if measure:
         from attnlab.cost.measure import sweep as measured_sweep
 
@@ -72,6 +73,50 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str
                                     progress=None if stop is None else (lambda point: stop()))
             result["measured"] = [{"n": p.n, "ms": round(p.seconds * 1000, 4), "flops": p.flops} for p in points]
     return result
+
+
+def decode_step(cfg, n: int, model_id: str) -> dict[str, Any] | None:
+    """One decoding step with the KV cache: the n-th token's query against n keys (the n-1 cached ones and its
+    own), per operation and layer, as `attnlab cost MODEL --seq n --mode decode_step` prints it (its "with the KV
+    cache" table). Beside the totals: the weight matrices every step reads once (the same bytes for any n) and
+    the KV cache it reads (growing with n), whose sum is why a step is memory-bound (intensity near 1 FLOP/B).
+    None for a model that does not generate (an encoder, a ViT)."""
+    from attnlab.cost import cost_table, kv_cache_bytes
+    from attnlab.cost.analytic import DTYPE_BYTES
+
+    if cfg.topology not in ("decoder", "encoder-decoder"):
+        return None
+    table = cost_table(cfg, 1, n, mode="decode_step", cached=True)
+    rows = [{"stack": r.stack, "name": r.name, "formula": r.formula, "layers": r.layers,
+             "flops_per_layer": r.flops // r.layers, "flops": r.flops, "bytes_read": r.bytes_read,
+             "bytes_written": r.bytes_written, "intensity": round(r.intensity, 4) if r.bytes_moved else None}
+            for r in table.rows]
+    layers = cfg.n_layers if cfg.topology == "decoder" else cfg.decoder_layers
+    block = [r for r in table.rows if r.layers == layers and r.stack  # the rows each block repeats
+             and not r.name.startswith("embedding") and "(embedding/final)" not in r.name]
+    kv = kv_cache_bytes(cfg, 1, n)
+    moved = table.bytes_read + table.bytes_written
+    return {"n": table.seq, "layers": layers, "dtype": table.dtype, "rows": rows,
+            "flops": table.flops, "matmul_flops": table.matmul_flops, "bytes_read": table.bytes_read,
+            "bytes_written": table.bytes_written, "bytes_moved": moved,
+            "intensity": round(table.flops / moved, 4) if moved else None,
+            "per_layer": {"flops": sum(r.flops for r in block) // layers,
+                          "bytes_moved": sum(r.bytes_moved for r in block) // layers},
+            "weights_bytes": _decode_weights(cfg) * DTYPE_BYTES[table.dtype],
+            "kv_read_bytes": kv["self"] + kv["cross"],
+            "command": f"attnlab cost {model_id} --seq {table.seq} --mode decode_step"}
+
+
+def _decode_weights(cfg) -> int:
+    """Numbers in the weight matrices one decoding step multiplies by: every decoder block's projections and FFN
+    (with cross-attention's Q and W_O in an encoder-decoder; its K, V are cached) and the LM head."""
+    from attnlab.cost.analytic import matmul_parameters
+
+    if cfg.topology == "decoder":
+        return matmul_parameters(cfg)
+    d, ff, qw, kvw = cfg.d_model, cfg.d_ff, cfg.n_heads * cfg.head_dim, cfg.kv_heads * cfg.head_dim
+    block = d * (qw + 2 * kvw) + qw * d + d * ff * (2 if cfg.gated else 1) + ff * d + d * qw + qw * d
+    return cfg.decoder_layers * block + cfg.vocab_size * d
 
 
 def heads_comparison(cfg, n: int) -> list[dict[str, Any]]:

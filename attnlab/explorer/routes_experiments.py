@@ -161,6 +161,7 @@ class LensRequest(RequestBody):
     text: ExperimentText
     position: Position = None
     k: int = Field(experiments.TOP, ge=1, le=20)
+    target: Target = None
 
 
 class AttentionAblationRequest(RequestBody):
@@ -197,7 +198,8 @@ async def ablation(req: AblationRequest, request: Request):
 @router.post("/api/experiments/logit-lens", summary="the top-k tokens after the embeddings and after each block")
 async def lens(req: LensRequest, request: Request):
     return await _run(request, lambda: experiments.logit_lens_top(_model(request, req.model, req.text), req.text,
-                                                                  position=req.position, k=req.k))
+                                                                  position=req.position, k=req.k,
+                                                                  target=req.target))
 
 
 @router.post("/api/experiments/attention-ablation", summary="one head's attention weights beside the effect of "

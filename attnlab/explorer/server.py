@@ -16,20 +16,26 @@ The order of work for a request (why: one slow or hostile client must not hold w
      deadline (BODY_SECONDS) and counted as it streams, chunked or not (MAX_BODY_BYTES).
   2. FastAPI validates the body and the query against the schemas below (every number has a range).
   3. Only then does the request queue for a model slot (MAX_CONCURRENT at once, QUEUE_SECONDS at most), and
-     its work runs in a thread. Every endpoint that computes takes a slot, GET or POST.
+     its work runs in a thread. Every endpoint that computes takes a slot, GET or POST. Heavy jobs (sweeps,
+     patching grids, streamed generation: classroom.HEAVY_PATHS) take their own slots instead, in one queue where
+     each client (one browser, else one address) runs one job at a time, so light answers never wait behind
+     them; GET /api/queue tells the page its place.
+With `class_token` (`attnlab explore --class`) the guard also refuses, with 403, a request without the class
+token, and serves no Host but the class address and loopback.
 """
 
 from __future__ import annotations
 
 import asyncio
+import http.cookies
 import ipaddress
 import json
 import os
-import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import torch
 from fastapi import FastAPI, Query, Request
@@ -42,10 +48,14 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import AttnlabError, InputError
-from attnlab.explorer import api, images, lessons, sessions
-from attnlab.explorer.common import OutOfRange, RequestBody, a_an, shown
+from attnlab.explorer import api, classroom, images, lessons, sessions
+from attnlab.explorer.common import OutOfRange, RequestBody, Stop, Stopped, a_an, shown
 from attnlab.explorer.registry import ModelUnavailable, Registry, UnknownItem, build_registry
+from attnlab.explorer.routes_attribution import router as attribution_router
+from attnlab.explorer.routes_code import router as code_router
+from attnlab.explorer.routes_components import router as components_router
 from attnlab.explorer.routes_experiments import router as experiments_router
+from attnlab.explorer.routes_steer import router as steer_router
 from attnlab.threads import allowed_cores, check_threads, using_threads
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -157,32 +167,6 @@ QueryText = Annotated[str | None, Query(max_length=api.MAX_TEXT_CHARS)]
 ModelId = Annotated[str, PathParam(max_length=MAX_ID_CHARS)]
 
 
-class Stopped(AttnlabError):
-    """A cancellable computation stopped: its client went away or its deadline passed (answered 503)."""
-
-
-class _Stop:
-    """Handed to cancellable work and called between its steps: raises Stopped once the client has gone or the
-    deadline has passed. The event is set from the event loop; the check runs in the worker thread."""
-
-    def __init__(self, seconds: float | None = None):
-        self.gone = threading.Event()
-        self.seconds = seconds
-        self.deadline = float("inf")
-
-    def start(self) -> None:
-        """The clock starts when the work does (time spent waiting for a slot does not count)."""
-        if self.seconds is not None:
-            self.deadline = time.monotonic() + self.seconds
-
-    def __call__(self, *_: Any) -> None:
-        if self.gone.is_set():
-            raise Stopped("the client went away; the measurement stopped")
-        if time.monotonic() > self.deadline:
-            raise Stopped(f"the measurement stopped after its {self.seconds:g} s limit (the machine is busy or "
-                          "the model is large); the analytic figures need no measurement")
-
-
 def _bounds(metadata: list) -> tuple[float | None, float | None]:
     """(lowest, highest) allowed by a field's annotated_types constraints: Ge/Le as they are, Gt/Lt on integers
     as the next integer in; a strict bound on a float has no such figure (None: the plain message is kept)."""
@@ -278,13 +262,26 @@ class _Guard:
 
     SAFE = ("GET", "HEAD", "OPTIONS")
 
-    def __init__(self, app, host: str | None, body_seconds: float, max_body: int):
+    def __init__(self, app, host: str | None, body_seconds: float, max_body: int, class_token: str | None = None):
         self.app, self.body_seconds, self.max_body = app, body_seconds, max_body
         self.names, self.any_ip = _allowed_names(host)
+        self.class_token = class_token
+        if class_token is not None:  # a class: the address printed and loopback, never any other name or address
+            self.any_ip = False
 
     def _host_ok(self, host: str) -> bool:
         name = _host_name(host)
         return bool(name) and (name in self.names or (self.any_ip and _is_ip(name)))
+
+    def _class_token_via(self, scope, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
+        """Where the request carries the class token ("query", "cookie" or "header"); None without a right one."""
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        for via, given in (("query", query.get(classroom.CLASS_QUERY, [None])[0]),
+                           ("cookie", cookies.get(classroom.CLASS_COOKIE)),
+                           ("header", headers.get(classroom.CLASS_HEADER))):
+            if classroom.token_matches(given, self.class_token):
+                return via
+        return None
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -297,6 +294,20 @@ class _Guard:
             shown = host[:80] or "(none)"
             return await _answer(403, f"Host {shown!r} is not served here; allowed: "
                                  f"{', '.join(sorted(self.names))} (with any port)", close=True)(scope, receive, send)
+        cookies = _cookies(headers.get("cookie", ""))
+        set_cookies = []
+        if self.class_token is not None:
+            via = self._class_token_via(scope, headers, cookies)
+            if via == "query":  # the address the students open: the browser keeps the token from here on
+                set_cookies.append(f"{classroom.CLASS_COOKIE}={self.class_token}; Path=/; HttpOnly; SameSite=Strict")
+            if via is None:
+                return await _answer(403, "this explorer serves a class and needs its class token: open the "
+                                     "address the teacher's explorer printed (http://HOST:PORT/?class=TOKEN)",
+                                     close=True)(scope, receive, send)
+        if scope["path"] == "/" and classroom.CLIENT_COOKIE not in cookies:  # the page: one id per browser
+            set_cookies.append(f"{classroom.CLIENT_COOKIE}={uuid.uuid4().hex}; Path=/; HttpOnly; SameSite=Strict")
+        if set_cookies:
+            send = _adding_cookies(send, set_cookies)
         if scope["method"] not in self.SAFE:
             for header in ("origin", "referer"):  # a browser sends Origin; older ones only Referer
                 value = headers.get(header)
@@ -344,6 +355,26 @@ class _Guard:
         return await self.app(scope, replay, send)
 
 
+def _cookies(header: str) -> dict[str, str]:
+    """The request's cookies by name; a malformed Cookie header counts as none."""
+    jar = http.cookies.SimpleCookie()
+    try:
+        jar.load(header)
+    except http.cookies.CookieError:
+        return {}
+    return {name: morsel.value for name, morsel in jar.items()}
+
+
+def _adding_cookies(send, cookies: list[str]):
+    """`send` with Set-Cookie headers added to the answer's start."""
+    async def sending(message):
+        if message["type"] == "http.response.start":
+            extra = [(b"set-cookie", c.encode("latin-1")) for c in cookies]
+            message = {**message, "headers": [*message.get("headers", []), *extra]}
+        await send(message)
+    return sending
+
+
 class _SlotStream(StreamingResponse):
     """A streamed answer that gives its model slot back however it ends: its generator releases the slot when it
     finishes or is cancelled (the client left), and this releases it too if the generator never started."""
@@ -363,15 +394,25 @@ class _SlotStream(StreamingResponse):
 def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.1",
                max_concurrent: int | None = None, body_seconds: float = BODY_SECONDS,
                measure_seconds: float = MEASURE_SECONDS, stream_seconds: float = STREAM_SECONDS,
-               threads: int | None = None) -> FastAPI:
+               threads: int | None = None, class_token: str | None = None, heavy_concurrent: int = 1) -> FastAPI:
     """The explorer app. `host`: the address it is served on (--host); requests must name it, localhost,
     127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT).
     `threads`: torch threads per model request (--threads); None: the cores this process may use divided by
-    `max_concurrent` (at least 1), the same for every request, so an answer never depends on the load."""
+    `max_concurrent` (at least 1), the same for every request, so an answer never depends on the load.
+    `class_token`: serving a class (`attnlab explore --class`): every request must carry this token (the address's
+    ?class=, then a cookie) and only `host` and loopback are served. `heavy_concurrent`: heavy jobs (sweeps,
+    streams) at once, in their own slots beside the `max_concurrent` light ones (explorer/classroom.py)."""
     registry = registry if registry is not None else build_registry()
     slots_wanted = MAX_CONCURRENT if max_concurrent is None else max_concurrent
     if isinstance(slots_wanted, bool) or not isinstance(slots_wanted, int) or slots_wanted < 1:
         raise InputError(f"max_concurrent={slots_wanted!r}: allowed a positive integer")
+    if isinstance(heavy_concurrent, bool) or not isinstance(heavy_concurrent, int) or heavy_concurrent < 1:
+        raise InputError(f"heavy_concurrent={heavy_concurrent!r}: allowed a positive integer")
+    if class_token is not None:
+        try:
+            classroom.check_token(class_token)  # it goes into a cookie: plain characters only
+        except ValueError as exc:
+            raise InputError(f"class_token: {exc}") from None
     app = FastAPI(title="attnlab Transformer Explorer",
                   description="Every number inside real transformers: attention, masking, vision, generation, cost.",
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
@@ -395,26 +436,58 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
 
     app.state.max_concurrent = slots_wanted
     app.state.sessions = sessions.GenerationSessions()  # generation's KV caches, one per page that steps
-    app.add_middleware(_Guard, host=host, body_seconds=body_seconds, max_body=MAX_BODY_BYTES)
-    heavy: dict = {"loop": None, "slots": None}
+    app.add_middleware(_Guard, host=host, body_seconds=body_seconds, max_body=MAX_BODY_BYTES,
+                       class_token=class_token)
+    heavy: dict = {"loop": None, "slots": None, "queue": None}
 
     def _slots() -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()  # one semaphore per event loop (tests may start several)
         if heavy["loop"] is not loop:
-            heavy.update(loop=loop, slots=asyncio.Semaphore(slots_wanted))
+            heavy.update(loop=loop, slots=asyncio.Semaphore(slots_wanted),
+                         queue=classroom.HeavyQueue(heavy_concurrent))
         return heavy["slots"]
+
+    def _queue() -> classroom.HeavyQueue:
+        _slots()
+        return heavy["queue"]
+
+    def _client(request: Request) -> str:
+        return classroom.client_of(request.cookies, request.client.host if request.client else None)
+
+    async def _heavy_turn(request: Request, gone: asyncio.Task) -> classroom.Ticket:
+        """Wait in the heavy queue (one running job per client) until this job's turn, QUEUE_SECONDS per place
+        ahead at most. Raises (errors, not answers, so a streamed sweep answers them with their status too)
+        QueueFull (429) when the client has too many waiting, Stopped (503) when busy or the client left."""
+        queue = _queue()
+        ticket = queue.join(_client(request))
+        patience = QUEUE_SECONDS * max(1, len(queue.waiting))  # a sweep takes seconds: the line moves
+        try:
+            await asyncio.wait({ticket.granted, gone}, timeout=patience, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            queue.leave(ticket)
+            raise
+        if not ticket.granted.done() or ticket.granted.cancelled():
+            queue.leave(ticket)
+            raise Stopped("the client went away before its turn" if gone.done() else
+                          f"the explorer is busy (the heavy-job queue did not move for {patience:g} s); retry shortly")
+        return ticket
 
     def _busy() -> Response:
         """The answer to a request that waited QUEUE_SECONDS for a model slot (run and the stream alike)."""
         return _answer(503, f"the explorer is busy ({slots_wanted} requests running and more waiting "
                        f"for over {QUEUE_SECONDS} s); retry shortly")
 
-    async def run(request: Request, work, *, stop: _Stop | None = None) -> Response:
+    async def run(request: Request, work, *, stop: Stop | None = None) -> Response:
         """Wait for a slot (QUEUE_SECONDS at most), then run `work()` and encode its dict as JSON in a thread.
         A client that disconnects meanwhile sets `stop.gone`: work still waiting for a slot is skipped, and
         cancellable work (a cost measurement) stops at its next check."""
-        stop = stop if stop is not None else _Stop()
+        stop = stop if stop is not None else Stop()
         watcher = asyncio.create_task(_watch(request, stop))
+        if classroom.is_heavy(request.url.path, request.url.query):
+            try:
+                return await _run_heavy(request, work, stop, watcher)
+            finally:
+                watcher.cancel()
         try:
             slots = _slots()
             try:
@@ -432,7 +505,17 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
             watcher.cancel()
         return Response(body, media_type="application/json")
 
-    async def _watch(request: Request, stop: _Stop) -> None:
+    async def _run_heavy(request: Request, work, stop: Stop, watcher: asyncio.Task) -> Response:
+        """`run` for a heavy job: its turn in the heavy queue instead of a light slot."""
+        ticket = await _heavy_turn(request, watcher)
+        try:
+            stop.start()
+            body = await run_in_threadpool(lambda: _encode(threaded(work)))
+        finally:
+            _queue().leave(ticket)
+        return Response(body, media_type="application/json")
+
+    async def _watch(request: Request, stop: Stop) -> None:
         while True:
             message = await request.receive()
             if message["type"] == "http.disconnect":
@@ -446,6 +529,10 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
     @app.exception_handler(ModelUnavailable)
     async def _unavailable(request, exc):
         return _answer(503, str(exc))
+
+    @app.exception_handler(classroom.QueueFull)
+    async def _queue_full(request, exc):
+        return _answer(429, str(exc))
 
     @app.exception_handler(Stopped)
     async def _stopped(request, exc):
@@ -558,14 +645,10 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
             state.update(generated=r["generated"], session=r["session"], finished=r["finished"])
             return _encode(r) + b"\n"
 
-        stop = _Stop(stream_seconds)
+        stop = Stop(stream_seconds)
         watcher = asyncio.create_task(_watch(request, stop))
-        slots = _slots()
         try:
-            try:
-                await asyncio.wait_for(slots.acquire(), QUEUE_SECONDS)
-            except asyncio.TimeoutError:
-                return _busy()
+            ticket = await _heavy_turn(request, watcher)  # a stream is a heavy job: it waits in the heavy queue
         finally:
             watcher.cancel()  # from here on the streaming response watches for the client leaving
         released = False
@@ -574,7 +657,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
             nonlocal released
             if not released:
                 released = True
-                slots.release()
+                _queue().leave(ticket)
 
         try:
             if stop.gone.is_set():
@@ -616,12 +699,20 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
 
     @app.get("/api/cost/{model_id}", summary="parameters, FLOPs and memory for n tokens, and their scaling")
     async def cost(request: Request, model_id: ModelId, n: QueryCostN = 128, measure: bool = False) -> dict:
-        stop = _Stop(measure_seconds) if measure else None
+        stop = Stop(measure_seconds) if measure else None
         return await run(request, lambda: api.cost(get(model_id), n, measure, stop=stop), stop=stop)
+
+    @app.get("/api/queue", summary="the heavy-job queue: jobs running and waiting, and this client's places")
+    async def queue_status(request: Request) -> dict:
+        return _queue().status(_client(request))
 
     app.state.run = run  # the lessons' routes compute under the same slots and limits
     app.include_router(lessons.router)  # the teaching lessons (explorer/lessons.py)
     app.include_router(experiments_router)  # the Experiments tab (explorer/routes_experiments.py)
+    app.include_router(attribution_router)  # estimate-first sweeps (explorer/routes_attribution.py)
+    app.include_router(steer_router)  # steering: a direction from two prompts (explorer/routes_steer.py)
+    app.include_router(code_router)  # "Show the code": each view's attnlab Python (explorer/routes_code.py)
+    app.include_router(components_router)  # patching by component, direct logit attribution
 
     @app.get("/", include_in_schema=False)
     def index():

@@ -4,7 +4,13 @@ Why: the probe holds, every K steps, the attention of one fixed sentence in ever
 a step slider beside the loss curve, a learner watches a head's pattern form. One number per head and step
 makes the search easy: the previous-token score, the average weight a token puts on the token just before it
 (1.0 = a perfect "look one back" head; about 1/i for a head that spreads evenly over i tokens). The head whose
-score ends highest is where the page starts.
+score ends highest is where the page starts. A second number finds induction heads: on the probe text's repeated
+words, the weight a token of the second copy puts on the token that followed its earlier occurrence (on a
+repeated random sequence, the usual induction score). A head "forms" at the first kept step from which its score
+stays at or above FORMED (0.3); the page marks that step on the slider.
+
+The bundled gpt-char ships its recipe's probe (SHIPPED_PROBE, gzipped and thinned by `ship_probe`; see
+docs/explorer.md), so the timeline works on a plain `attnlab explore`.
 
 Files are found from the model's registry entry (a run folder named on `attnlab explore`'s command line), never
 from a path in a request; they are read bounded and as data only.
@@ -12,9 +18,11 @@ from a path in a request; they are read bounded and as data only.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import threading
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +32,11 @@ from attnlab.explorer.registry import Entry, UnknownItem
 from attnlab.files import read_text
 from attnlab.training import probe
 
+SHIPPED_PROBE = "probe.jsonl.gz"  # in a shipped checkpoint's folder (the package's own: written by nobody else)
+SHIPPED_PROBE_LIMIT = 32 * 2**20  # its text once unzipped, at most
+# the bundled gpt-char's kept steps: every 50 while its first-layer heads form, then sparser (20 of the run's 41)
+SHIPPED_STEPS = (1, *range(50, 501, 50), *range(600, 1001, 100), 1250, 1500, 1750, 2000)
+FORMED = 0.3  # a head has formed once its score stays at or above this (an even spread over 35 tokens: ~0.12)
 MAX_CURVE_POINTS = 400  # the loss curve is thinned to at most this many points
 METRICS_LIMIT = 64 * 2**20
 # Parsed probes, keyed by (path, size, mtime): a 1500-step gpt-char probe is ~6 MB of JSON and takes ~1 s to
@@ -56,6 +69,9 @@ def probe_path(entry: Entry) -> Path | None:
     """OUT/probe.jsonl of the run folder the entry names (or of the run holding the step folder it names); None
     without one. InputError for a probe.jsonl that is a link leading outside that folder."""
     source = entry.source
+    if entry.kind == "shipped" and source is not None:
+        shipped = source / SHIPPED_PROBE
+        return shipped if shipped.is_file() and not shipped.is_symlink() else None
     if entry.kind != "path" or source is None:
         return None
     for folder in (source, source.parent):
@@ -86,6 +102,44 @@ def previous_token_score(weights: list[list[float]]) -> float:
     return sum(weights[i][i - 1] for i in range(1, n)) / max(1, n - 1)
 
 
+def repeated_copy(tokens: list[str]) -> tuple[int, int, int] | None:
+    """(start of the first copy, start of the second, length) of the longest run of tokens that occurs twice
+    without overlap ("the cat sat" in the probe text); None when no two tokens repeat in a row. Why the longest:
+    its second copy is where an induction head can predict, from the first, what comes next."""
+    n = len(tokens)
+    for length in range(n // 2, 1, -1):
+        for a in range(n - 2 * length + 1):
+            for b in range(a + length, n - length + 1):
+                if tokens[a:a + length] == tokens[b:b + length]:
+                    return a, b, length
+    return None
+
+
+def induction_score(weights: list[list[float]], copy: tuple[int, int, int]) -> float:
+    """Mean over the second copy's tokens b + k of the weight on a + k + 1, the token after the same token's
+    earlier occurrence (the last token of the copy looks at the token after the first copy). weights: (n, n)."""
+    a, b, length = copy
+    return sum(weights[b + k][a + k + 1] for k in range(length)) / length
+
+
+def formed_at(steps: list[int], scores: list[float], threshold: float = FORMED) -> int | None:
+    """The first kept step from which the score stays at or above `threshold` to the end; None if it never does."""
+    at = None
+    for step, score in zip(steps, scores, strict=True):
+        if score >= threshold:
+            at = step if at is None else at
+        else:
+            at = None
+    return at
+
+
+def formations(steps: list[int], scores: list) -> list[dict[str, Any]]:
+    """[{layer, head, step, score}] of the heads that formed (scores: (layers, heads, steps)), earliest first."""
+    out = [{"layer": i, "head": h, "step": formed_at(steps, s), "score": s[-1]}
+           for i, row in enumerate(scores) for h, s in enumerate(row)]
+    return sorted((f for f in out if f["step"] is not None), key=lambda f: (f["step"], -f["score"]))
+
+
 def _loss_curve(entry: Entry, folder: Path) -> list[dict[str, float]]:
     """(step, loss, val_loss when evaluated) from metrics.jsonl, thinned to MAX_CURVE_POINTS; [] without one.
     InputError for a metrics.jsonl that is a link leading outside the run folder."""
@@ -110,8 +164,18 @@ def _loss_curve(entry: Entry, folder: Path) -> list[dict[str, float]]:
     return [points[i] for i in sorted(kept)]
 
 
-def _parsed(entry: Entry, path: Path) -> tuple[dict, list[dict], list]:
-    """(header, lines, previous-token scores as (layers, heads, steps)) of a probe file, parsed once per version."""
+def _read_shipped(path: Path) -> tuple[dict, list[dict]]:
+    """A shipped gzipped probe, unzipped to at most SHIPPED_PROBE_LIMIT bytes (a damaged file cannot fill memory)."""
+    with gzip.open(path, "rb") as f:
+        data = f.read(SHIPPED_PROBE_LIMIT + 1)
+    if len(data) > SHIPPED_PROBE_LIMIT:
+        raise ValueError(f"{path.name} unzips to over {SHIPPED_PROBE_LIMIT} bytes")
+    return probe.parse(data.decode("utf-8"), path.name)
+
+
+def _parsed(entry: Entry, path: Path) -> tuple[dict, list[dict], tuple]:
+    """(header, lines, (previous-token scores, induction scores or None, the repeated copy)) of a probe file,
+    scores as (layers, heads, steps); parsed once per version."""
     try:
         st = path.stat()
         key = (str(path), st.st_size, st.st_mtime_ns)
@@ -119,8 +183,8 @@ def _parsed(entry: Entry, path: Path) -> tuple[dict, list[dict], list]:
             hit = _PARSED.get(key)
         if hit is not None:
             return hit
-        header, lines = probe.read(path)
-    except (OSError, CheckpointError, ValueError) as exc:
+        header, lines = _read_shipped(path) if path.name == SHIPPED_PROBE else probe.read(path)
+    except (OSError, CheckpointError, ValueError, EOFError, zlib.error) as exc:
         raise InputError(f"the training probe of model {entry.id!r} cannot be read: {exc}") from None
     if not lines:
         raise InputError(f"the training probe of model {entry.id!r} has no step yet (the run kept none so far)")
@@ -128,14 +192,18 @@ def _parsed(entry: Entry, path: Path) -> tuple[dict, list[dict], list]:
         n_layers, n_heads = int(header["n_layers"]), int(header["n_heads"])
         scores = [[[round(previous_token_score(line["weights"][i][h]), 4) for line in lines]
                    for h in range(n_heads)] for i in range(n_layers)]  # (layers, heads, steps)
+        copy = repeated_copy(list(header["tokens"]))
+        induction = None if copy is None else [[[round(induction_score(line["weights"][i][h], copy), 4)
+                                                 for line in lines] for h in range(n_heads)]
+                                               for i in range(n_layers)]  # (layers, heads, steps)
     except (KeyError, IndexError, TypeError, ValueError):
         raise InputError(f"the training probe of model {entry.id!r} is inconsistent: its lines do not match its "
                          "header's layers, heads and tokens") from None
     with _PARSED_LOCK:
-        _PARSED[key] = (header, lines, scores)
+        _PARSED[key] = (header, lines, (scores, induction, copy))
         while len(_PARSED) > _PARSED_MAX:
             _PARSED.pop(next(iter(_PARSED)))
-    return header, lines, scores
+    return header, lines, (scores, induction, copy)
 
 
 def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str, Any]:
@@ -145,7 +213,8 @@ def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str,
     if path is None:
         raise UnknownItem(f"model {entry.id!r} has no training probe: open a run folder trained by this version "
                           "(`attnlab train gpt-char --out runs/gpt-char`, then `attnlab explore runs/gpt-char`)")
-    header, lines, scores = _parsed(entry, path)
+    header, lines, (scores, induction, copy) = _parsed(entry, path)
+    steps = [line["step"] for line in lines]
     n_layers, n_heads, n = int(header["n_layers"]), int(header["n_heads"]), len(header["tokens"])
     if head is None:
         layer, head = max(((i, h) for i in range(n_layers) for h in range(n_heads)),
@@ -159,6 +228,31 @@ def timeline(entry: Entry, layer: int = 0, head: int | None = None) -> dict[str,
                              f"expected {n_layers} layers x {n_heads} heads x {n} tokens")
     return {"model": entry.id, "text": header.get("text", ""), "tokens": header["tokens"], "every": header["every"],
             "n_layers": n_layers, "n_heads": n_heads, "layer": layer, "head": head,
-            "steps": [line["step"] for line in lines], "probe_loss": [line.get("loss") for line in lines],
+            "steps": steps, "probe_loss": [line.get("loss") for line in lines],
             "weights": [line["weights"][layer][head] for line in lines],  # (steps, n, n)
-            "previous_token": scores, "curve": _loss_curve(entry, path.parent)}
+            "previous_token": scores, "induction": induction, "formed_threshold": FORMED,
+            "repeat": None if copy is None else {"first": copy[0], "second": copy[1], "length": copy[2]},
+            "formed": {"previous_token": formations(steps, scores),
+                       "induction": [] if induction is None else formations(steps, induction)},
+            "shipped": path.name == SHIPPED_PROBE,
+            "curve": [] if path.name == SHIPPED_PROBE else _loss_curve(entry, path.parent)}
+
+
+def ship_probe(source: str | Path, target: str | Path, steps=SHIPPED_STEPS, decimals: int = 2) -> int:
+    """Write a run's probe.jsonl thinned to `steps` and rounded to `decimals`, gzipped (the bundled gpt-char's
+    SHIPPED_PROBE: 20 steps of 2 decimals fit in ~150 KB where the whole probe is ~4 MB). Returns its size."""
+    header, lines = probe.read(source)
+    kept = [line for line in lines if line["step"] in set(steps)]
+    missing = sorted(set(steps) - {line["step"] for line in kept})
+    if missing:
+        raise InputError(f"the probe has no line for steps {missing}; it kept steps {[x['step'] for x in lines]}")
+
+    def rounded(x):
+        return [rounded(v) for v in x] if isinstance(x, list) else round(x, decimals)
+
+    rows = [json.dumps(header)] + [json.dumps({"step": line["step"], "loss": line["loss"],
+                                               "weights": rounded(line["weights"])}, separators=(",", ":"))
+                                   for line in kept]
+    data = gzip.compress("".join(f"{r}\n" for r in rows).encode(), compresslevel=9, mtime=0)
+    Path(target).write_bytes(data)
+    return len(data)

@@ -122,13 +122,19 @@ def after_step(trainer, record_: dict[str, Any]) -> None:
 def read(path: str | Path, limit: int = 256 * 2**20) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """(header, lines) of a probe file; a cut last line (a killed run) is left out. Raises CheckpointError when
     the file is missing, not a regular file or over `limit` bytes, ValueError when it is not a probe."""
-    rows = read_text(path, limit=limit, what="training probe").splitlines()
+    return parse(read_text(path, limit=limit, what="training probe"), Path(path).name)
+
+
+def parse(text: str, name: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, lines) of a probe file's text (`read`, or the explorer's shipped gzipped probe); `name` for the
+    message of a ValueError when it is not a probe."""
+    rows = text.splitlines()
     try:
         header = json.loads(rows[0]) if rows else None
     except json.JSONDecodeError:
         header = None
     if not isinstance(header, dict) or header.get("kind") != KIND:
-        raise ValueError(f"{Path(path).name} is not an attnlab training probe (its first line names no {KIND!r})")
+        raise ValueError(f"{name} is not an attnlab training probe (its first line names no {KIND!r})")
     lines = []
     for row in rows[1:]:
         try:

@@ -234,7 +234,7 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
         _wait_ready(page, box)
     lm = server["registry"].get("path")
     text = page.input_value("#abl-text")
-    assert text == "def main():"  # the small character model's default
+    assert text == "def f(x, y"  # the small character model's default
     # nearby meanings on a character model opens on one letter, not "river" split into five (and a warning)
     assert page.input_value("#near-word") == "e" and page.locator("#near-out .notice.warn").count() == 0
 
@@ -261,10 +261,10 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
         [r["id"] for r in after]
 
     # Which heads matter: the grid is head_sweep_grid's; Enter on a cell switches that head off alone
-    page.focus("#abl-sweep")
+    page.focus("#abl-sweep-exact")
     page.keyboard.press("Enter")
     page.wait_for_selector("#x-ablate[data-sweep-ready='1'] #abl-sweep-grid")
-    assert page.evaluate("document.activeElement.id") == "abl-sweep"  # back on the button when Cancel goes
+    assert page.evaluate("document.activeElement.id") == "abl-sweep-exact"  # back on the button when Cancel goes
     want = ex.head_sweep_grid(lm, text)["grid"]
     assert _cells(page, "#abl-sweep-grid td") == pytest.approx([v for row in want for v in row], abs=1e-6)
     page.focus("#abl-sweep-grid button.cell[data-row='0'][data-col='0']")
@@ -277,7 +277,7 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
 
     # Patch: the default pair by mouse; a corrupted sentence of another length by keyboard gets the reason
     clean, corrupted = page.input_value("#patch-clean"), page.input_value("#patch-corrupted")
-    page.click("#patch-run")
+    page.click("#patch-exact")
     page.wait_for_selector("#patch-grid")
     _wait_ready(page, "#x-patch")
     grid = ex.residual_patch_grid(lm, clean, corrupted)["restored"]
@@ -292,7 +292,7 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     page.wait_for_selector("#patch-out .notice.error")
     assert "same number of tokens" in page.text_content("#patch-out")
     page.fill("#patch-corrupted", corrupted)
-    page.click("#patch-run")
+    page.click("#patch-exact")
     page.wait_for_selector("#patch-grid")
 
     # Logit lens: the last position by default; one step left by keyboard, the first token by mouse
@@ -301,7 +301,7 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
         assert _cells(page, "#lens-grid td") == pytest.approx([c["prob"] for r in rows for c in r["top"]], abs=1e-6)
 
     lens()
-    assert "“def main():”" in page.text_content("#x-lens p.try")  # this model's sentence, not SmolLM2's
+    assert "“def f(x, y”" in page.text_content("#x-lens p.try")  # this model's sentence, not SmolLM2's
     last = len(text) - 1
     page.focus(f"#lens-chips .chip[data-index='{last}']")
     page.keyboard.press("ArrowLeft")

@@ -40,10 +40,11 @@ const STEPS = [
   text: "A decoder predicts the next token, appends it and repeats. Press Step and watch the distribution, the " +
     "sampled token and the KV cache grow." },
   { title: "Switch a head off", view: { model: "smollm2", tab: "experiments" }, fallback: ["gpt-char"],
-  target: "#x-ablate",
-  text: "An experiment on a real model, in the outlined view “Ablate: switch heads off”: " +
-    "one head is already switched off and the top 5 before and after are shown. Press “Which heads matter”, " +
-    "then click the darkest orange cell: that head off, watch the answer's probability fall." },
+  target: "#abl-out",  // the result, which fits a screen (the whole section, 270 heads on SmolLM2, did not)
+  text: "An experiment on a real model, in “Ablate: switch heads off”: one head is already switched off, and " +
+    "the outlined result shows the answer's probability and the top 5 before and after. Press “Which heads " +
+    "matter” (under the head picker), then click the darkest orange cell: that head off, watch the answer's " +
+    "probability fall." },
   { title: "What it costs", view: { tab: "cost" },
   target: "#cost-plot",
   text: "Dense work grows like n, attention like n². This tab counts the FLOPs and bytes of the model you picked. " +

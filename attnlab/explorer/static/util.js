@@ -2,8 +2,14 @@
 
 export class ApiError extends Error {}
 
+// Every API call the page makes, announced as a "request" event ({path, body}): the Experiments tab's "Show the
+// code" (tabs/x_code.js) writes the Python for the request a view just sent.
+export const apiRequests = new EventTarget();
+const announce = (path, body) => apiRequests.dispatchEvent(new CustomEvent("request", { detail: { path, body } }));
+
 // `signal` (an AbortController's) cancels the request: the promise then rejects with an AbortError.
 export async function api(path, body, { signal } = {}) {
+  announce(path, body);
   const init = body === undefined ? { signal } : {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
   };
@@ -17,6 +23,7 @@ export async function api(path, body, { signal } = {}) {
 // A streamed JSON-lines answer (POST): onLine(object) for each line as it arrives. Rejects like api() when the
 // answer is not 200; `signal` stops reading (the server then stops too: it sees the client leave).
 export async function apiLines(path, body, onLine, { signal } = {}) {
+  announce(path, body);
   const res = await fetch(path, { method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify(body), signal });
   if (!res.ok) {
@@ -47,14 +54,27 @@ export function busy(text, onCancel, { id = "busy" } = {}) {
   const secs = el("span", { class: "elapsed", dataset: { seconds: 0 } }, "0 s");
   const cancel = el("button", { type: "button", class: "cancel", id: `${id}-cancel`, onclick: () => onCancel() },
     "Cancel");
+  const place = el("span", { class: "queue-place", id: `${id}-queue` });
   const box = el("div", { class: "notice info busy", id, role: "status", "aria-live": "polite" }, `${text} `, secs,
-    " ", cancel);
+    " ", place, " ", cancel);
   const timer = setInterval(() => {
     const s = Math.floor((performance.now() - t0) / 1000);
     secs.dataset.seconds = s; secs.textContent = `${s} s`;
+    queuePlace(place);
   }, 1000);
   box.stop = () => { clearInterval(timer); cancel.disabled = true; };
   return box;
+}
+
+// Heavy jobs (sweeps, patching grids, streams) take turns, one running per browser: while this page's job waits,
+// the busy line says its place (GET /api/queue answers at once, beside any sweep).
+async function queuePlace(node) {
+  try {
+    const q = await api("/api/queue");
+    node.dataset.place = q.mine_waiting.length ? q.mine_waiting[0] : 0;
+    node.textContent = q.mine_waiting.length ? `(waiting for its turn: place ${q.mine_waiting[0]} of ` +
+      `${q.waiting} in the queue for heavy jobs, ${q.running} running)` : "";
+  } catch (e) { node.textContent = ""; }
 }
 
 export const aborted = (e) => e && e.name === "AbortError";

@@ -79,6 +79,7 @@ export async function render(root, ctx) {
       el("p", { class: "help" }, `w = heads × d_head = ${r.heads[0].heads * r.heads[0].d_head}, n = ${r.n}. ` +
         "Splitting the width into h heads leaves every matrix product the same size in total: the head count " +
         "drops out of the FLOPs. What h heads buy is h separate attention patterns for the same price.")) : "",
+      r.decode ? decodePanel(r.decode) : "",
       el("div", { class: "panel" }, el("h3", {}, `Per operation (attnlab.cost, batch 1, n = ${r.n})`),
         el("div", { class: "scroll", tabindex: "0" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
           "FLOPs/byte"], r.rows.map((row) => [row.stack, row.name, el("code", {}, row.formula), row.layers,
@@ -89,6 +90,49 @@ export async function render(root, ctx) {
   }
   nInput.addEventListener("change", run);
   await run();
+}
+
+// numbers as `attnlab cost` prints them (three significant digits, SI prefixes), so the table and the command
+// it names can be compared digit by digit
+function si(x, unit = "") {
+  for (const [scale, prefix] of [[1e15, "P"], [1e12, "T"], [1e9, "G"], [1e6, "M"], [1e3, "k"]]) {
+    if (Math.abs(x) >= scale) return `${Number((x / scale).toPrecision(3))} ${prefix}${unit}`;
+  }
+  return `${x} ${unit}`.trim();
+}
+
+// One decoding step with the KV cache (the seed's decode-step cost): the new token's work per operation and
+// per layer, the totals, the weights read once and the KV cache read, and the command printing the same table.
+function decodePanel(d) {
+  const num = (k, v, text) => el("span", { dataset: { [k]: v } }, text);
+  const pastTokens = d.n - 1;
+  return el("div", { class: "panel", id: "decode-cost" },
+    el("h3", {}, `One decoding step with the KV cache (token ${d.n}: ${pastTokens} past tokens cached + itself)`),
+    el("p", { class: "help" }, "Generating one token runs the model on that token alone: its query meets the " +
+      `${d.n} keys and values (the ${pastTokens} cached ones and its own). Every weight matrix is still read once ` +
+      "for one token, so the step moves about as many bytes as it does FLOPs: FLOPs per byte near 1 or below " +
+      "means memory-bound (a CPU or GPU does 10–100× more FLOPs per byte it can fetch)."),
+    table(["quantity (batch 1, " + d.dtype + ")", "value"], [
+      ["FLOPs, one step (every operation)", num("stepFlops", d.flops, si(d.flops, "FLOP"))],
+      ["FLOPs per layer (one block)", num("layerFlops", d.per_layer.flops, si(d.per_layer.flops, "FLOP"))],
+      ["bytes moved, one step (read + written)", num("bytesMoved", d.bytes_moved, si(d.bytes_moved, "B"))],
+      ["bytes moved per layer (one block)", num("layerBytes", d.per_layer.bytes_moved, si(d.per_layer.bytes_moved, "B"))],
+      ["weight matrices read (the same for any n)", num("weights", d.weights_bytes, si(d.weights_bytes, "B"))],
+      [`KV cache read (${d.n} keys and values × ${d.layers} layers)`, num("kvRead", d.kv_read_bytes,
+        si(d.kv_read_bytes, "B"))],
+      ["arithmetic intensity (FLOPs per byte moved)", num("intensity", d.intensity, fmt(d.intensity, 3))],
+    ]),
+    el("div", { class: "scroll", tabindex: "0", role: "region", "aria-label": "one decoding step per operation" },
+      table(["stack", "operation", "FLOPs per layer (formula)", "FLOPs per layer", "layers", "FLOPs", "bytes read",
+        "bytes written", "FLOPs/byte"], d.rows.map((row) => [row.stack || "—", row.name, el("code", {}, row.formula),
+        si(row.flops_per_layer), row.layers, el("span", { class: "decode-flops", dataset: { flops: row.flops } },
+          si(row.flops)), si(row.bytes_read, "B"), si(row.bytes_written, "B"),
+        row.intensity === null ? "—" : fmt(row.intensity, 3)]).concat([["", el("strong", {}, "total"), "", "", "",
+        el("strong", {}, si(d.flops)), si(d.bytes_read, "B"), si(d.bytes_written, "B"), fmt(d.intensity, 3)]]))),
+    el("p", { class: "help" }, "Units: FLOP = one multiply or add (a multiply-add counts 2); B = bytes, 4 per " +
+      "float32 number; k, M, G = 10³, 10⁶, 10⁹. The same table, with the uncached step beside it, from the " +
+      "command line:"),
+    el("pre", { class: "math", id: "decode-command" }, d.command));
 }
 
 // log-log lines with both axes labelled: y ticks at powers of ten, x labels thinned so they never collide

@@ -8,6 +8,10 @@
 //   6. Patch: causal tracing, clean residual stream copied into a corrupted run, layer x position.
 //   7. Logit lens: the top-5 after each layer at one position.
 //   8. Attention vs ablation: a head's weights beside the effect of removing each one (seed 002).
+//   9. Patching by component: attention output, MLP output, each head replaced (zero, mean, resample).
+//  10. Direct logit attribution: each head's and MLP's direct share of answer - contrast, with the sum check.
+//  11. Steering: a direction from two prompts added while generating, plain and steered side by side.
+// Under each: "Show the code", the attnlab Python for what the section just computed (x_code.js).
 import { el, notice } from "../util.js";
 import { flowSection } from "./x_flow.js";
 import { toySection } from "./x_toy.js";
@@ -17,6 +21,10 @@ import { ablateSection } from "./x_ablate.js";
 import { patchSection } from "./x_patch.js";
 import { lensSection } from "./x_lens.js";
 import { attnAblSection } from "./x_attnabl.js";
+import { componentsSection } from "./x_components.js";
+import { dlaSection } from "./x_dla.js";
+import { steerSection } from "./x_steer.js";
+import { codeBlock } from "./x_code.js";
 
 const SECTIONS = [
   ["flow", "Attention, finished", flowSection],
@@ -27,6 +35,9 @@ const SECTIONS = [
   ["patch", "Patch: causal tracing", patchSection],
   ["lens", "Logit lens", lensSection],
   ["attn-abl", "Attention vs ablation", attnAblSection],
+  ["components", "Patching by component", componentsSection],
+  ["dla", "Direct logit attribution", dlaSection],
+  ["steer", "Steering: push the residual stream", steerSection],
 ];
 
 function ownStyle() {  // the tab's CSS, linked once (style.css stays shared)
@@ -48,8 +59,12 @@ export async function render(root, ctx) {
     root.append(box);
     return box;
   });
-  // sections load side by side; a failing one says so in its own box
-  await Promise.all(SECTIONS.map(([, , fn], i) => fn(boxes[i], ctx).catch((e) => {
-    boxes[i].append(notice(e.message, "error"));
-  })));
+  // sections load side by side; a failing one says so in its own box. Each gets its "Show the code" (x_code.js)
+  // listening before it runs, placed under it once it has drawn.
+  await Promise.all(SECTIONS.map(([id, , fn], i) => {
+    const code = codeBlock(id);
+    return fn(boxes[i], ctx).catch((e) => {
+      boxes[i].append(notice(e.message, "error"));
+    }).finally(() => code.attach(boxes[i]));
+  }));
 }

@@ -92,7 +92,7 @@ export function gridTable({ id, caption, rows, cols, rowHead, colHead, corner = 
       return el("td", attrs, b);
     })));
   const table = el("table", { class: "xgrid", id, "aria-label": caption },
-    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, corner),
+    el("thead", {}, el("tr", {}, el("th", { scope: "col" }, corner || el("span", { class: "sr-only" }, "row / column")),
       [...Array(cols).keys()].map((j) => el("th", { scope: "col" }, colHead(j))))), el("tbody", {}, body));
   if (onpick) {
     table.addEventListener("keydown", (ev) => {
@@ -122,6 +122,7 @@ export async function streamed(path, body, out, { id, unit }) {
   const count = el("span", { id: `${id}-count`, class: "count" }, "starting …");
   const status = busy("", () => {
     count.textContent += " — cancelling …";
+    if (Number(status.querySelector(".queue-place").dataset.place) > 0) controller.abort();  // still queued
     api("/api/experiments/cancel", { job }).catch(() => controller.abort());
   }, { id });
   status.prepend(bar, " ", count);

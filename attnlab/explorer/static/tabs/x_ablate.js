@@ -1,7 +1,9 @@
 // Experiments · Ablate: switch heads off and watch the prediction change; "Which heads matter" sweeps every head.
 import { api, el, fmt, notice, select } from "../util.js";
 import { cellNum, divergeLegend, diverge, gridTable, streamed, tryThis } from "./experiments_draw.js";
+import { estimateThenExact } from "./x_attribution.js";
 import { defaultText, notForThisModel, pct, points, predictsTokens, shown, topList } from "./x_experiment_common.js";
+import { bringIntoView, markCells } from "./x_grid.js";
 
 export async function ablateSection(box, ctx) {
   const { state, info } = ctx;
@@ -9,8 +11,9 @@ export async function ablateSection(box, ctx) {
     "zeros, or by its average over this sentence (“mean”, gentler: the head still adds its usual offset), and " +
     "the model runs again. What the prediction loses is what those heads did here."),
   tryThis("run “Which heads matter”, then click its darkest orange cell to switch that head off.", "most heads " +
-    "barely move the prediction; a few change it a lot. Switching several off together can matter more than " +
-    "the sum of each alone."));
+    "barely move the prediction; a few change it a lot. The grid is first an estimate (in about a second); the " +
+    "real values of the strongest heads then replace it: where do the two disagree? Switching several off " +
+    "together can matter more than the sum of each alone."));
   if (!predictsTokens(info)) { notForThisModel(box, ctx); return; }
   const L = info.n_layers, H = info.n_heads;
   const local = { text: defaultText(info), mode: "zero", heads: new Set([`${L - 1},0`]) };
@@ -26,16 +29,18 @@ export async function ablateSection(box, ctx) {
   const picker = el("div", { id: "abl-heads", class: "head-picker scroll-x", role: "group", tabindex: "-1",
     "aria-label": `heads to switch off: ${L} layers × ${H} heads; arrow keys move, Enter or Space toggles` });
   const out = el("div", { id: "abl-out", "aria-live": "polite" });
-  const sweepBtn = el("button", { type: "button", id: "abl-sweep", onclick: () => sweep() }, "Which heads matter");
+  const sweepBtn = el("button", { type: "button", id: "abl-sweep", onclick: () => estimate() }, "Which heads matter");
+  const exactBtn = el("button", { type: "button", id: "abl-sweep-exact", onclick: () => sweep() },
+    "Exact: every head");
   const sweepOut = el("div", { id: "abl-sweep-out" });
   box.append(el("div", { class: "controls" }, el("label", { for: "abl-text" }, info.has_mlm ? "sentence with " +
     `${info.mask_token || "[MASK]"} ` : "sentence "), input, runBtn, el("label", {}, "switch off by ", modeSel)),
   el("div", { class: "row" }, el("div", { class: "picker-col" }, el("p", { class: "help" }, "Heads switched off " +
     "(click, or Enter on a head, to toggle; rows are layers, columns heads):"), picker,
-  el("div", { class: "controls" }, clear, sweepBtn)), out), sweepOut);
+  el("div", { class: "controls" }, clear, sweepBtn, exactBtn)), out), sweepOut);
 
   const buttons = [];
-  picker.append(el("table", { class: "chipgrid" }, el("thead", {}, el("tr", {}, el("th", {}, ""),
+  picker.append(el("table", { class: "chipgrid" }, el("thead", {}, el("tr", {}, el("td", {}, ""),
     [...Array(H).keys()].map((h) => el("th", { scope: "col" }, `head ${h + 1}`)))),
   el("tbody", {}, [...Array(L).keys()].map((l) => el("tr", {}, el("th", { scope: "row" }, `layer ${l + 1}`),
     [...Array(H).keys()].map((h) => {
@@ -67,6 +72,7 @@ export async function ablateSection(box, ctx) {
       b.setAttribute("aria-label", `layer ${Number(b.dataset.layer) + 1} head ${Number(b.dataset.head) + 1}: ` +
         (on ? "switched off" : "on"));
     }
+    markCells(sweepOut, local.heads);  // the sweep grid says which heads the result is about
   }
   function toggle(l, h) {
     const k = `${l},${h}`;
@@ -100,15 +106,43 @@ export async function ablateSection(box, ctx) {
     box.dataset.ready = "1";
   }
 
+  // the estimate of every head at once, then the real drop of the strongest ones (x_attribution.js)
+  async function estimate() {
+    box.dataset.sweepReady = "0";
+    local.text = input.value;
+    sweepBtn.disabled = exactBtn.disabled = true;
+    await estimateThenExact("/api/experiments/head-attribution", { model: state.model, text: local.text,
+      mode: local.mode }, sweepOut, { id: "abl-est", unit: "heads", rows: (r) => r.layers, cols: (r) => r.heads,
+      rowHead: (i) => `layer ${i + 1}`, colHead: (j) => `head ${j + 1}`,
+      noun: (i, j) => `layer ${i + 1} head ${j + 1}`,
+      what: (r) => `drop in log P(${shown(r.target.token)}) when one head is switched off (nats)`,
+      title: (r) => el("p", { class: "help" }, `Clean: P(${shown(r.target.token)}) = ${pct(r.target.prob)}. ` +
+        "Orange: switching the head off lowers the log-probability (the head helped); blue: raises it. A drop " +
+        "of 0.69 halves the probability. Enter on a cell switches that head off alone (the result is above)."),
+      onpick: (i, j) => pickFromGrid(i, j) });
+    markCells(sweepOut, local.heads);  // the head already off, marked in the grid just drawn
+    sweepBtn.disabled = exactBtn.disabled = false;
+    if (document.activeElement === document.body) sweepBtn.focus();  // the Cancel button that had it is gone
+    box.dataset.sweepReady = "1";
+  }
+
+  // a grid cell switches that head off alone; the result sits above the head picker, so it is brought into view
+  // once it has changed (on a phone it was 300 px above the screen), and the grid marks the head (paint)
+  function pickFromGrid(i, j) {
+    local.heads = new Set([`${i},${j}`]);
+    paint();
+    run().then(() => bringIntoView(document.getElementById("abl-summary") || out));
+  }
+
   async function sweep() {
     box.dataset.sweepReady = "0";
     local.text = input.value;
-    sweepBtn.disabled = true;
+    sweepBtn.disabled = exactBtn.disabled = true;
     const r = await streamed("/api/experiments/head-sweep", { model: state.model, text: local.text,
       mode: local.mode }, sweepOut, { id: "abl-sweep", unit: "heads" });
-    sweepBtn.disabled = false;
+    sweepBtn.disabled = exactBtn.disabled = false;
     if (r) drawSweep(r);
-    if (document.activeElement === document.body) sweepBtn.focus();  // the Cancel button that had it is gone
+    if (document.activeElement === document.body) exactBtn.focus();  // the Cancel button that had it is gone
     box.dataset.sweepReady = "1";
   }
   function drawSweep(r) {
@@ -121,13 +155,14 @@ export async function ablateSection(box, ctx) {
     fill: (i, j) => (cell(i, j) === null ? "#d9d9d9" : diverge(cell(i, j), peak)),
     label: (i, j) => `layer ${i + 1} head ${j + 1}: ` + (cell(i, j) === null ? "not run (cancelled)" :
       `log P drops by ${fmt(cell(i, j), 3)}`),
-    onpick: (i, j) => { local.heads = new Set([`${i},${j}`]); paint(); run(); } });
+    onpick: pickFromGrid });
     sweepOut.replaceChildren(
       r.cancelled ? notice("Cancelled: the grey cells were not run.", "info") : "",
       el("p", { class: "help" }, `Clean: P(${shown(r.target.token)}) = ${pct(r.target.prob)}. Orange: switching ` +
         "the head off lowers the log-probability (the head helped); blue: raises it (the head worked against " +
         "this answer). A drop of 0.69 halves the probability."),
       divergeLegend(peak, "drop in log P (nats)"), grid);
+    markCells(sweepOut, local.heads);
   }
   paint();
   await run();

@@ -29,13 +29,19 @@ export function notForThisModel(box, ctx) {
     class: "switch-model", onclick: () => ctx.navigate({ model: m.id }) }, m.label))) : ""));
 }
 
-// [clean, corrupted]: sentences of the same token count whose answers differ (checked in the tests)
+// [clean, corrupted]: sentences of the same token count whose answers differ (checked in the tests). Each pair
+// was picked on its model so that the clean answer is right (MiniLM echoes the subject of "Paris is the capital
+// of [MASK]." as "paris") and the patching grid shows the fact travel (a pair differing only in its last
+// character lights the last column alone, which teaches nothing).
 export function defaultPair(info) {
   const mask = info.mask_token || "[MASK]";
-  if (info.has_mlm) return [`Paris is the capital of ${mask}.`, `Rome is the capital of ${mask}.`];
+  // minilm-mlm: P(french) 16.5% (top) against 0.3% for Germany; the country's column fades over the layers
+  if (info.has_mlm) return [`People in France speak ${mask}.`, `People in Germany speak ${mask}.`];
   if (info.id === "smollm2") return ["The Eiffel Tower is in the city of", "The Colosseum is in the city of"];
   if (info.topology === "decoder" && ((info.id || "").startsWith("gpt-char") || info.token_limit <= 64)) {
-    return ["def main():", "def main()."];  // a small character model: the colon asks for a new line
+    // gpt-char: P(")") 32.6% (top) against 5.7% after "[": the bracket's column in layers 1-2, then the last
+    // position from layer 3 on, the fact moving from where it is written to where the answer is read
+    return ["def f(x, y", "def f[x, y"];
   }
   const first = (info.examples || ["the cat sat"])[0];
   return [first, first];

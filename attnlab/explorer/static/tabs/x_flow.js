@@ -203,32 +203,35 @@ function flowTable(r) {
 }
 
 function mixingPicture() {
-  // a tokens x channels grid twice: attention moves along a row (across tokens), the FFN along a column
-  const n = 5, c = 4, s = 24, gx = 40, gy = 30;
-  const grid = (ox, title, arrows) => svg("g", {}, svg("text", { x: ox, y: 14, "font-size": 12, "font-weight": 600 },
+  // a tokens x channels grid twice: attention moves along a row (across tokens), the FFN along a column. Two
+  // drawings side by side that wrap under each other on a phone, never scaled down (their text stays 12-13 px)
+  const n = 5, c = 4, s = 24, gy = 34, W = 230, H = gy + c * s + 22;
+  const grid = (title, arrows) => svg("g", {}, svg("text", { x: 0, y: 16, "font-size": 13, "font-weight": 600 },
     title), [...Array(c).keys()].flatMap((i) => [...Array(n).keys()].map((j) => svg("rect", {
-    x: ox + j * s, y: gy + i * s, width: s - 3, height: s - 3, fill: j === 2 ? "#ffe0c2" : "#eef0f3",
-    stroke: "#98a2b3" }))), arrows(ox),
-  svg("text", { x: ox, y: gy + c * s + 14, "font-size": 10, fill: "#5b6475" }, "columns: tokens · rows: channels"));
+    x: j * s, y: gy + i * s, width: s - 3, height: s - 3, fill: j === 2 ? "#ffe0c2" : "#eef0f3",
+    stroke: "#98a2b3" }))), arrows(0),
+  svg("text", { x: 0, y: gy + c * s + 16, "font-size": 12, fill: "#5b6475" }, "columns: tokens · rows: channels"));
   // arcs above row 1 from every other token's cell into the highlighted token's cell
   const att = (ox) => [0, 1, 3, 4].map((j) => {
     const x1 = ox + j * s + 10, x2 = ox + 2 * s + (j < 2 ? 4 : 16), y = gy + s + 4, lift = 8 + 5 * Math.abs(j - 2);
     return svg("path", { d: `M ${x1} ${y} C ${x1} ${y - lift}, ${x2} ${y - lift}, ${x2} ${y}`, fill: "none",
-      stroke: "#0072b2", "stroke-width": 2, "marker-end": "url(#arrow)" });
+      stroke: "#0072b2", "stroke-width": 2, "marker-end": "url(#arrow-att)" });
   });
   // arcs right of column 2 from every other channel's cell into channel 2 of the same token
   const ffn = (ox) => [0, 1, 3].map((i) => {
     const x = ox + 2 * s + 20, y1 = gy + i * s + 10, y2 = gy + 2 * s + (i < 2 ? 4 : 16), bulge = 8 + 6 * Math.abs(i - 2);
     return svg("path", { d: `M ${x} ${y1} C ${x + bulge} ${y1}, ${x + bulge} ${y2}, ${x} ${y2}`, fill: "none",
-      stroke: "#1a9641", "stroke-width": 2, "marker-end": "url(#arrow)" });
+      stroke: "#1a9641", "stroke-width": 2, "marker-end": "url(#arrow-ffn)" });
   });
-  const pic = svg("svg", { width: 440, height: gy + c * s + 22, viewBox: `0 0 440 ${gy + c * s + 22}`, id: "mixing",
-    role: "img",
-    "aria-label": "attention moves information across tokens within the channels; the feed-forward moves it " +
-      "across channels within one token" },
-  svg("defs", {}, svg("marker", { id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6,
-    markerHeight: 6, orient: "auto-start-reverse" }, svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#333" }))),
-  grid(0, "attention: across tokens", att), grid(230, "feed-forward: across channels", ffn));
+  const arrow = (id) => svg("defs", {}, svg("marker", { id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6,
+    markerHeight: 6, orient: "auto-start-reverse" }, svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#333" })));
+  const drawing = (id, label, title, arrows) => svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, id,
+    role: "img", "aria-label": label }, arrow(`arrow-${id.slice(7)}`), grid(title, arrows));
+  const pic = el("div", { class: "mixing-pair", id: "mixing" },
+    drawing("mixing-att", "attention moves information across tokens within the channels",
+      "attention: across tokens", att),
+    drawing("mixing-ffn", "the feed-forward moves information across channels within one token",
+      "feed-forward: across channels", ffn));
   return el("div", { class: "panel", id: "mixing-box" }, pic, el("p", { class: "help" }, "Attention mixes " +
     "tokens: the highlighted token receives a weighted sum of the others' values. The feed-forward mixes " +
     "channels: each token is rewritten on its own, its channels combined through W_1, the nonlinearity and W_2."));

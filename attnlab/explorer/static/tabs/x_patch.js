@@ -1,7 +1,9 @@
 // Experiments · Patch (causal tracing): copy the clean sentence's residual stream into the corrupted run.
 import { el, fmt, legend, notice, select, tokenLabel } from "../util.js";
 import { cellNum, gridTable, probFill, streamed, tryThis } from "./experiments_draw.js";
+import { estimateThenExact } from "./x_attribution.js";
 import { defaultPair, notForThisModel, pct, predictsTokens, shown } from "./x_experiment_common.js";
+import { readableGrid, scrollCue } from "./x_grid.js";
 
 export async function patchSection(box, ctx) {
   const { state, info } = ctx;
@@ -20,23 +22,54 @@ export async function patchSection(box, ctx) {
     "aria-label": "corrupted sentence (same number of tokens)" });
   const site = select([["resid_pre", "entering the layer"], ["resid_post", "leaving the layer"]], "resid_pre",
     () => {}, { id: "patch-site" });
-  const runBtn = el("button", { type: "button", id: "patch-run", onclick: () => run() }, "Run patching");
-  for (const i of [clean, corrupted]) i.addEventListener("keydown", (e) => { if (e.key === "Enter") run(); });
+  const runBtn = el("button", { type: "button", id: "patch-run", onclick: () => first() }, "Run patching");
+  const exactBtn = el("button", { type: "button", id: "patch-exact", onclick: () => run() }, "Exact: every cell");
+  for (const i of [clean, corrupted]) i.addEventListener("keydown", (e) => { if (e.key === "Enter") first(); });
   const out = el("div", { id: "patch-out", "aria-live": "polite" });
   box.append(el("div", { class: "pair-inputs" }, el("label", { for: "patch-clean" }, "clean"), clean,
     el("label", { for: "patch-corrupted" }, "corrupted"), corrupted),
-  el("div", { class: "controls" }, el("label", {}, "copy the residual stream ", site), runBtn), out);
+  el("div", { class: "controls" }, el("label", {}, "copy the residual stream ", site), runBtn, exactBtn), out);
 
-  async function run() {
+  // the first answer: every cell estimated at once, then the real value of the strongest cells (x_attribution.js);
+  // the estimate covers the stream entering a layer, so "leaving the layer" runs every cell exactly
+  async function first() {
+    if (site.value !== "resid_pre") { await run(); return; }
     box.dataset.ready = "0";
-    runBtn.disabled = true;
-    const r = await streamed("/api/experiments/patch", { model: state.model, clean: clean.value,
-      corrupted: corrupted.value, site: site.value }, out, { id: "patch", unit: "cells" });
-    runBtn.disabled = false;
-    if (r) draw(r);
+    runBtn.disabled = exactBtn.disabled = true;
+    const cellNoun = (r, j) => `position ${j} (${tokenLabel(r.clean_tokens[j])}` +
+      (r.clean_tokens[j] !== r.corrupted_tokens[j] ? ` / ${tokenLabel(r.corrupted_tokens[j])})` : ")");
+    const detail = el("p", { class: "help", id: "patch-est-detail", "aria-live": "polite" });
+    await estimateThenExact("/api/experiments/patch-attribution", { model: state.model, clean: clean.value,
+      corrupted: corrupted.value }, out, { id: "patch-est", unit: "cells", rows: (r) => r.layers,
+      cols: (r) => r.positions, rowHead: (i) => `layer ${i + 1}`, colHead: (j, r) => colHeadOf(r, j),
+      noun: (i, j, r) => `layer ${i + 1}, ${cellNoun(r, j)}`,
+      what: (r) => `change in log P(${shown(r.target.token)}) when that clean vector is copied in (nats)`,
+      title: (r) => el("div", {}, el("p", { id: "patch-summary", class: "summary", dataset: {
+        clean: r.target.prob_clean, corrupted: r.target.prob_corrupted } }, `Both sentences have ${r.positions} ` +
+        `tokens. P(${shown(r.target.token)}) is `, el("strong", {}, `${pct(r.target.prob_clean)} clean`), " and ",
+      el("strong", {}, `${pct(r.target.prob_corrupted)} corrupted`), `: a gap of ${fmt(r.target.logprob_gap, 3)} ` +
+        "in log P. Each cell: how much copying the residual stream entering that layer at that position from " +
+        `the clean run moves log P(${shown(r.target.token)}) in the corrupted run (${fmt(r.target.logprob_gap, 3)}` +
+        " = all the way back to clean). Enter on a cell, or a tap, says its numbers in the line below."), detail),
+      onpick: (i, j, text) => { detail.textContent = text; } });
+    runBtn.disabled = exactBtn.disabled = false;
     if (document.activeElement === document.body) runBtn.focus();  // the Cancel button that had it is gone
     box.dataset.ready = "1";
   }
+
+  async function run() {
+    box.dataset.ready = "0";
+    runBtn.disabled = exactBtn.disabled = true;
+    const r = await streamed("/api/experiments/patch", { model: state.model, clean: clean.value,
+      corrupted: corrupted.value, site: site.value }, out, { id: "patch", unit: "cells" });
+    runBtn.disabled = exactBtn.disabled = false;
+    if (r) draw(r);
+    if (document.activeElement === document.body) exactBtn.focus();  // the Cancel button that had it is gone
+    box.dataset.ready = "1";
+  }
+  const colHeadOf = (r, j) => (r.clean_tokens[j] !== r.corrupted_tokens[j] ? el("span", { class: "pair" },
+    el("b", {}, tokenLabel(r.clean_tokens[j])), el("br"), el("span", { class: "corrupt" },
+      tokenLabel(r.corrupted_tokens[j]))) : tokenLabel(r.clean_tokens[j]));
   function draw(r) {
     const t = r.target;
     const differs = (j) => r.clean_tokens[j] !== r.corrupted_tokens[j];
@@ -51,18 +84,25 @@ export async function patchSection(box, ctx) {
           `${pct(t.prob_clean)} clean`), " and ", el("strong", {}, `${pct(t.prob_corrupted)} corrupted`),
         ". Each cell: the share of that gap restored (0 = still corrupted, 1 = clean again) when the " +
         `residual stream ${r.site === "resid_pre" ? "entering" : "leaving"} that layer at that position is ` +
-        "copied from the clean run; hover or focus a cell for P itself."),
+        "copied from the clean run; tap, hover or focus a cell (arrow keys move) for P itself."),
       legend(1, "share of the gap restored (colour clamped to 0–1)", { masked: r.cancelled }),
       overshoot(r.restored),
-      gridTable({ id: "patch-grid", caption: "restored share: layers × positions (where the sentences differ, the " +
+      readable(gridTable({ id: "patch-grid", caption: "restored share: layers × positions (where the sentences differ, the " +
         "column shows the clean token above the corrupted one)", rows: r.layers, cols: r.positions, corner: "",
       rowHead: (i) => `layer ${i + 1}`, colHead, value: rest,
       text: (i, j) => cellNum(rest(i, j)),
       fill: (i, j) => probFill(rest(i, j) === null ? null : Math.max(0, Math.min(1, rest(i, j)))),
       label: (i, j) => `layer ${i + 1}, position ${j} (${col(j)}): ` + (prob(i, j) === null ? "not run" :
-        `P = ${pct(prob(i, j))}, restored ${fmt(rest(i, j), 3)}`) }));
+        `P = ${pct(prob(i, j))}, restored ${fmt(rest(i, j), 3)}`) })));
   }
   box.dataset.ready = "1";
+}
+
+// the grid read cell by cell by keyboard and touch, with a cue when it is wider than the screen (x_grid.js)
+function readable(grid) {
+  readableGrid(grid, { id: "patch-readout" });
+  scrollCue(grid);
+  return grid;
 }
 
 // a patched vector can push P(answer) past the clean run (share > 1) or below the corrupted one (share < 0);
