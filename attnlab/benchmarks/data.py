@@ -172,7 +172,8 @@ def nanogpt_init(model, n_layer: int) -> None:
     bias, embeddings N(0, 0.02), the residual projections (c_proj) N(0, 0.02 / sqrt(2 n_layer)). Why: the package
     (a packaging of build-nanogpt) leaves its other Linear layers at torch's default (std ~0.051 at width 128) and
     scales c_proj by (2 n_layer)^-0.05 (std 0.018), so its baby GPT started from other weights than nanoGPT's and
-    reached val 1.237 where attnlab, initialised as model.py, reached 1.379 on the same schedule (bench/RESULTS.md, 2026-11-28)."""
+    reached val 1.237 where attnlab, initialised as model.py, reached 1.379 on the same schedule
+    (bench/RESULTS.md, 2026-11-28)."""
     import math
 
     import torch

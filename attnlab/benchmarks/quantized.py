@@ -17,7 +17,7 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
 
     python -m attnlab.benchmarks.quantized              # all three parts
     python -m attnlab.benchmarks.quantized --quick      # fewer repetitions
-    python -m attnlab.benchmarks.quantized --parts threads  # SmolLM2 decode at 1 and 2 threads 
+    python -m attnlab.benchmarks.quantized --parts threads  # SmolLM2 decode at 1 and 2 threads
     python -m attnlab.benchmarks.quantized --parts gguf_roofline  # SmolLM2's 4-bit matrices: the 4-bit kernel
 """
 
@@ -353,7 +353,7 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     return rows
 
 
-PROMPT_TOKENS, NEW_TOKENS = 32, 64  # the decode measure of the llama.cpp comparison (llama-bench's pp32 / tg64, prefill included here)
+PROMPT_TOKENS, NEW_TOKENS = 32, 64  # llama-bench's pp32 / tg64; prefill included here
 
 
 def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, compiled: bool = False,
