@@ -18,3 +18,18 @@ def registry(tiny_paths):
     from attnlab.explorer.registry import build_registry
 
     return build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
+
+
+@pytest.fixture(scope="module")
+def client(tiny_paths):
+    """The app serving the tiny decoder alone, as a TestClient (`client.registry` beside it); a file that needs
+    other models defines its own `client`."""
+    from fastapi.testclient import TestClient
+
+    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server import create_app
+
+    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
+    with TestClient(create_app(registry), base_url="http://localhost") as c:
+        c.registry = registry
+        yield c

@@ -3,6 +3,8 @@ thread count, another batch composition, a loaded machine) may differ by one ste
 
 from __future__ import annotations
 
+import json
+
 
 def rounding_step(x: float) -> float:
     """The step of the rounding a number travelled with, read from its shortest repr: 0.12345 -> 1e-5,
@@ -26,3 +28,10 @@ def same(a, b) -> bool:
         step = max(rounding_step(a), rounding_step(b))
         return abs(a - b) <= step * (1 + 1e-9)  # + the float error of the subtraction itself
     return a == b
+
+
+def ndjson_lines(response) -> list[dict]:
+    """A streamed answer's lines (application/x-ndjson), each parsed, after checking it is one."""
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    return [json.loads(line) for line in response.text.splitlines() if line.strip()]

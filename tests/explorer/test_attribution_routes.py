@@ -4,41 +4,24 @@ stops the work on the server. Tiny random decoder ("path", characters: 2 layers 
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
+from rounded import ndjson_lines
 
 import attnlab
 from attnlab.explorer import attribution_grid
 from attnlab.explorer.experiments import _prepare
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
 from attnlab.interventions import head_sweep
 
 TOL = 2e-6  # float32 logits of one forward against another batch composition, rounded to 6 decimals by the API
 
 
-@pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
-        yield c
-
-
-def _lines(response) -> list[dict]:
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("application/x-ndjson")
-    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
-
-
 def test_head_grid_comes_first_marked_as_an_estimate_then_exact_cells_equal_the_sweep(client):
     torch.manual_seed(0)
-    lines = _lines(client.post("/api/experiments/head-attribution", json={"model": "path", "text": "a dog ran",
+    lines = ndjson_lines(client.post("/api/experiments/head-attribution", json={"model": "path", "text": "a dog ran",
                                                                            "top": 3, "extra": 2}))
     first, result = lines[0]["estimate"], lines[-1]["result"]
     assert first["kind"] == "estimate" and "first-order" in first["method"]
@@ -62,7 +45,7 @@ def test_head_grid_comes_first_marked_as_an_estimate_then_exact_cells_equal_the_
 def test_patch_grid_estimate_then_exact_cells_equal_exact_patch(client):
     lm = client.registry.get("path")
     body = {"model": "path", "clean": "the cat", "corrupted": "the dog", "top": 6, "extra": 2}
-    lines = _lines(client.post("/api/experiments/patch-attribution", json=body))
+    lines = ndjson_lines(client.post("/api/experiments/patch-attribution", json=body))
     first, result = lines[0]["estimate"], lines[-1]["result"]
     assert first["kind"] == "estimate" and (first["layers"], first["positions"]) == (2, 7)
     assert len(first["grid"]) == 2 and all(len(row) == 7 for row in first["grid"])
@@ -124,7 +107,7 @@ def test_cancel_stops_the_exact_cells_on_the_server(client, monkeypatch):
     answer = client.post("/api/experiments/cancel", json={"job": "t-attr-cancel"}).json()
     worker.join(60)
     assert answer == {"job": "t-attr-cancel", "cancelled": True}
-    result = _lines(out["r"])[-1]["result"]
+    result = ndjson_lines(out["r"])[-1]["result"]
     assert result["cancelled"] and ran["batches"] == 1  # 2 layers hold the 8 heads: one of the 2 forwards ran
     assert 0 < result["checked"] < result["total"] == 8
 

@@ -16,28 +16,12 @@ import json
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
-from rounded import same
+from rounded import ndjson_lines, same
 
 import attnlab
 from attnlab.explorer import components
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
 
 CLEAN, CORRUPTED = "the cat sat", "the dog sat"
-
-
-@pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
-        yield c
-
-
-def _lines(response) -> list[dict]:
-    assert response.status_code == 200, response.text
-    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
 
 
 def _ids(text: str) -> torch.Tensor:
@@ -47,7 +31,7 @@ def _ids(text: str) -> torch.Tensor:
 def test_component_route_streams_every_grid_then_the_functions_answer(client):
     lm = client.registry.get("path")
     body = {"model": "path", "clean": CLEAN, "corrupted": CORRUPTED, "mode": "resample", "method": "exact"}
-    lines = _lines(client.post("/api/experiments/components", json=body))
+    lines = ndjson_lines(client.post("/api/experiments/components", json=body))
     result = lines[-1]["result"]
     want = components.component_grid(lm, CLEAN, CORRUPTED, mode="resample", method="exact")
     assert same(result, want) and not result["cancelled"]
@@ -104,7 +88,7 @@ def test_each_mode_equals_the_same_replacement_written_out(client, mode):
 
 def test_attribution_is_the_first_answer_in_the_same_shapes(client):
     body = {"model": "path", "clean": CLEAN, "corrupted": CORRUPTED, "grids": ["head", "mlp"]}
-    result = _lines(client.post("/api/experiments/components", json=body))[-1]["result"]
+    result = ndjson_lines(client.post("/api/experiments/components", json=body))[-1]["result"]
     assert result["method"] == "attribution" and set(result["grids"]) == {"head", "mlp"}
     assert len(result["grids"]["head"]) == 2 and len(result["grids"]["mlp"][0]) == len(CLEAN)
 

@@ -4,32 +4,14 @@ clear 4xx that names what is allowed (never the input echoed back). Tiny random 
 
 from __future__ import annotations
 
-import json
 import threading
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
-from rounded import same
+from rounded import ndjson_lines, same
 
 from attnlab.explorer import experiments as ex
 from attnlab.explorer import routes_experiments
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
-
-
-@pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
-        yield c
-
-
-def _lines(response) -> list[dict]:
-    assert response.status_code == 200, response.text
-    assert response.headers["content-type"].startswith("application/x-ndjson")
-    return [json.loads(line) for line in response.text.splitlines() if line.strip()]
 
 
 def test_ablation_lens_and_attention_routes_equal_their_functions(client):
@@ -46,12 +28,12 @@ def test_ablation_lens_and_attention_routes_equal_their_functions(client):
 
 def test_sweeps_stream_progress_then_the_functions_answer(client):
     lm = client.registry.get("path")
-    lines = _lines(client.post("/api/experiments/head-sweep", json={"model": "path", "text": "a dog ran",
+    lines = ndjson_lines(client.post("/api/experiments/head-sweep", json={"model": "path", "text": "a dog ran",
                                                                      "job": "t-sweep"}))
     assert same(lines[-1]["result"], ex.head_sweep_grid(lm, "a dog ran"))
     progress = [line["progress"] for line in lines[:-1]]
     assert progress == sorted(progress) and progress[-1] == lines[0]["total"] == 8  # 2 layers x 4 heads
-    lines = _lines(client.post("/api/experiments/patch", json={"model": "path", "clean": "the cat",
+    lines = ndjson_lines(client.post("/api/experiments/patch", json={"model": "path", "clean": "the cat",
                                                                 "corrupted": "the dog", "site": "resid_post"}))
     want = ex.residual_patch_grid(lm, "the cat", "the dog", site="resid_post")
     assert same(lines[-1]["result"], want) and lines[-2]["progress"] == lines[-2]["total"] == 2 * 7
@@ -88,7 +70,7 @@ def test_cancel_stops_the_sweep_on_the_server(client, monkeypatch):
     answer = client.post("/api/experiments/cancel", json={"job": "t-cancel"}).json()
     worker.join(60)
     assert answer == {"job": "t-cancel", "cancelled": True}
-    result = _lines(out["r"])[-1]["result"]
+    result = ndjson_lines(out["r"])[-1]["result"]
     assert result["cancelled"] and ran["batches"] == 1
     cells = [v for row in result["grid"] for v in row]
     assert sum(v is None for v in cells) == 5  # 3 of 8 heads ran before the cancel
