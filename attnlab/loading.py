@@ -23,8 +23,6 @@ from attnlab.config import ModelConfig
 from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import CheckpointError
 from attnlab.files import read_json_object
-from attnlab.interop.gguf import load_gguf
-from attnlab.interop.hf import load_hf
 from attnlab.names import ModelName, all_names, lookup
 from attnlab.presets import presets
 from attnlab.storage import (
@@ -98,9 +96,15 @@ def load(path, device=None, keep_quantized: bool = True):
                       RandomWeightsWarning, stacklevel=2)
         return build_model(presets[named.name], device=device).eval(), None
     kind, path = resolve(path)
+    # the interop loaders (and the gguf package, numpy) are imported only for their files: an attnlab checkpoint,
+    # the common case of every command, loads without them
     if kind == "gguf":
+        from attnlab.interop.gguf import load_gguf
+
         return load_gguf(path, device=device, keep_quantized=keep_quantized)
     if kind == "hf":
+        from attnlab.interop.hf import load_hf
+
         return load_hf(path, device=device)
     config = read_config(path)
     base = base_directory(config, path / CONFIG_NAME)
@@ -159,6 +163,8 @@ def load_on_base(directory: Path, config: ModelConfig, base: Path, device=None):
     unexpected = [n for n in header if n not in names]
     if unexpected:
         raise CheckpointError(f"{weights} does not match its config: unexpected tensors {unexpected[:8]}")
+    from attnlab.interop.hf import load_hf
+
     base_model, _ = load_hf(base)
     # the base's tensors this model uses (a pooler it drops is left out); the checkpoint's own ones override
     tensors = {n: t for n, t in base_model.state_dict().items() if n in names and n not in header}
