@@ -38,12 +38,22 @@ def _ready(page):
     page.wait_for_selector("#x-steer[data-ready='1']", timeout=60_000)
 
 
+def _steer(page, prompt: str, alpha: int) -> None:
+    """The view in a known state whatever ran before it (the tests may run in any order): a prompt, a strength,
+    and the generation for them finished."""
+    page.fill("#steer-prompt", prompt)
+    page.fill("#steer-alpha", str(alpha))
+    page.click("#steer-run")
+    _ready(page)
+    assert page.inner_text("#steer-alpha-value") == f"α = {alpha}"
+
+
 def _continuation(page, column: str) -> str:
     return "".join(page.eval_on_selector_all(f"#{column} .steer-text .tok", "els => els.map(e => e.textContent)"))
 
 
 def test_default_strength_changes_the_text_and_alpha_zero_does_not(page, opened):
-    assert page.inner_text("#steer-alpha-value") == "α = 1"
+    _steer(page, "The function ", 1)  # gpt-char's defaults
     assert _continuation(page, "steer-before") != _continuation(page, "steer-after")
     assert page.locator("#steer-after .tok.new").count() > 0  # the differing tokens are marked
     assert "after layer 3" in page.inner_text("#steer-summary")  # the view says what the direction is
@@ -61,17 +71,39 @@ def test_default_strength_changes_the_text_and_alpha_zero_does_not(page, opened)
 
 
 def test_a_newer_request_aborts_the_running_one(page, opened):
+    """The first request is held unanswered (a route that never replies), so it is still running, however fast
+    the machine, when the second click comes: the page must abort it."""
     dropped = len(opened["dropped"])
-    page.fill("#steer-prompt", "The value ")
-    page.click("#steer-run")
-    page.click("#steer-run")
-    _ready(page)
-    page.wait_for_timeout(200)
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(f"**{STEER}", hold_the_first)
+    try:
+        page.fill("#steer-prompt", "The value ")
+        page.click("#steer-run")
+        for _ in range(100):
+            if held:
+                break
+            page.wait_for_timeout(50)
+        assert held, "the first request never left the page"
+        page.click("#steer-run")
+        _ready(page)
+        page.wait_for_timeout(200)
+    finally:
+        page.unroute(f"**{STEER}")
     assert len(opened["dropped"]) == dropped + 1
     assert page.inner_text("#steer-before .prompt-part") == "The value "
 
 
 def test_show_the_code_opens_by_keyboard_and_copies(page, opened):
+    page.set_viewport_size(VIEWPORT)
+    page.evaluate("document.querySelectorAll('details.show-code').forEach(d => { d.open = false; })")
+    _steer(page, "The value ", 0)
     summary = page.locator("#x-steer-code > summary")
     summary.focus()
     page.keyboard.press("Enter")
@@ -99,7 +131,7 @@ def test_axe_finds_nothing_in_steering_and_the_code_blocks(page, opened, width):
     page.click("#steer-run")
     _ready(page)
     page.evaluate("document.querySelectorAll('details.show-code').forEach(d => { d.open = true; })")
-    page.wait_for_selector("#x-steer-code[data-ready='1']", timeout=30_000)
+    page.wait_for_selector("#x-steer-code[open][data-ready='1']", timeout=30_000)
     context = {"include": [["#x-steer"], ["details.show-code"]]}
     found = axe_mod.Axe().run(page, context=context).response["violations"]
     assert not found, [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:4]}" for v in found]
