@@ -30,7 +30,7 @@ import torch
 from attnlab.attribution import _gradients, attribution_patch, site_names
 from attnlab.errors import InputError
 from attnlab.explorer.common import _token_text
-from attnlab.explorer.experiments import _grid, _prepare, _round, _target
+from attnlab.explorer.experiments import _grid, _prepare, _prepare_pair, _round, _target
 from attnlab.explorer.registry import Loaded
 from attnlab.interventions import HeadAblation, _CellPatch, _logprobs_from, clean_run, head_means, intervene
 
@@ -201,12 +201,8 @@ def patching(lm: Loaded, clean_text: str, corrupted_text: str, *, position: int 
     """The residual-stream patching grid (layers x positions) as an estimate first, then the exact change in log
     P(target) of the chosen cells (trace_residual's runs: log P(patched) - log P(corrupted)), streamed."""
     _limits(top, extra)
-    clean_ids, clean_tokens, position, kind = _prepare(lm, clean_text, position)
-    corrupted_ids, corrupted_tokens, _, _ = _prepare(lm, corrupted_text, position)
-    if clean_ids.shape != corrupted_ids.shape:
-        raise InputError(f"the clean sentence has {clean_ids.shape[1]} tokens and the corrupted one "
-                         f"{corrupted_ids.shape[1]}: patching copies position p to position p, so they must have "
-                         "the same number of tokens")
+    clean_ids, clean_tokens, corrupted_ids, corrupted_tokens, position, kind = _prepare_pair(
+        lm, clean_text, corrupted_text, position)
     model = lm.model
     clean = clean_run(model, clean_ids, position, names=site_names(model, ["resid_pre"]))
     corrupted = clean_run(model, corrupted_ids, position, names=["blocks.*.resid_pre"])

@@ -80,6 +80,18 @@ def _prepare(lm: Loaded, text: str, position) -> tuple[torch.Tensor, list[str], 
     return torch.tensor([ids]), tokens, position, "masked"
 
 
+def _prepare_pair(lm: Loaded, clean_text: str, corrupted_text: str, position):
+    """`_prepare` of a patching pair: -> (clean ids, clean tokens, corrupted ids, corrupted tokens, position, kind);
+    the two must have the same number of tokens (a cell copies position p to position p)."""
+    clean_ids, clean_tokens, position, kind = _prepare(lm, clean_text, position)
+    corrupted_ids, corrupted_tokens, _, _ = _prepare(lm, corrupted_text, position)
+    if clean_ids.shape != corrupted_ids.shape:
+        raise InputError(f"the clean sentence has {clean_ids.shape[1]} tokens and the corrupted one "
+                         f"{corrupted_ids.shape[1]}: patching copies position p to position p, so they must have "
+                         "the same number of tokens")
+    return clean_ids, clean_tokens, corrupted_ids, corrupted_tokens, position, kind
+
+
 def _top(lm: Loaded, logp: torch.Tensor, k: int = TOP) -> list[dict[str, Any]]:
     top = logp.topk(k)
     return [{"token": _token_text(lm, int(i)), "id": int(i), "prob": _round(math.exp(float(v)))}
@@ -180,12 +192,8 @@ def residual_patch_grid(lm: Loaded, clean_text: str, corrupted_text: str, *, pos
     number of tokens. "restored" rescales each cell to 0 (corrupted) .. 1
     (clean). Cancelling answers the cells done so far (null elsewhere) and "cancelled": true.
     """
-    clean_ids, clean_tokens, position, kind = _prepare(lm, clean_text, position)
-    corrupted_ids, corrupted_tokens, _, _ = _prepare(lm, corrupted_text, position)
-    if clean_ids.shape != corrupted_ids.shape:
-        raise InputError(f"the clean sentence has {clean_ids.shape[1]} tokens and the corrupted one "
-                         f"{corrupted_ids.shape[1]}: patching copies position p to position p, so they must have "
-                         "the same number of tokens")
+    clean_ids, clean_tokens, corrupted_ids, corrupted_tokens, position, kind = _prepare_pair(
+        lm, clean_text, corrupted_text, position)
     model = lm.model
     cells_per_layer = position + 1 if kind == "next" else clean_ids.shape[1]  # a decoder's later ones: not run
     batch_size = cells_per_layer * max(1, 64 // cells_per_layer) if batch_size is None else batch_size
