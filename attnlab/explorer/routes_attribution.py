@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response, StreamingResponse
@@ -28,6 +27,7 @@ from attnlab.explorer.routes_experiments import (
     MAX_ID,
     ExperimentText,
     Position,
+    SweepRequest,
     Target,
     _Job,
     _jobs,
@@ -41,16 +41,11 @@ Extra = Field(attribution_grid.EXTRA, ge=0, le=attribution_grid.MAX_EXTRA,
               description="more cells checked exactly, drawn at random (fixed seed)")
 
 
-class HeadAttributionRequest(RequestBody):
-    model: str = Field(max_length=MAX_ID)
-    text: ExperimentText
-    mode: Literal["zero", "mean"] = "zero"
-    position: Position = None
-    target: Target = None
+class HeadAttributionRequest(SweepRequest):
+    """The exact sweep's request, plus how many cells the estimate hands to exact ablation."""
+
     top: int = Top
     extra: int = Extra
-    job: str | None = Field(None, pattern=JOB_ID, description="POST /api/experiments/cancel with it stops the "
-                            "exact cells")
 
 
 class PatchAttributionRequest(RequestBody):
