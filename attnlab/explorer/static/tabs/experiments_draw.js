@@ -115,17 +115,24 @@ export function gridTable({ id, caption, rows, cols, rowHead, colHead, corner = 
 // A long computation streamed as JSON lines ({progress, total} ..., then {result} or {error}): a progress bar,
 // the count done and a Cancel button that asks the server to stop (POST /api/experiments/cancel); the partial
 // answer still arrives and is drawn. Resolves to the result (null when the request failed or was aborted).
-export async function streamed(path, body, out, { id, unit }) {
+// A cancellable job's status line: a job id the server knows it by, a progress bar and a count, and Cancel (which
+// aborts the request while it still waits in the queue, else asks the server to stop the job).
+export function jobStatus(id, barLabel, first) {
   const job = `${id}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
   const controller = new AbortController();
-  const bar = el("progress", { id: `${id}-progress`, max: 1, value: 0, "aria-label": `${unit} done` });
-  const count = el("span", { id: `${id}-count`, class: "count" }, "starting …");
+  const bar = el("progress", { id: `${id}-progress`, max: 1, value: 0, "aria-label": barLabel });
+  const count = el("span", { id: `${id}-count`, class: "count" }, first);
   const status = busy("", () => {
     count.textContent += " — cancelling …";
     if (Number(status.querySelector(".queue-place").dataset.place) > 0) controller.abort();  // still queued
     api("/api/experiments/cancel", { job }).catch(() => controller.abort());
   }, { id });
   status.prepend(bar, " ", count);
+  return { job, controller, bar, count, status };
+}
+
+export async function streamed(path, body, out, { id, unit }) {
+  const { job, controller, bar, count, status } = jobStatus(id, `${unit} done`, "starting …");
   out.replaceChildren(status);
   status.querySelector("button.cancel").focus();
   let result = null;

@@ -3,8 +3,8 @@
 // second), then {exact: [[row, col, exact, estimate], ...]} as each batched forward of the real runs finishes,
 // then {result}. The grid is drawn from the estimate at once; each exact cell replaces its number in place (bold,
 // outlined, "≠" where the two disagree), and a table below lists every checked cell with the rank correlation.
-import { aborted, api, apiLines, ApiError, busy, el, fmt, notice } from "../util.js";
-import { cellNum, diverge, divergeLegend, gridTable } from "./experiments_draw.js";
+import { aborted, apiLines, ApiError, el, fmt, notice } from "../util.js";
+import { cellNum, diverge, divergeLegend, gridTable, jobStatus } from "./experiments_draw.js";
 import { scrollCue } from "./x_grid.js";
 
 const WHY = "Attribution patching: one forward and one backward pass give every cell at once, as the first-order " +
@@ -15,16 +15,8 @@ const WHY = "Attribution patching: one forward and one backward pass give every 
 //   noun(i, j, r) (a cell in words), onpick(i, j) (optional) }. Resolves to the final result (null: failed).
 export async function estimateThenExact(path, body, out, view) {
   const { id } = view;
-  const job = `${id}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-  const controller = new AbortController();
-  const bar = el("progress", { id: `${id}-progress`, max: 1, value: 0, "aria-label": `${view.unit} checked exactly` });
-  const count = el("span", { id: `${id}-count`, class: "count" }, "estimating every cell …");
-  const status = busy("", () => {
-    count.textContent += " — cancelling …";
-    if (Number(status.querySelector(".queue-place").dataset.place) > 0) controller.abort();  // still queued
-    api("/api/experiments/cancel", { job }).catch(() => controller.abort());
-  }, { id });
-  status.prepend(bar, " ", count);
+  const { job, controller, bar, count, status } = jobStatus(id, `${view.unit} checked exactly`,
+    "estimating every cell …");
   const gridBox = el("div", { id: `${id}-estimate` });
   const agree = el("div", { id: `${id}-agree`, "aria-live": "polite" });
   out.replaceChildren(status, gridBox, agree);
