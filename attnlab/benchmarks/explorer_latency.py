@@ -61,6 +61,13 @@ WORDS = ("the old bridge over the river was built of stone by workers from the v
          "spring of that long year").split()
 
 
+def ask(client, path: str, body: dict):
+    """One request through the app, its answer checked (a 4xx/5xx stops the benchmark instead of timing an error)."""
+    res = client.post(path, json=body)
+    res.raise_for_status()
+    return res
+
+
 def machine() -> dict:
     cpu = platform.processor() or platform.machine()
     try:
@@ -213,28 +220,23 @@ def experiments_case(client, model_id: str, rounds: int, lens: bool = False) -> 
     corrupted[0, 2] = ids[0, 3]  # another token at the subject's place
     clean = attnlab.record(model, ids, names=[name])
 
-    def ask(path, body):
-        res = client.post(path, json=body)
-        res.raise_for_status()
-        return res
-
     def patched():
         with attnlab.intervene(model, attnlab.patch(model, clean, positions=[2])):
             return logprobs_at(model, corrupted, position)
 
     cases = {"forward": lambda: logprobs_at(model, ids, position),
-             "ablation": lambda: ask("/api/experiments/ablation", {"model": model_id, "text": text,
+             "ablation": lambda: ask(client, "/api/experiments/ablation", {"model": model_id, "text": text,
                                                                   "heads": [[middle, 0]]}),
              "patch": patched}
     if lens:
-        cases["logit lens"] = lambda: ask("/api/experiments/logit-lens", {"model": model_id, "text": text})
+        cases["logit lens"] = lambda: ask(client, "/api/experiments/logit-lens", {"model": model_id, "text": text})
     # the peer (and the patch) run in this thread: give them the torch threads a request gets, or the ratio
     # compares one thread against two (on a loaded 2-core machine two threads waiting on each other cost x5)
     per_request = client.app.state.threads_per_request
     cases = {k: (v if k in ("ablation", "logit lens") else _threads(per_request, v)) for k, v in cases.items()}
     wall, cpu = timed(cases, warmup=1, repeats=rounds)
-    sweeps = {"head sweep": lambda: ask("/api/experiments/head-sweep", {"model": model_id, "text": text}),
-              "patch grid": lambda: ask("/api/experiments/patch", {"model": model_id, "clean": text,
+    sweeps = {"head sweep": lambda: ask(client, "/api/experiments/head-sweep", {"model": model_id, "text": text}),
+              "patch grid": lambda: ask(client, "/api/experiments/patch", {"model": model_id, "clean": text,
                                                                    "corrupted": text.replace("old", "new", 1)})}
     sweep_wall, sweep_cpu = timed(sweeps, warmup=1, repeats=max(1, rounds // 3))
     info = client.get(f"/api/models/{model_id}").json()
@@ -280,32 +282,27 @@ def section1_case(client, model_id: str, rounds: int) -> dict:
     middle = model.config.n_layers // 2
     clean = attnlab.record(model, ids, names=[f"blocks.{middle}.resid_pre"])
 
-    def ask(path, body):
-        res = client.post(path, json=body)
-        res.raise_for_status()
-        return res
-
     def patched():
         with attnlab.intervene(model, attnlab.patch(model, clean, positions=[2])):
             return logprobs_at(model, corrupted_ids, position)
 
     pair = {"model": model_id, "clean": text, "corrupted": corrupted_text}
-    single = {"ablation": lambda: ask("/api/experiments/ablation", {"model": model_id, "text": text,
+    single = {"ablation": lambda: ask(client, "/api/experiments/ablation", {"model": model_id, "text": text,
                                                                    "heads": [[middle, 0]]}),
-              "logit lens": lambda: ask("/api/experiments/logit-lens", {"model": model_id, "text": text}),
+              "logit lens": lambda: ask(client, "/api/experiments/logit-lens", {"model": model_id, "text": text}),
               "one patch": _threads(client.app.state.threads_per_request, patched),
-              "attention vs ablation": lambda: ask("/api/experiments/attention-ablation",
+              "attention vs ablation": lambda: ask(client, "/api/experiments/attention-ablation",
                                                    {"model": model_id, "text": text, "layer": middle, "head": 0})}
     wall, cpu = timed(single, warmup=1, repeats=rounds)
-    grids = {"attribution: head grid": lambda: ask("/api/experiments/head-attribution", {
+    grids = {"attribution: head grid": lambda: ask(client, "/api/experiments/head-attribution", {
                  "model": model_id, "text": text, "top": 0, "extra": 0}),
-             "attribution: patch grid": lambda: ask("/api/experiments/patch-attribution", {
+             "attribution: patch grid": lambda: ask(client, "/api/experiments/patch-attribution", {
                  **pair, "top": 0, "extra": 0}),
-             "attribution + 16 exact heads": lambda: ask("/api/experiments/head-attribution", {
+             "attribution + 16 exact heads": lambda: ask(client, "/api/experiments/head-attribution", {
                  "model": model_id, "text": text}),
-             "attribution + 16 exact cells": lambda: ask("/api/experiments/patch-attribution", pair),
-             "exact head sweep": lambda: ask("/api/experiments/head-sweep", {"model": model_id, "text": text}),
-             "exact residual patching": lambda: ask("/api/experiments/patch", pair)}
+             "attribution + 16 exact cells": lambda: ask(client, "/api/experiments/patch-attribution", pair),
+             "exact head sweep": lambda: ask(client, "/api/experiments/head-sweep", {"model": model_id, "text": text}),
+             "exact residual patching": lambda: ask(client, "/api/experiments/patch", pair)}
     grid_wall, grid_cpu = timed(grids, warmup=0, repeats=max(1, rounds // 3))
     return {"tokens": int(ids.shape[1]), "threads": client.app.state.threads_per_request,
             "wall_ms": {**wall, **grid_wall}, "cpu_ms": {**cpu, **grid_cpu}}
