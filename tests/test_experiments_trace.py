@@ -13,9 +13,11 @@ To trace another section: add one Trace. Parts not yet traced, and why, are list
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -140,6 +142,23 @@ def _efficient_rows(rows: list[dict]) -> list[str]:
             t = r["time_vs_full"]
             cells.append(f"{r['flops_vs_full']} / {t['median']:.3f} ({t['p10']:.3f}-{t['p90']:.3f})")
         out.append(f"| {n} | " + " | ".join(cells) + " |")
+    return out
+
+
+def _efficient_exponents(rows: list[dict]) -> list[float]:
+    """The exponent p of FLOPs ~ n^p per variant: on each doubling of n, fitted over all n (least squares on
+    log2-log2), and the share of full attention kept per doubling."""
+    flops = {(r["n"], r["variant"]): r["flops"] for r in rows}
+    shares = {(r["n"], r["variant"]): r["flops_vs_full"] for r in rows}
+    ns = sorted({r["n"] for r in rows})
+    xs = [math.log2(n) for n in ns]
+    out = []
+    for variant in sorted({r["variant"] for r in rows}):
+        ys = [math.log2(flops[(n, variant)]) for n in ns]
+        out += [y1 - y0 for y0, y1 in pairwise(ys)]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        out.append(sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs))
+        out += [shares[(b, variant)] / shares[(a, variant)] for a, b in pairwise(ns)]
     return out
 
 
@@ -724,7 +743,9 @@ TRACES = [
           allowed={"200,000": "characters tokenized (a setting)", "2,000": "characters per passage (a setting)",
                    "50,257": "GPT-2's vocabulary"}),
     Trace("## 12.", "meanings.jsonl", _meanings_rows),
-    Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows),
+    Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows, _efficient_exponents,
+          allowed={"2.00": "p of an n² cost (arithmetic)", "1.00": "p of an n cost (arithmetic)",
+                   "0.5": "the share per doubling of an n cost (arithmetic)"}),
     Trace("**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**", "ln_warmup.jsonl", _ln_warmup_rows,
           allowed={"1.0": "the clipping threshold (a setting)"}),
     Trace("## 14.", "attention_explanation.jsonl", _explanation_rows,
@@ -738,7 +759,7 @@ TRACES = [
     Trace("| 10 |", "gpt2_params.jsonl", allowed={"1.5": "seed 002's \"1.5B\" (the claim checked)"}),
     Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
-    Trace("| 13 |", "efficient_attention_cost.jsonl"),
+    Trace("| 13 |", "efficient_attention_cost.jsonl", extra=_efficient_exponents),
     Trace("| 15 |", "layernorm_geometry.jsonl"),
     Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label)),
     Trace("| 17 |", "heads_quality.jsonl", extra=_tuned_extra(_heads_label)),
