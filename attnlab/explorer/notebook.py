@@ -2,9 +2,10 @@
 
 `show(model, text)` computes in Python every number the Attention and Architecture tabs can ask for on that
 text (every layer x head of every attention part, the thumbnail grids, the block diagram), embeds them as JSON
-in the HTML, and inlines the explorer's own ES modules (static/util.js, tabs/*.js, lessons.js) with a `fetch`
-shim that answers /api/... requests from the embedded data. So the same code draws the same views, layer / head
-/ token clicks and the keyboard work, and nothing goes to the network: there is no server and no URL to load.
+in the HTML, and inlines the explorer's own ES modules (static/util.js, common.js, attention/, architecture/) with
+a `fetch` shim that answers /api/... requests from the embedded data. So the same code draws the same views,
+layer / head / token clicks and the keyboard work, and nothing goes to the network: there is no server and no URL
+to load.
 
 The page runs in an <iframe srcdoc>: the explorer's stylesheet and the shim's `fetch` stay inside it and never
 touch the notebook page. The modules are turned into blob: URLs in the frame (their relative imports rewritten
@@ -253,7 +254,7 @@ def _embedded(lm: Loaded, text: str, layer: int, head: int, part: str | None, ta
 
 # ------------------------------------------------------------------------------------------ inlined modules
 STATIC = "attnlab.explorer"
-ENTRY_MODULES = ("tabs/attention.js", "tabs/architecture.js")
+ENTRY_MODULES = ("attention/attention.js", "architecture/architecture.js")
 _IMPORT = re.compile(r'(\bfrom\s*)"(\.{1,2}/[^"]+)"')
 
 
@@ -293,8 +294,8 @@ def _modules() -> list[tuple[str, str]]:
 
 SHELL_JS = r"""
 // The notebook's page shell: the explorer's Attention and Architecture tabs over embedded numbers.
-import * as attention from "attnlab:tabs/attention.js";
-import * as architecture from "attnlab:tabs/architecture.js";
+import * as attention from "attnlab:attention/attention.js";
+import * as architecture from "attnlab:architecture/architecture.js";
 import { el, notice } from "attnlab:util.js";
 
 const D = window.ATTNLAB_DATA;

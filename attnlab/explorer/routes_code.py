@@ -7,7 +7,7 @@ what the learner copies runs as it is: `attnlab.load("<model id>")`, the same te
 tests/explorer/test_code_snippets.py runs every snippet and compares its numbers with the route's answer.
 
 Why on the server: it knows how each model loads, the schema of each route and the library calls the view
-makes; the page only shows the text (static/tabs/x_code.js).
+makes; the page only shows the text (static/experiments/code.js).
 """
 
 from __future__ import annotations

@@ -221,7 +221,7 @@ def test_show_in_a_real_jupyter_kernel():
     assert torch.tensor(heads[1][2]["weights"]) == pytest.approx(expected[2], abs=1e-6)
     modules = dict(json.loads(re.search(r'id="attnlab-modules">(.*?)</script>', page, re.S).group(1)
                               .replace("<\\/", "</")))
-    assert {"util.js", "tabs/attention.js", "tabs/architecture.js", "notebook.js"} <= set(modules)
+    assert {"util.js", "attention/attention.js", "architecture/architecture.js", "notebook.js"} <= set(modules)
     assert "export function heatmap(" in modules["util.js"]  # the explorer's own modules, inlined
 
 

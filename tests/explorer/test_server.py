@@ -47,7 +47,7 @@ def test_models_list_and_page(client):
         assert "no checkpoint shipped" in ids["gpt-char"]["reason"]
     page = client.get("/")
     assert page.status_code == 200 and 'src="/static/app.js"' in page.text
-    assert client.get("/static/tabs/attention.js").status_code == 200
+    assert client.get("/static/attention/attention.js").status_code == 200
 
 
 def test_openapi_documents_every_endpoint(client):

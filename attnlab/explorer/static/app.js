@@ -3,13 +3,13 @@
 // Every view is a URL: changing tab, model, sentence, layer or head adds a history entry (Back returns to the
 // previous view inside the app); smaller changes (the selected token or key, hiding specials) replace it.
 import { aborted, api, busy, el, focusKey, notice, refocus } from "./util.js";
-import * as architecture from "./tabs/architecture.js";
-import * as attention from "./tabs/attention.js";
-import * as selfsup from "./tabs/selfsup.js";
-import * as vision from "./tabs/vision.js";
-import * as generation from "./tabs/generation.js";
-import * as cost from "./tabs/cost.js";
-import * as experiments from "./tabs/experiments.js";
+import * as architecture from "./architecture/architecture.js";
+import * as attention from "./attention/attention.js";
+import * as selfsup from "./selfsup/selfsup.js";
+import * as vision from "./vision/vision.js";
+import * as generation from "./generation/generation.js";
+import * as cost from "./cost/cost.js";
+import * as experiments from "./experiments/experiments.js";
 import { maybeStartTour, startTour } from "./tour.js";
 
 const TABS = [

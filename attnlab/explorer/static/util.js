@@ -3,7 +3,7 @@
 export class ApiError extends Error {}
 
 // Every API call the page makes, announced as a "request" event ({path, body}): the Experiments tab's "Show the
-// code" (tabs/x_code.js) writes the Python for the request a view just sent.
+// code" (experiments/code.js) writes the Python for the request a view just sent.
 export const apiRequests = new EventTarget();
 const announce = (path, body) => apiRequests.dispatchEvent(new CustomEvent("request", { detail: { path, body } }));
 
@@ -324,6 +324,13 @@ export function select(options, value, onchange, attrs = {}) {
 
 export function notice(text, kind = "info") {
   return el("div", { class: `notice ${kind}` }, text);
+}
+
+// A view's own stylesheet (style.css holds what every tab shares; a tab's folder may add rules of its own),
+// linked into the page the first time the view draws and never again however often it redraws.
+export function linkStyle(href) {
+  if (document.querySelector(`link[rel="stylesheet"][href="${href}"]`)) return;
+  document.head.append(el("link", { rel: "stylesheet", href }));
 }
 
 // Keyboard focus survives a redraw: the focused control is named by its id, or by its container's id and its
