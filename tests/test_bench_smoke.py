@@ -169,6 +169,29 @@ def test_quick_leaves_out_the_benchmarks_without_a_quick_form(tmp_path, monkeypa
     assert ("quality", []) in ran and ("quantized", []) in ran
 
 
+def test_attnlab_bench_help_lists_every_benchmark_module(capsys):
+    """Every module of attnlab/benchmarks is either a benchmark that `attnlab bench --only NAME` runs (its name is
+    the module's) and `attnlab bench --help` lists with a line of its own, or named in NOT_BENCHMARKS as a helper:
+    a new benchmark cannot be forgotten by the command."""
+    modules = {p.stem for p in (REPO / "attnlab" / "benchmarks").glob("*.py")} - {"__init__"}
+    listed = set(run_all.names())
+    assert not listed & set(run_all.NOT_BENCHMARKS)
+    assert modules == listed | set(run_all.NOT_BENCHMARKS)
+    entries = {**run_all.OURS, **run_all.OTHERS}
+    assert all(entries[name].module == f"attnlab.benchmarks.{name}" for name in listed)
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    lines = capsys.readouterr().out.splitlines()
+    for name in listed:
+        assert sum(line.split()[:1] == [name] and entries[name].summary in line for line in lines) == 1, name
+
+
+def test_bench_holds_results_and_no_scripts():
+    """The benchmarks live in attnlab/benchmarks; bench/ keeps RESULTS.md and the logs it cites."""
+    assert sorted(p.name for p in (REPO / "bench").iterdir() if p.is_file()) == ["RESULTS.md"]
+    assert not list((REPO / "bench").rglob("*.py")) and not list((REPO / "bench").rglob("*.sh"))
+
+
 def _tracked_results() -> dict[str, str]:
     folder = REPO / "bench" / "results"
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.json"))}

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 import attnlab
+from attnlab.benchmarks.decode_step import decode_tricks as _tricks
 from attnlab.generation import generate_stream
 from attnlab.layers.linear import Linear
 from attnlab.models.heads import LMHead
@@ -31,14 +32,6 @@ def _decoder(**overrides):
             if p.dim() >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.08)  # varied, peaked logits (not one token forever)
     return model.eval()
-
-
-def _tricks(model, on: bool) -> None:
-    for module in model.modules():
-        if isinstance(module, Linear):
-            module.decode_copy = on and module.out_features > module.in_features
-        if isinstance(module, LMHead):
-            module.SLICE_ROWS = LMHead.SLICE_ROWS if on else range(0)
 
 
 def _copies(model) -> dict[str, int]:

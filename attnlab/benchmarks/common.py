@@ -299,7 +299,7 @@ def header(command: str) -> str:
 
 def save_results(name: str, results: list[CaseResult], command: str, out: str | Path | None = None) -> Path:
     """OUT/<name>.json: the machine, the command and every case, for RESULTS.md (copy a run you cite into
-    bench/results/ and render it with bench/report.py) and later diffs."""
+    bench/results/ and render it with `python -m attnlab.benchmarks.report`) and later diffs."""
     folder = Path(out) if out else default_out()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{name}.json"

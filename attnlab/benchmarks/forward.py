@@ -9,15 +9,12 @@ HF GPT2LMHeadModel and nanoGPT (full logits); ViT-B/16 (batch 8) against HF ViTF
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import dataclass
 
 import torch
 
 from attnlab import build_model
-from attnlab.benchmarks import common, output, peers
+from attnlab.benchmarks import case_cli, common, peers
 from attnlab.config import ModelConfig
 from attnlab.layers import kernel_build
 from attnlab.models.stack import Stack
@@ -63,34 +60,14 @@ CASES = {
 }
 
 
-def _hf_model(case: ForwardCase) -> torch.nn.Module:
-    if case.kind == "gpt":
-        return peers.hf_gpt2(case.config)
-    if case.kind == "bert":
-        return peers.hf_bert(case.config, masked_lm=False)
-    return peers.hf_vit(case.config)
-
-
 def build_models(case: ForwardCase, impls: tuple[str, ...]) -> dict[str, torch.nn.Module]:
     """impl -> model in eval mode, all holding the same weights."""
-    torch.manual_seed(0)
-    models: dict[str, torch.nn.Module] = {}
-    if impls == ("hf",):
-        return {"hf": _hf_model(case).eval()}
-    if case.kind == "stack":
-        models["attnlab"] = Stack(case.config, n_layers=case.config.n_layers, causal=False)
-    elif "hf" in impls and peers.hf_available():
-        hf = _hf_model(case)
-        models["attnlab"] = peers.from_hf(hf)
-        models["hf"] = hf
-    else:
-        models["attnlab"] = build_model(case.config)
-    if "nanogpt" in impls and peers.nanogpt_available():
-        models["nanogpt"] = peers.nanogpt_from_attnlab(models["attnlab"])
-    if "torch" in impls:
-        models["torch"] = peers.torch_encoder_from_attnlab(models["attnlab"])
-    if "attnlab" not in impls:
-        models.pop("attnlab")
+    def ours() -> torch.nn.Module:
+        if case.kind == "stack":  # the blocks alone: what torch.nn.TransformerEncoder holds
+            return Stack(case.config, n_layers=case.config.n_layers, causal=False)
+        return build_model(case.config)
+
+    models = peers.same_weights(impls, lambda: peers.hf_model(case.kind, case.config), ours)
     return {k: m.eval() for k, m in models.items()}
 
 
@@ -196,43 +173,13 @@ def run_case(case: ForwardCase, args) -> common.CaseResult:
 
 def memory_main(case_name: str, impl: str) -> None:
     """Child process: build one implementation only, run three forwards, print the peak memory as JSON."""
-    case = CASES[case_name]
-    models = build_models(case, (impl,))
-    call = make_call(case, impl, models[impl], make_inputs(case))
-    del models
-    print(json.dumps(common.step_peak_memory(call)))
-
-
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="bert-base cases only, 3 repeats, no memory runs")
-    p.add_argument("--cases", default="", help=f"comma-separated subset of {', '.join(CASES)}")
-    p.add_argument("--repeats", type=int, default=0)
-    p.add_argument("--warmup", type=int, default=None)
-    p.add_argument("--no-memory", action="store_true")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
-    p.add_argument("--compile", default=None, help="torch.compile backend for every contestant")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="wall clock, or this process's CPU time (steadier on a shared machine; use with --threads 1)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
-    p.add_argument("--probe-size", type=int, default=2048)
-    output.add_output_arguments(p, "forward")
-    p.add_argument("--memory-case", help=argparse.SUPPRESS)
-    p.add_argument("--memory-impl", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
+    case_cli.print_peak_memory(CASES[case_name], impl, build_models, make_inputs, make_call)
 
 
 def main(argv=None) -> list[common.CaseResult]:
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.memory_case:
-        memory_main(args.memory_case, args.memory_impl)
-        return []
-    command = "python -m attnlab.benchmarks.forward " + " ".join(sys.argv[1:] if argv is None else argv)
-    print(common.header(command))
-    return common.run_selected(CASES, run_case, args, "attnlab.benchmarks.forward", command)
+    p = case_cli.parser(__doc__, CASES, "forward", quick_help="bert-base cases only, 3 repeats, no memory runs",
+                        warmup=None)
+    return case_cli.main(p, argv, "attnlab.benchmarks.forward", CASES, run_case, memory_main)
 
 
 if __name__ == "__main__":

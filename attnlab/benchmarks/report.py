@@ -1,10 +1,11 @@
-"""Render bench/results/*.json as the markdown tables of RESULTS.md.
+"""Render the JSON results of `attnlab bench` (OUT/train.json, OUT/forward.json, ...) as markdown tables.
 
-    python bench/report.py train forward            # print the tables
-    python bench/report.py train forward --write    # replace the speed section of RESULTS.md with them
-    python bench/report.py train-quick --dir /tmp/attnlab-bench/20261124-0602   # a run's --out folder
+    python -m attnlab.benchmarks.report train forward --dir OUT          # print the tables
+    python -m attnlab.benchmarks.report train-quick --dir bench/results  # a run kept in the repository
+    python -m attnlab.benchmarks.report train forward --dir OUT --write bench/RESULTS.md
 
-Only the text between the `speed:results` markers is replaced; the other engineers' sections stay as they are.
+--write FILE replaces only the text between FILE's `speed:results` markers (the training and forward tables of
+RESULTS.md's history), so every other section stays as it is.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import json
 import sys
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
 START, END = "<!-- speed:results:start -->", "<!-- speed:results:end -->"
 
 
@@ -46,11 +46,11 @@ def table(data: dict) -> str:
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("names", nargs="+", help="result names under --dir (train, forward, ...)")
-    p.add_argument("--dir", default=str(BENCH_DIR / "results"),
-                   help="folder of the JSON results (default bench/results; `attnlab bench` writes to its --out)")
-    p.add_argument("--write", action="store_true", help="replace the speed section of RESULTS.md")
+    p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.report", description=__doc__.splitlines()[0])
+    p.add_argument("names", nargs="+", help="result names under --dir (train, forward, train-quick, ...)")
+    p.add_argument("--dir", required=True, help="folder of the JSON results (an `attnlab bench` run's --out)")
+    p.add_argument("--write", default=None, metavar="FILE",
+                   help="replace the section between FILE's speed:results markers instead of printing")
     p.add_argument("--intro", default="", help="text put before the tables (e.g. the load on the machine)")
     args = p.parse_args(argv)
     parts = [args.intro] if args.intro else []
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     if not args.write:
         print(text)
         return 0
-    path = BENCH_DIR / "RESULTS.md"
+    path = Path(args.write)
     doc = path.read_text()
     if START not in doc or END not in doc:
         print(f"{path} has no {START} ... {END} section", file=sys.stderr)
