@@ -39,7 +39,15 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.interventions import Edit, _CellPatch, _chunks, _int, _one_sentence, _target, intervene
+from attnlab.interventions import (
+    CellPatch,
+    Edit,
+    check_one_sentence,
+    checked_index,
+    checked_target,
+    intervene,
+    layer_chunks,
+)
 from attnlab.readouts import CleanRun, _lm_parts, _logprobs_from, _position, clean_run
 from attnlab.recording import sites
 
@@ -71,13 +79,13 @@ def _grids(grids) -> tuple[str, ...]:
 def _pair(model: nn.Module, clean_ids, corrupted_ids, target, contrast, position) -> tuple[int, int, int | None]:
     """Checks both inputs (one sentence each, same length) -> (position, target, contrast)."""
     _lm_parts(model)
-    _one_sentence(model, clean_ids, "clean_ids")
-    _one_sentence(model, corrupted_ids, "corrupted_ids")
+    check_one_sentence(model, clean_ids, "clean_ids")
+    check_one_sentence(model, corrupted_ids, "corrupted_ids")
     if clean_ids.shape != corrupted_ids.shape:
         raise InputError(f"clean_ids {tuple(clean_ids.shape)} and corrupted_ids {tuple(corrupted_ids.shape)} "
                          "must have the same length: patching copies position p to position p")
-    contrast = None if contrast is None else _int(contrast, "contrast", model.config.vocab_size, "token id")
-    return _position(position, clean_ids.shape[1]), _target(model, target), contrast
+    contrast = None if contrast is None else checked_index(contrast, "contrast", model.config.vocab_size, "token id")
+    return _position(position, clean_ids.shape[1]), checked_target(model, target), contrast
 
 
 def _metric(logprobs: torch.Tensor, target: int, contrast: int | None) -> torch.Tensor:
@@ -208,12 +216,12 @@ def exact_patch(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.
         out[grid] = result = _blank(model, grid, clean_ids.shape[1]).float()
         width = n_heads if grid == "head" else last
         cells = [(layer, x) for layer in range(n_layers) for x in range(width)]
-        for chunk in _chunks(cells, batch_size, progress, cancelled, result):
-            layer = chunk[0][0]  # one layer per chunk (_chunks)
+        for chunk in layer_chunks(cells, batch_size, progress, cancelled, result):
+            layer = chunk[0][0]  # one layer per chunk (layer_chunks)
             name = f"blocks.{layer}.{_SITE[grid]}"
             rows, xs = torch.arange(len(chunk)), torch.tensor([x for _, x in chunk])
             edit = _HeadPatch(clean.recorded[name], rows, xs) if grid == "head" else \
-                _CellPatch(clean.recorded[name], rows, xs)
+                CellPatch(clean.recorded[name], rows, xs)
             with intervene(model, {name: edit}):
                 logprobs = _logprobs_from(model, corrupted_ids, corrupted.recorded, layer, len(chunk), position)
             result[layer, xs] = (_metric(logprobs, target, contrast) - base).float()

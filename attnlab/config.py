@@ -37,6 +37,18 @@ def _dump_json(data: dict[str, Any], path: str | Path | None) -> str:
     return text
 
 
+def _known_fields(cls, data: Any, what: str) -> dict[str, dataclasses.Field]:
+    """{name: field} of the config class `cls`, once `data` is a dict with no key the class lacks: a config file
+    is refused whole, naming the stray keys, before any value is read (a typo is not silently dropped)."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{what} must be a JSON object, got {type(data).__name__}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown {cls.__name__} keys {unknown}; known keys: {', '.join(sorted(known))}")
+    return known
+
+
 @dataclass
 class ModelConfig:
     """Hyper-parameters of one model, in the seeds' notation.
@@ -235,12 +247,7 @@ class ModelConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ModelConfig:
         """Build from a dict, refusing unknown keys and wrong types before anything is allocated."""
-        if not isinstance(data, dict):
-            raise ConfigError(f"a model config must be a JSON object, got {type(data).__name__}")
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(data) - set(known))
-        if unknown:
-            raise ConfigError(f"unknown ModelConfig keys {unknown}; known keys: {', '.join(sorted(known))}")
+        known = _known_fields(cls, data, "a model config")
         for key, value in data.items():
             _check_type(key, known[key].type, value)
         return cls(**data)
@@ -339,12 +346,7 @@ class DualEncoderConfig:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DualEncoderConfig:
         """Build from a dict, refusing unknown keys and wrong types before anything is allocated."""
-        if not isinstance(data, dict):
-            raise ConfigError(f"a dual-encoder config must be a JSON object, got {type(data).__name__}")
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown DualEncoderConfig keys {unknown}; known keys: {', '.join(sorted(known))}")
+        _known_fields(cls, data, "a dual-encoder config")
         missing = [k for k in ("tower_a", "tower_b") if k not in data]
         if missing:
             raise ConfigError(f"DualEncoderConfig needs {' and '.join(missing)} (each a ModelConfig object)")

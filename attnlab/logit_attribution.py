@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.interventions import _int, _one_sentence
+from attnlab.interventions import check_one_sentence, checked_index
 from attnlab.readouts import _lm_parts, _position
 from attnlab.recording import record
 
@@ -94,11 +94,11 @@ def direct_logit_attribution(model: nn.Module, ids: torch.Tensor, answer: int, *
         >>> dla["heads"].shape            # (layers, heads); dla["total"] == dla["logit_diff"]
     """
     _check_model(model)
-    _one_sentence(model, ids, "ids")
+    check_one_sentence(model, ids, "ids")
     position = _position(position, ids.shape[1])
     vocab = model.config.vocab_size
-    answer = _int(answer, "answer", vocab, "token id")
-    contrast = None if contrast is None else _int(contrast, "contrast", vocab, "token id")
+    answer = checked_index(answer, "answer", vocab, "token id")
+    contrast = None if contrast is None else checked_index(contrast, "contrast", vocab, "token id")
     with torch.no_grad():
         return _attribute(model, ids, answer, contrast, position)
 

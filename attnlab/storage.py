@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -287,6 +288,26 @@ def load_attnlab(directory: str | Path, device=None):
 
 
 # ---------------------------------------------------------------------------------------- training runs
+def where_inside(folder: Path, path: Path, loop: Callable[[], Exception],
+                 outside: Callable[[], Exception]) -> Path | None:
+    """Where `path` leads, every link followed, relative to `folder`; None when it is not there at all (not even
+    a broken link).
+
+    Why: a file of a run folder (`latest`, the metrics, the probe) may be a link a stranger made; it is judged by
+    where it leads before it is opened. One that cannot be followed (a loop) raises `loop()`, one that leads out
+    of `folder` (or to the folder itself) `outside()`: the caller's own errors, which never quote what it names.
+    """
+    if not os.path.lexists(path):
+        return None
+    try:
+        home, target = folder.resolve(), path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop
+        raise loop() from None
+    if target == home or not target.is_relative_to(home):
+        raise outside()
+    return target.relative_to(home)
+
+
 def is_run_directory(path: str | Path) -> bool:
     """A training run's output folder (`latest` + step-XXXXXXXX folders) rather than a checkpoint."""
     path = Path(path)
@@ -304,17 +325,19 @@ def latest_step(run: str | Path) -> Path | None:
     ends up in a message, a log or the explorer's /api/models."""
     run = Path(run)
     pointer = run / LATEST
-    if not os.path.lexists(pointer):
+
+    def outside() -> CheckpointError:
+        return CheckpointError(f"{pointer} leads outside {run} (a link to another place): refused; `latest` must be "
+                               f"a file naming a step directory of the run (one line like {step_name(100)})")
+
+    where = where_inside(run, pointer, lambda: CheckpointError(
+        f"{pointer} is a link that cannot be followed (a loop?); it should be a file naming a step directory of {run}"),
+        outside)
+    if where is None:
         return None
-    try:
-        home, target = run.resolve(), pointer.resolve()
-    except (OSError, RuntimeError):  # a symlink loop
-        raise CheckpointError(f"{pointer} is a link that cannot be followed (a loop?); it should be a file naming "
-                              f"a step directory of {run}") from None
-    inside = target.parent == home if os.path.isdir(target) else target == home / LATEST
+    inside = len(where.parts) == 1 if os.path.isdir(pointer) else where == Path(LATEST)  # a step folder, or itself
     if not inside:
-        raise CheckpointError(f"{pointer} leads outside {run} (a link to another place): refused; `latest` must be "
-                              f"a file naming a step directory of the run (one line like {step_name(100)})")
+        raise outside()
     if os.path.isdir(pointer):  # `latest` made a link to (or copy of) the step directory
         return pointer
     name = read_text(pointer, limit=4096, what="pointer to the newest step").strip()

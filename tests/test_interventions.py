@@ -28,7 +28,7 @@ import torch
 import attnlab
 from attnlab import interventions
 from attnlab.errors import InputError
-from attnlab.interventions import Cancelled
+from attnlab.interventions import Cancelled, sweeps
 from attnlab.recording import active, sites
 
 TOL = 1e-5  # float32 results of a few matmuls over d_model <= 64, compared across different summation orders
@@ -451,8 +451,8 @@ def test_trace_residual_started_at_each_position_equals_one_patch_per_cell(which
     assert seq > interventions.MIN_SPLIT
     clean, corrupted = _ids(batch=1, seq=seq, seed=1), _ids(batch=1, seq=seq, seed=2)
     started = []
-    real = interventions._logprobs_after
-    monkeypatch.setattr(interventions, "_logprobs_after", lambda *a: started.append(a[5]) or real(*a))
+    real = sweeps._logprobs_after
+    monkeypatch.setattr(sweeps, "_logprobs_after", lambda *a: started.append(a[5]) or real(*a))
     grid = attnlab.trace_residual(model, clean, corrupted, target, position=position, batch_size=64)
     layers = len(model.blocks)
     assert sorted(started) == sorted([4, 8] * (layers - 1))  # layers 1.. run positions 0-3, 4-7 and 8-10 apart

@@ -12,7 +12,7 @@ import errno
 import socket
 from pathlib import Path
 
-from attnlab.cli import quantizing
+from attnlab.cli import placement, quantizing
 from attnlab.errors import AttnlabError, InputError
 from attnlab.extras import require
 
@@ -35,13 +35,11 @@ def add_arguments(p) -> None:
     p.add_argument("--class-token", default="auto",
                    help="the class token: auto (default: a random one each start) or 16 to 64 letters, digits, "
                         "- and _ (the same address for several lessons)")
-    p.add_argument("--threads", default="auto",
-                   help="torch threads per model request: a positive integer, or auto (default: the cores this "
-                        "process may use divided by the requests that may run at once; the same for every "
-                        "request, so an answer never depends on the load)")
-    p.add_argument("--device", default="auto",
-                   help="where the models generate: auto (default: cuda when torch sees a GPU, else cpu), cpu, cuda "
-                        "or cuda:N; the other views read a CPU copy; the start-up line names it")
+    placement.add_arguments(p, threads="torch threads per model request",
+                            auto_threads="the cores this process may use divided by the requests that may run at "
+                                         "once; the same for every request, so an answer never depends on the load",
+                            device="where the models generate",
+                            named="the other views read a CPU copy; the start-up line names it")
     quantizing.add_argument(p)  # applied to every model served but the hand-set toy
 
 

@@ -19,7 +19,7 @@ import math
 import sys
 import time
 
-from attnlab.cli import quantizing
+from attnlab.cli import placement, quantizing
 from attnlab.errors import InputError
 
 HELP = "stream generated text from a checkpoint (greedy, sampling or beams; with or without cache)"
@@ -51,15 +51,12 @@ def add_arguments(p) -> None:
                    help="print only the new text (default for decoders: the prompt, then its continuation; "
                         "an encoder-decoder's output is printed alone)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
-    p.add_argument("--threads", default="auto",
-                   help="torch threads: a positive integer, or auto (default: as many as are free and measured "
-                        "useful for a decoding step here)")
     p.add_argument("--compile", action="store_true",
                    help="decoders: run each new token through torch.compile's graph of the model's forward (the "
                         "first one compiles for a minute or more; faster from then on, e.g. a quantized GGUF)")
-    p.add_argument("--device", default="auto",
-                   help="where the model runs: auto (default: cuda when torch sees a GPU, else cpu), cpu, cuda or "
-                        "cuda:N; the summary line names it")
+    placement.add_arguments(p, threads="torch threads",
+                            auto_threads="as many as are free and measured useful for a decoding step here",
+                            device="where the model runs", named="the summary line names it")
     quantizing.add_argument(p)
 
 

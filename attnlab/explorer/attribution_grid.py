@@ -32,7 +32,8 @@ from attnlab.errors import InputError
 from attnlab.explorer.common import _token_text
 from attnlab.explorer.experiments import _grid, _prepare, _prepare_pair, _round, _target
 from attnlab.explorer.registry import Loaded
-from attnlab.interventions import HeadAblation, _CellPatch, _logprobs_from, clean_run, head_means, intervene
+from attnlab.interventions import CellPatch, HeadAblation, clean_run, head_means, intervene
+from attnlab.readouts import _logprobs_from
 
 TOP = 12  # the cells by |estimate| checked exactly
 EXTRA = 4  # plus this many others drawn at random (a fixed seed: the same text checks the same cells)
@@ -227,7 +228,7 @@ def patching(lm: Loaded, clean_text: str, corrupted_text: str, *, position: int 
 
     def run_layer(layer: int, ps: list[int]) -> torch.Tensor:
         name = f"blocks.{layer}.resid_pre"
-        edit = _CellPatch(clean.recorded[name], torch.arange(len(ps)), torch.tensor(ps))
+        edit = CellPatch(clean.recorded[name], torch.arange(len(ps)), torch.tensor(ps))
         with intervene(model, {name: edit}):
             patched = _logprobs_from(model, corrupted_ids, corrupted.recorded, layer, len(ps), position)[:, t]
         return patched - base

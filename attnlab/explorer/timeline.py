@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import threading
 import zlib
 from pathlib import Path
@@ -30,6 +29,7 @@ from attnlab.errors import CheckpointError, InputError
 from attnlab.explorer.common import check_range
 from attnlab.explorer.registry import Entry, UnknownItem
 from attnlab.files import read_text
+from attnlab.storage import where_inside
 from attnlab.training import probe
 
 SHIPPED_PROBE = "probe.jsonl.gz"  # in a shipped checkpoint's folder (the package's own: written by nobody else)
@@ -52,17 +52,11 @@ def run_file(entry: Entry, folder: Path, name: str, what: str) -> Path | None:
     the folder (to /etc/passwd, to another user's file) or cannot be followed raises InputError, as `latest` is
     refused (attnlab.storage.latest_step): what it leads to is never read, and the message never names it."""
     path = folder / name
-    if not os.path.lexists(path):
-        return None
-    try:
-        home, target = folder.resolve(), path.resolve()
-    except (OSError, RuntimeError):  # a symlink loop
-        raise InputError(f"the {what} of model {entry.id!r} ({name}) is a link that cannot be followed (a loop?): "
-                         "refused") from None
-    if target == home or not target.is_relative_to(home):
-        raise InputError(f"the {what} of model {entry.id!r} ({name}) leads outside its run folder (a link to "
-                         f"another place): refused; {name} must be a file of the run folder")
-    return path if path.is_file() else None
+    where = where_inside(folder, path, lambda: InputError(
+        f"the {what} of model {entry.id!r} ({name}) is a link that cannot be followed (a loop?): refused"),
+        lambda: InputError(f"the {what} of model {entry.id!r} ({name}) leads outside its run folder (a link to "
+                           f"another place): refused; {name} must be a file of the run folder"))
+    return path if where is not None and path.is_file() else None
 
 
 def probe_path(entry: Entry) -> Path | None:

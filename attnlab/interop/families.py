@@ -60,6 +60,9 @@ def _n_classes(hf: dict) -> int:
 
 
 def _labels(n: int) -> dict[str, Any]:
+    """A classifier's HF label maps (LABEL_0 ...), whose size tells transformers num_labels; {} without classes."""
+    if not n:
+        return {}
     return {"id2label": {str(i): f"LABEL_{i}" for i in range(n)}, "label2id": {f"LABEL_{i}": i for i in range(n)}}
 
 
@@ -122,16 +125,13 @@ def _bert_config(hf: dict, arch: dict) -> dict:
 
 
 def _bert_hf(c: ModelConfig) -> dict:
-    out = dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
-               intermediate_size=c.d_ff, num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len,
-               hidden_act=_act_to_hf(c.activation, "bert"), layer_norm_eps=c.norm_eps,
-               type_vocab_size=c.type_vocab_size, tie_word_embeddings=c.tie_embeddings,
-               hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attn_dropout,
-               position_embedding_type="absolute", pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id,
-               eos_token_id=c.eos_token_id)
-    if c.n_classes:
-        out.update(_labels(c.n_classes))
-    return out
+    return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
+                intermediate_size=c.d_ff, num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len,
+                hidden_act=_act_to_hf(c.activation, "bert"), layer_norm_eps=c.norm_eps,
+                type_vocab_size=c.type_vocab_size, tie_word_embeddings=c.tie_embeddings,
+                hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attn_dropout,
+                position_embedding_type="absolute", pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id,
+                eos_token_id=c.eos_token_id, **_labels(c.n_classes))
 
 
 def _bert_table(c: ModelConfig) -> list[Rule]:
@@ -175,6 +175,21 @@ BERT = Family(
     legacy=[(r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")])  # TF-era names
 
 
+# ------------------------------------------------------------------------------------- decoder-only LMs
+def _untied_lm_head(c: ModelConfig) -> list[Rule]:
+    """A decoder LM's output matrix is its own tensor (HF's lm_head.weight) only when not tied to the embedding."""
+    return [rule("lm_head.proj.weight", "lm_head.weight")] if c.head == "lm" and not c.tie_embeddings else []
+
+
+def _decoder_family(name: str, prefix: str, lm_class: str, base_class: str, to_config: Callable[[dict, dict], dict],
+                    from_config: Callable[[ModelConfig], dict], table: Callable[[ModelConfig], list[Rule]],
+                    skipped: str, reason: str) -> Family:
+    """A decoder-only family (GPT-2, LLaMA): the LM class (head='lm', the default export) and the bare model
+    (head='none'); `skipped`, a regex of the buffers older transformers saved, is read past for `reason`."""
+    return Family(name, (name,), prefix, {lm_class: dict(head="lm"), base_class: dict(head="none")},
+                  to_config, from_config, table, unmapped=lambda c: {skipped: reason})
+
+
 # --------------------------------------------------------------------------------------------------- GPT-2
 def _gpt2_config(hf: dict, arch: dict) -> dict:
     for flag in ("scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn", "add_cross_attention"):
@@ -209,16 +224,12 @@ def _gpt2_table(c: ModelConfig) -> list[Rule]:
              *linear("blocks.{i}.ffn.up", f"{h}.mlp.c_fc", transform=TRANSPOSE),
              *linear("blocks.{i}.ffn.down", f"{h}.mlp.c_proj", transform=TRANSPOSE),
              *linear("final_norm", "transformer.ln_f")]
-    if c.head == "lm" and not c.tie_embeddings:
-        rules.append(rule("lm_head.proj.weight", "lm_head.weight"))
-    return rules
+    return rules + _untied_lm_head(c)
 
 
-GPT2 = Family("gpt2", ("gpt2",), "transformer.",
-              {"GPT2LMHeadModel": dict(head="lm"), "GPT2Model": dict(head="none")},
-              _gpt2_config, _gpt2_hf, _gpt2_table,
-              unmapped=lambda c: {r"transformer\.h\.\d+\.attn\.(bias|masked_bias)": "the causal-mask buffers older "
-                                  "transformers saved; attnlab builds the same mask itself"})
+GPT2 = _decoder_family("gpt2", "transformer.", "GPT2LMHeadModel", "GPT2Model", _gpt2_config, _gpt2_hf, _gpt2_table,
+                       r"transformer\.h\.\d+\.attn\.(bias|masked_bias)",
+                       "the causal-mask buffers older transformers saved; attnlab builds the same mask itself")
 
 
 # --------------------------------------------------------------------------------------------------- LLaMA
@@ -266,16 +277,12 @@ def _llama_table(c: ModelConfig) -> list[Rule]:
              *fused("blocks.{i}.ffn.up", [f"{layer}.mlp.gate_proj", f"{layer}.mlp.up_proj"], c.bias, GATE_UP),
              *linear("blocks.{i}.ffn.down", f"{layer}.mlp.down_proj", c.bias),
              *linear("final_norm", "model.norm", bias=False)]
-    if c.head == "lm" and not c.tie_embeddings:
-        rules.append(rule("lm_head.proj.weight", "lm_head.weight"))
-    return rules
+    return rules + _untied_lm_head(c)
 
 
-LLAMA = Family("llama", ("llama",), "model.",
-               {"LlamaForCausalLM": dict(head="lm"), "LlamaModel": dict(head="none")},
-               _llama_config, _llama_hf, _llama_table,
-               unmapped=lambda c: {r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq": "RoPE frequencies older "
-                                   "transformers saved; attnlab computes them from rope_theta"})
+LLAMA = _decoder_family("llama", "model.", "LlamaForCausalLM", "LlamaModel", _llama_config, _llama_hf, _llama_table,
+                        r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
+                        "RoPE frequencies older transformers saved; attnlab computes them from rope_theta")
 
 
 # ----------------------------------------------------------------------------------------------------- ViT
@@ -292,13 +299,11 @@ def _vit_config(hf: dict, arch: dict) -> dict:
 
 
 def _vit_hf(c: ModelConfig) -> dict:
-    out = dict(hidden_size=c.d_model, num_attention_heads=c.n_heads, intermediate_size=c.d_ff,
-               num_hidden_layers=c.n_layers, image_size=c.image_size, patch_size=c.patch_size,
-               num_channels=c.n_channels, hidden_act=_act_to_hf(c.activation, "vit"), layer_norm_eps=c.norm_eps,
-               qkv_bias=True, hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attn_dropout)
-    if c.n_classes:
-        out.update(_labels(c.n_classes))
-    return out
+    return dict(hidden_size=c.d_model, num_attention_heads=c.n_heads, intermediate_size=c.d_ff,
+                num_hidden_layers=c.n_layers, image_size=c.image_size, patch_size=c.patch_size,
+                num_channels=c.n_channels, hidden_act=_act_to_hf(c.activation, "vit"), layer_norm_eps=c.norm_eps,
+                qkv_bias=True, hidden_dropout_prob=c.dropout, attention_probs_dropout_prob=c.attn_dropout,
+                **_labels(c.n_classes))
 
 
 def _vit_table(c: ModelConfig) -> list[Rule]:

@@ -343,6 +343,19 @@ def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     return state, types
 
 
+def _llama_keys(config) -> list[tuple[str, int | float]]:
+    """The llama.* hyperparameters a written file carries, as (GGUFWriter.add_<key>, value), in the order written.
+
+    Why a table: each is one writer call of the same form; listed together they show what a reader (load_gguf,
+    llama.cpp) finds, key_length and value_length included, so no reader has to assume d_model / n_heads."""
+    return [("block_count", config.n_layers), ("context_length", config.max_len),
+            ("embedding_length", config.d_model), ("feed_forward_length", config.d_ff),
+            ("head_count", config.n_heads), ("head_count_kv", config.kv_heads), ("key_length", config.head_dim),
+            ("value_length", config.head_dim), ("rope_dimension_count", config.head_dim),
+            ("rope_freq_base", config.rope_theta), ("layer_norm_rms_eps", config.norm_eps),
+            ("vocab_size", config.vocab_size)]
+
+
 def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None,
               keep_quantized: bool = True) -> Path:
     """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order).
@@ -381,18 +394,8 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     writer = GGUFWriter(str(path), "llama")
     if config.name:
         writer.add_name(str(config.name))
-    writer.add_block_count(config.n_layers)
-    writer.add_context_length(config.max_len)
-    writer.add_embedding_length(config.d_model)
-    writer.add_feed_forward_length(config.d_ff)
-    writer.add_head_count(config.n_heads)
-    writer.add_head_count_kv(config.kv_heads)
-    writer.add_key_length(config.head_dim)
-    writer.add_value_length(config.head_dim)
-    writer.add_rope_dimension_count(config.head_dim)
-    writer.add_rope_freq_base(config.rope_theta)
-    writer.add_layer_norm_rms_eps(config.norm_eps)
-    writer.add_vocab_size(config.vocab_size)
+    for key, value in _llama_keys(config):
+        getattr(writer, f"add_{key}")(value)
     matrices = [kinds.get(n, DTYPES[dtype]) for n, t in tensors.items() if t.dim() == 2]
     writer.add_file_type(FILE_TYPES[max(set(matrices), key=matrices.count)])
     if kinds:

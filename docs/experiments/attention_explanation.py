@@ -17,8 +17,7 @@ import argparse
 import json
 import statistics
 
-import torch
-from common import write_jsonl
+from common import shipped_models, write_jsonl
 from scipy.stats import spearmanr
 
 MLM_SENTENCES = [  # (text with [MASK], the masked word)
@@ -81,13 +80,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--windows", type=int, default=24, help="gpt-char validation windows")
     ap.add_argument("--length", type=int, default=40, help="characters per window")
-    ap.add_argument("--jsonl", default="")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args, registry = shipped_models(ap, pretrained=False)
     from attnlab.data.corpora import python_docs
-    from attnlab.explorer.registry import build_registry
 
-    registry = build_registry(pretrained=False)
     lines = []
     gpt = registry.get("gpt-char")
     text = python_docs()

@@ -7,6 +7,7 @@ the metrics history (one dict per step, evaluations merged in).
 
 from __future__ import annotations
 
+import argparse
 import random
 import tempfile
 from pathlib import Path
@@ -14,7 +15,9 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
+import attnlab
 from attnlab.training import Trainer, TrainSettings
 from attnlab.training.recipes import get_recipe
 from attnlab.training.settings import resolve_params
@@ -53,6 +56,48 @@ def train(task, s: TrainSettings, out: str | Path | None = None) -> list[dict[st
     trainer = _Trainer(task, s, out, quiet=True)
     trainer.fit()
     return trainer.history
+
+
+def paired_arm(out: str | Path, seed: int, change, **overrides: Any):
+    """(task, history) of one arm of a paired comparison on the gpt-char recipe built with `overrides`: its model
+    built again from `seed`, so every arm of a seed starts from the same weights and draws the same batches;
+    `change(model)` (None for the baseline arm) applied before training."""
+    task, s = recipe_task("gpt-char", out, seed=seed, **overrides)
+    seed_all(seed)
+    task.model = attnlab.build_model(task.model.config)  # the same initial weights in both arms
+    if change is not None:
+        change(task.model)
+    return task, train(task, s)
+
+
+def swap_attention(model, attention_class) -> None:
+    """Every block's attention replaced by `attention_class(model.config)` holding the same weights: how a script
+    tries a changed attention (a subclass of attnlab's Attention) without changing the library."""
+    for block in model.blocks:
+        new = attention_class(model.config)
+        new.load_state_dict(block.attn.state_dict())
+        block.attn = new
+
+
+@torch.no_grad()
+def honest_loss(model, windows: torch.Tensor, length: int) -> float:
+    """Cross-entropy of the last position of each window cut to `length` tokens: that position has no future key,
+    so a model that sees the future in training (no mask, a mask after the softmax) is scored as in generation."""
+    logits = model(windows[:, :length]).logits[:, -1].float()  # (n, vocab)
+    return float(F.cross_entropy(logits, windows[:, length]))
+
+
+def shipped_models(ap: argparse.ArgumentParser | None = None, **options: Any):
+    """(the parsed arguments, --jsonl among them; the explorer's registry of the shipped models, built with
+    `options`), on one torch thread: how a script that measures trained models, without training, starts.
+    ap: a parser that already holds the script's own arguments."""
+    ap = ap or argparse.ArgumentParser()
+    ap.add_argument("--jsonl", default="")
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    from attnlab.explorer.registry import build_registry
+
+    return args, build_registry(**options)
 
 
 def evals(history: list[dict[str, Any]], key: str = "val_loss") -> list[tuple[int, float]]:

@@ -70,6 +70,24 @@ def run(build: Callable, arm: dict, lr: float, seed: int, steps: int, phase: str
             "finite": True}
 
 
+def protocol_arguments(ap, out: str):
+    """The parsed arguments with --steps, --out, --jsonl, --lr and --seeds added after the script's own (its arms),
+    on one torch thread: what a script that runs `sweep` takes (`sweep_as_asked` passes them on)."""
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--out", default=out)
+    ap.add_argument("--jsonl", default="")
+    ap.add_argument("--lr", type=float, default=None, help="no tuning: train every arm at this rate (a probe)")
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    return args
+
+
+def sweep_as_asked(arms: list[tuple[dict, Callable]], args) -> list[dict]:
+    """`sweep` with the steps, results file, seeds and fixed rate of protocol_arguments' `args`."""
+    return sweep(arms, args.steps, args.jsonl, seeds=args.seeds, fixed_lr=args.lr)
+
+
 def sweep(arms: list[tuple[dict, Callable]], steps: int, jsonl: str, lrs=LRS, seeds=SEEDS,
           fixed_lr: float | None = None) -> list[dict]:
     """Per arm: tune the learning rate on the validation half (seed TUNE_SEED), then report `seeds` at it.

@@ -19,13 +19,12 @@ Texts: 8 windows of 64 characters of gpt-char's validation text; 8 Wikipedia lea
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
 
 import torch
-from common import write_jsonl
+from common import shipped_models, write_jsonl
 from scipy.optimize import linprog
 
 import attnlab
@@ -96,14 +95,9 @@ def layer_rows(model_id: str, model, batches: list[torch.Tensor]) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--jsonl", default="")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args, registry = shipped_models()
     from attnlab.data.corpora import python_docs, wiki_summaries
-    from attnlab.explorer.registry import build_registry
 
-    registry = build_registry()
     gpt = registry.get("gpt-char")
     val = python_docs()
     val = val[int(0.9 * len(val)):]

@@ -28,14 +28,13 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 import attnlab
 from attnlab.layers.attention import Attention
 from attnlab.recording import active
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, figure, keep, recipe_task, save_figure, seed_all, train  # noqa: E402
+from common import evals, figure, honest_loss, keep, paired_arm, recipe_task, save_figure, swap_attention  # noqa: E402
 
 
 class MaskAfterSoftmax(Attention):
@@ -61,17 +60,7 @@ class MaskAfterSoftmax(Attention):
 
 def mask_after_softmax(model) -> None:
     """Swap every block's attention for the subclass, keeping the weights."""
-    for block in model.blocks:
-        new = MaskAfterSoftmax(model.config)
-        new.load_state_dict(block.attn.state_dict())
-        block.attn = new
-
-
-@torch.no_grad()
-def honest_loss(model, windows: torch.Tensor, length: int) -> float:
-    """Cross-entropy of the last position of each window cut to `length` tokens: no future key exists."""
-    logits = model(windows[:, :length]).logits[:, -1].float()  # (n, vocab)
-    return float(F.cross_entropy(logits, windows[:, length]))
+    swap_attention(model, MaskAfterSoftmax)
 
 
 def baselines(task, lengths=(8, 16, 64)) -> dict:
@@ -109,13 +98,9 @@ def main() -> None:
     curves, masses = {}, {}
     for seed in args.seeds:
         for arm in ("mask before softmax", "mask after softmax"):
-            task, s = recipe_task("gpt-char", f"{args.out}/data", steps=args.steps, eval_every=args.eval_every,
-                                  seed=seed, eval_windows=512)
-            seed_all(seed)
-            task.model = attnlab.build_model(task.model.config)  # the same initial weights in both arms
-            if arm == "mask after softmax":
-                mask_after_softmax(task.model)
-            history = train(task, s)
+            change = mask_after_softmax if arm == "mask after softmax" else None
+            task, history = paired_arm(f"{args.out}/data", seed, change, steps=args.steps,
+                                       eval_every=args.eval_every, eval_windows=512)
             model = task.model.eval()
             windows = task.val_windows[:512]  # (512, 65)
             row = {"arm": arm, "seed": seed, "val_full_window": evals(history), "train_loss_last": history[-1]["loss"],

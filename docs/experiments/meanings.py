@@ -13,12 +13,10 @@ Two measurements, both through attnlab.explorer.meanings (what the explorer's "N
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 
-import torch
-from common import write_jsonl
+from common import shipped_models, write_jsonl
 
 PAIRS = [
     ("A man is playing the guitar.", "Someone strums an acoustic instrument."),
@@ -69,13 +67,7 @@ def token_rows(lm) -> list[dict]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--jsonl", default="")
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    from attnlab.explorer.registry import build_registry
-
-    registry = build_registry()
+    args, registry = shipped_models()
     rows = [sentence_rows(registry.get("minilm")), sentence_rows(registry.get("bert-mlm"))]
     rows += token_rows(registry.get("minilm"))
     lines = [json.dumps(r) for r in rows]

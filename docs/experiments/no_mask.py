@@ -20,13 +20,12 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 import attnlab
 from attnlab.layers.attention import Attention
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import evals, recipe_task, seed_all, train, write_jsonl  # noqa: E402
+from common import evals, honest_loss, paired_arm, swap_attention, write_jsonl  # noqa: E402
 
 MODEL = {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_ff": 256}
 
@@ -39,17 +38,7 @@ class NoMask(Attention):
 
 
 def remove_mask(model) -> None:
-    for block in model.blocks:
-        new = NoMask(model.config)
-        new.load_state_dict(block.attn.state_dict())
-        block.attn = new
-
-
-@torch.no_grad()
-def honest_loss(model, windows: torch.Tensor, length: int) -> float:
-    """Cross-entropy of the last position of each window cut to `length` tokens (no future key exists)."""
-    logits = model(windows[:, :length]).logits[:, -1].float()
-    return float(F.cross_entropy(logits, windows[:, length]))
+    swap_attention(model, NoMask)
 
 
 @torch.no_grad()
@@ -76,13 +65,8 @@ def main() -> None:
     lines = []
     for seed in args.seeds:
         for arm in ("causal mask", "no mask"):
-            task, s = recipe_task("gpt-char", f"{args.out}/data", **MODEL, steps=args.steps,
-                                  eval_every=args.steps, seed=seed, eval_windows=256)
-            seed_all(seed)
-            task.model = attnlab.build_model(task.model.config)  # the same initial weights in both arms
-            if arm == "no mask":
-                remove_mask(task.model)
-            history = train(task, s)
+            task, history = paired_arm(f"{args.out}/data", seed, remove_mask if arm == "no mask" else None, **MODEL,
+                                       steps=args.steps, eval_every=args.steps, eval_windows=256)
             model = task.model.eval()
             windows = task.val_windows[:256]  # (256, 65)
             row = {"arm": arm, "seed": seed, "steps": args.steps, **MODEL,

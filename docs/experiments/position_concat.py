@@ -34,7 +34,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import recipe_task, seed_all  # noqa: E402
-from heldout import SEEDS, sweep  # noqa: E402
+from heldout import protocol_arguments, sweep_as_asked  # noqa: E402
 
 MODEL = {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_ff": 256}
 
@@ -98,15 +98,8 @@ def builder(arm: str, out: str):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--arms", nargs="+", default=DEFAULT_ARMS, choices=list(ARMS))
-    ap.add_argument("--steps", type=int, default=600)
-    ap.add_argument("--out", default="/tmp/exp26/position_concat")
-    ap.add_argument("--jsonl", default="")
-    ap.add_argument("--lr", type=float, default=None, help="no tuning: train every arm at this rate (a probe)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    args = ap.parse_args()
-    torch.set_num_threads(1)
-    sweep([({"arm": a, **MODEL}, builder(a, args.out)) for a in args.arms], args.steps, args.jsonl,
-          seeds=args.seeds, fixed_lr=args.lr)
+    args = protocol_arguments(ap, "/tmp/exp26/position_concat")
+    sweep_as_asked([({"arm": a, **MODEL}, builder(a, args.out)) for a in args.arms], args)
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ import attnlab
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import recipe_task, seed_all  # noqa: E402
-from heldout import SEEDS, sweep  # noqa: E402
+from heldout import protocol_arguments, sweep_as_asked  # noqa: E402
 
 TRANSFORMER = {"n_layers": 2, "d_model": 64, "n_heads": 4, "d_ff": 256}
 D_EMBED = 32
@@ -85,16 +85,10 @@ def builder(window: int | None, out: str):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--windows", type=int, nargs="+", default=[4, 16, 64])
-    ap.add_argument("--steps", type=int, default=600)
-    ap.add_argument("--out", default="/tmp/exp26/window_mlp")
-    ap.add_argument("--jsonl", default="")
-    ap.add_argument("--lr", type=float, default=None, help="no tuning: train every arm at this rate (a probe)")
-    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    args = ap.parse_args()
-    torch.set_num_threads(1)
+    args = protocol_arguments(ap, "/tmp/exp26/window_mlp")
     arms = [({"model": "transformer", **TRANSFORMER}, builder(None, args.out))]
     arms += [({"model": "window MLP", "window": w, "d_embed": D_EMBED}, builder(w, args.out)) for w in args.windows]
-    sweep(arms, args.steps, args.jsonl, seeds=args.seeds, fixed_lr=args.lr)
+    sweep_as_asked(arms, args)
 
 
 if __name__ == "__main__":

@@ -91,24 +91,61 @@ def scan_corpus(source: sources.CorpusSource, chars: bool = False) -> streaming.
     return streaming.CorpusScan(source, chars=chars)
 
 
-def corpus_token_file(task: Task, p: dict[str, Any], source: sources.CorpusSource, tokenizer,
-                      min_tokens: dict[str, int], purpose: str, scan: streaming.CorpusScan | None = None) -> TokenFile:
-    """The corpus tokenized once into OUT/data/ (train = first 1 - val_fraction of the ids, val = the rest).
+def open_corpus(p: dict[str, Any], chars: bool = False) -> tuple[sources.CorpusSource, streaming.CorpusScan]:
+    """(the corpus data= / text_field= name, its one checking pass), before any tokenizer trains: bad input is
+    refused first, by file and line. chars: the pass also collects the characters (gpt-char's vocabulary)."""
+    source = corpus_source(p["data"], p["text_field"])
+    return source, scan_corpus(source, chars=chars)
 
-    A run resumed with the same corpus and tokenizer reuses the ids on disk (task.data_reused says which), and so
-    does any run whose corpus, tokenizer and split match a build in the token store; without an output directory
-    (a task built outside `attnlab train`) a temporary directory holds them. OUT/data is created only once the
-    token file is whole: a data error leaves nothing there to be taken for a previous run.
+
+def trained_tokenizer(p: dict[str, Any], recipe: str, kind: str, train: Callable[[], Any]):
+    """The run's tokenizer: a resumed run's saved one (run_train passes it as p["tokenizer"]), else `train()`'s.
+
+    Training one is a pass over the whole corpus, minutes for a large one, so the run says so before and after.
     """
-    if p.get("out_dir"):
-        directory = Path(p["out_dir"]) / "data"
-    else:
-        task._scratch = tempfile.TemporaryDirectory(prefix="attnlab-tokens-")  # removed with the task
-        directory = Path(task._scratch.name)
-    scan = scan or scan_corpus(source)
-    data, task.data_reused = TokenFile.prepare(source, tokenizer, directory, p["val_fraction"], min_tokens=min_tokens,
-                                               purpose=purpose, scan=scan)
-    return data
+    tokenizer = p.get("tokenizer")
+    if tokenizer is None:
+        say(p, f"{recipe}: training a {p['vocab_size']:,}-token {kind} tokenizer on the corpus (once for this run; "
+               "--resume reuses it) ...")
+        tokenizer = train()
+        say(p, f"{recipe}: tokenizer trained; preparing the data and building the model ...")
+    return tokenizer
+
+
+class CorpusTask(Task):
+    """A task on a text corpus tokenized once into OUT/data/ (the text recipes, bert-mlm): `self.data`, a
+    TokenFile split into train and val, and what the task says about its evaluation."""
+
+    data: TokenFile
+    p: dict[str, Any]
+
+    def tokenize_corpus(self, p: dict[str, Any], source: sources.CorpusSource, tokenizer, min_tokens: dict[str, int],
+                        purpose: str, scan: streaming.CorpusScan | None = None) -> TokenFile:
+        """The corpus tokenized once into OUT/data/ (train = first 1 - val_fraction of the ids, val = the rest).
+
+        A run resumed with the same corpus and tokenizer reuses the ids on disk (self.data_reused says which), and
+        so does any run whose corpus, tokenizer and split match a build in the token store; without an output
+        directory (a task built outside `attnlab train`) a temporary directory holds them. OUT/data is created
+        only once the token file is whole: a data error leaves nothing there to be taken for a previous run.
+        """
+        if p.get("out_dir"):
+            directory = Path(p["out_dir"]) / "data"
+        else:
+            self._scratch = tempfile.TemporaryDirectory(prefix="attnlab-tokens-")  # removed with the task
+            directory = Path(self._scratch.name)
+        scan = scan or scan_corpus(source)
+        data, self.data_reused = TokenFile.prepare(source, tokenizer, directory, p["val_fraction"],
+                                                   min_tokens=min_tokens, purpose=purpose, scan=scan)
+        return data
+
+    @property
+    def train_ids(self) -> torch.Tensor:
+        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
+        return split_ids(self.data, "train")
+
+    def windows_scope(self, scored: int, available: int) -> str:
+        """eval_summary's line: `scored` of the `available` validation windows, bounded by eval_windows."""
+        return eval_scope(scored, available, "validation windows", "eval_windows", self.p["eval_windows"])
 
 
 def split_ids(data: TokenFile, split: str) -> torch.Tensor:

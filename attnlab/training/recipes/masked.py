@@ -15,17 +15,7 @@ from attnlab.data import tokenizers
 from attnlab.data.collators import MLMCollator
 from attnlab.data.streaming import paragraphs_of
 from attnlab.objectives import mlm_loss
-from attnlab.training.recipes.base import (
-    Recipe,
-    corpus_source,
-    corpus_token_file,
-    eval_scope,
-    say,
-    scan_corpus,
-    split_ids,
-    split_pieces,
-)
-from attnlab.training.trainer import Task
+from attnlab.training.recipes.base import CorpusTask, Recipe, open_corpus, split_pieces, trained_tokenizer
 
 
 class ClsSepMasking:
@@ -42,7 +32,7 @@ class ClsSepMasking:
         return {"ids": out["input_ids"], "labels": out["labels"]}
 
 
-class MaskedLMTask(Task, ClsSepMasking):
+class MaskedLMTask(CorpusTask, ClsSepMasking):
     """BERT's objective: 15% of the real tokens are selected; of those 80% -> [MASK], 10% -> a random token,
     10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
     (through MLMCollator), the same function the explorer's masking view draws with."""
@@ -51,14 +41,16 @@ class MaskedLMTask(Task, ClsSepMasking):
         self.p = p
         # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
         # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
-        self.tokenizer = tok = p.get("tokenizer") or self._train_tokenizer(p, source)
+        self.tokenizer = tok = trained_tokenizer(
+            p, "bert-mlm", "WordPiece",
+            lambda: tokenizers.train_wordpiece(paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2))
         self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
         # special ids ([PAD] [UNK] [CLS] [SEP] [MASK]) are never selected nor drawn as random replacements
         self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
         self.inner = p["seq_len"] - 2
-        self.data = corpus_token_file(self, p, source, tok, {"train": self.inner + batch_size, "val": self.inner},
-                                      f"windows of seq_len={p['seq_len']} ([CLS] + {self.inner} tokens + [SEP])",
-                                      scan)
+        self.data = self.tokenize_corpus(p, source, tok, {"train": self.inner + batch_size, "val": self.inner},
+                                         f"windows of seq_len={p['seq_len']} ([CLS] + {self.inner} tokens + [SEP])",
+                                         scan)
         val = self._wrap(self.data.tiles("val", self.inner, p["eval_windows"] or None))
         self.val = self.mask(val, torch.Generator().manual_seed(1234))  # fixed masking: comparable evaluations
         counts = sum(torch.bincount(piece, minlength=tok.vocab_size) for piece in split_pieces(self.data, "train"))
@@ -69,25 +61,8 @@ class MaskedLMTask(Task, ClsSepMasking):
                              dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
         self.model = build_model(config)
 
-    @staticmethod
-    def _train_tokenizer(p, source):
-        """A WordPiece vocabulary trained on the corpus: a pass over all of it, minutes for a large one, so the run
-        says what it is doing."""
-        say(p, f"bert-mlm: training a {p['vocab_size']:,}-token WordPiece tokenizer on the corpus (once for this run; "
-               "--resume reuses it) ...")
-        tok = tokenizers.train_wordpiece(paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2)
-        say(p, "bert-mlm: tokenizer trained; preparing the data and building the model ...")
-        return tok
-
-    @property
-    def train_ids(self) -> torch.Tensor:
-        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
-        return split_ids(self.data, "train")
-
     def eval_summary(self) -> str:
-        available = len(self.data.tokens("val")) // self.inner
-        return eval_scope(len(self.val["ids"]), available, "validation windows", "eval_windows",
-                          self.p["eval_windows"])
+        return self.windows_scope(len(self.val["ids"]), len(self.data.tokens("val")) // self.inner)
 
     def train_batch(self, generator, batch_size):
         windows = self._wrap(self.data.sample("train", batch_size, self.inner, generator))  # (batch, seq_len)
@@ -119,8 +94,7 @@ class MaskedLMTask(Task, ClsSepMasking):
 
 
 def build_bert_mlm(p):
-    source = corpus_source(p["data"], p["text_field"])
-    scan = scan_corpus(source)  # bad input is refused before the tokenizer trains
+    source, scan = open_corpus(p)  # bad input is refused before the tokenizer trains
     return MaskedLMTask(p, source, p["batch_size"], scan)
 
 

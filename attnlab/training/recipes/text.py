@@ -22,31 +22,20 @@ from attnlab.data.streaming import paragraphs_of
 from attnlab.generation import generate
 from attnlab.objectives import next_token_loss
 from attnlab.storage import atomic_write
-from attnlab.training.recipes.base import (
-    EVAL_WINDOWS,
-    Recipe,
-    corpus_source,
-    corpus_token_file,
-    eval_scope,
-    say,
-    scan_corpus,
-    split_ids,
-    split_pieces,
-)
-from attnlab.training.trainer import Task
+from attnlab.training.recipes.base import EVAL_WINDOWS, CorpusTask, Recipe, open_corpus, split_pieces, trained_tokenizer
 
 SAMPLE_PROMPTS = ("def ", "The ")
 SAMPLE_TEMPERATURE = 0.8
 
 
-class CausalLMTask(Task):
+class CausalLMTask(CorpusTask):
     """Next-token prediction on windows of one long token stream (N-1 targets from N tokens)."""
 
     def __init__(self, p: dict[str, Any], tokenizer, source, batch_size: int, name: str, scan=None):
         self.tokenizer, self.p = tokenizer, p
         seq = p["seq_len"]
-        self.data = corpus_token_file(self, p, source, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
-                                      f"one batch of {batch_size} windows of seq_len={seq} (+1 target)", scan)
+        self.data = self.tokenize_corpus(p, source, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
+                                         f"one batch of {batch_size} windows of seq_len={seq} (+1 target)", scan)
         inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None)  # (n, seq) each
         self.val_windows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (n, seq + 1): every val transition once
         config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
@@ -67,11 +56,6 @@ class CausalLMTask(Task):
 
         return training_flops_per_token(self.model.config, self.p["seq_len"])
 
-    @property
-    def train_ids(self) -> torch.Tensor:
-        """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
-        return split_ids(self.data, "train")
-
     def train_batch(self, generator, batch_size):
         inputs, targets = self.data.get_batch("train", batch_size, self.p["seq_len"], generator)  # (batch, seq)
         return {"inputs": inputs, "targets": targets}
@@ -82,9 +66,7 @@ class CausalLMTask(Task):
         return next_token_loss(logits, targets), targets.numel()
 
     def eval_summary(self) -> str:
-        available = max(0, len(self.data.tokens("val")) - 1) // self.p["seq_len"]
-        return eval_scope(len(self.val_windows), available, "validation windows", "eval_windows",
-                          self.p["eval_windows"])
+        return self.windows_scope(len(self.val_windows), max(0, len(self.data.tokens("val")) - 1) // self.p["seq_len"])
 
     def evaluate(self, model):
         device = next(model.parameters()).device
@@ -167,21 +149,15 @@ LM_PARAMS = dict(data="", text_field="text", d_model=128, n_heads=4, d_ff=512, n
 
 
 def build_gpt_char(p):
-    source = corpus_source(p["data"], p["text_field"])
-    scan = scan_corpus(source, chars=p.get("tokenizer") is None)  # one pass: bad input, fingerprint, characters
+    source, scan = open_corpus(p, chars=p.get("tokenizer") is None)  # one pass: bad input, fingerprint, characters
     tokenizer = p.get("tokenizer") or tokenizers.char_tokenizer_from_chars(scan.chars, ["[UNK]"])  # resume: saved
     return CausalLMTask(p, tokenizer, source, p["batch_size"], "gpt-char", scan)
 
 
 def build_gpt_bpe(p):
-    source = corpus_source(p["data"], p["text_field"])
-    scan = scan_corpus(source)  # bad input is refused before the tokenizer trains
-    tokenizer = p.get("tokenizer")  # resume: the saved one
-    if tokenizer is None:  # a pass over the whole corpus: minutes for a large one, so the run says so
-        say(p, f"gpt-bpe: training a {p['vocab_size']:,}-token BPE tokenizer on the corpus (once for this run; "
-               "--resume reuses it) ...")
-        tokenizer = tokenizers.train_bpe(paragraphs_of(source.blocks()), p["vocab_size"])
-        say(p, "gpt-bpe: tokenizer trained; preparing the data and building the model ...")
+    source, scan = open_corpus(p)  # bad input is refused before the tokenizer trains
+    tokenizer = trained_tokenizer(p, "gpt-bpe", "BPE",
+                                  lambda: tokenizers.train_bpe(paragraphs_of(source.blocks()), p["vocab_size"]))
     return CausalLMTask(p, tokenizer, source, p["batch_size"], "gpt-bpe", scan)
 
 
