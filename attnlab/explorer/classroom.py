@@ -7,7 +7,7 @@ a patching grid, a streamed generation) holds the machine for seconds, so such h
 queue, each client (one browser) running at most one of them at a time, while light requests (an attention
 map, the logit lens, one ablation) have their own slots and never wait behind a sweep.
 
-Everything here is plain data and asyncio; server.py wires it into the guard and into `run()`.
+Everything here is plain data and asyncio; guard.py and runner.py wire it into the guard and into `run()`.
 """
 
 from __future__ import annotations

@@ -18,9 +18,9 @@ from attnlab.explorer.routes_experiments import (
     Position,
     Target,
     _model,
-    _run,
     _sweep_stream,
 )
+from attnlab.explorer.runner import run
 
 router = APIRouter()
 Contrast = Field(None, ge=0, le=10_000_000, description="token id the answer is compared with (default: the "
@@ -64,6 +64,6 @@ async def component_patch(req: ComponentRequest, request: Request):
 @router.post("/api/experiments/logit-attribution", summary="direct logit attribution: each head's and MLP's "
              "direct share of the answer's logit minus a contrast token's, with the sum check")
 async def logit_attribution(req: LogitAttributionRequest, request: Request):
-    return await _run(request, lambda: components.logit_attribution(
+    return await run(request, lambda: components.logit_attribution(
         _model(request, req.model, req.text), req.text, position=req.position, target=req.target,
         contrast=req.contrast))

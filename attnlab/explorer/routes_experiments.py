@@ -1,32 +1,30 @@
 """HTTP routes of the Experiments tab: attention finished (per head through W_O), the editable toy, the training
 timeline, nearby meanings, and the interventions (ablate, which heads matter, patch, logit lens, attention vs
 ablation). The two sweeps stream progress lines and stop when cancelled (POST /api/experiments/cancel or the
-client leaving).
+client leaving; explorer/jobs.py).
 
 An APIRouter the server includes (like explorer/lessons.py): each route validates its body with a schema whose
 numbers have ranges, asks the app's registry for the model by id and runs the pure function (attention_flow,
-toy, timeline, meanings) through the server's `run` (app.state.run): a model slot, the queue limit and the work
-in a worker thread. Errors take the server's mapping (404 unknown model, 400 bad input, 503 model unavailable,
-422 a value outside its range: the schema's, or a layer, head or position this model or text lacks, named with
-the model's own range in every view alike; a body field the schema does not have is a 422 too).
+toy, timeline, meanings) through the runner's `run` (explorer/runner.py): a model slot, the queue limit and the
+work in a worker thread. Errors take the app's mapping (explorer/handlers.py: 404 unknown model, 400 bad input,
+503 model unavailable, 422 a value outside its range: the schema's, or a layer, head or position this model or
+text lacks, named with the model's own range in every view alike; a body field the schema does not have is a
+422 too).
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import threading
-import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
-from fastapi.responses import Response, StreamingResponse
 from pydantic import Field
 
-from attnlab.errors import AttnlabError, InputError
+from attnlab.errors import InputError
 from attnlab.explorer import attention_flow, experiments, meanings, timeline, toy
 from attnlab.explorer.common import MAX_TEXT_CHARS, RequestBody, encode
+from attnlab.explorer.jobs import job_stream, jobs
+from attnlab.explorer.runner import run
 
 router = APIRouter()
 MAX_ID = 200
@@ -60,15 +58,11 @@ class SentencesRequest(RequestBody):
                                         description="2 to 8 sentences (default: paraphrase pairs + unrelated)")
 
 
-def _run(request: Request, work):
-    return request.app.state.run(request, work)
-
-
 @router.post("/api/experiments/flow", summary="one token through one attention layer: per-head sum w.V, W_O, residual")
 async def flow(req: FlowRequest, request: Request):
     registry = request.app.state.registry
-    return await _run(request, lambda: attention_flow.attention_flow(registry.get(req.model), req.text, req.layer,
-                                                                     req.token, req.head))
+    return await run(request, lambda: attention_flow.attention_flow(registry.get(req.model), req.text, req.layer,
+                                                                    req.token, req.head))
 
 
 @router.get("/api/experiments/toy/{head}", summary="the toy's W_Q and W_K of a head, as the page edits them")
@@ -78,18 +72,18 @@ async def toy_weights(request: Request, head: int = PathParam(ge=0, lt=len(toy.H
         return {"head": head, "name": toy.HEADS[head][0], "w_q": w_q, "w_k": w_k, "dims": list(toy.DIMS),
                 "sentences": list(toy.SENTENCES)}
 
-    return await _run(request, work)
+    return await run(request, work)
 
 
 @router.post("/api/experiments/toy", summary="the toy's scores and softmax with edited W_Q and W_K")
 async def toy_scores(req: ToyRequest, request: Request):
-    return await _run(request, lambda: toy.scores(req.text, req.w_q, req.w_k, req.query))
+    return await run(request, lambda: toy.scores(req.text, req.w_q, req.w_k, req.query))
 
 
 @router.get("/api/experiments/runs", summary="models served from a run folder that has a training probe")
 async def runs(request: Request):
     registry = request.app.state.registry
-    return await _run(request, lambda: {"runs": timeline.runs(list(registry.entries.values()))})
+    return await run(request, lambda: {"runs": timeline.runs(list(registry.entries.values()))})
 
 
 @router.get("/api/experiments/timeline/{model_id}", summary="a head's probed attention over training, with the loss")
@@ -98,19 +92,19 @@ async def timeline_view(request: Request, model_id: str = PathParam(max_length=M
                         head: int | None = Query(None, ge=0, le=10_000, description="default: the head whose "
                                                  "previous-token score ends highest (its layer too)")):
     registry = request.app.state.registry
-    return await _run(request, lambda: timeline.timeline(registry.entry(model_id), layer, head))
+    return await run(request, lambda: timeline.timeline(registry.entry(model_id), layer, head))
 
 
 @router.post("/api/experiments/neighbours", summary="nearest tokens in the input embedding table (cosine)")
 async def neighbours(req: NeighboursRequest, request: Request):
     registry = request.app.state.registry
-    return await _run(request, lambda: meanings.nearest_tokens(registry.get(req.model), req.text, req.k))
+    return await run(request, lambda: meanings.nearest_tokens(registry.get(req.model), req.text, req.k))
 
 
 @router.post("/api/experiments/sentences", summary="cosines of mean-pooled sentence vectors (MiniLM)")
 async def sentences(req: SentencesRequest, request: Request):
     registry = request.app.state.registry
-    return await _run(request, lambda: meanings.sentence_similarity(registry.get(req.model), req.sentences))
+    return await run(request, lambda: meanings.sentence_similarity(registry.get(req.model), req.sentences))
 
 
 # ---------------------------------------------------------------------------------------------- interventions
@@ -190,104 +184,31 @@ def _model(request: Request, model_id: str, *texts: str):
 
 @router.post("/api/experiments/ablation", summary="switch heads off: the prediction before and after")
 async def ablation(req: AblationRequest, request: Request):
-    return await _run(request, lambda: experiments.ablation(_model(request, req.model, req.text), req.text,
-                                                            req.heads, mode=req.mode, position=req.position,
-                                                            target=req.target))
+    return await run(request, lambda: experiments.ablation(_model(request, req.model, req.text), req.text,
+                                                           req.heads, mode=req.mode, position=req.position,
+                                                           target=req.target))
 
 
 @router.post("/api/experiments/logit-lens", summary="the top-k tokens after the embeddings and after each block")
 async def lens(req: LensRequest, request: Request):
-    return await _run(request, lambda: experiments.logit_lens_top(_model(request, req.model, req.text), req.text,
-                                                                  position=req.position, k=req.k,
-                                                                  target=req.target))
+    return await run(request, lambda: experiments.logit_lens_top(_model(request, req.model, req.text), req.text,
+                                                                 position=req.position, k=req.k,
+                                                                 target=req.target))
 
 
 @router.post("/api/experiments/attention-ablation", summary="one head's attention weights beside the effect of "
              "knocking each weight out")
 async def attention_ablation(req: AttentionAblationRequest, request: Request):
-    return await _run(request, lambda: experiments.attention_vs_ablation(
+    return await run(request, lambda: experiments.attention_vs_ablation(
         _model(request, req.model, req.text), req.text, req.layer, req.head, position=req.position,
         target=req.target))
 
 
-def _jobs(request: Request) -> dict[str, _Job]:
-    app = request.app
-    if not hasattr(app.state, "experiment_jobs"):
-        app.state.experiment_jobs = {}
-    return app.state.experiment_jobs
-
-
-class _Job:
-    """A running sweep: its cancel flag (set by POST /api/experiments/cancel or by the client leaving) and the
-    progress the worker thread reports, handed to the event loop as (done, total)."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop):
-        self.stop = threading.Event()
-        self.loop = loop
-        self.progress: asyncio.Queue = asyncio.Queue()
-        self.forwards = 0  # batched forwards run (tests read it: a cancelled sweep ran fewer than all)
-
-    def report(self, done: int, total: int) -> None:  # worker thread
-        self.forwards += 1
-        self.loop.call_soon_threadsafe(self.progress.put_nowait, (done, total))
-
-    def cancelled(self) -> bool:  # worker thread
-        return self.stop.is_set()
-
-
-async def _sweep_stream(request: Request, job_id: str | None, work) -> Response:
-    """A long sweep as application/x-ndjson: {"progress": done, "total": n} lines as batches finish, then one
-    {"result": answer} line (its "cancelled" says whether every cell ran). Bad input is an ordinary 4xx before
-    any line; the sweep stops at its next batch when POST /api/experiments/cancel names its job or the client
-    leaves (the page's Cancel does both). It computes under the server's `run`: a model slot and the queue."""
-    jobs = _jobs(request)
-    job_id = job_id or uuid.uuid4().hex
-    if job_id in jobs:
-        raise InputError(f"job {job_id!r} is already running; choose another id")
-    job = _Job(asyncio.get_running_loop())
-    jobs[job_id] = job
-    task = asyncio.ensure_future(_run(request, lambda: work(job.report, job.cancelled)))
-
-    def finish(_=None) -> None:
-        job.stop.set()
-        jobs.pop(job_id, None)
-
-    task.add_done_callback(finish)
-    getter = asyncio.ensure_future(job.progress.get())
-    try:
-        await asyncio.wait({task, getter}, return_when=asyncio.FIRST_COMPLETED)
-    except BaseException:
-        job.stop.set()
-        getter.cancel()
-        raise
-    if task.done() and not getter.done():
-        getter.cancel()
-        response = task.result()  # raises the work's error: the app's handlers answer 4xx/5xx
-        return Response(b'{"result":' + response.body + b"}\n", media_type="application/x-ndjson")
-
-    async def lines():
-        pending = getter
-        try:
-            while True:
-                if pending.done():
-                    done, total = pending.result()
-                    yield json.dumps({"progress": done, "total": total, "job": job_id}).encode() + b"\n"
-                    pending = asyncio.ensure_future(job.progress.get())
-                    continue
-                await asyncio.wait({task, pending}, return_when=asyncio.FIRST_COMPLETED)
-                if task.done() and not pending.done():
-                    break
-            try:
-                body = task.result().body
-                yield b'{"result":' + body + b"}\n"
-            except AttnlabError as exc:
-                yield json.dumps({"error": str(exc), "status": 400}).encode() + b"\n"
-        finally:
-            pending.cancel()
-            job.stop.set()  # the client left (the response cancels this generator): the sweep stops too
-
-    return StreamingResponse(lines(), media_type="application/x-ndjson",
-                             headers={"cache-control": "no-store", "x-accel-buffering": "no", "x-job": job_id})
+def _sweep_stream(request: Request, job_id: str | None, work):
+    """A long sweep as application/x-ndjson (explorer/jobs.py): {"progress": done, "total": n} lines as batches
+    finish, then one {"result": answer} line. `work(progress, cancelled)` reports each batch and checks, between
+    batches, whether POST /api/experiments/cancel named its job or the client left (the page's Cancel does both)."""
+    return job_stream(request, job_id, lambda job: work(job.report, job.cancelled))
 
 
 @router.post("/api/experiments/head-sweep", summary="each head switched off in turn: the drop in log P(target), "
@@ -315,7 +236,7 @@ async def patch(req: PatchRequest, request: Request):
 
 @router.post("/api/experiments/cancel", summary="stop a running head sweep or patch grid at its next batch")
 async def cancel(req: CancelRequest, request: Request):
-    job = _jobs(request).get(req.job)
+    job = jobs(request).get(req.job)
     if job is None:
         return {"job": req.job, "cancelled": False, "detail": "no running job by that id (it may have finished)"}
     job.stop.set()

@@ -1,0 +1,186 @@
+"""Where a route's work runs: a model slot, the queue limit, the torch threads, and the answer encoded in a thread.
+
+The order of work for a request (why: one slow or hostile client must not hold what others need):
+  1. the guard (explorer/guard.py, before any routing): Host and Origin, the body read with a deadline and counted;
+  2. FastAPI validates the body and the query against the schemas (every number has a range);
+  3. only then does the request queue here for a model slot (`slots` at once, `queue_seconds` at most), and its
+     work runs in a thread. Every endpoint that computes takes a slot, GET or POST. Heavy jobs (sweeps, patching
+     grids, streamed generation: classroom.HEAVY_PATHS) take their own slots instead, in one queue where each
+     client (one browser, else one address) runs one job at a time, so light answers never wait behind them;
+     GET /api/queue tells the page its place.
+
+create_app builds one Runner and keeps it as app.state.runner (and its `run` as app.state.run); every router
+computes through `run(request, work)` below, so none of them imports the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import torch
+from fastapi import Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from attnlab.errors import InputError
+from attnlab.explorer import classroom
+from attnlab.explorer.common import Stop, Stopped
+from attnlab.explorer.guard import answer
+from attnlab.explorer.registry import Loaded
+from attnlab.threads import allowed_cores, using_threads
+
+
+def threads_per_request(threads: int | None, slots: int) -> int:
+    """Torch threads for every request: `threads` (--threads), else the cores this process may use shared by the
+    slots (at least 1). Why not chosen per request from the current load: a sum split over another number of
+    threads adds in another order, so the same request answered differently (6th decimal) depending on what
+    else ran (23.8: 20 of 2,737 answers under 16 clients). Fixed, the same request gives the same bytes."""
+    thread_cap = min(torch.get_num_threads(), allowed_cores())  # this thread's count: a worker's may be a scope's
+    return threads or max(1, thread_cap // slots)
+
+
+def encode_json(result: Any) -> bytes:
+    """The answer as JSON bytes (in the worker thread, so a large grid does not hold up the event loop). NaN and
+    infinity are not JSON: a model that produces them gets a 400 that says so, not a 500."""
+    try:
+        return json.dumps(jsonable_encoder(result), allow_nan=False, separators=(",", ":")).encode()
+    except ValueError:
+        raise InputError("the model produced numbers that are not finite (NaN or infinity) for this input: its "
+                         "weights are probably damaged; try another model") from None
+
+
+async def watch(request: Request, stop: Stop) -> None:
+    """Sets `stop.gone` when the client disconnects (run as a task beside the request's wait and work)."""
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            stop.gone.set()
+            return
+
+
+class Runner:
+    """The app's slots: `slots` light ones (a semaphore) and the heavy-job queue of `heavy_slots`, one of each per
+    event loop (tests may start several), created on first use."""
+
+    def __init__(self, slots: int, heavy_slots: int, queue_seconds: float, threads: int):
+        self.slots, self.heavy_slots, self.queue_seconds, self.threads = slots, heavy_slots, queue_seconds, threads
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._light: asyncio.Semaphore | None = None
+        self._heavy: classroom.HeavyQueue | None = None
+
+    def request_threads(self):
+        """The request's torch threads for the worker thread running it; its own count comes back after."""
+        return using_threads(self.threads)
+
+    def _threaded(self, work):
+        with self.request_threads():
+            return work()
+
+    def light(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._light, self._heavy = asyncio.Semaphore(self.slots), classroom.HeavyQueue(self.heavy_slots)
+        return self._light
+
+    def queue(self) -> classroom.HeavyQueue:
+        self.light()
+        return self._heavy
+
+    @staticmethod
+    def client(request: Request) -> str:
+        return classroom.client_of(request.cookies, request.client.host if request.client else None)
+
+    async def heavy_turn(self, request: Request, gone: asyncio.Task) -> classroom.Ticket:
+        """Wait in the heavy queue (one running job per client) until this job's turn, queue_seconds per place
+        ahead at most. Raises (errors, not answers, so a streamed sweep answers them with their status too)
+        QueueFull (429) when the client has too many waiting, Stopped (503) when busy or the client left."""
+        queue = self.queue()
+        ticket = queue.join(self.client(request))
+        patience = self.queue_seconds * max(1, len(queue.waiting))  # a sweep takes seconds: the line moves
+        try:
+            await asyncio.wait({ticket.granted, gone}, timeout=patience, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            queue.leave(ticket)
+            raise
+        if not ticket.granted.done() or ticket.granted.cancelled():
+            queue.leave(ticket)
+            raise Stopped("the client went away before its turn" if gone.done() else
+                          f"the explorer is busy (the heavy-job queue did not move for {patience:g} s); retry shortly")
+        return ticket
+
+    def _busy(self) -> Response:
+        """The answer to a request that waited queue_seconds for a model slot."""
+        return answer(503, f"the explorer is busy ({self.slots} requests running and more waiting "
+                      f"for over {self.queue_seconds} s); retry shortly")
+
+    async def run(self, request: Request, work, *, stop: Stop | None = None) -> Response:
+        """Wait for a slot (queue_seconds at most), then run `work()` and encode its dict as JSON in a thread.
+        A client that disconnects meanwhile sets `stop.gone`: work still waiting for a slot is skipped, and
+        cancellable work (a cost measurement) stops at its next check."""
+        stop = stop if stop is not None else Stop()
+        watcher = asyncio.create_task(watch(request, stop))
+        if classroom.is_heavy(request.url.path, request.url.query):
+            try:
+                return await self._run_heavy(request, work, stop, watcher)
+            finally:
+                watcher.cancel()
+        try:
+            slots = self.light()
+            try:
+                await asyncio.wait_for(slots.acquire(), self.queue_seconds)
+            except asyncio.TimeoutError:
+                return self._busy()
+            try:
+                if stop.gone.is_set():
+                    return answer(503, "the client went away before its turn")  # nobody reads this
+                stop.start()
+                body = await run_in_threadpool(lambda: encode_json(self._threaded(work)))
+            finally:
+                slots.release()
+        finally:
+            watcher.cancel()
+        return Response(body, media_type="application/json")
+
+    async def _run_heavy(self, request: Request, work, stop: Stop, watcher: asyncio.Task) -> Response:
+        """`run` for a heavy job: its turn in the heavy queue instead of a light slot."""
+        ticket = await self.heavy_turn(request, watcher)
+        try:
+            stop.start()
+            body = await run_in_threadpool(lambda: encode_json(self._threaded(work)))
+        finally:
+            self.queue().leave(ticket)
+        return Response(body, media_type="application/json")
+
+
+class SlotStream(StreamingResponse):
+    """A streamed answer that gives its model slot back however it ends: its generator releases the slot when it
+    finishes or is cancelled (the client left), and this releases it too if the generator never started."""
+
+    def __init__(self, content, release, **kw):
+        super().__init__(content, **kw)
+        self._release = release
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+
+
+def runner(request: Request) -> Runner:
+    return request.app.state.runner
+
+
+def run(request: Request, work, *, stop: Stop | None = None):
+    """The app's Runner.run: what every router awaits to compute (a slot, the queue limit, a worker thread)."""
+    return runner(request).run(request, work, stop=stop)
+
+
+def model(request: Request, model_id: str) -> Loaded:
+    """The model by id from the app's registry (404 unknown, 503 unavailable): call it inside the work, so the
+    loading happens in the worker thread, under the request's slot."""
+    return request.app.state.registry.get(model_id)
