@@ -356,7 +356,7 @@ def kernels_only(model: nn.Module, rows: int, head_rows: int | None = None) -> b
     weight on the CPU (torch's pool multiplies those)? Such a forward runs with torch's pool at one thread and
     the kernels' at the caller's count (kernels_apart): measured on SmolLM2 (Sapphire Rapids, 2 cores) both a
     decoding step (26.1 -> 20.3 ms against 32.0 with both pools at two threads) and a 32-token prefill (148.6 ->
-    92.8 ms against 128.5) are faster that way (bench/kernel_threads_probe.py)."""
+    92.8 ms against 128.5) are faster that way (bench/RESULTS.md, 2026-11-28)."""
     from attnlab.layers.quantized import QuantizedLinear
 
     if not _lm_decoder(model):

@@ -14,8 +14,8 @@ of one block (4 octets x 2 nibbles: <= 30480 < 32767, exact), widened once per b
 in int32 (exact in float too: <= 255 * 32 * 15 * 127 < 2^24). x is rounded exactly as the VNNI source does, so
 both variants compute x_rounded . w from the same exact per-block integer sums, then accumulate the blocks in
 float32 in the same order (not checked bit for bit against each other: no CPU here has both).
-int8_kernel.build picks VNNI where the CPU has it, else AVX2; ATTNLAB_INT8_KERNEL=avx2 forces AVX2, =fbgemm
-neither (int8_kernel.CHOSEN["int4"] says which loaded).
+kernel_variants.build picks VNNI where the CPU has it, else AVX2; ATTNLAB_INT8_KERNEL=avx2 forces AVX2, =fbgemm
+neither (kernel_variants.CHOSEN["int4"] says which loaded).
 Measured on the AMD EPYC Zen 3 (KVM, 2 cores shared, load average 8-9; thread CPU clock, interleaved rounds;
 SmolLM2's own Q4_1 matrices, all 30 blocks cycled so they come from memory): 3.7-5.2x faster than float32
 F.linear on the dequantized weight, 1.2-1.7x of the weight-reading floor (torch.sum over the same tile bytes, same
@@ -50,71 +50,21 @@ max error measured with outlier rows).
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
-from attnlab.layers import int8_kernel, kernel_build  # its CPU check and build (kernel_build)
+from attnlab.layers import kernel_build, kernel_source, kernel_variants
 
 BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q4_1 block)
-TILE_BYTES = 1280  # 1024 code bytes + 64 fp16 d + 64 fp16 m
+CODE_BYTES = 1024  # a tile's codes (64 outputs x 32 inputs, 4 bits each), then its 64 fp16 d and 64 fp16 m
+TILE_BYTES = 1280
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
 
-_SOURCE = kernel_build.POOL + r"""
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
-#include <immintrin.h>
-#include <cstdint>
-extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
-                       const float* __restrict__ bias, float* __restrict__ y,
-                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
-{
-    alignas(64) int8_t xh[16384], xl[16384];
-    alignas(64) float xs[512];
-    const int64_t k = kb * 32;
-    __m512 vmax = _mm512_setzero_ps();
-    const __m512 inf = _mm512_set1_ps(__builtin_inff());
-    __mmask16 bad = 0;  // lanes holding NaN or +-inf (unordered, or |x| >= inf)
-    for (int64_t i = 0; i < k; i += 16) {
-        const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
-        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);
-        vmax = _mm512_max_ps(vmax, a);
-    }
-    if (bad) return 1;  // not finite: the caller multiplies this row in float32
-    const float amax = _mm512_reduce_max_ps(vmax);
-    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f, is2 = 1.f / s2;
-    const __m512 vs1 = _mm512_set1_ps(s1), vi1 = _mm512_set1_ps(1.f / s1), vi2 = _mm512_set1_ps(is2);
-    const __m512i lo_ = _mm512_set1_epi32(-127), hi_ = _mm512_set1_epi32(127);
-    for (int64_t b = 0; b < kb; ++b) {
-        __m512i sum = _mm512_setzero_si512();
-        for (int64_t i = 32 * b; i < 32 * b + 32; i += 16) {
-            const __m512 v = _mm512_loadu_ps(x + i);
-            const __m512 h = _mm512_roundscale_ps(_mm512_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m512 l = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_fnmadd_ps(h, vs1, v), vi2),
-                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            __m512i hi = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(h)));
-            __m512i li = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(l)));
-            sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_mullo_epi32(hi, _mm512_set1_epi32(254)), li));
-            _mm_storeu_si128((__m128i*)(xh + i), _mm512_cvtepi32_epi8(hi));
-            _mm_storeu_si128((__m128i*)(xl + i), _mm512_cvtepi32_epi8(li));
-        }
-        xs[b] = (float)_mm512_reduce_add_epi32(sum);  // block sum of the ROUNDED x, in units of s2 (exact)
-    }
-    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
-    // model stay on one thread, which would otherwise wait for the other more than it saves
-    const int64_t most = (nb * kb * 1280) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
-    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
-        const __m512i z = _mm512_setzero_si512(), mask = _mm512_set1_epi8(0x0F);
-        const __m512 c254 = _mm512_set1_ps(254.f);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        const uint8_t* wt = w + ob * kb * 1280;
-        for (int64_t b = 0; b < kb; ++b) {
-            const uint8_t* p = wt + b * 1280;
-            #pragma GCC unroll 20
-            for (int t = 0; t < 20; ++t) _mm_prefetch((const char*)(p + 2560 + 64 * t), _MM_HINT_T0);
-            __m512i h0 = z, h1 = z, h2 = z, h3 = z, l0 = z, l1 = z, l2 = z, l3 = z;
-            const int8_t* xhb = xh + 32 * b;
-            const int8_t* xlb = xl + 32 * b;
+_SOURCE = kernel_source.tile_gemv_512("attnlab_int4_gemv", TILE_BYTES, CODE_BYTES, "float",
+                                      "xs[b] = (float)total;  // block sum of the ROUNDED x, in units of s2 (exact)",
+                                      r"""
+        const __m512i mask = _mm512_set1_epi8(0x0F);
+        const __m512 c254 = _mm512_set1_ps(254.f);""", r"""
             #pragma GCC unroll 4
             for (int e = 0; e < 4; ++e) {
                 const uint8_t* q = p + e * 256;
@@ -137,33 +87,15 @@ extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __r
                 l2 = _mm512_dpbusd_epi32(l2, u2, ya); l2 = _mm512_dpbusd_epi32(l2, v2, yb);
                 l3 = _mm512_dpbusd_epi32(l3, u3, ya); l3 = _mm512_dpbusd_epi32(l3, v3, yb);
             }
-            const uint16_t* dm = (const uint16_t*)(p + 1024);
             const __m512 xsb = _mm512_set1_ps(xs[b]);
 #define ACC(a, h, l, g) { \
                 const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(h), c254, _mm512_cvtepi32_ps(l)); \
                 const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))); \
                 const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 64 + 16 * g))); \
                 a = _mm512_fmadd_ps(m, xsb, _mm512_fmadd_ps(d, t, a)); }
-            ACC(a0, h0, l0, 0) ACC(a1, h1, l1, 1) ACC(a2, h2, l2, 2) ACC(a3, h3, l3, 3)
-#undef ACC
-        }
-        const __m512 vs2 = _mm512_set1_ps(s2);
-        const __m512 acc[4] = {a0, a1, a2, a3};
-        for (int g = 0; g < 4; ++g) {
-            const int64_t o = ob * 64 + 16 * g;
-            const int64_t r = n - o;
-            if (r <= 0) break;
-            const __mmask16 mk = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-            __m512 v = _mm512_mul_ps(acc[g], vs2);
-            if (has_bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + o));
-            _mm512_mask_storeu_ps(y + o, mk, v);
-        }
-    });
-    return 0;
-}
-"""
+""")
 
-_AVX2_PARTS = int8_kernel.AVX2_ROUNDING + r"""
+_AVX2_PARTS = kernel_source.PRELUDE_AVX2 + r"""
 // 8 int32 lanes (values within +-127) -> 8 int8 bytes at dst: saturating packs are exact here
 ATTNLAB_INLINE void attnlab_store8(int8_t* dst, __m256i a) {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
@@ -173,41 +105,14 @@ ATTNLAB_INLINE void attnlab_store8(int8_t* dst, __m256i a) {
 // holds NaN or +-inf (nothing else written). The same rounding as the AVX-512 source, operation for operation.
 ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t* __restrict__ xh,
                                  int8_t* __restrict__ xl, float* __restrict__ xs, float* s2out) {
-    const int64_t k = kb * 32;
-    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
-    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that held NaN or +-inf
-    for (int64_t i = 0; i < k; i += 8) {
-        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
-        vmax = _mm256_max_ps(vmax, a);
-    }
-    if (_mm256_movemask_ps(bad)) return 1;
-    const float amax = attnlab_hmax(vmax);
-    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f, is2 = 1.f / s2;
-    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(is2);
-    const __m256i c254 = _mm256_set1_epi32(254);
-    for (int64_t b = 0; b < kb; ++b) {
-        __m256i sum = _mm256_setzero_si256();
-        for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
-            const __m256 v = _mm256_loadu_ps(x + i);
-            __m256i hi, li;
-            attnlab_pieces(v, vs1, vi1, vi2, hi, li);
-            sum = _mm256_add_epi32(sum, _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li));
-            attnlab_store8(xh + i, hi);
-            attnlab_store8(xl + i, li);
-        }
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-        xs[b] = (float)_mm_cvtsi128_si32(s4);  // block sum of the ROUNDED x, in units of s2 (exact)
-    }
+    const int64_t k = kb * 32;""" + kernel_source.scan_avx2(masked=False) + kernel_source.round_blocks(
+    256,     "attnlab_store8(xh + i, hi); attnlab_store8(xl + i, li);",
+    "xs[b] = (float)total;  // block sum of the ROUNDED x, in units of s2 (exact)") + r"""
     *s2out = s2;
     return 0;
 }
-ATTNLAB_INLINE void attnlab_prefetch(const uint8_t* p) {  // the tile two ahead of p
-    #pragma GCC unroll 20
-    for (int t = 0; t < 20; ++t) _mm_prefetch((const char*)(p + 2560 + 64 * t), _MM_HINT_T0);
-}
+ATTNLAB_INLINE void attnlab_prefetch(const uint8_t* p) {  // the tile two ahead of p""" + kernel_source.prefetch_tile(
+    TILE_BYTES) + r"""}
 // acc[j] += the tile p's contribution to output j (0..63) for one row's pieces of this block (xhb, xlb: 32 bytes)
 // and its rounded block sum xsb, in units of s2
 ATTNLAB_INLINE void attnlab_tile(const uint8_t* __restrict__ p, const int8_t* xhb, const int8_t* xlb, float xsb_,
@@ -292,22 +197,18 @@ ATTNLAB_INLINE void attnlab_out(const float* acc, float s2, const float* __restr
 }
 """
 
-_SOURCE_AVX2 = kernel_build.POOL + _AVX2_PARTS + r"""
-extern "C" int attnlab_int4_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
-                       const float* __restrict__ bias, float* __restrict__ y,
-                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
-{
-    alignas(64) int8_t xh[16384], xl[16384];
-    alignas(64) float xs[512];
+_SOURCE_AVX2 = kernel_build.POOL + _AVX2_PARTS + kernel_source.tile_gemv_head("attnlab_int4_gemv") + r"""{
+    alignas(64) int8_t xh[MAX_K], xl[MAX_K];
+    alignas(64) float xs[MAX_K / 32];
     float s2;
     if (attnlab_round(x, kb, xh, xl, xs, &s2)) return 1;  // not finite: the caller multiplies this row in float32
-    const int64_t most = (nb * kb * 1280) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+""" + kernel_source.pool_threads("nb * kb * TILE_BYTES") + r"""
     attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs, as 8 registers of 8
         alignas(32) float acc[64] = {};  // outputs 64 ob + j, in units of s2
-        const uint8_t* wt = w + ob * kb * 1280;
+        const uint8_t* wt = w + ob * kb * TILE_BYTES;
         for (int64_t b = 0; b < kb; ++b) {
-            attnlab_prefetch(wt + b * 1280);
-            attnlab_tile(wt + b * 1280, xh + 32 * b, xl + 32 * b, xs[b], acc);
+            attnlab_prefetch(wt + b * TILE_BYTES);
+            attnlab_tile(wt + b * TILE_BYTES, xh + 32 * b, xl + 32 * b, xs[b], acc);
         }
         attnlab_out(acc, s2, bias, y, ob * 64, n, has_bias);
     });
@@ -335,18 +236,19 @@ extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __r
             return 1;  // a row holds NaN or +-inf: the caller multiplies in float32
         }
     }
-    const int64_t most = (nb * kb * 1280 * rows) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+""" + kernel_source.pool_threads("nb * kb * TILE_BYTES * rows") + r"""
     attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs of every row
-        alignas(32) float acc[16 * 64];  // row r0 + i, output 64 ob + j at 64 i + j, in units of that row's s2
-        const uint8_t* wt = w + ob * kb * 1280;
-        for (int64_t r0 = 0; r0 < rows; r0 += 16) {
-            const int64_t rc = rows - r0 < 16 ? rows - r0 : 16;
+        alignas(32) float acc[ROWS_CHUNK * 64];  // row r0 + i, output 64 ob + j at 64 i + j, in units of that row's s2
+        const uint8_t* wt = w + ob * kb * TILE_BYTES;
+        for (int64_t r0 = 0; r0 < rows; r0 += ROWS_CHUNK) {
+            const int64_t rc = rows - r0 < ROWS_CHUNK ? rows - r0 : ROWS_CHUNK;
             for (int64_t i = 0; i < rc * 64; ++i) acc[i] = 0.f;
             for (int64_t b = 0; b < kb; ++b) {
-                attnlab_prefetch(wt + b * 1280);
+                attnlab_prefetch(wt + b * TILE_BYTES);
                 for (int64_t i = 0; i < rc; ++i) {  // the tile stays in L1 across these rows
                     const int64_t r = r0 + i;
-                    attnlab_tile(wt + b * 1280, xh + r * k + 32 * b, xl + r * k + 32 * b, xs[r * kb + b], acc + 64 * i);
+                    attnlab_tile(wt + b * TILE_BYTES, xh + r * k + 32 * b, xl + r * k + 32 * b, xs[r * kb + b],
+                                 acc + 64 * i);
                 }
             }
             for (int64_t i = 0; i < rc; ++i)
@@ -358,33 +260,17 @@ extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
-FLAGS_512 = (*int8_kernel.FLAGS, "f16c")  # what _SOURCE's `#pragma GCC target` needs
-
-
-@functools.cache
-def _compiled():
-    """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("int4", ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2)), "attnlab_int4_gemv",
-                             "4-bit products dequantize in chunks")
-
-
-def available() -> bool:
-    return _compiled()[0] is not None
-
-
-def unavailable_reason() -> str | None:
-    return _compiled()[1]
-
-
-@functools.cache
-def _compiled_rows():
-    """rows_product's kernel: AVX2 only (it runs on AVX-512 CPUs as well), built on first use."""
-    return int8_kernel.build("int4_rows", ((int8_kernel.AVX2, _SOURCE_ROWS_AVX2),), "attnlab_int4_rows",
-                             "4-bit products of many rows dequantize the weight")
-
-
-def rows_available() -> bool:
-    return _compiled_rows()[0] is not None
+_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS_AVX2 = (kernel_source.sized(s, MAX_K=MAX_K, TILE_BYTES=TILE_BYTES,
+                                                                  ROWS_CHUNK=ROWS_CHUNK)
+                                            for s in (_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS_AVX2))
+SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE), (kernel_variants.AVX2, _SOURCE_AVX2))  # fastest first
+_compiled = kernel_variants.cached_build("int4", SOURCES, "attnlab_int4_gemv", "4-bit products dequantize in chunks")
+available, unavailable_reason = kernel_variants.status(lambda: _compiled())
+gemv = kernel_variants.tile_gemv(lambda: _compiled())
+# rows_product's kernel: AVX2 only (it runs on AVX-512 CPUs as well)
+_compiled_rows = kernel_variants.cached_build("int4_rows", ((kernel_variants.AVX2, _SOURCE_ROWS_AVX2),),
+                                              "attnlab_int4_rows", "4-bit products of many rows dequantize the weight")
+rows_available = kernel_variants.status(lambda: _compiled_rows())[0]
 
 
 def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
@@ -416,20 +302,7 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple
 def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
     """A QuantizedLinear's 4-bit buffers and bias -> gemv's arguments between x and n."""
     tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
-    return tiles, None if bias is None else bias.float().contiguous()
-
-
-def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
-         threads: int = 1) -> torch.Tensor | None:
-    """x (1, k) float32 contiguous on CPU -> (1, n) float32, or None when x holds a NaN or an infinity (then
-    multiply in float32, as int8_kernel.gemv). No checks (one call per matrix per token): the caller guarantees x
-    float32 contiguous with k = 32 * tiles.shape[1] <= MAX_K, tiles from pack(), bias None or (n,) float32
-    contiguous, and available()."""
-    y = torch.empty(1, n)
-    if _compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
-                      tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
-        return None
-    return y
+    return tiles, kernel_variants.layer_bias(bias)
 
 
 def rows_product(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,

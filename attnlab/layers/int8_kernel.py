@@ -31,8 +31,8 @@ not read). The int32 sums are exact over 256 inputs at a time (at most 1,052,948
 added in float32, so the error is x's rounding plus float32 summation, as for the VNNI variant. Each 256-input
 chunk of a block is read as two halves of 32 outputs (8 accumulators in registers), the second from L1.
 Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~7 from other jobs), one
-thread, process CPU clock, interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py --chunked
---threads2`), against fbgemm's one-row product (reduce_range, 127 levels, one pass: x without outliers), as
+thread, process CPU clock, interleaved, matrices cycled from memory (bench/RESULTS.md,
+2026-11-26), against fbgemm's one-row product (reduce_range, 127 levels, one pass: x without outliers), as
 QuantizedLinear calls them: 0.37-0.86x of fbgemm's time on every SmolLM2 / GPT-2 matrix (576 x 192: 0.062 against
 0.168 ms; 3072 x 768: 0.272 against 0.333; the 576 x 49152 head: 3.08 against 3.59), the bare calls 0.30-0.89x;
 1.75-3.5x faster than float32 F.linear except 576 x 192 (0.95x); 1.5-2.8x a read of the same bytes (torch.sum,
@@ -50,63 +50,42 @@ layers/quantized.py uses fbgemm instead. ATTNLAB_INT8_KERNEL=avx2 takes the AVX2
 
 from __future__ import annotations
 
-import functools
-import os
-import platform
-import subprocess
-import warnings
-
 import torch
 
-from attnlab.layers import kernel_build
+from attnlab.layers import kernel_build, kernel_source, kernel_variants
+
+# the checks and build every format shares (layers/kernel_variants.py), also under the names that tests and
+# layers/quantized.fbgemm_levels use here
+from attnlab.layers.kernel_variants import AVX2, CHOSEN, build  # noqa: F401
+
+_cpu_flags, _cpu_reason, _pick = kernel_variants.cpu_flags, kernel_variants.cpu_reason, kernel_variants.pick
 
 BLOCK_N = 64  # outputs per block: one 64-byte line of codes per input position
 GROUP_K = 4  # input positions per vpdpbusd lane
 MAX_K = 8192  # the kernel rounds x into two stack arrays of this many bytes
-FLAGS = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+FLAGS = kernel_variants.VNNI
 
-_SOURCE = kernel_build.POOL + r"""
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni")
-#include <immintrin.h>
-#include <cstdint>
+_HEAD = r"""
 extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __restrict__ w,
                        const float* __restrict__ scale, const float* __restrict__ bias,
                        const int32_t* __restrict__ rowsum, float* __restrict__ y,
                        int64_t nb, int64_t k4, int64_t k, int64_t n, int64_t has_bias, int64_t threads)
-{
+"""
+
+_SOURCE = kernel_build.POOL + kernel_source.prelude_512() + _HEAD + r"""{
     // x -> hi, lo as uint8 (+128); positions k .. 4 k4 - 1 are 0 (their codes are 0 too)
-    alignas(64) uint8_t xh[8192], xl[8192];
-    const int64_t kp = k4 * 4;
-    __m512 vmax = _mm512_setzero_ps();
-    const __m512 inf = _mm512_set1_ps(__builtin_inff());
-    __mmask16 bad = 0;  // lanes holding NaN or +-inf (unordered, or |x| >= inf)
-    for (int64_t i = 0; i < k; i += 16) {
-        const __mmask16 mk = (k - i) >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (k - i)) - 1);
-        const __m512 a = _mm512_abs_ps(_mm512_maskz_loadu_ps(mk, x + i));
-        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);
-        vmax = _mm512_max_ps(vmax, a);
-    }
-    if (bad) return 1;  // not finite: the caller multiplies this row in float32
-    const float amax = _mm512_reduce_max_ps(vmax);
-    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
-    const __m512 vs1 = _mm512_set1_ps(s1), vi1 = _mm512_set1_ps(1.f / s1), vi2 = _mm512_set1_ps(1.f / s2);
-    const __m512i off = _mm512_set1_epi32(128), lo_ = _mm512_set1_epi32(-127), hi_ = _mm512_set1_epi32(127);
+    alignas(64) uint8_t xh[MAX_K], xl[MAX_K];
+    const int64_t kp = k4 * 4;""" + kernel_source.scan_512(masked=True) + r"""
+    const __m512i off = _mm512_set1_epi32(128);
     for (int64_t i = 0; i < kp; i += 16) {
         const int64_t r = k - i;
         const __mmask16 mk = r >= 16 ? (__mmask16)0xFFFF : (r <= 0 ? (__mmask16)0 : (__mmask16)((1u << r) - 1));
         const __mmask16 ms = (kp - i) >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (kp - i)) - 1);
-        const __m512 v = _mm512_maskz_loadu_ps(mk, x + i);
-        const __m512 h = _mm512_roundscale_ps(_mm512_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        const __m512 l = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_fnmadd_ps(h, vs1, v), vi2),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512i hi = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(h)));
-        __m512i li = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(l)));
+        __m512i hi, li;
+        attnlab_pieces(_mm512_maskz_loadu_ps(mk, x + i), vs1, vi1, vi2, hi, li);
         _mm_mask_storeu_epi8(xh + i, ms, _mm512_cvtepi32_epi8(_mm512_add_epi32(hi, off)));
         _mm_mask_storeu_epi8(xl + i, ms, _mm512_cvtepi32_epi8(_mm512_add_epi32(li, off)));
-    }
-    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
-    // model stay on one thread, which would otherwise wait for the other more than it saves
-    const int64_t most = (nb * k4 * 256) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    }""" + kernel_source.pool_threads("nb * k4 * 256") + r"""
     attnlab_pool::for_blocks(nb, nt, [&](int64_t b) {  // block b: 64 outputs
         const __m512i z = _mm512_setzero_si512();
         const int8_t* wb = w + b * k4 * 256;
@@ -143,71 +122,24 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
 }
 """
 
-# What the three AVX2 kernels share (int8 here, layers/int4_kernel.py, layers/q8_0_kernel.py): the horizontal max of
-# |x| and the rounding of 8 values of x into the two int8 pieces, the same operations as the AVX-512 sources.
-AVX2_ROUNDING = r"""
-#pragma GCC target("avx2,fma,f16c")
-#include <immintrin.h>
-#include <cstdint>
-#define ATTNLAB_INLINE static inline __attribute__((always_inline))
-// the largest of 8 lanes
-ATTNLAB_INLINE float attnlab_hmax(__m256 v) {
-    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-    m4 = _mm_max_ss(m4, _mm_shuffle_ps(m4, m4, 1));
-    return _mm_cvtss_f32(m4);
-}
-// 8 values v -> hi = round(v / s1), lo = round((v - hi s1) / s2), each clamped to +-127 (vs1 = s1, vi1 = 1 / s1,
-// vi2 = 1 / s2)
-ATTNLAB_INLINE void attnlab_pieces(__m256 v, __m256 vs1, __m256 vi1, __m256 vi2, __m256i& hi, __m256i& li) {
-    const __m256i lo_ = _mm256_set1_epi32(-127), hi_ = _mm256_set1_epi32(127);
-    const __m256 h = _mm256_round_ps(_mm256_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m256 l = _mm256_round_ps(_mm256_mul_ps(_mm256_fnmadd_ps(h, vs1, v), vi2),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    hi = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(h)));
-    li = _mm256_min_epi32(hi_, _mm256_max_epi32(lo_, _mm256_cvtps_epi32(l)));
-}
-"""
-
-_SOURCE_AVX2 = kernel_build.POOL + AVX2_ROUNDING + r"""
+_SOURCE_AVX2 = kernel_build.POOL + kernel_source.PRELUDE_AVX2 + r"""
 // AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
 // 32385 < 32767), and each code widened to int16 (vpmovsxbw) meets it in vpmaddwd, which adds products in pairs
 // into int32 without saturation: |pair| <= 2*127*32385 = 8,225,790. (vpmaddubsw, u8 x s8 in pairs into a
 // SATURATING int16, would overflow with 8-bit pieces: 2*255*127 = 64770 > 32767; fbgemm's reason for 127 levels.)
-// The codes stay signed and X is signed: no +128 offset, so rowsum is not read.
-extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __restrict__ w,
-                       const float* __restrict__ scale, const float* __restrict__ bias,
-                       const int32_t* __restrict__ rowsum, float* __restrict__ y,
-                       int64_t nb, int64_t k4, int64_t k, int64_t n, int64_t has_bias, int64_t threads)
-{
-    alignas(64) int16_t xq[8192];  // X_j; positions k .. 4 k4 - 1 are 0 (their codes are 0 too)
+// The codes stay signed and X is signed: no +128 offset, so rowsum is not read.""" + _HEAD + r"""{
+    alignas(64) int16_t xq[MAX_K];  // X_j; positions k .. 4 k4 - 1 are 0 (their codes are 0 too)
     alignas(32) static const int32_t ramp[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
-    const int64_t kp = k4 * 4;
-    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
-    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that met NaN or +-inf
-    for (int64_t i = 0; i < k; i += 8) {
-        const int64_t r = k - i;
-        const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : r)));  // first r lanes
-        const __m256 a = _mm256_andnot_ps(sign, _mm256_maskload_ps(x + i, mk));
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
-        vmax = _mm256_max_ps(vmax, a);
-    }
-    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
-    const float amax = attnlab_hmax(vmax);
-    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
-    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
-    const __m256i c254 = _mm256_set1_epi32(254);
-    for (int64_t i = 0; i < kp; i += 8) {  // writes up to 8 * ceil(kp / 8) <= 8192 entries
+    const int64_t kp = k4 * 4;""" + kernel_source.scan_avx2(masked=True) + r"""
+    for (int64_t i = 0; i < kp; i += 8) {  // writes up to 8 * ceil(kp / 8) <= MAX_K entries
         const int64_t r = k - i;
         const __m256i mk = _mm256_loadu_si256((const __m256i*)(ramp + 8 - (r >= 8 ? 8 : (r <= 0 ? 0 : r))));
         const __m256 v = _mm256_maskload_ps(x + i, mk);
         __m256i hi, li;
         attnlab_pieces(v, vs1, vi1, vi2, hi, li);
         const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
-        _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
-                                                            _mm256_extracti128_si256(X, 1)));
-    }
-    const int64_t most = (nb * k4 * 256) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+        attnlab_store16(xq + i, X);
+    }""" + kernel_source.pool_threads("nb * k4 * 256") + r"""
     attnlab_pool::for_blocks(nb, nt, [&](int64_t b) {  // block b: 64 outputs
         // f[j]: outputs 8j .. 8j + 7 of the block in the order vphaddd leaves them, 0 1 4 5 2 3 6 7
         __m256 f[8];
@@ -245,9 +177,7 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
             }
         }
         alignas(32) float out[64];
-        for (int j = 0; j < 8; ++j)  // 64-bit pairs (0 1)(4 5)(2 3)(6 7) back to output order
-            _mm256_store_ps(out + 8 * j, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(f[j]),
-                                                                                _MM_SHUFFLE(3, 1, 2, 0))));
+        for (int j = 0; j < 8; ++j) _mm256_store_ps(out + 8 * j, attnlab_in_order(f[j]));
         const int64_t o0 = b * 64;
         const int64_t m = (n - o0) < 64 ? (n - o0) : 64;
         for (int64_t j = 0; j < m; ++j)
@@ -256,102 +186,11 @@ extern "C" int attnlab_int8_gemv(const float* __restrict__ x, const int8_t* __re
     return 0;
 }
 """
+_SOURCE, _SOURCE_AVX2 = (kernel_source.sized(s, MAX_K=MAX_K) for s in (_SOURCE, _SOURCE_AVX2))
 
-CHOICES = ("auto", "avx2", "fbgemm")  # ATTNLAB_INT8_KERNEL: the fastest kernel the CPU runs (default), the AVX2
-#                                     one even where AVX-512 VNNI is there (to compare, or test both), or never
-# what runs instead (layers/quantized.py), said with a reason that stops kernels: all of them (no AVX2, no compiler,
-# ATTNLAB_INT8_KERNEL=fbgemm) or only those without an AVX2 variant (no AVX-512 VNNI)
-FALLBACK = "products without their kernel fall back: int8 to fbgemm, 4-bit and Q8_0 to chunked dequantization"
-AVX2 = ("avx2", "fma", "f16c")  # the flags of a kernel's AVX2 variant (AMD Zen 2-3, Intel Haswell to Ice Lake)
-CHOSEN: dict[str, str] = {}  # kernel name -> the variant loaded ("avx512_vnni" or "avx2"), for benchmarks and docs
 SOURCES = ((FLAGS, _SOURCE), (AVX2, _SOURCE_AVX2))  # build()'s variants of this kernel, fastest first
-
-
-def _choice() -> str:
-    choice = os.environ.get("ATTNLAB_INT8_KERNEL", "auto").strip().lower() or "auto"
-    if choice not in CHOICES:
-        warnings.warn(f"ATTNLAB_INT8_KERNEL={choice!r} is not one of {', '.join(CHOICES)}; using 'auto'",
-                      stacklevel=3)
-        return "auto"
-    return choice
-
-
-def _cpu_flags() -> tuple[set[str], str | None]:
-    """(the CPU's flags, None) or (empty, why they cannot be known)."""
-    if platform.system() != "Linux" or platform.machine().lower() not in ("x86_64", "amd64"):
-        return set(), f"needs Linux on x86-64 (this is {platform.system()} on {platform.machine()})"
-    try:
-        with open("/proc/cpuinfo") as f:
-            return set(next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])), None
-    except OSError as e:
-        return set(), f"cannot read /proc/cpuinfo ({e})"
-
-
-def _cpu_reason(flags: tuple[str, ...] = FLAGS) -> str | None:
-    """Why a kernel needing `flags` cannot run here (the switch, the OS, the CPU), or None."""
-    if _choice() == "fbgemm":
-        return "ATTNLAB_INT8_KERNEL=fbgemm"
-    have, why = _cpu_flags()
-    if why:
-        return why
-    missing = [f for f in flags if f not in have]
-    return f"the CPU lacks {', '.join(missing)}" if missing else None
-
-
-def _pick(sources) -> tuple[str | None, str | None, str | None]:
-    """(variant, source, None) for the first of `sources` ((flags, source) pairs, fastest first; a bare string is
-    an AVX-512 VNNI source) this CPU runs, else (None, None, why not). ATTNLAB_INT8_KERNEL=avx2 skips the AVX-512
-    ones."""
-    if isinstance(sources, str):
-        sources = ((FLAGS, sources),)
-    skip_512 = _choice() == "avx2"
-    reasons = []
-    for flags, source in sources:
-        if skip_512 and "avx512f" in flags:
-            continue
-        reason = _cpu_reason(flags)
-        if reason is None:
-            return ("avx512_vnni" if "avx512f" in flags else "avx2" if "avx2" in flags else "plain"), source, None
-        reasons.append(reason)
-    return None, None, (reasons[0] if reasons else "ATTNLAB_INT8_KERNEL=avx2 and this kernel has no AVX2 variant")
-
-
-def build(name: str, sources, function: str, fallback: str):
-    """(a Python callable running the chosen source's extern "C" `function` on ints and addresses, None) or (None,
-    why not). `sources`: one AVX-512 VNNI source, or (flags, source) pairs, fastest first: the first the CPU runs
-    is built (every variant has the same function, arguments and packed layout), and CHOSEN[name] says which.
-    The reason is said once per process (kernel_build.warn_unavailable): the CPU, the switch or the compiler once
-    for all kernels, a failed build with its own `fallback` (what runs instead). Also used by int4_kernel and
-    q8_0_kernel."""
-    variant, source, reason = _pick(sources)
-    if _choice() != "fbgemm" and not kernel_build.compiler():  # one reason for every kernel, whatever its CPU needs
-        variant, reason = None, "no C++ compiler found (set CXX or install g++)"
-    if reason is not None:
-        kernel_build.warn_unavailable(reason, FALLBACK)
-        return None, reason
-    try:
-        call = kernel_build.load(name if variant == "avx512_vnni" else f"{name}_{variant}", source, function)
-    except (OSError, ImportError, RuntimeError, subprocess.SubprocessError) as e:  # an old compiler, a full disk
-        text = str(e).strip().splitlines()
-        reason = f"building the {name} kernel failed: {type(e).__name__}: {text[-1][:200] if text else ''}"
-        kernel_build.warn_unavailable(reason, fallback)
-        return None, reason
-    CHOSEN[name] = variant
-    return call, None
-
-
-@functools.cache
-def _compiled():
-    """Built (or loaded) on first use, once per process."""
-    return build("int8", SOURCES, "attnlab_int8_gemv", "int8 products use fbgemm")
-
-
-def available() -> bool:
-    return _compiled()[0] is not None
-
-
-def unavailable_reason() -> str | None:
-    return _compiled()[1]
+_compiled = kernel_variants.cached_build("int8", SOURCES, "attnlab_int8_gemv", "int8 products use fbgemm")
+available, unavailable_reason = kernel_variants.status(lambda: _compiled())
 
 
 def pack(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -369,7 +208,7 @@ def pack(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
     """A QuantizedLinear's int8 buffers and bias -> gemv's arguments between x and n."""
     codes, rowsum = pack(buffers["qweight"])
-    return codes, rowsum, buffers["scale"].float().contiguous(), None if bias is None else bias.float().contiguous()
+    return codes, rowsum, buffers["scale"].float().contiguous(), kernel_variants.layer_bias(bias)
 
 
 def gemv(x: torch.Tensor, packed: torch.Tensor, rowsum: torch.Tensor, scale: torch.Tensor,

@@ -87,7 +87,7 @@ struct Pool {
 // about as much as a small product, so with sleeping helpers two threads were no faster than one on SmolLM2's
 // block matrices. Timed by the clock, not by a count of pauses: a pause takes 11 ns on a Sapphire Rapids and
 // several times that on other CPUs. Measured there (eager SmolLM2 steps, torch at one thread, kernels at two, vs
-// one thread): 2048 pauses (~22 us) gained nothing, ~90 us 1.17x, ~360 us 1.26x (bench/kernel_threads_probe.py).
+// one thread): 2048 pauses (~22 us) gained nothing, ~90 us 1.17x, ~360 us 1.26x (bench/RESULTS.md, 2026-11-28).
 static constexpr int64_t SPIN_NS = 400000;
 // Never destroyed: at exit a static Pool's condition_variable destructor (pthread_cond_destroy) waits for the
 // helpers asleep in it, which never wake, and the process hangs after main returns. Leaked on purpose; the

@@ -5,7 +5,7 @@ helpers watch for the next job a moment before sleeping. In a decoding step the 
 a token (SmolLM2: a product, then a norm or an add in torch), and each pool's waiting threads sit on the core the
 other one needs: at two threads the compiled step was no faster than at one, although the block products alone ran
 1.6-1.75x faster at two. With torch at one thread and only the kernels at two, the step went 16.2 -> 13.3 ms
-(bench/kernel_threads_probe.py, Sapphire Rapids, 2 cores). The other operators of a one-row step (norms, rotary
+(bench/RESULTS.md, 2026-11-28; Sapphire Rapids, 2 cores). The other operators of a one-row step (norms, rotary
 positions, attention over a short cache) are too small for a second thread to pay anyway.
 
 - `count()`: the count a kernel call passes to its pool (this OS thread's `apart` count, else torch's).

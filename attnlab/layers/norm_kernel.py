@@ -20,7 +20,7 @@ import struct
 
 import torch
 
-from attnlab.layers import int8_kernel
+from attnlab.layers import kernel_variants
 
 _SOURCE = r"""
 #include <cmath>
@@ -52,14 +52,10 @@ extern "C" int attnlab_rms_norm(const float* __restrict__ x, const float* __rest
 MAX_ROWS = 4  # layers/norms.RMSNorm sends at most this many rows here (a decoding step's), more go to torch
 
 
-@functools.cache
-def _compiled():
-    """(kernel, None) or (None, why not): built on first use, once per process (no CPU flags needed)."""
-    return int8_kernel.build("rms_norm", (((), _SOURCE),), "attnlab_rms_norm", "RMSNorm runs torch's operators")
-
-
-def available() -> bool:
-    return _compiled()[0] is not None
+# built on first use, once per process (plain C++: no CPU flags needed)
+_compiled = kernel_variants.cached_build("rms_norm", (((), _SOURCE),), "attnlab_rms_norm",
+                                         "RMSNorm runs torch's operators")
+available = kernel_variants.status(lambda: _compiled())[0]
 
 
 @functools.cache

@@ -4,7 +4,7 @@ CPUs with AVX512-VNNI, or with AVX2 (+ FMA, F16C): two variants of one kernel ov
 Why: SmolLM2's GGUF keeps its tied token embedding / LM head in Q8_0 (30 MB of its ~96 MB read per token, 31%),
 and without a kernel that product went through layers/quantized.py's chunked dequantize-then-multiply path, which
 is slower than float32 (the unpacking passes cost more than the bytes they save). This kernel reads the format's
-bytes once, in one sequential stream, like layers/int4_kernel.py. int8_kernel.build() compiles the first variant
+bytes once, in one sequential stream, like layers/int4_kernel.py. kernel_variants.build() compiles the first variant
 the CPU runs (SOURCES, AVX-512 VNNI first); where neither runs (no AVX2, no compiler, ATTNLAB_INT8_KERNEL=fbgemm)
 the chunked path stays.
 
@@ -34,8 +34,8 @@ by one vphaddd per 8 outputs and block. Same pack(), same rounding of x, and per
 threads giving the same bits (tests/test_q8_int8_avx2.py checks it against float64 at the codes' extremes).
 
 Measured on an AMD EPYC Zen 3 (2 cores of a KVM guest, AVX2, no AVX-512; load average ~7 from other jobs), one
-thread, process CPU clock, contestants interleaved, matrices cycled from memory (`python bench/q8_int8_avx2.py
---chunked --threads2`): SmolLM2's head, 576 x 49152, 3.1 ms against float32 F.linear's 10.7 ms (3.4x faster) and
+thread, process CPU clock, contestants interleaved, matrices cycled from memory (bench/RESULTS.md,
+2026-11-26): SmolLM2's head, 576 x 49152, 3.1 ms against float32 F.linear's 10.7 ms (3.4x faster) and
 the chunked path's 22.5 ms (7.2x); 1.5x a read of the same bytes (2.1 ms, torch.sum at 14 GB/s). Smaller matrices
 (576 x 576 .. 3072 x 768): 2.0-2.3x faster than float32, 1.5-2.5x the read; 576 x 192 (K, V) no faster than
 float32 (0.9x: a call's fixed costs; QuantizedLinear's Python added ~40 us to the int8 kernel's bare call there).
@@ -52,71 +52,20 @@ then returns None and the caller multiplies that row by the dequantized weight (
 
 from __future__ import annotations
 
-import functools
-
 import torch
 
-from attnlab.layers import int8_kernel, kernel_build  # its CPU check and build (kernel_build)
+from attnlab.layers import kernel_build, kernel_source, kernel_variants
 
 BLOCK_N = 64  # outputs per tile
 BLOCK_K = 32  # inputs per tile (one Q8_0 block)
-TILE_BYTES = 2176  # 2048 code bytes + 64 fp16 d
+CODE_BYTES = 2048  # a tile's codes (64 outputs x 32 inputs, a byte each), then its 64 fp16 d
+TILE_BYTES = 2176
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
-FLAGS_512 = (*int8_kernel.FLAGS, "f16c")  # the AVX-512 VNNI variant also converts d with vcvtph2ps
 
-_SOURCE = kernel_build.POOL + r"""
-#pragma GCC target("avx512f,avx512bw,avx512vl,avx512vnni,f16c")
-#include <immintrin.h>
-#include <cstdint>
-extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
-                       const float* __restrict__ bias, float* __restrict__ y,
-                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
-{
-    alignas(64) int8_t xh[16384], xl[16384];
-    alignas(64) int32_t xs[512];
-    const int64_t k = kb * 32;
-    __m512 vmax = _mm512_setzero_ps();
-    const __m512 inf = _mm512_set1_ps(__builtin_inff());
-    __mmask16 bad = 0;  // lanes holding NaN or +-inf (unordered, or |x| >= inf)
-    for (int64_t i = 0; i < k; i += 16) {
-        const __m512 a = _mm512_abs_ps(_mm512_loadu_ps(x + i));
-        bad |= _mm512_cmp_ps_mask(a, inf, _CMP_NLT_UQ);
-        vmax = _mm512_max_ps(vmax, a);
-    }
-    if (bad) return 1;  // not finite: the caller multiplies this row in float32
-    const float amax = _mm512_reduce_max_ps(vmax);
-    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
-    const __m512 vs1 = _mm512_set1_ps(s1), vi1 = _mm512_set1_ps(1.f / s1), vi2 = _mm512_set1_ps(1.f / s2);
-    const __m512i lo_ = _mm512_set1_epi32(-127), hi_ = _mm512_set1_epi32(127);
-    for (int64_t b = 0; b < kb; ++b) {
-        __m512i sum = _mm512_setzero_si512();
-        for (int64_t i = 32 * b; i < 32 * b + 32; i += 16) {
-            const __m512 v = _mm512_loadu_ps(x + i);
-            const __m512 h = _mm512_roundscale_ps(_mm512_mul_ps(v, vi1), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            const __m512 l = _mm512_roundscale_ps(_mm512_mul_ps(_mm512_fnmadd_ps(h, vs1, v), vi2),
-                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            __m512i hi = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(h)));
-            __m512i li = _mm512_min_epi32(hi_, _mm512_max_epi32(lo_, _mm512_cvtps_epi32(l)));
-            sum = _mm512_add_epi32(sum, _mm512_add_epi32(_mm512_mullo_epi32(hi, _mm512_set1_epi32(254)), li));
-            _mm_storeu_si128((__m128i*)(xh + i), _mm512_cvtepi32_epi8(hi));
-            _mm_storeu_si128((__m128i*)(xl + i), _mm512_cvtepi32_epi8(li));
-        }
-        xs[b] = 128 * _mm512_reduce_add_epi32(sum);  // 128 X_b: the +128 of the codes, taken back out exactly
-    }
-    // a thread per >= 64 KB of weights (~10 us of reading, against a few us to wake a thread): K and V of a small
-    // model stay on one thread, which would otherwise wait for the other more than it saves
-    const int64_t most = (nb * kb * 2176) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
-    attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
-        const __m512i z = _mm512_setzero_si512(), c254 = _mm512_set1_epi32(254);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        const uint8_t* wt = w + ob * kb * 2176;
-        for (int64_t b = 0; b < kb; ++b) {
-            const uint8_t* p = wt + b * 2176;
-            #pragma GCC unroll 34
-            for (int t = 0; t < 34; ++t) _mm_prefetch((const char*)(p + 4352 + 64 * t), _MM_HINT_T0);
-            __m512i h0 = z, h1 = z, h2 = z, h3 = z, l0 = z, l1 = z, l2 = z, l3 = z;
-            const int8_t* xhb = xh + 32 * b;
-            const int8_t* xlb = xl + 32 * b;
+_SOURCE = kernel_source.tile_gemv_512("attnlab_q8_0_gemv", TILE_BYTES, CODE_BYTES, "int32_t",
+                                      "xs[b] = 128 * total;  // 128 X_b: the +128 of the codes, taken back out exactly",
+                                      r"""
+        const __m512i c254 = _mm512_set1_epi32(254);""", r"""
             #pragma GCC unroll 8
             for (int e = 0; e < 8; ++e) {
                 const uint8_t* q = p + e * 256;
@@ -129,82 +78,32 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
                 l0 = _mm512_dpbusd_epi32(l0, w0, ya); l1 = _mm512_dpbusd_epi32(l1, w1, ya);
                 l2 = _mm512_dpbusd_epi32(l2, w2, ya); l3 = _mm512_dpbusd_epi32(l3, w3, ya);
             }
-            const uint16_t* dm = (const uint16_t*)(p + 2048);
             const __m512i xsb = _mm512_set1_epi32(xs[b]);
 #define ACC(a, h, l, g) { \
                 const __m512i t = _mm512_sub_epi32(_mm512_add_epi32(_mm512_mullo_epi32(h, c254), l), xsb); \
                 const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))); \
                 a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(t), a); }
-            ACC(a0, h0, l0, 0) ACC(a1, h1, l1, 1) ACC(a2, h2, l2, 2) ACC(a3, h3, l3, 3)
-#undef ACC
-        }
-        const __m512 vs2 = _mm512_set1_ps(s2);
-        const __m512 acc[4] = {a0, a1, a2, a3};
-        for (int g = 0; g < 4; ++g) {
-            const int64_t o = ob * 64 + 16 * g;
-            const int64_t r = n - o;
-            if (r <= 0) break;
-            const __mmask16 mk = r >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << r) - 1);
-            __m512 v = _mm512_mul_ps(acc[g], vs2);
-            if (has_bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mk, bias + o));
-            _mm512_mask_storeu_ps(y + o, mk, v);
-        }
-    });
-    return 0;
-}
-"""
+""")
 
-
-_SOURCE_AVX2 = kernel_build.POOL + int8_kernel.AVX2_ROUNDING + r"""
+_SOURCE_AVX2 = kernel_build.POOL + kernel_source.PRELUDE_AVX2 + r"""
 // AVX2 (no vpdpbusd): x's two pieces are joined into one int16, X_j = 254 hi_j + lo_j (|X_j| <= 254*127 + 127 =
 // 32385 < 32767), and each code widened to int16 (vpmovzxbw, q + 128 in 0..255) meets it in vpmaddwd, which adds
 // products in pairs into int32 without saturation: |pair| <= 2*255*32385 = 16,516,350. vpmaddubsw (u8 x s8, pairs
-// into a SATURATING int16) would overflow here: 2*255*127 = 64770 > 32767.
-extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __restrict__ w,
-                       const float* __restrict__ bias, float* __restrict__ y,
-                       int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
-{
-    alignas(64) int16_t xq[16384];  // X_j
-    alignas(64) int32_t xs[512];    // 128 X_b per block
-    const int64_t k = kb * 32;
-    const __m256 sign = _mm256_set1_ps(-0.f), inf = _mm256_set1_ps(__builtin_inff());
-    __m256 vmax = _mm256_setzero_ps(), bad = _mm256_setzero_ps();  // bad: lanes that met NaN or +-inf
-    for (int64_t i = 0; i < k; i += 8) {
-        const __m256 a = _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i));
-        bad = _mm256_or_ps(bad, _mm256_cmp_ps(a, inf, _CMP_NLT_UQ));
-        vmax = _mm256_max_ps(vmax, a);
-    }
-    if (_mm256_movemask_ps(bad)) return 1;  // not finite: the caller multiplies this row in float32
-    const float amax = attnlab_hmax(vmax);
-    const float s1 = amax > 0.f ? amax / 127.f : 1.f, s2 = s1 / 254.f;
-    const __m256 vs1 = _mm256_set1_ps(s1), vi1 = _mm256_set1_ps(1.f / s1), vi2 = _mm256_set1_ps(1.f / s2);
-    const __m256i c254 = _mm256_set1_epi32(254);
-    for (int64_t b = 0; b < kb; ++b) {
-        __m256i sum = _mm256_setzero_si256();
-        for (int64_t i = 32 * b; i < 32 * b + 32; i += 8) {
-            const __m256 v = _mm256_loadu_ps(x + i);
-            __m256i hi, li;
-            attnlab_pieces(v, vs1, vi1, vi2, hi, li);
-            const __m256i X = _mm256_add_epi32(_mm256_mullo_epi32(hi, c254), li);
-            sum = _mm256_add_epi32(sum, X);
-            _mm_store_si128((__m128i*)(xq + i), _mm_packs_epi32(_mm256_castsi256_si128(X),
-                                                                _mm256_extracti128_si256(X, 1)));
-        }
-        __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(1, 0, 3, 2)));
-        s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, _MM_SHUFFLE(2, 3, 0, 1)));
-        xs[b] = 128 * _mm_cvtsi128_si32(s4);  // 128 X_b: the +128 of the codes, taken back out exactly
-    }
-    const int64_t most = (nb * kb * 2176) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+// into a SATURATING int16) would overflow here: 2*255*127 = 64770 > 32767.""" + kernel_source.tile_gemv_head(
+    "attnlab_q8_0_gemv") + r"""{
+    alignas(64) int16_t xq[MAX_K];  // X_j
+    alignas(64) int32_t xs[MAX_K / 32];    // 128 X_b per block
+    const int64_t k = kb * 32;""" + kernel_source.scan_avx2(masked=False) + kernel_source.round_blocks(
+    256,     "attnlab_store16(xq + i, X);",
+    "xs[b] = 128 * total;  // 128 X_b: the +128 of the codes, taken back out exactly") + kernel_source.pool_threads(
+    "nb * kb * TILE_BYTES") + r"""
     attnlab_pool::for_blocks(nb, nt, [&](int64_t ob) {  // block ob: 64 outputs
         // a[j]: outputs 8j .. 8j + 7 of the block in the order vphaddd leaves them, 0 1 4 5 2 3 6 7
         __m256 a[8];
         for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
-        const uint8_t* wt = w + ob * kb * 2176;
+        const uint8_t* wt = w + ob * kb * TILE_BYTES;
         for (int64_t b = 0; b < kb; ++b) {
-            const uint8_t* p = wt + b * 2176;
-            #pragma GCC unroll 34
-            for (int t = 0; t < 34; ++t) _mm_prefetch((const char*)(p + 4352 + 64 * t), _MM_HINT_T0);
+            const uint8_t* p = wt + b * TILE_BYTES;""" + kernel_source.prefetch_tile(TILE_BYTES) + r"""
             const int16_t* xb = xq + 32 * b;
             const __m256i xsb = _mm256_set1_epi32(xs[b]);
             const uint8_t* dm = p + 2048;  // 64 float16 d, in output order
@@ -237,30 +136,18 @@ extern "C" int attnlab_q8_0_gemv(const float* __restrict__ x, const uint8_t* __r
         const __m256 vs2 = _mm256_set1_ps(s2);
         const int64_t o0 = ob * 64, m = (n - o0) < 64 ? (n - o0) : 64;
         alignas(32) float out[64];
-        for (int j = 0; j < 8; ++j)  // 64-bit pairs (0 1)(4 5)(2 3)(6 7) back to output order
-            _mm256_store_ps(out + 8 * j, _mm256_mul_ps(_mm256_castpd_ps(_mm256_permute4x64_pd(
-                _mm256_castps_pd(a[j]), _MM_SHUFFLE(3, 1, 2, 0))), vs2));
+        for (int j = 0; j < 8; ++j) _mm256_store_ps(out + 8 * j, _mm256_mul_ps(attnlab_in_order(a[j]), vs2));
         for (int64_t i = 0; i < m; ++i) y[o0 + i] = has_bias ? out[i] + bias[o0 + i] : out[i];
     });
     return 0;
 }
 """
+_SOURCE, _SOURCE_AVX2 = (kernel_source.sized(s, MAX_K=MAX_K, TILE_BYTES=TILE_BYTES) for s in (_SOURCE, _SOURCE_AVX2))
 
-SOURCES = ((FLAGS_512, _SOURCE), (int8_kernel.AVX2, _SOURCE_AVX2))  # int8_kernel.build()'s variants, fastest first
-
-
-@functools.cache
-def _compiled():
-    """(kernel, None) or (None, why not): built on first use, once per process, like int8_kernel's."""
-    return int8_kernel.build("q8_0", SOURCES, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
-
-
-def available() -> bool:
-    return _compiled()[0] is not None
-
-
-def unavailable_reason() -> str | None:
-    return _compiled()[1]
+SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE), (kernel_variants.AVX2, _SOURCE_AVX2))  # fastest first
+_compiled = kernel_variants.cached_build("q8_0", SOURCES, "attnlab_q8_0_gemv", "Q8_0 products dequantize in chunks")
+available, unavailable_reason = kernel_variants.status(lambda: _compiled())
+gemv = kernel_variants.tile_gemv(lambda: _compiled())
 
 
 def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
@@ -291,17 +178,4 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
 def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
     """A QuantizedLinear's Q8_0 buffers and bias -> gemv's arguments between x and n."""
     tiles, = pack(buffers["qweight"], buffers["scale"])
-    return tiles, None if bias is None else bias.float().contiguous()
-
-
-def gemv(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
-         threads: int = 1) -> torch.Tensor | None:
-    """x (1, k) float32 contiguous on CPU -> (1, n) float32, or None when x holds a NaN or an infinity (then
-    multiply in float32, as int8_kernel.gemv). No checks (one call per matrix per token): the caller guarantees x
-    float32 contiguous with k = 32 * tiles.shape[1] <= MAX_K, tiles from pack(), bias None or (n,) float32
-    contiguous, and available()."""
-    y = torch.empty(1, n)
-    if _compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
-                      tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
-        return None
-    return y
+    return tiles, kernel_variants.layer_bias(bias)

@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.layers import int4_kernel, int8_kernel, kernel_threads, q8_0_kernel
+from attnlab.layers import int4_kernel, int8_kernel, kernel_threads, kernel_variants, q8_0_kernel
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
@@ -436,7 +436,7 @@ def fbgemm_levels() -> int:
     sums u8 x s8 products in int32), 127 elsewhere ("reduce_range": without VNNI fbgemm multiplies with AVX2's
     vpmaddubsw, which adds two u8 x s8 products into a SATURATING int16; with 8-bit x those sums overflow, and one
     row's error reached 17x the rounding bound on an AMD Zen 3, tests/test_quantize.py)."""
-    flags, _ = int8_kernel._cpu_flags()
+    flags, _ = kernel_variants.cpu_flags()
     return 255 if "avx512_vnni" in flags else 127
 
 
