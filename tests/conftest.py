@@ -1,4 +1,5 @@
 import os
+from contextlib import contextmanager
 
 import pytest
 import torch
@@ -16,3 +17,38 @@ torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
+
+
+@contextmanager
+def _torch_threads(n: int):
+    """torch's thread count set to n, and the caller's count given back afterwards."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for this test: tiny models run fastest on one, and on a shared 2-core machine a second
+    thread mostly waits for a core."""
+    with _torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def one_thread_per_module():
+    """One torch thread for a whole file (`pytestmark = pytest.mark.usefixtures("one_thread_per_module")`), for
+    the reason `one_thread` gives; the count is given back after the file's last test."""
+    with _torch_threads(1):
+        yield
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The experiments trace's mutation count, when tests/test_experiments_trace.py's mutation test ran."""
+    import sys
+
+    for line in getattr(sys.modules.get("test_experiments_trace"), "MUTATION_SUMMARY", []):
+        terminalreporter.write_line(line)

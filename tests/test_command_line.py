@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_calls import run_cli
 
 import attnlab
 from attnlab.cli import COMMANDS, main
@@ -18,15 +19,6 @@ from attnlab.cli.generate import DEFAULT_NEW_TOKENS, plan_length
 from attnlab.data.tokenizers import char_tokenizer
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse's own refusals (bad int/float): status 2
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +53,7 @@ def test_help_of_every_command_but_train_imports_no_torch():
 def test_train_help_lists_one_recipe_per_line(capsys):
     from attnlab.training.recipes import RECIPES
 
-    code, out, _ = _run(["train", "--help"], capsys)
+    code, out, _ = run_cli(["train", "--help"], capsys)
     assert code == 0
     starts = {line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.strip()}
     assert set(RECIPES) <= starts, out
@@ -80,14 +72,14 @@ BAD_GENERATE = [
 
 @pytest.mark.parametrize("extra, word", BAD_GENERATE)
 def test_generate_refuses_impossible_settings_in_one_line(short_decoder, extra, word, capsys):
-    code, out, err = _run(["generate", str(short_decoder), "--prompt", "ab", *extra], capsys)
+    code, out, err = run_cli(["generate", str(short_decoder), "--prompt", "ab", *extra], capsys)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err and word in err and extra[1] in err, err
 
 
 @pytest.mark.parametrize("ids", ["99999999999999999999", "27", "-1", "3 1 100"])
 def test_generate_refuses_ids_outside_the_vocabulary(short_decoder, ids, capsys):
-    code, _, err = _run(["generate", str(short_decoder), "--ids", ids], capsys)
+    code, _, err = run_cli(["generate", str(short_decoder), "--ids", ids], capsys)
     assert code == 2 and "vocab_size=27" in err and "Traceback" not in err, err
 
 
@@ -114,7 +106,7 @@ def test_plan_length_fits_the_model():
 
 
 def test_generate_defaults_fit_a_short_model_and_say_so(short_decoder, capsys):
-    code, out, err = _run(["generate", str(short_decoder), "--prompt", "abcd"], capsys)
+    code, out, err = run_cli(["generate", str(short_decoder), "--prompt", "abcd"], capsys)
     assert code == 0, err
     assert "generating up to 12 new tokens instead of the default 64" in err
     assert "[12 tokens in" in err  # greedy from random weights: no EOS in this vocabulary, so all 12 come
@@ -122,13 +114,13 @@ def test_generate_defaults_fit_a_short_model_and_say_so(short_decoder, capsys):
 
 def test_shipped_checkpoints_generate_with_the_defaults(capsys):
     for name, prompt in (("gpt-char", "def "), ("translate-numbers", "forty two")):
-        code, out, err = _run(["generate", str(REPO / "attnlab/assets/checkpoints" / name), "--prompt", prompt],
+        code, out, err = run_cli(["generate", str(REPO / "attnlab/assets/checkpoints" / name), "--prompt", prompt],
                               capsys)
         assert code == 0 and out.strip() and "instead of the default 64" in err, (name, err)
 
 
 def test_generate_past_the_positions_slides_the_window(short_decoder, capsys):
-    code, out, err = _run(["generate", str(short_decoder), "--prompt", "abcd", "--max-new-tokens", "30"], capsys)
+    code, out, err = run_cli(["generate", str(short_decoder), "--prompt", "abcd", "--max-new-tokens", "30"], capsys)
     assert code == 0 and "sliding window" in err and "[30 tokens in" in err, err
     model, tokenizer = attnlab.load(short_decoder)
     expected = attnlab.generate(model, [tokenizer.encode("abcd")], max_new_tokens=30, sliding_window=True,
@@ -145,7 +137,7 @@ def test_generate_past_the_positions_slides_the_window(short_decoder, capsys):
 ])
 def test_explore_refuses_at_start_up(argv, words, monkeypatch, capsys):
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
-    code, out, err = _run(["explore", *argv, "--no-browser"], capsys)
+    code, out, err = run_cli(["explore", *argv, "--no-browser"], capsys)
     assert code == 2 and "http://" not in out and "Traceback" not in err
     assert all(w in err for w in words), err
 
@@ -156,19 +148,19 @@ def test_explore_refuses_a_port_in_use_before_its_banner(monkeypatch, capsys):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        code, out, err = _run(["explore", "--port", str(port), "--no-browser"], capsys)
+        code, out, err = run_cli(["explore", "--port", str(port), "--no-browser"], capsys)
     assert code == 2 and out == "" and f"127.0.0.1:{port} is already in use" in err, err
 
 
 def test_explore_lists_the_models_it_serves_without_paths(short_decoder, monkeypatch, capsys):
     seen = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **kw: seen.update(kw))
-    code, out, _ = _run(["explore", str(short_decoder), "--port", "0", "--no-browser"], capsys)
+    code, out, _ = run_cli(["explore", str(short_decoder), "--port", "0", "--no-browser"], capsys)
     assert code == 2  # port 0 is refused too (1..65535)
     with socket.socket() as probe:  # a port that was free a moment ago
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    code, out, _ = _run(["explore", str(short_decoder), "--port", str(port), "--no-browser"], capsys)
+    code, out, _ = run_cli(["explore", str(short_decoder), "--port", str(port), "--no-browser"], capsys)
     assert code == 0 and seen["port"] == port
     lines = out.splitlines()
     assert lines[0].startswith(f"attnlab explorer: http://localhost:{port}/") and lines[1] == "models served:"
@@ -180,11 +172,11 @@ def test_explore_lists_the_models_it_serves_without_paths(short_decoder, monkeyp
 # ------------------------------------------------------------------------------------------ cost
 def test_cost_measure_with_one_length_times_lengths_up_to_it(tmp_path, capsys):
     assert cost_cli.around(32) == [4, 8, 16, 32] and cost_cli.around(5) == [2, 5]
-    code, out, err = _run(["cost", "tiny-decoder", "--seq", "16", "--measure", "--budget", "0.001",
+    code, out, err = run_cli(["cost", "tiny-decoder", "--seq", "16", "--measure", "--budget", "0.001",
                            "--out", str(tmp_path)], capsys)
     assert code == 0, err
     assert "timing n in [2, 4, 8, 16]" in out and "growth exponents" in out
-    code, _, err = _run(["cost", "tiny-decoder", "--seq", "3", "--measure"], capsys)
+    code, _, err = run_cli(["cost", "tiny-decoder", "--seq", "3", "--measure"], capsys)
     assert code == 2 and "at least two lengths" in err and "--seq 32,64,128" in err
 
 
@@ -205,7 +197,7 @@ def test_train_passes_overwrite_and_resume_to_run_train(monkeypatch, capsys):
                                          overwrite=True))
     assert calls[1][1]["resume"] is True and not calls[1][1].get("overwrite")
     capsys.readouterr()
-    code, _, err = _run(["train", "gpt-char", "--resume", "--overwrite"], capsys)
+    code, _, err = run_cli(["train", "gpt-char", "--resume", "--overwrite"], capsys)
     assert code == 2 and "not allowed with argument" in err
 
 
@@ -220,7 +212,7 @@ def test_a_file_that_is_not_a_model_config_is_named(command, content, words, tmp
     """`attnlab params notes.txt` said "config is not valid JSON" without naming the file; it never quotes it."""
     path = tmp_path / "notes.txt"
     path.write_bytes(content) if isinstance(content, bytes) else path.write_text(content)
-    code, out, err = _run([command, str(path)], capsys)
+    code, out, err = run_cli([command, str(path)], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert err.startswith(f"attnlab {command}: error: {path}") and all(w in err for w in words), err
     assert "hello notes" not in err and "binary" not in err
@@ -228,7 +220,7 @@ def test_a_file_that_is_not_a_model_config_is_named(command, content, words, tmp
 
 def test_bench_refuses_an_unknown_benchmark_in_the_usual_line(capsys):
     """`bench --only forwrd` printed a Python list; now the usual error line, with the name it was close to."""
-    code, out, err = _run(["bench", "--only", "train,forwrd"], capsys)
+    code, out, err = run_cli(["bench", "--only", "train,forwrd"], capsys)
     assert code == 2 and out == "", err
     assert err.strip() == ("attnlab bench: error: --only 'forwrd': no such benchmark (did you mean 'forward'?); "
                            "available: " + ", ".join(_bench_names()))
@@ -245,7 +237,7 @@ def _bench_names() -> list[str]:
                                             ("plain text", [])])
 def test_generate_says_which_characters_become_unk(prompt, pieces, capsys):
     """gpt-char's character vocabulary has no 'é': the prompt's 'é' became [UNK] without a word."""
-    code, out, err = _run(["generate", "attnlab/assets/checkpoints/gpt-char", "--prompt", prompt,
+    code, out, err = run_cli(["generate", "attnlab/assets/checkpoints/gpt-char", "--prompt", prompt,
                            "--max-new-tokens", "2"], capsys)
     assert code == 0, err
     warned = [line for line in err.splitlines() if "warning" in line]
@@ -279,7 +271,7 @@ def test_a_prompt_a_vocabulary_without_unk_cannot_hold_names_its_characters(tmp_
     folder = tmp_path / "no-unk"
     attnlab.build_model(attnlab.presets["tiny-decoder"].replace(vocab_size=tokenizer.vocab_size)).save(
         folder, tokenizer=tokenizer)
-    code, out, err = _run(["generate", str(folder), "--prompt", "abzz€"], capsys)
+    code, out, err = run_cli(["generate", str(folder), "--prompt", "abzz€"], capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert "'z', '€'" in err and "no unknown token" in err, err
 
@@ -293,7 +285,7 @@ def test_a_mistyped_command_or_option_gets_did_you_mean(argv, said, capsys):
     """A typo is named with the closest real name (argparse suggests only from Python 3.14 on), and a mistyped
     option is reported as such, not as the required option it was meant to be ("one of --prompt --ids is
     required" hid `--promt`)."""
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv, capsys)
     assert code == 2 and said in err and "is required" not in err, err
     if argv[0] == "genrate":
         assert "(did you mean 'generate'?)" in err
@@ -301,7 +293,7 @@ def test_a_mistyped_command_or_option_gets_did_you_mean(argv, said, capsys):
 
 def test_an_abbreviated_option_and_a_value_after_a_double_dash_still_work(capsys):
     """The typo check accepts what argparse accepts: an unambiguous prefix (`--max-new` for --max-new-tokens)."""
-    code, out, err = _run(["generate", "gpt-char", "--prompt", "The ", "--max-new", "3"], capsys)
+    code, out, err = run_cli(["generate", "gpt-char", "--prompt", "The ", "--max-new", "3"], capsys)
     assert code == 0, err
 
 
@@ -331,6 +323,6 @@ def test_generate_compile_says_what_it_waits_for_before_the_first_token(monkeypa
         return iter(())
 
     monkeypatch.setattr(attnlab.generation, "generate_stream", fake_stream)
-    code, out, err = _run(["generate", "gpt-char", "--prompt", "The ", "--compile", "--max-new-tokens", "2"], capsys)
+    code, out, err = run_cli(["generate", "gpt-char", "--prompt", "The ", "--compile", "--max-new-tokens", "2"], capsys)
     assert code == 0 and seen["compile"] is True
     assert "--compile: torch.compile builds the decoding step first, once per process" in seen["said"]

@@ -29,18 +29,11 @@ from attnlab.storage import materialize
 IDS = torch.tensor([[5, 17, 30, 2, 9, 11, 40, 3, 8, 21]])
 PREFILL = 6
 FAMILIES = ["tiny-decoder", "tiny-llama", "tiny-encoder", "tiny-encoder-decoder", "tiny-t5"]
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 
 def tolerance() -> float:
     return 5e-4 if int8_kernel.available() else 3e-2
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _close(got: torch.Tensor, expected: torch.Tensor, what) -> None:

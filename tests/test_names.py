@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import torch
+from cli_calls import run_cli
 
 import attnlab
 from attnlab import names
-from attnlab.cli import main
 from attnlab.errors import AttnlabError, CheckpointError
 from attnlab.loading import RandomWeightsWarning
 
@@ -21,21 +21,12 @@ CHECKPOINTS = Path(attnlab.__file__).parent / "assets" / "checkpoints"
 SHIPPED = sorted(p.name for p in CHECKPOINTS.iterdir() if (p / "config.json").is_file())
 
 
-def _run(argv, capsys):
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def _same_weights(a, b) -> bool:
     return all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values(), strict=True))
 
 
 def test_models_lists_every_shipped_checkpoint_pretrained_package_and_preset(capsys):
-    code, out, err = _run(["models"], capsys)
+    code, out, err = run_cli(["models"], capsys)
     assert code == 0, err
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines()[1:] if line and "  " in line
             and not line.startswith("use ")}
@@ -84,7 +75,7 @@ def test_a_mistyped_name_gets_did_you_mean(capsys):
         attnlab.load("gtp-char")
     for command in (["generate", "gtp-char", "--prompt", "a"], ["params", "gtp-char"], ["cost", "gtp-char"],
                     ["explore", "gtp-char", "--no-browser"]):
-        code, out, err = _run(command, capsys)
+        code, out, err = run_cli(command, capsys)
         assert code == 2 and "did you mean 'gpt-char'" in err and len(err.strip().splitlines()) == 1, (command, err)
 
 
@@ -92,14 +83,14 @@ def test_generate_by_name_prints_the_prompt_then_the_trained_models_text(capsys)
     """`attnlab generate gpt-char` loaded the random-weight preset and then asked for a tokenizer."""
     model, tok = attnlab.load(CHECKPOINTS / "gpt-char")
     expected = attnlab.generate(model, [tok.encode("def ")], max_new_tokens=8, tokenizer=tok).texts[0]
-    code, out, err = _run(["generate", "gpt-char", "--prompt", "def ", "--max-new-tokens", "8"], capsys)
+    code, out, err = run_cli(["generate", "gpt-char", "--prompt", "def ", "--max-new-tokens", "8"], capsys)
     assert code == 0 and out == "def " + expected + "\n", err
-    code, out, err = _run(["generate", "gpt-char", "--prompt", "def ", "--max-new-tokens", "8", "--no-echo"], capsys)
+    code, out, err = run_cli(["generate", "gpt-char", "--prompt", "def ", "--max-new-tokens", "8", "--no-echo"], capsys)
     assert code == 0 and out == expected + "\n", err
 
 
 def test_generate_with_a_preset_says_random_weights_in_one_line(capsys):
-    code, out, err = _run(["generate", "tiny-decoder", "--ids", "1 2", "--max-new-tokens", "2"], capsys)
+    code, out, err = run_cli(["generate", "tiny-decoder", "--ids", "1 2", "--max-new-tokens", "2"], capsys)
     assert code == 0 and out.startswith("1 2 "), err
     warned = [line for line in err.splitlines() if "warning" in line]
     assert warned == ["attnlab generate: warning: tiny-decoder is a preset: random weights, no tokenizer (the text "
@@ -115,7 +106,7 @@ def test_params_by_name_counts_the_model_the_name_means(name, kind, capsys):
 
     config = read_config(CHECKPOINTS / "gpt-char") if kind.startswith("shipped") else \
         attnlab.presets[name.removeprefix("preset:")]
-    code, out, err = _run(["params", name], capsys)
+    code, out, err = run_cli(["params", name], capsys)
     assert code == 0, err
     assert f"({kind})" in out.splitlines()[0]
     assert f"{parameter_table(config).total:,}" in out
@@ -127,7 +118,7 @@ def test_params_of_a_gguf_name_reads_its_metadata_only(capsys, monkeypatch):
     from attnlab.interop import gguf
 
     monkeypatch.setattr(gguf, "load_gguf", lambda *a, **k: pytest.fail("params must not load the tensors"))
-    code, out, err = _run(["params", "smollm2"], capsys)
+    code, out, err = run_cli(["params", "smollm2"], capsys)
     assert code == 0 and "d_model=576, n_layers=30" in out, err
 
 
@@ -151,7 +142,7 @@ def test_the_explorer_reads_the_same_name_table():
 
 
 def test_version(capsys):
-    code, out, _ = _run(["--version"], capsys)
+    code, out, _ = run_cli(["--version"], capsys)
     assert code == 0 and out.strip().startswith(f"attnlab {attnlab.__version__}")
 
 
@@ -159,7 +150,7 @@ def test_keys_shows_type_default_and_a_description_for_every_key(capsys):
     from attnlab.training.recipes import RECIPES
 
     for recipe in RECIPES:
-        code, out, err = _run(["train", recipe, "--keys"], capsys)
+        code, out, err = run_cli(["train", recipe, "--keys"], capsys)
         assert code == 0, err
         lines = out.splitlines()
         assert lines[0].split() == ["key", "type", "default", "description"]
@@ -177,7 +168,7 @@ def test_keys_shows_type_default_and_a_description_for_every_key(capsys):
     (["bench", "--only", "forwrd"], ["did you mean 'forward'"]),
 ])
 def test_did_you_mean(argv, words, capsys):
-    code, out, err = _run(argv, capsys)
+    code, out, err = run_cli(argv, capsys)
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
     assert all(w in err for w in words), err
 

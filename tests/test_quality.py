@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from cli_calls import run_cli
 
 import attnlab
 from attnlab.evaluation import perplexity, score_tokens, windows
@@ -106,28 +107,17 @@ needs_quantize = pytest.mark.skipif(not hasattr(attnlab, "quantize"),
                                     reason="attnlab.quantize (the quant branch) is not in this install")
 
 
-def _run(argv: list[str], capsys) -> tuple[int, str, str]:
-    from attnlab.cli import main
-
-    try:
-        code = main([str(a) for a in argv])
-    except SystemExit as exc:  # argparse's own refusals
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 @pytest.mark.parametrize("scheme", ["int3", "INT8", "fp16", ""])
 def test_generate_refuses_an_unknown_scheme_before_loading(scheme, monkeypatch, capsys):
     monkeypatch.setattr("attnlab.cli.generate._load", lambda spec: pytest.fail("the model must not load"))
-    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", scheme], capsys)
+    code, out, err = run_cli(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", scheme], capsys)
     assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
     assert f"quantize={scheme!r} (--quantize)" in err and "none, int8, int4" in err, err
 
 
 def test_explore_refuses_an_unknown_scheme_before_its_banner(monkeypatch, capsys):
     monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("the server must not start"))
-    code, out, err = _run(["explore", "--quantize", "int2", "--no-browser"], capsys)
+    code, out, err = run_cli(["explore", "--quantize", "int2", "--no-browser"], capsys)
     assert code == 2 and "http://" not in out and "quantize='int2'" in err and "none, int8, int4" in err, err
 
 
@@ -136,7 +126,7 @@ def test_quantize_defaults_to_none_and_none_changes_nothing(capsys):
 
     assert build_parser().parse_args(["generate", "m", "--prompt", "a"]).quantize == "none"
     assert build_parser().parse_args(["explore"]).quantize == "none"
-    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "6", "--quantize", "none"],
+    code, out, err = run_cli(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "6", "--quantize", "none"],
                           capsys)
     model, tokenizer = attnlab.load(GPT_CHAR)  # the float model, untouched
     expected = attnlab.generate(model, [tokenizer.encode("def ")], max_new_tokens=6, tokenizer=tokenizer).texts[0]
@@ -163,7 +153,7 @@ def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
     """The CLI's text is the quantized model's greedy text, and the scheme reached attnlab.quantize."""
     real, asked = attnlab.quantize, []
     monkeypatch.setattr("attnlab.quantization.quantize", lambda model, s: asked.append(s) or real(model, s))
-    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", "--quantize", scheme],
+    code, out, err = run_cli(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "12", "--quantize", scheme],
                           capsys)
     assert code == 0 and asked == [scheme], err
     model, tokenizer = attnlab.load(GPT_CHAR)
@@ -259,7 +249,7 @@ def test_the_benchmark_runs_end_to_end_on_a_tiny_model(monkeypatch, capsys, tmp_
 
 def test_without_attnlab_quantize_a_scheme_is_one_clear_line(monkeypatch, capsys):
     monkeypatch.setattr("attnlab.quantization.quantize", None)  # as an install without it
-    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", "int8"], capsys)
+    code, out, err = run_cli(["generate", GPT_CHAR, "--prompt", "ab", "--quantize", "int8"], capsys)
     assert code == 2 and out == "" and "no attnlab.quantize" in err and "Traceback" not in err, err
 
 
@@ -294,7 +284,7 @@ def test_a_model_stored_quantized_is_left_as_it_is(monkeypatch, capsys):
     assert registry.get("path").label == "gpt-char (command line) · its file's quantized blocks"
     assert registry.list()[-1]["label"] == "gpt-char (command line) · its file's quantized blocks"
     monkeypatch.setattr("attnlab.cli.generate._load", stored_quantized)
-    code, out, err = _run(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "4", "--quantize", "int8"],
+    code, out, err = run_cli(["generate", GPT_CHAR, "--prompt", "def ", "--max-new-tokens", "4", "--quantize", "int8"],
                           capsys)
     assert code == 0 and "is stored quantized" in err and "--quantize int8 leaves it as it is" in err, err
 

@@ -312,15 +312,6 @@ def _load_gpt_char():
     return attnlab.load(CHECKPOINTS / "gpt-char")[0]
 
 
-@pytest.fixture
-def one_thread():
-    """Decoding steps are tiny products: a second thread only waits for a core on a shared machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.mark.parametrize("scheme,agree", [("int8", 0.9), ("int4", 0.6)])
 def test_quantized_model_generates_like_float32(gpt_char, scheme, agree, one_thread):
     ids = torch.tensor([[5, 17, 30, 2, 9, 11]])

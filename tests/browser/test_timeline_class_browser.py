@@ -7,13 +7,12 @@ test-artifacts/explorer/."""
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
+from browser_pages import artifact, axe_violations
 
 pytestmark = pytest.mark.browser
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "explorer"
 VIEWPORT = {"width": 1440, "height": 1000}
 
 
@@ -23,13 +22,6 @@ def server(serve):
 
     with serve(build_registry(shipped=True, pretrained=False)) as url:
         yield url
-
-
-def _axe(page, width: int) -> list[str]:
-    axe_mod = pytest.importorskip("axe_playwright_python.sync_playwright",
-                                  reason="pip install axe-playwright-python (the `test` extra)")
-    found = axe_mod.Axe().run(page, context={"include": [["#x-timeline"]]}).response["violations"]
-    return [f"@{width} {v['id']} ({v['impact']}): {[n['target'] for n in v['nodes']][:5]}" for v in found]
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -51,9 +43,8 @@ def test_the_shipped_gpt_char_timeline_names_the_heads_that_formed(page, server,
     page.focus("#timeline-step")
     page.keyboard.press("Home")
     assert "step 1 of 2000" in page.text_content("#timeline-step-text")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.locator("#x-timeline").screenshot(path=str(ARTIFACTS / f"timeline-shipped-{width}.png"))
-    assert _axe(page, width) == []
+    page.locator("#x-timeline").screenshot(path=artifact(f"timeline-shipped-{width}"))
+    assert axe_violations(page, width, "#x-timeline") == []
 
 
 def test_a_sweep_waiting_behind_its_own_browsers_sweep_shows_its_place(page, server, monkeypatch):

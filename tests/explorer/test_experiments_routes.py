@@ -4,10 +4,9 @@ clear 4xx that names what is allowed (never the input echoed back). Tiny random 
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 import torch
+from cancelling import hold_until_cancelled, post_then_cancel
 from rounded import ndjson_lines, same
 
 from attnlab.explorer import experiments as ex
@@ -49,28 +48,16 @@ def test_cancel_stops_the_sweep_on_the_server(client, monkeypatch):
     def held(lm, text, *, progress, cancelled, **kw):
         def first_then_wait(done, total):
             progress(done, total)
-            ran["started"] = True
-            for _ in range(3000):  # at most 30 s: the cancel request sets the job's flag
-                if cancelled():
-                    break
-                threading.Event().wait(0.01)
+            hold_until_cancelled(cancelled, ran)
             ran["batches"] = ran.get("batches", 0) + 1
 
         return real(lm, text, batch_size=3, progress=first_then_wait, cancelled=cancelled, **kw)
 
     monkeypatch.setattr(ex, "head_sweep_grid", held)
-    out = {}
-    worker = threading.Thread(target=lambda: out.update(r=client.post(
-        "/api/experiments/head-sweep", json={"model": "path", "text": "a dog ran", "job": "t-cancel"})))
-    worker.start()
-    for _ in range(3000):
-        if ran.get("started"):
-            break
-        threading.Event().wait(0.01)
-    answer = client.post("/api/experiments/cancel", json={"job": "t-cancel"}).json()
-    worker.join(60)
+    body = {"model": "path", "text": "a dog ran", "job": "t-cancel"}
+    answer, response = post_then_cancel(client, "/api/experiments/head-sweep", body, ran)
     assert answer == {"job": "t-cancel", "cancelled": True}
-    result = ndjson_lines(out["r"])[-1]["result"]
+    result = ndjson_lines(response)[-1]["result"]
     assert result["cancelled"] and ran["batches"] == 1
     cells = [v for row in result["grid"] for v in row]
     assert sum(v is None for v in cells) == 5  # 3 of 8 heads ran before the cancel

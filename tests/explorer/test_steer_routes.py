@@ -6,23 +6,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from fastapi.testclient import TestClient
 
 import attnlab
 from attnlab.explorer import routes_steer
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
 
 BODY = {"model": "gpt-char", "prompt": "The function ", "positive": "list ", "negative": "string ", "layer": 3,
         "tokens": 10}
 
 
 @pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["encoder"]], shipped=True, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
-        yield c
+def client(shipped_client):
+    return shipped_client  # gpt-char as shipped (conftest.py)
 
 
 def _ids(tok, text):

@@ -2,20 +2,9 @@
 clear 4xx message (no traceback)."""
 
 import pytest
-from fastapi.testclient import TestClient
 
 from attnlab.explorer import toy
 from attnlab.explorer.attention_flow import attention_flow
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
-
-
-@pytest.fixture(scope="module")
-def client(tiny_paths):
-    registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        c.registry = registry
-        yield c
 
 
 def test_flow_route_equals_the_function(client):

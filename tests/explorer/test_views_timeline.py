@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from tiny_runs import train_gpt_char, with_corpus
 
 import attnlab
 from attnlab.errors import InputError
@@ -16,7 +17,6 @@ from attnlab.presets import get
 from attnlab.training import probe
 from attnlab.training.run import run_train
 
-TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}\n\n" for i in range(200))
 KEYS = {"steps": "5", "eval_every": "0", "log_every": "2", "plot": "false", "warmup": "1", "threads": "1",
         "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "2", "seq_len": "16", "batch_size": "2",
         "sample_tokens": "1", "save_every": "0"}
@@ -25,11 +25,7 @@ KEYS = {"steps": "5", "eval_every": "0", "log_every": "2", "plot": "false", "war
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     root = tmp_path_factory.mktemp("probe-run")
-    corpus = root / "corpus.txt"
-    corpus.write_text(TEXT)
-    out = root / "run"
-    run_train("gpt-char", out=str(out), quiet=True, overrides={**KEYS, "data": str(corpus)})
-    return out, {**KEYS, "data": str(corpus)}
+    return train_gpt_char(root, KEYS), with_corpus(root, KEYS)
 
 
 def test_probe_lines_are_the_checkpoints_attention(run):

@@ -6,10 +6,10 @@ transformers (which implements the permutation independently) computes the origi
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 import torch
 from conftest import hf_inputs, make_hf, max_diff, real, run_hf, run_ours
+from gguf_files import rewrite_gguf
 
 import attnlab
 from attnlab.interop import from_hf_model
@@ -62,7 +62,7 @@ def test_tokenizer_rebuilt_from_gguf_metadata(tmp_path):
     tokenizer encodes like the original and like transformers' GGUF tokenizer reader."""
     import json
 
-    from gguf import GGUFReader, GGUFWriter, TokenType
+    from gguf import TokenType
     from tokenizers import ByteLevelBPETokenizer
 
     corpus = ["the quick brown fox jumps over the lazy dog", "attention routes information between positions",
@@ -76,25 +76,16 @@ def test_tokenizer_rebuilt_from_gguf_metadata(tmp_path):
     path = tmp_path / "tok.gguf"
     ours = attnlab.build_model(attnlab.presets["tiny-llama"].replace(vocab_size=len(tokens), n_layers=1))
     save_gguf(ours, path)
-    reader = GGUFReader(str(path))
-    writer = GGUFWriter(str(tmp_path / "with_tok.gguf"), "llama")
-    for key, field in reader.fields.items():
-        if key.startswith("llama."):
-            value = field.contents()
-            (writer.add_uint32 if isinstance(value, int) else writer.add_float32)(key, value)
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("default")
-    writer.add_token_list(tokens)
-    writer.add_token_merges(merges)
-    writer.add_token_types([TokenType.CONTROL if t == "<|endoftext|>" else TokenType.NORMAL for t in tokens])
-    writer.add_bos_token_id(tokens.index("<|endoftext|>"))
-    writer.add_eos_token_id(tokens.index("<|endoftext|>"))
-    for t in reader.tensors:
-        writer.add_tensor(t.name, np.array(t.data).reshape(tuple(int(n) for n in reversed(t.shape))))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
+
+    def add_tokenizer(writer):
+        writer.add_tokenizer_model("gpt2")
+        writer.add_tokenizer_pre("default")
+        writer.add_token_list(tokens)
+        writer.add_token_merges(merges)
+        writer.add_token_types([TokenType.CONTROL if t == "<|endoftext|>" else TokenType.NORMAL for t in tokens])
+        writer.add_bos_token_id(tokens.index("<|endoftext|>"))
+        writer.add_eos_token_id(tokens.index("<|endoftext|>"))
+    rewrite_gguf(path, tmp_path / "with_tok.gguf", more=add_tokenizer)
 
     _, tokenizer = attnlab.load(tmp_path / "with_tok.gguf")
     assert tokenizer.eos_id == tokens.index("<|endoftext|>")

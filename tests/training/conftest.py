@@ -43,9 +43,5 @@ def tiny_task():
 
 
 @pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny models run fastest on one thread, and the test machine's cores are shared: restore afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_thread(one_thread):
+    """Every training test runs on one torch thread (tests/conftest.py says why)."""

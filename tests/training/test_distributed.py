@@ -10,13 +10,13 @@ import sys
 import pytest
 import torch
 from safetensors.torch import load_file
+from tiny_runs import PROSE
 
 import attnlab
 from attnlab.errors import ConfigError
 from attnlab.training.run import run_train
 from attnlab.training.trainer import TrainSettings
 
-TEXT = "".join(f"line {i}: the quick brown fox jumps over the lazy dog {i * 7 % 13}.\n" for i in range(300))
 KEYS = ["steps=4", "batch_size=4", "d_model=32", "n_heads=2", "d_ff=64", "n_layers=2", "seq_len=16",
         "eval_every=2", "log_every=1", "threads=1", "plot=false", "warmup=2", "lr=3e-3", "dropout=0.0",
         "sample_tokens=8"]  # samples fit seq_len=16 (no sliding window needed)
@@ -24,7 +24,7 @@ KEYS = ["steps=4", "batch_size=4", "d_model=32", "n_heads=2", "d_ff=64", "n_laye
 
 def _corpus_keys(tmp_path, *extra):
     data = tmp_path / "corpus.txt"
-    data.write_text(TEXT)
+    data.write_text(PROSE)
     return [*KEYS, f"data={data}", *extra]
 
 

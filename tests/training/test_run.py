@@ -4,12 +4,12 @@
 import json
 
 import pytest
+from tiny_runs import with_corpus
 
 from attnlab.errors import ConfigError
 from attnlab.training.checkpoint import latest_checkpoint
 from attnlab.training.run import run_train
 
-TEXT = "".join(f"def function_{i}(x):\n    return x * {i} + {i % 7}\n\n" for i in range(200))
 KEYS = {"steps": "3", "eval_every": "0", "log_every": "1", "plot": "false", "warmup": "1", "threads": "1",
         "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "1", "seq_len": "16", "batch_size": "2",
         "sample_tokens": "1", "save_every": "1", "keep": "5"}
@@ -17,9 +17,7 @@ KEYS = {"steps": "3", "eval_every": "0", "log_every": "1", "plot": "false", "war
 
 @pytest.fixture()
 def keys(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text(TEXT)
-    return {**KEYS, "data": str(corpus)}
+    return with_corpus(tmp_path, KEYS)
 
 
 def _snapshot(folder):

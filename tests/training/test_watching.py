@@ -18,6 +18,7 @@ import types
 import pytest
 import torch
 from conftest import TinyLMTask
+from tiny_runs import PROSE, with_corpus
 
 import attnlab
 from attnlab.cli import main
@@ -28,7 +29,6 @@ from attnlab.training.report import parse_report
 from attnlab.training.run import run_train
 from attnlab.training.trainer import TrainingInterrupted
 
-TEXT = "".join(f"line {i}: the quick brown fox jumps over the lazy dog {i * 7 % 13}.\n" for i in range(300))
 KEYS = {"steps": "4", "batch_size": "2", "d_model": "16", "n_heads": "2", "d_ff": "32", "n_layers": "1",
         "seq_len": "16", "eval_every": "2", "log_every": "2", "threads": "1", "plot": "false", "warmup": "1",
         "sample_tokens": "6"}
@@ -36,9 +36,7 @@ KEYS = {"steps": "4", "batch_size": "2", "d_model": "16", "n_heads": "2", "d_ff"
 
 @pytest.fixture()
 def keys(tmp_path):
-    corpus = tmp_path / "corpus.txt"
-    corpus.write_text(TEXT)
-    return {**KEYS, "data": str(corpus)}
+    return with_corpus(tmp_path, KEYS, PROSE)
 
 
 def _argv(keys):
