@@ -5,7 +5,7 @@ reading the matrix. nn.Linear stores W as (out, in) and computes x W^T; on CPU (
 streams a wide matrix (out > in: fused QKV, the FFN's up or gate+up, the LM head's vocabulary projection)
 faster when the same numbers sit in memory as (in, out), GPT-2's Conv1D layout
 (bench/RESULTS.md): 1.05-1.19x at one row on the Intel Xeon that runs this project's benchmarks now (1.3-1.9x on
-the AMD EPYC of an earlier session), but 0.7-0.86x at 2-3 rows there (the AMD one still won at 2-3 rows), and
+the AMD EPYC the benchmarks ran on before), but 0.7-0.86x at 2-3 rows there (the AMD one still won at 2-3 rows), and
 no better from 4 rows on. Narrow matrices (the FFN's down projection) are as fast or faster as they are. So the
 copy is used for wide weights and at most MAX_ROWS rows.
 

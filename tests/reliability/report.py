@@ -26,8 +26,9 @@ BEGIN, END = "<!-- case-counts:begin (python -m tests.reliability.report --write
 
 
 def _module(name: str):
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))  # the tests import their shared `_cases` helper by its bare name
+    for folder in (HERE, HERE.parent):  # the tests import their shared helpers (`_cases`, tests/gguf_files.py, ...)
+        if str(folder) not in sys.path:  # by their bare names, as pytest's rootdir-relative imports allow
+            sys.path.insert(0, str(folder))
     return __import__(name)
 
 

@@ -1,0 +1,300 @@
+"""Every performance figure that README.md, docs/ and bench/RESULTS.md print beside a machine-readable log is
+read back from that log here: the page must still print the figure, the log must exist, and the log's value
+must round to the printed one. A re-run that changes a log, or an edit that changes a figure, fails here until
+the two agree again. Only files are read (no benchmark runs), so this is cheap. The logs: the benchmark runs kept
+under bench/results/, docs/cost.md's sweeps (docs/img/cost-*/sweep.txt) and the shipped checkpoints' trained.json
+(command, date and wall time of the run that trained them).
+
+Each row of CLAIMS is (page, printed text, log, where the value is in the log):
+- printed text: as the page prints it, with the figure itself in braces: "{1.37}x llama.cpp's rate". The page
+  may wrap the text over lines (runs of whitespace compare equal).
+- where: a regular expression whose first group is the value (searched line by line, `re.M`), or
+  "json:" and a dotted key path into the log (list positions as numbers), times `scale`
+  (a JSON in seconds, a page in ms: 1000).
+
+Figures the pages print that no log can check, and why (the pages mark them "(not logged)" or name the
+write-up they come from):
+- README's install times and sizes (venv 11 s + torch 71 s + attnlab 67 s, 1.1 GB, 44 packages) and the disk
+  sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
+- README's start-up times (0.06 s, 1.26 s, 1.16 s) and the newcomer's 6 m 32 s: printed by
+  `python -m attnlab.benchmarks.startup` / `newcomer`, whose output was not saved.
+- README's test counts and suite times (1,734 passed, 8 m 25 s, ...): pytest's own summary, not saved.
+- docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
+  value; the light-answer figures beside it are checked.
+- The other figures of docs/*.md (explorer latency tables, quantized decode steps, training and data-pipeline
+  timings, test-file times): their runs were written up in bench/RESULTS.md or in the page itself and their
+  raw output was not kept; the pages say "(not logged)".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA = "bench/results/llama-cpp-sapphire-rapids-2026-11-28"
+GPU = "bench/results/gpu-h200"
+CLASS = "bench/results/explorer-class"
+QUICK = "bench/results/bench-quick-2026-11-28"
+BABY = "bench/results/baby-gpt-sapphire-rapids-2026-11-28"
+
+
+def _ratio_column(threads: str, column: int) -> str:
+    """The llama.cpp log's table: the row of `threads` ("1", "2 (compile=True)"), the column-th cell after it
+    (2: decode ratio, 5: prefill ratio), a number followed by x."""
+    return r"^\| " + re.escape(threads) + r" \|" + r"[^|]+\|" * column + r" ([\d.]+)x"
+
+
+DECODE_1, DECODE_2 = _ratio_column("1 (compile=True)", 2), _ratio_column("2 (compile=True)", 2)
+PREFILL_1, PREFILL_2 = _ratio_column("1 (compile=True)", 5), _ratio_column("2 (compile=True)", 5)
+EAGER_1, EAGER_2 = _ratio_column("1", 2), _ratio_column("2", 2)
+# the train benchmark's table: an implementation's row, its MFU (the first "N%") or its ratio to attnlab
+MFU = r"^\s+{}\s.*?\s(\d+)%"
+VS_ATTNLAB = r"^\s+{}\s.*?\s([\d.]+)x"
+PAIRED = r"^\s+{}\s.*?\s[\d.]+x\s+([\d.]+)x \("  # the paired ratio's median, before its IQR
+# the generate benchmark's summary line: "... batch 1: attnlab 37.2 tok/s, HF 33.0 tok/s, x1.13 (CPU time x2.12)"
+GEN_WALL = r"batch {}: .*?, x([\d.]+) "
+GEN_CPU = r"batch {}: .*?\(CPU time x([\d.]+)\)"
+# the decode_step benchmark's second table (ten cells; the generate table's ratio row has six): @256 / @16
+STEP_256_16 = r"^\| GPT-2-small shape \(random\) \|[^|]+\|[^|]+\| ([\d.]+)x \|(?:[^|\n]+\|){5}"
+
+
+def _baby_cell(n: int) -> str:
+    """The baby-GPT log's run 1, the first number of its n-th cell after the run's (1: load average, 2: attnlab peak
+    MB, 3: nanoGPT's, 4: their ratio, 5 and 6: the wall seconds, 7 and 8: the val losses)."""
+    return r"^\| 1 \|" + r"[^|]+\|" * (n - 1) + r" ([\d.]+)"
+
+
+CLAIMS = [
+    # README: the GPU run
+    ("README.md", "GPT-2 small trains {1.60}x faster than HF eager", f"{GPU}/train_eager.log", VS_ATTNLAB.format("hf"),
+     1),
+    ("README.md", "(bf16, {40}% MFU;", f"{GPU}/train_eager.log", MFU.format("attnlab"), 1),
+    ("README.md", "40% MFU; {51}% compiled)", f"{GPU}/train_compiled.log", MFU.format("attnlab"), 1),
+    ("README.md", "generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log", GEN_WALL.format(1), 1),
+    ("README.md", "generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log", GEN_WALL.format(1), 1),
+    # README: llama.cpp
+    ("README.md", "Q4_1 then decodes at {1.37}x llama.cpp's rate at one thread", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
+    ("README.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
+    ("README.md", "it decodes at {0.55}-0.82x", f"{LLAMA}/q4_1-e.log", EAGER_2, 1),
+    ("README.md", "it decodes at 0.55-{0.82}x", f"{LLAMA}/q4_1-e.log", EAGER_1, 1),
+    ("README.md", "gave {1.48}x / 1.07x (q4_1-f.log", f"{LLAMA}/q4_1-f.log", DECODE_1, 1),
+    ("README.md", "gave 1.48x / {1.07}x (q4_1-f.log", f"{LLAMA}/q4_1-f.log", DECODE_2, 1),
+    # docs/generation.md
+    ("docs/generation.md", "decodes at {1.37}x llama.cpp's rate at one thread", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
+    ("docs/generation.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
+    ("docs/generation.md", "attnlab generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log",
+     GEN_WALL.format(1), 1),
+    ("docs/generation.md", "attnlab generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log",
+     GEN_WALL.format(1), 1),
+    ("docs/generation.md", "(GPT-2: +{353} MB,", f"{QUICK}/after.log", r"decode copies hold (\d+) MB", 1),
+    # docs/training.md: peak memory beside nanoGPT's baby GPT
+    ("docs/training.md", "attnlab {430} MB against 379 MB (1.137x)", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(2), 1),
+    ("docs/training.md", "attnlab 430 MB against {379} MB (1.137x)", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(3), 1),
+    ("docs/training.md", "430 MB against 379 MB ({1.137}x)", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(4), 1),
+    ("docs/training.md", "(1.137x), {114.5} s against 112.2 s", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(5), 1),
+    ("docs/training.md", "(1.137x), 114.5 s against {112.2} s", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(6), 1),
+    ("docs/training.md", "val loss {1.412} against 1.470", f"{BABY}/baby-2000-steps-same-init.log", _baby_cell(7), 1),
+    ("docs/training.md", "val loss 1.412 against {1.470}", f"{BABY}/baby-2000-steps-same-init.log", _baby_cell(8), 1),
+    # docs/training.md: the shipped recipes' wall time, from each checkpoint's trained.json
+    *[("docs/training.md", printed, f"attnlab/assets/checkpoints/{recipe}/trained.json", "json:wall_s", 1)
+      for recipe, printed in [("vit-mnist", "| **{8m02s}**: over"), ("gpt-char", "below bigram | {2m37s} |"),
+                              ("clip-mnist", "| >= 90% | {1m03s} |"), ("bert-mlm", "above unigram | {6m41s} |"),
+                              ("minilm-mlm", "| {16m16s} (load average 6-8.5)")]],
+    ("docs/training.md", "(first run); {7m21s} for the retrain",
+     "attnlab/assets/checkpoints/translate-numbers/trained.json", "json:wall_s", 1),
+    # docs/quantization.md: llama.cpp beside attnlab
+    ("docs/quantization.md", "eager decoding is {0.55}-0.82x", f"{LLAMA}/q4_1-e.log", EAGER_2, 1),
+    ("docs/quantization.md", "eager decoding is 0.55-{0.82}x", f"{LLAMA}/q4_1-e.log", EAGER_1, 1),
+    ("docs/quantization.md", "Q4_1 decodes at {1.37}x llama.cpp's rate", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
+    ("docs/quantization.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
+    ("docs/quantization.md", "prefills at {1.62}x / 1.31x", f"{LLAMA}/q4_1-e.log", PREFILL_1, 1),
+    ("docs/quantization.md", "prefills at 1.62x / {1.31}x", f"{LLAMA}/q4_1-e.log", PREFILL_2, 1),
+    ("docs/quantization.md", "`--model F`) {1.50}x / 1.08x", f"{LLAMA}/q4_0.log", DECODE_1, 1),
+    ("docs/quantization.md", "`--model F`) 1.50x / {1.08}x", f"{LLAMA}/q4_0.log", DECODE_2, 1),
+    ("docs/quantization.md", "1.08x, prefill {0.90}x / 0.81x", f"{LLAMA}/q4_0.log", PREFILL_1, 1),
+    ("docs/quantization.md", "prefill 0.90x / {0.81}x", f"{LLAMA}/q4_0.log", PREFILL_2, 1),
+    ("docs/quantization.md", "a Q8_0 file {1.23}x / 1.08x", f"{LLAMA}/q8_0.log", DECODE_1, 1),
+    ("docs/quantization.md", "a Q8_0 file 1.23x / {1.08}x", f"{LLAMA}/q8_0.log", DECODE_2, 1),
+    ("docs/quantization.md", "prefill {0.72}x / 0.51x", f"{LLAMA}/q8_0.log", PREFILL_1, 1),
+    ("docs/quantization.md", "prefill 0.72x / {0.51}x", f"{LLAMA}/q8_0.log", PREFILL_2, 1),
+    # docs/explorer.md: a class at once
+    ("docs/explorer.md", "{598} light answers, p95 402 ms", f"{CLASS}/30-students-240s.json", "json:light.all.answers",
+     1),
+    ("docs/explorer.md", "598 light answers, p95 {402} ms", f"{CLASS}/30-students-240s.json", "json:light.all.p95_s",
+     1000),
+    ("docs/explorer.md", "(SmolLM2's {612} ms,", f"{CLASS}/30-students-240s.json", "json:light.smollm2.p95_s", 1000),
+    ("docs/explorer.md", "gpt-char's {98} ms)", f"{CLASS}/30-students-240s.json", "json:light.gpt-char.p95_s", 1000),
+    ("docs/explorer.md", "({668} to 682 MiB", f"{CLASS}/30-students-240s.json", "json:rss_series_mib.3.1", 1),
+    ("docs/explorer.md", "(668 to {682} MiB", f"{CLASS}/30-students-240s.json", "json:rss_mib.end", 1),
+    ("docs/explorer.md", "{1,103} light answers, p95 66 ms", f"{CLASS}/30-students-240s-after-fix.json",
+     "json:light.all.answers", 1),
+    ("docs/explorer.md", "1,103 light answers, p95 {66} ms", f"{CLASS}/30-students-240s-after-fix.json",
+     "json:light.all.p95_s", 1000),
+    ("docs/explorer.md", "(SmolLM2's {76} ms,", f"{CLASS}/30-students-240s-after-fix.json",
+     "json:light.smollm2.p95_s", 1000),
+    ("docs/explorer.md", "gpt-char's {14} ms), every one", f"{CLASS}/30-students-240s-after-fix.json",
+     "json:light.gpt-char.p95_s", 1000),
+    # docs/cost.md: the measured sweep of gpt2
+    ("docs/cost.md", "float32 matmul: **{89.3} GFLOP/s**", "docs/img/cost-gpt2/sweep.txt",
+     r"measured matmul peak: ([\d.]+) GFLOP/s", 1),
+    ("docs/cost.md", "gpt2 reaches {62}% of the measured peak at n = 64", "docs/img/cost-gpt2/sweep.txt",
+     r"^forward\s+64\s.*\s([\d.]+)%$", 1),
+    ("docs/cost.md", "and {88}% at n = 1024", "docs/img/cost-gpt2/sweep.txt", r"^forward\s+1024\s.*\s([\d.]+)%$", 1),
+    ("docs/cost.md", "all-position logits, {98}%)", "docs/img/cost-gpt2/sweep.txt",
+     r"^decode_uncached\s+1024\s.*\s([\d.]+)%$", 1),
+    ("docs/cost.md", "cached step costs {46}-57 ms", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+decode_cached\s+n=128\s+([\d.]+) ms", 1),
+    ("docs/cost.md", "cached step costs 46-{57} ms", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+decode_cached\s+n=1024\s+([\d.]+) ms", 1),
+    ("docs/cost.md", "grows from {196} ms to 2.4 s", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+decode_uncached\s+n=64\s+([\d.]+) ms", 1),
+    ("docs/cost.md", "grows from 196 ms to {2.4} s", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+decode_uncached\s+n=1024\s+([\d.]+) ms", 0.001),
+    ("docs/cost.md", "| gpt2 forward, n 64..1024 | {0.93} \\| 1.00 |", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+forward\s+measured\s+([\d.]+)", 1),
+    ("docs/cost.md", "| gpt2 forward, n 64..1024 | 0.93 \\| {1.00} |", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+forward\s+measured.*\|\s+measured\s+([\d.]+)", 1),
+    ("docs/cost.md", "| gpt2 decoding step with cache | {0.09} \\| 0.11 |", "docs/img/cost-gpt2/sweep.txt",
+     r"^\s+decode_cached\s+measured\s+([\d.]+)", 1),
+    ("docs/cost.md", "| narrow-long (d = 128, L = 4, RoPE) forward, n 256..4096 | {1.37} \\| 1.50 |",
+     "docs/img/cost-narrow/sweep.txt", r"^\s+forward\s+measured\s+([\d.]+)", 1),
+    ("docs/cost.md", "| narrow-long attention core, causal / dense | 1.76 / **{2.00}** \\| 1.79 / **2.02** |",
+     "docs/img/cost-narrow/sweep.txt", r"^\s+attention_dense\s+measured\s+([\d.]+)", 1),
+    ("docs/cost.md", "| narrow-long attention core, causal / dense | 1.76 / **2.00** \\| 1.79 / **{2.02}** |",
+     "docs/img/cost-narrow/sweep.txt", r"^\s+attention_dense\s+measured.*\|\s+measured\s+([\d.]+)", 1),
+    # bench/RESULTS.md: the current figures
+    ("bench/RESULTS.md", "decode {1.48}x at one thread, 1.07x at two; prefill 1.69x / 1.41x", f"{LLAMA}/q4_1-f.log",
+     DECODE_1, 1),
+    ("bench/RESULTS.md", "decode 1.48x at one thread, {1.07}x at two; prefill", f"{LLAMA}/q4_1-f.log", DECODE_2, 1),
+    ("bench/RESULTS.md", "at two; prefill {1.69}x / 1.41x; eager", f"{LLAMA}/q4_1-f.log", PREFILL_1, 1),
+    ("bench/RESULTS.md", "at two; prefill 1.69x / {1.41}x; eager", f"{LLAMA}/q4_1-f.log", PREFILL_2, 1),
+    ("bench/RESULTS.md", "eager decode {0.89}x / 0.58x", f"{LLAMA}/q4_1-f.log", EAGER_1, 1),
+    ("bench/RESULTS.md", "eager decode 0.89x / {0.58}x", f"{LLAMA}/q4_1-f.log", EAGER_2, 1),
+    ("bench/RESULTS.md", "bf16: eager attnlab {1.60}x HF, 0.95x nanoGPT", f"{GPU}/train_eager.log",
+     VS_ATTNLAB.format("hf"), 1),
+    ("bench/RESULTS.md", "bf16: eager attnlab 1.60x HF, {0.95}x nanoGPT", f"{GPU}/train_eager.log",
+     VS_ATTNLAB.format("nanogpt"), 1),
+    ("bench/RESULTS.md", "all compiled {1.07}x HF, 0.90x nanoGPT", f"{GPU}/train_compiled.log", PAIRED.format("hf"), 1),
+    ("bench/RESULTS.md", "all compiled 1.07x HF, {0.90}x nanoGPT", f"{GPU}/train_compiled.log",
+     VS_ATTNLAB.format("nanogpt"), 1),
+    ("bench/RESULTS.md", "batch 1: {1.76}x HF (bf16), 1.56x (float32)", f"{GPU}/generate-bf16-after.log",
+     GEN_WALL.format(1), 1),
+    ("bench/RESULTS.md", "batch 1: 1.76x HF (bf16), {1.56}x (float32)", f"{GPU}/generate-fp32-after.log",
+     GEN_WALL.format(1), 1),
+    ("bench/RESULTS.md", "attnlab / HF tokens/s: batch 1 {1.13}x wall (2.12x CPU time)", f"{QUICK}/after.log",
+     GEN_WALL.format(1), 1),
+    ("bench/RESULTS.md", "batch 1 1.13x wall ({2.12}x CPU time)", f"{QUICK}/after.log", GEN_CPU.format(1), 1),
+    ("bench/RESULTS.md", "(2.12x CPU time), batch 8 {1.05}x", f"{QUICK}/after.log", GEN_WALL.format(8), 1),
+    ("bench/RESULTS.md", "batch 1: HF / attnlab {1.18}x", f"{QUICK}/after.log",
+     r"^\| GPT-2-small shape \(random\) \| 1 \|[^|]+\|[^|]+\|[^|]+\| ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "worst case of the run: {0.96}", f"{QUICK}/after.log", r"worst default / best: ([\d.]+)", 1),
+    ("bench/RESULTS.md", "30 students for 240 s: {1,103} light answers, p95 66 ms",
+     f"{CLASS}/30-students-240s-after-fix.json", "json:light.all.answers", 1),
+    ("bench/RESULTS.md", "30 students for 240 s: 1,103 light answers, p95 {66} ms",
+     f"{CLASS}/30-students-240s-after-fix.json", "json:light.all.p95_s", 1000),
+    ("bench/RESULTS.md", "peak RSS {430} MB against nanoGPT's 379 MB (1.137x)", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(2), 1),
+    ("bench/RESULTS.md", "peak RSS 430 MB against nanoGPT's {379} MB (1.137x)", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(3), 1),
+    ("bench/RESULTS.md", "against nanoGPT's 379 MB ({1.137}x)", f"{BABY}/baby-2000-steps-same-init.log",
+     _baby_cell(4), 1),
+    ("bench/RESULTS.md", "quiet, 2026-11-22: {1.01}x HF, 0.99x TransformerEncoder",
+     "bench/results/forward-quiet-2026-11-22.json", "json:cases.0.paired_ratios.hf.median", 1),
+    ("bench/RESULTS.md", "quiet, 2026-11-22: 1.01x HF, {0.99}x TransformerEncoder",
+     "bench/results/forward-quiet-2026-11-22.json", "json:cases.1.paired_ratios.torch.median", 1),
+    # bench/RESULTS.md: `attnlab bench --quick` before and after, 2026-11-28
+    ("bench/RESULTS.md", "batch 1 (wall; CPU) | {1.12}x; 2.11x |", f"{QUICK}/before-f6cc462.log", GEN_WALL.format(1),
+     1),
+    ("bench/RESULTS.md", "batch 1 (wall; CPU) | 1.12x; {2.11}x |", f"{QUICK}/before-f6cc462.log", GEN_CPU.format(1), 1),
+    ("bench/RESULTS.md", "(wall; CPU) | 1.12x; 2.11x | {1.13}x; 2.12x |", f"{QUICK}/after.log", GEN_WALL.format(1), 1),
+    ("bench/RESULTS.md", "(wall; CPU) | 1.12x; 2.11x | 1.13x; {2.12}x |", f"{QUICK}/after.log", GEN_CPU.format(1), 1),
+    ("bench/RESULTS.md", "| generate, batch 8 (wall) | {1.10}x | 1.05x |", f"{QUICK}/before-f6cc462.log",
+     GEN_WALL.format(8), 1),
+    ("bench/RESULTS.md", "| generate, batch 8 (wall) | 1.10x | {1.05}x |", f"{QUICK}/after.log", GEN_WALL.format(8), 1),
+    ("bench/RESULTS.md", "| decode step, HF / attnlab, batch 1 | {1.15}x | 1.18x |", f"{QUICK}/before-f6cc462.log",
+     r"^\| GPT-2-small shape \(random\) \| 1 \|[^|]+\|[^|]+\|[^|]+\| ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "| decode step, HF / attnlab, batch 1 | 1.15x | {1.18}x |", f"{QUICK}/after.log",
+     r"^\| GPT-2-small shape \(random\) \| 1 \|[^|]+\|[^|]+\|[^|]+\| ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "| step @256 / step @16 | {0.98}x | 1.05x |", f"{QUICK}/before-f6cc462.log",
+     STEP_256_16, 1),
+    ("bench/RESULTS.md", "| step @256 / step @16 | 0.98x | {1.05}x |", f"{QUICK}/after.log",
+     STEP_256_16, 1),
+    ("bench/RESULTS.md", "| threads: worst default / best | {0.58} (training as found) | 0.96 |",
+     f"{QUICK}/before-f6cc462.log", r"worst default / best: ([\d.]+)", 1),
+    ("bench/RESULTS.md", "| threads: worst default / best | 0.58 (training as found) | {0.96} |", f"{QUICK}/after.log",
+     r"worst default / best: ([\d.]+)", 1),
+]
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+def _figure(printed: str) -> str:
+    found = re.search(r"\{([^}]*)\}", printed)
+    assert found, f"no figure in braces in {printed!r}"
+    return found[1]
+
+
+def _number(figure: str) -> tuple[float, int]:
+    """The printed figure as a number and its decimals: "1,103" -> 1103, "0.96" -> 0.96, "8m02s" -> 482 seconds."""
+    minutes = re.fullmatch(r"(\d+)m(\d\d)s", figure)
+    if minutes:
+        return int(minutes[1]) * 60 + int(minutes[2]), 0
+    return float(figure.replace(",", "")), len(figure.split(".")[1]) if "." in figure else 0
+
+
+def _value(log: Path, where: str) -> float:
+    text = log.read_text()
+    if where.startswith("json:"):
+        value = json.loads(text)
+        for key in where[len("json:"):].split("."):
+            value = value[int(key)] if isinstance(value, list) else value[key]
+        return float(value)
+    found = re.search(where, text, re.M)
+    assert found, f"{where!r} finds nothing in {log}"
+    return float(found[1].replace(",", ""))
+
+
+@pytest.mark.parametrize(("page", "printed", "log", "where", "scale"), CLAIMS,
+                         ids=[f"{c[0]}:{_figure(c[1])}:{i}" for i, c in enumerate(CLAIMS)])
+def test_the_page_prints_what_the_log_says(page, printed, log, where, scale):
+    """The page still prints the figure; the log exists and its value (times scale) rounds to it."""
+    shown = _squash(printed.replace("{", "").replace("}", ""))
+    assert shown in _squash((ROOT / page).read_text()), f"{page} no longer prints {shown!r}"
+    assert (ROOT / log).is_file(), f"{page} cites {log}, which is not there"
+    figure = _figure(printed)
+    printed_value, decimals = _number(figure)
+    logged = _value(ROOT / log, where)
+    assert abs(logged * scale - printed_value) <= 0.5 * 10 ** -decimals + 1e-9, \
+        f"{page} prints {figure}, {log} says {logged * scale:g}"
+
+
+PAGES = ["README.md", "bench/RESULTS.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+CITED = re.compile(r"bench/results/[\w.*/-]*[\w*/]")
+
+
+def test_every_cited_results_path_exists():
+    """A results folder renamed or a log removed leaves no page pointing at nothing (globs: at least one match)."""
+    missing = []
+    for page in PAGES:
+        for cited in sorted(set(CITED.findall((ROOT / page).read_text()))):
+            if not list(ROOT.glob(cited.rstrip("/"))):
+                missing.append(f"{page}: {cited}")
+    assert missing == []
+
+
+def test_results_are_named_for_what_they_measured():
+    """Folders and files under bench/results name the run (what, machine, date), not a working-session number."""
+    numbered = [str(p.relative_to(ROOT)) for p in (ROOT / "bench" / "results").rglob("*")
+                if re.search(r"(^|-)s\d+($|[.-])", p.stem)]
+    assert numbered == []
