@@ -99,6 +99,7 @@ class ModelConfig:
     head: str = "lm"  # what forward() returns logits for
     n_classes: int = 0  # classifier / token classifier / ViT head
     pooler: bool = False  # BERT pooler: dense + tanh on the [CLS] vector
+    nsp: bool = False  # BERT's next-sentence classifier (2-way) on the pooled [CLS] vector; needs the pooler
 
     # vision
     image_size: int = 32
@@ -226,6 +227,9 @@ class ModelConfig:
             raise bad("n_classes", f"head={self.head!r} needs n_classes > 0")
         if self.head == "lm" and self.topology == "vit":
             raise bad("head", "a ViT has no vocabulary; use 'classifier' or 'none'")
+        if self.nsp and (self.topology != "encoder" or not self.pooler):
+            raise bad("nsp", "the next-sentence head reads the pooled [CLS] vector: it needs an encoder with "
+                      "pooler=True")
         if not self.shared_embeddings and self.topology != "encoder-decoder":
             raise bad("shared_embeddings", "only an encoder-decoder has separate source and target embeddings")
         for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):

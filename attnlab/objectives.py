@@ -6,6 +6,8 @@ numbers are "nats per predicted token" and comparable across batch shapes:
 - MLM: only the selected (masked / randomized / kept) positions count;
 - seq2seq (teacher forcing): -sum_i log P(y_i | y_<i, x), averaged over real target tokens;
 - classification: one label per sequence or image (or per token, with -100 for ignored ones);
+- next-sentence prediction (BERT): one 2-way label per pair of segments, 0 = B followed A, 1 = B random; BERT's
+  pretraining loss is its sum with the MLM loss;
 - InfoNCE: for a (batch, batch) similarity matrix, row i's positive is column i (or, given labels, every column
   with row i's label); the mean of the image->text and text->image cross-entropies (CLIP). The temperature lives
   in the model (DualEncoder.logit_scale).
@@ -82,6 +84,17 @@ def classification_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: s
     if not 0.0 <= label_smoothing < 1.0:
         raise InputError(f"label_smoothing={label_smoothing!r}: allowed 0 <= label_smoothing < 1")
     return _mean_ce(logits, labels, reduction, label_smoothing)
+
+
+def next_sentence_loss(logits: torch.Tensor, labels: torch.Tensor, reduction: str = "mean") -> torch.Tensor:
+    """BERT's NSP loss: (batch, 2) logits from the pooled [CLS] against (batch,) labels, 0 = B followed A and
+    1 = B is a random sentence (attnlab.data.next_sentence draws them half and half, so chance is ln 2 nats).
+
+    A loss of its own rather than classification_loss so a head of the wrong width is refused by name."""
+    if isinstance(logits, torch.Tensor) and logits.shape[-1:] != (2,):
+        raise InputError(f"next_sentence_loss: logits {tuple(logits.shape)} must be (batch, 2): is-next, not-next")
+    _check(logits, labels, "next_sentence_loss")
+    return _mean_ce(logits, labels, reduction)
 
 
 def info_nce(logits_a_b: torch.Tensor, labels: torch.Tensor | None = None) -> torch.Tensor:

@@ -88,6 +88,7 @@ def _encoder(config: ModelConfig) -> int:
     total = config.vocab_size * config.d_model + _stack(config, config.n_layers, config.max_len)
     total += _lm_head(config) if config.head == "lm" else 0
     total += _linear(config.d_model, config.d_model, True) if config.pooler else 0
+    total += _linear(config.d_model, 2, True) if config.nsp else 0
     return total + (_classifier(config) if config.head in ("classifier", "token_classifier") else 0)
 
 
@@ -180,6 +181,8 @@ def formula_gap(config: ModelConfig) -> list[tuple[str, int]]:
                     + (d * d + d if config.lm_head_transform else 0)))
     if config.topology == "encoder" and config.pooler:
         gap.append(("pooler", d * d + d))
+    if config.topology == "encoder" and config.nsp:
+        gap.append(("next-sentence classifier", 2 * d + 2))
     if (config.topology == "encoder" and config.head in ("classifier", "token_classifier")) or \
             (vit and config.head == "classifier"):
         gap.append(("classifier", d * config.n_classes + config.n_classes))

@@ -298,6 +298,8 @@ def _rows(config: ModelConfig, mode: str, cached: bool, b: int, n: int, m: int |
         _stack(out, config, "encoder", config.n_layers, b, n, n, "n", "n")
         if config.pooler:
             out.matmul("", "pooler (dense on [CLS])", "2·b·d·d", 1, b, d, d, True)
+        if config.nsp:
+            out.matmul("", "next-sentence classifier (on the pooled [CLS])", "2·b·d·2", 1, b, d, 2, True)
         if config.head == "lm":
             _lm_head(out, config, b * n, "b·n")
         elif config.head == "classifier":

@@ -121,6 +121,7 @@ def _bert_config(hf: dict, arch: dict) -> dict:
                 lm_head_bias=arch["head"] == "lm", lm_head_transform=arch["head"] == "lm",
                 dropout=hf.get("hidden_dropout_prob", 0.0), attn_dropout=hf.get("attention_probs_dropout_prob", 0.0),
                 n_classes=_n_classes(hf) if arch["head"] in ("classifier", "token_classifier") else 0,
+                nsp=arch == BERT_PRETRAINING,  # hf._refine drops it when the weights lack cls.seq_relationship
                 **arch, **_ids(hf, v))
 
 
@@ -150,6 +151,8 @@ def _bert_table(c: ModelConfig) -> list[Rule]:
         rules.append(rule("token_types.weight", "bert.embeddings.token_type_embeddings.weight"))
     if c.pooler:
         rules += linear("pooler.dense", "bert.pooler.dense")
+    if c.nsp:
+        rules += linear("nsp_head", "cls.seq_relationship")
     if c.head == "lm":
         rules += [*linear("lm_head.transform", "cls.predictions.transform.dense"),
                   *linear("lm_head.norm", "cls.predictions.transform.LayerNorm"),
@@ -161,15 +164,20 @@ def _bert_table(c: ModelConfig) -> list[Rule]:
     return rules
 
 
+BERT_PRETRAINING = dict(head="lm", pooler=True)  # BertForPreTraining: MLM head, pooler and next-sentence head
 BERT = Family(
     "bert", ("bert",), "bert.",
-    {"BertForMaskedLM": dict(head="lm", pooler=False), "BertForPreTraining": dict(head="lm", pooler=True),
+    {"BertForMaskedLM": dict(head="lm", pooler=False), "BertForPreTraining": BERT_PRETRAINING,
      "BertModel": dict(head="none", pooler=True),
      "BertForSequenceClassification": dict(head="classifier", pooler=True),
      "BertForTokenClassification": dict(head="token_classifier", pooler=False)},
     _bert_config, _bert_hf, _bert_table,
-    unmapped=lambda c: {r"cls\.seq_relationship\.(weight|bias)": "BertForPreTraining's next-sentence head: a "
-                        "second output attnlab does not compute (the MLM logits are unaffected)",
+    # nsp is not compared on export: a pooler + MLM config without it still writes a BertForPreTraining, whose
+    # next-sentence head transformers then initialises at random (its MLM logits are unaffected)
+    uncompared=("nsp",),
+    unmapped=lambda c: {**({} if c.nsp else {r"cls\.seq_relationship\.(weight|bias)": "BertForPreTraining's "
+                                             "next-sentence head, which a config with nsp=False does not compute "
+                                             "(the MLM logits are unaffected)"}),
                         r"bert\.embeddings\.(position_ids|token_type_ids)": "index buffers (0, 1, 2 ... and zeros) "
                         "older transformers saved; attnlab makes the same indices itself"},
     legacy=[(r"LayerNorm\.gamma$", "LayerNorm.weight"), (r"LayerNorm\.beta$", "LayerNorm.bias")])  # TF-era names

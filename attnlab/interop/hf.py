@@ -227,11 +227,14 @@ def from_hf_model(hf_model, device=None):
 
 
 def _refine(config: ModelConfig, family: Family, state: dict) -> ModelConfig:
-    """Optional parts whose presence only the weights reveal (a BertModel saved without its pooler; an untied
-    BART/Marian written by transformers 4, whose stacks still read model.shared)."""
+    """Optional parts whose presence only the weights reveal (a BertModel saved without its pooler, a
+    BertForPreTraining without its next-sentence head; an untied BART/Marian written by transformers 4, whose
+    stacks still read model.shared)."""
     keys = _normalise(family, state)
     if family.name == "bert" and config.pooler and "bert.pooler.dense.weight" not in keys:
-        return config.replace(pooler=False)
+        return config.replace(pooler=False, nsp=False)
+    if family.name == "bert" and config.nsp and "cls.seq_relationship.weight" not in keys:
+        return config.replace(nsp=False)  # a BertForPreTraining written without its next-sentence head
     if family.name in ("bart", "marian") and not config.shared_embeddings \
             and "model.encoder.embed_tokens.weight" not in keys and "model.decoder.embed_tokens.weight" not in keys:
         return config.replace(shared_embeddings=True)

@@ -48,6 +48,7 @@ class ModelOutput:
     hidden: torch.Tensor | None = None  # (batch, seq, d_model) last hidden state (after any final norm)
     pooled: torch.Tensor | None = None  # (batch, d_model) pooler output, when the model has one
     encoder_hidden: torch.Tensor | None = None  # (batch, src_seq, d_model) encoder-decoders only
+    nsp_logits: torch.Tensor | None = None  # (batch, 2) next-sentence logits (0 = B follows A), encoders with nsp
 
 
 class TransformerModel(nn.Module):

@@ -7,14 +7,15 @@ from torch import nn
 
 from attnlab.config import ModelConfig
 from attnlab.models.base import ModelOutput, TransformerModel
-from attnlab.models.heads import LMHead, Pooler
+from attnlab.models.heads import LMHead, NextSentenceHead, Pooler
 from attnlab.models.stack import Stack
 from attnlab.recording import active
 
 
 class Encoder(Stack, TransformerModel):
     """Heads (all optional, from the config): MLM head tied to the embeddings (head="lm"), [CLS] sequence
-    classifier (head="classifier"), token classifier (head="token_classifier"), BERT pooler (pooler=True)."""
+    classifier (head="classifier"), token classifier (head="token_classifier"), BERT pooler (pooler=True) and,
+    on the pooler, BERT's next-sentence classifier (nsp=True; its logits in ModelOutput.nsp_logits)."""
 
     def __init__(self, config: ModelConfig):
         Stack.__init__(self, config, n_layers=config.n_layers, causal=False)
@@ -22,6 +23,7 @@ class Encoder(Stack, TransformerModel):
         self.tokens = nn.Embedding(config.vocab_size, d)
         self.lm_head = LMHead(config) if config.head == "lm" else None
         self.pooler = Pooler(config) if config.pooler else None
+        self.nsp_head = NextSentenceHead(config) if config.nsp else None
         self.classifier = nn.Linear(d, config.n_classes) if config.head in ("classifier", "token_classifier") else None
         self.init_weights()
         if config.tie_embeddings and self.lm_head is not None:
@@ -55,4 +57,5 @@ class Encoder(Stack, TransformerModel):
         recorder = active()
         if logits is not None and recorder is not None:
             logits = recorder.keep(self, "logits", logits)
-        return ModelOutput(logits=logits, hidden=h, pooled=pooled)
+        nsp_logits = self.nsp_head(pooled) if self.nsp_head is not None else None  # (batch, 2)
+        return ModelOutput(logits=logits, hidden=h, pooled=pooled, nsp_logits=nsp_logits)

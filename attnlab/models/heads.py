@@ -70,6 +70,18 @@ class Pooler(nn.Module):
         return torch.tanh(self.dense(h[:, 0]))  # (batch, d_model)
 
 
+class NextSentenceHead(nn.Linear):
+    """BERT's next-sentence prediction (NSP): a 2-way classifier on the pooled [CLS] vector (Pooler's output).
+
+    Given "[CLS] A [SEP] B [SEP]", class 0 says B followed A in the text and class 1 that B is a random sentence:
+    Hugging Face's convention (BertForPreTraining's `cls.seq_relationship`), so a loaded head means the same.
+    BERT trained it beside masked LM so that [CLS] carries something about the relation of two segments;
+    RoBERTa (2019) later found MLM does as well or better without it (docs/experiments.md measures it here)."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__(config.d_model, 2)
+
+
 def mean_pool(h: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
     """Average of the real tokens' vectors (sentence-transformers' pooling)."""
     if attention_mask is None:

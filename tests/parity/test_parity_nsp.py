@@ -10,7 +10,8 @@ from __future__ import annotations
 import torch
 from conftest import hf_inputs, make_hf, run_hf
 
-from attnlab.interop import from_hf_model, to_hf_state
+import attnlab
+from attnlab.interop import from_hf_model, load_hf, save_hf, to_hf_state
 
 TOL = 1e-5
 
@@ -43,16 +44,16 @@ def test_nsp_head_round_trips_to_transformers():
         assert torch.equal(state[name], hf.state_dict()[name])
 
 
-def test_pretraining_checkpoint_without_nsp_weights_loads_without_the_head():
-    """A BertForPreTraining written without its next-sentence tensors (an attnlab model with nsp=False) loads as
-    a model without the head, as a BertModel without its pooler loads without the pooler."""
-    from attnlab.interop.hf import config_from_hf, from_hf_state
-
-    hf = make_hf("bert")
-    state = {k: v for k, v in hf.state_dict().items() if not k.startswith("cls.seq_relationship")}
-    from attnlab.interop.hf import _refine
-    from attnlab.interop.families import BERT
-
-    config = _refine(config_from_hf(hf.config.to_dict(), "BertForPreTraining"), BERT, state)
-    assert not config.nsp
-    assert not any(k.startswith("nsp_head") for k in from_hf_state(config, state))
+def test_pretraining_checkpoint_without_nsp_weights_loads_without_the_head(tmp_path):
+    """An attnlab BERT with a pooler and no next-sentence head is written as a BertForPreTraining without the
+    cls.seq_relationship tensors; it reads back without the head (as a BertModel without its pooler reads back
+    without the pooler) and with the same MLM logits."""
+    ours = from_hf_model(make_hf("bert"))
+    plain = attnlab.build_model(ours.config.replace(nsp=False))
+    plain.load_state_dict({k: v for k, v in ours.state_dict().items() if not k.startswith("nsp_head")})
+    save_hf(plain.eval(), tmp_path)
+    back, _ = load_hf(tmp_path)
+    assert not back.config.nsp and back.nsp_head is None
+    ids = hf_inputs("bert")["input_ids"]
+    with torch.no_grad():
+        assert float((back(ids).logits - plain(ids).logits).abs().max()) <= TOL
