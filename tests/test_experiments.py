@@ -137,7 +137,8 @@ def test_sqrt_dk_lesson_formula_holds_at_init_and_not_on_the_trained_checkpoint(
 # ------------------------------------------------------------------------- issue 26's scripts, their key pieces
 def test_efficient_attention_variants_against_direct_computations():
     """Each variant against its definition computed another way: full attention = torch's SDPA; local with one
-    block and strided with stride 1 = full; linear = its n x n form; hierarchical = a per-query loop."""
+    block and strided with stride 1 = full; linear = its n x n form; hierarchical and multilevel = a per-query
+    loop over the keys and block means each query sees."""
     import efficient_attention_cost as eff
 
     g = torch.Generator().manual_seed(0)
@@ -158,6 +159,19 @@ def test_efficient_attention_variants_against_direct_computations():
         weights = (q[:, :, i:i + 1] @ keys.transpose(-2, -1) / 8 ** 0.5).softmax(-1)
         ref[:, :, i:i + 1] = weights @ vals
     torch.testing.assert_close(eff.hierarchical(q, k, v, w=w), ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(eff.multilevel(q, k, v, w=32), full, atol=1e-5, rtol=1e-5)  # one block: full
+    r = 2  # multilevel: own block of w keys, then at each level the r means of the blocks inside the next larger one
+    for i in range(32):
+        keys, vals, size = [k[:, :, i // w * w:(i // w + 1) * w]], [v[:, :, i // w * w:(i // w + 1) * w]], w
+        while size < 32:
+            group = min(size * r, 32)
+            start = i // group * group
+            keys.append(k[:, :, start:start + group].reshape(1, 2, group // size, size, 8).mean(3))
+            vals.append(v[:, :, start:start + group].reshape(1, 2, group // size, size, 8).mean(3))
+            size = group
+        weights = (q[:, :, i:i + 1] @ torch.cat(keys, 2).transpose(-2, -1) / 8 ** 0.5).softmax(-1)
+        ref[:, :, i:i + 1] = weights @ torch.cat(vals, 2)
+    torch.testing.assert_close(eff.multilevel(q, k, v, w=w, r=r), ref, atol=1e-5, rtol=1e-5)
     local_only = eff.local(q, k, v, w=8)  # query 0's block sees keys 0..15 only: changing key 31 changes nothing
     k2 = k.clone()
     k2[:, :, 31] += 5
@@ -262,3 +276,153 @@ def test_concatenated_positions_are_token_and_position_side_by_side_and_a_projec
     w = proj.proj.weight.double()  # (6, 8)
     expected = proj.tokens.weight.double()[ids] @ w[:, :4].T + proj.positions.weight.double()[:5] @ w[:, 4:].T
     torch.testing.assert_close(proj(ids).double(), expected, rtol=1e-5, atol=1e-6)  # float32 products of size 8
+
+
+def test_ambiguity_reads_the_word_where_it_stands_and_scores_separated_senses():
+    """Issue 39, 3.3: a decoder's vector of a word is blind to the tokens after it (so the script's sentences put
+    the context first), the word is found by its characters, and the scores give 1 for two separated clusters and
+    the chance level 0.5 for identical vectors."""
+    import ambiguity
+
+    text = "We sat by the river bank today."
+    span = ambiguity.word_span(text, "bank")
+    assert text[slice(*span)] == "bank"
+    assert ambiguity.pieces([(0, 0), (0, 2), (14, 19), (19, 24), (24, 30), (0, 0)], span) == [3]  # (0, 0): special
+    config = attnlab.ModelConfig(topology="decoder", vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=2,
+                                 max_len=8)
+    torch.manual_seed(0)
+    model = attnlab.build_model(config).eval()
+    ids = torch.randint(0, 11, (1, 8))
+    after, before = ids.clone(), ids.clone()
+    after[0, 6:] = (ids[0, 6:] + 1) % 11
+    before[0, 1] = (ids[0, 1] + 1) % 11
+    base = ambiguity.layer_vectors(model, ids, [4, 5])  # (3, 16): embed and two blocks, a word of two pieces
+    assert base.shape == (3, 16)
+    torch.testing.assert_close(ambiguity.layer_vectors(model, after, [4, 5]), base)  # the right context: unseen
+    moved = (ambiguity.layer_vectors(model, before, [4, 5]) - base).abs().amax(-1)
+    assert moved[0] == 0 and torch.all(moved[1:] > 1e-6)  # the left context: seen from the first block on
+    a, b = torch.randn(6, 16) * 0.1 + 3 * torch.eye(16)[0], torch.randn(6, 16) * 0.1 + 3 * torch.eye(16)[1]
+    s = ambiguity.sense_scores(a, b)
+    assert s["loo_accuracy"] == 1.0 and s["ordered"] == 1.0 and s["within"] > 0.9 > 0.1 > s["across"]
+    same = ambiguity.sense_scores(torch.ones(6, 16), torch.ones(6, 16))
+    assert same["loo_accuracy"] == 0.5 and same["ordered"] == 0.5
+
+
+def test_attention_explanation_null_matches_the_top_keys_mass_and_is_exact_on_equal_keys():
+    """Row 14's null (issue: chance level that keeps a large weight's mechanical effect): each draw takes exactly
+    the most-attended key's weight from the other keys and never touches that key; the top key's drop is the
+    explorer's single knock-out; and where every key holds the same value (one repeated character, no positions)
+    taking the same mass from any keys changes the output alike, so every null drop equals the top key's."""
+    import attention_explanation
+
+    from attnlab.explorer.experiments import attention_vs_ablation
+    from attnlab.explorer.registry import Loaded
+
+    g = torch.Generator().manual_seed(0)
+    w = torch.softmax(torch.randn(12, generator=g), 0)  # top weight 0.32
+    top = int(w.argmax())
+    removed = attention_explanation.matched_removal(w, top, 50, g)
+    assert torch.all(removed[:, top] == 0) and torch.all((removed >= 0) & (removed <= 1))
+    torch.testing.assert_close(removed @ w.double(), torch.full((50,), float(w[top]), dtype=torch.float64))
+    assert len({tuple(r) for r in (removed > 0).tolist()}) > 1  # random keys: the draws differ
+    w = torch.softmax(torch.randn(12, generator=g) * 4, 0)
+    top = int(w.argmax())
+    assert w[top] > 0.5  # the other keys hold less than the top: a draw removes them all (an unmatched pair)
+    removed = attention_explanation.matched_removal(w, top, 5, g)
+    assert torch.all(removed[:, top] == 0) and torch.all(removed.sum(1) == 11)
+    config = attnlab.ModelConfig(topology="decoder", vocab_size=128, d_model=16, n_heads=2, d_ff=32, n_layers=2,
+                                 max_len=16, position="none")
+    torch.manual_seed(0)
+    lm = Loaded("tiny", "tiny", attnlab.build_model(config).eval(), None, kind="shipped")
+    m = attention_explanation.mass_null(lm, "aaaaaaaa", 0, 1, ord("b"), 20, g)
+    single = attention_vs_ablation(lm, "aaaaaaaa", 0, 1, target=ord("b"))
+    assert m["matched"] and m["top_weight"] == pytest.approx(1 / 8, rel=1e-4)  # equal keys: uniform weights
+    assert m["top_drop"] == pytest.approx(single["rows"][0]["effect"], abs=1e-5)
+    assert m["top_drop"] != 0 and len(m["null_drops"]) == 20
+    assert m["null_drops"] == pytest.approx([m["top_drop"]] * 20, abs=1e-5)
+    mixed = attention_explanation.mass_null(lm, "abcdabcd", 1, 0, ord("e"), 20, g)
+    assert len(set(round(d, 6) for d in mixed["null_drops"])) > 1  # different keys: the draws differ
+
+
+def test_efficient_attention_quality_variants_are_causal_and_compute_their_definitions():
+    """Changing a future token leaves every earlier output unchanged, for each variant; the local window equals
+    full attention within its length; linear attention's running sums equal its written-out weights."""
+    import efficient_attention_quality as eaq
+
+    config = attnlab.ModelConfig(topology="decoder", vocab_size=23, d_model=16, n_heads=2, d_ff=32, n_layers=2,
+                                 max_len=80)
+    torch.manual_seed(0)
+    base = attnlab.build_model(config).eval()
+    ids = torch.randint(0, 23, (2, 80))
+    changed = ids.clone()
+    changed[:, 70] = (ids[:, 70] + 1) % 23
+    out = {}
+    with torch.no_grad():
+        for name in eaq.VARIANTS:
+            model = attnlab.build_model(config).eval()
+            model.load_state_dict(base.state_dict())
+            eaq.use(name)(model)
+            out[name], after = model(ids).logits, model(changed).logits
+            torch.testing.assert_close(out[name][:, :70], after[:, :70], atol=0, rtol=0)
+            assert (out[name][:, 70:] - after[:, 70:]).abs().max() > 1e-4, name
+    torch.testing.assert_close(out["full"], base(ids).logits.detach())
+    w = eaq.WINDOW
+    torch.testing.assert_close(out["local"][:, :w], out["full"][:, :w], atol=1e-5, rtol=1e-4)
+    assert (out["local"][:, w:] - out["full"][:, w:]).abs().max() > 1e-4
+    q, k, v = (torch.randn(1, 2, 12, 4) for _ in range(3))
+    torch.testing.assert_close(eaq.causal_linear(q, k, v), eaq.linear_weights(q, k) @ v, atol=1e-5, rtol=1e-4)
+
+
+def test_bits_per_char_counts_every_token_after_the_first_against_the_characters():
+    """A model with equal logits scores log2(V) bits per token: per character that is log2(V) x scored tokens /
+    their characters, for one token per character and for a BPE alike (a short last window included)."""
+    import math
+    from types import SimpleNamespace
+
+    import tokenizer_quality
+
+    from attnlab.data import tokenizers
+
+    class Uniform(torch.nn.Module):
+        def __init__(self, vocab):
+            super().__init__()
+            self.vocab = vocab
+
+        def forward(self, ids):
+            return SimpleNamespace(logits=torch.zeros(*ids.shape, self.vocab))
+
+    text = "the cat sat on the mat; the dog sat on the log. " * 6 + "a"
+    for tok in (tokenizers.char_tokenizer(text), tokenizers.train_bpe([text], 300)):
+        score = tokenizer_quality.bits_per_char(Uniform(tok.vocab_size), tok, text, seq_len=7, batch=3)
+        ids = tok.encode(text, add_special_tokens=False)
+        assert score["tokens"] == len(ids) and (len(ids) - 1) % 7 != 0  # a short last window
+        assert score["chars"] == len(text) - len(tok.decode(ids[:1]))
+        expected = math.log2(tok.vocab_size) * (len(ids) - 1) / score["chars"]
+        assert score["bits_per_char"] == pytest.approx(expected, rel=1e-5)
+
+
+def test_nsp_arms_differ_only_in_the_loss():
+    """nsp.py: the MLM + NSP arm trains on the MLM loss plus the NSP loss, the MLM arm on the MLM loss alone (same
+    batch, same model); the held-out scores and the probe's pair features come out in range and shape."""
+    import nsp
+
+    from attnlab.data.collators import MLMCollator
+    from attnlab.data.next_sentence import NextSentenceCollator, draw_pairs
+    from attnlab.objectives import mlm_loss, next_sentence_loss
+
+    config = attnlab.ModelConfig(topology="encoder", vocab_size=40, d_model=16, n_heads=2, d_ff=32, n_layers=1,
+                                 max_len=16, type_vocab_size=2, head="lm", pooler=True, nsp=True)
+    model = attnlab.build_model(config).eval()
+    docs = [[[10 + d * 5 + i] * 3 for i in range(4)] for d in range(4)]
+    mlm = MLMCollator(vocab_size=40, mask_id=4, special_ids={2, 3}, pad_id=0, mlm_probability=0.5)
+    collate = NextSentenceCollator(cls_id=2, sep_id=3, pad_id=0, max_len=16, mlm=mlm)
+    batch = collate(draw_pairs(docs, 8, torch.Generator().manual_seed(0)), torch.Generator().manual_seed(1))
+    out = nsp.forward(model, batch)
+    alone, none = nsp.pretraining_loss(out, batch, nsp=False)
+    both, part = nsp.pretraining_loss(out, batch, nsp=True)
+    assert none is None and torch.equal(alone, mlm_loss(out.logits.float(), batch["labels"]))
+    torch.testing.assert_close(part, next_sentence_loss(out.nsp_logits, batch["next_sentence_label"]))
+    torch.testing.assert_close(both, alone + part)
+    scores = nsp.held_out_scores(model, batch, chunk=3)
+    assert 0 <= scores["mlm_accuracy"] <= 1 and 0 <= scores["nsp_accuracy"] <= 1 and scores["val_loss"] > 0
+    assert nsp.pair_features(model, batch).shape == (8, 4 * 16)

@@ -147,13 +147,55 @@ def _ln_geometry_rows(rows: list[dict]) -> list[str]:
 def _explanation_rows(rows: list[dict]) -> list[str]:
     return [f"| {r['heads']} | {r['cases']} | {r['pairs']:,} | {r['rho_median']} ({r['rho_p10']} to {r['rho_p90']}) "
             f"| {r['head_median_min']} to {r['head_median_max']} | {r['heads_median_above_0.5']} | {r['top_agree']} |"
-            for r in rows if r.get("summary")]
+            for r in rows if r.get("summary") and "rho_median" in r] + _explanation_null_rows(rows)
+
+
+_EXPLANATION_FILES = ("attention_explanation.jsonl", "attention_explanation_null.jsonl",
+                      "attention_explanation_null_seed1.jsonl")  # section 14's measurement, its null's two seeds
+
+
+def _explanation_null_rows(rows: list[dict]) -> list[str]:
+    """Section 14's second table: the top key against the mass-matched null (attention_explanation_null.jsonl)."""
+    lines = sorted((r for r in rows if r.get("summary") and "matched_pairs" in r),
+                   key=lambda r: (r["model"], r["seed"]))
+    return [f"| {r['model']} | {r['seed']} | {r['pairs']:,} | {r['matched_pairs']:,} | {r['above_null_median']} "
+            f"| {r['beat_share_median']} ({r['beat_share_p10']} to {r['beat_share_p90']}) "
+            f"| {r['top_agree_matched']} / {r['null_top_agree_matched']} "
+            f"| {r['top_agree_unmatched']} ({r['unmatched_pairs']:,} pairs) |" for r in lines]
+
+
+def _explanation_null_extra(rows: list[dict]) -> list[float]:
+    """The binomial standard error of gpt-char's share of matched pairs above the null's median at chance 1/2
+    (seed 0), 0.5 / sqrt(matched pairs), as section 14 prints it (two decimals)."""
+    r = next(r for r in rows if r.get("summary") and r["model"] == "gpt-char" and r.get("seed") == 0)
+    return [round(0.5 / r["matched_pairs"] ** 0.5, 2)]
 
 
 def _no_mask_rows(rows: list[dict]) -> list[str]:
-    return [f"| {r['steps']:,} | {r['arm']} ({r['seed']}) | {r['val_teacher_forced']} "
-            f"| {r['honest_last_position']['16']} / {r['honest_last_position']['64']} "
-            f"| {r['next_key_mass'][0]} / {r['next_key_mass'][1]} |" for r in rows]
+    """The 300- and 1,000-step table (one row per run), then the 2,000-step table (one row per seed, both arms)."""
+    out = [f"| {r['steps']:,} | {r['arm']} ({r['seed']}) | {r['val_teacher_forced']} "
+           f"| {r['honest_last_position']['16']} / {r['honest_last_position']['64']} "
+           f"| {r['next_key_mass'][0]} / {r['next_key_mass'][1]} |" for r in rows if r["steps"] < 2000]
+    by = {(r["arm"], r["seed"]): r for r in rows if r["steps"] == 2000}
+    for seed in sorted({s for _, s in by}):
+        m, u = by[("causal mask", seed)], by[("no mask", seed)]
+        text = "spaces only" if set(u["greedy_sample"][len("The "):]) <= {" "} else "spaces and stray letters"
+        out.append(f"| {seed} | {m['val_teacher_forced']} / {u['val_teacher_forced']} "
+                   f"| {m['honest_last_position']['16']} / {u['honest_last_position']['16']} "
+                   f"| {u['next_key_mass'][0]} | {text} |")
+    return out
+
+
+def _no_mask_extra(rows: list[dict]) -> list[float]:
+    """How many seeds of the 2,000-step runs show the copy: no mask's teacher-forced loss near 0 (below 0.1) and
+    below the causal mask's, its honest last-position loss above it."""
+    by = {(r["arm"], r["seed"]): r for r in rows if r["steps"] == 2000}
+    seeds = sorted({s for _, s in by})
+    masked, unmasked = ({s: by[(arm, s)] for s in seeds} for arm in ("causal mask", "no mask"))
+    copied = [s for s in seeds
+              if unmasked[s]["val_teacher_forced"] < min(0.1, masked[s]["val_teacher_forced"])
+              and unmasked[s]["honest_last_position"]["16"] > masked[s]["honest_last_position"]["16"]]
+    return [len(copied)]
 
 
 def _lr(lr: float) -> str:
@@ -772,6 +814,144 @@ def _ambiguity_extra(rows: list[dict]) -> list[float]:
             mini[0]["words"] + mini[0]["control_words"], 2 * mini[0]["sentences_per_sense"]]
 
 
+
+# ---------------------------------------------------------------- section 11: tokenizer_quality.jsonl
+def _token_budgets(rows: list[dict]) -> list[dict[str, list[dict]]]:
+    """The runs per budget: each tokenizer's distinct step counts, sorted, paired by rank (the BPE run of a budget
+    takes fewer steps than the character run of the same FLOPs); each list sorted by seed."""
+    names = list(dict.fromkeys(r["tokenizer"] for r in rows))
+    steps = {t: sorted({r["steps"] for r in rows if r["tokenizer"] == t}) for t in names}
+    return [{t: sorted((r for r in rows if r["tokenizer"] == t and r["steps"] == steps[t][i]), key=lambda r: r["seed"])
+             for t in names} for i in range(len(steps[names[0]]))]
+
+
+def _tokenizer_quality_rows(rows: list[dict]) -> list[str]:
+    """| budget | tokenizer | vocabulary | parameters | steps | training TFLOP | characters per token |
+    bits per character, seeds 0 / 1 / 2 | mean |"""
+    rows = [r for r in rows if "bits_per_char" in r]
+    out = []
+    for budget in _token_budgets(rows):
+        char_steps = budget["character"][0]["steps"]
+        for name, runs in budget.items():
+            r = runs[0]
+            bpc = [x["bits_per_char"] for x in runs]
+            out.append(f"| {char_steps:,} character steps | {name} | {r['vocab']:,} | {r['params']:,} | {r['steps']:,} "
+                       f"| {r['train_flops'] / 1e12:.3f} | {r['chars_per_token']} | "
+                       + " / ".join(f"{b:.5f}" for b in bpc) + f" | {sum(bpc) / len(bpc):.4f} |")
+    return out
+
+
+def _tokenizer_quality_extra(rows: list[dict]) -> list[float]:
+    """Per budget: character minus BPE bits per character for each seed, their mean, smallest and largest; the
+    training TFLOP; on how many seeds BPE is lower; how many more characters the BPE run read (its steps x
+    characters per token / the character run's steps). Then: the budgets' ratio, a BPE step's FLOPs over a
+    character step's, the parameters' ratio, the characters a 64-token BPE window spans, the held-out text's
+    length (the scored characters + the first, unscored, character)."""
+    rows = [r for r in rows if "bits_per_char" in r]  # row 11 passes tokenizer_cost.jsonl's lines too
+    out = []
+    budgets = _token_budgets(rows)
+    for budget in budgets:
+        char, bpe = budget["character"], budget["BPE 2048"]
+        gaps = [c["bits_per_char"] - b["bits_per_char"] for c, b in zip(char, bpe, strict=True)]
+        out += gaps + [sum(gaps) / len(gaps), min(gaps), max(gaps), char[0]["train_flops"] / 1e12,
+                       sum(g > 0 for g in gaps)]  # seeds on which BPE scores fewer bits per character
+        out.append(bpe[0]["steps"] * bpe[0]["chars_per_token"] / char[0]["steps"])
+    char, bpe = budgets[0]["character"][0], budgets[0]["BPE 2048"][0]
+    out += [budgets[-1]["character"][0]["steps"] / char["steps"], bpe["flops_per_step"] / char["flops_per_step"],
+            bpe["params"] / char["params"], bpe["seq_len"] * bpe["chars_per_token"] if "seq_len" in bpe
+            else 64 * bpe["chars_per_token"], char["held_out_chars"] + 1]
+    return out
+
+
+# ---------------------------------------------------------------- section 13: efficient_attention_quality.jsonl
+VARIANT_LABEL = {"full": "full (causal)", "local": "local (last 64 keys)", "strided": "strided (j = i mod 8)",
+                 "linear": "linear (elu + 1, running sums)"}
+
+
+def _eff_runs(rows):
+    return {v: sorted((r for r in rows if r["variant"] == v), key=lambda r: r["seed"]) for v in VARIANT_LABEL}
+
+
+def _efficient_quality_rows(rows: list[dict]) -> list[str]:
+    """| variant | val loss, seeds 0 / 1 / 2 | mean | minus full, seeds 0 / 1 / 2 | worse than full on |"""
+    runs = _eff_runs([r for r in rows if "val_loss" in r])
+    full = [r["val_loss"] for r in runs["full"]]
+    out = []
+    for v, label in VARIANT_LABEL.items():
+        loss = [r["val_loss"] for r in runs[v]]
+        gap = [x - f for x, f in zip(loss, full, strict=True)]
+        cells = " / ".join(str(x) for x in loss) + f" | {sum(loss) / len(loss):.4f}"
+        if v == "full":
+            out.append(f"| {label} | {cells} | - | - |")
+        else:
+            out.append(f"| {label} | {cells} | " + " / ".join(f"{g:+.4f}" for g in gap)
+                       + f" | {sum(g > 0 for g in gap)} of {len(gap)} |")
+    return out
+
+
+def _efficient_quality_extra(rows: list[dict]) -> list[float]:
+    """The seed spread (max - min) of full attention's val loss; per variant (local, strided, linear): the mean
+    gap to full, the smallest and largest absolute seed gap, the largest gap as a percentage of full's loss,
+    and on how many seeds it is worse than full."""
+    runs = _eff_runs([r for r in rows if "val_loss" in r])
+    full = [r["val_loss"] for r in runs["full"]]
+    out = [max(full) - min(full)]
+    for v in list(VARIANT_LABEL)[1:]:
+        gap = [r["val_loss"] - f for r, f in zip(runs[v], full, strict=True)]
+        size = [abs(g) for g in gap]
+        out += [sum(gap) / len(gap), min(size), max(size), max(100 * g / f for g, f in zip(gap, full, strict=True)),
+                sum(g > 0 for g in gap)]
+    return out
+
+
+def _efficient_row_extra(rows: list[dict]) -> list[float]:
+    """Row 13 quotes the cost section's exponents and the quality part's gaps."""
+    return _efficient_exponents([r for r in rows if "flops" in r]) + _efficient_quality_extra(rows)
+
+
+
+# ---------------------------------------------------------------- section 21: nsp.jsonl
+_NSP_LABEL = {"mlm": "MLM only", "mlm+nsp": "MLM + NSP"}
+NSP_ALLOWED = {"002": "the seed text's number", "14.2": "the seed's section (a reference)", "2019": "RoBERTa's year",
+               "0.5": "chance for a label drawn half and half (a setting)", "512": "BERT's span (compared with)",
+               "2.13.0": "the torch version", "2026-11-28": "the date of the runs",
+               "15": "BERT's masking rule, 15/80/10/10 (a setting)", "80": "BERT's masking rule (a setting)",
+               "10": "BERT's masking rule (a setting)",
+               "2,000": "the probe's fitting pairs (N_PROBE_FIT in nsp.py, a setting)"}
+
+
+def _nsp_runs(rows: list[dict], arm: str) -> list[dict]:
+    return sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"])
+
+
+def _nsp_rows(rows: list[dict]) -> list[str]:
+    """| arm | MLM loss, seeds 0 / 1 / 2 | mean | MLM accuracy | NSP accuracy | probe accuracy |"""
+    out = []
+    for arm in ("mlm", "mlm+nsp"):
+        runs = _nsp_runs(rows, arm)
+
+        def cells(key, runs=runs):
+            return " / ".join(str(r[key]) for r in runs)
+
+        mean = round(sum(r["mlm_loss"] for r in runs) / len(runs), 4)
+        out.append(f"| {_NSP_LABEL[arm]} | {cells('mlm_loss')} | {mean} | {cells('mlm_accuracy')} | "
+                   f"{cells('nsp_accuracy')} | {cells('probe_accuracy')} |")
+    return out
+
+
+def _nsp_extra(rows: list[dict]) -> list[float]:
+    """Same-seed differences (MLM + NSP minus MLM only) in MLM loss (also as |d|), MLM accuracy and probe
+    accuracy; each arm's seed spread of the MLM loss; min / max of the probe at initialisation."""
+    a, b = _nsp_runs(rows, "mlm"), _nsp_runs(rows, "mlm+nsp")
+    loss = [round(y["mlm_loss"] - x["mlm_loss"], 4) for x, y in zip(a, b, strict=True)]
+    acc = [round(y["mlm_accuracy"] - x["mlm_accuracy"], 4) for x, y in zip(a, b, strict=True)]
+    probe = [round(y["probe_accuracy"] - x["probe_accuracy"], 4) for x, y in zip(a, b, strict=True)]
+    spread = [round(max(r["mlm_loss"] for r in runs) - min(r["mlm_loss"] for r in runs), 4) for runs in (a, b)]
+    init = [r["probe_accuracy_init"] for r in a]
+    lower = sum(d < 0 for d in loss)  # seeds on which MLM + NSP ends with the lower MLM loss
+    return [*loss, *[abs(d) for d in loss], *acc, *probe, *spread, min(init), max(init), lower]
+
+
 TRACES = [
     Trace("## 4.", "heads_cost.jsonl", _heads_cost_rows,
           allowed={"2.13": "torch version", "1.00": "h = 1 is the reference of every ratio", **HEADS_HISTORY,
@@ -795,27 +975,41 @@ TRACES = [
           allowed={"50,257": "GPT-2's vocabulary (a setting)", "1,024": "GPT-2's context (a setting)",
                    "40,478": "GPT-1's vocabulary (a setting)", "1.5": "seed 002's \"1.5B\" (the claim checked)",
                    "1,600": "the largest GPT-2's width (a setting)"}),
-    Trace("## 11.", "tokenizer_cost.jsonl", _tokenizer_rows,
+    Trace("**Quality at equal compute.**", "tokenizer_quality.jsonl", _tokenizer_quality_rows,
+          _tokenizer_quality_extra, end="\n## 12.",
+          allowed={"90": "the share of the characters the BPE tokenizer is trained on (a setting)",
+                   "1e-3": "the gpt-bpe recipe's own learning rate (a setting, not used here)"}),
+    Trace("**Quality against full attention.**", "efficient_attention_quality.jsonl", _efficient_quality_rows,
+          _efficient_quality_extra, end="\n## 14."),
+    Trace("## 11.", "tokenizer_cost.jsonl", _tokenizer_rows, end="**Quality at equal compute.**",
           allowed={"200,000": "characters tokenized (a setting)", "2,000": "characters per passage (a setting)",
                    "50,257": "GPT-2's vocabulary"}),
     Trace("## 12.", "meanings.jsonl", _meanings_rows, allowed={"→ 3 ": "the token \"3\" (a word asked about)"}),
     Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows, _efficient_exponents,
+          end="**Quality against full attention.**",
           allowed={"2.00": "p of an n² cost (arithmetic)", "1.00": "p of an n cost (arithmetic)",
                    "0.5": "the share per doubling of an n cost (arithmetic)"}),
     Trace("**Re-measured from `docs/experiments/results/ln_warmup.jsonl`**", "ln_warmup.jsonl", _ln_warmup_rows,
           allowed={"1.0": "the clipping threshold (a setting)"}),
-    Trace("## 14.", "attention_explanation.jsonl", _explanation_rows,
-          allowed={"0.5": "the threshold for a head's median (a setting)"}),
-    Trace("| 14 |", "attention_explanation.jsonl", allowed={"0.5": "the threshold (a setting)"}),
+    Trace("## 14.", _EXPLANATION_FILES, _explanation_rows, _explanation_null_extra,
+          allowed={"0.5": "the threshold for a head's median (a setting)",
+                   "1": "1/2: the most weight a matched null can take (the others hold the rest), and the chance "
+                        "level of a median comparison (arithmetic)",
+                   "2": "1/2 (arithmetic, as above)", "40": "uniform ranks over 40 keys (arithmetic)"}),
+    Trace("| 14 |", _EXPLANATION_FILES,
+          allowed={"0.5": "the threshold, and the chance level of a median comparison (a setting)",
+                   "1": "1/2, as in section 14 (arithmetic)", "2": "1/2 (arithmetic)"}),
     Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows,
           allowed={"0.1": "the weight threshold (a setting)", "2023": "a year"}),
-    Trace("## 16.", ("no_mask.jsonl", "no_mask_1000.jsonl"), _no_mask_rows,
+    Trace("## 16.", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), _no_mask_rows, _no_mask_extra,
           allowed={"0.016": "1/64, uniform attention over 64 keys (arithmetic)"}),
-    Trace("| 16 |", ("no_mask.jsonl", "no_mask_1000.jsonl")),
+    Trace("| 16 |", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), extra=_no_mask_extra),
     Trace("| 10 |", "gpt2_params.jsonl", allowed={"1.5": "seed 002's \"1.5B\" (the claim checked)"}),
-    Trace("| 11 |", "tokenizer_cost.jsonl", allowed={"2,000": "characters per passage (a setting)"}),
+    Trace("| 11 |", ("tokenizer_cost.jsonl", "tokenizer_quality.jsonl"), extra=_tokenizer_quality_extra,
+          allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
-    Trace("| 13 |", "efficient_attention_cost.jsonl", extra=_efficient_exponents),
+    Trace("| 13 |", ("efficient_attention_cost.jsonl", "efficient_attention_quality.jsonl"),
+          extra=_efficient_row_extra),
     Trace("| 15 |", "layernorm_geometry.jsonl"),
     Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label)),
     Trace("| 17 |", "heads_quality.jsonl", extra=_tuned_extra(_heads_label)),
@@ -896,6 +1090,8 @@ TRACES = [
     Trace("| 20 |", "ambiguity.jsonl", extra=_ambiguity_extra,
           allowed={"0.862": "the outside check's cosine of two fruit apples (compared with, not measured here)",
                    "0.676": "the outside check's fruit-against-company cosine (compared with)"}),
+    Trace("## 21.", "nsp.jsonl", _nsp_rows, _nsp_extra, allowed=NSP_ALLOWED),
+    Trace("| 21 |", "nsp.jsonl", extra=_nsp_extra, allowed=NSP_ALLOWED),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
