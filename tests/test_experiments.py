@@ -426,3 +426,44 @@ def test_nsp_arms_differ_only_in_the_loss():
     scores = nsp.held_out_scores(model, batch, chunk=3)
     assert 0 <= scores["mlm_accuracy"] <= 1 and 0 <= scores["nsp_accuracy"] <= 1 and scores["val_loss"] > 0
     assert nsp.pair_features(model, batch).shape == (8, 4 * 16)
+
+
+def test_residual_depth_arms_remove_exactly_the_residual_or_the_norms():
+    """Each arm of residual_depth.py on a tiny decoder: "no residual" makes a block's output its last sublayer's
+    (the stream before it no longer adds in), "no norm" leaves no LayerNorm, "both" is the model unchanged."""
+    import residual_depth
+
+    config = attnlab.ModelConfig(topology="decoder", vocab_size=11, d_model=16, n_heads=2, d_ff=32, n_layers=2,
+                                 max_len=8)
+    torch.manual_seed(0)
+    base = attnlab.build_model(config).eval()
+    ids = torch.randint(0, 11, (1, 8))
+    arms = {}
+    for arm in residual_depth.ARMS:
+        model = attnlab.build_model(config).eval()
+        model.load_state_dict(base.state_dict())
+        residual_depth.apply_arm(model, arm)
+        arms[arm] = model
+    with torch.no_grad():
+        torch.testing.assert_close(arms["both"](ids).logits, base(ids).logits)
+        x = torch.randn(1, 8, 16)
+        block = arms["no residual"].blocks[0]
+        expected = block.ffn(block.norm2(block.attn(block.norm1(x), is_causal=True)))
+        torch.testing.assert_close(block(x, is_causal=True), expected)
+    for arm in ("no norm", "neither"):
+        assert not any(isinstance(m, torch.nn.LayerNorm) for m in arms[arm].modules()), arm
+    assert any(isinstance(m, torch.nn.LayerNorm) for m in arms["no residual"].modules())
+
+
+def test_recurrence_layers_count_their_flops_and_the_written_out_attention_is_the_fused_one():
+    """recurrence_vs_attention.py: the written-out attention (what FLOPs are counted on) equals attnlab's fused
+    call, and the GRU's forward FLOPs per token are its six products of d x d: 12 d^2, whatever n is."""
+    import recurrence_vs_attention as rva
+
+    torch.manual_seed(0)
+    layer, x = rva.AttentionLayer(16, 2, 12), torch.randn(2, 12, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(rva.Explicit(layer)(x), layer(x), atol=1e-5, rtol=1e-5)
+    gru = rva.GRULayer(16)
+    for n in (4, 12):
+        assert rva.flops(rva.calls(gru, torch.randn(2, n, 16))["forward"]) == 12 * 16 ** 2 * 2 * n

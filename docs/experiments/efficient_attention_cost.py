@@ -8,6 +8,7 @@ tokens, written in plain torch so that torch's FlopCounterMode can count its mat
   strided       query i attends to the keys j with j = i (mod s): n/s keys each                    ~ 4 h n^2 d / s
   linear        phi(q) (phi(k)^T v) with phi = elu + 1 (Katharopoulos et al. 2020): no n x n matrix ~ 4 h n d^2
   hierarchical  w neighbours (own block) in full, plus the n/w block means of k and v as summaries  ~ 4 h n (w + n/w) d
+  multilevel    w neighbours in full, then r block means per level over log_r(n/w) levels  ~ 4 h n (w + r log_r(n/w)) d
 FLOPs count matrix products only (FlopCounterMode has no formula for softmax or elementwise work). Times are
 process time of one call on one thread, the variants interleaved in a shuffled order every round, reported as
 the median and 10th-90th percentiles over the rounds, with the ratio to full attention taken within each round.
@@ -81,7 +82,31 @@ def hierarchical(q, k, v, w: int = 64):
     return out.view(b, h, n, d)
 
 
-VARIANTS = {"full": full, "local": local, "strided": strided, "linear": linear, "hierarchical": hierarchical}
+def multilevel(q, k, v, w: int = 64, r: int = 4):
+    """Hierarchical attention with log_r(n / w) levels: each query sees the w keys of its own block in full, then,
+    level by level, the r mean keys and values of the blocks that make up its next larger block (w r, w r^2, ...
+    up to n). Keys per query: w + r log_r(n / w), so the cost grows as n log n, not n^2."""
+    b, h, n, d = q.shape
+    scores = [q.view(b, h, n // w, w, d) @ k.view(b, h, n // w, w, d).transpose(-2, -1)]  # (b, h, n/w, w, w)
+    values = [v.view(b, h, n // w, w, d)]
+    size = w  # the blocks summarised at this level
+    while size < n:
+        group = min(size * r, n)  # the larger block whose children a query sees as summaries
+        kc, vc = (t.view(b, h, n // size, size, d).mean(3).view(b, h, n // group, group // size, d) for t in (k, v))
+        scores.append(q.view(b, h, n // group, group, d) @ kc.transpose(-2, -1))  # (b, h, n/group, group, r)
+        values.append(vc)
+        size = group
+    weights = (torch.cat([sc.reshape(b, h, n, -1) for sc in scores], -1) * d ** -0.5).softmax(-1)
+    out, start = 0, 0
+    for sc, val in zip(scores, values, strict=True):
+        m = sc.shape[-1]
+        out = out + (weights[..., start:start + m].reshape(sc.shape) @ val).reshape(b, h, n, d)
+        start += m
+    return out
+
+
+VARIANTS = {"full": full, "local": local, "strided": strided, "linear": linear, "hierarchical": hierarchical,
+            "multilevel": multilevel}
 
 
 def main() -> None:

@@ -100,7 +100,7 @@ def _efficient_rows(rows: list[dict]) -> list[str]:
     for n in sorted({r["n"] for r in rows}):
         full = by[(n, "full")]
         cells = [f"{full['flops'] / 1e9:.3f}, {full['ms']['median']:.1f} ms"]
-        for variant in ("local", "strided", "linear", "hierarchical"):
+        for variant in ("local", "strided", "linear", "hierarchical", "multilevel"):
             r = by[(n, variant)]
             t = r["time_vs_full"]
             cells.append(f"{r['flops_vs_full']} / {t['median']:.3f} ({t['p10']:.3f}-{t['p90']:.3f})")
@@ -952,6 +952,106 @@ def _nsp_extra(rows: list[dict]) -> list[float]:
     return [*loss, *[abs(d) for d in loss], *acc, *probe, *spread, min(init), max(init), lower]
 
 
+
+# ---------------------------------------------------------------- section 22: recurrence_vs_attention.jsonl
+def _rva_runs(rows):
+    """(n, call, threads, layer) -> its results line."""
+    return {(r["n"], r["call"], r["threads"], r["layer"]): r for r in rows}
+
+
+def _rva_rows(rows):
+    """Per call (forward, train step) and n: | call | n | FLOPs per token, GRU / attention | 1 thread: wall ms GRU /
+    attention (GRU / attention) | 2 threads: the same | GFLOP/s at 2 threads, GRU / attention | second thread's
+    speed-up, GRU / attention |"""
+    by = _rva_runs(rows)
+    out = []
+    for call in ("forward", "train step"):
+        for n in sorted({r["n"] for r in rows}):
+            g1, a1, g2, a2 = (by[(n, call, t, layer)] for t in (1, 2) for layer in ("GRU", "attention"))
+            t1, t2 = (f"{g['wall_ms']['median']} / {a['wall_ms']['median']} ({g['wall_vs_attention']['median']}x)"
+                      for g, a in ((g1, a1), (g2, a2)))
+            out.append(f"| {call} | {n:,} | {g1['flops_per_token']:,} / {a1['flops_per_token']:,} | {t1} | {t2} "
+                       f"| {g1['gflops_per_s']} / {a1['gflops_per_s']} "
+                       f"| {g1['wall_ms']['median'] / g2['wall_ms']['median']:.2f}x / "
+                       f"{a1['wall_ms']['median'] / a2['wall_ms']['median']:.2f}x |")
+    return out
+
+
+def _rva_extra(rows):
+    """The ranges the text quotes: GFLOP/s at one thread (GRU min, max; attention min, max); the second thread's
+    speed-up (GRU min, max; attention min, max); the n at which attention's FLOPs per token pass the GRU's."""
+    one = [r for r in rows if r["threads"] == 1]
+    by = _rva_runs(rows)
+    ups = {layer: [by[(n, c, 1, layer)]["wall_ms"]["median"] / by[(n, c, 2, layer)]["wall_ms"]["median"]
+                   for n in sorted({r["n"] for r in rows}) for c in ("forward", "train step")]
+           for layer in ("GRU", "attention")}
+    out = []
+    for layer in ("GRU", "attention"):
+        rates = [r["gflops_per_s"] for r in one if r["layer"] == layer]
+        out += [min(rates), max(rates)]
+    for layer in ("GRU", "attention"):
+        out += [min(ups[layer]), max(ups[layer])]
+    return out
+
+
+
+# ---------------------------------------------------------------- section 23: residual_depth.jsonl
+RESIDUAL_ARMS = ("both", "no residual", "no norm", "neither")
+ARM_LABEL = {"both": "residual + LayerNorm (the block as it is)", "no residual": "no residual",
+             "no norm": "no LayerNorm", "neither": "neither"}
+
+
+def _residual_runs(rows):
+    """(depth, arm) -> its runs sorted by seed."""
+    out = {}
+    for r in rows:
+        out.setdefault((r["n_layers"], r["arm"]), []).append(r)
+    order = sorted(out, key=lambda key: (key[0], RESIDUAL_ARMS.index(key[1])))
+    return {key: sorted(out[key], key=lambda r: r["seed"]) for key in order}
+
+
+def _residual_rows(rows):
+    """| layers | arm | val loss at the last step, seeds 0 / 1 / 2 | left the unigram plateau at step | gradient-norm
+    median | share of steps clipped |"""
+    out = []
+    for (depth, arm), runs in _residual_runs(rows).items():
+        val = " / ".join(f"{r['val'][-1][1]:.3f}" for r in runs)
+        left = " / ".join("never" if r["plateau_end"] is None else f"{r['plateau_end']:,}" for r in runs)
+        norm = " / ".join(f"{r['grad_norm_median']:.2f}" for r in runs)
+        clip = " / ".join(f"{r['clipped_fraction']:.2f}" for r in runs)
+        out.append(f"| {depth} | {ARM_LABEL[arm]} | {val} | {left} | {norm} | {clip} |")
+    return out
+
+
+def _residual_extra(rows):
+    """Per depth: the runs without a residual that never left the plateau, of how many; the runs without LayerNorm
+    that left it; the largest gap, over seeds, of no-LayerNorm's final val loss above the full block's; the range of
+    no-residual final val losses (min, max). Then over both depths: the final val loss without a residual (min, max)
+    and of the block as it is (min, max); the step each left the plateau, the block as it is (min, max) and without
+    LayerNorm (min, max); the share of steps clipped without LayerNorm (min, max); the largest no-LayerNorm gap;
+    the share clipped for the block as it is (min, max)."""
+    runs = _residual_runs(rows)
+    out = []
+    for depth in sorted({d for d, _ in runs}):
+        full, nores, nonorm, neither = (runs[(depth, a)] for a in RESIDUAL_ARMS)
+        stuck = [r for r in nores + neither if r["plateau_end"] is None]
+        out += [len(stuck), len(nores + neither), sum(r["plateau_end"] is not None for r in nonorm), len(nonorm),
+                max(n["val"][-1][1] - f["val"][-1][1] for n, f in zip(nonorm, full, strict=True)),
+                min(r["val"][-1][1] for r in nores + neither), max(r["val"][-1][1] for r in nores + neither)]
+    every = [r for key, rs in runs.items() for r in rs]
+
+    def span(arms, key):
+        values = [key(r) for r in every if r["arm"] in arms]
+        return [min(values), max(values)]
+
+    final = lambda r: r["val"][-1][1]  # noqa: E731
+    out += span(("no residual", "neither"), final) + span(("both",), final)
+    out += span(("both",), lambda r: r["plateau_end"]) + span(("no norm",), lambda r: r["plateau_end"])
+    out += span(("no norm",), lambda r: r["clipped_fraction"]) + [max(out[4], out[11])]
+    out += span(("both",), lambda r: r["clipped_fraction"])
+    return out
+
+
 TRACES = [
     Trace("## 4.", "heads_cost.jsonl", _heads_cost_rows,
           allowed={"2.13": "torch version", "1.00": "h = 1 is the reference of every ratio", **HEADS_HISTORY,
@@ -1092,6 +1192,15 @@ TRACES = [
                    "0.676": "the outside check's fruit-against-company cosine (compared with)"}),
     Trace("## 21.", "nsp.jsonl", _nsp_rows, _nsp_extra, allowed=NSP_ALLOWED),
     Trace("| 21 |", "nsp.jsonl", extra=_nsp_extra, allowed=NSP_ALLOWED),
+    Trace("## 22.", "recurrence_vs_attention.jsonl", _rva_rows, _rva_extra,
+          allowed={"256": "the width d (a setting)", "4": "the batch and the heads (settings)"}),
+    Trace("| 22 |", "recurrence_vs_attention.jsonl", extra=_rva_extra, allowed={"256": "the width d (a setting)"}),
+    Trace("## 23.", "residual_depth.jsonl", _residual_rows, _residual_extra,
+          allowed={"3.1": "the plateau's level (PLATEAU_END in ln_warmup.py, a setting)",
+                   "10": "the steps a plateau mean covers (a setting)", "480": "validation windows (a setting)",
+                   "2e-3": "the recipe's learning rate (a setting)", "1.0": "the clipping threshold (a setting)",
+                   "100": "warmup steps (a setting)"}),
+    Trace("| 23 |", "residual_depth.jsonl", extra=_residual_extra),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).

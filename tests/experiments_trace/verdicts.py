@@ -273,12 +273,42 @@ def _nsp() -> list[str]:
     return [_holds(all(x["mlm_loss"] - y["mlm_loss"] <= spread for x, y in zip(a, b, strict=True)))]
 
 
+def _recurrence() -> list[str]:
+    """Row 22: holds when the GRU's FLOPs per token are below attention's at the longest sequence (fewer operations
+    per token) and, at every length and for both calls, a second thread speeds attention up more than the GRU
+    (attention runs its positions in parallel, the GRU one after another)."""
+    rows = _load("recurrence_vs_attention.jsonl")
+    by = {(r["n"], r["call"], r["threads"], r["layer"]): r for r in rows}
+    n = max(r["n"] for r in rows)
+    fewer = all(by[(n, c, 1, "GRU")]["flops_per_token"] < by[(n, c, 1, "attention")]["flops_per_token"]
+                for c in ("forward", "train step"))
+
+    def speedup(m, c, layer):
+        return by[(m, c, 1, layer)]["wall_ms"]["median"] / by[(m, c, 2, layer)]["wall_ms"]["median"]
+
+    parallel = all(speedup(m, c, "attention") > speedup(m, c, "GRU") for m, c, _, _ in by)
+    return [_holds(fewer and parallel)]
+
+
+def _residual_depth() -> list[str]:
+    """Row 23: "holds" when, at every depth and seed, the runs without a residual never leave the plateau and those
+    without LayerNorm do not reach the block's loss (more than 0.1 above it); "partial" when only the residual half
+    holds (without LayerNorm the runs train); "contradicted" when runs without a residual train."""
+    rows = _load("residual_depth.jsonl")
+    full = {(r["n_layers"], r["seed"]): r["val"][-1][1] for r in rows if r["arm"] == "both"}
+    residual = all(r["plateau_end"] is None for r in rows if r["arm"] in ("no residual", "neither"))
+    norm = all(r["plateau_end"] is None or r["val"][-1][1] > full[(r["n_layers"], r["seed"])] + 0.1
+               for r in rows if r["arm"] == "no norm")
+    return ["holds" if residual and norm else "partial" if residual else "contradicted"]
+
+
 RULES: dict[str, Callable[[], list[str]]] = {
     "| 1 |": _ln, "| 2 |": _positions, "| 4 |": _heads_cost, "| 5 |": _attn_scale, "| 6 |": _mask,
     "| 7 |": _recall, "| 8 |": _vit_cnn, "| 9 |": _vit_grid, "| 11 |": lambda: _tokens() + _tokens_quality_verdict(),
     "| 12 |": _meanings, "| 13 |": lambda: _efficient() + _efficient_quality_verdict(), "| 14 |": _explanation,
     "| 15 |": _layernorm, "| 16 |": _no_mask, "| 17 |": _heads_quality, "| 18 |": _window,
-    "| 19 |": _position_concat, "| 20 |": _ambiguity, "| 21 |": _nsp}
+    "| 19 |": _position_concat, "| 20 |": _ambiguity, "| 21 |": _nsp, "| 22 |": _recurrence,
+    "| 23 |": _residual_depth}
 
 
 @cache
