@@ -18,7 +18,8 @@ write-up they come from):
   sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
 - README's start-up times (0.06 s, 1.26 s, 1.16 s) and the newcomer's 6 m 32 s: printed by
   `python -m attnlab.benchmarks.startup` / `newcomer`, whose output was not saved.
-- README's test counts and suite times (1,734 passed, 8 m 25 s, ...): pytest's own summary, not saved.
+- README's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
+  current row (1,825 passed) is checked against bench/results/ci-2026-11-28/ci-run.log.
 - docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
   value; the light-answer figures beside it are checked.
 - The other figures of docs/*.md (explorer latency tables, quantized decode steps, training and data-pipeline
@@ -40,6 +41,7 @@ GPU = "bench/results/gpu-h200"
 CLASS = "bench/results/explorer-class"
 QUICK = "bench/results/bench-quick-2026-11-28"
 BABY = "bench/results/baby-gpt-sapphire-rapids-2026-11-28"
+CI = "bench/results/ci-2026-11-28"
 
 
 def _ratio_column(threads: str, column: int) -> str:
@@ -76,6 +78,11 @@ CLAIMS = [
     ("README.md", "40% MFU; {51}% compiled)", f"{GPU}/train_compiled.log", MFU.format("attnlab"), 1),
     ("README.md", "generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log", GEN_WALL.format(1), 1),
     ("README.md", "generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log", GEN_WALL.format(1), 1),
+    # README: the test suite's last run
+    ("README.md", "of which pytest: {1,825} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
+    ("README.md", "of which pytest: 1,825 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
+    ("README.md", "of which pytest: 1,825 passed, 5 skipped (the GPU tests and one that needs pyarrow absent) | "
+     "7 m {28} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:07:(\d+)\)", 1),
     # README: llama.cpp
     ("README.md", "Q4_1 then decodes at {1.37}x llama.cpp's rate at one thread", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
     ("README.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
