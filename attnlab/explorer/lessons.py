@@ -2,7 +2,7 @@
 encoder's image-text similarity matrix).
 
 An APIRouter the server includes: each route parses the request, asks the app's registry for the model and
-calls the pure function in explorer.scaling through the server's `run` (app.state.run): a model slot, the queue
+calls the pure function in explorer.scaling through `run` (explorer/runner.py): a model slot, the queue
 limit and the work in a worker thread, like every other route that computes. Errors take the server's own
 mapping (404 unknown layer/head, 400 bad input, 503 model unavailable).
 """
@@ -17,6 +17,7 @@ from pydantic import Field
 
 from attnlab.explorer import contrastive, scaling
 from attnlab.explorer.common import MAX_ID_CHARS, MAX_INDEX, MAX_TEXT_CHARS, MAX_TOKENS, RequestBody
+from attnlab.explorer.runner import run
 
 router = APIRouter()
 
@@ -43,14 +44,14 @@ class PairRequest(HeadRequest):
 @router.post("/api/scaling", summary="raw scores with and without 1/sqrt(d_k): variance, histogram, softmax")
 async def scaling_lesson(req: HeadRequest, request: Request):
     registry = request.app.state.registry
-    return await request.app.state.run(request, lambda: scaling.scaling_statistics(
+    return await run(request, lambda: scaling.scaling_statistics(
         registry.get(req.model), req.text, req.layer, req.head, req.part, req.query))
 
 
 @router.post("/api/projection", summary="x W_Q -> Q and x W_K -> K for one query/key pair, then Q.K/sqrt(d_k)")
 async def projection_lesson(req: PairRequest, request: Request):
     registry = request.app.state.registry
-    return await request.app.state.run(request, lambda: scaling.projection_steps(
+    return await run(request, lambda: scaling.projection_steps(
         registry.get(req.model), req.text, req.layer, req.head, req.query, req.key, req.part))
 
 
@@ -64,4 +65,4 @@ async def contrastive_lesson(model_id: Annotated[str, PathParam(max_length=MAX_I
         registry.get(model_id)  # loads (or refuses with 503) like every other route
         return contrastive.for_entry(entry, lang)
 
-    return await request.app.state.run(request, work)
+    return await run(request, work)

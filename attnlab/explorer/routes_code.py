@@ -35,6 +35,7 @@ from attnlab.explorer.routes_experiments import (
     ToyRequest,
 )
 from attnlab.explorer.routes_steer import SteerRequest, site
+from attnlab.explorer.runner import run
 
 router = APIRouter()
 
@@ -348,5 +349,5 @@ def snippet(registry: Registry, path: str, body: dict[str, Any]) -> dict[str, An
 @router.post("/api/experiments/code", summary="the attnlab Python that gives a view's numbers for its request")
 async def code(req: CodeRequest, request: Request):
     registry = request.app.state.registry
-    return await request.app.state.run(request, lambda: snippet(registry, req.path, req.body))
+    return await run(request, lambda: snippet(registry, req.path, req.body))
 

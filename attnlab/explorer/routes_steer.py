@@ -32,6 +32,7 @@ from attnlab.explorer.common import (
     token_texts,
 )
 from attnlab.explorer.registry import Loaded
+from attnlab.explorer.runner import run
 from attnlab.interventions import intervene, steer
 from attnlab.recording import record
 
@@ -161,6 +162,6 @@ async def steer_route(req: SteerRequest, request: Request):
         if stop.gone.is_set():
             raise _Gone("the client went away; the generation stopped")
 
-    return await request.app.state.run(request, lambda: steering(
+    return await run(request, lambda: steering(
         _model(request, req.model, req.prompt, req.positive, req.negative), req.prompt, req.positive,
         req.negative, req.layer, req.alpha, req.tokens, stop=gone), stop=stop)

@@ -9,8 +9,8 @@ The order of work for a request (why: one slow or hostile client must not hold w
      client (one browser, else one address) runs one job at a time, so light answers never wait behind them;
      GET /api/queue tells the page its place.
 
-create_app builds one Runner and keeps it as app.state.runner (and its `run` as app.state.run); every router
-computes through `run(request, work)` below, so none of them imports the server.
+create_app builds one Runner and keeps it as app.state.runner; every router computes through `run(request,
+work)` below, so none of them imports the server.
 """
 
 from __future__ import annotations

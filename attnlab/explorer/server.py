@@ -105,7 +105,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     runner = Runner(slots, heavy_concurrent, QUEUE_SECONDS, threads_per_request(check_threads(threads), slots))
     app.state.registry = registry
-    app.state.runner, app.state.run = runner, runner.run  # every router computes under the same slots and limits
+    app.state.runner = runner  # every router computes under the same slots and limits (runner.run)
     app.state.threads_per_request, app.state.max_concurrent = runner.threads, slots
     app.state.measure_seconds, app.state.stream_seconds = measure_seconds, stream_seconds
     app.state.sessions = sessions.GenerationSessions()  # generation's KV caches, one per page that steps
