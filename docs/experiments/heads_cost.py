@@ -62,24 +62,30 @@ def machine() -> dict:
             "threads": torch.get_num_threads(), "loadavg_1min": round(os.getloadavg()[0], 2)}
 
 
-def interleaved_cpu_seconds(fns: dict, rounds: int, seed: int = 0) -> dict[str, list[float]]:
-    """Process time of one call of every contestant, per round, in a shuffled order each round: the machine's
-    drift (other sessions' load, caches, frequency) falls on every contestant alike instead of on whichever
-    happened to run last. One thread: process time is the work done, not the wall clock of a busy machine."""
+def interleaved_times(fns: dict, rounds: int, seed: int = 0) -> dict[str, list[tuple[float, float]]]:
+    """(wall, process) seconds of one call of every contestant, per round, in a shuffled order each round: the
+    machine's drift (other sessions' load, caches, frequency) falls on every contestant alike instead of on
+    whichever happened to run last."""
     import random
 
     order = list(fns)
     rng = random.Random(seed)
     for fn in fns.values():
         fn()  # warm-up
-    times: dict[str, list[float]] = {name: [] for name in order}
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in order}
     for _ in range(rounds):
         rng.shuffle(order)
         for name in order:
-            start = time.process_time()
+            wall, cpu = time.perf_counter(), time.process_time()
             fns[name]()
-            times[name].append(time.process_time() - start)
+            times[name].append((time.perf_counter() - wall, time.process_time() - cpu))
     return times
+
+
+def interleaved_cpu_seconds(fns: dict, rounds: int, seed: int = 0) -> dict[str, list[float]]:
+    """Process time of one call of every contestant per round (interleaved_times). One thread: process time is
+    the work done, not the wall clock of a busy machine."""
+    return {name: [cpu for _, cpu in runs] for name, runs in interleaved_times(fns, rounds, seed).items()}
 
 
 def quantiles(values: list[float]) -> dict[str, float]:

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
-import time
 from pathlib import Path
 
 import torch
@@ -30,7 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_jsonl  # noqa: E402
-from heads_cost import attention_layer, explicit, machine, quantiles  # noqa: E402
+from heads_cost import attention_layer, explicit, interleaved_times, machine, quantiles  # noqa: E402
 
 
 class GRULayer(nn.Module):
@@ -86,21 +84,6 @@ def flops(fn) -> int:
     return counter.get_total_flops()
 
 
-def interleaved(fns: dict, rounds: int, seed: int = 0) -> dict[str, list[tuple[float, float]]]:
-    """(wall, process) seconds of one call of every contestant per round, in a shuffled order each round."""
-    order, rng = list(fns), random.Random(seed)
-    for fn in fns.values():
-        fn()  # warm-up
-    out: dict[str, list[tuple[float, float]]] = {name: [] for name in order}
-    for _ in range(rounds):
-        rng.shuffle(order)
-        for name in order:
-            wall, cpu = time.perf_counter(), time.process_time()
-            fns[name]()
-            out[name].append((time.perf_counter() - wall, time.process_time() - cpu))
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ns", type=int, nargs="+", default=[64, 256, 1024, 4096])
@@ -123,7 +106,7 @@ def main() -> None:
             counted = {name: flops(calls(layer, x)[kind]) for name, layer in counting.items()}
             for threads in args.threads:
                 torch.set_num_threads(threads)
-                times = interleaved(fns, args.rounds)
+                times = interleaved_times(fns, args.rounds)
                 info = {"n": n, "d": args.d, "heads": args.heads, "batch": args.batch, "call": kind,
                         "rounds": args.rounds, **machine()}
                 for name in fns:
