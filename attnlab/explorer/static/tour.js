@@ -64,7 +64,7 @@ export function maybeStartTour(app, { force = false, fresh = false } = {}) {
 export function startTour(app, { navigateFirst = true } = {}) {
   let i = 0;
   close(false);
-  card = el("aside", { id: "tour", class: "tour", role: "dialog", "aria-modal": "false",
+  card = el("div", { id: "tour", class: "tour", role: "dialog", "aria-modal": "false",
     "aria-labelledby": "tour-title" });
   document.body.append(card);
   document.body.classList.add("touring");

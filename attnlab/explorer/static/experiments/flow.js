@@ -188,7 +188,7 @@ function flowTable(r) {
   return el("details", { class: "explain", id: "flow-numbers" }, el("summary", {}, "The numbers (each head's " +
     `share through W_O, first ${show} of ${r.d_model} channels)`),
   el("div", { class: "scroll-x", tabindex: "0", role: "region", "aria-label": "per-head numbers" },
-    el("table", {}, el("thead", {}, el("tr", {}, ["", "largest weight on", "‖Σ w·V‖", "‖share‖", ...ch]
+    el("table", {}, el("thead", {}, el("tr", {}, ["head", "largest weight on", "‖Σ w·V‖", "‖share‖", ...ch]
       .map((h) => el("th", {}, h)))), el("tbody", {}, rows,
       r.bias ? line("+ b_O", r.bias, null, "flow-bias") : "",
       line("= attention output", r.output, r.output_norm, "flow-output"),

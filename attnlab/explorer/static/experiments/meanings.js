@@ -64,7 +64,8 @@ export async function meaningsSection(box, ctx) {
       if (first) area.value = r.sentences.join("\n");
       const short = (s) => (s.length > 28 ? s.slice(0, 27) + "…" : s);
       const table = el("table", { class: "cosines", id: "sent-matrix" }, el("thead", {}, el("tr", {},
-        el("th", {}, ""), r.sentences.map((s, j) => el("th", { scope: "col", title: s }, `${j + 1}`)))),
+        el("th", { scope: "col" }, el("span", { class: "sr-only" }, "sentence")),
+        r.sentences.map((s, j) => el("th", { scope: "col", title: s }, `${j + 1}`)))),
       el("tbody", {}, r.cosine.map((row, i) => el("tr", {}, el("th", { scope: "row", title: r.sentences[i] },
         `${i + 1}. ${short(r.sentences[i])}`), row.map((v, j) => el("td", {
         style: `background:${color((v + 1) / 2)}`,
