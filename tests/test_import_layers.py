@@ -32,6 +32,7 @@ LAYER_OF = {
     "attnlab.quantize_options": "models",  # the schemes by name (none/int8/int4), shared by both faces
     "attnlab.quantization": "models",  # swaps a model's Linears for attnlab.layers.quantized; GGUF loading uses it
     "attnlab.storage": "storage", "attnlab.interop": "storage", "attnlab.loading": "storage",
+    "attnlab.interop.gguf_file": "storage",  # a GGUF file's header, metadata and tensor table (numpy, struct)
     # a checkpoint carries its tokenizer: reading one is storage, training one is data (a feature) that uses it
     "attnlab.vocabulary": "storage",  # which text a loaded tokenizer turns into [UNK]
     "attnlab.names": "storage",  # one name per model: shipped checkpoints, pretrained packages, presets

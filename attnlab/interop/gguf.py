@@ -1,11 +1,11 @@
 """GGUF files (llama.cpp's format) of the LLaMA family -> attnlab, and attnlab LLaMA-style models -> GGUF (float32).
 
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
-quantized in blocks. Reading one means:
+quantized in blocks. Reading one means (its header, metadata and tensor table: gguf_file.py):
 1. check the architecture and every tensor's quantization type BEFORE allocating anything (nothing half-loaded);
 2. keep Q8_0 / Q4_0 / Q4_1 matrices quantized (their row bytes become attnlab.layers.quantized buffers; blocks
-   run along the input dimension, so steps 3 and 4 move whole rows of bytes), dequantize every other tensor to
-   float32 with the `gguf` package (gguf.quants.dequantize);
+   run along the input dimension, so steps 3 and 4 move whole rows of bytes), convert every other tensor to
+   float32 (F32 / F16 by numpy, the rest with the `gguf` package's gguf.quants.dequantize);
 3. undo the row permutation llama.cpp's converter applies to W_Q and W_K (it regroups each head's rotary pairs
    from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
@@ -17,6 +17,7 @@ Q4_0, Q4_1: their bytes, not expanded), the tokenizer and chat template as llama
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -27,8 +28,9 @@ from attnlab.config import ModelConfig
 from attnlab.errors import CheckpointError, ConfigError
 from attnlab.extras import require
 from attnlab.files import check_regular
+from attnlab.interop.gguf_file import as_gguf_file, open_gguf
 from attnlab.interop.gguf_tokenizer import (
-    check_metadata_sizes,
+    caps,
     keep_source_keys,
     source_keys,
     tokenizer_from_gguf,
@@ -92,16 +94,20 @@ def llama_table(config: ModelConfig) -> list[Rule]:
 
 # ------------------------------------------------------------------------------------------------ reading
 def _reader(path: Path):
-    GGUFReader = require("gguf", "interop", "reading a GGUF file").GGUFReader
+    """The file's metadata and tensor table (gguf_file.GGUFFile: ~20 ms for SmolLM2, where gguf.GGUFReader took
+    ~1.8 s), its sizes capped as gguf_tokenizer says; a CheckpointError naming the file for anything else.
+    GGUF files are the interop extra's: without the gguf package this is MissingExtra up front, as for every face of
+    an extra, though the reading itself imports nothing from it (~0.1 s less to a first token)."""
+    if importlib.util.find_spec("gguf") is None:
+        require("gguf", "interop", "reading a GGUF file")  # raises MissingExtra
     check_regular(path, "GGUF file")
-    check_metadata_sizes(path)  # before the reader spends ~15 us and ~1.5 KB on each string of an array
-    try:
-        return GGUFReader(str(path))
-    except Exception as exc:  # the reader raises ValueError/struct errors/IndexError on foreign or truncated files
-        raise CheckpointError(f"{path} is not a readable GGUF file ({type(exc).__name__}: {exc})") from None
+    return open_gguf(path, caps())
 
 
 def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
+    """The ModelConfig a LLaMA-family file's metadata describes. reader: a gguf_file.GGUFFile or gguf.GGUFReader
+    (as are the other functions here that take one)."""
+    reader = as_gguf_file(reader)
     arch = _field(reader, "general.architecture")
     if arch not in SUPPORTED_ARCHITECTURES:
         raise CheckpointError(f"{source}: GGUF architecture {arch!r} is not supported; supported: "
@@ -118,10 +124,10 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         raise CheckpointError(f"{source}: rope scaling {scaling!r} is not supported; only unscaled RoPE")
     names = {t.name for t in reader.tensors}
     tokens = reader.fields.get("tokenizer.ggml.tokens")  # counted, not decoded: tokenizer_from_gguf checks it
-    tokens = len(tokens.data) if tokens is not None and len(tokens.types) == 2 else None
+    tokens = tokens.count if tokens is not None and len(tokens.types) == 2 else None
     embd = next((t for t in reader.tensors if t.name == "token_embd.weight"), None)
     vocab = _field(reader, f"{arch}.vocab_size") or tokens or \
-        (int(embd.shape[1]) if embd is not None else None)
+        (int(embd.dims[1]) if embd is not None else None)
     d_model, n_heads = int(need("embedding_length")), int(need("attention.head_count"))
     n_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_heads))
     d_head = _field(reader, f"{arch}.attention.key_length") or _field(reader, f"{arch}.rope.dimension_count")
@@ -145,8 +151,8 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
 
 
 def check_gguf_types(reader, source: str = "gguf") -> None:
-    unknown = sorted({f"{t.name}: {t.tensor_type.name}" for t in reader.tensors
-                      if t.tensor_type.name not in SUPPORTED_TYPES})
+    unknown = sorted({f"{t.name}: {t.type_name}" for t in as_gguf_file(reader).tensors
+                      if t.type_name not in SUPPORTED_TYPES})
     if unknown:
         raise CheckpointError(f"{source}: unsupported quantization types {unknown[:4]}; supported: "
                               f"{', '.join(SUPPORTED_TYPES)}")
@@ -154,20 +160,25 @@ def check_gguf_types(reader, source: str = "gguf") -> None:
 
 def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.Tensor]:
     """Every tensor dequantized to float32, shaped like torch's (out, in); the names in `keep` (of a type in
-    KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row). Types are checked first."""
-    dequantize = require("gguf.quants", "interop", "reading a GGUF file").dequantize
-
+    KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row). Types are checked first.
+    F32 and F16 tensors are converted by numpy; the `gguf` package (~0.1 s to import) dequantizes the others."""
+    reader = as_gguf_file(reader)
     check_gguf_types(reader, source)
     out = {}
     for t in reader.tensors:
-        shape = tuple(int(n) for n in reversed(t.shape))  # GGUF lists the fastest-varying dimension first
         if t.name in keep:
-            out[t.name] = torch.from_numpy(np.array(t.data, dtype=np.uint8).reshape(shape[0], -1))
+            out[t.name] = torch.from_numpy(np.array(t.data, dtype=np.uint8).reshape(t.shape[0], -1))
             continue
-        values = dequantize(t.data, t.tensor_type)
+        values = t.data if t.type_name in ("F32", "F16") else _dequantize(t)
         # np.array copies: the reader's arrays are views of a read-only memory map
-        out[t.name] = torch.from_numpy(np.array(values, dtype=np.float32).reshape(shape))
+        out[t.name] = torch.from_numpy(np.array(values, dtype=np.float32).reshape(t.shape))
     return out
+
+
+def _dequantize(t):
+    """A tensor of blocks (or BF16) as float32 values, by the `gguf` package."""
+    gguf = require("gguf", "interop", "reading a GGUF file")
+    return gguf.quants.dequantize(t.data, gguf.GGMLQuantizationType(t.type))
 
 
 def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
@@ -177,7 +188,7 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     bytes); a matrix whose parts mix types, or use another type (K-quants, F16), is dequantized to float32.
     The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
     """
-    types = {t.name: t.tensor_type.name for t in reader.tensors}
+    types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
     formats = {}
     for ours, names, _ in expand(llama_table(config), config):
         kinds = {types.get(n) for n in names}
@@ -198,7 +209,7 @@ def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
     file's tensor infos and a model built on the meta device, before anything is dequantized or allocated."""
     meta = build_model(config, device="meta").state_dict()
     expected = {k: tuple(v.shape) for k, v in to_theirs(llama_table(config), config, meta).items()}
-    stored = {t.name: tuple(int(n) for n in reversed(t.shape)) for t in reader.tensors}
+    stored = {t.name: t.shape for t in as_gguf_file(reader).tensors}
     missing = sorted(n for n in expected if n not in stored)
     if missing:
         raise CheckpointError(f"{source} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
@@ -230,7 +241,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     sources = {n for ours, names, _ in expand(llama_table(config), config) if ours in formats for n in names}
     tokenizer, metadata = _tokenizer_and_metadata(reader, path)
     tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies: the reader's map can go
-    del reader  # its parsed metadata (~60 MB of small objects for SmolLM2) is freed before the model is built
+    del reader  # its memory map and raw strings are released before the model is built
     state, missing = to_ours(llama_table(config), config, tensors)
     if missing:
         raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
