@@ -91,14 +91,21 @@ def refuse_if_absurd(config: AnyConfig, source: object = None, dtype: torch.dtyp
                           f"{have / 2**30:.1f} GiB available")
 
 
+# the Tensor methods initialisation calls besides nn.init's functions (nn.init.ones_ / zeros_ of a norm end in fill_
+# and zero_, a dual encoder fills its logit scale itself)
+_FILLS = (torch.Tensor.normal_, torch.Tensor.uniform_, torch.Tensor.zero_, torch.Tensor.fill_)
+
+
 class _NoFillsOnMeta(TorchFunctionMode):
-    """Random fills of meta tensors skipped: they hold no data, so nothing changes, and torch runs `normal_` on the
-    meta device through torch._refs, which imports torch._dynamo, sympy and the compiler stack (~3.5 s of every
+    """Initialisation of meta tensors skipped (every nn.init function, and the fills above): they hold no data,
+    so nothing changes. Why: torch runs them on the meta device through its Python decompositions, uniform_ at
+    about a millisecond a matrix (a 30-block decoder has 121, and every loader builds on the meta device first),
+    and normal_ through torch._refs, which imports torch._dynamo, sympy and the compiler stack (~3.5 s of every
     command that checks a checkpoint's shapes, for nothing)."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func in (torch.Tensor.normal_, nn.init.normal_):
+        if func in _FILLS or getattr(func, "__module__", None) == "torch.nn.init":
             tensor = args[0] if args else kwargs.get("tensor", kwargs.get("self"))
             if isinstance(tensor, torch.Tensor) and tensor.is_meta:
                 return tensor

@@ -9,6 +9,7 @@ which does import the training code.)
 from __future__ import annotations
 
 import argparse
+import gc
 import re
 import sys
 import warnings
@@ -106,6 +107,34 @@ def _one_line(command: str):
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command `argv` names; None: this process's own command line (the `attnlab` script, `python -m
+    attnlab`), which ends the process: then its exit skips the last garbage collection (_skip_exit_collection)."""
+    code = _run(argv)
+    if argv is None:
+        _skip_exit_collection()
+    return code
+
+
+def _skip_exit_collection() -> None:
+    """Flush the command's output, then gc.freeze(): the interpreter's last collection at exit walks every
+    object still alive (torch's ~150,000 among them) for cycles the process is about to drop anyway. Frozen
+    objects are skipped; atexit handlers still run, sys.stdout and sys.stderr are still flushed, and what
+    refcounting frees is freed as before. Only for a process's own command: a caller of main(argv) (the tests, a
+    script) keeps its collector.
+
+    Measured 2026-11-28, 2-core AMD EPYC (Zen 5), fresh processes interleaved, median CPU time (user + system) of
+    8-10 rounds, without -> with: `python -c "import torch"` 1.64 -> 1.24 s (gc.freeze() as its last statement),
+    `attnlab generate gpt-char --prompt "The "` 1.84 -> 1.36 s, `attnlab generate smollm2 --prompt "The "
+    --max-new-tokens 1` 3.03 -> 2.78 s."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):  # none, or a closed pipe (said at exit, as before)
+            pass
+    gc.freeze()
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # key=value pairs after options (argparse stops filling a nargs="*" positional at the first option)

@@ -310,8 +310,14 @@ def _compile(cxx: str, source: str, lib: Path, what: str, kept: bool = True) -> 
     process never loads half a file). The compiler's own temporary files go to that folder too.
 
     A build takes seconds (tens on a busy machine) while the user sees nothing else, so it says what it does on
-    one stderr line, and how long it took: `kept` (in the cache folder) builds happen once per kernel and CPU."""
-    once = "once, kept for later runs" if kept else "in a temporary folder"
+    one stderr line, where it keeps it and how long it took: `kept` (in the cache folder) builds happen once per
+    kernel and CPU, and a later process that loads the kept library says nothing. What the command printed
+    before goes out first (stdout flushed), so the line comes where the wait is."""
+    once = f"once, kept in {lib.parent} for later runs" if kept else "in a temporary folder"
+    try:
+        sys.stdout.flush()
+    except (AttributeError, OSError, ValueError):  # no stdout, or a closed one: nothing to put first
+        pass
     print(f"attnlab: building the {what} kernel for this CPU ({once}) ...", end="", file=sys.stderr, flush=True)
     start = time.perf_counter()
     try:

