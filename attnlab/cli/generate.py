@@ -51,9 +51,14 @@ def add_arguments(p) -> None:
                    help="print only the new text (default for decoders: the prompt, then its continuation; "
                         "an encoder-decoder's output is printed alone)")
     p.add_argument("--stop", action="append", default=None, help="stop string (repeatable)")
-    p.add_argument("--compile", action="store_true",
-                   help="decoders: run each new token through torch.compile's graph of the model's forward (the "
-                        "first one compiles for a minute or more; faster from then on, e.g. a quantized GGUF)")
+    compiling = p.add_mutually_exclusive_group()
+    compiling.add_argument("--compile", dest="compile", action="store_const", const=True, default=None,
+                           help="decoders: run each new token through torch.compile's graph of the model's forward, "
+                                "whatever the model (default: only where it pays, a GGUF or a model quantized with "
+                                "its blocks kept; the first process ever compiles it for a minute or more, later "
+                                "ones load it from attnlab's cache in about a second)")
+    compiling.add_argument("--no-compile", dest="compile", action="store_const", const=False,
+                           help="run every token eagerly (no torch.compile)")
     placement.add_arguments(p, threads="torch threads",
                             auto_threads="as many as are free and measured useful for a decoding step here",
                             device="where the model runs", named="the summary line names it")
@@ -179,10 +184,8 @@ def run(args) -> int:
     kwargs = dict(max_new_tokens=max_new_tokens, temperature=args.temperature, top_k=args.top_k,
                   top_p=args.top_p, num_beams=args.beams, seed=args.seed, use_cache=not args.no_cache,
                   stop_strings=args.stop, tokenizer=tokenizer, threads=args.threads)
-    if args.compile:  # only when asked, so that generate's own refusal (an encoder-decoder) names it
-        kwargs["compile"] = True
-        print("[--compile: torch.compile builds the decoding step first, once per process (about a minute, more on "
-              "a busy machine); the tokens follow]", file=sys.stderr, flush=True)
+    if args.compile is not None:  # only when asked, so that generate's own refusal (an encoder-decoder) names it
+        kwargs["compile"] = args.compile
     if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
         kwargs["sliding_window"] = True
     out = sys.stdout
@@ -206,8 +209,11 @@ def run(args) -> int:
         out.write("\n")
         n = len(produced)
     seconds = time.perf_counter() - started
+    from attnlab.generation.compiled import COUNTS
+
+    steps = "compiled step, " if COUNTS["compiled"] else ""
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
-          f"device {args.device}, torch {torch.__version__}]", file=sys.stderr)
+          f"{steps}device {args.device}, torch {torch.__version__}]", file=sys.stderr)
     return 0
 
 

@@ -35,7 +35,7 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
              stop_strings: Sequence[str] | str | None = None, tokenizer=None, seed: int | None = None,
              generator: torch.Generator | None = None, use_cache: bool = True, stream: bool = False,
              decoder_input_ids=None, keep_logits: bool = False, sliding_window: bool = False,
-             threads: int | None = None, compile: bool = False):
+             threads: int | None = None, compile: bool | None = None):
     """Generate up to max_new_tokens tokens after each prompt.
 
     input_ids: (batch, seq) tensor, one list of ids, or a list of lists of different lengths (padded here:
@@ -56,10 +56,12 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
     threads: torch threads for the steps (restored after). Default None (or 0, "auto"): the caller's count,
     lowered to the cores other processes leave free and to the count measured fastest for a step of this many
     rows through this model on this machine (attnlab.threads; more threads than free cores is the slow path).
-    compile=True (decoders, with the cache): every one-token step runs torch.compile's graph of the model's own
-    forward, the quantized products as attnlab::quantized_rows nodes (generation/compiled.py): the first request
-    compiles (about a minute for SmolLM2 on a laptop core), later ones reuse it. Nothing may record or
-    intervene meanwhile (a compiled forward cannot).
+    compile: the one-token steps of a decoder with the cache through torch.compile's graph of the model's own
+    forward, the quantized products as attnlab::quantized_rows nodes (generation/compiled.py). None (default):
+    where it pays, a model whose products are attnlab's quantized CPU kernels (a GGUF, a model quantized with its
+    blocks kept), unless something records or intervenes (then eagerly); True: any decoder (refused while
+    recording); False: never. The step is saved in attnlab's private cache: the first process ever compiles it
+    (a minute or more for SmolLM2, said in one line), later ones load it in about a second.
     """
     request = prepare(model, input_ids, attention_mask, decoder_input_ids, dict(
         max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, num_beams=num_beams,

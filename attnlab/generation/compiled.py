@@ -1,4 +1,5 @@
-"""generate(compile=True): a decoder's one-token steps through torch.compile of the model's own forward.
+"""The compiled decoding step: a decoder's one-token steps through torch.compile of the model's own forward, taken
+by default where it pays (a model whose products are attnlab's quantized kernels) and kept on disk.
 
 Why: on a CPU a decoding step of a small model is mostly Python between operators (SmolLM2: ~30 blocks of ~20
 dispatched calls around ~120 quantized products). Compiled with dynamic shapes (the cache grows by a column a
@@ -6,22 +7,36 @@ step), the step becomes one graph: inductor fuses the norms, rotary positions, a
 and each quantized product is one attnlab::quantized_rows node (layers/kernel_ops.py) calling the same kernel
 as eager. No second model: the graph is traced from Decoder.forward, and the prompt (prefill) stays eager.
 
-What it costs and refuses: the first compiled step traces and compiles (a minute or more for SmolLM2 on a loaded
-laptop core; a 2-layer model ~10-20 s); later steps and requests reuse the graph (dynamo's cache, guarded on the
-model and the shapes that matter). A compiled forward cannot record or take interventions (recording.active
-answers None while tracing), so generate refuses compile=True while either is active (inputs.py). Inductor
-builds and loads its libraries in attnlab's private cache folder, not the shared temporary one
-(kernel_build.private_inductor_cache).
+When: `compile=None` (generate's default) compiles a cached, unrecorded decoder whose products include attnlab's
+CPU kernels (a GGUF or a model quantized with its blocks kept), where a C++ compiler exists and ATTNLAB_COMPILE
+is not 0; anything else runs eagerly as before. compile=True asks for it on any decoder; compile=False never.
+The step is built at the first decoding step (a one-token request never waits for it), loaded from
+<cache>/compiled when an earlier process saved it (generation/step_cache.py: about a second), else compiled
+(a minute or more for SmolLM2; one line says so and how long it took) and saved. A call the saved graph does not
+fit (its guards: e.g. a cache of one position) runs eagerly. A compiled forward cannot record or take
+interventions (recording.active answers None while tracing), so generate refuses compile=True while either is
+active (inputs.py) and compile=None runs eagerly then.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+import time
 import weakref
 
-from attnlab.layers import kernel_build
+import torch
+
+from attnlab.layers import kernel_build, kernel_ops, kernel_threads
 from attnlab.layers.quantized import QuantizedLinear
 
-_PREPARED: weakref.WeakSet = weakref.WeakSet()  # models whose quantized layers are packed for the operator
+_LAYERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its quantized layers, place order
+_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(rows, padded, threads): key}
+_STEPS: dict[str, object] = {}  # key -> the loaded or compiled step (this process)
+_BUILDING = threading.Lock()  # one load or compile at a time (two explorer requests must not compile it twice)
+_SAID: set[str] = set()
+COUNTS = {"compiled": 0, "eager": 0}  # this process's decoding steps through `compiled_step`'s call, each way
 
 
 def _step(model, ids, attention_mask, position_ids, cache):
@@ -30,24 +45,119 @@ def _step(model, ids, attention_mask, position_ids, cache):
                  validate=False).logits
 
 
-# One function for every model (dynamo guards on the model). cpp_wrapper: inductor writes the code that calls the
-# graph's kernels and operators in C++ instead of Python; a SmolLM2 step 1.11x faster at one thread and 1.14x at
-# two (15.6 -> 14.0 ms, 11.4 -> 10.0 ms, interleaved in one process, same tokens; bench/RESULTS.md, 2026-11-28),
-# for ~25 s more on the first compile (the built graph is cached in attnlab's private inductor folder)
-_compiled_step = kernel_build.torch_compile(_step, dynamic=True, options={"cpp_wrapper": True})
+def _say(message: str) -> None:
+    """One line to stderr, once per process: the compiled step speaks only when it makes someone wait."""
+    if message not in _SAID:
+        _SAID.add(message)
+        print(f"[attnlab: {message}]", file=sys.stderr, flush=True)
+
+
+def why_not(model) -> str | None:
+    """Why this process cannot compile a decoding step of `model` (None when it can)."""
+    if next(model.parameters()).device.type != "cpu":
+        return "the compiled step is built for the CPU"
+    if not kernel_build.compiler():
+        return "no C++ compiler (g++, c++ or clang++ on PATH, or $CXX) for torch.compile"
+    if not hasattr(torch.compiler, "load_compiled_function"):
+        return f"torch {torch.__version__} cannot save a compiled function (torch >= 2.9 can)"
+    return None
+
+
+def pays(model) -> bool:
+    """Whether compile=None compiles `model`'s steps: some of its products are attnlab's quantized CPU kernels,
+    the case where a step is mostly Python between operators (a float model's steps are mostly torch's own
+    matrix products, and compiling it would make a newcomer wait for little)."""
+    return any(isinstance(m, QuantizedLinear) and m._one_row_kernel() is not None for m in model.modules())
+
+
+def auto(model) -> bool:
+    """compile=None's choice for `model` (a decoder with a cache, nothing recording): compile when it pays and can,
+    unless ATTNLAB_COMPILE=0 (the test suite sets it: each distinct step would cost it a compile)."""
+    if os.environ.get("ATTNLAB_COMPILE", "").strip() == "0" or not pays(model):
+        return False
+    reason = why_not(model)
+    if reason:
+        _say(f"decoding eagerly: {reason}")
+        return False
+    return True
+
+
+def _layers(model) -> list:
+    """`model`'s quantized layers in place order, each prepared for the kernel operator (once per model)."""
+    layers = _LAYERS.get(model)
+    if layers is None:
+        layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
+        for place, layer in enumerate(layers):
+            layer.prepare_traced(place)
+        _LAYERS[model] = layers
+    return layers
+
+
+def _example(model, ids, mask, positions, cache):
+    """Arguments of the call's kind with generic sizes, so that the graph is traced for every length >= 2 rather
+    than for this call's (a length of 1 would be specialised): a cache holding 11 of 37 positions, and ids, mask
+    and positions laid out as the Stepper lays them out, as slices of (rows, 41) buffers (their strides are guarded
+    too). Sizes that differ here are never assumed equal in the graph."""
+    from attnlab.cache import KVCache
+
+    length, capacity, total = 11, 37, 41
+    rows = ids.shape[0]
+    example = KVCache.for_model(model, rows, capacity, dtype=cache.layers[0].kv.dtype)
+    for layer in example.layers:
+        layer.length = length
+    new_ids = ids.new_zeros(rows, total)[:, length:length + 1]
+    new_mask = None if mask is None else mask.new_ones(rows, total)[:, :length + 1]
+    if positions.stride(0) == 0:  # one arange for every row (no padding)
+        new_positions = torch.arange(total, dtype=positions.dtype).expand(rows, total)[:, length:length + 1]
+    else:
+        new_positions = positions.new_zeros(rows, total)[:, length:length + 1]
+    return model, new_ids, new_mask, new_positions, example
+
+
+def _build(model, name: str, args):
+    """Load the step saved as `name`, else compile it (saying so, and how long it took) and save it."""
+    from attnlab.generation import step_cache
+
+    kernel_build.private_inductor_cache()  # inductor's generated libraries: from a folder only this user writes
+    started = time.perf_counter()
+    step = step_cache.load(name)
+    if step is None:
+        label = getattr(model.config, "name", None) or type(model).__name__
+        rows, threads = args[0].shape[0], kernel_threads.count()
+        print(f"[attnlab: compiling the decoding step of {label} for {rows} row{'s' if rows > 1 else ''} at "
+              f"{threads} thread{'s' if threads > 1 else ''}, once for this CPU (a minute or more; kept in "
+              f"{step_cache.folder()})]", file=sys.stderr, flush=True)
+        step = step_cache.compile_step(_step, _example(model, *args))
+        saved = step_cache.save(name, step)
+        print(f"[attnlab: compiled in {time.perf_counter() - started:.0f} s{'' if saved else ' (not kept)'}]",
+              file=sys.stderr, flush=True)
+    step.disable_guard_check()  # checked by `call` itself, to run the calls the graph does not fit eagerly
+    return step
 
 
 def compiled_step(model):
-    """-> call(ids, attention_mask, position_ids, cache) -> logits (batch, 1, vocab), through the compiled graph.
-    Packs the model's quantized layers for the kernel operator once (QuantizedLinear.prepare_traced)."""
-    kernel_build.private_inductor_cache()  # inductor's generated libraries: from a folder only this user writes
-    if model not in _PREPARED:
-        for module in model.modules():
-            if isinstance(module, QuantizedLinear):
-                module.prepare_traced()
-        _PREPARED.add(model)
-
+    """-> call(ids, attention_mask, position_ids, cache) -> logits (batch, 1, vocab), through the compiled step
+    (built at its first call: loaded from disk or compiled), or the eager forward for a call it does not fit."""
     def call(ids, attention_mask, position_ids, cache):
-        return _compiled_step(model, ids, attention_mask, position_ids, cache)
+        layers = _layers(model)
+        kind = (ids.shape[0], attention_mask is not None, torch.get_num_threads(), kernel_threads.count())
+        names = _NAMES.setdefault(model, {})
+        if kind not in names:
+            from attnlab.generation import step_cache
+
+            names[kind] = step_cache.key(model, kind[0], kind[1], kind[2:])
+        name = names[kind]
+        step = _STEPS.get(name)
+        if step is None:
+            with _BUILDING:
+                step = _STEPS.get(name) or _build(model, name, (ids, attention_mask, position_ids, cache))
+                _STEPS[name] = step
+        args = (model, ids, attention_mask, position_ids, cache)
+        if not step.guard_check(*args):
+            COUNTS["eager"] += 1
+            return _step(*args)
+        COUNTS["compiled"] += 1
+        with kernel_ops.serving(layers):
+            return step(*args)
 
     return call

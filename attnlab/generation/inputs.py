@@ -46,6 +46,19 @@ def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict,
     if options.compile and active() is not None:
         raise InputError("compile=True while a recording or an intervention is active: a compiled forward can do "
                          "neither; generate with compile=False inside attnlab.record / attnlab.intervene")
+    if options.compile:
+        from attnlab.generation.compiled import why_not
+
+        if (reason := why_not(model)) is not None:
+            raise InputError(f"compile=True cannot compile here: {reason}; use compile=None (compile where it "
+                             "can) or compile=False")
+    elif options.compile is None:  # where it pays and can (generation/compiled.py); eager otherwise
+        wanted = not encoder_decoder and options.use_cache and active() is None
+        if wanted:
+            from attnlab.generation.compiled import auto
+
+            wanted = auto(model)
+        options = replace(options, compile=wanted)
     stopper = Stopper(options.eos_token_ids, options.stop_strings, tokenizer)
     if generator is None and options.seed is not None:
         generator = torch.Generator(device=device).manual_seed(options.seed)

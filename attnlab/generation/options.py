@@ -32,7 +32,7 @@ class GenerationOptions:
     keep_logits: bool = False  # keep each step's last-position logits (tests compare cached vs recomputed)
     sliding_window: bool = False  # past a position limit, run each step on the last `limit` tokens
     threads: int | None = None  # torch threads for the steps; None = attnlab.threads.choose (free, measured best)
-    compile: bool = False  # one-token steps through torch.compile of the model's forward (generation/compiled.py)
+    compile: bool | None = None  # one-token steps compiled (generation/compiled.py): None = where it pays
 
     @property
     def greedy(self) -> bool:
@@ -79,6 +79,6 @@ class GenerationOptions:
             raise bad("seed", self.seed, "use an integer or None")
         if not isinstance(self.sliding_window, bool):
             raise bad("sliding_window", self.sliding_window, "use True or False")
-        if not isinstance(self.compile, bool):
-            raise bad("compile", self.compile, "use True or False")
+        if self.compile is not None and not isinstance(self.compile, bool):
+            raise bad("compile", self.compile, "use None (compile where it pays: the default), True or False")
         self.threads = check_threads(self.threads)  # 0 / "auto" -> None; refuses the rest by name

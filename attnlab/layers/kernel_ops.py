@@ -9,42 +9,50 @@ Meta kernel that only gives the output's shape), a product is one node of the co
 Why this signature, `quantized_rows(Tensor x, int layer, int n)`: every argument costs at each call. Measured
 per call on a 64 x 64 layer (one thread): the kernel 4.9 us; an operator taking (x, tiles, n) 10.7 us; one taking
 the packed tensors, the layer's buffers and its format as lists and a string 39.8 us, as much as the compiled
-graph saves per product. So the graph holds a number: `layer` names a QuantizedLinear (registered by
-`register`, held by a weak reference; numbers are never reused, so a graph that outlives its model fails with a
-clear error instead of reading another model's layer). torch.library.custom_op was slower still (its Python
+graph saves per product. So the graph holds a number: `layer` is the layer's place among its model's quantized
+layers (generation/compiled.py numbers them in `model.modules()` order), looked up in the table of the model whose
+step is running in this thread (`serving`). A place, not a process-wide number, because the compiled step is
+saved to disk and loaded by other processes (generation/step_cache.py): the same model built anew gives every
+layer the same place, so a loaded graph names the right layers; a graph called outside `serving` fails with a
+clear error instead of reading another model's layer. torch.library.custom_op was slower still (its Python
 wrappers: autograd and aliasing checks). The operator is inference only (no autograd formula): QuantizedLinear
-calls it only while torch.compile traces a product without autograd (generate(compile=True)); eager calls go
+calls it only while torch.compile traces a product without autograd (the compiled decoding step); eager calls go
 straight to the kernels as before.
 """
 
 from __future__ import annotations
 
-import itertools
-import weakref
+import threading
+from contextlib import contextmanager
 
 import torch
 
 from attnlab.layers import kernel_threads
 
-_LAYERS: dict[int, weakref.ref] = {}  # layer number -> the QuantizedLinear it names
-_NUMBERS = itertools.count()
+_SERVING = threading.local()  # .layers: the quantized layers, in place order, of the model stepping in this thread
 
 
-def register(layer) -> int:
-    """A number for `layer` (a QuantizedLinear) that the operator can be given instead of its tensors."""
-    number = next(_NUMBERS)
-    _LAYERS[number] = weakref.ref(layer, lambda _, number=number: _LAYERS.pop(number, None))
-    return number
+@contextmanager
+def serving(layers: list):
+    """Within: attnlab::quantized_rows(x, i, n) in this thread multiplies by layers[i] (a model's QuantizedLinear
+    layers in place order, each prepared with prepare_traced)."""
+    before = getattr(_SERVING, "layers", None)
+    _SERVING.layers = layers
+    try:
+        yield
+    finally:
+        _SERVING.layers = before
 
 
 def _rows(x: torch.Tensor, layer: int, n: int) -> torch.Tensor:
     """x (rows, k) float32 -> (rows, n) through the layer's one-row kernel: one row straight to gemv (a decoding
     step's product), more rows or a row the kernel refuses (NaN / inf) through the layer's own eager path."""
-    ref = _LAYERS.get(layer)
-    module = ref() if ref is not None else None
-    if module is None:
-        raise RuntimeError(f"attnlab::quantized_rows: layer {layer} no longer exists (a compiled graph outlived "
-                           "its model); compile the step again")
+    layers = getattr(_SERVING, "layers", None)
+    if layers is None or not 0 <= layer < len(layers):
+        raise RuntimeError(f"attnlab::quantized_rows: no quantized layer {layer} is being served in this thread "
+                           "(a compiled step runs through attnlab.generation.compiled, which serves its model's "
+                           "layers)")
+    module = layers[layer]
     kernel, packed = module._traced
     if x.shape[0] == 1 and x.is_contiguous():
         y = kernel.gemv(x, *packed, n, kernel_threads.count())

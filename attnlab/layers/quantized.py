@@ -178,7 +178,7 @@ class QuantizedLinear(nn.Module):
         self._packed: tuple | None = None  # (weakref to qweight, its state, fbgemm packed weight)
         self._buffer: torch.Tensor | None = None  # reused (CHUNK, in) float32 rows for the block formats
         self._traced: tuple | None = None  # (kernel, its packed arguments) for kernel_ops (prepare_traced)
-        self._layer: int | None = None  # this layer's number for attnlab::quantized_rows (kernel_ops.register)
+        self._layer: int | None = None  # its place among its model's quantized layers (attnlab::quantized_rows)
 
     @classmethod
     def from_float(cls, linear: nn.Linear, fmt: str) -> QuantizedLinear:
@@ -203,23 +203,21 @@ class QuantizedLinear(nn.Module):
         state["_packed"], state["_buffer"], state["_traced"], state["_layer"] = None, None, None, None
         return state
 
-    def prepare_traced(self) -> bool:
+    def prepare_traced(self, place: int) -> bool:
         """Ready this layer for the kernel operator (layers/kernel_ops.py) that a compiled decoding step calls:
-        a number the graph names it by, and its kernel's packed arguments; False where the kernel does not run
-        here (the traced step then multiplies by the dequantized weight).
+        `place`, the number the graph names it by (its place among the model's quantized layers), and its
+        kernel's packed arguments; False where the kernel does not run here (the traced step then multiplies by
+        the dequantized weight).
 
         Why packed ahead: the operator's one-row call skips the check that keeps the eager packing fresh
         (_packed_for reads tensor versions and addresses: ~5 us a product), so it reads this snapshot of the
         codes. A quantized model is not trained; change its codes after compiling and call this again."""
-        from attnlab.layers import kernel_ops
-
         kernel = self._one_row_kernel() if self.qweight.device.type == "cpu" else None
         if kernel is None:
             self._traced = None
             return False
         self._traced = (kernel, self._kernel_packed(kernel, self.bias))
-        if self._layer is None:
-            self._layer = kernel_ops.register(self)
+        self._layer = place
         return True
 
     def _traced_product(self, x: torch.Tensor) -> torch.Tensor:

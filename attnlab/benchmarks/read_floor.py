@@ -1,0 +1,67 @@
+"""The memory floor under decoding: how fast this machine reads memory on one and on two cores, and how many bytes
+of weights one decoding step reads, so that a tokens/s figure can be set against what the memory allows.
+
+Why: a decoding step of a small quantized model reads every weight once (SmolLM2's Q4_1 file: ~96 MB a token)
+and does little arithmetic on each byte, so no program decodes faster than read rate / bytes per token. Printing
+each contestant's fraction of that floor says how much room is left, which a ratio against llama.cpp alone hides.
+The read rate is torch's sum over a float32 tensor far larger than the caches (256 MB), best of a few rounds.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+MEGABYTES = 256
+ROUNDS = 5
+
+
+def read_rate(threads: int, megabytes: int = MEGABYTES, rounds: int = ROUNDS) -> float:
+    """GB/s that torch.sum reads a `megabytes` float32 tensor at `threads` threads (best of `rounds`)."""
+    x = torch.ones(megabytes * 2**20 // 4)
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        x.sum()  # the pages are touched and the pool started before timing
+        best = min(_timed(x) for _ in range(rounds))
+    finally:
+        torch.set_num_threads(before)
+    return x.nbytes / best / 1e9
+
+
+def _timed(x: torch.Tensor) -> float:
+    started = time.perf_counter()
+    x.sum()
+    return time.perf_counter() - started
+
+
+def weight_bytes_per_token(model) -> int:
+    """Bytes of weights one decoding step reads: every parameter and quantized buffer, except the token embedding
+    tables (a step reads one row of them; a tied head is counted as the head's own quantized copy, or as the
+    float table the head multiplies by)."""
+    from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear
+
+    head = getattr(model, "lm_head", None)
+    tied_float = head is not None and not any(isinstance(m, QuantizedLinear) for m in head.modules()) and \
+        getattr(model.config, "tie_embeddings", False)
+    total = 0
+    for module in model.modules():
+        if isinstance(module, QuantizedLinear):
+            total += module.nbytes + (module.bias.nbytes if module.bias is not None else 0)
+        elif isinstance(module, (torch.nn.Embedding, QuantizedEmbedding)):
+            total += sum(p.nbytes for p in module.parameters(recurse=False)) if tied_float else 0
+        else:
+            total += sum(p.nbytes for p in module.parameters(recurse=False))
+    return total
+
+
+def floor_line(model, threads: tuple[int, ...]) -> tuple[str, dict[int, float]]:
+    """(a line naming each thread count's read rate and the tokens/s floor it sets, {threads: floor tokens/s})."""
+    per_token = weight_bytes_per_token(model)
+    rates = {t: read_rate(t) for t in threads}
+    floors = {t: rates[t] * 1e9 / per_token for t in threads}
+    parts = ", ".join(f"{t} core{'s' if t > 1 else ''} {rates[t]:.1f} GB/s -> {floors[t]:.0f} tokens/s"
+                      for t in threads)
+    return (f"memory floor: a step reads {per_token / 1e6:.1f} MB of weights; this machine reads ({MEGABYTES} MB "
+            f"torch.sum, best of {ROUNDS}) {parts}"), floors

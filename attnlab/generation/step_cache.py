@@ -1,0 +1,168 @@
+"""The compiled decoding step on disk, so that only the first process ever waits for torch.compile.
+
+Why: compiling SmolLM2's step takes a minute or more, and torch's own caches (the FX graph and AOT autograd
+caches, kept in attnlab's private inductor folder) still leave every new process to trace the model's Python
+again: ~16-30 s before its second token here (2026-11-28). torch.compile's ahead-of-time form
+(`compiled.aot_compile(example)`, then `save_compiled_function` / `torch.compiler.load_compiled_function`) keeps
+the traced graph, its guards and the built library in one file, and a later process loads it in about a second.
+
+What a file is keyed by (`key`): the model's class, config and every parameter's and buffer's name, shape and dtype
+(another model, or the same one quantized otherwise, compiles anew; weights are read at each call, so new values
+of the same shapes reuse it), the rows of the batch and whether it is padded, the thread counts (inductor builds
+its loops for the count it compiles at), the torch, Python and attnlab sources (a changed forward compiles anew),
+and the CPU (its flags and model name). The file lives in <cache>/compiled, which must be a folder only this user
+can write (kernel_build.make_private_dir), and is loaded only when it is this user's regular file that nobody else
+can write: loading it runs the code in it. When the folder is refused, the step is compiled in this process and not
+kept (one warning).
+
+Which guards a file keeps (`_portable`): those on the step's shapes and on the cache (the rows, the cache's
+length and capacity), not those on the model's Python attributes: the key stands for those (its config and
+tensors), and the model object itself differs in every process.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import platform
+import re
+import sys
+import tempfile
+import warnings
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+import torch
+
+from attnlab.layers import kernel_build, kernel_variants
+
+SOURCES = Path(__file__).resolve().parents[1]  # the attnlab package: its Python is what the graph was traced from
+_MODEL_SOURCE = re.compile(r"model\b")
+_WARNED: set[str] = set()
+_SOURCE_HASH: list[str] = []  # computed once per process
+
+
+def folder() -> Path:
+    return kernel_build.cache_root() / "compiled"
+
+
+def _sources_hash() -> str:
+    """A hash of attnlab's Python files (names and bytes): a changed forward must not load an old graph."""
+    if not _SOURCE_HASH:
+        h = hashlib.sha256()
+        for path in sorted(SOURCES.rglob("*.py")):
+            h.update(str(path.relative_to(SOURCES)).encode())
+            h.update(path.read_bytes())
+        _SOURCE_HASH.append(h.hexdigest())
+    return _SOURCE_HASH[0]
+
+
+def _cpu() -> str:
+    flags, _ = kernel_variants.cpu_flags()
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
+    except OSError:
+        pass
+    return f"{platform.machine()} {name} {' '.join(sorted(flags))}"
+
+
+def model_signature(model) -> dict:
+    """What of `model` the compiled graph depends on, as plain data: its class, config, tensors' shapes and dtypes,
+    and its quantized layers' formats."""
+    config = model.config
+    return {
+        "class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "config": asdict(config) if is_dataclass(config) else repr(config),
+        "tensors": [[name, list(t.shape), str(t.dtype)]
+                    for name, t in [*model.named_parameters(), *model.named_buffers()]],
+        "formats": [getattr(m, "format", None) for m in model.modules() if hasattr(m, "prepare_traced")],
+    }
+
+
+def key(model, rows: int, padded: bool, threads: tuple[int, int]) -> str:
+    """The file name (a hash) of the compiled step for this model and call shape, here (see the module docstring)."""
+    parts = {"model": model_signature(model), "rows": rows, "padded": padded, "threads": list(threads),
+             "torch": torch.__version__, "python": sys.version, "attnlab": _sources_hash(), "cpu": _cpu()}
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:40]
+
+
+def _warn_once(message: str) -> None:
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, stacklevel=4)
+
+
+def place() -> Path | None:
+    """The private folder for compiled steps, made when missing; None (with one warning) when it is not safe."""
+    problem = kernel_build.make_private_dir(folder())
+    if problem:
+        _warn_once(f"compiled decoding steps are not kept on disk: {problem}; each process compiles its own")
+        return None
+    return folder()
+
+
+def load(name: str):
+    """The compiled step saved as `name`, or None when there is none (or it cannot be used: then it is removed,
+    with one warning, and compiled anew)."""
+    where = place()
+    if where is None:
+        return None
+    path = where / f"{name}.step"
+    if not os.path.lexists(path):
+        return None
+    problem = kernel_build.check_file(path)
+    if problem:
+        _warn_once(f"not loading the compiled decoding step {path}: {problem}; compiling it in this process")
+        return None
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
+        with os.fdopen(os.open(path, flags), "rb") as f:
+            return torch.compiler.load_compiled_function(io.BytesIO(f.read()))
+    except Exception as e:  # a file cut short, or one another torch wrote: compile anew
+        _warn_once(f"the compiled decoding step {path} could not be loaded ({type(e).__name__}); compiling anew")
+        path.unlink(missing_ok=True)
+        return None
+
+
+def save(name: str, step) -> Path | None:
+    """Write `step` (an aot-compiled function) as `name` in the private folder, atomically; its path, or None."""
+    where = place()
+    if where is None:
+        return None
+    descriptor, partial = tempfile.mkstemp(dir=where, prefix=f".{name}.", suffix=".partial")
+    os.close(descriptor)
+    try:
+        step.save_compiled_function(partial)
+        os.chmod(partial, 0o600)
+        os.replace(partial, where / f"{name}.step")
+    except Exception as e:
+        Path(partial).unlink(missing_ok=True)
+        _warn_once(f"the compiled decoding step could not be kept on disk ({type(e).__name__}: {e})")
+        return None
+    return where / f"{name}.step"
+
+
+def _portable(entries) -> list[bool]:
+    """torch.compile's guard_filter_fn: keep the guards on the step's arguments and the cache; drop those on the
+    model's Python attributes (the key stands for them), globals and closures (which cannot be saved)."""
+    return [not (e.is_global or e.guard_type == "CLOSURE_MATCH" or _MODEL_SOURCE.match(e.name)) for e in entries]
+
+
+def compile_step(step, example: tuple):
+    """Trace and compile `step` ahead of time for `example`'s kind of arguments (model, ids, mask, positions,
+    cache): dynamic sizes, one graph, inductor writing its C++ wrapper (cpp_wrapper: the code that calls the
+    graph's kernels and operators in C++ instead of Python; a SmolLM2 step 1.11x faster at one thread and 1.14x at
+    two, 15.6 -> 14.0 ms and 11.4 -> 10.0 ms, interleaved in one process, same tokens; bench/RESULTS.md,
+    2026-11-28). Floats are specialized (the model's constants: its norm's eps, its scales) so that no float
+    becomes a graph input, which the ahead-of-time path cannot trace."""
+    import torch._dynamo.config as dynamo_config
+
+    compiled = kernel_build.torch_compile(step, dynamic=True, fullgraph=True,
+                                          options={"cpp_wrapper": True, "guard_filter_fn": _portable})
+    with dynamo_config.patch(specialize_float=True):
+        return compiled.aot_compile((example, {}))

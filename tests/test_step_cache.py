@@ -1,0 +1,105 @@
+"""The compiled decoding step kept on disk (generation/step_cache.py): the default path for a quantized model.
+
+What must hold: a second process loads the step the first compiled (no tracing, the same tokens as the first and
+as eager decoding); a folder or file another user could write is never loaded from; another model, row count,
+thread count or padding gets another file. The processes run a tiny int4 model (2 blocks, ~15-30 s for the first
+compile on a loaded 2-core machine) whose config no other test uses, so the first process compiles.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.generation import step_cache
+
+CHILD = r"""
+import json, sys, time, torch, attnlab
+from torch._dynamo.utils import counters
+from attnlab.generation.compiled import COUNTS
+torch.manual_seed(0)
+config = attnlab.presets["tiny-llama"].replace(n_layers=2, d_ff=160)
+model = attnlab.quantize(attnlab.build_model(config).eval(), "int4")
+started = time.process_time()
+default = attnlab.generate(model, [[5, 17, 30, 2, 9, 11]], max_new_tokens=5, threads=1)
+seconds = time.process_time() - started
+eager = attnlab.generate(model, [[5, 17, 30, 2, 9, 11]], max_new_tokens=5, threads=1, compile=False)
+print(json.dumps({"tokens": default.tokens, "eager": eager.tokens, "graphs": counters["stats"]["unique_graphs"],
+                  "steps": dict(COUNTS), "cpu_seconds": seconds}))
+"""
+
+
+def _child() -> tuple[dict, str]:
+    env = {k: v for k, v in os.environ.items() if k != "ATTNLAB_COMPILE"}  # the default path, as a user has it
+    done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=900, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def test_a_second_process_loads_the_step_the_first_compiled():
+    first, said_first = _child()
+    second, said_second = _child()
+    assert "compiling the decoding step" in said_first and first["graphs"] >= 1
+    assert "compiling" not in said_second and second["graphs"] == 0  # loaded: nothing traced in this process
+    assert first["tokens"] == second["tokens"] == first["eager"] == second["eager"]
+    assert first["steps"] == second["steps"] == {"compiled": 4, "eager": 0}  # 5 tokens: a prefill, 4 steps
+    print(f"process time of the default generate: {first['cpu_seconds']:.1f} s compiling, "
+          f"{second['cpu_seconds']:.1f} s loading")
+
+
+def _tiny(d_ff: int = 96):
+    torch.manual_seed(0)
+    config = attnlab.presets["tiny-llama"].replace(n_layers=1, d_ff=d_ff)
+    return attnlab.quantize(attnlab.build_model(config).eval(), "int4")
+
+
+def test_another_model_rows_threads_or_padding_get_another_file():
+    same = step_cache.key(_tiny(), 1, False, (1, 1))
+    assert step_cache.key(_tiny(), 1, False, (1, 1)) == same  # the same model built anew: the same file
+    others = {step_cache.key(_tiny(128), 1, False, (1, 1)), step_cache.key(_tiny(), 2, False, (1, 1)),
+              step_cache.key(_tiny(), 1, True, (1, 1)), step_cache.key(_tiny(), 1, False, (1, 2)),
+              step_cache.key(_tiny(), 1, False, (2, 1))}
+    assert same not in others and len(others) == 5
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o700)
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(root))
+    monkeypatch.setattr(step_cache, "_WARNED", set())
+    return root
+
+
+def test_a_folder_others_can_write_is_not_used(cache_dir):
+    (cache_dir / "compiled").mkdir(mode=0o700)
+    (cache_dir / "compiled").chmod(0o777)
+    with pytest.warns(UserWarning, match="not kept on disk: .* can be written by other users"):
+        assert step_cache.load("0" * 40) is None
+    assert step_cache.save("0" * 40, object()) is None
+
+
+def test_a_file_others_can_write_is_not_loaded(cache_dir):
+    assert step_cache.place() == cache_dir / "compiled"
+    planted = cache_dir / "compiled" / f"{'1' * 40}.step"
+    planted.write_bytes(b"not a compiled step")
+    planted.chmod(0o666)
+    with pytest.warns(UserWarning, match="not loading the compiled decoding step .* can be written"):
+        assert step_cache.load("1" * 40) is None
+    assert planted.exists()  # not ours to remove: only refused
+
+
+def test_a_damaged_file_is_removed_and_compiled_anew(cache_dir):
+    step_cache.place()
+    damaged = cache_dir / "compiled" / f"{'2' * 40}.step"
+    damaged.write_bytes(b"cut short")
+    damaged.chmod(0o600)
+    with pytest.warns(UserWarning, match="could not be loaded .* compiling anew"):
+        assert step_cache.load("2" * 40) is None
+    assert not damaged.exists()
