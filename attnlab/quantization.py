@@ -57,20 +57,17 @@ def _set(model: nn.Module, name: str, module: nn.Module) -> None:
     setattr(_parent(model, name), name.rpartition(".")[2], module)
 
 
-def _tied_embeddings(model: nn.Module, weight) -> list[str]:
-    return [n for n, m in model.named_modules() if isinstance(m, nn.Embedding) and m.weight is weight]
-
-
 def replace(model: nn.Module, formats: dict[str, str | QuantizedLinear]) -> nn.Module:
     """Swap each named module (a Linear or an LMHead) for its quantized form: `formats` maps its name to a built
     QuantizedLinear, or to a format name for an empty one on the module's device (a loader fills it)."""
+    embeddings = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Embedding)]  # once, not per module
     for name, spec in formats.items():
         module = model.get_submodule(name)
         linear = module.proj if isinstance(module, LMHead) else module
         if isinstance(spec, str):
             spec = QuantizedLinear(linear.in_features, linear.out_features, spec, bias=linear.bias is not None,
                                    device=linear.weight.device)
-        tied = _tied_embeddings(model, linear.weight)
+        tied = [n for n, m in embeddings if m.weight is linear.weight]
         _set(model, name, QuantizedLMHead(module, spec) if isinstance(module, LMHead) else spec)
         for emb in tied:
             _set(model, emb, QuantizedEmbedding(spec))

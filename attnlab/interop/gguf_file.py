@@ -22,6 +22,7 @@ one, the key or tensor (a name is the file's content: a hostile one is not quote
 
 from __future__ import annotations
 
+import math
 import mmap
 import re
 import struct
@@ -260,7 +261,7 @@ def _tensor(c: _Cursor, data_start: int, info) -> Tensor:
     if dims and dims[0] % block:
         raise _Unreadable(f"tensor {safe_name(name)}'s rows of {dims[0]} values are not whole {type_name} blocks "
                           f"of {block}")
-    n = int(np.prod(dims, dtype=object)) if dims else 1
+    n = math.prod(int(d) for d in dims)  # Python ints: no overflow, and ~100x quicker than numpy's for a few
     n_bytes = n // block * size
     start = data_start + offset
     if start + n_bytes > len(c.data):
