@@ -122,7 +122,14 @@ def load(name: str):
     try:
         flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)
         with os.fdopen(os.open(path, flags), "rb") as f:
-            return torch.compiler.load_compiled_function(io.BytesIO(f.read()))
+            data = f.read()
+        import torch._inductor.config as inductor_config
+
+        # inductor asks which vector instruction sets this machine has by compiling and loading a probe for each
+        # in a child Python (~1 s for six); this file was compiled here, for this CPU (the key), after those very
+        # probes passed, so they are taken as passed (the AVX-512 bf16 check still runs: it sets build flags)
+        with inductor_config.patch({"cpp.vec_isa_ok": True}):
+            return torch.compiler.load_compiled_function(io.BytesIO(data))
     except Exception as e:  # a file cut short, or one another torch wrote: compile anew
         _warn_once(f"the compiled decoding step {path} could not be loaded ({type(e).__name__}); compiling anew")
         path.unlink(missing_ok=True)
