@@ -1,5 +1,5 @@
 """One-row 4-bit product (attnlab's "int4" = GGUF Q4_1, and Q4_0 stored as Q4_1) on x86 CPUs: an AVX512-VNNI
-variant and an AVX2 one (+ FMA, F16C), the same packed tiles and the same numbers; and a multi-row AVX2 product.
+variant and an AVX2 one (+ FMA, F16C), the same packed tiles and the same numbers; and a multi-row product of each.
 
 Why: the same reason as layers/int8_kernel.py, at half the bytes. The chunked dequantize-then-multiply path of
 layers/quantized.py reads the 4-bit codes once but unpacks them in eager torch: 3x SLOWER than float32 per one-row
@@ -23,9 +23,12 @@ rounds), 25-30x faster than the chunked path; ~16 us for 960 x 576 with the tile
 compute is about twice as fast as this machine's memory). Two threads could not be judged at that load (the
 helper thread waits for a core; wall time 1.0x at 3072 x 576, worse for the small matrices).
 
-rows_product (AVX2, also on AVX-512 CPUs): the same tiles for several rows (prefill), each row rounded with its
-own scale and given exactly the one-row kernel's bits; each tile is read once and used for up to ROWS_CHUNK rows
-while in L1. 32 rows of SmolLM2's matrices: 3.5-10x faster than dequantizing the weight and F.linear.
+rows_product (AVX-512 VNNI or AVX2, the one-row kernel's choice): the same tiles for several rows (prefill), each
+row rounded with its own scale and given exactly the one-row kernel's bits; each tile is read once and used for up
+to ROWS_CHUNK rows while in L1. 32 rows of SmolLM2's matrices (AVX2, AMD Zen 3): 3.5-10x faster than dequantizing
+the weight and F.linear. The VNNI variant (kernel_source.tile_rows_512, around the one-row tile step, as Q8_0's)
+is 2.9-3.0x faster than the AVX2 one at 32 rows of 576 x 576, 1536 x 576 and 576 x 1536 (AMD EPYC Zen 5, one
+thread, process CPU, interleaved, 2026-11-28).
 
 y[o] = sum_b ( d[o,b] * sum_{j in b} x_j q[o,j]  +  m[o,b] * sum_{j in b} x_j ) + bias[o],  q in [0, 15].
 
@@ -60,11 +63,11 @@ CODE_BYTES = 1024  # a tile's codes (64 outputs x 32 inputs, 4 bits each), then 
 TILE_BYTES = 1280
 MAX_K = 16384  # the kernel rounds x into two stack arrays of this many bytes
 
-_SOURCE = kernel_source.tile_gemv_512("attnlab_int4_gemv", TILE_BYTES, CODE_BYTES, "float",
-                                      "xs[b] = (float)total;  // block sum of the ROUNDED x, in units of s2 (exact)",
-                                      r"""
+_BLOCK_SUM = "xs[b] = (float)total;  // block sum of the ROUNDED x, in units of s2 (exact)"
+_CONSTANTS_512 = r"""
         const __m512i mask = _mm512_set1_epi8(0x0F);
-        const __m512 c254 = _mm512_set1_ps(254.f);""", r"""
+        const __m512 c254 = _mm512_set1_ps(254.f);"""
+_TILE_512 = r"""
             #pragma GCC unroll 4
             for (int e = 0; e < 4; ++e) {
                 const uint8_t* q = p + e * 256;
@@ -93,7 +96,11 @@ _SOURCE = kernel_source.tile_gemv_512("attnlab_int4_gemv", TILE_BYTES, CODE_BYTE
                 const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))); \
                 const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 64 + 16 * g))); \
                 a = _mm512_fmadd_ps(m, xsb, _mm512_fmadd_ps(d, t, a)); }
-""")
+"""
+_SOURCE = kernel_source.tile_gemv_512("attnlab_int4_gemv", TILE_BYTES, CODE_BYTES, "float", _BLOCK_SUM,
+                                      _CONSTANTS_512, _TILE_512)
+_SOURCE_ROWS = kernel_source.tile_rows_512("attnlab_int4_rows", TILE_BYTES, CODE_BYTES, "float", _BLOCK_SUM,
+                                           _CONSTANTS_512, _TILE_512)
 
 _AVX2_PARTS = kernel_source.PRELUDE_AVX2 + r"""
 // 8 int32 lanes (values within +-127) -> 8 int8 bytes at dst: saturating packs are exact here
@@ -107,7 +114,7 @@ ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t
                                  int8_t* __restrict__ xl, float* __restrict__ xs, float* s2out) {
     const int64_t k = kb * 32;""" + kernel_source.scan_avx2(masked=False) + kernel_source.round_blocks(
     256,     "attnlab_store8(xh + i, hi); attnlab_store8(xl + i, li);",
-    "xs[b] = (float)total;  // block sum of the ROUNDED x, in units of s2 (exact)") + r"""
+    _BLOCK_SUM) + r"""
     *s2out = s2;
     return 0;
 }
@@ -260,17 +267,13 @@ extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
-_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS_AVX2 = (kernel_source.sized(s, MAX_K=MAX_K, TILE_BYTES=TILE_BYTES,
-                                                                  ROWS_CHUNK=ROWS_CHUNK)
-                                            for s in (_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS_AVX2))
+_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS, _SOURCE_ROWS_AVX2 = kernel_source.sized_all(
+    (_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS, _SOURCE_ROWS_AVX2), MAX_K=MAX_K, TILE_BYTES=TILE_BYTES, ROWS_CHUNK=ROWS_CHUNK)
 SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE), (kernel_variants.AVX2, _SOURCE_AVX2))  # fastest first
-_compiled = kernel_variants.cached_build("int4", SOURCES, "attnlab_int4_gemv", "4-bit products dequantize in chunks")
-available, unavailable_reason = kernel_variants.status(lambda: _compiled())
-gemv = kernel_variants.tile_gemv(lambda: _compiled())
-# rows_product's kernel: AVX2 only (it runs on AVX-512 CPUs as well)
-_compiled_rows = kernel_variants.cached_build("int4_rows", ((kernel_variants.AVX2, _SOURCE_ROWS_AVX2),),
-                                              "attnlab_int4_rows", "4-bit products of many rows dequantize the weight")
-rows_available = kernel_variants.status(lambda: _compiled_rows())[0]
+# rows_product's kernel: the one-row kernel's variant (the same choice), around its tile step
+ROWS_SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE_ROWS), (kernel_variants.AVX2, _SOURCE_ROWS_AVX2))
+_compiled, _compiled_rows = kernel_variants.tiled_builds("int4", SOURCES, ROWS_SOURCES, "4-bit products")
+available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
 
 
 def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
@@ -304,18 +307,3 @@ def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> t
     tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
     return tiles, kernel_variants.layer_bias(bias)
 
-
-def rows_product(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
-                 threads: int = 1) -> torch.Tensor | None:
-    """x (rows, k) float32 contiguous on CPU -> (rows, n) float32: each row as gemv() would give it (the same
-    rounding per row, the same tiles, the same bits), with each tile read once for ROWS_CHUNK rows instead of once
-    per row (prefill). None when a row holds a NaN or an infinity, or its buffers cannot be allocated (then
-    multiply all rows in float32). No checks, as gemv(); the caller guarantees rows_available()."""
-    rows = x.shape[0]
-    y = torch.empty(rows, n)
-    if rows == 0:
-        return y
-    if _compiled_rows()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
-                           rows, tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
-        return None
-    return y

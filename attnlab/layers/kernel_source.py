@@ -16,7 +16,10 @@ self-contained step; the pieces that declare the variables a kernel goes on to u
 - STORE_512: acc * s2 + bias into y, 16 outputs of a block at a time.
 - tile_gemv_head / tile_gemv_512: the tiled formats' (4-bit, Q8_0) function head, and their whole AVX-512 kernel
   around the format's tile product.
-- sized(source, MAX_K=..., ...): the format module's sizes written into its C++.
+- round_row / tile_rows / tile_rows_512: the multi-row (prefill) kernels: a row's rounding as a function, the
+  kernel that rounds every row and then serves each tile to several rows while it is in L1, and its AVX-512 form
+  around the one-row kernel's own tile step (so each row gets the one-row kernel's bits).
+- sized(source, MAX_K=..., ...), sized_all: the format module's sizes written into its C++.
 """
 
 from __future__ import annotations
@@ -201,6 +204,11 @@ def sized(source: str, **sizes: int) -> str:
     return source
 
 
+def sized_all(sources: tuple[str, ...], **sizes: int) -> tuple[str, ...]:
+    """sized() of each of `sources`, in order."""
+    return tuple(sized(s, **sizes) for s in sources)
+
+
 # x's pieces at position i as int8 (the tiled formats' xh, xl)
 _STORE_PIECES_512 = r"""_mm_storeu_si128((__m128i*)(xh + i), _mm512_cvtepi32_epi8(hi));
             _mm_storeu_si128((__m128i*)(xl + i), _mm512_cvtepi32_epi8(li));"""
@@ -224,14 +232,112 @@ def tile_gemv_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, 
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         const uint8_t* wt = w + ob * kb * """ + str(tile_bytes) + r""";
         for (int64_t b = 0; b < kb; ++b) {
-            const uint8_t* p = wt + b * """ + str(tile_bytes) + r""";""" + prefetch_tile(tile_bytes) + r"""
+            const uint8_t* p = wt + b * """ + str(tile_bytes) + r""";""" + prefetch_tile(tile_bytes) + _tile_step_512(
+        scales_at, tile) + r"""
+        }""" + STORE_512 + r"""    });
+    return 0;
+}
+""")
+
+
+def _tile_step_512(scales_at: int, tile: str) -> str:
+    """One tile p's products for one row (pieces xh, xl, block sums xs) folded into a0..a3: the step the one-row
+    and the multi-row AVX-512 kernels share, so that every row gets the same operations in the same order."""
+    return r"""
             __m512i h0 = z, h1 = z, h2 = z, h3 = z, l0 = z, l1 = z, l2 = z, l3 = z;
             const int8_t* xhb = xh + 32 * b;
             const int8_t* xlb = xl + 32 * b;
             const uint16_t* dm = (const uint16_t*)(p + """ + str(scales_at) + r""");""" + tile + r"""
             ACC(a0, h0, l0, 0) ACC(a1, h1, l1, 1) ACC(a2, h2, l2, 2) ACC(a3, h3, l3, 3)
-#undef ACC
-        }""" + STORE_512 + r"""    });
+#undef ACC"""
+
+
+def round_row(bits: int, xs_type: str, names: str, store: str, block_sum: str) -> str:
+    """attnlab_round(x, kb, xr, xs, s2out): one row of x (kb * 32 floats) rounded as the one-row kernels round it
+    (scan_512 / scan_avx2, then round_blocks with `store` and `block_sum`) into xr (2 k bytes: the row's two int8
+    pieces, or X as int16, as `names` declares them from xr), its block sums xs (`xs_type`) and *s2out; 1 when
+    the row holds NaN or +-inf (nothing else written). For the multi-row kernels, which round every row first."""
+    scan = scan_512 if bits == 512 else scan_avx2
+    return r"""
+ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t* __restrict__ xr,
+                                 """ + xs_type + r"""* __restrict__ xs, float* s2out) {
+    const int64_t k = kb * 32;
+    """ + names + scan(masked=False) + round_blocks(bits, store, block_sum) + r"""
+    *s2out = s2;
     return 0;
 }
-""")
+"""
+
+
+def tile_rows(function: str, tile_bytes: int, xs_type: str, constants: str, tile_row: str, out_row: str) -> str:
+    """The extern "C" multi-row kernel of a tiled format (prefill): x (rows, k) -> y (rows, n) with each row given
+    exactly the one-row kernel's bits. Every row is rounded first (attnlab_round, from round_row: 1 back when one
+    is not finite, 2 when the buffers cannot be allocated); then each output block of 64 takes its tiles in order
+    for each chunk of ROWS_CHUNK rows (a job for the pool's threads), each tile serving those rows while in L1:
+    `tile_row` adds tile p (block b) into the row's 64 float accumulators ar from its rounded x, xr, and block
+    sums, xsr; `out_row` writes the row's ar times s2r (+ bias) into yr. `constants` are the tile's vectors,
+    made once per job (an output block for a chunk of rows). The text keeps ROWS_CHUNK for sized()."""
+    return r"""
+#include <new>
+extern "C" int """ + function + r"""(const float* __restrict__ x, const uint8_t* __restrict__ w,
+                       const float* __restrict__ bias, float* __restrict__ y,
+                       int64_t rows, int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+{
+    const int64_t k = kb * 32;
+    int8_t* xp = new (std::nothrow) int8_t[2 * k * rows];  // row r's rounded x at 2 k r
+    """ + xs_type + r"""* xs = new (std::nothrow) """ + xs_type + r"""[kb * rows];  // row r's block sums at kb r
+    float* s2 = new (std::nothrow) float[rows];
+    int failed = !xp || !xs || !s2 ? 2 : 0;
+    for (int64_t r = 0; r < rows && !failed; ++r)
+        failed = attnlab_round(x + r * k, kb, xp + 2 * k * r, xs + kb * r, s2 + r);  // 1: not finite
+    if (failed) { delete[] xp; delete[] xs; delete[] s2; return failed; }  // the caller multiplies in float32
+""" + pool_threads(f"nb * kb * {tile_bytes} * rows") + r"""
+    // a job: output block ob (64 outputs) for rows r0 .. r0 + ROWS_CHUNK - 1, so that 2 threads share even a
+    // matrix of few output blocks (K and V: 3) evenly once a prompt has more than ROWS_CHUNK rows
+    const int64_t chunks = (rows + ROWS_CHUNK - 1) / ROWS_CHUNK;
+    attnlab_pool::for_blocks(nb * chunks, nt, [&](int64_t job) {""" + constants + r"""
+        const int64_t ob = job / chunks, r0 = (job % chunks) * ROWS_CHUNK;
+        alignas(64) float acc[ROWS_CHUNK * 64];  // row r0 + i's 64 outputs at 64 i, in units of its s2
+        const uint8_t* wt = w + ob * kb * """ + str(tile_bytes) + r""";
+        const int64_t rc = rows - r0 < ROWS_CHUNK ? rows - r0 : ROWS_CHUNK;
+        for (int64_t i = 0; i < rc * 64; ++i) acc[i] = 0.f;
+        for (int64_t b = 0; b < kb; ++b) {
+            const uint8_t* p = wt + b * """ + str(tile_bytes) + r""";""" + prefetch_tile(tile_bytes) + r"""
+            for (int64_t i = 0; i < rc; ++i) {  // the tile stays in L1 across these rows
+                const int8_t* xr = xp + 2 * k * (r0 + i);
+                const """ + xs_type + r"""* xsr = xs + kb * (r0 + i);
+                float* ar = acc + 64 * i;""" + tile_row + r"""
+            }
+        }
+        for (int64_t i = 0; i < rc; ++i) {
+            const float* ar = acc + 64 * i;
+            const float s2r = s2[r0 + i];
+            float* yr = y + (r0 + i) * n;""" + out_row + r"""
+        }
+    });
+    delete[] xp; delete[] xs; delete[] s2;
+    return 0;
+}
+"""
+
+
+def tile_rows_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, block_sum: str, constants: str,
+                  tile: str) -> str:
+    """tile_gemv_512's multi-row twin (tile_rows around the same `constants`, `tile` and STORE_512): each row's
+    a0..a3 come from and go back to its accumulators in L1 around the one-row kernel's tile step."""
+    load = r"""
+        __m512 a0 = _mm512_load_ps(ar), a1 = _mm512_load_ps(ar + 16), a2 = _mm512_load_ps(ar + 32),
+               a3 = _mm512_load_ps(ar + 48);"""
+    tile_row = r"""
+                    const int8_t* xh = xr;
+                    const int8_t* xl = xr + k;
+                    const """ + xs_type + r"""* xs = xsr;""" + load + _tile_step_512(scales_at, tile) + r"""
+                    _mm512_store_ps(ar, a0); _mm512_store_ps(ar + 16, a1);
+                    _mm512_store_ps(ar + 32, a2); _mm512_store_ps(ar + 48, a3);"""
+    out_row = r"""
+                const float s2 = s2r;
+                float* y = yr;""" + load + STORE_512
+    return (kernel_build.POOL + prelude_512("f16c")
+            + round_row(512, xs_type, "int8_t* xh = xr;\n    int8_t* xl = xr + k;", _STORE_PIECES_512, block_sum)
+            + tile_rows(function, tile_bytes, xs_type, r"""
+        const __m512i z = _mm512_setzero_si512();""" + constants, tile_row, out_row))

@@ -10,6 +10,9 @@ the small wrappers around the built function are the same for every format; a fo
 - `build(name, sources, function, fallback)`: the chosen variant, built or loaded; `cached_build` once per process.
 - `status(compiled)`: a format's `available()` and `unavailable_reason()`.
 - `tile_gemv(compiled)`: gemv() of a tiled format (4-bit, Q8_0): x, tiles, bias -> y, or None for a non-finite row.
+- `tile_rows(compiled)`: rows_product() of a tiled format's multi-row kernel (prefill): many rows, each with gemv's
+  bits.
+- `tiled_builds(...)`, `tiled_calls(globals())`: a tiled format module's two builds and its five calls in one go.
 - `cpu_flags()`, `cpu_reason(flags)`, `pick(sources)`, `choice()`: the checks behind build, for tests and fbgemm.
 - ATTNLAB_INT8_KERNEL (CHOICES): "auto" the fastest variant the CPU runs, "avx2" the AVX2 one even where AVX-512
   VNNI is there (to compare, or test both), "fbgemm" none (the fallbacks run: int8 through fbgemm, 4-bit and Q8_0
@@ -153,3 +156,49 @@ def tile_gemv(compiled):
         return y
 
     return gemv
+
+
+def tiled_builds(name: str, sources, rows_sources, what: str):
+    """(_compiled, _compiled_rows) of a tiled format (4-bit, Q8_0): its one-row kernel `sources` (extern "C"
+    attnlab_<name>_gemv) and its multi-row `rows_sources` (attnlab_<name>_rows), each a (flags, source) pair per
+    variant, fastest first, built on first use (cached_build); `what` names the products in the fallback's
+    message."""
+    return (cached_build(name, sources, f"attnlab_{name}_gemv", f"{what} dequantize in chunks"),
+            cached_build(f"{name}_rows", rows_sources, f"attnlab_{name}_rows",
+                         f"{what} of many rows dequantize the weight"))
+
+
+def tiled_calls(scope: dict) -> tuple:
+    """available, unavailable_reason, gemv, rows_available, rows_product of the tiled format module whose
+    globals() are `scope`: its _compiled and _compiled_rows (tiled_builds) are looked up there at each call, so
+    a test that swaps in another build (monkeypatch.setattr(module, "_compiled", ...)) is followed."""
+    def compiled():
+        return scope["_compiled"]()
+
+    def compiled_rows():
+        return scope["_compiled_rows"]()
+
+    available, unavailable_reason = status(compiled)
+    return available, unavailable_reason, tile_gemv(compiled), status(compiled_rows)[0], tile_rows(compiled_rows)
+
+
+def tile_rows(compiled):
+    """rows_product() of a tiled format's multi-row kernel (kernel_source.tile_rows) that `compiled()` gives, as
+    in status(): one wrapper for every format, since their kernels take the same arguments."""
+
+    def rows_product(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
+                     threads: int = 1) -> torch.Tensor | None:
+        """x (rows, k) float32 contiguous on CPU -> (rows, n) float32: each row as gemv() would give it (the same
+        rounding per row, the same tiles, the same bits), with each tile read once for ROWS_CHUNK rows instead of
+        once per row (prefill). None when a row holds a NaN or an infinity, or its buffers cannot be allocated
+        (then multiply all rows in float32). No checks, as gemv(); the caller guarantees rows_available()."""
+        rows = x.shape[0]
+        y = torch.empty(rows, n)
+        if rows == 0:
+            return y
+        if compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
+                         rows, tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
+            return None
+        return y
+
+    return rows_product

@@ -39,11 +39,11 @@ rounding of w). On CUDA that is F.linear in the activation's dtype (untested her
 The 4-bit products of few rows run attnlab's 4-bit kernel (layers/int4_kernel.py: AVX-512 VNNI 0.99-1.05x of the
 weight-reading floor, 5.6-6.5x faster than float32 per matrix; an AVX2 variant on CPUs without AVX-512, 3.7-5.3x
 faster than float32 on an AMD Zen 3), and Q8_0's (SmolLM2's tied embedding / head) run layers/q8_0_kernel.py,
-built the same way. 4-bit products of more rows (a prompt's prefill, up to MANY_ROWS) go through the same tiles
-with int4_kernel.rows_product, each tile read once for 16 rows and every row rounded as a decoding step rounds it
-(~15 bits), instead of dequantizing the whole matrix to float32 per call. int8 and Q8_0 products of up to
-ROW_BY_ROW rows (a short prompt; the explorer's sweeps and logit lens at SmolLM2's tied head) call the one-row
-kernel once per row, for the same reason: 2-10x faster than writing the dequantized matrix first, and each row
+built the same way. 4-bit and Q8_0 products of more rows (a prompt's prefill, the explorer's sweeps and logit
+lens at SmolLM2's tied head; up to MANY_ROWS) go through the same tiles with the kernel's rows_product, each tile
+read once for 16 rows and every row rounded as a decoding step rounds it (~15 bits), instead of dequantizing the
+whole matrix to float32 per call. int8 products of up to ROW_BY_ROW rows call the one-row kernel once per row,
+for the same reason: 2-10x faster than writing the dequantized matrix first, and each row
 rounded as a decoding step rounds it. Elsewhere few-row products dequantize
 CHUNK weights (whole output rows, 1 MB of float32) at a time into a
 reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded
@@ -65,7 +65,7 @@ from attnlab.layers import int4_kernel, int8_kernel, kernel_threads, kernel_vari
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
-ROWS_FORMATS = ("int4", "q4_0", "q4_1")  # formats whose prefill products int4_kernel.rows_product takes
+ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0")  # formats whose prefill products their kernel's rows_product takes
 KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
            "q8_0": q8_0_kernel}
 
@@ -161,11 +161,14 @@ class QuantizedLinear(nn.Module):
     CHUNK = 1 << 18  # weights dequantized at a time (whole rows) for few-row products of the block formats:
     #                  1 MB of float32, so a chunk is still in the core's L2 cache when its product reads it
     use_kernel = True  # few rows: attnlab's VNNI kernels where available (False: fbgemm / chunked, to compare)
-    MANY_ROWS = 512  # 4-bit products of FAST_ROWS+1 .. this many rows: int4_kernel.rows_product (3.5-10x faster
-    #                  than dequantize + F.linear at 32 rows, 1.0-1.3x at 512, AMD Zen 3); more: the dequantized weight
-    ROW_BY_ROW = 64  # int8 / Q8_0 products of FAST_ROWS+1 .. this many rows: the one-row kernel once per row,
-    #                  2-10x faster there than dequantizing the whole matrix for one F.linear (SmolLM2's Q8_0 head,
-    #                  49152 x 576: 27 rows 108 ms against 234; int8 768 x 3072: 64 rows 5 ms against 17; AMD Zen 3)
+    MANY_ROWS = 512  # 4-bit and Q8_0 products of FAST_ROWS+1 .. this many rows: their kernel's rows_product (4-bit,
+    #                  AVX2: 3.5-10x faster than dequantize + F.linear at 32 rows, 1.0-1.3x at 512, AMD Zen 3; VNNI:
+    #                  ~3x the AVX2 one; Q8_0, VNNI: 2.4-6x faster than ROW_BY_ROW's calls from 5 to 512 rows, AMD
+    #                  Zen 5); more: the dequantized weight
+    ROW_BY_ROW = 64  # int8 products of FAST_ROWS+1 .. this many rows: the one-row kernel once per row, 2-10x faster
+    #                  there than dequantizing the whole matrix for one F.linear (int8 768 x 3072: 64 rows 5 ms
+    #                  against 17; SmolLM2's Q8_0 head, 49152 x 576, before Q8_0 had rows_product: 27 rows 108 ms
+    #                  against 234; AMD Zen 3)
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
@@ -268,14 +271,14 @@ class QuantizedLinear(nn.Module):
 
     def runs_kernel(self, rows: int) -> bool:
         """Does an eager float32 CPU product of `rows` rows run one of attnlab's kernels (forward's choice): the
-        one-row kernel up to FAST_ROWS rows, then int4_kernel.rows_product (4-bit formats, up to MANY_ROWS) or the
-        one-row kernel row by row (int8 / Q8_0, up to ROW_BY_ROW)? attnlab.threads asks it to know whether a
+        one-row kernel up to FAST_ROWS rows, then its rows_product (4-bit formats and Q8_0, up to MANY_ROWS) or the
+        one-row kernel row by row (int8, up to ROW_BY_ROW)? attnlab.threads asks it to know whether a
         forward's products are all the kernels' (then torch's own pool can stay at one thread)."""
         if rows <= self.FAST_ROWS:
             return self._one_row_kernel() is not None
         if self.format in ROWS_FORMATS:
-            return (rows <= self.MANY_ROWS and self.use_kernel and self.in_features <= int4_kernel.MAX_K
-                    and int4_kernel.available() and int4_kernel.rows_available())
+            kernel = self._one_row_kernel()
+            return rows <= self.MANY_ROWS and kernel is not None and kernel.rows_available()
         return rows <= self.ROW_BY_ROW and self._one_row_kernel() is not None
 
     def _eager_cpu_float(self, x: torch.Tensor) -> bool:
@@ -284,24 +287,25 @@ class QuantizedLinear(nn.Module):
                 and not (torch.is_grad_enabled() and x.requires_grad))
 
     def _row_by_row(self, x: torch.Tensor, rows: int):
-        """The one-row kernel for an int8 / Q8_0 product of at most ROW_BY_ROW rows (a short prompt, a sweep's
-        or the logit lens's rows at the head), or None: each row reads the codes once, where the float product
-        would first write the whole dequantized matrix (SmolLM2's tied head: 113 MB per call)."""
+        """The one-row kernel for an int8 product of at most ROW_BY_ROW rows (a short prompt, a sweep's rows), or
+        None: each row reads the codes once, where the float product would first write the whole dequantized
+        matrix."""
         if self.format in ROWS_FORMATS or not self._eager_cpu_float(x) or not self.runs_kernel(rows):
             return None
         return self._one_row_kernel()
 
     def _rows_kernel(self, x: torch.Tensor, rows: int) -> bool:
-        """Do these rows (a prefill) go through int4_kernel.rows_product: 4-bit codes, MANY_ROWS rows at most,
+        """Do these rows (a prefill) go through rows_product: 4-bit or Q8_0 codes, MANY_ROWS rows at most,
         eager float32 on CPU without autograd, and the kernel built (runs_kernel)?"""
         return self.format in ROWS_FORMATS and self._eager_cpu_float(x) and self.runs_kernel(rows)
 
     def _rows_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        """Many rows through the 4-bit kernel's tiles (each tile read once per 16 rows; every row rounded as a
-        decoding step rounds it); a row holding NaN or inf sends all rows to the dequantized weight."""
+        """Many rows through the 4-bit or Q8_0 kernel's tiles (each tile read once per 16 rows; every row rounded
+        as a decoding step rounds it); a row holding NaN or inf sends all rows to the dequantized weight."""
         flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        tiles, kbias = self._kernel_packed(int4_kernel, bias)  # the one-row kernel's tiles: the same layout
-        y = int4_kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count())
+        kernel = KERNELS[self.format]  # int4_kernel or q8_0_kernel: its rows_product reads the one-row kernel's tiles
+        tiles, kbias = self._kernel_packed(kernel, bias)
+        y = kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count())
         return self._float_product(x, bias) if y is None else y.reshape(*x.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit, Q8_0)
