@@ -42,6 +42,8 @@ CLASS = "bench/results/explorer-class"
 QUICK = "bench/results/bench-quick-2026-11-28"
 BABY = "bench/results/baby-gpt-sapphire-rapids-2026-11-28"
 CI = "bench/results/ci-2026-11-28"
+ZEN = "bench/results/llama-cpp-zen5-2026-11-28"
+Q8P = "bench/results/q8_0-prefill-2026-11-28"
 
 
 def _ratio_column(threads: str, column: int) -> str:
@@ -53,6 +55,16 @@ def _ratio_column(threads: str, column: int) -> str:
 DECODE_1, DECODE_2 = _ratio_column("1 (compile=True)", 2), _ratio_column("2 (compile=True)", 2)
 PREFILL_1, PREFILL_2 = _ratio_column("1 (compile=True)", 5), _ratio_column("2 (compile=True)", 5)
 EAGER_1, EAGER_2 = _ratio_column("1", 2), _ratio_column("2", 2)
+# the benchmark's table since the compiled step became the default: a path's row at a thread count
+PATH_DECODE = {(p, t): _ratio_column(f"{p} | {t}", 2) for p in ("default (compiled step)", "eager (--no-compile)")
+               for t in (1, 2)}
+PATH_PREFILL = {t: _ratio_column(f"default (compiled step) | {t}", 7) for t in (1, 2)}
+FLOOR = {t: r"^\| default \(compiled step\) \| " + str(t) + r" \|" + r"[^|]+\|" * 3 + r" ([\d.]+) \|"
+         for t in (1, 2)}  # the fraction of the memory floor attnlab's decode reaches
+FRESH = {(n, side): r"^\| " + str(n) + r" \|" + r"[^|]+\|" * side + r" ([\d.]+) s \|"
+         for n in (1, 16) for side in (0, 1)}  # fresh processes: attnlab's wall (side 0), llama-completion's (1)
+DEFAULT_1, DEFAULT_2 = PATH_DECODE["default (compiled step)", 1], PATH_DECODE["default (compiled step)", 2]
+NO_COMPILE_1, NO_COMPILE_2 = PATH_DECODE["eager (--no-compile)", 1], PATH_DECODE["eager (--no-compile)", 2]
 # the train benchmark's table: an implementation's row, its MFU (the first "N%") or its ratio to attnlab
 MFU = r"^\s+{}\s.*?\s(\d+)%"
 VS_ATTNLAB = r"^\s+{}\s.*?\s([\d.]+)x"
@@ -84,12 +96,14 @@ CLAIMS = [
     ("README.md", "of which pytest: 1,825 passed, 5 skipped (the GPU tests and one that needs pyarrow absent) | "
      "7 m {28} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:07:(\d+)\)", 1),
     # README: llama.cpp
-    ("README.md", "Q4_1 then decodes at {1.37}x llama.cpp's rate at one thread", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
-    ("README.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
-    ("README.md", "it decodes at {0.55}-0.82x", f"{LLAMA}/q4_1-e.log", EAGER_2, 1),
-    ("README.md", "it decodes at 0.55-{0.82}x", f"{LLAMA}/q4_1-e.log", EAGER_1, 1),
-    ("README.md", "gave {1.48}x / 1.07x (q4_1-f.log", f"{LLAMA}/q4_1-f.log", DECODE_1, 1),
-    ("README.md", "gave 1.48x / {1.07}x (q4_1-f.log", f"{LLAMA}/q4_1-f.log", DECODE_2, 1),
+    ("README.md", "Q4_1 then decodes at {1.15}x llama.cpp's rate", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
+    ("README.md", "at one thread and {1.05}x\n  at two", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
+    ("README.md", "prompt at {4.24}x / 2.99x", f"{ZEN}/q4_1.log", PATH_PREFILL[1], 1),
+    ("README.md", "prompt at 4.24x / {2.99}x", f"{ZEN}/q4_1.log", PATH_PREFILL[2], 1),
+    ("README.md", "decodes at {0.79}x / 0.76x", f"{ZEN}/q4_1.log", NO_COMPILE_1, 1),
+    ("README.md", "decodes at 0.79x / {0.76}x", f"{ZEN}/q4_1.log", NO_COMPILE_2, 1),
+    ("README.md", "--max-new-tokens 1` takes {1.63} s", f"{ZEN}/q4_1.log", FRESH[1, 0], 1),
+    ("README.md", "takes 1.63 s against {0.30} s", f"{ZEN}/q4_1.log", FRESH[1, 1], 1),
     # docs/generation.md
     ("docs/generation.md", "attnlab generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log",
      GEN_WALL.format(1), 1),
@@ -117,20 +131,25 @@ CLAIMS = [
     ("docs/training.md", "(first run); {7m21s} for the retrain",
      "attnlab/assets/checkpoints/translate-numbers/trained.json", "json:wall_s", 1),
     # docs/quantization.md: llama.cpp beside attnlab
-    ("docs/quantization.md", "eager decoding is {0.55}-0.82x", f"{LLAMA}/q4_1-e.log", EAGER_2, 1),
-    ("docs/quantization.md", "eager decoding is 0.55-{0.82}x", f"{LLAMA}/q4_1-e.log", EAGER_1, 1),
-    ("docs/quantization.md", "Q4_1 decodes at {1.37}x llama.cpp's rate", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
-    ("docs/quantization.md", "at one thread and {1.05}x at two", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
-    ("docs/quantization.md", "prefills at {1.62}x / 1.31x", f"{LLAMA}/q4_1-e.log", PREFILL_1, 1),
-    ("docs/quantization.md", "prefills at 1.62x / {1.31}x", f"{LLAMA}/q4_1-e.log", PREFILL_2, 1),
-    ("docs/quantization.md", "`--model F`) {1.50}x / 1.08x", f"{LLAMA}/q4_0.log", DECODE_1, 1),
-    ("docs/quantization.md", "`--model F`) 1.50x / {1.08}x", f"{LLAMA}/q4_0.log", DECODE_2, 1),
-    ("docs/quantization.md", "1.08x, prefill {0.90}x / 0.81x", f"{LLAMA}/q4_0.log", PREFILL_1, 1),
-    ("docs/quantization.md", "prefill 0.90x / {0.81}x", f"{LLAMA}/q4_0.log", PREFILL_2, 1),
-    ("docs/quantization.md", "a Q8_0 file {1.23}x / 1.08x", f"{LLAMA}/q8_0.log", DECODE_1, 1),
-    ("docs/quantization.md", "a Q8_0 file 1.23x / {1.08}x", f"{LLAMA}/q8_0.log", DECODE_2, 1),
-    ("docs/quantization.md", "prefill {0.72}x / 0.51x", f"{LLAMA}/q8_0.log", PREFILL_1, 1),
-    ("docs/quantization.md", "prefill 0.72x / {0.51}x", f"{LLAMA}/q8_0.log", PREFILL_2, 1),
+    ("docs/quantization.md", "SmolLM2 Q4_1\ndecodes at {1.15}x", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
+    ("docs/quantization.md", "at one thread and {1.05}x at two (eager", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
+    ("docs/quantization.md", "(eager: {0.79}x / 0.76x)", f"{ZEN}/q4_1.log", NO_COMPILE_1, 1),
+    ("docs/quantization.md", "(eager: 0.79x / {0.76}x)", f"{ZEN}/q4_1.log", NO_COMPILE_2, 1),
+    ("docs/quantization.md", "prompt at\n{4.24}x / 2.99x", f"{ZEN}/q4_1.log", PATH_PREFILL[1], 1),
+    ("docs/quantization.md", "4.24x / {2.99}x. Both", f"{ZEN}/q4_1.log", PATH_PREFILL[2], 1),
+    ("docs/quantization.md", "(attnlab {0.43} / 0.41", f"{ZEN}/q4_1.log", FLOOR[1], 1),
+    ("docs/quantization.md", "(attnlab 0.43 / {0.41}", f"{ZEN}/q4_1.log", FLOOR[2], 1),
+    ("docs/quantization.md", "Q4_0 decodes at {0.75}x / 0.81x", f"{Q8P}/after-q4_0.log", DEFAULT_1, 1),
+    ("docs/quantization.md", "Q4_0 decodes at 0.75x / {0.81}x", f"{Q8P}/after-q4_0.log", DEFAULT_2, 1),
+    ("docs/quantization.md", "prefills at {1.04}x / 0.82x", f"{Q8P}/after-q4_0.log", PATH_PREFILL[1], 1),
+    ("docs/quantization.md", "prefills at 1.04x / {0.82}x", f"{Q8P}/after-q4_0.log", PATH_PREFILL[2], 1),
+    ("docs/quantization.md", "Q8_0 decodes at {0.84}x / 0.86x", f"{Q8P}/after-q8_0.log", DEFAULT_1, 1),
+    ("docs/quantization.md", "Q8_0 decodes at 0.84x / {0.86}x", f"{Q8P}/after-q8_0.log", DEFAULT_2, 1),
+    ("docs/quantization.md", "prefills at {2.52}x / 1.69x", f"{Q8P}/after-q8_0.log", PATH_PREFILL[1], 1),
+    ("docs/quantization.md", "prefills at 2.52x / {1.69}x", f"{Q8P}/after-q8_0.log", PATH_PREFILL[2], 1),
+    ("docs/quantization.md", "--max-new-tokens 1` takes {1.63} s", f"{ZEN}/q4_1.log", FRESH[1, 0], 1),
+    ("docs/quantization.md", "and 16 tokens {3.63} s against 0.40 s", f"{ZEN}/q4_1.log", FRESH[16, 0], 1),
+    ("docs/quantization.md", "and 16 tokens 3.63 s against {0.40} s", f"{ZEN}/q4_1.log", FRESH[16, 1], 1),
     # docs/explorer.md: a class at once
     ("docs/explorer.md", "{598} light answers, p95 402 ms", f"{CLASS}/30-students-240s.json", "json:light.all.answers",
      1),
@@ -177,13 +196,15 @@ CLAIMS = [
     ("docs/cost.md", "| narrow-long attention core, causal / dense | 1.76 / **2.00** \\| 1.79 / **{2.02}** |",
      "docs/img/cost-narrow/sweep.txt", r"^\s+attention_dense\s+measured.*\|\s+measured\s+([\d.]+)", 1),
     # bench/RESULTS.md: the current figures
-    ("bench/RESULTS.md", "decode {1.48}x at one thread, 1.07x at two; prefill 1.69x / 1.41x", f"{LLAMA}/q4_1-f.log",
-     DECODE_1, 1),
-    ("bench/RESULTS.md", "decode 1.48x at one thread, {1.07}x at two; prefill", f"{LLAMA}/q4_1-f.log", DECODE_2, 1),
-    ("bench/RESULTS.md", "at two; prefill {1.69}x / 1.41x; eager", f"{LLAMA}/q4_1-f.log", PREFILL_1, 1),
-    ("bench/RESULTS.md", "at two; prefill 1.69x / {1.41}x; eager", f"{LLAMA}/q4_1-f.log", PREFILL_2, 1),
-    ("bench/RESULTS.md", "eager decode {0.89}x / 0.58x", f"{LLAMA}/q4_1-f.log", EAGER_1, 1),
-    ("bench/RESULTS.md", "eager decode 0.89x / {0.58}x", f"{LLAMA}/q4_1-f.log", EAGER_2, 1),
+    ("bench/RESULTS.md", "llama.cpp: decode {1.15}x at one thread", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
+    ("bench/RESULTS.md", "thread, {1.05}x at two; prefill 4.24x", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
+    ("bench/RESULTS.md", "at two; prefill {4.24}x / 2.99x; eager", f"{ZEN}/q4_1.log", PATH_PREFILL[1], 1),
+    ("bench/RESULTS.md", "at two; prefill 4.24x / {2.99}x; eager", f"{ZEN}/q4_1.log", PATH_PREFILL[2], 1),
+    ("bench/RESULTS.md", "eager decode {0.79}x / 0.76x; each", f"{ZEN}/q4_1.log", NO_COMPILE_1, 1),
+    ("bench/RESULTS.md", "eager decode 0.79x / {0.76}x; each", f"{ZEN}/q4_1.log", NO_COMPILE_2, 1),
+    ("bench/RESULTS.md", "first token {1.63} s against llama-completion's", f"{ZEN}/q4_1.log", FRESH[1, 0], 1),
+    ("bench/RESULTS.md", "Q8_0 prefill {2.52}x / 1.69x, Q4_0", f"{Q8P}/after-q8_0.log", PATH_PREFILL[1], 1),
+    ("bench/RESULTS.md", "Q8_0 prefill 2.52x / {1.69}x, Q4_0", f"{Q8P}/after-q8_0.log", PATH_PREFILL[2], 1),
     ("bench/RESULTS.md", "bf16: eager attnlab {1.60}x HF, 0.95x nanoGPT", f"{GPU}/train_eager.log",
      VS_ATTNLAB.format("hf"), 1),
     ("bench/RESULTS.md", "bf16: eager attnlab 1.60x HF, {0.95}x nanoGPT", f"{GPU}/train_eager.log",
