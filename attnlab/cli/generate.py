@@ -189,6 +189,7 @@ def run(args) -> int:
     if sliding:  # only when needed, so that generate's own limit check stays in force otherwise
         kwargs["sliding_window"] = True
     out = sys.stdout
+    _ready_kernels(model, len(ids))
     if args.echo and topology == "decoder":  # a continuation reads with its prompt (nanoGPT, llama.cpp do the same)
         out.write(args.prompt if args.prompt is not None else _text(tokenizer, ids))
         out.flush()
@@ -215,6 +216,17 @@ def run(args) -> int:
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
           f"{steps}device {args.device}, torch {torch.__version__}]", file=sys.stderr)
     return 0
+
+
+def _ready_kernels(model, prompt_len: int) -> None:
+    """Build (or load) the kernels the prompt's forward and the steps will call before anything is printed: a first
+    run's one line per build then stands on its own line, not after the echoed prompt."""
+    from attnlab.layers.quantized import QuantizedLinear
+
+    for module in model.modules():
+        if isinstance(module, QuantizedLinear) and next(iter(module.buffers())).device.type == "cpu":
+            module.runs_kernel(1)
+            module.runs_kernel(prompt_len)
 
 
 class TextStream:
