@@ -103,3 +103,38 @@ def test_a_damaged_file_is_removed_and_compiled_anew(cache_dir):
     with pytest.warns(UserWarning, match="could not be loaded .* compiling anew"):
         assert step_cache.load("2" * 40) is None
     assert not damaged.exists()
+
+
+def _counted(monkeypatch):
+    from attnlab.generation import compiled
+
+    counts = {"compiled": 0, "eager": 0}
+    monkeypatch.setattr(compiled, "COUNTS", counts)
+    return compiled, counts
+
+
+def test_a_padded_batch_decodes_eagerly_with_the_default(monkeypatch):
+    """Rows of different lengths: the attention bias reads the mask's values, which one graph cannot; the default
+    path gives those steps to the eager forward instead of failing (and compiles nothing)."""
+    compiled, counts = _counted(monkeypatch)
+    monkeypatch.setattr(step_cache, "compile_step", lambda *a: pytest.fail("a padded batch must not compile"))
+    model = _tiny()
+    prompts = [[5, 17, 30, 2, 9, 11], [7, 8, 9]]
+    default = attnlab.generate(model, prompts, max_new_tokens=4, compile=True, threads=1)
+    eager = attnlab.generate(model, prompts, max_new_tokens=4, compile=False, threads=1)
+    assert default.tokens == eager.tokens and counts == {"compiled": 0, "eager": 3}
+
+
+def test_a_step_that_cannot_be_traced_decodes_eagerly_with_one_warning(monkeypatch, cache_dir):
+    compiled, counts = _counted(monkeypatch)
+
+    def untraceable(step, example):
+        raise RuntimeError("a data-dependent branch")
+
+    monkeypatch.setattr(step_cache, "compile_step", untraceable)
+    model = _tiny(64)
+    with pytest.warns(UserWarning, match="could not be compiled \\(RuntimeError\\); decoding eagerly"):
+        default = attnlab.generate(model, [[5, 17, 30]], max_new_tokens=4, compile=True, threads=1)
+    eager = attnlab.generate(model, [[5, 17, 30]], max_new_tokens=4, compile=False, threads=1)
+    assert default.tokens == eager.tokens and counts == {"compiled": 0, "eager": 3}
+    assert not list((cache_dir / "compiled").glob("*.step"))  # nothing kept

@@ -13,7 +13,8 @@ is not 0; anything else runs eagerly as before. compile=True asks for it on any 
 The step is built at the first decoding step (a one-token request never waits for it), loaded from
 <cache>/compiled when an earlier process saved it (generation/step_cache.py: about a second), else compiled
 (a minute or more for SmolLM2; one line says so and how long it took) and saved. A call the saved graph does not
-fit (its guards: e.g. a cache of one position) runs eagerly. A compiled forward cannot record or take
+fit (its guards: e.g. a cache of one position), a padded batch (the attention bias reads the mask's values) and a
+model whose step cannot be traced as one graph (one warning) run eagerly. A compiled forward cannot record or take
 interventions (recording.active answers None while tracing), so generate refuses compile=True while either is
 active (inputs.py) and compile=None runs eagerly then.
 """
@@ -24,6 +25,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 import weakref
 
 import torch
@@ -115,7 +117,8 @@ def _example(model, ids, mask, positions, cache):
 
 
 def _build(model, name: str, args):
-    """Load the step saved as `name`, else compile it (saying so, and how long it took) and save it."""
+    """Load the step saved as `name`, else compile it (saying so, and how long it took) and save it; None (with
+    one warning) when the step cannot be traced as one graph: this model's steps then run eagerly."""
     from attnlab.generation import step_cache
 
     kernel_build.private_inductor_cache()  # inductor's generated libraries: from a folder only this user writes
@@ -127,7 +130,12 @@ def _build(model, name: str, args):
         print(f"[attnlab: compiling the decoding step of {label} for {rows} row{'s' if rows > 1 else ''} at "
               f"{threads} thread{'s' if threads > 1 else ''}, once for this CPU (a minute or more; kept in "
               f"{step_cache.folder()})]", file=sys.stderr, flush=True)
-        step = step_cache.compile_step(_step, _example(model, *args))
+        try:
+            step = step_cache.compile_step(_step, _example(model, *args))
+        except Exception as e:  # a forward torch.compile cannot trace whole (a data-dependent branch, an op)
+            warnings.warn(f"the decoding step of {label} could not be compiled ({type(e).__name__}); decoding "
+                          "eagerly", stacklevel=6)
+            return None
         saved = step_cache.save(name, step)
         print(f"[attnlab: compiled in {time.perf_counter() - started:.0f} s{'' if saved else ' (not kept)'}]",
               file=sys.stderr, flush=True)
@@ -139,6 +147,10 @@ def compiled_step(model):
     """-> call(ids, attention_mask, position_ids, cache) -> logits (batch, 1, vocab), through the compiled step
     (built at its first call: loaded from disk or compiled), or the eager forward for a call it does not fit."""
     def call(ids, attention_mask, position_ids, cache):
+        args = (model, ids, attention_mask, position_ids, cache)
+        if attention_mask is not None:  # padded rows: the attention bias reads the mask's values (one graph cannot)
+            COUNTS["eager"] += 1
+            return _step(*args)
         layers = _layers(model)
         kind = (ids.shape[0], attention_mask is not None, torch.get_num_threads(), kernel_threads.count())
         names = _NAMES.setdefault(model, {})
@@ -147,13 +159,12 @@ def compiled_step(model):
 
             names[kind] = step_cache.key(model, kind[0], kind[1], kind[2:])
         name = names[kind]
-        step = _STEPS.get(name)
-        if step is None:
+        if name not in _STEPS:
             with _BUILDING:
-                step = _STEPS.get(name) or _build(model, name, (ids, attention_mask, position_ids, cache))
-                _STEPS[name] = step
-        args = (model, ids, attention_mask, position_ids, cache)
-        if not step.guard_check(*args):
+                if name not in _STEPS:
+                    _STEPS[name] = _build(model, name, (ids, attention_mask, position_ids, cache))
+        step = _STEPS[name]
+        if step is None or not step.guard_check(*args):
             COUNTS["eager"] += 1
             return _step(*args)
         COUNTS["compiled"] += 1
