@@ -62,10 +62,11 @@ def _tiny(d_ff: int = 96):
 def test_another_model_rows_threads_or_padding_get_another_file():
     same = step_cache.key(_tiny(), 1, False, (1, 1))
     assert step_cache.key(_tiny(), 1, False, (1, 1)) == same  # the same model built anew: the same file
-    others = {step_cache.key(_tiny(128), 1, False, (1, 1)), step_cache.key(_tiny(), 2, False, (1, 1)),
+    others = {step_cache.key(_tiny(128), 1, False, (1, 1)), step_cache.key(_tiny().train(), 1, False, (1, 1)),
+              step_cache.key(_tiny(), 2, False, (1, 1)),
               step_cache.key(_tiny(), 1, True, (1, 1)), step_cache.key(_tiny(), 1, False, (1, 2)),
               step_cache.key(_tiny(), 1, False, (2, 1))}
-    assert same not in others and len(others) == 5
+    assert same not in others and len(others) == 6
 
 
 @pytest.fixture

@@ -76,6 +76,7 @@ def model_signature(model) -> dict:
     config = model.config
     return {
         "class": f"{type(model).__module__}.{type(model).__qualname__}",
+        "training": model.training,  # dropout is traced in or out
         "config": asdict(config) if is_dataclass(config) else repr(config),
         "tensors": [[name, list(t.shape), str(t.dtype)]
                     for name, t in [*model.named_parameters(), *model.named_buffers()]],
