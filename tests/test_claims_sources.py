@@ -19,7 +19,7 @@ write-up they come from):
 - README's start-up times (0.06 s, 1.26 s, 1.16 s) and the newcomer's 6 m 32 s: printed by
   `python -m attnlab.benchmarks.startup` / `newcomer`, whose output was not saved.
 - README's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
-  current row (1,825 passed) is checked against bench/results/ci-2026-11-28/ci-run.log.
+  current row (1,913 passed) is checked against bench/results/ci-2026-11-28/ci-run.log.
 - docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
   value; the light-answer figures beside it are checked.
 - The other figures of docs/*.md (explorer latency tables, quantized decode steps, training and data-pipeline
@@ -91,10 +91,10 @@ CLAIMS = [
     ("README.md", "generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log", GEN_WALL.format(1), 1),
     ("README.md", "generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log", GEN_WALL.format(1), 1),
     # README: the test suite's last run
-    ("README.md", "of which pytest: {1,825} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
-    ("README.md", "of which pytest: 1,825 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
-    ("README.md", "of which pytest: 1,825 passed, 5 skipped (the GPU tests and one that needs pyarrow absent) | "
-     "7 m {28} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:07:(\d+)\)", 1),
+    ("README.md", "of which pytest: {1,913} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
+    ("README.md", "of which pytest: 1,913 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
+    ("README.md", "of which pytest: 1,913 passed, 5 skipped (the GPU tests and one that needs pyarrow absent) | "
+     "7 m {17} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:07:(\d+)\)", 1),
     # README: llama.cpp
     ("README.md", "Q4_1 then decodes at {1.15}x llama.cpp's rate", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
     ("README.md", "at one thread and {1.05}x\n  at two", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
