@@ -16,8 +16,8 @@ Figures the pages print that no log can check, and why (the pages mark them "(no
 write-up they come from):
 - README's install times and sizes (venv 11 s + torch 71 s + attnlab 67 s, 1.1 GB, 44 packages) and the disk
   sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
-- README's start-up times (0.06 s, 1.26 s, 1.16 s) and the newcomer's 6 m 32 s: printed by
-  `python -m attnlab.benchmarks.startup` / `newcomer`, whose output was not saved.
+- The newcomer's 6 m 32 s: printed by `python -m attnlab.benchmarks.newcomer`, whose output was not saved
+  (README's start-up times are checked against bench/results/startup-zen5-2026-11-28/startup.log).
 - README's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
   current row (1,913 passed) is checked against bench/results/ci-2026-11-28/ci-run.log.
 - docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
@@ -44,6 +44,8 @@ BABY = "bench/results/baby-gpt-sapphire-rapids-2026-11-28"
 CI = "bench/results/ci-2026-11-28"
 ZEN = "bench/results/llama-cpp-zen5-2026-11-28"
 Q8P = "bench/results/q8_0-prefill-2026-11-28"
+STARTUP = "bench/results/startup-zen5-2026-11-28/startup.log"
+GPT_CHAR_WALL = r"^attnlab generate gpt-char --prompt \"The \"\s+([\d.]+)"  # the start-up table's wall column
 
 
 def _ratio_column(threads: str, column: int) -> str:
@@ -90,6 +92,12 @@ CLAIMS = [
     ("README.md", "40% MFU; {51}% compiled)", f"{GPU}/train_compiled.log", MFU.format("attnlab"), 1),
     ("README.md", "generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log", GEN_WALL.format(1), 1),
     ("README.md", "generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log", GEN_WALL.format(1), 1),
+    # README and RESULTS: start-up
+    ("README.md", "`attnlab models` answer in {0.06} s", f"{STARTUP}", r"^attnlab models\s+([\d.]+)", 1),
+    ("README.md", "--prompt \"The \"` in {1.03} s", f"{STARTUP}", GPT_CHAR_WALL, 1),
+    ("README.md", "--max-new-tokens 1` in {1.49} s", f"{STARTUP}", r"--max-new-tokens 1\s+([\d.]+)", 1),
+    ("README.md", "against {1.27} s for `python -c", f"{STARTUP}", r"^python -c \"import torch\"\s+([\d.]+)", 1),
+    ("bench/RESULTS.md", "`attnlab generate gpt-char` {1.03} s", f"{STARTUP}", GPT_CHAR_WALL, 1),
     # README: the test suite's last run
     ("README.md", "of which pytest: {1,913} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
     ("README.md", "of which pytest: 1,913 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
