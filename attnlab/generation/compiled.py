@@ -34,7 +34,7 @@ from attnlab.layers import kernel_build, kernel_ops, kernel_threads
 from attnlab.layers.quantized import QuantizedLinear
 
 _LAYERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its quantized layers, place order
-_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(rows, padded, threads): key}
+_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(rows, threads): key}
 _STEPS: dict[str, object] = {}  # key -> the loaded or compiled step (this process)
 _BUILDING = threading.Lock()  # one load or compile at a time (two explorer requests must not compile it twice)
 _SAID: set[str] = set()
@@ -95,11 +95,12 @@ def _layers(model) -> list:
     return layers
 
 
-def _example(model, ids, mask, positions, cache):
-    """Arguments of the call's kind with generic sizes, so that the graph is traced for every length >= 2 rather
-    than for this call's (a length of 1 would be specialised): a cache holding 11 of 37 positions, and ids, mask
-    and positions laid out as the Stepper lays them out, as slices of (rows, 41) buffers (their strides are guarded
-    too). Sizes that differ here are never assumed equal in the graph."""
+def _example(model, ids, positions, cache):
+    """Arguments of an unpadded call's kind with generic sizes, so that the graph is traced for every length >= 2
+    rather than for this call's (a length of 1 would be specialised): a cache holding 11 of 37 positions, and ids
+    and positions laid out as the Stepper lays them out without padding, as slices of a (rows, 41) buffer and of one
+    arange expanded to every row (their strides are guarded too). Sizes that differ here are never assumed equal in
+    the graph."""
     from attnlab.cache import KVCache
 
     length, capacity, total = 11, 37, 41
@@ -108,15 +109,11 @@ def _example(model, ids, mask, positions, cache):
     for layer in example.layers:
         layer.length = length
     new_ids = ids.new_zeros(rows, total)[:, length:length + 1]
-    new_mask = None if mask is None else mask.new_ones(rows, total)[:, :length + 1]
-    if positions.stride(0) == 0:  # one arange for every row (no padding)
-        new_positions = torch.arange(total, dtype=positions.dtype).expand(rows, total)[:, length:length + 1]
-    else:
-        new_positions = positions.new_zeros(rows, total)[:, length:length + 1]
-    return model, new_ids, new_mask, new_positions, example
+    new_positions = torch.arange(total, dtype=positions.dtype).expand(rows, total)[:, length:length + 1]
+    return model, new_ids, None, new_positions, example
 
 
-def _build(model, name: str, args):
+def _build(model, name: str, ids, positions, cache):
     """Load the step saved as `name`, else compile it (saying so, and how long it took) and save it; None (with
     one warning) when the step cannot be traced as one graph: this model's steps then run eagerly."""
     from attnlab.generation import step_cache
@@ -126,12 +123,12 @@ def _build(model, name: str, args):
     step = step_cache.load(name)
     if step is None:
         label = getattr(model.config, "name", None) or type(model).__name__
-        rows, threads = args[0].shape[0], kernel_threads.count()
+        rows, threads = ids.shape[0], kernel_threads.count()
         print(f"[attnlab: compiling the decoding step of {label} for {rows} row{'s' if rows > 1 else ''} at "
               f"{threads} thread{'s' if threads > 1 else ''}, once for this CPU (a minute or more; kept in "
               f"{step_cache.folder()})]", file=sys.stderr, flush=True)
         try:
-            step = step_cache.compile_step(_step, _example(model, *args))
+            step = step_cache.compile_step(_step, _example(model, ids, positions, cache))
         except Exception as e:  # a forward torch.compile cannot trace whole (a data-dependent branch, an op)
             warnings.warn(f"the decoding step of {label} could not be compiled ({type(e).__name__}); decoding "
                           "eagerly", stacklevel=6)
@@ -152,17 +149,17 @@ def compiled_step(model):
             COUNTS["eager"] += 1
             return _step(*args)
         layers = _layers(model)
-        kind = (ids.shape[0], attention_mask is not None, torch.get_num_threads(), kernel_threads.count())
+        kind = (ids.shape[0], torch.get_num_threads(), kernel_threads.count())
         names = _NAMES.setdefault(model, {})
         if kind not in names:
             from attnlab.generation import step_cache
 
-            names[kind] = step_cache.key(model, kind[0], kind[1], kind[2:])
+            names[kind] = step_cache.key(model, kind[0], kind[1:])
         name = names[kind]
         if name not in _STEPS:
             with _BUILDING:
                 if name not in _STEPS:
-                    _STEPS[name] = _build(model, name, (ids, attention_mask, position_ids, cache))
+                    _STEPS[name] = _build(model, name, ids, position_ids, cache)
         step = _STEPS[name]
         if step is None or not step.guard_check(*args):
             COUNTS["eager"] += 1

@@ -7,13 +7,13 @@ again: ~16-30 s before its second token here (2026-11-28). torch.compile's ahead
 the traced graph, its guards and the built library in one file, and a later process loads it in about a second.
 
 What a file is keyed by (`key`): the model's class, config and every parameter's and buffer's name, shape and dtype
-(another model, or the same one quantized otherwise, compiles anew; weights are read at each call, so new values
-of the same shapes reuse it), the rows of the batch and whether it is padded, the thread counts (inductor builds
-its loops for the count it compiles at), the torch, Python and attnlab sources (a changed forward compiles anew),
-and the CPU (its flags and model name). The file lives in <cache>/compiled, which must be a folder only this user
-can write (kernel_build.make_private_dir), and is loaded only when it is this user's regular file that nobody else
-can write: loading it runs the code in it. When the folder is refused, the step is compiled in this process and not
-kept (one warning).
+(another model, or the same one quantized otherwise, compiles anew; weights are read at each call, so new values of
+the same shapes reuse it), the rows of the batch (a padded batch is never compiled), the thread counts (inductor
+builds its loops for the count it compiles at), the torch, Python and attnlab sources (a changed forward compiles
+anew), and the CPU (its flags and model name). The file lives in <cache>/compiled, which must be a folder only this
+user can write (kernel_build.make_private_dir), and is loaded only when it is this user's regular file that nobody
+else can write: loading it runs the code in it. When the folder is refused, the step is compiled in this process and
+not kept (one warning).
 
 Which guards a file keeps (`_portable`): those on the step's shapes and on the cache (the rows, the cache's
 length and capacity), not those on the model's Python attributes: the key stands for those (its config and
@@ -36,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from attnlab.cost.peak import _cpu_name
 from attnlab.layers import kernel_build, kernel_variants
 
 SOURCES = Path(__file__).resolve().parents[1]  # the attnlab package: its Python is what the graph was traced from
@@ -61,13 +62,7 @@ def _sources_hash() -> str:
 
 def _cpu() -> str:
     flags, _ = kernel_variants.cpu_flags()
-    name = ""
-    try:
-        with open("/proc/cpuinfo") as f:
-            name = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "")
-    except OSError:
-        pass
-    return f"{platform.machine()} {name} {' '.join(sorted(flags))}"
+    return f"{platform.machine()} {_cpu_name()} {' '.join(sorted(flags))}"
 
 
 def model_signature(model) -> dict:
@@ -84,9 +79,9 @@ def model_signature(model) -> dict:
     }
 
 
-def key(model, rows: int, padded: bool, threads: tuple[int, int]) -> str:
+def key(model, rows: int, threads: tuple[int, int]) -> str:
     """The file name (a hash) of the compiled step for this model and call shape, here (see the module docstring)."""
-    parts = {"model": model_signature(model), "rows": rows, "padded": padded, "threads": list(threads),
+    parts = {"model": model_signature(model), "rows": rows, "threads": list(threads),
              "torch": torch.__version__, "python": sys.version, "attnlab": _sources_hash(), "cpu": _cpu()}
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:40]
