@@ -335,15 +335,13 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
 PROMPT_TOKENS, NEW_TOKENS = 32, 64  # llama-bench's pp32 / tg64; prefill included here
 
 
-def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, compiled: bool = False,
-                  warm: bool = True, fixed: bool = False,
-                  modes: tuple[tuple[str, bool | None], ...] | None = None) -> dict[int, dict[str, list[float]]]:
+def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, warm: bool = True, fixed: bool = False,
+                  modes: tuple[tuple[str, bool | None], ...] = (("", False),)) -> dict[int, dict[str, list[float]]]:
     """64 greedy tokens after a fixed 32-token prompt at each thread count, interleaved round by round (1 2 1 2
     ...): wall seconds and process CPU seconds (all threads' time, so a spinning or waiting thread shows).
-    Eager decoding (compile=False) by default; compiled: each round also runs generate(compile=True) right after
-    the eager run ("wall_compiled", "cpu_compiled"; its compilation happens in the warm-up); modes: the runs of
-    each round as (suffix, generate's compile value), e.g. (("_default", None), ("_eager", False)). Every run of a
-    round must choose the same tokens (a note says where they do not).
+    modes: the runs of each round as (suffix, generate's compile value), e.g. (("_default", None), ("_eager",
+    False)) (a compilation happens in the warm-up); by default one eager run (compile=False). Every run of a round
+    must choose the same tokens (a note says where they do not).
     Also "prefill" (step 0: the prompt's forward pass and the first token) and "decode" (the other
     NEW_TOKENS - 1 steps), the two figures llama-bench reports apart (pp, tg). warm=False skips the warm-up (a
     caller's earlier call did it); fixed=True gives generate the count itself (threads=t, as llama-bench's -t),
@@ -352,8 +350,6 @@ def decode_rounds(model, threads: tuple[int, ...], rounds: int, vocab: int, comp
 
     ids = torch.randint(0, vocab, (1, PROMPT_TOKENS), generator=torch.Generator().manual_seed(0))
     before = torch.get_num_threads()
-    if modes is None:
-        modes = (("", False), ("_compiled", True)) if compiled else (("", False),)
     kinds = ("wall", "cpu", "prefill", "decode")
     times = {t: {f"{kind}{mode}": [] for kind in kinds for mode, _ in modes} for t in threads}
     try:

@@ -4,7 +4,8 @@ of weights one decoding step reads, so that a tokens/s figure can be set against
 Why: a decoding step of a small quantized model reads every weight once (SmolLM2's Q4_1 file: ~96 MB a token)
 and does little arithmetic on each byte, so no program decodes faster than read rate / bytes per token. Printing
 each contestant's fraction of that floor says how much room is left, which a ratio against llama.cpp alone hides.
-The read rate is torch's sum over a float32 tensor far larger than the caches (256 MB), best of a few rounds.
+The read rate is torch's sum over a float32 tensor far larger than the caches (256 MB), the median of a few
+rounds (decode_step.read_bandwidth, which the decode-step benchmark's floor uses too).
 """
 
 from __future__ import annotations
@@ -18,22 +19,13 @@ ROUNDS = 5
 
 
 def read_rate(threads: int, megabytes: int = MEGABYTES, rounds: int = ROUNDS) -> float:
-    """GB/s that torch.sum reads a `megabytes` float32 tensor at `threads` threads (best of `rounds`)."""
-    x = torch.ones(megabytes * 2**20 // 4)
-    before = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        x.sum()  # the pages are touched and the pool started before timing
-        best = min(_timed(x) for _ in range(rounds))
-    finally:
-        torch.set_num_threads(before)
-    return x.nbytes / best / 1e9
+    """GB/s that torch.sum reads a `megabytes` float32 tensor at `threads` threads: decode_step's read pass (the
+    median of `rounds`) under that thread count."""
+    from attnlab.benchmarks.decode_step import read_bandwidth
+    from attnlab.threads import using_threads
 
-
-def _timed(x: torch.Tensor) -> float:
-    started = time.perf_counter()
-    x.sum()
-    return time.perf_counter() - started
+    with using_threads(threads):
+        return read_bandwidth(time.perf_counter, megabytes * 2**20, rounds)
 
 
 def weight_bytes_per_token(model) -> int:
@@ -64,4 +56,4 @@ def floor_line(model, threads: tuple[int, ...]) -> tuple[str, dict[int, float]]:
     parts = ", ".join(f"{t} core{'s' if t > 1 else ''} {rates[t]:.1f} GB/s -> {floors[t]:.0f} tokens/s"
                       for t in threads)
     return (f"memory floor: a step reads {per_token / 1e6:.1f} MB of weights; this machine reads ({MEGABYTES} MB "
-            f"torch.sum, best of {ROUNDS}) {parts}"), floors
+            f"torch.sum, median of {ROUNDS}) {parts}"), floors

@@ -94,7 +94,7 @@ def time_once(argv: list[str]) -> tuple[float, float]:
     wall = time.perf_counter() - start
     if done.returncode:
         tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
-        raise SystemExit(f"startup benchmark: {' '.join(argv)} exited with {done.returncode}: {tail[0]}")
+        raise SystemExit(f"a fresh process, {' '.join(argv)}, exited with {done.returncode}: {tail[0]}")
     return wall, _children_cpu() - cpu
 
 
