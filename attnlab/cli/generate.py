@@ -224,7 +224,7 @@ def _ready_kernels(model, prompt_len: int) -> None:
     from attnlab.layers.quantized import QuantizedLinear
 
     for module in model.modules():
-        if isinstance(module, QuantizedLinear) and next(iter(module.buffers())).device.type == "cpu":
+        if isinstance(module, QuantizedLinear) and module.qweight.device.type == "cpu":
             module.runs_kernel(1)
             module.runs_kernel(prompt_len)
 
