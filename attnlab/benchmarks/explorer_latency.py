@@ -51,6 +51,7 @@ import time
 import torch
 
 from attnlab.benchmarks.common import interleaved
+from attnlab.cost.peak import _cpu_name
 
 PROMPT = "Once upon a time, there was"  # 27 characters: gpt-char reads at most 64
 SENTENCE = "the cat sat on the mat because it was warm and the dog lay by the door"
@@ -69,14 +70,8 @@ def ask(client, path: str, body: dict):
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), cpu)
-    except OSError:
-        pass
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "load_average": [round(x, 2) for x in load] if load else None, "python": platform.python_version(),
             "torch": torch.__version__}
 

@@ -140,13 +140,9 @@ def render(rows: list[dict]) -> str:
 
 def machine() -> dict:
     """What the numbers were measured on, and how busy it was (the load average: other jobs' share of the cores)."""
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), cpu)
-    except OSError:
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+    from attnlab.cost.peak import _cpu_name
+
+    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
             "load_average": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
