@@ -46,7 +46,7 @@ from pathlib import Path
 # each kernel names the instruction sets it needs in a `#pragma GCC target`, and a cache in a home folder may be
 # shared by machines with different CPUs
 FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-fno-strict-aliasing", "-pipe")
-VERSION = 1  # part of every library's name: bump when the calling convention of the kernels changes
+VERSION = 2  # part of every library's name: bump when the calling convention of the kernels changes
 
 
 # Each kernel's output blocks are shared by the calling thread and at most threads - 1 persistent helper threads
@@ -305,7 +305,8 @@ def compiler() -> str | None:
     return None
 
 
-def _compile(cxx: str, source: str, lib: Path, what: str, kept: bool = True) -> None:
+def _compile(cxx: str, source: str, lib: Path, what: str, kept: bool = True,
+             extra: tuple[str, ...] = ()) -> None:
     """source -> the shared library `lib`, written as a temporary name in lib's folder and renamed (a concurrent
     process never loads half a file). The compiler's own temporary files go to that folder too.
 
@@ -321,17 +322,19 @@ def _compile(cxx: str, source: str, lib: Path, what: str, kept: bool = True) -> 
     print(f"attnlab: building the {what} kernel for this CPU ({once}) ...", end="", file=sys.stderr, flush=True)
     start = time.perf_counter()
     try:
-        _run_compiler(cxx, source, lib)
+        _run_compiler(cxx, source, lib, extra)
     finally:
         print(f" {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
 
 
-def _run_compiler(cxx: str, source: str, lib: Path) -> None:
+def _run_compiler(cxx: str, source: str, lib: Path, extra: tuple[str, ...] = ()) -> None:
+    """extra: flags after the source (a later -std wins; -L / -l link after it)."""
     fd, tmp = tempfile.mkstemp(prefix=f".{lib.stem}-", suffix=".so", dir=lib.parent)
     os.close(fd)
     try:
         env = dict(os.environ, TMPDIR=str(lib.parent))
-        done = subprocess.run([cxx, *FLAGS, "-I", _include(), "-x", "c++", "-", "-o", tmp], input=source.encode(),
+        done = subprocess.run([cxx, *FLAGS, "-I", _include(), "-x", "c++", "-", *extra, "-o", tmp],
+                              input=source.encode(),
                               env=env, capture_output=True, timeout=300, cwd=lib.parent)
         if done.returncode != 0:
             lines = done.stderr.decode(errors="replace").strip().splitlines()
@@ -378,7 +381,10 @@ static PyObject* attnlab_call(int (*f)(A...), PyObject* const* args, Py_ssize_t 
 static PyObject* call(PyObject*, PyObject* const* args, Py_ssize_t nargs) {
     return attnlab_call(FUNCTION, args, nargs);
 }
+// address(): FUNCTION's own address, for C++ that calls the kernel without Python (layers/kernel_ops_native.py)
+static PyObject* address(PyObject*, PyObject*) { return PyLong_FromVoidPtr((void*)&FUNCTION); }
 static PyMethodDef methods[] = {{"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL, NULL},
+                                {"address", (PyCFunction)address, METH_NOARGS, NULL},
                                 {NULL, NULL, 0, NULL}};
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "MODULE", NULL, -1, methods};
 PyMODINIT_FUNC PyInit_MODULE(void) { return PyModule_Create(&module); }
@@ -390,8 +396,8 @@ def _include() -> str:
     return sysconfig.get_paths()["include"]
 
 
-def _module_name(name: str, cxx: str, source: str) -> str:
-    key = hashlib.sha256("\0".join((str(VERSION), os.path.realpath(cxx), _include(), sys.version, *FLAGS,
+def _module_name(name: str, cxx: str, source: str, extra: tuple[str, ...] = ()) -> str:
+    key = hashlib.sha256("\0".join((str(VERSION), os.path.realpath(cxx), _include(), sys.version, *FLAGS, *extra,
                                      source)).encode()).hexdigest()
     return f"attnlab_{name}_{key[:20]}"
 
@@ -427,22 +433,23 @@ def _check_one_openmp() -> None:
                       "load torch's runtime first", KernelWarning, stacklevel=3)
 
 
-def load(name: str, source: str, function: str):
+def load(name: str, source: str, function: str, extra: tuple[str, ...] = ()):
     """A Python callable running `source`'s extern "C" `function` (int parameters and pointers, an int result;
-    call it with ints: tensor.data_ptr() for a pointer): compiled into the private folder unless it is there
-    already; the folder is checked before the build and again before the load. Raises RuntimeError (no
-    compiler, a failed build) or OSError with a one-line reason."""
+    call it with ints: tensor.data_ptr() for a pointer; `call.__self__.address()` is the function's address):
+    compiled into the private folder unless it is there already; the folder is checked before the build and again
+    before the load. `extra`: more compiler flags, after the source (include folders, libraries to link). Raises
+    RuntimeError (no compiler, a failed build) or OSError with a one-line reason."""
     cxx = compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX or install g++)")
-    module = _module_name(name, cxx, source)
+    module = _module_name(name, cxx, source, extra)
     full = source + _BINDING.replace("FUNCTION", function).replace("MODULE", module)
     directory = kernel_dir()
     refused = make_private_dir(directory)
     if refused is None:
         lib = directory / f"{module}.so"
         if not os.path.lexists(lib):
-            _compile(cxx, full, lib, name)
+            _compile(cxx, full, lib, name, extra=extra)
         refused = check_private_dir(directory) or check_file(lib)
         if refused is None:
             call = _import(module, lib)
@@ -452,7 +459,7 @@ def load(name: str, source: str, function: str):
     private = Path(tempfile.mkdtemp(prefix="attnlab-kernels-"))  # 0700, a name nobody can guess
     try:
         lib = private / f"{module}.so"
-        _compile(cxx, full, lib, name, kept=False)
+        _compile(cxx, full, lib, name, kept=False, extra=extra)
         call = _import(module, lib)  # mapped: the file can go
         _check_one_openmp()
         return call
