@@ -25,6 +25,9 @@ class LayerCache:
         self.kv = torch.empty(2, batch, kv_heads, capacity, d_head, dtype=dtype, device=device)
         self.k, self.v = self.kv[0], self.kv[1]  # views of the one buffer
         self.length = 0
+        # (1,) int64 holding `length`, set only for the duration of a compiled decoding step (generation/compiled.py):
+        # the traced step then writes at this position and attends through it, and its caller moves `length` on
+        self.slot: torch.Tensor | None = None
 
     @property
     def capacity(self) -> int:
@@ -38,7 +41,10 @@ class LayerCache:
         return start, end
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Write the new keys/values after the stored ones; return views of everything stored so far."""
+        """Write the new keys/values after the stored ones; return views of everything stored so far (while a
+        compiled decoding step traces with `slot` set: (None, None), see slot_write)."""
+        if self.slot is not None and torch.compiler.is_compiling():
+            return self.slot_write(torch.stack((k, v)))
         start, end = self._room(k.shape[2])
         if torch.compiler.is_compiling():
             return self._traced_write(torch.stack((k, v)), start, end)
@@ -48,6 +54,8 @@ class LayerCache:
 
     def append_kv(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """append(kv[0], kv[1]) in one copy; kv: (2, batch, kv_heads, new, d_head), any strides (a view)."""
+        if self.slot is not None and torch.compiler.is_compiling():
+            return self.slot_write(kv)
         start, end = self._room(kv.shape[3])
         if torch.compiler.is_compiling():
             return self._traced_write(kv, start, end)
@@ -63,6 +71,15 @@ class LayerCache:
         thread, bench/RESULTS.md, 2026-11-28). Eager keeps narrow + copy_ (no index tensor to build)."""
         self.kv.index_copy_(3, torch.arange(start, end, device=kv.device), kv)
         return self._stored(end)
+
+    def slot_write(self, kv: torch.Tensor) -> tuple[None, None]:
+        """A compiled decoding step's write: kv (2, batch, kv_heads, 1, d_head) at position `slot`, read from the
+        tensor, not from `length`. Attention then reads the buffer through the same slot (attnlab::decode_attention)
+        and the step's caller moves `length` on (generation/compiled.py). Why: with `length` read here, each
+        layer's length was an input of the graph of its own (SmolLM2: 30 integers turned into tensors at every call,
+        30 more read back as results, and two Python guards on each)."""
+        self.kv.index_copy_(3, self.slot, kv)
+        return None, None
 
     def _stored(self, end: int) -> tuple[torch.Tensor, torch.Tensor]:
         # views taken from `kv` alone (not from the k, v attributes): a traced step (torch.compile) then sees one

@@ -15,7 +15,8 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.layers import int4_kernel
+from attnlab.generation import compiled
+from attnlab.layers import int4_kernel, kernel_ops
 from attnlab.layers.quantized import QuantizedLinear
 from attnlab.recording import capture
 
@@ -58,23 +59,47 @@ class _Counting:
         return self.kernel.gemv(*args)
 
 
-def test_the_compiled_graph_calls_the_kernel_operator(model, both):
-    """Where the 4-bit kernel runs, every quantized layer was readied for attnlab::quantized_rows and each compiled
-    step multiplied through it once per layer (a compiled float product would give the tokens too, not this)."""
+def _quantized_layers(model) -> list:
     if not int4_kernel.available():
         pytest.skip(f"the 4-bit kernel does not run here: {int4_kernel.unavailable_reason()}")
     layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
     assert layers and all(m._traced is not None and m._layer is not None for m in layers)
+    return layers
+
+
+def test_the_compiled_graph_calls_the_kernel_operator(model, both):
+    """Where the 4-bit kernel runs, every quantized layer was readied for attnlab::quantized_rows and each compiled
+    step multiplied through it once per layer (a compiled float product would give the tokens too, not this):
+    counted in C++ where the operator's C++ kernel is loaded."""
+    layers = _quantized_layers(model)
+    if not kernel_ops.ready():
+        pytest.skip("the C++ kernel of attnlab::quantized_rows could not be built here")
+    tiled = [m for m in layers if m.format != "int8"]  # the head here is int8: handed to the Python kernel
+    assert tiled
+    before = kernel_ops.PRODUCTS[0]
+    attnlab.generate(model, PROMPT, max_new_tokens=3, compile=True, threads=1)
+    assert kernel_ops.PRODUCTS[0] - before == 2 * len(tiled)  # 2 compiled steps; the prefill is eager
+
+
+def test_the_python_kernel_serves_what_the_cpp_one_hands_it(model, both):
+    """Without a table (the C++ kernel's case for a layer it cannot take) every product goes to the Python kernel,
+    once per layer and step, and gives the same tokens."""
+    layers = _quantized_layers(model)
+    kernel_ops.ready()
+    held = compiled._LAYERS[model]
+    table, held[1] = held[1], None  # the served table: none, so every call is handed on
     before = [m._traced for m in layers]
     counters = [_Counting(kernel) for kernel, _ in before]
     try:
         for m, counter, (_, packed) in zip(layers, counters, before, strict=True):
             m._traced = (counter, packed)
-        attnlab.generate(model, PROMPT, max_new_tokens=3, compile=True, threads=1)
+        out = attnlab.generate(model, PROMPT, max_new_tokens=3, compile=True, threads=1)
     finally:
         for m, traced in zip(layers, before, strict=True):
             m._traced = traced
-    assert [c.calls for c in counters] == [2] * len(layers)  # 2 compiled steps; the prefill is eager
+        held[1] = table
+    assert [c.calls for c in counters] == [2] * len(layers)
+    assert out.tokens[0] == both[0].tokens[0][:3]
 
 
 def test_compile_is_refused_while_recording(model):

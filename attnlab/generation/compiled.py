@@ -38,6 +38,7 @@ _NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(ro
 _STEPS: dict[str, object] = {}  # key -> the loaded or compiled step (this process)
 _BUILDING = threading.Lock()  # one load or compile at a time (two explorer requests must not compile it twice)
 _SAID: set[str] = set()
+_SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # KVCache -> its slot tensor (_slot_for)
 COUNTS = {"compiled": 0, "eager": 0}  # this process's decoding steps through `compiled_step`'s call, each way
 
 
@@ -84,15 +85,25 @@ def auto(model) -> bool:
     return True
 
 
-def _layers(model) -> list:
-    """`model`'s quantized layers in place order, each prepared for the kernel operator (once per model)."""
-    layers = _LAYERS.get(model)
-    if layers is None:
+def _layers(model) -> tuple[list, torch.Tensor | None]:
+    """`model`'s quantized layers in place order, each prepared for the kernel operator (once per model), and the
+    table the operator's C++ kernel reads (None where the Python kernel serves). The table is made again when a
+    layer was prepared anew since (kernel_ops.PREPARED); it is kept with the snapshot its addresses point into."""
+    from attnlab.layers import kernel_ops_native
+
+    held = _LAYERS.get(model)
+    if held is None:
         layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
         for place, layer in enumerate(layers):
             layer.prepare_traced(place)
-        _LAYERS[model] = layers
-    return layers
+        held = _LAYERS[model] = [layers, None, None, -1]  # layers, table, snapshot, PREPARED at the table's making
+    layers = held[0]
+    if held[3] != kernel_ops.PREPARED[0]:
+        native = kernel_ops.ready()
+        held[2] = [layer._traced for layer in layers]  # keeps the tensors the table points into alive
+        held[1] = kernel_ops_native.table(layers) if native else None
+        held[3] = kernel_ops.PREPARED[0]
+    return layers, held[1]
 
 
 def _example(model, ids, positions, cache):
@@ -106,11 +117,40 @@ def _example(model, ids, positions, cache):
     length, capacity, total = 11, 37, 41
     rows = ids.shape[0]
     example = KVCache.for_model(model, rows, capacity, dtype=cache.layers[0].kv.dtype)
+    slot = _new_slot(length) if _slotted(model) else None
     for layer in example.layers:
-        layer.length = length
+        layer.length, layer.slot = length, slot
     new_ids = ids.new_zeros(rows, total)[:, length:length + 1]
     new_positions = torch.arange(total, dtype=positions.dtype).expand(rows, total)[:, length:length + 1]
     return model, new_ids, None, new_positions, example
+
+
+def _slotted(model) -> bool:
+    """Whether `model`'s compiled step writes and attends through its cache's slot (LayerCache.slot_write,
+    attnlab::decode_attention): where attnlab's C++ operators are loaded, for float32 weights in eval mode (the
+    operator's case). Part of the step's key (the operators' presence, the dtype and the mode are)."""
+    return kernel_ops.decodes_natively() and next(model.parameters()).dtype == torch.float32 and not model.training
+
+
+def _new_slot(length: int) -> torch.Tensor:
+    """A cache's slot: (1,) int64 holding `length`, an ordinary tensor (the same kind in every mode, as guarded)."""
+    with torch.inference_mode(False), torch.no_grad():
+        return torch.full((1,), length, dtype=torch.long)
+
+
+def _slot_for(cache) -> torch.Tensor | None:
+    """cache's slot tensor at its length (made once per cache), or None when the step cannot take this cache
+    (layers of different lengths, or no room for one more position: the eager forward then runs, and says so)."""
+    layers = cache.layers
+    length = layers[0].length
+    if length < 1 or length >= layers[0].capacity or any(layer.length != length for layer in layers):
+        return None
+    slot = _SLOTS.get(cache)
+    if slot is None:
+        slot = _SLOTS[cache] = _new_slot(length)
+    else:
+        slot.fill_(length)
+    return slot
 
 
 def _build(model, name: str, ids, positions, cache):
@@ -148,7 +188,7 @@ def compiled_step(model):
         if attention_mask is not None:  # padded rows: the attention bias reads the mask's values (one graph cannot)
             COUNTS["eager"] += 1
             return _step(*args)
-        layers = _layers(model)
+        layers, table = _layers(model)
         kind = (ids.shape[0], torch.get_num_threads(), kernel_threads.count())
         names = _NAMES.setdefault(model, {})
         if kind not in names:
@@ -161,11 +201,29 @@ def compiled_step(model):
                 if name not in _STEPS:
                     _STEPS[name] = _build(model, name, ids, position_ids, cache)
         step = _STEPS[name]
-        if step is None or not step.guard_check(*args):
+        slotted = step is not None and _slotted(model)
+        slot = _slot_for(cache) if slotted else None
+        if step is None or (slotted and slot is None):
             COUNTS["eager"] += 1
             return _step(*args)
-        COUNTS["compiled"] += 1
-        with kernel_ops.serving(layers):
-            return step(*args)
+        layers_cached = cache.layers
+        if slot is not None:  # set for this call only: an eager forward ignores it (it reads `length`)
+            for layer in layers_cached:
+                layer.slot = slot
+        try:
+            if not step.guard_check(*args):
+                COUNTS["eager"] += 1
+                return _step(*args)
+            COUNTS["compiled"] += 1
+            with kernel_ops.serving(layers, table):
+                logits = step(*args)
+            if slot is not None:  # the step wrote at the slot: one more position stored in every layer
+                for layer in layers_cached:
+                    layer.length += 1
+            return logits
+        finally:
+            if slot is not None:
+                for layer in layers_cached:
+                    layer.slot = None
 
     return call

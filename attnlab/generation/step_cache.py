@@ -10,7 +10,8 @@ What a file is keyed by (`key`): the model's class, config and every parameter's
 (another model, or the same one quantized otherwise, compiles anew; weights are read at each call, so new values of
 the same shapes reuse it), the rows of the batch (a padded batch is never compiled), the thread counts (inductor
 builds its loops for the count it compiles at), the torch, Python and attnlab sources (a changed forward compiles
-anew), and the CPU (its flags and model name). The file lives in <cache>/compiled, which must be a folder only this
+anew), the CPU (its flags and model name), and whether attnlab's C++ operators are loaded (a graph traced with
+attnlab::decode_attention needs them). The file lives in <cache>/compiled, which must be a folder only this
 user can write (kernel_build.make_private_dir), and is loaded only when it is this user's regular file that nobody
 else can write: loading it runs the code in it. When the folder is refused, the step is compiled in this process and
 not kept (one warning).
@@ -81,7 +82,10 @@ def model_signature(model) -> dict:
 
 def key(model, rows: int, threads: tuple[int, int]) -> str:
     """The file name (a hash) of the compiled step for this model and call shape, here (see the module docstring)."""
+    from attnlab.layers import kernel_ops
+
     parts = {"model": model_signature(model), "rows": rows, "threads": list(threads),
+             "native": kernel_ops.decodes_natively(),  # the graph calls attnlab::decode_attention where it runs
              "torch": torch.__version__, "python": sys.version, "attnlab": _sources_hash(), "cpu": _cpu()}
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:40]

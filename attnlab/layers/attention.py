@@ -86,6 +86,7 @@ class Attention(nn.Module):
         context: torch.Tensor | None = None,  # (batch, k_len, d_model) for cross-attention
         cache=None,  # LayerCache: self-attention appends in place; cross-attention stores K, V once
     ) -> torch.Tensor:
+        native = not self.cross and getattr(cache, "slot", None) is not None and self._native_decoding(x, bias)
         if self.cross:
             q = self._heads(self.q(x), self.n_heads)
             if cache is not None and cache.k is not None:
@@ -128,7 +129,11 @@ class Attention(nn.Module):
                 k, v = cache.append(k, v)  # (batch, kv_heads, cached + q_len, d_head)
 
         rec = active()
-        if rec is not None and rec.wants_any(self, _RECORDED):
+        if native:
+            from attnlab.layers.kernel_ops import decode_attention
+
+            out = decode_attention(q, cache.kv, cache.slot, self.scale)  # (batch, heads, 1, d_head)
+        elif rec is not None and rec.wants_any(self, _RECORDED):
             out = self._explicit(q, k, v, bias, is_causal, rec)
         else:
             with _growing_kv_backends() if cache is not None and q.is_cuda else _NO_CONTEXT:
@@ -142,6 +147,21 @@ class Attention(nn.Module):
         batch, _, q_len, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, q_len, self.q_width)  # concat heads
         return self.out(out)  # (batch, q_len, d_model)
+
+    def _native_decoding(self, x: torch.Tensor, bias: torch.Tensor | None) -> bool:
+        """A compiled decoding step's attention (the cache's `slot` is set: generation/compiled.py), done by
+        attnlab::decode_attention (layers/kernel_ops_native.py) over the cache buffer up to the slot. The step is
+        built only where that holds; anything else is a bug, said as such.
+
+        Why: there, SDPA's flash kernel spent ~8% of a SmolLM2 step in MKL's matrix-vector calls (a few positions
+        per head), and the cache views it needs made each layer's length a graph input with guards of its own."""
+        if not torch.compiler.is_compiling():
+            return False
+        if x.shape[1] != 1 or bias is not None or x.device.type != "cpu" or x.dtype != torch.float32 \
+                or (self.training and self.dropout_p):
+            raise RuntimeError("a compiled decoding step with the cache's slot set takes one float32 CPU token per "
+                               "row, no attention bias and no dropout (generation/compiled.py decides)")
+        return True
 
     def _per_head(self, z: torch.Tensor, rec) -> torch.Tensor:
         """W_O applied head by head: z (batch, q, heads, d_head) -> sum over heads of head_out, + W_O's bias.

@@ -215,6 +215,9 @@ class QuantizedLinear(nn.Module):
         Why packed ahead: the operator's one-row call skips the check that keeps the eager packing fresh
         (_packed_for reads tensor versions and addresses: ~5 us a product), so it reads this snapshot of the
         codes. A quantized model is not trained; change its codes after compiling and call this again."""
+        from attnlab.layers import kernel_ops
+
+        kernel_ops.PREPARED[0] += 1  # the C++ operator's tables (kernel_ops_native.table) are rebuilt after this
         kernel = self._one_row_kernel() if self.qweight.device.type == "cpu" else None
         if kernel is None:
             self._traced = None
