@@ -111,3 +111,20 @@ def test_compile_is_refused_while_recording(model):
 def test_compile_must_be_a_bool(model):
     with pytest.raises(InputError, match="compile="):
         attnlab.generate(model, PROMPT, max_new_tokens=2, compile="yes")
+
+
+def test_a_cache_the_slot_cannot_serve_goes_eager():
+    """The slot holds every layer's common length; layers of different lengths, or a full cache, get None (the
+    step then runs the eager forward, whose own checks answer)."""
+    from attnlab.cache import KVCache
+
+    cache = KVCache(2, 1, 1, 4, 8)
+    for layer in cache.layers:
+        layer.length = 3
+    slot = compiled._slot_for(cache)
+    assert slot is not None and slot.tolist() == [3]
+    cache.layers[1].length = 2
+    assert compiled._slot_for(cache) is None
+    for layer in cache.layers:
+        layer.length = 4  # full: no room for the step's position
+    assert compiled._slot_for(cache) is None
