@@ -43,6 +43,8 @@ QUICK = "bench/results/bench-quick-2026-11-28"
 BABY = "bench/results/baby-gpt-sapphire-rapids-2026-11-28"
 CI = "bench/results/ci-2026-11-28"
 ZEN = "bench/results/llama-cpp-zen5-2026-11-28"
+NATIVE_QUICK = "bench/results/bench-quick-native-2026-11-28"
+GGUF_STEP = r"^\| GGUF kept \(Q4_1 \+ Q8_0\) \| ([\d.]+) ms"
 Q8P = "bench/results/q8_0-prefill-2026-11-28"
 STARTUP = "bench/results/startup-zen5-2026-11-28/startup.log"
 GPT_CHAR_WALL = r"^attnlab generate gpt-char --prompt \"The \"\s+([\d.]+)"  # the start-up table's wall column
@@ -104,16 +106,16 @@ CLAIMS = [
     ("README.md", "of which pytest: 1,922 passed, 5 skipped (the GPU tests and one that needs pyarrow absent) | "
      "7 m {03} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:07:(\d+)\)", 1),
     # README: llama.cpp
-    ("README.md", "Q4_1 then decodes at {1.15}x llama.cpp's rate", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
-    ("README.md", "at one thread and {1.05}x\n  at two", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
-    ("README.md", "prompt at {4.24}x / 2.99x", f"{ZEN}/q4_1.log", PATH_PREFILL[1], 1),
-    ("README.md", "prompt at 4.24x / {2.99}x", f"{ZEN}/q4_1.log", PATH_PREFILL[2], 1),
-    ("README.md", "decodes at {0.79}x / 0.76x", f"{ZEN}/q4_1.log", NO_COMPILE_1, 1),
-    ("README.md", "decodes at 0.79x / {0.76}x", f"{ZEN}/q4_1.log", NO_COMPILE_2, 1),
-    ("README.md", "gave {1.06}x /\n  1.08x", f"{ZEN}/q4_1-final.log", DEFAULT_1, 1),
-    ("README.md", "gave 1.06x /\n  {1.08}x", f"{ZEN}/q4_1-final.log", DEFAULT_2, 1),
-    ("README.md", "--max-new-tokens 1` takes {1.27} s", f"{ZEN}/q4_1-fresh.log", FRESH[1, 0], 1),
-    ("README.md", "takes 1.27 s against {0.27} s", f"{ZEN}/q4_1-fresh.log", FRESH[1, 1], 1),
+    ("README.md", "Q4_1 then decodes at {1.33}x llama.cpp's rate", f"{ZEN}/q4_1-native.log", DEFAULT_1, 1),
+    ("README.md", "at one thread and {1.34}x\n  at two", f"{ZEN}/q4_1-native.log", DEFAULT_2, 1),
+    ("README.md", "prompt at {4.42}x / 3.22x", f"{ZEN}/q4_1-native.log", PATH_PREFILL[1], 1),
+    ("README.md", "prompt at 4.42x / {3.22}x", f"{ZEN}/q4_1-native.log", PATH_PREFILL[2], 1),
+    ("README.md", "decodes at {0.81}x /\n  0.74x", f"{ZEN}/q4_1-native.log", NO_COMPILE_1, 1),
+    ("README.md", "decodes at 0.81x /\n  {0.74}x", f"{ZEN}/q4_1-native.log", NO_COMPILE_2, 1),
+    ("README.md", "the same benchmark gave {1.15}x / 1.05x", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
+    ("README.md", "the same benchmark gave 1.15x / {1.05}x", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
+    ("README.md", "--max-new-tokens 1` takes {1.45} s", f"{ZEN}/q4_1-native.log", FRESH[1, 0], 1),
+    ("README.md", "takes 1.45 s against {0.29} s", f"{ZEN}/q4_1-native.log", FRESH[1, 1], 1),
     # docs/generation.md
     ("docs/generation.md", "attnlab generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log",
      GEN_WALL.format(1), 1),
@@ -157,6 +159,8 @@ CLAIMS = [
     ("docs/quantization.md", "Q8_0 decodes at 0.84x / {0.86}x", f"{Q8P}/after-q8_0.log", DEFAULT_2, 1),
     ("docs/quantization.md", "prefills at {2.52}x / 1.69x", f"{Q8P}/after-q8_0.log", PATH_PREFILL[1], 1),
     ("docs/quantization.md", "prefills at 2.52x / {1.69}x", f"{Q8P}/after-q8_0.log", PATH_PREFILL[2], 1),
+    ("docs/quantization.md", "decoded at {1.33}x /\n1.34x llama.cpp's", f"{ZEN}/q4_1-native.log", DEFAULT_1, 1),
+    ("docs/quantization.md", "decoded at 1.33x /\n{1.34}x llama.cpp's", f"{ZEN}/q4_1-native.log", DEFAULT_2, 1),
     ("docs/quantization.md", "decoded at\n{1.06}x / 1.08x", f"{ZEN}/q4_1-final.log", DEFAULT_1, 1),
     ("docs/quantization.md", "1.06x / {1.08}x: the one-thread", f"{ZEN}/q4_1-final.log", DEFAULT_2, 1),
     ("docs/quantization.md", "--max-new-tokens 1` takes {1.27} s", f"{ZEN}/q4_1-fresh.log", FRESH[1, 0], 1),
@@ -211,15 +215,30 @@ CLAIMS = [
     ("docs/cost.md", "| narrow-long attention core, causal / dense | 1.76 / **2.00** \\| 1.79 / **{2.02}** |",
      "docs/img/cost-narrow/sweep.txt", r"^\s+attention_dense\s+measured.*\|\s+measured\s+([\d.]+)", 1),
     # bench/RESULTS.md: the current figures
-    ("bench/RESULTS.md", "llama.cpp: decode {1.15}x at one thread", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
-    ("bench/RESULTS.md", "thread, {1.05}x at two; prefill 4.24x", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
-    ("bench/RESULTS.md", "at two; prefill {4.24}x / 2.99x; eager", f"{ZEN}/q4_1.log", PATH_PREFILL[1], 1),
-    ("bench/RESULTS.md", "at two; prefill 4.24x / {2.99}x; eager", f"{ZEN}/q4_1.log", PATH_PREFILL[2], 1),
-    ("bench/RESULTS.md", "eager decode {0.79}x / 0.76x; each", f"{ZEN}/q4_1.log", NO_COMPILE_1, 1),
-    ("bench/RESULTS.md", "eager decode 0.79x / {0.76}x; each", f"{ZEN}/q4_1.log", NO_COMPILE_2, 1),
-    ("bench/RESULTS.md", "last change: decode {1.06}x / 1.08x", f"{ZEN}/q4_1-final.log", DEFAULT_1, 1),
-    ("bench/RESULTS.md", "first token {1.27} s against llama-completion's", f"{ZEN}/q4_1-fresh.log", FRESH[1, 0], 1),
-    ("bench/RESULTS.md", "against llama-completion's {0.27} s", f"{ZEN}/q4_1-fresh.log", FRESH[1, 1], 1),
+    ("bench/RESULTS.md", "llama.cpp: decode {1.33}x at one thread", f"{ZEN}/q4_1-native.log", DEFAULT_1, 1),
+    ("bench/RESULTS.md", "thread, {1.34}x at two; prefill 4.42x", f"{ZEN}/q4_1-native.log", DEFAULT_2, 1),
+    ("bench/RESULTS.md", "at two; prefill {4.42}x / 3.22x; eager", f"{ZEN}/q4_1-native.log", PATH_PREFILL[1], 1),
+    ("bench/RESULTS.md", "at two; prefill 4.42x / {3.22}x; eager", f"{ZEN}/q4_1-native.log", PATH_PREFILL[2], 1),
+    ("bench/RESULTS.md", "eager decode {0.81}x / 0.74x; a fresh", f"{ZEN}/q4_1-native.log", NO_COMPILE_1, 1),
+    ("bench/RESULTS.md", "eager decode 0.81x / {0.74}x; a fresh", f"{ZEN}/q4_1-native.log", NO_COMPILE_2, 1),
+    ("bench/RESULTS.md", "first token 1.45 s against llama-completion's {0.29} s", f"{ZEN}/q4_1-native.log",
+     FRESH[1, 1], 1),
+    ("bench/RESULTS.md", "to its first token {1.45} s against", f"{ZEN}/q4_1-native.log", FRESH[1, 0], 1),
+    ("bench/RESULTS.md", "in C++: decode {1.15}x / 1.05x", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
+    ("bench/RESULTS.md", "in C++: decode 1.15x / {1.05}x", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
+    # bench/RESULTS.md: the work log of the C++ operators
+    ("bench/RESULTS.md", "| default (compiled step) | 1 | 204.5 | 153.3 | {1.33}x |", f"{ZEN}/q4_1-native.log",
+     DEFAULT_1, 1),
+    ("bench/RESULTS.md", "| default (compiled step) | 2 | 223.5 | 166.9 | {1.34}x |", f"{ZEN}/q4_1-native.log",
+     DEFAULT_2, 1),
+    ("bench/RESULTS.md", "16 tokens {3.35} s against 0.37 s", f"{ZEN}/q4_1-native.log", FRESH[16, 0], 1),
+    ("bench/RESULTS.md", "16 tokens 3.35 s against {0.37} s", f"{ZEN}/q4_1-native.log", FRESH[16, 1], 1),
+    ("bench/RESULTS.md", "one step {5.54} ->\n  5.13 ms", f"{NATIVE_QUICK}/before.log", GGUF_STEP, 1),
+    ("bench/RESULTS.md", "one step 5.54 ->\n  {5.13} ms", f"{NATIVE_QUICK}/after.log", GGUF_STEP, 1),
+    ("bench/RESULTS.md", "decode {1.07}x / 1.18x -> 1.40x", f"{NATIVE_QUICK}/before.log", DEFAULT_1, 1),
+    ("bench/RESULTS.md", "decode 1.07x / {1.18}x -> 1.40x", f"{NATIVE_QUICK}/before.log", DEFAULT_2, 1),
+    ("bench/RESULTS.md", "-> {1.40}x / 1.34x at 1 / 2 threads", f"{NATIVE_QUICK}/after.log", DEFAULT_1, 1),
+    ("bench/RESULTS.md", "-> 1.40x / {1.34}x at 1 / 2 threads", f"{NATIVE_QUICK}/after.log", DEFAULT_2, 1),
     ("bench/RESULTS.md", "Q8_0 prefill {2.52}x / 1.69x, Q4_0", f"{Q8P}/after-q8_0.log", PATH_PREFILL[1], 1),
     ("bench/RESULTS.md", "Q8_0 prefill 2.52x / {1.69}x, Q4_0", f"{Q8P}/after-q8_0.log", PATH_PREFILL[2], 1),
     ("bench/RESULTS.md", "bf16: eager attnlab {1.60}x HF, 0.95x nanoGPT", f"{GPU}/train_eager.log",
