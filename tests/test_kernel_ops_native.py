@@ -81,3 +81,38 @@ def test_a_nan_row_gets_float32s_answer(layer):
 def test_a_call_outside_serving_says_what_is_missing(layer):
     with pytest.raises(RuntimeError, match="no quantized layer 0 is being served"):
         kernel_ops.quantized_rows(torch.randn(1, 64), 0, 96)
+
+
+FALLBACK_CHILD = r"""
+import json, torch, attnlab
+from attnlab.generation.compiled import COUNTS
+from attnlab.layers import kernel_ops, kernel_ops_native
+
+def refused():
+    raise RuntimeError("no torch headers here")
+
+kernel_ops_native.load = refused  # as where the C++ operators cannot be built
+torch.manual_seed(0)
+config = attnlab.presets["tiny-llama"].replace(n_layers=1, d_ff=96)
+model = attnlab.quantize(attnlab.build_model(config).eval(), "int4")
+compiled = attnlab.generate(model, [[5, 17, 30, 2]], max_new_tokens=4, threads=1, compile=True)
+eager = attnlab.generate(model, [[5, 17, 30, 2]], max_new_tokens=4, threads=1, compile=False)
+print(json.dumps({"tokens": compiled.tokens, "eager": eager.tokens, "steps": dict(COUNTS),
+                  "native": kernel_ops.decodes_natively()}))
+"""
+
+
+def test_without_the_cpp_operators_the_compiled_step_runs_the_python_kernel():
+    """Where the C++ library cannot be built, one warning names why, the operator's CPU kernel is the Python one,
+    attention stays torch's, and the compiled steps give the eager tokens (a fresh process: the registration is
+    process-wide)."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", FALLBACK_CHILD], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["native"] is False
+    assert got["steps"]["compiled"] == 3 and got["tokens"] == got["eager"]
+    assert "the C++ kernel of attnlab::quantized_rows: RuntimeError: no torch headers here" in done.stderr
