@@ -128,3 +128,19 @@ def test_a_cache_the_slot_cannot_serve_goes_eager():
     for layer in cache.layers:
         layer.length = 4  # full: no room for the step's position
     assert compiled._slot_for(cache) is None
+
+
+def test_a_float_decoder_compiles_when_asked():
+    """compile=True on a float model (GPT-style: one K/V write per layer through append_kv): every step compiled,
+    the eager tokens, logits to float32 rounding of the fused graph. Its Linear layers' decode copies stay out of
+    the trace (they read the weight's inference flag, which torch.compile cannot trace)."""
+    torch.manual_seed(0)
+    model = attnlab.build_model(attnlab.presets["tiny-decoder"].replace(n_layers=1)).eval()
+    before = dict(compiled.COUNTS)
+    args = dict(max_new_tokens=4, keep_logits=True, threads=1)
+    eager = attnlab.generate(model, PROMPT, **args)
+    traced = attnlab.generate(model, PROMPT, compile=True, **args)
+    assert compiled.COUNTS["compiled"] - before["compiled"] == 3 and compiled.COUNTS["eager"] == before["eager"]
+    assert traced.tokens == eager.tokens
+    for e, c in zip(eager.logits, traced.logits, strict=True):
+        assert float((c - e).abs().max()) <= 1e-4 * float(e.abs().max())

@@ -45,7 +45,7 @@ class Linear(nn.Linear):
 
     def weight_for(self, x: torch.Tensor) -> torch.Tensor:
         """The (out, in) weight to multiply x (..., in) by: the parameter, or a view of the (in, out) copy."""
-        if not self.decode_copy:
+        if not self.decode_copy or torch.compiler.is_compiling():  # traced: the graph multiplies by the parameter
             return self.weight
         copy = self._decode_copy(x)
         return self.weight if copy is None else copy.t()
@@ -56,8 +56,7 @@ class Linear(nn.Linear):
             if w.requires_grad and self._copy is not None:  # training: free the copy, it would go stale anyway
                 self._copy, self._few_row_calls = None, 0
             return None
-        if (x.numel() > self.MAX_ROWS * self.in_features or w.device.type != "cpu" or w.is_inference()
-                or torch.compiler.is_compiling()):
+        if x.numel() > self.MAX_ROWS * self.in_features or w.device.type != "cpu" or w.is_inference():
             return None
         state = (w._version, w.data_ptr(), w.dtype)
         copy = self._copy
