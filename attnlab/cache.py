@@ -43,32 +43,32 @@ class LayerCache:
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Write the new keys/values after the stored ones; return views of everything stored so far (while a
         compiled decoding step traces with `slot` set: (None, None), see slot_write)."""
-        if self.slot is not None and torch.compiler.is_compiling():
-            return self.slot_write(torch.stack((k, v)))
-        start, end = self._room(k.shape[2])
         if torch.compiler.is_compiling():
-            return self._traced_write(torch.stack((k, v)), start, end)
+            return self._traced_write(torch.stack((k, v)))
+        start, end = self._room(k.shape[2])
         self.kv[0].narrow(2, start, end - start).copy_(k)
         self.kv[1].narrow(2, start, end - start).copy_(v)
         return self._stored(end)
 
     def append_kv(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """append(kv[0], kv[1]) in one copy; kv: (2, batch, kv_heads, new, d_head), any strides (a view)."""
-        if self.slot is not None and torch.compiler.is_compiling():
-            return self.slot_write(kv)
-        start, end = self._room(kv.shape[3])
         if torch.compiler.is_compiling():
-            return self._traced_write(kv, start, end)
+            return self._traced_write(kv)
+        start, end = self._room(kv.shape[3])
         self.kv.narrow(3, start, end - start).copy_(kv)
         return self._stored(end)
 
-    def _traced_write(self, kv: torch.Tensor, start: int, end: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The same write as seen by torch.compile (generate(compile=True)): index_copy_ at positions start..end-1.
+    def _traced_write(self, kv: torch.Tensor) -> tuple:
+        """The same write as seen by torch.compile (generate(compile=True)): index_copy_ at the positions after the
+        stored ones (at the slot, where one is set: slot_write), kv (2, batch, kv_heads, new, d_head).
         Why not narrow(...).copy_() there: traced, a write into a slice of the cache (a graph input) followed by a
         read of the stored part became a fresh whole-cache buffer, two whole-cache copies and the attention's own
         K / V copies, per layer and step: SmolLM2's compiled step took 22.5 ms at 400 new tokens against 15.9 ms
         with index_copy_, which inductor performs in place, and attention then reads the cache itself (one
         thread, bench/RESULTS.md, 2026-11-28). Eager keeps narrow + copy_ (no index tensor to build)."""
+        if self.slot is not None:
+            return self.slot_write(kv)
+        start, end = self._room(kv.shape[3])
         self.kv.index_copy_(3, torch.arange(start, end, device=kv.device), kv)
         return self._stored(end)
 

@@ -86,8 +86,8 @@ def test_the_python_kernel_serves_what_the_cpp_one_hands_it(model, both):
     once per layer and step, and gives the same tokens."""
     layers = _quantized_layers(model)
     kernel_ops.ready()
-    held = compiled._LAYERS[model]
-    table, held[1] = held[1], None  # the served table: none, so every call is handed on
+    served = compiled._LAYERS[model]
+    table, served.table = served.table, None  # the served table: none, so every call is handed on
     before = [m._traced for m in layers]
     counters = [_Counting(kernel) for kernel, _ in before]
     try:
@@ -97,7 +97,7 @@ def test_the_python_kernel_serves_what_the_cpp_one_hands_it(model, both):
     finally:
         for m, traced in zip(layers, before, strict=True):
             m._traced = traced
-        held[1] = table
+        served.table = table
     assert [c.calls for c in counters] == [2] * len(layers)
     assert out.tokens[0] == both[0].tokens[0][:3]
 

@@ -27,13 +27,14 @@ import threading
 import time
 import warnings
 import weakref
+from dataclasses import dataclass
 
 import torch
 
 from attnlab.layers import kernel_build, kernel_ops, kernel_threads
 from attnlab.layers.quantized import QuantizedLinear
 
-_LAYERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its quantized layers, place order
+_LAYERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> its _Served layers
 _NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {(rows, threads): key}
 _STEPS: dict[str, object] = {}  # key -> the loaded or compiled step (this process)
 _BUILDING = threading.Lock()  # one load or compile at a time (two explorer requests must not compile it twice)
@@ -85,25 +86,33 @@ def auto(model) -> bool:
     return True
 
 
-def _layers(model) -> tuple[list, torch.Tensor | None]:
-    """`model`'s quantized layers in place order, each prepared for the kernel operator (once per model), and the
-    table the operator's C++ kernel reads (None where the Python kernel serves). The table is made again when a
-    layer was prepared anew since (kernel_ops.PREPARED); it is kept with the snapshot its addresses point into."""
+@dataclass
+class _Served:
+    """A model's quantized layers as the kernel operator serves them (see _layers)."""
+
+    layers: list  # its QuantizedLinear layers in place order, each prepared with prepare_traced
+    table: torch.Tensor | None = None  # kernel_ops_native.table(layers), or None where the Python kernel serves
+    snapshot: list | None = None  # the layers' _traced when the table was made: keeps what it points into alive
+    prepared: int = -1  # kernel_ops.PREPARED when the table was made
+
+
+def _layers(model) -> _Served:
+    """`model`'s quantized layers, each prepared for the kernel operator (once per model), and the table the
+    operator's C++ kernel reads, made again when a layer was prepared anew since (kernel_ops.PREPARED)."""
     from attnlab.layers import kernel_ops_native
 
-    held = _LAYERS.get(model)
-    if held is None:
+    served = _LAYERS.get(model)
+    if served is None:
         layers = [m for m in model.modules() if isinstance(m, QuantizedLinear)]
         for place, layer in enumerate(layers):
             layer.prepare_traced(place)
-        held = _LAYERS[model] = [layers, None, None, -1]  # layers, table, snapshot, PREPARED at the table's making
-    layers = held[0]
-    if held[3] != kernel_ops.PREPARED[0]:
+        served = _LAYERS[model] = _Served(layers)
+    if served.prepared != kernel_ops.PREPARED[0]:
         native = kernel_ops.ready()
-        held[2] = [layer._traced for layer in layers]  # keeps the tensors the table points into alive
-        held[1] = kernel_ops_native.table(layers) if native else None
-        held[3] = kernel_ops.PREPARED[0]
-    return layers, held[1]
+        served.snapshot = [layer._traced for layer in served.layers]
+        served.table = kernel_ops_native.table(served.layers) if native else None
+        served.prepared = kernel_ops.PREPARED[0]
+    return served
 
 
 def _example(model, ids, positions, cache):
@@ -188,7 +197,7 @@ def compiled_step(model):
         if attention_mask is not None:  # padded rows: the attention bias reads the mask's values (one graph cannot)
             COUNTS["eager"] += 1
             return _step(*args)
-        layers, table = _layers(model)
+        served = _layers(model)
         kind = (ids.shape[0], torch.get_num_threads(), kernel_threads.count())
         names = _NAMES.setdefault(model, {})
         if kind not in names:
@@ -206,24 +215,23 @@ def compiled_step(model):
         if step is None or (slotted and slot is None):
             COUNTS["eager"] += 1
             return _step(*args)
-        layers_cached = cache.layers
         if slot is not None:  # set for this call only: an eager forward ignores it (it reads `length`)
-            for layer in layers_cached:
+            for layer in cache.layers:
                 layer.slot = slot
         try:
             if not step.guard_check(*args):
                 COUNTS["eager"] += 1
                 return _step(*args)
             COUNTS["compiled"] += 1
-            with kernel_ops.serving(layers, table):
+            with kernel_ops.serving(served.layers, served.table):
                 logits = step(*args)
             if slot is not None:  # the step wrote at the slot: one more position stored in every layer
-                for layer in layers_cached:
+                for layer in cache.layers:
                     layer.length += 1
             return logits
         finally:
             if slot is not None:
-                for layer in layers_cached:
+                for layer in cache.layers:
                     layer.slot = None
 
     return call

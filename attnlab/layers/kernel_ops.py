@@ -80,7 +80,7 @@ def ready() -> bool:
                                           f"{str(e).strip()[:200]}", "the compiled step's products call Python")
             _LIBRARY.impl("quantized_rows", _rows, "CPU")
             _NATIVE.append(None)
-    return _NATIVE[0] is not None
+    return decodes_natively()
 
 
 def _rows(x: torch.Tensor, layer: int, n: int) -> torch.Tensor:

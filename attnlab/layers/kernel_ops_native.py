@@ -1,4 +1,5 @@
-"""attnlab::quantized_rows's CPU kernel in C++: a compiled decoding step calls the products without Python.
+"""The compiled decoding step's operators in C++: attnlab::quantized_rows's CPU kernel (the products without
+Python) and attnlab::decode_attention (attention over the cache up to its slot).
 
 Why: inductor's C++ wrapper calls each graph node through torch's dispatcher. With the operator's CPU kernel in
 Python (layers/kernel_ops.py), each of SmolLM2's 121 products per token went C++ -> Python (the GIL, tensors
@@ -13,6 +14,10 @@ What it does not do itself, it hands to the Python kernel (`attnlab::quantized_r
 before) through the dispatcher: no table served in this thread, a place outside it, an int8 layer, an input that
 is not float32 and contiguous, and a row holding NaN or inf (the kernel refuses it; float32's product answers).
 Several rows (a batch) run the one-row kernel row by row, as the Python kernel does: the same bits.
+
+decode_attention reads the cache buffer (2, batch, kv_heads, capacity, d_head) in place for each K / V head's
+query heads, positions 0 .. slot: generation/compiled.py sets the slot for the step and moves the layers' lengths
+on after it (cache.LayerCache.slot_write).
 
 Built once per torch version into the private kernel folder (kernel_build.load, ~5 s), against the headers and
 libraries of the torch running this (part of this installation, as trusted as the interpreter). Where it
@@ -157,8 +162,9 @@ def _flags() -> tuple[str, ...]:
 
 
 def load():
-    """Build (once) and load the C++ kernel, registering it for attnlab::quantized_rows on the CPU; -> serve(table
-    address, count, threads). Raises what kernel_build.load raises."""
+    """Build (once) and load the C++ library, registering its kernels for attnlab::quantized_rows and
+    attnlab::decode_attention on the CPU; -> serve(table address, count, threads). Raises what kernel_build.load
+    raises."""
     source = f"// built against torch {torch.__version__}\n{SOURCE}"  # another torch: another library
     return kernel_build.load("rows_op", source, "attnlab_serve", _flags())
 
