@@ -302,10 +302,10 @@ def test_commands_that_load_a_model_import_no_compiler_stack(argv):
     """Checking a checkpoint's shapes on the meta device used to run nn.init, the RoPE and sinusoid tables and
     empty_like through torch._refs, which imports torch._dynamo and sympy: ~2-3 s of CPU in every command before
     any work. A fresh process now imports neither (counted, not timed)."""
-    code = ("import sys, runpy; sys.argv = ['attnlab', *sys.argv[1:]]\n"
-            "try:\n    runpy.run_module('attnlab', run_name='__main__')\n"
-            "except SystemExit as e:\n    assert not e.code\n"
-            "print('LOADED', sorted(m for m in ('torch._dynamo', 'sympy', 'torch._inductor') if m in sys.modules))")
+    code = ("import atexit, sys, runpy; sys.argv = ['attnlab', *sys.argv[1:]]\n"  # at exit: generate ends by os._exit
+            "atexit.register(lambda: print('LOADED', sorted(m for m in ('torch._dynamo', 'sympy', 'torch._inductor')"
+            " if m in sys.modules)))\n"
+            "runpy.run_module('attnlab', run_name='__main__')\n")
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "LOADED []" in done.stdout, done.stdout[-500:]

@@ -30,15 +30,17 @@ COMPILER = ("torch._dynamo", "torch._inductor", "torch._decomp", "torch._prims",
             "torch.fx.passes", "sympy", "mpmath")
 
 # the command argv[1:] run as `python -m attnlab` runs it, then every module it holds, written to argv[0]
+# (at exit: `attnlab generate` ends the process with os._exit after the exit handlers)
 AS_A_COMMAND = """
-import json, runpy, sys
+import atexit, json, runpy, sys
 out, sys.argv = sys.argv[1], ["attnlab", *sys.argv[2:]]
-try:
-    runpy.run_module("attnlab", run_name="__main__", alter_sys=True)
-except SystemExit as stop:
-    assert not stop.code, stop.code
-with open(out, "w") as f:
-    json.dump(sorted(sys.modules), f)
+
+def listing():
+    with open(out, "w") as f:
+        json.dump(sorted(sys.modules), f)
+
+atexit.register(listing)
+runpy.run_module("attnlab", run_name="__main__", alter_sys=True)
 """
 
 
@@ -140,3 +142,47 @@ def test_the_startup_benchmark_leaves_out_a_case_whose_model_is_not_installed(mo
     lines = startup.command_lines()
     assert not [label for label in lines if "smollm2" in label] and 'python -c "import torch"' in lines
     assert "attnlab models" in lines and "# skipped: attnlab generate smollm2" in capsys.readouterr().out
+
+
+def test_generates_process_ends_at_once_after_its_exit_handlers(tiny_files):
+    """`attnlab generate`, as a process's own command, ends with os._exit once its output is flushed and its atexit
+    handlers have run (cli/process.py): the handler's line and the text come out, the exit code is 0, and nothing
+    after main() runs (the interpreter's teardown is skipped)."""
+    script = ("import atexit, sys\n"
+              "atexit.register(lambda: print('exit handler ran', flush=True))\n"
+              f"sys.argv = ['attnlab', 'generate', {str(tiny_files['gguf'])!r}, '--ids', '1 2 3', "
+              "'--max-new-tokens', '2']\n"
+              "from attnlab.cli import main\n"
+              "try:\n    code = main()\nfinally:\n    print('after main')\n"
+              "sys.exit(code)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("1 2 3 ") and len(lines[0].split()) == 5, lines
+    assert lines[-1] == "exit handler ran" and "after main" not in done.stdout, lines
+    assert "2 tokens in" in done.stderr
+
+
+def test_a_commands_start_up_pauses_the_collector_and_a_callers_keeps_it(tiny_files):
+    """The collector is off inside start_up() and on again after; main(argv) from a caller freezes nothing (only
+    the process's own command does) and leaves the collector as it found it."""
+    from attnlab.cli import process
+
+    before = gc.get_freeze_count()
+    with process.start_up():
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == before
+    assert main(["generate", str(tiny_files["gguf"]), "--ids", "1 2 3", "--max-new-tokens", "1"]) == 0
+    assert gc.isenabled() and gc.get_freeze_count() == before
+
+
+def test_a_reader_that_goes_away_ends_generate_quietly(tiny_files):
+    """`attnlab generate ... | head -c 5`: the pipe closes before the text is written; the command ends with 141
+    (128 + SIGPIPE, as a C program would) and no traceback."""
+    argv = [sys.executable, "-m", "attnlab", "generate", str(tiny_files["gguf"]), "--ids", "1 2 3",
+            "--max-new-tokens", "2"]
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    child.stdout.close()  # long before the child has imported torch, let alone written
+    _, err = child.communicate(timeout=300)
+    assert child.returncode == 141, err.decode()[-2000:]
+    assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()[-2000:]

@@ -9,12 +9,12 @@ which does import the training code.)
 from __future__ import annotations
 
 import argparse
-import gc
+import os
 import re
 import sys
 import warnings
 
-from attnlab.cli import bench, cost, explore, generate, models, params, train
+from attnlab.cli import bench, cost, explore, generate, models, params, process, train
 from attnlab.errors import AttnlabError
 from attnlab.spelling import did_you_mean
 
@@ -108,30 +108,14 @@ def _one_line(command: str):
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command `argv` names; None: this process's own command line (the `attnlab` script, `python -m
-    attnlab`), which ends the process: then its exit skips the last garbage collection (_skip_exit_collection)."""
+    attnlab`), which ends the process: then its start-up and exit skip the garbage collector's passes, and a
+    command that asks for it (process.QUICK) ends at once after its exit handlers (cli/process.py)."""
+    own = argv is None
+    process.OWN[0], process.QUICK[0] = own, False
     code = _run(argv)
-    if argv is None:
-        _skip_exit_collection()
+    if own:
+        process.end(code)
     return code
-
-
-def _skip_exit_collection() -> None:
-    """Flush the command's output, then gc.freeze(): the interpreter's last collection at exit walks every
-    object still alive (torch's ~150,000 among them) for cycles the process is about to drop anyway. Frozen
-    objects are skipped; atexit handlers still run, sys.stdout and sys.stderr are still flushed, and what
-    refcounting frees is freed as before. Only for a process's own command: a caller of main(argv) (the tests, a
-    script) keeps its collector.
-
-    Measured 2026-11-28, 2-core AMD EPYC (Zen 5), fresh processes interleaved, median CPU time (user + system) of
-    8-10 rounds, without -> with: `python -c "import torch"` 1.64 -> 1.24 s (gc.freeze() as its last statement),
-    `attnlab generate gpt-char --prompt "The "` 1.84 -> 1.36 s, `attnlab generate smollm2 --prompt "The "
-    --max-new-tokens 1` 3.03 -> 2.78 s."""
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (AttributeError, OSError, ValueError):  # none, or a closed pipe (said at exit, as before)
-            pass
-    gc.freeze()
 
 
 def _run(argv: list[str] | None) -> int:
@@ -150,6 +134,20 @@ def _run(argv: list[str] | None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # the reader went away (`| head`): end quietly, as a shell pipeline expects
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, what a C program killed by it reports
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's own flush at exit meets no closed pipe (which would
+    print "Exception ignored ... BrokenPipeError")."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):  # no real stdout (a test's capture): nothing to protect
+        pass
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import math
 import sys
 import time
 
-from attnlab.cli import placement, quantizing
+from attnlab.cli import placement, process, quantizing
 from attnlab.errors import InputError
 
 HELP = "stream generated text from a checkpoint (greedy, sampling or beams; with or without cache)"
@@ -163,12 +163,15 @@ def plan_length(config, prompt_len: int, asked: int | None) -> tuple[int, bool, 
 
 
 def run(args) -> int:
+    with process.start_up():  # torch's import and the model's load, with the collector paused (cli/process.py)
+        model, tokenizer, ids, kwargs = _prepared(args)
+    return _generated(args, model, tokenizer, ids, kwargs)
+
+
+def _prepared(args):
+    """-> (model, tokenizer, prompt ids, generate's keyword arguments): everything before the first token's
+    forward, its kernels built and the prompt echoed."""
     check_options(args)
-    import torch
-
-    import attnlab
-    from attnlab.generation import generate_stream
-
     model, tokenizer = _load(args.model)
     topology = getattr(getattr(model, "config", None), "topology", type(model).__name__)
     if topology not in ("decoder", "encoder-decoder"):
@@ -193,6 +196,16 @@ def run(args) -> int:
     if args.echo and topology == "decoder":  # a continuation reads with its prompt (nanoGPT, llama.cpp do the same)
         out.write(args.prompt if args.prompt is not None else _text(tokenizer, ids))
         out.flush()
+    return model, tokenizer, ids, kwargs
+
+
+def _generated(args, model, tokenizer, ids, kwargs) -> int:
+    import torch
+
+    import attnlab
+    from attnlab.generation import generate_stream
+
+    out = sys.stdout
     started = time.perf_counter()
     if args.beams > 1:
         result = attnlab.generate(model, [ids], **kwargs)
@@ -215,6 +228,7 @@ def run(args) -> int:
     steps = "compiled step, " if COUNTS["compiled"] else ""
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
           f"{steps}device {args.device}, torch {torch.__version__}]", file=sys.stderr)
+    process.QUICK[0] = True  # nothing is left to do: the process may end at once
     return 0
 
 
