@@ -18,6 +18,7 @@ Q4_0, Q4_1: their bytes, not expanded), the tokenizer and chat template as llama
 from __future__ import annotations
 
 import importlib.util
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -160,14 +161,19 @@ def check_gguf_types(reader, source: str = "gguf") -> None:
 
 def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.Tensor]:
     """Every tensor dequantized to float32, shaped like torch's (out, in); the names in `keep` (of a type in
-    KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row). Types are checked first.
-    F32 and F16 tensors are converted by numpy; the `gguf` package (~0.1 s to import) dequantizes the others."""
+    KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row), read-only views of the
+    reader's memory map (never written: the quantized modules copy them into their own buffers), so a kept matrix
+    is not copied once more on its way (SmolLM2: ~40 ms of a fresh process's first token). Types are checked
+    first. F32 and F16 tensors are converted by numpy; the `gguf` package (~0.1 s to import) dequantizes the
+    others."""
     reader = as_gguf_file(reader)
     check_gguf_types(reader, source)
     out = {}
     for t in reader.tensors:
         if t.name in keep:
-            out[t.name] = torch.from_numpy(np.array(t.data, dtype=np.uint8).reshape(t.shape[0], -1))
+            with warnings.catch_warnings():  # "not writable": the view is only read
+                warnings.simplefilter("ignore", UserWarning)
+                out[t.name] = torch.from_numpy(np.asarray(t.data, dtype=np.uint8).reshape(t.shape[0], -1))
             continue
         values = t.data if t.type_name in ("F32", "F16") else _dequantize(t)
         # np.array copies: the reader's arrays are views of a read-only memory map
@@ -204,11 +210,12 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     return formats
 
 
-def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
+def check_gguf_shapes(reader, config: ModelConfig, source):
     """Every tensor the table reads must be in the file with the shape the config implies: checked against the
-    file's tensor infos and a model built on the meta device, before anything is dequantized or allocated."""
-    meta = build_model(config, device="meta").state_dict()
-    expected = {k: tuple(v.shape) for k, v in to_theirs(llama_table(config), config, meta).items()}
+    file's tensor infos and a model built on the meta device, before anything is dequantized or allocated; -> that
+    meta model (the quantized load builds on it instead of building it twice)."""
+    meta = build_model(config, device="meta")
+    expected = {k: tuple(v.shape) for k, v in to_theirs(llama_table(config), config, meta.state_dict()).items()}
     stored = {t.name: t.shape for t in as_gguf_file(reader).tensors}
     missing = sorted(n for n in expected if n not in stored)
     if missing:
@@ -217,6 +224,7 @@ def check_gguf_shapes(reader, config: ModelConfig, source) -> None:
     if wrong:
         raise CheckpointError(f"{source}: tensor shapes disagree with the metadata: {wrong[:8]}"
                               f"{' ...' if len(wrong) > 8 else ''}")
+    return meta
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
@@ -236,7 +244,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
                               ) from None
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
     check_gguf_types(reader, str(path))
-    check_gguf_shapes(reader, config, path)
+    meta = check_gguf_shapes(reader, config, path)
     formats = kept_quantized(reader, config) if keep_quantized else {}
     sources = {n for ours, names, _ in expand(llama_table(config), config) if ours in formats for n in names}
     tokenizer, metadata = _tokenizer_and_metadata(reader, path)
@@ -246,8 +254,8 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies: the reader's map can go
-        del reader  # its memory map and raw strings are released before the model is built
+        tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies, but kept matrices view the map
+        del reader  # its raw strings are released before the model is built (the map once the views are copied)
         state, missing = to_ours(llama_table(config), config, tensors)
         if missing:
             raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
@@ -255,7 +263,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
         if not formats:
             model = materialize(config, state, path, device)
         else:
-            model = _quantized_model(config, state, formats, path, device)
+            model = _quantized_model(meta, state, formats, path, device)
     finally:
         torch.set_num_threads(before)
     model.gguf_metadata = metadata  # save_gguf writes the file's keys back as they were
@@ -276,15 +284,16 @@ def _tokenizer_and_metadata(reader, path: Path):
     return tokenizer, metadata
 
 
-def _quantized_model(config: ModelConfig, state: dict, formats: dict[str, str], path, device):
-    """The model with the kept matrices' modules swapped for quantized ones holding `state`'s bytes.
+def _quantized_model(meta, state: dict, formats: dict[str, str], path, device):
+    """The model (`meta`: built on the meta device, nothing else done to it) with the kept matrices' modules swapped
+    for quantized ones holding `state`'s bytes.
 
     The quantized buffers are converted one matrix at a time and put in place (no second copy: SmolLM2's
     resident size stays near its file's); the float tensors are copied into the allocated model as usual.
     """
     from attnlab.quantization import check_finite, replace
 
-    model = build_model(config, device="meta").eval()
+    model = meta.eval()
     modules = {("lm_head" if name in ("tokens.weight", "lm_head.proj.weight") else name.removesuffix(".weight")): fmt
                for name, fmt in formats.items()}
     replace(model, modules)
