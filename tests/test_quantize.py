@@ -506,3 +506,18 @@ def test_a_process_whose_kernels_used_helper_threads_exits(tmp_path):
     except subprocess.TimeoutExpired:
         pytest.fail("the process did not exit after using the kernels' helper threads")
     assert run.returncode == 0 and "done 2000" in run.stdout, run.stderr[-2000:]
+
+
+def test_the_finite_check_of_float16_scales_agrees_with_torchs_isfinite():
+    """check_finite reads float16 scales by their exponent bits (quicker than torch's isfinite there): every
+    special value of float16 and every bit pattern must get isfinite's answer."""
+    from attnlab.quantization import _all_finite
+
+    every = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(torch.float16)  # all 65,536 patterns
+    finite = torch.isfinite(every)
+    assert int((~finite).sum()) == 2 * 1024  # exponent bits all ones: 2 signs x 1,024 mantissas (+-inf, the rest NaN)
+    for pattern in every.view(torch.int16)[~finite].tolist():  # each alone beside a finite value
+        assert not _all_finite(torch.tensor([0x3C00, pattern], dtype=torch.int16).view(torch.float16))
+    assert _all_finite(every[finite])
+    assert _all_finite(torch.tensor([0.0, -0.0, 65504.0, -65504.0, 6e-8], dtype=torch.float16))
+    assert not _all_finite(torch.tensor([1.0, float("nan")])) and _all_finite(torch.tensor([1.0, -2.0]))
