@@ -41,6 +41,9 @@ _BUILDING = threading.Lock()  # one load or compile at a time (two explorer requ
 _SAID: set[str] = set()
 _SLOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # KVCache -> its slot tensor (_slot_for)
 COUNTS = {"compiled": 0, "eager": 0}  # this process's decoding steps through `compiled_step`'s call, each way
+_LAST = threading.local()  # .way: how this OS thread's last call went, ("compiled", None) or ("eager", why)
+_BACKGROUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {kind: its build_in_background thread}
+_STARTING = threading.Lock()  # guards _BACKGROUND: two requests must not start two threads for one model and kind
 
 
 def _step(model, ids, attention_mask, position_ids, cache):
@@ -195,16 +198,10 @@ def compiled_step(model):
     def call(ids, attention_mask, position_ids, cache):
         args = (model, ids, attention_mask, position_ids, cache)
         if attention_mask is not None:  # padded rows: the attention bias reads the mask's values (one graph cannot)
-            COUNTS["eager"] += 1
+            _count("eager", "padded rows: the attention bias reads the mask's values")
             return _step(*args)
         served = _layers(model)
-        kind = (ids.shape[0], torch.get_num_threads(), kernel_threads.count())
-        names = _NAMES.setdefault(model, {})
-        if kind not in names:
-            from attnlab.generation import step_cache
-
-            names[kind] = step_cache.key(model, kind[0], kind[1:])
-        name = names[kind]
+        name = _name(model, ids.shape[0])
         if name not in _STEPS:
             with _BUILDING:
                 if name not in _STEPS:
@@ -213,16 +210,18 @@ def compiled_step(model):
         slotted = step is not None and _slotted(model)
         slot = _slot_for(cache) if slotted else None
         if step is None or (slotted and slot is None):
-            COUNTS["eager"] += 1
+            _count("eager", "the step could not be compiled" if step is None else
+                   "the cache's layers differ in length or it is full")
             return _step(*args)
         if slot is not None:  # set for this call only: an eager forward ignores it (it reads `length`)
             for layer in cache.layers:
                 layer.slot = slot
         try:
             if not step.guard_check(*args):
-                COUNTS["eager"] += 1
+                _count("eager", "the compiled graph does not fit this call (its guards: e.g. a cache of one "
+                       "position)")
                 return _step(*args)
-            COUNTS["compiled"] += 1
+            _count("compiled")
             with kernel_ops.serving(served.layers, served.table):
                 logits = step(*args)
             if slot is not None:  # the step wrote at the slot: one more position stored in every layer
@@ -235,3 +234,112 @@ def compiled_step(model):
                     layer.slot = None
 
     return call
+
+
+def _count(way: str, why: str | None = None) -> None:
+    """Count a call of `compiled_step`'s call as `way` ("compiled" or "eager"), and keep why for last_way."""
+    COUNTS[way] += 1
+    _LAST.way = (way, why)
+
+
+def last_way() -> tuple[str, str | None] | None:
+    """How the last call of a `compiled_step` call in this OS thread ran: ("compiled", None), ("eager", why it
+    could not use the graph), or None before any. Per thread, so concurrent explorer requests each read their own."""
+    return getattr(_LAST, "way", None)
+
+
+def _name(model, rows: int) -> str:
+    """The key of `model`'s step for `rows` rows at this OS thread's counts (torch's and the kernels'), as `call`
+    looks it up (kept per model and counts). Only after `_layers(model)`: the key says whether attnlab's C++
+    operators are loaded, which that decides."""
+    kind = _kind(rows)
+    names = _NAMES.setdefault(model, {})
+    if kind not in names:
+        from attnlab.generation import step_cache
+
+        names[kind] = step_cache.key(model, kind[0], kind[1:])
+    return names[kind]
+
+
+def build_in_background(model, rows: int = 1, dtype: torch.dtype | None = None) -> str:
+    """For a server whose requests must never wait for a compile (the explorer's Generation tab): whether
+    `compiled_step(model)`'s calls of `rows` rows, made in this OS thread at its current thread counts, can use
+    the step now. "ready": built (loaded or compiled) in this process; "failed": it could not be built, the calls
+    run eagerly; "building": not yet, and a daemon thread is getting it ready (started here unless one already
+    is for this model and these counts). That thread loads attnlab's C++ operators and readies the model's layers
+    as `call` does (the key says whether the operators are loaded, so it is known only after), then loads the step
+    from disk or compiles it, under `_BUILDING` like `call`: one build per key, and a generate() meanwhile does
+    not build it twice. It runs at the caller's torch and kernel thread counts, which are part of the key and
+    which inductor builds its loops for. dtype: the cache's (default: the model's parameters'). It builds in
+    inference mode, as generate() builds and calls the step: the graph's guards check that the cache and the
+    inputs are inference tensors, so call it in inference mode with a cache made there. generate() itself
+    builds at its first step instead (`call`).
+
+    While it compiles, other threads keep running the model's eager forward: torch.compile's ahead-of-time path
+    leaves torch.compiler.is_compiling() False for them (attnlab's layers read that flag to choose their traced
+    paths; tests/test_explorer_generation_compiled.py runs and records eagerly beside a build)."""
+    kind = _kind(rows)
+    name = _NAMES.get(model, {}).get(kind)  # known once `call` or a build readied this model at these counts
+    if name is not None and name in _STEPS:
+        return "ready" if _STEPS[name] is not None else "failed"
+    with _STARTING:
+        threads = _BACKGROUND.setdefault(model, {})
+        thread = threads.get(kind)
+        if thread is not None and not thread.is_alive():
+            name = _NAMES.get(model, {}).get(kind)
+            if name is None:
+                return "failed"  # it stopped before it knew the key: readying the layers failed (one warning)
+            if name in _STEPS:
+                return "ready" if _STEPS[name] is not None else "failed"
+            thread = None  # its step was forgotten since (a test resets _STEPS): build it again
+        if thread is None:
+            dtype = dtype or next(model.parameters()).dtype
+            thread = threads[kind] = threading.Thread(target=_build_apart, args=(model, kind, dtype), daemon=True,
+                                                      name="attnlab-compile-step")
+            thread.start()
+    return "building"
+
+
+def _kind(rows: int) -> tuple[int, int, int]:
+    """What a step's key depends on in the calling OS thread: the rows, torch's thread count, the kernels'."""
+    return rows, torch.get_num_threads(), kernel_threads.count()
+
+
+def _build_apart(model, kind: tuple[int, int, int], dtype: torch.dtype) -> None:
+    """build_in_background's thread: at `kind`'s thread counts, the model's layers readied (`_layers`, which loads
+    the C++ operators), its key known, and the step built and kept in _STEPS (None when it cannot be built: one
+    warning, and the steps run eagerly, as `call` does)."""
+    from attnlab.cache import KVCache
+
+    rows, torch_threads, kernel_count = kind
+    # in inference mode, as generate() builds it (the example's tensors are inference tensors)
+    with kernel_threads.apart(kernel_count), torch.inference_mode():  # torch's count set next
+        torch.set_num_threads(torch_threads)
+        try:
+            _layers(model)
+            name = _name(model, rows)
+        except Exception as e:
+            warnings.warn(f"the decoding step could not be prepared ({type(e).__name__}: {e}); decoding eagerly",
+                          stacklevel=1)
+            return
+        with _BUILDING:
+            if name in _STEPS:
+                return
+            step = None
+            try:
+                ids = torch.zeros(rows, 1, dtype=torch.long)  # _example reads only the kinds of these
+                step = _build(model, name, ids, ids, KVCache.for_model(model, rows, 2, dtype=dtype))
+            except Exception as e:  # e.g. the compiled folder or inductor failing in a way _build does not expect
+                warnings.warn(f"the decoding step could not be built ({type(e).__name__}: {e}); decoding eagerly",
+                              stacklevel=1)
+            _STEPS[name] = step
+
+
+def wait_for_builds(timeout: float | None = None) -> bool:
+    """Wait for the builds build_in_background started (tests; a server shutting down); True when none is left."""
+    with _STARTING:
+        threads = [thread for kinds in _BACKGROUND.values() for thread in kinds.values()]
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for thread in threads:
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in threads)
