@@ -1,8 +1,18 @@
-"""The decoding view: one step of generation with the KV cache, timed with and without it."""
+"""The decoding view: one step of generation with the KV cache, timed with and without it.
+
+A decoder's one-token cached step runs where `attnlab.generate` runs it by default: through the compiled step
+(generation/compiled.py) when compiled.auto says so (a quantized model with its blocks kept, a C++ compiler,
+ATTNLAB_COMPILE not 0). A learner never waits for the compile: a step that finds it not built yet in this
+process starts building it in a background thread (loaded from disk, else compiled) and runs eagerly; the steps
+after it use it once it is ready. The catch-up of several tokens, encoder-decoders and the full recompute stay
+eager. The answer says which way the step ran ("step_path") and, when eager, why.
+"""
 
 from __future__ import annotations
 
+import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -21,7 +31,8 @@ from attnlab.explorer.common import (
 )
 from attnlab.explorer.registry import Loaded
 from attnlab.explorer.sessions import GenerationSession, GenerationSessions
-from attnlab.recording import capture
+from attnlab.recording import active, capture
+from attnlab.threads import kernels_apart, kernels_only
 
 
 # ------------------------------------------------------------------------------------------- generation
@@ -79,11 +90,71 @@ def _finished(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _sequence_forward(model, ids: list[int], cache, enc_dec: bool, encoder_hidden) -> torch.Tensor:
+@dataclass
+class _StepPath:
+    """How this request's one-token cached step runs: `call` (compiled.compiled_step's) where the compiled step
+    serves it, with `apart` (kernels_only: torch at one thread, the kernels at the request's count, as
+    generate's Stepper runs it); else None and `why` it runs eagerly."""
+
+    call: Any = None
+    apart: bool = False
+    why: str | None = None
+
+
+def _why_eager(model, compiled) -> str:
+    """Why compiled.auto(model) (or a recording) keeps this model's steps eager, in a few words for the page."""
+    if os.environ.get("ATTNLAB_COMPILE", "").strip() == "0":
+        return "ATTNLAB_COMPILE=0"
+    if not compiled.pays(model):
+        return "float weights: eager is as fast" if not _quantized(model) else \
+            "attnlab's quantized kernels do not run for these weights here: eager is as fast"
+    reason = compiled.why_not(model)
+    if reason:
+        return reason
+    return "a recording or an intervention is active"
+
+
+def _step_path(model, enc_dec: bool, cache) -> _StepPath:
+    """The compiled step for this request's one-token step where compiled.auto says so and it is built in this
+    process; otherwise eager, and why. Never waits: a step not built yet starts building in a background thread
+    (compiled.build_in_background) at the thread counts the step will run with, and this step runs eagerly."""
+    if enc_dec:
+        return _StepPath(why="an encoder-decoder's steps run eagerly")
+    from attnlab.generation import compiled  # torch.compile's machinery: only for a decoder
+
+    if not compiled.auto(model) or active() is not None:
+        return _StepPath(why=_why_eager(model, compiled))
+    apart = kernels_only(model, 1, 1)
+    with kernels_apart(apart):  # the counts are part of the step's key: those the call below runs at
+        state = compiled.build_in_background(model, 1, cache.layers[0].kv.dtype)
+    if state == "ready":
+        return _StepPath(compiled.compiled_step(model), apart)
+    if state == "failed":
+        return _StepPath(why="the step could not be compiled here")
+    return _StepPath(why="compiling the step in the background (or loading it from disk); later steps use it")
+
+
+def _compiled_forward(path: _StepPath, token: int, cache) -> torch.Tensor:
+    """One token after what `cache` holds, through the compiled step; -> its logits. The arguments are laid out as
+    generate's Stepper lays them out, since the step's guards check strides too: the token a column of a
+    (1, width) buffer, its position a column of one arange expanded to that width."""
+    at, width = cache.length, cache.layers[0].capacity
+    tokens = torch.zeros(1, width, dtype=torch.long)
+    tokens[0, at] = token
+    positions = torch.arange(width).expand(1, width)
+    with kernels_apart(path.apart):
+        return path.call(tokens[:, at:at + 1], None, positions[:, at:at + 1], cache)[0, -1]
+
+
+def _sequence_forward(model, ids: list[int], cache, enc_dec: bool, encoder_hidden,
+                      path: _StepPath | None = None) -> torch.Tensor:
     """Run `ids` after what `cache` holds, writing their keys and values into it; -> the last position's logits.
 
     Only the model's own forward with a KVCache: positions follow from cache.length. An encoder-decoder reads
-    the encoder output until its cross-attention keys and values are cached (the first call)."""
+    the encoder output until its cross-attention keys and values are cached (the first call). One token of a
+    decoder goes through the compiled step where `path` has one (_step_path)."""
+    if path is not None and path.call is not None and len(ids) == 1 and not enc_dec:
+        return _compiled_forward(path, ids[0], cache)
     x = torch.tensor([ids], device=_device(model))  # (1, new)
     if enc_dec:
         cross_cached = cache.cross is not None and cache.cross[0].k is not None
@@ -198,6 +269,8 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     given, unknown, expired, another prompt) the earlier tokens are run first, untimed, and a new session is
     opened. The logits come from the cached run either way; `compare` also times a full recompute and checks
     that it gives the same logits (default: only for models under SMALL_MODEL parameters, where it is cheap).
+    The cached one-token step of a decoder runs compiled where generate would compile it (see the module
+    docstring): "step_path" says "compiled" or "eager", and "step_path_reason" why eager (None when compiled).
     """
     cfg = _text_model(lm)
     if cfg.topology not in ("decoder", "encoder-decoder"):
@@ -224,7 +297,9 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     store = sessions if sessions is not None else GenerationSessions(max_sessions=1)
     state = store.open(session, lm, source)
     names = [f"decoder.blocks.{i}.cross_attn.weights" for i in range(cfg.decoder_layers)] if enc_dec else []
-    with state.lock, torch.no_grad():
+    # inference mode, as generate() decodes: the compiled step is traced there, and its guards check that the
+    # cache and the inputs are inference tensors (so the session's cache is made and written in it too)
+    with state.lock, torch.inference_mode():
         if enc_dec and state.encoder_hidden is None:
             state.encoder_hidden = model.encode(torch.tensor([source], device=_device(model)))
         enc = state.encoder_hidden
@@ -239,12 +314,18 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
             state.seq = seq[:reused]
             if len(seq) - 1 > reused:  # catch up (a new session, or tokens the page has and the session lacks)
                 _sequence_forward(model, seq[reused:-1], cache, enc_dec, enc)
+            path = _step_path(model, enc_dec, cache)
             best, logits = float("inf"), None
             for _ in range(repeats):
                 _truncate(cache, len(seq) - 1)
                 t0 = time.perf_counter()
-                logits = _finished(_sequence_forward(model, seq[-1:], cache, enc_dec, enc))
+                logits = _finished(_sequence_forward(model, seq[-1:], cache, enc_dec, enc, path))
                 best = min(best, time.perf_counter() - t0)
+            step_path, step_why = "eager", path.why
+            if path.call is not None:  # the compiled step ran unless its call fell back (its guards, the cache)
+                from attnlab.generation.compiled import last_way
+
+                step_path, step_why = last_way() or ("eager", "the compiled step did not run")
             if enc_dec:  # the new token's cross-attention, recorded on one more cached run of it
                 _truncate(cache, len(seq) - 1)
                 with capture(model, names) as cross:
@@ -293,6 +374,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
               "cache_tolerance_relative": None if tolerance is None else float(f"{relative_tolerance(model):.2g}"),
               "quantized_weights": _quantized(model) if compare else None,
               "session": state.id if sessions is not None else None, "reused_positions": reused,
+              "step_path": step_path, "step_path_reason": step_why,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}
     if enc_dec:
         result["source"] = [_token_text(lm, i) for i in source]

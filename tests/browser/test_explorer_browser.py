@@ -200,6 +200,8 @@ def test_generation_tab(page, server):
     assert int(page.get_attribute("#sampled", "data-token-id")) == second["token_id"]
     assert int(page.get_attribute("#cache-entries", "data-cache-entries")) == second["cache"]["entries"]
     assert int(page.get_attribute("#cache-bytes", "data-cache-bytes")) == second["cache"]["bytes"]
+    assert page.get_attribute("#step-path", "data-path") == second["step_path"]  # how the step ran, and why
+    assert (second["step_path_reason"] or "compiled") in page.text_content("#step-path")
     _shot(page, "generation")
 
     ed = server["ids"]["encoder-decoder"]

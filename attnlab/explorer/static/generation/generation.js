@@ -123,6 +123,10 @@ export async function render(root, ctx) {
             r.cache.entries.toLocaleString("en-US"))],
           [el("span", { title: "memory of the cache at this dtype" }, "bytes"), el("span", { id: "cache-bytes", dataset: { cacheBytes: r.cache.bytes } }, bytes(r.cache.bytes))],
           [el("span", { title: "best-of-runs wall time of this step computing only the new token" }, "step with cache"), el("span", { id: "ms-cache", dataset: { ms: r.ms_with_cache } }, `${fmt(r.ms_with_cache, 3)} ms`)],
+          [el("span", { title: "compiled: the model's forward as one torch.compile graph, as attnlab.generate " +
+            "runs a quantized model's steps; eager: the forward operation by operation" }, "step ran"),
+            el("span", { id: "step-path", dataset: { path: r.step_path } }, r.step_path === "compiled" ? "compiled" :
+              `eager (${r.step_path_reason})`)],
           [el("span", { title: "wall time when the whole sequence is run again" }, "step without cache"),
             r.ms_without_cache === null ? el("span", { id: "ms-nocache" }, "not timed (tick the box above)") :
               el("span", { id: "ms-nocache", dataset: { ms: r.ms_without_cache } }, `${fmt(r.ms_without_cache, 3)} ms`)],
