@@ -385,23 +385,43 @@ def _read(reader: GGUFFile, key: str, kinds: tuple[int, ...], what: str, source:
 
 
 def _merges(reader: GGUFFile, tokens: list[str], source: str) -> list[tuple[str, str]]:
-    """tokenizer.ggml.merges as pairs, each "a b" with a, b and a + b in the vocabulary (what BPE needs).
-
-    Checked with set operations over all merges at once (~25 ms for SmolLM2's 48,900 with the split, where a
-    loop over them took ~40 ms); only a file that fails them is walked entry by entry, to name its first bad entry."""
-    key = "tokenizer.ggml.merges"
-    merges = _read(reader, key, (STRING,), "an array of strings (\"a b\")", source, [], array=True)
-    vocab = set(tokens)
+    """tokenizer.ggml.merges as pairs, each "a b" with a + b in the vocabulary; a and b themselves are checked by
+    tokenizers' BPE as it is built (`_bpe`: a clean error there, which _bad_merge then names). What BPE would not
+    check cleanly is checked here, with set operations over all merges at once: a pair whose joined token is not
+    in the vocabulary makes tokenizers' Rust code panic (a stack trace on stderr), not raise. ~20 ms for SmolLM2's
+    48,900 merges, where checking a and b here too took ~40 ms."""
+    merges = _read(reader, MERGES, (STRING,), "an array of strings (\"a b\")", source, [], array=True)
     split = [m.partition(" ") for m in merges]
-    firsts, seconds = list(map(itemgetter(0), split)), list(map(itemgetter(2), split))
-    if not (all(map(itemgetter(1), split)) and vocab.issuperset(firsts) and vocab.issuperset(seconds)
-            and vocab.issuperset([m.replace(" ", "", 1) for m in merges])):  # a + b, without a join per pair
-        for i, (a, space, b) in enumerate(split):
-            if not space:
-                raise CheckpointError(f"{source}: {key} entry {i} has no space between its two tokens")
-            if a not in vocab or b not in vocab or a + b not in vocab:
-                raise CheckpointError(f"{source}: {key} entry {i} joins tokens that tokenizer.ggml.tokens lacks")
-    return list(zip(firsts, seconds, strict=True))
+    if not (all(map(itemgetter(1), split))
+            and set(tokens).issuperset([m.replace(" ", "", 1) for m in merges])):  # a + b, without a join per pair
+        _bad_merge(split, tokens, source)
+    return [(a, b) for a, _, b in split]
+
+
+MERGES = "tokenizer.ggml.merges"
+
+
+def _bad_merge(split: list[tuple[str, str, str]], tokens: list[str], source: str) -> None:
+    """Raise the CheckpointError naming the first merge that has no space or joins tokens the vocabulary lacks
+    (walked entry by entry: only for a file that failed the quick checks)."""
+    vocab = set(tokens)
+    for i, (a, space, b) in enumerate(split):
+        if not space:
+            raise CheckpointError(f"{source}: {MERGES} entry {i} has no space between its two tokens")
+        if a not in vocab or b not in vocab or a + b not in vocab:
+            raise CheckpointError(f"{source}: {MERGES} entry {i} joins tokens that tokenizer.ggml.tokens lacks")
+
+
+def _bpe(vocab: dict[str, int], merges: list[tuple[str, str]], tokens: list[str], source: str, **options):
+    """tokenizers' BPE model of `vocab` and `merges`; a merge of a token the vocabulary lacks (which BPE refuses
+    with an error quoting the token) becomes _bad_merge's CheckpointError naming the entry, not the token."""
+    from tokenizers import models
+
+    try:
+        return models.BPE(vocab, merges, **options)
+    except Exception:
+        _bad_merge([(a, " ", b) for a, b in merges], tokens, source)
+        raise
 
 
 def tokenizer_from_gguf(reader, source: str = "gguf"):
@@ -439,7 +459,7 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
     add_bos = flag("add_bos_token", kind == "llama")  # llama.cpp's defaults
     if kind == "gpt2":
         merges = _merges(reader, tokens, source)
-        hf = Tokenizer(models.BPE({tok: i for i, tok in enumerate(tokens)}, merges, fuse_unk=False))
+        hf = Tokenizer(_bpe({tok: i for i, tok in enumerate(tokens)}, merges, tokens, source, fuse_unk=False))
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
         pre = _read(reader, "tokenizer.ggml.pre", (STRING,), "a string", source, "default")
         if pre == "smollm":  # SmolLM splits every digit on its own, then GPT-2's byte-level regex

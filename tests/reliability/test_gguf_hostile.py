@@ -103,6 +103,9 @@ def test_merge_without_a_space_is_refused(plain, tmp_path):
             "tokenizer.ggml.merges entry 1 has no space")
     refused(rewrite_metadata(plain, tmp_path / "m2.gguf", gpt2_vocab(["a b", "ab ab"])),
             "tokenizer.ggml.merges entry 1 joins tokens that tokenizer.ggml.tokens lacks")
+    # the joined token is there, a part is not: tokenizers' BPE refuses it (quoting the token), named here instead
+    refused(rewrite_metadata(plain, tmp_path / "m3.gguf", gpt2_vocab(["a b", " ab"])),
+            "tokenizer.ggml.merges entry 1 joins tokens that tokenizer.ggml.tokens lacks")
 
 
 @pytest.mark.parametrize("key, value, expected", [
