@@ -14,7 +14,7 @@ from attnlab.layers.norms import RMSNorm
 pytestmark = pytest.mark.skipif(not norm_kernel.available(), reason="no C++ compiler: norms run torch's operators")
 
 
-@pytest.mark.parametrize("rows,d,eps", [(1, 576, 1e-5), (3, 37, 1e-6), (4, 64, 1e-5), (1, 8, 0.5)])
+@pytest.mark.parametrize("rows,d,eps", [(1, 576, 1e-5), (3, 37, 1e-6), (4, 64, 1e-5), (1, 8, 0.5), (128, 576, 1e-5)])
 def test_the_kernel_gives_torchs_rms_norm(rows, d, eps):
     torch.manual_seed(d)
     x = torch.randn(rows, d) * torch.logspace(-3, 3, d)  # a wide range of magnitudes, as outlier channels
@@ -31,7 +31,8 @@ def test_non_finite_rows_give_what_torch_gives():
     assert torch.equal(got.isnan(), expected.isnan()) and torch.equal(got[2], expected[2])
 
 
-def test_the_module_takes_the_kernel_for_decoding_rows_only(monkeypatch):
+def test_the_module_takes_the_kernel_for_few_rows_only(monkeypatch):
+    """A decoding step's rows and a short prompt's (up to MAX_ROWS) go to the kernel, a longer prompt to torch."""
     calls = []
     real = norm_kernel.rms_norm
     monkeypatch.setattr(norm_kernel, "rms_norm", lambda *a: calls.append(a[0].shape) or real(*a))
@@ -39,10 +40,12 @@ def test_the_module_takes_the_kernel_for_decoding_rows_only(monkeypatch):
     x = torch.randn(1, 1, 16)
     with torch.no_grad():
         fast = norm(x)
-        norm(torch.randn(1, 9, 16))  # a prefill: torch's
-    assert calls == [torch.Size([1, 1, 16])]
+        norm(torch.randn(1, norm_kernel.MAX_ROWS, 16))  # a short prompt: the kernel's
+        norm(torch.randn(1, norm_kernel.MAX_ROWS + 1, 16))  # a long one: torch's
+    assert calls == [torch.Size([1, 1, 16]), torch.Size([1, norm_kernel.MAX_ROWS, 16])]
+    calls.clear()
     slow = norm(x)  # autograd on: torch's, same numbers to rounding
-    assert len(calls) == 1 and torch.allclose(fast, slow, rtol=1e-6, atol=1e-7)
+    assert not calls and torch.allclose(fast, slow, rtol=1e-6, atol=1e-7)
 
 
 def test_a_decoding_step_gives_the_same_tokens_with_and_without_it(monkeypatch):

@@ -10,9 +10,9 @@ from attnlab.layers import norm_kernel
 
 
 class RMSNorm(nn.RMSNorm):
-    """torch's RMSNorm (same parameter, same numbers to float32 rounding). A decoding step's few rows, without
-    autograd, in float32 on CPU, go through layers/norm_kernel.py: one call instead of torch's ~8 small operators
-    (~50 us per norm inside a SmolLM2 step, 61 norms per token)."""
+    """torch's RMSNorm (same parameter, same numbers to float32 rounding). A decoding step's or a short prompt's
+    rows (up to norm_kernel.MAX_ROWS), without autograd, in float32 on CPU, go through layers/norm_kernel.py: one
+    call instead of torch's ~8 small operators (~50 us per norm inside a SmolLM2 step, 61 norms per token)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight

@@ -13,6 +13,8 @@ import math
 import torch
 from torch import nn
 
+from attnlab.layers import rope_kernel
+
 
 def fixed_table(shape: tuple[int, ...], compute) -> torch.Tensor:
     """A table a module computes itself (sinusoids, RoPE frequencies): `compute()`, or only its shape when the
@@ -95,7 +97,10 @@ class Rotary(nn.Module):
 
 
 def apply_rotary(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """x: (batch, heads, seq, d_head) rotated pairwise by the angles in cos/sin."""
+    """x: (batch, heads, seq, d_head) rotated pairwise by the angles in cos/sin. A decoding step's or a short
+    prompt's heads without autograd on the CPU go through layers/rope_kernel.py: one call, the same bits."""
+    if rope_kernel.takes(x, cos, sin):
+        return rope_kernel.apply(x, cos, sin)
     half = x.shape[-1] // 2
     rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     cos, sin = cos.to(x.dtype), sin.to(x.dtype)  # angles are computed in float32; keep q, k in the model's dtype
