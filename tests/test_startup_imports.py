@@ -90,15 +90,22 @@ def test_a_first_command_loads_no_compiler_stack_beyond_torchs_own(command, tmp_
         assert "torch" not in modules
 
 
+def _own_command(argv: list[str], at_exit: str, after: str = "pass") -> subprocess.CompletedProcess:
+    """`attnlab argv` run by cli.main() as a fresh process's own command line, with an atexit handler printing
+    `at_exit` (print's arguments, as source) and `after` (source) run once main() returns, if it returns."""
+    script = ("import atexit, gc, sys\n"
+              f"atexit.register(lambda: print({at_exit}, flush=True))\n"
+              f"sys.argv = ['attnlab', *{argv!r}]\n"
+              "from attnlab.cli import main\n"
+              f"try:\n    code = main()\nfinally:\n    {after}\n"
+              "sys.exit(code)\n")
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
+
+
 def test_a_commands_process_skips_the_last_collection_and_still_runs_its_exit_handlers(capsys):
     """main() of the process's own command line freezes the collector after the command (its exit no longer walks
     torch's objects); its output and atexit handlers come out as before. main(argv) from a caller freezes nothing."""
-    script = ("import atexit, gc, sys\n"
-              "atexit.register(lambda: print('at exit, frozen:', gc.get_freeze_count() > 0))\n"
-              "sys.argv = ['attnlab', 'models']\n"
-              "from attnlab.cli import main\n"
-              "sys.exit(main())\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
+    done = _own_command(["models"], at_exit="'at exit, frozen:', gc.get_freeze_count() > 0")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "gpt-char" in done.stdout and done.stdout.rstrip().endswith("at exit, frozen: True"), done.stdout[-300:]
     before = gc.get_freeze_count()
@@ -148,14 +155,8 @@ def test_generates_process_ends_at_once_after_its_exit_handlers(tiny_files):
     """`attnlab generate`, as a process's own command, ends with os._exit once its output is flushed and its atexit
     handlers have run (cli/process.py): the handler's line and the text come out, the exit code is 0, and nothing
     after main() runs (the interpreter's teardown is skipped)."""
-    script = ("import atexit, sys\n"
-              "atexit.register(lambda: print('exit handler ran', flush=True))\n"
-              f"sys.argv = ['attnlab', 'generate', {str(tiny_files['gguf'])!r}, '--ids', '1 2 3', "
-              "'--max-new-tokens', '2']\n"
-              "from attnlab.cli import main\n"
-              "try:\n    code = main()\nfinally:\n    print('after main')\n"
-              "sys.exit(code)\n")
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=300)
+    done = _own_command(["generate", str(tiny_files["gguf"]), "--ids", "1 2 3", "--max-new-tokens", "2"],
+                        at_exit="'exit handler ran'", after="print('after main')")
     assert done.returncode == 0, done.stderr[-2000:]
     lines = done.stdout.splitlines()
     assert lines[0].startswith("1 2 3 ") and len(lines[0].split()) == 5, lines

@@ -384,6 +384,9 @@ def _read(reader: GGUFFile, key: str, kinds: tuple[int, ...], what: str, source:
         raise CheckpointError(f"{source}: {key} holds text that is not UTF-8") from None
 
 
+MERGES = "tokenizer.ggml.merges"
+
+
 def _merges(reader: GGUFFile, tokens: list[str], source: str) -> list[tuple[str, str]]:
     """tokenizer.ggml.merges as pairs, each "a b" with a + b in the vocabulary; a and b themselves are checked by
     tokenizers' BPE as it is built (`_bpe`: a clean error there, which _bad_merge then names). What BPE would not
@@ -396,9 +399,6 @@ def _merges(reader: GGUFFile, tokens: list[str], source: str) -> list[tuple[str,
             and set(tokens).issuperset([m.replace(" ", "", 1) for m in merges])):  # a + b, without a join per pair
         _bad_merge(split, tokens, source)
     return [(a, b) for a, _, b in split]
-
-
-MERGES = "tokenizer.ggml.merges"
 
 
 def _bad_merge(split: list[tuple[str, str, str]], tokens: list[str], source: str) -> None:
