@@ -187,3 +187,22 @@ def test_a_reader_that_goes_away_ends_generate_quietly(tiny_files):
     _, err = child.communicate(timeout=300)
     assert child.returncode == 141, err.decode()[-2000:]
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()[-2000:]
+
+
+def test_a_first_generate_builds_every_kernel_before_the_prompt_is_echoed(tiny_files, tmp_path):
+    """With an empty kernel folder, `attnlab generate FILE.gguf` says each build on its own line before it echoes
+    the prompt (the quantized products', the norm's and the rotary positions'), so no build line lands inside the
+    generated text."""
+    if kernel_build.compiler() is None:
+        pytest.skip("no C++ compiler here")
+    env = {**os.environ, "ATTNLAB_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-m", "attnlab", "generate", str(tiny_files["gguf"]), "--ids", "1 2 3",
+                           "--max-new-tokens", "2", "--no-compile"], stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    lines = done.stdout.splitlines()
+    builds = [i for i, line in enumerate(lines) if line.startswith("attnlab: building the ")]
+    echo = next(i for i, line in enumerate(lines) if line.startswith("1 2 3"))
+    built = " ".join(lines[i] for i in builds)
+    assert "rms_norm" in built and "rope" in built, lines
+    assert builds and max(builds) < echo, lines

@@ -235,12 +235,20 @@ def _generated(args, model, tokenizer, ids, kwargs) -> int:
 def _ready_kernels(model, prompt_len: int) -> None:
     """Build (or load) the kernels the prompt's forward and the steps will call before anything is printed: a first
     run's one line per build then stands on its own line, not after the echoed prompt."""
+    from attnlab.layers import norm_kernel, rope_kernel
+    from attnlab.layers.norms import RMSNorm
+    from attnlab.layers.positions import Rotary
     from attnlab.layers.quantized import QuantizedLinear
 
     for module in model.modules():
         if isinstance(module, QuantizedLinear) and module.qweight.device.type == "cpu":
             module.runs_kernel(1)
             module.runs_kernel(prompt_len)
+    on_cpu = next(model.parameters()).device.type == "cpu"
+    if on_cpu and any(isinstance(m, RMSNorm) for m in model.modules()):
+        norm_kernel.available()  # a decoding step's and a short prompt's norms (layers/norm_kernel.py)
+    if on_cpu and any(isinstance(m, Rotary) for m in model.modules()):
+        rope_kernel.available()  # their rotary positions (layers/rope_kernel.py)
 
 
 class TextStream:
