@@ -69,6 +69,7 @@ POOL = r"""
 #include <immintrin.h>
 namespace attnlab_pool {
 struct Pool {
+    std::mutex owner;      // held by the one caller whose job the helpers serve (run: try_lock)
     std::mutex m;
     std::condition_variable wake, left;
     void (*fn)(void*, int64_t) = nullptr;
@@ -121,9 +122,12 @@ static void helper(int id) {
         if (--pool.inside == 0) pool.left.notify_all();
     }
 }
-// fn(ctx, i) for i in 0 .. n - 1 on the caller and up to threads - 1 helpers
+// fn(ctx, i) for i in 0 .. n - 1 on the caller and up to threads - 1 helpers. One caller at a time owns the
+// helpers: another OS thread calling while a job is on (two explorer requests, two Python threads) does its whole
+// job alone instead of waiting, since the pool's fields describe one job (two at once crashed the process).
 static void run(void (*fn)(void*, int64_t), void* ctx, int64_t n, int64_t threads) {
-    if (threads <= 1 || n <= 1) {
+    std::unique_lock<std::mutex> owning(pool.owner, std::defer_lock);
+    if (threads <= 1 || n <= 1 || !owning.try_lock()) {
         for (int64_t i = 0; i < n; ++i) fn(ctx, i);
         return;
     }
