@@ -102,6 +102,25 @@ def test_the_python_kernel_serves_what_the_cpp_one_hands_it(model, both):
     assert out.tokens[0] == both[0].tokens[0][:3]
 
 
+def test_the_guards_are_checked_once_per_cache_where_the_step_writes_through_its_slot(model, both, monkeypatch):
+    """compiled._fits: with the cache's slot, a generate call checks the saved graph's guards at its first compiled
+    step only (the Stepper's buffers and the cache stay the same), and a new call (a new cache) checks again; the
+    tokens are the eager ones. Without the slot every step is checked (the layers' lengths are inputs)."""
+    if not compiled._slotted(model):
+        pytest.skip("attnlab's C++ operators are not loaded here: every step is checked")
+    steps = [s for s in compiled._STEPS.values() if s is not None]
+    assert steps
+    checks = []
+    for step in steps:
+        monkeypatch.setattr(step, "guard_check",
+                            lambda *a, _real=step.guard_check: checks.append(1) or _real(*a))
+    before = dict(compiled.COUNTS)
+    for _ in range(2):
+        out = attnlab.generate(model, PROMPT, max_new_tokens=6, compile=True, threads=1)
+        assert out.tokens[0] == both[0].tokens[0]
+    assert compiled.COUNTS["compiled"] - before["compiled"] == 2 * 5 and len(checks) == 2
+
+
 def test_compile_is_refused_while_recording(model):
     with capture(model, ["blocks.0.attn.*"]):
         with pytest.raises(InputError, match="compile=True while a recording or an intervention is active"):
