@@ -22,7 +22,7 @@ import sys
 import threading
 
 OWN = [False]  # cli.main sets it when it runs this process's own command line
-QUICK = [False]  # a command sets it when the process may end at once after it (`attnlab generate`)
+QUICK = [False]  # a command sets it when the process may end at once after it (`attnlab generate`, `train`)
 
 
 @contextlib.contextmanager
