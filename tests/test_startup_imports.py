@@ -206,3 +206,18 @@ def test_a_first_generate_builds_every_kernel_before_the_prompt_is_echoed(tiny_f
     built = " ".join(lines[i] for i in builds)
     assert "rms_norm" in built and "rope" in built, lines
     assert builds and max(builds) < echo, lines
+
+
+def test_trains_process_ends_at_once_after_its_exit_handlers(tmp_path):
+    """`attnlab train`, as a process's own command, ends like `generate`: its run written, its exit handlers run,
+    then os._exit (a torchrun rank sometimes aborted in the interpreter's teardown: cli/train.py)."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("def f(x):\n    return x + 1\n" * 200)
+    done = _own_command(["train", "gpt-char", "--out", str(tmp_path / "run"), "--data", str(corpus), "steps=2",
+                         "d_model=32", "n_layers=1", "n_heads=2", "d_ff=64", "seq_len=16", "batch_size=2",
+                         "eval_every=0", "sample_tokens=4", "threads=1"],
+                        at_exit="'exit handler ran'", after="print('after main')")
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[-1] == "exit handler ran" and "after main" not in done.stdout, lines[-5:]
+    assert (tmp_path / "run" / "result.json").is_file()
