@@ -93,6 +93,7 @@ export function codeBlock(sectionId) {
     if (!known || event.detail.body === undefined) return;
     last.set(known, event.detail.body);
     if (details.open) refresh();
+    else details.dataset.ready = "0";  // what it shows is an earlier request's until it opens again
   }
   apiRequests.addEventListener("request", heard);
   details.addEventListener("toggle", () => { if (details.open) refresh(); });
