@@ -106,7 +106,7 @@ CLAIMS = [
     ("README.md", "of which pytest: {2,015} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
     ("README.md", "of which pytest: 2,015 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
     ("README.md", "of which pytest: 2,015 passed, 5 skipped (the GPU tests and one that needs pyarrow absent) | "
-     "7 m {31} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:07:(\d+)\)", 1),
+     "6 m {51} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:06:(\d+)\)", 1),
     # README: llama.cpp
     ("README.md", "Q4_1 then decodes at {1.39}x llama.cpp's rate", f"{ZEN}/q4_1-evening.log", DEFAULT_1, 1),
     ("README.md", "at one thread and {1.33}x\n  at two", f"{ZEN}/q4_1-evening.log", DEFAULT_2, 1),
