@@ -10,7 +10,6 @@ eager. The answer says which way the step ran ("step_path") and, when eager, why
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -103,7 +102,7 @@ class _StepPath:
 
 def _why_eager(model, compiled) -> str:
     """Why compiled.auto(model) (or a recording) keeps this model's steps eager, in a few words for the page."""
-    if os.environ.get("ATTNLAB_COMPILE", "").strip() == "0":
+    if compiled.switched_off():
         return "ATTNLAB_COMPILE=0"
     if not compiled.pays(model):
         return "float weights: eager is as fast" if not _quantized(model) else \

@@ -78,10 +78,15 @@ def pays(model) -> bool:
     return any(isinstance(m, QuantizedLinear) and m._one_row_kernel() is not None for m in model.modules())
 
 
+def switched_off() -> bool:
+    """ATTNLAB_COMPILE=0: the default path decodes eagerly (the test suite sets it)."""
+    return os.environ.get("ATTNLAB_COMPILE", "").strip() == "0"
+
+
 def auto(model) -> bool:
     """compile=None's choice for `model` (a decoder with a cache, nothing recording): compile when it pays and can,
     unless ATTNLAB_COMPILE=0 (the test suite sets it: each distinct step would cost it a compile)."""
-    if os.environ.get("ATTNLAB_COMPILE", "").strip() == "0" or not pays(model):
+    if switched_off() or not pays(model):
         return False
     reason = why_not(model)
     if reason:
@@ -193,6 +198,16 @@ def _build(model, name: str, ids, positions, cache):
     return step
 
 
+def _step_for(model, name: str, ids, positions, cache):
+    """The step kept as `name` in this process, built (_build: loaded or compiled) the first time it is asked for;
+    under _BUILDING, so that two callers (generate, the explorer's background build) never build one key twice."""
+    if name not in _STEPS:
+        with _BUILDING:
+            if name not in _STEPS:
+                _STEPS[name] = _build(model, name, ids, positions, cache)
+    return _STEPS[name]
+
+
 def compiled_step(model):
     """-> call(ids, attention_mask, position_ids, cache) -> logits (batch, 1, vocab), through the compiled step
     (built at its first call: loaded from disk or compiled), or the eager forward for a call it does not fit."""
@@ -203,11 +218,7 @@ def compiled_step(model):
             return _step(*args)
         served = _layers(model)
         name = _name(model, ids.shape[0])
-        if name not in _STEPS:
-            with _BUILDING:
-                if name not in _STEPS:
-                    _STEPS[name] = _build(model, name, ids, position_ids, cache)
-        step = _STEPS[name]
+        step = _step_for(model, name, ids, position_ids, cache)
         slotted = step is not None and _slotted(model)
         slot = _slot_for(cache) if slotted else None
         if step is None or (slotted and slot is None):
@@ -345,17 +356,15 @@ def _build_apart(model, kind: tuple[int, int, int], dtype: torch.dtype) -> None:
             warnings.warn(f"the decoding step could not be prepared ({type(e).__name__}: {e}); decoding eagerly",
                           stacklevel=1)
             return
-        with _BUILDING:
-            if name in _STEPS:
-                return
-            step = None
-            try:
-                ids = torch.zeros(rows, 1, dtype=torch.long)  # _example reads only the kinds of these
-                step = _build(model, name, ids, ids, KVCache.for_model(model, rows, 2, dtype=dtype))
-            except Exception as e:  # e.g. the compiled folder or inductor failing in a way _build does not expect
-                warnings.warn(f"the decoding step could not be built ({type(e).__name__}: {e}); decoding eagerly",
-                              stacklevel=1)
-            _STEPS[name] = step
+        if name in _STEPS:
+            return
+        try:
+            ids = torch.zeros(rows, 1, dtype=torch.long)  # _example reads only the kinds of these
+            _step_for(model, name, ids, ids, KVCache.for_model(model, rows, 2, dtype=dtype))
+        except Exception as e:  # e.g. the compiled folder or inductor failing in a way _build does not expect
+            warnings.warn(f"the decoding step could not be built ({type(e).__name__}: {e}); decoding eagerly",
+                          stacklevel=1)
+            _STEPS.setdefault(name, None)
 
 
 def wait_for_builds(timeout: float | None = None) -> bool:
