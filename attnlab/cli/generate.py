@@ -240,15 +240,17 @@ def _ready_kernels(model, prompt_len: int) -> None:
     from attnlab.layers.positions import Rotary
     from attnlab.layers.quantized import QuantizedLinear
 
+    kinds = set()
     for module in model.modules():
         if isinstance(module, QuantizedLinear) and module.qweight.device.type == "cpu":
             module.runs_kernel(1)
             module.runs_kernel(prompt_len)
-    on_cpu = next(model.parameters()).device.type == "cpu"
-    if on_cpu and any(isinstance(m, RMSNorm) for m in model.modules()):
-        norm_kernel.available()  # a decoding step's and a short prompt's norms (layers/norm_kernel.py)
-    if on_cpu and any(isinstance(m, Rotary) for m in model.modules()):
-        rope_kernel.available()  # their rotary positions (layers/rope_kernel.py)
+        kinds.add(type(module))
+    if next(model.parameters()).device.type == "cpu":
+        if any(issubclass(kind, RMSNorm) for kind in kinds):
+            norm_kernel.available()  # a decoding step's and a short prompt's norms (layers/norm_kernel.py)
+        if any(issubclass(kind, Rotary) for kind in kinds):
+            rope_kernel.available()  # their rotary positions (layers/rope_kernel.py)
 
 
 class TextStream:
