@@ -41,7 +41,6 @@ from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.mapping import GATE_UP, Concat, Rule, expand, linear, rule, to_ours, to_theirs
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
-from attnlab.threads import using_threads
 
 SUPPORTED_ARCHITECTURES = ("llama",)
 KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
@@ -252,7 +251,9 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     # The tensors' copies, splits and checks run on one thread: ~1,000 small memory-bound operations, each of which
     # waits for every thread of torch's pool; with another process busy on the second core that wait made SmolLM2's
     # load 1.7-7.3 s instead of 0.42-0.53 s on one (fresh processes, 2-core AMD EPYC, 2026-11-28, not logged).
-    with using_threads(1):
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
         tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies, but kept matrices view the map
         del reader  # its raw strings are released before the model is built (the map once the views are copied)
         state, missing = to_ours(llama_table(config), config, tensors)
@@ -263,6 +264,8 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
             model = materialize(config, state, path, device)
         else:
             model = _quantized_model(meta, state, formats, path, device)
+    finally:
+        torch.set_num_threads(before)
     model.gguf_metadata = metadata  # save_gguf writes the file's keys back as they were
     return model, tokenizer
 
