@@ -85,10 +85,13 @@ def test_rows_product_refuses_a_row_that_is_not_finite(case, bad):
     fmt, kernel = case
     gen = torch.Generator().manual_seed(5)
     tiles, _ = kernel.pack_layer(_buffers(fmt, 70, 64, gen), None)
-    x = torch.randn(20, 64, generator=gen)
+    x = torch.randn(40, 64, generator=gen)
     assert kernel.rows_product(x, tiles, None, 70) is not None
-    x[17, 3] = bad
-    assert kernel.rows_product(x, tiles, None, 70) is None
+    for row in (3, 17, 39):  # in the first, second and last chunk of ROWS_CHUNK rows: each is rounded by its own job
+        bad_x = x.clone()
+        bad_x[row, 3] = bad
+        for threads in (1, 2):
+            assert kernel.rows_product(bad_x, tiles, None, 70, threads) is None, (row, threads)
     assert kernel.rows_product(torch.zeros(0, 64), tiles, None, 70).shape == (0, 70)
 
 

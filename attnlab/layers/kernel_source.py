@@ -271,9 +271,11 @@ ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t
 
 def tile_rows(function: str, tile_bytes: int, xs_type: str, constants: str, tile_row: str, out_row: str) -> str:
     """The extern "C" multi-row kernel of a tiled format (prefill): x (rows, k) -> y (rows, n) with each row given
-    exactly the one-row kernel's bits. Every row is rounded first (attnlab_round, from round_row: 1 back when one
-    is not finite, 2 when the buffers cannot be allocated); then each output block of 64 takes its tiles in order
-    for each chunk of ROWS_CHUNK rows (a job for the pool's threads), each tile serving those rows while in L1:
+    exactly the one-row kernel's bits. Each output block of 64 takes its tiles in order for each chunk of
+    ROWS_CHUNK rows (a job for the pool's threads), each tile serving those rows while in L1. A chunk's rows are
+    rounded (attnlab_round, from round_row) by the first job that needs them, the others waiting for it: with two
+    chunks the two threads round one each at once (the caller rounded every row alone before, ~23 us of each
+    SmolLM2 layer while the helper waited). 1 back when a row is not finite, 2 when the buffers cannot be allocated.
     `tile_row` adds tile p (block b) into the row's 64 float accumulators ar from its rounded x, xr, and block
     sums, xsr; `out_row` writes the row's ar times s2r (+ bias) into yr. `constants` are the tile's vectors,
     made once per job (an output block for a chunk of rows). The text keeps ROWS_CHUNK for sized()."""
@@ -287,19 +289,31 @@ extern "C" int """ + function + r"""(const float* __restrict__ x, const uint8_t*
     int8_t* xp = new (std::nothrow) int8_t[2 * k * rows];  // row r's rounded x at 2 k r
     """ + xs_type + r"""* xs = new (std::nothrow) """ + xs_type + r"""[kb * rows];  // row r's block sums at kb r
     float* s2 = new (std::nothrow) float[rows];
-    int failed = !xp || !xs || !s2 ? 2 : 0;
-    for (int64_t r = 0; r < rows && !failed; ++r)
-        failed = attnlab_round(x + r * k, kb, xp + 2 * k * r, xs + kb * r, s2 + r);  // 1: not finite
-    if (failed) { delete[] xp; delete[] xs; delete[] s2; return failed; }  // the caller multiplies in float32
+    const int64_t chunks = (rows + ROWS_CHUNK - 1) / ROWS_CHUNK;
+    std::atomic<int>* state = new (std::nothrow) std::atomic<int>[chunks]();  // a chunk's rows: see ROUNDED
+    if (!xp || !xs || !s2 || !state) { delete[] xp; delete[] xs; delete[] s2; delete[] state; return 2; }
+    enum { FRESH = 0, ROUNDING = 1, ROUNDED = 2, NOT_FINITE = 3 };
+    std::atomic<int> refused{0};
 """ + pool_threads(f"nb * kb * {tile_bytes} * rows") + r"""
     // a job: output block ob (64 outputs) for rows r0 .. r0 + ROWS_CHUNK - 1, so that 2 threads share even a
     // matrix of few output blocks (K and V: 3) evenly once a prompt has more than ROWS_CHUNK rows
-    const int64_t chunks = (rows + ROWS_CHUNK - 1) / ROWS_CHUNK;
     attnlab_pool::for_blocks(nb * chunks, nt, [&](int64_t job) {""" + constants + r"""
-        const int64_t ob = job / chunks, r0 = (job % chunks) * ROWS_CHUNK;
+        const int64_t ob = job / chunks, c = job % chunks, r0 = c * ROWS_CHUNK;
+        const int64_t rc = rows - r0 < ROWS_CHUNK ? rows - r0 : ROWS_CHUNK;
+        int seen = FRESH;
+        if (state[c].compare_exchange_strong(seen, ROUNDING, std::memory_order_acq_rel)) {  // this job rounds them
+            int failed = 0;
+            for (int64_t r = r0; r < r0 + rc && !failed; ++r)
+                failed = attnlab_round(x + r * k, kb, xp + 2 * k * r, xs + kb * r, s2 + r);  // 1: not finite
+            state[c].store(failed ? NOT_FINITE : ROUNDED, std::memory_order_release);
+        } else {
+            for (int spin = 0; (seen = state[c].load(std::memory_order_acquire)) == ROUNDING; ++spin) {
+                if (spin < 4096) _mm_pause(); else std::this_thread::yield();  // another job is rounding them
+            }
+        }
+        if (state[c].load(std::memory_order_acquire) == NOT_FINITE) { refused.store(1); return; }
         alignas(64) float acc[ROWS_CHUNK * 64];  // row r0 + i's 64 outputs at 64 i, in units of its s2
         const uint8_t* wt = w + ob * kb * """ + str(tile_bytes) + r""";
-        const int64_t rc = rows - r0 < ROWS_CHUNK ? rows - r0 : ROWS_CHUNK;
         for (int64_t i = 0; i < rc * 64; ++i) acc[i] = 0.f;
         for (int64_t b = 0; b < kb; ++b) {
             const uint8_t* p = wt + b * """ + str(tile_bytes) + r""";""" + prefetch_tile(tile_bytes) + r"""
@@ -315,8 +329,8 @@ extern "C" int """ + function + r"""(const float* __restrict__ x, const uint8_t*
             float* yr = y + (r0 + i) * n;""" + out_row + r"""
         }
     });
-    delete[] xp; delete[] xs; delete[] s2;
-    return 0;
+    delete[] xp; delete[] xs; delete[] s2; delete[] state;
+    return refused.load() ? 1 : 0;  // 1: the caller multiplies in float32
 }
 """
 
