@@ -29,6 +29,7 @@ import attnlab
 from attnlab import interventions
 from attnlab.errors import InputError
 from attnlab.interventions import Cancelled, sweeps
+from attnlab.layers import attention_kernel
 from attnlab.recording import active, sites
 
 TOL = 1e-5  # float32 results of a few matmuls over d_model <= 64, compared across different summation orders
@@ -317,10 +318,12 @@ def test_recordings_inside_and_around_an_intervention_record_the_edited_values(d
 
 
 def test_fast_attention_stays_unless_an_attention_tensor_is_edited(decoder, monkeypatch):
-    calls = []
+    calls = []  # the fast attention: torch's SDPA, or for a short causal prompt attnlab's kernel
     sdpa = torch.nn.functional.scaled_dot_product_attention
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention",
                         lambda *a, **k: calls.append(1) or sdpa(*a, **k))
+    attend = attention_kernel.attend
+    monkeypatch.setattr(attention_kernel, "attend", lambda *a: calls.append(1) or attend(*a))
     ids = _ids()
     with torch.no_grad():
         with attnlab.intervene(decoder, {"blocks.*.resid_post": lambda t, n: t, "blocks.1.attn.z": lambda t, n: t}):
@@ -338,7 +341,11 @@ def test_another_thread_sees_no_edit_and_copy_context_does(decoder):
         results = {}
         with attnlab.intervene(decoder, attnlab.ablate_heads(decoder, {0: [0, 1, 2, 3]})):
             edited = decoder(ids).logits
-            thread = threading.Thread(target=lambda: results.update(thread=decoder(ids).logits))
+            def in_thread():  # grad mode is per thread: no_grad again, as the forwards compared with
+                with torch.no_grad():
+                    results.update(thread=decoder(ids).logits)
+
+            thread = threading.Thread(target=in_thread)
             thread.start()
             thread.join()
             results["copied"] = contextvars.copy_context().run(lambda: decoder(ids).logits)

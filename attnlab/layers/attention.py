@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnlab.config import ModelConfig
+from attnlab.layers import attention_kernel
 from attnlab.layers.linear import Linear
 from attnlab.layers.masks import causal_mask
 from attnlab.layers.positions import apply_rotary
@@ -135,6 +136,11 @@ class Attention(nn.Module):
             out = decode_attention(q, cache.kv, cache.slot, self.scale)  # (batch, heads, 1, d_head)
         elif rec is not None and rec.wants_any(self, _RECORDED):
             out = self._explicit(q, k, v, bias, is_causal, rec)
+        elif is_causal and bias is None and not (self.training and self.dropout_p) and attention_kernel.takes(q, k, v):
+            z = attention_kernel.attend(q, k, v, self.scale)  # a short prompt: (batch, q_len, heads * d_head)
+            if rec is not None and rec.wants_any(self, _PER_HEAD):
+                return self._per_head(z.view(*z.shape[:2], self.n_heads, self.d_head), rec)
+            return self.out(z)
         else:
             with _growing_kv_backends() if cache is not None and q.is_cuda else _NO_CONTEXT:
                 out = F.scaled_dot_product_attention(
