@@ -17,7 +17,7 @@ from attnlab.config import ModelConfig
 from attnlab.layers import attention_kernel
 from attnlab.layers.attention import Attention
 
-pytestmark = pytest.mark.skipif(not attention_kernel.available(), reason="the attention kernel needs AVX-512 here")
+needs_kernel = pytest.mark.skipif(not attention_kernel.available(), reason="the attention kernel needs AVX-512 here")
 
 
 def _qkv(heads: int, groups: int, t: int, d: int, batch: int = 1, seed: int = 0):
@@ -28,6 +28,7 @@ def _qkv(heads: int, groups: int, t: int, d: int, batch: int = 1, seed: int = 0)
     return q, k, v
 
 
+@needs_kernel
 @pytest.mark.parametrize("heads,groups,t,d,batch", [
     (9, 3, 32, 64, 1),  # SmolLM2's shape
     (4, 4, 1, 16, 1),  # one token
@@ -51,6 +52,7 @@ def test_causal_attention_matches_float64(heads, groups, t, d, batch):
     assert float((torch_f32.transpose(1, 2).reshape(batch, t, heads * d).double() - exact).abs().max()) <= bound
 
 
+@needs_kernel
 def test_what_the_kernel_refuses():
     q, k, v = _qkv(4, 2, 8, 16)
     with torch.no_grad():
@@ -70,6 +72,7 @@ def _attention(heads: int, kv_heads: int) -> Attention:
     return Attention(config).eval()
 
 
+@needs_kernel
 @pytest.mark.parametrize("heads,kv_heads", [(4, 4), (6, 2)])
 def test_attention_module_takes_the_kernel_for_a_causal_prompt(heads, kv_heads, monkeypatch):
     """Attention's output with the kernel against the same module on torch's SDPA (float32, same bound), and the
@@ -95,3 +98,11 @@ def test_attention_keeps_sdpa_without_the_causal_flag_or_with_autograd(monkeypat
         layer(x, is_causal=False)  # an encoder's attention
         layer(x, bias=torch.zeros(1, 1, 6, 6), is_causal=False)
     layer(x, is_causal=True).sum().backward()  # training: autograd needs torch's
+
+
+def test_a_cpu_without_avx512_is_no_warning(monkeypatch, recwarn):
+    """SDPA serves such a CPU as before: nothing to say (a failed build or no compiler is said, by the build)."""
+    monkeypatch.setattr(attention_kernel.kernel_variants, "cpu_reason", lambda flags: "the CPU lacks avx512dq")
+    monkeypatch.setattr(attention_kernel, "_build", lambda: pytest.fail("built without the CPU's flags"))
+    assert attention_kernel._compiled.__wrapped__() == (None, "the CPU lacks avx512dq")
+    assert not recwarn.list

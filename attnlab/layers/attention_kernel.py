@@ -106,7 +106,8 @@ extern "C" int attnlab_causal_attention(const float* __restrict__ q, int64_t qb,
                     for (int64_t c = 0; c < nv; ++c) {
                         const int64_t left = n - 16 * c;
                         const __mmask16 seen = left < 16 ? (__mmask16)((1u << left) - 1) : (__mmask16)0xFFFF;
-                        const __m512 p = _mm512_maskz_mov_ps(seen, attnlab_exp16(_mm512_sub_ps(_mm512_load_ps(s + 16 * c), mx)));
+                        const __m512 e = attnlab_exp16(_mm512_sub_ps(_mm512_load_ps(s + 16 * c), mx));
+                        const __m512 p = _mm512_maskz_mov_ps(seen, e);
                         _mm512_store_ps(s + 16 * c, p);
                         total = _mm512_add_ps(total, p);
                     }
@@ -124,7 +125,8 @@ extern "C" int attnlab_causal_attention(const float* __restrict__ q, int64_t qb,
                             o3 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 3]), _mm512_loadu_ps(ve + (j + 3) * vt), o3);
                         }
                         for (; j < n; ++j) o0 = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), _mm512_loadu_ps(ve + j * vt), o0);
-                        _mm512_storeu_ps(o + e, _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(o0, o1), _mm512_add_ps(o2, o3)), inv));
+                        const __m512 sum = _mm512_add_ps(_mm512_add_ps(o0, o1), _mm512_add_ps(o2, o3));
+                        _mm512_storeu_ps(o + e, _mm512_mul_ps(sum, inv));
                     }
                 }
         }
@@ -134,14 +136,24 @@ extern "C" int attnlab_causal_attention(const float* __restrict__ q, int64_t qb,
 }
 """
 
-# AVX-512 only: on other CPUs torch's SDPA is as quick as plain loops would be, and it runs
-_SOURCES = ((("avx512f", "avx512dq"), _SOURCE),)
+FLAGS = ("avx512f", "avx512dq")  # AVX-512 only: elsewhere torch's SDPA runs, as quick as plain loops would be
+_SOURCES = ((FLAGS, _SOURCE),)
 
 MAX_T = 128  # prompts of at most this many tokens come here; longer ones go to torch's blocked flash kernel
 MAX_D = 256  # d_head at most this
 
-_compiled = kernel_variants.cached_build("causal_attention", _SOURCES, "attnlab_causal_attention",
-                                         "a short prompt's attention runs torch's SDPA")
+_build = kernel_variants.cached_build("causal_attention", _SOURCES, "attnlab_causal_attention",
+                                      "a short prompt's attention runs torch's SDPA")
+
+
+@functools.cache
+def _compiled():
+    """The kernel, or (None, why not). A CPU without AVX-512 (or ATTNLAB_INT8_KERNEL=fbgemm) is no fault and said
+    nowhere, since SDPA serves it as before; only a failed build or a missing compiler is (once, by build)."""
+    reason = kernel_variants.cpu_reason(FLAGS)
+    return (None, reason) if reason else _build()
+
+
 available = kernel_variants.status(lambda: _compiled())[0]
 
 
