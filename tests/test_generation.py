@@ -366,6 +366,20 @@ def test_model_generate_method_and_mode_restored():
     assert out.new_tokens.shape == (1, 3) and model.training
 
 
+def test_every_module_runs_in_eval_mode_and_gets_its_own_mode_back():
+    """A mix of modes (a frozen block left in eval mode inside a training model) comes back as it was."""
+    model = _decoder("learned").train()
+    model.blocks[0].eval()
+    before = {name: m.training for name, m in model.named_modules()}
+    seen = []
+    hook = model.blocks[1].ffn.register_forward_pre_hook(lambda m, args: seen.append(
+        any(sub.training for sub in model.modules())))
+    model.generate(torch.tensor([[1, 2, 3]]), max_new_tokens=2)
+    hook.remove()
+    assert seen and not any(seen)  # nothing was in training mode while it generated
+    assert {name: m.training for name, m in model.named_modules()} == before
+
+
 # ------------------------------------------------------------------------------------- command line
 def test_cli_streams_the_same_text_as_generate(tmp_path, capsys):
     from attnlab.cli import main
