@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.layers import int4_kernel, kernel_variants, q8_0_kernel
+from attnlab.layers import int4_kernel, kernel_variants, q8_0_kernel, quantized
 from attnlab.layers.quantized import QuantizedLinear
 
 MODULES = {"q8_0": (q8_0_kernel, "q8_0"), "q4_1": (int4_kernel, "int4")}  # format -> (kernel, its build name)
@@ -137,3 +137,67 @@ def test_a_layer_multiplies_a_non_finite_prefill_in_float32(case):
         expected = F.linear(x, module.weight, module.bias)
     assert torch.equal(got.isnan(), expected.isnan()) and bool(got[4].isnan().all())
     assert torch.allclose(got[~got.isnan()], expected[~expected.isnan()], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows", [5, 40])
+def test_gated_rows_product_multiplies_silu_gate_times_up(case, rows):
+    """gated=True: each row [g | u] is multiplied as h = silu(g) u (the AVX-512 variants make h in the kernel),
+    against the same kernel on torch's F.silu(g) * u. The two h differ by float32 roundings of silu (a unit or two
+    in the last place), and one such difference can move a row's rounding by its lo step s2 = max|h| / (127 *
+    254) per input, so the bound per output is sum_j |w_j| * 2 s2 of that row. The AVX2 variant has no SwiGLU and
+    answers None (the layer then makes h in torch)."""
+    fmt, kernel = case
+    n, k = 130, 96
+    gen = torch.Generator().manual_seed(k)
+    buffers = _buffers(fmt, n, k, gen)
+    hu = torch.randn(rows, 2 * k, generator=gen) * 3.0  # [g | u]: g over silu's curved part and its tails
+    tiles, kbias = kernel.pack_layer(buffers, None)
+    h = F.silu(hu[:, :k]) * hu[:, k:]
+    expected = kernel.rows_product(h, tiles, kbias, n, 2)
+    for threads in (1, 2):
+        got = kernel.rows_product(hu, tiles, kbias, n, threads, gated=True)
+        if kernel_variants.CHOSEN.get(f"{'int4' if fmt != 'q8_0' else 'q8_0'}_rows") == "avx2":
+            assert got is None
+            return
+        w = quantized.dequantize(fmt, buffers)
+        bound = w.abs().sum(dim=1)[None, :] * 2 * (h.abs().amax(dim=1, keepdim=True) / (127 * 254))
+        assert got.shape == (rows, n) and bool(((got - expected).abs() <= bound).all()), threads
+    hu[rows // 2, 3] = float("nan")  # in g: the kernel refuses, as for any row that is not finite
+    assert kernel.rows_product(hu, tiles, kbias, n, 2, gated=True) is None
+
+
+def test_a_swiglu_feed_forward_makes_its_hidden_row_inside_w2_on_a_prompt(monkeypatch):
+    """FeedForward with a quantized W_2 on a prompt: W_2's swiglu_product answers (W_2 is not called on a torch
+    h), the output as close to the torch path as the kernel test above allows; with a recorder (the "hidden"
+    site) or in training the torch path runs."""
+    from attnlab import recording
+    from attnlab.config import ModelConfig
+    from attnlab.layers.feedforward import FeedForward
+
+    config = ModelConfig(d_model=64, d_ff=96, n_heads=4, activation="swiglu", bias=False)
+    ffn = FeedForward(config).eval()
+    torch.manual_seed(0)
+    ffn.up = QuantizedLinear.from_float(ffn.up, "int4")
+    ffn.down = QuantizedLinear.from_float(ffn.down, "int4")
+    if not ffn.down._rows_kernel(torch.zeros(8, 96), 8):
+        pytest.skip("the 4-bit rows kernel does not run here")
+    x = torch.randn(1, 12, 64, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        fused = ffn(x)
+        monkeypatch.setattr(QuantizedLinear, "swiglu_product", lambda self, h: None)
+        plain = ffn(x)
+    assert fused.shape == plain.shape == (1, 12, 64)
+    assert float((fused - plain).abs().max()) <= 1e-3 * float(plain.abs().max())
+    monkeypatch.undo()
+    calls = []
+    real = QuantizedLinear.swiglu_product
+    monkeypatch.setattr(QuantizedLinear, "swiglu_product", lambda self, h: calls.append(1) or real(self, h))
+    with torch.no_grad():
+        ffn(x)
+        assert calls == [1]
+        with recording.capture(ffn, ["hidden"]) as store:
+            ffn(x)
+        assert calls == [1] and store["hidden"].shape == (1, 12, 96)  # the recorded h: torch's path
+        ffn.train()
+        ffn(x)
+        assert calls == [1]

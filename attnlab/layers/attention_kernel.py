@@ -26,7 +26,7 @@ import struct
 
 import torch
 
-from attnlab.layers import kernel_variants
+from attnlab.layers import kernel_source, kernel_variants
 
 _SOURCE = r"""
 #pragma GCC target("avx512f,avx512dq")
@@ -34,23 +34,7 @@ _SOURCE = r"""
 #include <cstdint>
 #include <cstring>
 #include <new>
-// e^x of 16 lanes, x <= 0 (scores minus their maximum): x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts),
-// e^r by its Taylor polynomial to degree 6 (Horner), times 2^n by vscalefps; x clamped at -87 first
-static inline __m512 attnlab_exp16(__m512 x) {
-    x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));
-    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
-    __m512 p = _mm512_set1_ps(1.f / 720.f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
-    return _mm512_scalef_ps(p, n);
-}
+""" + kernel_source.EXP_512 + r"""
 // q (B, H, T, D) and k, v (B, G, T, D) by strides (last one 1) -> out (B, T, H * D) contiguous; query head h reads
 // key / value head h / (H / G); query i sees keys 0 .. i. D a multiple of 16.
 extern "C" int attnlab_causal_attention(const float* __restrict__ q, int64_t qb, int64_t qh, int64_t qt,

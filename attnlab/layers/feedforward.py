@@ -1,7 +1,8 @@
 """Position-wise feed-forward network: FFN(x) = W_2 act(W_1 x + b_1) + b_2, optionally gated.
 
 The seeds' "rewrite within positions": the same two-layer MLP applied to every position independently.
-Gated variants (GEGLU, SwiGLU) compute act(x W_gate) * (x W_up); W_gate and W_up are fused in `up`.
+Gated variants (GEGLU, SwiGLU) compute act(x W_gate) * (x W_up); W_gate and W_up are fused in `up`. A prompt through
+a quantized W_2 (kept GGUF blocks) has SwiGLU made inside W_2's kernel (QuantizedLinear.swiglu_product).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from torch import nn
 
 from attnlab.config import ModelConfig
 from attnlab.layers.linear import Linear
+from attnlab.layers.quantized import QuantizedLinear
 from attnlab.recording import active
 
 _ACT = {
@@ -44,12 +46,17 @@ class FeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (batch, seq, d_model)
         h = self.up(x)  # (batch, seq, d_ff or 2*d_ff)
+        recorder = active()
         if self.gated:
+            if (self.act is F.silu and recorder is None and not self.training
+                    and isinstance(self.down, QuantizedLinear)):  # a prompt through kept GGUF blocks, say
+                y = self.down.swiglu_product(h)  # silu(gate) * up made inside W_2's kernel, or None
+                if y is not None:
+                    return y
             gate, up = h.chunk(2, dim=-1)
             h = self.act(gate) * up
         else:
             h = self.act(h)  # (batch, seq, d_ff)
-        recorder = active()
         if recorder is not None:
             h = recorder.keep(self, "hidden", h)
         if self.training:  # at inference dropout is the identity: skip its call (one per layer per step)

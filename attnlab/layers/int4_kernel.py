@@ -229,8 +229,10 @@ _SOURCE_ROWS_AVX2 = kernel_build.POOL + _AVX2_PARTS + r"""
 #include <new>
 extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __restrict__ w,
                        const float* __restrict__ bias, float* __restrict__ y,
-                       int64_t rows, int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+                       int64_t rows, int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads,
+                       int64_t gated)
 {
+    if (gated) return 3;  // no SwiGLU in this variant (kernel_source.tile_rows): the caller computes h in torch
     const int64_t k = kb * 32;
     int8_t* xh = new (std::nothrow) int8_t[2 * rows * k];  // each row's hi pieces, then each row's lo pieces
     float* xs = new (std::nothrow) float[rows * (kb + 1)];  // each row's block sums, then each row's s2

@@ -269,7 +269,46 @@ ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t
 """
 
 
-def tile_rows(function: str, tile_bytes: int, xs_type: str, constants: str, tile_row: str, out_row: str) -> str:
+# e^x of 16 lanes (AVX-512F): x = n ln2 + r with |r| <= ln2 / 2 (ln2 in two parts), e^r by its Taylor polynomial to
+# degree 6 (Horner, ~1 unit in the last place), times 2^n by vscalefps (inf above ~88.7); x clamped at -87 first (0
+# below would be denormal), where a NaN also turns into -87: callers keep NaN by multiplying with x's own lanes.
+# Shared by the attention kernel (layers/attention_kernel.py) and SWIGLU_512.
+EXP_512 = r"""
+static inline __attribute__((always_inline)) __m512 attnlab_exp16(__m512 x) {
+    x = _mm512_max_ps(x, _mm512_set1_ps(-87.f));
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187e-06f), r);
+    __m512 p = _mm512_set1_ps(1.f / 720.f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 120.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 24.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f / 6.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.f));
+    return _mm512_scalef_ps(p, n);
+}
+"""
+
+# The gated feed-forward's hidden row, h = silu(g) u = g / (1 + e^-g) u, in the order torch's F.silu(g) * up rounds
+# it (k a multiple of 32: whole blocks); what tile_rows(..., swiglu=SWIGLU_512) rounds instead of x when `gated`
+SWIGLU_512 = EXP_512 + r"""
+static inline void attnlab_swiglu(const float* __restrict__ g, const float* __restrict__ u, float* __restrict__ h,
+                                  int64_t k) {
+    const __m512 one = _mm512_set1_ps(1.f);
+    for (int64_t i = 0; i < k; i += 16) {
+        const __m512 gv = _mm512_loadu_ps(g + i);
+        const __m512 e = attnlab_exp16(_mm512_sub_ps(_mm512_setzero_ps(), gv));  // e^-g
+        const __m512 silu = _mm512_div_ps(gv, _mm512_add_ps(one, e));
+        _mm512_storeu_ps(h + i, _mm512_mul_ps(silu, _mm512_loadu_ps(u + i)));
+    }
+}
+"""
+
+
+def tile_rows(function: str, tile_bytes: int, xs_type: str, constants: str, tile_row: str, out_row: str,
+              swiglu: str | None = None) -> str:
     """The extern "C" multi-row kernel of a tiled format (prefill): x (rows, k) -> y (rows, n) with each row given
     exactly the one-row kernel's bits. Each output block of 64 takes its tiles in order for each chunk of
     ROWS_CHUNK rows (a job for the pool's threads), each tile serving those rows while in L1. A chunk's rows are
@@ -278,20 +317,30 @@ def tile_rows(function: str, tile_bytes: int, xs_type: str, constants: str, tile
     SmolLM2 layer while the helper waited). 1 back when a row is not finite, 2 when the buffers cannot be allocated.
     `tile_row` adds tile p (block b) into the row's 64 float accumulators ar from its rounded x, xr, and block
     sums, xsr; `out_row` writes the row's ar times s2r (+ bias) into yr. `constants` are the tile's vectors,
-    made once per job (an output block for a chunk of rows). The text keeps ROWS_CHUNK for sized()."""
-    return r"""
+    made once per job (an output block for a chunk of rows). The text keeps ROWS_CHUNK for sized().
+    `gated` (a SwiGLU feed-forward's W_2): x is (rows, 2 k), each row [g | u], and the kernel multiplies
+    h = silu(g) u, made by `swiglu`'s attnlab_swiglu in the rounding job just before it rounds h (so the two
+    threads make it for their chunks at once, and no (rows, k) tensor is written and read back); without `swiglu`
+    (a variant that has none) a gated call answers 3 and the caller does it in torch."""
+    gate = (r"""
+    float* hx = gated ? new (std::nothrow) float[k * rows] : nullptr;  // row r's h = silu(g) u at k r
+    if (gated && !hx) return 2;""" if swiglu else r"""
+    if (gated) return 3;  // this variant has no SwiGLU: the caller computes h in torch
+    float* hx = nullptr;""")
+    return (swiglu or "") + r"""
 #include <new>
 extern "C" int """ + function + r"""(const float* __restrict__ x, const uint8_t* __restrict__ w,
                        const float* __restrict__ bias, float* __restrict__ y,
-                       int64_t rows, int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads)
+                       int64_t rows, int64_t nb, int64_t kb, int64_t n, int64_t has_bias, int64_t threads,
+                       int64_t gated)
 {
-    const int64_t k = kb * 32;
+    const int64_t k = kb * 32;""" + gate + r"""
     int8_t* xp = new (std::nothrow) int8_t[2 * k * rows];  // row r's rounded x at 2 k r
     """ + xs_type + r"""* xs = new (std::nothrow) """ + xs_type + r"""[kb * rows];  // row r's block sums at kb r
     float* s2 = new (std::nothrow) float[rows];
     const int64_t chunks = (rows + ROWS_CHUNK - 1) / ROWS_CHUNK;
     std::atomic<int>* state = new (std::nothrow) std::atomic<int>[chunks]();  // a chunk's rows: see ROUNDED
-    if (!xp || !xs || !s2 || !state) { delete[] xp; delete[] xs; delete[] s2; delete[] state; return 2; }
+    if (!xp || !xs || !s2 || !state) { delete[] xp; delete[] xs; delete[] s2; delete[] state; delete[] hx; return 2; }
     enum { FRESH = 0, ROUNDING = 1, ROUNDED = 2, NOT_FINITE = 3 };
     std::atomic<int> refused{0};
 """ + pool_threads(f"nb * kb * {tile_bytes} * rows") + r"""
@@ -303,8 +352,14 @@ extern "C" int """ + function + r"""(const float* __restrict__ x, const uint8_t*
         int seen = FRESH;
         if (state[c].compare_exchange_strong(seen, ROUNDING, std::memory_order_acq_rel)) {  // this job rounds them
             int failed = 0;
-            for (int64_t r = r0; r < r0 + rc && !failed; ++r)
-                failed = attnlab_round(x + r * k, kb, xp + 2 * k * r, xs + kb * r, s2 + r);  // 1: not finite
+            for (int64_t r = r0; r < r0 + rc && !failed; ++r) {
+                const float* xr = x + r * k;""" + ("""
+                if (gated) {
+                    attnlab_swiglu(x + 2 * k * r, x + 2 * k * r + k, hx + k * r, k);
+                    xr = hx + k * r;
+                }""" if swiglu else "") + r"""
+                failed = attnlab_round(xr, kb, xp + 2 * k * r, xs + kb * r, s2 + r);  // 1: not finite
+            }
             state[c].store(failed ? NOT_FINITE : ROUNDED, std::memory_order_release);
         } else {
             for (int spin = 0; (seen = state[c].load(std::memory_order_acquire)) == ROUNDING; ++spin) {
@@ -329,7 +384,7 @@ extern "C" int """ + function + r"""(const float* __restrict__ x, const uint8_t*
             float* yr = y + (r0 + i) * n;""" + out_row + r"""
         }
     });
-    delete[] xp; delete[] xs; delete[] s2; delete[] state;
+    delete[] xp; delete[] xs; delete[] s2; delete[] state; delete[] hx;
     return refused.load() ? 1 : 0;  // 1: the caller multiplies in float32
 }
 """
@@ -354,4 +409,4 @@ def tile_rows_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, 
     return (kernel_build.POOL + prelude_512("f16c")
             + round_row(512, xs_type, "int8_t* xh = xr;\n    int8_t* xl = xr + k;", _STORE_PIECES_512, block_sum)
             + tile_rows(function, tile_bytes, xs_type, r"""
-        const __m512i z = _mm512_setzero_si512();""" + constants, tile_row, out_row))
+        const __m512i z = _mm512_setzero_si512();""" + constants, tile_row, out_row, swiglu=SWIGLU_512))

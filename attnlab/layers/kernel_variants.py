@@ -187,17 +187,19 @@ def tile_rows(compiled):
     in status(): one wrapper for every format, since their kernels take the same arguments."""
 
     def rows_product(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None, n: int,
-                     threads: int = 1) -> torch.Tensor | None:
+                     threads: int = 1, gated: bool = False) -> torch.Tensor | None:
         """x (rows, k) float32 contiguous on CPU -> (rows, n) float32: each row as gemv() would give it (the same
         rounding per row, the same tiles, the same bits), with each tile read once for ROWS_CHUNK rows instead of
         once per row (prefill). None when a row holds a NaN or an infinity, or its buffers cannot be allocated
-        (then multiply all rows in float32). No checks, as gemv(); the caller guarantees rows_available()."""
+        (then multiply all rows in float32). No checks, as gemv(); the caller guarantees rows_available().
+        gated: x is (rows, 2 k), each row a SwiGLU's [g | u], and the product is of h = silu(g) u, made inside the
+        kernel (kernel_source.tile_rows); None also where this variant has no SwiGLU (then do it in torch)."""
         rows = x.shape[0]
         y = torch.empty(rows, n)
         if rows == 0:
             return y
         if compiled()[0](x.data_ptr(), tiles.data_ptr(), (x if bias is None else bias).data_ptr(), y.data_ptr(),
-                         rows, tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads):
+                         rows, tiles.shape[0], tiles.shape[1], n, 0 if bias is None else 1, threads, int(gated)):
             return None
         return y
 

@@ -311,6 +311,21 @@ class QuantizedLinear(nn.Module):
         y = kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count())
         return self._float_product(x, bias) if y is None else y.reshape(*x.shape[:-1], self.out_features)
 
+    def swiglu_product(self, h: torch.Tensor) -> torch.Tensor | None:
+        """This layer applied to silu(gate) * up for h = [gate | up] (..., 2 in_features): a SwiGLU feed-forward's
+        W_2 on a prompt, with silu(gate) * up made inside the rows kernel by the job that rounds each chunk of rows
+        (kernel_source.tile_rows), so two threads make it at once and no (rows, d_ff) tensor is written and read
+        back. None where that does not run (few rows, too many, no kernel, autograd, a variant without it, a row
+        that is not finite): then the caller makes silu(gate) * up itself and calls the layer."""
+        rows = h.numel() // (2 * self.in_features)
+        if h.shape[-1] != 2 * self.in_features or rows <= self.FAST_ROWS or not self._rows_kernel(h, rows):
+            return None
+        flat = h.reshape(rows, 2 * self.in_features).contiguous()  # (rows, 2 in): each row [gate | up]
+        kernel = KERNELS[self.format]
+        tiles, kbias = self._kernel_packed(kernel, self.bias)
+        y = kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count(), gated=True)
+        return None if y is None else y.reshape(*h.shape[:-1], self.out_features)
+
     # ------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit, Q8_0)
     def _packed_for(self, kernel: str, bias: torch.Tensor | None, make):
         """The kernel's own layout of this layer's buffers (and bias), make() on first use and again whenever the
