@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 from attnlab.config import ModelConfig
 from attnlab.layers import attention_kernel
@@ -39,7 +40,7 @@ def _qkv(heads: int, groups: int, t: int, d: int, batch: int = 1, seed: int = 0)
 def test_causal_attention_matches_float64(heads, groups, t, d, batch):
     q, k, v = _qkv(heads, groups, t, d, batch, seed=t + d)
     scale = d ** -0.5
-    with torch.no_grad():
+    with torch.inference_mode():
         assert attention_kernel.takes(q, k, v)
         got = attention_kernel.attend(q, k, v, scale)
         exact = F.scaled_dot_product_attention(q.double(), k.double(), v.double(), is_causal=True, scale=scale,
@@ -55,7 +56,7 @@ def test_causal_attention_matches_float64(heads, groups, t, d, batch):
 @needs_kernel
 def test_what_the_kernel_refuses():
     q, k, v = _qkv(4, 2, 8, 16)
-    with torch.no_grad():
+    with torch.inference_mode():
         assert attention_kernel.takes(q, k, v)
         assert not attention_kernel.takes(q.double(), k.double(), v.double())
         assert not attention_kernel.takes(q, k[:, :, :5], v[:, :, :5])  # keys after cached tokens
@@ -63,6 +64,10 @@ def test_what_the_kernel_refuses():
         assert not attention_kernel.takes(*_qkv(4, 2, 8, 24))  # d not a multiple of 16
         assert not attention_kernel.takes(*_qkv(3, 2, 8, 16))  # heads not a multiple of key heads
     assert not attention_kernel.takes(q, k, v)  # autograd on
+    with torch.no_grad():
+        assert not attention_kernel.takes(q, k, v)  # no autograd, but not inference mode: SDPA's bits stay
+    with torch.inference_mode(), FlopCounterMode(display=False):
+        assert not attention_kernel.takes(q, k, v)  # torch's FLOP counter watching: it must see SDPA
 
 
 def _attention(heads: int, kv_heads: int) -> Attention:
@@ -82,7 +87,7 @@ def test_attention_module_takes_the_kernel_for_a_causal_prompt(heads, kv_heads, 
     calls = []
     attend = attention_kernel.attend
     monkeypatch.setattr(attention_kernel, "attend", lambda *a: calls.append(1) or attend(*a))
-    with torch.no_grad():
+    with torch.inference_mode():
         got = layer(x, is_causal=True)
         assert calls, "the kernel did not run"
         monkeypatch.setattr(attention_kernel, "takes", lambda *a: False)
@@ -90,13 +95,15 @@ def test_attention_module_takes_the_kernel_for_a_causal_prompt(heads, kv_heads, 
     assert float((got - expected).abs().max()) <= 1e-5 * float(expected.abs().max())
 
 
-def test_attention_keeps_sdpa_without_the_causal_flag_or_with_autograd(monkeypatch):
+def test_attention_keeps_sdpa_without_the_causal_flag_or_outside_inference_mode(monkeypatch):
     layer = _attention(4, 2)
     x = torch.randn(1, 6, 64, generator=torch.Generator().manual_seed(2))
     monkeypatch.setattr(attention_kernel, "attend", lambda *a: pytest.fail("the kernel ran"))
-    with torch.no_grad():
+    with torch.inference_mode():
         layer(x, is_causal=False)  # an encoder's attention
         layer(x, bias=torch.zeros(1, 1, 6, 6), is_causal=False)
+    with torch.no_grad():
+        layer(x, is_causal=True)  # a forward a user may compare with an autograd one
     layer(x, is_causal=True).sum().backward()  # training: autograd needs torch's
 
 

@@ -23,7 +23,7 @@ from gguf_files import write_quantized_gguf
 import attnlab
 from attnlab.cli import main
 from attnlab.data.tokenizers import char_tokenizer
-from attnlab.layers import kernel_build
+from attnlab.layers import attention_kernel, kernel_build, kernel_variants
 
 REPO = Path(__file__).resolve().parent.parent
 COMPILER = ("torch._dynamo", "torch._inductor", "torch._decomp", "torch._prims", "torch._meta_registrations",
@@ -191,8 +191,8 @@ def test_a_reader_that_goes_away_ends_generate_quietly(tiny_files):
 
 def test_a_first_generate_builds_every_kernel_before_the_prompt_is_echoed(tiny_files, tmp_path):
     """With an empty kernel folder, `attnlab generate FILE.gguf` says each build on its own line before it echoes
-    the prompt (the quantized products', the norm's and the rotary positions'), so no build line lands inside the
-    generated text."""
+    the prompt (the quantized products', the norm's, the rotary positions' and the prompt's attention), so no build
+    line lands inside the generated text."""
     if kernel_build.compiler() is None:
         pytest.skip("no C++ compiler here")
     env = {**os.environ, "ATTNLAB_CACHE_DIR": str(tmp_path / "cache")}
@@ -205,6 +205,8 @@ def test_a_first_generate_builds_every_kernel_before_the_prompt_is_echoed(tiny_f
     echo = next(i for i, line in enumerate(lines) if line.startswith("1 2 3"))
     built = " ".join(lines[i] for i in builds)
     assert "rms_norm" in built and "rope" in built, lines
+    if kernel_variants.cpu_reason(attention_kernel.FLAGS) is None:  # AVX-512: the prompt's attention kernel too
+        assert "causal_attention" in built, lines
     assert builds and max(builds) < echo, lines
 
 

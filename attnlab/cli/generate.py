@@ -235,7 +235,8 @@ def _generated(args, model, tokenizer, ids, kwargs) -> int:
 def _ready_kernels(model, prompt_len: int) -> None:
     """Build (or load) the kernels the prompt's forward and the steps will call before anything is printed: a first
     run's one line per build then stands on its own line, not after the echoed prompt."""
-    from attnlab.layers import norm_kernel, rope_kernel
+    from attnlab.layers import attention_kernel, norm_kernel, rope_kernel
+    from attnlab.layers.attention import Attention
     from attnlab.layers.norms import RMSNorm
     from attnlab.layers.positions import Rotary
     from attnlab.layers.quantized import QuantizedLinear
@@ -251,6 +252,8 @@ def _ready_kernels(model, prompt_len: int) -> None:
             norm_kernel.available()  # a decoding step's and a short prompt's norms (layers/norm_kernel.py)
         if any(issubclass(kind, Rotary) for kind in kinds):
             rope_kernel.available()  # their rotary positions (layers/rope_kernel.py)
+        if any(issubclass(kind, Attention) for kind in kinds) and 1 < prompt_len <= attention_kernel.MAX_T:
+            attention_kernel.available()  # the prompt's causal attention (layers/attention_kernel.py)
 
 
 class TextStream:

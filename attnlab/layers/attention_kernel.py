@@ -10,9 +10,9 @@ however many of them the mask hides, buffers per call. Here each key and value h
 row scores only the keys it sees, and no transposed copy of the output is made afterwards.
 
 Where it runs (`takes`): a fresh causal prompt (as many keys as queries, no bias, no dropout) of at most MAX_T
-tokens, float32 on the CPU, without autograd, outside torch.compile, d_head a multiple of 16 up to MAX_D, and the
-kernel built here. Anything else (training, a prompt after cached tokens, padding, long prompts, other devices)
-keeps torch's SDPA.
+tokens, float32 on the CPU, inside torch.inference_mode (generate's prefill), outside torch.compile, d_head a
+multiple of 16 up to MAX_D, and the kernel built here. Anything else (training, forwards under no_grad, a prompt
+after cached tokens, padding, long prompts, other devices) keeps torch's SDPA.
 
 Numerics: float32 throughout, the exponential from a degree-6 polynomial after the usual split into a power of two
 (a few units in the last place), scores and sums in another order than torch's: against torch's SDPA the outputs
@@ -25,6 +25,7 @@ import functools
 import struct
 
 import torch
+from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
 from attnlab.layers import kernel_source, kernel_variants
 
@@ -149,10 +150,16 @@ def _float_bits(value: float) -> int:
 
 def takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Does Attention hand this fresh causal prompt's q (batch, heads, T, d) and k, v (batch, kv heads, T, d) to
-    the kernel: float32 on the CPU, no autograd, not being compiled, last dimension of stride 1, as many keys as
-    queries, T <= MAX_T, d a multiple of 16 up to MAX_D, heads a multiple of kv heads, and the kernel built here?"""
+    the kernel: float32 on the CPU, inside torch.inference_mode (generation) with no dispatch mode watching (torch's
+    FLOP counter, tracers), not being compiled, last dimension of stride 1, as many keys as queries, T <= MAX_T, d
+    a multiple of 16 up to MAX_D, heads a multiple of kv heads, and the kernel built here?
+
+    Why inference mode and not merely no autograd: its numbers are not SDPA's bits, and two forwards a user or a
+    tool compares, one with autograd and one without (attribution patching's clean and corrupted runs), must stay
+    one computation; generation never compares itself with an autograd forward."""
     return (q.dtype == torch.float32 and k.dtype == torch.float32 and v.dtype == torch.float32
-            and q.device.type == "cpu" and not torch.is_grad_enabled() and q.dim() == 4 and k.dim() == 4
+            and q.device.type == "cpu" and torch.is_inference_mode_enabled() and not is_in_torch_dispatch_mode()
+            and q.dim() == 4 and k.dim() == 4
             and k.shape == v.shape and q.shape[0] == k.shape[0] and q.shape[2:] == k.shape[2:]
             and 0 < q.shape[2] <= MAX_T and q.shape[3] % 16 == 0 and q.shape[3] <= MAX_D
             and q.shape[1] % k.shape[1] == 0 and q.stride(-1) == 1 and k.stride(-1) == 1 and v.stride(-1) == 1
