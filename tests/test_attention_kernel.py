@@ -113,3 +113,17 @@ def test_a_cpu_without_avx512_is_no_warning(monkeypatch, recwarn):
     monkeypatch.setattr(attention_kernel, "_build", lambda: pytest.fail("built without the CPU's flags"))
     assert attention_kernel._compiled.__wrapped__() == (None, "the CPU lacks avx512dq")
     assert not recwarn.list
+
+
+@needs_kernel
+def test_one_and_two_threads_give_the_same_bits():
+    """Each query head of each batch row is one thread's job, computed the same way whichever thread takes it."""
+    from attnlab.layers import kernel_threads
+
+    q, k, v = _qkv(9, 3, 48, 64, batch=2, seed=3)
+    with torch.inference_mode():
+        with kernel_threads.apart(1):
+            one = attention_kernel.attend(q, k, v, 0.125)
+        with kernel_threads.apart(2):
+            two = attention_kernel.attend(q, k, v, 0.125)
+    assert torch.equal(one, two)

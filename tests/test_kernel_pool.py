@@ -44,3 +44,41 @@ def test_two_threads_calling_one_kernel_at_two_threads_each_get_their_own_answer
     for t in threads:
         t.join()
     assert not failures and wrong == [0, 0], (failures, wrong)
+
+
+SHARED = r"""
+import os, torch
+from attnlab.layers import int4_kernel, q8_0_kernel
+from attnlab.layers.quantized import QuantizedLinear
+torch.set_num_threads(1)  # torch's own pool starts no thread of its own
+torch.manual_seed(0)
+calls = []
+for kernel, layer in ((int4_kernel, QuantizedLinear.from_float(torch.nn.Linear(256, 1024, bias=False), "int4")),
+                      (q8_0_kernel, QuantizedLinear(256, 1024, "q8_0"))):
+    tiles, bias = kernel.pack_layer(layer.buffers_dict(), None)
+    for rows in (1, 32):  # the one-row and the rows library of each format: four libraries
+        product = kernel.gemv if rows == 1 else kernel.rows_product
+        calls.append((product, torch.randn(rows, 256), tiles, bias))
+before = len(os.listdir("/proc/self/task"))
+for product, x, tiles, bias in calls:
+    assert product(x, tiles, bias, 1024, 2) is not None
+print(len(os.listdir("/proc/self/task")) - before)
+"""
+
+
+def test_the_kernel_libraries_share_one_pool(tmp_path):
+    """Four kernel libraries (4-bit and Q8_0, one-row and rows) each at two threads start one helper thread in
+    all, not one each: the pool is one object for the process (kernel_build.POOL's inline variable, a GNU unique
+    symbol), so one library's helper never spins for the core another's job needs. A fresh process, so no earlier
+    test's threads are counted."""
+    import subprocess
+    import sys
+
+    from attnlab.layers import q8_0_kernel
+
+    if not (int4_kernel.available() and int4_kernel.rows_available() and q8_0_kernel.available()
+            and q8_0_kernel.rows_available()):
+        pytest.skip("the 4-bit and Q8_0 kernels do not all run here")
+    done = subprocess.run([sys.executable, "-c", SHARED], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1] == "1", done.stdout

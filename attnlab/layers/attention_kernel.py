@@ -27,9 +27,9 @@ import struct
 import torch
 from torch.utils._python_dispatch import is_in_torch_dispatch_mode
 
-from attnlab.layers import kernel_source, kernel_variants
+from attnlab.layers import kernel_build, kernel_source, kernel_threads, kernel_variants
 
-_SOURCE = r"""
+_SOURCE = kernel_build.POOL + r"""
 #pragma GCC target("avx512f,avx512dq")
 #include <immintrin.h>
 #include <cstdint>
@@ -42,89 +42,91 @@ extern "C" int attnlab_causal_attention(const float* __restrict__ q, int64_t qb,
                                         const float* __restrict__ k, int64_t kb, int64_t kh, int64_t kt,
                                         const float* __restrict__ v, int64_t vb, int64_t vh, int64_t vt,
                                         float* __restrict__ out, int64_t B, int64_t H, int64_t G, int64_t T,
-                                        int64_t D, int64_t scale_bits)
+                                        int64_t D, int64_t scale_bits, int64_t threads)
 {
     float scale;
     const uint32_t bits = (uint32_t)scale_bits;
     std::memcpy(&scale, &bits, sizeof scale);
-    const int64_t TP = (T + 15) / 16 * 16;  // keys padded to whole vectors of 16
-    float* kt_ = (float*)::operator new(D * TP * sizeof(float), std::align_val_t(64), std::nothrow);  // a key head
-    // transposed: kt_[d * TP + j] = k_j[d]
-    float* s = (float*)::operator new(TP * sizeof(float), std::align_val_t(64), std::nothrow);  // a row's scores
-    if (!kt_ || !s) {
-        ::operator delete(kt_, std::align_val_t(64)); ::operator delete(s, std::align_val_t(64)); return 2;
-    }
-    const int64_t per = H / G;
-    const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
+    const int64_t TP = (T + 15) / 16 * 16;  // keys padded to whole vectors of 16 (T <= MAX_T)
+    // every key head transposed once: kt_all[((b G + g) D + d) TP + j] = k_j[d] of head g in row b of the batch
+    float* kt_all = (float*)::operator new(B * G * D * TP * sizeof(float), std::align_val_t(64), std::nothrow);
+    if (!kt_all) return 2;
     for (int64_t b = 0; b < B; ++b)
         for (int64_t g = 0; g < G; ++g) {
             const float* kg = k + b * kb + g * kh;
-            const float* vg = v + b * vb + g * vh;
             for (int64_t d = 0; d < D; ++d) {
-                float* row = kt_ + d * TP;
+                float* row = kt_all + ((b * G + g) * D + d) * TP;
                 for (int64_t j = 0; j < T; ++j) row[j] = kg[j * kt + d];
                 for (int64_t j = T; j < TP; ++j) row[j] = 0.f;
             }
-            for (int64_t h = g * per; h < (g + 1) * per; ++h)
-                for (int64_t i = 0; i < T; ++i) {
-                    const float* qi = q + b * qb + h * qh + i * qt;
-                    const int64_t n = i + 1, nv = (n + 15) / 16;  // keys seen, in vectors of 16
-                    // scores: each vector of 16 keys over d in four chains (d mod 4), so the adds overlap
-                    __m512 m = ninf;
-                    for (int64_t c = 0; c < nv; ++c) {
-                        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-                        const float* col = kt_ + 16 * c;
-                        for (int64_t d = 0; d < D; d += 4) {
-                            a0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), _mm512_load_ps(col + d * TP), a0);
-                            a1 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 1]), _mm512_loadu_ps(col + (d + 1) * TP), a1);
-                            a2 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 2]), _mm512_loadu_ps(col + (d + 2) * TP), a2);
-                            a3 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 3]), _mm512_loadu_ps(col + (d + 3) * TP), a3);
-                        }
-                        __m512 sc = _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), vscale);
-                        const int64_t left = n - 16 * c;  // keys of this vector the row sees
-                        if (left < 16) sc = _mm512_mask_blend_ps((__mmask16)((1u << left) - 1), ninf, sc);
-                        _mm512_store_ps(s + 16 * c, sc);
-                        m = _mm512_max_ps(m, sc);
-                    }
-                    const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m));
-                    __m512 total = _mm512_setzero_ps();
-                    for (int64_t c = 0; c < nv; ++c) {
-                        const int64_t left = n - 16 * c;
-                        const __mmask16 seen = left < 16 ? (__mmask16)((1u << left) - 1) : (__mmask16)0xFFFF;
-                        const __m512 e = attnlab_exp16(_mm512_sub_ps(_mm512_load_ps(s + 16 * c), mx));
-                        const __m512 p = _mm512_maskz_mov_ps(seen, e);
-                        _mm512_store_ps(s + 16 * c, p);
-                        total = _mm512_add_ps(total, p);
-                    }
-                    const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(total));
-                    // out: each vector of 16 of the head's outputs over the keys seen in four chains (j mod 4)
-                    float* o = out + (b * T + i) * H * D + h * D;
-                    for (int64_t e = 0; e < D; e += 16) {
-                        __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
-                        const float* ve = vg + e;
-                        int64_t j = 0;
-                        for (; j + 4 <= n; j += 4) {
-                            o0 = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), _mm512_loadu_ps(ve + j * vt), o0);
-                            o1 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 1]), _mm512_loadu_ps(ve + (j + 1) * vt), o1);
-                            o2 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 2]), _mm512_loadu_ps(ve + (j + 2) * vt), o2);
-                            o3 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 3]), _mm512_loadu_ps(ve + (j + 3) * vt), o3);
-                        }
-                        for (; j < n; ++j) o0 = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), _mm512_loadu_ps(ve + j * vt), o0);
-                        const __m512 sum = _mm512_add_ps(_mm512_add_ps(o0, o1), _mm512_add_ps(o2, o3));
-                        _mm512_storeu_ps(o + e, _mm512_mul_ps(sum, inv));
-                    }
-                }
         }
-    ::operator delete(kt_, std::align_val_t(64));
-    ::operator delete(s, std::align_val_t(64));
+    const int64_t per = H / G;
+    const __m512 vscale = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(-__builtin_inff());
+    // a thread per >= 64 K multiply-adds (about as long as waking one): a few tokens stay on one thread
+    const int64_t most = (B * H * T * T * D / 2) >> 16, nt = threads < most ? threads : (most > 1 ? most : 1);
+    attnlab_pool::for_blocks(B * H, nt, [&](int64_t job) {  // a job: one query head of one row of the batch
+        const int64_t b = job / H, h = job % H, g = h / per;
+        const float* kt_ = kt_all + (b * G + g) * D * TP;
+        const float* vg = v + b * vb + g * vh;
+        alignas(64) float s[MAX_T];  // a query row's scores, then its weights
+        for (int64_t i = 0; i < T; ++i) {
+            const float* qi = q + b * qb + h * qh + i * qt;
+            const int64_t n = i + 1, nv = (n + 15) / 16;  // keys seen, in vectors of 16
+            // scores: each vector of 16 keys over d in four chains (d mod 4), so the adds overlap
+            __m512 m = ninf;
+            for (int64_t c = 0; c < nv; ++c) {
+                __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+                const float* col = kt_ + 16 * c;
+                for (int64_t d = 0; d < D; d += 4) {
+                    a0 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d]), _mm512_load_ps(col + d * TP), a0);
+                    a1 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 1]), _mm512_load_ps(col + (d + 1) * TP), a1);
+                    a2 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 2]), _mm512_load_ps(col + (d + 2) * TP), a2);
+                    a3 = _mm512_fmadd_ps(_mm512_set1_ps(qi[d + 3]), _mm512_load_ps(col + (d + 3) * TP), a3);
+                }
+                __m512 sc = _mm512_mul_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), vscale);
+                const int64_t left = n - 16 * c;  // keys of this vector the row sees
+                if (left < 16) sc = _mm512_mask_blend_ps((__mmask16)((1u << left) - 1), ninf, sc);
+                _mm512_store_ps(s + 16 * c, sc);
+                m = _mm512_max_ps(m, sc);
+            }
+            const __m512 mx = _mm512_set1_ps(_mm512_reduce_max_ps(m));
+            __m512 total = _mm512_setzero_ps();
+            for (int64_t c = 0; c < nv; ++c) {
+                const int64_t left = n - 16 * c;
+                const __mmask16 seen = left < 16 ? (__mmask16)((1u << left) - 1) : (__mmask16)0xFFFF;
+                const __m512 e = attnlab_exp16(_mm512_sub_ps(_mm512_load_ps(s + 16 * c), mx));
+                const __m512 p = _mm512_maskz_mov_ps(seen, e);
+                _mm512_store_ps(s + 16 * c, p);
+                total = _mm512_add_ps(total, p);
+            }
+            const __m512 inv = _mm512_set1_ps(1.f / _mm512_reduce_add_ps(total));
+            // out: each vector of 16 of the head's outputs over the keys seen in four chains (j mod 4)
+            float* o = out + (b * T + i) * H * D + h * D;
+            for (int64_t e = 0; e < D; e += 16) {
+                __m512 o0 = _mm512_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+                const float* ve = vg + e;
+                int64_t j = 0;
+                for (; j + 4 <= n; j += 4) {
+                    o0 = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), _mm512_loadu_ps(ve + j * vt), o0);
+                    o1 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 1]), _mm512_loadu_ps(ve + (j + 1) * vt), o1);
+                    o2 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 2]), _mm512_loadu_ps(ve + (j + 2) * vt), o2);
+                    o3 = _mm512_fmadd_ps(_mm512_set1_ps(s[j + 3]), _mm512_loadu_ps(ve + (j + 3) * vt), o3);
+                }
+                for (; j < n; ++j) o0 = _mm512_fmadd_ps(_mm512_set1_ps(s[j]), _mm512_loadu_ps(ve + j * vt), o0);
+                const __m512 sum = _mm512_add_ps(_mm512_add_ps(o0, o1), _mm512_add_ps(o2, o3));
+                _mm512_storeu_ps(o + e, _mm512_mul_ps(sum, inv));
+            }
+        }
+    });
+    ::operator delete(kt_all, std::align_val_t(64));
     return 0;
 }
 """
 
 FLAGS = ("avx512f", "avx512dq")  # AVX-512 only: elsewhere torch's SDPA runs, as quick as plain loops would be
-_SOURCES = ((FLAGS, _SOURCE),)
-
 MAX_T = 128  # prompts of at most this many tokens come here; longer ones go to torch's blocked flash kernel
+_SOURCES = ((FLAGS, kernel_source.sized(_SOURCE, MAX_T=MAX_T)),)
+
 MAX_D = 256  # d_head at most this
 
 _build = kernel_variants.cached_build("causal_attention", _SOURCES, "attnlab_causal_attention",
@@ -173,6 +175,6 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> t
     out = torch.empty(batch, t, heads * d)
     if _compiled()[0](q.data_ptr(), q.stride(0), q.stride(1), q.stride(2), k.data_ptr(), k.stride(0), k.stride(1),
                       k.stride(2), v.data_ptr(), v.stride(0), v.stride(1), v.stride(2), out.data_ptr(), batch,
-                      heads, k.shape[1], t, d, _float_bits(scale)):
+                      heads, k.shape[1], t, d, _float_bits(scale), kernel_threads.count()):
         raise MemoryError("attnlab's causal attention kernel could not allocate its buffers")
     return out

@@ -49,16 +49,16 @@ FLAGS = ("-O3", "-std=c++17", "-shared", "-fPIC", "-pthread", "-fno-strict-alias
 VERSION = 2  # part of every library's name: bump when the calling convention of the kernels changes
 
 
-# Each kernel's output blocks are shared by the calling thread and at most threads - 1 persistent helper threads
-# (one small pool per kernel library, started on first use, asleep when idle). Why not OpenMP (what the kernels used
-# before): its parallel region ends in a barrier that waits for every thread of the team, and libgomp's waiting
-# thread spins: on a loaded machine a helper that is not scheduled holds the caller at the barrier while the
-# caller's spinning takes the core the helper needs. Measured (SmolLM2's Q8_0 head, 49152 x 576, load ~7 on 2
-# cores): 1.5 ms at 1 thread, 7.9 ms at 2, with 7.9 ms of CPU. Here the blocks are claimed one at a time from an
-# atomic counter, and the caller claims too: a helper that is not running claims nothing and the caller does
-# every block itself; the caller waits only for blocks a helper has claimed and is working on (one block: a few
-# microseconds) and for helpers to leave the job. Correctness never depends on a helper (after a fork there are
-# none, and the caller does the whole job).
+# Each kernel's output blocks are shared by the calling thread and at most threads - 1 persistent helper threads (one
+# small pool for the process, shared by every kernel library, started on first use, asleep when idle). Why not OpenMP
+# (what the kernels used before): its parallel region ends in a barrier that waits for every thread of the team, and
+# libgomp's waiting thread spins: on a loaded machine a helper that is not scheduled holds the caller at the barrier
+# while the caller's spinning takes the core the helper needs. Measured (SmolLM2's Q8_0 head, 49152 x 576, load ~7 on 2
+# cores): 1.5 ms at 1 thread, 7.9 ms at 2, with 7.9 ms of CPU. Here the blocks are claimed one at a time from an atomic
+# counter, and the caller claims too: a helper that is not running claims nothing and the caller does every block
+# itself; the caller waits only for blocks a helper has claimed and is working on (one block: a few microseconds) and
+# for helpers to leave the job. Correctness never depends on a helper (after a fork there are none, and the caller does
+# the whole job).
 POOL = r"""
 #include <atomic>
 #include <chrono>
@@ -93,7 +93,11 @@ static constexpr int64_t SPIN_NS = 400000;
 // Never destroyed: at exit a static Pool's condition_variable destructor (pthread_cond_destroy) waits for the
 // helpers asleep in it, which never wake, and the process hangs after main returns. Leaked on purpose; the
 // detached helpers end with the process.
-static Pool& pool = *new Pool();
+// One pool for the process, not one per library: an inline variable is a GNU "unique" symbol, which the dynamic
+// loader binds to a single object across every library that defines it (each kernel library holds this same
+// text), so the products', the head's and the attention's jobs share one set of helpers instead of each library's
+// helper spinning for a core another library's job needs.
+inline Pool& pool = *new Pool();
 static void work() {
     for (int64_t i; (i = pool.next.fetch_add(1, std::memory_order_relaxed)) < pool.n;) {
         pool.fn(pool.ctx, i);
