@@ -39,6 +39,7 @@ from attnlab.interop.gguf_tokenizer import (
 )
 from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.mapping import GATE_UP, Concat, Rule, expand, linear, rule, to_ours, to_theirs
+from attnlab.layers import kernel_threads
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
@@ -251,9 +252,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     # The tensors' copies, splits and checks run on one thread: ~1,000 small memory-bound operations, each of which
     # waits for every thread of torch's pool; with another process busy on the second core that wait made SmolLM2's
     # load 1.7-7.3 s instead of 0.42-0.53 s on one (fresh processes, 2-core AMD EPYC, 2026-11-28, not logged).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with kernel_threads.one_torch_thread():
         tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies, but kept matrices view the map
         del reader  # its raw strings are released before the model is built (the map once the views are copied)
         state, missing = to_ours(llama_table(config), config, tensors)
@@ -264,8 +263,6 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
             model = materialize(config, state, path, device)
         else:
             model = _quantized_model(meta, state, formats, path, device)
-    finally:
-        torch.set_num_threads(before)
     model.gguf_metadata = metadata  # save_gguf writes the file's keys back as they were
     return model, tokenizer
 

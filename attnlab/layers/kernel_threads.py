@@ -12,6 +12,7 @@ positions, attention over a short cache) are too small for a second thread to pa
 - `apart(threads)`: inside, torch runs at one thread and the kernels at `threads`; both come back on exit.
   attnlab.threads.kernels_only decides when a forward runs this way (a decoder whose products at that row count
   are all the kernels'), and kernels_apart enters it.
+- `one_torch_thread()`: torch at one thread inside, the caller's count after (packing a layer, a GGUF load).
 """
 
 from __future__ import annotations
@@ -43,4 +44,20 @@ def apart(threads: int) -> Iterator[None]:
     finally:
         _LOCAL.threads = outer
         if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+@contextlib.contextmanager
+def one_torch_thread() -> Iterator[None]:
+    """torch's pool at one thread inside the block, the caller's count after: for work made of many small
+    memory-bound operators (packing a layer's tiles, a GGUF file's copies and checks), each of which would otherwise
+    wait for every thread of the pool. Here and not in attnlab.threads (whose using_threads does the same) because
+    layers/ and interop/ sit below it (tests/test_import_layers.py)."""
+    before = torch.get_num_threads()
+    if before != 1:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        if before != 1:
             torch.set_num_threads(before)

@@ -339,7 +339,11 @@ class QuantizedLinear(nn.Module):
         cached, q = self._packed, self.qweight
         if cached is not None and cached[1] == state and cached[0]() is q:
             return cached[2]
-        with torch.inference_mode(False), torch.no_grad(), _quiet(), _one_thread():  # ordinary tensors, any mode
+        # ordinary tensors in any mode, on one torch thread: a pack is a few dozen small memory-bound operators, and
+        # at two threads each waits for both threads of the pool. On a quiet 2-core AMD EPYC (Zen 5) SmolLM2's 121
+        # layers packed in 0.058 s at one thread; with the other core busy, at two threads they took 7.3 s (one
+        # process, the same layers, 2026-11-28, not logged)
+        with torch.inference_mode(False), torch.no_grad(), _quiet(), kernel_threads.one_torch_thread():
             packed = make()
         self._packed = (weakref.ref(q), state, packed)
         return packed
@@ -499,19 +503,3 @@ class _quiet:
 
     def __exit__(self, *exc):
         return self._ctx.__exit__(*exc)
-
-
-class _one_thread:
-    """torch's pool at one thread while a layer is packed: each pack is a few dozen small memory-bound operations,
-    and at two threads every one of them waits for both threads of the pool. On a quiet 2-core AMD EPYC (Zen 5)
-    SmolLM2's 121 layers packed in 0.058 s at one thread; with the other core busy, at two threads they took 7.3 s
-    (one process, the same layers, 2026-11-28, not logged)."""
-
-    def __enter__(self):
-        self._before = torch.get_num_threads()
-        if self._before != 1:
-            torch.set_num_threads(1)
-
-    def __exit__(self, *exc):
-        if self._before != 1:
-            torch.set_num_threads(self._before)
