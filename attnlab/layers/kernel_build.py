@@ -93,10 +93,11 @@ static constexpr int64_t SPIN_NS = 400000;
 // Never destroyed: at exit a static Pool's condition_variable destructor (pthread_cond_destroy) waits for the
 // helpers asleep in it, which never wake, and the process hangs after main returns. Leaked on purpose; the
 // detached helpers end with the process.
-// One pool for the process, not one per library: an inline variable is a GNU "unique" symbol, which the dynamic
-// loader binds to a single object across every library that defines it (each kernel library holds this same
-// text), so the products', the head's and the attention's jobs share one set of helpers instead of each library's
-// helper spinning for a core another library's job needs.
+// One pool for the process, not one per library: with GCC an inline variable is a GNU "unique" symbol, which the
+// dynamic loader binds to a single object across every library that defines it (each kernel library holds this
+// same text), so the products', the head's and the attention's jobs share one set of helpers instead of each
+// library's helper spinning for a core another library's job needs. A compiler without such symbols (clang) gives
+// each library its own pool, as before: the same answers, only less sharing.
 inline Pool& pool = *new Pool();
 static void work() {
     for (int64_t i; (i = pool.next.fetch_add(1, std::memory_order_relaxed)) < pool.n;) {
