@@ -6,8 +6,9 @@ Why: for a 32-token SmolLM2 prompt (9 query heads, 3 key/value heads, d_head 64)
 scaled_dot_product_attention took ~40 us a layer, one thread, AMD EPYC Zen 5 (2026-11-28), ~1.3 ms of an ~18 ms
 Q4_0 prefill at two threads, where the arithmetic (~0.6 M multiply-adds, half of them masked) is a few
 microseconds. Its flash kernel is built for long sequences: blocks of 32 or more keys, a full product per block
-however many of them the mask hides, buffers per call. Here each key and value head is transposed once, each query
-row scores only the keys it sees, and no transposed copy of the output is made afterwards.
+however many of them the mask hides, buffers per call. Here each key head is transposed once, each query row
+scores only the keys it sees, the query heads are split over the kernels' pool (layers/kernel_threads.count()),
+and no transposed copy of the output is made afterwards.
 
 Where it runs (`takes`): a fresh causal prompt (as many keys as queries, no bias, no dropout) of at most MAX_T
 tokens, float32 on the CPU, inside torch.inference_mode (generate's prefill), outside torch.compile, d_head a
@@ -125,9 +126,8 @@ extern "C" int attnlab_causal_attention(const float* __restrict__ q, int64_t qb,
 
 FLAGS = ("avx512f", "avx512dq")  # AVX-512 only: elsewhere torch's SDPA runs, as quick as plain loops would be
 MAX_T = 128  # prompts of at most this many tokens come here; longer ones go to torch's blocked flash kernel
-_SOURCES = ((FLAGS, kernel_source.sized(_SOURCE, MAX_T=MAX_T)),)
-
 MAX_D = 256  # d_head at most this
+_SOURCES = ((FLAGS, kernel_source.sized(_SOURCE, MAX_T=MAX_T)),)
 
 _build = kernel_variants.cached_build("causal_attention", _SOURCES, "attnlab_causal_attention",
                                       "a short prompt's attention runs torch's SDPA")
