@@ -71,13 +71,13 @@ namespace attnlab_pool {
 struct Pool {
     std::mutex owner;      // held by the one caller whose job the helpers serve (run: try_lock)
     std::mutex m;
-    std::condition_variable wake;
+    std::condition_variable wake, left;
     void (*fn)(void*, int64_t) = nullptr;
     void* ctx = nullptr;
     int64_t n = 0;
     int helpers = 0;       // wanted for this job
     int started = 0;       // helper threads made (ids 0 .. started - 1)
-    std::atomic<int> inside{0};  // helpers inside the current job (joined under m, left without it)
+    std::atomic<int> inside{0};  // helpers inside the current job (changed under m, watched without it)
     uint64_t job = 0;      // bumped for every job
     bool open = false;     // a job is on
     std::atomic<int64_t> next{0}, done{0};
@@ -123,8 +123,9 @@ static void helper(int id) {
         pool.inside.fetch_add(1, std::memory_order_relaxed);
         lock.unlock();
         work();
-        pool.inside.fetch_sub(1, std::memory_order_release);  // the caller spins on this: no lock, no wake-up
         lock.lock();
+        // the last one out wakes the caller (no system call unless it sleeps: it watches first, see run)
+        if (pool.inside.fetch_sub(1, std::memory_order_release) == 1) pool.left.notify_all();
     }
 }
 // fn(ctx, i) for i in 0 .. n - 1 on the caller and up to threads - 1 helpers. One caller at a time owns the
@@ -154,14 +155,15 @@ static void run(void (*fn)(void*, int64_t), void* ctx, int64_t n, int64_t thread
     for (int spin = 0; pool.done.load(std::memory_order_acquire) < n; ++spin) {  // blocks helpers are on
         if (spin < 4096) _mm_pause(); else std::this_thread::yield();
     }
-    std::lock_guard<std::mutex> lock(pool.m);  // held: no helper joins now, and none can see the job open after
-    pool.open = false;
-    // the helpers leaving work(): a few hundred nanoseconds after the last block, so watched, not slept on. Asleep
-    // on a condition variable (as before) the caller paid a futex wake-up per product: a 32-row product of a
-    // 576 x 576 Q4_0 matrix took 41.5 us at two threads against 32.7 now (59 at one; AMD EPYC Zen 5, 2026-11-28)
-    for (int spin = 0; pool.inside.load(std::memory_order_acquire) != 0; ++spin) {
-        if (spin < 4096) _mm_pause(); else std::this_thread::yield();
-    }  // nobody reads fn / ctx after this returns
+    // the helpers leaving work(), a few hundred nanoseconds after the last block: watched a moment first, then
+    // slept on. Always asleep (as before), the caller paid a futex wake-up per product: a 32-row product of a 576 x
+    // 576 Q4_0 matrix took 41.5 us at two threads against 32.7 with the watch (59 at one; AMD EPYC Zen 5,
+    // 2026-11-28). Not watched without end: on a loaded machine a helper that lost its core leaves only when it
+    // gets one back, which a caller spinning on the other core would delay.
+    for (int spin = 0; spin < 2048 && pool.inside.load(std::memory_order_acquire) != 0; ++spin) _mm_pause();
+    std::unique_lock<std::mutex> lock(pool.m);
+    pool.open = false;  // no helper joins after this
+    pool.left.wait(lock, [] { return pool.inside.load(std::memory_order_acquire) == 0; });  // nobody reads fn / ctx
 }
 template <typename F> static void for_blocks(int64_t n, int64_t threads, F&& body) {
     run([](void* c, int64_t i) { (*static_cast<F*>(c))(i); }, (void*)&body, n, threads);
