@@ -23,7 +23,6 @@ agree to ~1e-6 of the values' size (tests/test_attention_kernel.py), not bit for
 from __future__ import annotations
 
 import functools
-import struct
 
 import torch
 from torch.utils._python_dispatch import is_in_torch_dispatch_mode
@@ -144,12 +143,6 @@ def _compiled():
 available = kernel_variants.status(lambda: _compiled())[0]
 
 
-@functools.cache
-def _float_bits(value: float) -> int:
-    """A float32's bits as an int: the kernels take integers and addresses only."""
-    return struct.unpack("<I", struct.pack("<f", value))[0]
-
-
 def takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
     """Does Attention hand this fresh causal prompt's q (batch, heads, T, d) and k, v (batch, kv heads, T, d) to
     the kernel: float32 on the CPU, inside torch.inference_mode (generation) with no dispatch mode watching (torch's
@@ -175,6 +168,6 @@ def attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, scale: float) -> t
     out = torch.empty(batch, t, heads * d)
     if _compiled()[0](q.data_ptr(), q.stride(0), q.stride(1), q.stride(2), k.data_ptr(), k.stride(0), k.stride(1),
                       k.stride(2), v.data_ptr(), v.stride(0), v.stride(1), v.stride(2), out.data_ptr(), batch,
-                      heads, k.shape[1], t, d, _float_bits(scale), kernel_threads.count()):
+                      heads, k.shape[1], t, d, kernel_variants.float_bits(scale), kernel_threads.count()):
         raise MemoryError("attnlab's causal attention kernel could not allocate its buffers")
     return out

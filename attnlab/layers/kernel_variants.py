@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import struct
 import subprocess
 import warnings
 
@@ -132,6 +133,12 @@ def status(compiled):
         return compiled()[1]
 
     return available, unavailable_reason
+
+
+@functools.cache
+def float_bits(value: float) -> int:
+    """A float32's bits as an int: the kernels' binding takes integers and addresses only (an eps, a scale)."""
+    return struct.unpack("<I", struct.pack("<f", value))[0]
 
 
 def layer_bias(bias: torch.Tensor | None) -> torch.Tensor | None:

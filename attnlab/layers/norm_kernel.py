@@ -16,9 +16,6 @@ inside the root, the weight applied last). Against torch's float32 result: a few
 
 from __future__ import annotations
 
-import functools
-import struct
-
 import torch
 
 from attnlab.layers import kernel_variants
@@ -62,15 +59,10 @@ _compiled = kernel_variants.cached_build("rms_norm", (((), _SOURCE),), "attnlab_
 available = kernel_variants.status(lambda: _compiled())[0]
 
 
-@functools.cache
-def _eps_bits(eps: float) -> int:
-    return struct.unpack("<I", struct.pack("<f", eps))[0]
-
-
 def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     """x (..., d) float32 contiguous on CPU, weight (d,) float32 contiguous -> a new (..., d) tensor. No checks (one
     call per norm per token): the caller guarantees dtypes, contiguity and available()."""
     d = x.shape[-1]
     y = torch.empty_like(x)
-    _compiled()[0](x.data_ptr(), weight.data_ptr(), y.data_ptr(), x.numel() // d, d, _eps_bits(eps))
+    _compiled()[0](x.data_ptr(), weight.data_ptr(), y.data_ptr(), x.numel() // d, d, kernel_variants.float_bits(eps))
     return y

@@ -305,11 +305,15 @@ class QuantizedLinear(nn.Module):
     def _rows_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
         """Many rows through the 4-bit or Q8_0 kernel's tiles (each tile read once per 16 rows; every row rounded
         as a decoding step rounds it); a row holding NaN or inf sends all rows to the dequantized weight."""
-        flat = x.reshape(-1, self.in_features).contiguous()  # (rows, in)
-        kernel = KERNELS[self.format]  # int4_kernel or q8_0_kernel: its rows_product reads the one-row kernel's tiles
-        tiles, kbias = self._kernel_packed(kernel, bias)
-        y = kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count())
+        y = self._kernel_rows(x.reshape(-1, self.in_features).contiguous(), bias)  # (rows, in) -> (rows, out)
         return self._float_product(x, bias) if y is None else y.reshape(*x.shape[:-1], self.out_features)
+
+    def _kernel_rows(self, flat: torch.Tensor, bias: torch.Tensor | None, gated: bool = False) -> torch.Tensor | None:
+        """flat (rows, in, or 2 in when gated) through this format's rows_product (int4_kernel or q8_0_kernel: it
+        reads the one-row kernel's tiles) -> (rows, out), or None where the kernel refuses (see rows_product)."""
+        kernel = KERNELS[self.format]
+        tiles, kbias = self._kernel_packed(kernel, bias)
+        return kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count(), gated=gated)
 
     def swiglu_product(self, h: torch.Tensor) -> torch.Tensor | None:
         """This layer applied to silu(gate) * up for h = [gate | up] (..., 2 in_features): a SwiGLU feed-forward's
@@ -321,9 +325,7 @@ class QuantizedLinear(nn.Module):
         if h.shape[-1] != 2 * self.in_features or rows <= self.FAST_ROWS or not self._rows_kernel(h, rows):
             return None
         flat = h.reshape(rows, 2 * self.in_features).contiguous()  # (rows, 2 in): each row [gate | up]
-        kernel = KERNELS[self.format]
-        tiles, kbias = self._kernel_packed(kernel, self.bias)
-        y = kernel.rows_product(flat, tiles, kbias, self.out_features, kernel_threads.count(), gated=True)
+        y = self._kernel_rows(flat, self.bias, gated=True)
         return None if y is None else y.reshape(*h.shape[:-1], self.out_features)
 
     # ------------------------------------------------------------ attnlab's VNNI kernels (int8, 4-bit, Q8_0)
