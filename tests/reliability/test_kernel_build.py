@@ -276,7 +276,7 @@ def inductor_env(monkeypatch):
     """private_inductor_cache() run afresh, with inductor's config and TORCHINDUCTOR_CACHE_DIR restored after."""
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(inductor_config, "cpp_cache_precompile_headers", True)
+    monkeypatch.setattr(inductor_config, "cpp_cache_precompile_headers", True, raising=False)
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     kernel_build.private_inductor_cache.cache_clear()
     yield inductor_config

@@ -119,7 +119,7 @@ def inductor_env(monkeypatch, tmp_path):
     """A fresh private_inductor_cache() with ATTNLAB_CACHE_DIR in tmp_path; inductor's settings restored after."""
     import torch._inductor.config as inductor_config
 
-    monkeypatch.setattr(inductor_config, "cpp_cache_precompile_headers", True)
+    monkeypatch.setattr(inductor_config, "cpp_cache_precompile_headers", True, raising=False)
     monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
     monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(tmp_path / "cache"))
     kernel_build.private_inductor_cache.cache_clear()
