@@ -24,6 +24,7 @@ from __future__ import annotations
 import torch
 
 from attnlab.cache import KVCache
+from attnlab.models.stack import token_positions
 from attnlab.threads import kernels_apart, kernels_only
 
 
@@ -55,9 +56,8 @@ class Stepper:
         self.mask = torch.ones(batch, total, dtype=torch.long, device=device) if self.padded else None
         if self.padded:
             self.mask[:, :prompt_len] = prompt_mask
-            self.positions = (self.mask.cumsum(dim=-1) - 1).clamp(min=0)  # (batch, total)
-        else:
-            self.positions = torch.arange(total, device=device).expand(batch, total)
+        # a row's positions count its real tokens, cumsum(mask) - 1: the model's own default (token_positions)
+        self.positions = token_positions(self.mask, 0, batch, total, device)  # (batch, total)
         # with a window the cache serves the steps before the first shift (none if the prompt fills the window)
         capacity = total if self.window is None else self.window
         self.cache = KVCache.for_model(model, batch, capacity) if use_cache and prompt_len < capacity else None
@@ -106,7 +106,7 @@ class Stepper:
             mask, positions = None, self.positions[:, : self.window]  # 0 .. window-1 for every row
         else:
             mask = self.mask[:, begin:end]  # (batch, window)
-            positions = (mask.cumsum(dim=-1) - 1).clamp(min=0)
+            positions = token_positions(mask, 0, batch=mask.shape[0], seq=self.window, device=mask.device)
         return self._call(self.tokens[:, begin:end], mask, positions, None)
 
     def _call(self, ids, mask, positions, cache) -> torch.Tensor:

@@ -143,9 +143,9 @@ class Stack(nn.Module):
             check_index_tensor(position_ids, "position_ids", (batch, seq), limit)
         if token_type_ids is not None and validate:
             check_index_tensor(token_type_ids, "token_type_ids", (batch, seq), self.config.type_vocab_size or None)
-        shared_positions = position_ids is None  # every row of the batch sits at past .. total-1
-        if position_ids is None:
-            position_ids = torch.arange(past, total, device=x.device).expand(batch, seq)
+        shared_positions = position_ids is None and attention_mask is None  # every row sits at past .. total-1
+        if position_ids is None:  # a row's positions count its real tokens (token_positions): padding shifts none
+            position_ids = token_positions(attention_mask, past, batch, seq, x.device)  # (batch, seq)
         if start == 0:
             x = self._embed(x, position_ids, token_type_ids, shared_positions)
         recorder = active()
@@ -178,3 +178,17 @@ class Stack(nn.Module):
         if recorder is not None:
             x = recorder.keep(self, "final", x)
         return x  # (batch, seq, d_model)
+
+
+def token_positions(attention_mask: torch.Tensor | None, past: int, batch: int, seq: int,
+                    device: torch.device) -> torch.Tensor:
+    """Each column's position when the caller gives none; -> (batch, seq) for the columns past .. past+seq-1.
+
+    Without a mask every row sits at past .. past+seq-1. With one, a row's position counts its real tokens,
+    cumsum(mask) - 1 clamped at 0 (as Hugging Face's generate numbers a padded batch): a left-padded row gets the
+    positions it has alone, so absolute positions (learned, sinusoidal) and RoPE give it the same logits in a
+    batch as alone; right padding leaves the real tokens at 0, 1, 2 ... as before.
+    """
+    if attention_mask is None:
+        return torch.arange(past, past + seq, device=device).expand(batch, seq)
+    return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)[:, past:]  # mask: (batch, past + seq)
