@@ -24,6 +24,18 @@ SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "reglu", "geglu", "geglu_tanh", "swiglu")
 GATED_ACTIVATIONS = ("reglu", "geglu", "geglu_tanh", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
+QK_NORMS = ("none", "head")  # head: an RMSNorm over each head's d_head features of q and of k (Qwen3)
+# RoPE frequency scalings (Hugging Face's rope_type) and the keys each takes besides "type"
+ROPE_SCALINGS: dict[str, tuple[str, ...]] = {
+    "linear": ("factor",),
+    "dynamic": ("factor", "original_max_len"),
+    "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_len"),
+    "yarn": ("factor", "original_max_len", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
+             "truncate"),
+}
+_ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor", "original_max_len"),
+                  "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_len"),
+                  "yarn": ("factor", "original_max_len")}
 NORM_PLACEMENTS = ("pre", "post")
 HEADS = ("lm", "classifier", "token_classifier", "none")
 FLOAT32_MAX = 3.4028234663852886e38
@@ -72,6 +84,9 @@ class ModelConfig:
     position_offset: int = 0  # learned positions start at this row (BART keeps 2 spare rows)
     sinusoidal_layout: str = "interleaved"  # interleaved: sin/cos pairs (Vaswani); halves: all sin then all cos
     rope_theta: float = 10000.0
+    # {} = plain RoPE; else {"type": one of ROPE_SCALINGS, ...its keys}: how the frequencies are stretched for
+    # contexts longer than the pre-training one (Llama 3.1's "llama3", YaRN, linear and dynamic NTK scaling)
+    rope_scaling: dict[str, Any] = field(default_factory=dict)
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
 
@@ -85,6 +100,9 @@ class ModelConfig:
     scale_embeddings: bool = False  # multiply token embeddings by sqrt(d_model) (Vaswani, Marian, T5 does not)
     bias: bool = True  # biases on the attention and feed-forward projections
     attn_scale: float | None = None  # None = 1/sqrt(d_head); T5 folds it into the weights and uses 1.0
+    qkv_bias: bool | None = None  # biases on W_Q, W_K, W_V; None = follow `bias` (Qwen2: True with bias=False)
+    qk_norm: str = "none"  # normalise q and k before the scores (and before RoPE): see QK_NORMS
+    sliding_window: int | None = None  # each query sees only the last `sliding_window` keys, itself included (Mistral)
     dropout: float = 0.0
     attn_dropout: float = 0.0
 
@@ -141,6 +159,11 @@ class ModelConfig:
         return self.n_layers + (self.decoder_layers if self.topology == "encoder-decoder" else 0)
 
     @property
+    def attn_qkv_bias(self) -> bool:
+        """Whether W_Q, W_K and W_V carry biases."""
+        return self.bias if self.qkv_bias is None else self.qkv_bias
+
+    @property
     def gated(self) -> bool:
         return self.activation in GATED_ACTIVATIONS
 
@@ -185,9 +208,10 @@ class ModelConfig:
         choice("norm", NORMS)
         choice("norm_placement", NORM_PLACEMENTS)
         choice("head", HEADS)
+        choice("qk_norm", QK_NORMS)
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
             positive(name)
-        for name in ("n_kv_heads", "d_head", "n_decoder_layers"):
+        for name in ("n_kv_heads", "d_head", "n_decoder_layers", "sliding_window"):
             positive(name, allow_none=True)
         for name in ("t5_num_buckets", "t5_max_distance", "image_size", "patch_size", "n_channels"):
             positive(name)
@@ -216,6 +240,10 @@ class ModelConfig:
                       "key/value head among n_heads/n_kv_heads query heads)")
         if self.position == "rope" and self.head_dim % 2:
             raise bad("position", f"rope needs an even d_head, got d_head={self.head_dim}")
+        if self.rope_scaling:
+            self._validate_rope_scaling(bad)
+        if self.sliding_window is not None and self.topology != "decoder":
+            raise bad("sliding_window", "a sliding window is a causal decoder's option (topology='decoder')")
         if self.position == "sinusoidal" and self.d_model % 2:
             raise bad("position", f"sinusoidal positions need an even d_model, got {self.d_model}")
         if self.topology == "vit":
@@ -240,6 +268,34 @@ class ModelConfig:
             raise bad("extra", "must be a dict")
         for f in fields(self):  # the type check from_dict does (bool fields, name): no looser door from Python
             _check_type(f.name, f.type, getattr(self, f.name))
+
+    def _validate_rope_scaling(self, bad) -> None:
+        """rope_scaling: a known type, only its keys, the required ones present, each a positive finite number."""
+        scaling = self.rope_scaling
+        if not isinstance(scaling, dict):
+            raise bad("rope_scaling", "must be a dict ({} for plain RoPE)")
+        kind = scaling.get("type")
+        if kind not in ROPE_SCALINGS:
+            raise bad("rope_scaling", f"'type' must be one of {', '.join(ROPE_SCALINGS)}")
+        if self.position != "rope":
+            raise bad("rope_scaling", "scales rotary positions: it needs position='rope'")
+        allowed = ROPE_SCALINGS[kind]
+        stray = sorted(set(scaling) - {"type", *allowed})
+        if stray:
+            raise bad("rope_scaling", f"unknown keys {stray} for type {kind!r}; allowed: {', '.join(allowed)}")
+        missing = [k for k in _ROPE_REQUIRED[kind] if k not in scaling]
+        if missing:
+            raise bad("rope_scaling", f"type {kind!r} needs {', '.join(missing)}")
+        for key in allowed:
+            value = scaling.get(key)
+            if key == "truncate":
+                if value is not None and not isinstance(value, bool):
+                    raise bad("rope_scaling", "'truncate' must be true or false")
+            elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                        or not 0 < value <= FLOAT32_MAX):
+                raise bad("rope_scaling", f"{key!r} must be a positive finite number")
+        if kind == "llama3" and scaling["high_freq_factor"] <= scaling["low_freq_factor"]:
+            raise bad("rope_scaling", "'high_freq_factor' must exceed 'low_freq_factor'")
 
     # ------------------------------------------------------------------ I/O
     def to_dict(self) -> dict[str, Any]:

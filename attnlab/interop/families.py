@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnlab.config import ModelConfig
+from attnlab.config import ROPE_SCALINGS, ModelConfig
 from attnlab.errors import ConfigError
 from attnlab.interop.mapping import GATE_UP, KV, QKV, SQUEEZE0, TRANSPOSE, Rule, fused, linear, rule
 
@@ -240,57 +240,152 @@ GPT2 = _decoder_family("gpt2", "transformer.", "GPT2LMHeadModel", "GPT2Model", _
                        "the causal-mask buffers older transformers saved; attnlab builds the same mask itself")
 
 
-# --------------------------------------------------------------------------------------------------- LLaMA
-def _rope_theta(hf: dict) -> float:
+# ------------------------------------------------------------------------- LLaMA and its rotary relatives
+# LLaMA, Qwen2, Qwen3 and Mistral share one layout (model.layers.N.self_attn.q_proj ..., RMSNorm, SwiGLU, RoPE);
+# they differ in options of the block: biases on Q, K, V only (Qwen2), a q/k norm per head (Qwen3), a sliding
+# window (Mistral), and in how RoPE's frequencies are scaled (any of them).
+_ROPE_KEYS = {"original_max_len": "original_max_position_embeddings"}  # attnlab's rope_scaling key -> HF's
+
+
+def _rope(hf: dict, family: str) -> tuple[float, dict[str, Any]]:
+    """(rope_theta, ModelConfig.rope_scaling) from rope_parameters (transformers 5) or rope_scaling (older files),
+    with the defaults transformers fills in: llama3 and yarn read their pre-training length from
+    original_max_position_embeddings (else max_position_embeddings), dynamic from max_position_embeddings."""
     params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{family}: rope_parameters must be a JSON object, got {type(params).__name__}")
     kind = params.get("rope_type", params.get("type", "default"))
-    if kind != "default":
-        raise ConfigError(f"llama: rope_type={kind!r} (scaled RoPE) is not supported; only 'default'")
-    return float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
+    theta = float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
+    partial = params.get("partial_rotary_factor", hf.get("partial_rotary_factor", 1.0))
+    if partial not in (None, 1, 1.0):
+        raise ConfigError(f"{family}: partial_rotary_factor={partial!r} is not supported; only 1.0 (every feature "
+                          "rotated)")
+    if kind == "default":
+        return theta, {}
+    if kind not in ROPE_SCALINGS:
+        raise ConfigError(f"{family}: rope_type={kind!r} is not supported; supported: default, "
+                          f"{', '.join(ROPE_SCALINGS)}")
+    max_pos = hf.get("max_position_embeddings", 2048)
+    original = (max_pos if kind == "dynamic" else hf.get("original_max_position_embeddings")
+                or params.get("original_max_position_embeddings") or max_pos)
+    scaling: dict[str, Any] = {"type": kind}
+    if "original_max_len" in ROPE_SCALINGS[kind]:
+        scaling["original_max_len"] = original
+    for key in ROPE_SCALINGS[kind]:
+        value = params.get(_ROPE_KEYS.get(key, key))
+        if key != "original_max_len" and value is not None:
+            scaling[key] = value
+    if kind == "yarn" and scaling.get("factor") is None:  # transformers: the ratio of the two lengths
+        scaling["factor"] = max_pos / original
+    return theta, scaling
 
 
-def _llama_config(hf: dict, arch: dict) -> dict:
-    if bool(hf.get("attention_bias", False)) != bool(hf.get("mlp_bias", False)):
-        raise ConfigError("llama: attention_bias and mlp_bias differ; attnlab has one `bias` flag for both")
+def _rope_to_hf(c: ModelConfig) -> dict:
+    """rope_parameters for config.json: the type, theta and every scaling key under its HF name."""
+    scaling = dict(c.rope_scaling)
+    kind = scaling.pop("type", "default")
+    if kind == "dynamic":
+        scaling.pop("original_max_len")  # transformers reads it from max_position_embeddings
+    params = {"rope_type": kind, "rope_theta": c.rope_theta, **{_ROPE_KEYS.get(k, k): v for k, v in scaling.items()}}
+    return {"rope_parameters": params, "rope_theta": c.rope_theta}
+
+
+def _sliding_window(hf: dict, family: str) -> int | None:
+    """Mistral slides every layer's window; Qwen2/Qwen3 only with use_sliding_window, on the layers layer_types
+    names (by default those from max_window_layers on). attnlab's window covers every layer or none."""
+    window = hf.get("sliding_window")
+    if family == "mistral":
+        return window
+    if not hf.get("use_sliding_window", False) or window is None:
+        return None
+    n = hf["num_hidden_layers"]
+    types = hf.get("layer_types") or ["sliding_attention" if i >= hf.get("max_window_layers", n) else
+                                      "full_attention" for i in range(n)]
+    if set(types) == {"full_attention"}:
+        return None
+    if set(types) != {"sliding_attention"}:
+        raise ConfigError(f"{family}: use_sliding_window=True on some layers only (layer_types / max_window_layers) "
+                          "is not supported; attnlab's sliding_window covers every layer or none")
+    return window
+
+
+def _rotary_config(hf: dict, arch: dict, family: str) -> dict:
+    """An HF LLaMA-layout config -> ModelConfig fields; the family decides the biases, q/k norm and window."""
     if hf.get("hidden_act", "silu") != "silu":
-        raise ConfigError(f"llama: hidden_act={hf['hidden_act']!r}; only 'silu' (SwiGLU)")
+        raise ConfigError(f"{family}: hidden_act={hf['hidden_act']!r}; only 'silu' (SwiGLU)")
+    qkv_bias, qk_norm = None, "none"
+    if family == "llama":
+        if bool(hf.get("attention_bias", False)) != bool(hf.get("mlp_bias", False)):
+            raise ConfigError("llama: attention_bias and mlp_bias differ; attnlab has one `bias` flag for both")
+        bias = bool(hf.get("attention_bias"))
+    elif family == "qwen3" and hf.get("attention_bias"):
+        raise ConfigError("qwen3: attention_bias=True (biases on W_Q, W_K, W_V and W_O but not the feed-forward) is "
+                          "not supported; attnlab's `bias` covers attention and feed-forward, `qkv_bias` W_Q, W_K, W_V")
+    else:  # qwen2: biases on W_Q, W_K, W_V only; qwen3, mistral: none
+        bias, qkv_bias = False, True if family == "qwen2" else None
+    if family == "qwen3":
+        qk_norm = "head"
     v, d, h = hf["vocab_size"], hf["hidden_size"], hf["num_attention_heads"]
     kv = hf.get("num_key_value_heads") or h
+    theta, scaling = _rope(hf, family)
     return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=h, n_kv_heads=None if kv == h else kv,
                 d_head=_head_dim(d, h, hf.get("head_dim")), d_ff=hf["intermediate_size"],
                 n_layers=hf["num_hidden_layers"], max_len=hf.get("max_position_embeddings", 2048), position="rope",
-                rope_theta=_rope_theta(hf), activation="swiglu", norm="rmsnorm",
-                norm_eps=hf.get("rms_norm_eps", 1e-6), norm_placement="pre", bias=bool(hf.get("attention_bias")),
+                rope_theta=theta, rope_scaling=scaling, activation="swiglu", norm="rmsnorm",
+                norm_eps=hf.get("rms_norm_eps", 1e-6), norm_placement="pre", bias=bias, qkv_bias=qkv_bias,
+                qk_norm=qk_norm, sliding_window=_sliding_window(hf, family),
                 tie_embeddings=hf.get("tie_word_embeddings", False), attn_dropout=hf.get("attention_dropout", 0.0),
                 **arch, **_ids(hf, v))
 
 
-def _llama_hf(c: ModelConfig) -> dict:
-    return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
-                num_key_value_heads=c.kv_heads, head_dim=c.head_dim, intermediate_size=c.d_ff,
-                num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len,
-                rope_parameters={"rope_type": "default", "rope_theta": c.rope_theta}, rope_theta=c.rope_theta,
-                hidden_act="silu", rms_norm_eps=c.norm_eps, attention_bias=c.bias, mlp_bias=c.bias,
-                tie_word_embeddings=c.tie_embeddings, attention_dropout=c.attn_dropout,
-                pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id, eos_token_id=c.eos_token_id)
+def _rotary_hf(c: ModelConfig, family: str) -> dict:
+    out = dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
+               num_key_value_heads=c.kv_heads, head_dim=c.head_dim, intermediate_size=c.d_ff,
+               num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len, **_rope_to_hf(c),
+               hidden_act="silu", rms_norm_eps=c.norm_eps, tie_word_embeddings=c.tie_embeddings,
+               attention_dropout=c.attn_dropout, pad_token_id=c.pad_token_id, bos_token_id=c.bos_token_id,
+               eos_token_id=c.eos_token_id)
+    if family == "llama":
+        out.update(attention_bias=c.bias, mlp_bias=c.bias)
+    elif family == "qwen3":
+        out.update(attention_bias=False)
+    if family == "mistral":
+        out.update(sliding_window=c.sliding_window)
+    elif family in ("qwen2", "qwen3"):
+        window = c.sliding_window is not None
+        out.update(use_sliding_window=window, sliding_window=c.sliding_window, max_window_layers=0,
+                   layer_types=[("sliding_attention" if window else "full_attention")] * c.n_layers)
+    return out
 
 
-def _llama_table(c: ModelConfig) -> list[Rule]:
+def _rotary_table(c: ModelConfig) -> list[Rule]:
     layer = "model.layers.{i}"
     rules = [rule("tokens.weight", "model.embed_tokens.weight"),
-             *fused("blocks.{i}.attn.qkv", [f"{layer}.self_attn.{p}_proj" for p in "qkv"], c.bias, QKV),
+             *fused("blocks.{i}.attn.qkv", [f"{layer}.self_attn.{p}_proj" for p in "qkv"], c.attn_qkv_bias, QKV),
              *linear("blocks.{i}.attn.out", f"{layer}.self_attn.o_proj", c.bias),
              *linear("blocks.{i}.norm1", f"{layer}.input_layernorm", bias=False),
              *linear("blocks.{i}.norm2", f"{layer}.post_attention_layernorm", bias=False),
              *fused("blocks.{i}.ffn.up", [f"{layer}.mlp.gate_proj", f"{layer}.mlp.up_proj"], c.bias, GATE_UP),
              *linear("blocks.{i}.ffn.down", f"{layer}.mlp.down_proj", c.bias),
              *linear("final_norm", "model.norm", bias=False)]
+    if c.qk_norm == "head":
+        rules += [*linear("blocks.{i}.attn.q_norm", f"{layer}.self_attn.q_norm", bias=False),
+                  *linear("blocks.{i}.attn.k_norm", f"{layer}.self_attn.k_norm", bias=False)]
     return rules + _untied_lm_head(c)
 
 
-LLAMA = _decoder_family("llama", "model.", "LlamaForCausalLM", "LlamaModel", _llama_config, _llama_hf, _llama_table,
-                        r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
-                        "RoPE frequencies older transformers saved; attnlab computes them from rope_theta")
+def _rotary_family(name: str, classes: str) -> Family:
+    """A LLaMA-layout family: {classes}ForCausalLM (head='lm') and {classes}Model (head='none')."""
+    return _decoder_family(name, "model.", f"{classes}ForCausalLM", f"{classes}Model",
+                           lambda hf, arch: _rotary_config(hf, arch, name), lambda c: _rotary_hf(c, name),
+                           _rotary_table, r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
+                           "RoPE frequencies older transformers saved; attnlab computes them from rope_theta")
+
+
+LLAMA = _rotary_family("llama", "Llama")
+QWEN2 = _rotary_family("qwen2", "Qwen2")
+QWEN3 = _rotary_family("qwen3", "Qwen3")
+MISTRAL = _rotary_family("mistral", "Mistral")
 
 
 # ----------------------------------------------------------------------------------------------------- ViT
@@ -522,5 +617,5 @@ T5 = Family("t5", ("t5",), "",
             _t5_config, _t5_hf, _t5_table)
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, GPT2, VIT, BART, MARIAN, T5, LLAMA)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, GPT2, VIT, BART, MARIAN, T5, LLAMA, QWEN2, QWEN3, MISTRAL)}
 BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES.values() for t in f.model_types}

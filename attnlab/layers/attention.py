@@ -23,6 +23,7 @@ from attnlab.config import ModelConfig
 from attnlab.layers import attention_kernel
 from attnlab.layers.linear import Linear
 from attnlab.layers.masks import causal_mask
+from attnlab.layers.norms import RMSNorm
 from attnlab.layers.positions import apply_rotary
 from attnlab.recording import active
 
@@ -61,8 +62,16 @@ class Attention(nn.Module):
             self.kv = nn.Linear(d, 2 * kv_width, bias=config.bias)
         else:  # W_Q, W_K, W_V stacked into one matrix: one matmul instead of three
             # wide: decoding steps read it from an (in, out) copy (layers/linear.py)
-            self.qkv = Linear(d, q_width + 2 * kv_width, bias=config.bias)
+            self.qkv = Linear(d, q_width + 2 * kv_width, bias=config.attn_qkv_bias)
         self.out = nn.Linear(q_width, d, bias=config.bias)  # W_O
+        # Qwen3's q/k norm: each head's q and k rescaled to unit root mean square (times a learned gain shared by
+        # the heads) before RoPE, which bounds the scores however large the projections grow
+        per_head = not cross and config.qk_norm == "head"
+        self.q_norm = RMSNorm(self.d_head, eps=config.norm_eps) if per_head else None
+        self.k_norm = RMSNorm(self.d_head, eps=config.norm_eps) if per_head else None
+        # the general path (`_project`) for cross-attention and for any option above; the plain self-attention of
+        # every other model takes the specialised branches of forward() at the cost of this one test
+        self.special = cross or per_head
 
     def sites(self) -> tuple[str, ...]:
         """The names this module records or lets edit (attnlab.recording.sites)."""
@@ -88,14 +97,8 @@ class Attention(nn.Module):
         cache=None,  # LayerCache: self-attention appends in place; cross-attention stores K, V once
     ) -> torch.Tensor:
         native = not self.cross and getattr(cache, "slot", None) is not None and self._native_decoding(x, bias)
-        if self.cross:
-            q = self._heads(self.q(x), self.n_heads)
-            if cache is not None and cache.k is not None:
-                k, v = cache.k, cache.v
-            else:
-                k, v = self.project_kv(context)
-                if cache is not None:
-                    cache.k, cache.v = k, v
+        if self.special:
+            q, k, v = self._project(x, rope, context, cache)
         elif self.n_kv_heads == self.n_heads and cache is None:
             # training and cache-free forwards: split the last dimension, then each into heads (views, no copy).
             # Its backward writes the three gradients straight into the projection's layout; unbinding the packed
@@ -153,6 +156,30 @@ class Attention(nn.Module):
         batch, _, q_len, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, q_len, self.q_width)  # concat heads
         return self.out(out)  # (batch, q_len, d_model)
+
+    def _project(self, x: torch.Tensor, rope, context, cache) -> tuple[torch.Tensor, ...]:
+        """Q, K, V for cross-attention, or for a self-attention with q/k norm; (batch, heads, seq, d_head) each
+        (K and V with kv_heads, everything cached so far)."""
+        if self.cross:
+            q = self._heads(self.q(x), self.n_heads)
+            if cache is not None and cache.k is not None:
+                return q, cache.k, cache.v
+            k, v = self.project_kv(context)
+            if cache is not None:
+                cache.k, cache.v = k, v
+            return q, k, v
+        batch, q_len, _ = x.shape
+        h, g = self.n_heads, self.n_kv_heads
+        heads = self.qkv(x).view(batch, q_len, h + 2 * g, self.d_head)  # Q heads, then K's, then V's
+        q, k, v = heads.split((h, g, g), dim=2)
+        if self.q_norm is not None:  # over each head's d_head features
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (batch, heads, q_len, d_head)
+        if rope is not None:
+            q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (batch, kv_heads, cached + q_len, d_head)
+        return q, k, v
 
     def _native_decoding(self, x: torch.Tensor, bias: torch.Tensor | None) -> bool:
         """A compiled decoding step's attention (the cache's `slot` is set: generation/compiled.py), done by

@@ -10,15 +10,19 @@ from __future__ import annotations
 import torch
 
 
-def causal_mask(q_len: int, k_len: int, device=None) -> torch.Tensor:
+def causal_mask(q_len: int, k_len: int, device=None, window: int | None = None) -> torch.Tensor:
     """(q, k) bool, True where query i may see key j.
 
     Bottom-right aligned: the last query is the last position, so with k_len > q_len (a KV cache holding
     k_len - q_len earlier tokens) query i sits at position i + k_len - q_len and sees keys up to there.
+    A sliding `window` (Mistral) also hides keys `window` or more places back: query i sees the last `window`
+    keys, itself included. The cache still holds every key; the mask alone decides which are read.
     """
     offset = k_len - q_len
     q = torch.arange(q_len, device=device)[:, None]
     k = torch.arange(k_len, device=device)[None, :]
+    if window is not None:
+        return (k <= q + offset) & (k > q + offset - window)
     return k <= q + offset
 
 
@@ -36,14 +40,18 @@ def attention_bias(
     position_bias: torch.Tensor | None = None,
     dtype: torch.dtype = torch.float32,
     device=None,
+    window: int | None = None,
 ) -> tuple[torch.Tensor | None, bool]:
     """Combine causal mask, padding and position bias into B: (batch|1, heads|1, q, k), or None.
 
     Returns (B, is_causal). When the only constraint is a square causal mask, B is None and is_causal is
-    True, which lets scaled_dot_product_attention take its fused causal kernel.
+    True, which lets scaled_dot_product_attention take its fused causal kernel. A sliding `window` (causal only)
+    joins the mask once some query has keys beyond it (k_len > window); shorter, it hides nothing.
     """
     has_padding = attention_mask is not None and not bool(attention_mask.all())
-    if position_bias is None and not has_padding:
+    if window is not None and (not causal or k_len <= window):
+        window = None
+    if position_bias is None and not has_padding and window is None:
         if not causal:
             return None, False
         if q_len == k_len:
@@ -52,7 +60,7 @@ def attention_bias(
             return None, False
     keep = None
     if causal:
-        keep = causal_mask(q_len, k_len, device)[None, None]  # (1, 1, q, k)
+        keep = causal_mask(q_len, k_len, device, window)[None, None]  # (1, 1, q, k)
     if has_padding:
         pad = padding_mask(attention_mask)
         keep = pad if keep is None else keep & pad

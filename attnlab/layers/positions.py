@@ -71,19 +71,96 @@ class LearnedPositions(nn.Module):
         return nn.functional.embedding(position_ids + self.offset, self.weight)  # (batch, seq, d_model)
 
 
+def yarn_mscale(factor: float, mscale: float = 1.0) -> float:
+    """YaRN's attention temperature for a context `factor` times longer: 0.1 * mscale * ln(factor) + 1 (1 for
+    factor <= 1)."""
+    return 1.0 if factor <= 1 else 0.1 * mscale * math.log(factor) + 1.0
+
+
+def rope_frequencies(d_head: int, theta: float, scaling: dict | None = None, seq_len: int | None = None
+                     ) -> tuple[torch.Tensor, float]:
+    """(inv_freq (d_head/2,) float32, attention_factor): the rotation speed of each feature pair, and the factor
+    cos and sin are multiplied by. Plain RoPE turns pair i at theta^(-2i/d_head) radians per position; a scaling
+    stretches the slow pairs so that a model sees a longer context than it was trained on as a familiar one:
+
+    - linear: every frequency divided by `factor` (positions interpolated);
+    - dynamic (NTK): theta raised to theta * (factor * L / L0 - (factor - 1))^(d/(d-2)) once the sequence L
+      exceeds the pre-training length L0 (`seq_len` is L; nothing changes up to L0);
+    - llama3 (Llama 3.1): wavelengths longer than L0 / low_freq_factor divided by `factor`, shorter than
+      L0 / high_freq_factor kept, a smooth blend between;
+    - yarn: the same kind of blend by a linear ramp over the pairs that turn between beta_fast and beta_slow times
+      in L0, and cos/sin multiplied by a temperature (yarn_mscale) unless `attention_factor` is given.
+
+    The formulas are those of Hugging Face's modeling_rope_utils, in float32 like there.
+    """
+    pairs = torch.arange(0, d_head, 2, dtype=torch.int64).float()  # (d_head/2,): 0, 2, 4, ...
+    inv_freq = 1.0 / (theta ** (pairs / d_head))
+    kind = (scaling or {}).get("type")
+    if kind is None:
+        return inv_freq, 1.0
+    factor = float(scaling["factor"])
+    if kind == "linear":
+        return inv_freq / factor, 1.0
+    original = scaling["original_max_len"]
+    if kind == "dynamic":
+        length = max(seq_len or original, original)
+        base = theta * ((factor * length / original) - (factor - 1)) ** (d_head / (d_head - 2))
+        return 1.0 / (base ** (pairs / d_head)), 1.0
+    if kind == "llama3":
+        low, high = scaling["low_freq_factor"], scaling["high_freq_factor"]
+        wavelength = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelength > original / low, inv_freq / factor, inv_freq)
+        smooth = (original / wavelength - low) / (high - low)  # 0 at the long end of the blend, 1 at the short end
+        blended = (1 - smooth) * scaled / factor + smooth * scaled
+        between = (wavelength >= original / high) & (wavelength <= original / low)
+        return torch.where(between, blended, scaled), 1.0
+
+    def pair_turning(turns: float) -> float:  # the (fractional) pair index that turns `turns` times in L0
+        return d_head * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = pair_turning(scaling.get("beta_fast") or 32), pair_turning(scaling.get("beta_slow") or 1)
+    if scaling.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d_head - 1)
+    if low == high:
+        high += 0.001  # a ramp of zero width would divide by zero
+    ramp = ((torch.arange(d_head // 2, dtype=torch.float32) - low) / (high - low)).clamp(0, 1)
+    speeds = theta ** (pairs / d_head)
+    kept = 1 - ramp  # 1: the pair keeps its speed (fast pairs), 0: interpolated by `factor` (slow pairs)
+    return (1.0 / (factor * speeds)) * (1 - kept) + (1.0 / speeds) * kept, rope_attention_factor(scaling)
+
+
+def rope_attention_factor(scaling: dict | None) -> float:
+    """What cos and sin are multiplied by: YaRN's `attention_factor`, or its temperature from `factor` (and the
+    ratio of two temperatures when `mscale` and `mscale_all_dim` are both given); 1 for every other scaling.
+    Plain Python: a model built on the meta device computes it without tensors."""
+    if (scaling or {}).get("type") != "yarn":
+        return 1.0
+    if scaling.get("attention_factor") is not None:
+        return float(scaling["attention_factor"])
+    factor, mscale, mscale_all = float(scaling["factor"]), scaling.get("mscale"), scaling.get("mscale_all_dim")
+    if mscale and mscale_all:
+        return yarn_mscale(factor, mscale) / yarn_mscale(factor, mscale_all)
+    return yarn_mscale(factor)
+
+
 class Rotary(nn.Module):
     """RoPE: rotate each pair of (q, k) features by an angle proportional to the position.
 
-    Pairs are (i, i + d_head/2) ("rotate half"), as in the LLaMA checkpoints.
+    Pairs are (i, i + d_head/2) ("rotate half"), as in the LLaMA checkpoints. `scaling` (ModelConfig.rope_scaling)
+    stretches the frequencies (rope_frequencies); a dynamic one recomputes them for each forward's longest position,
+    every other is fixed at construction.
     """
 
-    def __init__(self, d_head: int, theta: float = 10000.0):
+    def __init__(self, d_head: int, theta: float = 10000.0, scaling: dict | None = None):
         super().__init__()
-        self.d_head, self.theta = d_head, theta
+        self.d_head, self.theta, self.scaling = d_head, theta, dict(scaling or {})
+        self.dynamic = self.scaling.get("type") == "dynamic"
+        self.attention_factor = rope_attention_factor(self.scaling)
         self.register_buffer("inv_freq", fixed_table(((d_head + 1) // 2,), self._inv_freq), persistent=False)
 
     def _inv_freq(self) -> torch.Tensor:
-        return 1.0 / (self.theta ** (torch.arange(0, self.d_head, 2, dtype=torch.int64).float() / self.d_head))
+        return rope_frequencies(self.d_head, self.theta, self.scaling)[0]
 
     def reset_buffers(self) -> None:
         """Recompute the frequencies (a model built on the meta device and then allocated has none yet)."""
@@ -91,8 +168,14 @@ class Rotary(nn.Module):
 
     def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # position_ids: (batch, seq) -> cos, sin: (batch, 1, seq, d_head)
-        angle = position_ids[..., None].float() * self.inv_freq  # (batch, seq, d_head/2)
+        inv_freq = self.inv_freq
+        if self.dynamic:  # NTK: the frequencies follow the longest position of this forward (one host read)
+            seq_len = int(position_ids.max()) + 1 if position_ids.numel() else 1
+            inv_freq = rope_frequencies(self.d_head, self.theta, self.scaling, seq_len)[0].to(inv_freq.device)
+        angle = position_ids[..., None].float() * inv_freq  # (batch, seq, d_head/2)
         angle = torch.cat((angle, angle), dim=-1)
+        if self.attention_factor != 1.0:  # YaRN's temperature, folded into cos and sin as Hugging Face does
+            return (angle.cos() * self.attention_factor)[:, None], (angle.sin() * self.attention_factor)[:, None]
         return angle.cos()[:, None], angle.sin()[:, None]
 
 

@@ -64,7 +64,7 @@ class Stack(nn.Module):
         elif config.position == "sinusoidal":
             self.positions = SinusoidalPositions(self.max_len, d, config.sinusoidal_layout)
         elif config.position == "rope":
-            self.rotary = Rotary(config.head_dim, config.rope_theta)
+            self.rotary = Rotary(config.head_dim, config.rope_theta, config.rope_scaling)
         elif config.position == "alibi":
             self.alibi = ALiBi(config.n_heads)
         elif config.position == "t5":
@@ -161,7 +161,8 @@ class Stack(nn.Module):
             module = self.alibi if self.alibi is not None else self.rel_bias
             position_bias = module(q_pos, k_pos)[None]  # (1, heads, seq, total)
         bias, is_causal = attention_bias(q_len=seq, k_len=total, causal=self.causal, attention_mask=attention_mask,
-                                         position_bias=position_bias, dtype=x.dtype, device=x.device)
+                                         position_bias=position_bias, dtype=x.dtype, device=x.device,
+                                         window=self.config.sliding_window)
         context_bias = None
         if context is not None or (cache is not None and cache.cross is not None):
             if context_mask is not None:
