@@ -8,7 +8,6 @@ with the list of keys it does know. The same command runs under `torchrun --npro
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -35,15 +34,19 @@ def add_arguments(p) -> None:
     start.add_argument("--resume", action="store_true", help="continue the run in OUT from OUT/latest")
     start.add_argument("--overwrite", action="store_true",
                        help="start afresh in an OUT that holds an earlier run, removing that run's files")
-    p.add_argument("--data", help="text file for the language-model recipes (same as data=FILE)")
+    p.add_argument("--data", help=f"the text recipes' corpus (same as data=PATH): {DATA_FORMATS}")
     p.add_argument("--keys", action="store_true",
                    help="list the recipe's keys with their type, default and description, and exit")
 
 
+# what --data reads: the formats attnlab.data.sources dispatches on (FORMATS there; a test keeps the two equal),
+# written out here because the help is printed without importing the data code
+DATA_FORMATS = ("a file or folder of .txt, .txt.gz, .jsonl, .jsonl.gz or .parquet (text_field= names the field), "
+                "or a folder saved by the `datasets` library; any other single file is read as UTF-8 text")
+
 # what the recipe-specific keys mean (the TrainSettings and ModelConfig keys are described by their own source)
 RECIPE_KEYS = {
-    "data": "training text: a file or folder of .txt, .txt.gz, .jsonl(.gz), .parquet, or a saved `datasets` folder; "
-            "empty = the CPython docs",
+    "data": f"training text: {DATA_FORMATS}; empty = the CPython docs",
     "text_field": "the field holding the text in .jsonl / .parquet / `datasets` corpora",
     "dataset": "which data set the recipe reads", "images": "image files or folder for the vision recipes",
     "pairs": "a TSV file of source<TAB>target pairs; empty = the recipe's own",
@@ -150,6 +153,20 @@ def resume_command(args) -> str:
     return shlex.join([*words, *args.key_values, "--resume"])
 
 
+def more_command(args, steps: int) -> str:
+    """The command that trains this run on to `steps` (resume_command with steps= in place of steps= / epochs=:
+    given together they are refused)."""
+    from attnlab.training.run import run_folder
+
+    words = ["attnlab", "train", args.recipe, "--out", str(run_folder(args.recipe, args.out))]
+    if args.config:
+        words += ["--config", args.config]
+    if args.data is not None:
+        words += ["--data", args.data]
+    kept = [kv for kv in args.key_values if kv.split("=", 1)[0].strip() not in ("steps", "epochs")]
+    return shlex.join([*words, *kept, f"steps={steps}", "--resume"])
+
+
 def _interrupted(args, exc: KeyboardInterrupt) -> int:
     """Ctrl-C: where the newest checkpoint is and how to continue from it, or how much of the data preparation was
     kept (rank 0 only), exit status 130."""
@@ -200,9 +217,10 @@ def run(args) -> int:
         if _on_terminal():  # the error line (printed by attnlab.cli) replaces a status line still showing
             sys.stderr.write(CLEAR)
         raise
-    if result and _main_rank():
-        shown = {k: v for k, v in result.items() if k not in ("samples",)}
-        print(json.dumps(shown, indent=2, default=str))
+    if result and _main_rank():  # words for a person; the JSON is in OUT/result.json
+        from attnlab.training.final_summary import final_summary
+
+        print("\n".join(final_summary(result, more=more_command(args, 2 * int(result["step"])))))
         for s in result.get("samples", [])[:2]:
             print("---\n" + s, file=sys.stdout)
     # The run is written and the process group left: the process may end at once (cli/process.py). Under torchrun

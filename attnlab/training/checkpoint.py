@@ -3,6 +3,8 @@
 Layout of a run directory:
 
     out/latest                  one line: the name of the newest complete step directory
+    out/best                    one line: the step directory with the lowest validation loss so far (kept when
+                                pruning; written by the trainer at each evaluation that improves on it)
     out/step-00000500/          config.json, model.safetensors, tokenizer files (attnlab.load reads this alone)
                                 training_state.pt: optimizer, scheduler, RNG states (torch, python, numpy),
                                                    data-sampler state and step; read with weights_only=True
@@ -40,6 +42,7 @@ from attnlab.storage import (
 
 STATE_NAME = "training_state.pt"
 SETTINGS_NAME = "settings.json"
+BEST = "best"  # in a run folder: one line naming the step directory with the lowest validation loss
 
 
 def rng_state() -> dict[str, Any]:
@@ -86,8 +89,10 @@ def _fsync_dir(path: Path) -> None:
 
 def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, scheduler=None, tokenizer=None,
                     data_state: dict[str, Any] | None = None, settings: dict[str, Any] | None = None,
-                    keep: int = 2, optimizer_state: dict[str, Any] | None = None, _before_commit=None) -> Path:
-    """Write out/step-XXXXXXXX completely, then point out/latest at it; prune all but the newest `keep`.
+                    keep: int = 2, optimizer_state: dict[str, Any] | None = None, protect: str | None = None,
+                    _before_commit=None) -> Path:
+    """Write out/step-XXXXXXXX completely, then point out/latest at it; prune all but the newest `keep` and the
+    step directory named `protect` (the best one so far, which may be older than those).
 
     `optimizer_state` stands in for `optimizer.state_dict()` when the optimizer's own state is sharded (FSDP:
     the trainer passes the state gathered to rank 0, in the same index-keyed layout).
@@ -128,8 +133,14 @@ def save_checkpoint(out: str | Path, step: int, model, *, optimizer=None, schedu
     except OSError as exc:  # the step directory is whole; `latest` (replaced atomically or not at all) is too
         raise CheckpointError(f"saved {final} but could not point {out / LATEST} at it: {exc.strerror or exc}; "
                               "`latest` still names the previous checkpoint (free some space, then --resume)") from None
-    _prune(out, keep, final.name)
+    _prune(out, keep, final.name, protect)
     return final
+
+
+def point_best(out: str | Path, step_dir: Path) -> None:
+    """out/best names `step_dir` (replaced atomically, as `latest` is): the checkpoint with the lowest validation
+    loss, for `attnlab generate OUT/step-...` and for people reading the run folder."""
+    atomic_write(Path(out) / BEST, lambda tmp: Path(tmp).write_text(Path(step_dir).name + "\n"))
 
 
 def _write_step(tmp: Path, model, tokenizer, optimizer, optimizer_state, scheduler, data_state, settings,
@@ -147,13 +158,13 @@ def _write_step(tmp: Path, model, tokenizer, optimizer, optimizer_state, schedul
     _fsync_dir(tmp)
 
 
-def _prune(out: Path, keep: int, current: str) -> None:
+def _prune(out: Path, keep: int, current: str, protect: str | None = None) -> None:
     for stale in out.glob(".step-*"):  # temporary directories of runs killed mid-save: never complete, never read
         if stale.is_dir() and not stale.name.endswith(f"-{os.getpid()}"):
             shutil.rmtree(stale, ignore_errors=True)
     steps = sorted(p.name for p in out.glob("step-*") if p.is_dir())
     for name in steps[:-keep] if keep > 0 else []:
-        if name != current:
+        if name not in (current, protect):
             shutil.rmtree(out / name, ignore_errors=True)
 
 

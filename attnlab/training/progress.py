@@ -11,8 +11,11 @@ nothing at all when quiet.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 CLEAR = "\r\x1b[K"  # carriage return, then erase to the end of the line
@@ -81,8 +84,20 @@ class Console:
             self.stream.flush()
             self._status = False
 
-    def bar(self, total: int, initial: int = 0) -> Bar:
-        """A progress bar over steps on a terminal; elsewhere (or quiet) a Bar that draws nothing."""
+    @contextlib.contextmanager
+    def phase(self, what: str) -> Iterator[None]:
+        """One step of preparing a run: "WHAT ..." while it works (a status line), then a kept line with the
+        seconds it took ("WHAT: 7.1 s"), so a slow step is seen while it runs and named after it."""
+        start = time.perf_counter()
+        self.status(f"{what} ...")
+        yield
+        self.line(f"{what}: {time.perf_counter() - start:.1f} s")
+
+    def bar(self, total: int, initial: int = 0, started: float | None = None) -> Bar:
+        """A progress bar over steps on a terminal; elsewhere (or quiet) a Bar that draws nothing.
+
+        started: when the training began (time.time(), tqdm's clock; Bar.started of the bar this one replaces):
+        a bar drawn again after an evaluation goes on counting the elapsed time from there, not from 00:00."""
         if not (self.enabled and self.tty):
             return Bar(None)
         try:
@@ -93,6 +108,8 @@ class Console:
         self._bar = tqdm(total=total, initial=initial, file=self.stream, unit="step", dynamic_ncols=True,
                          bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}{postfix}]",
                          desc="train", smoothing=0.1)
+        if started is not None:
+            self._bar.start_t = started  # tqdm's elapsed is now - start_t; its ETA uses the smoothed step rate
         return Bar(self._bar, self)
 
 
@@ -105,6 +122,11 @@ class Bar:
     @property
     def drawn(self) -> bool:
         return self._bar is not None
+
+    @property
+    def started(self) -> float | None:
+        """When this bar's elapsed time counts from (tqdm's start_t), None for a bar that draws nothing."""
+        return None if self._bar is None else self._bar.start_t
 
     def update(self, step: int, loss: float, tokens_per_s: float | None) -> None:
         if self._bar is None:

@@ -19,15 +19,15 @@ from attnlab.data.tokenizers import load_tokenizer
 from attnlab.errors import ConfigError
 from attnlab.storage import atomic_write
 from attnlab.training import distributed
-from attnlab.training.checkpoint import LATEST, latest_checkpoint
+from attnlab.training.checkpoint import BEST, LATEST, latest_checkpoint
 from attnlab.training.progress import Console
 from attnlab.training.recipes import get_recipe
 from attnlab.training.report import CSV_NAME, EVENT_PREFIX, check_installed, parse_report
 from attnlab.training.settings import read_config_file, resolve_params, seed_everything
-from attnlab.training.trainer import Trainer, resolve_device
+from attnlab.training.trainer import Trainer, resolve_device, thread_scope
 
 # besides step-* folders and TensorBoard's event files (EVENT_PREFIX...); wandb: report=wandb's local folder
-RUN_FILES = (LATEST, "metrics.jsonl", CSV_NAME, "result.json", "samples.txt", "loss.png", "probe.jsonl", "data",
+RUN_FILES = (LATEST, BEST, "metrics.jsonl", CSV_NAME, "result.json", "samples.txt", "loss.png", "probe.jsonl", "data",
              "wandb")
 
 
@@ -41,7 +41,8 @@ def previous_run(out: Path) -> list[str]:
     if not out.is_dir():
         return []
     return sorted(p.name for p in out.iterdir()
-                  if p.name in RUN_FILES or p.name.startswith(("step-", ".step-", f".{LATEST}.", EVENT_PREFIX)))
+                  if p.name in RUN_FILES or p.name.startswith(("step-", ".step-", f".{LATEST}.", f".{BEST}.",
+                                                               EVENT_PREFIX)))
 
 
 def clear_run(out: Path) -> list[str]:
@@ -104,7 +105,7 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
     layers = [read_config_file(config)] if config else []
     layers.append(overrides or {})
     settings, params = resolve_params(recipe, *layers)
-    resolve_device(settings.device)  # device=cuda without CUDA is refused before anything is written
+    device = resolve_device(settings.device)  # device=cuda without CUDA is refused before anything is written
     check_installed(parse_report(settings.report))  # report=wandb without wandb: refused now, not after the data
     out_dir = run_folder(recipe.name, out)
     latest = check_run_folder(out_dir, resume=resume, overwrite=overwrite)
@@ -120,11 +121,14 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         if latest is not None:  # trained tokenizers are not reproducible bit-for-bit: continue with the saved one
             saved_tokenizer = load_tokenizer(latest)
         # build checks the data covers one batch; text recipes keep their token file in OUT/data. This is the slow
-        # part of starting (reading and tokenizing a corpus, building the model): a status line says so meanwhile
+        # part of starting (reading and tokenizing a corpus, building the model): a status line says so meanwhile,
+        # and each slow step of the build prints its name, then the seconds it took (phase; status: a recipe's
+        # own line). Its torch work takes threads as the training loop will (thread_scope: never more than the
+        # free cores), not torch's one per core, which a busy machine turns into minutes of barrier waits.
         console.status(f"{recipe.name}: preparing the data and building the model ...")
-        # status: a recipe says so when it starts a slow step of its own (training a tokenizer on the corpus)
-        task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
-                             "out_dir": str(out_dir), "status": console.status})
+        with thread_scope(settings.threads, device):
+            task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
+                                 "out_dir": str(out_dir), "status": console.status, "phase": console.phase})
         console.clear()
         trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet,
                           console=console)
@@ -133,13 +137,17 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         if trainer.info.is_main:
             report = getattr(task, "report", None)
             if report is not None:
-                console.status(f"{recipe.name}: the final report (samples, translations) ...")
-                result.update(report(trainer.model, out_dir))
-                console.clear()
+                what = getattr(task, "report_what", lambda: None)() or "the final report"
+                with console.phase(f"{recipe.name}: {what}"):
+                    result.update(report(trainer.model, out_dir))
             if result.get("samples"):
                 trainer.report_text("samples", [str(text) for text in result["samples"]])
             result["recipe"] = recipe.name
-            result["checkpoint"] = str(out_dir / LATEST)
+            result["out"] = str(out_dir)
+            result["checkpoint"] = str(latest_checkpoint(out_dir))
+            config = getattr(trainer.model, "config", None)
+            if config is not None and hasattr(config, "topology"):
+                result["topology"] = config.topology  # what `attnlab generate` can run (the final summary)
             text = json.dumps(result, indent=2, default=str) + "\n"
             atomic_write(out_dir / "result.json", lambda tmp: Path(tmp).write_text(text))  # a link is replaced
         return result

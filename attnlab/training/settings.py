@@ -19,6 +19,7 @@ from attnlab.training.report import parse_report
 
 CONFIG_SUFFIXES = (".toml", ".yaml", ".yml")
 MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; refuse to read megabytes of something else
+MAX_EPOCHS = 10_000  # more passes than this is a typo (epochs=1e9 would ask for billions of steps)
 # recipe keys whose use comes after training (a sample's length): checked here so a bad value is refused before the
 # run spends its time, not after; (lowest, highest, what it is)
 RECIPE_KEY_RANGES = {"sample_tokens": (0, 100_000, "tokens sampled from the trained model for samples.txt; 0 = none")}
@@ -29,6 +30,7 @@ class TrainSettings:
     """How to train (not what): the same fields for every recipe, each overridable as key=value."""
 
     steps: int = 1000
+    epochs: float = 0.0  # passes over the training data; > 0 sets steps from the data's size (give steps= or this)
     batch_size: int = 32  # global batch (sequences or images) per optimizer step, before accumulation
     lr: float = 1e-3  # peak learning rate
     min_lr_ratio: float = 0.1  # cosine ends at lr * min_lr_ratio
@@ -39,9 +41,10 @@ class TrainSettings:
     grad_clip: float = 1.0  # max global gradient norm; 0 = off
     accum: int = 1  # micro-batches per step (each of batch_size); gradients are averaged
     eval_every: int = 200  # steps between evaluations; 0 = only at the end
+    patience: int = 0  # stop after this many evaluations without a lower val_loss; 0 = never stop early
     log_every: int = 50  # steps between progress lines
-    save_every: int = 0  # steps between checkpoints; 0 = only at the end
-    keep: int = 2  # step directories kept
+    save_every: int = 0  # extra checkpoints every N steps; 0 = none (one is saved at each evaluation and the end)
+    keep: int = 2  # newest step directories kept, besides the best by val_loss; 0 = all
     seed: int = 0
     device: str = "cpu"  # cpu, cuda, cuda:N or auto (cuda when available)
     bf16: bool = False  # bf16 autocast (on CPU allowed but slow on most CPUs; off by default)
@@ -56,9 +59,15 @@ class TrainSettings:
         for name in ("steps", "batch_size", "accum"):
             if int(getattr(self, name)) <= 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r} must be a positive integer")
-        for name in ("warmup", "eval_every", "log_every", "save_every", "keep", "threads"):
+        for name in ("warmup", "eval_every", "patience", "log_every", "save_every", "keep", "threads"):
             if int(getattr(self, name)) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r} must be 0 or a positive integer")
+        if not (math.isfinite(self.epochs) and 0 <= self.epochs <= MAX_EPOCHS):
+            raise ConfigError(f"epochs={self.epochs!r}: allowed a number of passes over the training data, above 0 "
+                              f"and at most {MAX_EPOCHS:,} (0.5 = half of it), or 0 to train steps= steps")
+        if self.patience and not self.eval_every:
+            raise ConfigError(f"patience={self.patience} counts evaluations, and eval_every=0 evaluates only at the "
+                              "end: give eval_every=N (steps between evaluations) too, or patience=0")
         if self.lr <= 0 or not math.isfinite(self.lr):
             raise ConfigError(f"lr={self.lr!r} must be a positive finite number")
         if self.grad_clip < 0 or not math.isfinite(self.grad_clip):
@@ -120,7 +129,18 @@ def resolve_params(recipe, *layers: dict[str, Any]) -> tuple[TrainSettings, dict
             raise ConfigError(f"{key}={merged[key]!r}: allowed {low} .. {high:,} ({what})")
     train_keys = set(TrainSettings.keys())
     settings = TrainSettings(**{k: v for k, v in merged.items() if k in train_keys})
+    check_length_keys(layers)  # after each value's own check: epochs=-1 is refused for its value first
     return settings, {k: v for k, v in merged.items() if k not in train_keys}
+
+
+def check_length_keys(layers: tuple[dict[str, Any], ...]) -> None:
+    """steps= and epochs= both say how long to train: given together (in any layer) the run is refused, since
+    either one would silently overrule the other."""
+    given = {key for layer in layers for key in layer if key in ("steps", "epochs")}
+    epochs = [layer["epochs"] for layer in layers if "epochs" in layer]
+    if given == {"steps", "epochs"} and coerce("epochs", epochs[-1], 0.0):
+        raise ConfigError("steps= and epochs= both set how long to train: give one of them (epochs=N sets steps "
+                          "from the size of the training data)")
 
 
 def read_config_file(path: str | Path) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import json
 import math
 import signal
@@ -34,7 +35,8 @@ from attnlab.storage import atomic_write
 from attnlab.threads import choose, using_threads
 from attnlab.training import distributed as dist_utils
 from attnlab.training import probe
-from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from attnlab.training.checkpoint import latest_checkpoint, load_checkpoint, point_best, save_checkpoint, step_name
+from attnlab.training.final_summary import epoch_words
 from attnlab.training.optim import build_optimizer, build_scheduler
 from attnlab.training.plots import plot_losses
 from attnlab.training.progress import Console, duration
@@ -59,6 +61,9 @@ class Task:
 
     model: nn.Module
     tokenizer = None
+    # whether evaluate() returns a val_loss (what the best checkpoint and patience= go by): False lets patience=
+    # be refused before the run starts; None (unknown, a task of your own) is checked at the first evaluation
+    reports_val_loss: bool | None = None
 
     def train_batch(self, generator: torch.Generator, batch_size: int) -> dict[str, torch.Tensor]:
         """A global batch of `batch_size` examples drawn with `generator` (batch dimension first)."""
@@ -92,6 +97,41 @@ class Task:
 
     def flops_per_item(self) -> float | None:
         """Training FLOPs per counted token/example (for FLOP/s and MFU), or None when unknown."""
+        return None
+
+    def report_what(self) -> str | None:
+        """What the task's report(model, out) does after training, for the status line while it runs ("sampling
+        2 texts of 300 tokens into samples.txt"); None: the line says "the final report". A task without a
+        report() is never asked."""
+        return None
+
+    def epoch_size(self) -> tuple[int, str] | None:
+        """(examples in one epoch of the training data, what an example is), or None when not known.
+
+        An example is one row of a batch: a window of tokens, an image, a pair. Batches are drawn at random, so
+        an epoch here is as many examples as the training split holds (a window per `seq_len` tokens), not a pass
+        that sees each exactly once; it is what epochs= and the summaries' "of an epoch" count. The default reads
+        what the built-in recipes keep: a TokenFile `data` or a `train_ids` tensor cut into windows of `inner`
+        tokens (masked recipes: seq_len - 2 between [CLS] and [SEP]) or p["seq_len"], `train_x` images,
+        `train_idx` pairs."""
+        p = getattr(self, "p", None) or {}
+        window = getattr(self, "inner", None) or p.get("seq_len")
+        data = getattr(self, "data", None)
+        ids = vars(self).get("train_ids")  # an instance's tensor (CorpusTask's property copies the whole split)
+        tokens = None
+        if data is not None and hasattr(data, "tokens"):
+            try:
+                tokens = len(data.tokens("train"))
+            except (OSError, ValueError, KeyError):
+                return None
+        elif isinstance(ids, torch.Tensor):
+            tokens = len(ids)
+        if tokens is not None and isinstance(window, int) and window > 0:
+            return max(1, tokens // window), f"windows of {window} tokens"
+        for name, what in (("train_x", "images"), ("train_idx", "pairs")):
+            examples = getattr(self, name, None)
+            if examples is not None:
+                return len(examples), what
         return None
 
     def data_summary(self) -> str | None:
@@ -146,6 +186,13 @@ class Trainer:
         if self.device.type == "cuda" and self.info.world > 1:
             self.device = torch.device("cuda", self.info.local_rank)
         self.model = task.model.to(self.device)  # the plain model (saved, evaluated)
+        if settings.epochs:  # epochs=N: the steps that draw N times the training split's examples
+            settings = dataclasses.replace(settings, steps=steps_for_epochs(task, settings))
+            self.settings = settings
+        if settings.patience and getattr(task, "reports_val_loss", None) is False:
+            raise ConfigError(f"patience={settings.patience} stops on the validation loss, which "
+                              f"{self.recipe.get('name') or type(task).__name__}'s evaluation does not report; "
+                              "allowed here: patience=0")
         s = settings
         self.optimizer = build_optimizer(self.model, s.lr, s.weight_decay, (s.beta1, s.beta2))
         self.scheduler = build_scheduler(self.optimizer, s.warmup, s.steps, s.min_lr_ratio)
@@ -154,6 +201,12 @@ class Trainer:
         self.history: list[dict[str, Any]] = []
         self._full_model: nn.Module | None = None  # fsdp: rank 0's unsharded copy, written to checkpoints
         self._bar = None  # fit's progress bar (progress.Bar) while it runs
+        # the checkpoint with the lowest val_loss so far (kept when pruning, named by OUT/best), and how many
+        # evaluations have passed since it (patience=); all three travel in the checkpoint's data state
+        self.best_val_loss: float | None = None
+        self.best_step: int | None = None
+        self.evals_since_best = 0
+        self.stopped_early = False
         self.clock = time.perf_counter  # what the loop times steps and evaluations with (a test gives a fake one)
 
     # ------------------------------------------------------------------ helpers
@@ -211,7 +264,9 @@ class Trainer:
         if self.device.type == "cpu":
             auto = "" if s.threads else " (threads=0: at most the free cores, re-checked)"
             threads = f", {_count(torch.get_num_threads(), 'thread')}{auto}"
-        saves = f"every {s.save_every} steps and at the end" if s.save_every else "at the end"
+        saves = "at each evaluation" + (f", every {s.save_every} steps" if s.save_every else "")
+        best = getattr(self.task, "reports_val_loss", None) is not False  # a val_loss to rank checkpoints by
+        saves += f" and at the end (the latest{' and the best by val_loss' if best else ''} kept)"
         evals = f"every {s.eval_every} steps and at the end" if s.eval_every else "at the end"
         scored = getattr(self.task, "eval_summary", None)  # a task written before the summary has none
         scored = scored and scored()
@@ -223,13 +278,33 @@ class Trainer:
                  f"  data    {(summary and summary()) or 'as the recipe draws it'}",
                  f"  batch   {per_step:,} examples{accum}{tokens}{world}",
                  f"  steps   {f'{self.step:,} -> ' if self.step else ''}{s.steps:,}; checkpoint {saves}",
+                 *([f"  epoch   {line}"] if (line := self.epoch_line()) else []),
                  f"  eval    {evals}{f', on {scored}' if scored else ''}",
+                 *([f"  stop    early after {_count(s.patience, 'evaluation')} without a lower val_loss "
+                    f"(patience={s.patience})"] if s.patience else []),
                  f"  device  {self.device}{threads}{', bf16 autocast' if s.bf16 else ''}"
                  f"{', compiled' if s.compile else ''}",
                  f"  output  {self.out}  ({', '.join(logs)})"]
         if "tensorboard" in parse_report(s.report):
             lines.append(f"  watch   tensorboard --logdir {self.out}")
         return lines
+
+    def epoch_record(self, step: int) -> dict[str, Any] | None:
+        """How much of the training data `step` steps draw: {"examples": one epoch's, "unit", "per_step",
+        "covered": epochs}, None when the task does not know its data's size (Task.epoch_size)."""
+        size = self.task.epoch_size() if hasattr(self.task, "epoch_size") else None
+        if not size:
+            return None
+        per_step = self.settings.batch_size * self.settings.accum
+        return {"examples": size[0], "unit": size[1], "per_step": per_step, "covered": step * per_step / size[0]}
+
+    def epoch_line(self) -> str | None:
+        """The opening summary's "4.1% of an epoch (...); more: steps=N, or epochs=1 (48,973 steps)"."""
+        record = self.epoch_record(self.settings.steps)
+        if record is None:
+            return None
+        words = epoch_words(record)
+        return f"{words.split(';')[0]}, from epochs={self.settings.epochs:g}" if self.settings.epochs else words
 
     def _autocast(self):
         if not self.settings.bf16:
@@ -250,12 +325,35 @@ class Trainer:
                 self._full_model.load_state_dict(weights)
             model, optimizer = self._full_model, None
         if self.info.is_main:
+            best = step_name(self.best_step) if self.best_step is not None else None
             path = save_checkpoint(self.out, self.step, model, optimizer=optimizer, optimizer_state=optimizer_state,
                                    scheduler=self.scheduler, tokenizer=self.task.tokenizer,
-                                   data_state={"generator": self.generator.get_state(), "step": self.step},
-                                   settings=self.settings_record(), keep=self.settings.keep)
+                                   data_state={"generator": self.generator.get_state(), "step": self.step,
+                                               "best_val_loss": self.best_val_loss, "best_step": self.best_step,
+                                               "evals_since_best": self.evals_since_best},
+                                   settings=self.settings_record(), keep=self.settings.keep, protect=best)
+            if self.best_step == self.step:
+                point_best(self.out, path)
         dist_utils.barrier(self.info)
         return path
+
+    def track_best(self, metrics: dict[str, float]) -> bool:
+        """After an evaluation: whether its val_loss is the lowest so far (then this step is the best, and the
+        checkpoint saved next is kept as such); otherwise one more evaluation without improvement (patience=).
+        Under torchrun the ranks' val_loss is averaged first, so every rank decides the same."""
+        value = metrics.get("val_loss")
+        if value is None:
+            if self.settings.patience:
+                raise ConfigError(f"patience={self.settings.patience} stops on the validation loss, and this "
+                                  f"evaluation reports none (it reports {', '.join(metrics) or 'nothing'}); "
+                                  "allowed here: patience=0")
+            return False
+        value = float(dist_utils.mean_across(torch.tensor(float(value), device=self.device), self.info))
+        if self.best_val_loss is None or value < self.best_val_loss:
+            self.best_val_loss, self.best_step, self.evals_since_best = value, self.step, 0
+            return True
+        self.evals_since_best += 1
+        return False
 
     def resume(self) -> bool:
         """Continue from out/latest if it exists; returns whether a checkpoint was loaded."""
@@ -265,6 +363,10 @@ class Trainer:
         state = load_checkpoint(path, self.model, optimizer=self.optimizer, scheduler=self.scheduler)
         self.generator.set_state(state["data"]["generator"])
         self.step = int(state["step"])
+        data = state["data"]  # a checkpoint written before the best was tracked has none of the three
+        self.best_val_loss = data.get("best_val_loss")
+        self.best_step = data.get("best_step")
+        self.evals_since_best = int(data.get("evals_since_best") or 0)
         self._truncate_metrics()
         self.log(f"resumed from {path} at step {self.step}")
         return True
@@ -298,6 +400,7 @@ class Trainer:
         A terminal's bar is closed for the evaluation and drawn again after it: under a bar, every status line
         would be kept as a line of its own, and the bar would stand still for the whole evaluation."""
         paused = self._bar is not None and self._bar.drawn
+        started = self._bar.started if paused else None  # the new bar's elapsed time goes on from the first's
         if paused:
             self._bar.close()
         self.console.status(f"evaluating at step {self.step} ...")  # at once, before the task's first group
@@ -308,7 +411,7 @@ class Trainer:
             seconds = self.clock() - start
             self.console.clear()
             if paused:
-                self._bar = self.console.bar(self.settings.steps, self.step)
+                self._bar = self.console.bar(self.settings.steps, self.step, started=started)
         return metrics, seconds
 
     def _flops_per_item(self) -> float | None:
@@ -354,10 +457,8 @@ class Trainer:
     def _threads(self):
         """threads=N: N for the run; threads=0 on CPU: attnlab.threads' choice (never more than the cores other
         processes leave free), re-checked every RECHECK_S; the caller's count comes back after fit."""
-        if not self.settings.threads and self.device.type != "cpu":
-            return contextlib.nullcontext(None)
         self._thread_cap = torch.get_num_threads()
-        return using_threads(choose(self.settings.threads or None))
+        return thread_scope(self.settings.threads, self.device)
 
     def _recheck_threads(self, scope, last: float) -> float:
         now = time.monotonic()
@@ -476,6 +577,7 @@ class Trainer:
             if eval_now:
                 last_eval, eval_s = self._evaluate_shown()
                 timing.evaluated(eval_s)
+                self.track_best(last_eval)  # the checkpoint saved below is then the best, and kept as such
                 record.update({f"eval_{k}" if not k.startswith("val") else k: v for k, v in last_eval.items()})
             first = timing.steps == 1  # a line at once: nobody waits log_every steps for the first
             if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end or first:
@@ -495,8 +597,17 @@ class Trainer:
             self._write_metrics(record)
             probe.after_step(self, record)  # attention of a fixed input every log_every steps (probe.py)
             saved = None
-            if (s.save_every and self.step % s.save_every == 0) or self.step == end:
+            # a checkpoint at each evaluation (nanoGPT's always_save_checkpoint): a crash loses at most eval_every
+            # steps, and the best one by val_loss is kept beside the newest
+            stop = bool(s.patience) and eval_now and self.evals_since_best >= s.patience
+            if eval_now or (s.save_every and self.step % s.save_every == 0) or self.step == end or stop:
                 saved = self.save()
+            if stop:
+                self.stopped_early = True
+                self.log(f"stopping early at step {self.step}: val_loss has not improved for "
+                         f"{_count(self.evals_since_best, 'evaluation')} (patience={s.patience}); the best, "
+                         f"{self.best_val_loss:.4f}, was at step {self.best_step}")
+                break
             if self._interrupted and self.step < end:  # at the last step the run is complete: it ends as usual
                 raise TrainingInterrupted(self.step, saved if saved is not None else self.save())
         elapsed = self.clock() - timing.started
@@ -509,8 +620,18 @@ class Trainer:
                 self.log(f"{exc}; metrics.jsonl holds the numbers")
             else:
                 plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
-        return {"step": self.step, "elapsed_s": elapsed, "train_s": timing.train_s, "eval_s": timing.eval_s,
-                "tokens": timing.tokens, "eval": last_eval, "losses": [r["loss"] for r in self.history]}
+        result = {"step": self.step, "steps": s.steps, "elapsed_s": elapsed, "train_s": timing.train_s,
+                  "eval_s": timing.eval_s, "tokens": timing.tokens, "eval": last_eval,
+                  "losses": [r["loss"] for r in self.history]}
+        if self.best_step is not None:
+            result.update(best_val_loss=self.best_val_loss, best_step=self.best_step,
+                          best_checkpoint=str(self.out / step_name(self.best_step)))
+        if s.patience:
+            result.update(stopped_early=self.stopped_early, patience=s.patience)
+        epoch = self.epoch_record(self.step)
+        if epoch is not None:
+            result["epoch"] = epoch
+        return result
 
     def evaluations_left(self) -> int:
         """Evaluations still to come after the current step: every eval_every steps, and one at the last step."""
@@ -529,6 +650,25 @@ class Trainer:
         if evals and timing.last_eval_s is None:
             return f"{duration(left)} + {_count(evals, 'evaluation')}"
         return duration(left + evals * (timing.last_eval_s or 0.0))
+
+
+def thread_scope(threads: int, device: torch.device):
+    """The torch threads a run's CPU work gets, the rule the training loop follows: threads=N as given;
+    threads=0 on CPU attnlab.threads' choice (never more than the cores other processes leave free); on a GPU
+    with threads=0, torch's own count. `attnlab train` prepares its data under the same rule."""
+    if not threads and device.type != "cpu":
+        return contextlib.nullcontext(None)
+    return using_threads(choose(threads or None))
+
+
+def steps_for_epochs(task: Task, settings: TrainSettings) -> int:
+    """epochs=N as optimizer steps: N times the task's training examples (Task.epoch_size) over the examples one
+    step draws (batch_size x accum), rounded up; refused when the task does not know its data's size."""
+    size = task.epoch_size() if hasattr(task, "epoch_size") else None
+    if not size:
+        raise ConfigError(f"epochs={settings.epochs:g}: this task does not say how large its training data is; "
+                          "give steps=N instead")
+    return max(1, math.ceil(settings.epochs * size[0] / (settings.batch_size * settings.accum)))
 
 
 class _Timing:

@@ -211,6 +211,27 @@ def test_a_terminal_gets_a_progress_bar_with_loss_and_tokens_per_second(tmp_path
     screen.close()
 
 
+def test_the_bars_elapsed_time_runs_from_the_start_of_training_across_evaluations(tmp_path, monkeypatch):
+    """The bar is set aside during each evaluation and drawn again after it; its elapsed time goes on from the
+    start of training (it used to restart at 00:00). tqdm's clock is a fake one that only the evaluations move:
+    125 s each, at steps 2 and 4, so the last frame shows 04:10 (00:00 when the bar restarts)."""
+    tqdm_std = pytest.importorskip("tqdm.std")
+    now = [1000.0]
+    monkeypatch.setattr(tqdm_std, "time", lambda: now[0])
+
+    class SlowEvaluation(TinyLMTask):
+        def evaluate(self, model):
+            now[0] += 125.0
+            return super().evaluate(model)
+
+    screen = _Terminal()
+    settings = TrainSettings(steps=4, batch_size=2, eval_every=2, log_every=1, plot=False, warmup=1, report="none")
+    Trainer(SlowEvaluation(), settings, tmp_path, console=Console(stream=screen)).fit()
+    frames = [f for f in screen.getvalue().replace("\n", "\r").split("\r") if f.startswith("train:")]
+    screen.close()
+    assert frames and "4/4 [04:10<" in frames[-1], frames
+
+
 def test_a_terminal_of_size_0x0_gets_plain_lines(tmp_path):
     """A new tmux pane or an IDE console can report 0 columns: tqdm would draw a bar of width zero and each
     status line would be erased by the next, so nothing was seen for minutes. Such a terminal gets a log's lines."""
@@ -233,7 +254,7 @@ def test_under_torchrun_only_rank_0_prints_and_writes_event_files(tmp_path, keys
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stderr.count("train gpt-char: ") == 1 and done.stderr.count("step 4/4") == 1, done.stderr
     assert "split over 2 processes" in done.stderr
-    assert done.stdout.count('"recipe": "gpt-char"') == 1, done.stdout  # the result, printed once
+    assert done.stdout.count("gpt-char: 4 steps in ") == 1, done.stdout  # the final summary, printed once
     assert len(_events(out)) == (1 if _has("tensorboard") else 0)
     assert len((out / "metrics.csv").read_text().splitlines()) == 1 + 4  # header + one row per step, not two
 

@@ -6,8 +6,9 @@ build(params) -> Task, that turns resolved settings into the model, its data, it
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,19 @@ def say(p: dict[str, Any], text: str) -> None:
         status(text)
 
 
+@contextlib.contextmanager
+def phase(p: dict[str, Any], what: str) -> Iterator[None]:
+    """One step of preparing the run, shown while it works and then with the seconds it took: run_train passes
+    its Console's phase as p["phase"] (a build called outside a run has none and says nothing). Every slow step
+    of a build runs inside one, so preparing a large corpus is never minutes of silence."""
+    show = p.get("phase")
+    if show is None:
+        yield
+        return
+    with show(what):
+        yield
+
+
 def read_corpus(path: str | None) -> str:
     """The text of `path` (a UTF-8 file or a folder of .txt files), or the CPython docs when path is empty."""
     if not path:
@@ -95,7 +109,8 @@ def open_corpus(p: dict[str, Any], chars: bool = False) -> tuple[sources.CorpusS
     """(the corpus data= / text_field= name, its one checking pass), before any tokenizer trains: bad input is
     refused first, by file and line. chars: the pass also collects the characters (gpt-char's vocabulary)."""
     source = corpus_source(p["data"], p["text_field"])
-    return source, scan_corpus(source, chars=chars)
+    with phase(p, f"reading and checking {'the CPython documentation' if not p['data'] else p['data']}"):
+        return source, scan_corpus(source, chars=chars)
 
 
 def trained_tokenizer(p: dict[str, Any], recipe: str, kind: str, train: Callable[[], Any]):
@@ -105,10 +120,9 @@ def trained_tokenizer(p: dict[str, Any], recipe: str, kind: str, train: Callable
     """
     tokenizer = p.get("tokenizer")
     if tokenizer is None:
-        say(p, f"{recipe}: training a {p['vocab_size']:,}-token {kind} tokenizer on the corpus (once for this run; "
-               "--resume reuses it) ...")
-        tokenizer = train()
-        say(p, f"{recipe}: tokenizer trained; preparing the data and building the model ...")
+        with phase(p, f"{recipe}: training a {p['vocab_size']:,}-token {kind} tokenizer on the corpus (once for "
+                      "this run; --resume reuses it)"):
+            tokenizer = train()
     return tokenizer
 
 
@@ -134,8 +148,9 @@ class CorpusTask(Task):
             self._scratch = tempfile.TemporaryDirectory(prefix="attnlab-tokens-")  # removed with the task
             directory = Path(self._scratch.name)
         scan = scan or scan_corpus(source)
-        data, self.data_reused = TokenFile.prepare(source, tokenizer, directory, p["val_fraction"],
-                                                   min_tokens=min_tokens, purpose=purpose, scan=scan)
+        with phase(p, f"tokenizing the corpus into {directory} (reused when already built)"):
+            data, self.data_reused = TokenFile.prepare(source, tokenizer, directory, p["val_fraction"],
+                                                       min_tokens=min_tokens, purpose=purpose, scan=scan)
         return data
 
     @property

@@ -37,6 +37,8 @@ class ClipMnistTask(Task):
     """Images vs their label written as words in several languages; InfoNCE where every caption of the same
     digit counts as a positive (a batch of 64 holds each digit several times)."""
 
+    reports_val_loss = False  # zero-shot accuracy only: no checkpoint ranks as "best", no patience=
+
     def __init__(self, p, batch_size):
         self.p = p
         self.train_x, self.train_y, self.test_x, self.test_y = split_images(p["test_size"], p["split_seed"],

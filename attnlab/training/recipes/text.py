@@ -22,7 +22,16 @@ from attnlab.data.streaming import paragraphs_of
 from attnlab.generation import generate
 from attnlab.objectives import next_token_loss
 from attnlab.storage import atomic_write
-from attnlab.training.recipes.base import EVAL_WINDOWS, CorpusTask, Recipe, open_corpus, split_pieces, trained_tokenizer
+from attnlab.threads import using_threads
+from attnlab.training.recipes.base import (
+    EVAL_WINDOWS,
+    CorpusTask,
+    Recipe,
+    open_corpus,
+    phase,
+    split_pieces,
+    trained_tokenizer,
+)
 
 SAMPLE_PROMPTS = ("def ", "The ")
 SAMPLE_TEMPERATURE = 0.8
@@ -43,9 +52,12 @@ class CausalLMTask(CorpusTask):
                              position=p["position"], activation=p["activation"], norm=p["norm"],
                              norm_placement=p["norm_placement"], dropout=p["dropout"],
                              scaled_residual_init=p["scaled_residual_init"], name=name)
-        self.model = build_model(config)
-        self.bigram = bigram_loss(split_pieces(self.data, "train", overlap=1), self.val_windows,
-                                  tokenizer.vocab_size)  # the same split, counted piece by piece
+        with phase(p, f"{name}: building the model"):
+            self.model = build_model(config)
+        train_tokens = len(self.data.tokens("train"))
+        with phase(p, f"{name}: counting the bigram baseline on {train_tokens:,} training tokens"):
+            self.bigram = bigram_loss(split_pieces(self.data, "train", overlap=1), self.val_windows,
+                                      tokenizer.vocab_size)  # the same split, counted piece by piece
         # the evaluation runs windows in groups of the training batch: a no-grad forward of that many windows
         # holds less than a training step does, so evaluating never raises the run's peak memory (64 at a time
         # raised the baby GPT's peak by ~15-20 MB)
@@ -79,6 +91,10 @@ class CausalLMTask(CorpusTask):
             scored += len(chunk)
             self.evaluated(scored, len(self.val_windows))
         return {"val_loss": total / count, "bigram_val_loss": self.bigram}
+
+    def report_what(self) -> str:
+        return (f"sampling {len(SAMPLE_PROMPTS)} texts of {self.p['sample_tokens']} tokens into samples.txt"
+                if self.p["sample_tokens"] else "no samples (sample_tokens=0)")
 
     def report(self, model, out: Path) -> dict[str, Any]:
         """Samples from the trained model (attnlab.generate, temperature 0.8), written to samples.txt;
@@ -120,7 +136,18 @@ def bigram_loss(train_ids, val_windows: torch.Tensor, vocab_size: int) -> float:
     Memory: only what the score needs is counted: the train count of each distinct val pair and of each id as the
     first of a pair (V numbers), plus temporaries of BIGRAM_CHUNK ids. A V x V table of counts would be 312 MB for
     a 6,245-character vocabulary and 20 GB for 50k tokens. The numbers are those of the V x V table: every count
-    is an integer held exactly in float64, so (pair + 1) / (first + V) is the same division."""
+    is an integer held exactly in float64, so (pair + 1) / (first + V) is the same division.
+    Threads: one, whatever the caller's count. The count is many small searchsorted / gather / index_add_ calls
+    (64 Ki ids each) where a second thread adds a barrier per call and no speed: 4M random ids over a 200-token
+    vocabulary took 0.7 s on one thread and 2.4-2.7 s on two on the 2-core machine with the other core idle, and
+    a 37.6M-token corpus 0.9 s of CPU on one thread against 205-309 s of wall time on two with that core busy
+    (2026-12-06; the training loop's rule, attnlab.threads: never more threads than measured best)."""
+    with using_threads(1):
+        return _bigram_loss(train_ids, val_windows, vocab_size)
+
+
+def _bigram_loss(train_ids, val_windows: torch.Tensor, vocab_size: int) -> float:
+    """bigram_loss's count, on the caller's threads."""
     prev, nxt = val_windows[:, :-1].flatten(), val_windows[:, 1:].flatten()  # (n,) each: the scored pairs
     wanted, which = torch.unique(prev * vocab_size + nxt, return_inverse=True)  # (u,) sorted pair ids; (n,)
     pairs = torch.zeros(len(wanted), dtype=torch.float64)  # train count of each wanted pair

@@ -56,6 +56,8 @@ class TranslateNumbersTask(Task):
     its exact match for that pair is 0 (the evaluation reports how many such targets, `unseen_targets`).
     """
 
+    reports_val_loss = False  # exact match of greedy translations: no checkpoint ranks as "best", no patience=
+
     def __init__(self, p):
         num2words = require("num2words", "data", "the translate-numbers recipe").num2words
 
@@ -151,6 +153,9 @@ class TranslateNumbersTask(Task):
         if not self.from_file:
             return {"exact_match": correct / n}
         return {"exact_match": correct / n, "held_out": n, "unseen_targets": unseen}
+
+    def report_what(self) -> str:
+        return f"translating {min(8, len(self.test_idx))} held-out pairs into samples.txt"
 
     def report(self, model, out: Path) -> dict[str, Any]:
         model.eval()
