@@ -74,7 +74,7 @@ def _hf_model(case: str, std: float = 0.05, peaked: bool = False):
     model = getattr(transformers, model_class)(config).eval()
     gen = torch.Generator().manual_seed(1)
     with torch.no_grad():
-        for name, p in model.named_parameters():
+        for p in model.parameters():
             if peaked and p.dim() >= 2:
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.15)
             else:

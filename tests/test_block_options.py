@@ -1,0 +1,241 @@
+"""The block options of the open decoder families, each against an independent computation.
+
+- RoPE scalings (llama3, YaRN, linear, dynamic NTK): the frequencies written out pair by pair in float64 from the
+  published rules; tolerance 1e-6 relative (attnlab computes in float32, as Hugging Face does);
+- the sliding window: the mask against a double loop; a one-layer model's last logits against the same model
+  without a window reading only the last `window` tokens (RoPE is relative: the same scores); the KV cache
+  against recomputing the whole sequence, well past the window;
+- the per-head q/k norm and biases on W_Q, W_K, W_V only: one attention layer in float64 against the textbook
+  formula written out here.
+Models are tiny and seeded.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+import attnlab
+from attnlab.cache import KVCache
+from attnlab.config import ModelConfig
+from attnlab.errors import ConfigError
+from attnlab.layers.attention import Attention
+from attnlab.layers.masks import causal_mask
+from attnlab.layers.positions import Rotary, rope_frequencies
+
+LLAMA3 = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_len": 8192}
+
+
+def _plain(d_head: int, theta: float) -> list[float]:
+    return [theta ** (-2 * i / d_head) for i in range(d_head // 2)]
+
+
+def test_llama3_frequencies_follow_the_three_bands():
+    """Llama 3.1: wavelengths under L0/high kept, over L0/low divided by the factor, a linear blend in 1/wavelength
+    between. theta and d_head of Llama 3.1 8B, so that all three bands hold pairs."""
+    d_head, theta = 128, 500000.0
+    got = rope_frequencies(d_head, theta, LLAMA3)[0].double()
+    bands = {"kept": 0, "divided": 0, "blended": 0}
+    expected = []
+    for f in _plain(d_head, theta):
+        wavelength = 2 * math.pi / f
+        if wavelength < 8192 / 4.0:
+            bands["kept"] += 1
+            expected.append(f)
+        elif wavelength > 8192 / 1.0:
+            bands["divided"] += 1
+            expected.append(f / 8.0)
+        else:
+            bands["blended"] += 1
+            smooth = (8192 / wavelength - 1.0) / (4.0 - 1.0)
+            expected.append((1 - smooth) * f / 8.0 + smooth * f)
+    assert min(bands.values()) > 0, bands
+    torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float64), rtol=1e-6, atol=0)
+
+
+@pytest.mark.parametrize("truncate", [True, False])
+def test_yarn_frequencies_and_temperature(truncate):
+    """YaRN: pair i keeps its speed above beta_fast turns in L0, is interpolated by the factor below beta_slow,
+    a linear ramp between; cos and sin are multiplied by 0.1 ln(factor) + 1."""
+    d_head, theta, factor, original = 64, 10000.0, 4.0, 2048
+    scaling = {"type": "yarn", "factor": factor, "original_max_len": original, "truncate": truncate}
+    inv_freq, attention_factor = rope_frequencies(d_head, theta, scaling)
+
+    def pair_at(turns):  # the pair whose wavelength fits `turns` times into the original context
+        return d_head * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(theta))
+
+    low, high = pair_at(32), pair_at(1)
+    if truncate:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d_head - 1)
+    expected = []
+    for i, f in enumerate(_plain(d_head, theta)):
+        interpolated = min(max((i - low) / (high - low), 0.0), 1.0)  # 0: kept, 1: divided by the factor
+        expected.append(f * (1 - interpolated) + f / factor * interpolated)
+    torch.testing.assert_close(inv_freq.double(), torch.tensor(expected, dtype=torch.float64), rtol=1e-6, atol=0)
+    assert attention_factor == pytest.approx(0.1 * math.log(factor) + 1)
+    kept = inv_freq.double() / torch.tensor(_plain(d_head, theta), dtype=torch.float64)
+    assert float(kept[0]) == pytest.approx(1.0) and float(kept[-1]) == pytest.approx(1 / factor)
+
+
+def test_linear_and_dynamic_frequencies():
+    d_head, theta = 16, 10000.0
+    plain = torch.tensor(_plain(d_head, theta), dtype=torch.float64)
+    linear = rope_frequencies(d_head, theta, {"type": "linear", "factor": 4.0})[0].double()
+    torch.testing.assert_close(linear, plain / 4, rtol=1e-6, atol=0)
+    dynamic = {"type": "dynamic", "factor": 2.0, "original_max_len": 32}
+    for length in (1, 32):  # up to the pre-training length nothing changes
+        torch.testing.assert_close(rope_frequencies(d_head, theta, dynamic, length)[0].double(), plain,
+                                   rtol=1e-6, atol=0)
+    base = theta * (2.0 * 96 / 32 - 1.0) ** (d_head / (d_head - 2))  # NTK: theta grows with the length
+    torch.testing.assert_close(rope_frequencies(d_head, theta, dynamic, 96)[0].double(),
+                               torch.tensor(_plain(d_head, base), dtype=torch.float64), rtol=1e-6, atol=0)
+
+
+def test_yarn_multiplies_cos_and_sin():
+    rotary = Rotary(8, 10000.0, {"type": "yarn", "factor": 4.0, "original_max_len": 16})
+    cos, sin = rotary(torch.arange(5)[None])
+    assert torch.allclose(cos ** 2 + sin ** 2, torch.full_like(cos, (0.1 * math.log(4.0) + 1) ** 2))
+
+
+@pytest.mark.parametrize("q_len, k_len, window", [(7, 7, 3), (1, 9, 4), (3, 10, 2), (5, 5, 5)])
+def test_sliding_window_mask_by_double_loop(q_len, k_len, window):
+    expected = torch.zeros(q_len, k_len, dtype=torch.bool)
+    for i in range(q_len):
+        position = i + k_len - q_len  # the query's place in the whole sequence (a cache holds the rest)
+        for j in range(k_len):
+            expected[i, j] = position - window < j <= position
+    assert torch.equal(causal_mask(q_len, k_len, window=window), expected)
+
+
+def _decoder(**changes) -> torch.nn.Module:
+    torch.manual_seed(0)
+    config = ModelConfig(**{**dict(topology="decoder", vocab_size=50, d_model=32, n_heads=4, n_kv_heads=2, d_ff=48,
+                                   n_layers=2, position="rope", activation="swiglu", norm="rmsnorm", bias=False,
+                                   tie_embeddings=False), **changes})
+    model = attnlab.build_model(config).eval()
+    with torch.no_grad():  # gains and biases away from 1 and 0, so that dropping one shows
+        for p in model.parameters():
+            p.add_(torch.randn_like(p) * 0.05)
+    return model
+
+
+def test_one_layer_window_reads_only_the_last_window_tokens():
+    window = 4
+    ids = torch.randint(0, 50, (2, 11), generator=torch.Generator().manual_seed(1))
+    model = _decoder(n_layers=1, sliding_window=window)
+    with torch.no_grad():
+        windowed = model(ids).logits[:, -1]
+        model.config.sliding_window = None  # the same weights, no window, fed only the tokens the window keeps
+        alone = model(ids[:, -window:]).logits[:, -1]
+        everything = model(ids).logits[:, -1]
+    assert (windowed - alone).abs().max() <= 1e-5
+    assert (windowed - everything).abs().max() > 1e-2  # the window does hide something here
+
+
+@pytest.mark.parametrize("changes", [dict(sliding_window=3), dict(sliding_window=3, n_kv_heads=4),
+                                     dict(qk_norm="head", qkv_bias=True, d_head=12),
+                                     dict(rope_scaling={"type": "yarn", "factor": 4.0, "original_max_len": 8})])
+def test_cache_equals_recompute_past_the_window(changes):
+    """Step by step through the KV cache (prompt 5, then 9 single tokens: 14 positions, window 3) gives the logits
+    of one forward over the whole sequence."""
+    model = _decoder(**changes)
+    ids = torch.randint(0, 50, (2, 14), generator=torch.Generator().manual_seed(2))
+    cache = KVCache.for_model(model, batch=2, capacity=14)
+    with torch.no_grad():
+        whole = model(ids).logits
+        steps = [model(ids[:, :5], cache=cache).logits]
+        steps += [model(ids[:, t:t + 1], cache=cache).logits for t in range(5, 14)]
+    assert (torch.cat(steps, dim=1) - whole).abs().max() <= 1e-5
+
+
+def test_recording_path_equals_fast_path_with_every_option():
+    model = _decoder(qk_norm="head", qkv_bias=True, sliding_window=3,
+                     rope_scaling={"type": "llama3", **{k: v for k, v in LLAMA3.items() if k != "type"}})
+    ids = torch.randint(0, 50, (2, 9), generator=torch.Generator().manual_seed(3))
+    mask = torch.tensor([[1] * 9, [1] * 6 + [0] * 3])
+    with torch.no_grad():
+        fast = model(ids, attention_mask=mask).logits
+        with attnlab.recording.capture(model) as store:
+            slow = model(ids, attention_mask=mask).logits
+    assert any(k.endswith("attn.weights") for k in store)
+    assert (fast - slow)[mask.bool()].abs().max() <= 1e-5
+
+
+def test_qk_norm_and_qkv_bias_by_hand():
+    """softmax(q' k'^T / sqrt(d_head)) V W_O with q' = RoPE(g_q * q / rms(q)) per head (k' alike), biases on
+    Q, K, V only, written out in float64 (the module run in float64 too)."""
+    config = ModelConfig(topology="decoder", d_model=16, n_heads=4, n_kv_heads=2, d_head=6, position="rope",
+                         norm="rmsnorm", norm_eps=1e-6, bias=False, qkv_bias=True, qk_norm="head")
+    torch.manual_seed(0)
+    attn = Attention(config).double()
+    assert attn.out.bias is None and attn.qkv.bias is not None
+    with torch.no_grad():
+        for p in attn.parameters():
+            p.copy_(torch.randn_like(p))
+    x = torch.randn(1, 5, 16, dtype=torch.float64)
+    rope = Rotary(6)(torch.arange(5)[None])
+    with torch.no_grad():
+        got = attn(x, is_causal=True, rope=tuple(t.double() for t in rope))[0]
+
+    w, b = attn.qkv.weight, attn.qkv.bias
+    q_all, k_all, v_all = (x[0] @ w.T + b).split((24, 12, 12), dim=-1)  # (5, heads * 6) each
+    freqs = [10000.0 ** (-2 * i / 6) for i in range(3)]
+
+    def norm_and_rotate(vec, gain, pos):
+        vec = vec / torch.sqrt((vec ** 2).mean() + 1e-6) * gain
+        out = vec.clone()
+        for i, f in enumerate(freqs):  # pair (i, i + 3) turned by pos * f
+            c, s = math.cos(pos * f), math.sin(pos * f)
+            out[i], out[i + 3] = vec[i] * c - vec[i + 3] * s, vec[i + 3] * c + vec[i] * s
+        return out
+
+    heads = []
+    for h in range(4):
+        g = h // 2  # two query heads share each key/value head
+        rows = []
+        for t in range(5):
+            q = norm_and_rotate(q_all[t, 6 * h:6 * h + 6], attn.q_norm.weight, t)
+            keys = [norm_and_rotate(k_all[j, 6 * g:6 * g + 6], attn.k_norm.weight, j) for j in range(t + 1)]
+            scores = torch.stack([q @ k for k in keys]) / math.sqrt(6)
+            weights = scores.softmax(0)
+            rows.append(sum(weights[j] * v_all[j, 6 * g:6 * g + 6] for j in range(t + 1)))
+        heads.append(torch.stack(rows))
+    expected = torch.cat(heads, dim=-1) @ attn.out.weight.T
+    # attnlab's rotary angles are float32 (as Hugging Face's): cos and sin agree with float64's to ~1e-7
+    torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-6)
+
+
+def test_options_round_trip_through_an_attnlab_checkpoint(tmp_path):
+    model = _decoder(qk_norm="head", qkv_bias=True, sliding_window=3,
+                     rope_scaling={"type": "yarn", "factor": 4.0, "original_max_len": 8, "beta_fast": 16.0})
+    model.save(tmp_path)
+    loaded, _ = attnlab.load(tmp_path)
+    assert loaded.config == model.config
+    ids = torch.randint(0, 50, (1, 12), generator=torch.Generator().manual_seed(4))
+    with torch.no_grad():
+        assert torch.equal(loaded(ids).logits, model(ids).logits)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(qk_norm="all"), "qk_norm='all': unknown value; allowed: none, head"),
+    (dict(sliding_window=0), "sliding_window=0: must be a positive integer"),
+    (dict(rope_scaling={"type": "longrope", "factor": 2.0}), "'type' must be one of linear, dynamic, llama3, yarn"),
+    (dict(rope_scaling={"type": "linear"}), "type 'linear' needs factor"),
+    (dict(rope_scaling={"type": "linear", "factor": 2.0, "beta": 1}), r"unknown keys \['beta'\]"),
+    (dict(rope_scaling={"type": "linear", "factor": -2.0}), "'factor' must be a positive finite number"),
+    (dict(rope_scaling={**LLAMA3, "high_freq_factor": 0.5}), "'high_freq_factor' must exceed 'low_freq_factor'"),
+    (dict(position="learned", rope_scaling={"type": "linear", "factor": 2.0}), "needs position='rope'"),
+])
+def test_bad_options_are_refused_in_one_line(changes, message):
+    base = dict(topology="decoder", position="rope")
+    with pytest.raises(ConfigError, match=message) as info:
+        ModelConfig(**{**base, **changes})
+    assert "\n" not in str(info.value)
+
+
+def test_sliding_window_needs_a_decoder():
+    with pytest.raises(ConfigError, match="sliding_window=4: a sliding window is a causal decoder's option"):
+        ModelConfig(topology="encoder", sliding_window=4)
