@@ -35,7 +35,8 @@ def _attention(config: ModelConfig, cross: bool) -> int:
     q, kv = config.n_heads * config.head_dim, config.kv_heads * config.head_dim
     if cross:
         return _linear(d, q, bias) + _linear(d, 2 * kv, bias) + _linear(q, d, bias)
-    return _linear(d, q + 2 * kv, bias) + _linear(q, d, bias)
+    qk_norms = 2 * config.head_dim if config.qk_norm == "head" else 0  # a gain of d_head for q's and for k's
+    return _linear(d, q + 2 * kv, config.attn_qkv_bias) + _linear(q, d, bias) + qk_norms
 
 
 def _feedforward(config: ModelConfig) -> int:
@@ -159,11 +160,16 @@ def formula_gap(config: ModelConfig) -> list[tuple[str, int]]:
         ("FFN shapes (d_ff != 4d, gated)", n_self * (d * up + ff * d - 8 * d * d)),
         ("cross-attention matrices", n_cross * (d * qw + d * 2 * kvw + qw * d)),
     ]
+    qkv_biases = n_self * (qw + 2 * kvw) if config.attn_qkv_bias else 0  # Qwen2: these without the others
     if config.bias:
-        gap.append(("biases", n_self * (qw + 2 * kvw + d + up + d) + n_cross * (qw + 2 * kvw + d)))
+        gap.append(("biases", qkv_biases + n_self * (d + up + d) + n_cross * (qw + 2 * kvw + d)))
+    elif qkv_biases:
+        gap.append(("biases on W_Q, W_K, W_V", qkv_biases))
     n_norms = 2 * n_self + n_cross + stacks * (int(config.embedding_norm) + int(config.has_final_norm))
     n_norms += int(lm_head and config.lm_head_transform)
     gap.append(("norms", n_norms * norm_size))
+    if config.qk_norm == "head":
+        gap.append(("q/k norms (a gain per head feature)", n_self * 2 * config.head_dim))
     if config.position == "learned":
         rows = config.n_patches + 1 if vit else config.max_len
         gap.append(("positions beyond L*d (offset rows, second stack)",

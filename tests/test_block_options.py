@@ -18,12 +18,14 @@ import pytest
 import torch
 
 import attnlab
+from attnlab.build import build_model
 from attnlab.cache import KVCache
 from attnlab.config import ModelConfig
 from attnlab.errors import ConfigError
 from attnlab.layers.attention import Attention
 from attnlab.layers.masks import causal_mask
 from attnlab.layers.positions import Rotary, rope_frequencies
+from attnlab.parameter_count import closed_form, exact_parameters, formula_gap
 
 LLAMA3 = {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_len": 8192}
 
@@ -239,3 +241,15 @@ def test_bad_options_are_refused_in_one_line(changes, message):
 def test_sliding_window_needs_a_decoder():
     with pytest.raises(ConfigError, match="sliding_window=4: a sliding window is a causal decoder's option"):
         ModelConfig(topology="encoder", sliding_window=4)
+
+
+@pytest.mark.parametrize("changes", [dict(qkv_bias=True), dict(qkv_bias=True, bias=True),
+                                     dict(qkv_bias=False, bias=True), dict(qk_norm="head", d_head=12),
+                                     dict(qk_norm="head", qkv_bias=True)])
+def test_parameter_count_knows_the_options(changes):
+    """The torch-free count (`attnlab models`, `attnlab params`) equals the built model's, and so does the seeds'
+    closed form plus its itemised gap."""
+    config = _decoder(**changes).config
+    built = build_model(config, device="meta").num_parameters()
+    assert exact_parameters(config) == built
+    assert closed_form(config) + sum(count for _, count in formula_gap(config)) == built
