@@ -150,3 +150,46 @@ def test_mixture_of_experts_is_refused_by_name(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "qwen2_moe", "vocab_size": 99}')
     with pytest.raises(CheckpointError, match="model_type='qwen2_moe' is not supported; supported families: .*qwen3"):
         attnlab.load(tmp_path)
+
+
+def measured_figures(directory) -> list[tuple[str, float, str]]:
+    """(case, max |logits difference| at real tokens, greedy tokens equal?) for every case here and every family of
+    conftest.py, each read back from a directory transformers wrote: the figures of docs/interop.md's table."""
+    from conftest import FAMILIES, hf_logits, make_hf
+
+    rows = []
+    for family in FAMILIES:
+        hf = make_hf(family)
+        hf.save_pretrained(directory / family)
+        ours, _ = attnlab.load(directory / family)
+        inputs = hf_inputs(family)
+        with torch.no_grad():
+            expected = hf_logits(hf(**inputs))
+        where = None if family == "vit" else real(inputs)
+        rows.append((family, max_diff(expected, run_ours(ours, inputs).logits, where), "not run here"))
+    for case in CASES:
+        hf, ours = _saved(case, directory / case)
+        inputs = hf_inputs("llama")
+        with torch.no_grad():
+            expected = hf(**inputs).logits
+        diff = max_diff(expected, run_ours(ours, inputs).logits, real(inputs))
+        hf, ours = _saved(case, directory / f"{case}-peaked", peaked=True)
+        prompts = torch.tensor([[5, 17, 3, 44, 9, 12], [21, 8, 33, 2, 71, 90]])
+        with torch.no_grad():
+            theirs = hf.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=8,
+                                 do_sample=False, eos_token_id=None, pad_token_id=0)
+        same = attnlab.generate(ours, prompts, max_new_tokens=8, eos_token_id=None).sequences.tolist() == \
+            theirs.tolist()
+        rows.append((case, diff, "identical" if same else "DIFFERENT"))
+    return rows
+
+
+if __name__ == "__main__":  # python tests/parity/test_parity_open_families.py: the figures, one line per case
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    with tempfile.TemporaryDirectory() as tmp:
+        for case, diff, tokens in measured_figures(Path(tmp)):
+            print(f"{case:28s} max |logits diff| {diff:.1e}   greedy tokens (8 new, KV cache): {tokens}")
