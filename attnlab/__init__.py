@@ -22,8 +22,8 @@ _LAZY = {
     "intervene": "attnlab.interventions", "logit_lens": "attnlab.interventions",
     "ablate_heads": "attnlab.interventions", "patch": "attnlab.interventions", "steer": "attnlab.interventions",
     "head_sweep": "attnlab.interventions", "trace_residual": "attnlab.interventions",
-    "attribution_patch": "attnlab.attribution", "exact_patch": "attnlab.attribution",
-    "direct_logit_attribution": "attnlab.logit_attribution",
+    "attribution_patch": "attnlab.interventions.attribution", "exact_patch": "attnlab.interventions.attribution",
+    "direct_logit_attribution": "attnlab.interventions.logit_attribution",
 }
 
 

@@ -128,9 +128,9 @@ def read_model_config(spec):
     if kind == "attnlab":
         return read_config(path)
     if kind == "gguf":
-        from attnlab.interop.gguf import _reader, config_from_gguf
+        from attnlab.interop.gguf import config_from_gguf, open_reader
 
-        return config_from_gguf(_reader(path), str(path))
+        return config_from_gguf(open_reader(path), str(path))
     return load(path)[0].config
 
 

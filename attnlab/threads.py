@@ -261,8 +261,8 @@ def cache_file() -> Path:
 
 
 @functools.cache
-def _cpu_name() -> str:
-    from attnlab.cost.peak import _cpu_name as name
+def cpu_name() -> str:
+    from attnlab.cost.peak import cpu_name as name
 
     return name()
 
@@ -389,7 +389,7 @@ def probe_key(model: nn.Module, weights: dict, rows: int, blocks: dict | None = 
                       + [f"{o}x{i}:{fmt}*{n}" for (o, i, fmt), n in sorted(blocks.items())])
     kind = ("cached step, kernels apart" if kernels_only(model, rows, rows) else "cached step") if _lm_decoder(model) \
         else "matmul"
-    return (f"cpu:{_cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
+    return (f"cpu:{cpu_name()}|cores {allowed_cores()}|torch {torch.__version__}|{dtype}|rows {_row_class(rows)}"
             f"|{kind}|{shapes}")
 
 

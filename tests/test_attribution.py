@@ -1,4 +1,4 @@
-"""Attribution patching (attnlab.attribution), against exact patching written out cell by cell.
+"""Attribution patching (attnlab.interventions.attribution), against exact patching written out cell by cell.
 
 - exact_patch equals patching one cell per forward by hand (a plain edit function), every grid;
 - with corrupted = clean + eps * d at the embeddings (a float64 model), the estimate equals exact patching to
@@ -15,10 +15,10 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.attribution import GRIDS, attribution_patch, exact_patch, site_names
 from attnlab.errors import InputError
+from attnlab.interventions.attribution import GRIDS, attribution_patch, exact_patch, site_names
+from attnlab.interventions.readouts import clean_run
 from attnlab.models.stack import Stack
-from attnlab.readouts import clean_run
 
 TARGET = 5
 

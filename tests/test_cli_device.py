@@ -102,7 +102,7 @@ def test_explore_on_cpu_serves_its_models_from_the_cpu(tiny_paths, capsys, monke
     from fastapi.testclient import TestClient
 
     from attnlab.explorer import api
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     paths = [tiny_paths["decoder"], tiny_paths["encoder-decoder"]]
     code, out, err, seen = _explore(paths, "cpu", capsys, monkeypatch)
@@ -139,7 +139,7 @@ def test_explore_refuses_cuda_without_cuda_before_its_banner(tiny_paths, capsys,
 def test_a_device_copy_is_for_generation_and_leaves_the_cpu_model(tiny_paths):
     """Off the CPU, a model that generates gets a copy on the device; the views' CPU model is left as it was (the
     meta device stands in for a GPU: the copy and the move are what is checked here, not arithmetic)."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry([tiny_paths["decoder"], tiny_paths["encoder"]], shipped=False, pretrained=False,
                               device=torch.device("meta"))
@@ -162,7 +162,7 @@ def test_cuda_generates_the_tokens_of_the_cpu(tiny_paths, capsys):
 @pytest.mark.parametrize("model_id", ["path1", "path2"])
 def test_explorer_generation_on_cuda_matches_the_cpu(tiny_paths, model_id):
     from attnlab.explorer import api
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     paths = [tiny_paths["decoder"], tiny_paths["encoder-decoder"]]
     gpu = build_registry(paths, shipped=False, pretrained=False, device=torch.device("cuda")).get(model_id)

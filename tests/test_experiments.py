@@ -92,8 +92,8 @@ TEXT = "The quick brown fox jumps over the lazy dog, then naps in the sun. "  # 
 def _formula_ratios(model, tokenizer) -> list[float]:
     """Per (layer, head) of the lesson: measured var(q.k) over the causal pairs / (d_k var(q) var(k)), every
     number read from the lesson's own output (explorer.scaling.scaling_statistics)."""
-    from attnlab.explorer.registry import Loaded
-    from attnlab.explorer.scaling import scaling_statistics
+    from attnlab.explorer.server.registry import Loaded
+    from attnlab.explorer.views.lessons.scaling import scaling_statistics
 
     lm = Loaded("gpt-char", "gpt-char", model, tokenizer, kind="shipped")
     ratios = []
@@ -315,8 +315,8 @@ def test_attention_explanation_null_matches_the_top_keys_mass_and_is_exact_on_eq
     taking the same mass from any keys changes the output alike, so every null drop equals the top key's."""
     import attention_explanation
 
-    from attnlab.explorer.experiments import attention_vs_ablation
-    from attnlab.explorer.registry import Loaded
+    from attnlab.explorer.api import attention_vs_ablation
+    from attnlab.explorer.server.registry import Loaded
 
     g = torch.Generator().manual_seed(0)
     w = torch.softmax(torch.randn(12, generator=g), 0)  # top weight 0.32

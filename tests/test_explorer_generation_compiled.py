@@ -1,5 +1,6 @@
 """The explorer's Generation tab decodes through the compiled step where attnlab.generate would (a quantized model
-with its blocks kept), without making the learner wait for the compile (explorer/generation.py, _step_path).
+with its blocks kept), without making the learner wait for the compile (explorer/views/generation/compute.py,
+_step_path).
 
 The first step finds the step not built in this process: it starts building it in a background thread
 (compiled.build_in_background) and runs eagerly, saying so; once the build is done every one-token step runs
@@ -19,9 +20,9 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.explorer import generation
-from attnlab.explorer.registry import Loaded
-from attnlab.explorer.sessions import GenerationSessions
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.server.sessions import GenerationSessions
+from attnlab.explorer.views.generation import compute as generation
 from attnlab.generation import compiled
 from attnlab.recording import capture
 from attnlab.threads import using_threads

@@ -40,10 +40,7 @@ LAYER_OF = {
     "attnlab.generation": "features", "attnlab.training": "features", "attnlab.cost": "features",
     "attnlab.data": "features", "attnlab.counting": "features", "attnlab.objectives": "features",
     "attnlab.threads": "features",  # how many torch threads generation and training use (a measured policy)
-    "attnlab.interventions": "features",  # edits at the recorder's names, the sweeps and the logit lens
-    "attnlab.attribution": "features",  # attribution patching (the gradient estimate) and exact patching grids
-    "attnlab.logit_attribution": "features",  # each component's direct share of the answer's logit
-    "attnlab.readouts": "features",  # log-probabilities at a position and the logit lens (interventions use them)
+    "attnlab.interventions": "features",  # what reads or changes the forward: edits, sweeps, readouts, attribution
     "attnlab.evaluation": "features",  # perplexity and top-1 agreement of a model on a token sequence
     "attnlab": "faces", "attnlab.__main__": "faces", "attnlab.cli": "faces", "attnlab.explorer": "faces",
     "attnlab.benchmarks": "faces",  # timing attnlab against its peers: above everything it times
@@ -200,9 +197,9 @@ def test_storage_and_models_stay_below_training(module):
 
 
 # the one place a face may reach the other: `attnlab explore` (a command) starts the explorer's server
-FACE_BRIDGES = {("attnlab.cli.explore", "attnlab.explorer.registry"),
-                ("attnlab.cli.explore", "attnlab.explorer.server"),
-                ("attnlab.cli.explore", "attnlab.explorer.classroom")}  # --class: the token printed at start
+FACE_BRIDGES = {("attnlab.cli.explore", "attnlab.explorer.server.registry"),
+                ("attnlab.cli.explore", "attnlab.explorer.server.app"),
+                ("attnlab.cli.explore", "attnlab.explorer.server.classroom")}  # --class: the token printed at start
 
 
 def test_one_face_never_imports_the_other():
@@ -213,4 +210,57 @@ def test_one_face_never_imports_the_other():
                 if (m.startswith("attnlab.explorer") and t.startswith("attnlab.cli"))
                 or (m.startswith("attnlab.cli") and t.startswith("attnlab.explorer") and (m, t) not in FACE_BRIDGES)]
     assert crossing == [], "a face importing another face:\n" + "\n".join(crossing)
-    assert "attnlab.explorer.registry" in GRAPH["attnlab.cli.explore"]  # the checker sees the bridge it allows
+    assert "attnlab.explorer.server.registry" in GRAPH["attnlab.cli.explore"]  # the checker sees the bridge it allows
+
+
+def private_imports(module: str, source: str | None = None) -> list[str]:
+    """Names with one leading underscore that `module` takes from another attnlab module: `from attnlab.x import
+    _y`, and `m._y` where m is an attnlab module it imported (`from attnlab import m`, `import attnlab.m as m`)."""
+    path = MODULES.get(module)
+    tree = ast.parse(source if source is not None else path.read_text())
+    private = lambda name: name.startswith("_") and not name.startswith("__")  # noqa: E731
+    found, aliases = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] == "attnlab"):
+            for alias in node.names:
+                if private(alias.name):
+                    found.append(f"{module} line {node.lineno}: from {node.module} import {alias.name}")
+                elif is_module(f"{node.module}.{alias.name}"):
+                    aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "attnlab" and alias.asname:
+                    aliases[alias.asname] = alias.name
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and private(node.attr) and isinstance(node.value, ast.Name)
+                and node.value.id in aliases and aliases[node.value.id] != module):
+            found.append(f"{module} line {node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    return found
+
+
+def test_no_module_uses_another_modules_private_name():
+    """An underscore says "only this module uses it": what several modules share has a public name in the module
+    that owns it, so a reader knows what they may change without looking for callers elsewhere."""
+    found = [line for m in MODULES for line in private_imports(m)]
+    assert found == [], "private names used across modules:\n" + "\n".join(found)
+
+
+def test_the_private_name_check_sees_both_forms():
+    source = "from attnlab.readouts import _lm_parts\nfrom attnlab import threads\nthreads._cpu_name()\n"
+    assert len(private_imports("attnlab.cost.peak", source)) == 2
+    assert private_imports("attnlab.cost.peak", "from attnlab.threads import choose\nx._y\n") == []
+
+
+EXPLORER_VIEWS = "attnlab.explorer.views"
+
+
+def test_a_router_imports_no_other_router_and_the_machinery_no_view():
+    """The explorer's layout (explorer/views/__init__.py): a view's router imports its own view, the machinery
+    (explorer/server) and the library, never another router; the machinery imports no view, except the app, which
+    includes every view's router."""
+    routers = [m for m in MODULES if m.startswith(EXPLORER_VIEWS) and m.rsplit(".", 1)[-1] == "routes"]
+    assert len(routers) >= 19, routers  # every tab and every Experiments view has one
+    wrong = [f"{m} imports {t}" for m in routers for t in GRAPH[m] if t in routers and t != m]
+    wrong += [f"{m} imports {t}" for m in MODULES if m.startswith("attnlab.explorer.server")
+              and m != "attnlab.explorer.server.app" for t in GRAPH[m] if t.startswith(EXPLORER_VIEWS)]
+    assert wrong == [], "\n".join(wrong)

@@ -1,4 +1,5 @@
-"""Direct logit attribution (attnlab.logit_attribution), against the model's own logits and a hand computation.
+"""Direct logit attribution (attnlab.interventions.logit_attribution), against the model's own logits and a hand
+computation.
 
 - the parts (heads, W_O biases, MLPs, embedding, the norm's beta and the head's bias) add up to the model's
   logit difference, float32 models to float32 rounding: LayerNorm and RMSNorm (tiny-llama: RoPE, GQA), tied and
@@ -15,7 +16,7 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.logit_attribution import direct_logit_attribution
+from attnlab.interventions.logit_attribution import direct_logit_attribution
 
 ANSWER, CONTRAST = 5, 9
 

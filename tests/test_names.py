@@ -131,7 +131,7 @@ def test_explore_takes_names(monkeypatch):
 
 
 def test_the_explorer_reads_the_same_name_table():
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry()
     for name in names.model_names():

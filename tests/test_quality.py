@@ -134,7 +134,7 @@ def test_quantize_defaults_to_none_and_none_changes_nothing(capsys):
 
 
 def test_registry_refuses_an_unknown_scheme_and_labels_the_quantized_models():
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     with pytest.raises(attnlab.InputError, match="none, int8, int4"):
         build_registry([], shipped=False, pretrained=False, quantize="int2")
@@ -165,7 +165,7 @@ def test_generate_quantizes_the_model_it_runs(scheme, monkeypatch, capsys):
 @needs_quantize
 @pytest.mark.parametrize("scheme", ["int8", "int4"])
 def test_explorer_serves_the_quantized_model(scheme):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     quantize = attnlab.quantize
     served = build_registry([GPT_CHAR], shipped=False, pretrained=False, quantize=scheme).get("path").model
@@ -267,7 +267,7 @@ def test_a_model_stored_quantized_is_left_as_it_is(monkeypatch, capsys):
     """A GGUF whose blocks attnlab.load keeps holds integer codes already: --quantize says so and changes nothing
     (quantizing 4-bit codes again would only lose precision), in `generate` and in the explorer."""
     from attnlab.cli import quantizing
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     def stored_quantized(*args, **kwargs):
         model, tokenizer = real_load(GPT_CHAR)
@@ -297,8 +297,8 @@ def test_the_explorer_keeps_a_gguf_s_blocks_where_the_kernels_run(tmp_path, monk
     generation view, although its codes are buffers rather than parameters."""
     from gguf_files import write_quantized_gguf
 
-    from attnlab.explorer import registry as reg
-    from attnlab.explorer.common import _param_count
+    from attnlab.explorer.server import registry as reg
+    from attnlab.explorer.server.common import param_count
     from attnlab.layers.quantized import QuantizedLinear
 
     monkeypatch.setattr(reg, "_kernels_run", lambda: kernels)
@@ -309,4 +309,4 @@ def test_the_explorer_keeps_a_gguf_s_blocks_where_the_kernels_run(tmp_path, monk
     assert bool(kept) == kernels
     assert registry.get("path").label.endswith(reg.BLOCKS) == kernels
     expanded, _ = attnlab.load(path, keep_quantized=False)
-    assert _param_count(model) == sum(p.numel() for p in expanded.parameters())  # codes counted as weights
+    assert param_count(model) == sum(p.numel() for p in expanded.parameters())  # codes counted as weights

@@ -337,7 +337,7 @@ def test_generate_command_takes_a_thread_count(capsys):
 def test_explorer_requests_run_with_the_given_threads():
     from fastapi.testclient import TestClient
 
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
 
     with pytest.raises(InputError, match="threads=0.5"):
         create_app(threads=0.5)

@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 nice python -m attnlab.benchmarks.attribution_agreement [--models gpt-char,smollm2]
 
 For each prompt pair (clean, corrupted: same token length, a few tokens changed) it computes the exact grid
-(attnlab.attribution.exact_patch: one patched (layer, position) per row) and the estimate
+(attnlab.interventions.attribution.exact_patch: one patched (layer, position) per row) and the estimate
 (attribution_patch: one clean forward, one corrupted forward, one backward) over blocks.L.resid_pre, and
 prints per pair: Spearman's rank correlation of the two grids, the same without layer 0, the overlap of their
 top-10 cells by |effect|, how many of the estimate's top 10 are real (an exact |effect| of at least half the
@@ -26,9 +26,9 @@ from pathlib import Path
 import torch
 
 import attnlab
-from attnlab.attribution import attribution_patch, exact_patch, site_names
 from attnlab.benchmarks.generate import machine
-from attnlab.readouts import clean_run
+from attnlab.interventions.attribution import attribution_patch, exact_patch, site_names
+from attnlab.interventions.readouts import clean_run
 
 PAIRS = {
     "gpt-char": [

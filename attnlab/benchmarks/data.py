@@ -239,8 +239,8 @@ def baby_nanogpt(corpus: str, work: str, stage: str = "train", steps: str = "1")
     # nano-gpt imports transformers (for from_pretrained), datasets and tiktoken (its data tools) at import time;
     # nanoGPT's own model.py and train.py import only torch and numpy, so they are left out here
     for name in ("transformers", "datasets", "tiktoken"):
-        sys.modules.setdefault(name, peers._Absent(name))
-    GPT, GPTConfig = peers._import_nanogpt()
+        sys.modules.setdefault(name, peers.Absent(name))
+    GPT, GPTConfig = peers.import_nanogpt()
     after_imports = _status("VmRSS")
     work_dir = Path(work)
     if stage == "prepare":

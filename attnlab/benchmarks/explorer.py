@@ -203,8 +203,8 @@ def tiny_app(root: Path, max_concurrent: int | None = None):
     import torch
 
     import attnlab
-    from attnlab.explorer.registry import build_registry
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
+    from attnlab.explorer.server.registry import build_registry
     from attnlab.presets import get as preset
 
     torch.manual_seed(0)

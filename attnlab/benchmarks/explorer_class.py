@@ -53,7 +53,7 @@ def _free_port() -> int:
 
 
 def _smollm2_installed() -> bool:
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     entries = build_registry(shipped=False).list()
     return any(e["id"] == "smollm2" and e["available"] for e in entries)

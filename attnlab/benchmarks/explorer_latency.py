@@ -51,7 +51,7 @@ import time
 import torch
 
 from attnlab.benchmarks.common import interleaved
-from attnlab.cost.peak import _cpu_name
+from attnlab.cost.peak import cpu_name
 
 PROMPT = "Once upon a time, there was"  # 27 characters: gpt-char reads at most 64
 SENTENCE = "the cat sat on the mat because it was warm and the dog lay by the door"
@@ -71,7 +71,7 @@ def ask(client, path: str, body: dict):
 
 def machine() -> dict:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
             "load_average": [round(x, 2) for x in load] if load else None, "python": platform.python_version(),
             "torch": torch.__version__}
 
@@ -101,7 +101,7 @@ def timed(contestants: dict, warmup: int, repeats: int) -> tuple[dict, dict]:
 def _client(registry, threads: int | None = None):
     from fastapi.testclient import TestClient
 
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
 
     return TestClient(create_app(registry, threads=threads), base_url="http://localhost")
 
@@ -137,8 +137,8 @@ def generation_case(client, model_id: str, rounds: int, steps_before: int = 8) -
 
 def attention_case(client, model_id: str, rounds: int) -> dict:
     """Layer/head changes of one sentence: every timed call asks for another (layer, head), as clicking does."""
-    from attnlab.explorer import attention as attention_view
-    from attnlab.explorer.sessions import ByteLRU
+    from attnlab.explorer.server.sessions import ByteLRU
+    from attnlab.explorer.views.attention import compute as attention_view
 
     info = client.get(f"/api/models/{model_id}").json()
     n_layers, n_heads = info["n_layers"], info["n_heads"]
@@ -186,7 +186,7 @@ def attention_case(client, model_id: str, rounds: int) -> dict:
 
 def sentence_of(lm, n: int) -> str:
     """A sentence of exactly `n` tokens (special tokens included), from WORDS; an MLM's ends in [MASK]."""
-    from attnlab.explorer.common import encode
+    from attnlab.explorer.server.common import encode
 
     mask = " " + lm.tokenizer.special["mask"] + " ." if getattr(lm, "tokenizer", None) and lm.tokenizer.mask_id \
         is not None else ""
@@ -202,13 +202,13 @@ def sentence_of(lm, n: int) -> str:
 def experiments_case(client, model_id: str, rounds: int, lens: bool = False) -> dict:
     """The Experiments tab's answers on a 20-token input, each beside one plain forward (the peer)."""
     import attnlab
-    from attnlab.explorer.experiments import _prepare
+    from attnlab.explorer.views.experiments.pairs import prepare
     from attnlab.interventions import logprobs_at
 
     lm = client.app.state.registry.get(model_id)
     model = lm.model
     text = sentence_of(lm, 20)
-    ids, _, position, _ = _prepare(lm, text, None)
+    ids, _, position, _ = prepare(lm, text, None)
     middle = model.config.n_layers // 2
     name = f"blocks.{middle}.resid_pre"
     corrupted = ids.clone()
@@ -248,7 +248,7 @@ SECTION1 = {"ablation": 300, "logit lens": 300, "one patch": 300, "attention vs 
 def tokens_of(lm, n: int) -> str:
     """A text of exactly `n` tokens: sentence_of's words, or for a model that reads characters (gpt-char) the
     first characters of them."""
-    from attnlab.explorer.common import encode
+    from attnlab.explorer.server.common import encode
 
     try:
         return sentence_of(lm, n)
@@ -265,15 +265,15 @@ def section1_case(client, model_id: str, rounds: int) -> dict:
     thread, with the torch threads a request gets). Single answers: `rounds` interleaved rounds; the grids:
     max(1, rounds // 3) rounds each (the exact sweeps are seconds to minutes on a loaded machine)."""
     import attnlab
-    from attnlab.explorer.experiments import _prepare
+    from attnlab.explorer.views.experiments.pairs import prepare
     from attnlab.interventions import logprobs_at
 
     lm = client.app.state.registry.get(model_id)
     model = lm.model
     text = tokens_of(lm, 20)
     corrupted_text = text.replace("old", "new", 1)
-    ids, _, position, _ = _prepare(lm, text, None)
-    corrupted_ids, _, _, _ = _prepare(lm, corrupted_text, None)
+    ids, _, position, _ = prepare(lm, text, None)
+    corrupted_ids, _, _, _ = prepare(lm, corrupted_text, None)
     middle = model.config.n_layers // 2
     clean = attnlab.record(model, ids, names=[f"blocks.{middle}.resid_pre"])
 
@@ -335,7 +335,7 @@ def first_paint_case(registry, rounds: int) -> dict | None:
         return None
     import uvicorn
 
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -380,7 +380,7 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None, help="torch threads per request (default: the server's)")
     args = p.parse_args(argv)
 
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry()
     available = {e.id for e in registry.entries.values() if e.available}

@@ -80,7 +80,7 @@ def hf_vit(config: ModelConfig) -> nn.Module:
 
 
 # ----------------------------------------------------------------------------- nanoGPT (nano-gpt package)
-class _Absent(types.ModuleType):
+class Absent(types.ModuleType):
     """Stand-in for a library nano-gpt imports only for its data tools; any attribute is an empty class."""
 
     def __getattr__(self, name: str):
@@ -95,12 +95,12 @@ def nanogpt_available() -> bool:
     return importlib.util.find_spec("nano_gpt") is not None
 
 
-def _import_nanogpt():
+def import_nanogpt():
     import importlib.util
 
     for name in ("datasets", "tiktoken"):
         if name not in sys.modules and importlib.util.find_spec(name) is None:
-            sys.modules[name] = _Absent(name)
+            sys.modules[name] = Absent(name)
     from nano_gpt.config import GPTConfig
     from nano_gpt.model import GPT
 
@@ -109,7 +109,7 @@ def _import_nanogpt():
 
 def nanogpt_from_attnlab(model: nn.Module) -> nn.Module:
     """A nano-gpt GPT holding `model`'s (an attnlab GPT-2-style Decoder) weights."""
-    GPT, GPTConfig = _import_nanogpt()
+    GPT, GPTConfig = import_nanogpt()
     c = model.config
     if c.d_ff != 4 * c.d_model or not c.bias or c.activation != "gelu_tanh" or not c.tie_embeddings:
         raise ValueError("nano-gpt only builds GPT-2 blocks: d_ff = 4 d_model, biases, tanh-GELU, tied embeddings")

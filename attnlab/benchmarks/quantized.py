@@ -266,7 +266,7 @@ def smollm2_path():
 def smollm2_float32(path):
     from attnlab.interop import gguf as G
 
-    reader = G._reader(path)
+    reader = G.open_reader(path)
     config = G.config_from_gguf(reader, str(path))
     state, _ = G.to_ours(G.llama_table(config), config, G.read_gguf_tensors(reader, str(path)))
     return G.materialize(config, state, path)

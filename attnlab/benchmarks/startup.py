@@ -140,9 +140,9 @@ def render(rows: list[dict]) -> str:
 
 def machine() -> dict:
     """What the numbers were measured on, and how busy it was (the load average: other jobs' share of the cores)."""
-    from attnlab.cost.peak import _cpu_name
+    from attnlab.cost.peak import cpu_name
 
-    return {"cpu": _cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
+    return {"cpu": cpu_name(), "cores": os.cpu_count(), "python": platform.python_version(),
             "load_average": list(os.getloadavg()), "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 

@@ -131,7 +131,7 @@ def class_setup(args) -> tuple[str, str, str | None]:
     whether asked with --class or with --host, always takes a class token: without one anybody on the network
     could run the models. --class without --host listens on every interface and names this machine's LAN
     address."""
-    from attnlab.explorer import classroom
+    from attnlab.explorer.server import classroom
 
     host = args.host or ("0.0.0.0" if args.class_mode else "127.0.0.1")
     if not args.class_mode and host in LOOPBACK:
@@ -161,8 +161,8 @@ def run(args) -> int:
     import threading
     import webbrowser
 
-    from attnlab.explorer.registry import build_registry
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry(args.paths, quantize=args.quantize, device=device)
     # requests must name this host (or localhost): no DNS rebinding

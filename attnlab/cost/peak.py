@@ -41,7 +41,7 @@ def _dtype(dtype) -> torch.dtype:
     return _DTYPES[dtype_name(dtype)]
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -61,7 +61,7 @@ def device_key(device, dtype) -> str:
         return f"cuda:{name}|{dt}|torch {torch.__version__}"
     if device.type != "cpu":
         raise InputError(f"device {device}: peak measurement supports 'cpu' and 'cuda'")
-    return f"cpu:{_cpu_name()}|{dt}|torch {torch.__version__}|threads {torch.get_num_threads()}"
+    return f"cpu:{cpu_name()}|{dt}|torch {torch.__version__}|threads {torch.get_num_threads()}"
 
 
 def time_matmul(size: int, device, dtype: torch.dtype, budget_s: float = 0.3) -> float:

@@ -33,8 +33,8 @@ import torch
 
 from attnlab.errors import AttnlabError, InputError
 from attnlab.explorer import api
-from attnlab.explorer.common import _parts
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.common import parts_of
+from attnlab.explorer.server.registry import Loaded
 
 MAX_CELLS = 96  # heatmaps larger than this are average-pooled to MAX_CELLS x MAX_CELLS in the static snapshot
 MAX_TOKENS = 128  # the interactive view refuses longer texts: every layer x head of n^2 numbers is embedded
@@ -46,7 +46,7 @@ _REGISTRY: list = []  # the explorer's own model list, built on the first show("
 
 def _registry():
     if not _REGISTRY:
-        from attnlab.explorer.registry import build_registry
+        from attnlab.explorer.server.registry import build_registry
 
         _REGISTRY.append(build_registry())
     return _REGISTRY[0]
@@ -185,7 +185,7 @@ def _estimate(lm: Loaded, text: str) -> tuple[int, int]:
     """(tokens, bytes of JSON for every head of every part): about 9 bytes per rounded number."""
     cfg = lm.model.config
     n = len(api.encode(lm, text)[0])
-    heads = sum(n_layers for _, n_layers, _ in _parts(cfg).values()) * cfg.n_heads
+    heads = sum(n_layers for _, n_layers, _ in parts_of(cfg).values()) * cfg.n_heads
     return n, heads * 9 * (2 * n * n + 2 * n * cfg.head_dim)
 
 
@@ -194,7 +194,7 @@ def _attention_data(lm: Loaded, text: str, layers_of: dict[str, list[int]] | Non
     share (tokens, embeddings) and what each head has (scores, weights, Q, K)."""
     cfg = lm.model.config
     out: dict[str, Any] = {}
-    for p, (_, n_l, _) in _parts(cfg).items():
+    for p, (_, n_l, _) in parts_of(cfg).items():
         common, heads = None, [[None] * cfg.n_heads for _ in range(n_l)]
         for li in (layers_of or {}).get(p, range(n_l)):
             for hi in range(cfg.n_heads):
@@ -229,8 +229,8 @@ def _embedded(lm: Loaded, text: str, layer: int, head: int, part: str | None, ta
                              f"{api.MAX_TOKENS})")
         layers_of = None
         if size > MAX_EMBEDDED_BYTES:
-            layers_of = {p: [min(layer, n_l - 1)] for p, (_, n_l, _) in _parts(cfg).items()}
-            parts = _parts(cfg).values()
+            layers_of = {p: [min(layer, n_l - 1)] for p, (_, n_l, _) in parts_of(cfg).items()}
+            parts = parts_of(cfg).values()
             if size * len(parts) // sum(n_l for _, n_l, _ in parts) > MAX_EMBEDDED_BYTES:
                 raise InputError(f"the text is {n} tokens: even one layer's heads exceed the notebook view's "
                                  f"{MAX_EMBEDDED_BYTES / 1e6:g} MB budget; shorten it or run `attnlab explore`")
@@ -532,13 +532,13 @@ def _experiment_html(view: str, label: str, data: dict[str, Any]) -> str:
 
 def experiment_view(lm: Loaded, text: str, view: str, *, layer: int = 0, head: int = 0,
                     position: int | None = None, heads=None) -> View:
-    """An Experiments view as a static table; `data` is what the explorer's route answers (explorer/experiments.py).
+    """An Experiments view as a static table; `data` is what the explorer's route answers (explorer/views/experiments/).
 
     view="ablate": `heads` ([[layer, head], ...], default [[layer, head]]) switched off, top-5 before and after;
     "logit-lens": the top-5 after each layer at `position`; "attention-ablation": head (`layer`, `head`)'s
     weights from `position` beside the effect of removing each. Model: a decoder or an encoder with an MLM head.
     """
-    from attnlab.explorer import experiments
+    from attnlab.explorer import api as experiments
 
     if view == "ablate":
         data = experiments.ablation(lm, text, heads if heads is not None else [[layer, head]], position=position)

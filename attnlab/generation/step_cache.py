@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from attnlab.cost.peak import _cpu_name
+from attnlab.cost.peak import cpu_name
 from attnlab.layers import kernel_build, kernel_variants
 
 SOURCES = Path(__file__).resolve().parents[1]  # the attnlab package: its Python is what the graph was traced from
@@ -63,7 +63,7 @@ def _sources_hash() -> str:
 
 def _cpu() -> str:
     flags, _ = kernel_variants.cpu_flags()
-    return f"{platform.machine()} {_cpu_name()} {' '.join(sorted(flags))}"
+    return f"{platform.machine()} {cpu_name()} {' '.join(sorted(flags))}"
 
 
 def model_signature(model) -> dict:

@@ -95,7 +95,7 @@ def llama_table(config: ModelConfig) -> list[Rule]:
 
 
 # ------------------------------------------------------------------------------------------------ reading
-def _reader(path: Path):
+def open_reader(path: Path):
     """The file's metadata and tensor table (gguf_file.GGUFFile: ~20 ms for SmolLM2, where gguf.GGUFReader took
     ~1.8 s), its sizes capped as gguf_tokenizer says; a CheckpointError naming the file for anything else.
     GGUF files are the interop extra's: without the gguf package this is MissingExtra up front, as for every face of
@@ -233,7 +233,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
     attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
-    reader = _reader(path)
+    reader = open_reader(path)
     try:
         config = config_from_gguf(reader, str(path))
     except CheckpointError:

@@ -1,4 +1,4 @@
-"""Interventions: change a value inside the model's own forward, at the names that attnlab.record uses.
+"""What reads or changes a value inside the model's own forward, at the names that attnlab.record uses.
 
     with attnlab.intervene(model, {"blocks.1.attn.weights": lambda w, name: w * 0}):
         out = model(ids)                      # the plain forward, with that one value replaced
@@ -26,17 +26,25 @@ token positions: in a left-padded batch (attention_mask) a row's position p is i
 `cumsum(mask) - 1` as generation numbers them, not column p, so a row is edited the same in a batch as alone.
 
 Sweeps put their variants on the batch dimension: `head_sweep` ablates one head per row of a repeated input,
-`trace_residual` patches one (layer, position) per row: a few forwards, not one per cell. The read-outs they use
-(logprobs_at, clean_run, logit_lens) live in attnlab.readouts and are re-exported here.
+`trace_residual` patches one (layer, position) per row: a few forwards, not one per cell.
 
-The package's modules, one job each: context (intervene, Edit, Editor), edits (the ready-made edits: ablate_heads,
-patch, steer), sweeps (before_after, head_sweep, trace_residual and their chunking), checks (the argument checks
-they and attnlab.attribution share). Every public name is importable from here, as before the split.
+The package's modules, one job each, in the order they build on each other:
+- readouts: what the model predicts at a position, read from one forward (logprobs_at, clean_run, logit_lens);
+- checks: the argument checks every entry point shares (one wording whichever a user calls);
+- context: intervene, Edit, Editor (the edits in the forward's ContextVar);
+- edits: the ready-made edits (ablate_heads, patch, steer);
+- sweeps: before_after, head_sweep, trace_residual and their chunking;
+- attribution: attribution patching (one forward and one backward estimate every cell) and exact patching grids;
+- logit_attribution: each component's direct share of the answer's logit.
+Every public name is importable from here and from `attnlab`.
 """
 
+from attnlab.interventions.attribution import GRIDS, attribution_patch, exact_patch, site_names
 from attnlab.interventions.checks import check_one_sentence, checked_index, checked_target
 from attnlab.interventions.context import SEQ_AXIS, Edit, Editor, EditValue, check_edits, intervene
 from attnlab.interventions.edits import CellPatch, HeadAblation, Patch, Steer, ablate_heads, head_means, patch, steer
+from attnlab.interventions.logit_attribution import direct_logit_attribution
+from attnlab.interventions.readouts import CleanRun, clean_run, logit_lens, logprobs_at
 from attnlab.interventions.sweeps import (
     MIN_SPLIT,
     POSITION_GROUPS,
@@ -46,7 +54,6 @@ from attnlab.interventions.sweeps import (
     layer_chunks,
     trace_residual,
 )
-from attnlab.readouts import CleanRun, clean_run, logit_lens, logprobs_at  # re-exported: these import paths stay
 
 __all__ = [
     "intervene", "check_edits", "Edit", "Editor", "EditValue", "SEQ_AXIS",
@@ -54,4 +61,5 @@ __all__ = [
     "before_after", "head_sweep", "trace_residual", "layer_chunks", "Cancelled", "MIN_SPLIT", "POSITION_GROUPS",
     "check_one_sentence", "checked_index", "checked_target",
     "logprobs_at", "clean_run", "CleanRun", "logit_lens",
+    "attribution_patch", "exact_patch", "site_names", "GRIDS", "direct_logit_attribution",
 ]

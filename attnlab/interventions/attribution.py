@@ -39,16 +39,11 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.interventions import (
-    CellPatch,
-    Edit,
-    check_one_sentence,
-    checked_index,
-    checked_target,
-    intervene,
-    layer_chunks,
-)
-from attnlab.readouts import CleanRun, _lm_parts, _logprobs_from, _position, clean_run
+from attnlab.interventions.checks import check_one_sentence, checked_index, checked_target
+from attnlab.interventions.context import Edit, intervene
+from attnlab.interventions.edits import CellPatch
+from attnlab.interventions.readouts import CleanRun, checked_position, clean_run, lm_parts, logprobs_from
+from attnlab.interventions.sweeps import layer_chunks
 from attnlab.recording import sites
 
 GRIDS = ("resid_pre", "head", "attn", "mlp")
@@ -78,14 +73,14 @@ def _grids(grids) -> tuple[str, ...]:
 
 def _pair(model: nn.Module, clean_ids, corrupted_ids, target, contrast, position) -> tuple[int, int, int | None]:
     """Checks both inputs (one sentence each, same length) -> (position, target, contrast)."""
-    _lm_parts(model)
+    lm_parts(model)
     check_one_sentence(model, clean_ids, "clean_ids")
     check_one_sentence(model, corrupted_ids, "corrupted_ids")
     if clean_ids.shape != corrupted_ids.shape:
         raise InputError(f"clean_ids {tuple(clean_ids.shape)} and corrupted_ids {tuple(corrupted_ids.shape)} "
                          "must have the same length: patching copies position p to position p")
     contrast = None if contrast is None else checked_index(contrast, "contrast", model.config.vocab_size, "token id")
-    return _position(position, clean_ids.shape[1]), checked_target(model, target), contrast
+    return checked_position(position, clean_ids.shape[1]), checked_target(model, target), contrast
 
 
 def _metric(logprobs: torch.Tensor, target: int, contrast: int | None) -> torch.Tensor:
@@ -100,13 +95,13 @@ def _blank(model: nn.Module, grid: str, seq: int) -> torch.Tensor:
 
 
 # --------------------------------------------------------------------------------------------- the estimate
-def _gradients(model: nn.Module, ids: torch.Tensor, position: int, names: list[str], target: int,
+def site_gradients(model: nn.Module, ids: torch.Tensor, position: int, names: list[str], target: int,
                contrast: int | None) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor]]:
     """ONE forward of `ids` with a zero that requires grad added at each name, ONE backward of the metric.
 
     -> ({name: the value there}, {name: d metric / d value}), positions up to `position` in a decoder.
     """
-    causal, head = _lm_parts(model)
+    causal, head = lm_parts(model)
     zeros: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
     final: list[torch.Tensor] = []
 
@@ -155,7 +150,7 @@ def attribution_patch(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: 
     names = site_names(model, grids)
     if clean is None:
         clean = clean_run(model, clean_ids, position, names=names)
-    values, grads = _gradients(model, corrupted_ids, position, names, target, contrast)
+    values, grads = site_gradients(model, corrupted_ids, position, names, target, contrast)
     out = {}
     for grid in grids:
         out[grid] = result = _blank(model, grid, clean_ids.shape[1])
@@ -202,7 +197,7 @@ def exact_patch(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.
     """
     position, target, contrast = _pair(model, clean_ids, corrupted_ids, target, contrast, position)
     grids = _grids(grids)
-    causal, _ = _lm_parts(model)
+    causal, _ = lm_parts(model)
     names = site_names(model, grids)
     if clean is None:
         clean = clean_run(model, clean_ids, position, names=names)
@@ -223,6 +218,6 @@ def exact_patch(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.
             edit = _HeadPatch(clean.recorded[name], rows, xs) if grid == "head" else \
                 CellPatch(clean.recorded[name], rows, xs)
             with intervene(model, {name: edit}):
-                logprobs = _logprobs_from(model, corrupted_ids, corrupted.recorded, layer, len(chunk), position)
+                logprobs = logprobs_from(model, corrupted_ids, corrupted.recorded, layer, len(chunk), position)
             result[layer, xs] = (_metric(logprobs, target, contrast) - base).float()
     return out

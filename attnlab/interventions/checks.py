@@ -1,7 +1,8 @@
 """The argument checks the edits, the sweeps and the attribution grids share: an index, one sentence, a target.
 
 Why its own module: the same three checks (with the same messages) guard attnlab.interventions and
-attnlab.attribution / attnlab.logit_attribution, so a user reads one wording whichever entry point they used.
+attnlab.interventions.attribution / attnlab.interventions.logit_attribution, so a user reads one wording whichever entry
+point they used.
 """
 
 from __future__ import annotations

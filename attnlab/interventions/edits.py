@@ -4,7 +4,7 @@ Why its own module: each helper checks its arguments against the model (layers, 
 returns plain {name: Edit} dicts; the edit context (attnlab.interventions.context) applies them and knows none
 of this. The Edit subclasses here count token positions (Edit.apply's `positions`), so a left-padded row or a
 KV-cached step is edited at the same tokens as a full forward of the row alone. CellPatch is the sweeps' edit
-(one (row, position) cell per row), also used by attnlab.attribution and the explorer's grids.
+(one (row, position) cell per row), also used by attnlab.interventions.attribution and the explorer's grids.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from torch import nn
 from attnlab.errors import InputError
 from attnlab.interventions.checks import checked_index
 from attnlab.interventions.context import SEQ_AXIS, Edit
+from attnlab.interventions.readouts import checked_positions
 from attnlab.models.stack import Stack
-from attnlab.readouts import _positions
 from attnlab.recording import matches, record, sites, summarize
 
 
@@ -123,7 +123,7 @@ def ablate_heads(model: nn.Module, heads, *, mode: str = "zero", reference=None,
     if mode not in ("zero", "mean"):
         raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
     means = head_means(model, reference, by_layer, part) if mode == "mean" else {}
-    row_index = None if rows is None else _positions(rows, None, "rows")
+    row_index = None if rows is None else checked_positions(rows, None, "rows")
     edits = {}
     for layer, hs in by_layer.items():
         mask = torch.zeros(stack.config.n_heads, dtype=torch.bool)
@@ -207,8 +207,8 @@ def patch(model: nn.Module, source: Mapping[str, torch.Tensor], *, names=None, p
         axis = SEQ_AXIS.get(leaf)
         if axis is None or tensor.dim() <= axis:
             raise InputError(f"{name} has no position axis to patch")
-        index = _positions(positions, tensor.shape[axis], f"the source {name} has {tensor.shape[axis]}")
-        row_index = None if rows is None else _positions(rows, None, "rows")
+        index = checked_positions(positions, tensor.shape[axis], f"the source {name} has {tensor.shape[axis]}")
+        row_index = None if rows is None else checked_positions(rows, None, "rows")
         edits[name] = Patch(tensor.detach(), index, row_index, axis)
     return edits
 
@@ -257,8 +257,8 @@ def steer(model: nn.Module, name: str, vector: torch.Tensor, *, alpha: float = 1
     if not isinstance(name, str) or not any(matches(n, [name]) for n in allowed):
         raise InputError(f"steer name {name!r} matches no residual-stream name of this model; allowed: "
                          f"{summarize(allowed)}")
-    row_index = None if rows is None else _positions(rows, None, "rows")
-    return {name: Steer(vector.detach(), float(alpha), _positions(positions, None, "positions"), row_index)}
+    row_index = None if rows is None else checked_positions(rows, None, "rows")
+    return {name: Steer(vector.detach(), float(alpha), checked_positions(positions, None, "positions"), row_index)}
 
 
 

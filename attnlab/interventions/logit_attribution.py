@@ -27,14 +27,14 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.interventions import check_one_sentence, checked_index
-from attnlab.readouts import _lm_parts, _position
+from attnlab.interventions.checks import check_one_sentence, checked_index
+from attnlab.interventions.readouts import checked_position, lm_parts
 from attnlab.recording import record
 
 
 def _check_model(model: nn.Module) -> None:
     """Refuse the models whose logits are not a linear read of a sum of parts (module docstring)."""
-    _lm_parts(model)
+    lm_parts(model)
     cfg = model.config
     if cfg.norm_placement != "pre":
         raise InputError(f"direct logit attribution needs a pre-norm model; this one is norm_placement="
@@ -95,7 +95,7 @@ def direct_logit_attribution(model: nn.Module, ids: torch.Tensor, answer: int, *
     """
     _check_model(model)
     check_one_sentence(model, ids, "ids")
-    position = _position(position, ids.shape[1])
+    position = checked_position(position, ids.shape[1])
     vocab = model.config.vocab_size
     answer = checked_index(answer, "answer", vocab, "token id")
     contrast = None if contrast is None else checked_index(contrast, "contrast", vocab, "token id")
@@ -106,7 +106,7 @@ def direct_logit_attribution(model: nn.Module, ids: torch.Tensor, answer: int, *
 def _attribute(model: nn.Module, ids: torch.Tensor, answer: int, contrast: int | None,
                position: int) -> dict[str, torch.Tensor]:
     """direct_logit_attribution's work on checked arguments (under no_grad: parameters are read, not trained)."""
-    causal, _ = _lm_parts(model)
+    causal, _ = lm_parts(model)
     run = ids[:, : position + 1] if causal else ids
     names = ["embed", "logits", "blocks.*.attn.head_out", "blocks.*.resid_mid", "blocks.*.resid_post"]
     rec = record(model, run, names=names)

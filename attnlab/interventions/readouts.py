@@ -18,7 +18,7 @@ from attnlab.models.stack import Stack
 from attnlab.recording import capture, record
 
 
-def _positions(positions, limit: int | None, what: str) -> torch.Tensor | None:
+def checked_positions(positions, limit: int | None, what: str) -> torch.Tensor | None:
     """A position or list of positions (None: all) -> a long tensor, each checked against `limit` (InputError)."""
     if positions is None:
         return None
@@ -34,7 +34,7 @@ def _positions(positions, limit: int | None, what: str) -> torch.Tensor | None:
     return index
 
 
-def _lm_parts(model: nn.Module) -> tuple[bool, nn.Module]:
+def lm_parts(model: nn.Module) -> tuple[bool, nn.Module]:
     """(causal, LM head) of a decoder or an encoder with an MLM head; InputError for anything else."""
     head = getattr(model, "lm_head", None)
     if not isinstance(model, Stack) or head is None or getattr(model.config, "head", None) != "lm":
@@ -43,7 +43,7 @@ def _lm_parts(model: nn.Module) -> tuple[bool, nn.Module]:
     return model.causal, head
 
 
-def _position(position, seq: int) -> int:
+def checked_position(position, seq: int) -> int:
     if isinstance(position, bool) or not isinstance(position, int) or not -seq <= position < seq:
         raise InputError(f"position={position!r}: allowed in [-{seq}, {seq}) for an input of {seq} tokens")
     return position % seq
@@ -55,9 +55,9 @@ def logprobs_at(model: nn.Module, ids: torch.Tensor, position: int, attention_ma
     A decoder runs only positions up to `position` (the later ones cannot change it) and its head only there;
     an encoder runs the blocks and applies its MLM head to that position alone. Edits in effect apply.
     """
-    causal, head = _lm_parts(model)
+    causal, head = lm_parts(model)
     model.check_ids(ids)
-    position = _position(position, ids.shape[1])
+    position = checked_position(position, ids.shape[1])
     with torch.no_grad():
         if causal:
             ids = ids[:, : position + 1]
@@ -69,7 +69,7 @@ def logprobs_at(model: nn.Module, ids: torch.Tensor, position: int, attention_ma
     return logits.float().log_softmax(dim=-1)
 
 
-def _logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch.Tensor], start: int, rows: int,
+def logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch.Tensor], start: int, rows: int,
                    position: int, attention_mask=None) -> torch.Tensor:
     """(rows, vocab) log-probabilities at `position` for `rows` copies of one sentence, whose variants differ only
     from block `start` on: they run from the recorded stream entering that block (streams["blocks.L.resid_pre"]),
@@ -77,7 +77,7 @@ def _logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch
     if start == 0:
         mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
         return logprobs_at(model, ids.expand(rows, -1), position, mask)
-    causal, head = _lm_parts(model)
+    causal, head = lm_parts(model)
     stream = streams[f"blocks.{start}.resid_pre"].expand(rows, -1, -1)  # (rows, seq, d_model)
     mask = attention_mask.expand(rows, -1) if attention_mask is not None else None
     if causal:
@@ -103,9 +103,9 @@ def clean_run(model: nn.Module, ids: torch.Tensor, position: int, attention_mask
     target from the prediction. One forward gives all three (it was three). A decoder runs positions up to
     `position` only (later ones cannot change it), so what it records stops there too. Edits in effect apply.
     """
-    causal, head = _lm_parts(model)
+    causal, head = lm_parts(model)
     model.check_ids(ids)
-    position = _position(position, ids.shape[1])
+    position = checked_position(position, ids.shape[1])
     names = list(names or [])
     with torch.no_grad():
         if causal:
@@ -132,9 +132,9 @@ def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor
         >>> lens = attnlab.logit_lens(model, ids)          # (n_layers + 1, 1, seq, vocab)
         >>> lens[:, 0, -1].argmax(-1)                      # the top token after each layer, last position
     """
-    _, head = _lm_parts(model)
+    _, head = lm_parts(model)
     model.check_ids(ids)
-    index = None if positions is None else _positions(positions, ids.shape[1], f"the input has {ids.shape[1]}")
+    index = None if positions is None else checked_positions(positions, ids.shape[1], f"the input has {ids.shape[1]}")
     n = len(model.blocks)
     names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(n)]
     with torch.no_grad():

@@ -1,10 +1,9 @@
 """Runs that put variants on the batch dimension: before_after, head_sweep, trace_residual.
 
-Why its own module: these run the model (the edits only describe a change): one sentence repeated on the
-batch dimension, each row its own variant, each forward started at the first block a variant changes from the
-recorded residual stream there, so a grid of (layer, x) cells costs a few forwards, not one per cell. The
-chunking (layer_chunks, with progress and cancellation) is shared with attnlab.attribution's exact patching.
-"""
+Why its own module: these run the model (the edits only describe a change): one sentence repeated on the batch
+dimension, each row its own variant, each forward started at the first block a variant changes from the recorded
+residual stream there, so a grid of (layer, x) cells costs a few forwards, not one per cell. The chunking (layer_chunks,
+with progress and cancellation) is shared with attnlab.interventions.attribution's exact patching. """
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from attnlab.errors import InputError
 from attnlab.interventions.checks import check_one_sentence, checked_index, checked_target
 from attnlab.interventions.context import Edit, intervene
 from attnlab.interventions.edits import CellPatch, HeadAblation, head_means
-from attnlab.readouts import CleanRun, _lm_parts, _logprobs_from, _position, clean_run
+from attnlab.interventions.readouts import CleanRun, checked_position, clean_run, lm_parts, logprobs_from
 from attnlab.recording import record
 
 
@@ -39,12 +38,12 @@ def before_after(model: nn.Module, ids: torch.Tensor, position: int, edits, *, s
     nothing before block `start`: the text runs once up to that block (the rows agree there), then as two rows.
     """
     check_one_sentence(model, ids)
-    position = _position(position, ids.shape[1])
+    position = checked_position(position, ids.shape[1])
     streams = {}
     if start:
         checked_index(start, "start", len(model.blocks), "block index")
         name = f"blocks.{start}.resid_pre"
-        causal, _ = _lm_parts(model)
+        causal, _ = lm_parts(model)
         prefix = ids[:, : position + 1] if causal else ids
         mask = attention_mask
         if mask is not None and causal:
@@ -52,7 +51,7 @@ def before_after(model: nn.Module, ids: torch.Tensor, position: int, edits, *, s
         with torch.no_grad():
             streams = record(model, prefix, attention_mask=mask, names=[name], stop_after=name)
     with intervene(model, edits):
-        return _logprobs_from(model, ids, streams, start, 2, position, attention_mask)
+        return logprobs_from(model, ids, streams, start, 2, position, attention_mask)
 
 
 # --------------------------------------------------------------------------------------------- sweeps
@@ -98,7 +97,7 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
     if mode not in ("zero", "mean"):
         raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
     means = head_means(model, reference, range(n_layers)) if mode == "mean" else {}
-    position = _position(position, ids.shape[1])
+    position = checked_position(position, ids.shape[1])
     if clean is None:
         clean = clean_run(model, ids, position, attention_mask, ["blocks.*.resid_pre"])
     streams = clean.recorded
@@ -112,7 +111,7 @@ def head_sweep(model: nn.Module, ids: torch.Tensor, target: int, *, position: in
             mask = torch.zeros(len(chunk), n_heads, dtype=torch.bool)  # (row, head)
             mask[torch.arange(len(chunk)), [h for _, h in chunk]] = True
             current.set(f"blocks.{layer}.attn.z", HeadAblation(mask, means.get(layer)))
-            ablated = _logprobs_from(model, ids, streams, layer, len(chunk), position, attention_mask)[:, target]
+            ablated = logprobs_from(model, ids, streams, layer, len(chunk), position, attention_mask)[:, target]
             for row, (_, h) in enumerate(chunk):
                 grid[layer, h] = clean - ablated[row]
     return grid
@@ -155,9 +154,9 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
     if site not in ("resid_pre", "resid_post"):
         raise InputError(f"site={site!r}: allowed 'resid_pre' or 'resid_post'")
     target = checked_target(model, target)
-    causal, _ = _lm_parts(model)
+    causal, _ = lm_parts(model)
     seq = clean_ids.shape[1]
-    position = _position(position, seq)
+    position = checked_position(position, seq)
     n_layers = len(model.blocks)
     names = [f"blocks.{layer}.{site}" for layer in range(n_layers)]
     if clean is None:
@@ -181,7 +180,7 @@ def trace_residual(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: tor
                 if first:
                     logprobs = _logprobs_after(model, streams, prefix, layer, len(group), first, position)
                 else:
-                    logprobs = _logprobs_from(model, corrupted_ids, streams, layer, len(group), position)
+                    logprobs = logprobs_from(model, corrupted_ids, streams, layer, len(group), position)
             for (_, pos), p in zip(group, logprobs[:, target].exp(), strict=True):
                 grid[layer, pos] = p
     return grid
@@ -212,7 +211,7 @@ def _logprobs_after(model: nn.Module, streams: dict[str, torch.Tensor], prefix: 
     """(rows, vocab) log-probabilities at `position` of a decoder whose `rows` variants differ only from block
     `start` and position `first` on: positions first..position run from the recorded stream entering that block,
     the earlier positions' keys and values come from `prefix` (the same unedited run)."""
-    _, head = _lm_parts(model)
+    _, head = lm_parts(model)
     cache = KVCache.for_model(model, rows, position + 1)
     for i, (mine, theirs) in enumerate(zip(cache.layers, prefix.layers, strict=True)):
         if i >= start:

@@ -1,6 +1,6 @@
 """Seed 002: is a head's attention weight on a key an explanation of what that key does?
 
-For one head and one query position, attnlab.explorer.experiments.attention_vs_ablation gives, per key j, the
+For one head and one query position, attnlab.explorer.api.attention_vs_ablation gives, per key j, the
 head's attention weight on j and the drop in log P(target) when that one weight is set to zero (the others
 kept, through attnlab.interventions). If weights explained, the two would rank the keys alike. Per (sentence,
 head): Spearman's rank correlation over the keys, and whether the most-attended key is also the key whose
@@ -40,7 +40,7 @@ MLM_SENTENCES = [  # (text with [MASK], the masked word)
 
 def head_rows(lm, cases) -> list[dict]:
     """cases: (text, target id or None). One row per (case, layer, head): rho and top-key agreement."""
-    from attnlab.explorer.experiments import attention_vs_ablation
+    from attnlab.explorer.api import attention_vs_ablation
 
     cfg = lm.model.config
     rows = []
@@ -116,8 +116,8 @@ def mass_null(lm, text: str, layer: int, head: int, target: int, draws: int, gen
     """One (text, head): the drop in log P(target) when the most-attended key's weight is set to zero, beside
     `draws` drops when the same mass is taken from the other keys instead (matched_removal), all in one batched
     forward through attnlab.interventions; and each other key's own knock-out drop (attention_vs_ablation)."""
-    from attnlab.explorer.common import encode
-    from attnlab.explorer.experiments import attention_vs_ablation
+    from attnlab.explorer.server.common import encode
+    from attnlab.explorer.api import attention_vs_ablation
     from attnlab.interventions import clean_run, intervene, logprobs_at
 
     single = attention_vs_ablation(lm, text, layer, head, target=target)

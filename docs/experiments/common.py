@@ -95,7 +95,7 @@ def shipped_models(ap: argparse.ArgumentParser | None = None, **options: Any):
     ap.add_argument("--jsonl", default="")
     args = ap.parse_args()
     torch.set_num_threads(1)
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     return args, build_registry(**options)
 

@@ -1,6 +1,6 @@
 """Seed 000: do similar meanings land nearby? Checked on all-MiniLM-L6-v2, no training.
 
-Two measurements, both through attnlab.explorer.meanings (what the explorer's "Nearby meanings" view shows):
+Two measurements, both through attnlab.explorer.views.experiments.meanings.compute (what the explorer's "Nearby meanings" view shows):
   - sentences: 12 pairs of paraphrases that share few words; each sentence mean-pooled over MiniLM's last hidden
     states (as sentence-transformers does) and the cosine of every pair of sentences. Paraphrase cosines against
     the cosines of every other (unrelated) pair, and retrieval: is each sentence's nearest other sentence its
@@ -36,7 +36,7 @@ WORDS = ["king", "cat", "happy", "paris", "three", "running", "blue", "doctor"]
 
 
 def sentence_rows(lm) -> dict:
-    from attnlab.explorer.meanings import sentence_vectors
+    from attnlab.explorer.views.experiments.meanings.compute import sentence_vectors
 
     sentences = [s for pair in PAIRS for s in pair]
     vectors = sentence_vectors(lm, sentences)  # (2P, d_model), unit length
@@ -56,7 +56,7 @@ def sentence_rows(lm) -> dict:
 
 
 def token_rows(lm) -> list[dict]:
-    from attnlab.explorer.meanings import nearest_tokens
+    from attnlab.explorer.views.experiments.meanings.compute import nearest_tokens
 
     rows = []
     for word in WORDS:

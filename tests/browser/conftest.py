@@ -80,7 +80,7 @@ def _serve(registry):
     """The explorer app on `registry`, served by uvicorn in a daemon thread; yields its base URL."""
     import uvicorn
 
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
 
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(create_app(registry), host="127.0.0.1", port=port, log_level="warning"))
@@ -104,7 +104,7 @@ def serve():
 @pytest.fixture(scope="module")
 def server(serve, tiny_paths):
     """The tiny random decoder alone ("path", characters), for a file that defines no `server` of its own."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
     with serve(registry) as url:

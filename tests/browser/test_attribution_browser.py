@@ -24,7 +24,7 @@ def _exact(page, grid: str) -> dict[tuple[int, int], float]:
 @pytest.mark.parametrize("width", [1440, 390])
 def test_estimate_appears_labelled_then_exact_cells_arrive(page, server, width):
     import attnlab
-    from attnlab.explorer.experiments import _prepare
+    from attnlab.explorer.views.experiments.pairs import prepare
     from attnlab.interventions import head_sweep, logprobs_at
 
     page.set_viewport_size({"width": width, "height": 900})
@@ -42,7 +42,7 @@ def test_estimate_appears_labelled_then_exact_cells_arrive(page, server, width):
     assert "drop in log P" in page.text_content("#x-ablate .legend-box")
     page.wait_for_selector("#x-ablate[data-sweep-ready='1']", timeout=30_000)
     text = page.input_value("#abl-text")
-    ids, _, position, _ = _prepare(lm, text, None)
+    ids, _, position, _ = prepare(lm, text, None)
     target = logprobs_at(lm.model, ids, position)[0].argmax()
     want = head_sweep(lm.model, ids, int(target), position=position)
     got = _exact(page, "#abl-est-grid")
@@ -60,8 +60,8 @@ def test_estimate_appears_labelled_then_exact_cells_arrive(page, server, width):
     page.wait_for_selector("#patch-est-grid", timeout=30_000)
     assert "Estimate" in page.text_content("#patch-est-why")
     page.wait_for_selector("#patch-out[data-done='1']", timeout=30_000)
-    clean_ids, _, position, _ = _prepare(lm, clean, None)
-    corrupted_ids, _, _, _ = _prepare(lm, corrupted, None)
+    clean_ids, _, position, _ = prepare(lm, clean, None)
+    corrupted_ids, _, _, _ = prepare(lm, corrupted, None)
     t = int(logprobs_at(lm.model, clean_ids, position)[0].argmax())
     exact = attnlab.exact_patch(lm.model, clean_ids, corrupted_ids, t, position=position,
                                 grids=["resid_pre"])["resid_pre"]

@@ -44,8 +44,8 @@ def _tab_to_grid(page, start: str, grid: str, presses: int = 60) -> None:
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_views_draw_legends_numbers_and_answer_the_keyboard(page, server, width):
-    from attnlab.explorer import components
-    from attnlab.explorer.experiments import logit_lens_top
+    from attnlab.explorer.api import logit_lens_top
+    from attnlab.explorer.views.experiments.components import compute as components
 
     lm = server["registry"].get("path")
     page.set_viewport_size({"width": width, "height": 900})

@@ -28,7 +28,7 @@ def server(tmp_path_factory, serve, trained_run):
     import torch
 
     import attnlab
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
     from attnlab.presets import get
 
     torch.manual_seed(0)
@@ -75,7 +75,7 @@ def _sweep(page, exact: bool = True) -> None:
 def test_default_answers_are_right_and_the_patch_grid_shows_the_fact_move(page, server):
     """gpt-char's pair differed in its last character only (a grid lit in the last column alone); MiniLM's
     "Paris is the capital of [MASK]." answered "paris"."""
-    from attnlab.explorer import experiments as ex
+    from attnlab.explorer import api as ex
 
     page.set_viewport_size(DESKTOP)
     _open(page, server, "gpt-char")
@@ -156,7 +156,7 @@ def test_a_sweep_cell_brings_its_result_into_view_and_is_marked_off(phone, serve
 # ------------------------------------------------------------------------------------------ patch cells (6)
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["1440", "390"])
 def test_patch_cells_take_focus_arrow_keys_and_taps(page, server, viewport):
-    from attnlab.explorer import experiments as ex
+    from attnlab.explorer import api as ex
 
     with at_size(page, viewport):
         _open(page, server, "gpt-char")
@@ -229,13 +229,13 @@ def test_a_wide_grid_says_it_scrolls(phone, server):
 def test_cost_tab_shows_one_decoding_step_with_the_command_that_prints_it(page, server):
     from attnlab.cost import cost_table, kv_cache_bytes
     from attnlab.cost.report import human
-    from attnlab.explorer.common import _config
+    from attnlab.explorer.server.common import config_of
 
     page.set_viewport_size(DESKTOP)
     _open(page, server, "gpt-char", tab="cost")
     page.wait_for_selector("#decode-cost")
     n = int(page.input_value("#cost-n"))
-    cfg = _config(server["registry"].get("gpt-char"))
+    cfg = config_of(server["registry"].get("gpt-char"))
     table = cost_table(cfg, 1, n, mode="decode_step", cached=True)
     got = page.eval_on_selector("#decode-cost", "e => Object.fromEntries([...e.querySelectorAll('[data-step-flops],"
                                 "[data-bytes-moved],[data-kv-read],[data-intensity],[data-weights]')]"

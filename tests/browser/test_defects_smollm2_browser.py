@@ -26,7 +26,7 @@ WAIT = 180_000  # ms: every Experiments section of SmolLM2 computes at once on a
 @pytest.fixture(scope="module")
 def server(serve):
     """toy, smollm2 and minilm as `attnlab explore` finds them (no paths, no --quantize; shipped ones left out)."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry(shipped=False)
     smol = registry.entries.get("smollm2")

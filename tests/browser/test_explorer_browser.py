@@ -25,7 +25,7 @@ VIEWPORT = {"width": 1400, "height": 1000}  # the page fixture's size (conftest.
 
 @pytest.fixture(scope="module")
 def server(serve, tiny_paths):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
     ids = {e.source.name: e.id for e in registry.entries.values() if e.kind == "path"}
@@ -153,7 +153,8 @@ def test_self_supervised_tab_mlm_and_causal(page, server):
 
 
 def test_vision_tab(page, server):
-    from attnlab.explorer import api, images
+    from attnlab.explorer import api
+    from attnlab.explorer.views.vision import images
 
     vit = server["ids"]["vit"]
     _open(page, server, model=vit, tab="vision")
@@ -536,7 +537,8 @@ def test_axe_finds_no_serious_or_critical_violations_on_any_tab(page, server):
 
 
 def test_clip_image_text_matrix(page, server):
-    from attnlab.explorer import contrastive, images
+    from attnlab.explorer.views.lessons import contrastive
+    from attnlab.explorer.views.vision import images
 
     entry = server["registry"].entries.get("clip-mnist")
     if entry is None or not entry.available or not images.samples()["mnist"]:

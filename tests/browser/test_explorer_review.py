@@ -21,7 +21,7 @@ VIEWPORT = DESKTOP  # the page fixture's size (conftest.py)
 
 @pytest.fixture(scope="module")
 def server(serve, tiny_paths):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     # the shipped checkpoints too (the tour's models, and gpt-bpe listed without one); no pretrained packages
     registry = build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")],
@@ -158,7 +158,7 @@ def test_keyboard_focus_stays_on_the_control_that_was_used(page, server):
 # ------------------------------------------------------------------------------------------ 22.3.5, 22.3.9
 def test_vision_works_without_mlxtend_and_explains_the_cls_map(page, server, monkeypatch):
     from attnlab.data import packages
-    from attnlab.explorer import images
+    from attnlab.explorer.views.vision import images
 
     def no_package(*args, **kwargs):
         raise ModuleNotFoundError("No module named 'mlxtend'")
@@ -186,7 +186,7 @@ def test_vision_works_without_mlxtend_and_explains_the_cls_map(page, server, mon
 
 # ------------------------------------------------------------------------------------------ 22.3.6, 22.3.7
 def test_time_chart_names_only_the_lines_it_draws_and_the_cache_is_explained(page, server, monkeypatch):
-    from attnlab.explorer import generation
+    from attnlab.explorer.views.generation import compute as generation
 
     monkeypatch.setattr(generation, "SMALL_MODEL", 0)  # as on SmolLM2: no full recompute unless asked
     _open(page, server, model=server["ids"]["decoder"], tab="generation", text="ab")

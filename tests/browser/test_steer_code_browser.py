@@ -17,7 +17,7 @@ STEER = "/api/experiments/steer"
 
 @pytest.fixture(scope="module")
 def server(serve):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry(shipped=True, pretrained=False)
     with serve(registry) as url:

@@ -18,7 +18,7 @@ VIEWPORT = {"width": 1440, "height": 1000}
 
 @pytest.fixture(scope="module")
 def server(serve):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     with serve(build_registry(shipped=True, pretrained=False)) as url:
         yield url
@@ -48,7 +48,7 @@ def test_the_shipped_gpt_char_timeline_names_the_heads_that_formed(page, server,
 
 
 def test_a_sweep_waiting_behind_its_own_browsers_sweep_shows_its_place(page, server, monkeypatch):
-    from attnlab.explorer import experiments
+    from attnlab.explorer.views.experiments.sweeps import compute as experiments
 
     started, release = threading.Event(), threading.Event()
     real = experiments.head_sweep_grid

@@ -16,7 +16,7 @@ def tiny_paths(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def registry(tiny_paths):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     return build_registry([tiny_paths[k] for k in ("decoder", "encoder", "encoder-decoder", "vit")])
 
@@ -26,7 +26,7 @@ def _app_client(registry, paths):
     """The app on `registry` as a TestClient, with `client.registry` and the tiny models' `client.paths`."""
     from fastapi.testclient import TestClient
 
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
 
     with TestClient(create_app(registry), base_url="http://localhost") as c:
         c.registry, c.paths = registry, paths
@@ -37,7 +37,7 @@ def _app_client(registry, paths):
 def client(tiny_paths):
     """The app serving the tiny decoder alone ("path"); a file that needs other models defines its own `client`
     or uses `shipped_client`."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     with _app_client(build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False), tiny_paths) as c:
         yield c
@@ -46,7 +46,7 @@ def client(tiny_paths):
 @pytest.fixture(scope="module")
 def shipped_client(tiny_paths):
     """The app serving the shipped checkpoints (gpt-char, ...) and the tiny encoder, no pretrained packages."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     with _app_client(build_registry([tiny_paths["encoder"]], shipped=True, pretrained=False), tiny_paths) as c:
         yield c

@@ -13,8 +13,10 @@ from rounded import same
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import api, images, toy
-from attnlab.explorer.registry import UnknownItem
+from attnlab.explorer import api
+from attnlab.explorer.server.registry import UnknownItem
+from attnlab.explorer.views.experiments.toy import compute as toy
+from attnlab.explorer.views.vision import images
 
 SENTENCE = "the cat sat on the mat"
 
@@ -134,9 +136,9 @@ def test_another_layer_or_head_of_the_same_text_runs_no_forward(registry, monkey
     number equals the uncached answer (a cache of 0 bytes records per request, as before) to float32 rounding:
     recording a layer takes attention's explicit path there, where an uncached view of a later layer lets the
     earlier ones run torch's fused attention (another summation order, differences of about 1e-8)."""
-    from attnlab.explorer import attention as attention_view
-    from attnlab.explorer import scaling
-    from attnlab.explorer.sessions import ByteLRU
+    from attnlab.explorer.server.sessions import ByteLRU
+    from attnlab.explorer.views.attention import compute as attention_view
+    from attnlab.explorer.views.lessons import scaling
 
     lm = _by_name(registry, name)
     text, part = ("123", "cross") if name == "encoder-decoder" else ("hello there", "self")
@@ -268,7 +270,7 @@ def _bump_grid(g):
 
 def test_vision_grid_structure_rho_is_scipy_spearman_and_p_is_the_relabelling_test():
     stats = pytest.importorskip("scipy.stats")
-    from attnlab.explorer.vision import grid_structure
+    from attnlab.explorer.views.vision.compute import grid_structure
 
     g, n_perm = 4, 60
     torch.manual_seed(0)
@@ -294,7 +296,7 @@ def test_vision_grid_structure_rho_is_scipy_spearman_and_p_is_the_relabelling_te
 
 
 def test_vision_grid_structure_finds_a_perfect_grid_and_not_a_random_one():
-    from attnlab.explorer.vision import grid_structure
+    from attnlab.explorer.views.vision.compute import grid_structure
 
     grid = grid_structure(_bump_grid(5), 5, permutations=500, seed=0)
     assert grid["rho"] > 0.95 and grid["p"] == pytest.approx(1 / 501, abs=1e-6)
@@ -326,7 +328,7 @@ def test_vision_rows_sum_to_one_and_prediction_is_the_softmax(registry):
     assert out["cls_attention"] == pytest.approx(_vit_weights(lm, pixels)[1][3, 0].tolist(), abs=1e-6)
     g = cfg.image_size // cfg.patch_size
     table = lm.model.positions.weight.detach()[1:1 + g * g]
-    from attnlab.explorer.vision import grid_structure
+    from attnlab.explorer.views.vision.compute import grid_structure
     assert out["position_structure"] == grid_structure(table, g)  # live, from this checkpoint's own vectors
     assert len(grey) == cfg.image_size and max(max(r) for r in grey) <= 255
 
@@ -361,7 +363,7 @@ def test_generation_step_greedy_picks_argmax_and_cache_counts(registry):
 
 def test_nucleus_keeps_smallest_prefix_reaching_top_p():
     logits = torch.log(torch.tensor([0.5, 0.3, 0.15, 0.05]))
-    probs = api._filtered_probs(logits, 1.0, 0, 0.75)
+    probs = api.filtered_probs(logits, 1.0, 0, 0.75)
     assert probs.tolist() == pytest.approx([0.5 / 0.8, 0.3 / 0.8, 0.0, 0.0], abs=1e-6)
 
 
@@ -375,7 +377,7 @@ def test_translator_step_returns_cross_attention_over_the_source(registry):
 
 def _reference_steps(lm, prompt, n, temperature, top_k, top_p, seed):
     """The step as it was before sessions: the whole sequence recomputed, sampled with the step's own seed."""
-    from attnlab.explorer.generation import _generator_seed
+    from attnlab.explorer.views.generation.compute import _generator_seed
 
     cfg, model = lm.model.config, lm.model
     source = [ord(c) for c in prompt]
@@ -388,7 +390,7 @@ def _reference_steps(lm, prompt, n, temperature, top_k, top_p, seed):
                 logits = model(torch.tensor([source]), decoder_input_ids=torch.tensor([[start] + generated])).logits
             else:
                 logits = model(torch.tensor([source + generated])).logits
-            probs = api._filtered_probs(logits[0, -1].float(), temperature, top_k, top_p)
+            probs = api.filtered_probs(logits[0, -1].float(), temperature, top_k, top_p)
             gen = torch.Generator().manual_seed(_generator_seed(seed, len(generated)))
             token = int(torch.multinomial(probs, 1, generator=gen))
             out.append((token, probs))
@@ -402,7 +404,7 @@ def _reference_steps(lm, prompt, n, temperature, top_k, top_p, seed):
 def test_session_steps_equal_steps_recomputed_from_scratch(registry, name, settings):
     """Eight steps through one session (each runs only the newest token through the model) give the tokens and
     probabilities of eight steps that recompute the whole sequence (independently, with the model's forward)."""
-    from attnlab.explorer.sessions import GenerationSessions
+    from attnlab.explorer.server.sessions import GenerationSessions
 
     lm = _by_name(registry, name)
     prompt, n = "1234" if name == "encoder-decoder" else "abc", 8
@@ -429,7 +431,7 @@ def test_session_steps_equal_steps_recomputed_from_scratch(registry, name, setti
 def test_a_session_follows_the_page_back_and_forgets_other_prompts(registry):
     """An unknown id, another prompt or a shorter sequence (Reset, or Back) recompute what they need and never
     fail; the answer is the one a fresh step gives."""
-    from attnlab.explorer.sessions import GenerationSessions
+    from attnlab.explorer.server.sessions import GenerationSessions
 
     lm = _by_name(registry, "decoder")
     sessions = GenerationSessions(max_sessions=2)
@@ -451,7 +453,7 @@ def test_a_session_follows_the_page_back_and_forgets_other_prompts(registry):
 
 
 def test_sessions_expire_when_idle():
-    from attnlab.explorer.sessions import GenerationSessions
+    from attnlab.explorer.server.sessions import GenerationSessions
 
     now = [0.0]
     model, tok = toy.build()
@@ -499,7 +501,7 @@ def test_a_quantized_model_shows_the_parameters_its_weights_stand_for(scheme):
     tied head is counted once. The attention view still shows the key tokens' embedding rows."""
     import copy
 
-    from attnlab.explorer.registry import CHECKPOINTS
+    from attnlab.explorer.server.registry import CHECKPOINTS
 
     model, tok = attnlab.load(CHECKPOINTS / "gpt-char")
     quantized = attnlab.quantize(copy.deepcopy(model).eval(), scheme)
@@ -562,7 +564,7 @@ def test_walkthrough_decoder_is_greedy_and_encoder_gives_n_vectors(registry):
 
 def test_a_dual_encoder_checkpoint_is_shown_through_its_image_tower(tmp_path):
     recipes = pytest.importorskip("attnlab.training.recipes")
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
     from attnlab.presets import get
 
     torch.manual_seed(3)
@@ -671,7 +673,7 @@ def test_several_heads_cost_the_same_flops_as_one_wide_head(registry, name):
 
 def test_clip_similarity_matrix_matches_the_dual_encoders_own_logits(registry):
     """The matrix equals DualEncoder.forward (its logits divided by the learned scale), on the shipped clip-mnist."""
-    from attnlab.explorer import contrastive
+    from attnlab.explorer.views.lessons import contrastive
 
     entry = registry.entries.get("clip-mnist")
     if entry is None or not entry.available or not images.samples()["mnist"]:
@@ -697,7 +699,7 @@ def test_clip_similarity_matrix_matches_the_dual_encoders_own_logits(registry):
 
 def test_describe_names_the_tokenizers_own_truncation(tiny_paths):
     """A tokenizer that cuts (MiniLM's keeps 128) is named in describe(), so the page can say the text was cut."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     reg = build_registry([tiny_paths["encoder"]])  # its own tokenizer object: the shared fixtures stay untouched
     lm = next(reg.get(e.id) for e in reg.entries.values() if e.kind == "path")
@@ -720,7 +722,7 @@ def _byte_level_tokenizers():
     from attnlab.data.packages import package_folder
     from attnlab.data.tokenizers import gpt2_tokenizer
     from attnlab.errors import InputError as Missing
-    from attnlab.interop.gguf import _reader, tokenizer_from_gguf
+    from attnlab.interop.gguf import open_reader, tokenizer_from_gguf
 
     found = []
     try:
@@ -732,7 +734,7 @@ def _byte_level_tokenizers():
     except Missing:
         gguf = []
     if gguf:
-        found.append(("smollm2", tokenizer_from_gguf(_reader(gguf[0]))))
+        found.append(("smollm2", tokenizer_from_gguf(open_reader(gguf[0]))))
     return found
 
 
@@ -746,7 +748,7 @@ def byte_tokenizer(request):
 
 @pytest.mark.parametrize("text", BYTE_TEXTS)
 def test_byte_level_token_texts_concatenate_to_the_tokenizers_own_decode(byte_tokenizer, text):
-    from attnlab.explorer.tokens import is_byte_level, piece_texts, tokenizer_specials
+    from attnlab.explorer.server.tokens import is_byte_level, piece_texts, tokenizer_specials
 
     assert is_byte_level(byte_tokenizer)
     enc = byte_tokenizer.hf.encode(text, add_special_tokens=False)
@@ -762,7 +764,7 @@ def test_byte_level_token_texts_concatenate_to_the_tokenizers_own_decode(byte_to
 
 
 def test_byte_level_token_display_puts_each_character_on_its_first_token(byte_tokenizer):
-    from attnlab.explorer.tokens import CONTINUATION, display_texts, single_text, tokenizer_specials
+    from attnlab.explorer.server.tokens import CONTINUATION, display_texts, single_text, tokenizer_specials
 
     enc = byte_tokenizer.hf.encode("日 cat\n", add_special_tokens=False)
     shown = display_texts(enc.tokens, tokenizer_specials(byte_tokenizer))
@@ -774,7 +776,7 @@ def test_byte_level_token_display_puts_each_character_on_its_first_token(byte_to
 
 
 def test_explorer_tokens_of_a_byte_level_model_are_text_with_the_raw_piece_beside(byte_tokenizer):
-    from attnlab.explorer.common import _token_text, encode, raw_pieces, token_texts
+    from attnlab.explorer.server.common import encode, raw_pieces, token_text, token_texts
 
     torch.manual_seed(0)
     model = attnlab.build_model(attnlab.ModelConfig(topology="decoder", vocab_size=byte_tokenizer.vocab_size,
@@ -786,14 +788,14 @@ def test_explorer_tokens_of_a_byte_level_model_are_text_with_the_raw_piece_besid
     pieces = raw_pieces(lm, ids)
     assert pieces == byte_tokenizer.hf.encode("Привет\n👋", add_special_tokens=False).tokens
     assert token_texts(lm, ids) == tokens  # what the generation view shows for a sequence
-    assert _token_text(lm, byte_tokenizer.hf.token_to_id("Ġcat")) == " cat"
+    assert token_text(lm, byte_tokenizer.hf.token_to_id("Ġcat")) == " cat"
     out = api.attention(lm, "the cat\n", 0, 0)
     assert out["q_tokens"][1] == " cat" and out["q_pieces"][1] == "Ġcat" and out["q_ids"] == out["k_ids"]
 
 
 def test_wordpiece_tokens_are_not_byte_level_and_stay_as_pieces(toy_lm):
     from attnlab.data.tokenizers import word_tokenizer
-    from attnlab.explorer.tokens import byte_level
+    from attnlab.explorer.server.tokens import byte_level
 
     assert not byte_level(word_tokenizer(["cat", "sat"]))
     assert api.attention(toy_lm, SENTENCE, 0, 0)["q_tokens"] == SENTENCE.split()
@@ -802,7 +804,7 @@ def test_wordpiece_tokens_are_not_byte_level_and_stay_as_pieces(toy_lm):
 def test_a_shipped_mlm_head_is_offered_only_when_its_base_package_is_installed(tmp_path, monkeypatch):
     import json
 
-    from attnlab.explorer import registry
+    from attnlab.explorer.server import registry
 
     folder = tmp_path / "minilm-mlm"
     folder.mkdir()
@@ -826,7 +828,7 @@ def test_cached_and_full_logits_of_a_quantized_decoder_count_as_thesame(scheme):
     recompute multiplies by the dequantized weights, so the two differ by ~2.5e-5 of the logits' scale; the
     tolerance follows that precision (1e-3 of the scale; 3e-2 where int8 goes through fbgemm's 7-8-bit rows), and
     float weights keep 1e-4 of it."""
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry(quantize=scheme, pretrained=False)
     if not registry.entries["gpt-char"].available:
@@ -837,7 +839,7 @@ def test_cached_and_full_logits_of_a_quantized_decoder_count_as_thesame(scheme):
         full = lm.model(torch.tensor([api.encode(lm, "ROMEO: the cat sat on")[0]])).logits[0, -1]
     scale = float(full.abs().max())
     assert out["cache_matches"] is True
-    from attnlab.explorer.generation import _fbgemm, cache_tolerance
+    from attnlab.explorer.views.generation.compute import _fbgemm, cache_tolerance
 
     relative = 3e-2 if _fbgemm(lm.model) else 1e-3  # fbgemm rounds rows to 7-8 bits, attnlab's kernels to ~15
     assert out["cache_difference"] <= out["cache_tolerance"] == pytest.approx(1e-4 + relative * scale, rel=1e-2)

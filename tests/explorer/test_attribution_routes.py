@@ -1,6 +1,6 @@
-"""The estimate-first sweeps through HTTP (explorer/routes_attribution.py): the whole grid arrives first, marked as
-an estimate; the exact values of the chosen cells then stream in and equal the library's exact sweeps; cancel
-stops the work on the server. Tiny random decoder ("path", characters: 2 layers x 4 heads)."""
+"""The estimate-first sweeps through HTTP (explorer/views/experiments/attribution/routes.py): the whole grid arrives
+first, marked as an estimate; the exact values of the chosen cells then stream in and equal the library's exact sweeps;
+cancel stops the work on the server. Tiny random decoder ("path", characters: 2 layers x 4 heads)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from cancelling import hold_until_cancelled, post_then_cancel
 from rounded import ndjson_lines
 
 import attnlab
-from attnlab.explorer import attribution_grid
-from attnlab.explorer.experiments import _prepare
+from attnlab.explorer.views.experiments.attribution import compute as attribution_grid
+from attnlab.explorer.views.experiments.pairs import prepare
 from attnlab.interventions import head_sweep
 
 TOL = 2e-6  # float32 logits of one forward against another batch composition, rounded to 6 decimals by the API
@@ -32,7 +32,7 @@ def test_head_grid_comes_first_marked_as_an_estimate_then_exact_cells_equal_the_
     assert len(streamed) == 5 and lines[-2]["done"] == lines[-2]["total"] == 5
     assert result["exact"] == streamed and not result["cancelled"] and result["kind"] == "estimate+exact"
     lm = client.registry.get("path")
-    ids, _, position, _ = _prepare(lm, "a dog ran", None)
+    ids, _, position, _ = prepare(lm, "a dog ran", None)
     exact = head_sweep(lm.model, ids, first["target"]["id"], position=position)  # the library's full sweep
     for layer, head, value, estimate in streamed:
         assert abs(value - float(exact[layer, head])) <= TOL
@@ -49,8 +49,8 @@ def test_patch_grid_estimate_then_exact_cells_equal_exact_patch(client):
     first, result = lines[0]["estimate"], lines[-1]["result"]
     assert first["kind"] == "estimate" and (first["layers"], first["positions"]) == (2, 7)
     assert len(first["grid"]) == 2 and all(len(row) == 7 for row in first["grid"])
-    clean_ids, _, position, _ = _prepare(lm, "the cat", None)
-    corrupted_ids, _, _, _ = _prepare(lm, "the dog", None)
+    clean_ids, _, position, _ = prepare(lm, "the cat", None)
+    corrupted_ids, _, _, _ = prepare(lm, "the dog", None)
     t = first["target"]["id"]
     want_est = attnlab.attribution_patch(lm.model, clean_ids, corrupted_ids, t, position=position,
                                          grids=["resid_pre"])["resid_pre"]
@@ -115,7 +115,7 @@ def test_an_mlm_gets_both_stages_with_exact_cells_equal_to_the_library(tiny_path
     import importlib.util
     from pathlib import Path
 
-    from attnlab.explorer.common import wrap
+    from attnlab.explorer.server.common import wrap
 
     spec = importlib.util.spec_from_file_location("tiny_models_attr", Path(__file__).with_name("tiny_models.py"))
     tiny = importlib.util.module_from_spec(spec)
@@ -131,14 +131,14 @@ def test_an_mlm_gets_both_stages_with_exact_cells_equal_to_the_library(tiny_path
     out = attribution_grid.heads(lm, "the cat sat on the mat", position=3, mode="mean", top=4, extra=2,
                                  emit=lines.append)
     assert lines[0]["estimate"]["kind"] == "estimate" and len(out["exact"]) == 6
-    ids, _, position, _ = _prepare(lm, "the cat sat on the mat", 3)
+    ids, _, position, _ = prepare(lm, "the cat sat on the mat", 3)
     want = head_sweep(model, ids, out["target"]["id"], position=position, mode="mean", reference=ids)
     for layer, head, value, _ in out["exact"]:
         assert abs(value - float(want[layer, head])) <= TOL
     out = attribution_grid.patching(lm, "the cat sat on the mat", "the dog sat on the mat", position=3, top=6,
                                     extra=0, emit=lines.append)
-    clean_ids, _, _, _ = _prepare(lm, "the cat sat on the mat", 3)
-    corrupted_ids, _, _, _ = _prepare(lm, "the dog sat on the mat", 3)
+    clean_ids, _, _, _ = prepare(lm, "the cat sat on the mat", 3)
+    corrupted_ids, _, _, _ = prepare(lm, "the dog sat on the mat", 3)
     exact = attnlab.exact_patch(model, clean_ids, corrupted_ids, out["target"]["id"], position=3,
                                 grids=["resid_pre"])["resid_pre"]
     assert len(out["exact"]) == 6

@@ -7,8 +7,9 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from attnlab.explorer import classroom, experiments
-from attnlab.explorer.server import create_app
+from attnlab.explorer.server import classroom
+from attnlab.explorer.server.app import create_app
+from attnlab.explorer.views.experiments.sweeps import compute as experiments
 
 TOKEN = "Zx4-class_token-0123"
 LAN = "192.168.1.20"

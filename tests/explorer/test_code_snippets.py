@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from attnlab.explorer.routes_code import SNIPPETS
+from attnlab.explorer.views.experiments.code.compute import SNIPPETS
 
 GPT = "gpt-char"
 

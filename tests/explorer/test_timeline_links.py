@@ -8,9 +8,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from attnlab.errors import InputError
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
-from attnlab.explorer.timeline import timeline
+from attnlab.explorer.server.app import create_app
+from attnlab.explorer.server.registry import build_registry
+from attnlab.explorer.views.experiments.timeline.compute import timeline
 
 SECRET = "outside-secret-31337"
 

@@ -6,9 +6,9 @@ import random
 import pytest
 from fastapi.testclient import TestClient
 
-from attnlab.explorer import timeline
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
+from attnlab.explorer.server.app import create_app
+from attnlab.explorer.server.registry import build_registry
+from attnlab.explorer.views.experiments.timeline import compute as timeline
 
 
 def _pattern(n: int, look) -> list[list[float]]:

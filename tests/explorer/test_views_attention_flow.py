@@ -7,9 +7,9 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import toy
-from attnlab.explorer.attention_flow import attention_flow, head_contributions
-from attnlab.explorer.common import wrap
+from attnlab.explorer.server.common import wrap
+from attnlab.explorer.views.experiments.flow.compute import attention_flow, head_contributions
+from attnlab.explorer.views.experiments.toy import compute as toy
 from attnlab.presets import get
 
 

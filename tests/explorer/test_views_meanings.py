@@ -10,9 +10,9 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import toy
-from attnlab.explorer.common import wrap
-from attnlab.explorer.meanings import EXAMPLE_SENTENCES, nearest_tokens, sentence_similarity
+from attnlab.explorer.server.common import wrap
+from attnlab.explorer.views.experiments.meanings.compute import EXAMPLE_SENTENCES, nearest_tokens, sentence_similarity
+from attnlab.explorer.views.experiments.toy import compute as toy
 from attnlab.presets import get
 
 

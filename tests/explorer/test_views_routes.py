@@ -3,8 +3,8 @@ clear 4xx message (no traceback)."""
 
 import pytest
 
-from attnlab.explorer import toy
-from attnlab.explorer.attention_flow import attention_flow
+from attnlab.explorer.views.experiments.flow.compute import attention_flow
+from attnlab.explorer.views.experiments.toy import compute as toy
 
 
 def test_flow_route_equals_the_function(client):

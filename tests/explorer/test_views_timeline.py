@@ -11,8 +11,8 @@ from tiny_runs import train_gpt_char, with_corpus
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer.registry import UnknownItem, build_registry
-from attnlab.explorer.timeline import previous_token_score, timeline
+from attnlab.explorer.server.registry import UnknownItem, build_registry
+from attnlab.explorer.views.experiments.timeline.compute import previous_token_score, timeline
 from attnlab.presets import get
 from attnlab.training import probe
 from attnlab.training.run import run_train

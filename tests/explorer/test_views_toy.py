@@ -7,7 +7,7 @@ import torch
 
 import attnlab
 from attnlab.errors import InputError
-from attnlab.explorer import toy
+from attnlab.explorer.views.experiments.toy import compute as toy
 
 SENTENCE = "the cat sat on the mat"
 VERB = toy.DIMS.index("verb")

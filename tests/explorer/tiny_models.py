@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 import attnlab
-from attnlab.explorer import toy
+from attnlab.explorer.views.experiments.toy import compute as toy
 
 WORDS = list(toy.WORDS)
 

@@ -40,8 +40,8 @@ def _hypothesis(module: str, test: str) -> Callable[[], int]:
 
 def _traversals() -> int:
     """Each traversal name through every route that takes a name (read from the app, as the test does)."""
-    from attnlab.explorer.registry import build_registry
-    from attnlab.explorer.server import create_app
+    from attnlab.explorer.server.app import create_app
+    from attnlab.explorer.server.registry import build_registry
 
     abuse = _module("test_explorer_abuse")
     app = create_app(build_registry([], shipped=False, pretrained=False))

@@ -27,9 +27,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import attnlab
-from attnlab.explorer import api, images
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
+from attnlab.explorer import api
+from attnlab.explorer.server.app import create_app
+from attnlab.explorer.server.registry import build_registry
+from attnlab.explorer.views.vision import images
 from attnlab.presets import get as preset
 
 pytestmark = pytest.mark.timeout(180)
@@ -247,7 +248,7 @@ def test_oversized_bodies_and_token_counts(client):
 def test_concurrent_heavy_work_is_limited(served, monkeypatch):
     """Twelve slow requests at once: exactly MAX_CONCURRENT run api code together (no more, and the slots are
     really used side by side), and all twelve are answered."""
-    from attnlab.explorer import server
+    from attnlab.explorer.server import app as server
 
     running, peak, lock = [0], [0], threading.Lock()
     original = api.causal_predictions
@@ -397,8 +398,8 @@ def test_a_slow_body_gets_408_and_never_holds_a_model_slot(served):
 _RSS_SERVER = """
 import socket, sys
 import uvicorn
-from attnlab.explorer.registry import build_registry
-from attnlab.explorer.server import create_app
+from attnlab.explorer.server.registry import build_registry
+from attnlab.explorer.server.app import create_app
 sock = socket.socket()
 sock.bind(("127.0.0.1", 0))
 print(sock.getsockname()[1], flush=True)

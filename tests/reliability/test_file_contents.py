@@ -30,7 +30,7 @@ def run_with_secret_latest(tmp_path):
 
 
 def test_the_explorer_never_sends_the_content_a_latest_links_to(run_with_secret_latest):
-    from attnlab.explorer.registry import ModelUnavailable, build_registry
+    from attnlab.explorer.server.registry import ModelUnavailable, build_registry
 
     registry = build_registry([run_with_secret_latest], shipped=False, pretrained=False)
     with pytest.raises(ModelUnavailable) as caught:

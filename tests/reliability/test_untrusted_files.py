@@ -433,13 +433,13 @@ def test_a_fifo_in_a_checkpoint_is_refused_without_blocking(checkpoint, name):
 
 
 def test_the_explorer_registry_does_not_block_on_a_fifo_or_crash_on_a_loop(tmp_path, checkpoint):
-    from attnlab.explorer.registry import build_registry
+    from attnlab.explorer.server.registry import build_registry
 
     (checkpoint / "config.json").unlink()
     os.mkfifo(checkpoint / "config.json")
     os.symlink(tmp_path / "b", tmp_path / "a")
     os.symlink(tmp_path / "a", tmp_path / "b")
-    code = ("import sys; from attnlab.explorer.registry import build_registry; "
+    code = ("import sys; from attnlab.explorer.server.registry import build_registry; "
             "r = build_registry(sys.argv[1:], shipped=False, pretrained=False); print(len(r.entries))")
     out = subprocess.run([sys.executable, "-c", code, str(checkpoint), str(tmp_path / "a")], capture_output=True,
                          text=True, timeout=100)

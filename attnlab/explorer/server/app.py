@@ -1,11 +1,11 @@
 """The explorer's HTTP face: a FastAPI app over explorer.api, plus the static page served from the package.
 
 Every endpoint is a thin adapter in a router beside the view it serves (explorer/routes_<view>.py): parse the
-request (explorer/schemas.py), ask the registry for the model by id, call the pure function in api.py, return
-its dict. Errors become answers, never crashes (explorer/handlers.py maps each to its status and message). The
+request (explorer/server/schemas.py), ask the registry for the model by id, call the pure function in api.py, return
+its dict. Errors become answers, never crashes (explorer/server/handlers.py maps each to its status and message). The
 order of work for a request, so that one slow or hostile client cannot hold what others need, is told where it
-happens: the guard before any routing (explorer/guard.py), then the schemas, then a model slot and a worker
-thread (explorer/runner.py). This module only builds the app from those pieces.
+happens: the guard before any routing (explorer/server/guard.py), then the schemas, then a model slot and a worker
+thread (explorer/server/runner.py). This module only builds the app from those pieces.
 """
 
 from __future__ import annotations
@@ -18,41 +18,43 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from attnlab.errors import InputError
-from attnlab.explorer import (
-    classroom,
-    lessons,
-    routes_architecture,
-    routes_attention,
-    routes_attribution,
-    routes_code,
-    routes_components,
-    routes_cost,
-    routes_experiments,
-    routes_generation,
-    routes_queue,
-    routes_selfsup,
-    routes_steer,
-    routes_vision,
-    sessions,
-)
-from attnlab.explorer.guard import Guard
-from attnlab.explorer.handlers import add_handlers
-from attnlab.explorer.registry import Registry, build_registry
-from attnlab.explorer.runner import Runner, threads_per_request
+from attnlab.explorer.server import classroom, queue, sessions
+from attnlab.explorer.server.guard import Guard
+from attnlab.explorer.server.handlers import add_handlers
+from attnlab.explorer.server.registry import Registry, build_registry
+from attnlab.explorer.server.runner import Runner, threads_per_request
+from attnlab.explorer.views.architecture import routes as architecture
+from attnlab.explorer.views.attention import routes as attention
+from attnlab.explorer.views.cost import routes as cost
+from attnlab.explorer.views.experiments.ablation import routes as ablation
+from attnlab.explorer.views.experiments.attention_ablation import routes as attention_ablation
+from attnlab.explorer.views.experiments.attribution import routes as attribution
+from attnlab.explorer.views.experiments.code import routes as code
+from attnlab.explorer.views.experiments.components import routes as components
+from attnlab.explorer.views.experiments.flow import routes as flow
+from attnlab.explorer.views.experiments.lens import routes as lens
+from attnlab.explorer.views.experiments.meanings import routes as meanings
+from attnlab.explorer.views.experiments.steering import routes as steering
+from attnlab.explorer.views.experiments.sweeps import routes as sweeps
+from attnlab.explorer.views.experiments.timeline import routes as timeline
+from attnlab.explorer.views.experiments.toy import routes as toy
+from attnlab.explorer.views.generation import routes as generation
+from attnlab.explorer.views.lessons import routes as lessons
+from attnlab.explorer.views.selfsup import routes as selfsup
+from attnlab.explorer.views.vision import routes as vision
 from attnlab.threads import check_threads
 
-STATIC = Path(__file__).resolve().parent / "static"
+STATIC = Path(__file__).resolve().parents[1] / "static"
 MAX_BODY_BYTES = 4 * 1024 * 1024
 BODY_SECONDS = 15.0  # the whole request body must arrive within this after the headers, else 408
 QUEUE_SECONDS = 120  # a request still waiting for a model slot after this long is answered 503 "busy"
 MEASURE_SECONDS = 60.0  # /api/cost/...?measure=true stops between lengths after this (or when the client leaves)
 STREAM_SECONDS = 120.0  # /api/generate/stream stops between steps after this (or when the client leaves)
 
-# Every view's router, in the order their routes are matched and documented: the explorer's own tabs, the
-# teaching lessons, then the Experiments tab and the routers built on it.
-ROUTERS = (routes_architecture, routes_attention, routes_selfsup, routes_vision, routes_generation, routes_cost,
-           routes_queue, lessons, routes_experiments, routes_attribution, routes_steer, routes_code,
-           routes_components)
+# Every router, in the order their routes are matched and documented: the explorer's own tabs, the queue, the
+# teaching lessons, then the Experiments tab's views. Each is the `routes` module of its view (explorer/views).
+ROUTERS = (architecture, attention, selfsup, vision, generation, cost, queue, lessons, flow, toy, timeline, meanings,
+           ablation, lens, attention_ablation, sweeps, attribution, steering, code, components)
 
 
 def _concurrency_setting() -> int:
@@ -91,7 +93,7 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
     `max_concurrent` (at least 1), the same for every request, so an answer never depends on the load.
     `class_token`: serving a class (`attnlab explore --class`): every request must carry this token (the address's
     ?class=, then a cookie) and only `host` and loopback are served. `heavy_concurrent`: heavy jobs (sweeps,
-    streams) at once, in their own slots beside the `max_concurrent` light ones (explorer/classroom.py)."""
+    streams) at once, in their own slots beside the `max_concurrent` light ones (explorer/server/classroom.py)."""
     registry = registry if registry is not None else build_registry()
     slots = _positive("max_concurrent", MAX_CONCURRENT if max_concurrent is None else max_concurrent)
     _positive("heavy_concurrent", heavy_concurrent)

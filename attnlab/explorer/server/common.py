@@ -15,13 +15,13 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
 from attnlab.errors import AttnlabError, InputError
-from attnlab.explorer.registry import Loaded, UnknownItem
-from attnlab.explorer.tokens import byte_level, display_texts, single_text, tokenizer_specials
+from attnlab.explorer.server.registry import Loaded, UnknownItem
+from attnlab.explorer.server.tokens import byte_level, display_texts, single_text, tokenizer_specials
 
 MAX_TOKENS = 512  # the explorer's own ceiling: an N x N heatmap beyond this is not readable anyway
 MAX_TEXT_CHARS = 20_000
 MAX_ID_CHARS = 200  # a model id longer than this is refused by every schema (ids are short names)
-MAX_INDEX = 10_000  # layers, heads: the schemas' ceiling; a model's own count is checked by _check_index
+MAX_INDEX = 10_000  # layers, heads: the schemas' ceiling; a model's own count is checked by check_index
 MASKED = -1e30  # raw scores at or below this are masked entries (the model fills them with finfo.min)
 PLAIN_BLANKS = frozenset(" \n\t")  # blanks the page names itself (␣ space, ↵ new line, ⇥ tab)
 
@@ -57,25 +57,25 @@ def wrap(model, tokenizer=None, label: str | None = None, model_id: str = "model
     return Loaded(model_id, label or model.config.name or model.config.topology, model, tokenizer, kind="python")
 
 
-def _round(t: torch.Tensor, decimals: int = 6) -> list:
+def rounded(t: torch.Tensor, decimals: int = 6) -> list:
     """Tensor -> nested lists with `decimals` places: short JSON, and the same numbers the page shows."""
     t = t.detach().double()
     return (torch.round(t * 10**decimals) / 10**decimals).tolist()
 
 
-def _config(lm: Loaded):
+def config_of(lm: Loaded):
     return lm.model.config
 
 
-def _text_model(lm: Loaded):
-    cfg = _config(lm)
+def text_model(lm: Loaded):
+    cfg = config_of(lm)
     if cfg.topology == "vit":
         raise InputError(f"model {lm.id!r} is a vision transformer: it reads images, not text; use the Vision tab")
     return cfg
 
 
 def token_limit(lm: Loaded) -> int:
-    limit = _config(lm).seq_limit
+    limit = config_of(lm).seq_limit
     return min(limit, MAX_TOKENS) if limit else MAX_TOKENS
 
 
@@ -86,7 +86,7 @@ def encode(lm: Loaded, text: str, add_special_tokens: bool = True) -> tuple[list
     A byte-level BPE tokenizer's pieces (`Ġcat`, `æĹ` `¥`) come back as the text they decode to (" cat", "日",
     and tokens.CONTINUATION for a token that only continues a character); raw_pieces(lm, ids) gives the pieces.
     """
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if not isinstance(text, str):
         raise InputError(f"text must be a string, got {type(text).__name__}")
     if len(text) > MAX_TEXT_CHARS:
@@ -116,7 +116,7 @@ def encode(lm: Loaded, text: str, add_special_tokens: bool = True) -> tuple[list
     return ids, tokens
 
 
-def _special_flags(lm: Loaded, ids: list[int]) -> list[bool]:
+def special_flags(lm: Loaded, ids: list[int]) -> list[bool]:
     specials = lm.tokenizer.special_ids if lm.tokenizer is not None else set()
     return [i in specials for i in ids]
 
@@ -132,10 +132,10 @@ def token_texts(lm: Loaded, ids: list[int]) -> list[str]:
     several tokens on its first one, tokens.CONTINUATION on the rest), other tokenizers' pieces as they are."""
     if lm.tokenizer is not None and byte_level(lm.tokenizer):
         return display_texts(raw_pieces(lm, ids), tokenizer_specials(lm.tokenizer))
-    return [_token_text(lm, i) for i in ids]
+    return [token_text(lm, i) for i in ids]
 
 
-def _token_text(lm: Loaded, i: int) -> str:
+def token_text(lm: Loaded, i: int) -> str:
     """One token as the label the page shows: a byte-level piece decoded on its own (tokens.single_text), else
     the piece; a label that would be blank or invisible (a no-break space) is written as its code points."""
     if lm.tokenizer is not None:
@@ -158,16 +158,16 @@ def visible_label(text: str) -> str:
     return "<" + " ".join(f"U+{ord(c):04X}" for c in text) + ">"
 
 
-def _check_index(what: str, value: Any, count: int, error: type[UnknownItem] = UnknownItem) -> int:
+def check_index(what: str, value: Any, count: int, error: type[UnknownItem] = UnknownItem) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < count:
         raise error(f"{what} {shown(value)} does not exist: this model has {count} ({what}s 0..{count - 1})")
     return value
 
 
 def check_range(what: str, value: Any, count: int) -> int:
-    """_check_index for the Experiments views: an index beyond the model's (or text's) own range is OutOfRange
+    """check_index for the Experiments views: an index beyond the model's (or text's) own range is OutOfRange
     (422 naming that range) in every one of them, whichever view is asked."""
-    return _check_index(what, value, count, OutOfRange)
+    return check_index(what, value, count, OutOfRange)
 
 
 def a_an(word: str) -> str:
@@ -183,7 +183,7 @@ def shown(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _parts(cfg) -> dict[str, tuple[str, int, bool]]:
+def parts_of(cfg) -> dict[str, tuple[str, int, bool]]:
     """attention part -> (recording prefix, number of layers, causal)."""
     if cfg.topology == "encoder-decoder":
         return {"encoder": ("encoder.blocks.{l}.attn", cfg.n_layers, False),
@@ -192,19 +192,19 @@ def _parts(cfg) -> dict[str, tuple[str, int, bool]]:
     return {"self": ("blocks.{l}.attn", cfg.n_layers, cfg.topology == "decoder")}
 
 
-def _head_site(lm: Loaded, part: str | None, layer: Any, head: Any):
+def head_site(lm: Loaded, part: str | None, layer: Any, head: Any):
     """One attention head of a text model, checked: -> (config, part, recording name of that attention (e.g.
     `decoder.blocks.2.attn`), causal, layer, head). Unknown parts, layers and heads are refused by name."""
-    cfg = _text_model(lm)
-    part = _default_part(cfg, part)
-    prefix, n_layers, causal = _parts(cfg)[part]
-    layer = _check_index("layer", layer, n_layers)
-    head = _check_index("head", head, cfg.n_heads)
+    cfg = text_model(lm)
+    part = default_part(cfg, part)
+    prefix, n_layers, causal = parts_of(cfg)[part]
+    layer = check_index("layer", layer, n_layers)
+    head = check_index("head", head, cfg.n_heads)
     return cfg, part, prefix.format(l=layer), causal, layer, head
 
 
-def _default_part(cfg, part: str | None) -> str:
-    parts = _parts(cfg)
+def default_part(cfg, part: str | None) -> str:
+    parts = parts_of(cfg)
     if part in (None, "", "self") and "self" in parts:
         return "self"
     if part in (None, ""):
@@ -215,7 +215,7 @@ def _default_part(cfg, part: str | None) -> str:
     return part
 
 
-def _param_count(module) -> int:
+def param_count(module) -> int:
     """Distinct parameters of a module (a tied matrix counts once); 0 for None. A quantized matrix (codes and
     scales kept as buffers, attnlab.quantize) counts the weights it stands for, so a model shows the same count
     quantized or not."""

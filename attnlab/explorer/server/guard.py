@@ -3,8 +3,9 @@
 The order of work for a request (why: one slow or hostile client must not hold what others need):
   1. `Guard` (here, before any routing): Host and Origin checks, then the whole body is read with a deadline
      (`body_seconds`) and counted as it streams, chunked or not (`max_body`).
-  2. FastAPI validates the body and the query against the schemas (explorer/schemas.py: every number has a range).
-  3. Only then does the request queue for a model slot and its work runs in a thread (explorer/runner.py).
+  2. FastAPI validates the body and the query against the schemas (explorer/server/schemas.py: every number has a
+  range). 3. Only then does the request queue for a model slot and its work runs in a thread
+  (explorer/server/runner.py).
 
 What the guard refuses, each with a {"detail": message} that says what was wrong and what is allowed: a foreign
 Host or a cross-origin POST -> 403, an oversize body -> 413, a body that does not arrive in time -> 408. An
@@ -13,7 +14,7 @@ answer leaves it open for the next request. After a 413 the server (uvicorn) rea
 throws it away as it arrives, so a client that sends its whole body before it reads the answer still gets the
 413, and memory holds at most `max_body`. With a class token (`attnlab explore --class`) the guard also
 refuses, with 403, a request without the token, and serves no Host but the class address and loopback; it
-gives each browser that opens the page its client id cookie (explorer/classroom.py).
+gives each browser that opens the page its client id cookie (explorer/server/classroom.py).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from fastapi.responses import JSONResponse, Response
 
-from attnlab.explorer import classroom
+from attnlab.explorer.server import classroom
 
 
 def answer(status: int, detail: str, close: bool = False) -> Response:

@@ -5,7 +5,7 @@ Unknown model/layer/head -> 404 (the Experiments views: a layer, head or positio
 past its deadline, the client left) -> 503, bad input (text beyond the limit, non-images, numbers the model
 cannot use, ...) -> 400, malformed JSON or a value outside its allowed range -> 422. Each answer is
 {"detail": message} saying what was wrong and what is allowed. (The guard's own refusals, 403/408/413, are
-written in explorer/guard.py before any route runs.)
+written in explorer/server/guard.py before any route runs.)
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 
 from attnlab.errors import AttnlabError
-from attnlab.explorer.classroom import QueueFull
-from attnlab.explorer.common import OutOfRange, Stopped, shown
-from attnlab.explorer.guard import answer
-from attnlab.explorer.registry import ModelUnavailable, UnknownItem
-from attnlab.explorer.schemas import LIMITS
+from attnlab.explorer.server.classroom import QueueFull
+from attnlab.explorer.server.common import OutOfRange, Stopped, shown
+from attnlab.explorer.server.guard import answer
+from attnlab.explorer.server.registry import ModelUnavailable, UnknownItem
+from attnlab.explorer.server.schemas import LIMITS
 
 # The most specific class an error is an instance of decides (OutOfRange is an UnknownItem, every one of these
 # an AttnlabError), as Starlette looks handlers up along the error's class hierarchy.

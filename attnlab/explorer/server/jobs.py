@@ -21,7 +21,7 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from attnlab.errors import AttnlabError, InputError
-from attnlab.explorer.runner import run
+from attnlab.explorer.server.runner import run
 
 
 def jobs(request: Request) -> dict[str, Job]:

@@ -1,11 +1,11 @@
-"""HTTP route of the heavy-job queue (explorer/classroom.py, held by the runner): what the page shows while a
+"""HTTP route of the heavy-job queue (explorer/server/classroom.py, held by the runner): what the page shows while a
 sweep or a stream waits its turn. It computes nothing, so it takes no slot."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from attnlab.explorer.runner import runner
+from attnlab.explorer.server.runner import runner
 
 router = APIRouter()
 

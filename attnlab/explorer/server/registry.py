@@ -169,7 +169,7 @@ def _on_device(loaded: Loaded, device) -> Loaded:
 def _load(entry: Entry, quantize: str | None = None) -> Loaded:
     """The model of `entry` in eval mode, its weights quantized by `quantize` (int8 / int4) unless it is the toy."""
     if entry.kind == "toy":
-        from attnlab.explorer import toy
+        from attnlab.explorer.server import toy_model as toy
 
         model, tok = toy.build()
         return Loaded(entry.id, entry.label, model, tok, kind="toy", illustration=True)

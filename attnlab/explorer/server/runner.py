@@ -1,13 +1,12 @@
 """Where a route's work runs: a model slot, the queue limit, the torch threads, and the answer encoded in a thread.
 
 The order of work for a request (why: one slow or hostile client must not hold what others need):
-  1. the guard (explorer/guard.py, before any routing): Host and Origin, the body read with a deadline and counted;
-  2. FastAPI validates the body and the query against the schemas (every number has a range);
-  3. only then does the request queue here for a model slot (`slots` at once, `queue_seconds` at most), and its
-     work runs in a thread. Every endpoint that computes takes a slot, GET or POST. Heavy jobs (sweeps, patching
-     grids, streamed generation: classroom.HEAVY_PATHS) take their own slots instead, in one queue where each
-     client (one browser, else one address) runs one job at a time, so light answers never wait behind them;
-     GET /api/queue tells the page its place.
+  1. the guard (explorer/server/guard.py, before any routing): Host and Origin, the body read with a deadline and
+  counted; 2. FastAPI validates the body and the query against the schemas (every number has a range); 3. only then does
+  the request queue here for a model slot (`slots` at once, `queue_seconds` at most), and its work runs in a thread.
+  Every endpoint that computes takes a slot, GET or POST. Heavy jobs (sweeps, patching grids, streamed generation:
+  classroom.HEAVY_PATHS) take their own slots instead, in one queue where each client (one browser, else one address)
+  runs one job at a time, so light answers never wait behind them; GET /api/queue tells the page its place.
 
 create_app builds one Runner and keeps it as app.state.runner; every router computes through `run(request,
 work)` below, so none of them imports the server.
@@ -26,10 +25,10 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import InputError
-from attnlab.explorer import classroom
-from attnlab.explorer.common import Stop, Stopped
-from attnlab.explorer.guard import answer
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server import classroom
+from attnlab.explorer.server.common import Stop, Stopped
+from attnlab.explorer.server.guard import answer
+from attnlab.explorer.server.registry import Loaded
 from attnlab.threads import allowed_cores, using_threads
 
 

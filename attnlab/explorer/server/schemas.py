@@ -1,10 +1,10 @@
 """The request schemas of the explorer's own views (architecture, attention, self-supervised, vision, generation,
 cost) and LIMITS, the one table of the ranges their numbers may take.
 
-Why one table: the schemas and the 422 messages (explorer/handlers.py) both read it, so a message always names
+Why one table: the schemas and the 422 messages (explorer/server/handlers.py) both read it, so a message always names
 the range that was enforced. Every number has a range and every string a length, so a request outside them is
 refused before any model loads. The Experiments views keep their schemas beside their routes
-(routes_experiments.py and the routers that build on it).
+(explorer/views/experiments/requests.py).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from fastapi import Path as PathParam
 from fastapi import Query
 from pydantic import Field
 
-from attnlab.explorer import sessions
-from attnlab.explorer.common import MAX_ID_CHARS, MAX_TEXT_CHARS, MAX_TOKENS, RequestBody
+from attnlab.explorer.server import sessions
+from attnlab.explorer.server.common import MAX_ID_CHARS, MAX_TEXT_CHARS, MAX_TOKENS, RequestBody
 
 MAX_STREAM_STEPS = 64
 

@@ -1,6 +1,6 @@
 // Experiments · Show the code: under each section a disclosure with the few lines of attnlab Python that give the
 // numbers the section just showed, for the inputs it just sent. The server writes them (POST
-// /api/experiments/code, explorer/routes_code.py) from the view's own request, which util.js announces as
+// /api/experiments/code, explorer/views/experiments/code/routes.py) from the view's own request, which util.js announces as
 // it goes out; this file keeps the last request per API path of each section and shows their code.
 import { api, apiRequests, el, linkStyle, notice } from "../util.js";
 

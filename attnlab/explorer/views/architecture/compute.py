@@ -9,17 +9,17 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import (
-    _config,
-    _param_count,
-    _parts,
-    _round,
-    _text_model,
-    _token_text,
+from attnlab.explorer.server.common import (
+    config_of,
     encode,
+    param_count,
+    parts_of,
+    rounded,
+    text_model,
     token_limit,
+    token_text,
 )
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.registry import Loaded
 
 
 # ------------------------------------------------------------------------------------------------ models
@@ -28,12 +28,12 @@ def list_models(registry) -> list[dict[str, Any]]:
 
 
 def describe(lm: Loaded) -> dict[str, Any]:
-    cfg = _config(lm)
+    cfg = config_of(lm)
     return {"id": lm.id, "label": lm.label, "topology": cfg.topology, "illustration": lm.illustration,
             "n_layers": cfg.n_layers, "decoder_layers": cfg.decoder_layers, "n_heads": cfg.n_heads,
             "d_model": cfg.d_model, "d_head": cfg.head_dim, "vocab_size": cfg.vocab_size,
             "token_limit": token_limit(lm) if cfg.topology != "vit" else cfg.n_patches + 1,
-            "parts": list(_parts(cfg)), "has_mlm": cfg.topology == "encoder" and cfg.head == "lm",
+            "parts": list(parts_of(cfg)), "has_mlm": cfg.topology == "encoder" and cfg.head == "lm",
             "has_tokenizer": lm.tokenizer is not None,
             "mask_token": lm.tokenizer.special.get("mask") if lm.tokenizer is not None else None,
             "examples": _examples(lm), "known_words": _known_words(lm), "truncation": _truncation(lm)}
@@ -48,19 +48,19 @@ def _truncation(lm: Loaded) -> int | None:
 
 def _known_words(lm: Loaded) -> list[str] | None:
     """The toy's whole vocabulary (any other word becomes [UNK], a zero vector)."""
-    if lm.kind != "toy" and not _config(lm).extra.get("illustration"):
+    if lm.kind != "toy" and not config_of(lm).extra.get("illustration"):
         return None
-    from attnlab.explorer.toy import WORDS
+    from attnlab.explorer.server.toy_model import WORDS
 
     return list(WORDS)
 
 
 def _examples(lm: Loaded) -> list[str]:
     if lm.kind == "toy":
-        from attnlab.explorer.toy import SENTENCES
+        from attnlab.explorer.server.toy_model import SENTENCES
 
         return list(SENTENCES)
-    cfg = _config(lm)
+    cfg = config_of(lm)
     if cfg.topology == "vit":
         return []
     if lm.id.startswith("translate"):
@@ -96,7 +96,7 @@ _BLOCK_TEXT = {
 def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, Any]:
     """The model's blocks as data for the diagram: what each does, its tensor shapes for n tokens (or for the
     tokens of `text`), its parameters."""
-    cfg, model = _config(lm), lm.model
+    cfg, model = config_of(lm), lm.model
     if text and cfg.topology != "vit":
         n = len(encode(lm, text)[0])
     if cfg.topology == "vit":
@@ -135,8 +135,8 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
                 text += (f" Grouped K/V: {h} query heads share {kv} key/value heads ({h // kv} query heads per "
                          "K/V head), which shrinks the KV cache by the same factor.")
             out.append({"id": f"{name}.{key}", "kind": key, "title": title, "text": text, "shapes": shapes,
-                        "params_per_layer": _param_count(mod), "n_layers": n_layers,
-                        "params": _param_count(mod) * n_layers, "norm_placement": cfg.norm_placement})
+                        "params_per_layer": param_count(mod), "n_layers": n_layers,
+                        "params": param_count(mod) * n_layers, "norm_placement": cfg.norm_placement})
         return out
 
     def run_order(layer: list[dict[str, Any]]) -> list[str]:
@@ -153,18 +153,18 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
             out.append({"id": f"{name}.patches", "kind": "patches", "title": "Patch embedding + [CLS]",
                         "text": _BLOCK_TEXT["patches"], "shapes": {"pixels": [1, cfg.n_channels, cfg.image_size,
                                                                               cfg.image_size], "out": [1, n, d]},
-                        "params": _param_count(model.patches) + model.cls_token.numel()})
+                        "params": param_count(model.patches) + model.cls_token.numel()})
         elif tokens:  # an encoder-decoder's decoder shares the encoder's table: counted once
             out.append({"id": f"{name}.tokens", "kind": "tokens", "title": "Token embeddings",
                         "text": _BLOCK_TEXT["tokens"], "shapes": {"ids": [1, n], "out": [1, n, d]},
-                        "params": _param_count(model.tokens)})
-        extras = _param_count(stack.token_types) + _param_count(stack.embed_norm)
+                        "params": param_count(model.tokens)})
+        extras = param_count(stack.token_types) + param_count(stack.embed_norm)
         if extras:
             out.append({"id": f"{name}.embed_extras", "kind": "embed_extras", "title": "Segments + embedding norm",
                         "text": _BLOCK_TEXT["embed_extras"], "shapes": {"out": [1, n, d]}, "params": extras})
         pos = stack.positions if stack.positions is not None else (stack.rotary or stack.alibi or stack.rel_bias)
         out.append({"id": f"{name}.positions", "kind": "positions", "title": f"Positions ({cfg.position})",
-                    "text": _BLOCK_TEXT["positions"], "shapes": {"out": [1, n, d]}, "params": _param_count(pos)})
+                    "text": _BLOCK_TEXT["positions"], "shapes": {"out": [1, n, d]}, "params": param_count(pos)})
         return out
 
     def tail(stack, name: str) -> list[dict[str, Any]]:
@@ -172,16 +172,16 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
             return []
         return [{"id": f"{name}.final_norm", "kind": "final_norm", "title": "Final norm",
                  "text": _BLOCK_TEXT["final_norm"], "shapes": {"out": [1, n, d]},
-                 "params": _param_count(stack.final_norm)}]
+                 "params": param_count(stack.final_norm)}]
 
     head_module = getattr(model, "lm_head", None) or getattr(model, "classifier", None)
-    head_params = _param_count(head_module) + _param_count(getattr(model, "pooler", None))
+    head_params = param_count(head_module) + param_count(getattr(model, "pooler", None))
     tokens = getattr(model, "tokens", None)
     if head_module is not None and tokens is not None and cfg.tie_embeddings:
         codes = getattr(tokens, "qweight", None)  # a quantized tied embedding shares its head's codes
         tied = any(b is codes for b in head_module.buffers()) if codes is not None else \
             any(p is tokens.weight for p in head_module.parameters())
-        head_params -= _param_count(tokens) if tied else 0
+        head_params -= param_count(tokens) if tied else 0
     out_shape = [1, n, cfg.vocab_size] if cfg.head == "lm" else [1, cfg.n_classes]
     head = {"id": "head", "kind": "head", "title": f"Head ({cfg.head})", "text": _BLOCK_TEXT["head"],
             "shapes": {"logits": out_shape}, "params": max(head_params, 0),
@@ -206,7 +206,7 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
         st["run_order"] = run_order(st["layer"])
         st["norm_placement"] = cfg.norm_placement
     stacks_kv = {"n_heads": h, "kv_heads": kv}
-    total = _param_count(model)
+    total = param_count(model)
     from attnlab.counting import closed_form
 
     return {"model": lm.id, "topology": cfg.topology, "n": n, "config": cfg.to_dict(), "stacks": stacks,
@@ -261,7 +261,7 @@ def famous_models() -> list[dict[str, Any]]:
 def walkthrough(lm: Loaded, text: str, steps: int = 5) -> dict[str, Any]:
     """The seeds' inference walk-through, run live: N tokens in, N vectors out; then what the topology does
     with them (encoder: the [CLS] vector; decoder: predict, append, repeat; encoder-decoder: translate)."""
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     steps = max(1, min(int(steps), 16))
     ids, tokens = encode(lm, text)
     model = lm.model
@@ -271,7 +271,7 @@ def walkthrough(lm: Loaded, text: str, steps: int = 5) -> dict[str, Any]:
         if cfg.topology == "encoder":
             h = model(torch.tensor([ids])).hidden  # (1, n, d)
             out["output_shape"] = list(h.shape)
-            out["first_vector"] = _round(h[0, 0, :8], 4)
+            out["first_vector"] = rounded(h[0, 0, :8], 4)
             return out
         if cfg.topology == "encoder-decoder":
             enc = model.encode(torch.tensor([ids]))
@@ -288,7 +288,7 @@ def walkthrough(lm: Loaded, text: str, steps: int = 5) -> dict[str, Any]:
                 break
             probs = make(seq).float().softmax(-1)
             nxt = int(probs.argmax())
-            trail.append({"context": len(seq), "token": _token_text(lm, nxt), "id": nxt,
+            trail.append({"context": len(seq), "token": token_text(lm, nxt), "id": nxt,
                           "prob": round(float(probs[nxt]), 6)})
             seq.append(nxt)
             if cfg.eos_token_id is not None and nxt == cfg.eos_token_id:

@@ -1,7 +1,7 @@
-"""HTTP routes of the Architecture tab (explorer/architecture.py): the models on offer and each one's shape, the
-blocks and shapes for n tokens, the parameter calculator, the famous models and the inference walk-through.
+"""HTTP routes of the Architecture tab (explorer/views/architecture/compute.py): the models on offer and each one's
+shape, the blocks and shapes for n tokens, the parameter calculator, the famous models and the inference walk-through.
 
-Like every router: parse the request (explorer/schemas.py), compute through the runner (a model slot, the queue
+Like every router: parse the request (explorer/server/schemas.py), compute through the runner (a model slot, the queue
 limit, a worker thread), return the pure function's dict from explorer.api.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from attnlab.explorer import api
-from attnlab.explorer.runner import model, run
-from attnlab.explorer.schemas import (
+from attnlab.explorer.server.runner import model, run
+from attnlab.explorer.server.schemas import (
     ModelId,
     QueryD,
     QueryDFF,

@@ -10,24 +10,24 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import (
+from attnlab.explorer.server.common import (
     MASKED,
-    _check_index,
-    _config,
-    _default_part,
-    _head_site,
-    _parts,
-    _round,
-    _special_flags,
-    _text_model,
-    _token_text,
     a_an,
+    check_index,
+    config_of,
+    default_part,
     encode,
+    head_site,
+    parts_of,
     raw_pieces,
+    rounded,
+    special_flags,
+    text_model,
     token_limit,
+    token_text,
 )
-from attnlab.explorer.registry import Loaded
-from attnlab.explorer.sessions import ByteLRU, model_key
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.server.sessions import ByteLRU, model_key
 from attnlab.recording import record
 
 
@@ -78,12 +78,12 @@ def _storage_bytes(store: dict[str, torch.Tensor]) -> int:
     return sum(seen.values())
 
 
-def _record_text(lm: Loaded, ids: list[int], target_ids: list[int] | None, names: list[str],
+def record_text(lm: Loaded, ids: list[int], target_ids: list[int] | None, names: list[str],
                  head: int | None = None) -> dict[str, torch.Tensor]:
     """Record `names` for one text (and target): from the sentence's cached recording when the names are part of
     it (no forward at all), else by one forward that stops after the last of them (the later layers and the LM
     head are most of the time of an attention request on a large-vocabulary model)."""
-    cfg = _config(lm)
+    cfg = config_of(lm)
     kwargs = {"decoder_input_ids": torch.tensor([target_ids])} if cfg.topology == "encoder-decoder" else {}
     patterns, last = _sentence_plan(cfg)
     size = _sentence_bytes(cfg, len(ids), len(target_ids) if target_ids is not None else None)
@@ -106,9 +106,9 @@ def _record_text(lm: Loaded, ids: list[int], target_ids: list[int] | None, names
             else store[n] for n in names}
 
 
-def _target_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
+def target_token_ids(lm: Loaded, ids: list[int], target: str | None) -> list[int]:
     """Decoder input for an encoder-decoder: the start token + the given target, or a greedy translation."""
-    cfg = _config(lm)
+    cfg = config_of(lm)
     start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
     if target:
         tgt, _ = encode(lm, target, add_special_tokens=False)
@@ -122,7 +122,7 @@ def _sized(tokens: list[int]) -> tuple[tuple[int, ...], int]:
 
 
 def greedy_translation(lm: Loaded, ids: list[int], max_new: int = 16) -> list[int]:
-    cfg, model = _config(lm), lm.model
+    cfg, model = config_of(lm), lm.model
     start = cfg.decoder_start_token_id if cfg.decoder_start_token_id is not None else (cfg.bos_token_id or 0)
     out = [start]
     limit = min(token_limit(lm), max_new + 1)
@@ -144,62 +144,62 @@ def attention(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | 
     Only the requested layer and head are recorded, so the rest of the forward stays on the fast path.
     Masked entries (causal mask) come back as null raw scores and weight 0.
     """
-    cfg, part, name, causal, layer, head = _head_site(lm, part, layer, head)
+    cfg, part, name, causal, layer, head = head_site(lm, part, layer, head)
     ids, tokens = encode(lm, text)
     q_ids = k_ids = ids
     target_ids = None
     if cfg.topology == "encoder-decoder":
-        target_ids = _target_ids(lm, ids, target)
+        target_ids = target_token_ids(lm, ids, target)
         q_ids = target_ids if part in ("decoder", "cross") else ids
         k_ids = target_ids if part == "decoder" else ids
-    store = _record_text(lm, ids, target_ids, [f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"],
+    store = record_text(lm, ids, target_ids, [f"{name}.q", f"{name}.k", f"{name}.raw_scores", f"{name}.weights"],
                          head=head)
     raw = store[f"{name}.raw_scores"][0, 0]  # (q, k)
     weights = store[f"{name}.weights"][0, 0]
     masked = raw <= MASKED
-    raw_list = _round(raw.masked_fill(masked, 0.0))
+    raw_list = rounded(raw.masked_fill(masked, 0.0))
     for i, j in masked.nonzero().tolist():
         raw_list[i][j] = None
     scale = cfg.attn_scale if cfg.attn_scale is not None else cfg.head_dim ** -0.5
-    q_tokens = [_token_text(lm, i) for i in q_ids] if q_ids is not ids else tokens
-    k_tokens = [_token_text(lm, i) for i in k_ids] if k_ids is not ids else tokens
+    q_tokens = [token_text(lm, i) for i in q_ids] if q_ids is not ids else tokens
+    k_tokens = [token_text(lm, i) for i in k_ids] if k_ids is not ids else tokens
     # .forward: the rows only (a quantized table is not decoded whole), and no hook sees a second forward
     emb = lm.model.tokens.forward(torch.tensor(k_ids))[:, :64]
     illustration = lm.illustration or bool(cfg.extra.get("illustration"))
     dims = list(cfg.extra.get("dims", [])) if illustration else None
     return {"model": lm.id, "topology": cfg.topology, "part": part, "layer": layer, "head": head,
-            "n_layers": _parts(cfg)[part][1], "n_heads": cfg.n_heads, "d_head": cfg.head_dim, "scale": scale,
+            "n_layers": parts_of(cfg)[part][1], "n_heads": cfg.n_heads, "d_head": cfg.head_dim, "scale": scale,
             "causal": causal, "position": cfg.position,
             "q_tokens": q_tokens, "k_tokens": k_tokens, "q_ids": list(q_ids), "k_ids": list(k_ids),
             "q_pieces": raw_pieces(lm, q_ids), "k_pieces": raw_pieces(lm, k_ids),
-            "q_special": _special_flags(lm, q_ids), "k_special": _special_flags(lm, k_ids),
-            "raw_scores": raw_list, "weights": _round(weights),
-            "q": _round(store[f"{name}.q"][0, 0], 5), "k": _round(store[f"{name}.k"][0, 0], 5),
-            "embeddings": {"dims": dims, "width": cfg.d_model, "values": _round(emb.detach(), 4)},
+            "q_special": special_flags(lm, q_ids), "k_special": special_flags(lm, k_ids),
+            "raw_scores": raw_list, "weights": rounded(weights),
+            "q": rounded(store[f"{name}.q"][0, 0], 5), "k": rounded(store[f"{name}.k"][0, 0], 5),
+            "embeddings": {"dims": dims, "width": cfg.d_model, "values": rounded(emb.detach(), 4)},
             "head_name": cfg.extra.get("heads", [None] * cfg.n_heads)[head] if illustration else None}
 
 
 def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 24,
                    target: str | None = None) -> dict[str, Any]:
     """Every layer x head of one part as small thumbnails (average-pooled to at most size x size)."""
-    cfg = _text_model(lm)
-    part = _default_part(cfg, part)
-    prefix, n_layers, _ = _parts(cfg)[part]
+    cfg = text_model(lm)
+    part = default_part(cfg, part)
+    prefix, n_layers, _ = parts_of(cfg)[part]
     ids, _ = encode(lm, text)
-    target_ids = _target_ids(lm, ids, target) if cfg.topology == "encoder-decoder" else None
+    target_ids = target_token_ids(lm, ids, target) if cfg.topology == "encoder-decoder" else None
     key = (*model_key(lm), tuple(ids), tuple(target_ids) if target_ids is not None else None, part, size)
     cached = GRIDS.get(key)
     if cached is not None:  # the same thumbnails after a layer or head change: pooling them again costs ~30 ms
         return cached
     names = [prefix.format(l=i) + ".weights" for i in range(n_layers)]
-    store = _record_text(lm, ids, target_ids, names)
+    store = record_text(lm, ids, target_ids, names)
     grid = []
     for name in names:
         w = store[name][0]  # (heads, q, k)
         q, k = w.shape[-2:]
         pooled = torch.nn.functional.adaptive_avg_pool2d(w, (min(q, size), min(k, size)))
         peak = pooled.amax(dim=(-2, -1), keepdim=True).clamp(min=1e-9)
-        grid.append(_round(pooled / peak, 3))  # each thumbnail scaled to its own peak
+        grid.append(rounded(pooled / peak, 3))  # each thumbnail scaled to its own peak
     result = {"model": lm.id, "part": part, "n_layers": n_layers, "n_heads": cfg.n_heads, "thumbnails": grid}
     GRIDS.put(key, result, 64 * n_layers * cfg.n_heads * size * size)  # nested Python floats: ~64 bytes each
     return result
@@ -207,14 +207,14 @@ def attention_grid(lm: Loaded, text: str, part: str | None = None, size: int = 2
 
 def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict[str, Any]:
     """Causal mask applied before the softmax (correct) or after it (wrong): the second leaves rows summing < 1."""
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if cfg.topology != "decoder":
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; the mask-placement lesson needs a causal decoder")
-    layer = _check_index("layer", layer, cfg.n_layers)
-    head = _check_index("head", head, cfg.n_heads)
+    layer = check_index("layer", layer, cfg.n_layers)
+    head = check_index("head", head, cfg.n_heads)
     ids, tokens = encode(lm, text)
     name = f"blocks.{layer}.attn"
-    store = _record_text(lm, ids, None, [f"{name}.q", f"{name}.k", f"{name}.weights"], head=head)
+    store = record_text(lm, ids, None, [f"{name}.q", f"{name}.k", f"{name}.weights"], head=head)
     q, k = store[f"{name}.q"][0, 0], store[f"{name}.k"][0, 0]  # (n, d_head)
     scale = cfg.attn_scale if cfg.attn_scale is not None else cfg.head_dim ** -0.5
     unmasked = (q @ k.T) * scale  # (n, n): what the scores are before any mask (position biases aside)
@@ -222,5 +222,5 @@ def mask_placement(lm: Loaded, text: str, layer: int = 0, head: int = 0) -> dict
     keep = torch.ones(n, n, dtype=torch.bool).tril()
     after = unmasked.softmax(-1) * keep  # softmax first, then zero the future: probability mass is lost
     before = store[f"{name}.weights"][0, 0]
-    return {"model": lm.id, "tokens": tokens, "before": _round(before), "after": _round(after),
-            "before_row_sums": _round(before.sum(-1)), "after_row_sums": _round(after.sum(-1))}
+    return {"model": lm.id, "tokens": tokens, "before": rounded(before), "after": rounded(after),
+            "before_row_sums": rounded(before.sum(-1)), "after_row_sums": rounded(after.sum(-1))}

@@ -1,5 +1,5 @@
-"""HTTP routes of the Attention tab (explorer/attention.py): one layer and head in full, the thumbnails of every
-layer x head, and the causal mask placed before vs after the softmax. Computed through the runner like every
+"""HTTP routes of the Attention tab (explorer/views/attention/compute.py): one layer and head in full, the thumbnails of
+every layer x head, and the causal mask placed before vs after the softmax. Computed through the runner like every
 router (a model slot, the queue limit, a worker thread)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from attnlab.explorer import api
-from attnlab.explorer.runner import model, run
-from attnlab.explorer.schemas import AttentionRequest, GridRequest, MaskRequest
+from attnlab.explorer.server.runner import model, run
+from attnlab.explorer.server.schemas import AttentionRequest, GridRequest, MaskRequest
 
 router = APIRouter()
 

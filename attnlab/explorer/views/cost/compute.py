@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import (
-    _config,
-    _param_count,
+from attnlab.explorer.server.common import (
+    config_of,
+    param_count,
 )
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.registry import Loaded
 
 MAX_COST_N = 1 << 15  # the longest n this tab counts for a model without a position limit
 
@@ -22,7 +22,7 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str
     client went away)."""
     from attnlab.cost import cost_table, forward_flops, kv_cache_bytes
 
-    cfg = _config(lm)
+    cfg = config_of(lm)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise InputError(f"n={n!r}: allowed a positive integer (up to the model's position limit)")
     asked, note = n, None
@@ -60,7 +60,7 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str
              "bytes": r.bytes_moved, "intensity": round(r.intensity, 3) if r.bytes_moved else None}
             for r in table.rows]
     result = {"model": lm.id, "n": n, "requested_n": asked, "limit": cfg.seq_limit, "note": note,
-              "params": _param_count(lm.model), "at_n": at_n, "rows": rows,
+              "params": param_count(lm.model), "at_n": at_n, "rows": rows,
               "sweep": sweep}
     result["heads"] = heads_comparison(cfg, n)
     result["decode"] = decode_step(cfg, n, lm.id)

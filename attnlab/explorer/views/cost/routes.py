@@ -1,15 +1,15 @@
-"""HTTP route of the Cost tab (explorer/cost.py): parameters, FLOPs and memory for n tokens and how they scale,
-optionally measured on this machine (a heavy job then: it times the model at several lengths, and stops
-between lengths after the app's `measure_seconds` or when the client leaves)."""
+"""HTTP route of the Cost tab (explorer/views/cost/compute.py): parameters, FLOPs and memory for n tokens and how they
+scale, optionally measured on this machine (a heavy job then: it times the model at several lengths, and stops between
+lengths after the app's `measure_seconds` or when the client leaves)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
 from attnlab.explorer import api
-from attnlab.explorer.common import Stop
-from attnlab.explorer.runner import model, run
-from attnlab.explorer.schemas import ModelId, QueryCostN
+from attnlab.explorer.server.common import Stop
+from attnlab.explorer.server.runner import model, run
+from attnlab.explorer.server.schemas import ModelId, QueryCostN
 
 router = APIRouter()
 

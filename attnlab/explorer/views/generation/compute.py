@@ -17,25 +17,25 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import (
-    _check_index,
-    _param_count,
-    _round,
-    _text_model,
-    _token_text,
+from attnlab.explorer.server.common import (
     a_an,
+    check_index,
     encode,
+    param_count,
+    rounded,
+    text_model,
     token_limit,
+    token_text,
     token_texts,
 )
-from attnlab.explorer.registry import Loaded
-from attnlab.explorer.sessions import GenerationSession, GenerationSessions
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.server.sessions import GenerationSession, GenerationSessions
 from attnlab.recording import active, capture
 from attnlab.threads import kernels_apart, kernels_only
 
 
 # ------------------------------------------------------------------------------------------- generation
-def _filtered_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
+def filtered_probs(logits: torch.Tensor, temperature: float, top_k: int, top_p: float) -> torch.Tensor:
     """Next-token probabilities after temperature, top-k and nucleus (top-p) filtering.
 
     The logits are shifted so their maximum is 0 before the division: the softmax is unchanged, and a tiny
@@ -271,13 +271,13 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     The cached one-token step of a decoder runs compiled where generate would compile it (see the module
     docstring): "step_path" says "compiled" or "eager", and "step_path_reason" why eager (None when compiled).
     """
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if cfg.topology not in ("decoder", "encoder-decoder"):
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; generation needs a decoder or an encoder-decoder")
     _check_settings(temperature, top_k, top_p, seed)
     generated = list(generated or [])
     for t in generated:
-        _check_index("generated token id", t, cfg.vocab_size)
+        check_index("generated token id", t, cfg.vocab_size)
     model = lm.device_model  # the CPU model, or its copy on `attnlab explore --device`
     source, _ = encode(lm, prompt)
     enc_dec = cfg.topology == "encoder-decoder"
@@ -290,7 +290,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     if len(seq) >= limit:
         raise InputError(f"the sequence is {len(seq)} tokens; model {lm.id!r} takes at most {limit}: "
                          "start again with a shorter prompt")
-    small = _param_count(model) < SMALL_MODEL  # a quantized matrix counts the weights it stands for
+    small = param_count(model) < SMALL_MODEL  # a quantized matrix counts the weights it stands for
     repeats = 3 if small else 1  # best of 3 where a step is quick; one run where it already takes a while
     compare = small if compare is None else bool(compare)
     store = sessions if sessions is not None else GenerationSessions(max_sessions=1)
@@ -352,15 +352,15 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
     if not bool(torch.isfinite(logits).all()):
         raise InputError(f"model {lm.id!r} gives logits that are not finite (NaN or infinity) for this prompt: its "
                          "weights are probably damaged, so there is nothing to sample from")
-    probs = _filtered_probs(logits.float(), float(temperature), int(top_k), float(top_p))
+    probs = filtered_probs(logits.float(), float(temperature), int(top_k), float(top_p))
     gen = torch.Generator().manual_seed(_generator_seed(int(seed), len(generated)))
     token = int(torch.multinomial(probs, 1, generator=gen))
     raw_probs = logits.float().softmax(-1)
     top = probs.topk(min(bars, probs.numel()))
-    bar_list = [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(float(p), 6),
+    bar_list = [{"token": token_text(lm, int(i)), "id": int(i), "prob": round(float(p), 6),
                  "raw_prob": round(float(raw_probs[int(i)]), 6)} for p, i in zip(top.values, top.indices, strict=True)]
     result = {"model": lm.id, "topology": cfg.topology, "step": len(generated) + 1, "bars": bar_list,
-              "token": _token_text(lm, token), "token_id": token, "generated": generated + [token],
+              "token": token_text(lm, token), "token_id": token, "generated": generated + [token],
               "text": token_texts(lm, seq + [token]),
               "cache": {"positions": positions, "entries": entries, "bytes": nbytes,
                         "formula": f"2 x {n_layers} layers x {cfg.kv_heads} kv heads x {positions} "
@@ -376,7 +376,7 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
               "step_path": step_path, "step_path_reason": step_why,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}
     if enc_dec:
-        result["source"] = [_token_text(lm, i) for i in source]
+        result["source"] = [token_text(lm, i) for i in source]
         # each layer's cross-attention of the newest target position over the source, averaged over heads
-        result["cross_attention"] = [_round(cross[nm][0, :, -1].mean(0), 5) for nm in names]
+        result["cross_attention"] = [rounded(cross[nm][0, :, -1].mean(0), 5) for nm in names]
     return result

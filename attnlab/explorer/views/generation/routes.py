@@ -1,6 +1,6 @@
-"""HTTP routes of the Generation tab (explorer/generation.py): one decoding step with the KV cache, timed with and
-without it, and several steps streamed one JSON line each as they are computed. A page's KV cache lives in the
-app's sessions (explorer/sessions.py) between its steps."""
+"""HTTP routes of the Generation tab (explorer/views/generation/compute.py): one decoding step with the KV cache, timed
+with and without it, and several steps streamed one JSON line each as they are computed. A page's KV cache lives in the
+app's sessions (explorer/server/sessions.py) between its steps."""
 
 from __future__ import annotations
 
@@ -13,11 +13,11 @@ from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import AttnlabError
 from attnlab.explorer import api
-from attnlab.explorer.common import Stop
-from attnlab.explorer.guard import answer
-from attnlab.explorer.handlers import status_of
-from attnlab.explorer.runner import SlotStream, encode_json, model, run, runner, watch
-from attnlab.explorer.schemas import GenerateRequest, GenerateStreamRequest
+from attnlab.explorer.server.common import Stop
+from attnlab.explorer.server.guard import answer
+from attnlab.explorer.server.handlers import status_of
+from attnlab.explorer.server.runner import SlotStream, encode_json, model, run, runner, watch
+from attnlab.explorer.server.schemas import GenerateRequest, GenerateStreamRequest
 
 router = APIRouter()
 

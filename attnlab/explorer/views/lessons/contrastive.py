@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _round
+from attnlab.explorer.server.common import rounded
 
 LANGUAGES = ("en", "fr", "de", "es", "it")  # the languages clip-mnist's recipe trains on
 
@@ -32,7 +32,7 @@ def similarity_matrix(dual, tokenizer, lang: str = "en") -> dict[str, Any]:
     """One MNIST sample of each digit against the ten digit names in `lang`: (10 images, 10 names) cosine
     similarities, each row's softmax at the model's temperature, and the zero-shot accuracy over the ten."""
     from attnlab.data.pairs import digit_words
-    from attnlab.explorer import images
+    from attnlab.explorer.views.vision import images
 
     if lang not in LANGUAGES:
         raise InputError(f"lang={lang!r}: allowed {', '.join(LANGUAGES)} (the languages clip-mnist was trained on)")
@@ -60,14 +60,14 @@ def similarity_matrix(dual, tokenizer, lang: str = "en") -> dict[str, Any]:
         probs = (scale * cosine).softmax(-1)
     guess = cosine.argmax(-1)
     return {"lang": lang, "names": names, "image_labels": list(range(10)), "samples": [picks[d] for d in range(10)],
-            "cosine": _round(cosine), "probs": _round(probs),
+            "cosine": rounded(cosine), "probs": rounded(probs),
             "temperature": round(1 / scale, 6),
             "guess": guess.tolist(), "correct": int((guess == torch.arange(10)).sum())}
 
 
 def for_entry(entry, lang: str = "en") -> dict[str, Any]:
     """The similarity matrix of a registry entry that is a dual encoder (clip-mnist)."""
-    from attnlab.explorer.registry import UnknownItem, is_dual_encoder
+    from attnlab.explorer.server.registry import UnknownItem, is_dual_encoder
 
     if entry.source is None or not is_dual_encoder(entry.source):
         raise UnknownItem(f"model {entry.id!r} is not a dual encoder; the image-text matrix needs clip-mnist")

@@ -2,7 +2,7 @@
 encoder's image-text similarity matrix).
 
 An APIRouter the server includes: each route parses the request, asks the app's registry for the model and
-calls the pure function in explorer.scaling through `run` (explorer/runner.py): a model slot, the queue
+calls the pure function in explorer.scaling through `run` (explorer/server/runner.py): a model slot, the queue
 limit and the work in a worker thread, like every other route that computes. Errors take the server's own
 mapping (404 unknown layer/head, 400 bad input, 503 model unavailable).
 """
@@ -15,9 +15,9 @@ from fastapi import APIRouter, Query, Request
 from fastapi import Path as PathParam
 from pydantic import Field
 
-from attnlab.explorer import contrastive, scaling
-from attnlab.explorer.common import MAX_ID_CHARS, MAX_INDEX, MAX_TEXT_CHARS, MAX_TOKENS, RequestBody
-from attnlab.explorer.runner import run
+from attnlab.explorer.server.common import MAX_ID_CHARS, MAX_INDEX, MAX_TEXT_CHARS, MAX_TOKENS, RequestBody
+from attnlab.explorer.server.runner import run
+from attnlab.explorer.views.lessons import contrastive, scaling
 
 router = APIRouter()
 

@@ -13,27 +13,27 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.attention import _record_text, _target_ids
-from attnlab.explorer.common import (
-    _check_index,
-    _default_part,
-    _head_site,
-    _parts,
-    _round,
-    _text_model,
-    _token_text,
+from attnlab.explorer.server.common import (
+    check_index,
+    default_part,
     encode,
+    head_site,
+    parts_of,
+    rounded,
+    text_model,
+    token_text,
 )
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.views.attention.compute import record_text, target_token_ids
 
 
 def _record_qk(lm: Loaded, text: str, layer: int, head: int, part: str | None, extra: tuple[str, ...] = ()):
     """Q and K of one head (after any rotary rotation) for `text`, plus any extra recorded names."""
-    cfg, part, name, causal, layer, head = _head_site(lm, part, layer, head)
+    cfg, part, name, causal, layer, head = head_site(lm, part, layer, head)
     ids, tokens = encode(lm, text)
-    target_ids = _target_ids(lm, ids, None) if cfg.topology == "encoder-decoder" else None
+    target_ids = target_token_ids(lm, ids, None) if cfg.topology == "encoder-decoder" else None
     names = [*extra, f"{name}.q", f"{name}.k"]  # extras are recorded before q; k comes after q: stop there
-    store = _record_text(lm, ids, target_ids, names, head=head)
+    store = record_text(lm, ids, target_ids, names, head=head)
     q, k = store[f"{name}.q"][0, 0].double(), store[f"{name}.k"][0, 0].double()  # (n_q, d_head), (n_k, d_head)
     return cfg, part, layer, head, causal, ids, tokens, target_ids, q, k, store
 
@@ -46,7 +46,7 @@ def _sig(x) -> float:
 def _softmax_summary(row: torch.Tensor) -> dict[str, Any]:
     p = row.softmax(-1)
     entropy = float(-(p * p.clamp(min=1e-30).log()).sum())
-    return {"weights": _round(p), "max": round(float(p.max()), 6), "entropy": round(entropy, 6)}
+    return {"weights": rounded(p), "max": round(float(p.max()), 6), "entropy": round(entropy, 6)}
 
 
 def scaling_statistics(lm: Loaded, text: str, layer: int = 0, head: int = 0, part: str | None = None,
@@ -84,17 +84,17 @@ def scaling_statistics(lm: Loaded, text: str, layer: int = 0, head: int = 0, par
     n_q = unscaled.shape[0]
     if query is None:
         query = min(1, n_q - 1)  # the first token after a [CLS]-like start: usually a word
-    query = _check_index("query token", query, n_q)
+    query = check_index("query token", query, n_q)
     row_visible = visible[query]
     row_raw = unscaled[query][row_visible]
-    target_tokens = [_token_text(lm, i) for i in target_ids] if target_ids is not None else None
+    target_tokens = [token_text(lm, i) for i in target_ids] if target_ids is not None else None
     q_tokens = target_tokens if part in ("decoder", "cross") else tokens
     k_tokens = target_tokens if part == "decoder" else tokens
     return {"model": lm.id, "part": part, "layer": layer, "head": head, "d_head": d_head, "scale": scale,
             "pairs": int(visible.sum()), "causal": causal,
             "q_variance": _sig(q.var(unbiased=False)), "k_variance": _sig(k.var(unbiased=False)),
             "unscaled": stats(raw_vals), "scaled": stats(scaled_vals),
-            "bin_edges": _round(edges), "hist_unscaled": hist(raw_vals), "hist_scaled": hist(scaled_vals),
+            "bin_edges": rounded(edges), "hist_unscaled": hist(raw_vals), "hist_scaled": hist(scaled_vals),
             "query": query, "query_token": q_tokens[query],
             "keys": [k_tokens[j] for j in range(len(k_tokens)) if bool(row_visible[j])],
             "softmax_unscaled": _softmax_summary(row_raw), "softmax_scaled": _softmax_summary(row_raw * scale),
@@ -107,19 +107,19 @@ def projection_steps(lm: Loaded, text: str, layer: int = 0, head: int = 0, query
     the block's norm when the model is pre-norm), Q = x W_Q (+ b) for this head, K = x W_K (+ b) for the key
     token (with grouped K/V heads, the K head this query head shares), the rotary rotation if the model uses
     one, then Q.K and the scaled score. Self-attention only (cross-attention reads K from the encoder)."""
-    cfg = _text_model(lm)
-    part = _default_part(cfg, part)
+    cfg = text_model(lm)
+    part = default_part(cfg, part)
     if part == "cross":
         raise InputError("the step-by-step projection covers self-attention; pick the encoder or decoder part")
-    prefix, n_layers, _ = _parts(cfg)[part]
-    layer = _check_index("layer", layer, n_layers)
+    prefix, n_layers, _ = parts_of(cfg)[part]
+    layer = check_index("layer", layer, n_layers)
     block_name = prefix.format(l=layer).rsplit(".", 1)[0]  # blocks.3 / decoder.blocks.3
     stack = getattr(lm.model, part) if cfg.topology == "encoder-decoder" else lm.model
     block = stack.blocks[layer]
     cfg, part, layer, head, _, ids, tokens, target_ids, q_rec, k_rec, store = _record_qk(
         lm, text, layer, head, part, extra=(f"{block_name}.resid_pre",))
-    query = _check_index("query token", query, q_rec.shape[0])
-    key = _check_index("key token", key, k_rec.shape[0])
+    query = check_index("query token", query, q_rec.shape[0])
+    key = check_index("key token", key, k_rec.shape[0])
     attn = block.attn
     if not hasattr(attn, "qkv"):
         raise InputError(f"model {lm.id!r} keeps separate Q and KV projections here; no fused W_QKV to show")
@@ -145,12 +145,12 @@ def projection_steps(lm: Loaded, text: str, layer: int = 0, head: int = 0, query
             "n_heads": cfg.n_heads, "d_model": cfg.d_model, "d_head": d_head, "pre_norm": bool(block.pre_norm),
             "position": cfg.position, "rotary": cfg.position == "rope", "dims": dims,
             "query": query, "key": key,
-            "query_token": _token_text(lm, seq[query]), "key_token": _token_text(lm, seq[key]),
-            "x_query": _round(x[query], 5), "x_key": _round(x[key], 5),
-            "w_q": _round(w_q, 5) if small else None, "w_k": _round(w_k, 5) if small else None,
-            "w_q_col0": _round(w_q[:, 0], 5), "w_k_col0": _round(w_k[:, 0], 5),
-            "b_q": _round(bias[rows_q], 5) if bias is not None else None,
-            "b_k": _round(bias[rows_k], 5) if bias is not None else None,
-            "q_projected": _round(q_proj, 5), "k_projected": _round(k_proj, 5),
-            "q": _round(q_used, 5), "k": _round(k_used, 5),
+            "query_token": token_text(lm, seq[query]), "key_token": token_text(lm, seq[key]),
+            "x_query": rounded(x[query], 5), "x_key": rounded(x[key], 5),
+            "w_q": rounded(w_q, 5) if small else None, "w_k": rounded(w_k, 5) if small else None,
+            "w_q_col0": rounded(w_q[:, 0], 5), "w_k_col0": rounded(w_k[:, 0], 5),
+            "b_q": rounded(bias[rows_q], 5) if bias is not None else None,
+            "b_k": rounded(bias[rows_k], 5) if bias is not None else None,
+            "q_projected": rounded(q_proj, 5), "k_projected": rounded(k_proj, 5),
+            "q": rounded(q_used, 5), "k": rounded(k_used, 5),
             "dot": round(dot, 6), "scale": scale, "scaled": round(dot * scale, 6)}

@@ -10,15 +10,15 @@ import torch
 
 from attnlab.data.collators import KEPT, MASKED, NOT_SELECTED, RANDOM, apply_mlm_rule
 from attnlab.errors import InputError
-from attnlab.explorer.common import (
-    _check_index,
-    _special_flags,
-    _text_model,
-    _token_text,
+from attnlab.explorer.server.common import (
     a_an,
+    check_index,
     encode,
+    special_flags,
+    text_model,
+    token_text,
 )
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.registry import Loaded
 
 ACTIONS = {MASKED: "mask", RANDOM: "random", KEPT: "keep"}  # the rule's kinds as mlm_predict's action names
 # which of the explorer's own models have an MLM head (minilm is a sentence-embedding encoder: no head)
@@ -28,7 +28,7 @@ MLM_MODELS = ("minilm-mlm (MiniLM with a trained MLM head), bert-mlm, or a BERT-
 
 # ---------------------------------------------------------------------------------------- self-supervised
 def _mlm_check(lm: Loaded):
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if cfg.topology != "encoder" or cfg.head != "lm":
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)} with head={cfg.head!r}; masked-token predictions "
                          f"need an encoder with an MLM head: {MLM_MODELS}")
@@ -47,7 +47,7 @@ def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[s
     if isinstance(seed, bool) or not isinstance(seed, int) or not -(2**63) <= seed < 2**63:
         raise InputError(f"seed={seed!r}: allowed an integer from -2**63 to 2**63-1")
     ids, tokens = encode(lm, text)
-    special = _special_flags(lm, ids)
+    special = special_flags(lm, ids)
     candidates = [i for i, s in enumerate(special) if not s]
     if not candidates:
         raise InputError("the text has only special tokens; nothing to mask")
@@ -64,7 +64,7 @@ def mlm_draw(lm: Loaded, text: str, seed: int = 0, rate: float = 0.15) -> dict[s
         i = candidates[int(torch.randint(len(candidates), (), generator=gen))]
         one = rule(ids_t[:, i: i + 1], mlm_probability=1.0)  # the same 80/10/10 split for the forced pick
         kinds[i], inputs[i] = int(one["mask_rule"][0, 0]), int(one["input_ids"][0, 0])
-    draws = [{"position": i, "action": ACTIONS[k], "token_id": inputs[i], "token": _token_text(lm, inputs[i])}
+    draws = [{"position": i, "action": ACTIONS[k], "token_id": inputs[i], "token": token_text(lm, inputs[i])}
              for i, k in enumerate(kinds) if k != NOT_SELECTED]
     return {"model": lm.id, "tokens": tokens, "special": special, "seed": seed, "rate": rate, "draws": draws}
 
@@ -86,7 +86,7 @@ def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[i
             pos, action, tid = sel.get("position"), sel.get("action", "mask"), sel.get("token_id")
         else:
             pos, action, tid = sel, "mask", None
-        pos = _check_index("position", pos, len(ids))
+        pos = check_index("position", pos, len(ids))
         if pos in seen:
             continue
         seen.add(pos)
@@ -95,11 +95,11 @@ def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[i
         elif action == "keep":
             tid = ids[pos]
         elif action == "random":
-            tid = _check_index("token_id", tid, cfg.vocab_size)
+            tid = check_index("token_id", tid, cfg.vocab_size)
         else:
             raise InputError(f"action {action!r}: allowed mask, random, keep")
         corrupted[pos] = tid
-        rows.append({"position": pos, "action": action, "input_token": _token_text(lm, tid),
+        rows.append({"position": pos, "action": action, "input_token": token_text(lm, tid),
                      "original": tokens[pos], "original_id": ids[pos]})
     with torch.no_grad():
         logits = lm.model(torch.tensor([corrupted])).logits[0]  # (seq, vocab)
@@ -107,17 +107,17 @@ def mlm_predict(lm: Loaded, text: str, selections: list[dict[str, Any]] | list[i
     for row in rows:
         lp = logp[row["position"]]
         top = lp.topk(5)
-        row["top5"] = [{"token": _token_text(lm, int(i)), "id": int(i), "prob": round(math.exp(float(v)), 6)}
+        row["top5"] = [{"token": token_text(lm, int(i)), "id": int(i), "prob": round(math.exp(float(v)), 6)}
                        for v, i in zip(top.values, top.indices, strict=False)]
         row["loss"] = round(-float(lp[row["original_id"]]), 6)
     loss = sum(r["loss"] for r in rows) / len(rows)
-    return {"model": lm.id, "tokens": tokens, "corrupted": [_token_text(lm, i) for i in corrupted],
-            "special": _special_flags(lm, ids), "rows": rows, "loss": round(loss, 6)}
+    return {"model": lm.id, "tokens": tokens, "corrupted": [token_text(lm, i) for i in corrupted],
+            "special": special_flags(lm, ids), "rows": rows, "loss": round(loss, 6)}
 
 
 def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
     """Every position's next-token prediction (top 5) and its loss -log p(actual next token)."""
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if cfg.topology != "decoder":
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; next-token predictions need a decoder")
     ids, tokens = encode(lm, text)
@@ -128,7 +128,7 @@ def causal_predictions(lm: Loaded, text: str) -> dict[str, Any]:
     for i in range(len(ids)):
         top = logp[i].topk(5)
         row = {"position": i, "token": tokens[i],
-               "top5": [{"token": _token_text(lm, int(t)), "id": int(t), "prob": round(math.exp(float(v)), 6)}
+               "top5": [{"token": token_text(lm, int(t)), "id": int(t), "prob": round(math.exp(float(v)), 6)}
                         for v, t in zip(top.values, top.indices, strict=False)]}
         if i + 1 < len(ids):
             row["next"] = tokens[i + 1]

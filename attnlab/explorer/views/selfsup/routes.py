@@ -1,14 +1,14 @@
-"""HTTP routes of the self-supervised views (explorer/selfsup.py): BERT's masked-language-model draw and its
-predictions, and a causal model's next-token prediction at each position. Computed through the runner like
-every router (a model slot, the queue limit, a worker thread)."""
+"""HTTP routes of the self-supervised views (explorer/views/selfsup/compute.py): BERT's masked-language-model draw and
+its predictions, and a causal model's next-token prediction at each position. Computed through the runner like every
+router (a model slot, the queue limit, a worker thread)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
 from attnlab.explorer import api
-from attnlab.explorer.runner import model, run
-from attnlab.explorer.schemas import DrawRequest, MLMRequest, TextRequest
+from attnlab.explorer.server.runner import model, run
+from attnlab.explorer.server.schemas import DrawRequest, MLMRequest, TextRequest
 
 router = APIRouter()
 

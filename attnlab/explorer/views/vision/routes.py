@@ -1,16 +1,17 @@
-"""HTTP routes of the Vision tab (explorer/vision.py, images from explorer/images.py): the sample images on
-offer, and a ViT's prediction with the attention of a patch, the rollout and the position similarity. Computed
-through the runner like every router (a model slot, the queue limit, a worker thread)."""
+"""HTTP routes of the Vision tab (explorer/views/vision/compute.py, images from explorer/views/vision/images.py): the
+sample images on offer, and a ViT's prediction with the attention of a patch, the rollout and the position similarity.
+Computed through the runner like every router (a model slot, the queue limit, a worker thread)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
 from attnlab.errors import AttnlabError
-from attnlab.explorer import api, images
-from attnlab.explorer.common import a_an
-from attnlab.explorer.runner import model, run
-from attnlab.explorer.schemas import VisionRequest
+from attnlab.explorer import api
+from attnlab.explorer.server.common import a_an
+from attnlab.explorer.server.runner import model, run
+from attnlab.explorer.server.schemas import VisionRequest
+from attnlab.explorer.views.vision import images
 
 router = APIRouter()
 

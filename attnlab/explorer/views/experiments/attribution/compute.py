@@ -27,13 +27,13 @@ from typing import Any
 
 import torch
 
-from attnlab.attribution import _gradients, attribution_patch, site_names
 from attnlab.errors import InputError
-from attnlab.explorer.common import _token_text
-from attnlab.explorer.experiments import _grid, _prepare, _prepare_pair, _round, _target
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.common import token_text
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.views.experiments.pairs import grid_of, prepare, prepare_pair, round_or_none, target_id
 from attnlab.interventions import CellPatch, HeadAblation, clean_run, head_means, intervene
-from attnlab.readouts import _logprobs_from
+from attnlab.interventions.attribution import attribution_patch, site_gradients, site_names
+from attnlab.interventions.readouts import logprobs_from
 
 TOP = 12  # the cells by |estimate| checked exactly
 EXTRA = 4  # plus this many others drawn at random (a fixed seed: the same text checks the same cells)
@@ -95,7 +95,7 @@ def _summary(checked: list[list], scale: float) -> dict[str, Any]:
     exact = [c[2] for c in checked]
     est = [c[3] for c in checked]
     rho = spearman(exact, est)
-    return {"spearman": None if rho is None else _round(rho, 4),
+    return {"spearman": None if rho is None else round_or_none(rho, 4),
             "disagree": [[c[0], c[1]] for c in checked if disagrees(c[2], c[3], scale)]}
 
 
@@ -113,7 +113,7 @@ def _stream_exact(cells: list[tuple[int, int]], estimate: torch.Tensor, run_laye
         if cancelled is not None and cancelled():
             return checked, False
         values = run_layer(layer, xs)  # (len(xs),)
-        new = [[layer, x, _round(float(v)), _round(float(estimate[layer, x]))] for x, v in zip(xs, values,
+        new = [[layer, x, round_or_none(float(v)), round_or_none(float(estimate[layer, x]))] for x, v in zip(xs, values,
                                                                                                 strict=True)]
         checked += new
         scale = max(scale, *(abs(c[2]) for c in new))
@@ -134,7 +134,7 @@ def head_estimate(model, ids: torch.Tensor, position: int, target: int, mode: st
     backward on the text. Each head's z over the positions that reach `position` is replaced by `fill` (zeros,
     or means[layer][head]); drop = log P(clean) - log P(ablated) ~= (z - fill) . d log P / dz."""
     names = [f"blocks.{layer}.attn.z" for layer in range(len(model.blocks))]
-    values, grads = _gradients(model, ids, position, names, target, None)
+    values, grads = site_gradients(model, ids, position, names, target, None)
     out = torch.zeros(len(names), model.config.n_heads, dtype=torch.float64)
     for layer, name in enumerate(names):
         z, g = values[name].double(), grads[name].double()  # (1, seq, heads, d_head)
@@ -151,26 +151,26 @@ def heads(lm: Loaded, text: str, *, position: int | None = None, target: int | N
     _limits(top, extra)
     if mode not in ("zero", "mean"):
         raise InputError(f"mode={mode!r}: allowed 'zero' or 'mean'")
-    ids, tokens, position, kind = _prepare(lm, text, position)
+    ids, tokens, position, kind = prepare(lm, text, position)
     model = lm.model
     n_layers, n_heads = len(model.blocks), model.config.n_heads
     run = clean_run(model, ids, position, names=["blocks.*.resid_pre"])  # the target, and where exact rows start
     clean = run.logprobs[0]
-    t = _target(lm, target, clean)
+    t = target_id(lm, target, clean)
     means = head_means(model, ids, range(n_layers)) if mode == "mean" else {}
     estimate = head_estimate(model, ids, position, t, mode, means)
     cells = pick_cells(estimate, top, extra)
     head = {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind, "mode": mode,
-            "target": {"token": _token_text(lm, t), "id": t, "prob": _round(math.exp(float(clean[t]))),
-                       "logprob": _round(float(clean[t]))}, "layers": n_layers, "heads": n_heads}
-    emit({"estimate": {**head, "kind": "estimate", "method": METHOD, "grid": _grid(estimate),
+            "target": {"token": token_text(lm, t), "id": t, "prob": round_or_none(math.exp(float(clean[t]))),
+                       "logprob": round_or_none(float(clean[t]))}, "layers": n_layers, "heads": n_heads}
+    emit({"estimate": {**head, "kind": "estimate", "method": METHOD, "grid": grid_of(estimate),
                        "cells": [list(c) for c in cells]}})
 
     def run_layer(layer: int, hs: list[int]) -> torch.Tensor:
         mask = torch.zeros(len(hs), n_heads, dtype=torch.bool)  # (row, head): row r switches off hs[r]
         mask[torch.arange(len(hs)), hs] = True
         with intervene(model, {f"blocks.{layer}.attn.z": HeadAblation(mask, means.get(layer))}):
-            ablated = _logprobs_from(model, ids, run.recorded, layer, len(hs), position)[:, t]
+            ablated = logprobs_from(model, ids, run.recorded, layer, len(hs), position)[:, t]
         return clean[t] - ablated
 
     checked, finished = _stream_exact(cells, estimate, run_layer, emit, cancelled)
@@ -180,7 +180,7 @@ def heads(lm: Loaded, text: str, *, position: int | None = None, target: int | N
 def _final(head: dict, estimate: torch.Tensor, checked: list[list], finished: bool, total: int) -> dict[str, Any]:
     scale = max([float(estimate.abs().max())] + [abs(c[2]) for c in checked])
     top10 = _top_agreement(checked)
-    return {**head, "kind": "estimate+exact", "method": METHOD, "grid": _grid(estimate), "exact": checked,
+    return {**head, "kind": "estimate+exact", "method": METHOD, "grid": grid_of(estimate), "exact": checked,
             "checked": len(checked), "total": total, "top10_agreement": top10, **_summary(checked, scale),
             "cancelled": not finished}
 
@@ -192,7 +192,7 @@ def _top_agreement(checked: list[list], k: int = 10) -> float | None:
         return None
     by_exact = {(c[0], c[1]) for c in sorted(checked, key=lambda c: -abs(c[2]))[:k]}
     by_est = {(c[0], c[1]) for c in sorted(checked, key=lambda c: -abs(c[3]))[:k]}
-    return _round(len(by_exact & by_est) / k, 4)
+    return round_or_none(len(by_exact & by_est) / k, 4)
 
 
 # --------------------------------------------------------------------------------------------- patching
@@ -202,12 +202,12 @@ def patching(lm: Loaded, clean_text: str, corrupted_text: str, *, position: int 
     """The residual-stream patching grid (layers x positions) as an estimate first, then the exact change in log
     P(target) of the chosen cells (trace_residual's runs: log P(patched) - log P(corrupted)), streamed."""
     _limits(top, extra)
-    clean_ids, clean_tokens, corrupted_ids, corrupted_tokens, position, kind = _prepare_pair(
+    clean_ids, clean_tokens, corrupted_ids, corrupted_tokens, position, kind = prepare_pair(
         lm, clean_text, corrupted_text, position)
     model = lm.model
     clean = clean_run(model, clean_ids, position, names=site_names(model, ["resid_pre"]))
     corrupted = clean_run(model, corrupted_ids, position, names=["blocks.*.resid_pre"])
-    t = _target(lm, target, clean.logprobs[0])
+    t = target_id(lm, target, clean.logprobs[0])
     base = corrupted.logprobs[0, t]
     estimate = attribution_patch(model, clean_ids, corrupted_ids, t, position=position, grids=["resid_pre"],
                                  clean=clean)["resid_pre"]  # (layers, seq)
@@ -219,18 +219,18 @@ def patching(lm: Loaded, clean_text: str, corrupted_text: str, *, position: int 
     top_logp = clean.logprobs[0, t]
     head = {"model": lm.id, "clean_tokens": clean_tokens, "corrupted_tokens": corrupted_tokens,
             "position": position, "predicts": kind, "site": "resid_pre",
-            "target": {"token": _token_text(lm, t), "id": t, "prob_clean": _round(math.exp(float(top_logp))),
-                       "prob_corrupted": _round(math.exp(float(base))),
-                       "logprob_gap": _round(float(top_logp - base))},
+            "target": {"token": token_text(lm, t), "id": t, "prob_clean": round_or_none(math.exp(float(top_logp))),
+                       "prob_corrupted": round_or_none(math.exp(float(base))),
+                       "logprob_gap": round_or_none(float(top_logp - base))},
             "layers": estimate.shape[0], "positions": seq}
-    emit({"estimate": {**head, "kind": "estimate", "method": METHOD, "grid": _grid(estimate),
+    emit({"estimate": {**head, "kind": "estimate", "method": METHOD, "grid": grid_of(estimate),
                        "cells": [list(c) for c in cells]}})
 
     def run_layer(layer: int, ps: list[int]) -> torch.Tensor:
         name = f"blocks.{layer}.resid_pre"
         edit = CellPatch(clean.recorded[name], torch.arange(len(ps)), torch.tensor(ps))
         with intervene(model, {name: edit}):
-            patched = _logprobs_from(model, corrupted_ids, corrupted.recorded, layer, len(ps), position)[:, t]
+            patched = logprobs_from(model, corrupted_ids, corrupted.recorded, layer, len(ps), position)[:, t]
         return patched - base
 
     checked, finished = _stream_exact(cells, estimate, run_layer, emit, cancelled)

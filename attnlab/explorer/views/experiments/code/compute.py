@@ -15,34 +15,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import OutOfRange, RequestBody, shown
-from attnlab.explorer.registry import Registry
-from attnlab.explorer.routes_attribution import HeadAttributionRequest, PatchAttributionRequest
-from attnlab.explorer.routes_components import ComponentRequest, LogitAttributionRequest
-from attnlab.explorer.routes_experiments import (
+from attnlab.explorer.server.common import OutOfRange, shown
+from attnlab.explorer.server.registry import Registry
+from attnlab.explorer.views.experiments.requests import (
     AblationRequest,
     AttentionAblationRequest,
+    ComponentRequest,
     FlowRequest,
+    HeadAttributionRequest,
     LensRequest,
+    LogitAttributionRequest,
     NeighboursRequest,
+    PatchAttributionRequest,
     PatchRequest,
     SentencesRequest,
+    SteerRequest,
     SweepRequest,
     ToyRequest,
 )
-from attnlab.explorer.routes_steer import SteerRequest, site
-from attnlab.explorer.runner import run
-
-router = APIRouter()
-
-
-class CodeRequest(RequestBody):
-    path: str = Field(max_length=200, description="the API path the view called, e.g. /api/experiments/ablation")
-    body: dict[str, Any] = Field(default_factory=dict, description="the JSON body the view sent")
+from attnlab.explorer.views.experiments.steering.compute import site
 
 
 # ------------------------------------------------------------------------------------------------- pieces
@@ -191,7 +185,7 @@ def _flow(registry: Registry, r: FlowRequest) -> list[str]:
 
 def _matrix(name: str, rows: list[list[float]], what: str) -> list[str]:
     """A matrix as Python, one row a line, each row named by the toy's dimension it reads."""
-    from attnlab.explorer.toy import DIMS
+    from attnlab.explorer.views.experiments.toy.compute import DIMS
 
     return [f"{name} = torch.tensor([  # {what}",
             *[f"    {row!r},  # {dim}" for row, dim in zip(rows, DIMS, strict=False)],
@@ -200,7 +194,8 @@ def _matrix(name: str, rows: list[list[float]], what: str) -> list[str]:
 
 def _toy(registry: Registry, r: ToyRequest) -> list[str]:
     return ["import math", "", "import torch", "",
-            "from attnlab.explorer import toy  # the hand-set toy: 8 named dimensions per word", "",
+            "# the hand-set toy: 8 named dimensions per word",
+            "from attnlab.explorer.views.experiments.toy import compute as toy", "",
             *_matrix("w_q", r.w_q, "W_Q: 8 x 4, as edited on the page"), *_matrix("w_k", r.w_k, "W_K"),
             f"ids = toy.tokenizer().encode({r.text!r}, add_special_tokens=False)",
             "x = toy.embedding_table().double()[ids]  # (words, 8) each word's named values",
@@ -212,9 +207,9 @@ def _toy(registry: Registry, r: ToyRequest) -> list[str]:
 
 
 def _neighbours(registry: Registry, r: NeighboursRequest) -> list[str]:
-    from attnlab.explorer.meanings import _word_start
+    from attnlab.explorer.views.experiments.meanings.compute import word_start
 
-    word = _word_start(registry.get(r.model), r.text)
+    word = word_start(registry.get(r.model), r.text)
     note = "  # with its leading space: the word, not a piece" if word != r.text else ""
     first = "tok.encode(word, add_special_tokens=False)[0]" if registry.get(r.model).tokenizer is not None else \
         "encode(word)[0, 0]"
@@ -230,7 +225,7 @@ def _neighbours(registry: Registry, r: NeighboursRequest) -> list[str]:
 
 
 def _sentences(registry: Registry, r: SentencesRequest) -> list[str]:
-    from attnlab.explorer.meanings import EXAMPLE_SENTENCES
+    from attnlab.explorer.views.experiments.meanings.compute import EXAMPLE_SENTENCES
 
     sentences = list(EXAMPLE_SENTENCES) if r.sentences is None else r.sentences
     return [*_header(registry, r.model, ["import torch.nn.functional as F"]), *_tokens(registry, r.model),
@@ -285,7 +280,8 @@ def _components(registry: Registry, r: ComponentRequest) -> list[str]:
     else:
         fill = "torch.zeros_like(v)" if r.mode == "zero" else "v.mean(dim=1, keepdim=True).expand_as(v)"
         extra = ", corrupted=run" if r.method == "exact" else ""
-        lines += ["from attnlab.attribution import site_names", "from attnlab.readouts import CleanRun, clean_run",
+        lines += ["from attnlab.interventions.attribution import site_names",
+                  "from attnlab.interventions.readouts import CleanRun, clean_run",
                   "", f"names = site_names(model, {grids!r})  # each head's z, each MLP's hidden activations",
                   "run = clean_run(model, clean_ids, position, names=names + [\"blocks.*.resid_pre\"])",
                   f"source = {{n: {fill} for n, v in ((n, run.recorded[n]) for n in names)}}  # {r.mode}",
@@ -344,10 +340,3 @@ def snippet(registry: Registry, path: str, body: dict[str, Any]) -> dict[str, An
         raise OutOfRange(f"body of {path}: {where}: {first.get('msg', 'invalid')}") from None
     lines = write(registry, request)
     return {"path": path, "view": view, "code": "\n".join(lines) + "\n"}
-
-
-@router.post("/api/experiments/code", summary="the attnlab Python that gives a view's numbers for its request")
-async def code(req: CodeRequest, request: Request):
-    registry = request.app.state.registry
-    return await run(request, lambda: snippet(registry, req.path, req.body))
-

@@ -23,14 +23,14 @@ from typing import Any
 
 import torch
 
-from attnlab.attribution import attribution_patch, exact_patch, site_names
 from attnlab.errors import InputError
-from attnlab.explorer.common import _token_text, check_range, encode
-from attnlab.explorer.experiments import _grid, _prepare, _round, _top
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.common import check_range, encode, token_text
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.views.experiments.pairs import grid_of, prepare, round_or_none, top_tokens
 from attnlab.interventions import Cancelled
-from attnlab.logit_attribution import direct_logit_attribution
-from attnlab.readouts import CleanRun, clean_run
+from attnlab.interventions.attribution import attribution_patch, exact_patch, site_names
+from attnlab.interventions.logit_attribution import direct_logit_attribution
+from attnlab.interventions.readouts import CleanRun, clean_run
 
 GRIDS = ("attn", "mlp", "head")
 MODES = {
@@ -60,11 +60,11 @@ def _answer_pair(lm: Loaded, clean_logp: torch.Tensor, corrupted_logp: torch.Ten
 
 
 def _token(lm: Loaded, i: int) -> dict[str, Any]:
-    return {"token": _token_text(lm, i), "id": i}
+    return {"token": token_text(lm, i), "id": i}
 
 
 def _diff(logp: torch.Tensor, answer: int, contrast: int) -> float | None:
-    return _round(float(logp[answer] - logp[contrast]))
+    return round_or_none(float(logp[answer] - logp[contrast]))
 
 
 def _sources(model, clean_ids, corrupted_ids, position, names, mode) -> tuple[CleanRun, CleanRun, CleanRun | None]:
@@ -100,7 +100,7 @@ def component_grid(lm: Loaded, clean_text: str, corrupted_text: str | None, *, m
     grids = tuple(dict.fromkeys(grids))
     if not grids or any(g not in GRIDS for g in grids):
         raise InputError(f"grids={list(grids)!r}: allowed a non-empty selection of {', '.join(GRIDS)}")
-    clean_ids, clean_tokens, position, kind = _prepare(lm, clean_text, position)
+    clean_ids, clean_tokens, position, kind = prepare(lm, clean_text, position)
     corrupted_ids, corrupted_tokens = None, None
     if corrupted_text is not None:
         n = len(encode(lm, corrupted_text)[0])
@@ -108,7 +108,7 @@ def component_grid(lm: Loaded, clean_text: str, corrupted_text: str | None, *, m
             raise InputError(f"the clean sentence has {clean_ids.shape[1]} tokens and the corrupted one {n}: "
                              "resampling copies position p to position p, so they must have the same number of "
                              "tokens")
-        corrupted_ids, corrupted_tokens, _, _ = _prepare(lm, corrupted_text, position)
+        corrupted_ids, corrupted_tokens, _, _ = prepare(lm, corrupted_text, position)
     elif mode == "resample":
         raise InputError("mode 'resample' copies values from the corrupted sentence: give one (same token count)")
     model = lm.model
@@ -120,7 +120,7 @@ def component_grid(lm: Loaded, clean_text: str, corrupted_text: str | None, *, m
     out, done = _cells(model, source_ids, clean_ids, answer, contrast, position, grids, method, batch_size,
                        source, run, progress, cancelled)
     seq, last = clean_ids.shape[1], position + 1 if kind == "next" else clean_ids.shape[1]
-    cells = {g: _grid(t) for g, t in out.items()}
+    cells = {g: grid_of(t) for g, t in out.items()}
     for g in ("attn", "mlp"):
         for row in cells.get(g, []):
             row[last:] = [None] * (seq - last)
@@ -178,17 +178,17 @@ def logit_attribution(lm: Loaded, text: str, *, position: int | None = None, tar
     """Direct logit attribution at the read position: a layers x heads grid, the MLPs, W_O's biases, the
     embedding and the constant (the final norm's beta and the head's bias), their sum beside the model's own
     logit difference, and the top-k predictions (the page's answer and contrast choices)."""
-    ids, tokens, position, kind = _prepare(lm, text, position)
+    ids, tokens, position, kind = prepare(lm, text, position)
     model = lm.model
     run = clean_run(model, ids, position)
     answer, contrast = _answer_pair(lm, run.logprobs[0], None, target, contrast)
     dla = direct_logit_attribution(model, ids, answer, contrast=contrast, position=position)
-    number = (lambda key: _round(float(dla[key])))
+    number = (lambda key: round_or_none(float(dla[key])))
     return {"model": lm.id, "tokens": tokens, "position": position, "predicts": kind,
-            "answer": _token(lm, answer), "contrast": _token(lm, contrast), "top": _top(lm, run.logprobs[0], k),
+            "answer": _token(lm, answer), "contrast": _token(lm, contrast), "top": top_tokens(lm, run.logprobs[0], k),
             "layers": len(model.blocks), "heads": model.config.n_heads,
-            "grid": _grid(dla["heads"]), "mlp": [_round(v) for v in dla["mlp"].tolist()],
-            "attn_bias": [_round(v) for v in dla["attn_bias"].tolist()],
+            "grid": grid_of(dla["heads"]), "mlp": [round_or_none(v) for v in dla["mlp"].tolist()],
+            "attn_bias": [round_or_none(v) for v in dla["attn_bias"].tolist()],
             "embed": number("embed"), "constant": number("constant"), "total": number("total"),
             "logit_diff": number("logit_diff"), "scale": number("scale"),
             "norm": model.config.norm if getattr(model, "final_norm", None) is not None else None}

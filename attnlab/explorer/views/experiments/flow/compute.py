@@ -19,8 +19,8 @@ import torch
 from torch import nn
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _round, _text_model, a_an, check_range, encode
-from attnlab.explorer.registry import Loaded
+from attnlab.explorer.server.common import a_an, check_range, encode, rounded, text_model
+from attnlab.explorer.server.registry import Loaded
 from attnlab.layers.quantized import QuantizedLinear
 from attnlab.recording import record
 
@@ -55,7 +55,7 @@ def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = No
     """The rest of one self-attention sub-layer for one token: V, each head's sum w.V, its share through W_O,
     their sum (+ b_O) and the residual add. Decoders and encoders (encoder-decoders: not yet).
     `head`: the head whose slice of W_O is sent for the detail view (default: the one with the longest share)."""
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if cfg.topology not in ("decoder", "encoder"):
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; this view follows a decoder's or an encoder's "
                          "self-attention (pick gpt-char, MiniLM, SmolLM2 or the toy)")
@@ -84,18 +84,18 @@ def attention_flow(lm: Loaded, text: str, layer: int = 0, token: int | None = No
         "d_model": cfg.d_model, "token": token, "tokens": tokens, "norm_placement": cfg.norm_placement,
         "channels_shown": k, "head_channels_shown": kd,
         "dims": list(cfg.extra.get("dims", [])) if illustration else None,
-        "weights": _round(weights[:, token, :], 4),  # (heads, seq): the selected token's row of each head
-        "v": _round(v[:, :, :kd], 4),  # (heads, seq, shown d_head)
-        "z": _round(z[:, :kd], 4),  # (heads, shown d_head)
-        "z_norm": _round(z.norm(dim=-1), 4),
-        "contribution": _round(c[:, :k], 4),  # (heads, shown d_model)
-        "contribution_norm": _round(norms, 4),  # (heads,) over all d_model channels
+        "weights": rounded(weights[:, token, :], 4),  # (heads, seq): the selected token's row of each head
+        "v": rounded(v[:, :, :kd], 4),  # (heads, seq, shown d_head)
+        "z": rounded(z[:, :kd], 4),  # (heads, shown d_head)
+        "z_norm": rounded(z.norm(dim=-1), 4),
+        "contribution": rounded(c[:, :k], 4),  # (heads, shown d_model)
+        "contribution_norm": rounded(norms, 4),  # (heads,) over all d_model channels
         "head": head,  # W_O's slice for this head: (shown d_model rows, shown d_head columns)
-        "w_o_head": _round(w_o[:k, head * cfg.head_dim: head * cfg.head_dim + kd], 4),
-        "bias": _round(b_o[:k], 4) if b_o is not None else None,
-        "output": _round(output[:k], 4), "output_norm": round(float(output.norm()), 4),
-        "residual_in": _round(x[:k], 4), "residual_in_norm": round(float(x.norm()), 4),
-        "residual_sum": _round((x + output)[:k], 4),
-        "residual_out": _round(after[:k], 4), "residual_out_norm": round(float(after.norm()), 4),
+        "w_o_head": rounded(w_o[:k, head * cfg.head_dim: head * cfg.head_dim + kd], 4),
+        "bias": rounded(b_o[:k], 4) if b_o is not None else None,
+        "output": rounded(output[:k], 4), "output_norm": round(float(output.norm()), 4),
+        "residual_in": rounded(x[:k], 4), "residual_in_norm": round(float(x.norm()), 4),
+        "residual_sum": rounded((x + output)[:k], 4),
+        "residual_out": rounded(after[:k], 4), "residual_out_norm": round(float(after.norm()), 4),
         "residual_rule": "x + attention(Norm(x))" if pre else "Norm(x + attention(x))",
     }

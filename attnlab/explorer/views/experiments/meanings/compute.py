@@ -17,9 +17,9 @@ import torch
 import torch.nn.functional as F
 
 from attnlab.errors import InputError
-from attnlab.explorer.common import _round, _special_flags, _text_model, _token_text, a_an, encode
-from attnlab.explorer.registry import Loaded
-from attnlab.explorer.tokens import byte_level
+from attnlab.explorer.server.common import a_an, encode, rounded, special_flags, text_model, token_text
+from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.server.tokens import byte_level
 from attnlab.recording import record
 
 MAX_NEIGHBOURS = 50
@@ -50,7 +50,7 @@ def _embedding_table(lm: Loaded) -> torch.Tensor:
         return torch.cat([table.forward(torch.arange(i, min(n, i + CHUNK))).float() for i in range(0, n, CHUNK)])
 
 
-def _word_start(lm: Loaded, text: str) -> str:
+def word_start(lm: Loaded, text: str) -> str:
     """A single word typed without a leading space, for a byte-level BPE tokenizer (GPT-2, SmolLM2): " " + word.
     Why: there "king" alone is the piece inside "mocking" (its neighbours: ked, ks, kers), while " king" is the
     word a sentence uses (King, kings, queen); a learner typing one word means the word."""
@@ -61,10 +61,10 @@ def _word_start(lm: Loaded, text: str) -> str:
 def nearest_tokens(lm: Loaded, text: str, k: int = 10) -> dict[str, Any]:
     """The k tokens whose embedding rows have the highest cosine with the first token of `text` (special
     tokens and the token itself left out), and the k lowest for contrast."""
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_NEIGHBOURS:
         raise InputError(f"k={k!r}: allowed 1..{MAX_NEIGHBOURS}")
-    looked_up = _word_start(lm, text)
+    looked_up = word_start(lm, text)
     ids, tokens = encode(lm, looked_up, add_special_tokens=False)
     query = ids[0]
     table = _embedding_table(lm)  # (vocab, d_model)
@@ -83,7 +83,7 @@ def nearest_tokens(lm: Loaded, text: str, k: int = 10) -> dict[str, Any]:
     bottom = cos.masked_fill(skip, float("inf")).topk(min(k, int((~skip).sum())), largest=False).indices.tolist()
 
     def items(idx):
-        return [{"id": i, "token": _token_text(lm, i), "cosine": round(float(cos[i]), 4)} for i in idx]
+        return [{"id": i, "token": token_text(lm, i), "cosine": round(float(cos[i]), 4)} for i in idx]
 
     notes = []
     if looked_up != text:
@@ -94,9 +94,9 @@ def nearest_tokens(lm: Loaded, text: str, k: int = 10) -> dict[str, Any]:
         notes.append(f"'{looked_up[:40]}' is {len(ids)} tokens here; the neighbours are those of its first token, "
                      f"'{tokens[0]}'. Try a word the tokenizer keeps whole.")
     note = "; ".join(notes) or None
-    return {"model": lm.id, "query": {"id": query, "token": _token_text(lm, query)}, "d_model": cfg.d_model,
+    return {"model": lm.id, "query": {"id": query, "token": token_text(lm, query)}, "d_model": cfg.d_model,
             "vocab_size": int(table.shape[0]), "nearest": items(top), "farthest": items(bottom), "note": note,
-            "special": bool(_special_flags(lm, [query])[0])}
+            "special": bool(special_flags(lm, [query])[0])}
 
 
 def sentence_vectors(lm: Loaded, sentences: list[str]) -> torch.Tensor:
@@ -111,7 +111,7 @@ def sentence_vectors(lm: Loaded, sentences: list[str]) -> torch.Tensor:
 
 def sentence_similarity(lm: Loaded, sentences: list[str] | None = None) -> dict[str, Any]:
     """Cosine of every pair of mean-pooled sentence vectors (an encoder: MiniLM is the one trained for this)."""
-    cfg = _text_model(lm)
+    cfg = text_model(lm)
     if cfg.topology != "encoder":
         raise InputError(f"model {lm.id!r} is {a_an(cfg.topology)}; sentence vectors here come from an encoder "
                          "(pick all-MiniLM-L6-v2, trained so that mean-pooled vectors compare meanings)")
@@ -121,5 +121,5 @@ def sentence_similarity(lm: Loaded, sentences: list[str] | None = None) -> dict[
         raise InputError(f"sentences: allowed a list of 2 to {MAX_SENTENCES} non-empty texts")
     vectors = sentence_vectors(lm, sentences)
     cos = vectors @ vectors.T  # (n, n)
-    return {"model": lm.id, "sentences": sentences, "cosine": _round(cos, 4), "pooling": "mean over tokens",
+    return {"model": lm.id, "sentences": sentences, "cosine": rounded(cos, 4), "pooling": "mean over tokens",
             "d_model": cfg.d_model, "trained_for_it": lm.id == "minilm"}

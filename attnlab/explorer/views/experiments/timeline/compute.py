@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from attnlab.errors import CheckpointError, InputError
-from attnlab.explorer.common import check_range
-from attnlab.explorer.registry import Entry, UnknownItem
+from attnlab.explorer.server.common import check_range
+from attnlab.explorer.server.registry import Entry, UnknownItem
 from attnlab.files import read_text
 from attnlab.storage import where_inside
 from attnlab.training import probe

@@ -1,0 +1,1 @@
+"""Ablation: switch heads off and see the prediction before and after."""

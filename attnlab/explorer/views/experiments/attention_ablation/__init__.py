@@ -1,0 +1,1 @@
+"""Attention vs ablation: one head's weights beside the effect of knocking each weight out."""

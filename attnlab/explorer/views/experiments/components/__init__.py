@@ -1,0 +1,1 @@
+"""Components: patching by attention output, MLP output and head; direct logit attribution."""

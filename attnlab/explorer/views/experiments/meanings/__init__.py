@@ -1,0 +1,1 @@
+"""Nearby meanings: nearest tokens in the embedding table, sentence cosines."""

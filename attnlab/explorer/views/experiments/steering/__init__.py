@@ -1,0 +1,1 @@
+"""Steering: a direction from two prompts added to the residual stream, the continuation before and after."""
