@@ -18,7 +18,9 @@ def epoch_words(epoch: dict[str, Any]) -> str:
     """"4.1% of an epoch (24,000 of 587,666 windows of 64 tokens drawn); more: steps=N, or epochs=1 (48,973
     steps)" from the result's "epoch" record (Trainer: examples, unit, per_step, covered)."""
     covered, examples, per_step = float(epoch["covered"]), int(epoch["examples"]), int(epoch["per_step"])
-    amount = f"{covered:.1%} of an epoch" if covered < 1 else f"{covered:,.2f} epochs"
+    percent = covered * 100  # two significant digits below 0.1%: 12 of 595,491 windows is 0.002%, not 0.0%
+    amount = f"{percent:.1f}%" if percent >= 0.1 else f"{percent:.2g}%"
+    amount = f"{amount} of an epoch" if covered < 1 else f"{covered:,.2f} epochs"
     drawn = round(covered * examples)
     words = f"{amount} ({drawn:,} of {examples:,} {epoch['unit']} drawn)"
     if covered < 1:
@@ -35,7 +37,8 @@ def final_summary(result: dict[str, Any], *, more: str | None = None) -> list[st
     checkpoint (the CLI builds it from its own arguments), shown unless the run stopped early."""
     out = result.get("out", "")
     recipe = result.get("recipe", "the run")
-    lines = [f"{recipe}: {result['step']:,} steps in {duration(result.get('elapsed_s', 0.0))} (training "
+    steps = f"{result['step']:,} step{'' if result['step'] == 1 else 's'}"
+    lines = [f"{recipe}: {steps} in {duration(result.get('elapsed_s', 0.0))} (training "
              f"{duration(result.get('train_s', 0.0))}, evaluations {duration(result.get('eval_s', 0.0))})"]
     metrics = dict(result.get("eval") or {})
     baseline = metrics.pop("bigram_val_loss", None)

@@ -130,8 +130,10 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
             task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
                                  "out_dir": str(out_dir), "status": console.status, "phase": console.phase})
         console.clear()
-        trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet,
-                          console=console)
+        # the optimizer's construction imports torch's compiler the first time (~3 s): said, like the build
+        with console.phase(f"{recipe.name}: setting up the optimizer and the training loop"):
+            trainer = Trainer(task, settings, out_dir, recipe={"name": recipe.name, **params}, quiet=quiet,
+                              console=console)
         result = trainer.fit(resume=resume)
         result.pop("losses", None)
         if trainer.info.is_main:

@@ -100,7 +100,7 @@ def test_each_preparation_phase_is_printed_with_its_time(tmp_path, keys, capsys)
     timed = [line for line in err[:head] if line.endswith(" s") and ": " in line]
     said = " | ".join(timed)
     for phase in (f"reading and checking {keys['data']}", "tokenizing the corpus into", "gpt-char: building the model",
-                  "gpt-char: counting the bigram baseline on "):
+                  "gpt-char: counting the bigram baseline on ", "gpt-char: setting up the optimizer"):
         assert phase in said, err[:head]
     for line in timed:  # "WHAT: 0.0 s", each announced first by "WHAT ..."
         what, seconds = line.rsplit(": ", 1)
@@ -261,6 +261,17 @@ def test_an_early_stop_is_said_in_the_final_summary(tmp_path):
     lines = final_summary(result, more="attnlab train tiny --resume")
     assert ("  stopped    early at step 6 of 8: no lower val_loss in 2 evaluations (patience=2)") in lines
     assert not any("--resume" in line for line in lines)  # stopped on purpose: no "train on" offered
+
+
+def test_a_small_share_of_an_epoch_keeps_two_significant_digits():
+    """A 44.5 MB corpus at gpt-char's defaults: 12 of 595,491 windows per step; 2,000 steps cover 4.0%."""
+    from attnlab.training.final_summary import epoch_words
+
+    record = {"examples": 595_491, "unit": "windows of 64 tokens", "per_step": 12}
+    assert epoch_words({**record, "covered": 12 / 595_491}).startswith("0.002% of an epoch (12 of 595,491 windows")
+    assert epoch_words({**record, "covered": 24_000 / 595_491}) == (
+        "4.0% of an epoch (24,000 of 595,491 windows of 64 tokens drawn); more: steps=N, or epochs=1 (49,625 steps)")
+    assert epoch_words({**record, "covered": 2.5}).startswith("2.50 epochs (1,488,728 of 595,491 windows")
 
 
 # ------------------------------------------------------------------------------------------ --help

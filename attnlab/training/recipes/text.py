@@ -94,7 +94,7 @@ class CausalLMTask(CorpusTask):
 
     def report_what(self) -> str:
         return (f"sampling {len(SAMPLE_PROMPTS)} texts of {self.p['sample_tokens']} tokens into samples.txt"
-                if self.p["sample_tokens"] else "no samples (sample_tokens=0)")
+                if self.p["sample_tokens"] else "sample_tokens=0: no samples to write")
 
     def report(self, model, out: Path) -> dict[str, Any]:
         """Samples from the trained model (attnlab.generate, temperature 0.8), written to samples.txt;
@@ -138,10 +138,10 @@ def bigram_loss(train_ids, val_windows: torch.Tensor, vocab_size: int) -> float:
     a 6,245-character vocabulary and 20 GB for 50k tokens. The numbers are those of the V x V table: every count
     is an integer held exactly in float64, so (pair + 1) / (first + V) is the same division.
     Threads: one, whatever the caller's count. The count is many small searchsorted / gather / index_add_ calls
-    (64 Ki ids each) where a second thread adds a barrier per call and no speed: 4M random ids over a 200-token
-    vocabulary took 0.7 s on one thread and 2.4-2.7 s on two on the 2-core machine with the other core idle, and
-    a 37.6M-token corpus 0.9 s of CPU on one thread against 205-309 s of wall time on two with that core busy
-    (2026-12-06; the training loop's rule, attnlab.threads: never more threads than measured best)."""
+    (64 Ki ids each) where a second thread adds a barrier per call and no speed. On the shared 2-core machine
+    (2026-12-06), 4M random ids over a 200-token vocabulary took 0.7 s on one thread and 2.4-2.7 s on two with
+    the other core idle; a 44.5 MB .jsonl's 38.1M training ids, load average 6, 2.7 s on one and 23.2 s on two
+    (the same loss). The training loop's rule (attnlab.threads): never more threads than measured best."""
     with using_threads(1):
         return _bigram_loss(train_ids, val_windows, vocab_size)
 
