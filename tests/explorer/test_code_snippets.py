@@ -73,11 +73,20 @@ def test_sweep_and_patch_snippets_give_the_grids(client):
     _close(got["estimate"], want["lines"][0]["estimate"]["grid"], 1e-5)
     for layer, p, exact, _ in want["exact"]:
         _close(got["exact"][layer, p], exact, 1e-5)
-    body = {"model": GPT, "text": "def f(x, y", "top": 4, "extra": 0}
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_head_estimate_snippet_prints_the_estimate_the_grid_draws(client, mode):
+    """The first grid of "Which heads matter" is attribution patching's estimate: its snippet computes that
+    estimate (not the exact sweep) and checks the same heads exactly. float32 forward and backward, the products
+    summed in float64 on both sides: 1e-5 nats."""
+    body = {"model": GPT, "text": "def f(x, y", "top": 4, "extra": 0, "mode": mode}
     want = _answer(client, "/api/experiments/head-attribution", body)
     got = _run(client, "/api/experiments/head-attribution", body)
+    _close(got["estimate"], want["lines"][0]["estimate"]["grid"], 1e-5)
+    assert sorted(got["exact"]) == sorted((layer, head) for layer, head, _, _ in want["exact"])
     for layer, head, exact, _ in want["exact"]:
-        _close(got["drops"][layer, head], exact, 1e-5)
+        _close(got["exact"][layer, head], exact, 1e-5)
 
 
 def test_attention_flow_and_meanings_snippets_give_the_views_numbers(client):

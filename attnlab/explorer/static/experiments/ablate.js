@@ -4,6 +4,7 @@ import { cellNum, divergeLegend, diverge, gridTable, streamed, tryThis } from ".
 import { estimateThenExact } from "./attribution.js";
 import { defaultText, notForThisModel, pct, points, predictsTokens, shown, topList } from "./common.js";
 import { bringIntoView, markCells, rovingGrid } from "./grid.js";
+import { withdraw } from "./code.js";
 
 export async function ablateSection(box, ctx) {
   const { state, info } = ctx;
@@ -72,6 +73,7 @@ export async function ablateSection(box, ctx) {
     const mine = ++seq;
     if (!local.heads.size) {
       out.replaceChildren(notice("Every head is on: pick one or more heads above to switch off.", "info"));
+      withdraw("ablate", "/api/experiments/ablation");  // no ablated run is shown: its code goes too
       box.dataset.ready = "1"; return;
     }
     const heads = [...local.heads].map((k) => k.split(",").map(Number));

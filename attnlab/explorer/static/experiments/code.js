@@ -20,6 +20,24 @@ export const CODE_PATHS = {
   steer: ["/api/experiments/steer"],
 };
 
+// Which section is sending requests right now (asSection), so that a request the circuit walk sends to the
+// ablation's route shows in the walk's code, not under "Ablate" too. null: any section listening for the path.
+let speaking = null;
+
+// Runs fn() with its requests counted as section `id`'s: api() and apiLines() announce a request synchronously,
+// before their first await, so the tag is read while fn's synchronous part runs. -> fn's return value.
+export function asSection(id, fn) {
+  const before = speaking;
+  speaking = id;
+  try { return fn(); } finally { speaking = before; }
+}
+
+// Says that section `id` no longer shows the result of its latest request to `path` (the ablation's "Switch all
+// back on" shows no ablated run): its code block drops that snippet. Why: the code must match the page.
+export function withdraw(id, path) {
+  apiRequests.dispatchEvent(new CustomEvent("request", { detail: { path, body: null, section: id } }));
+}
+
 // The text onto the clipboard: the Clipboard API where the page is a secure context (localhost), else a hidden
 // textarea and the copy command (a class's explorer served over plain http on the local network).
 async function copyText(text) {
@@ -68,18 +86,21 @@ export function codeBlock(sectionId) {
         "for exactly what it computes appears here." : "This view computes nothing here: it replays the probe " +
         "file a training run wrote (attnlab/training/probe.py records the probe sentence's attention every few " +
         "steps with attnlab.record)."));
+      details.dataset.ready = "1";
       return;
     }
     details.dataset.ready = "0";
     const parts = await Promise.all([...last].map(async ([path, request], i) => {
       try {
         const r = await api("/api/experiments/code", { path, body: request });
-        return snippetView(`x-${sectionId}-code-${i}`, r.view, r.code);
-      } catch (e) { return notice(e.message, "warn"); }
+        return [r.code, snippetView(`x-${sectionId}-code-${i}`, r.view, r.code)];
+      } catch (e) { return [e.message, notice(e.message, "warn")]; }
     }));
     if (mine !== seq) return;
+    const seen = new Set();  // the same code once, however many paths wrote it
+    const unique = parts.filter(([code]) => !seen.has(code) && seen.add(code)).map(([, node]) => node);
     body.replaceChildren(el("p", { class: "help" }, "The same numbers from Python, with the inputs above " +
-      "filled in (pip install attnlab; run it as it is):"), ...parts);
+      "filled in (pip install attnlab; run it as it is):"), ...unique);
     details.dataset.ready = "1";
   }
 
@@ -88,10 +109,13 @@ export function codeBlock(sectionId) {
       apiRequests.removeEventListener("request", heard);
       return;
     }
+    const from = event.detail.section || speaking;
+    if (from && from !== sectionId) return;  // another section's request to a path this one also calls
     const path = (event.detail.path || "").split("?")[0];
     const known = paths.find((p) => path === p || path.startsWith(`${p}/`));
     if (!known || event.detail.body === undefined) return;
-    last.set(known, event.detail.body);
+    if (event.detail.body === null) last.delete(known);  // withdrawn: the page no longer shows it
+    else last.set(known, event.detail.body);
     if (details.open) refresh();
     else details.dataset.ready = "0";  // what it shows is an earlier request's until it opens again
   }

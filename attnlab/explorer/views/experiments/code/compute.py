@@ -108,7 +108,7 @@ def _ablation(registry: Registry, r: AblationRequest) -> list[str]:
             "print(f\"P({show(target)!r}): {p_before:.2%} -> {p_after:.2%}\")"]
 
 
-def _sweep(registry: Registry, r: SweepRequest | HeadAttributionRequest) -> list[str]:
+def _sweep(registry: Registry, r: SweepRequest) -> list[str]:
     reference = ", reference=ids" if r.mode == "mean" else ""
     return [*_header(registry, r.model), *_tokens(registry, r.model), f"ids = encode({r.text!r})",
             *_position(registry, r.model, r.position),
@@ -116,6 +116,39 @@ def _sweep(registry: Registry, r: SweepRequest | HeadAttributionRequest) -> list
             "# each head switched off in turn: the drop in log P(target), one row of the batch per head",
             f"drops = attnlab.head_sweep(model, ids, target, position=position, mode={r.mode!r}{reference})",
             "print(drops)  # (layers, heads); positive: the head helped this prediction"]
+
+
+def _head_attribution(registry: Registry, r: HeadAttributionRequest) -> list[str]:
+    """The estimate grid "Which heads matter" draws first (attribution patching, one forward and one backward),
+    then the exact drop of the heads with the largest estimates (the outlined cells; the page also checks a
+    few drawn at random)."""
+    if r.mode == "mean":
+        fill = ["means = head_means(model, ids, range(layers))  # each head's z averaged over this sentence",
+                "fill = {n: means[layer].expand_as(run.recorded[n]) for layer, n in enumerate(names)}"]
+        reference = ", reference=ids"
+    else:
+        fill = ["fill = {n: torch.zeros_like(run.recorded[n]) for n in names}  # switched off: z = 0"]
+        reference = ""
+    imports = ["from attnlab.interventions import CleanRun, clean_run" + (", head_means" if r.mode == "mean" else "")]
+    return [*_header(registry, r.model, imports), *_tokens(registry, r.model), f"ids = encode({r.text!r})",
+            *_position(registry, r.model, r.position),
+            "layers = len(model.blocks)", "names = [f\"blocks.{layer}.attn.z\" for layer in range(layers)]",
+            "run = clean_run(model, ids, position, names=names)  # one forward, each head's z recorded",
+            _target(r.target, "run.logprobs[0]"), *fill,
+            "# the estimate: the first-order effect of copying `fill` in for each head, from one backward; its",
+            "# sign turned so that it reads as the page's grid, the drop in log P(target) (positive: the head helped)",
+            "estimate = -attnlab.attribution_patch(model, ids, ids, target, position=position, grids=[\"head\"],",
+            "                                      clean=CleanRun(run.logprobs, fill))[\"head\"]  # (layers, heads)",
+            "print(estimate.round(decimals=3))",
+            f"# the check: the real drop of the {r.top} heads with the largest estimates, each switched off alone",
+            "exact = {}",
+            f"for flat in estimate.abs().flatten().argsort(descending=True, stable=True)[:{r.top}].tolist():",
+            "    layer, head = divmod(flat, estimate.shape[1])",
+            f"    edits = attnlab.ablate_heads(model, {{layer: [head]}}, mode={r.mode!r}{reference})",
+            "    with attnlab.intervene(model, edits), torch.no_grad():",
+            f"        exact[layer, head] = float(run.logprobs[0, target] - {_logp()}[target])",
+            "    print(f\"layer {layer + 1} head {head + 1}: estimate {float(estimate[layer, head]):+.3f}, \"",
+            "          f\"exact {exact[layer, head]:+.3f}\")"]
 
 
 def _pair(registry: Registry, r) -> list[str]:
@@ -312,7 +345,8 @@ SNIPPETS: dict[str, Snippet] = {
     "/api/experiments/sentences": (SentencesRequest, _sentences, "cosines of sentence vectors"),
     "/api/experiments/ablation": (AblationRequest, _ablation, "P(target) with heads switched off"),
     "/api/experiments/head-sweep": (SweepRequest, _sweep, "which heads matter"),
-    "/api/experiments/head-attribution": (HeadAttributionRequest, _sweep, "which heads matter (the exact drops)"),
+    "/api/experiments/head-attribution": (HeadAttributionRequest, _head_attribution,
+                                          "which heads matter: the estimate, then the exact check"),
     "/api/experiments/patch": (PatchRequest, _patch, "causal tracing"),
     "/api/experiments/patch-attribution": (PatchAttributionRequest, _patch_attribution,
                                            "attribution patching and exact patching"),
