@@ -2,7 +2,7 @@
 // output read straight through the final norm and the unembedding (answer minus contrast), a layer x head grid
 // with an MLP column, and the sum check: the parts add up to the model's own logit difference.
 import { el, fmt, select } from "../util.js";
-import { diverge, divergeLegend, gridTable, tryThis } from "./draw.js";
+import { answerLegend, gridTable, toward, tryThis } from "./draw.js";
 import { nameSwap, ownStyle } from "./components.js";
 import { fetchAnswer, notForThisModel, pct, predictsTokens, shown, tok } from "./common.js";
 
@@ -81,14 +81,14 @@ export async function dlaSection(box, ctx) {
         "layer's MLP (last column)", rows: r.layers, cols: heads + 1, corner: "layer", rowHead: (i) => `${i + 1}`,
       colHead: (j) => (j === mlpCol ? "MLP" : `h${j + 1}`), value,
       text: (i, j) => (compact ? "" : fmt(value(i, j), 2)),
-      fill: (i, j) => diverge(value(i, j), peak), label: say,
+      fill: (i, j) => toward(value(i, j), peak), label: say,
       onpick: (i, j) => {
         readout.textContent = say(i, j);
         box.querySelectorAll("td.read").forEach((td) => td.classList.remove("read"));
         box.querySelector(`#dla-grid td[data-row="${i}"][data-col="${j}"]`)?.classList.add("read");
       } })),
-      el("div", { class: "xc-side" }, divergeLegend(peak, "direct contribution to the logit difference (orange: " +
-        "toward the answer)" + (clamped ? "; MLP cells beyond the scale are drawn at its ends" : "")), readout,
+      el("div", { class: "xc-side" }, answerLegend(peak, "direct contribution to the logit difference (logits)",
+        { note: clamped ? "MLP cells beyond the scale are drawn at its ends" : "" }), readout,
       el("div", { class: "panel", id: "dla-sum" }, el("h3", {}, "The sum check"),
         el("table", { class: "dla-parts", id: "dla-parts" }, el("caption", {}, "the parts, in logits"),
           el("tbody", {}, row("all heads", sumHeads, "dla-sum-heads"), row("all MLPs", sumMlp, "dla-sum-mlp"),
