@@ -220,7 +220,7 @@ def run(args) -> int:
     if result and _main_rank():  # words for a person; the JSON is in OUT/result.json
         from attnlab.training.final_summary import final_summary
 
-        print("\n".join(final_summary(result, more=more_command(args, 2 * int(result["step"])))))
+        print("\n".join(final_summary(result, more=more_command(args, 2 * int(result.get("step", 0))))))
         for s in result.get("samples", [])[:2]:
             print("---\n" + s, file=sys.stdout)
     # The run is written and the process group left: the process may end at once (cli/process.py). Under torchrun

@@ -37,7 +37,8 @@ def final_summary(result: dict[str, Any], *, more: str | None = None) -> list[st
     checkpoint (the CLI builds it from its own arguments), shown unless the run stopped early."""
     out = result.get("out", "")
     recipe = result.get("recipe", "the run")
-    steps = f"{result['step']:,} step{'' if result['step'] == 1 else 's'}"
+    step = int(result.get("step", 0))
+    steps = f"{step:,} step{'' if step == 1 else 's'}"
     lines = [f"{recipe}: {steps} in {duration(result.get('elapsed_s', 0.0))} (training "
              f"{duration(result.get('train_s', 0.0))}, evaluations {duration(result.get('eval_s', 0.0))})"]
     metrics = dict(result.get("eval") or {})
@@ -53,7 +54,7 @@ def final_summary(result: dict[str, Any], *, more: str | None = None) -> list[st
         lines.append(f"  best       val_loss {result['best_val_loss']:.4f} at step {result['best_step']:,}: "
                      f"{result['best_checkpoint']}")
     if result.get("stopped_early"):
-        lines.append(f"  stopped    early at step {result['step']:,} of {result.get('steps', result['step']):,}: no "
+        lines.append(f"  stopped    early at step {step:,} of {result.get('steps', step):,}: no "
                      f"lower val_loss in {result['patience']} evaluations (patience={result['patience']})")
     if result.get("epoch"):
         lines.append(f"  data       {epoch_words(result['epoch'])}")
@@ -65,6 +66,6 @@ def final_summary(result: dict[str, Any], *, more: str | None = None) -> list[st
     if result.get("topology") == "decoder":
         lines.append(f"  {shlex.join(['attnlab', 'generate', out, '--prompt', 'The '])}")
     lines.append(f"  {shlex.join(['attnlab', 'explore', out])}")
-    if more and not result.get("stopped_early"):
-        lines.append(f"  {more}   # train on from step {result['step']:,}, at the final learning rate")
+    if more and step and not result.get("stopped_early"):
+        lines.append(f"  {more}   # train on from step {step:,}, at the final learning rate")
     return lines
