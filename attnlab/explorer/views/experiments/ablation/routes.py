@@ -14,5 +14,5 @@ router = APIRouter()
 @router.post("/api/experiments/ablation", summary="switch heads off: the prediction before and after")
 async def ablation(req: AblationRequest, request: Request):
     return await run(request, lambda: compute.ablation(experiment_model(request, req.model, req.text), req.text,
-                                                           req.heads, mode=req.mode, position=req.position,
-                                                           target=req.target))
+                                                       req.heads, mode=req.mode, position=req.position,
+                                                       target=req.target))

@@ -14,21 +14,17 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 
 from attnlab.explorer.server.jobs import job_stream
+from attnlab.explorer.views.experiments import requests
 from attnlab.explorer.views.experiments.attribution import compute as attribution_grid
-from attnlab.explorer.views.experiments.requests import (
-    HeadAttributionRequest,
-    PatchAttributionRequest,
-    experiment_model,
-)
 
 router = APIRouter()
 
 
 @router.post("/api/experiments/head-attribution", summary="which heads matter, estimated at once (attribution "
              "patching), then the exact drop of the top heads streamed")
-async def head_attribution(req: HeadAttributionRequest, request: Request):
+async def head_attribution(req: requests.HeadAttributionRequest, request: Request):
     def work(job):
-        lm = experiment_model(request, req.model, req.text)
+        lm = requests.experiment_model(request, req.model, req.text)
         return attribution_grid.heads(lm, req.text, position=req.position, target=req.target, mode=req.mode,
                                       top=req.top, extra=req.extra, emit=job.emit, cancelled=job.cancelled)
 
@@ -37,9 +33,9 @@ async def head_attribution(req: HeadAttributionRequest, request: Request):
 
 @router.post("/api/experiments/patch-attribution", summary="the residual-stream patching grid estimated at once "
              "(attribution patching), then the exact values of the top cells streamed")
-async def patch_attribution(req: PatchAttributionRequest, request: Request):
+async def patch_attribution(req: requests.PatchAttributionRequest, request: Request):
     def work(job):
-        lm = experiment_model(request, req.model, req.clean, req.corrupted)
+        lm = requests.experiment_model(request, req.model, req.clean, req.corrupted)
         return attribution_grid.patching(lm, req.clean, req.corrupted, position=req.position, target=req.target,
                                          top=req.top, extra=req.extra, emit=job.emit, cancelled=job.cancelled)
 

@@ -15,4 +15,4 @@ router = APIRouter()
 async def flow(req: FlowRequest, request: Request):
     registry = request.app.state.registry
     return await run(request, lambda: compute.attention_flow(registry.get(req.model), req.text, req.layer,
-                                                                    req.token, req.head))
+                                                             req.token, req.head))

@@ -14,5 +14,5 @@ router = APIRouter()
 @router.post("/api/experiments/logit-lens", summary="the top-k tokens after the embeddings and after each block")
 async def lens(req: LensRequest, request: Request):
     return await run(request, lambda: compute.logit_lens_top(experiment_model(request, req.model, req.text), req.text,
-                                                                 position=req.position, k=req.k,
-                                                                 target=req.target))
+                                                             position=req.position, k=req.k,
+                                                             target=req.target))

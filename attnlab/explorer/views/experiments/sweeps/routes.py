@@ -6,14 +6,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from attnlab.explorer.server.jobs import jobs
-from attnlab.explorer.views.experiments.requests import (
-    CancelRequest,
-    PatchRequest,
-    SweepRequest,
-    experiment_model,
-    sweep_stream,
-)
+from attnlab.explorer.server.jobs import cancel
+from attnlab.explorer.views.experiments import requests
 from attnlab.explorer.views.experiments.sweeps import compute
 
 router = APIRouter()
@@ -21,31 +15,27 @@ router = APIRouter()
 
 @router.post("/api/experiments/head-sweep", summary="each head switched off in turn: the drop in log P(target), "
              "streamed with progress")
-async def head_sweep(req: SweepRequest, request: Request):
+async def head_sweep(req: requests.SweepRequest, request: Request):
     def work(progress, cancelled):
-        lm = experiment_model(request, req.model, req.text)
+        lm = requests.experiment_model(request, req.model, req.text)
         return compute.head_sweep_grid(lm, req.text, position=req.position, target=req.target, mode=req.mode,
-                                           progress=progress, cancelled=cancelled)
+                                       progress=progress, cancelled=cancelled)
 
-    return await sweep_stream(request, req.job, work)
+    return await requests.sweep_stream(request, req.job, work)
 
 
 @router.post("/api/experiments/patch", summary="causal tracing: clean residual stream copied into the corrupted "
              "run at each (layer, position), streamed with progress")
-async def patch(req: PatchRequest, request: Request):
+async def patch(req: requests.PatchRequest, request: Request):
     def work(progress, cancelled):
-        lm = experiment_model(request, req.model, req.clean, req.corrupted)
+        lm = requests.experiment_model(request, req.model, req.clean, req.corrupted)
         return compute.residual_patch_grid(lm, req.clean, req.corrupted, position=req.position,
-                                               target=req.target, site=req.site, progress=progress,
-                                               cancelled=cancelled)
+                                           target=req.target, site=req.site, progress=progress,
+                                           cancelled=cancelled)
 
-    return await sweep_stream(request, req.job, work)
+    return await requests.sweep_stream(request, req.job, work)
 
 
-@router.post("/api/experiments/cancel", summary="stop a running head sweep or patch grid at its next batch")
-async def cancel(req: CancelRequest, request: Request):
-    job = jobs(request).get(req.job)
-    if job is None:
-        return {"job": req.job, "cancelled": False, "detail": "no running job by that id (it may have finished)"}
-    job.stop.set()
-    return {"job": req.job, "cancelled": True}
+@router.post("/api/experiments/cancel", summary="stop a running head sweep or patch grid of this client at its next batch")
+async def cancel(req: requests.CancelRequest, request: Request):
+    return cancel(request, req.job)  # only the job's own client may stop it
