@@ -599,7 +599,7 @@ class Trainer:
             saved = None
             # a checkpoint at each evaluation (nanoGPT's always_save_checkpoint): a crash loses at most eval_every
             # steps, and the best one by val_loss is kept beside the newest
-            stop = bool(s.patience) and eval_now and self.evals_since_best >= s.patience
+            stop = bool(s.patience) and eval_now and self.evals_since_best >= s.patience and self.step < end
             if eval_now or (s.save_every and self.step % s.save_every == 0) or self.step == end or stop:
                 saved = self.save()
             if stop:

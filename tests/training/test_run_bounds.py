@@ -167,6 +167,9 @@ def test_patience_stops_after_k_evaluations_without_a_lower_val_loss(tmp_path):
     assert (flat["step"], flat["best_step"]) == (4, 2)
     never = Trainer(ScriptedValLoss(values), _settings(steps=10), tmp_path / "n", quiet=True).fit()
     assert never["step"] == 10 and "stopped_early" not in never
+    # patience reached at the last step: the run simply ends, it did not stop early
+    ended = Trainer(ScriptedValLoss([2.0, 2.5, 3.0]), _settings(steps=6, patience=2), tmp_path / "e", quiet=True).fit()
+    assert (ended["step"], ended["stopped_early"]) == (6, False)
 
 
 @pytest.mark.parametrize("overrides, words", [
