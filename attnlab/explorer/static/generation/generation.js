@@ -1,7 +1,8 @@
 // Tab Generation: step through decoding one token at a time: the next-token distribution under the sampling
 // settings, the sampled token appended, the KV cache growing, and the step's time with and without the cache.
-import { aborted, api, apiLines, bars, bytes, el, fmt, heatmap, legend, notice, svg, table, tokenLabel } from "../util.js";
+import { aborted, api, apiLines, bytes, el, fmt, heatmap, legend, notice, svg, table, tokenLabel } from "../util.js";
 import { needs } from "../common.js";
+import { P_STEP, T_MAX, T_STEP, samplingPanel, snapK, snapP, snapT } from "./sampling.js";
 
 let session = null;
 let compareNext = false;  // set by the long-prompt example: time the full recompute too on the next render
@@ -14,9 +15,10 @@ const LONG_PROMPT = "The history of the transformer begins with translation. Rec
   "at a time, and each new token must attend to every token before it. Without a cache, every step recomputes " +
   "the keys and values of the whole prefix. With a cache, the model keeps them and computes only the newest " +
   "token. In one sentence, the key idea of the cache is";
-const HELP = { temperature: "divides the logits: below 1 sharper, above 1 flatter, 0 = always the most likely token",
-  top_k: "keep only the k most likely tokens (0 = off)",
-  top_p: "keep the smallest set of tokens whose probabilities add up to p (1 = off)",
+const HELP = { temperature: "divides the logits: below 1 sharper, above 1 flatter, 0 = always the most likely token " +
+    `(0 to ${T_MAX} in steps of ${T_STEP})`,
+  top_k: "keep only the k most likely tokens (0 = off; up to 50)",
+  top_p: "keep the smallest set of tokens whose probabilities add up to p (1 = off; steps of 0.05)",
   seed: "the random seed of the sampler: the same seed gives the same tokens" };  // {key, generated: [], history: []}
 
 export async function render(root, ctx) {
@@ -27,10 +29,29 @@ export async function render(root, ctx) {
     "between steps, so a step here runs just the newest token."));
   if (!needs(root, ctx, ["decoder", "encoder-decoder"], "Generation needs a decoder or an encoder-decoder.")) return;
   const prompt = el("input", { type: "text", id: "prompt", value: state.text || "", "aria-label": "prompt" });
-  const inputs = { temperature: el("input", { type: "number", id: "temperature", value: 1, step: 0.1, min: 0 }),
-    top_k: el("input", { type: "number", id: "top-k", value: 20, min: 0 }),
-    top_p: el("input", { type: "number", id: "top-p", value: 0.95, step: 0.05, min: 0.05, max: 1 }),
-    seed: el("input", { type: "number", id: "gen-seed", value: 0 }) };
+  // temperature, top-k and top-p: a slider and a number box each, kept equal; moving either redraws the
+  // current step's distribution at once, in the page (sampling.js), and the next Step samples with them
+  const kMax = 50;
+  const knobs = { temperature: { id: "temperature", min: 0, max: T_MAX, step: T_STEP, value: 1, snap: snapT },
+    top_k: { id: "top-k", min: 0, max: kMax, step: 1, value: 20, snap: (v) => snapK(v, kMax) },
+    top_p: { id: "top-p", min: P_STEP, max: 1, step: P_STEP, value: 0.95, snap: snapP } };
+  const ranges = {};
+  const inputs = {};
+  for (const [k, o] of Object.entries(knobs)) {
+    const attrs = { min: o.min, max: o.max, step: o.step, value: o.value };
+    inputs[k] = el("input", { type: "number", id: o.id, ...attrs, "aria-label": `${k.replace("_", "-")} value` });
+    ranges[k] = el("input", { type: "range", id: `${o.id}-range`, ...attrs, "aria-label": k.replace("_", "-") });
+    const sync = (from, to) => {
+      const v = Number(o.snap(from.value).toFixed(2));
+      to.value = String(v);
+      if (from.type === "range" || document.activeElement !== from) from.value = String(v);
+      redrawSampling();
+    };
+    ranges[k].addEventListener("input", () => sync(ranges[k], inputs[k]));
+    inputs[k].addEventListener("input", () => sync(inputs[k], ranges[k]));
+    inputs[k].addEventListener("change", () => { inputs[k].value = String(Number(o.snap(inputs[k].value).toFixed(2))); });
+  }
+  inputs.seed = el("input", { type: "number", id: "gen-seed", value: 0 });
   const compare = el("input", { type: "checkbox", id: "compare" });
   compare.checked = compareNext;
   compareNext = false;
@@ -41,7 +62,10 @@ export async function render(root, ctx) {
   if (!session || session.key !== key) session = { key, generated: [], history: [], last: null, sid: null };
   root.append(el("div", { class: "controls" }, el("label", {}, ctx.info.topology === "encoder-decoder" ?
     "source " : "prompt "), prompt),
-  el("div", { class: "controls" }, Object.entries(inputs).map(([k, i]) => el("label", { title: HELP[k] }, `${k} `, i)),
+  el("div", { class: "controls sampling-controls" }, Object.keys(knobs).map((k) => el("span", { class: "slider",
+    title: HELP[k] }, el("label", { for: `${knobs[k].id}-range` }, k.replace("_", "-")), ranges[k], inputs[k])),
+  el("label", { title: HELP.seed }, "seed ", inputs.seed)),
+  el("div", { class: "controls" },
     el("button", { type: "button", id: "step", onclick: () => step(1) }, "Step"),
     el("button", { type: "button", id: "step10", onclick: () => step(10) }, "10 steps"), stopButton,
     el("button", { type: "button", id: "reset", onclick: reset }, "Reset"), progress),
@@ -57,12 +81,19 @@ export async function render(root, ctx) {
   const buttons = () => ["step", "step10", "reset"].map((id) => document.getElementById(id)).filter(Boolean);
   let controller = null;
   function stopStream() { if (controller) controller.abort(); }
-  const body = () => ({ model: state.model, prompt: prompt.value, generated: session.generated,
-    temperature: Number(inputs.temperature.value), top_k: Number(inputs.top_k.value),
-    top_p: Number(inputs.top_p.value), seed: Number(inputs.seed.value), session: session.sid,
-    compare: compare.checked ? true : null });
+  const settings = () => ({ temperature: Number(knobs.temperature.snap(inputs.temperature.value).toFixed(2)),
+    top_k: knobs.top_k.snap(inputs.top_k.value), top_p: Number(snapP(inputs.top_p.value).toFixed(2)) });
+  const body = () => ({ model: state.model, prompt: prompt.value, generated: session.generated, ...settings(),
+    seed: Number(inputs.seed.value), session: session.sid, compare: compare.checked ? true : null });
+  let sent = null;  // the settings of the step on its way: the sample it answers was drawn with them
   function accept(r) {
+    r.drawn = sent;
     session.generated = r.generated; session.history.push(r); session.last = r; session.sid = r.session;
+  }
+  const samplingBox = el("div", { id: "sampling-box" });
+  function redrawSampling() {
+    const r = session.last;
+    if (r && r.sampling) samplingBox.replaceChildren(samplingPanel(r.sampling, settings(), r.drawn, r));
   }
   async function step(times) {
     const pressed = document.activeElement;  // disabled while it runs, a button drops the focus: give it back
@@ -72,6 +103,7 @@ export async function render(root, ctx) {
     let done = 0, stopped = false;
     if (times > 1) { stopButton.hidden = false; stopButton.disabled = false; }
     progress.textContent = times > 1 ? `step 1 of ${times} …` : "running one step …";
+    sent = settings();
     try {
       if (times === 1) {
         accept(await api("/api/generate/step", body(), { signal: controller.signal }));
@@ -106,16 +138,12 @@ export async function render(root, ctx) {
     if (!r) { out.replaceChildren(err, el("p", { class: "help" }, "Press Step.")); return; }
     const src = r.source ? r.text.slice(0) : r.text;
     const nNew = session.generated.length;
+    redrawSampling();
     out.replaceChildren(err, el("div", { class: "panel" }, el("h3", {}, "Sequence"), el("div", { class: "chips", id: "sequence" },
       src.map((t, i) => el("span", { class: "chip" + (i >= src.length - nNew ? " selected" : ""), dataset: { index: i } },
         tokenLabel(t))))),
+    samplingBox,
     el("div", { class: "row" },
-      el("div", { class: "panel" }, el("h3", {}, `Step ${r.step}: next-token distribution (top ${r.bars.length})`),
-        bars(r.bars.map((b) => ({ label: tokenLabel(b.token), value: b.prob, fill: b.id === r.token_id ? "#ff7f0e" :
-          "#4c78a8", attrs: { "data-prob": b.prob, "data-raw-prob": b.raw_prob, "data-token-id": b.id } })),
-        { max: 1 }),
-        el("p", {}, "sampled: ", el("b", { id: "sampled", dataset: { tokenId: r.token_id } }, tokenLabel(r.token)),
-          r.finished ? " (end of sequence)" : "")),
       el("div", { class: "panel", id: "cache" }, el("h3", {}, "KV cache after this step"),
         table(["quantity", "value"], [
           [el("span", { title: "tokens whose K and V are kept" }, "positions"), el("span", { dataset: { cachePositions: r.cache.positions } }, r.cache.positions)],

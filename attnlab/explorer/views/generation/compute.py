@@ -2,9 +2,11 @@
 
 A decoder's one-token cached step runs where `attnlab.generate` runs it by default: through the compiled step
 (generation/compiled.py) when compiled.auto says so (a quantized model with its blocks kept, a C++ compiler,
-ATTNLAB_COMPILE not 0). A learner never waits for the compile: a step that finds it not built yet in this
-process starts building it in a background thread (loaded from disk, else compiled) and runs eagerly; the steps
-after it use it once it is ready. The catch-up of several tokens, encoder-decoders and the full recompute stay
+ATTNLAB_COMPILE not 0). A learner never waits for the compile, and the other views never slow down for it: a step
+that finds it not built yet in this process runs eagerly and asks for it to be built (loaded from disk, else
+compiled) in a background thread at the lowest CPU priority, which in a server starts only once the explorer has
+been idle for a while (explorer/server/idle_builds.py; `attnlab explore --no-compile`: never); the steps after
+it use it once it is ready. The catch-up of several tokens, encoder-decoders and the full recompute stay
 eager. The answer says which way the step ran ("step_path") and, when eager, why.
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 import torch
 
 from attnlab.errors import InputError
+from attnlab.explorer.server import idle_builds
 from attnlab.explorer.server.common import (
     a_an,
     check_index,
@@ -30,8 +33,9 @@ from attnlab.explorer.server.common import (
 )
 from attnlab.explorer.server.registry import Loaded
 from attnlab.explorer.server.sessions import GenerationSession, GenerationSessions
+from attnlab.explorer.views.generation.sampling import sampling_tables
 from attnlab.recording import active, capture
-from attnlab.threads import kernels_apart, kernels_only
+from attnlab.threads import kernels_apart, kernels_only, using_threads
 
 
 # ------------------------------------------------------------------------------------------- generation
@@ -115,22 +119,32 @@ def _why_eager(model, compiled) -> str:
 
 def _step_path(model, enc_dec: bool, cache) -> _StepPath:
     """The compiled step for this request's one-token step where compiled.auto says so and it is built in this
-    process; otherwise eager, and why. Never waits: a step not built yet starts building in a background thread
-    (compiled.build_in_background) at the thread counts the step will run with, and this step runs eagerly."""
+    process; otherwise eager, and why. Never waits: a step not built yet is asked of idle_builds, which starts
+    its build (compiled.build_in_background, at the thread counts the step will run with) at low priority when
+    the server is idle, and this step runs eagerly."""
     if enc_dec:
         return _StepPath(why="an encoder-decoder's steps run eagerly")
     from attnlab.generation import compiled  # torch.compile's machinery: only for a decoder
 
     if not compiled.auto(model) or active() is not None:
         return _StepPath(why=_why_eager(model, compiled))
-    apart = kernels_only(model, 1, 1)
-    with kernels_apart(apart):  # the counts are part of the step's key: those the call below runs at
-        state = compiled.build_in_background(model, 1, cache.layers[0].kv.dtype)
+    apart, threads, dtype = kernels_only(model, 1, 1), torch.get_num_threads(), cache.layers[0].kv.dtype
+
+    def start() -> None:  # in another thread: the counts are part of the step's key, those the call runs at
+        with using_threads(threads), kernels_apart(apart):
+            compiled.build_in_background(model, 1, dtype)
+
+    waiting = idle_builds.BUILDS.ask((id(model), threads, apart, dtype), start)
+    if waiting is not None:
+        return _StepPath(why=waiting)
+    with kernels_apart(apart):
+        state = compiled.build_in_background(model, 1, dtype)
     if state == "ready":
         return _StepPath(compiled.compiled_step(model), apart)
     if state == "failed":
         return _StepPath(why="the step could not be compiled here")
-    return _StepPath(why="compiling the step in the background (or loading it from disk); later steps use it")
+    return _StepPath(why="compiling the step in the background at low priority (or loading it from disk); later "
+                         "steps use it")
 
 
 def _compiled_forward(path: _StepPath, token: int, cache) -> torch.Tensor:
@@ -375,6 +389,8 @@ def generation_step(lm: Loaded, prompt: str, generated: list[int] | None = None,
               "session": state.id if sessions is not None else None, "reused_positions": reused,
               "step_path": step_path, "step_path_reason": step_why,
               "finished": cfg.eos_token_id is not None and token == cfg.eos_token_id}
+    # the best logits and the sums that let the page redraw temperature, top-k and top-p at once, exactly
+    result["sampling"] = sampling_tables(logits, lambda i: token_text(lm, i), chosen=token)
     if enc_dec:
         result["source"] = [token_text(lm, i) for i in source]
         # each layer's cross-attention of the newest target position over the source, averaged over heads
