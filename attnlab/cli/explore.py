@@ -1,5 +1,6 @@
-"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser] [--device D] [--class [--class-token T]]`:
-start the explorer and open it (--class: for a class on the local network, with a class token).
+"""`attnlab explore [PATH ...] [--host H] [--port P] [--no-browser] [--device D] [--class [--class-token T]]
+[--no-compile]`: start the explorer and open it (--class: for a class on the local network, with a class token;
+it prints an address for every network of this machine, offline classroom networks included).
 
 Everything that can be refused is refused before the address is printed: a PATH that does not exist or is not
 a model, a port outside 1..65535, a --device this machine lacks, and an address that is already taken (checked by
@@ -32,6 +33,9 @@ def add_arguments(p) -> None:
                    help="serve a class on the local network: listen on every interface (or --host) and require "
                         "the class token; the address to give the students, token included, is printed "
                         "(a --host beyond loopback always requires it)")
+    p.add_argument("--no-compile", action="store_true",
+                   help="never build the Generation tab's compiled decoding step (by default it is built in the "
+                        "background, at low priority, once the explorer has had no request for a few seconds)")
     p.add_argument("--class-token", default="auto",
                    help="the class token: auto (default: a random one each start) or 16 to 64 letters, digits, "
                         "- and _ (the same address for several lessons)")
@@ -129,8 +133,8 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def class_setup(args) -> tuple[str, str, str | None]:
     """(address to listen on, address the pages must name, class token or None). Listening beyond loopback,
     whether asked with --class or with --host, always takes a class token: without one anybody on the network
-    could run the models. --class without --host listens on every interface and names this machine's LAN
-    address."""
+    could run the models. --class without --host listens on every interface, and the pages may then name any
+    address of this machine (the guard reads them)."""
     from attnlab.explorer.server import classroom
 
     host = args.host or ("0.0.0.0" if args.class_mode else "127.0.0.1")
@@ -140,8 +144,7 @@ def class_setup(args) -> tuple[str, str, str | None]:
         token = classroom.new_token() if args.class_token == "auto" else classroom.check_token(args.class_token)
     except ValueError as exc:
         raise InputError(f"--class-token: {exc}") from None
-    named = classroom.lan_address() if host in ("0.0.0.0", "::", "") else host
-    return host, named, token
+    return host, host, token
 
 
 def run(args) -> int:
@@ -161,19 +164,24 @@ def run(args) -> int:
     import threading
     import webbrowser
 
+    from attnlab.explorer.server import classroom
     from attnlab.explorer.server.app import create_app
     from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry(args.paths, quantize=args.quantize, device=device)
     # requests must name this host (or localhost): no DNS rebinding
-    app = create_app(registry, host=named, threads=threads, class_token=class_token)
-    host = "localhost" if named in ("127.0.0.1", "0.0.0.0", "::") else named
-    host = f"[{host}]" if ":" in host else host  # an IPv6 address in a URL
-    url = f"http://{host}:{args.port}/" + (f"?class={class_token}" if class_token else "")
+    app = create_app(registry, host=named, threads=threads, class_token=class_token,
+                     compile_steps=not args.no_compile)
+    urls = [f"http://{f'[{h}]' if ':' in h else h}:{args.port}/" + (f"?class={class_token}" if class_token else "")
+            for h in classroom.hosts_to_print(named)]  # an IPv6 address in brackets
+    url = urls[0]
     print(f"attnlab explorer: {url}  ({where(device)}; Ctrl-C stops it)", flush=True)
+    for other in urls[1:]:
+        print(f"  also: {other}", flush=True)
     if class_token:
-        print(f"serving a class on {bind}: students open the address above (its class token is required; anyone "
-              "with it can use this explorer)", flush=True)
+        which = " (or the one of those on their network)" if len(urls) > 1 else ""
+        print(f"serving a class on {bind}: students open the address above{which} (its class token is required; "
+              "anyone with it can use this explorer)", flush=True)
     print("models served:", flush=True)
     print("\n".join(served(registry.list())), flush=True)
     if not args.no_browser and not _has_desktop():

@@ -7,8 +7,10 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from attnlab.explorer.server import classroom
+from attnlab.explorer.server import addresses, classroom
 from attnlab.explorer.server.app import create_app
+from attnlab.explorer.server.clients import CLIENT_COOKIE
+from attnlab.explorer.server.fair_queue import MAX_HEAVY_WAITING
 from attnlab.explorer.views.experiments.sweeps import compute as experiments
 
 TOKEN = "Zx4-class_token-0123"
@@ -17,8 +19,15 @@ SWEEP = {"model": "toy", "text": "the cat sat"}
 ATTENTION = {"model": "toy", "text": "the cat sat", "layer": 0, "head": 0}
 
 
-def _client_cookie(letter: str) -> dict:
-    return {"cookie": f"{classroom.CLIENT_COOKIE}={letter * 32}"}
+_IDS: dict = {}
+
+
+def _client_cookie(app, letter: str) -> dict:
+    """The cookie of browser `letter` on `app`: an id the app issued to the test client's address."""
+    key = (id(app), letter)
+    if key not in _IDS:
+        _IDS[key] = app.state.runner.ids.issue("testclient")
+    return {"cookie": f"{CLIENT_COOKIE}={_IDS[key]}"}
 
 
 def _wait_for(predicate, what: str, seconds: float = 20.0) -> None:
@@ -52,7 +61,7 @@ def test_the_class_address_admits_the_browser_and_keeps_the_token_in_a_cookie(cl
         assert r.status_code == 200
         cookies = r.headers.get_list("set-cookie")
         assert any(s.startswith(f"{classroom.CLASS_COOKIE}={TOKEN};") and "HttpOnly" in s for s in cookies)
-        assert any(s.startswith(f"{classroom.CLIENT_COOKIE}=") for s in cookies)
+        assert any(s.startswith(f"{CLIENT_COOKIE}=") for s in cookies)
         assert c.get("/api/models").status_code == 200  # the cookie from here on
         r = c.post("/api/attention", json=ATTENTION, headers={"origin": f"http://{LAN}:8000"})
         assert r.status_code == 200
@@ -140,7 +149,7 @@ def test_one_clients_second_heavy_job_waits_and_another_client_goes_first(regist
     app = create_app(registry, heavy_concurrent=2)
     answers: list = []
     with TestClient(app, base_url="http://localhost") as c:
-        a, b = _client_cookie("a"), _client_cookie("b")
+        a, b = _client_cookie(app, "a"), _client_cookie(app, "b")
         first = _post_in_thread(c, "/api/experiments/head-sweep", SWEEP, a, answers)
         assert sweep.started.wait(20)
         second = _post_in_thread(c, "/api/experiments/head-sweep", SWEEP, a, answers)
@@ -163,34 +172,36 @@ def test_a_client_with_too_many_queued_heavy_jobs_is_told_its_place(registry, mo
     sweep = _BlockingSweep()
     monkeypatch.setattr(experiments, "head_sweep_grid", sweep)
     answers: list = []
-    with TestClient(create_app(registry), base_url="http://localhost") as c:
-        a = _client_cookie("a")
+    app = create_app(registry)
+    with TestClient(app, base_url="http://localhost") as c:
+        a = _client_cookie(app, "a")
         threads = [_post_in_thread(c, "/api/experiments/head-sweep", SWEEP, a, answers)]
         assert sweep.started.wait(20)
-        for _ in range(classroom.MAX_WAITING_PER_CLIENT):
+        for _ in range(MAX_HEAVY_WAITING):
             threads.append(_post_in_thread(c, "/api/experiments/head-sweep", SWEEP, a, answers))
-        _wait_for(lambda: len(c.get("/api/queue", headers=a).json()["mine_waiting"]) == 4, "four queued")
+        _wait_for(lambda: len(c.get("/api/queue", headers=a).json()["mine_waiting"]) == 2, "two queued")
         r = c.post("/api/experiments/head-sweep", json=SWEEP, headers=a)
-        assert r.status_code == 429 and "4 heavy jobs waiting" in r.json()["detail"]
-        assert "places 1, 2, 3, 4 of 4" in r.json()["detail"]
+        assert r.status_code == 429 and "2 heavy jobs (sweeps, patching grids, streams) waiting" in r.json()["detail"]
+        assert "places 1, 2 of 2" in r.json()["detail"]
         sweep.release.set()
         for t in threads:
             t.join(30)
-    assert sorted(r.status_code for r in answers) == [200] * 5 and sweep.peak == 1
+    assert sorted(r.status_code for r in answers) == [200] * 3 and sweep.peak == 1
 
 
 def test_a_light_request_is_answered_while_heavy_jobs_hold_every_heavy_slot(registry, monkeypatch):
     sweep = _BlockingSweep()
     monkeypatch.setattr(experiments, "head_sweep_grid", sweep)
     answers: list = []
-    with TestClient(create_app(registry, max_concurrent=1), base_url="http://localhost") as c:
-        holder = _post_in_thread(c, "/api/experiments/head-sweep", SWEEP, _client_cookie("a"), answers)
+    app = create_app(registry, max_concurrent=1)
+    with TestClient(app, base_url="http://localhost") as c:
+        holder = _post_in_thread(c, "/api/experiments/head-sweep", SWEEP, _client_cookie(app, "a"), answers)
         assert sweep.started.wait(20)
         try:
-            assert c.post("/api/attention", json=ATTENTION, headers=_client_cookie("b")).status_code == 200
-            assert c.get("/api/architecture/toy", headers=_client_cookie("b")).status_code == 200
+            assert c.post("/api/attention", json=ATTENTION, headers=_client_cookie(app, "b")).status_code == 200
+            assert c.get("/api/architecture/toy", headers=_client_cookie(app, "b")).status_code == 200
             assert c.post("/api/attention", json=ATTENTION,  # the sweep's own client too
-                          headers=_client_cookie("a")).status_code == 200
+                          headers=_client_cookie(app, "a")).status_code == 200
         finally:
             sweep.release.set()
             holder.join(30)
@@ -203,8 +214,6 @@ def test_heavy_paths_are_the_sweeps_streams_and_measurements():
     assert classroom.is_heavy("/api/cost/toy", "measure=1") and classroom.is_heavy("/api/cost/toy", "measure=ON")
     assert not classroom.is_heavy("/api/cost/toy", "n=8") and not classroom.is_heavy("/api/cost/toy", "measure=0")
     assert not classroom.is_heavy("/api/experiments/ablation", "")
-    assert classroom.client_of({classroom.CLIENT_COOKIE: "f" * 32}, "1.2.3.4") == "c:" + "f" * 32
-    assert classroom.client_of({classroom.CLIENT_COOKIE: "../x"}, "1.2.3.4") == "a:1.2.3.4"
 
 
 def _start(argv, monkeypatch):
@@ -215,7 +224,7 @@ def _start(argv, monkeypatch):
 
     seen = {}
     monkeypatch.setattr(uvicorn, "run", lambda app, host, port, log_level: seen.update(app=app, host=host, port=port))
-    monkeypatch.setattr(classroom, "lan_address", lambda: LAN)
+    monkeypatch.setattr(addresses, "machine_addresses", lambda: [LAN])
     args = build_parser().parse_args(["explore", "--no-browser", *argv])
     assert args.run(args) == 0
     return seen

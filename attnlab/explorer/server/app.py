@@ -19,6 +19,7 @@ from fastapi.staticfiles import StaticFiles
 
 from attnlab.errors import InputError
 from attnlab.explorer.server import classroom, queue, sessions
+from attnlab.explorer.server.clients import ClientIds
 from attnlab.explorer.server.guard import Guard
 from attnlab.explorer.server.handlers import add_handlers
 from attnlab.explorer.server.registry import Registry, build_registry
@@ -86,14 +87,17 @@ def _add_routes(app: FastAPI, router: APIRouter) -> None:
 def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.1",
                max_concurrent: int | None = None, body_seconds: float = BODY_SECONDS,
                measure_seconds: float = MEASURE_SECONDS, stream_seconds: float = STREAM_SECONDS,
-               threads: int | None = None, class_token: str | None = None, heavy_concurrent: int = 1) -> FastAPI:
+               threads: int | None = None, class_token: str | None = None, heavy_concurrent: int = 1,
+               compile_steps: bool = True) -> FastAPI:
     """The explorer app. `host`: the address it is served on (--host); requests must name it, localhost,
     127.0.0.1 or [::1] as their Host. `max_concurrent`: model requests at once (default MAX_CONCURRENT).
     `threads`: torch threads per model request (--threads); None: the cores this process may use divided by
     `max_concurrent` (at least 1), the same for every request, so an answer never depends on the load.
     `class_token`: serving a class (`attnlab explore --class`): every request must carry this token (the address's
     ?class=, then a cookie) and only `host` and loopback are served. `heavy_concurrent`: heavy jobs (sweeps,
-    streams) at once, in their own slots beside the `max_concurrent` light ones (explorer/server/classroom.py)."""
+    streams) at once, in their own slots beside the `max_concurrent` light ones (explorer/server/classroom.py).
+    `compile_steps`: False never builds the Generation tab's compiled step (`--no-compile`; else it is built when
+    the explorer is idle, explorer/server/idle_builds.py)."""
     registry = registry if registry is not None else build_registry()
     slots = _positive("max_concurrent", MAX_CONCURRENT if max_concurrent is None else max_concurrent)
     _positive("heavy_concurrent", heavy_concurrent)
@@ -105,14 +109,16 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
     app = FastAPI(title="attnlab Transformer Explorer",
                   description="Every number inside real transformers: attention, masking, vision, generation, cost.",
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
-    runner = Runner(slots, heavy_concurrent, QUEUE_SECONDS, threads_per_request(check_threads(threads), slots))
+    ids = ClientIds()  # the clients the queues share the machine between (guard issues, runner reads)
+    runner = Runner(slots, heavy_concurrent, QUEUE_SECONDS, threads_per_request(check_threads(threads), slots),
+                    ids=ids, compile_steps=compile_steps)
     app.state.registry = registry
     app.state.runner = runner  # every router computes under the same slots and limits (runner.run)
     app.state.threads_per_request, app.state.max_concurrent = runner.threads, slots
     app.state.measure_seconds, app.state.stream_seconds = measure_seconds, stream_seconds
     app.state.sessions = sessions.GenerationSessions()  # generation's KV caches, one per page that steps
     app.add_middleware(Guard, host=host, body_seconds=body_seconds, max_body=MAX_BODY_BYTES,
-                       class_token=class_token)
+                       class_token=class_token, ids=ids)
     add_handlers(app)
     for view in ROUTERS:
         _add_routes(app, view.router)

@@ -13,8 +13,10 @@ answer that closes the connection says `Connection: close` (408, and a refused H
 answer leaves it open for the next request. After a 413 the server (uvicorn) reads the rest of the body and
 throws it away as it arrives, so a client that sends its whole body before it reads the answer still gets the
 413, and memory holds at most `max_body`. With a class token (`attnlab explore --class`) the guard also
-refuses, with 403, a request without the token, and serves no Host but the class address and loopback; it
-gives each browser that opens the page its client id cookie (explorer/server/classroom.py).
+refuses, with 403, a request without the token, and serves no Host but the class address (on every interface:
+each address of this machine, explorer/server/addresses.py) and loopback. It gives each browser that opens the
+page the client id the server issues (explorer/server/clients.py: few per address), and every answer says
+Referrer-Policy: no-referrer (the class address carries the token; no page it links to may see it).
 """
 
 from __future__ import annotations
@@ -22,12 +24,15 @@ from __future__ import annotations
 import asyncio
 import http.cookies
 import ipaddress
-import uuid
+import time
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi.responses import JSONResponse, Response
 
-from attnlab.explorer.server import classroom
+from attnlab.explorer.server import addresses, classroom
+from attnlab.explorer.server.clients import CLIENT_COOKIE, ClientIds
+
+OWN_ADDRESSES_SECONDS = 5.0  # a class on every interface re-reads this machine's addresses at most this often
 
 
 def answer(status: int, detail: str, close: bool = False) -> Response:
@@ -66,16 +71,30 @@ class Guard:
 
     SAFE = ("GET", "HEAD", "OPTIONS")
 
-    def __init__(self, app, host: str | None, body_seconds: float, max_body: int, class_token: str | None = None):
+    def __init__(self, app, host: str | None, body_seconds: float, max_body: int, class_token: str | None = None,
+                 ids: ClientIds | None = None):
         self.app, self.body_seconds, self.max_body = app, body_seconds, max_body
         self.names, self.any_ip = _allowed_names(host)
         self.class_token = class_token
-        if class_token is not None:  # a class: the address printed and loopback, never any other name or address
+        self.ids = ids if ids is not None else ClientIds()
+        self.own = class_token is not None and self.any_ip  # a class on every interface: this machine's addresses
+        self._own_names: set[str] = set()
+        self._own_read = float("-inf")
+        if class_token is not None:  # a class: its addresses and loopback, never any other name or address
             self.any_ip = False
+
+    def _own_address(self, name: str) -> bool:
+        """Whether `name` is one of this machine's interface addresses (re-read when a name misses, at most every
+        OWN_ADDRESSES_SECONDS: a laptop may join the classroom's network after the explorer started)."""
+        if name not in self._own_names and time.monotonic() - self._own_read >= OWN_ADDRESSES_SECONDS:
+            self._own_read = time.monotonic()
+            self._own_names = {f"[{a}]" if ":" in a else a for a in addresses.machine_addresses()}
+        return name in self._own_names
 
     def _host_ok(self, host: str) -> bool:
         name = _host_name(host)
-        return bool(name) and (name in self.names or (self.any_ip and _is_ip(name)))
+        return bool(name) and (name in self.names or (self.any_ip and _is_ip(name))
+                               or (self.own and _is_ip(name) and self._own_address(name)))
 
     def _class_token_via(self, scope, headers: dict[str, str], cookies: dict[str, str]) -> str | None:
         """Where the request carries the class token ("query", "cookie" or "header"); None without a right one."""
@@ -96,9 +115,11 @@ class Guard:
         host = headers.get("host", "")
         if not self._host_ok(host):
             shown = host[:80] or "(none)"
+            allowed = sorted(self.names | self._own_names)
             return await answer(403, f"Host {shown!r} is not served here; allowed: "
-                                 f"{', '.join(sorted(self.names))} (with any port)", close=True)(scope, receive, send)
+                                 f"{', '.join(allowed)} (with any port)", close=True)(scope, receive, send)
         cookies = _cookies(headers.get("cookie", ""))
+        send = _adding_headers(send, [(b"referrer-policy", b"no-referrer")])
         set_cookies = []
         if self.class_token is not None:
             via = self._class_token_via(scope, headers, cookies)
@@ -108,10 +129,13 @@ class Guard:
                 return await answer(403, "this explorer serves a class and needs its class token: open the "
                                      "address the teacher's explorer printed (http://HOST:PORT/?class=TOKEN)",
                                      close=True)(scope, receive, send)
-        if scope["path"] == "/" and classroom.CLIENT_COOKIE not in cookies:  # the page: one id per browser
-            set_cookies.append(f"{classroom.CLIENT_COOKIE}={uuid.uuid4().hex}; Path=/; HttpOnly; SameSite=Strict")
+        address = scope["client"][0] if scope.get("client") else "unknown"
+        if scope["path"] == "/" and not self.ids.valid(cookies.get(CLIENT_COOKIE), address):
+            issued = self.ids.issue(address)  # the page: one id per browser, few per address; else the address's
+            if issued is not None:
+                set_cookies.append(f"{CLIENT_COOKIE}={issued}; Path=/; HttpOnly; SameSite=Strict")
         if set_cookies:
-            send = _adding_cookies(send, set_cookies)
+            send = _adding_headers(send, [(b"set-cookie", c.encode("latin-1")) for c in set_cookies])
         if scope["method"] not in self.SAFE:
             for header in ("origin", "referer"):  # a browser sends Origin; older ones only Referer
                 value = headers.get(header)
@@ -169,11 +193,13 @@ def _cookies(header: str) -> dict[str, str]:
     return {name: morsel.value for name, morsel in jar.items()}
 
 
-def _adding_cookies(send, cookies: list[str]):
-    """`send` with Set-Cookie headers added to the answer's start."""
+def _adding_headers(send, extra: list[tuple[bytes, bytes]]):
+    """`send` with these headers added to the answer's start (one the answer already has is kept as it is, except
+    Set-Cookie, which may repeat)."""
     async def sending(message):
         if message["type"] == "http.response.start":
-            extra = [(b"set-cookie", c.encode("latin-1")) for c in cookies]
-            message = {**message, "headers": [*message.get("headers", []), *extra]}
+            present = {k.lower() for k, _ in message.get("headers", [])}
+            added = [(k, v) for k, v in extra if k == b"set-cookie" or k not in present]
+            message = {**message, "headers": [*message.get("headers", []), *added]}
         await send(message)
     return sending

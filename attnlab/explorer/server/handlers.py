@@ -14,8 +14,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 
 from attnlab.errors import AttnlabError
-from attnlab.explorer.server.classroom import QueueFull
 from attnlab.explorer.server.common import OutOfRange, Stopped, shown
+from attnlab.explorer.server.fair_queue import QueueFull
 from attnlab.explorer.server.guard import answer
 from attnlab.explorer.server.registry import ModelUnavailable, UnknownItem
 from attnlab.explorer.server.schemas import LIMITS

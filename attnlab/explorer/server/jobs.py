@@ -3,7 +3,9 @@
 Why one place: the exact sweeps (head sweep, patching grid, components: progress lines) and the estimate-first
 grids (routes_attribution.py: whole estimate and exact lines) hold a model slot for seconds, report from the
 worker thread, and stop when POST /api/experiments/cancel names their job or the client leaves. One job table
-serves both, so the page's one Cancel button stops either.
+serves both, so the page's one Cancel button stops either. A job belongs to the client that started it
+(explorer/server/clients.py): a cancel from any other client is answered as for an unknown id, so in a class
+nobody stops, or learns of, another student's job.
 
 The answer: the lines the work hands over as it runs, each with "job": its id, then one {"result": answer} line
 (its "cancelled" says whether every cell ran). Bad input found before the first line is an ordinary 4xx (the
@@ -21,7 +23,8 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from attnlab.errors import AttnlabError, InputError
-from attnlab.explorer.server.runner import run
+from attnlab.explorer.server.clients import Client
+from attnlab.explorer.server.runner import run, runner
 
 
 def jobs(request: Request) -> dict[str, Job]:
@@ -32,11 +35,22 @@ def jobs(request: Request) -> dict[str, Job]:
     return app.state.experiment_jobs
 
 
+def cancel(request: Request, job_id: str) -> dict:
+    """POST /api/experiments/cancel: stop job `job_id` at its next batch when it is the asking client's."""
+    job = jobs(request).get(job_id)
+    if job is None or job.owner != runner(request).client(request):
+        return {"job": job_id, "cancelled": False, "detail": "no running job of yours by that id (it may have "
+                "finished; a job is cancelled from the page that started it)"}
+    job.stop.set()
+    return {"job": job_id, "cancelled": True}
+
+
 class Job:
     """A running job: its cancel flag (set by POST /api/experiments/cancel or by the client leaving) and the lines
     the worker thread hands to the event loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop):
+    def __init__(self, loop: asyncio.AbstractEventLoop, owner: Client | None = None):
+        self.owner = owner  # the client that started it: only it may cancel it
         self.stop = threading.Event()
         self.loop = loop
         self.progress: asyncio.Queue = asyncio.Queue()
@@ -60,7 +74,7 @@ async def job_stream(request: Request, job_id: str | None, work) -> Response:
     job_id = job_id or uuid.uuid4().hex
     if job_id in table:
         raise InputError(f"job {job_id!r} is already running; choose another id")
-    job = Job(asyncio.get_running_loop())
+    job = Job(asyncio.get_running_loop(), runner(request).client(request))
     table[job_id] = job
     task = asyncio.ensure_future(run(request, lambda: work(job)))
 

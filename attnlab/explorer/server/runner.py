@@ -5,8 +5,9 @@ The order of work for a request (why: one slow or hostile client must not hold w
   counted; 2. FastAPI validates the body and the query against the schemas (every number has a range); 3. only then does
   the request queue here for a model slot (`slots` at once, `queue_seconds` at most), and its work runs in a thread.
   Every endpoint that computes takes a slot, GET or POST. Heavy jobs (sweeps, patching grids, streamed generation:
-  classroom.HEAVY_PATHS) take their own slots instead, in one queue where each client (one browser, else one address)
-  runs one job at a time, so light answers never wait behind them; GET /api/queue tells the page its place.
+  classroom.HEAVY_PATHS) take their own slots instead, so light answers never wait behind them; GET /api/queue tells
+  the page its place. Both queues take turns round robin across clients (explorer/server/fair_queue.py), a client
+  being an id the server issued, else an address (explorer/server/clients.py).
 
 create_app builds one Runner and keeps it as app.state.runner; every router computes through `run(request,
 work)` below, so none of them imports the server.
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+from contextlib import contextmanager
 from typing import Any
 
 import torch
@@ -25,8 +28,16 @@ from fastapi.responses import Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from attnlab.errors import InputError
-from attnlab.explorer.server import classroom
+from attnlab.explorer.server import classroom, idle_builds
+from attnlab.explorer.server.clients import Client, ClientIds
 from attnlab.explorer.server.common import Stop, Stopped
+from attnlab.explorer.server.fair_queue import (
+    MAX_HEAVY_RUNNING,
+    MAX_HEAVY_WAITING,
+    MAX_LIGHT_WAITING,
+    FairQueue,
+    Ticket,
+)
 from attnlab.explorer.server.guard import answer
 from attnlab.explorer.server.registry import Loaded
 from attnlab.threads import allowed_cores, using_threads
@@ -61,42 +72,58 @@ async def watch(request: Request, stop: Stop) -> None:
 
 
 class Runner:
-    """The app's slots: `slots` light ones (a semaphore) and the heavy-job queue of `heavy_slots`, one of each per
-    event loop (tests may start several), created on first use."""
+    """The app's slots: the light queue of `slots` and the heavy-job queue of `heavy_slots` (fair_queue.FairQueue),
+    one of each per event loop (tests may start several), created on first use. `ids` tells a request's client;
+    `compile_steps` False keeps the Generation tab's compiled step from being built (idle_builds.py)."""
 
-    def __init__(self, slots: int, heavy_slots: int, queue_seconds: float, threads: int):
+    def __init__(self, slots: int, heavy_slots: int, queue_seconds: float, threads: int,
+                 ids: ClientIds | None = None, compile_steps: bool = True):
         self.slots, self.heavy_slots, self.queue_seconds, self.threads = slots, heavy_slots, queue_seconds, threads
+        self.ids = ids if ids is not None else ClientIds()
+        self.compile_steps = compile_steps
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._light: asyncio.Semaphore | None = None
-        self._heavy: classroom.HeavyQueue | None = None
+        self._light: FairQueue | None = None
+        self._heavy: FairQueue | None = None
+        self._made = time.monotonic()
 
+    @contextmanager
     def request_threads(self):
-        """The request's torch threads for the worker thread running it; its own count comes back after."""
-        return using_threads(self.threads)
+        """The request's torch threads for the worker thread running it (its own count comes back after), marked
+        as serving this runner (a compiled step's build then waits until the runner is idle)."""
+        with using_threads(self.threads), idle_builds.serving(self):
+            yield
 
     def _threaded(self, work):
         with self.request_threads():
             return work()
 
-    def light(self) -> asyncio.Semaphore:
+    def light(self) -> FairQueue:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             self._loop = loop
-            self._light, self._heavy = asyncio.Semaphore(self.slots), classroom.HeavyQueue(self.heavy_slots)
+            self._light = FairQueue(self.slots, "requests", max_waiting=MAX_LIGHT_WAITING)
+            self._heavy = FairQueue(self.heavy_slots, "heavy jobs (sweeps, patching grids, streams)",
+                                    max_running=MAX_HEAVY_RUNNING, max_waiting=MAX_HEAVY_WAITING)
         return self._light
 
-    def queue(self) -> classroom.HeavyQueue:
+    def queue(self) -> FairQueue:
         self.light()
         return self._heavy
 
-    @staticmethod
-    def client(request: Request) -> str:
-        return classroom.client_of(request.cookies, request.client.host if request.client else None)
+    def quiet_for(self) -> float:
+        """Seconds since any request ran or waited here (read from another thread: a build waiting for idle)."""
+        queues = [q for q in (self._light, self._heavy) if q is not None]
+        return min((q.quiet_for() for q in queues), default=time.monotonic() - self._made)
 
-    async def heavy_turn(self, request: Request, gone: asyncio.Task) -> classroom.Ticket:
-        """Wait in the heavy queue (one running job per client) until this job's turn, queue_seconds per place
-        ahead at most. Raises (errors, not answers, so a streamed sweep answers them with their status too)
-        QueueFull (429) when the client has too many waiting, Stopped (503) when busy or the client left."""
+    def client(self, request: Request) -> Client:
+        """The request's client: its issued id from its address, else the address (explorer/server/clients.py)."""
+        return self.ids.client(request.cookies, request.client.host if request.client else None)
+
+    async def heavy_turn(self, request: Request, gone: asyncio.Task) -> Ticket:
+        """Wait in the heavy queue (one running job per client, round robin across clients) until this job's turn,
+        queue_seconds per job waiting at most. Raises (errors, not answers, so a streamed sweep answers them with
+        their status too) QueueFull (429) when the client has too many waiting, Stopped (503) when busy or the
+        client left."""
         queue = self.queue()
         ticket = queue.join(self.client(request))
         patience = self.queue_seconds * max(1, len(queue.waiting))  # a sweep takes seconds: the line moves
@@ -129,17 +156,18 @@ class Runner:
                 watcher.cancel()
         try:
             slots = self.light()
+            ticket = slots.join(self.client(request))  # QueueFull (429): this client has too many waiting
             try:
-                await asyncio.wait_for(slots.acquire(), self.queue_seconds)
-            except asyncio.TimeoutError:
-                return self._busy()
-            try:
+                await asyncio.wait({ticket.granted, watcher}, timeout=self.queue_seconds,
+                                   return_when=asyncio.FIRST_COMPLETED)
                 if stop.gone.is_set():
                     return answer(503, "the client went away before its turn")  # nobody reads this
+                if not ticket.granted.done():
+                    return self._busy()
                 stop.start()
                 body = await run_in_threadpool(lambda: encode_json(self._threaded(work)))
             finally:
-                slots.release()
+                slots.leave(ticket)
         finally:
             watcher.cancel()
         return Response(body, media_type="application/json")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from attnlab.explorer.server.jobs import cancel
+from attnlab.explorer.server import jobs
 from attnlab.explorer.views.experiments import requests
 from attnlab.explorer.views.experiments.sweeps import compute
 
@@ -36,6 +36,6 @@ async def patch(req: requests.PatchRequest, request: Request):
     return await requests.sweep_stream(request, req.job, work)
 
 
-@router.post("/api/experiments/cancel", summary="stop a running head sweep or patch grid of this client at its next batch")
+@router.post("/api/experiments/cancel", summary="stop a running head sweep or patch grid at its next batch")
 async def cancel(req: requests.CancelRequest, request: Request):
-    return cancel(request, req.job)  # only the job's own client may stop it
+    return jobs.cancel(request, req.job)  # only the job's own client may stop it
