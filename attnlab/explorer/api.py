@@ -23,6 +23,7 @@ from attnlab.explorer.views.architecture.compute import (
     parameter_calculator,
     walkthrough,
 )
+from attnlab.explorer.views.architecture.forward_pass import forward_pass
 from attnlab.explorer.views.attention.compute import attention, attention_grid, greedy_translation, mask_placement
 from attnlab.explorer.views.cost.compute import cost
 from attnlab.explorer.views.experiments.ablation.compute import ablation
@@ -33,12 +34,13 @@ from attnlab.explorer.views.generation.compute import filtered_probs, generation
 from attnlab.explorer.views.lessons.scaling import projection_steps, scaling_statistics
 from attnlab.explorer.views.selfsup.compute import causal_predictions, mlm_draw, mlm_predict
 from attnlab.explorer.views.vision.compute import rollout, vision
+from attnlab.explorer.views.vision.walk import vision_walk
 
 __all__ = [
     "FAMOUS", "MASKED", "MAX_TEXT_CHARS", "MAX_TOKENS", "ablation", "architecture", "attention", "attention_grid",
     "attention_vs_ablation", "head_sweep_grid", "logit_lens_top", "residual_patch_grid",
-    "causal_predictions", "cost", "describe", "encode", "famous_models", "generation_step",
+    "causal_predictions", "cost", "describe", "encode", "famous_models", "forward_pass", "generation_step",
     "greedy_translation", "list_models", "mask_placement", "mlm_draw", "mlm_predict", "parameter_calculator",
     "projection_steps", "rollout", "scaling_statistics", "token_limit", "vision", "walkthrough",
-    "wrap", "filtered_probs",
+    "wrap", "filtered_probs", "vision_walk",
 ]

@@ -2,6 +2,7 @@
 // parameter counts, the parameter calculator (closed form beside the exact count) and the famous-models table.
 import { api, el, fmt, human, notice, svg, table, tokenLabel } from "../util.js";
 import { references } from "../references.js";
+import { forwardPass } from "./forward.js";
 
 const COLORS = { embed_extras: "#dbe9f6", tokens: "#dbe9f6", patches: "#dbe9f6", positions: "#e8e0f5", attn: "#fde2c8", norm1: "#eef0f3",
   cross_attn: "#ffd6d6", norm_cross: "#eef0f3", ffn: "#d8f0dc", norm2: "#eef0f3", final_norm: "#eef0f3",
@@ -23,7 +24,7 @@ export async function render(root, ctx) {
         el("b", { dataset: { params: arch.total_params } }, arch.total_params.toLocaleString("en-US")),
         " parameters (measured) vs closed form V·d + L·d + N·12d² = ",
         el("b", { dataset: { closedForm: arch.closed_form } }, arch.closed_form.toLocaleString("en-US")),
-        `; shapes shown for n = ${arch.n} tokens.`));
+        `; shapes shown for n = ${arch.n} tokens.`), particulars(arch, info), forwardPass(ctx));
   } else {
     root.append(notice("Pick an available model to draw its diagram.", "warn"));
   }
@@ -32,6 +33,29 @@ export async function render(root, ctx) {
     el("h2", {}, "Famous models, counted by attnlab from its presets"), await famous(),
     el("h2", {}, "Inference walk-throughs"), walkthroughs(ctx),
     references(["vaswani2017", "devlin2019", "radford2019", "brown2020", "raffel2020", "xiong2020", "ainslie2023"]));
+}
+
+// What is particular to the model in view, and the closed form's gap to the real count, term by term.
+function particulars(arch, info) {
+  const g = arch.count_gap;
+  const rows = g.rows.map((r) => [r.term, el("span", { dataset: { gap: r.params } },
+    (r.params > 0 ? "+" : r.params < 0 ? "−" : "") + Math.abs(r.params).toLocaleString("en-US")),
+  el("span", { class: "how" }, r.how)]);
+  const sum = g.rows.reduce((a, r) => a + r.params, 0);
+  const t = table(["term", "parameters", "how"], [
+    ["closed form V·d + L·d + N·12d²", el("b", {}, g.closed_form.toLocaleString("en-US")), "the seeds' formula"],
+    ...rows,
+    [el("b", {}, "= the real count"), el("b", { id: "gap-total", dataset: { total: g.closed_form + sum } },
+      (g.closed_form + sum).toLocaleString("en-US")), "measured from the built model: " +
+      g.measured.toLocaleString("en-US")]]);
+  t.querySelectorAll("tbody tr").forEach((tr) => { const c = tr.children[2]; if (c) c.className = "how"; });
+  return el("section", { class: "panel", id: "particulars", "aria-labelledby": "particulars-title" },
+    el("h2", { id: "particulars-title" }, `What is particular to ${info.label}`),
+    el("ul", {}, arch.features.map((f) => el("li", {}, el("b", {}, f.name), ": ", f.why))),
+    el("h3", {}, "Why the closed form is not the real count"),
+    el("p", { class: "help" }, "The formula assumes d × d attention matrices, a two-matrix FFN with d_ff = 4d and " +
+      "nothing else. Each row is one way this model departs from that; the rows add up to the real count exactly."),
+    el("div", { class: "fw-scroll", id: "count-gap" }, t));
 }
 
 const TOPOLOGIES = [
@@ -226,7 +250,8 @@ function walkthroughs(ctx) {
         "(or train one with its attnlab recipe) to run this walk-through."));
       continue;
     }
-    const text = current ? ctx.state.text || "" : (topo === "encoder-decoder" ? "forty-two" : "the cat sat");
+    const text = current && ctx.state.text ? ctx.state.text : (topo === "encoder-decoder" ? "forty-two" :
+      current ? "the cat sat on the mat" : "the cat sat");
     api("/api/walkthrough", { model, text }).then((w) => walkBody(box, w, topo, model))
       .catch((e) => box.append(notice(e.message, "error")));
   }

@@ -20,6 +20,7 @@ from attnlab.explorer.server.common import (
     token_text,
 )
 from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.views.architecture.particulars import count_gap, features
 
 
 # ------------------------------------------------------------------------------------------------ models
@@ -210,7 +211,8 @@ def architecture(lm: Loaded, n: int = 8, text: str | None = None) -> dict[str, A
     from attnlab.counting import closed_form
 
     return {"model": lm.id, "topology": cfg.topology, "n": n, "config": cfg.to_dict(), "stacks": stacks,
-            "head": head, "total_params": total, **stacks_kv, "closed_form": closed_form(cfg)}
+            "head": head, "total_params": total, **stacks_kv, "closed_form": closed_form(cfg),
+            "features": features(cfg), "count_gap": count_gap(cfg, total)}
 
 
 def parameter_calculator(V: int, d: int, N: int, h: int, L: int, d_ff: int | None = None) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """HTTP routes of the Architecture tab (explorer/views/architecture/compute.py): the models on offer and each one's
-shape, the blocks and shapes for n tokens, the parameter calculator, the famous models and the inference walk-through.
+shape, the blocks and shapes for n tokens, the parameter calculator, the famous models, the inference walk-through
+and the forward pass the learner watches (views/architecture/forward_pass.py).
 
 Like every router: parse the request (explorer/server/schemas.py), compute through the runner (a model slot, the queue
 limit, a worker thread), return the pure function's dict from explorer.api.
@@ -8,10 +9,12 @@ limit, a worker thread), return the pure function's dict from explorer.api.
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
+from pydantic import Field
 
 from attnlab.explorer import api
 from attnlab.explorer.server.runner import model, run
 from attnlab.explorer.server.schemas import (
+    LIMITS,
     ModelId,
     QueryD,
     QueryDFF,
@@ -25,6 +28,12 @@ from attnlab.explorer.server.schemas import (
 )
 
 router = APIRouter()
+
+
+class ForwardRequest(TextRequest):
+    layer: int = Field(0, ge=LIMITS["layer"][0], le=LIMITS["layer"][1], description="block shown inside (0-based)")
+    head: int = Field(0, ge=LIMITS["head"][0], le=LIMITS["head"][1], description="head shown inside (0-based)")
+    part: str | None = Field(None, max_length=20, description="encoder-decoders: encoder | decoder (default)")
 
 
 @router.get("/api/models", summary="models on offer (loaded lazily on first use)")
@@ -57,3 +66,9 @@ async def famous(request: Request) -> list:
 @router.post("/api/walkthrough", summary="the inference walk-through of the seeds, run on this model")
 async def walkthrough(request: Request, req: TextRequest) -> dict:
     return await run(request, lambda: api.walkthrough(model(request, req.model), req.text))
+
+
+@router.post("/api/architecture/forward", summary="one forward of the text, stage by stage: model, block, head")
+async def forward(request: Request, req: ForwardRequest) -> dict:
+    return await run(request, lambda: api.forward_pass(model(request, req.model), req.text, req.layer, req.head,
+                                                       req.part))
