@@ -1,6 +1,6 @@
 // Experiments · Ablate: switch heads off and watch the prediction change; "Which heads matter" sweeps every head.
 import { api, el, fmt, notice, select } from "../util.js";
-import { cellNum, divergeLegend, diverge, gridTable, streamed, tryThis } from "./draw.js";
+import { answerLegend, cellNum, gridTable, streamed, toward, tryThis } from "./draw.js";
 import { estimateThenExact } from "./attribution.js";
 import { defaultText, notForThisModel, pct, points, predictsTokens, shown, topList } from "./common.js";
 import { bringIntoView, markCells, rovingGrid } from "./grid.js";
@@ -17,7 +17,11 @@ export async function ablateSection(box, ctx) {
     "together can matter more than the sum of each alone."));
   if (!predictsTokens(info)) { notForThisModel(box, ctx); return; }
   const L = info.n_layers, H = info.n_heads;
-  const local = { text: defaultText(info), mode: "zero", heads: new Set([`${L - 1},0`]) };
+  // a view that names a head to switch off (?off=L.H with its sentence: the tour, a shared link) opens on it
+  const off = /^(\d+)\.(\d+)$/.exec(state.off || "");
+  const named = off && Number(off[1]) < L && Number(off[2]) < H;
+  const local = { text: named && state.text ? state.text : defaultText(info), mode: "zero",
+    heads: new Set([named ? `${off[1]},${off[2]}` : `${L - 1},0`]) };
   const input = el("input", { type: "text", id: "abl-text", value: local.text, size: 36,
     "aria-label": "sentence to run with heads switched off" });
   const modeSel = select([["zero", "zero (output set to 0)"], ["mean", "mean (output set to its average)"]],
@@ -140,7 +144,7 @@ export async function ablateSection(box, ctx) {
       "head is switched off (layers × heads; Enter on a cell switches that head off alone)",
     rows: r.layers, cols: r.heads, rowHead: (i) => `layer ${i + 1}`, colHead: (j) => `head ${j + 1}`,
     value: cell, text: (i, j) => cellNum(cell(i, j), peak < 0.1 ? 3 : 2),
-    fill: (i, j) => (cell(i, j) === null ? "#d9d9d9" : diverge(cell(i, j), peak)),
+    fill: (i, j) => (cell(i, j) === null ? "#d9d9d9" : toward(cell(i, j), peak)),
     label: (i, j) => `layer ${i + 1} head ${j + 1}: ` + (cell(i, j) === null ? "not run (cancelled)" :
       `log P drops by ${fmt(cell(i, j), 3)}`),
     onpick: pickFromGrid });
@@ -149,7 +153,7 @@ export async function ablateSection(box, ctx) {
       el("p", { class: "help" }, `Clean: P(${shown(r.target.token)}) = ${pct(r.target.prob)}. Orange: switching ` +
         "the head off lowers the log-probability (the head helped); blue: raises it (the head worked against " +
         "this answer). A drop of 0.69 halves the probability."),
-      divergeLegend(peak, "drop in log P (nats)"), grid);
+      answerLegend(peak, "drop in log P(answer) when the head is switched off (nats)"), grid);
     markCells(sweepOut, local.heads);
   }
   paint();

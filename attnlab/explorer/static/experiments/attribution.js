@@ -4,7 +4,7 @@
 // then {result}. The grid is drawn from the estimate at once; each exact cell replaces its number in place (bold,
 // outlined, "≠" where the two disagree), and a table below lists every checked cell with the rank correlation.
 import { aborted, apiLines, ApiError, el, fmt, notice } from "../util.js";
-import { cellNum, diverge, divergeLegend, gridTable, jobStatus } from "./draw.js";
+import { answerLegend, cellNum, gridTable, jobStatus, toward } from "./draw.js";
 import { scrollCue } from "./grid.js";
 
 const WHY = "Attribution patching: one forward and one backward pass give every cell at once, as the first-order " +
@@ -68,12 +68,12 @@ function drawEstimate(r, view, box) {
     "every cell estimated; outlined cells checked by the exact run (≠: the estimate is far off)",
   rows: view.rows(r), cols: view.cols(r), rowHead: view.rowHead, colHead: (j) => view.colHead(j, r),
   value: (i, j) => g[i][j], text: (i, j) => cellNum(g[i][j], digits),
-  fill: (i, j) => (g[i][j] === null ? "#d9d9d9" : diverge(g[i][j], peak)), label,
+  fill: (i, j) => (g[i][j] === null ? "#d9d9d9" : toward(g[i][j], peak)), label,
   onpick: view.onpick ? (i, j) => view.onpick(i, j, label(i, j)) : null });
   box.replaceChildren(
     el("p", { class: "help estimate-note", id: `${view.id}-why` }, el("strong", {}, "Estimate. "), WHY,
       " Outlined cells have been checked with the real run; their number is the exact value."),
-    view.title(r), divergeLegend(peak, `${view.what(r)} (colour clamped at the ends)`),
+    view.title(r), answerLegend(peak, view.what(r), { note: "colour clamped at the ends" }),
     el("p", { class: "help" }, "Outlined, bold: checked exactly (the number shown is the real value); “≠”: the " +
       "estimate differs from it by over 30% (and by over 5% of the largest cell)."), table);
   scrollCue(table);  // on a phone the last column (where a decoder reads its answer) may be off to the side
@@ -95,7 +95,7 @@ function drawEstimate(r, view, box) {
         td.classList.add("checked");
         td.dataset.exact = v;
         td.dataset.differs = off.has(k) ? "1" : "0";
-        td.style.background = diverge(v, peak);
+        td.style.background = toward(v, peak);
         td.style.outline = "2px solid #111";
         td.style.outlineOffset = "-2px";
         const val = td.querySelector("span.val");

@@ -18,7 +18,11 @@ export const CODE_PATHS = {
   dla: ["/api/experiments/logit-attribution"],
   attribution: ["/api/experiments/head-attribution", "/api/experiments/patch-attribution"],
   steer: ["/api/experiments/steer"],
+  walk: ["/api/experiments/patch-attribution", "/api/experiments/components", "/api/experiments/head-attribution",
+    "/api/experiments/logit-attribution", "/api/experiments/steer"],
 };
+// sections that tag their requests (asSection): they show only their own, never another section's to the same path
+const SCOPED = new Set(["walk"]);
 
 // Which section is sending requests right now (asSection), so that a request the circuit walk sends to the
 // ablation's route shows in the walk's code, not under "Ablate" too. null: any section listening for the path.
@@ -110,7 +114,7 @@ export function codeBlock(sectionId) {
       return;
     }
     const from = event.detail.section || speaking;
-    if (from && from !== sectionId) return;  // another section's request to a path this one also calls
+    if (SCOPED.has(sectionId) ? from !== sectionId : from && from !== sectionId) return;  // another section's
     const path = (event.detail.path || "").split("?")[0];
     const known = paths.find((p) => path === p || path.startsWith(`${p}/`));
     if (!known || event.detail.body === undefined) return;

@@ -2,7 +2,7 @@
 // Three grids side by side (attention and MLP: layer x position; heads: layer x head), one diverging colour
 // scale with its values, every cell a focusable button whose value the read-out line says (touch has no hover).
 import { el, fmt, linkStyle, notice, select, tokenLabel } from "../util.js";
-import { diverge, divergeLegend, gridTable, streamed, tryThis } from "./draw.js";
+import { answerLegend, gridTable, streamed, toward, tryThis } from "./draw.js";
 import { defaultPair, notForThisModel, predictsTokens, shown } from "./common.js";
 
 const MODES = [
@@ -35,7 +35,8 @@ export async function componentsSection(box, ctx) {
   ownStyle();
   box.append(el("p", { class: "help" }, "The clean sentence runs again with one component replaced: a layer's " +
     "attention output or MLP output at one position, or one head at every position. Each cell is how much the " +
-    "answer's lead over the contrast token (their logit difference) moves; blue: that component carried it."),
+    "answer's lead over the contrast token (their logit difference) falls: what that component contributed. " +
+    "Orange: it pushed toward the answer (replacing it lowers the lead), as in every view on this page."),
   isNameSwap(info || {}) ? tryThis("Run the name swap (“… John gave a drink to” → “ Mary”) with resample, then " +
     "switch to zero and mean.", "the heads at the last position that carry the answer (name movers), and the MLP " +
     "and attention cells under the repeated name in early layers.") :
@@ -78,7 +79,12 @@ export async function componentsSection(box, ctx) {
     box.dataset.ready = "1";
   }
 
-  function draw(r) {
+  function draw(answer) {
+    // shown as the contribution, clean minus replaced (the route's change when replaced, turned): positive
+    // pushes toward the answer, the sign of ablation's drop and of direct logit attribution
+    const turn = (v) => (v === null ? null : (v === 0 ? 0 : -v));
+    const r = { ...answer, grids: Object.fromEntries(Object.entries(answer.grids).map(([g, cells]) =>
+      [g, cells.map((row) => row.map(turn))])) };
     const all = GRIDS.flatMap(([g]) => (r.grids[g] || []).flat()).filter((v) => v !== null);
     const peak = Math.max(1e-9, ...all.map(Math.abs));
     const readout = el("p", { id: "comp-read", class: "summary", "aria-live": "polite" },
@@ -91,22 +97,22 @@ export async function componentsSection(box, ctx) {
       const v = r.grids[g][i][j];
       const name = GRIDS.find((x) => x[0] === g)[1];
       return `${name}, ${what(g, i, j)}: ` + (v === null ? (g === "head" ? "not run" :
-        "after the read position, cannot change the answer") : `logit difference ${v >= 0 ? "+" : "−"}` +
-        `${fmt(Math.abs(v), 3)} when replaced`);
+        "after the read position, cannot change the answer") : `contributes ${v >= 0 ? "+" : "−"}` +
+        `${fmt(Math.abs(v), 3)} to the logit difference (${v >= 0 ? "toward" : "against"} the answer)`);
     };
     const panels = GRIDS.filter(([g]) => r.grids[g]).map(([g, title, sentence]) => {
       const cells = r.grids[g];
       const cols = cells[0].length;
       const compact = cols * cells.length > 40;
       return el("div", { class: "panel xc-panel" + (compact ? " xc-compact" : ""), id: `comp-${g}` },
-        el("h3", {}, title), gridTable({ id: `comp-grid-${g}`, caption: `${sentence}: change in the logit ` +
-          `difference (${g === "head" ? "layers × heads" : "layers × positions"})`, rows: cells.length, cols,
+        el("h3", {}, title), gridTable({ id: `comp-grid-${g}`, caption: `${sentence}: its contribution to the ` +
+          `logit difference (${g === "head" ? "layers × heads" : "layers × positions"})`, rows: cells.length, cols,
         corner: "layer", rowHead: (i) => `${i + 1}`,
         colHead: (j) => (g === "head" ? `h${j + 1}` : el("span", { class: differs(j) ? "xc-tok xc-diff" : "xc-tok",
           title: posName(j) }, tokenLabel(r.clean_tokens[j]))),
         value: (i, j) => cells[i][j],
         text: (i, j) => (compact || cells[i][j] === null ? "" : fmt(cells[i][j], 2)),
-        fill: (i, j) => (cells[i][j] === null ? "#d9d9d9" : diverge(cells[i][j], peak)),
+        fill: (i, j) => (cells[i][j] === null ? "#d9d9d9" : toward(cells[i][j], peak)),
         label: (i, j) => say(g, i, j),
         onpick: (i, j) => {
           readout.textContent = say(g, i, j);
@@ -122,13 +128,13 @@ export async function componentsSection(box, ctx) {
         `Answer ${shown(r.answer.token)} against ${shown(r.contrast.token)} at position ${r.position}: logit ` +
         "difference ", el("strong", {}, `${fmt(r.clean_diff, 3)} clean`),
         r.corrupted_diff === null ? "" : [" and ", el("strong", {}, `${fmt(r.corrupted_diff, 3)} corrupted`)],
-        `. Each cell: the difference with that component replaced by ${r.mode}, minus ${fmt(r.clean_diff, 3)}. `,
+        `. Each cell: ${fmt(r.clean_diff, 3)} minus the difference with that component replaced by ${r.mode} ` +
+        "(what it contributed; positive: toward the answer). ",
         estimate ? el("span", { id: "comp-estimate" }, el("b", {}, "Estimated"), " (attribution patching: one " +
           "forward and one backward give every cell to first order); choose “exact” to run every cell: where " +
           "the two differ, the estimate is off (a saturated softmax, large early edits).") : "Exact: every cell run."),
       el("div", { class: "xc-grids" }, panels, el("div", { class: "xc-side" },
-        divergeLegend(peak, "change in the logit difference when replaced (blue: the component carried the " +
-          "answer)"), readout,
+        answerLegend(peak, "contribution to the logit difference (logits): clean − replaced"), readout,
         el("div", { class: "panel", id: "comp-top" }, el("h3", {}, "Largest cells"), el("ol", {}, top.map((c) =>
           el("li", {}, say(c.g, c.i, c.j))))))));
   }

@@ -28,6 +28,30 @@ export function divergeLegend(peak, what) {
     fmt(t * peak, 3)))));
 }
 
+// The one sign convention of the intervention views (ablation, patching, components, attribution, direct logit
+// attribution, the lens's answer column): orange = pushes toward the answer, blue = pushes against it, whatever
+// the view's raw sign (a view whose raw number is "the change when replaced" turns it first). Why: the same head
+// was orange in one view and blue in another for the same role.
+export const TOWARD = "orange: pushes toward the answer", AGAINST = "blue: pushes against it";
+export const toward = (v, peak) => diverge(v, peak);
+
+// The legend every answer-signed grid shows: the scale with its values and unit, and what each end means.
+// unit: what the numbers are ("drop in log P (nats)", "logit difference", "share of the gap restored").
+export function answerLegend(peak, unit, { note = "" } = {}) {
+  const w = 220;
+  const stops = [-1, -0.5, 0, 0.5, 1];
+  return el("div", { class: "legend-box answer-legend", dataset: { peak } },
+    el("span", {}, `${unit}${note ? ` (${note})` : ""}`),
+    svg("svg", { width: w + 40, height: 46, role: "img", "aria-label": `colour scale: ${unit}; blue ` +
+      `${fmt(-peak, 3)} pushes against the answer, white 0, orange ${fmt(peak, 3)} pushes toward it` },
+    [...Array(44).keys()].map((i) => svg("rect", { x: 20 + i * 5, y: 2, width: 5, height: 12,
+      fill: diverge((i / 43) * 2 - 1, 1) })),
+    stops.map((t) => svg("text", { x: 20 + ((t + 1) / 2) * w, y: 27, "font-size": 10, "text-anchor": "middle" },
+      fmt(t * peak, 3))),
+    svg("text", { x: 20, y: 42, "font-size": 10, "text-anchor": "start" }, "← against the answer"),
+    svg("text", { x: 20 + w, y: 42, "font-size": 10, "text-anchor": "end" }, "toward the answer →")));
+}
+
 // a row of coloured cells for a vector (SVG), with its values in <title> and data-values
 export function strip(values, peak, { cell = 12, label = "" } = {}) {
   return svg("g", { class: "strip", dataset: { values: values.join(",") } },

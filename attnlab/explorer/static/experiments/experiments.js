@@ -11,6 +11,7 @@
 //   9. Patching by component: attention output, MLP output, each head replaced (zero, mean, resample).
 //  10. Direct logit attribution: each head's and MLP's direct share of answer - contrast, with the sum check.
 //  11. Steering: a direction from two prompts added while generating, plain and steered side by side.
+//  12. A circuit, step by step: one example through patching, components, ablation, DLA and steering (walk.js).
 // Under each: "Show the code", the attnlab Python for what the section just computed (code.js).
 import { el, linkStyle, notice } from "../util.js";
 import { flowSection } from "./flow.js";
@@ -24,6 +25,7 @@ import { attnAblSection } from "./attnabl.js";
 import { componentsSection } from "./components.js";
 import { dlaSection } from "./dla.js";
 import { steerSection } from "./steer.js";
+import { walkSection } from "./walk.js";
 import { codeBlock } from "./code.js";
 
 const SECTIONS = [
@@ -31,6 +33,7 @@ const SECTIONS = [
   ["toy-edit", "Edit the toy's weights", toySection],
   ["timeline", "Training timeline", timelineSection],
   ["meanings", "Nearby meanings", meaningsSection],
+  ["walk", "A circuit, step by step", walkSection],
   ["ablate", "Ablate: switch heads off", ablateSection],
   ["patch", "Patch: causal tracing", patchSection],
   ["lens", "Logit lens", lensSection],

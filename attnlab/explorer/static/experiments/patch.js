@@ -1,6 +1,6 @@
 // Experiments · Patch (causal tracing): copy the clean sentence's residual stream into the corrupted run.
-import { el, fmt, legend, notice, select, tokenLabel } from "../util.js";
-import { cellNum, gridTable, probFill, streamed, tryThis } from "./draw.js";
+import { el, fmt, notice, select, tokenLabel } from "../util.js";
+import { answerLegend, cellNum, gridTable, streamed, toward, tryThis } from "./draw.js";
 import { estimateThenExact } from "./attribution.js";
 import { defaultPair, notForThisModel, pct, predictsTokens, shown } from "./common.js";
 import { readableGrid, scrollCue } from "./grid.js";
@@ -85,13 +85,14 @@ export async function patchSection(box, ctx) {
         ". Each cell: the share of that gap restored (0 = still corrupted, 1 = clean again) when the " +
         `residual stream ${r.site === "resid_pre" ? "entering" : "leaving"} that layer at that position is ` +
         "copied from the clean run; tap, hover or focus a cell (arrow keys move) for P itself."),
-      legend(1, "share of the gap restored (colour clamped to 0–1)", { masked: r.cancelled }),
+      answerLegend(1, "share of the gap restored (1: the clean answer back)", { note: "colour clamped at ±1" +
+        (r.cancelled ? "; grey: not run" : "") }),
       overshoot(r.restored),
       readable(gridTable({ id: "patch-grid", caption: "restored share: layers × positions (where the sentences differ, the " +
         "column shows the clean token above the corrupted one)", rows: r.layers, cols: r.positions, corner: "",
       rowHead: (i) => `layer ${i + 1}`, colHead, value: rest,
       text: (i, j) => cellNum(rest(i, j)),
-      fill: (i, j) => probFill(rest(i, j) === null ? null : Math.max(0, Math.min(1, rest(i, j)))),
+      fill: (i, j) => (rest(i, j) === null ? "#d9d9d9" : toward(rest(i, j), 1)),
       label: (i, j) => `layer ${i + 1}, position ${j} (${col(j)}): ` + (prob(i, j) === null ? "not run" :
         `P = ${pct(prob(i, j))}, restored ${fmt(rest(i, j), 3)}`) })));
   }
@@ -116,5 +117,5 @@ function overshoot(restored) {
     (over ? `Some shares exceed 1 (up to ${fmt(hi, 3)}): there the patched run gives the answer a higher ` +
       "probability than the clean run itself (it overshoots); those cells are coloured as 1. " : "") +
     (under ? `Some shares are below 0 (down to ${fmt(lo, 3)}): there patching made the answer even less likely ` +
-      "than in the corrupted run; those cells are coloured as 0." : ""));
+      "than in the corrupted run; those cells are blue (against the answer)." : ""));
 }

@@ -1,0 +1,154 @@
+"""The Experiments tab read as one (one Chromium session, gpt-char as shipped): the same head has the same colour in
+the ablation grid and the component grid when both say it helped the answer; the circuit walk runs its five steps
+by keyboard, each conclusion naming the numbers its own grid or list shows; "Show the code" drops the ablation's
+snippet once every head is back on, shows the estimate (not the exact sweep) for the estimate grid, never shows
+one snippet twice and never another section's request; axe finds nothing in these views at 1440 and 390 px."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import httpx
+import pytest
+from browser_pages import PHONE, axe_violations, open_view
+
+pytestmark = pytest.mark.browser
+
+VIEWPORT = {"width": 1440, "height": 1000}
+PAIR = ("def f(x, y", "def f[x, y")  # gpt-char: “)” after “(”, “]” after “[”
+STEPS = ("positions", "layers", "heads", "writers", "steer")
+
+
+@pytest.fixture(scope="module")
+def server(serve):
+    from attnlab.explorer.server.registry import build_registry
+
+    registry = build_registry(shipped=True, pretrained=False)
+    with serve(registry) as url:
+        yield {"url": url, "registry": registry}
+
+
+@pytest.fixture(scope="module")
+def opened(page, server):
+    open_view(page, server["url"], 120_000, model="gpt-char", tab="experiments")
+    page.wait_for_selector("#x-walk[data-ready='1']", timeout=120_000)
+    return page
+
+
+def _orange(rgb: str) -> bool:
+    """The page's scale: orange (230, 97, 0) for toward the answer, blue (0, 114, 178) against it."""
+    r, _, b = (int(x) for x in re.findall(r"\d+", rgb)[:3])
+    assert r != b, f"a white cell says nothing: {rgb}"
+    return r > b
+
+
+def _background(page, selector: str) -> str:
+    return page.eval_on_selector(selector, "e => getComputedStyle(e).backgroundColor")
+
+
+def test_a_head_that_helped_is_orange_in_ablation_and_in_components(opened, server):
+    page = opened
+    api = httpx.Client(base_url=server["url"], timeout=120)
+    # independent of the page: the exact drop of each head switched off (clean - ablated log P) and the exact
+    # change of the logit difference when its z is zeroed (replaced - clean); both say "helped" with opposite signs
+    def result(path, body):  # the streamed routes' last line
+        lines = api.post(path, json=body).text.splitlines()
+        return [json.loads(line) for line in lines if '"result"' in line][-1]["result"]
+
+    drops = result("api/experiments/head-sweep", {"model": "gpt-char", "text": PAIR[0]})["grid"]
+    change = result("api/experiments/components", {"model": "gpt-char", "clean": PAIR[0], "corrupted": PAIR[1],
+                                                   "mode": "zero", "method": "exact", "grids": ["head"]})
+    change = change["grids"]["head"]
+    both = [(drops[i][j] - change[i][j], i, j) for i in range(len(drops)) for j in range(len(drops[0]))
+            if drops[i][j] > 0.05 and change[i][j] < -0.05]
+    assert both, "gpt-char has a head that both views say helped"
+    _, i, j = max(both)
+    page.click("#abl-sweep-exact")
+    page.wait_for_selector("#x-ablate[data-sweep-ready='1'] #abl-sweep-grid", timeout=120_000)
+    page.select_option("#comp-mode", "zero")
+    page.select_option("#comp-method", "exact")
+    page.fill("#comp-clean", PAIR[0])
+    page.fill("#comp-corrupted", PAIR[1])
+    page.click("#comp-run")
+    page.wait_for_selector("#x-components[data-ready='1'] #comp-grid-head", timeout=120_000)
+    cell = f"td[data-row='{i}'][data-col='{j}']"
+    ablation, component = _background(page, f"#abl-sweep-grid {cell}"), _background(page, f"#comp-grid-head {cell}")
+    assert _orange(ablation) and _orange(component), (i, j, ablation, component)
+    # the numbers the component grid shows read the same way: positive, the contribution toward the answer
+    assert float(page.get_attribute(f"#comp-grid-head {cell}", "data-value")) == pytest.approx(-change[i][j])
+    legends = page.locator("#x-ablate .answer-legend, #x-components .answer-legend")
+    assert legends.count() == 2 and "toward the answer" in legends.nth(1).inner_text()
+
+
+def test_the_walk_runs_by_keyboard_and_concludes_from_its_own_numbers(opened):
+    page = opened
+    page.fill("#walk-clean", PAIR[0])
+    page.fill("#walk-corrupted", PAIR[1])
+    for k, step in enumerate(STEPS):
+        if k:
+            assert page.is_disabled(f"#walk-{STEPS[k]}-run") is False  # the previous step opened it
+        page.focus(f"#walk-{step}-run")
+        page.keyboard.press("Enter")
+        page.wait_for_selector(f"#walk-{step}-conclusion[data-done='1']", timeout=120_000)
+    said = {step: page.inner_text(f"#walk-{step}-conclusion") for step in STEPS}
+    # step 1 names the cell that restores most, with its value: the largest number the patching grid shows
+    cells = page.eval_on_selector_all("#walk-patch-grid td[data-value]", "els => els.map(e => [e.dataset.row, "
+                                      "e.dataset.col, Number(e.dataset.exact ?? e.dataset.value)])")
+    row, col, best = max(cells, key=lambda c: c[2])
+    assert f"position {col} " in said["positions"] and f"entering layer {int(row) + 1}:" in said["positions"]
+    assert f"{best:.2f} nats" in said["positions"]
+    # step 4 names the largest direct writer the grid shows
+    dla = page.eval_on_selector_all("#walk-dla-grid td[data-value]", "els => els.map(e => [Number(e.dataset.row), "
+                                    "Number(e.dataset.col), Number(e.dataset.value)])")
+    heads = max(c[1] for c in dla)
+    i, j, v = max(dla, key=lambda c: c[2])
+    name = f"layer {i + 1} MLP" if j == heads else f"layer {i + 1} head {j + 1}"
+    assert f"{name} (+{v:.2f} logits)" in said["writers"]
+    # step 5: the steered list's first token and its probability are the ones the conclusion names
+    first = page.inner_text("#walk-steer-steered li >> nth=0")
+    assert first.split(" ")[-1] in said["steer"] and "gives back the clean answer" in said["steer"]
+    assert first.startswith("“)”")
+
+
+def test_show_the_code_follows_the_page(opened):
+    page = opened
+    page.click("#x-ablate-code summary")
+    page.wait_for_selector("#x-ablate-code[data-ready='1'] pre", timeout=60_000)
+    page.click("#abl-sweep")  # the estimate grid, then its exact check
+    page.wait_for_selector("#x-ablate[data-sweep-ready='1'] #abl-est-grid", timeout=120_000)
+    page.wait_for_selector("#x-ablate-code[data-ready='1']", timeout=60_000)
+    codes = page.eval_on_selector_all("#x-ablate-code pre", "els => els.map(e => e.textContent)")
+    assert len(codes) == len(set(codes)), "no snippet twice"
+    estimate = [c for c in codes if "attribution_patch" in c]
+    assert estimate and "head_sweep" not in estimate[0]
+    assert any("ablate_heads" in c and "p_after" in c for c in codes)  # the head switched off above
+    page.click("#abl-clear")
+    page.wait_for_selector("#x-ablate[data-ready='1']")
+    page.wait_for_selector("#x-ablate-code[data-ready='1']", timeout=60_000)
+    codes = page.eval_on_selector_all("#x-ablate-code pre", "els => els.map(e => e.textContent)")
+    assert not any("p_after" in c for c in codes), "every head is on: no ablated run is shown, nor its code"
+    assert any("attribution_patch" in c for c in codes)  # the estimate grid is still on the page
+    # the walk's requests (run in the test above, or now) show in the walk's code only
+    page.click("#x-walk-code summary")
+    page.wait_for_selector("#x-walk-code[data-ready='1'] pre", timeout=60_000)
+    walk = page.eval_on_selector_all("#x-walk-code pre", "els => els.map(e => e.textContent)")
+    assert any("direct_logit_attribution" in c for c in walk)
+    page.click("#x-patch-code summary")  # its section never ran: the walk's patching is not its
+    page.wait_for_selector("#x-patch-code[data-ready='1']", timeout=60_000)
+    assert page.locator("#x-patch-code pre").count() == 0
+
+
+def test_axe_finds_nothing_at_both_sizes(opened):
+    page = opened
+    views = ("#x-walk", "#x-ablate", "#x-components")
+    found = axe_violations(page, 1440, *views)
+    page.set_viewport_size(PHONE)
+    try:
+        page.wait_for_timeout(300)
+        found += axe_violations(page, 390, *views)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= PHONE["width"] + 1, f"the page scrolls sideways at 390 px ({width} px)"
+    finally:
+        page.set_viewport_size(VIEWPORT)
+    assert found == []
