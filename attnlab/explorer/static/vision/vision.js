@@ -5,6 +5,7 @@
 import { api, bars, color, el, fmt, heatmap, legend, notice, select } from "../util.js";
 import { chipRow, needs } from "../common.js";
 import { references } from "../references.js";
+import { walkPanel } from "./walk.js";
 
 const DEFAULT_IMAGE = { mnist: 0 };
 let image = DEFAULT_IMAGE;
@@ -185,7 +186,8 @@ async function instrument(root, ctx) {
   chipRow(tokens, r.tokens.map((t, i) => ({ index: i, token: t, cls: i === 0 ? "special" : "", label: t })), patch,
     (i) => ctx.setState({ token: i }), { name: "patch token" });
   root.append(el("div", { class: "row" }, panels),
-    el("h3", {}, "Token sequence fed to the transformer (click, or Tab in and use the arrow keys)"), tokens);
+    el("h3", {}, "Token sequence fed to the transformer (click, or Tab in and use the arrow keys)"), tokens,
+    r.walk ? walkPanel(r.walk, r.pixels) : "");
 }
 
 // overlay view: [CLS]'s attention in the chosen layer/head, and its rollout through all layers, over the image

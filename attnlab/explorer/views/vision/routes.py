@@ -31,6 +31,7 @@ async def vision(request: Request, req: VisionRequest) -> dict:
         pixels, grey = images.to_pixels(lm.model.config, req.image)
         out = api.vision(lm, pixels, req.layer, req.head, req.patch)
         out["pixels"] = grey
+        out["walk"] = api.vision_walk(lm, pixels, req.patch)  # the forward step by step, for the same patch
         return out
 
     return await run(request, work)
