@@ -113,3 +113,43 @@ def mfu(flops_per_second: float, device="cpu", dtype=torch.float32) -> float:
     if not isinstance(flops_per_second, (int, float)) or flops_per_second < 0:
         raise InputError(f"flops_per_second={flops_per_second!r}: must be a non-negative number")
     return flops_per_second / measured_peak_flops(device, dtype)
+
+
+def time_copy(megabytes: int, device, budget_s: float = 0.2) -> float:
+    """Best bytes/s of copying a float32 tensor of `megabytes` MB into another (bytes read + bytes written)."""
+    device = torch.device(device)
+    n = megabytes * 2**20 // 4
+    a, b = torch.ones(n, device=device), torch.empty(n, device=device)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    b.copy_(a)  # warm-up: the pages of b are touched once
+    sync()
+    best, spent, runs = float("inf"), 0.0, 0
+    while runs < 3 or (spent < budget_s and runs < 20):
+        start = time.perf_counter()
+        b.copy_(a)
+        sync()
+        elapsed = time.perf_counter() - start
+        best, spent, runs = min(best, elapsed), spent + elapsed, runs + 1
+    return 2 * n * 4 / max(best, 1e-9)
+
+
+def measured_bandwidth(device="cpu", *, refresh: bool = False, megabytes: int | None = None) -> float:
+    """Memory bandwidth of this machine in bytes/s, measured once on a large copy and cached beside the peak.
+
+    The roofline's slope: a kernel that does I FLOPs per byte it moves reaches at most bandwidth x I FLOP/s.
+    Like the peak it is what this machine reached, not a datasheet figure; the copy is larger than any cache
+    (128 MB on CPU, 1 GB on CUDA) so it is mostly the memory's speed that is timed."""
+    key = "bandwidth|" + device_key(device, torch.float32)
+    path = cache_file()
+    cached = read_cache(path, "peak cache")
+    if not refresh and key in cached:
+        if finite_number(cached[key], MIN_PEAK_FLOPS):
+            return float(cached[key])
+        warn_cache(f"{path}: the entry for {key} is not a number of bytes/s above {MIN_PEAK_FLOPS:g}; "
+                   "ignored, measured again")
+    if megabytes is None:
+        megabytes = 1024 if torch.device(device).type == "cuda" else 128
+    bandwidth = time_copy(megabytes, device)
+    cached[key] = bandwidth
+    write_json_atomic(path, cached)
+    return bandwidth

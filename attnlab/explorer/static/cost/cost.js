@@ -1,6 +1,7 @@
 // Tab Cost: attnlab.cost for the loaded model at n tokens (per-operation FLOPs, bytes, intensity), and how
 // FLOPs and the KV cache grow with n; on request, the forward timed at each n of the sweep.
 import { aborted, api, busy, bytes, el, fmt, human, notice, svg, table } from "../util.js";
+import { heldPanel, rooflinePanel } from "./roofline.js";
 
 export async function render(root, ctx) {
   const { state } = ctx;
@@ -13,9 +14,11 @@ export async function render(root, ctx) {
     max: limit || undefined, "aria-describedby": "cost-limit" });
   const out = el("div", { id: "cost-out" });
   const measured = el("div", { id: "measured" });
+  const roof = el("div", { id: "roofline-box" });
   root.append(el("div", { class: "controls" }, el("label", {}, "n tokens ", nInput),
     el("span", { class: "help", id: "cost-limit" }, limit ? `(this model reads at most ${limit} tokens here)` : ""),
-    el("button", { type: "button", id: "measure", onclick: measure }, "Measure forward time over n")), out, measured);
+    el("button", { type: "button", id: "measure", onclick: measure }, "Measure forward time over n")), out, roof,
+  measured);
   let controller = null;
   async function measure() {
     if (controller) return;  // one measurement at a time; Cancel ends it
@@ -79,6 +82,7 @@ export async function render(root, ctx) {
       el("p", { class: "help" }, `w = heads × d_head = ${r.heads[0].heads * r.heads[0].d_head}, n = ${r.n}. ` +
         "Splitting the width into h heads leaves every matrix product the same size in total: the head count " +
         "drops out of the FLOPs. What h heads buy is h separate attention patterns for the same price.")) : "",
+      r.held ? heldPanel(r.held) : "",
       r.decode ? decodePanel(r.decode) : "",
       el("div", { class: "panel" }, el("h3", {}, `Per operation (attnlab.cost, batch 1, n = ${r.n})`),
         el("div", { class: "scroll", tabindex: "0" }, table(["stack", "operation", "FLOPs per layer", "layers", "FLOPs", "bytes",
@@ -87,6 +91,7 @@ export async function render(root, ctx) {
           el("span", { dataset: { bytes: row.bytes } }, bytes(row.bytes)),
           row.intensity === null ? "—" : el("span", { dataset: { intensity: row.intensity } }, fmt(row.intensity, 2))])))));
     } catch (e) { out.replaceChildren(notice(e.message, "error")); }
+    await rooflinePanel(roof, state.model, Number(nInput.value));
   }
   nInput.addEventListener("change", run);
   await run();
@@ -118,6 +123,12 @@ function decodePanel(d) {
       ["bytes moved, one step (read + written)", num("bytesMoved", d.bytes_moved, si(d.bytes_moved, "B"))],
       ["bytes moved per layer (one block)", num("layerBytes", d.per_layer.bytes_moved, si(d.per_layer.bytes_moved, "B"))],
       ["weight matrices read (the same for any n)", num("weights", d.weights_bytes, si(d.weights_bytes, "B"))],
+      ...(d.held ? [[`  the same matrices as the model holds them (${d.held.formats.join(" + ")} blocks)`,
+        num("weightsHeld", d.held.weights_bytes, si(d.held.weights_bytes, "B"))],
+      ["  bytes moved, one step, with the weights as held", num("bytesMovedHeld", d.held.bytes_moved,
+        si(d.held.bytes_moved, "B"))],
+      ["  arithmetic intensity with the weights as held (FLOPs per byte)", num("intensityHeld", d.held.intensity,
+        fmt(d.held.intensity, 3))]] : []),
       [`KV cache read (${d.n} keys and values × ${d.layers} layers)`, num("kvRead", d.kv_read_bytes,
         si(d.kv_read_bytes, "B"))],
       ["arithmetic intensity (FLOPs per byte moved)", num("intensity", d.intensity, fmt(d.intensity, 3))],

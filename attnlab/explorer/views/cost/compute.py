@@ -10,6 +10,7 @@ from attnlab.explorer.server.common import (
     param_count,
 )
 from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.views.cost.held import held_weights
 
 MAX_COST_N = 1 << 15  # the longest n this tab counts for a model without a position limit
 
@@ -64,6 +65,9 @@ def cost(lm: Loaded, n: int = 128, measure: bool = False, stop=None) -> dict[str
               "sweep": sweep}
     result["heads"] = heads_comparison(cfg, n)
     result["decode"] = decode_step(cfg, n, lm.id)
+    result["held"] = held = held_weights(lm.model)
+    if result["decode"]:
+        result["decode"]["held"] = held_step(result["decode"], held, _decode_weights(cfg))
     if measure:
         from attnlab.cost.measure import sweep as measured_sweep
 
@@ -105,6 +109,18 @@ def decode_step(cfg, n: int, model_id: str) -> dict[str, Any] | None:
             "weights_bytes": _decode_weights(cfg) * DTYPE_BYTES[table.dtype],
             "kv_read_bytes": kv["self"] + kv["cross"],
             "command": f"attnlab cost {model_id} --seq {table.seq} --mode decode_step"}
+
+
+def held_step(step: dict[str, Any], held: dict[str, Any], weights: int) -> dict[str, Any] | None:
+    """The decoding step with its weight matrices read at the precision the model holds them (kept Q4_1 / Q8_0
+    blocks, int8, int4) instead of float32: the same FLOPs over fewer bytes. None when the model holds float32
+    weights (nothing changes) or when its matrices do not match the table's count (nothing to swap safely)."""
+    if held["matmul"]["weights"] != weights or held["matmul"]["bytes"] == step["weights_bytes"]:
+        return None
+    moved = step["bytes_moved"] - step["weights_bytes"] + held["matmul"]["bytes"]
+    formats = [f["format"] for f in held["formats"] if f["format"] != "float32"]
+    return {"formats": formats, "weights_bytes": held["matmul"]["bytes"], "bytes_moved": moved,
+            "intensity": round(step["flops"] / moved, 4)}
 
 
 def _decode_weights(cfg) -> int:
