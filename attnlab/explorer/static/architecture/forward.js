@@ -36,31 +36,39 @@ function signedLegend(peak, unit) {
       fmt(t * peak, 3)))));
 }
 
-function weightLegend(peak, unit, masked) {
+// a sequential (viridis) legend from `low` to `peak`, three labelled values
+function weightLegend(peak, unit, masked, low = 0) {
   const W = 220, stops = [0, 0.25, 0.5, 0.75, 1];
   const id = `fw-lg-${Math.random().toString(36).slice(2, 8)}`;
   return el("div", { class: "legend-box" }, el("span", { class: "legend-title" }, `colour: ${unit}`),
     svg("svg", { width: W + 90, height: 34, class: "legend", role: "img",
-      "aria-label": `colour scale: ${unit}, from 0 (dark) to ${fmt(peak, 3)} (bright)` },
+      "aria-label": `colour scale: ${unit}, from ${fmt(low, 3)} (dark) to ${fmt(peak, 3)} (bright)` },
     svg("defs", {}, svg("linearGradient", { id }, stops.map((t) => svg("stop", { offset: `${t * 100}%`,
       "stop-color": color(t) })))),
     svg("rect", { x: 0, y: 2, width: W, height: 12, fill: `url(#${id})`, stroke: "#999" }),
-    stops.map((t) => svg("text", { x: Math.min(W - 2, Math.max(2, t * W)), y: 27, "font-size": 10,
-      "text-anchor": t === 0 ? "start" : t === 1 ? "end" : "middle" }, fmt(t * peak, 3))),
+    [0, 0.5, 1].map((t) => svg("text", { x: Math.min(W - 2, Math.max(2, t * W)), y: 27, "font-size": 10,
+      "text-anchor": t === 0 ? "start" : t === 1 ? "end" : "middle" }, fmt(low + t * (peak - low), 3))),
     masked ? [svg("rect", { x: W + 10, y: 2, width: 12, height: 12, fill: "#d9d9d9", stroke: "#aaa" }),
       svg("text", { x: W + 26, y: 12, "font-size": 10 }, "masked")] : []));
 }
 
-// A matrix as an SVG grid: rows are tokens, columns features (or keys); `fill(v)` colours a cell.
-function grid(values, rows, cols, fill, { cell = 18, label, colTitle } = {}) {
-  const left = 86, top = 30, W = left + cols.length * cell + 4, H = top + rows.length * cell + 4;
+// A matrix as an SVG grid: rows are tokens, columns features, layers or keys; `fill(v)` colours a cell. Column
+// labels that are tokens (`tokenCols`) are written slanted, so a word fits above its narrow column.
+function grid(values, rows, cols, fill, { cell = 18, label, colTitle, tokenCols = false } = {}) {
+  const left = 86, top = tokenCols ? 62 : 30;
+  const W = Math.max(left + cols.length * cell + 4, left + (colTitle || "").length * 6.5 + 10);
+  const H = top + rows.length * cell + 4;
   const root = svg("svg", { width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "fw-grid", role: "img",
     "aria-label": label });
   root.append(svg("text", { x: left, y: 10, "font-size": 11, fill: "#5b6475" }, colTitle || ""));
   cols.forEach((c, j) => {
-    if (cols.length <= 24 || j % 2 === 0) {
-      root.append(svg("text", { x: left + j * cell + cell / 2, y: top - 5, "font-size": 10, "text-anchor": "middle",
-        fill: "#5b6475" }, tokenLabel(String(c)).slice(0, 3)));
+    const x = left + j * cell + cell / 2;
+    if (tokenCols) {
+      root.append(svg("text", { x: 0, y: 0, "font-size": 11, "font-family": "ui-monospace, monospace",
+        transform: `translate(${x + 3},${top - 5}) rotate(-55)` }, tokenLabel(String(c)).slice(0, 8)));
+    } else if (cols.length <= 24 || j % 2 === 0) {
+      root.append(svg("text", { x, y: top - 5, "font-size": 10, "text-anchor": "middle", fill: "#5b6475" },
+        String(c)));
     }
   });
   rows.forEach((r, i) => {
@@ -69,7 +77,8 @@ function grid(values, rows, cols, fill, { cell = 18, label, colTitle } = {}) {
     values[i].forEach((v, j) => {
       root.append(svg("rect", { x: left + j * cell, y: top + i * cell, width: cell - 1, height: cell - 1,
         fill: fill(v), class: v === null ? "masked" : null },
-      svg("title", {}, `${tokenLabel(r)}, ${cols[j]}: ${v === null ? "masked" : fmt(v, 4)}`)));
+      svg("title", {}, `${tokenLabel(r)}, ${tokenCols ? tokenLabel(String(cols[j])) : cols[j]}: ` +
+        `${v === null ? "masked" : fmt(v, 4)}`)));
     });
   });
   return root;
@@ -86,18 +95,23 @@ function numbers(values, rows, cols, caption) {
 }
 
 function matrixPicture(p, stageTitle) {
-  const peak = peakOf(p.values);
   const cols = p.cols;
-  const colTitle = p.col_title === "layers" ? "→ layers" : `→ ${p.col_title}`;
-  const label = `${stageTitle}: ${p.rows.length} tokens × ${cols.length} ${p.col_title}, values from ` +
-    `${fmt(-peak, 3)} to ${fmt(peak, 3)}`;
-  const positive = p.values.every((row) => row.every((v) => v === null || v >= 0));
-  const fill = positive ? (v) => (v === null ? "#d9d9d9" : color(v / peak)) : (v) => diverging(v, peak);
-  return [el("div", { class: "fw-scroll" }, grid(p.values, p.rows, p.col_title === "layers" ? cols :
-    cols.map((c) => c), fill, { label, colTitle })),
-  positive ? weightLegend(peak, p.unit, false) : signedLegend(peak, p.unit),
-  p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : "",
-  numbers(p.values, p.rows, cols, `${stageTitle} (${p.unit})`)];
+  const label = `${stageTitle}: ${p.rows.length} tokens × ${cols.length} columns (${p.col_title}), ${p.unit}`;
+  let fill, scale;
+  if (p.scale === "sequential") {  // e.g. log10 sizes: dark = the smallest shown, bright = the largest
+    let lo = Infinity, hi = -Infinity;
+    for (const row of p.values) for (const v of row) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+    fill = (v) => color((v - lo) / ((hi - lo) || 1));
+    scale = weightLegend(hi, p.unit, false, lo);
+  } else {
+    const peak = peakOf(p.values);
+    fill = (v) => diverging(v, peak);
+    scale = signedLegend(peak, p.unit);
+  }
+  return [el("div", { class: "fw-scroll" }, grid(p.values, p.rows, cols, fill,
+    { label, colTitle: `→ ${p.col_title}`, cell: cols.length <= 16 ? 22 : 18 })),
+    scale, p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : "",
+    numbers(p.values, p.rows, cols, `${stageTitle} (${p.unit})`)];
 }
 
 function attentionPicture(p, stageTitle) {
@@ -107,8 +121,9 @@ function attentionPicture(p, stageTitle) {
   const fill = weights ? (v) => (v === null ? "#d9d9d9" : color(v)) : (v) => diverging(v, peak);
   const label = `${stageTitle}: ${p.rows.length} queries (rows) × ${p.cols.length} keys (columns), ${p.unit}` +
     (masked ? "; masked cells grey" : "");
+  const cell = Math.max(14, Math.min(30, Math.floor(320 / Math.max(p.cols.length, 1))));  // small maps drawn larger
   return [el("div", { class: "fw-scroll" }, grid(p.values, p.rows, p.cols, fill,
-    { label, colTitle: "→ keys (the tokens read)" })),
+    { label, colTitle: "→ keys (the tokens read)", tokenCols: true, cell })),
   el("p", { class: "help fw-axes" }, "rows: queries (the token reading); columns: keys (the token read)"),
   weights ? weightLegend(1, p.unit, masked) : signedLegend(peak, p.unit + (masked ? " (grey: masked, −∞)" : "")),
   p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : "",
@@ -156,7 +171,8 @@ function headsPicture(p, onHead, current) {
     el("div", { class: "fw-qheads" }, g.map((j) => el("button", { type: "button",
       class: "chip" + (j === current ? " selected" : ""), dataset: { head: j },
       "aria-label": `open head ${j + 1}`, onclick: () => onHead(j) }, `Q ${j + 1}`)))))),
-  el("p", { class: "help" }, `${p.note}; d_head = ${p.d_head}.`)];
+  el("p", { class: "help" }, `${p.note}; d_head = ${p.d_head}. The matrices: `,
+    p.matrices.map(([name, rows, cols], i) => [i ? ", " : "", el("code", {}, `${name} ${rows} × ${cols}`)]), ".")];
 }
 
 function thumbsPicture(p, onHead, current) {
@@ -286,7 +302,8 @@ export function forwardPass(ctx) {
     }
     const crumbs = el("p", { class: "fw-crumbs", id: "fw-path" }, el("b", {}, d.model), " › ",
       state.level === "model" ? "every stage" : blockName, state.level === "head" ? ` › head ${d.head + 1}` : "",
-      ` · the sentence as ${d.tokens.length} tokens`);
+      d.topology === "vit" ? ` · the image as ${d.tokens.length} tokens ([CLS] + patches)` :
+        ` · the sentence as ${d.tokens.length} tokens`);
     const strip = el("ol", { class: "fw-strip", "aria-label": `stages of the ${state.level} level` },
       stages.map((s, i) => el("li", {}, el("button", { type: "button", dataset: { stage: s.id },
         "aria-current": i === state.index ? "step" : null, tabindex: i === state.index ? "0" : "-1",

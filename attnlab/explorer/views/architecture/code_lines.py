@@ -46,7 +46,7 @@ CODE: dict[str, tuple[str, str, str]] = {
     "cross_kv": ("K = E W_K, V = E W_V  (keys and values from the encoder output E)", "attnlab/layers/attention.py",
                  "k, v = self.kv(context).split(self.kv_width, dim=-1)"),
     "scores": ("S = Q K^T / √d_k", "attnlab/layers/attention.py", "raw = (q @ k.transpose(-2, -1)) * self.scale"),
-    "mask": ("S_ij = −∞ where j > i  (look-ahead mask M)", "attnlab/layers/attention.py",
+    "mask": ("S = Q K^T / √d_k + M,  M_ij = −∞ where j > i  (look-ahead mask)", "attnlab/layers/attention.py",
              "raw = raw.masked_fill(~keep, torch.finfo(raw.dtype).min)"),
     "softmax": ("A = softmax(S)  (each row sums to 1)", "attnlab/layers/attention.py",
                 "weights = raw.softmax(dim=-1)"),

@@ -260,19 +260,22 @@ class _Run:
         layers = [self.store[f"{prefix}embed"][0]]
         layers += [self.store[f"{prefix}blocks.{i}.resid_post"][0] for i in range(len(stack.blocks))]
         rms = torch.stack([x.pow(2).mean(-1).sqrt() for x in layers])  # (layers + 1, seq)
-        rows = ["embed"] + [f"after block {i + 1}" for i in range(len(stack.blocks))]
-        picture = _matrix(rms.T, self.rows(part), "layers", unit="root mean square of the vector")
-        picture["cols"] = rows[: len(picture["cols"])]
-        picture["col_title"] = "layers"
+        # log10: a few tokens (often the first) grow vectors hundreds of times larger than the rest, which a linear
+        # colour scale would leave as the only visible cells
+        rows = self.rows(part)
+        shown = rms.T[:T_SHOWN].clamp_min(1e-12).log10()  # (seq, layers + 1): every layer, tokens cut
+        picture = {"kind": "matrix", "rows": rows[:T_SHOWN], "cols": [str(i) for i in range(rms.shape[0])],
+                   "col_title": "after block l (0: the embedding)", "values": _r(shown),
+                   "unit": "log₁₀ of the vector's root mean square", "scale": "sequential",
+                   "note": f"first {T_SHOWN} of {len(rows)} tokens" if len(rows) > T_SHOWN else ""}
         n_layers = len(stack.blocks)
-        picture["note"] = "; ".join(x for x in (picture["note"].replace(f" of {n_layers + 1} layers", ""),) if x)
         causal = "causal mask" if stack.causal else "no mask"
-        return _stage(f"{prefix}blocks", "model", f"{n_layers} blocks · {causal}", [1, len(self.rows(part)),
+        return _stage(f"{prefix}blocks", "model", f"{n_layers} blocks · {causal}", [1, len(rows),
                       self.cfg.d_model], "(batch, tokens, d_model)", picture, "pre_norm" if
                       self.cfg.norm_placement == "pre" else "post_norm",
                       "x_{l+1} = Block_l(x_l), N times: each block adds attention's and the feed-forward network's "
                       "outputs to the residual stream. The heatmap shows how large each token's vector is after "
-                      "each block. Open a block to see its steps.")
+                      "each block (1 on this scale is 10, 2 is 100). Open a block to see its steps.")
 
     def output_stages(self) -> list[dict[str, Any]]:
         cfg, lm = self.cfg, self.lm
@@ -394,7 +397,9 @@ class _Run:
         h, g = cfg.n_heads, cfg.kv_heads
         group = h // g
         cross = attn == "cross_attn"
+        d, dh = cfg.d_model, cfg.head_dim
         heads = {"kind": "heads", "n_heads": h, "kv_heads": g,
+                 "matrices": [["W_Q", d, h * dh], ["W_K", d, g * dh], ["W_V", d, g * dh], ["W_O", h * dh, d]],
                  "groups": [list(range(k * group, (k + 1) * group)) for k in range(g)],
                  "d_head": cfg.head_dim, "note": f"{h} query heads; {g} K/V heads" + (
                      f", each shared by {group} query heads (grouped-query attention)" if g != h else "")}
