@@ -5,6 +5,7 @@
 import { api, bars, el, fmt, focusKey, heatmap, legend, notice, refocus, select, tokenLabel, color } from "../util.js";
 import { chipRow, needs, sentenceBox } from "../common.js";
 import { lessons, readingTokens, toyHints } from "./lessons.js";
+import { compareHeads } from "./heads.js";
 
 const GRIDS = new Map();  // sentence -> thumbnails answer (insertion order: the oldest goes first)
 
@@ -96,6 +97,7 @@ export async function render(root, ctx) {
       zoomBox,
       gridBox),
     el("div", { class: "row" }, pairBox, embBox));
+  root.append(compareHeads(body, info.n_heads, () => query));  // several heads overlaid, two side by side
   const lessonBox = el("div", { id: "lessons" });
   root.append(lessonBox);
 
