@@ -41,11 +41,14 @@ export async function render(root, ctx) {
   }
   const hide = el("input", { type: "checkbox", id: "hide-special" });
   hide.checked = state.hide === "1";
-  controls.append(el("label", {}, hide, " hide [CLS]/[SEP] and other special tokens"));
+  const hideLabel = el("label", { id: "hide-special-label" }, hide, " hide [CLS]/[SEP] and other special tokens");
+  controls.append(hideLabel);
   root.append(controls);
 
   const body = { model: state.model, text: state.text || "", layer, head, part, target: state.target || null };
   const data = await api("/api/attention", body);
+  // only where the tokenizer added special tokens ([CLS], [SEP], <s>): SmolLM2 or a character model has none
+  if (![...(data.q_special || []), ...(data.k_special || [])].some(Boolean)) { hideLabel.remove(); hide.checked = false; }
   if (root.isConnected) document.getElementById("tab").dataset.n = data.q_tokens.length;
   if (data.head_name) root.append(notice(`Head ${head + 1} of the toy was set by hand to read “${data.head_name}”.`,
     "illustration"));
@@ -136,7 +139,8 @@ export async function render(root, ctx) {
         "softmax weights (0–1, sum 1)"), el("div", { id: "weight-bars" }, bars(mk(w, "data-weight"),
         { fill: "#0072b2", max: 1, onclick: pick, selected: sel })),
       el("div", { class: "help", id: "row-sum", dataset: { rowSum } }, `row sum = ${fmt(rowSum, 4)}` +
-        " (each weight is shown rounded to 6 decimals, so their sum can miss 1 in the 6th)" +
+        " (each bar shows its weight to 4 decimals, 6 on hover; the sum adds the 6-decimal weights, so it can " +
+        "miss 1 by a few millionths)" +
         (hide.checked ? " (over all keys, hidden specials included)" : "")));
     refocus(focused, barsBox);
   }

@@ -64,7 +64,7 @@ export async function dlaSection(box, ctx) {
     const readout = el("p", { id: "dla-read", class: "summary", "aria-live": "polite" },
       "Pick a cell (click, tap, or Tab to the grid, then arrows and Enter) to read its value here.");
     const say = (i, j) => `${name(i, j)}: ${value(i, j) >= 0 ? "+" : "−"}${fmt(Math.abs(value(i, j)), 3)} ` +
-      `to logit(${tok(r.answer.token)}) − logit(${tok(r.contrast.token)})`;
+      `to logit(${shown(r.answer.token)}) − logit(${shown(r.contrast.token)})`;  // quoted: “)” and “,” are tokens too
     const sumHeads = r.grid.flat().reduce((a, b) => a + b, 0), sumMlp = r.mlp.reduce((a, b) => a + b, 0);
     const sumBias = r.attn_bias.reduce((a, b) => a + b, 0);
     const gap = r.total - r.logit_diff;

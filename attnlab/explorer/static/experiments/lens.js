@@ -1,11 +1,25 @@
 // Experiments · Logit lens: what the model would predict if it stopped after each layer, and where its final
 // answer climbs: a column with the answer's rank and probability per layer, and a line of that probability.
-import { el, legend, tokenLabel } from "../util.js";
+import { el, legend } from "../util.js";
 import { positionChips } from "../common.js";
 import { gridTable, lineChart, probFill, tryThis } from "./draw.js";
-import { defaultText, fetchAnswer, notForThisModel, pct, predictsTokens, tok } from "./common.js";
+import { defaultText, fetchAnswer, notForThisModel, pct, predictsTokens, tok as plainTok } from "./common.js";
 
 const SPECIAL = /^(\[[A-Z]+\]|<\/?s>|<[a-z_|]+>)$/;  // [CLS], [SEP], [PAD], <s>, </s>, <pad>, ...
+
+// The server writes a token that would look blank as its code points ("<U+00A0>", server/common.py
+// visible_label); the page names the blanks it knows, as it names a space "␣ (space)", and keeps the code
+// point of any other.
+const BLANKS = { "00A0": "⍽ (no-break space)", "202F": "⍽ (narrow no-break space)", "2009": "(thin space)",
+  "200B": "(zero-width space)", "3000": "(ideographic space)", FEFF: "(zero-width no-break space)",
+  "00AD": "(soft hyphen)", "2002": "(en space)", "2003": "(em space)", "200C": "(zero-width non-joiner)",
+  "200D": "(zero-width joiner)" };
+export function blankName(t) {
+  const m = /^<(U\+[0-9A-F]{4,6}(?: U\+[0-9A-F]{4,6})*)>$/.exec(t || "");
+  if (!m) return null;
+  return m[1].split(" ").map((u) => BLANKS[u.slice(2)] || u).join(" + ");
+}
+const tok = (t) => blankName(t) || plainTok(t);
 
 export async function lensSection(box, ctx) {
   const { state, info } = ctx;
@@ -35,7 +49,7 @@ export async function lensSection(box, ctx) {
       position: local.position });
     if (!r) return;
     local.position = r.position;
-    const buttons = positionChips(chips, r.tokens, r.position, (i) => {
+    const buttons = positionChips(chips, r.tokens.map((t) => blankName(t) || t), r.position, (i) => {
       local.position = i; draw();
     }, "read position");
     // an encoder's [CLS]/[SEP] are not words: masking one and guessing it says little, so they cannot be picked
@@ -51,7 +65,7 @@ export async function lensSection(box, ctx) {
     const after = (i) => (i === 0 ? "the embeddings" : `layer ${i}`);
     const rowHead = (i) => (i === 0 ? "embeddings" : `layer ${i}`);
     out.replaceChildren(el("p", { class: "help" }, r.predicts === "next" ? `Top ${k} next tokens after ` +
-      `“${tokenLabel(r.tokens[r.position])}” (position ${r.position}), read after each layer:` :
+      `“${tok(r.tokens[r.position])}” (position ${r.position}), read after each layer:` :
       `Top ${k} words for the masked position ${r.position}, read after each layer:`),
     legend(1, "probability of the token in that cell"),
     el("div", { class: "lens-wrap", style: "display:flex;flex-wrap:wrap;gap:10px 24px;align-items:flex-start" },

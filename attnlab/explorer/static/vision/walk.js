@@ -151,7 +151,10 @@ export function walkPanel(w, grey) {
     list.replaceChildren(...TITLES.map((t, j) => el("li", {}, el("button", { type: "button",
       class: j === current ? "current" : "", "aria-current": j === current ? "step" : null, dataset: { step: j },
       onclick: () => show(j, j) }, `${j + 1}. ${t}`))));
+    const had = document.activeElement;  // a button that gets disabled drops the focus: hand it to the other
     back.disabled = current === 0; next.disabled = current === TITLES.length - 1;
+    if (had === next && next.disabled) back.focus();
+    if (had === back && back.disabled) next.focus();
     stage.replaceChildren(el("h4", { id: "vw-step-title", dataset: { step: current } },
       `Step ${current + 1} of ${TITLES.length}: ${TITLES[current]}`), ...body(current, w, grey).flat());
     box.dataset.step = current;
