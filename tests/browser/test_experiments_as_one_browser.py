@@ -152,3 +152,62 @@ def test_axe_finds_nothing_at_both_sizes(opened):
     finally:
         page.set_viewport_size(VIEWPORT)
     assert found == []
+
+
+def _axe_both(page, *views) -> list[str]:
+    found = axe_violations(page, 1440, *views)
+    page.set_viewport_size(PHONE)
+    try:
+        page.wait_for_timeout(300)
+        found += axe_violations(page, 390, *views)
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"] + 1
+    finally:
+        page.set_viewport_size(VIEWPORT)
+    return found
+
+
+def test_attention_overlays_heads_in_their_colours_and_puts_two_side_by_side(page, server):
+    text = "The module"
+    open_view(page, server["url"], 60_000, model="gpt-char", tab="attention", text=text, layer=1)
+    page.wait_for_selector("#compare-heads")
+    page.focus("#compare-heads summary")
+    page.keyboard.press("Enter")  # opened by keyboard
+    page.wait_for_selector("#compare-heads[data-ready='1'] #heads-lines", timeout=60_000)
+    page.select_option("#heads-query", "1")
+    api = httpx.Client(base_url=server["url"], timeout=60)
+    want = {h: api.post("api/attention", json={"model": "gpt-char", "text": text, "layer": 1, "head": h,
+                                              "part": None, "target": None}).json()["weights"][1] for h in range(4)}
+    lines = page.eval_on_selector_all("#heads-lines line.head-line", "els => els.map(e => [Number(e.dataset.head), "
+                                      "Number(e.dataset.key), Number(e.getAttribute('stroke-opacity')), "
+                                      "e.getAttribute('stroke')])")
+    assert {h for h, *_ in lines} == {0, 1, 2, 3}  # the first four heads drawn
+    assert len({c for *_, c in lines}) == 4  # one colour per head
+    for h, key, opacity, _ in lines:  # each line as strong as the head's weight on that key
+        assert opacity == pytest.approx(min(1, want[h][key]), abs=1e-6)
+    assert all(want[h][j] < 0.01 for h in range(4) for j in range(len(want[h]))
+               if (h, j) not in {(x[0], x[1]) for x in lines})  # and only the weak ones left out
+    # the legend is the toggle: head 2 off by keyboard, its lines gone, its button says so
+    page.focus("#heads-toggles button[data-head='1']")
+    page.keyboard.press("Enter")
+    assert page.get_attribute("#heads-toggles button[data-head='1']", "aria-pressed") == "false"
+    assert page.locator("#heads-lines line[data-head='1']").count() == 0
+    page.select_option("#heads-b", "3")
+    assert "head 4" in page.inner_text("#heads-right h5") and "head 1" in page.inner_text("#heads-left h5")
+    assert page.locator("#heads-lines-right line[data-head='3']").count() > 0
+    assert _axe_both(page, "#compare-heads") == []
+
+
+def test_cost_places_a_prefill_and_a_decoding_step_on_a_labelled_roofline(page, server):
+    open_view(page, server["url"], 60_000, model="gpt-char", tab="cost")
+    page.wait_for_selector("#roofline", timeout=60_000)
+    labels = page.inner_text("#roofline-panel")
+    assert "arithmetic intensity (FLOPs per byte moved), log scale" in page.text_content("#roofline")
+    assert "attainable FLOP/s, log scale" in page.text_content("#roofline") and "peak" in labels
+    points = page.eval_on_selector_all("#roofline .roof-point", "els => els.map(e => [Number(e.dataset.intensity), "
+                                       "Number(e.dataset.attainable)])")
+    r = httpx.get(f"{server['url']}api/cost/gpt-char/roofline?n=64", timeout=60).json()
+    assert points == [pytest.approx([p["intensity"], min(r["peak"], r["bandwidth"] * p["intensity"])], rel=1e-9)
+                      for p in r["points"]]
+    assert "memory-bound" in page.inner_text("#roofline-says")  # a decoding step of gpt-char, said in words
+    assert page.locator("#held-weights .held-bytes").count() >= 1
+    assert _axe_both(page, "#roofline-panel", "#held-weights") == []
