@@ -223,7 +223,7 @@ export function forwardPass(ctx) {
   linkStyle("/static/architecture/forward.css");
   const box = el("section", { class: "panel", id: "forward", "aria-labelledby": "forward-title" });
   const state = { text: ctx.state.text || TOUR_SENTENCE, level: "model", layer: 0, head: 0, part: null, index: 0,
-    data: null, refocus: null };
+    data: null, refocus: null, asked: 0 };
   const input = el("input", { type: "text", id: "fw-text", value: state.text,
     "aria-label": "sentence to run through the model" });
   const body = el("div", { id: "fw-body", "aria-live": "polite" });
@@ -244,17 +244,25 @@ export function forwardPass(ctx) {
 
   async function load() {
     box.dataset.ready = "0";
-    body.replaceChildren(el("p", { class: "help", id: "fw-busy", role: "status" }, "Running the forward pass…"));
+    // progress without wiping what is drawn: a later forward (another block or head) keeps the stages in view
+    const busy = el("p", { class: "help", id: "fw-busy", role: "status" },
+      `Running the forward pass${state.data ? ` for block ${state.layer + 1}, head ${state.head + 1}` : ""}…`);
+    if (state.data) { body.setAttribute("aria-busy", "true"); body.prepend(busy); } else body.replaceChildren(busy);
+    const mine = ++state.asked;  // a later request wins: an earlier answer arriving after it is dropped
     try {
       const req = { model: ctx.state.model, text: state.text, layer: state.layer, head: state.head };
       if (state.part) req.part = state.part;
-      state.data = await api("/api/architecture/forward", req);
+      const data = await api("/api/architecture/forward", req);
+      if (mine !== state.asked) return;
+      state.data = data;
       state.part = state.data.part;
       draw();
       if (state.refocus) { const f = body.querySelector(state.refocus); if (f) f.focus(); state.refocus = null; }
     } catch (e) {
+      if (mine !== state.asked) return;
       body.replaceChildren(notice(e.message, "error"));
     }
+    body.removeAttribute("aria-busy");
     box.dataset.ready = "1";
   }
 
@@ -303,7 +311,8 @@ export function forwardPass(ctx) {
     const crumbs = el("p", { class: "fw-crumbs", id: "fw-path" }, el("b", {}, d.model), " › ",
       state.level === "model" ? "every stage" : blockName, state.level === "head" ? ` › head ${d.head + 1}` : "",
       d.topology === "vit" ? ` · the image as ${d.tokens.length} tokens ([CLS] + patches)` :
-        ` · the sentence as ${d.tokens.length} tokens`);
+        d.parts.length > 1 ? ` · the source as ${d.source_tokens.length} tokens, the target as ${d.tokens.length}` :
+          ` · the sentence as ${d.tokens.length} tokens`);
     const strip = el("ol", { class: "fw-strip", "aria-label": `stages of the ${state.level} level` },
       stages.map((s, i) => el("li", {}, el("button", { type: "button", dataset: { stage: s.id },
         "aria-current": i === state.index ? "step" : null, tabindex: i === state.index ? "0" : "-1",

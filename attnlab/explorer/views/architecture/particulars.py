@@ -30,13 +30,13 @@ def features(cfg) -> list[dict[str, str]]:
                        "norm closes the stack)" if cfg.norm_placement == "pre" else
                        "the norm comes after each residual add, as in the original Transformer and BERT"})
     positions = {
-        "rope": "RoPE: no position vectors are added; Q and K are turned by an angle proportional to the position, "
+        "rope": "no position vectors are added; Q and K are turned by an angle proportional to the position, "
                 "so a score depends on the offset between two tokens; no parameters",
-        "learned": f"learned positions: a table of {cfg.max_len} rows × d_model added to the token vectors "
+        "learned": f"a table of {cfg.max_len} rows × d_model added to the token vectors "
                    "(the L·d term of the formula)",
-        "sinusoidal": "sinusoidal positions: fixed sines and cosines added to the token vectors; no parameters",
-        "alibi": "ALiBi: a bias −slope·|i − j| added to the scores; no parameters",
-        "t5": "T5 relative positions: a learned bias per (distance bucket, head) added to the scores",
+        "sinusoidal": "fixed sines and cosines added to the token vectors; no parameters",
+        "alibi": "a bias −slope·|i − j| added to the scores; no parameters",
+        "t5": "a learned bias per (distance bucket, head) added to the scores",
     }
     out.append({"name": {"rope": "RoPE", "learned": "learned positions", "sinusoidal": "sinusoidal positions",
                          "alibi": "ALiBi", "t5": "T5 relative bias"}.get(cfg.position, cfg.position),
