@@ -42,6 +42,7 @@ from attnlab.explorer.views.experiments.toy import routes as toy
 from attnlab.explorer.views.generation import routes as generation
 from attnlab.explorer.views.lessons import routes as lessons
 from attnlab.explorer.views.selfsup import routes as selfsup
+from attnlab.explorer.views.tour import routes as tour
 from attnlab.explorer.views.vision import routes as vision
 from attnlab.threads import check_threads
 
@@ -55,7 +56,7 @@ STREAM_SECONDS = 120.0  # /api/generate/stream stops between steps after this (o
 # Every router, in the order their routes are matched and documented: the explorer's own tabs, the queue, the
 # teaching lessons, then the Experiments tab's views. Each is the `routes` module of its view (explorer/views).
 ROUTERS = (architecture, attention, selfsup, vision, generation, cost, queue, lessons, flow, toy, timeline, meanings,
-           ablation, lens, attention_ablation, sweeps, attribution, steering, code, components)
+           ablation, lens, attention_ablation, sweeps, attribution, steering, code, components, tour)
 
 
 def _concurrency_setting() -> int:

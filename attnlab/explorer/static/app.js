@@ -21,7 +21,8 @@ const TABS = [
   ["cost", "Cost", cost],
   ["experiments", "Experiments", experiments],
 ];
-const KEYS = ["model", "tab", "layer", "head", "part", "text", "target", "token", "key", "hide"];
+// off: "L.H", a head the Experiments tab opens switched off (the tour's experiment, a shared link)
+const KEYS = ["model", "tab", "layer", "head", "part", "text", "target", "token", "key", "hide", "off"];
 const NUMERIC = ["layer", "head", "token", "key"];
 const PUSHED = ["model", "tab", "layer", "head", "part", "text", "target"];  // these make a new history entry
 const FIRST_MODEL = "toy";  // a first visit opens on the hand-set toy with "cat" selected (the seed's story)
@@ -63,7 +64,7 @@ export async function navigate(changes) {
   const modelChanged = changes.model !== undefined && changes.model !== state.model;
   if (modelChanged) {
     Object.assign(changes, { layer: changes.layer ?? 0, head: changes.head ?? 0, token: changes.token,
-      key: changes.key, part: changes.part, target: changes.target });
+      key: changes.key, part: changes.part, target: changes.target, off: changes.off });
   }
   setState(changes, { rerender: false, push: true });
   if (modelChanged) {
