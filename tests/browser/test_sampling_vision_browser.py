@@ -137,7 +137,7 @@ def test_lens_names_a_no_break_space(page, server):
     assert "<U+00A0>" not in lens and "no-break space" in lens
 
 
-def test_attention_note_and_special_token_box(page, server):
+def test_attention_note_states_the_decimals_shown(page, server):
     open_view(page, server["url"], model=DECODER, tab="attention", text="abcd")
     page.wait_for_selector("#row-sum")
     note = page.text_content("#row-sum")
@@ -145,6 +145,11 @@ def test_attention_note_and_special_token_box(page, server):
     shown = page.eval_on_selector_all("#weight-bars text.value", "els => els.map(e => e.textContent)")
     places = [len(s.split(".")[1]) if "." in s and "e" not in s else 0 for s in shown]
     assert max(places) == stated, (note, shown)  # the bars show what the note says they show
+
+
+def test_hide_specials_only_where_the_tokenizer_added_some(page, server):
+    open_view(page, server["url"], model=DECODER, tab="attention", text="abcd")
+    page.wait_for_selector("#row-sum")
     assert page.query_selector("#hide-special") is None  # characters: no [CLS]/[SEP] to hide
     open_view(page, server["url"], model=ENCODER, tab="attention", text="the cat sat")
     page.wait_for_selector("#row-sum")
