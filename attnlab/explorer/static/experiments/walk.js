@@ -44,7 +44,8 @@ const logits = (v) => `${v >= 0 ? "+" : "−"}${fmt(Math.abs(v), 2)} logits`;
 
 export async function walkSection(box, ctx) {
   const { state, info } = ctx;
-  box.append(el("p", { class: "help" }, "Five experiments on one example, in order. Each step is one click; " +
+  box.append(el("p", { class: "help" }, "Five experiments on one example, in order (each step opens once the one before it has run, " +
+    "since it reads what that one found). Each step is one click; " +
     "under it, what its numbers say, written from them. Colours follow the page's one convention: orange " +
     "pushes toward the answer, blue against it."),
   tryThis("click the five steps in order.", "the position where the sentences differ, the layers where the fact " +
