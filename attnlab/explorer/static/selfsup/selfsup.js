@@ -39,13 +39,19 @@ async function mlm(root, ctx) {
   const chips = el("div", { class: "chips", id: "mlm-chips" });
   const out = el("div", { id: "mlm-out" });
   const seedInput = el("input", { type: "number", id: "seed", value: 0 });
-  root.append(el("p", { class: "help" }, "Click tokens to mask them (toggle), or draw BERT's random 15%: each " +
+  root.append(el("p", { class: "help" }, "One word is masked to start with: the model guesses it from the words " +
+    "around it, on both sides. Click tokens to mask them (toggle), or draw BERT's random 15%: each " +
     "picked token becomes [MASK] (80%), a random token (10%) or stays unchanged (10%); all picked positions " +
     "count in the loss."),
   el("div", { class: "controls" }, el("button", { id: "draw", onclick: draw }, "Draw random 15% (80/10/10)"),
     el("label", {}, "seed ", seedInput), el("button", { id: "clear", onclick: () => { selections = []; update(); } },
       "Clear")), chips, out);
   const base = await api("/api/mlm/draw", { model: state.model, text, seed: 0 });  // tokens + specials
+  // The first look already predicts: the sentence's last whole word (three letters or more, not a word piece) is
+  // masked, so the learner sees the model's guesses before clicking anything.
+  const words = base.tokens.map((t, i) => i).filter((i) => !base.special[i] &&
+    /^\p{L}{3,}$/u.test(tokenLabel(base.tokens[i]).replace(/^·/, "")));
+  if (words.length) selections = [{ position: words[words.length - 1], action: "mask" }];
 
   async function draw() {
     const d = await api("/api/mlm/draw", { model: state.model, text, seed: Number(seedInput.value) });
