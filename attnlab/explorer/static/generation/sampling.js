@@ -88,18 +88,18 @@ export function samplingPanel(s, settings, drawn, stepInfo) {
       (f.k ? `keep the ${f.k} best` : "top-k off") + (f.p < 1 ? `, then the fewest whose probabilities add up to ` +
       `${fmt(f.p, 2)}` : ", top-p off") + `: ${f.keep.toLocaleString("en-US")} kept, holding ${fmt(f.mass, 4)} ` +
       `of the probability; each kept one is divided by ${fmt(f.mass, 4)} so they sum to 1.`;
-  const head = ["rank", "token", "logit z", f.greedy ? "z / T" : `z / ${fmt(f.T, 2)} (shifted: best = 0)`,
-    "softmax", `cut (k ${f.k || "off"}, p ${f.p < 1 ? fmt(f.p, 2) : "off"})`, "after the cut"];
+  const head = ["rank", "token", "logit z", "z / T", "softmax", "cut", "after the cut"];
   const tableEl = el("table", { class: "sampling", id: "sampling-table", dataset: { keep: f.keep, mass: f.mass } },
-    el("caption", {}, "From the logits to the distribution Step draws from, for the tokens with the largest logits"),
-    el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col" }, h)))),
+    el("caption", {}, `The ${DRAWN} largest logits, stage by stage (z / T is shifted so the best is 0: the ` +
+      "softmax is the same)"),
+    el("thead", {}, el("tr", {}, head.map((h, j) => el("th", { scope: "col", class: j === 0 ? "rank" : null }, h)))),
     el("tbody", {}, shown.map((r) => el("tr", { class: (r.kept ? "" : "cut ") + (r.id === stepInfo.token_id ?
       "chosen" : ""), dataset: { tokenId: r.id, before: r.before, after: r.after, kept: r.kept ? "1" : "0" } },
-    el("td", {}, String(r.rank)), el("th", { scope: "row", class: "tok" }, tokenLabel(r.token)),
+    el("td", { class: "rank" }, String(r.rank)), el("th", { scope: "row", class: "tok" }, tokenLabel(r.token)),
     el("td", { class: "num" }, fmt(r.logit, 3)), el("td", { class: "num" }, r.scaled === null ? "—" :
       fmt(r.scaled, 3)), probCell(r.before, "before"), el("td", { class: "why" }, r.kept ? "kept" : `cut: ${r.why}`),
     probCell(r.after, "after"))),
-    el("tr", { class: "others", id: "sampling-others" }, el("td", {}, "…"), el("th", { scope: "row" },
+    el("tr", { class: "others", id: "sampling-others" }, el("td", { class: "rank" }, "…"), el("th", { scope: "row" },
       `the other ${others.toLocaleString("en-US")}`), el("td", {}, ""), el("td", {}, ""),
     probCell(Math.max(0, 1 - sum(shown.map((r) => r.before))), "before"),
     el("td", { class: "why" }, `${Math.max(0, f.keep - shown.filter((r) => r.kept).length).toLocaleString("en-US")} ` +
