@@ -152,7 +152,8 @@ def test_post_norm_encoder_block_equals_a_float64_hand_forward():
     ffn = hidden @ blk["ffn.down.weight"].T + blk["ffn.down.bias"]
     post = _layer_norm(mid + ffn, blk["norm2.weight"], blk["norm2.bias"], cfg.norm_eps)
     model_level = _stages(out, "model")
-    _close(model_level["positions"]["picture"]["values"], x)
+    _close(model_level["positions"]["picture"]["values"], w["positions.weight"][:n])  # the vectors added
+    _close(model_level["positions"]["picture"]["after"], x)  # X entering block 1
     block = _stages(out, "block")
     assert "norm1" not in block  # post-norm: no norm before the sublayer
     for sid, want in (("resid_pre", x), ("attn_out", att["out"]), ("resid_mid", mid), ("ffn.hidden", hidden),

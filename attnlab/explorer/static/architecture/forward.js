@@ -195,10 +195,9 @@ function beforeAfterPicture(p, title) {
   const peak = Math.max(peakOf(p.values), peakOf(p.after));
   const fill = (v) => diverging(v, peak);
   return [el("div", { class: "row" },
-    el("figure", {}, el("figcaption", {}, "Q before RoPE"), el("div", { class: "fw-scroll" },
-      grid(p.values, p.rows, p.cols, fill, { label: `${title}: Q before the turn`, colTitle: "→ features of d_head" }))),
-    el("figure", {}, el("figcaption", {}, "Q after RoPE (what the scores use)"), el("div", { class: "fw-scroll" },
-      grid(p.after, p.rows, p.cols, fill, { label: `${title}: Q after the turn`, colTitle: "→ features of d_head" })))),
+    [p.values, p.after].map((values, k) => el("figure", {}, el("figcaption", {}, p.captions[k]),
+      el("div", { class: "fw-scroll" }, grid(values, p.rows, p.cols, fill,
+        { label: `${title}: ${p.captions[k]}`, colTitle: `→ ${p.col_title}` }))))),
   signedLegend(peak, p.unit), p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : ""];
 }
 

@@ -245,10 +245,15 @@ class _Run:
         if cfg.position in ("learned", "sinusoidal"):
             code = "learned" if cfg.position == "learned" else "sinusoidal"
             what = "a learned table" if cfg.position == "learned" else "fixed sines and cosines"
+            added = stack.positions(torch.arange(n)[None])[0]  # (seq, d_model): the vectors added, P[pos]
+            picture = _matrix(added, rows, "features of d_model")
+            picture.update(kind="before_after", after=_r(x[:T_SHOWN, :D_SHOWN]),
+                           captions=["the position vectors P[pos] (added)", "X = token embedding + P[pos]" +
+                                     (" (then " + ", ".join(extras) + ")" if extras else "") + ": enters block 1"])
             return _stage(f"{prefix}positions", "model", f"+ positions ({cfg.position})", [1, n, d],
-                          "(batch, tokens, d_model)", _matrix(x, rows, "features of d_model"), code,
-                          f"Each token's vector plus the vector of its position, from {what}: the sum X (shown) "
-                          f"enters block 1{tail}.")
+                          "(batch, tokens, d_model)", picture, code,
+                          f"Each token's vector plus the vector of its position, from {what}: the same token at "
+                          f"two places now gets two different vectors{tail}.")
         return _stage(f"{prefix}positions", "model", f"Positions ({cfg.position}: a bias on the scores)", [1, n, d],
                       "(batch, tokens, d_model)", _matrix(x, rows, "features of d_model"), "scores",
                       f"Nothing is added to the vectors; each block adds a position bias to its scores{tail}.")
@@ -547,8 +552,8 @@ class _Run:
             width = cfg.n_heads * cfg.head_dim
             q_before = block.attn.qkv(h_in)[..., :width].view(*x.shape[:2], cfg.n_heads, cfg.head_dim)[0, :, j]
         picture = _matrix(q_before, rows, "features of d_head")
-        picture["after"] = _r(q_after[:T_SHOWN, :D_SHOWN])
-        picture["kind"] = "before_after"
+        picture.update(kind="before_after", after=_r(q_after[:T_SHOWN, :D_SHOWN]),
+                       captions=["Q before RoPE", "Q after RoPE (what the scores use)"])
         return _stage("attn.rope", "head", f"Head {self.head + 1}: RoPE turns Q (and K)", [1, 1, len(rows),
                       cfg.head_dim], "(batch, 1 head, tokens, d_head)", picture, "rope",
                       "Q before and after the turn: feature i and feature i + d_head/2 form a pair turned by "
