@@ -104,6 +104,14 @@ def test_a_sentence_flows_by_keyboard_through_model_block_and_head(page, server)
         page.locator("#forward").screenshot(path=artifact(f"forward-{level}-1440"))
         bad = axe_violations(page, 1440, "#forward", "#particulars")
         assert not bad, "\n".join(bad)
+    # from watching to changing: the head's last stage switches that head off in the Experiments tab
+    page.focus(".fw-strip button[aria-current='step']")
+    page.keyboard.press("End")
+    assert _current(page) == "attn.head_out"
+    page.focus("#fw-ablate")
+    page.keyboard.press("Enter")
+    page.wait_for_url("**tab=experiments**")
+    assert "off=1.2" in page.url and "text=the+cat+sat" in page.url
 
 
 def test_the_count_gap_adds_up_on_the_page(page, server):

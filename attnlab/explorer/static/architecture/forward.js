@@ -338,6 +338,11 @@ export function forwardPass(ctx) {
       zoom.push(el("button", { type: "button", id: "fw-open-head", class: "primary",
         onclick: () => setLevel("head") }, `Open head ${d.head + 1} ›`));
     }
+    if (stage.id === "attn.head_out" && d.topology === "decoder") {  // from watching to changing
+      zoom.push(el("button", { type: "button", id: "fw-ablate",
+        onclick: () => ctx.navigate({ tab: "experiments", off: `${d.layer}.${d.head}`, text: state.text }) },
+      `Switch head ${d.head + 1} of block ${d.layer + 1} off (Experiments) ›`));
+    }
     const card = el("article", { class: "fw-stage", id: "fw-stage", dataset: { stage: stage.id, level: state.level },
       "aria-labelledby": "fw-stage-title" },
     el("h3", { id: "fw-stage-title" }, `${state.index + 1} of ${stages.length}. ${stage.title}`),
