@@ -182,9 +182,11 @@ def _build(model, name: str, ids, positions, cache):
     if step is None:
         label = getattr(model.config, "name", None) or type(model).__name__
         rows, threads = ids.shape[0], kernel_threads.count()
+        where = step_cache.place()  # None: the folder was refused (step_cache warned why); the step is not kept
+        kept = (f"once for this CPU (a minute or more; kept in {where})" if where is not None else
+                "for this process only (a minute or more; not kept: its folder was refused)")
         print(f"[attnlab: compiling the decoding step of {label} for {rows} row{'s' if rows > 1 else ''} at "
-              f"{threads} thread{'s' if threads > 1 else ''}, once for this CPU (a minute or more; kept in "
-              f"{step_cache.folder()})]", file=sys.stderr, flush=True)
+              f"{threads} thread{'s' if threads > 1 else ''}, {kept}]", file=sys.stderr, flush=True)
         try:
             step = step_cache.compile_step(_step, _example(model, ids, positions, cache))
         except Exception as e:  # a forward torch.compile cannot trace whole (a data-dependent branch, an op)

@@ -32,7 +32,8 @@ import re
 import sys
 import tempfile
 import warnings
-from dataclasses import asdict, is_dataclass
+from contextlib import contextmanager
+from dataclasses import asdict, is_dataclass, replace
 from pathlib import Path
 
 import torch
@@ -41,7 +42,8 @@ from attnlab.cost.peak import cpu_name
 from attnlab.layers import kernel_build, kernel_variants
 
 SOURCES = Path(__file__).resolve().parents[1]  # the attnlab package: its Python is what the graph was traced from
-_MODEL_SOURCE = re.compile(r"model\b")
+_MODEL_ARGUMENT = "model"  # the step's first argument (compiled._step): the guards on it are not kept
+_MODEL_SOURCE = re.compile(rf"{_MODEL_ARGUMENT}\b")
 _WARNED: set[str] = set()
 _SOURCE_HASH: list[str] = []  # computed once per process
 
@@ -171,5 +173,37 @@ def compile_step(step, example: tuple):
 
     compiled = kernel_build.torch_compile(step, dynamic=True, fullgraph=True,
                                           options={"cpp_wrapper": True, "guard_filter_fn": _portable})
-    with dynamo_config.patch(specialize_float=True):
+    with dynamo_config.patch(specialize_float=True), _model_key_order_left_out():
         return compiled.aot_compile((example, {}))
+
+
+@contextmanager
+def _model_key_order_left_out():
+    """While compiling: the saved guards leave out the dicts of the model whose key order torch would check.
+
+    Why: iterating the model's blocks (a ModuleList: its `_modules` dict) makes torch note that dict's key order,
+    and a later process, loading the file, looks the dict up again. `_portable` drops every guard on the model, so
+    the file holds no model to look it up in, and the load fails (AttributeError: '_Missing' object has no
+    attribute '_modules'; every float model compiled anew in each process). A quantized model loaded only because
+    another kept guard (on its layers' class) happened to keep the path to its blocks. The order is never used:
+    it shapes guards on those dicts, and `_portable` keeps none."""
+    from torch._dynamo import guards
+
+    pickle_state = getattr(guards, "pickle_guards_state", None)
+    local_name = getattr(guards, "get_local_source_name", None)
+    if pickle_state is None or local_name is None:  # another torch: its guards are saved as it saves them
+        yield
+        return
+
+    def without_model(state, *args, **kwargs):
+        graph = state.output_graph
+        kept = {s for s in graph.guard_on_key_order if local_name(s) != _MODEL_ARGUMENT}
+        if kept != graph.guard_on_key_order:
+            state = replace(state, output_graph=replace(graph, guard_on_key_order=kept))
+        return pickle_state(state, *args, **kwargs)
+
+    guards.pickle_guards_state = without_model  # serialize_guards calls it by its module-level name
+    try:
+        yield
+    finally:
+        guards.pickle_guards_state = pickle_state
