@@ -24,7 +24,9 @@ SINUSOIDAL_LAYOUTS = ("interleaved", "halves")
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "silu", "reglu", "geglu", "geglu_tanh", "swiglu")
 GATED_ACTIVATIONS = ("reglu", "geglu", "geglu_tanh", "swiglu")
 NORMS = ("layernorm", "rmsnorm")
-QK_NORMS = ("none", "head")  # head: an RMSNorm over each head's d_head features of q and of k (Qwen3)
+# head: an RMSNorm over each head's d_head features of q and of k (Qwen3); all: over all heads' features at once,
+# before the split into heads (OLMo 2)
+QK_NORMS = ("none", "head", "all")
 # RoPE frequency scalings (Hugging Face's rope_type) and the keys each takes besides "type"
 ROPE_SCALINGS: dict[str, tuple[str, ...]] = {
     "linear": ("factor",),
@@ -36,7 +38,9 @@ ROPE_SCALINGS: dict[str, tuple[str, ...]] = {
 _ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor", "original_max_len"),
                   "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_len"),
                   "yarn": ("factor", "original_max_len")}
-NORM_PLACEMENTS = ("pre", "post")
+# pre: x + F(Norm(x)); post: Norm(x + F(x)); output: x + Norm(F(x)), the sub-layer's output normalised (OLMo 2);
+# sandwich: x + Norm_after(F(Norm_before(x))), two norms per sub-layer (Gemma 2)
+NORM_PLACEMENTS = ("pre", "post", "output", "sandwich")
 HEADS = ("lm", "classifier", "token_classifier", "none")
 FLOAT32_MAX = 3.4028234663852886e38
 
@@ -87,6 +91,7 @@ class ModelConfig:
     # {} = plain RoPE; else {"type": one of ROPE_SCALINGS, ...its keys}: how the frequencies are stretched for
     # contexts longer than the pre-training one (Llama 3.1's "llama3", YaRN, linear and dynamic NTK scaling)
     rope_scaling: dict[str, Any] = field(default_factory=dict)
+    rotary_dim: int | None = None  # RoPE rotates the first rotary_dim features of each head; None = all (NeoX: 1/4)
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
 
@@ -103,6 +108,9 @@ class ModelConfig:
     qkv_bias: bool | None = None  # biases on W_Q, W_K, W_V; None = follow `bias` (Qwen2: True with bias=False)
     qk_norm: str = "none"  # normalise q and k before the scores (and before RoPE): see QK_NORMS
     sliding_window: int | None = None  # each query sees only the last `sliding_window` keys, itself included (Mistral)
+    parallel_residual: bool = False  # x + Attn(Norm1(x)) + FFN(Norm2(x)): both sub-layers read the block's input (NeoX)
+    global_every: int | None = None  # with a sliding window: layers global_every-1, 2*global_every-1 ... see every key
+    attn_softcap: float | None = None  # scores -> cap * tanh(scores / cap) before the softmax (Gemma 2)
     dropout: float = 0.0
     attn_dropout: float = 0.0
 
@@ -114,6 +122,7 @@ class ModelConfig:
     lm_head_bias: bool = False  # a bias on the vocabulary logits (BERT MLM, BART/Marian final_logits_bias)
     lm_head_transform: bool = False  # BERT MLM head: dense + activation + norm before the vocabulary projection
     logit_scale: float = 1.0  # hidden state is multiplied by this before the LM head (T5 tied: d_model**-0.5)
+    logit_softcap: float | None = None  # logits -> cap * tanh(logits / cap) (Gemma 2)
     head: str = "lm"  # what forward() returns logits for
     n_classes: int = 0  # classifier / token classifier / ViT head
     pooler: bool = False  # BERT pooler: dense + tanh on the [CLS] vector
@@ -159,6 +168,11 @@ class ModelConfig:
         return self.n_layers + (self.decoder_layers if self.topology == "encoder-decoder" else 0)
 
     @property
+    def rope_dim(self) -> int:
+        """Features of each head that RoPE rotates (the first ones; the rest pass unrotated)."""
+        return self.rotary_dim if self.rotary_dim is not None else self.head_dim
+
+    @property
     def attn_qkv_bias(self) -> bool:
         """Whether W_Q, W_K and W_V carry biases."""
         return self.bias if self.qkv_bias is None else self.qkv_bias
@@ -169,7 +183,7 @@ class ModelConfig:
 
     @property
     def has_final_norm(self) -> bool:
-        return self.final_norm if self.final_norm is not None else self.norm_placement == "pre"
+        return self.final_norm if self.final_norm is not None else self.norm_placement != "post"
 
     @property
     def n_patches(self) -> int:
@@ -211,7 +225,7 @@ class ModelConfig:
         choice("qk_norm", QK_NORMS)
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
             positive(name)
-        for name in ("n_kv_heads", "d_head", "n_decoder_layers", "sliding_window"):
+        for name in ("n_kv_heads", "d_head", "n_decoder_layers", "sliding_window", "rotary_dim", "global_every"):
             positive(name, allow_none=True)
         for name in ("t5_num_buckets", "t5_max_distance", "image_size", "patch_size", "n_channels"):
             positive(name)
@@ -242,6 +256,24 @@ class ModelConfig:
             raise bad("position", f"rope needs an even d_head, got d_head={self.head_dim}")
         if self.rope_scaling:
             self._validate_rope_scaling(bad)
+        if self.rotary_dim is not None and (self.position != "rope" or self.rotary_dim % 2
+                                            or self.rotary_dim > self.head_dim):
+            raise bad("rotary_dim", f"rotates pairs of RoPE features: it needs position='rope' and an even number "
+                      f"up to d_head={self.head_dim}")
+        for name in ("attn_softcap", "logit_softcap"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not 0 < value <= FLOAT32_MAX):
+                raise bad(name, "must be a positive finite number (the cap) or None (no capping)")
+        if self.global_every is not None and (self.sliding_window is None or self.global_every < 2):
+            raise bad("global_every", "picks the layers that see past the sliding window: it needs sliding_window "
+                      "and a period of at least 2")
+        if self.qk_norm != "none" and self.norm != "rmsnorm":
+            raise bad("qk_norm", "q and k are normalised by an RMSNorm, as the model's other norms: it needs "
+                      "norm='rmsnorm'")
+        if self.parallel_residual and (self.norm_placement != "pre" or self.topology == "encoder-decoder"):
+            raise bad("parallel_residual", "both sub-layers read the block's normalised input: it needs "
+                      "norm_placement='pre' and no cross-attention (not an encoder-decoder)")
         if self.sliding_window is not None and self.topology != "decoder":
             raise bad("sliding_window", "a sliding window is a causal decoder's option (topology='decoder')")
         if self.position == "sinusoidal" and self.d_model % 2:

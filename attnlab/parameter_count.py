@@ -35,8 +35,17 @@ def _attention(config: ModelConfig, cross: bool) -> int:
     q, kv = config.n_heads * config.head_dim, config.kv_heads * config.head_dim
     if cross:
         return _linear(d, q, bias) + _linear(d, 2 * kv, bias) + _linear(q, d, bias)
-    qk_norms = 2 * config.head_dim if config.qk_norm == "head" else 0  # a gain of d_head for q's and for k's
-    return _linear(d, q + 2 * kv, config.attn_qkv_bias) + _linear(q, d, bias) + qk_norms
+    return _linear(d, q + 2 * kv, config.attn_qkv_bias) + _linear(q, d, bias) + _qk_norms(config)
+
+
+def _qk_norms(config: ModelConfig) -> int:
+    """The q/k norms' gains: d_head each for per-head norms (shared by the heads), q's and k's whole width for
+    norms over all heads' features."""
+    if config.qk_norm == "head":
+        return 2 * config.head_dim
+    if config.qk_norm == "all":
+        return (config.n_heads + config.kv_heads) * config.head_dim
+    return 0
 
 
 def _feedforward(config: ModelConfig) -> int:
@@ -46,9 +55,11 @@ def _feedforward(config: ModelConfig) -> int:
 
 
 def _block(config: ModelConfig, cross: bool) -> int:
-    """Self-attention + its norm, cross-attention + its norm (decoder of an encoder-decoder), FFN + its norm."""
-    own = _attention(config, cross=False) + _feedforward(config) + 2 * _norm(config)
-    return own + (_attention(config, cross=True) + _norm(config) if cross else 0)
+    """Self-attention + its norm, cross-attention + its norm (decoder of an encoder-decoder), FFN + its norm; a
+    sandwich keeps two norms per sub-layer."""
+    per_sublayer = _norm(config) * (2 if config.norm_placement == "sandwich" else 1)
+    own = _attention(config, cross=False) + _feedforward(config) + 2 * per_sublayer
+    return own + (_attention(config, cross=True) + per_sublayer if cross else 0)
 
 
 def _stack(config: ModelConfig, n_layers: int, rows: int, cross: bool = False) -> int:
@@ -165,11 +176,12 @@ def formula_gap(config: ModelConfig) -> list[tuple[str, int]]:
         gap.append(("biases", qkv_biases + n_self * (d + up + d) + n_cross * (qw + 2 * kvw + d)))
     elif qkv_biases:
         gap.append(("biases on W_Q, W_K, W_V", qkv_biases))
-    n_norms = 2 * n_self + n_cross + stacks * (int(config.embedding_norm) + int(config.has_final_norm))
+    n_norms = (2 * n_self + n_cross) * (2 if config.norm_placement == "sandwich" else 1)
+    n_norms += stacks * (int(config.embedding_norm) + int(config.has_final_norm))
     n_norms += int(lm_head and config.lm_head_transform)
     gap.append(("norms", n_norms * norm_size))
-    if config.qk_norm == "head":
-        gap.append(("q/k norms (a gain per head feature)", n_self * 2 * config.head_dim))
+    if config.qk_norm != "none":
+        gap.append(("q/k norms", n_self * _qk_norms(config)))
     if config.position == "learned":
         rows = config.n_patches + 1 if vit else config.max_len
         gap.append(("positions beyond L*d (offset rows, second stack)",

@@ -5,8 +5,13 @@
 - the sliding window: the mask against a double loop; a one-layer model's last logits against the same model
   without a window reading only the last `window` tokens (RoPE is relative: the same scores); the KV cache
   against recomputing the whole sequence, well past the window;
-- the per-head q/k norm and biases on W_Q, W_K, W_V only: one attention layer in float64 against the textbook
-  formula written out here.
+- q/k norms (per head, over all heads), biases on W_Q, W_K, W_V only, partial RoPE and soft-capped scores: one
+  attention layer in float64 against the textbook formula written out here;
+- the parallel residual, sandwich and output norms against their formulas over the block's own sub-layers; windowed
+  and global layers alternating (global_every) against the blocks run one by one on masks from a double loop;
+  soft-capped logits against cap * tanh(logits / cap);
+- GPT-NeoX's head-by-head q/k/v rows against indexing them one head at a time; parameter counts against the built
+  model.
 Models are tiny and seeded.
 """
 
@@ -139,6 +144,7 @@ def test_one_layer_window_reads_only_the_last_window_tokens():
 
 @pytest.mark.parametrize("changes", [dict(sliding_window=3), dict(sliding_window=3, n_kv_heads=4),
                                      dict(qk_norm="head", qkv_bias=True, d_head=12),
+                                     dict(rotary_dim=4, parallel_residual=True, n_kv_heads=4),
                                      dict(rope_scaling={"type": "yarn", "factor": 4.0, "original_max_len": 8})])
 def test_cache_equals_recompute_past_the_window(changes):
     """Step by step through the KV cache (prompt 5, then 9 single tokens: 14 positions, window 3) gives the logits
@@ -166,32 +172,42 @@ def test_recording_path_equals_fast_path_with_every_option():
     assert (fast - slow)[mask.bool()].abs().max() <= 1e-5
 
 
-def test_qk_norm_and_qkv_bias_by_hand():
-    """softmax(q' k'^T / sqrt(d_head)) V W_O with q' = RoPE(g_q * q / rms(q)) per head (k' alike), biases on
-    Q, K, V only, written out in float64 (the module run in float64 too)."""
+@pytest.mark.parametrize("qk_norm, rotary_dim, softcap", [("head", None, None), ("none", 4, None), ("head", 2, None),
+                                                        ("all", None, None), ("none", None, 0.7), ("all", 4, 0.7)])
+def test_attention_options_by_hand(qk_norm, rotary_dim, softcap):
+    """softmax(cap * tanh(q' k'^T / sqrt(d_head) / cap)) V W_O (no cap: the plain scores) with q' = RoPE(g_q * q /
+    rms(q)) per head (qk_norm="head"), over all heads' q features of a position ("all"), or RoPE(q); RoPE turning
+    pairs (i, i + r/2) of the first r = rotary_dim features only; biases on Q, K, V only. Written out in float64
+    (the module run in float64 too)."""
     config = ModelConfig(topology="decoder", d_model=16, n_heads=4, n_kv_heads=2, d_head=6, position="rope",
-                         norm="rmsnorm", norm_eps=1e-6, bias=False, qkv_bias=True, qk_norm="head")
+                         norm="rmsnorm", norm_eps=1e-6, bias=False, qkv_bias=True, qk_norm=qk_norm,
+                         rotary_dim=rotary_dim, attn_softcap=softcap)
+    r = config.rope_dim
     torch.manual_seed(0)
     attn = Attention(config).double()
     assert attn.out.bias is None and attn.qkv.bias is not None
     with torch.no_grad():
         for p in attn.parameters():
-            p.copy_(torch.randn_like(p))
+            p.copy_(torch.randn_like(p) * 0.5)  # scores of a few units: float32 angles then err ~1e-7
     x = torch.randn(1, 5, 16, dtype=torch.float64)
-    rope = Rotary(6)(torch.arange(5)[None])
+    rope = Rotary(r)(torch.arange(5)[None])
     with torch.no_grad():
         got = attn(x, is_causal=True, rope=tuple(t.double() for t in rope))[0]
 
     w, b = attn.qkv.weight, attn.qkv.bias
     q_all, k_all, v_all = (x[0] @ w.T + b).split((24, 12, 12), dim=-1)  # (5, heads * 6) each
-    freqs = [10000.0 ** (-2 * i / 6) for i in range(3)]
+    if qk_norm == "all":  # every position's whole q (and k) row rescaled, before the heads are cut out
+        q_all = q_all / torch.sqrt((q_all ** 2).mean(-1, keepdim=True) + 1e-6) * attn.q_norm.weight
+        k_all = k_all / torch.sqrt((k_all ** 2).mean(-1, keepdim=True) + 1e-6) * attn.k_norm.weight
+    freqs = [10000.0 ** (-2 * i / r) for i in range(r // 2)]
 
-    def norm_and_rotate(vec, gain, pos):
-        vec = vec / torch.sqrt((vec ** 2).mean() + 1e-6) * gain
-        out = vec.clone()
-        for i, f in enumerate(freqs):  # pair (i, i + 3) turned by pos * f
+    def norm_and_rotate(vec, norm, pos):
+        if qk_norm == "head":
+            vec = vec / torch.sqrt((vec ** 2).mean() + 1e-6) * norm.weight
+        out = vec.clone()  # features r.. are left as they are
+        for i, f in enumerate(freqs):  # pair (i, i + r/2) turned by pos * f
             c, s = math.cos(pos * f), math.sin(pos * f)
-            out[i], out[i + 3] = vec[i] * c - vec[i + 3] * s, vec[i + 3] * c + vec[i] * s
+            out[i], out[i + r // 2] = vec[i] * c - vec[i + r // 2] * s, vec[i + r // 2] * c + vec[i] * s
         return out
 
     heads = []
@@ -199,9 +215,11 @@ def test_qk_norm_and_qkv_bias_by_hand():
         g = h // 2  # two query heads share each key/value head
         rows = []
         for t in range(5):
-            q = norm_and_rotate(q_all[t, 6 * h:6 * h + 6], attn.q_norm.weight, t)
-            keys = [norm_and_rotate(k_all[j, 6 * g:6 * g + 6], attn.k_norm.weight, j) for j in range(t + 1)]
+            q = norm_and_rotate(q_all[t, 6 * h:6 * h + 6], attn.q_norm, t)
+            keys = [norm_and_rotate(k_all[j, 6 * g:6 * g + 6], attn.k_norm, j) for j in range(t + 1)]
             scores = torch.stack([q @ k for k in keys]) / math.sqrt(6)
+            if softcap is not None:
+                scores = softcap * torch.tanh(scores / softcap)
             weights = scores.softmax(0)
             rows.append(sum(weights[j] * v_all[j, 6 * g:6 * g + 6] for j in range(t + 1)))
         heads.append(torch.stack(rows))
@@ -222,7 +240,8 @@ def test_options_round_trip_through_an_attnlab_checkpoint(tmp_path):
 
 
 @pytest.mark.parametrize("changes, message", [
-    (dict(qk_norm="all"), "qk_norm='all': unknown value; allowed: none, head"),
+    (dict(qk_norm="rms"), "qk_norm='rms': unknown value; allowed: none, head, all"),
+    (dict(qk_norm="head", norm="layernorm"), "qk_norm='head': q and k are normalised by an RMSNorm"),
     (dict(sliding_window=0), "sliding_window=0: must be a positive integer"),
     (dict(rope_scaling={"type": "longrope", "factor": 2.0}), "'type' must be one of linear, dynamic, llama3, yarn"),
     (dict(rope_scaling={"type": "linear"}), "type 'linear' needs factor"),
@@ -230,6 +249,13 @@ def test_options_round_trip_through_an_attnlab_checkpoint(tmp_path):
     (dict(rope_scaling={"type": "linear", "factor": -2.0}), "'factor' must be a positive finite number"),
     (dict(rope_scaling={**LLAMA3, "high_freq_factor": 0.5}), "'high_freq_factor' must exceed 'low_freq_factor'"),
     (dict(position="learned", rope_scaling={"type": "linear", "factor": 2.0}), "needs position='rope'"),
+    (dict(rotary_dim=3), "rotary_dim=3: rotates pairs of RoPE features"),
+    (dict(rotary_dim=32), "an even number up to d_head=16"),
+    (dict(parallel_residual=True, norm_placement="post"), "parallel_residual=True: both sub-layers read"),
+    (dict(attn_softcap=0.0), "attn_softcap=0.0: must be a positive finite number"),
+    (dict(logit_softcap=float("inf")), "logit_softcap=inf: must be a positive finite number"),
+    (dict(global_every=2), "global_every=2: picks the layers that see past the sliding window"),
+    (dict(sliding_window=4, global_every=1), "a period of at least 2"),
 ])
 def test_bad_options_are_refused_in_one_line(changes, message):
     base = dict(topology="decoder", position="rope")
@@ -245,7 +271,8 @@ def test_sliding_window_needs_a_decoder():
 
 @pytest.mark.parametrize("changes", [dict(qkv_bias=True), dict(qkv_bias=True, bias=True),
                                      dict(qkv_bias=False, bias=True), dict(qk_norm="head", d_head=12),
-                                     dict(qk_norm="head", qkv_bias=True)])
+                                     dict(qk_norm="head", qkv_bias=True), dict(qk_norm="all"),
+                                     dict(norm_placement="sandwich"), dict(norm_placement="output")])
 def test_parameter_count_knows_the_options(changes):
     """The torch-free count (`attnlab models`, `attnlab params`) equals the built model's, and so does the seeds'
     closed form plus its itemised gap."""
@@ -253,3 +280,96 @@ def test_parameter_count_knows_the_options(changes):
     built = build_model(config, device="meta").num_parameters()
     assert exact_parameters(config) == built
     assert closed_form(config) + sum(count for _, count in formula_gap(config)) == built
+
+
+def test_parallel_residual_is_its_formula():
+    """x + Attn(Norm1(x)) + FFN(Norm2(x)): the feed-forward reads the block's input, not attention's output."""
+    model = _decoder(parallel_residual=True, n_layers=1, norm="layernorm")
+    block = model.blocks[0]
+    x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(5))
+    with torch.no_grad():
+        got = block(x, is_causal=True)
+        expected = x + block.attn(block.norm1(x), is_causal=True) + block.ffn(block.norm2(x))
+        sequential = x + block.attn(block.norm1(x), is_causal=True)
+        sequential = sequential + block.ffn(block.norm2(sequential))
+    assert (got - expected).abs().max() <= 1e-6
+    assert (got - sequential).abs().max() > 1e-3
+
+
+def test_neox_head_by_head_qkv_rows():
+    """HF GPT-NeoX's query_key_value rows are q_0 k_0 v_0 q_1 k_1 v_1 ...: attnlab's qkv is all q, all k, all v."""
+    from attnlab.interop.mapping import HEADS_QKV
+
+    config = ModelConfig(topology="decoder", d_model=12, n_heads=3, position="rope")
+    theirs = torch.randn(3 * 12, 12)
+    ours = HEADS_QKV.to_ours([theirs], config)
+    for h in range(3):
+        for part in range(3):  # q, k, v
+            ours_rows = ours[part * 12 + 4 * h:part * 12 + 4 * h + 4]  # head h of part in attnlab's layout
+            assert torch.equal(ours_rows, theirs[12 * h + 4 * part:12 * h + 4 * part + 4])
+    assert torch.equal(HEADS_QKV.to_theirs(ours, config)[0], theirs)
+    bias = torch.randn(36)
+    assert torch.equal(HEADS_QKV.to_theirs(HEADS_QKV.to_ours([bias], config), config)[0], bias)
+
+
+def test_sandwich_and_output_norms_are_their_formulas():
+    """Gemma 2: x + Norm_after(F(Norm_before(x))) for each sub-layer; OLMo 2: x + Norm(F(x))."""
+    x = torch.randn(2, 6, 32, generator=torch.Generator().manual_seed(6))
+    sandwich = _decoder(norm_placement="sandwich", n_layers=1).blocks[0]
+    output = _decoder(norm_placement="output", n_layers=1).blocks[0]
+    with torch.no_grad():
+        a = sandwich.norm1
+        y = x + a.after(sandwich.attn(a.before(x), is_causal=True))
+        expected = y + sandwich.norm2.after(sandwich.ffn(sandwich.norm2.before(y)))
+        assert (sandwich(x, is_causal=True) - expected).abs().max() <= 1e-6
+        y = x + output.norm1(output.attn(x, is_causal=True))
+        expected = y + output.norm2(output.ffn(y))
+        assert (output(x, is_causal=True) - expected).abs().max() <= 1e-6
+
+
+def test_global_every_alternates_windowed_and_global_layers():
+    """global_every=2 with a window of 2: layer 0 sees the last 2 keys, layer 1 every key. Against the blocks run one
+    by one with masks built by a double loop."""
+    model = _decoder(sliding_window=2, global_every=2, n_layers=2)
+    ids = torch.randint(0, 50, (2, 7), generator=torch.Generator().manual_seed(7))
+
+    def mask(window):
+        keep = torch.tensor([[j <= i and (window is None or j > i - window) for j in range(7)] for i in range(7)])
+        return torch.zeros(7, 7).masked_fill(~keep, torch.finfo(torch.float32).min)[None, None]
+
+    with torch.no_grad():
+        got = model(ids).hidden
+        x = model.tokens(ids)
+        rope = model.rotary(torch.arange(7)[None])
+        x = model.blocks[0](x, bias=mask(2), rope=rope)
+        x = model.blocks[1](x, bias=mask(None), rope=rope)
+        expected = model.final_norm(x)
+        assert (got - expected).abs().max() <= 1e-5
+        model.config.global_every = None  # the window on both layers: something else
+        assert (model(ids).hidden - expected).abs().max() > 1e-3
+
+
+def test_logit_softcap_bounds_the_logits():
+    model = _decoder()
+    ids = torch.randint(0, 50, (2, 7), generator=torch.Generator().manual_seed(8))
+    with torch.no_grad():
+        plain = model(ids).logits
+        model.config.logit_softcap = 0.3
+        capped = model(ids).logits
+    assert (capped - 0.3 * torch.tanh(plain / 0.3)).abs().max() <= 1e-6
+    assert float(capped.abs().max()) < 0.3 < float(plain.abs().max())
+
+
+@pytest.mark.parametrize("changes, named", [(dict(qk_norm="head"), "qk_norm"),
+                                            (dict(sliding_window=4), "sliding_window"),
+                                            (dict(norm_placement="output"), "norm_placement"),
+                                            (dict(rope_scaling=LLAMA3), "rope_scaling")])
+def test_llama_gguf_export_refuses_what_it_cannot_say(changes, named, tmp_path):
+    """A LLaMA GGUF has no key for these options: written anyway, llama.cpp would compute another model."""
+    pytest.importorskip("gguf")
+    from attnlab.errors import CheckpointError
+    from attnlab.interop.gguf import save_gguf
+
+    with pytest.raises(CheckpointError, match=f"LLaMA-style decoders only; this one sets {named}"):
+        save_gguf(_decoder(**changes), tmp_path / "model.gguf")
+    assert not (tmp_path / "model.gguf").exists()

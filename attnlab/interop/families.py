@@ -18,7 +18,19 @@ from typing import Any
 
 from attnlab.config import ROPE_SCALINGS, ModelConfig
 from attnlab.errors import ConfigError
-from attnlab.interop.mapping import GATE_UP, KV, QKV, SQUEEZE0, TRANSPOSE, Rule, fused, linear, rule
+from attnlab.interop.mapping import (
+    GATE_UP,
+    HEADS_QKV,
+    KV,
+    PLUS_ONE,
+    QKV,
+    SQUEEZE0,
+    TRANSPOSE,
+    Rule,
+    fused,
+    linear,
+    rule,
+)
 
 # HF activation names -> attnlab's (and back: the first HF name listed for an attnlab activation wins)
 _ACT_FROM_HF = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu",
@@ -250,16 +262,11 @@ _ROPE_KEYS = {"original_max_len": "original_max_position_embeddings"}  # attnlab
 def _rope(hf: dict, family: str) -> tuple[float, dict[str, Any]]:
     """(rope_theta, ModelConfig.rope_scaling) from rope_parameters (transformers 5) or rope_scaling (older files),
     with the defaults transformers fills in: llama3 and yarn read their pre-training length from
-    original_max_position_embeddings (else max_position_embeddings), dynamic from max_position_embeddings."""
-    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
-    if not isinstance(params, dict):
-        raise ConfigError(f"{family}: rope_parameters must be a JSON object, got {type(params).__name__}")
+    original_max_position_embeddings (else max_position_embeddings), dynamic from max_position_embeddings.
+    GPT-NeoX's older files name theta rotary_emb_base."""
+    params = _rope_parameters(hf, family)
     kind = params.get("rope_type", params.get("type", "default"))
-    theta = float(params.get("rope_theta", hf.get("rope_theta", 10000.0)))
-    partial = params.get("partial_rotary_factor", hf.get("partial_rotary_factor", 1.0))
-    if partial not in (None, 1, 1.0):
-        raise ConfigError(f"{family}: partial_rotary_factor={partial!r} is not supported; only 1.0 (every feature "
-                          "rotated)")
+    theta = float(params.get("rope_theta", hf.get("rope_theta", hf.get("rotary_emb_base", 10000.0))))
     if kind == "default":
         return theta, {}
     if kind not in ROPE_SCALINGS:
@@ -280,6 +287,24 @@ def _rope(hf: dict, family: str) -> tuple[float, dict[str, Any]]:
     return theta, scaling
 
 
+def _rope_parameters(hf: dict, family: str) -> dict:
+    params = hf.get("rope_parameters") or hf.get("rope_scaling") or {}
+    if not isinstance(params, dict):
+        raise ConfigError(f"{family}: rope_parameters must be a JSON object, got {type(params).__name__}")
+    return params
+
+
+def _partial_rotary(hf: dict, family: str, d_head: int, default: float = 1.0) -> int | None:
+    """ModelConfig.rotary_dim from partial_rotary_factor (GPT-NeoX's older files: rotary_pct): int(d_head * factor)
+    features rotated, as transformers computes it; None when every feature is."""
+    params = _rope_parameters(hf, family)
+    factor = params.get("partial_rotary_factor", hf.get("partial_rotary_factor", hf.get("rotary_pct", default)))
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        raise ConfigError(f"{family}: partial_rotary_factor={factor!r}; allowed: a number in (0, 1]")
+    rotary_dim = int(d_head * factor)
+    return None if rotary_dim == d_head else rotary_dim
+
+
 def _rope_to_hf(c: ModelConfig) -> dict:
     """rope_parameters for config.json: the type, theta and every scaling key under its HF name."""
     scaling = dict(c.rope_scaling)
@@ -287,14 +312,16 @@ def _rope_to_hf(c: ModelConfig) -> dict:
     if kind == "dynamic":
         scaling.pop("original_max_len")  # transformers reads it from max_position_embeddings
     params = {"rope_type": kind, "rope_theta": c.rope_theta, **{_ROPE_KEYS.get(k, k): v for k, v in scaling.items()}}
+    if c.rotary_dim is not None:
+        params["partial_rotary_factor"] = c.rotary_dim / c.head_dim
     return {"rope_parameters": params, "rope_theta": c.rope_theta}
 
 
 def _sliding_window(hf: dict, family: str) -> int | None:
-    """Mistral slides every layer's window; Qwen2/Qwen3 only with use_sliding_window, on the layers layer_types
+    """Mistral and Phi-3 slide every layer's window; Qwen2/Qwen3 only with use_sliding_window, on the layers layer_types
     names (by default those from max_window_layers on). attnlab's window covers every layer or none."""
     window = hf.get("sliding_window")
-    if family == "mistral":
+    if family in ("mistral", "phi3"):
         return window
     if not hf.get("use_sliding_window", False) or window is None:
         return None
@@ -313,26 +340,30 @@ def _rotary_config(hf: dict, arch: dict, family: str) -> dict:
     """An HF LLaMA-layout config -> ModelConfig fields; the family decides the biases, q/k norm and window."""
     if hf.get("hidden_act", "silu") != "silu":
         raise ConfigError(f"{family}: hidden_act={hf['hidden_act']!r}; only 'silu' (SwiGLU)")
-    qkv_bias, qk_norm = None, "none"
+    qkv_bias = None
     if family == "llama":
         if bool(hf.get("attention_bias", False)) != bool(hf.get("mlp_bias", False)):
             raise ConfigError("llama: attention_bias and mlp_bias differ; attnlab has one `bias` flag for both")
         bias = bool(hf.get("attention_bias"))
-    elif family == "qwen3" and hf.get("attention_bias"):
-        raise ConfigError("qwen3: attention_bias=True (biases on W_Q, W_K, W_V and W_O but not the feed-forward) is "
-                          "not supported; attnlab's `bias` covers attention and feed-forward, `qkv_bias` W_Q, W_K, W_V")
-    else:  # qwen2: biases on W_Q, W_K, W_V only; qwen3, mistral: none
+    elif family in ("qwen3", "olmo2") and hf.get("attention_bias"):
+        raise ConfigError(f"{family}: attention_bias=True (biases on W_Q, W_K, W_V and W_O but not the "
+                          "feed-forward) is not supported; attnlab's `bias` covers attention and feed-forward, "
+                          "`qkv_bias` W_Q, W_K, W_V")
+    else:  # qwen2: biases on W_Q, W_K, W_V only; qwen3, mistral, olmo2: none
         bias, qkv_bias = False, True if family == "qwen2" else None
-    if family == "qwen3":
-        qk_norm = "head"
+    qk_norm = {"qwen3": "head", "olmo2": "all"}.get(family, "none")
+    placement = "output" if family == "olmo2" else "pre"  # OLMo 2 normalises each sub-layer's output instead
     v, d, h = hf["vocab_size"], hf["hidden_size"], hf["num_attention_heads"]
     kv = hf.get("num_key_value_heads") or h
     theta, scaling = _rope(hf, family)
+    rotary_dim = _partial_rotary(hf, family, hf.get("head_dim") or d // h)
+    if rotary_dim is not None and family != "phi3":
+        raise ConfigError(f"{family}: a partial_rotary_factor below 1 is not supported for this family; only 1.0")
     return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=h, n_kv_heads=None if kv == h else kv,
                 d_head=_head_dim(d, h, hf.get("head_dim")), d_ff=hf["intermediate_size"],
                 n_layers=hf["num_hidden_layers"], max_len=hf.get("max_position_embeddings", 2048), position="rope",
-                rope_theta=theta, rope_scaling=scaling, activation="swiglu", norm="rmsnorm",
-                norm_eps=hf.get("rms_norm_eps", 1e-6), norm_placement="pre", bias=bias, qkv_bias=qkv_bias,
+                rope_theta=theta, rope_scaling=scaling, rotary_dim=rotary_dim, activation="swiglu", norm="rmsnorm",
+                norm_eps=hf.get("rms_norm_eps", 1e-6), norm_placement=placement, bias=bias, qkv_bias=qkv_bias,
                 qk_norm=qk_norm, sliding_window=_sliding_window(hf, family),
                 tie_embeddings=hf.get("tie_word_embeddings", False), attn_dropout=hf.get("attention_dropout", 0.0),
                 **arch, **_ids(hf, v))
@@ -347,10 +378,12 @@ def _rotary_hf(c: ModelConfig, family: str) -> dict:
                eos_token_id=c.eos_token_id)
     if family == "llama":
         out.update(attention_bias=c.bias, mlp_bias=c.bias)
-    elif family == "qwen3":
+    elif family in ("qwen3", "olmo2"):
         out.update(attention_bias=False)
-    if family == "mistral":
+    if family in ("mistral", "phi3"):
         out.update(sliding_window=c.sliding_window)
+    if family == "phi3":  # Phi-3 keeps the pre-training length at the top level, where transformers reads it first
+        out.update(original_max_position_embeddings=c.rope_scaling.get("original_max_len", c.max_len))
     elif family in ("qwen2", "qwen3"):
         window = c.sliding_window is not None
         out.update(use_sliding_window=window, sliding_window=c.sliding_window, max_window_layers=0,
@@ -360,32 +393,178 @@ def _rotary_hf(c: ModelConfig, family: str) -> dict:
 
 def _rotary_table(c: ModelConfig) -> list[Rule]:
     layer = "model.layers.{i}"
+    # norm1 and norm2 sit before attention and the feed-forward (pre-LN), or after each (OLMo 2's output norms)
+    norms = (("post_attention_layernorm", "post_feedforward_layernorm") if c.norm_placement == "output"
+             else ("input_layernorm", "post_attention_layernorm"))
     rules = [rule("tokens.weight", "model.embed_tokens.weight"),
              *fused("blocks.{i}.attn.qkv", [f"{layer}.self_attn.{p}_proj" for p in "qkv"], c.attn_qkv_bias, QKV),
              *linear("blocks.{i}.attn.out", f"{layer}.self_attn.o_proj", c.bias),
-             *linear("blocks.{i}.norm1", f"{layer}.input_layernorm", bias=False),
-             *linear("blocks.{i}.norm2", f"{layer}.post_attention_layernorm", bias=False),
+             *linear("blocks.{i}.norm1", f"{layer}.{norms[0]}", bias=False),
+             *linear("blocks.{i}.norm2", f"{layer}.{norms[1]}", bias=False),
              *fused("blocks.{i}.ffn.up", [f"{layer}.mlp.gate_proj", f"{layer}.mlp.up_proj"], c.bias, GATE_UP),
              *linear("blocks.{i}.ffn.down", f"{layer}.mlp.down_proj", c.bias),
              *linear("final_norm", "model.norm", bias=False)]
-    if c.qk_norm == "head":
+    if c.qk_norm != "none":
         rules += [*linear("blocks.{i}.attn.q_norm", f"{layer}.self_attn.q_norm", bias=False),
                   *linear("blocks.{i}.attn.k_norm", f"{layer}.self_attn.k_norm", bias=False)]
     return rules + _untied_lm_head(c)
 
 
-def _rotary_family(name: str, classes: str) -> Family:
+def _phi3_table(c: ModelConfig) -> list[Rule]:
+    """LLaMA's table with Phi-3's fused matrices: qkv_proj is already q | k | v, gate_up_proj gate | up (no biases)."""
+    layer = "model.layers.{i}"
+    fused_here = {"blocks.{i}.attn.qkv.weight": f"{layer}.self_attn.qkv_proj.weight",
+                  "blocks.{i}.ffn.up.weight": f"{layer}.mlp.gate_up_proj.weight"}
+    return [rule(r.ours, fused_here[r.ours]) if r.ours in fused_here else r for r in _rotary_table(c)]
+
+
+def _rotary_family(name: str, classes: str, table: Callable[[ModelConfig], list[Rule]] = _rotary_table) -> Family:
     """A LLaMA-layout family: {classes}ForCausalLM (head='lm') and {classes}Model (head='none')."""
     return _decoder_family(name, "model.", f"{classes}ForCausalLM", f"{classes}Model",
                            lambda hf, arch: _rotary_config(hf, arch, name), lambda c: _rotary_hf(c, name),
-                           _rotary_table, r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
+                           table, r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
                            "RoPE frequencies older transformers saved; attnlab computes them from rope_theta")
 
+
+# ------------------------------------------------------------------------------------------ GPT-NeoX (Pythia)
+def _neox_config(hf: dict, arch: dict) -> dict:
+    """GPT-NeoX / Pythia: LayerNorms with biases, RoPE on the first quarter of each head (rotary_pct), attention and
+    feed-forward side by side (use_parallel_residual), q/k/v fused head by head, an untied output matrix."""
+    if not hf.get("attention_bias", True):
+        raise ConfigError("gpt_neox: attention_bias=False (no biases on attention, biases on the feed-forward) is not "
+                          "supported; attnlab's `bias` covers both")
+    v, d, h = hf["vocab_size"], hf["hidden_size"], hf["num_attention_heads"]
+    theta, scaling = _rope(hf, "gpt_neox")
+    return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=h, d_ff=hf["intermediate_size"],
+                n_layers=hf["num_hidden_layers"], max_len=hf.get("max_position_embeddings", 2048), position="rope",
+                rope_theta=theta, rope_scaling=scaling, rotary_dim=_partial_rotary(hf, "gpt_neox", d // h, 0.25),
+                activation=_act(hf.get("hidden_act", "gelu"), "gpt_neox"), norm="layernorm",
+                norm_eps=hf.get("layer_norm_eps", 1e-5), norm_placement="pre", bias=True,
+                parallel_residual=bool(hf.get("use_parallel_residual", True)),
+                tie_embeddings=hf.get("tie_word_embeddings", False), dropout=hf.get("hidden_dropout", 0.0),
+                attn_dropout=hf.get("attention_dropout", 0.0), **arch, **_ids(hf, v))
+
+
+def _neox_hf(c: ModelConfig) -> dict:
+    rope = _rope_to_hf(c)
+    rope["rope_parameters"]["partial_rotary_factor"] = c.rope_dim / c.head_dim  # said even at 1: NeoX's default is 1/4
+    return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
+                intermediate_size=c.d_ff, num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len, **rope,
+                hidden_act=_act_to_hf(c.activation, "gpt_neox"), layer_norm_eps=c.norm_eps,
+                use_parallel_residual=c.parallel_residual, attention_bias=True, tie_word_embeddings=c.tie_embeddings,
+                hidden_dropout=c.dropout, attention_dropout=c.attn_dropout, pad_token_id=c.pad_token_id,
+                bos_token_id=c.bos_token_id, eos_token_id=c.eos_token_id)
+
+
+def _neox_table(c: ModelConfig) -> list[Rule]:
+    layer = "gpt_neox.layers.{i}"
+    qkv = f"{layer}.attention.query_key_value"
+    rules = [rule("tokens.weight", "gpt_neox.embed_in.weight"),
+             *linear("blocks.{i}.norm1", f"{layer}.input_layernorm"),
+             rule("blocks.{i}.attn.qkv.weight", f"{qkv}.weight", HEADS_QKV),  # q, k, v head by head
+             rule("blocks.{i}.attn.qkv.bias", f"{qkv}.bias", HEADS_QKV),
+             *linear("blocks.{i}.attn.out", f"{layer}.attention.dense"),
+             *linear("blocks.{i}.norm2", f"{layer}.post_attention_layernorm"),
+             *linear("blocks.{i}.ffn.up", f"{layer}.mlp.dense_h_to_4h"),
+             *linear("blocks.{i}.ffn.down", f"{layer}.mlp.dense_4h_to_h"),
+             *linear("final_norm", "gpt_neox.final_layer_norm")]
+    return rules + ([rule("lm_head.proj.weight", "embed_out.weight")] if c.head == "lm" and not c.tie_embeddings
+                    else [])
+
+
+GPT_NEOX = _decoder_family("gpt_neox", "gpt_neox.", "GPTNeoXForCausalLM", "GPTNeoXModel", _neox_config, _neox_hf,
+                           _neox_table, r"gpt_neox\.layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)",
+                           "the causal-mask and RoPE buffers older transformers saved; attnlab makes both itself")
+
+# ------------------------------------------------------------------------------------------------- Gemma 2
+_GEMMA_ACT = {"gelu_pytorch_tanh": "geglu_tanh", "gelu_new": "geglu_tanh", "gelu": "geglu"}
+
+
+def _gemma_windows(hf: dict, n_layers: int) -> tuple[int | None, int | None]:
+    """(sliding_window, global_every) from layer_types: no window, a window on every layer, or on all but every
+    global_every-th layer (Gemma 2's default: layers 1, 3, 5 ... see every key)."""
+    window = hf.get("sliding_window")
+    types = hf.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+    sliding = [t == "sliding_attention" for t in types]
+    if window is None or not any(sliding):
+        return None, None
+    if all(sliding):
+        return window, None
+    for every in range(2, n_layers + 1):
+        if sliding == [bool((i + 1) % every) for i in range(n_layers)]:
+            return window, every
+    raise ConfigError("gemma2: layer_types is not a periodic pattern (every k-th layer global, the others sliding); "
+                      "attnlab's global_every cannot describe it")
+
+
+def _gemma2_config(hf: dict, arch: dict) -> dict:
+    """Gemma 2: sandwich RMSNorms with (1 + w) gains, GELU-tanh gated feed-forward, embeddings times sqrt(d_model),
+    soft-capped scores and logits, queries scaled by query_pre_attn_scalar^-1/2, alternating sliding windows."""
+    if hf.get("attention_bias"):
+        raise ConfigError("gemma2: attention_bias=True is not supported (attnlab's `bias` would put biases on the "
+                          "feed-forward too)")
+    act = hf.get("hidden_activation") or hf.get("hidden_act") or "gelu_pytorch_tanh"
+    if act not in _GEMMA_ACT:
+        raise ConfigError(f"gemma2: hidden_activation={act!r}; supported: {', '.join(_GEMMA_ACT)}")
+    v, d, h = hf["vocab_size"], hf["hidden_size"], hf["num_attention_heads"]
+    kv = hf.get("num_key_value_heads") or h
+    d_head = hf.get("head_dim") or d // h
+    theta, scaling = _rope(hf, "gemma2")
+    window, every = _gemma_windows(hf, hf["num_hidden_layers"])
+    query_scalar = hf.get("query_pre_attn_scalar", d_head)
+    return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=h, n_kv_heads=None if kv == h else kv,
+                d_head=_head_dim(d, h, d_head), d_ff=hf["intermediate_size"], n_layers=hf["num_hidden_layers"],
+                max_len=hf.get("max_position_embeddings", 8192), position="rope", rope_theta=theta,
+                rope_scaling=scaling, activation=_GEMMA_ACT[act], norm="rmsnorm", norm_eps=hf.get("rms_norm_eps", 1e-6),
+                norm_placement="sandwich", bias=False, scale_embeddings=True,
+                attn_scale=None if query_scalar == d_head else float(query_scalar) ** -0.5,
+                attn_softcap=hf.get("attn_logit_softcapping"), logit_softcap=hf.get("final_logit_softcapping"),
+                sliding_window=window, global_every=every, tie_embeddings=hf.get("tie_word_embeddings", True),
+                attn_dropout=hf.get("attention_dropout", 0.0), **arch, **_ids(hf, v))
+
+
+def _gemma2_hf(c: ModelConfig) -> dict:
+    every = c.global_every
+    sliding = [c.sliding_window is not None and (every is None or bool((i + 1) % every)) for i in range(c.n_layers)]
+    query_scalar = c.head_dim if c.attn_scale is None else c.attn_scale ** -2
+    if round(query_scalar) and abs(query_scalar - round(query_scalar)) <= 1e-6 * query_scalar:
+        query_scalar = round(query_scalar)  # an integer in transformers' config (12 ** -0.5 squared is 12.000000001)
+    return dict(vocab_size=c.vocab_size, hidden_size=c.d_model, num_attention_heads=c.n_heads,
+                num_key_value_heads=c.kv_heads, head_dim=c.head_dim, intermediate_size=c.d_ff,
+                num_hidden_layers=c.n_layers, max_position_embeddings=c.max_len, **_rope_to_hf(c),
+                hidden_activation={v: k for k, v in _GEMMA_ACT.items()}.get(c.activation, c.activation),
+                rms_norm_eps=c.norm_eps, attention_bias=False, query_pre_attn_scalar=query_scalar,
+                attn_logit_softcapping=c.attn_softcap, final_logit_softcapping=c.logit_softcap,
+                sliding_window=c.sliding_window,
+                layer_types=["sliding_attention" if s else "full_attention" for s in sliding],
+                tie_word_embeddings=c.tie_embeddings, attention_dropout=c.attn_dropout, pad_token_id=c.pad_token_id,
+                bos_token_id=c.bos_token_id, eos_token_id=c.eos_token_id)
+
+
+def _gemma2_table(c: ModelConfig) -> list[Rule]:
+    layer = "model.layers.{i}"
+    norms = (("norm1.before", "input_layernorm"), ("norm1.after", "post_attention_layernorm"),
+             ("norm2.before", "pre_feedforward_layernorm"), ("norm2.after", "post_feedforward_layernorm"))
+    rules = [rule("tokens.weight", "model.embed_tokens.weight"),
+             *fused("blocks.{i}.attn.qkv", [f"{layer}.self_attn.{p}_proj" for p in "qkv"], False, QKV),
+             *linear("blocks.{i}.attn.out", f"{layer}.self_attn.o_proj", False),
+             *[rule(f"blocks.{{i}}.{ours}.weight", f"{layer}.{theirs}.weight", PLUS_ONE) for ours, theirs in norms],
+             *fused("blocks.{i}.ffn.up", [f"{layer}.mlp.gate_proj", f"{layer}.mlp.up_proj"], False, GATE_UP),
+             *linear("blocks.{i}.ffn.down", f"{layer}.mlp.down_proj", False),
+             rule("final_norm.weight", "model.norm.weight", PLUS_ONE)]
+    return rules + _untied_lm_head(c)
+
+
+GEMMA2 = _decoder_family("gemma2", "model.", "Gemma2ForCausalLM", "Gemma2Model", _gemma2_config, _gemma2_hf,
+                         _gemma2_table, r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
+                         "RoPE frequencies older transformers saved; attnlab computes them from rope_theta")
 
 LLAMA = _rotary_family("llama", "Llama")
 QWEN2 = _rotary_family("qwen2", "Qwen2")
 QWEN3 = _rotary_family("qwen3", "Qwen3")
 MISTRAL = _rotary_family("mistral", "Mistral")
+OLMO2 = _rotary_family("olmo2", "Olmo2")
+PHI3 = _rotary_family("phi3", "Phi3", _phi3_table)
 
 
 # ----------------------------------------------------------------------------------------------------- ViT
@@ -617,5 +796,7 @@ T5 = Family("t5", ("t5",), "",
             _t5_config, _t5_hf, _t5_table)
 
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, GPT2, VIT, BART, MARIAN, T5, LLAMA, QWEN2, QWEN3, MISTRAL)}
+# the rotary decoders of today's open families; on export the first that reproduces a config exactly is written
+OPEN_DECODERS = (LLAMA, QWEN2, QWEN3, MISTRAL, OLMO2, PHI3, GPT_NEOX, GEMMA2)
+FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, GPT2, VIT, BART, MARIAN, T5, *OPEN_DECODERS)}
 BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES.values() for t in f.model_types}

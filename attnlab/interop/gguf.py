@@ -382,6 +382,16 @@ def _llama_keys(config) -> list[tuple[str, int | float]]:
             ("vocab_size", config.vocab_size)]
 
 
+def llama_departures(config) -> dict[str, bool]:
+    """The block options of the other open families (Qwen, Mistral, OLMo 2, Phi-3, Gemma 2, GPT-NeoX), each True
+    where `config` uses it: a LLaMA GGUF cannot say any of them."""
+    return {"qkv_bias": config.attn_qkv_bias, "qk_norm": config.qk_norm != "none",
+            "sliding_window": config.sliding_window is not None, "rope_scaling": bool(config.rope_scaling),
+            "rotary_dim": config.rotary_dim is not None, "parallel_residual": config.parallel_residual,
+            "norm_placement": config.norm_placement != "pre", "attn_softcap": config.attn_softcap is not None,
+            "logit_softcap": config.logit_softcap is not None, "scale_embeddings": config.scale_embeddings}
+
+
 def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None,
               keep_quantized: bool = True) -> Path:
     """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order).
@@ -405,6 +415,9 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     if not (config.topology == "decoder" and config.position == "rope" and config.norm == "rmsnorm"
             and config.activation == "swiglu" and not config.bias):
         raise CheckpointError("save_gguf writes LLaMA-style decoders only (rope, rmsnorm, swiglu, no biases)")
+    beyond_llama = [name for name, value in llama_departures(config).items() if value]
+    if beyond_llama:  # a llama GGUF has no key for them: the file would compute another model
+        raise CheckpointError(f"save_gguf writes LLaMA-style decoders only; this one sets {', '.join(beyond_llama)}")
     if dtype not in DTYPES:
         raise CheckpointError(f"save_gguf: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     path = Path(path)

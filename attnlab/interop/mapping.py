@@ -66,7 +66,33 @@ class Concat(Transform):
         return list(tensor.split(self.sizes(config), dim=0))
 
 
-COPY, TRANSPOSE, SQUEEZE0 = Copy(), Transpose(), Squeeze0()
+class HeadsQKV(Transform):
+    """GPT-NeoX's fused query_key_value holds q, k and v head by head (q_0 k_0 v_0 q_1 k_1 v_1 ... rows of d_head
+    each); attnlab's qkv holds all q heads, then all k heads, then all v heads. Rows are moved, nothing else (a
+    weight (3 * heads * d_head, d_model) or a bias (3 * heads * d_head,))."""
+
+    def to_ours(self, tensors, config):
+        t = tensors[0]
+        per_head = t.reshape(config.n_heads, 3, config.head_dim, *t.shape[1:])  # (heads, q|k|v, d_head, ...)
+        return per_head.transpose(0, 1).reshape(t.shape).contiguous()
+
+    def to_theirs(self, tensor, config):
+        grouped = tensor.reshape(3, config.n_heads, config.head_dim, *tensor.shape[1:])  # (q|k|v, heads, ...)
+        return [grouped.transpose(0, 1).reshape(tensor.shape).contiguous()]
+
+
+class PlusOne(Transform):
+    """Gemma's RMSNorm multiplies by (1 + w) and stores w; attnlab's multiplies by its gain, which is then 1 + w
+    (the same float32 sum Gemma makes in every forward)."""
+
+    def to_ours(self, tensors, config):
+        return tensors[0] + 1
+
+    def to_theirs(self, tensor, config):
+        return [tensor - 1]
+
+
+COPY, TRANSPOSE, SQUEEZE0, HEADS_QKV, PLUS_ONE = Copy(), Transpose(), Squeeze0(), HeadsQKV(), PlusOne()
 QKV = Concat(lambda c: [c.n_heads * c.head_dim, c.kv_heads * c.head_dim, c.kv_heads * c.head_dim])
 KV = Concat(lambda c: [c.kv_heads * c.head_dim, c.kv_heads * c.head_dim])
 GATE_UP = Concat(lambda c: [c.d_ff, c.d_ff])

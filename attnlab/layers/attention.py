@@ -30,6 +30,17 @@ from attnlab.recording import active
 _NO_CONTEXT = contextlib.nullcontext()
 
 
+class _KeepAll:
+    """A recorder that keeps nothing and changes nothing: _explicit's stand-in when no recorder is active."""
+
+    @staticmethod
+    def keep(module, name, value, head_axis=None):
+        return value
+
+
+_KEEP_ALL = _KeepAll()
+
+
 def _growing_kv_backends():
     """SDPA without cuDNN's kernel, for attention over a KV cache on a GPU.
 
@@ -64,14 +75,21 @@ class Attention(nn.Module):
             # wide: decoding steps read it from an (in, out) copy (layers/linear.py)
             self.qkv = Linear(d, q_width + 2 * kv_width, bias=config.attn_qkv_bias)
         self.out = nn.Linear(q_width, d, bias=config.bias)  # W_O
-        # Qwen3's q/k norm: each head's q and k rescaled to unit root mean square (times a learned gain shared by
-        # the heads) before RoPE, which bounds the scores however large the projections grow
-        per_head = not cross and config.qk_norm == "head"
-        self.q_norm = RMSNorm(self.d_head, eps=config.norm_eps) if per_head else None
-        self.k_norm = RMSNorm(self.d_head, eps=config.norm_eps) if per_head else None
+        # q/k norm: q and k rescaled to unit root mean square (times a learned gain) before RoPE, which bounds the
+        # scores however large the projections grow; per head over d_head features (Qwen3, the gain shared by the
+        # heads) or over all heads' features at once (OLMo 2)
+        self.qk_norm = "none" if cross else config.qk_norm
+        q_features, k_features = (self.d_head, self.d_head) if self.qk_norm == "head" else (q_width, kv_width)
+        normed = self.qk_norm != "none"
+        self.q_norm = RMSNorm(q_features, eps=config.norm_eps) if normed else None
+        self.k_norm = RMSNorm(k_features, eps=config.norm_eps) if normed else None
+        # partial RoPE (GPT-NeoX): only the first rotary_dim features of each head turn, the rest pass as they are
+        self.rotary_dim = config.rope_dim if not cross and config.rope_dim < self.d_head else None
         # the general path (`_project`) for cross-attention and for any option above; the plain self-attention of
         # every other model takes the specialised branches of forward() at the cost of this one test
-        self.special = cross or per_head
+        # Gemma 2 caps the scores (cap * tanh(scores / cap)): SDPA cannot, so such a layer always runs _explicit
+        self.softcap = None if cross else config.attn_softcap
+        self.special = cross or normed or self.rotary_dim is not None or self.softcap is not None
 
     def sites(self) -> tuple[str, ...]:
         """The names this module records or lets edit (attnlab.recording.sites)."""
@@ -99,6 +117,9 @@ class Attention(nn.Module):
         native = not self.cross and getattr(cache, "slot", None) is not None and self._native_decoding(x, bias)
         if self.special:
             q, k, v = self._project(x, rope, context, cache)
+            if self.softcap is not None:
+                rec = active()
+                return self._combine(self._explicit(q, k, v, bias, is_causal, rec or _KEEP_ALL), rec)
         elif self.n_kv_heads == self.n_heads and cache is None:
             # training and cache-free forwards: split the last dimension, then each into heads (views, no copy).
             # Its backward writes the three gradients straight into the projection's layout; unbinding the packed
@@ -157,9 +178,17 @@ class Attention(nn.Module):
         out = out.transpose(1, 2).reshape(batch, q_len, self.q_width)  # concat heads
         return self.out(out)  # (batch, q_len, d_model)
 
+    def _combine(self, out: torch.Tensor, rec) -> torch.Tensor:
+        """Heads (batch, heads, q_len, d_head) -> (batch, q_len, d_model) through W_O (per head when recorded): the
+        end of forward() for a layer that attended on its own path."""
+        if rec is not None and rec.wants_any(self, _PER_HEAD):
+            return self._per_head(out.transpose(1, 2), rec)
+        batch, _, q_len, _ = out.shape
+        return self.out(out.transpose(1, 2).reshape(batch, q_len, self.q_width))
+
     def _project(self, x: torch.Tensor, rope, context, cache) -> tuple[torch.Tensor, ...]:
-        """Q, K, V for cross-attention, or for a self-attention with q/k norm; (batch, heads, seq, d_head) each
-        (K and V with kv_heads, everything cached so far)."""
+        """Q, K, V for cross-attention, or for a self-attention with q/k norm or partial RoPE; (batch, heads, seq,
+        d_head) each (K and V with kv_heads, everything cached so far)."""
         if self.cross:
             q = self._heads(self.q(x), self.n_heads)
             if cache is not None and cache.k is not None:
@@ -169,14 +198,19 @@ class Attention(nn.Module):
                 cache.k, cache.v = k, v
             return q, k, v
         batch, q_len, _ = x.shape
-        h, g = self.n_heads, self.n_kv_heads
-        heads = self.qkv(x).view(batch, q_len, h + 2 * g, self.d_head)  # Q heads, then K's, then V's
-        q, k, v = heads.split((h, g, g), dim=2)
-        if self.q_norm is not None:  # over each head's d_head features
+        q, k, v = self.qkv(x).split((self.q_width, self.kv_width, self.kv_width), dim=-1)  # (batch, q_len, width)
+        if self.qk_norm == "all":  # over all heads' features
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = (t.view(batch, q_len, -1, self.d_head) for t in (q, k, v))  # (batch, q_len, heads, d_head)
+        if self.qk_norm == "head":  # over each head's d_head features
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # (batch, heads, q_len, d_head)
-        if rope is not None:
+        if rope is not None and self.rotary_dim is None:
             q, k = apply_rotary(q, *rope), apply_rotary(k, *rope)
+        elif rope is not None:  # cos, sin are rotary_dim wide: the first features turn, the others are kept
+            r = self.rotary_dim
+            q = torch.cat((apply_rotary(q[..., :r], *rope), q[..., r:]), dim=-1)
+            k = torch.cat((apply_rotary(k[..., :r], *rope), k[..., r:]), dim=-1)
         if cache is not None:
             k, v = cache.append(k, v)  # (batch, kv_heads, cached + q_len, d_head)
         return q, k, v
@@ -191,9 +225,10 @@ class Attention(nn.Module):
         if not torch.compiler.is_compiling():
             return False
         if x.shape[1] != 1 or bias is not None or x.device.type != "cpu" or x.dtype != torch.float32 \
-                or (self.training and self.dropout_p):
+                or (self.training and self.dropout_p) or self.softcap is not None:
             raise RuntimeError("a compiled decoding step with the cache's slot set takes one float32 CPU token per "
-                               "row, no attention bias and no dropout (generation/compiled.py decides)")
+                               "row, no attention bias, no dropout and no score capping (generation/compiled.py "
+                               "decides)")
         return True
 
     def _per_head(self, z: torch.Tensor, rec) -> torch.Tensor:
@@ -222,6 +257,8 @@ class Attention(nn.Module):
         k = rec.keep(self, "k", k, head_axis=1)  # (batch, heads, k, d_head): per query head
         v = rec.keep(self, "v", v, head_axis=1)
         raw = (q @ k.transpose(-2, -1)) * self.scale  # (batch, heads, q, k)
+        if self.softcap is not None:  # bounded to (-cap, cap), nearly unchanged while |scores| << cap
+            raw = torch.tanh(raw / self.softcap) * self.softcap
         if is_causal:
             keep = causal_mask(q.shape[-2], k.shape[-2], q.device)
             raw = raw.masked_fill(~keep, torch.finfo(raw.dtype).min)

@@ -24,6 +24,19 @@ class RMSNorm(nn.RMSNorm):
         return super().forward(x)
 
 
+class SandwichNorm(nn.Module):
+    """The two norms around one sub-layer (Gemma 2): x + after(F(before(x))). Block._sublayer applies them."""
+
+    def __init__(self, config: ModelConfig):
+        super().__init__()
+        self.before, self.after = make_norm(config), make_norm(config)
+
+
+def make_sublayer_norm(config: ModelConfig) -> nn.Module:
+    """What a block keeps per sub-layer: one norm, or a SandwichNorm when norm_placement='sandwich'."""
+    return SandwichNorm(config) if config.norm_placement == "sandwich" else make_norm(config)
+
+
 def make_norm(config: ModelConfig) -> nn.Module:
     """LayerNorm re-centres and re-scales (gamma, beta); RMSNorm only re-scales by the root mean square."""
     if config.norm == "layernorm":

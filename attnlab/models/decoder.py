@@ -47,6 +47,8 @@ class Decoder(Stack, TransformerModel):
         h = self.run(self.tokens(input_ids), attention_mask=attention_mask, position_ids=position_ids, cache=cache,
                      validate=validate)
         logits = self.lm_head(h[:, -1:] if last_only else h) if self.config.head == "lm" else None
+        if logits is not None and self.config.logit_softcap is not None:  # Gemma 2: within (-cap, cap)
+            logits = torch.tanh(logits / self.config.logit_softcap) * self.config.logit_softcap
         recorder = active()
         if logits is not None and recorder is not None:
             logits = recorder.keep(self, "logits", logits)

@@ -64,7 +64,7 @@ class Stack(nn.Module):
         elif config.position == "sinusoidal":
             self.positions = SinusoidalPositions(self.max_len, d, config.sinusoidal_layout)
         elif config.position == "rope":
-            self.rotary = Rotary(config.head_dim, config.rope_theta, config.rope_scaling)
+            self.rotary = Rotary(config.rope_dim, config.rope_theta, config.rope_scaling)
         elif config.position == "alibi":
             self.alibi = ALiBi(config.n_heads)
         elif config.position == "t5":
@@ -170,10 +170,19 @@ class Stack(nn.Module):
                                                  attention_mask=context_mask, dtype=x.dtype, device=x.device)
         rope = self.rotary(position_ids) if self.rotary is not None else None
 
-        for i, block in islice(enumerate(self.blocks), start, None):  # islice: no ModuleList indexing per block
-            x = block(x, bias=bias, is_causal=is_causal, rope=rope, context=context, context_bias=context_bias,
-                      cache=cache.layers[i] if cache is not None else None,
-                      cross_cache=cache.cross[i] if cache is not None and cache.cross is not None else None)
+        if self.config.global_every is None:
+            for i, block in islice(enumerate(self.blocks), start, None):  # islice: no ModuleList indexing per block
+                x = block(x, bias=bias, is_causal=is_causal, rope=rope, context=context, context_bias=context_bias,
+                          cache=cache.layers[i] if cache is not None else None,
+                          cross_cache=cache.cross[i] if cache is not None and cache.cross is not None else None)
+        else:  # Gemma 2: every global_every-th layer sees every key, the others only the window (a decoder: no cross)
+            every = self.config.global_every
+            full = attention_bias(q_len=seq, k_len=total, causal=self.causal, attention_mask=attention_mask,
+                                  position_bias=position_bias, dtype=x.dtype, device=x.device)
+            for i, block in islice(enumerate(self.blocks), start, None):
+                layer_bias, layer_causal = full if (i + 1) % every == 0 else (bias, is_causal)
+                x = block(x, bias=layer_bias, is_causal=layer_causal, rope=rope,
+                          cache=cache.layers[i] if cache is not None else None)
         if self.final_norm is not None:
             x = self.final_norm(x)
         if recorder is not None:

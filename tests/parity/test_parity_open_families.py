@@ -1,4 +1,5 @@
-"""Open decoder families from a Hugging Face directory: Qwen2, Qwen3, Mistral, and LLaMA with scaled RoPE.
+"""Open decoder families from a Hugging Face directory: Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, Gemma 2,
+GPT-NeoX (Pythia), and LLaMA with scaled RoPE.
 
 Each case is a tiny random model built from the transformers config class, written by `save_pretrained` to a
 temporary folder and read back by `attnlab.load`. Proven equal to transformers:
@@ -6,7 +7,8 @@ temporary folder and read back by `attnlab.load`. Proven equal to transformers:
 - greedy generation with attnlab's KV cache gives the very same tokens as transformers' generate (weights drawn
   peaked, std 0.15, so that an argmax is never a near-tie between two float32 roundings).
 Several settings of each option: grouped-query attention on and off, an explicit head_dim, a sliding window
-shorter than the prompt and than the generated text, each RoPE scaling type.
+shorter than the prompt and than the generated text, each RoPE scaling type, partial RoPE, parallel and sequential
+residuals.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ _SHAPE = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=40, num_hidden
               max_position_embeddings=64, attn_implementation="eager")
 _LLAMA3 = {"rope_type": "llama3", "rope_theta": 10000.0, "factor": 8.0, "low_freq_factor": 1.0,
            "high_freq_factor": 4.0, "original_max_position_embeddings": 16}
+_PHI3_IDS = dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)  # Phi-3's defaults lie outside a tiny vocabulary
 
 # name -> (HF model class name, HF config class name, config keywords)
 CASES = {
@@ -62,6 +65,37 @@ CASES = {
                                                             max_position_embeddings=8,
                                                             rope_parameters={"rope_type": "dynamic", "factor": 2.0,
                                                                              "rope_theta": 10000.0})),
+    # OLMo 2: RMSNorm on each sub-layer's output (not its input), q/k norm over all heads' features at once
+    "olmo2-gqa": ("Olmo2ForCausalLM", "Olmo2Config", dict(num_attention_heads=4, num_key_value_heads=2)),
+    "olmo2-mha-tied": ("Olmo2ForCausalLM", "Olmo2Config", dict(num_attention_heads=4, num_key_value_heads=4,
+                                                              tie_word_embeddings=True, rms_norm_eps=1e-6)),
+    # Phi-3: q | k | v and gate | up stored fused; a sliding window; partial RoPE
+    "phi3-gqa-window": ("Phi3ForCausalLM", "Phi3Config", dict(num_attention_heads=4, num_key_value_heads=2,
+                                                             sliding_window=5, **_PHI3_IDS)),
+    "phi3-mha-partial": ("Phi3ForCausalLM", "Phi3Config", dict(num_attention_heads=4, num_key_value_heads=4,
+                                                              partial_rotary_factor=0.5, **_PHI3_IDS)),
+    # Gemma 2: sandwich norms with (1 + w) gains, GELU-tanh gated feed-forward, embeddings times sqrt(d_model),
+    # soft-capped scores and logits (caps far below 50 and 30, so that capping matters at these sizes),
+    # query_pre_attn_scalar,
+    # a sliding window on layers 0, 2 (of 4), on every layer, or longer than the text
+    "gemma2-alternating": ("Gemma2ForCausalLM", "Gemma2Config", dict(
+        num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=2, head_dim=8, sliding_window=3,
+        attn_logit_softcapping=0.05, final_logit_softcapping=0.5, query_pre_attn_scalar=12)),
+    "gemma2-mha-all-windowed": ("Gemma2ForCausalLM", "Gemma2Config", dict(
+        num_attention_heads=4, num_key_value_heads=4, head_dim=12, sliding_window=4, attn_logit_softcapping=0.1,
+        final_logit_softcapping=None, layer_types=["sliding_attention"] * 2)),
+    "gemma2-no-caps-long-window": ("Gemma2ForCausalLM", "Gemma2Config", dict(
+        num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=64,
+        attn_logit_softcapping=None, final_logit_softcapping=None)),
+    # GPT-NeoX: RoPE on the first quarter (default rotary_pct) or half of each head, attention and feed-forward in
+    # parallel (default) or one after the other; q, k, v fused head by head
+    "neox-parallel-quarter": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(num_attention_heads=4)),
+    "neox-sequential-half": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        num_attention_heads=2, use_parallel_residual=False,
+        rope_parameters={"rope_type": "default", "rope_theta": 500.0, "partial_rotary_factor": 0.5})),
+    "neox-tied-linear-rope": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(
+        num_attention_heads=4, tie_word_embeddings=True, hidden_act="gelu_new",
+        rope_parameters={"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0, "partial_rotary_factor": 0.5})),
 }
 
 
@@ -112,6 +146,25 @@ def test_greedy_generation_with_cache_equals_transformers(case, tmp_path):
     assert got.sequences.tolist() == expected.tolist()
 
 
+@pytest.mark.parametrize("case", ["qwen2-gqa", "qwen3-gqa-head_dim", "mistral-window4-gqa", "qwen2-all-layers-window",
+                                  "olmo2-gqa", "phi3-gqa-window", "phi3-mha-partial", "gemma2-alternating",
+                                  "gemma2-mha-all-windowed", "neox-parallel-quarter", "neox-sequential-half",
+                                  "llama3-rope", "yarn-mscale-rope", "dynamic-rope"])
+def test_written_back_for_transformers(case, tmp_path):
+    """attnlab writes the family's layout back (model.save(d, format="hf")): transformers' from_pretrained computes
+    the original's logits from it, and attnlab reads the same config and the very same tensors back."""
+    hf, ours = _saved(case, tmp_path / "original")
+    ours.save(tmp_path / "written", format="hf")
+    reread = getattr(transformers, CASES[case][0]).from_pretrained(tmp_path / "written").eval()
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
+    back, _ = attnlab.load(tmp_path / "written")
+    assert back.config.replace(name="", extra={}) == ours.config.replace(name="", extra={})
+    state = back.state_dict()
+    assert all(torch.equal(tensor, state[name]) for name, tensor in ours.state_dict().items())
+
+
 def test_options_reach_the_config(tmp_path):
     """What each family turns on, read from the directory (so a translation that drops an option fails here even
     where the tiny model's logits would hide it)."""
@@ -121,7 +174,17 @@ def test_options_reach_the_config(tmp_path):
                 "qwen2-all-layers-window": dict(sliding_window=3),
                 "llama3-rope": dict(rope_scaling={"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
                                                   "high_freq_factor": 4.0, "original_max_len": 16}),
-                "dynamic-rope": dict(rope_scaling={"type": "dynamic", "factor": 2.0, "original_max_len": 8})}
+                "dynamic-rope": dict(rope_scaling={"type": "dynamic", "factor": 2.0, "original_max_len": 8}),
+                "olmo2-gqa": dict(qk_norm="all", norm_placement="output", bias=False, final_norm=None),
+                "phi3-gqa-window": dict(sliding_window=5, n_kv_heads=2, rotary_dim=None),
+                "phi3-mha-partial": dict(rotary_dim=4, sliding_window=None),
+                "gemma2-alternating": dict(norm_placement="sandwich", sliding_window=3, global_every=2,
+                                           attn_softcap=0.05, logit_softcap=0.5, attn_scale=12 ** -0.5,
+                                           scale_embeddings=True, activation="geglu_tanh", tie_embeddings=True),
+                "gemma2-no-caps-long-window": dict(sliding_window=64, global_every=2, attn_softcap=None,
+                                                   logit_softcap=None, attn_scale=256 ** -0.5),
+                "neox-parallel-quarter": dict(rotary_dim=2, parallel_residual=True, bias=True, norm="layernorm"),
+                "neox-sequential-half": dict(rotary_dim=8, parallel_residual=False, rope_theta=500.0)}
     for case, fields in expected.items():
         _hf_model(case).save_pretrained(tmp_path / case)
         config = attnlab.load(tmp_path / case)[0].config
