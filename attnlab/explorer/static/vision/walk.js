@@ -11,6 +11,26 @@ const TITLES = ["Cut into patches", "Flatten each patch", "Linear projection", "
 
 const peakOf = (...vs) => Math.max(1e-9, ...vs.flat(2).map(Math.abs));
 
+// black or white, whichever reads better on this fill (WCAG relative luminance)
+function ink(fill) {
+  const [r, g, b] = fill.match(/\d+/g).map((c) => {
+    const x = Number(c) / 255;
+    return x <= 0.03928 ? x / 12.92 : ((x + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b > 0.179 ? "#1d2433" : "white";
+}
+
+// the flattened patch: its C·P·P pixel values in reading order, each printed on the colour step 1 used
+function pixelRow(values, [lo, hi]) {
+  const t = (v) => (v - lo) / Math.max(1e-9, hi - lo);
+  return el("div", { class: "vw-flat", id: "vw-flat", role: "list", "aria-label": `${values.length} pixel values`,
+    dataset: { values: JSON.stringify(values) } }, values.map((v, i) => {
+    const fill = color(t(v));
+    return el("span", { role: "listitem", title: `index ${i}: ${fmt(v, 4)}`,
+      style: `background:${fill};color:${ink(fill)}` }, fmt(v, 2));
+  }));
+}
+
 // one vector as a strip of coloured cells (viridis from -peak to +peak, as the legend says), index axis below
 function strip(values, { id, name, peak, height = 18 }) {
   const n = values.length, W = 640, cell = W / n;
@@ -34,7 +54,7 @@ function patchGrid(pixels, id, [lo, hi]) {
     "aria-label": `the patch's ${p} × ${p} pixel values, row by row` },
   pixels[0].flatMap((row, i) => row.flatMap((v, j) => [svg("rect", { x: j * cell, y: i * cell, width: cell, height: cell,
     fill: color(t(v)), stroke: "white" }), p <= 8 ? svg("text", { x: (j + 0.5) * cell, y: (i + 0.62) * cell,
-    "font-size": 10, "text-anchor": "middle", fill: t(v) > 0.6 ? "#1d2433" : "white" }, fmt(v, 2)) : ""])));
+    "font-size": 10, "text-anchor": "middle", fill: ink(color(t(v))) }, fmt(v, 2)) : ""])));
 }
 
 function imageWithPatch(grey, w) {
@@ -75,8 +95,9 @@ function body(k, w, grey) {
   if (k === 1) {
     return [eq(`x`, el("sub", {}, "p"), ` = the ${P} × ${P} pixels row by row${C > 1 ? ", channel by channel" : ""}` +
       ` → a vector of C·P·P = ${flatLen} numbers`), shape(`(${N}, ${C}, ${P}, ${P}) → (${N}, ${flatLen})`),
-    strip(w.flat, { id: "vw-flat", name: `x_${i}, ${name} flattened`, peak: peakOf(w.pixel_range), height: 26 }),
-    legend(peakOf(w.pixel_range), "pixel value (colour)", { low: -peakOf(w.pixel_range) })];
+    el("p", { class: "vw-caption" }, `x_${i}, ${name} flattened: row 1, then row 2, …`), pixelRow(w.flat,
+      w.pixel_range), legend(w.pixel_range[1], "pixel value as the model reads it (the colours of step 1)",
+      { low: w.pixel_range[0] })];
   }
   const peak = peakOf(w.projected, w.position_vector || [], w.embedded, w.cls_embedded);
   const scale = legend(peak, "value of a feature (colour)", { low: -peak });
