@@ -132,11 +132,43 @@ def _run(argv: list[str] | None) -> int:
     except AttnlabError as exc:
         print(f"attnlab {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as exc:
+        if not out_of_memory(exc):
+            raise
+        print(f"attnlab {args.command}: error: {memory_line(args.command, exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:  # the reader went away (`| head`): end quietly, as a shell pipeline expects
         _quiet_stdout()
         return 141  # 128 + SIGPIPE, what a C program killed by it reports
+
+
+# what to lower when an allocation fails: an estimate (generate's check_memory) passed, yet the memory was not there
+# (a ulimit, other processes, the allocator's own overhead)
+LOWER = {
+    "generate": "--beams, --max-new-tokens or the prompt's length",
+    "train": "batch_size= (accum= keeps the global batch in smaller pieces), seq_len= or the model's size",
+    "cost": "--batch or --seq",
+}
+_ALLOCATION = re.compile(r"can't allocate memory|cannot allocate memory|out of memory|failed to allocate", re.I)
+_ASKED = re.compile(r"tried to allocate (\d+) bytes")
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is an allocation that failed: Python's MemoryError, or torch's RuntimeError whose message says
+    it cannot allocate (DefaultCPUAllocator: can't allocate memory, CUDA out of memory)."""
+    return isinstance(exc, MemoryError) or (isinstance(exc, RuntimeError) and bool(_ALLOCATION.search(str(exc))))
+
+
+def memory_line(command: str, exc: BaseException) -> str:
+    """The one line a failed allocation becomes: what ran out, how much one allocation asked (when torch says),
+    and what to lower for this command."""
+    asked = _ASKED.search(str(exc))
+    size = f" (one allocation asked for {int(asked.group(1)) / 2**30:,.2f} GiB)" if asked else ""
+    where = "GPU" if "cuda" in str(exc).lower() else "memory"
+    return (f"out of {where}{size}: lower {LOWER.get(command, 'the sizes it was given')}, or free memory "
+            "(other programs, a ulimit) and run it again")
 
 
 def _quiet_stdout() -> None:
