@@ -20,9 +20,10 @@ from attnlab.training.report import parse_report
 CONFIG_SUFFIXES = (".toml", ".yaml", ".yml")
 MAX_CONFIG_BYTES = 1 << 20  # a settings file is a few lines; refuse to read megabytes of something else
 MAX_EPOCHS = 10_000  # more passes than this is a typo (epochs=1e9 would ask for billions of steps)
-# recipe keys whose use comes after training (a sample's length): checked here so a bad value is refused before the
-# run spends its time, not after; (lowest, highest, what it is)
-RECIPE_KEY_RANGES = {"sample_tokens": (0, 100_000, "tokens sampled from the trained model for samples.txt; 0 = none")}
+# recipe keys whose use comes late (a sample after training, the windows of an evaluation): checked here so a bad
+# value is refused before the run spends its time, not after; (lowest, highest, what it is)
+RECIPE_KEY_RANGES = {"sample_tokens": (0, 100_000, "tokens sampled from the trained model for samples.txt; 0 = none"),
+                     "eval_windows": (0, 10**9, "validation windows scored at each evaluation; 0 = all of them")}
 
 
 @dataclass

@@ -6,8 +6,10 @@ import io
 
 import pytest
 import torch
+from cli_calls import run_cli
 from conftest import TinyLMTask
 
+from attnlab.errors import ConfigError
 from attnlab.training import Trainer, TrainSettings
 from attnlab.training.progress import Console
 from attnlab.training.recipes import RECIPES, get_recipe
@@ -140,3 +142,14 @@ def test_a_bpe_tokenizer_trained_on_the_corpus_is_announced(tmp_path, corpus, ca
     run_train("gpt-bpe", out=str(tmp_path / "run"), overrides=keys)
     err = capsys.readouterr().err
     assert "gpt-bpe: training a 300-token BPE tokenizer on the corpus (once for this run; --resume reuses it)" in err
+
+
+@pytest.mark.parametrize("recipe", [name for name, r in RECIPES.items() if "eval_windows" in r.defaults()])
+def test_a_negative_eval_windows_is_refused_in_one_line(recipe, tmp_path, capsys):
+    """eval_windows=-5 reached torch as a (-5, seq) shape: a traceback (invalid shape dimension -5) at the first
+    evaluation. It is refused with the other settings, before anything is built."""
+    with pytest.raises(ConfigError, match=r"^eval_windows=-5: allowed 0 \.\. 1,000,000,000 \(validation windows"):
+        resolve_params(get_recipe(recipe), {"eval_windows": "-5"})
+    code, _, err = run_cli(["train", recipe, "eval_windows=-5", f"--out={tmp_path / 'run'}"], capsys)
+    assert code == 2 and err.count("\n") == 1 and "eval_windows=-5: allowed 0" in err
+    assert not (tmp_path / "run").exists()
