@@ -315,7 +315,8 @@ export function forwardPass(ctx) {
     const strip = el("ol", { class: "fw-strip", "aria-label": `stages of the ${state.level} level` },
       stages.map((s, i) => el("li", {}, el("button", { type: "button", dataset: { stage: s.id },
         "aria-current": i === state.index ? "step" : null, tabindex: i === state.index ? "0" : "-1",
-        onclick: () => { state.index = i; draw(); focusStage(); } }, `${i + 1}. ${s.title}`))));
+        onclick: () => { state.index = i; draw(); focusStage(); } }, `${i + 1}. ${s.title}`,
+      el("span", { class: "fw-strip-shape" }, `(${s.shape.join(", ")})`)))));
     strip.addEventListener("keydown", (ev) => {
       const moves = { ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 };
       if (moves[ev.key] === undefined && ev.key !== "Home" && ev.key !== "End") return;
