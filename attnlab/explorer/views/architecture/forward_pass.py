@@ -454,6 +454,8 @@ class _Run:
         norm = self.norm_text()
         hidden = self.get(f"blocks.{i}.ffn.hidden")[0]
         out = []
+        if block.parallel:  # GPT-NeoX: the FFN reads the block's input, as attention did, not the stream after it
+            y = self.get(f"blocks.{i}.resid_pre")[0]
         h_in = block.norm2(y[None])[0] if pre else y
         if pre:
             out.append(_stage("norm2", "block", f"{norm} before the feed-forward network", [1, n, d],
@@ -550,7 +552,10 @@ class _Run:
         with torch.no_grad():
             h_in = block.norm1(x) if cfg.norm_placement == "pre" else x
             width = cfg.n_heads * cfg.head_dim
-            q_before = block.attn.qkv(h_in)[..., :width].view(*x.shape[:2], cfg.n_heads, cfg.head_dim)[0, :, j]
+            q_before = block.attn.qkv(h_in)[..., :width].view(*x.shape[:2], cfg.n_heads, cfg.head_dim)
+            if block.attn.q_norm is not None:  # Qwen3's per-head norm comes before the turn
+                q_before = block.attn.q_norm(q_before)
+            q_before = q_before[0, :, j]
         picture = _matrix(q_before, rows, "features of d_head")
         picture.update(kind="before_after", after=_r(q_after[:T_SHOWN, :D_SHOWN]),
                        captions=["Q before RoPE", "Q after RoPE (what the scores use)"])
