@@ -8,7 +8,7 @@ it keep the cores. `attnlab explore --no-compile` turns it off (the steps stay e
 notebook, a script) a build starts at once, at the same low priority.
 
 The runner marks the threads that serve requests (`serving`), so `ask` knows whose idleness to wait for;
-`poll` is one pass of the thread that waits, and the tests drive it directly.
+`poll` is one pass of the thread that waits (poll_seconds None: no such thread; the tests call `poll`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class IdleBuilds:
     """Builds by key, each started once: at once outside a server, else when its server is idle (module
     docstring)."""
 
-    def __init__(self, idle_seconds: float = IDLE_SECONDS, poll_seconds: float = POLL_SECONDS):
+    def __init__(self, idle_seconds: float = IDLE_SECONDS, poll_seconds: float | None = POLL_SECONDS):
         self.idle_seconds, self.poll_seconds = idle_seconds, poll_seconds
         self._lock = threading.Lock()
         self._pending: dict = {}  # key -> (weak reference to the runner, start)
@@ -75,7 +75,7 @@ class IdleBuilds:
                 return OFF
             if runner is not None:
                 self._pending.setdefault(key, (weakref.ref(runner), start))
-                if self._watcher is None:
+                if self._watcher is None and self.poll_seconds is not None:
                     self._watcher = threading.Thread(target=self._watch, name="attnlab-idle-builds", daemon=True)
                     self._watcher.start()
                 return WAITING

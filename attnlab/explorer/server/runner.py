@@ -110,6 +110,10 @@ class Runner:
         self.light()
         return self._heavy
 
+    def waiting(self) -> int:
+        """Light requests waiting for a slot now (what the tests and the class benchmark read)."""
+        return len(self._light.waiting) if self._light is not None else 0
+
     def quiet_for(self) -> float:
         """Seconds since any request ran or waited here (read from another thread: a build waiting for idle)."""
         queues = [q for q in (self._light, self._heavy) if q is not None]
