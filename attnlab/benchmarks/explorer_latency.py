@@ -26,6 +26,9 @@ Cases (medians of interleaved rounds, milliseconds, through the app's HTTP layer
   logit lens                     /api/experiments/logit-lens on SmolLM2 (20 tokens). Target <= 300 ms.
   first paint                    the page opened in Debian's Chromium (Playwright) until the default view has its
                                  numbers (#tab[data-ready=1]), from navigation start. Target <= 1 s.
+  tour (--tour)                  the guided tour in Chromium: from pressing Next to the stop's subject outlined, per
+                                 stop of the main story (SmolLM2 when installed, else gpt-char). Target <= 300 ms
+                                 on a quiet machine; the first stop waits for the story once (timed apart).
   section 1 (--section1)          every answer of the Experiments tab on a 20-token input, SmolLM2 with its blocks
                                  kept quantized and gpt-char, as one table: a single answer (ablation, logit lens,
                                  one patched run, attention vs ablation) <= 300 ms; a whole grid as attribution
@@ -39,6 +42,7 @@ The machine (CPU, cores, torch threads, load average) is printed with the result
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -57,7 +61,7 @@ PROMPT = "Once upon a time, there was"  # 27 characters: gpt-char reads at most 
 SENTENCE = "the cat sat on the mat because it was warm and the dog lay by the door"
 TARGETS = {"step gpt-char": 30, "step smollm2": 150, "layer/head": 100, "first paint": 1000,
            "ablation minilm-mlm": 300, "ablation smollm2": 500, "patch minilm-mlm": 300, "patch smollm2": 500,
-           "head sweep minilm-mlm": 2000, "head sweep smollm2": 10_000, "logit lens smollm2": 300}
+           "head sweep minilm-mlm": 2000, "head sweep smollm2": 10_000, "logit lens smollm2": 300, "tour": 300}
 WORDS = ("the old bridge over the river was built of stone by workers from the village near the hills in the "
          "spring of that long year").split()
 
@@ -324,15 +328,19 @@ def _threads(n: int, fn):
     return run
 
 
-def first_paint_case(registry, rounds: int) -> dict | None:
-    """The page in Chromium: milliseconds from navigation start to the default view's numbers."""
+@contextlib.contextmanager
+def _browser_page(registry, tour_seen: bool = True):
+    """(page, url) of the explorer served on loopback in this process, in Debian's Chromium; (None, None) where
+    playwright or chromium is missing."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        return None
+        yield None, None
+        return
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:
-        return None
+        yield None, None
+        return
     import uvicorn
 
     from attnlab.explorer.server.app import create_app
@@ -345,25 +353,68 @@ def first_paint_case(registry, rounds: int) -> dict | None:
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    times = []
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+            browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu",
+                                                                        "--disable-background-networking"])
             context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            context.add_init_script("try { localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
-            page = context.new_page()
-            url = f"http://127.0.0.1:{port}/"
-            page.goto(url)  # warm-up: the first load also loads the toy model on the server
-            page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
-            for _ in range(rounds):
-                page.goto(url)
-                page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
-                times.append(page.evaluate("performance.now()"))
+            if tour_seen:
+                context.add_init_script("try { localStorage.setItem('attnlab.tour', 'done') } catch (e) {}")
+            yield context.new_page(), f"http://127.0.0.1:{port}/"
             browser.close()
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def first_paint_case(registry, rounds: int) -> dict | None:
+    """The page in Chromium: milliseconds from navigation start to the default view's numbers."""
+    times = []
+    with _browser_page(registry) as (page, url):
+        if page is None:
+            return None
+        page.goto(url)  # warm-up: the first load also loads the toy model on the server
+        page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+        for _ in range(rounds):
+            page.goto(url)
+            page.wait_for_selector("#tab[data-ready='1']", timeout=60_000)
+            times.append(page.evaluate("performance.now()"))
     return {"first_paint_ms": statistics.median(times), "rounds": len(times)}
+
+
+# In the page: press Next, then wait until the stop's subject is outlined (its view drawn and marked).
+NEXT_TO_TARGET = """async (step) => {
+  const t0 = performance.now();
+  document.querySelector('#tour-next').click();
+  const done = () => document.querySelector('#tour') && document.querySelector('#tour').dataset.step === String(step)
+    && document.querySelector('#tab .tour-target');
+  while (!done()) await new Promise((r) => setTimeout(r, 5));
+  return performance.now() - t0;
+}"""
+
+
+def tour_case(registry, rounds: int) -> dict | None:
+    """The guided tour in Chromium: per stop, milliseconds from pressing Next to the stop's subject outlined on
+    screen (the main story, on the model it picks: SmolLM2 when installed, else gpt-char). The first stop waits
+    for the story once (model load and /api/tour), timed apart."""
+    with _browser_page(registry, tour_seen=False) as (page, url):
+        if page is None:
+            return None
+        per_stop: dict[int, list[float]] = {}
+        first = []
+        stops = 0
+        for _ in range(rounds):
+            t0 = time.perf_counter()
+            page.goto(url + "?tour=1")
+            page.wait_for_function("document.querySelector('#tour') && document.querySelector('#tour').dataset.step"
+                                   " === '0' && document.querySelector('#tab .tour-target')", timeout=300_000)
+            first.append(1000 * (time.perf_counter() - t0))
+            stops = int(page.text_content(".tour-count").rsplit(" ", 1)[-1])
+            for step in range(1, stops):
+                per_stop.setdefault(step + 1, []).append(page.evaluate(NEXT_TO_TARGET, step))
+        model = page.evaluate("new URLSearchParams(location.search).get('model')")
+    return {"model": model, "stops": stops, "first_stop_ms": statistics.median(first),
+            "next_to_target_ms": {k: statistics.median(v) for k, v in per_stop.items()}, "rounds": rounds}
 
 
 def _cpu(r: dict) -> str:
@@ -377,6 +428,7 @@ def main(argv=None) -> int:
     p.add_argument("--json", default=None, help="also write the results to this file")
     p.add_argument("--only-experiments", action="store_true", help="only the Experiments tab's cases")
     p.add_argument("--section1", action="store_true", help="only the section 1 table (SmolLM2 and gpt-char)")
+    p.add_argument("--tour", action="store_true", help="only the guided tour: Next to each stop's subject")
     p.add_argument("--threads", type=int, default=None, help="torch threads per request (default: the server's)")
     args = p.parse_args(argv)
 
@@ -388,6 +440,16 @@ def main(argv=None) -> int:
     print("machine:", json.dumps(results["machine"]))
     if args.section1:
         return _section1(registry, available, args, results)
+    if args.tour:
+        r = tour_case(registry, args.rounds)
+        if r is None:
+            print("tour: skipped (playwright or Debian's chromium missing)")
+            return _write(results, args.json)
+        results["cases"]["tour"] = r
+        print(f"tour on {r['model']}: first stop {r['first_stop_ms']:.0f} ms after opening (the story: model load "
+              f"and /api/tour); Next to the subject, per stop (median of {r['rounds']}): " + ", ".join(
+                  f"{k}: {v:.0f} ms" for k, v in r["next_to_target_ms"].items()) + f"; target <= {TARGETS['tour']} ms")
+        return _write(results, args.json)
     with _client(registry, args.threads) as client:
         for model_id in ("minilm-mlm", "smollm2"):
             if model_id not in available:

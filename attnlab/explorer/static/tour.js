@@ -6,7 +6,7 @@
 // the head whose removal lowers its probability most (estimated, then checked exactly), so the last stop says what
 // is true for the model in view. It is asked for when the tour starts, so it is ready by the time it is needed;
 // every stop of the story stays on one model, so Next never waits for another model to load.
-import { api, el, tokenLabel } from "./util.js";
+import { api, el, prefetch, tokenLabel } from "./util.js";
 
 const STORAGE = "attnlab.tour";
 
@@ -55,7 +55,8 @@ function storySteps(model, text, s) {
         "the earlier tokens are kept in the KV cache (its size is shown beside the distribution), so a step costs " +
         "one token's work, not the whole sentence's." },
     head ? { title: "Switch one head off", view: v({ tab: "experiments", off: `${head.layer}.${head.head}` }),
-      target: "#abl-out",
+      target: "#abl-out",  // its answer asked for ahead, while the learner reads the stop before
+      ahead: [["/api/experiments/ablation", { model, text, heads: [[head.layer, head.head]], mode: "zero" }]],
       text: `Now change the model. Switching off layer ${head.layer + 1}, head ${head.head + 1} (its output set to ` +
         `zero) lowers P(${answer}) from ${pct(head.prob_before)} to ${pct(head.prob_after)}: this head helps write ` +
         "the answer. It was found by attribution patching (one forward and one backward rank every head) and " +
@@ -144,12 +145,26 @@ export function startTour(app) {
         el("button", { type: "button", id: "tour-skip", onclick: () => close(true) }, "Skip tour")));
     card.dataset.step = String(i);
     next.focus({ preventScroll: true });
-    if (move) await app.navigate({ ...s.view });
-    const tab = document.getElementById("tab");
-    for (let waited = 0; tab.dataset.ready !== "1" && waited < 120000; waited += 50) {  // the view is drawing
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    for (const [path, body] of (steps[i + 1] && steps[i + 1].ahead) || []) prefetch(path, body);
+    const loads = s.view.model && s.view.model !== new URLSearchParams(location.search).get("model");
+    move = move && !onScreen(s.view);  // a stop on the view already drawn only outlines another part of it
+    const drawn = move ? app.navigate({ ...s.view }) : null;  // the same model: the old view is replaced at once
+    if (drawn && loads) await drawn;  // another model: the old view stays up while it loads
+    // the subject is outlined as soon as ITS part of the view has its numbers (a section of the Experiments tab
+    // is ready long before the whole tab), else when the tab is
+    for (let waited = 0; !subject(s.target) && waited < 120000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
     }
     if (mine === shown && card) mark(s.target);
+    // the rest of the tab may still draw around it (sections above it growing or shrinking): until the whole tab
+    // is drawn, the subject is brought back on screen whenever it moves away
+    const tab = document.getElementById("tab");
+    for (let waited = 0; waited < 120000 && mine === shown && card; waited += 25) {
+      const target = subject(s.target), box = target && target.getBoundingClientRect();
+      if (box && (box.top < 0 || box.top > window.innerHeight)) mark(s.target);
+      if (tab.dataset.ready === "1") break;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
   }
   function branch(list) {
     const steps = list.map(pick).filter(Boolean);
@@ -167,8 +182,23 @@ export function startTour(app) {
     el("p", { id: "tour-text", role: "status" }, `${model} reads “${text}” once, to find what it predicts and ` +
       "which head helps it most…"), el("div", { class: "tour-buttons" }, skip));
   skip.focus({ preventScroll: true });
-  const opened = ++shown;
-  asked.then(() => { if (card && shown === opened) show(true); });  // the story's own model and sentence
+  const preparing = ++shown;
+  asked.then(() => { if (card && shown === preparing) show(true); });  // the story's own model and sentence
+}
+
+// Whether the page shows `view` already: every address key it names has that value.
+function onScreen(view) {
+  const params = new URLSearchParams(location.search);
+  return Object.entries(view).every(([k, v]) => v === undefined || params.get(k) === String(v));
+}
+
+// The step's subject once drawn with its numbers: its nearest part that says whether it is ready (a section of
+// the Experiments tab, else the tab itself) says "1"; null before.
+function subject(selector) {
+  const target = selector && document.querySelector(`#tab ${selector.split(", ").join(", #tab ")}`);
+  if (!target) return null;
+  const part = target.closest("[data-ready]");
+  return part && part.dataset.ready === "1" ? target : null;
 }
 
 // The step's subject: scrolled into view (above the card on a phone, where the card takes the bottom of the

@@ -10,6 +10,24 @@ const announce = (path, body) => apiRequests.dispatchEvent(new CustomEvent("requ
 // `signal` (an AbortController's) cancels the request: the promise then rejects with an AbortError.
 export async function api(path, body, { signal } = {}) {
   announce(path, body);
+  const early = prefetched.get(requestKey(path, body));
+  if (early) {  // asked for ahead (the tour's next stop): the answer is used once, then forgotten
+    prefetched.delete(requestKey(path, body));
+    const answer = await early;
+    if (answer) return answer;  // a failed prefetch is simply asked again
+  }
+  return fetched(path, body, signal);
+}
+
+// Ask for an answer ahead of the view that will need it (the same path and body): api() then uses it once.
+const prefetched = new Map();
+const requestKey = (path, body) => `${path}\n${JSON.stringify(body ?? null)}`;
+export function prefetch(path, body) {
+  const key = requestKey(path, body);
+  if (!prefetched.has(key)) prefetched.set(key, fetched(path, body).catch(() => null));
+}
+
+async function fetched(path, body, signal) {
   const init = body === undefined ? { signal } : {
     method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body), signal,
   };
