@@ -61,6 +61,40 @@ def test_pairs_refuse_what_cannot_make_one():
         draw_pairs(DOCS, 4, next_fraction=1.5)
 
 
+def test_empty_documents_are_skipped_and_a_negative_count_refused():
+    docs = [*DOCS[:2], [], DOCS[2]]
+    pairs = draw_pairs(docs, 300, torch.Generator().manual_seed(4))
+    assert len(pairs) == 300 and all(a and b for a, b, _ in pairs)
+    assert {label for _, _, label in pairs} == {IS_NEXT, NOT_NEXT}
+    with pytest.raises(InputError, match="two documents that are not empty, .* got 1 non-empty of 2"):
+        draw_pairs([[[1], [2]], []], 5)
+    with pytest.raises(InputError, match=r"n=-1: the number of pairs must be an integer >= 0"):
+        draw_pairs(DOCS, -1)
+    assert draw_pairs(DOCS, 0) == []
+
+
+def _trimmed_token_by_token(a, b, max_len):
+    """The rule as written: the longer segment (A on a tie) loses its last token until the pair fits."""
+    a, b = list(a), list(b)
+    while len(a) + len(b) > max_len - 3:
+        (a if len(a) >= len(b) else b).pop()
+    return a, b
+
+
+def test_trimming_in_one_step_keeps_what_token_by_token_trimming_keeps():
+    for max_len in range(5, 16):
+        for len_a in range(14):
+            for len_b in range(14):
+                a, b = list(range(100, 100 + len_a)), list(range(200, 200 + len_b))
+                want_a, want_b = _trimmed_token_by_token(a, b, max_len)
+                ids, types = encode_pair(a, b, cls_id=CLS, sep_id=SEP, max_len=max_len)
+                assert ids == [CLS, *want_a, SEP, *want_b, SEP], (max_len, len_a, len_b)
+                assert types == [SEGMENT_A] * (len(want_a) + 2) + [SEGMENT_B] * (len(want_b) + 1)
+    # only the kept tokens are read: a sentence of 10^12 ids (a range, never listed whole) is trimmed at once
+    ids, _ = encode_pair(range(10**12), [7, 8], cls_id=CLS, sep_id=SEP, max_len=9)
+    assert ids == [CLS, 0, 1, 2, 3, SEP, 7, 8, SEP]
+
+
 def test_encode_pair_segments_and_trimming():
     ids, types = encode_pair([5, 6], [7], cls_id=CLS, sep_id=SEP, max_len=16)
     assert ids == [CLS, 5, 6, SEP, 7, SEP]

@@ -48,12 +48,18 @@ def draw_pairs(documents: Sequence[Sequence[Sequence[int]]], n: int, generator: 
 
     A is a uniformly drawn sentence that has a successor in its document; with probability `next_fraction` B is
     that successor (IS_NEXT), else a uniformly drawn sentence of another document (NOT_NEXT), as in BERT: a
-    sentence of the same document could be a near-neighbour and blur the label."""
+    sentence of the same document could be a near-neighbour and blur the label. Empty documents are skipped (a
+    NOT_NEXT B drawn from one would have no sentence to take)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InputError(f"n={n!r}: the number of pairs must be an integer >= 0")
     if not 0.0 <= next_fraction <= 1.0:
         raise InputError(f"next_fraction={next_fraction!r} must be a probability in [0, 1]")
+    given = len(documents)
+    documents = [doc for doc in documents if len(doc)]
     firsts = [(d, i) for d, doc in enumerate(documents) for i in range(len(doc) - 1)]
     if not firsts or len(documents) < 2:
-        raise InputError("next-sentence pairs need at least two documents and one with two or more sentences")
+        raise InputError(f"next-sentence pairs need at least two documents that are not empty, and one with two "
+                         f"or more sentences; got {len(documents)} non-empty of {given}")
     g = generator if generator is not None else torch.Generator().manual_seed(0)
     picks = torch.randint(len(firsts), (n,), generator=g).tolist()
     is_next = (torch.rand(n, generator=g) < next_fraction).tolist()
@@ -72,15 +78,28 @@ def draw_pairs(documents: Sequence[Sequence[Sequence[int]]], n: int, generator: 
 def encode_pair(a: Sequence[int], b: Sequence[int], *, cls_id: int, sep_id: int,
                 max_len: int) -> tuple[list[int], list[int]]:
     """[CLS] A [SEP] B [SEP] and its segment ids. The longer segment loses its last token until the pair fits
-    `max_len` (BERT trims the longer one too), so neither segment is emptied while the other is long."""
+    `max_len` (BERT trims the longer one too), so neither segment is emptied while the other is long; the kept
+    lengths are worked out at once (trimmed_lengths) and only the kept tokens are copied."""
     if max_len < 5:
         raise InputError(f"max_len={max_len}: a pair needs room for [CLS], [SEP], [SEP] and a token of each")
-    a, b = list(a), list(b)
-    while len(a) + len(b) > max_len - 3:
-        (a if len(a) >= len(b) else b).pop()
+    keep_a, keep_b = trimmed_lengths(len(a), len(b), max_len - 3)
+    a, b = list(a[:keep_a]), list(b[:keep_b])
     ids = [cls_id, *a, sep_id, *b, sep_id]
     types = [SEGMENT_A] * (len(a) + 2) + [SEGMENT_B] * (len(b) + 1)
     return ids, types
+
+
+def trimmed_lengths(len_a: int, len_b: int, budget: int) -> tuple[int, int]:
+    """The lengths A and B keep when the longer loses its last token, one at a time, until len_a + len_b <= budget
+    (A losing first on a tie), worked out in one step: token by token, a sentence of millions of tokens took
+    seconds to trim."""
+    if len_a + len_b <= budget:
+        return len_a, len_b
+    short = min(len_a, len_b)
+    if 2 * short <= budget:  # only the longer one is cut, down to what the shorter leaves
+        return (budget - short, short) if len_a >= len_b else (short, budget - short)
+    half = budget // 2  # both are cut to about half; A, cut first on each tie, keeps the smaller half
+    return half, budget - half
 
 
 class NextSentenceCollator:
