@@ -41,7 +41,7 @@ export function answerLegend(peak, unit, { note = "" } = {}) {
   const w = 220;
   const stops = [-1, -0.5, 0, 0.5, 1];
   return el("div", { class: "legend-box answer-legend", dataset: { peak } },
-    el("span", {}, `${unit}${note ? ` (${note})` : ""}`),
+    el("span", { class: "legend-title" }, `${unit}${note ? ` (${note})` : ""}`),
     svg("svg", { width: w + 40, height: 46, role: "img", "aria-label": `colour scale: ${unit}; blue ` +
       `${fmt(-peak, 3)} pushes against the answer, white 0, orange ${fmt(peak, 3)} pushes toward it` },
     [...Array(44).keys()].map((i) => svg("rect", { x: 20 + i * 5, y: 2, width: 5, height: 12,
