@@ -293,7 +293,7 @@ def test_small_wording_fixes(page, server):
     notices = page.eval_on_selector_all("#tab .notice", "els => els.map(e => e.textContent)")
     assert not [n for n in notices if "no checkpoint shipped" in n]  # gpt-bpe is not news on every tab
     _open(page, server, model="toy", tab="attention", text="the cat sat on the mat", token=1)
-    assert re.search(r"row sum = 1 \(each weight is shown rounded", page.text_content("#row-sum"))
+    assert re.search(r"row sum = 1 \(each bar shows its weight to 4 decimals", page.text_content("#row-sum"))
     _open(page, server, model=server["ids"]["decoder"], tab="cost")
     page.fill("#cost-n", "100000")
     page.dispatch_event("#cost-n", "change")
