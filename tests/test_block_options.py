@@ -373,3 +373,16 @@ def test_llama_gguf_export_refuses_what_it_cannot_say(changes, named, tmp_path):
     with pytest.raises(CheckpointError, match=f"LLaMA-style decoders only; this one sets {named}"):
         save_gguf(_decoder(**changes), tmp_path / "model.gguf")
     assert not (tmp_path / "model.gguf").exists()
+
+
+def test_a_windowed_decoding_step_refuses_to_be_traced(monkeypatch):
+    """A compiled decoding step is traced at one cache length and run without guards: a window would be decided
+    once for every later length, so the trace stops (generation/compiled.py then decodes eagerly, with a warning)."""
+    model = _decoder(sliding_window=3)
+    cache = KVCache.for_model(model, batch=1, capacity=8)
+    ids = torch.randint(0, 50, (1, 4), generator=torch.Generator().manual_seed(9))
+    with torch.no_grad():
+        model(ids, cache=cache)
+        monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+        with pytest.raises(RuntimeError, match="a decoding step with a sliding window is not compiled"):
+            model.run(model.tokens(ids[:, :1]), cache=cache)

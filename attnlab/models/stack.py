@@ -163,6 +163,10 @@ class Stack(nn.Module):
         bias, is_causal = attention_bias(q_len=seq, k_len=total, causal=self.causal, attention_mask=attention_mask,
                                          position_bias=position_bias, dtype=x.dtype, device=x.device,
                                          window=self.config.sliding_window)
+        if self.config.sliding_window is not None and cache is not None and torch.compiler.is_compiling():
+            # a compiled decoding step is traced once, at one cache length, and run without its guards: whether the
+            # window hides a key yet would be fixed at that length (generation/compiled.py decodes eagerly instead)
+            raise RuntimeError("a decoding step with a sliding window is not compiled: it runs eagerly")
         context_bias = None
         if context is not None or (cache is not None and cache.cross is not None):
             if context_mask is not None:
