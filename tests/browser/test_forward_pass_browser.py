@@ -57,6 +57,18 @@ def test_a_sentence_flows_by_keyboard_through_model_block_and_head(page, server)
     page.focus(".fw-strip button[aria-current='step']")
     page.keyboard.press("ArrowRight")
     assert _current(page) == "embedding"
+    # follow a token: the last one by default; Home + Enter on the chips follows the first, its numbers in a line
+    assert page.get_attribute("#fw-stage .fw-row", "data-row") == str(len(SENTENCE) - 1)
+    page.focus("#fw-follow button[tabindex='0']")
+    page.keyboard.press("Home")
+    page.keyboard.press("Enter")
+    assert page.get_attribute("#fw-stage .fw-row", "data-row") == "0"
+    assert page.evaluate("document.activeElement.closest('#fw-follow') !== null")
+    line = page.eval_on_selector_all("#fw-stage .fw-row .fw-num", "els => els.map(e => Number(e.textContent))")
+    table = page.eval_on_selector_all("#fw-stage .fw-numbers tbody tr:first-child td",
+                                      "els => els.map(e => Number(e.textContent))")
+    assert line == pytest.approx(table, abs=6e-4)  # the line rounds to 3 decimals, the table to 4
+    page.focus(".fw-strip button[aria-current='step']")
     page.keyboard.press("End")
     assert _current(page) == "next"
     page.keyboard.press("Home")

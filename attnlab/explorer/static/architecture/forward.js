@@ -4,6 +4,7 @@
 // seeds' notation and the path:line of attnlab that computes it. Prev / Next (or the arrow keys on the stage
 // strip) walk the stages in the order the model runs them.
 import { api, bars, color, el, fmt, linkStyle, notice, svg, tokenLabel } from "../util.js";
+import { positionChips } from "../common.js";
 
 const TOUR_SENTENCE = "the cat sat on the mat";  // the guided tour's sentence (tour.js)
 const LEVELS = [["model", "Whole model"], ["block", "One block"], ["head", "One head"]];
@@ -54,7 +55,7 @@ function weightLegend(peak, unit, masked, low = 0) {
 
 // A matrix as an SVG grid: rows are tokens, columns features, layers or keys; `fill(v)` colours a cell. Column
 // labels that are tokens (`tokenCols`) are written slanted, so a word fits above its narrow column.
-function grid(values, rows, cols, fill, { cell = 18, label, colTitle, tokenCols = false } = {}) {
+function grid(values, rows, cols, fill, { cell = 18, label, colTitle, tokenCols = false, mark = -1 } = {}) {
   const left = 86, top = tokenCols ? 62 : 30;
   const W = Math.max(left + cols.length * cell + 4, left + (colTitle || "").length * 6.5 + 10);
   const H = top + rows.length * cell + 4;
@@ -81,7 +82,20 @@ function grid(values, rows, cols, fill, { cell = 18, label, colTitle, tokenCols 
         `${v === null ? "masked" : fmt(v, 4)}`)));
     });
   });
+  if (mark >= 0 && mark < rows.length) {  // the followed token's row, outlined
+    root.append(svg("rect", { x: left - 1, y: top + mark * cell - 1, width: cols.length * cell + 1, height: cell + 1,
+      fill: "none", stroke: "#1d2433", "stroke-width": 2, class: "fw-mark" }));
+  }
   return root;
+}
+
+// The followed token's row as numbers, so one row is read without opening the table.
+function rowLine(p, mark, what) {
+  if (mark < 0 || mark >= p.rows.length) return "";
+  const row = p.values[mark];
+  return el("p", { class: "fw-row", dataset: { row: mark } }, `${what} “${tokenLabel(p.rows[mark])}”: `,
+    row.flatMap((v, j) => [el("span", { class: "fw-num" }, p.kind === "attention" ?
+      `${tokenLabel(String(p.cols[j]))} ${v === null ? "−∞" : fmt(v, 3)}` : fmt(v, 3)), " "]));
 }
 
 // The numbers behind a picture, for reading and for screen readers (folded by default).
@@ -94,7 +108,7 @@ function numbers(values, rows, cols, caption) {
         row.map((v) => el("td", {}, v === null ? "−∞" : fmt(v, 4)))))))));
 }
 
-function matrixPicture(p, stageTitle) {
+function matrixPicture(p, stageTitle, mark) {
   const cols = p.cols;
   const label = `${stageTitle}: ${p.rows.length} tokens × ${cols.length} columns (${p.col_title}), ${p.unit}`;
   let fill, scale;
@@ -109,12 +123,12 @@ function matrixPicture(p, stageTitle) {
     scale = signedLegend(peak, p.unit);
   }
   return [el("div", { class: "fw-scroll" }, grid(p.values, p.rows, cols, fill,
-    { label, colTitle: `→ ${p.col_title}`, cell: cols.length <= 16 ? 22 : 18 })),
-    scale, p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : "",
+    { label, colTitle: `→ ${p.col_title}`, cell: cols.length <= 16 ? 22 : 18, mark })),
+    rowLine(p, mark, "row"), scale, p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : "",
     numbers(p.values, p.rows, cols, `${stageTitle} (${p.unit})`)];
 }
 
-function attentionPicture(p, stageTitle) {
+function attentionPicture(p, stageTitle, mark) {
   const masked = p.values.some((row) => row.some((v) => v === null));
   const weights = p.unit === "attention weight";
   const peak = weights ? 1 : peakOf(p.values);
@@ -123,7 +137,8 @@ function attentionPicture(p, stageTitle) {
     (masked ? "; masked cells grey" : "");
   const cell = Math.max(14, Math.min(30, Math.floor(320 / Math.max(p.cols.length, 1))));  // small maps drawn larger
   return [el("div", { class: "fw-scroll" }, grid(p.values, p.rows, p.cols, fill,
-    { label, colTitle: "→ keys (the tokens read)", tokenCols: true, cell })),
+    { label, colTitle: "→ keys (the tokens read)", tokenCols: true, cell, mark })),
+  rowLine(p, mark, "query"),
   el("p", { class: "help fw-axes" }, "rows: queries (the token reading); columns: keys (the token read)"),
   weights ? weightLegend(1, p.unit, masked) : signedLegend(peak, p.unit + (masked ? " (grey: masked, −∞)" : "")),
   p.note ? el("p", { class: "help fw-note" }, `Shown: ${p.note}.`) : "",
@@ -202,11 +217,12 @@ function beforeAfterPicture(p, title) {
 }
 
 function picture(stage, actions) {
+  const mark = stage.picture && stage.picture.rows ? Math.min(actions.token, stage.picture.rows.length - 1) : -1;
   const p = stage.picture;
   if (!p) return "";
   switch (p.kind) {
-    case "matrix": return matrixPicture(p, stage.title);
-    case "attention": return attentionPicture(p, stage.title);
+    case "matrix": return matrixPicture(p, stage.title, mark);
+    case "attention": return attentionPicture(p, stage.title, mark);
     case "tokens": return tokensPicture(p);
     case "bars": return barsPicture(p);
     case "answer": return answerPicture(p);
@@ -222,7 +238,7 @@ export function forwardPass(ctx) {
   linkStyle("/static/architecture/forward.css");
   const box = el("section", { class: "panel", id: "forward", "aria-labelledby": "forward-title" });
   const state = { text: ctx.state.text || TOUR_SENTENCE, level: "model", layer: 0, head: 0, part: null, index: 0,
-    data: null, refocus: null, asked: 0 };
+    data: null, refocus: null, asked: 0, token: null };
   const input = el("input", { type: "text", id: "fw-text", value: state.text,
     "aria-label": "sentence to run through the model" });
   const body = el("div", { id: "fw-body", "aria-live": "polite" });
@@ -325,7 +341,15 @@ export function forwardPass(ctx) {
         Math.max(0, Math.min(stages.length - 1, state.index + moves[ev.key]));
       draw(); focusStage();
     });
-    const actions = { openHead, head: d.head };
+    const shown = d.tokens.slice(0, 24);  // the rows a picture shows (forward_pass.py's T_SHOWN)
+    if (state.token === null || state.token >= shown.length) state.token = shown.length - 1;
+    const follow = el("div", { class: "chips", id: "fw-follow", "aria-label": "token to follow through the stages" });
+    positionChips(follow, shown, state.token, (i) => {  // redrawn: the focus goes back to the chip picked
+      state.token = i; draw();
+      const b = body.querySelector(`#fw-follow button[data-index="${i}"]`);
+      if (b) b.focus();
+    }, "follow token");
+    const actions = { openHead, head: d.head, token: state.token };
     const zoom = [];
     if (stage.id.endsWith("blocks")) {
       const part = stage.id.includes(".") ? stage.id.split(".")[0] : d.part;  // an encoder-decoder's stack
@@ -358,7 +382,8 @@ export function forwardPass(ctx) {
       el("button", { type: "button", id: "fw-next", disabled: state.index === stages.length - 1,
         onclick: () => { state.index += 1; draw(); focusStage("#fw-next"); } }, "Next ›")));
     body.replaceChildren(el("div", { class: "fw-top" }, levels, el("div", { class: "controls" }, pickers)), crumbs,
-      strip, card);
+      el("div", { class: "fw-follow" }, el("span", { class: "help" }, "follow a token (its row is outlined):"),
+        follow), strip, card);
   }
 
   load();
