@@ -14,6 +14,9 @@ process time of one call on one thread, the variants interleaved in a shuffled o
 the median and 10th-90th percentiles over the rounds, with the ratio to full attention taken within each round.
 
     python docs/experiments/efficient_attention_cost.py [--ns 256 512 1024 2048 4096 --rounds 7 --jsonl FILE]
+
+--ns takes the lengths every variant can: 64-token blocks numbering 1, 2 or 3 times a power of 4 (64, 128, 192,
+256, 512, 768, 1024, 2048, 3072, 4096, ...); any other length is refused in one line (`fits`).
 """
 
 from __future__ import annotations
@@ -32,12 +35,39 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import write_jsonl
 from heads_cost import interleaved_cpu_seconds, machine, quantiles  # noqa: E402
 
+WINDOW, STRIDE, BRANCHING = 64, 8, 4  # local/hierarchical/multilevel block w, strided's s, multilevel's r
+
+
+def fits(n: int) -> bool:
+    """Whether every variant can take n tokens: whole blocks of WINDOW (local, hierarchical, multilevel), whole
+    groups of STRIDE (strided), and multilevel's larger blocks, each BRANCHING of the one below or all n tokens,
+    dividing n (n = 384 is 6 blocks: the level of 4 blocks leaves 2 over, and its view failed)."""
+    if n <= 0 or n % WINDOW or n % STRIDE:
+        return False
+    size = WINDOW
+    while size * BRANCHING < n:
+        size *= BRANCHING
+        if n % size:
+            return False
+    return True
+
+
+def check_lengths(ns: list[int]) -> str | None:
+    """The error line for the lengths in `ns` that some variant cannot take (None when every one fits)."""
+    bad = [n for n in ns if not fits(n)]
+    if not bad:
+        return None
+    allowed = [n for n in range(WINDOW, max(4096, 2 * max(bad)) + 1, WINDOW) if fits(n)]
+    return (f"--ns {' '.join(map(str, bad))}: every variant needs n a multiple of {WINDOW} whose {WINDOW}-token "
+            f"blocks number 1, 2 or 3 times a power of {BRANCHING} (multilevel's levels); allowed up to "
+            f"{allowed[-1]}: {', '.join(map(str, allowed))}")
+
 
 def full(q, k, v):  # (b, h, n, d) each
     return (q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5).softmax(-1) @ v
 
 
-def local(q, k, v, w: int = 64):
+def local(q, k, v, w: int = WINDOW):
     """Block-local attention: the n/w blocks of w queries each see 3w keys (the block before, its own, after)."""
     b, h, n, d = q.shape
     nb = n // w
@@ -53,7 +83,7 @@ def local(q, k, v, w: int = 64):
     return (scores.softmax(-1) @ vb).view(b, h, n, d)
 
 
-def strided(q, k, v, s: int = 8):
+def strided(q, k, v, s: int = STRIDE):
     """Query i attends to the keys j = i (mod s): s interleaved sequences of n/s tokens, full attention in each."""
     b, h, n, d = q.shape
     split = lambda t: t.view(b, h, n // s, s, d).transpose(2, 3)  # noqa: E731  (b, h, s, n/s, d)
@@ -69,7 +99,7 @@ def linear(q, k, v):
     return (fq @ kv) / z
 
 
-def hierarchical(q, k, v, w: int = 64):
+def hierarchical(q, k, v, w: int = WINDOW):
     """Each query attends to the w keys of its own block and to the n/w block means (one coarse level)."""
     b, h, n, d = q.shape
     nb = n // w
@@ -82,7 +112,7 @@ def hierarchical(q, k, v, w: int = 64):
     return out.view(b, h, n, d)
 
 
-def multilevel(q, k, v, w: int = 64, r: int = 4):
+def multilevel(q, k, v, w: int = WINDOW, r: int = BRANCHING):
     """Hierarchical attention with log_r(n / w) levels: each query sees the w keys of its own block in full, then,
     level by level, the r mean keys and values of the blocks that make up its next larger block (w r, w r^2, ...
     up to n). Keys per query: w + r log_r(n / w), so the cost grows as n log n, not n^2."""
@@ -117,6 +147,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--jsonl", default="")
     args = ap.parse_args()
+    if (problem := check_lengths(args.ns)) is not None:
+        ap.error(problem)
     torch.set_num_threads(1)
     torch.manual_seed(0)
     lines = []
@@ -130,8 +162,8 @@ def main() -> None:
                     fns[name]()
                 flops[name] = counter.get_total_flops()
             times = interleaved_cpu_seconds(fns, args.rounds)
-        info = {"n": n, "heads": args.heads, "d_head": args.d_head, "window": 64, "stride": 8, "rounds": args.rounds,
-                **machine()}
+        info = {"n": n, "heads": args.heads, "d_head": args.d_head, "window": WINDOW, "stride": STRIDE,
+                "rounds": args.rounds, **machine()}
         for name in VARIANTS:
             row = {**info, "variant": name, "flops": flops[name],
                    "flops_vs_full": round(flops[name] / flops["full"], 4),
