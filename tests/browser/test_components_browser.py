@@ -59,8 +59,8 @@ def test_views_draw_legends_numbers_and_answer_the_keyboard(page, server, width)
     page.click("#comp-run")
     page.wait_for_selector("#x-components[data-ready='1'] #comp-summary", timeout=60_000)
     want = components.component_grid(lm, CLEAN, CORRUPTED, mode="resample", method="exact")
-    for grid in ("attn", "mlp", "head"):
-        flat = [v for row in want["grids"][grid] for v in row]
+    for grid in ("attn", "mlp", "head"):  # the page shows the contribution: clean minus replaced
+        flat = [v if v is None else -v for row in want["grids"][grid] for v in row]
         assert _values(page, f"#comp-grid-{grid} td") == pytest.approx(flat, abs=2e-6, nan_ok=True)
     legend = page.text_content("#x-components .legend-box")
     assert "logit difference" in legend and any(ch.isdigit() for ch in legend)
@@ -88,7 +88,7 @@ def test_views_draw_legends_numbers_and_answer_the_keyboard(page, server, width)
 
     # logit lens: the answer's rank and probability after every layer, and its line
     lens = logit_lens_top(lm, page.input_value("#lens-text"))
-    probs = _values(page, "#lens-answer-grid td")[1::2]
+    probs = _values(page, "#lens-answer-grid td")[1::3]
     assert probs == pytest.approx(lens["answer"]["prob"], abs=1e-6)
     assert page.locator("#lens-answer-chart polyline").count() == 1
 

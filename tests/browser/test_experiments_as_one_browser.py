@@ -7,6 +7,7 @@ one snippet twice and never another section's request; axe finds nothing in thes
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import httpx
@@ -79,6 +80,16 @@ def test_a_head_that_helped_is_orange_in_ablation_and_in_components(opened, serv
     assert float(page.get_attribute(f"#comp-grid-head {cell}", "data-value")) == pytest.approx(-change[i][j])
     legends = page.locator("#x-ablate .answer-legend, #x-components .answer-legend")
     assert legends.count() == 2 and "toward the answer" in legends.nth(1).inner_text()
+    # the lens on the same scale: each layer's change in log P(answer), orange where it rose
+    lens = api.post("api/experiments/logit-lens", json={"model": "gpt-char", "text": page.input_value("#lens-text")})
+    probs = lens.json()["answer"]["prob"]
+    page.wait_for_selector("#x-lens[data-ready='1'] #lens-answer-grid")
+    for i in range(1, len(probs)):
+        cell = f"#lens-answer-grid td[data-row='{i}'][data-col='2']"
+        want = math.log(probs[i]) - math.log(probs[i - 1])
+        assert float(page.get_attribute(cell, "data-value")) == pytest.approx(want, abs=1e-6)
+        if abs(want) > 0.05:
+            assert _orange(_background(page, cell)) == (want > 0), (i, want)
 
 
 def test_the_walk_runs_by_keyboard_and_concludes_from_its_own_numbers(opened):

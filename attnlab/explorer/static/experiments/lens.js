@@ -2,7 +2,7 @@
 // answer climbs: a column with the answer's rank and probability per layer, and a line of that probability.
 import { el, legend } from "../util.js";
 import { positionChips } from "../common.js";
-import { gridTable, lineChart, probFill, tryThis } from "./draw.js";
+import { answerLegend, gridTable, lineChart, probFill, toward, tryThis } from "./draw.js";
 import { defaultText, fetchAnswer, notForThisModel, pct, predictsTokens, tok as plainTok } from "./common.js";
 
 const SPECIAL = /^(\[[A-Z]+\]|<\/?s>|<[a-z_|]+>)$/;  // [CLS], [SEP], [PAD], <s>, </s>, <pad>, ...
@@ -61,6 +61,10 @@ export async function lensSection(box, ctx) {
     });
     const k = r.rows[0].top.length;
     const a = r.answer;  // the final answer followed down the rows: its rank and probability after each layer
+    // what each layer did to it, on the page's answer scale (orange: toward the answer): the change in log P
+    const push = a.prob.map((p, i) => (i === 0 || !(p > 0) || !(a.prob[i - 1] > 0) ? null :
+      Math.log(p) - Math.log(a.prob[i - 1])));
+    const pushPeak = Math.max(1e-9, ...push.filter((v) => v !== null).map(Math.abs));
     const cell = (i, j) => r.rows[i].top[j];
     const after = (i) => (i === 0 ? "the embeddings" : `layer ${i}`);
     const rowHead = (i) => (i === 0 ? "embeddings" : `layer ${i}`);
@@ -75,12 +79,18 @@ export async function lensSection(box, ctx) {
         fill: (i, j) => probFill(cell(i, j).prob),
         label: (i, j) => `after ${after(i)}, rank ${j + 1}: “${tok(cell(i, j).token)}” ${pct(cell(i, j).prob)}` }),
       el("div", { id: "lens-answer" }, gridTable({ id: "lens-answer-grid", caption: `the final answer ` +
-        `“${tok(a.token)}” after each layer: its rank (1 = top) and probability`, rows: r.rows.length, cols: 2,
-      corner: "read after", rowHead, colHead: (j) => (j === 0 ? "rank" : "probability"),
-      value: (i, j) => (j === 0 ? a.rank[i] : a.prob[i]),
-      text: (i, j) => (j === 0 ? `#${a.rank[i].toLocaleString("en-US")}` : pct(a.prob[i])),
-      fill: (i, j) => (j === 0 ? "#fff" : probFill(a.prob[i])),  // the rank column is not coloured
-      label: (i, j) => `after ${after(i)}, “${tok(a.token)}” ranks ${a.rank[i]} with ${pct(a.prob[i])}` }),
+        `“${tok(a.token)}” after each layer: its rank (1 = top), probability and the layer's change in log P`,
+      rows: r.rows.length, cols: 3, corner: "read after", rowHead,
+      colHead: (j) => ["rank", "probability", "Δ log P (nats)"][j],
+      value: (i, j) => [a.rank[i], a.prob[i], push[i]][j],
+      text: (i, j) => (j === 0 ? `#${a.rank[i].toLocaleString("en-US")}` : j === 1 ? pct(a.prob[i]) :
+        push[i] === null ? "–" : `${push[i] >= 0 ? "+" : "−"}${Math.abs(push[i]).toFixed(2)}`),
+      fill: (i, j) => (j === 0 ? "#fff" : j === 1 ? probFill(a.prob[i]) :  // the rank column is not coloured
+        push[i] === null ? "#fff" : toward(push[i], pushPeak)),
+      label: (i, j) => `after ${after(i)}, “${tok(a.token)}” ranks ${a.rank[i]} with ${pct(a.prob[i])}` +
+        (push[i] === null ? "" : `; this layer moved log P by ${push[i] >= 0 ? "+" : "−"}` +
+          `${Math.abs(push[i]).toFixed(3)} nats (${push[i] >= 0 ? "toward" : "against"} it)`) }),
+      answerLegend(pushPeak, "Δ log P of the final answer, layer by layer (nats)"),
       lineChart([{ name: `P(“${tok(a.token)}”), x = layer (0: the embeddings)`, color: "#0072b2",
         points: a.prob.map((p, i) => [i, p]) }], { id: "lens-answer-chart", width: 300, height: 170, yMin: 0,
         yMax: 1, xLabel: "layer", yLabel: "probability" }))));
