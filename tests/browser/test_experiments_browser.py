@@ -265,9 +265,9 @@ def test_intervention_views_by_mouse_and_keyboard_then_axe(page, server, width):
     _wait_ready(page, "#x-patch")
     grid = ex.residual_patch_grid(lm, clean, corrupted)["restored"]
     assert _cells(page, "#patch-grid td") == pytest.approx([v for row in grid for v in row], abs=1e-6)
-    # the colours stop at 0 and 1: a share beyond them (an overshoot) is said in words, and only then
+    # the colours stop at -1 and 1: a share beyond 1 (an overshoot) or below 0 is said in words, and only then
     shares = [v for row in grid for v in row if v is not None]
-    assert "clamped to 0–1" in page.text_content("#x-patch .legend-title")
+    assert "clamped at ±1" in page.text_content("#x-patch .legend-title")
     assert page.locator("#patch-overshoot").count() == int(max(shares) >= 1.005 or min(shares) <= -0.005)
     page.fill("#patch-corrupted", corrupted + "x")
     page.focus("#patch-corrupted")

@@ -119,6 +119,7 @@ def test_component_snippets_give_the_views_grids(client, mode, method):
             for j, value in enumerate(row):
                 if value is not None:  # null: after the read position (not run)
                     _close(got["effects"][grid][i, j], value, 1e-5)
+                    _close(got["contributions"][grid][i, j], -value, 1e-5)  # what the page draws
 
 
 def test_logit_attribution_snippet_gives_the_views_grid(client):

@@ -320,7 +320,9 @@ def _components(registry: Registry, r: ComponentRequest) -> list[str]:
                   f"source = {{n: {fill} for n, v in ((n, run.recorded[n]) for n in names)}}  # {r.mode}",
                   f"effects = {call}(model, clean_ids, clean_ids, answer, contrast=contrast, position=position, "
                   f"grids={grids!r}, clean=CleanRun(run.logprobs, source){extra})"]
-    return lines + ["for grid, cells in effects.items():  # the change in logit(answer) - logit(contrast)",
+    return lines + ["# the page shows each component's contribution: clean minus replaced, the change turned",
+                    "contributions = {grid: -cells for grid, cells in effects.items()}  # positive: toward the answer",
+                    "for grid, cells in contributions.items():  # in logit(answer) - logit(contrast)",
                     "    print(grid, cells.round(decimals=3))  # attn, mlp: (layers, positions); head: (layers, "
                     "heads)"]
 
