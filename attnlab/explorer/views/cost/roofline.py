@@ -46,7 +46,8 @@ def roofline(lm: Loaded, n: int, *, peak: float | None = None, bandwidth: float 
     n = cfg.n_patches + 1 if cfg.topology == "vit" else min(n, cfg.seq_limit or n)
     forward = cost_table(cfg, 1, n)
     moved = forward.bytes_read + forward.bytes_written
-    points.append(_point(f"prefill, {n} tokens", forward.flops, moved + swap, peak, bandwidth, precision))
+    first = "prefill" if cfg.topology == "decoder" else "forward"  # an encoder reads its n tokens once, no decoding
+    points.append(_point(f"{first}, {n} tokens", forward.flops, moved + swap, peak, bandwidth, precision))
     if cfg.topology == "decoder":
         step = cost_table(cfg, 1, n, mode="decode_step", cached=True)
         moved = step.bytes_read + step.bytes_written
