@@ -138,6 +138,16 @@ def test_the_count_gap_adds_up_on_the_page(page, server):
     assert closed_form(model.config) + sum(gaps) == measured == int(page.get_attribute("#gap-total", "data-total"))
     text = page.text_content("#particulars")
     assert "grouped-query attention" in text and "RMSNorm" in text and "RoPE" in text
+    # the block diagram leads into the forward pass: a block, then "Watch it on your sentence", by keyboard
+    _wait(page)
+    for block, level, stage in (("decoder.ffn", "block", "ffn.hidden"), ("decoder.norm1", "block", "norm1"),
+                                ("head", "model", "logits")):
+        page.focus(f"g.block[data-block='{block}']")
+        page.keyboard.press("Enter")
+        page.focus("#detail-watch")
+        page.keyboard.press("Enter")
+        assert (page.get_attribute("#fw-stage", "data-level"), _current(page)) == (level, stage)
+        assert page.evaluate("document.activeElement.closest('.fw-strip') !== null")
 
 
 def test_phone_encoder_decoder_cross_attention_and_axe(page, server):

@@ -19,12 +19,13 @@ export async function render(root, ctx) {
     const q = new URLSearchParams({ n: 8 });
     if (state.text) q.set("text", state.text);
     const arch = await api(`/api/architecture/${encodeURIComponent(state.model)}?${q}`);
-    root.append(el("div", { class: "row" }, el("div", { class: "diagram" }, diagram(arch, detail)), detail),
+    const forward = forwardPass(ctx);
+    root.append(el("div", { class: "row" }, el("div", { class: "diagram" }, diagram(arch, detail, forward)), detail),
       el("p", { class: "help", id: "arch-total" }, `${info.label}: `,
         el("b", { dataset: { params: arch.total_params } }, arch.total_params.toLocaleString("en-US")),
         " parameters (measured) vs closed form V·d + L·d + N·12d² = ",
         el("b", { dataset: { closedForm: arch.closed_form } }, arch.closed_form.toLocaleString("en-US")),
-        `; shapes shown for n = ${arch.n} tokens.`), particulars(arch, info), forwardPass(ctx));
+        `; shapes shown for n = ${arch.n} tokens.`), particulars(arch, info), forward);
   } else {
     root.append(notice("Pick an available model to draw its diagram.", "warn"));
   }
@@ -93,7 +94,7 @@ function topologyCards(ctx) {
   }));
 }
 
-function diagram(arch, detail) {
+function diagram(arch, detail, forward) {
   const W = 230, BH = 34, GAP = 8, colGap = 130;  // the gap holds the "× N layers" label, the bridge and its label
   const cols = arch.stacks.length;
   const rowsOf = (s) => s.embed.length + s.layer.length + s.tail.length;
@@ -126,7 +127,7 @@ function diagram(arch, detail) {
           human(b.params)));
       const open = () => {
         if (selected) selected.classList.remove("selected");
-        selected = g; g.classList.add("selected"); showDetail(detail, b);
+        selected = g; g.classList.add("selected"); showDetail(detail, b, forward);
       };
       g.addEventListener("click", open);
       g.addEventListener("keydown", (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } });
@@ -178,7 +179,13 @@ function diagram(arch, detail) {
   return root;
 }
 
-function showDetail(box, b) {
+// diagram block kind -> the forward pass's stage that computes it (level, stage id)
+const STAGE_OF = { tokens: ["model", "tokens"], patches: ["model", "input"], embed_extras: ["model", "positions"],
+  positions: ["model", "positions"], attn: ["block", "attn.weights"], norm1: ["block", "resid_mid"],
+  cross_attn: ["block", "cross_attn.weights"], norm_cross: ["block", "resid_cross"], ffn: ["block", "ffn.hidden"],
+  norm2: ["block", "resid_post"], final_norm: ["model", "final_norm"], head: ["model", "logits"] };
+
+function showDetail(box, b, forward) {
   box.replaceChildren(el("h3", {}, b.title), el("p", {}, b.text),
     el("p", { class: "help" }, "shapes: (batch, heads, tokens, d_head) or (batch, tokens, d_model)"),
     el("div", { class: "kv" }, Object.entries(b.shapes).flatMap(([k, v]) => [el("span", {}, k),
@@ -187,6 +194,14 @@ function showDetail(box, b) {
       b.params.toLocaleString("en-US")),
     b.n_layers ? ` (${b.params_per_layer.toLocaleString("en-US")} per layer × ${b.n_layers})` : "",
     b.tied ? " (projection tied to the token embeddings: counted there)" : ""));
+  const to = STAGE_OF[b.kind];
+  if (forward && to) {
+    const pre = b.id.includes(".") && ["encoder", "decoder"].includes(b.id.split(".")[0]) ? b.id.split(".")[0] : null;
+    // a pre-norm's norm is the stage before its sublayer: the norm's own output
+    const stage = b.norm_placement === "pre" && ["norm1", "norm2", "norm_cross"].includes(b.kind) ? b.kind : to[1];
+    box.append(el("button", { type: "button", id: "detail-watch", class: "primary",
+      onclick: () => forward.showStage(to[0], stage, pre) }, "Watch it on your sentence ›"));
+  }
 }
 
 async function calculator() {

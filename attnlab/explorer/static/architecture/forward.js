@@ -386,6 +386,24 @@ export function forwardPass(ctx) {
         follow), strip, card);
   }
 
+  // Another view (the block diagram) opens a stage here: level "model" | "block", the stage's id (or its end),
+  // the stack of an encoder-decoder. A stage of the other stack asks for a new forward first.
+  box.showStage = async (level, stageId, part = null) => {
+    if (!state.data) return;
+    if (part && state.data.parts.length > 1 && part !== state.data.part && level !== "model") {
+      Object.assign(state, { part, layer: 0 });
+      await load();
+    }
+    const stages = state.data.stages.filter((st) => st.level === level);
+    const ids = [part ? `${part}.${stageId}` : null, stageId, stageId === "logits" ? "output" : null];
+    let i = -1;
+    for (const id of ids) if (id && i < 0) i = stages.findIndex((st) => st.id === id);
+    if (i < 0) i = stages.findIndex((st) => st.id.endsWith(`.${stageId}`));
+    state.level = level; state.index = Math.max(0, i);
+    draw();
+    box.scrollIntoView({ block: "start" });
+    focusStage();
+  };
   load();
   return box;
 }
