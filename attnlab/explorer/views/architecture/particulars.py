@@ -15,6 +15,23 @@ from typing import Any
 
 from attnlab.parameter_count import closed_form, formula_gap, lm_head_built
 
+HOW = {  # formula_gap's other rows, each in one phrase
+    "cross-attention matrices": "W_Q, W_K, W_V, W_O of each decoder layer's cross-attention",
+    "biases": "a vector beside each matrix: b_Q, b_K, b_V, b_O, b_1, b_2 in every layer",
+    "biases on W_Q, W_K, W_V": "b_Q, b_K, b_V in every layer (no other biases)",
+    "q/k norms (a gain per head feature)": "a d_head gain for q and one for k in every layer",
+    "positions beyond L*d (offset rows, second stack)": "rows the L·d term leaves out: an offset, a second stack's "
+                                                        "table, or a ViT's patches + 1 rows in place of L",
+    "T5 relative-position buckets": "a learned bias per (distance bucket, head) in each stack",
+    "token types": "the segment table, type_vocab_size × d_model",
+    "separate source-token embeddings": "V × d_model: the encoder's own table",
+    "patch embedding + [CLS]": "the (channels · P²) × d_model patch projection, its bias and the [CLS] vector",
+    "LM head: untied matrix, bias, transform": "what the head adds beyond the embedding table",
+    "pooler": "d_model × d_model + d_model, over the [CLS] vector",
+    "next-sentence classifier": "2 × d_model + 2",
+    "classifier": "d_model × n_classes + n_classes, over the [CLS] vector",
+}
+
 
 def features(cfg) -> list[dict[str, str]]:
     """The model's choices a learner should notice, each with the one-line reason it matters."""
@@ -84,7 +101,7 @@ def count_gap(cfg, measured: int) -> dict[str, Any]:
             rows.append((f"norms ({'LayerNorm: γ and β' if size == 2 * d else 'RMSNorm: γ only, no bias'})", count,
                          f"{count // size} norms × {size}"))
         else:
-            rows.append((name, count, ""))
+            rows.append((name, count, HOW.get(name, "")))
     if lm_head_built(cfg) and cfg.tie_embeddings:
         rows.append(("tied head (W_out = W_E^T)", 0, f"an untied one would add V × d_model = {cfg.vocab_size * d:,}"))
     if cfg.position in ("rope", "sinusoidal", "alibi"):
