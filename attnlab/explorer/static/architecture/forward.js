@@ -241,7 +241,7 @@ export function forwardPass(ctx) {
     data: null, refocus: null, asked: 0, token: null };
   const input = el("input", { type: "text", id: "fw-text", value: state.text,
     "aria-label": "sentence to run through the model" });
-  const body = el("div", { id: "fw-body", "aria-live": "polite" });
+  const body = el("div", { id: "fw-body" });  // announced: the status line while it runs, the focused stage after
   box.append(el("h2", { id: "forward-title" }, "A forward pass, stage by stage"),
     el("p", { class: "help" }, "Your sentence flows through the selected model. Every picture shows the real " +
       "numbers of one forward; each stage names its equation and the line of attnlab that computes it. " +
@@ -250,10 +250,10 @@ export function forwardPass(ctx) {
   if (ctx.info && ctx.info.topology === "vit") {
     box.append(el("p", { class: "help" }, "A vision transformer reads an image: MNIST sample 0 is the input."));
   } else {
+    const run = () => { state.text = input.value; state.token = null; load(); };  // a new text: follow its last token
     box.append(el("div", { class: "controls" }, el("label", { for: "fw-text" }, "sentence "), input,
-      el("button", { type: "button", id: "fw-run", class: "primary", onclick: () => { state.text = input.value; load(); } },
-        "Run")));
-    input.addEventListener("keydown", (e) => { if (e.key === "Enter") { state.text = input.value; load(); } });
+      el("button", { type: "button", id: "fw-run", class: "primary", onclick: run }, "Run")));
+    input.addEventListener("keydown", (e) => { if (e.key === "Enter") run(); });
   }
   box.append(body);
 
