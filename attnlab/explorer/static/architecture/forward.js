@@ -269,6 +269,10 @@ export function forwardPass(ctx) {
       if (state.part) req.part = state.part;
       const data = await api("/api/architecture/forward", req);
       if (mine !== state.asked) return;
+      if (!data || !Array.isArray(data.stages)) {  // a page without the server (the notebook view) holds none
+        throw new Error("The forward pass is computed live by the explorer's server: run `attnlab explore` " +
+          "to watch one.");
+      }
       state.data = data;
       state.part = state.data.part;
       draw();
