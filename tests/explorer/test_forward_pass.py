@@ -225,7 +225,7 @@ def test_the_route_answers_and_refuses_bad_input_in_one_line(client):
     cases = [({"model": "nope", "text": "ab"}, 404, "unknown model"),
              ({"model": "path", "text": "ab", "layer": 7}, 404, "layer 7 does not exist"),
              ({"model": "path", "text": "ab", "head": 9}, 404, "head 9 does not exist"),
-             ({"model": "path", "text": "ab", "part": "cross"}, 400, "allowed: decoder"),
+             ({"model": "path", "text": "ab", "part": "cross"}, 404, "allowed: decoder"),
              ({"model": "path", "text": ""}, 400, "no tokens"),
              ({"model": "path", "text": "ab", "layer": -1}, 422, "layer"),
              ({"model": "path"}, 422, "text")]

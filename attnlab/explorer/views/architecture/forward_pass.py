@@ -27,7 +27,6 @@ from typing import Any
 
 import torch
 
-from attnlab.errors import InputError
 from attnlab.explorer.server.common import (
     check_index,
     config_of,
@@ -35,7 +34,7 @@ from attnlab.explorer.server.common import (
     token_text,
     token_texts,
 )
-from attnlab.explorer.server.registry import Loaded
+from attnlab.explorer.server.registry import Loaded, UnknownItem
 from attnlab.explorer.views.architecture.code_lines import where
 from attnlab.recording import record
 
@@ -98,7 +97,7 @@ class _Run:
         allowed = PARTS if topo == "encoder-decoder" else (topo,)
         if part not in allowed:
             shown = repr(part)[:40]
-            raise InputError(f"part {shown} does not exist for this {topo}; allowed: {', '.join(allowed)}")
+            raise UnknownItem(f"part {shown} does not exist for this {topo}; allowed: {', '.join(allowed)}")
         self.part = part
         self.prefix = f"{part}." if topo == "encoder-decoder" else ""
         self.stack = getattr(self.model, part) if topo == "encoder-decoder" else self.model
