@@ -182,3 +182,39 @@ def test_the_class_page_sends_no_referrer(registry):
         assert page.status_code == 200 and page.headers["referrer-policy"] == "no-referrer"
         assert c.get("/static/app.js").headers["referrer-policy"] == "no-referrer"
         assert c.get("/api/models").headers["referrer-policy"] == "no-referrer"
+
+
+def test_in_a_class_one_client_runs_one_light_request_at_a_time_leaving_a_slot_for_others(registry, monkeypatch):
+    gate, order = threading.Event(), []
+
+    def attention(lm, text, layer, head, *args, **kw):
+        order.append(text)
+        if text == "a0":
+            assert gate.wait(30)
+        return {"text": text}
+
+    monkeypatch.setattr(api, "attention", attention)
+    lan = "192.168.1.20"
+    app = create_app(registry, host=lan, class_token=TOKEN, max_concurrent=2)
+    ids = app.state.runner.ids
+    a, b = ({"cookie": f"{CLIENT_COOKIE}={ids.issue('testclient')}", "x-attnlab-class": TOKEN,
+             "origin": f"http://{lan}:8000"} for _ in range(2))
+    answers: list = []
+    with TestClient(app, base_url=f"http://{lan}:8000") as c:
+        def post(text, headers):
+            t = threading.Thread(target=lambda: answers.append(
+                c.post("/api/attention", json={**ATTENTION, "text": text}, headers=headers)))
+            t.start()
+            return t
+
+        threads = [post("a0", a)]
+        _wait_for(lambda: order == ["a0"], "a's first request to run")
+        threads.append(post("a1", a))
+        _wait_for(lambda: app.state.runner.waiting() == 1, "a's second to wait, though a slot is free")
+        threads.append(post("b0", b))
+        _wait_for(lambda: order == ["a0", "b0"], "b's request to run in the free slot")
+        assert app.state.runner.waiting() == 1  # a1 still waits for a0
+        gate.set()
+        for t in threads:
+            t.join(30)
+    assert order == ["a0", "b0", "a1"] and [r.status_code for r in answers] == [200, 200, 200]

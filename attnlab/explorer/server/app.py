@@ -112,7 +112,8 @@ def create_app(registry: Registry | None = None, *, host: str | None = "127.0.0.
                   version="0.1.0", docs_url=None, redoc_url=None)  # their pages load scripts from a CDN
     ids = ClientIds()  # the clients the queues share the machine between (guard issues, runner reads)
     runner = Runner(slots, heavy_concurrent, QUEUE_SECONDS, threads_per_request(check_threads(threads), slots),
-                    ids=ids, compile_steps=compile_steps)
+                    ids=ids, compile_steps=compile_steps,
+                    light_per_client=1 if class_token is not None else None)  # a class: one light request each
     app.state.registry = registry
     app.state.runner = runner  # every router computes under the same slots and limits (runner.run)
     app.state.threads_per_request, app.state.max_concurrent = runner.threads, slots

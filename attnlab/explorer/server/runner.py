@@ -74,11 +74,14 @@ async def watch(request: Request, stop: Stop) -> None:
 class Runner:
     """The app's slots: the light queue of `slots` and the heavy-job queue of `heavy_slots` (fair_queue.FairQueue),
     one of each per event loop (tests may start several), created on first use. `ids` tells a request's client;
-    `compile_steps` False keeps the Generation tab's compiled step from being built (idle_builds.py)."""
+    `compile_steps` False keeps the Generation tab's compiled step from being built (idle_builds.py).
+    `light_per_client`: light requests one client may run at once (None: any while nobody else waits; a class
+    takes 1, so a slot stays free for the other students however many requests one of them sends)."""
 
     def __init__(self, slots: int, heavy_slots: int, queue_seconds: float, threads: int,
-                 ids: ClientIds | None = None, compile_steps: bool = True):
+                 ids: ClientIds | None = None, compile_steps: bool = True, light_per_client: int | None = None):
         self.slots, self.heavy_slots, self.queue_seconds, self.threads = slots, heavy_slots, queue_seconds, threads
+        self.light_per_client = light_per_client
         self.ids = ids if ids is not None else ClientIds()
         self.compile_steps = compile_steps
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -101,7 +104,8 @@ class Runner:
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
             self._loop = loop
-            self._light = FairQueue(self.slots, "requests", max_waiting=MAX_LIGHT_WAITING)
+            self._light = FairQueue(self.slots, "requests", max_running=self.light_per_client,
+                                    max_waiting=MAX_LIGHT_WAITING)
             self._heavy = FairQueue(self.heavy_slots, "heavy jobs (sweeps, patching grids, streams)",
                                     max_running=MAX_HEAVY_RUNNING, max_waiting=MAX_HEAVY_WAITING)
         return self._light
