@@ -386,3 +386,19 @@ def test_a_windowed_decoding_step_refuses_to_be_traced(monkeypatch):
         monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
         with pytest.raises(RuntimeError, match="a decoding step with a sliding window is not compiled"):
             model.run(model.tokens(ids[:, :1]), cache=cache)
+
+
+def test_cost_table_counts_partial_rope_and_sandwich_norms():
+    """The analytic cost (attnlab cost): RoPE turns rotary_dim features of each q and k head, a sandwich holds four
+    norms per block (two adds), biases on W_Q, W_K, W_V alone are read with their matrix. By hand: 2 layers, 2 rows
+    of 5 tokens, 4 query + 2 key heads."""
+    from attnlab.cost.analytic import NORM_FLOPS, ROPE_FLOPS, cost_table
+
+    config = _decoder(rotary_dim=4, norm_placement="sandwich", qkv_bias=True).config
+    rows = {r.name: r for r in cost_table(config, batch=2, seq=5).rows}
+    assert rows["self-attn rotary (RoPE)"].flops == 2 * ROPE_FLOPS * (2 * 5) * (4 + 2) * 4
+    assert rows["rmsnorm (4 per block)"].flops == 2 * 4 * NORM_FLOPS["rmsnorm"] * (2 * 5) * 32
+    assert rows["residual adds (2 per block)"].flops == 2 * 2 * (2 * 5) * 32
+    plain = {r.name: r for r in cost_table(config.replace(qkv_bias=None), batch=2, seq=5).rows}
+    qkv = "self-attn Q,K,V projections"
+    assert rows[qkv].bytes_read - plain[qkv].bytes_read == 2 * 4 * (4 + 2 + 2) * 8  # 2 layers, float32 biases

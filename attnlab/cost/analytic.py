@@ -209,10 +209,11 @@ def _attention(out: _Rows, config: ModelConfig, stack: str, layers: int, b: int,
                        config.bias)
     else:
         out.matmul(stack, f"{tag} Q,K,V projections", f"2·{rq}·d·(h+2g)·d_k", layers, b * nq, d, qw + 2 * kvw,
-                   config.bias)
-        if config.position == "rope":
-            elems = b * nq * (qw + kvw)
-            out.other(stack, f"{tag} rotary (RoPE)", f"{ROPE_FLOPS}·{rq}·(h+g)·d_k", layers,
+                   config.attn_qkv_bias)
+        if config.position == "rope":  # the first rotary_dim features of each head (all of them by default)
+            elems = b * nq * (h + g) * config.rope_dim
+            rotated = "d_k" if config.rotary_dim is None else "rotary_dim"
+            out.other(stack, f"{tag} rotary (RoPE)", f"{ROPE_FLOPS}·{rq}·(h+g)·{rotated}", layers,
                       ROPE_FLOPS * elems, elems, elems)
     scores = b * h * nq * nk
     pair = f"{sq}·{sk}" if sq != "1" else sk
@@ -253,12 +254,14 @@ def _stack(out: _Rows, config: ModelConfig, stack: str, layers: int, b: int, nq:
               rows * up, rows * ff)
     out.matmul(stack, "FFN down W_2", f"2·{rq}·d_ff·d", layers, rows, ff, d, config.bias)
     per_block = 3 if cross_len is not None else 2
+    adds_per_block = per_block  # a sandwich normalises before and after each sub-layer: twice the norms, same adds
+    per_block *= 2 if config.norm_placement == "sandwich" else 1
     nf = NORM_FLOPS[config.norm]
     n_params = 2 if config.norm == "layernorm" else 1
     out.other(stack, f"{config.norm} ({per_block} per block)", f"{per_block}·{nf}·{rq}·d", layers,
               per_block * nf * rows * d, per_block * (rows * d + n_params * d), per_block * rows * d)
-    out.other(stack, f"residual adds ({per_block} per block)", f"{per_block}·{rq}·d", layers,
-              per_block * rows * d, per_block * 2 * rows * d, per_block * rows * d)
+    out.other(stack, f"residual adds ({adds_per_block} per block)", f"{adds_per_block}·{rq}·d", layers,
+              adds_per_block * rows * d, adds_per_block * 2 * rows * d, adds_per_block * rows * d)
     ends = int(config.embedding_norm) + int(config.has_final_norm)
     if ends:
         out.other(stack, f"{config.norm} (embedding/final)", f"{nf}·{rq}·d", ends, nf * rows * d,

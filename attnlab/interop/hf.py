@@ -1,4 +1,5 @@
-"""Hugging Face checkpoints <-> attnlab, for the BERT, GPT-2, ViT, BART, Marian, T5 and LLaMA families.
+"""Hugging Face checkpoints <-> attnlab, for the families of families.FAMILIES (BERT, GPT-2, ViT, BART, Marian, T5,
+and the open decoders: LLaMA, Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, GPT-NeoX, Gemma 2).
 
 Everything family-specific lives in one table per family (families.py); this module is the engine that reads
 and writes through those tables:
