@@ -256,22 +256,27 @@ def test_phone_tour_leaves_the_screen_and_points_at_its_subject(phone, server, m
         page.goto(server["url"])
         _ready(page)
         page.wait_for_selector("#tour")
+        page.wait_for_function("document.querySelector('#tour').dataset.step == '0'", timeout=120_000)
         card = page.eval_on_selector("#tour", "e => e.getBoundingClientRect().height")
         assert card <= 0.4 * PHONE["height"], f"the tour card is {card} px of an {PHONE['height']} px screen"
         page.click("#tour-next")
-        page.click("#tour-next")  # stop 3: the maths, step by step
+        page.click("#tour-next")  # stop 3: the last token's attention in one head
         page.wait_for_function("document.querySelector('#tour').dataset.step == '2'")
-        page.wait_for_selector("#steps.tour-target", timeout=30_000)
-        top = page.eval_on_selector("#steps", "e => e.getBoundingClientRect().top")
+        page.wait_for_selector("#bars.tour-target", timeout=30_000)
+        top = page.eval_on_selector("#bars", "e => e.getBoundingClientRect().top")
         card_top = page.eval_on_selector("#tour", "e => e.getBoundingClientRect().top")
         assert 0 <= top < card_top, "the step's subject is not on screen above the tour card"
         _shot(page, "phone-tour")
-        # Next pressed again and again while a model loads: the page ends on the last stop's view, whole
+        for _ in range(4):  # to the last stop of the main story
+            page.click("#tour-next")
+        page.wait_for_function("document.querySelector('#tour').dataset.step == '6'")
+        # the vision story while its model loads slowly, Next pressed during the load: the page ends on the last
+        # stop's view, whole
         describe = api.describe
         monkeypatch.setattr(api, "describe", lambda lm: time.sleep(1.5) or describe(lm))
-        for _ in range(3):
-            page.click("#tour-next")
-        page.wait_for_function("document.querySelector('#tour').dataset.step == '5'")
+        page.click("#tour-vision")
+        page.click("#tour-next")
+        page.wait_for_function("document.querySelector('#tour').dataset.step == '1'")
         page.wait_for_function("new URLSearchParams(location.search).get('model') === 'vit-mnist'",
                                timeout=30_000)
         page.wait_for_selector("#image.tour-target", timeout=60_000)
