@@ -198,6 +198,12 @@ def test_options_reach_the_config(tmp_path):
     ("llama3-rope", dict(rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 8,
                                           "long_factor": [2.0] * 8, "original_max_position_embeddings": 16}),
      "rope_type='longrope' is not supported; supported: default, linear, dynamic, llama3, yarn"),
+    ("gemma2-alternating", dict(layer_types=["sliding_attention", "full_attention", "full_attention",
+                                             "sliding_attention"]), "layer_types is not a periodic pattern"),
+    ("olmo2-gqa", dict(attention_bias=True), "olmo2: attention_bias=True"),
+    ("neox-parallel-quarter", dict(attention_bias=False), "gpt_neox: attention_bias=False"),
+    ("qwen2-gqa", dict(rope_parameters={"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}),
+     "qwen2: a partial_rotary_factor below 1 is not supported for this family"),
 ])
 def test_unsupported_options_are_refused_in_one_line(case, change, message, tmp_path):
     model_class, config_class, keywords = CASES[case]
