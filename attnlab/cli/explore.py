@@ -26,7 +26,7 @@ def add_arguments(p) -> None:
     p.add_argument("paths", nargs="*", metavar="PATH",
                    help=f"extra models: {ACCEPTED}; or a model's name (`attnlab models`)")
     p.add_argument("--host", default=None, help="address to listen on (default 127.0.0.1: this machine only; with "
-                   "--class, 0.0.0.0: every interface)")
+                   "--class, every interface: each IPv4 and IPv6 address)")
     p.add_argument("--port", type=int, default=8000, help="port, 1..65535 (default 8000)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser tab")
     p.add_argument("--class", dest="class_mode", action="store_true",
@@ -137,7 +137,7 @@ def class_setup(args) -> tuple[str, str, str | None]:
     address of this machine (the guard reads them)."""
     from attnlab.explorer.server import classroom
 
-    host = args.host or ("0.0.0.0" if args.class_mode else "127.0.0.1")
+    host = args.host or (classroom.every_interface() if args.class_mode else "127.0.0.1")
     if not args.class_mode and host in LOOPBACK:
         return host, host, None
     try:
@@ -180,7 +180,8 @@ def run(args) -> int:
         print(f"  also: {other}", flush=True)
     if class_token:
         which = " (or the one of those on their network)" if len(urls) > 1 else ""
-        print(f"serving a class on {bind}: students open the address above{which} (its class token is required; "
+        on = "every interface" if bind in classroom.WILDCARDS else bind
+        print(f"serving a class on {on}: students open the address above{which} (its class token is required; "
               "anyone with it can use this explorer)", flush=True)
     print("models served:", flush=True)
     print("\n".join(served(registry.list())), flush=True)

@@ -2,8 +2,9 @@
 (a classroom LAN without internet) prints an address the students can reach, and serves them there.
 
 Two network namespaces joined by a veth pair stand for the teacher's machine and a student's, with addresses on
-one /24 and no route anywhere else. The explorer runs in the first (as the command a teacher types); the test
-reads the addresses it prints and opens each from the second. Needs root and `ip netns` (skipped otherwise)."""
+one IPv4 /24 and one IPv6 /64 and no route anywhere else. The explorer runs in the first (as the command a
+teacher types); the test reads the addresses it prints and opens each from the second. Needs root and `ip netns`
+(skipped otherwise)."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ import time
 
 import pytest
 
+from attnlab.explorer.server import classroom
+
 TOKEN = "offline-class-token-0001"
 SERVER_IP, STUDENT_IP, PORT = "10.231.7.1", "10.231.7.2", 8765
+SERVER_IP6, STUDENT_IP6 = "fd77:231:7::1", "fd77:231:7::2"  # unique local addresses (no DAD wait: nodad)
 
 
 def _ip(*args: str) -> subprocess.CompletedProcess:
@@ -42,6 +46,8 @@ def offline_lan():
                      ["link", "set", t_if, "netns", teacher], ["link", "set", s_if, "netns", student],
                      ["-n", teacher, "addr", "add", f"{SERVER_IP}/24", "dev", t_if],
                      ["-n", student, "addr", "add", f"{STUDENT_IP}/24", "dev", s_if],
+                     ["-n", teacher, "addr", "add", f"{SERVER_IP6}/64", "dev", t_if, "nodad"],
+                     ["-n", student, "addr", "add", f"{STUDENT_IP6}/64", "dev", s_if, "nodad"],
                      ["-n", teacher, "link", "set", t_if, "up"], ["-n", student, "link", "set", s_if, "up"],
                      ["-n", teacher, "link", "set", "lo", "up"], ["-n", student, "link", "set", "lo", "up"]):
             _ip(*step).check_returncode()
@@ -95,8 +101,12 @@ def test_a_student_reaches_the_class_by_a_printed_address_on_a_network_without_a
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         urls = _printed_addresses(proc)
-        assert urls == [f"http://{SERVER_IP}:{PORT}/?class={TOKEN}"]  # its one network's address, not localhost
-        assert _student_opens(student, urls[0]) == "200"
+        # its network's addresses, not localhost: IPv4 first, and IPv6 where its socket takes both
+        assert urls[0] == f"http://{SERVER_IP}:{PORT}/?class={TOKEN}"
+        ipv6 = classroom.every_interface() == ""  # this kernel serves IPv6: the explorer listens there too
+        assert urls[1:] == ([f"http://[{SERVER_IP6}]:{PORT}/?class={TOKEN}"] if ipv6 else [])
+        for url in urls:
+            assert _student_opens(student, url) == "200", url
         assert _student_opens(student, f"http://{SERVER_IP}:{PORT}/") == "HTTPError HTTP Error 403: Forbidden"
     finally:
         proc.terminate()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hmac
 import re
 import secrets
+import socket
 from urllib.parse import parse_qs
 
 from attnlab.explorer.server import addresses
@@ -58,10 +59,27 @@ def is_heavy(path: str, query: str) -> bool:
     return path.startswith("/api/cost/") and measure in ("1", "true", "on", "yes", "t", "y")  # as FastAPI reads it
 
 
+def every_interface() -> str:
+    """The address `--class` listens on: "" where this machine has IPv6 (uvicorn, through asyncio, then listens on
+    every IPv4 and every IPv6 address, one socket each, so the students reach each address printed), else
+    "0.0.0.0". Not "::": asyncio makes that socket IPv6 only."""
+    if not socket.has_ipv6:
+        return "0.0.0.0"
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as sock:
+            sock.bind(("::", 0))
+    except OSError:
+        return "0.0.0.0"
+    return ""
+
+
 def hosts_to_print(named: str) -> list[str]:
     """The hosts of the addresses `attnlab explore` prints for the pages' Host `named`: every address of this
     machine when it listens on every interface (the routed one first; an offline classroom network has no route,
-    and its address is listed all the same), localhost on loopback, else `named` itself."""
+    and its address is listed all the same; on "0.0.0.0" the IPv4 ones, on "::" the IPv6 ones), localhost on
+    loopback, else `named`."""
     if named in WILDCARDS:
-        return addresses.machine_addresses() or ["localhost"]
+        found = [a for a in addresses.machine_addresses()
+                 if (named != "0.0.0.0" or ":" not in a) and (named != "::" or ":" in a)]
+        return found or ["localhost"]
     return ["localhost" if named in LOOPBACK else named]
