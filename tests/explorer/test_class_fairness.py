@@ -39,6 +39,21 @@ def _grants(queue: FairQueue, tickets: list) -> list:
     return order
 
 
+def _gated_attention(monkeypatch) -> tuple:
+    """Replace api.attention by a fake that records each request's text, in the order they run, and holds the
+    request "a0" until the returned gate is set; returns (gate, order)."""
+    gate, order = threading.Event(), []
+
+    def attention(lm, text, layer, head, *args, **kw):
+        order.append(text)
+        if text == "a0":
+            assert gate.wait(30)
+        return {"text": text}
+
+    monkeypatch.setattr(api, "attention", attention)
+    return gate, order
+
+
 def test_light_turns_go_round_robin_across_addresses_not_first_come_first_served():
     async def scenario():
         queue = FairQueue(2, "requests")
@@ -107,15 +122,7 @@ def test_rotating_cookies_gets_a_few_ids_at_most(registry):
 
 
 def test_one_clients_parallel_light_requests_wait_behind_another_clients(registry, monkeypatch):
-    gate, order = threading.Event(), []
-
-    def attention(lm, text, layer, head, *args, **kw):
-        order.append(text)
-        if text == "a0":
-            assert gate.wait(30)
-        return {"text": text}
-
-    monkeypatch.setattr(api, "attention", attention)
+    gate, order = _gated_attention(monkeypatch)
     app = create_app(registry, max_concurrent=1)
     ids = app.state.runner.ids
     a, b = ({"cookie": f"{CLIENT_COOKIE}={ids.issue('testclient')}"} for _ in range(2))
@@ -185,15 +192,7 @@ def test_the_class_page_sends_no_referrer(registry):
 
 
 def test_in_a_class_one_client_runs_one_light_request_at_a_time_leaving_a_slot_for_others(registry, monkeypatch):
-    gate, order = threading.Event(), []
-
-    def attention(lm, text, layer, head, *args, **kw):
-        order.append(text)
-        if text == "a0":
-            assert gate.wait(30)
-        return {"text": text}
-
-    monkeypatch.setattr(api, "attention", attention)
+    gate, order = _gated_attention(monkeypatch)
     lan = "192.168.1.20"
     app = create_app(registry, host=lan, class_token=TOKEN, max_concurrent=2)
     ids = app.state.runner.ids
