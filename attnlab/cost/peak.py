@@ -92,19 +92,25 @@ def measured_peak_flops(device="cpu", dtype=torch.float32, *, refresh: bool = Fa
     """
     torch_dtype = _dtype(dtype)
     key = device_key(device, torch_dtype)
+    if size is None:
+        size = 8192 if torch.device(device).type == "cuda" else 1024
+    return _cached_measurement(key, "FLOP/s", refresh, lambda: time_matmul(size, device, torch_dtype))
+
+
+def _cached_measurement(key: str, unit: str, refresh: bool, measure) -> float:
+    """The number cached in peak.json under `key`; else (no entry, `refresh`, or an entry that is not a number of
+    `unit` above MIN_PEAK_FLOPS: one warning) what measure() returns, stored there."""
     path = cache_file()
     cached = read_cache(path, "peak cache")  # a bad file: one warning, {}, measured again and overwritten
     if not refresh and key in cached:
         if finite_number(cached[key], MIN_PEAK_FLOPS):
             return float(cached[key])
-        warn_cache(f"{path}: the entry for {key} is not a number of FLOP/s above {MIN_PEAK_FLOPS:g}; "
+        warn_cache(f"{path}: the entry for {key} is not a number of {unit} above {MIN_PEAK_FLOPS:g}; "
                    "ignored, measured again")
-    if size is None:
-        size = 8192 if torch.device(device).type == "cuda" else 1024
-    peak = time_matmul(size, device, torch_dtype)
-    cached[key] = peak
+    value = measure()
+    cached[key] = value
     write_json_atomic(path, cached)  # a read-only home still gets the number, just not cached
-    return peak
+    return value
 
 
 def mfu(flops_per_second: float, device="cpu", dtype=torch.float32) -> float:
@@ -140,16 +146,6 @@ def measured_bandwidth(device="cpu", *, refresh: bool = False, megabytes: int | 
     Like the peak it is what this machine reached, not a datasheet figure; the copy is larger than any cache
     (128 MB on CPU, 1 GB on CUDA) so it is mostly the memory's speed that is timed."""
     key = "bandwidth|" + device_key(device, torch.float32)
-    path = cache_file()
-    cached = read_cache(path, "peak cache")
-    if not refresh and key in cached:
-        if finite_number(cached[key], MIN_PEAK_FLOPS):
-            return float(cached[key])
-        warn_cache(f"{path}: the entry for {key} is not a number of bytes/s above {MIN_PEAK_FLOPS:g}; "
-                   "ignored, measured again")
     if megabytes is None:
         megabytes = 1024 if torch.device(device).type == "cuda" else 128
-    bandwidth = time_copy(megabytes, device)
-    cached[key] = bandwidth
-    write_json_atomic(path, cached)
-    return bandwidth
+    return _cached_measurement(key, "bytes/s", refresh, lambda: time_copy(megabytes, device))
