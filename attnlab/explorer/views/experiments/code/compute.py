@@ -13,7 +13,7 @@ makes; the page only shows the text (static/experiments/code.js).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, get_type_hints
 
 from pydantic import BaseModel, ValidationError
 
@@ -93,6 +93,21 @@ def _logp(var: str = "ids") -> str:
 
 
 # ------------------------------------------------------------------------------------------------- views
+Snippet = tuple[type[BaseModel], Callable[[Registry, Any], list[str]], str]
+SNIPPETS: dict[str, Snippet] = {}  # API path -> (the route's request schema, the writer, what the view computes)
+
+
+def _writes(name: str, view: str):
+    """Register the decorated writer as the snippet of POST /api/experiments/<name>, a view that computes `view`;
+    the body's schema is the one the writer's request `r` is annotated with."""
+    def register(write: Callable[[Registry, Any], list[str]]):
+        SNIPPETS[f"/api/experiments/{name}"] = (get_type_hints(write)["r"], write, view)
+        return write
+
+    return register
+
+
+@_writes("ablation", "P(target) with heads switched off")
 def _ablation(registry: Registry, r: AblationRequest) -> list[str]:
     heads: dict[int, list[int]] = {}
     for layer, head in r.heads:
@@ -108,6 +123,7 @@ def _ablation(registry: Registry, r: AblationRequest) -> list[str]:
             "print(f\"P({show(target)!r}): {p_before:.2%} -> {p_after:.2%}\")"]
 
 
+@_writes("head-sweep", "which heads matter")
 def _sweep(registry: Registry, r: SweepRequest) -> list[str]:
     reference = ", reference=ids" if r.mode == "mean" else ""
     return [*_header(registry, r.model), *_tokens(registry, r.model), f"ids = encode({r.text!r})",
@@ -118,6 +134,7 @@ def _sweep(registry: Registry, r: SweepRequest) -> list[str]:
             "print(drops)  # (layers, heads); positive: the head helped this prediction"]
 
 
+@_writes("head-attribution", "which heads matter: the estimate, then the exact check")
 def _head_attribution(registry: Registry, r: HeadAttributionRequest) -> list[str]:
     """The estimate grid "Which heads matter" draws first (attribution patching, one forward and one backward),
     then the exact drop of the heads with the largest estimates (the outlined cells; the page also checks a
@@ -159,6 +176,7 @@ def _pair(registry: Registry, r) -> list[str]:
             "with torch.no_grad():", f"    clean = {_logp('clean_ids')}", _target(r.target)]
 
 
+@_writes("patch", "causal tracing")
 def _patch(registry: Registry, r: PatchRequest) -> list[str]:
     return [*_pair(registry, r),
             "# the clean residual stream copied into the corrupted run at each (layer, position)",
@@ -166,6 +184,7 @@ def _patch(registry: Registry, r: PatchRequest) -> list[str]:
             f"site={r.site!r})", "print(grid)  # (layers, positions): P(target) with that one cell patched"]
 
 
+@_writes("patch-attribution", "attribution patching and exact patching")
 def _patch_attribution(registry: Registry, r: PatchAttributionRequest) -> list[str]:
     return [*_pair(registry, r),
             "# the estimate: one forward on each sentence and one backward give every cell at once",
@@ -178,6 +197,7 @@ def _patch_attribution(registry: Registry, r: PatchAttributionRequest) -> list[s
             "print(exact)  # the page checks its largest cells against these"]
 
 
+@_writes("logit-lens", "the logit lens")
 def _lens(registry: Registry, r: LensRequest) -> list[str]:
     cut = [] if _is_mlm(registry, r.model) else ["ids = ids[:, : position + 1]  # later tokens cannot change it"]
     return [*_header(registry, r.model), *_tokens(registry, r.model), f"ids = encode({r.text!r})",
@@ -190,6 +210,7 @@ def _lens(registry: Registry, r: LensRequest) -> list[str]:
             "    print(where, [(show(i), round(float(p.exp()), 4)) for p, i in zip(logp, idx)])"]
 
 
+@_writes("attention-ablation", "attention weights against knocking each out")
 def _attention_ablation(registry: Registry, r: AttentionAblationRequest) -> list[str]:
     keys = "ids.shape[1]" if _is_mlm(registry, r.model) else "position + 1"
     return [*_header(registry, r.model), *_tokens(registry, r.model), f"ids = encode({r.text!r})",
@@ -205,6 +226,7 @@ def _attention_ablation(registry: Registry, r: AttentionAblationRequest) -> list
             "print([round(e, 4) for e in effects])  # drop in log P(target) when that weight is 0"]
 
 
+@_writes("flow", "each head's share at one token")
 def _flow(registry: Registry, r: FlowRequest) -> list[str]:
     token = "ids.shape[1] - 1  # the last token" if r.token is None else str(r.token)
     return [*_header(registry, r.model), *_tokens(registry, r.model), f"ids = encode({r.text!r})",
@@ -225,6 +247,7 @@ def _matrix(name: str, rows: list[list[float]], what: str) -> list[str]:
             "], dtype=torch.float64)"]
 
 
+@_writes("toy", "the toy's scores and softmax")
 def _toy(registry: Registry, r: ToyRequest) -> list[str]:
     return ["import math", "", "import torch", "",
             "# the hand-set toy: 8 named dimensions per word",
@@ -239,6 +262,7 @@ def _toy(registry: Registry, r: ToyRequest) -> list[str]:
             f"print(weights[{r.query}].round(decimals=4))"]
 
 
+@_writes("neighbours", "nearest tokens in the embedding table")
 def _neighbours(registry: Registry, r: NeighboursRequest) -> list[str]:
     from attnlab.explorer.views.experiments.meanings.compute import word_start
 
@@ -257,6 +281,7 @@ def _neighbours(registry: Registry, r: NeighboursRequest) -> list[str]:
             "print([(show(i), round(float(cos[i]), 4)) for i in nearest])"]
 
 
+@_writes("sentences", "cosines of sentence vectors")
 def _sentences(registry: Registry, r: SentencesRequest) -> list[str]:
     from attnlab.explorer.views.experiments.meanings.compute import EXAMPLE_SENTENCES
 
@@ -269,6 +294,7 @@ def _sentences(registry: Registry, r: SentencesRequest) -> list[str]:
             "cosine = vectors @ vectors.T  # (n, n)", "print(cosine.round(decimals=4))"]
 
 
+@_writes("steer", "steering")
 def _steer(registry: Registry, r: SteerRequest) -> list[str]:
     shown_as = "embeddings" if r.layer == 0 else f"after layer {r.layer}"
     return [*_header(registry, r.model), *_tokens(registry, r.model),
@@ -287,6 +313,7 @@ def _steer(registry: Registry, r: SteerRequest) -> list[str]:
             "print(repr(''.join(show(i) for i in steered.tokens[0])))"]
 
 
+@_writes("components", "patching by component")
 def _components(registry: Registry, r: ComponentRequest) -> list[str]:
     mlm = _is_mlm(registry, r.model)
     lines = [*_header(registry, r.model), *_tokens(registry, r.model), f"clean_ids = encode({r.clean!r})",
@@ -327,6 +354,7 @@ def _components(registry: Registry, r: ComponentRequest) -> list[str]:
                     "heads)"]
 
 
+@_writes("logit-attribution", "direct logit attribution")
 def _logit_attribution(registry: Registry, r: LogitAttributionRequest) -> list[str]:
     contrast = ("contrast = int(clean.topk(2).indices[1])  # the runner-up" if r.contrast is None else
                 f"contrast = {r.contrast}  # the token compared with (its id)")
@@ -339,27 +367,6 @@ def _logit_attribution(registry: Registry, r: LogitAttributionRequest) -> list[s
             "print(float(dla[\"total\"]), float(dla[\"logit_diff\"]))  # the parts' sum, the model's own"]
 
 
-Snippet = tuple[type[BaseModel], Callable[[Registry, Any], list[str]], str]
-SNIPPETS: dict[str, Snippet] = {
-    "/api/experiments/flow": (FlowRequest, _flow, "each head's share at one token"),
-    "/api/experiments/toy": (ToyRequest, _toy, "the toy's scores and softmax"),
-    "/api/experiments/neighbours": (NeighboursRequest, _neighbours, "nearest tokens in the embedding table"),
-    "/api/experiments/sentences": (SentencesRequest, _sentences, "cosines of sentence vectors"),
-    "/api/experiments/ablation": (AblationRequest, _ablation, "P(target) with heads switched off"),
-    "/api/experiments/head-sweep": (SweepRequest, _sweep, "which heads matter"),
-    "/api/experiments/head-attribution": (HeadAttributionRequest, _head_attribution,
-                                          "which heads matter: the estimate, then the exact check"),
-    "/api/experiments/patch": (PatchRequest, _patch, "causal tracing"),
-    "/api/experiments/patch-attribution": (PatchAttributionRequest, _patch_attribution,
-                                           "attribution patching and exact patching"),
-    "/api/experiments/logit-lens": (LensRequest, _lens, "the logit lens"),
-    "/api/experiments/attention-ablation": (AttentionAblationRequest, _attention_ablation,
-                                            "attention weights against knocking each out"),
-    "/api/experiments/components": (ComponentRequest, _components, "patching by component"),
-    "/api/experiments/logit-attribution": (LogitAttributionRequest, _logit_attribution,
-                                           "direct logit attribution"),
-    "/api/experiments/steer": (SteerRequest, _steer, "steering"),
-}
 
 
 def snippet(registry: Registry, path: str, body: dict[str, Any]) -> dict[str, Any]:
