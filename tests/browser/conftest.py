@@ -5,8 +5,9 @@ flags this machine needs, a route guard that aborts (and then fails the module f
 
 Every fixture here but `phone` is module-scoped: one server and one browser session per test file. A file defines
 its own `server` fixture (it builds the registry it needs, from `tiny_paths` or `trained_run` say, and serves it
-with `serve`), or takes the default one (the tiny decoder alone), and a `VIEWPORT` constant; the `page` fixture
-below opens one Chromium page at that size on that server. Helpers that act on a page: browser_pages.py.
+with `serve`, or returns `shipped_server`), or takes the default one (the tiny decoder alone), and a `VIEWPORT`
+constant; the `page` fixture below opens one Chromium page at that size on that server. Helpers that act on a
+page: browser_pages.py.
 """
 
 from __future__ import annotations
@@ -107,6 +108,17 @@ def server(serve, tiny_paths):
     from attnlab.explorer.server.registry import build_registry
 
     registry = build_registry([tiny_paths["decoder"]], shipped=False, pretrained=False)
+    with serve(registry) as url:
+        yield {"url": url, "registry": registry}
+
+
+@pytest.fixture(scope="module")
+def shipped_server(serve):
+    """The shipped models (gpt-char among them) and nothing pretrained: a file whose views run on them takes it as
+    its `server` (`def server(shipped_server): return shipped_server`)."""
+    from attnlab.explorer.server.registry import build_registry
+
+    registry = build_registry(shipped=True, pretrained=False)
     with serve(registry) as url:
         yield {"url": url, "registry": registry}
 

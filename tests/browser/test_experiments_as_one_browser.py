@@ -22,12 +22,8 @@ STEPS = ("positions", "layers", "heads", "writers", "steer")
 
 
 @pytest.fixture(scope="module")
-def server(serve):
-    from attnlab.explorer.server.registry import build_registry
-
-    registry = build_registry(shipped=True, pretrained=False)
-    with serve(registry) as url:
-        yield {"url": url, "registry": registry}
+def server(shipped_server):
+    return shipped_server
 
 
 @pytest.fixture(scope="module")
