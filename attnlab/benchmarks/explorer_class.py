@@ -105,6 +105,15 @@ def start_server(port: int) -> subprocess.Popen:
     raise RuntimeError("the explorer did not answer within 120 s")
 
 
+def stop_server(proc: subprocess.Popen, grace: float = 15.0) -> None:
+    """Stop an explorer running as its own process: asked to exit, then killed if it has not after `grace` s."""
+    proc.terminate()
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 class Student(threading.Thread):
     """One browser: joins with the class address, then walks the tour's requests until `until`."""
 
@@ -371,11 +380,7 @@ def main(argv=None) -> int:
         stop.set()
         sampler.join(5)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
     figures = summary(log, rss, args.seconds)
     figures.update(students=args.students, seconds=args.seconds, wall_s=wall, models=models,
                    flood_parallel=args.flood, rotated=args.rotated, sweeps_each=args.sweeps_each,

@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from attnlab.benchmarks.explorer_class import stop_server
 from attnlab.explorer.server import classroom
 
 TOKEN = "offline-class-token-0001"
@@ -109,8 +110,4 @@ def test_a_student_reaches_the_class_by_a_printed_address_on_a_network_without_a
             assert _student_opens(student, url) == "200", url
         assert _student_opens(student, f"http://{SERVER_IP}:{PORT}/") == "HTTPError HTTP Error 403: Forbidden"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
