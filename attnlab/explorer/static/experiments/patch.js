@@ -5,12 +5,18 @@ import { estimateThenExact } from "./attribution.js";
 import { defaultPair, notForThisModel, pct, predictsTokens, shown } from "./common.js";
 import { readableGrid, scrollCue } from "./grid.js";
 
+// a view's opening: what it does (a help paragraph), then what to try and what to look for (draw.js tryThis);
+// the views on a clean and a corrupted sentence (this one, the walk, components) and dla.js open with it
+export function intro(box, help, tryIt) {
+  box.append(el("p", { class: "help" }, help), tryIt);
+}
+
 export async function patchSection(box, ctx) {
   const { state, info } = ctx;
-  box.append(el("p", { class: "help" }, "Two sentences with the same number of tokens: a clean one and a " +
+  intro(box, "Two sentences with the same number of tokens: a clean one and a " +
     "corrupted one whose answer differs. The corrupted sentence runs again many times; each time the residual " +
     "stream at one layer and one position is copied in from the clean run. Where one copied vector brings the " +
-    "clean answer back, that vector carries the fact."),
+    "clean answer back, that vector carries the fact.",
   tryThis("Run with the default pair, then change one word in both sentences.", "a bright column under the changed " +
     "word in the early layers; in a decoder (SmolLM2) the brightness then moves to the last position in the " +
     "late layers: the fact travels from the subject to where the prediction is read."));

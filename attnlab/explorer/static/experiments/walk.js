@@ -9,6 +9,7 @@ import { answerLegend, gridTable, streamed, toward, tryThis } from "./draw.js";
 import { estimateThenExact } from "./attribution.js";
 import { defaultPair, pct, shown } from "./common.js";
 import { asSection } from "./code.js";
+import { intro } from "./patch.js";
 
 const SECTION = "walk";
 
@@ -44,10 +45,10 @@ const logits = (v) => `${v >= 0 ? "+" : "−"}${fmt(Math.abs(v), 2)} logits`;
 
 export async function walkSection(box, ctx) {
   const { state, info } = ctx;
-  box.append(el("p", { class: "help" }, "Five experiments on one example, in order (each step opens once the one before it has run, " +
+  intro(box, "Five experiments on one example, in order (each step opens once the one before it has run, " +
     "since it reads what that one found). Each step is one click; " +
     "under it, what its numbers say, written from them. Colours follow the page's one convention: orange " +
-    "pushes toward the answer, blue against it."),
+    "pushes toward the answer, blue against it.",
   tryThis("click the five steps in order.", "the position where the sentences differ, the layers where the fact " +
     "moves to the last token, a few heads that matter, the ones that write the answer, and a steered sentence " +
     "that gives the clean answer."));
