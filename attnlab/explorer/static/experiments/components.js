@@ -4,6 +4,7 @@
 import { el, fmt, linkStyle, notice, select, tokenLabel } from "../util.js";
 import { answerLegend, gridTable, streamed, toward, tryThis } from "./draw.js";
 import { defaultPair, notForThisModel, predictsTokens, shown } from "./common.js";
+import { intro } from "./patch.js";
 
 const MODES = [
   ["resample", "resample (from the corrupted sentence)"],
@@ -33,10 +34,10 @@ export const ownStyle = () => linkStyle("/static/experiments/components.css");
 export async function componentsSection(box, ctx) {
   const { state, info } = ctx;
   ownStyle();
-  box.append(el("p", { class: "help" }, "The clean sentence runs again with one component replaced: a layer's " +
+  intro(box, "The clean sentence runs again with one component replaced: a layer's " +
     "attention output or MLP output at one position, or one head at every position. Each cell is how much the " +
     "answer's lead over the contrast token (their logit difference) falls: what that component contributed. " +
-    "Orange: it pushed toward the answer (replacing it lowers the lead), as in every view on this page."),
+    "Orange: it pushed toward the answer (replacing it lowers the lead), as in every view on this page.",
   isNameSwap(info || {}) ? tryThis("Run the name swap (“… John gave a drink to” → “ Mary”) with resample, then " +
     "switch to zero and mean.", "the heads at the last position that carry the answer (name movers), and the MLP " +
     "and attention cells under the repeated name in early layers.") :

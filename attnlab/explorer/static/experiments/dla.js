@@ -4,6 +4,7 @@
 import { el, fmt, select } from "../util.js";
 import { answerLegend, gridTable, toward, tryThis } from "./draw.js";
 import { nameSwap, ownStyle } from "./components.js";
+import { intro } from "./patch.js";
 import { fetchAnswer, notForThisModel, pct, predictsTokens, shown, tok } from "./common.js";
 
 const NAME_SWAP_CONTRAST = " John";
@@ -11,11 +12,11 @@ const NAME_SWAP_CONTRAST = " John";
 export async function dlaSection(box, ctx) {
   const { state, info } = ctx;
   ownStyle();
-  box.append(el("p", { class: "help" }, "The residual stream at the end is a sum: the embedding, every head's " +
+  intro(box, "The residual stream at the end is a sum: the embedding, every head's " +
     "output, every MLP's output (and the attention output biases). Each part's direct contribution is that " +
     "part read through the final norm and the unembedding difference W_U[answer] − W_U[contrast]. The one " +
     "approximation: the final norm's scale (its division) is taken from the full residual stream and held " +
-    "fixed for every part, as TransformerLens does; with it the parts add up exactly."),
+    "fixed for every part, as TransformerLens does; with it the parts add up exactly.",
   tryThis(`Run “${nameSwap(info || {})[0]}”, then pick another answer or contrast.`, "a few late heads with a " +
     "large positive value (in the name swap they copy the right name, “ Mary” against “ John”), and a few with " +
     "negative values (they push the other one)."));
