@@ -78,27 +78,26 @@ def test_one_model_and_one_sentence_from_the_tokens_to_the_experiment(page, serv
     assert axe_violations(page, 1440, "#tour") == []
 
 
-def test_the_encoder_and_vision_stories_open_from_the_last_stop(page, server):
+def _short_story(page, server, button: str) -> str:
+    """Walk the main story to its last stop, open a short story there; -> the model its first stop shows."""
     _start(page, server)
     for _ in range(1, MAIN_STOPS):
         page.click("#tour-next")
     _at(page, MAIN_STOPS - 1)
-    page.click("#tour-encoder")
+    page.click(button)
     _at(page, 0)
-    model = page.evaluate("new URLSearchParams(location.search).get('model')")
-    assert model in ("minilm-mlm", "bert-mlm") and page.text_content(".tour-count") == "Tour · 1 of 2"
+    return page.evaluate("new URLSearchParams(location.search).get('model')")
+
+
+def test_the_encoder_and_vision_stories_open_from_the_last_stop(page, server):
+    assert _short_story(page, server, "#tour-encoder") in ("minilm-mlm", "bert-mlm")
+    assert page.text_content(".tour-count") == "Tour · 1 of 2"
     page.click("#tour-next")
     _at(page, 1)
     assert page.text_content("#tour-next") == "Finish"
     page.click("#tour-next")
     assert page.locator("#tour").count() == 0
-    _start(page, server)
-    for _ in range(1, MAIN_STOPS):
-        page.click("#tour-next")
-    _at(page, MAIN_STOPS - 1)
-    page.click("#tour-vision")
-    _at(page, 0)
-    assert page.evaluate("new URLSearchParams(location.search).get('model')") == "vit-mnist"
+    assert _short_story(page, server, "#tour-vision") == "vit-mnist"
     page.keyboard.press("Escape")
     assert page.locator("#tour").count() == 0
 
