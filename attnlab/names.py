@@ -26,7 +26,8 @@ SHIPPED = {
     "gpt-char": ("decoder", "decoder LM trained on characters (causal attention, generation)"),
     "gpt-bpe": ("decoder", "decoder LM trained on GPT-2 BPE tokens"),
     "bert-mlm": ("encoder", "encoder trained with masked-language modelling (80/10/10)"),
-    "minilm-mlm": ("encoder", "the real all-MiniLM-L6-v2 with a trained masked-LM head: predicts whole words"),
+    "minilm-mlm": ("encoder", "the real all-MiniLM-L6-v2 with a masked-LM head trained on English Wikipedia "
+                              "summaries: predicts whole words"),
     "translate-numbers": ("encoder-decoder", "encoder-decoder that translates numbers into words (cross-attention)"),
     "vit-mnist": ("vit", "vision transformer classifying MNIST digits"),
     "clip-mnist": ("vit", "dual encoder pairing MNIST images with their digit names (its image tower is shown)"),

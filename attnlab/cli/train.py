@@ -64,6 +64,8 @@ RECIPE_KEYS = {
     "target_lang": "target language", "max_shift": "largest random shift of a training image, in pixels",
     "embed_dim": "width of the joint image-text space", "text_d_model": "d_model of the text tower",
     "text_layers": "layers of the text tower", "train_layers": "top layers trained (the rest stay frozen)",
+    "layers": "blocks of the pretrained encoder kept under the head, from the bottom (0 = all of them)",
+    "words_only": "mask only whole words of one piece (no ##pieces, punctuation or digits)",
     # keys whose field carries no comment in its source: the seeds' notation
     "steps": "optimizer steps", "seed": "seed of the weights, the data order and the sampling",
     "beta1": "AdamW beta1", "beta2": "AdamW beta2", "d_model": "d: width of the residual stream",
