@@ -163,7 +163,7 @@ def classify(text: str) -> tuple[str | None, bool]:
     if match:  # training goes on after every step line but the last one; after it, the final checkpoint
         last = match.group(1) == match.group(2)
         return ("after the last step" if last else "training"), not last
-    if "the final report" in text:
+    if "the final report" in text or " into samples.txt" in text:  # the recipe's report, named by what it writes
         return "samples", True
     if text.startswith("  "):  # the opening summary's indented lines: training starts when they end
         return None, True
