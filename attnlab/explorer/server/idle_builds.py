@@ -64,6 +64,11 @@ class IdleBuilds:
         self._started: set = set()
         self._watcher: threading.Thread | None = None
 
+    def was_started(self, key) -> bool:
+        """Whether the build of `key` was started before now (by an earlier ask or by the idle watcher)."""
+        with self._lock:
+            return key in self._started
+
     def ask(self, key, start) -> str | None:
         """None when the build of `key` has started (ask the builder how far it is); else why not yet, in words
         for the page (OFF or WAITING). `start()` starts the build and returns at once."""

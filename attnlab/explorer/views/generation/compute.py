@@ -134,12 +134,14 @@ def _step_path(model, enc_dec: bool, cache) -> _StepPath:
         with using_threads(threads), kernels_apart(apart):
             compiled.build_in_background(model, 1, dtype)
 
-    waiting = idle_builds.BUILDS.ask((id(model), threads, apart, dtype), start)
+    key = (id(model), threads, apart, dtype)
+    fresh = not idle_builds.BUILDS.was_started(key)  # this call starts it: the step runs eagerly, as a first one does
+    waiting = idle_builds.BUILDS.ask(key, start)
     if waiting is not None:
         return _StepPath(why=waiting)
     with kernels_apart(apart):
         state = compiled.build_in_background(model, 1, dtype)
-    if state == "ready":
+    if state == "ready" and not fresh:  # (a build thread may finish a small model's layers before this line)
         return _StepPath(compiled.compiled_step(model), apart)
     if state == "failed":
         return _StepPath(why="the step could not be compiled here")
