@@ -216,7 +216,8 @@ def bind_part(trace) -> list[Binding]:
         binding = _count(trace, shown, after)
         hint = _hint(text, m.start(), after)
         # "2 of 3 seeds", "on average (1.457": a derived count or mean first
-        if binding is None and (is_count(text, m.start(), m.end()) or hint & {"mean", "means", "average"}):
+        if binding is None and (trace.prefer_extra or is_count(text, m.start(), m.end())
+                                or hint & {"mean", "means", "average"}):
             hits = _extra_candidates(trace, shown, fmt, after, ranged, False)
             if hits:
                 binding = Binding(shown, "x", trace.extra.__qualname__.split(".")[0], str(hits[0][0]), "", "1", fmt)

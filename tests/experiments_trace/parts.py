@@ -31,6 +31,8 @@ class Trace:
     doc: str = "experiments.md"  # the page in docs/ the part is in
     end: str = ""  # where the part ends instead (its first occurrence after the start): for a part of a section
     # that other, separately traced or untraced parts follow
+    prefer_extra: bool = False  # bind.py binds a number to a derived value before a results value that prints
+    # the same: for parts whose text quotes ranges (a min and a max over layers), not one line's value
 
 
 def _load(names: str | tuple[str, ...]) -> list[dict]:
@@ -142,6 +144,33 @@ def _ln_geometry_rows(rows: list[dict]) -> list[str]:
             f"| {r['query_cos_ones_median']} ({r['query_cos_ones_max']}) | {r['random_cos_ones_median']} "
             f"| {r['head_keys']:,} | {r['never_top']:,} | {r['never_above_0.1']:,} | {r['unselectable_lp']} |"
             for r in rows]
+
+
+def near_orthogonal(r: dict) -> bool:
+    """A layer's keys are near-orthogonal to the all-ones direction when their median |cos| with it is below half
+    a random direction's (gpt-char's layers: 0.0036-0.0053 against 0.0569-0.0605)."""
+    return r["key_cos_ones_median"] < r["random_cos_ones_median"] / 2
+
+
+def _ln_geometry_extra(rows: list[dict]) -> list[float]:
+    """The ranges section 15 and row 15 quote, over a model's layers: gpt-char's key |cos| with 1 (min, max) and a
+    random direction's (mean); MiniLM's near-orthogonal layers (how many, of how many); its other layers' key
+    |cos| (min, max) and a random direction's there (min, max); key norm / sqrt(d), gpt-char's mean, MiniLM's
+    (min, max); query |cos| with 1, gpt-char's median (min, max), MiniLM's median and largest (max); keys never
+    any query's top key, gpt-char (min, max, of how many), MiniLM (min, max, of how many)."""
+    gpt, mini = ([r for r in rows if r["model"] == m] for m in ("gpt-char", "minilm"))
+    other = [r for r in mini if not near_orthogonal(r)]
+
+    def span(rs, key):
+        return [min(r[key] for r in rs), max(r[key] for r in rs)]
+
+    return [*span(gpt, "key_cos_ones_median"), sum(r["random_cos_ones_median"] for r in gpt) / len(gpt),
+            sum(near_orthogonal(r) for r in mini), len(mini),
+            *span(other, "key_cos_ones_median"), *span(other, "random_cos_ones_median"),
+            sum(r["key_norm_over_sqrt_d_median"] for r in gpt) / len(gpt), *span(mini, "key_norm_over_sqrt_d_median"),
+            *span(gpt, "query_cos_ones_median"), max(r["query_cos_ones_median"] for r in mini),
+            max(r["query_cos_ones_max"] for r in mini),
+            *span(gpt, "never_top"), gpt[0]["head_keys"], *span(mini, "never_top"), mini[0]["head_keys"]]
 
 
 def _explanation_rows(rows: list[dict]) -> list[str]:
@@ -1052,6 +1081,10 @@ def _residual_extra(rows):
     return out
 
 
+ALL_ONES = {phrase: "the all-ones vector 1 (a name, not a value)" for phrase in
+            ("vector 1", "orthogonal to 1", "with 1", "close to 1", "towards 1", "near 1")}
+ALL_ONES["answers are 0 and"] = ALL_ONES["1 by construction"] = "what (x - mean) / std gives (arithmetic)"
+
 TRACES = [
     Trace("## 4.", "heads_cost.jsonl", _heads_cost_rows,
           allowed={"2.13": "torch version", "1.00": "h = 1 is the reference of every ratio", **HEADS_HISTORY,
@@ -1099,8 +1132,8 @@ TRACES = [
     Trace("| 14 |", _EXPLANATION_FILES,
           allowed={"0.5": "the threshold, and the chance level of a median comparison (a setting)",
                    "1": "1/2, as in section 14 (arithmetic)", "2": "1/2 (arithmetic)"}),
-    Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows,
-          allowed={"0.1": "the weight threshold (a setting)", "2023": "a year"}),
+    Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows, _ln_geometry_extra,
+          allowed={"0.1": "the weight threshold (a setting)", "2023": "a year", **ALL_ONES}, prefer_extra=True),
     Trace("## 16.", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), _no_mask_rows, _no_mask_extra,
           allowed={"0.016": "1/64, uniform attention over 64 keys (arithmetic)"}),
     Trace("| 16 |", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), extra=_no_mask_extra),
@@ -1110,7 +1143,8 @@ TRACES = [
     Trace("| 12 |", "meanings.jsonl"),
     Trace("| 13 |", ("efficient_attention_cost.jsonl", "efficient_attention_quality.jsonl"),
           extra=_efficient_row_extra),
-    Trace("| 15 |", "layernorm_geometry.jsonl"),
+    Trace("| 15 |", "layernorm_geometry.jsonl", extra=_ln_geometry_extra, allowed=ALL_ONES,
+          prefer_extra=True),
     Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label)),
     Trace("| 17 |", "heads_quality.jsonl", extra=_tuned_extra(_heads_label)),
     Trace("## 18.", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), _tuned_rows(_window_label),

@@ -27,6 +27,7 @@ from experiments_trace.parts import (
     _vit_cnn_runs,
     _vit_cnn_sizes,
     _window_label,
+    near_orthogonal,
 )
 
 VERDICTS = ("not at this budget", "not established", "not tested", "not shown", "not for", "contradicted", "holds",
@@ -155,11 +156,11 @@ def _explanation() -> list[str]:
 
 
 def _layernorm() -> list[str]:
-    """Row 15: "partly" when some layers' keys are near-orthogonal to the all-ones direction (median cos below
-    0.1) but their norm is not sqrt(d) (median norm / sqrt(d) off 1 by over 10%); the cause is "not tested" while
-    no run changes the LayerNorm."""
+    """Row 15: "partly" when some layers' keys are near-orthogonal to the all-ones direction (median |cos| below
+    half a random direction's, parts.near_orthogonal) but their norm is not sqrt(d) (median norm / sqrt(d) off 1
+    by over 10%); the cause is "not tested" while no run changes the LayerNorm."""
     rows = _load("layernorm_geometry.jsonl")
-    orthogonal = [r for r in rows if r["key_cos_ones_median"] < 0.1]
+    orthogonal = [r for r in rows if near_orthogonal(r)]
     at_sqrt_d = all(abs(r["key_norm_over_sqrt_d_median"] - 1) < 0.1 for r in orthogonal)
     return ["partly" if orthogonal and not at_sqrt_d else _holds(bool(orthogonal)),
             "not tested" if not any("ablation" in r for r in rows) else "holds"]
