@@ -1006,9 +1006,21 @@ def _rva_rows(rows):
     return out
 
 
+def _load_range(rows: list[dict]) -> list[float]:
+    """The 1-minute load average the runs recorded (min, max): on this 2-core machine a load above the timing's own
+    threads means other work shared the cores while it was timed."""
+    loads = [r["loadavg_1min"] for r in rows if "loadavg_1min" in r]
+    return [min(loads), max(loads)]
+
+
+def _efficient_cost_extra(rows: list[dict]) -> list[float]:
+    """Section 13's cost half: the FLOPs exponents (_efficient_exponents), then the load during the timings."""
+    return _efficient_exponents(rows) + _load_range(rows)
+
+
 def _rva_extra(rows):
     """The ranges the text quotes: GFLOP/s at one thread (GRU min, max; attention min, max); the second thread's
-    speed-up (GRU min, max; attention min, max); the n at which attention's FLOPs per token pass the GRU's."""
+    speed-up (GRU min, max; attention min, max); the 1-minute load average while the runs were timed (min, max)."""
     one = [r for r in rows if r["threads"] == 1]
     by = _rva_runs(rows)
     ups = {layer: [by[(n, c, 1, layer)]["wall_ms"]["median"] / by[(n, c, 2, layer)]["wall_ms"]["median"]
@@ -1020,7 +1032,7 @@ def _rva_extra(rows):
         out += [min(rates), max(rates)]
     for layer in ("GRU", "attention"):
         out += [min(ups[layer]), max(ups[layer])]
-    return out
+    return out + _load_range(rows)  # the load while they were timed
 
 
 
@@ -1118,7 +1130,7 @@ TRACES = [
           allowed={"200,000": "characters tokenized (a setting)", "2,000": "characters per passage (a setting)",
                    "50,257": "GPT-2's vocabulary"}),
     Trace("## 12.", "meanings.jsonl", _meanings_rows, allowed={"→ 3 ": "the token \"3\" (a word asked about)"}),
-    Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows, _efficient_exponents,
+    Trace("## 13.", "efficient_attention_cost.jsonl", _efficient_rows, _efficient_cost_extra,
           end="**Quality against full attention.**",
           allowed={"2.00": "p of an n² cost (arithmetic)", "1.00": "p of an n cost (arithmetic)",
                    "0.5": "the share per doubling of an n cost (arithmetic)"}),
@@ -1227,7 +1239,8 @@ TRACES = [
     Trace("## 21.", "nsp.jsonl", _nsp_rows, _nsp_extra, allowed=NSP_ALLOWED),
     Trace("| 21 |", "nsp.jsonl", extra=_nsp_extra, allowed=NSP_ALLOWED),
     Trace("## 22.", "recurrence_vs_attention.jsonl", _rva_rows, _rva_extra,
-          allowed={"256": "the width d (a setting)", "4": "the batch and the heads (settings)"}),
+          allowed={"256": "the width d (a setting)", "4": "the batch and the heads (settings)",
+                   "1-minute": "the load average's name (over 1 minute)"}),
     Trace("| 22 |", "recurrence_vs_attention.jsonl", extra=_rva_extra, allowed={"256": "the width d (a setting)"}),
     Trace("## 23.", "residual_depth.jsonl", _residual_rows, _residual_extra,
           allowed={"3.1": "the plateau's level (PLATEAU_END in ln_warmup.py, a setting)",
