@@ -325,6 +325,21 @@ def test_newcomer_reads_the_phases_of_a_first_training_run_and_flags_silent_wait
     starts = [p["start"] for p in run["phases"]] + [run["wall_s"]]
     assert all(p["end"] == later for p, later in zip(run["phases"], starts[1:], strict=True))  # contiguous, to exit
     assert starts == sorted(starts) and run["phases"][0]["start"] == 0.0
+    # Memory: the kernel's high-water mark of the training process, bounded by what the kernel reports for every
+    # child this process has waited for (ru_maxrss, KB on Linux); every phase's sampled peak lies under it, and the
+    # phases that import torch and train hold more than an empty interpreter.
+    if Path("/proc/self/status").exists():
+        import resource
+
+        children_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        assert 100 < run["peak_mb"] <= children_kb / 1024 + 1
+        sampled = [p["peak_mb"] for p in run["phases"] if p["peak_mb"] is not None]
+        assert sampled and max(sampled) <= run["peak_mb"] + 1e-9
+        assert "peak resident memory of the training process" in run["table"]
+    longest = run["longest_wait"]
+    gaps = [b - a for a, b in zip([0.0] + [line["t"] for line in run["lines"]],
+                                  [line["t"] for line in run["lines"]] + [run["wall_s"]], strict=True)]
+    assert abs(longest["seconds"] - max(gaps)) < 1e-9
 
     Line = newcomer.Line
     lines = [Line(3.0, "stderr", "gpt-char: preparing the data and building the model ..."),
@@ -334,6 +349,10 @@ def test_newcomer_reads_the_phases_of_a_first_training_run_and_flags_silent_wait
              Line(22.5, "stdout", "}")]
     silent = [(s.start, s.end) for s in newcomer.silences_of(lines, wall=26.0)]
     assert silent == [(0.0, 3.0), (18.0, 22.0), (22.5, 26.0)]
+    longest = newcomer.longest_wait(lines, wall=26.0)  # announced or not: the 6 s after "preparing ..."
+    assert (longest.start, longest.end, longest.after) == (3.0, 9.0, lines[0].text)
+    assert newcomer.peak_between([(1.0, 10.0), (2.0, 30.0), (5.0, 20.0)], 1.5, 6.0) == 30.0
+    assert newcomer.peak_between([(1.0, 10.0)], 2.0, 3.0) is None
     assert [p.name for p in newcomer.phases_of(lines, 26.0)][1:] == [
         "data preparation and model build", "training", "evaluation at step 2", "after the last step",
         "result printed, exit"]

@@ -16,7 +16,9 @@ Three parts, each what a newcomer meets on the first day:
    preparation and model build, a tokenizer when the recipe trains one, training, each evaluation, samples), and
    any stretch of more than SILENT_S seconds after a line that does not say work is under way (before the first
    line, after the last, after the final step's line) is flagged as silent: what a newcomer would wait through
-   without being told why.
+   without being told why. The longest wait between two lines is stated too, announced or not, and the training
+   process's resident memory is sampled (Linux /proc, every 50 ms, with its high-water mark) so each phase has its
+   peak beside its time.
 One table is printed; the results go to OUT/<save>.json (see attnlab.benchmarks.output).
 """
 
@@ -98,16 +100,56 @@ def train_command(data: Path, out: Path, steps: int | None, extra: tuple[str, ..
             *([f"steps={steps}"] if steps is not None else []), *extra]
 
 
-def run_stamped(argv: list[str], timeout: float = 3600.0, echo: bool = False) -> tuple[list[Line], float, int]:
+class MemorySampler(threading.Thread):
+    """The resident memory of one process, read from /proc/<pid>/status every `every` seconds: (seconds since
+    `began`, VmRSS MB) samples, and VmHWM (the kernel's own high-water mark, exact between samples) as `peak_mb`.
+    Where /proc is missing (not Linux) it records nothing and the report says so, rather than guessing."""
+
+    def __init__(self, pid: int, start: float, every: float = 0.05):
+        super().__init__(daemon=True)
+        self.path, self.began, self.every = Path(f"/proc/{pid}/status"), start, every
+        self.samples: list[tuple[float, float]] = []
+        self.peak_mb: float | None = None
+        self.done = threading.Event()
+
+    def read(self) -> tuple[float, float] | None:
+        try:
+            fields = dict(line.split(":", 1) for line in self.path.read_text().splitlines() if ":" in line)
+            return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+        except (OSError, KeyError, ValueError):  # the process has exited, or no /proc here
+            return None
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            now = self.read()
+            if now is not None:
+                self.samples.append((time.perf_counter() - self.began, now[0]))
+                self.peak_mb = max(self.peak_mb or 0.0, now[1])
+            self.done.wait(self.every)
+
+
+def peak_between(samples: list[tuple[float, float]], start: float, end: float) -> float | None:
+    """The largest sampled resident MB in [start, end], or None when no sample falls there."""
+    inside = [mb for t, mb in samples if start <= t <= end]
+    return max(inside) if inside else None
+
+
+def run_stamped(argv: list[str], timeout: float = 3600.0, echo: bool = False,
+                memory: list | None = None) -> tuple[list[Line], float, int]:
     """Run argv in a fresh process, both outputs through pipes: (every line stamped with the time it arrived, the
     wall time to exit, the exit status). PYTHONUNBUFFERED: a child's prints into a pipe would otherwise arrive in
     one block at exit, and every stamp would be the same. echo: each stderr line is printed as it arrives, with
-    its stamp (the run takes minutes: the benchmark itself does not go quiet meanwhile)."""
+    its stamp (the run takes minutes: the benchmark itself does not go quiet meanwhile). memory: a list that
+    receives the process's MemorySampler (its samples and peak), for the caller to read after the run."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     lines: list[Line] = []
     lock = threading.Lock()
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    sampler = MemorySampler(proc.pid, start)
+    sampler.start()
+    if memory is not None:
+        memory.append(sampler)
 
     def read(stream, name: str) -> None:
         for text in stream:
@@ -129,6 +171,8 @@ def run_stamped(argv: list[str], timeout: float = 3600.0, echo: bool = False) ->
         if proc.poll() is None:  # a timeout or Ctrl-C: the training does not outlive the benchmark
             proc.kill()
             proc.wait()
+        sampler.done.set()
+        sampler.join()
     wall = time.perf_counter() - start
     for reader in readers:
         reader.join()
@@ -176,6 +220,7 @@ class Phase:
     start: float
     end: float
     announced_by: str
+    peak_mb: float | None = None  # the largest sampled resident memory during the phase
 
     @property
     def seconds(self) -> float:
@@ -231,6 +276,18 @@ def silences_of(lines: list[Line], wall: float, limit: float = SILENT_S) -> list
     return found
 
 
+def longest_wait(lines: list[Line], wall: float) -> Silence:
+    """The longest time with nothing printed (process start to the first line, between two lines, the last line
+    to the exit), whether or not the line before it said work was under way: what a newcomer stares at longest."""
+    best = Silence(0.0, 0.0, "(process start)")
+    last_t, last_text = 0.0, "(process start)"
+    for line in [*lines, Line(wall, "exit", "(exit)")]:
+        if line.t - last_t > best.seconds:
+            best = Silence(last_t, line.t, last_text)
+        last_t, last_text = line.t, line.text if line.stream == "stderr" else "(the result, on stdout)"
+    return best
+
+
 def phase_totals(phases: list[Phase]) -> dict[str, float]:
     """Seconds per kind of phase: training summed over its stretches, evaluations summed as "evaluations"."""
     totals: dict[str, float] = {}
@@ -262,15 +319,26 @@ class LoadSampler(threading.Thread):
 
 # ------------------------------------------------------------------------------------------------------ report
 
-def render(phases: list[Phase], silences: list[Silence], wall: float) -> str:
-    """One table: the phases with their start, end and length, then the silent waits, then the total."""
+def render(phases: list[Phase], silences: list[Silence], wall: float, longest: Silence | None = None,
+           peak_mb: float | None = None) -> str:
+    """One table: the phases with their start, end, length and peak resident memory, then the silent waits, the
+    longest wait of any kind, the whole run's peak memory, then the total."""
     width = max(len(p.name) for p in phases) + 2
-    rows = [f"{'phase':<{width}}{'start s':>9}{'end s':>9}{'length s':>10}  announced by"]
+
+    def mb(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.0f}"
+
+    rows = [f"{'phase':<{width}}{'start s':>9}{'end s':>9}{'length s':>10}{'peak MB':>9}  announced by"]
     for p in phases:
-        rows.append(f"{p.name:<{width}}{p.start:>9.1f}{p.end:>9.1f}{p.seconds:>10.1f}  {p.announced_by[:60]}")
+        rows.append(f"{p.name:<{width}}{p.start:>9.1f}{p.end:>9.1f}{p.seconds:>10.1f}{mb(p.peak_mb):>9}  "
+                    f"{p.announced_by[:60]}")
     for s in silences:
-        rows.append(f"{'SILENT':<{width}}{s.start:>9.1f}{s.end:>9.1f}{s.seconds:>10.1f}  after: {s.after[:53]}")
-    rows.append(f"{'total (process start to exit)':<{width}}{0:>9.1f}{wall:>9.1f}{wall:>10.1f}")
+        rows.append(f"{'SILENT':<{width}}{s.start:>9.1f}{s.end:>9.1f}{s.seconds:>10.1f}{'':>9}  after: {s.after[:53]}")
+    rows.append(f"{'total (process start to exit)':<{width}}{0:>9.1f}{wall:>9.1f}{wall:>10.1f}{mb(peak_mb):>9}")
+    if longest is not None:
+        rows.append(f"longest wait with nothing printed: {longest.seconds:.1f} s, after: {longest.after[:70]}")
+    rows.append("peak resident memory of the training process: "
+                + (f"{peak_mb:,.0f} MB (VmHWM)" if peak_mb is not None else "not measured (no /proc here)"))
     evals = [p for p in phases if p.name.startswith("evaluation")]
     stretches = [p for p in phases if p.name == "training"]
     rows.append(f"sums: training {sum(p.seconds for p in stretches):.1f} s in {len(stretches)} stretch(es) between "
@@ -309,15 +377,20 @@ def first_training(corpus_mb: float, steps: int | None, folder: Path, sources=No
         print(f"corpus: {corpus['bytes'] / 1e6:.1f} MB, {corpus['records']:,} records ({corpus['passes']} passes "
               f"over {', '.join(corpus['sources'])}), written in {corpus['build_s']:.1f} s\n"
               f"command: {' '.join(argv)}", flush=True)
-    lines, wall, code = run_stamped(argv, echo=echo)
+    memory: list[MemorySampler] = []
+    lines, wall, code = run_stamped(argv, echo=echo, memory=memory)
     if code:
         tail = [line.text for line in lines if line.stream == "stderr"][-1:] or ["(no message)"]
         raise SystemExit(f"newcomer benchmark: {' '.join(argv)} exited with {code}: {tail[0]}")
-    phases, silences = phases_of(lines, wall), silences_of(lines, wall)
+    phases, silences, longest = phases_of(lines, wall), silences_of(lines, wall), longest_wait(lines, wall)
+    samples, peak = memory[0].samples, memory[0].peak_mb
+    for phase in phases:
+        phase.peak_mb = peak_between(samples, phase.start, phase.end)
     return {"corpus": corpus, "command": argv, "steps_added": steps, "wall_s": wall,
             "phases": [asdict(p) | {"seconds": p.seconds} for p in phases], "totals": phase_totals(phases),
             "silences": [asdict(s) | {"seconds": s.seconds} for s in silences],
-            "lines": [asdict(line) for line in lines], "table": render(phases, silences, wall)}
+            "longest_wait": asdict(longest) | {"seconds": longest.seconds}, "peak_mb": peak,
+            "lines": [asdict(line) for line in lines], "table": render(phases, silences, wall, longest, peak)}
 
 
 def main(argv=None) -> int:
