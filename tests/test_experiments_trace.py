@@ -14,7 +14,15 @@ import re
 import time
 
 import pytest
-from experiments_trace.check import BY_PART, TOKEN, page_text, part_problems, problems, read_bindings
+from experiments_trace.check import (
+    BY_PART,
+    TOKEN,
+    page_text,
+    part_problems,
+    problems,
+    read_bindings,
+    untraced_numbers,
+)
 from experiments_trace.parts import DOCS, RESULTS, TRACES, UNTRACED, _part
 from experiments_trace.verdicts import VERDICT, VERDICTS, verdict_cell
 
@@ -115,3 +123,20 @@ def test_traced_and_untraced_parts_exist():
     for part in UNTRACED:
         if part.startswith("##"):
             _part(doc, part)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_no_number_outside_a_traced_part(page):
+    """Prose that no binding checks carries no number: every number of the page is inside a traced part."""
+    assert untraced_numbers(page_text(page), page) == []
+
+
+@pytest.mark.parametrize("where", ["## Sections 10-16", "## Sections 17-19", "## Sections 4-8", "Row 8 was rerun",
+                                   "The seed column names"])
+def test_an_invented_sentence_in_the_prose_between_sections_is_caught(where):
+    """The introductions between sections were untraced, so a sentence with a number passed there."""
+    doc = _page("experiments.md")
+    start = doc.index(where)
+    end = doc.index("\n\n", doc.index("\n\n", start) + 2) if where.startswith("##") else doc.index("\n\n", start)
+    changed = doc[:end] + " Every run took 12 minutes." + doc[end:]
+    assert problems(changed) != []

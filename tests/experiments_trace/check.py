@@ -178,3 +178,24 @@ def problems(doc_text: str, page: str = "experiments.md") -> list[str]:
         if trace.doc == page:
             out += part_problems(trace, _part(text, trace.part, trace.end))
     return out
+
+
+def traced_spans(text: str, page: str = "experiments.md") -> list[tuple[int, int]]:
+    """(start, end) in text of every traced part of the page (text as page_text gives it)."""
+    out = []
+    for trace in TRACES:
+        if trace.doc == page:
+            part = _part(text, trace.part, trace.end)
+            start = text.index(part) if trace.part.startswith("|") else text.index("\n" + trace.part) + 1
+            out.append((start, start + len(part)))
+    return out
+
+
+def untraced_numbers(doc_text: str, page: str = "experiments.md") -> list[str]:
+    """Numbers outside every traced part: prose that no binding checks carries none (a number there, right or
+    invented, would be believed and never checked)."""
+    text = doc_text if page == "experiments.md" or doc_text.startswith("\n") else "\n" + doc_text
+    spans = traced_spans(text, page)
+    return [f"line {text.count(chr(10), 0, m.start()) + (page == 'experiments.md')}: {m.group()!r} in "
+            f"{text[max(0, m.start() - 40):m.end() + 20]!r}"
+            for m in TOKEN.finditer(text) if not any(a <= m.start() < b for a, b in spans)]

@@ -1225,7 +1225,8 @@ TRACES = [
           allowed={"17.3": "the issue item", "2,000": "the issue's longest warmup (a setting)"}),
     Trace("**Sections 1-3.**", "mask_after_softmax.jsonl",
           allowed={"0.99": "AdamW's beta 2 (a setting)", "1,500": "steps per run (a setting)"}),
-    Trace("**Machine and date.** Sections 1-3", ("ln_1500.jsonl",), extra=_ln_1500_extra),
+    Trace("**Machine and date.** Sections 1-3", ("ln_1500.jsonl",), extra=_ln_1500_extra,
+          allowed={"torch 2.13": "torch version"}),
     Trace("| 1 |", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_hot.jsonl", "ln_post_warmup.jsonl",
                     "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl"), extra=_ln_1500_extra,
           allowed={"17.3": "the issue item the claim came from"}),
@@ -1248,6 +1249,40 @@ TRACES = [
                    "2e-3": "the recipe's learning rate (a setting)", "1.0": "the clipping threshold (a setting)",
                    "100": "warmup steps (a setting)"}),
     Trace("| 23 |", "residual_depth.jsonl", extra=_residual_extra),
+]
+
+# The page's own prose around the sections: what it says about seeds, dates, machines and the test, each number a
+# setting, a date or a count of the results files.
+QUALITY_FILES = ("heads_quality.jsonl", "window_mlp.jsonl", "window_mlp_2000.jsonl", "position_concat.jsonl",
+                 "position_concat_untied.jsonl")  # sections 17-19's runs, one line each
+
+
+def _run_count(rows: list[dict]) -> list[float]:
+    """How many runs the files hold (one line each)."""
+    return [len(rows)]
+
+
+SEED_NAMES = {"601-771": "the lecture's course number (a name)", "Transformers 0": "a seed text's title (a name)"}
+TORCH = {"torch 2.13": "torch version"}
+MUTATION_COUNT = "the mutation test's count (test_every_changed_number_and_verdict_is_caught checks it)"
+TRACES += [
+    Trace("The seed column names", (), end="\n\n", allowed=SEED_NAMES),
+    Trace("Row 8 was rerun", (*VIT_CNN_FILES, "vit_grid.jsonl", "recall_distance.jsonl", *QUALITY_FILES), end="\n\n",
+          allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
+                   "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
+                   "d_model 64": "rows 17-19's width (a setting)"}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"9,557": MUTATION_COUNT}),
+    Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
+          allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
+    Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
+    Trace("## Sections 10-16", ("tokenizer_quality.jsonl", "efficient_attention_quality.jsonl", "no_mask.jsonl",
+                                "no_mask_1000.jsonl", "no_mask_2000.jsonl"),
+          allowed={**TORCH, "(seeds 0 and 1)": "section 14's null seeds (settings)"}),
+    Trace("## Sections 17-19", QUALITY_FILES, extra=_run_count,
+          allowed={"1e-3": "the lr grid (a setting)", "3e-3": "the lr grid (a setting)",
+                   "1e-2": "the lr grid (a setting)",
+                   "512": "windows per split (a setting)", "10%": "the recipe's held-out share (a setting)",
+                   "of 64 characters": "the window (a setting)", **TORCH}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
