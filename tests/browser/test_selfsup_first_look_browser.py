@@ -29,6 +29,8 @@ def test_one_word_is_masked_and_predicted_before_any_click(page, server, viewpor
     with at_size(page, viewport):
         open_view(page, server["url"], model="bert-mlm", tab="selfsup", text=TEXT)
         page.wait_for_selector("#mlm-loss")  # no click: the first look has its prediction
+        description = next(m["description"] for m in server["registry"].list() if m["id"] == "bert-mlm")
+        assert description in page.text_content("#mlm-model"), "the page says what the model was trained on"
         masked = page.eval_on_selector_all("#mlm-chips .chip[data-action='mask']", "els => els.map(e => "
                                            "Number(e.dataset.index))")
         lm = server["registry"].get("bert-mlm")

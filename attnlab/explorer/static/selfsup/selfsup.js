@@ -46,6 +46,12 @@ async function mlm(root, ctx) {
   el("div", { class: "controls" }, el("button", { id: "draw", onclick: draw }, "Draw random 15% (80/10/10)"),
     el("label", {}, "seed ", seedInput), el("button", { id: "clear", onclick: () => { selections = []; update(); } },
       "Clear")), chips, out);
+  // What the guesses come from: a masked LM knows the words of what it was trained on, so say what that was.
+  const entry = ctx.models.find((m) => m.id === state.model);
+  if (entry && entry.description) {
+    root.insertBefore(el("p", { class: "help", id: "mlm-model" }, `The model: ${entry.label}, ${entry.description}. ` +
+      "Its guesses come from that text alone."), chips.previousSibling);
+  }
   const base = await api("/api/mlm/draw", { model: state.model, text, seed: 0 });  // tokens + specials
   // The first look already predicts: the sentence's last whole word (three letters or more, not a word piece) is
   // masked, so the learner sees the model's guesses before clicking anything.
