@@ -5,7 +5,8 @@ The traced parts, what they render from results (parts.py), which value each pri
 tests/experiments_trace/; check.py's `problems(doc_text)` is the check. The mutation test below changes every
 number of every traced part (its last digit; an integer by one) and every verdict word (to each other verdict
 word), one at a time, and asks that the check catch each: `python -m pytest -q tests/test_experiments_trace.py`
-prints the count in its summary.
+prints the count in its summary. Every number of the pages is inside a traced part, and every claim word
+(faster / slower, worse / better, grow as n ...) follows its rule over the results or its pin (claims.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import time
 
 import pytest
+from experiments_trace import claims
 from experiments_trace.check import (
     BY_PART,
     TOKEN,
@@ -140,3 +142,35 @@ def test_an_invented_sentence_in_the_prose_between_sections_is_caught(where):
     end = doc.index("\n\n", doc.index("\n\n", start) + 2) if where.startswith("##") else doc.index("\n\n", start)
     changed = doc[:end] + " Every run took 12 minutes." + doc[end:]
     assert problems(changed) != []
+
+
+@pytest.mark.parametrize("page", claims.PAGES)
+def test_every_claim_word_follows_its_rule_or_pin(page):
+    """Each comparative or verdict word (claims.FAMILIES) stands where claims.tsv lists it, and is the word its rule
+    over the results gives (or the word pinned there); no claim word stands anywhere else."""
+    assert claims.problems(page_text(page), page) == []
+
+
+def test_every_claim_rule_is_used_and_gives_one_of_its_words():
+    used = {c.rule for c in claims.read_claims()} - {"pinned"}
+    assert used == set(claims.RULES), f"rules no place uses: {set(claims.RULES) - used}"
+    for c in claims.read_claims():
+        if c.rule != "pinned":
+            assert claims.expected_word(c.rule) in claims.FAMILY[c.word], (c.rule, claims.expected_word(c.rule))
+
+
+# The five claim-word edits that once passed every trace and claims test: each turns a claim into its opposite.
+QUOTED_EDITS = [("are worse than 4 heads", "are better than 4 heads"),
+                ("; faster than the GRU", "; slower than the GRU"),
+                ("local and linear attention grow as n (", "local and linear attention grow as n² ("),
+                ("LayerNorm is not needed", "LayerNorm is needed"),
+                ("did not hurt", "did hurt")]
+
+
+@pytest.mark.parametrize(("before", "after"), QUOTED_EDITS)
+def test_a_claim_word_turned_into_its_opposite_fails(before, after):
+    doc = _page("experiments.md")
+    assert before in re.sub(r"\s+", " ", doc), before
+    changed = claims.normal(doc).replace(before, after, 1)
+    assert claims.problems(doc, "experiments.md") == []
+    assert claims.problems(changed, "experiments.md") != []

@@ -1,0 +1,334 @@
+"""The claim words of docs/experiments.md: each comparative or verdict word either follows from a rule over the
+results or is pinned, and no such word stands anywhere else.
+
+Why: the trace checks every number, but the words that carry a claim ("worse than 4 heads", "faster than the GRU",
+"grow as n", "LayerNorm is not needed", "did not hurt") were free: turning one into its opposite passed every test.
+A claim word is a word of one of FAMILIES (faster / slower, better / worse, above / below ...). Each place one
+stands is a line of claims.tsv: the page, the text just before it and just after it (whitespace collapsed), the
+word and a rule. A rule is a function here that returns the word the results give (for example "worse" when 16
+heads score a higher test loss than 4 on every seed); "pinned" means the word is the one written, with no rule
+over the results yet (so an edit of the word is caught, a change of the results is not). `problems(text, page)`
+reports a claim word that differs from its rule or pin, a claims.tsv line whose place is gone, and a claim word
+at a place claims.tsv does not list (an invented sentence, or a new one that needs its line).
+
+    python tests/experiments_trace/claims.py      # rewrites claims.tsv, keeping the rules of the places it had
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from experiments_trace.parts import DOCS, _eff_runs, _final, _ln_runs, _load, _token_budgets  # noqa: E402
+from experiments_trace.verdicts import _ambiguity, _heads_label, _test_losses, _window_label  # noqa: E402
+
+CLAIMS = Path(__file__).with_name("claims.tsv")
+PAGES = ("experiments.md", "experiments_vit_grid.md")
+
+# Words that carry a claim, in families of opposites (the longer form first: "not needed" before "needed").
+FAMILIES: tuple[tuple[str, ...], ...] = (
+    ("faster", "slower"), ("better", "worse"), ("above", "below"), ("higher", "lower"), ("larger", "smaller"),
+    ("more", "less", "fewer"), ("linear", "quadratic"), ("holds", "fails"), ("not needed", "needed"),
+    ("not hurt", "hurt"), ("grow as n²", "grow as n log n", "grow as n"), ("grows as n²", "grows as n log n",
+                                                                          "grows as n"))
+FAMILY = {word: family for family in FAMILIES for word in family}
+WORD = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for f in FAMILIES for w in f) + r")(?![\w²-])")
+CONTEXT = 40  # characters kept each side of a claim word in claims.tsv (more where that is not unique)
+
+
+def normal(text: str) -> str:
+    """The page with every run of whitespace one space: a claim keeps its place when a paragraph is rewrapped."""
+    return re.sub(r"\s+", " ", text)
+
+
+# ---------------------------------------------------------------- rules: the word the results give
+def _every(pairs, word: str, other: str) -> str:
+    """word when a < b for every pair, other when a > b for every pair, "mixed" otherwise."""
+    pairs = list(pairs)
+    return word if all(a < b for a, b in pairs) else other if all(a > b for a, b in pairs) else "mixed"
+
+
+def _heads(h: int) -> list[float]:
+    test = _test_losses(("heads_quality.jsonl",), _heads_label)
+    return next(v for k, v in test.items() if k.startswith(f"{h} |"))
+
+
+def _many_heads() -> str:
+    """Row 17: 16 and 32 heads against 4, same seed: worse on every seed (a higher test loss)."""
+    words = {_every(zip(_heads(4), _heads(h), strict=True), "worse", "better") for h in (16, 32)}
+    return words.pop() if len(words) == 1 else "mixed"
+
+
+def _one_head_mean() -> str:
+    """Row 17: one head against four, mean test loss."""
+    one, four = _heads(1), _heads(4)
+    return "worse" if sum(one) / len(one) > sum(four) / len(four) else "better"
+
+
+def _rva(n: int, call: str, threads: int, layer: str) -> float:
+    rows = _load("recurrence_vs_attention.jsonl")
+    return next(r["wall_ms"]["median"] for r in rows
+                if (r["n"], r["call"], r["threads"], r["layer"]) == (n, call, threads, layer))
+
+
+def _attention_up_to_1024() -> str:
+    """Row 22 / section 22: attention against the GRU on one thread, every n up to 1,024, both calls."""
+    return _every(((_rva(n, c, 1, "attention"), _rva(n, c, 1, "GRU")) for n in (64, 256, 1024)
+                   for c in ("forward", "train step")), "faster", "slower")
+
+
+def _gru_forward_4096() -> str:
+    """Section 22: the GRU's one-thread forward at n 4,096 against attention's."""
+    return _every([(_rva(4096, "forward", 1, "GRU"), _rva(4096, "forward", 1, "attention"))], "faster", "slower")
+
+
+def _gru_two_threads_4096() -> str:
+    """Section 22: the GRU's two-thread forward at n 4,096 against its one-thread forward."""
+    return _every([(_rva(4096, "forward", 2, "GRU"), _rva(4096, "forward", 1, "GRU"))], "faster", "slower")
+
+
+def _exponent(variant: str) -> float:
+    rows = _load("efficient_attention_cost.jsonl")
+    ns = sorted({r["n"] for r in rows})
+    flops = {(r["n"], r["variant"]): r["flops"] for r in rows}
+    return math.log2(flops[(ns[-1], variant)] / flops[(ns[-2], variant)])
+
+
+def _growth(*variants: str) -> str:
+    """Row 13: how FLOPs grow, by the exponent over the last doubling of n: n below 1.02, n log n to 1.2, n²
+    from 1.9 (between 1.2 and 1.9 none of the three)."""
+    words = set()
+    for v in variants:
+        p = _exponent(v)
+        words.add("grow as n" if p < 1.02 else "grow as n log n" if p < 1.2 else "grow as n²" if p >= 1.9 else "?")
+    return words.pop() if len(words) == 1 else "mixed"
+
+
+def _grows(variant: str) -> Callable[[], str]:
+    return lambda: _growth(variant).replace("grow ", "grows ")
+
+
+def _layernorm_needed() -> str:
+    """Section 23: LayerNorm is not needed when every run without it leaves the unigram plateau."""
+    rows = _load("residual_depth.jsonl")
+    return "not needed" if all(r["plateau_end"] is not None for r in rows if r["arm"] == "no norm") else "needed"
+
+
+def _nsp_hurt() -> str:
+    """Row 21 / section 21: dropping NSP did not hurt MLM when MLM only's loss is no worse than MLM + NSP's by more
+    than the smaller seed spread, on every seed."""
+    rows = _load("nsp.jsonl")
+    a = sorted((r for r in rows if r["arm"] == "mlm"), key=lambda r: r["seed"])
+    b = sorted((r for r in rows if r["arm"] == "mlm+nsp"), key=lambda r: r["seed"])
+    spread = min(max(r["mlm_loss"] for r in rs) - min(r["mlm_loss"] for r in rs) for rs in (a, b))
+    return "not hurt" if all(x["mlm_loss"] - y["mlm_loss"] <= spread for x, y in zip(a, b, strict=True)) else "hurt"
+
+
+def _positions(name: str) -> list[float]:
+    return [_final(r) for r in sorted((r for r in _load("positions.jsonl") if r["position"] == name),
+                                      key=lambda r: r["seed"])]
+
+
+def _rope_below_learned() -> str:
+    """Row 2: RoPE's final val loss against learned positions', same seed."""
+    return _every(zip(_positions("rope"), _positions("learned"), strict=True), "below", "above")
+
+
+def _dk128() -> str:
+    """Row 5: at d_k 128, training without the scale against with it (final val loss, same seed)."""
+    rows = _load("attn_scale_dk128.jsonl")
+    runs = {arm: [_final(r) for r in sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"])]
+            for arm in {r["arm"] for r in rows}}
+    without = next(v for k, v in runs.items() if k != "1/sqrt(d_k)")
+    return _every(zip(runs["1/sqrt(d_k)"], without, strict=True), "worse", "better")
+
+
+def _mask_after_softmax() -> str:
+    """Row 6: masking after the softmax, honest loss at 8 and 16 characters against add-one unigram counts."""
+    rows = _load("mask_after_softmax.jsonl")
+    base = next(r for r in rows if "baseline" in r)["unigram_last_position"]
+    after = [r for r in rows if r.get("arm") == "mask after softmax"]
+    return _every(((base[n], r["honest_last_position"][n]) for r in after for n in ("8", "16")), "worse", "better")
+
+
+def _bpe_better() -> str:
+    """Row 11: the 2,048-token BPE against characters, bits per character, same seed and budget."""
+    budgets = _token_budgets(_load("tokenizer_quality.jsonl"))
+    return _every(((b["bits_per_char"], c["bits_per_char"]) for budget in budgets
+                   for c, b in zip(budget["character"], budget["BPE 2048"], strict=True)), "better", "worse")
+
+
+def _variant_vs_full(variant: str, below: bool) -> Callable[[], str]:
+    """Row 13: a variant's val loss against full attention's, same seed ("below" / "above", or "better" / "worse")."""
+    def rule() -> str:
+        runs = _eff_runs(_load("efficient_attention_quality.jsonl"))
+        pairs = zip((r["val_loss"] for r in runs[variant]), (r["val_loss"] for r in runs["full"]), strict=True)
+        return _every(pairs, "below", "above") if below else _every(pairs, "better", "worse")
+    return rule
+
+
+def _window_higher() -> str:
+    """Row 18: a wider window (less hidden width at the same parameters) gives a higher mean test loss."""
+    test = _test_losses(("window_mlp.jsonl",), _window_label)
+    test.pop("transformer, context 64")
+    means = [sum(v) / len(v) for _, v in sorted(test.items(), key=lambda kv: int(re.search(r"w (\d+)", kv[0])[1]))]
+    return _every(zip(means, means[1:], strict=False), "higher", "lower")
+
+
+def _ambiguity_above() -> str:
+    """Row 20: within-sense cosine above across-sense after the first blocks (the row's verdict rule)."""
+    return "above" if _ambiguity() == ["holds"] else "below"
+
+
+def _no_norm_above() -> str:
+    """Row 23: without LayerNorm the final val loss against the block with it, same depth and seed (the largest gap
+    is what the row quotes: above when it is positive)."""
+    rows = _load("residual_depth.jsonl")
+    full = {(r["n_layers"], r["seed"]): _final(r) for r in rows if r["arm"] == "both"}
+    gap = max(_final(r) - full[(r["n_layers"], r["seed"])] for r in rows if r["arm"] == "no norm")
+    return "above" if gap > 0 else "below"
+
+
+def _warmup_rescues() -> str:
+    """Row 1: post-LN with 100 warmup steps against pre-LN without warmup, final val loss, same seed."""
+    warm = _ln_runs(_load("ln_post_warmup.jsonl"), 1500, "post", 100)
+    pre = _ln_runs(_load("ln_1500.jsonl"), 1500, "pre")
+    return _every(zip((_final(r) for r in warm), (_final(r) for r in pre), strict=True), "below", "above")
+
+
+RULES: dict[str, Callable[[], str]] = {
+    "many_heads": _many_heads, "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
+    "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
+    "local_linear_growth": lambda: _growth("local", "linear"), "multilevel_growth": _grows("multilevel"),
+    "layernorm_needed": _layernorm_needed, "nsp_hurt": _nsp_hurt, "rope_below_learned": _rope_below_learned,
+    "dk128": _dk128, "mask_after_softmax": _mask_after_softmax, "bpe_better": _bpe_better,
+    "local_below_full": _variant_vs_full("local", True), "linear_vs_full": _variant_vs_full("linear", False),
+    "strided_vs_full": _variant_vs_full("strided", False), "window_higher": _window_higher,
+    "ambiguity_above": _ambiguity_above, "no_norm_above": _no_norm_above, "warmup_rescues": _warmup_rescues,
+}
+
+# Where each rule applies: (page, the text that ends just before the word, the rule). claims.py's writer gives these
+# places their rule; every other place is pinned.
+RULED: tuple[tuple[str, str, str], ...] = (
+    ("experiments.md", "(d_head 4, 2) are ", "many_heads"),
+    ("experiments.md", "1 head is ", "one_head_mean"),
+    ("experiments.md", "runs at 75.58-150.46 GFLOP/s on one thread against the GRU's 30.22-52.36 and gains 1.12-1.95x "
+                       "from a second core against the GRU's 0.28-1.13x; ", "attention_up_to_1024"),
+    ("experiments.md", "So attention is ", "attention_up_to_1024"),
+    ("experiments.md", "at n 4,096 the GRU's forward is ", "gru_forward_4096"),
+    ("experiments.md", "its two-thread forward was ", "gru_two_threads_4096"),
+    ("experiments.md", "cost, measured table: local and linear attention ", "local_linear_growth"),
+    ("experiments.md", "multilevel hierarchical attention ", "multilevel_growth"),
+    ("experiments.md", "LayerNorm is ", "layernorm_needed"),
+    ("experiments.md", "so dropping NSP did ", "nsp_hurt"),
+    ("experiments.md", "So dropping NSP did ", "nsp_hurt"),
+    ("experiments.md", "RoPE 0.170-0.190 ", "rope_below_learned"),
+    ("experiments.md", "at d_k 128 ", "dk128"),
+    ("experiments.md", "for 8- and 16-character prefixes, ", "mask_after_softmax"),
+    ("experiments.md", "a 2,048-token BPE predicts held-out text ", "bpe_better"),
+    ("experiments.md", "local holds (", "local_below_full"),
+    ("experiments.md", "linear partly (", "linear_vs_full"),
+    ("experiments.md", "strided fails (", "strided_vs_full"),
+    ("experiments.md", "a narrower hidden layer and a ", "window_higher"),
+    ("experiments.md", "within-sense cosine ", "ambiguity_above"),
+    ("experiments.md", "at most 0.132 ", "no_norm_above"),
+    ("experiments.md", "and rescue post-LN (1.440-1.462, ", "warmup_rescues"),
+)
+
+
+@dataclass(frozen=True)
+class Claim:
+    page: str
+    before: str  # the text just before the word (whitespace collapsed)
+    word: str
+    after: str
+    rule: str  # a name in RULES, or "pinned"
+
+    def line(self) -> str:
+        return "\t".join((self.page, self.before, self.word, self.after, self.rule))
+
+
+def read_claims(path: Path = CLAIMS) -> list[Claim]:
+    return [Claim(*line.split("\t")) for line in path.read_text().splitlines()
+            if line.strip() and not line.startswith("#")]
+
+
+@cache
+def _claims() -> tuple[Claim, ...]:
+    return tuple(read_claims())
+
+
+@cache
+def expected_word(rule: str) -> str:
+    return RULES[rule]()
+
+
+def _pattern(claim: Claim) -> re.Pattern:
+    words = "|".join(re.escape(w) for w in FAMILY.get(claim.word, (claim.word,)))
+    return re.compile(re.escape(claim.before) + "(" + words + ")" + re.escape(claim.after))
+
+
+@cache
+def _patterns(page: str) -> tuple[tuple[Claim, re.Pattern], ...]:
+    return tuple((c, _pattern(c)) for c in _claims() if c.page == page)
+
+
+def problems(text: str, page: str = "experiments.md") -> list[str]:
+    """Claim words of the page that differ from their rule or pin, claims.tsv places that are gone, and claim words
+    at places that claims.tsv does not list."""
+    flat, out, covered = normal(text), [], set()
+    for claim, pattern in _patterns(page):
+        found = list(pattern.finditer(flat))
+        if len(found) != 1:
+            out.append(f"{page}: the claim \"...{claim.before}[{claim.word}]{claim.after}...\" is "
+                       f"{'not on the page' if not found else 'on it more than once'} (claims.tsv)")
+            continue
+        m = found[0]
+        covered.add(m.start(1))
+        want = claim.word if claim.rule == "pinned" else expected_word(claim.rule)
+        if m.group(1) != want:
+            why = "pinned in claims.tsv" if claim.rule == "pinned" else f"the results give it by rule {claim.rule}"
+            out.append(f"{page}: \"...{claim.before}[{m.group(1)}]{claim.after}...\": the word is {want!r} "
+                       f"({why})")
+    for m in WORD.finditer(flat):
+        if m.start() not in covered:
+            out.append(f"{page}: a claim word no rule or pin covers: \"...{flat[max(0, m.start() - 60):m.end() + 30]}"
+                       f"...\" (add its place: python tests/experiments_trace/claims.py)")
+    return out
+
+
+def _context(flat: str, m: re.Match, others: list[re.Match]) -> tuple[str, str]:
+    """The shortest context (from CONTEXT characters each side, longer where needed) that finds this word alone."""
+    for size in range(CONTEXT, 400, 20):
+        before, after = flat[max(0, m.start() - size):m.start()], flat[m.end():m.end() + size]
+        probe = _pattern(Claim("", before, m.group(), after, ""))
+        if len(probe.findall(flat)) == 1:
+            return before, after
+    raise ValueError(f"no unique context for {m.group()!r} at {m.start()}")
+
+
+def main() -> None:
+    old = {(c.page, c.before, c.after): c.rule for c in read_claims()} if CLAIMS.exists() else {}
+    lines = ["# One line per claim word of the pages (tests/experiments_trace/claims.py says how):",
+             "# page\tthe text before it\tthe word\tthe text after it\trule (a name in claims.py's RULES, or pinned)"]
+    for page in PAGES:
+        flat = normal((DOCS / page).read_text())
+        found = list(WORD.finditer(flat))
+        for m in found:
+            before, after = _context(flat, m, found)
+            rule = next((r for p, end, r in RULED if p == page and flat[:m.start()].endswith(end)),
+                        old.get((page, before, after), "pinned"))
+            lines.append(Claim(page, before, m.group(), after, rule).line())
+    CLAIMS.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
