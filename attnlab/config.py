@@ -92,6 +92,9 @@ class ModelConfig:
     # contexts longer than the pre-training one (Llama 3.1's "llama3", YaRN, linear and dynamic NTK scaling)
     rope_scaling: dict[str, Any] = field(default_factory=dict)
     rotary_dim: int | None = None  # RoPE rotates the first rotary_dim features of each head; None = all (NeoX: 1/4)
+    # the sliding-window layers' own RoPE base, plain (rope_scaling applies to the global layers only): Gemma 3 turns
+    # its local layers at 10,000 and its global ones at 1,000,000; None = every layer rotates as rope_theta says
+    rope_local_theta: float | None = None
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
 
@@ -265,6 +268,13 @@ class ModelConfig:
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                       or not 0 < value <= FLOAT32_MAX):
                 raise bad(name, "must be a positive finite number (the cap) or None (no capping)")
+        if self.rope_local_theta is not None and (
+                isinstance(self.rope_local_theta, bool) or not isinstance(self.rope_local_theta, (int, float))
+                or not 0 < self.rope_local_theta <= FLOAT32_MAX):
+            raise bad("rope_local_theta", "must be a positive finite number (the local layers' RoPE base) or None")
+        if self.rope_local_theta is not None and (self.position != "rope" or self.sliding_window is None):
+            raise bad("rope_local_theta", "is the RoPE base of the sliding-window layers: it needs position='rope' and "
+                      "a sliding_window")
         if self.global_every is not None and (self.sliding_window is None or self.global_every < 2):
             raise bad("global_every", "picks the layers that see past the sliding window: it needs sliding_window "
                       "and a period of at least 2")

@@ -480,11 +480,14 @@ GPT_NEOX = _decoder_family("gpt_neox", "gpt_neox.", "GPTNeoXForCausalLM", "GPTNe
 _GEMMA_ACT = {"gelu_pytorch_tanh": "geglu_tanh", "gelu_new": "geglu_tanh", "gelu": "geglu"}
 
 
-def _gemma_windows(hf: dict, n_layers: int) -> tuple[int | None, int | None]:
+def _gemma_windows(hf: dict, n_layers: int, family: str = "gemma2") -> tuple[int | None, int | None]:
     """(sliding_window, global_every) from layer_types: no window, a window on every layer, or on all but every
-    global_every-th layer (Gemma 2's default: layers 1, 3, 5 ... see every key)."""
+    global_every-th layer (Gemma 2's default: layers 1, 3, 5 ... see every key; Gemma 3's: layers 5, 11, 17 ...,
+    older files saying so by sliding_window_pattern)."""
     window = hf.get("sliding_window")
-    types = hf.get("layer_types") or ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(n_layers)]
+    period = 2 if family == "gemma2" else hf.get("sliding_window_pattern") or hf.get("_sliding_window_pattern") or 6
+    types = hf.get("layer_types") or ["sliding_attention" if (i + 1) % period else "full_attention"
+                                      for i in range(n_layers)]
     sliding = [t == "sliding_attention" for t in types]
     if window is None or not any(sliding):
         return None, None
@@ -493,24 +496,25 @@ def _gemma_windows(hf: dict, n_layers: int) -> tuple[int | None, int | None]:
     for every in range(2, n_layers + 1):
         if sliding == [bool((i + 1) % every) for i in range(n_layers)]:
             return window, every
-    raise ConfigError("gemma2: layer_types is not a periodic pattern (every k-th layer global, the others sliding); "
+    raise ConfigError(f"{family}: layer_types is not a periodic pattern (every k-th layer global, the others sliding); "
                       "attnlab's global_every cannot describe it")
 
 
-def _gemma2_config(hf: dict, arch: dict) -> dict:
+def _gemma2_config(hf: dict, arch: dict, family: str = "gemma2") -> dict:
     """Gemma 2: sandwich RMSNorms with (1 + w) gains, GELU-tanh gated feed-forward, embeddings times sqrt(d_model),
-    soft-capped scores and logits, queries scaled by query_pre_attn_scalar^-1/2, alternating sliding windows."""
+    soft-capped scores and logits, queries scaled by query_pre_attn_scalar^-1/2, alternating sliding windows.
+    Gemma 3 reads its block through here too (`family` names it in the errors, its RoPE is read apart)."""
     if hf.get("attention_bias"):
-        raise ConfigError("gemma2: attention_bias=True is not supported (attnlab's `bias` would put biases on the "
+        raise ConfigError(f"{family}: attention_bias=True is not supported (attnlab's `bias` would put biases on the "
                           "feed-forward too)")
     act = hf.get("hidden_activation") or hf.get("hidden_act") or "gelu_pytorch_tanh"
     if act not in _GEMMA_ACT:
-        raise ConfigError(f"gemma2: hidden_activation={act!r}; supported: {', '.join(_GEMMA_ACT)}")
+        raise ConfigError(f"{family}: hidden_activation={act!r}; supported: {', '.join(_GEMMA_ACT)}")
     v, d, h = hf["vocab_size"], hf["hidden_size"], hf["num_attention_heads"]
     kv = hf.get("num_key_value_heads") or h
     d_head = hf.get("head_dim") or d // h
-    theta, scaling = _rope(hf, "gemma2")
-    window, every = _gemma_windows(hf, hf["num_hidden_layers"])
+    theta, scaling = _rope(hf, family) if family == "gemma2" else (10000.0, {})
+    window, every = _gemma_windows(hf, hf["num_hidden_layers"], family)
     query_scalar = hf.get("query_pre_attn_scalar", d_head)
     return dict(topology="decoder", vocab_size=v, d_model=d, n_heads=h, n_kv_heads=None if kv == h else kv,
                 d_head=_head_dim(d, h, d_head), d_ff=hf["intermediate_size"], n_layers=hf["num_hidden_layers"],
@@ -558,6 +562,66 @@ def _gemma2_table(c: ModelConfig) -> list[Rule]:
 GEMMA2 = _decoder_family("gemma2", "model.", "Gemma2ForCausalLM", "Gemma2Model", _gemma2_config, _gemma2_hf,
                          _gemma2_table, r"model\.(layers\.\d+\.self_attn\.)?rotary_emb\.inv_freq",
                          "RoPE frequencies older transformers saved; attnlab computes them from rope_theta")
+
+# ------------------------------------------------------------------------------------------ Gemma 3 (text)
+def _gemma3_rope(hf: dict) -> tuple[float, dict[str, Any], float | None]:
+    """(rope_theta, rope_scaling, rope_local_theta): the global layers' RoPE and the sliding layers' own base, from
+    rope_parameters keyed by layer type (transformers 5) or rope_theta, rope_scaling and rope_local_base_freq (older
+    files). The local layers turn plainly in Gemma 3; rope_local_theta stays None where they turn as the global
+    ones do (the same base, no scaling), so that such a config compares equal to one without the option."""
+    params = hf.get("rope_parameters")
+    if isinstance(params, dict) and ("full_attention" in params or "sliding_attention" in params):
+        full, local = params.get("full_attention") or {}, params.get("sliding_attention") or {}
+        if not isinstance(full, dict) or not isinstance(local, dict):
+            raise ConfigError("gemma3: rope_parameters of each layer type must be a JSON object")
+        theta, scaling = _rope({**hf, "rope_parameters": full}, "gemma3")
+        if local.get("rope_type", local.get("type", "default")) != "default":
+            raise ConfigError(f"gemma3: rope_type={local.get('rope_type')!r} on the sliding layers is not supported; "
+                              "attnlab's local layers turn plainly (rope_type 'default')")
+        local_theta = float(local.get("rope_theta", 10000.0))
+    else:
+        theta, scaling = _rope(hf, "gemma3")
+        local_theta = float(hf.get("rope_local_base_freq", 10000.0))
+    return theta, scaling, None if local_theta == theta and not scaling else local_theta
+
+
+def _gemma3_config(hf: dict, arch: dict) -> dict:
+    """Gemma 3's text decoder: Gemma 2's block (sandwich (1 + w) RMSNorms, GELU-tanh gated feed-forward, embeddings
+    times sqrt(d_model), query_pre_attn_scalar) with a q/k norm per head (1 + w gains, the caps of Gemma 2 gone by
+    default), five sliding layers to one global one, and the sliding layers' own RoPE base (rope_local_theta)."""
+    if hf.get("use_bidirectional_attention"):
+        raise ConfigError("gemma3: use_bidirectional_attention=True (an encoder's mask, EmbeddingGemma) is not "
+                          "supported; attnlab reads Gemma 3 as a causal decoder")
+    theta, scaling, local_theta = _gemma3_rope(hf)
+    fields = _gemma2_config(hf, arch, "gemma3")
+    return dict(fields, rope_theta=theta, rope_scaling=scaling, qk_norm="head",
+                rope_local_theta=local_theta if fields["sliding_window"] is not None else None,
+                max_len=hf.get("max_position_embeddings", 131072))
+
+
+def _gemma3_hf(c: ModelConfig) -> dict:
+    out = _gemma2_hf(c)
+    full = _rope_to_hf(c)["rope_parameters"]
+    local = {"rope_type": "default", "rope_theta": c.rope_local_theta if c.rope_local_theta is not None
+             else c.rope_theta}
+    out.pop("rope_theta")
+    out.update(rope_parameters={"full_attention": full, "sliding_attention": local}, use_bidirectional_attention=False)
+    return out
+
+
+def _gemma3_table(c: ModelConfig) -> list[Rule]:
+    """Gemma 2's table and the per-head q/k norms, (1 + w) gains like every Gemma norm."""
+    layer = "model.layers.{i}"
+    return _gemma2_table(c) + [rule(f"blocks.{{i}}.attn.{x}_norm.weight", f"{layer}.self_attn.{x}_norm.weight",
+                                    PLUS_ONE) for x in "qk"]
+
+
+GEMMA3 = Family("gemma3", ("gemma3_text",), "model.",
+                {"Gemma3ForCausalLM": dict(head="lm"), "Gemma3TextModel": dict(head="none")},
+                _gemma3_config, _gemma3_hf, _gemma3_table,
+                unmapped=lambda c: {r"model\.(layers\.\d+\.self_attn\.)?rotary_emb(_local)?\.inv_freq":
+                                    "RoPE frequencies older transformers saved; attnlab computes them from "
+                                    "rope_theta and rope_local_theta"})
 
 LLAMA = _rotary_family("llama", "Llama")
 QWEN2 = _rotary_family("qwen2", "Qwen2")
@@ -797,6 +861,6 @@ T5 = Family("t5", ("t5",), "",
 
 
 # the rotary decoders of today's open families; on export the first that reproduces a config exactly is written
-OPEN_DECODERS = (LLAMA, QWEN2, QWEN3, MISTRAL, OLMO2, PHI3, GPT_NEOX, GEMMA2)
+OPEN_DECODERS = (LLAMA, QWEN2, QWEN3, MISTRAL, OLMO2, PHI3, GPT_NEOX, GEMMA2, GEMMA3)
 FAMILIES: dict[str, Family] = {f.name: f for f in (BERT, GPT2, VIT, BART, MARIAN, T5, *OPEN_DECODERS)}
 BY_MODEL_TYPE: dict[str, Family] = {t: f for f in FAMILIES.values() for t in f.model_types}

@@ -1,5 +1,5 @@
 """Hugging Face checkpoints <-> attnlab, for the families of families.FAMILIES (BERT, GPT-2, ViT, BART, Marian, T5,
-and the open decoders: LLaMA, Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, GPT-NeoX, Gemma 2).
+and the open decoders: LLaMA, Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, GPT-NeoX, Gemma 2, Gemma 3 text).
 
 Everything family-specific lives in one table per family (families.py); this module is the engine that reads
 and writes through those tables:

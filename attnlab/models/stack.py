@@ -70,6 +70,9 @@ class Stack(nn.Module):
         elif config.position == "t5":
             self.rel_bias = T5RelativeBias(config.n_heads, config.t5_num_buckets, config.t5_max_distance,
                                            bidirectional=not causal)
+        # Gemma 3: the sliding-window layers turn q and k at a base of their own, without the global layers' scaling
+        self.rotary_local = (Rotary(config.rope_dim, config.rope_local_theta)
+                             if config.position == "rope" and config.rope_local_theta is not None else None)
         self.token_types = nn.Embedding(config.type_vocab_size, d) if config.type_vocab_size else None
         self.embed_norm = make_norm(config) if config.embedding_norm else None
         self.dropout = nn.Dropout(config.dropout)
@@ -173,19 +176,22 @@ class Stack(nn.Module):
                 context_bias, _ = attention_bias(q_len=seq, k_len=context_mask.shape[1], causal=False,
                                                  attention_mask=context_mask, dtype=x.dtype, device=x.device)
         rope = self.rotary(position_ids) if self.rotary is not None else None
+        # the angles of the sliding-window layers: their own base where rope_local_theta says (else the same)
+        local_rope = self.rotary_local(position_ids) if self.rotary_local is not None else rope
 
-        if self.config.global_every is None:
+        if self.config.global_every is None:  # one kind of layer: all sliding (local_rope) or none (the same angles)
             for i, block in islice(enumerate(self.blocks), start, None):  # islice: no ModuleList indexing per block
-                x = block(x, bias=bias, is_causal=is_causal, rope=rope, context=context, context_bias=context_bias,
-                          cache=cache.layers[i] if cache is not None else None,
+                x = block(x, bias=bias, is_causal=is_causal, rope=local_rope, context=context,
+                          context_bias=context_bias, cache=cache.layers[i] if cache is not None else None,
                           cross_cache=cache.cross[i] if cache is not None and cache.cross is not None else None)
-        else:  # Gemma 2: every global_every-th layer sees every key, the others only the window (a decoder: no cross)
+        else:  # Gemma 2, 3: every global_every-th layer sees every key, the others the window (a decoder: no cross)
             every = self.config.global_every
             full = attention_bias(q_len=seq, k_len=total, causal=self.causal, attention_mask=attention_mask,
                                   position_bias=position_bias, dtype=x.dtype, device=x.device)
             for i, block in islice(enumerate(self.blocks), start, None):
-                layer_bias, layer_causal = full if (i + 1) % every == 0 else (bias, is_causal)
-                x = block(x, bias=layer_bias, is_causal=layer_causal, rope=rope,
+                layer_bias, layer_causal, layer_rope = (*full, rope) if (i + 1) % every == 0 else (
+                    bias, is_causal, local_rope)
+                x = block(x, bias=layer_bias, is_causal=layer_causal, rope=layer_rope,
                           cache=cache.layers[i] if cache is not None else None)
         if self.final_norm is not None:
             x = self.final_norm(x)

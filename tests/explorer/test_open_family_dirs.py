@@ -15,6 +15,8 @@ FAMILIES = {  # model_type -> (config class, model class, extra settings)
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8}),
+    "gemma3_text": ("Gemma3TextConfig", "Gemma3ForCausalLM", {"head_dim": 8, "sliding_window": 4,
+                                                              "layer_types": ["sliding_attention", "full_attention"]}),
     "olmo2": ("Olmo2Config", "Olmo2ForCausalLM", {}),
     "phi3": ("Phi3Config", "Phi3ForCausalLM", {"pad_token_id": 0}),
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {}),

@@ -1,5 +1,5 @@
-"""Open decoder families from a Hugging Face directory: Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, Gemma 2,
-GPT-NeoX (Pythia), and LLaMA with scaled RoPE.
+"""Open decoder families from a Hugging Face directory: Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, Gemma 2, Gemma 3
+(text), GPT-NeoX (Pythia), and LLaMA with scaled RoPE.
 
 Each case is a tiny random model built from the transformers config class, written by `save_pretrained` to a
 temporary folder and read back by `attnlab.load`. Proven equal to transformers:
@@ -87,6 +87,21 @@ CASES = {
     "gemma2-no-caps-long-window": ("Gemma2ForCausalLM", "Gemma2Config", dict(
         num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=64,
         attn_logit_softcapping=None, final_logit_softcapping=None)),
+    # Gemma 3 (text): Gemma 2's block with a q/k norm per head ((1 + w) gains), no caps by default, the sliding
+    # layers' own RoPE base (rope_local_theta; far from the global one, so that mixing them up shows), the global
+    # layers' RoPE scaled or not, five sliding layers to one global (the default pattern) or one to one
+    "gemma3-default-pattern": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(
+        num_hidden_layers=6, num_attention_heads=4, num_key_value_heads=2, head_dim=8, sliding_window=3,
+        query_pre_attn_scalar=12, rope_parameters={"full_attention": {"rope_type": "default", "rope_theta": 1e6},
+                                                   "sliding_attention": {"rope_type": "default", "rope_theta": 10.0}})),
+    "gemma3-alternating-linear-rope": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(
+        num_attention_heads=4, num_key_value_heads=4, head_dim=12, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], final_logit_softcapping=0.5,
+        rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                         "sliding_attention": {"rope_type": "default", "rope_theta": 100.0}})),
+    "gemma3-mqa-all-windowed": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(
+        num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=5, query_pre_attn_scalar=16,
+        layer_types=["sliding_attention"] * 2)),
     # GPT-NeoX: RoPE on the first quarter (default rotary_pct) or half of each head, attention and feed-forward in
     # parallel (default) or one after the other; q, k, v fused head by head
     "neox-parallel-quarter": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(num_attention_heads=4)),
@@ -146,9 +161,25 @@ def test_greedy_generation_with_cache_equals_transformers(case, tmp_path):
     assert got.sequences.tolist() == expected.tolist()
 
 
+@pytest.mark.parametrize("case", ["gemma3-default-pattern", "gemma3-alternating-linear-rope", "mistral-window3-mha"])
+def test_a_left_padded_batch_generates_what_its_rows_do_alone(case, tmp_path):
+    """Prompts of 7 and 3 tokens in one left-padded batch, 8 greedy tokens with the cache, well past the window:
+    each row's tokens and step logits are those of the row alone (the local layers' RoPE counts a row's real tokens,
+    the window its real keys)."""
+    _, ours = _saved(case, tmp_path, peaked=True)
+    prompts = [[5, 17, 3, 44, 9, 12, 60], [21, 8, 33]]
+    batch = attnlab.generate(ours, prompts, max_new_tokens=8, eos_token_id=None, keep_logits=True)
+    for row, prompt in enumerate(prompts):
+        alone = attnlab.generate(ours, [prompt], max_new_tokens=8, eos_token_id=None, keep_logits=True)
+        assert alone.tokens[0] == batch.tokens[row]
+        for step_alone, step_batch in zip(alone.logits, batch.logits, strict=True):
+            assert float((step_alone[0] - step_batch[row]).abs().max()) <= TOL
+
+
 @pytest.mark.parametrize("case", ["qwen2-gqa", "qwen3-gqa-head_dim", "mistral-window4-gqa", "qwen2-all-layers-window",
                                   "olmo2-gqa", "phi3-gqa-window", "phi3-mha-partial", "gemma2-alternating",
-                                  "gemma2-mha-all-windowed", "neox-parallel-quarter", "neox-sequential-half",
+                                  "gemma2-mha-all-windowed", "gemma3-default-pattern",
+                                  "gemma3-alternating-linear-rope", "neox-parallel-quarter", "neox-sequential-half",
                                   "llama3-rope", "yarn-mscale-rope", "dynamic-rope"])
 def test_written_back_for_transformers(case, tmp_path):
     """attnlab writes the family's layout back (model.save(d, format="hf")): transformers' from_pretrained computes
@@ -183,6 +214,12 @@ def test_options_reach_the_config(tmp_path):
                                            scale_embeddings=True, activation="geglu_tanh", tie_embeddings=True),
                 "gemma2-no-caps-long-window": dict(sliding_window=64, global_every=2, attn_softcap=None,
                                                    logit_softcap=None, attn_scale=256 ** -0.5),
+                "gemma3-default-pattern": dict(norm_placement="sandwich", qk_norm="head", sliding_window=3,
+                                               global_every=6, rope_theta=1e6, rope_local_theta=10.0,
+                                               attn_scale=12 ** -0.5, attn_softcap=None, logit_softcap=None,
+                                               scale_embeddings=True, activation="geglu_tanh"),
+                "gemma3-alternating-linear-rope": dict(global_every=2, rope_local_theta=100.0, logit_softcap=0.5,
+                                                       rope_scaling={"type": "linear", "factor": 8.0}),
                 "neox-parallel-quarter": dict(rotary_dim=2, parallel_residual=True, bias=True, norm="layernorm"),
                 "neox-sequential-half": dict(rotary_dim=8, parallel_residual=False, rope_theta=500.0)}
     for case, fields in expected.items():
@@ -210,6 +247,15 @@ def test_unsupported_options_are_refused_in_one_line(case, change, message, tmp_
     config = getattr(transformers, config_class)(**{**_SHAPE, **keywords, **change})
     getattr(transformers, model_class)(config).save_pretrained(tmp_path)
     with pytest.raises(CheckpointError, match=message) as info:
+        attnlab.load(tmp_path)
+    assert "\n" not in str(info.value)
+
+
+def test_gemma3_multimodal_is_refused_by_name(tmp_path):
+    """Gemma 3's image-and-text checkpoints (model_type gemma3, a vision tower beside the text decoder) are named and
+    refused; its text-only one (gemma3_text) is what attnlab reads."""
+    (tmp_path / "config.json").write_text('{"model_type": "gemma3", "text_config": {"vocab_size": 99}}')
+    with pytest.raises(CheckpointError, match="model_type='gemma3' is not supported; .*gemma3") as info:
         attnlab.load(tmp_path)
     assert "\n" not in str(info.value)
 

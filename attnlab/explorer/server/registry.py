@@ -191,6 +191,7 @@ def _load(entry: Entry, quantize: str | None = None) -> Loaded:
 _HF_TOPOLOGY = {"bert": "encoder", "roberta": "encoder", "distilbert": "encoder", "electra": "encoder",
                 "gpt2": "decoder", "llama": "decoder", "mistral": "decoder", "qwen2": "decoder", "gpt_neox": "decoder",
                 "qwen3": "decoder", "olmo2": "decoder", "phi3": "decoder", "gemma2": "decoder",
+                "gemma3_text": "decoder",
                 "t5": "encoder-decoder", "bart": "encoder-decoder", "marian": "encoder-decoder", "vit": "vit"}
 
 
