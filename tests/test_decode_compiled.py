@@ -121,6 +121,19 @@ def test_the_guards_are_checked_once_per_cache_where_the_step_writes_through_its
     assert compiled.COUNTS["compiled"] - before["compiled"] == 2 * 5 and len(checks) == 2
 
 
+def test_a_one_token_prompt_decodes_through_the_compiled_step(model, both):
+    """A one-token prompt leaves a cache of one position, and the Stepper's ids at storage offset 1 of its buffer:
+    torch.compile specialises offsets of 0 and 1, so the step's first call did not fit the graph, and the answer,
+    kept per cache (compiled._fits), sent every later step of the call eager too ("The": all eager after paying
+    the step's load). The graph is traced for, and handed, ids and positions of their own (compiled._own): every
+    step of a one-token prompt runs compiled, with the eager tokens."""
+    before = dict(compiled.COUNTS)
+    out = attnlab.generate(model, [[5]], max_new_tokens=5, compile=True, threads=1)
+    eager = attnlab.generate(model, [[5]], max_new_tokens=5, compile=False, threads=1)
+    assert compiled.COUNTS["compiled"] - before["compiled"] == 4, compiled.last_way()
+    assert out.tokens == eager.tokens
+
+
 def test_compile_is_refused_while_recording(model):
     with capture(model, ["blocks.0.attn.*"]):
         with pytest.raises(InputError, match="compile=True while a recording or an intervention is active"):

@@ -193,6 +193,8 @@ def _prepared(args):
         kwargs["sliding_window"] = True
     out = sys.stdout
     _ready_kernels(model, len(ids))
+    if args.compile is None and topology == "decoder" and args.device.type == "cpu":
+        _compile_apart(model, args)
     if args.echo and topology == "decoder":  # a continuation reads with its prompt (nanoGPT, llama.cpp do the same)
         out.write(args.prompt if args.prompt is not None else _text(tokenizer, ids))
         out.flush()
@@ -223,13 +225,29 @@ def _generated(args, model, tokenizer, ids, kwargs) -> int:
         out.write("\n")
         n = len(produced)
     seconds = time.perf_counter() - started
-    from attnlab.generation.compiled import COUNTS
+    from attnlab.generation.compiled import COUNTS, NOTES
+
+    for note in NOTES:  # held while the text streamed (the compiled step built apart): one line each, after it
+        print(note, file=sys.stderr)
 
     steps = "compiled step, " if COUNTS["compiled"] else ""
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "
           f"{steps}device {args.device}, torch {torch.__version__}]", file=sys.stderr)
     process.QUICK[0] = True  # nothing is left to do: the process may end at once
     return 0
+
+
+def _compile_apart(model, args) -> None:
+    """The default path never waits for the compiled step: it decodes eagerly while a thread loads the step kept by
+    an earlier run, or, where none was kept yet, while a separate low-priority process builds it for later runs
+    (generation/apart.py); the line saying so is printed after the text. --compile waits for it, as asked."""
+    from attnlab.generation import apart, compiled
+
+    if not compiled.pays(model):  # a float model decodes eagerly anyway (compiled.auto): nothing to offer
+        return
+    compiled.build_apart_with(model, [*apart.python(), "attnlab.generation.step_builder", "--model", args.model,
+                                      "--quantize", args.quantize])
+    compiled.HOLD_NOTES[0] = True
 
 
 def _ready_kernels(model, prompt_len: int) -> None:

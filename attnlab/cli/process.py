@@ -59,8 +59,19 @@ def end(code: int) -> None:
     Measured 2026-11-28, 2-core AMD EPYC (Zen 5), fresh processes interleaved, median CPU time (user + system) of
     8-10 rounds: gc.freeze() as the last statement made `python -c "import torch"` 1.64 -> 1.24 s."""
     flush()
-    if QUICK[0] and threading.active_count() == 1:
+    if QUICK[0] and _only_readers_left():
         atexit._run_exitfuncs()  # what Py_FinalizeEx runs first; then nothing is left that writes anywhere
         flush()
         os._exit(code)
     gc.freeze()
+
+
+READERS = "attnlab-compile-step"  # generation/compiled.py's thread: in a command, it only loads a kept step
+
+
+def _only_readers_left() -> bool:
+    """No thread but this one runs, or only the compiled step's loading thread (daemon): in a command it reads the
+    kept step and writes nothing (a step not kept is built by a separate process: generation/apart.py), so the
+    process may end without waiting for a load it no longer needs."""
+    main = threading.current_thread()
+    return all(t is main or (t.daemon and t.name == READERS) for t in threading.enumerate())

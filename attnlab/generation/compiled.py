@@ -10,10 +10,13 @@ as eager. No second model: the graph is traced from Decoder.forward, and the pro
 When: `compile=None` (generate's default) compiles a cached, unrecorded decoder whose products include attnlab's
 CPU kernels (a GGUF or a model quantized with its blocks kept), where a C++ compiler exists and ATTNLAB_COMPILE
 is not 0; anything else runs eagerly as before. compile=True asks for it on any decoder; compile=False never.
-The step is built at the first decoding step (a one-token request never waits for it), loaded from
-<cache>/compiled when an earlier process saved it (generation/step_cache.py: about a second), else compiled
-(a minute or more for SmolLM2; one line says so and how long it took) and saved. A call the saved graph does not
-fit (its guards: e.g. a cache of one position), a padded batch (the attention bias reads the mask's values) and a
+A caller that said how to load the model again (`build_apart_with`: the CLI does) never waits for the step:
+its steps run eagerly while a thread loads the step from <cache>/compiled (generation/step_cache.py: a few seconds
+of its own) and use it from the first step after it is ready; where no process kept it yet, a separate low-priority
+process builds it there for later runs (generation/apart.py; one line says so) and this one stays eager. Any other
+caller builds it at the first decoding step (a one-token request never waits for it): loaded, else compiled (a
+minute or more for SmolLM2; one line says so and how long it took) and saved. A call the saved graph does not
+fit (its guards), a padded batch (the attention bias reads the mask's values) and a
 model whose step cannot be traced as one graph (one warning) run eagerly. A compiled forward cannot record or take
 interventions (recording.active answers None while tracing), so generate refuses compile=True while either is
 active (inputs.py) and compile=None runs eagerly then.
@@ -31,6 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
+from attnlab.generation.compiled_options import unsupported_option
 from attnlab.layers import kernel_build, kernel_ops, kernel_threads
 from attnlab.layers.quantized import QuantizedLinear
 
@@ -45,6 +49,9 @@ COUNTS = {"compiled": 0, "eager": 0}  # this process's decoding steps through `c
 _LAST = threading.local()  # .way: how this OS thread's last call went, ("compiled", None) or ("eager", why)
 _BACKGROUND: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> {kind: its build_in_background thread}
 _STARTING = threading.Lock()  # guards _BACKGROUND: two requests must not start two threads for one model and kind
+_COMMANDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # model -> how to load it apart (build_apart_with)
+HOLD_NOTES = [False]  # True (the CLI): notes wait in NOTES for the caller to print after the text, not in its midst
+NOTES: list[str] = []
 
 
 def _step(model, ids, attention_mask, position_ids, cache):
@@ -54,14 +61,29 @@ def _step(model, ids, attention_mask, position_ids, cache):
 
 
 def _say(message: str) -> None:
-    """One line to stderr, once per process: the compiled step speaks only when it makes someone wait."""
+    """One line to stderr, once per process: the compiled step speaks only when it makes someone wait (or, built
+    apart, to say why this run is eager); held in NOTES while HOLD_NOTES is set."""
     if message not in _SAID:
         _SAID.add(message)
-        print(f"[attnlab: {message}]", file=sys.stderr, flush=True)
+        if HOLD_NOTES[0]:
+            NOTES.append(f"[attnlab: {message}]")
+        else:
+            print(f"[attnlab: {message}]", file=sys.stderr, flush=True)
+
+
+def build_apart_with(model, command: list[str]) -> None:
+    """Say how another process loads `model` again (`command`: an argv running generation/step_builder.py with the
+    model's --model and --quantize). From then on generate(compile=None) never waits for `model`'s step: it decodes
+    eagerly while the step is loaded in a thread, or built by that process when none was kept yet."""
+    _COMMANDS[model] = list(command)
 
 
 def why_not(model) -> str | None:
-    """Why this process cannot compile a decoding step of `model` (None when it can)."""
+    """Why this process cannot compile a decoding step of `model` (None when it can): first a block option the step
+    does not compute as the eager forward does (generation/compiled_options.py), named before any compile starts."""
+    option = unsupported_option(getattr(model, "config", None))
+    if option is not None:
+        return f"the compiled step does not handle {option}"
     if next(model.parameters()).device.type != "cpu":
         return "the compiled step is built for the CPU"
     if not kernel_build.compiler():
@@ -125,22 +147,29 @@ def _layers(model) -> _Served:
 
 
 def _example(model, ids, positions, cache):
-    """Arguments of an unpadded call's kind with generic sizes, so that the graph is traced for every length >= 2
-    rather than for this call's (a length of 1 would be specialised): a cache holding 11 of 37 positions, and ids
-    and positions laid out as the Stepper lays them out without padding, as slices of a (rows, 41) buffer and of one
-    arange expanded to every row (their strides are guarded too). Sizes that differ here are never assumed equal in
-    the graph."""
+    """Arguments of an unpadded call's kind with generic sizes, so that the graph is traced for every cache length
+    rather than for this call's: a cache holding 11 of 37 positions, and the step's ids and positions as `_own`
+    hands them to the graph, (rows, 1) tensors of their own (storage offset 0, contiguous). Why their own: the
+    Stepper's are slices of its (rows, prompt + new) buffers at column `length`, and torch.compile specialises a
+    storage offset of 0 or 1 (guard `2 <= ids.storage_offset()`): a one-token prompt's first step (offset 1) did
+    not fit, and since the answer is kept per cache (`_fits`), none of its steps ran compiled ("The": every step
+    eager after paying the step's load). Sizes that differ here are never assumed equal in the graph."""
     from attnlab.cache import KVCache
 
-    length, capacity, total = 11, 37, 41
+    length, capacity = 11, 37
     rows = ids.shape[0]
     example = KVCache.for_model(model, rows, capacity, dtype=cache.layers[0].kv.dtype)
     slot = _new_slot(length) if _slotted(model) else None
     for layer in example.layers:
         layer.length, layer.slot = length, slot
-    new_ids = ids.new_zeros(rows, total)[:, length:length + 1]
-    new_positions = torch.arange(total, dtype=positions.dtype).expand(rows, total)[:, length:length + 1]
+    new_ids = ids.new_zeros(rows, 1)
+    new_positions = torch.full((rows, 1), length, dtype=positions.dtype)
     return model, new_ids, None, new_positions, example
+
+
+def _own(t: torch.Tensor) -> torch.Tensor:
+    """`t` (rows, 1) as a contiguous tensor of its own (storage offset 0), the layout `_example` traces with."""
+    return t.clone(memory_format=torch.contiguous_format)
 
 
 def _slotted(model) -> bool:
@@ -171,14 +200,18 @@ def _slot_for(cache) -> torch.Tensor | None:
     return slot
 
 
-def _build(model, name: str, ids, positions, cache):
+def _build(model, name: str, ids, positions, cache, command: list[str] | None = None):
     """Load the step saved as `name`, else compile it (saying so, and how long it took) and save it; None (with
-    one warning) when the step cannot be traced as one graph: this model's steps then run eagerly."""
+    one warning) when the step cannot be traced as one graph: this model's steps then run eagerly. With
+    `command` (build_apart_with), a step that cannot be loaded is built apart instead, and this process gets None."""
     from attnlab.generation import step_cache
 
     kernel_build.private_inductor_cache()  # inductor's generated libraries: from a folder only this user writes
     started = time.perf_counter()
     step = step_cache.load(name)
+    if step is None and command is not None:
+        _start_apart(model, command, _kind(ids.shape[0]), cache.layers[0].kv.dtype)
+        return None
     if step is None:
         label = getattr(model.config, "name", None) or type(model).__name__
         rows, threads = ids.shape[0], kernel_threads.count()
@@ -200,24 +233,52 @@ def _build(model, name: str, ids, positions, cache):
     return step
 
 
-def _step_for(model, name: str, ids, positions, cache):
+def _step_for(model, name: str, ids, positions, cache, command: list[str] | None = None):
     """The step kept as `name` in this process, built (_build: loaded or compiled) the first time it is asked for;
     under _BUILDING, so that two callers (generate, the explorer's background build) never build one key twice."""
     if name not in _STEPS:
         with _BUILDING:
             if name not in _STEPS:
-                _STEPS[name] = _build(model, name, ids, positions, cache)
+                _STEPS[name] = _build(model, name, ids, positions, cache, command)
     return _STEPS[name]
 
 
-def compiled_step(model):
+def _start_apart(model, command: list[str], kind: tuple[int, int, int], dtype: torch.dtype) -> None:
+    """Have a separate low-priority process build the step for `kind` into the private folder (generation/apart.py)
+    and say so in one line; nothing when the folder is refused (step_cache warned why)."""
+    from attnlab.generation import apart, step_cache
+
+    where = step_cache.place()
+    if where is None:
+        return
+    if apart.start(where, command, kind, str(dtype).removeprefix("torch.")):
+        label = getattr(model.config, "name", None) or type(model).__name__
+        _say(f"decoding eagerly; the compiled step of {label} is being built apart at low priority (a minute or "
+             f"more, kept in {where}); later runs load it")
+
+
+_NOT_READY = {"building": "the compiled step is not ready yet (being loaded, or built apart for later runs)",
+              "failed": "the compiled step is not in this process (built apart for later runs, or it cannot be)"}
+
+
+def compiled_step(model, wait: bool = True):
     """-> call(ids, attention_mask, position_ids, cache) -> logits (batch, 1, vocab), through the compiled step
-    (built at its first call: loaded from disk or compiled), or the eager forward for a call it does not fit."""
+    (built at its first call: loaded from disk or compiled), or the eager forward for a call it does not fit.
+    wait=False, for a model with build_apart_with: a call never waits for the step (build_in_background gets it
+    ready: loaded by a thread, or built by a separate process for later runs); until then calls run eagerly."""
+    command = _COMMANDS.get(model) if not wait else None
+
     def call(ids, attention_mask, position_ids, cache):
         args = (model, ids, attention_mask, position_ids, cache)
         if attention_mask is not None:  # padded rows: the attention bias reads the mask's values (one graph cannot)
             _count("eager", "padded rows: the attention bias reads the mask's values")
             return _step(*args)
+        if command is not None:
+            state = build_in_background(model, ids.shape[0], cache.layers[0].kv.dtype, command)
+            if state != "ready":
+                _count("eager", _NOT_READY[state])
+                return _step(*args)
+        args = (model, _own(ids), None, _own(position_ids), cache)  # the layout the graph was traced with
         served = _layers(model)
         name = _name(model, ids.shape[0])
         step = _step_for(model, name, ids, position_ids, cache)
@@ -232,8 +293,7 @@ def compiled_step(model):
                 layer.slot = slot
         try:
             if not _fits(step, args, slot is not None):
-                _count("eager", "the compiled graph does not fit this call (its guards: e.g. a cache of one "
-                       "position)")
+                _count("eager", "the compiled graph does not fit this call (its guards)")
                 return _step(*args)
             _count("compiled")
             with kernel_ops.serving(served.layers, served.table):
@@ -253,16 +313,17 @@ def compiled_step(model):
 def _fits(step, args: tuple, slotted: bool) -> bool:
     """step.guard_check(*args): does the saved graph fit this call? Where the step writes through the cache's slot,
     the answer is kept per cache and asked again only when what the guards read can have changed: the layout of
-    the ids and positions (the Stepper's buffers: the same every step), the cache's buffers, the autograd and
-    inference modes. Why: the check runs Python on each of the 30 layers' K / V sizes and strides, ~0.24 ms of a
-    ~4.1 ms SmolLM2 step at two threads (3.8 ms without it; interleaved in one process, AMD EPYC Zen 5,
-    2026-11-28, not logged). Without the slot, the layers' lengths are inputs the guards bound (a cache of one
-    position does not fit), so every call is checked."""
+    the ids and positions (shape, strides, storage offset: `_own`'s, the same every step), the cache's buffers,
+    the autograd and inference modes. Why: the check runs Python on each of the 30 layers' K / V sizes and
+    strides, ~0.24 ms of a ~4.1 ms SmolLM2 step at two threads (3.8 ms without it; interleaved in one process, AMD
+    EPYC Zen 5, 2026-11-28, not logged). Without the slot, the layers' lengths are inputs the guards bound, so
+    every call is checked."""
     if not slotted:
         return step.guard_check(*args)
     _, ids, _, positions, cache = args
-    layout = (step, ids.shape, ids.stride(), ids.dtype, ids.is_inference(), positions.shape, positions.stride(),
-              positions.dtype, positions.is_inference(), torch.is_grad_enabled(), torch.is_inference_mode_enabled())
+    layout = (step, ids.shape, ids.stride(), ids.storage_offset(), ids.dtype, ids.is_inference(), positions.shape,
+              positions.stride(), positions.storage_offset(), positions.dtype, positions.is_inference(),
+              torch.is_grad_enabled(), torch.is_inference_mode_enabled())
     buffers = [layer.kv for layer in cache.layers]
     kept = _FITS.get(cache)
     if kept is not None and kept[0] == layout and all(a is b for a, b in zip(kept[1], buffers, strict=True)):
@@ -297,7 +358,8 @@ def _name(model, rows: int) -> str:
     return names[kind]
 
 
-def build_in_background(model, rows: int = 1, dtype: torch.dtype | None = None) -> str:
+def build_in_background(model, rows: int = 1, dtype: torch.dtype | None = None,
+                        command: list[str] | None = None) -> str:
     """For a server whose requests must never wait for a compile (the explorer's Generation tab): whether
     `compiled_step(model)`'s calls of `rows` rows, made in this OS thread at its current thread counts, can use
     the step now. "ready": built (loaded or compiled) in this process; "failed": it could not be built, the calls
@@ -330,8 +392,8 @@ def build_in_background(model, rows: int = 1, dtype: torch.dtype | None = None) 
             thread = None  # its step was forgotten since (a test resets _STEPS): build it again
         if thread is None:
             dtype = dtype or next(model.parameters()).dtype
-            thread = threads[kind] = threading.Thread(target=_build_apart, args=(model, kind, dtype), daemon=True,
-                                                      name="attnlab-compile-step")
+            thread = threads[kind] = threading.Thread(target=_build_apart, args=(model, kind, dtype, command),
+                                                      daemon=True, name="attnlab-compile-step")
             thread.start()
     return "building"
 
@@ -341,13 +403,18 @@ def _kind(rows: int) -> tuple[int, int, int]:
     return rows, torch.get_num_threads(), kernel_threads.count()
 
 
-def _build_apart(model, kind: tuple[int, int, int], dtype: torch.dtype) -> None:
+def _build_apart(model, kind: tuple[int, int, int], dtype: torch.dtype, command: list[str] | None = None) -> None:
     """build_in_background's thread: at `kind`'s thread counts, the model's layers readied (`_layers`, which loads
     the C++ operators), its key known, and the step built and kept in _STEPS (None when it cannot be built: one
-    warning, and the steps run eagerly, as `call` does)."""
+    warning, and the steps run eagerly, as `call` does). With `command` nothing is compiled here: the C++
+    operators not built yet, or no step kept for the key, start the separate builder (generation/apart.py)."""
     from attnlab.cache import KVCache
+    from attnlab.layers import kernel_ops_native
 
     rows, torch_threads, kernel_count = kind
+    if command is not None and not kernel_ops.decodes_natively() and not kernel_ops_native.built():
+        _start_apart(model, command, kind, dtype)  # the key waits for the operators: the builder builds both
+        return
     # in inference mode, as generate() builds it (the example's tensors are inference tensors)
     with kernel_threads.apart(kernel_count), torch.inference_mode():  # torch's count set next
         torch.set_num_threads(torch_threads)
@@ -362,11 +429,19 @@ def _build_apart(model, kind: tuple[int, int, int], dtype: torch.dtype) -> None:
             return
         try:
             ids = torch.zeros(rows, 1, dtype=torch.long)  # _example reads only the kinds of these
-            _step_for(model, name, ids, ids, KVCache.for_model(model, rows, 2, dtype=dtype))
+            _step_for(model, name, ids, ids, KVCache.for_model(model, rows, 2, dtype=dtype), command)
         except Exception as e:  # e.g. the compiled folder or inductor failing in a way _build does not expect
             warnings.warn(f"the decoding step could not be built ({type(e).__name__}: {e}); decoding eagerly",
                           stacklevel=1)
             _STEPS.setdefault(name, None)
+
+
+def build_here(model, kind: tuple[int, int, int], dtype: torch.dtype) -> bool:
+    """The separate builder's work (generation/step_builder.py): the step for `kind` built in this thread, now
+    (loaded when kept, else compiled and kept); True when this process has it."""
+    _build_apart(model, kind, dtype)
+    name = _NAMES.get(model, {}).get(kind)
+    return name is not None and _STEPS.get(name) is not None
 
 
 def wait_for_builds(timeout: float | None = None) -> bool:

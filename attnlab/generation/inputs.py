@@ -58,7 +58,7 @@ def prepare(model, input_ids, attention_mask, decoder_input_ids, settings: dict,
             from attnlab.generation.compiled import auto
 
             wanted = auto(model)
-        options = replace(options, compile=wanted)
+        options = replace(options, compile=None if wanted else False)  # None: where it pays, never waiting for it
     stopper = Stopper(options.eos_token_ids, options.stop_strings, tokenizer)
     if generator is None and options.seed is not None:
         generator = torch.Generator(device=device).manual_seed(options.seed)

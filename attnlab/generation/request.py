@@ -123,10 +123,10 @@ class Request:
                 encoder_hidden = encoder_hidden.repeat_interleave(expand, dim=0)
                 source_mask = source_mask.repeat_interleave(expand, dim=0) if source_mask is not None else None
         compiled = None
-        if self.options.compile and self.options.use_cache:
+        if self.options.compile is not False and self.options.use_cache:  # True: asked; None: where it pays
             from attnlab.generation.compiled import compiled_step  # torch.compile's machinery: only when asked
 
-            compiled = compiled_step(self.model)
+            compiled = compiled_step(self.model, wait=self.options.compile is True)
         self.stepper = Stepper(self.model, prompt, mask, self.options.max_new_tokens, self.options.use_cache,
                                encoder_hidden=encoder_hidden, source_mask=source_mask, window=self.window,
                                compiled=compiled)

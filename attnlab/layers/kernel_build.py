@@ -449,6 +449,22 @@ def _check_one_openmp() -> None:
                       "load torch's runtime first", KernelWarning, stacklevel=3)
 
 
+def _library(name: str, cxx: str, source: str, function: str, extra: tuple[str, ...]) -> tuple[str, str]:
+    """(the library's module name, the full source with its binding) for load() and built()."""
+    module = _module_name(name, cxx, source, extra)
+    return module, source + _BINDING.replace("FUNCTION", function).replace("MODULE", module)
+
+
+def built(name: str, source: str, function: str, extra: tuple[str, ...] = ()) -> bool:
+    """Whether load() with these arguments would find its library already built in the private folder, so that no
+    compiler runs (a caller that must not wait for one asks first: generation/compiled.py)."""
+    cxx = compiler()
+    if cxx is None:
+        return False
+    module, _ = _library(name, cxx, source, function, extra)
+    return os.path.lexists(kernel_dir() / f"{module}.so")
+
+
 def load(name: str, source: str, function: str, extra: tuple[str, ...] = ()):
     """A Python callable running `source`'s extern "C" `function` (int parameters and pointers, an int result;
     call it with ints: tensor.data_ptr() for a pointer; `call.__self__.address()` is the function's address):
@@ -458,8 +474,7 @@ def load(name: str, source: str, function: str, extra: tuple[str, ...] = ()):
     cxx = compiler()
     if cxx is None:
         raise RuntimeError("no C++ compiler found (set CXX or install g++)")
-    module = _module_name(name, cxx, source, extra)
-    full = source + _BINDING.replace("FUNCTION", function).replace("MODULE", module)
+    module, full = _library(name, cxx, source, function, extra)
     directory = kernel_dir()
     refused = make_private_dir(directory)
     if refused is None:

@@ -165,8 +165,16 @@ def load():
     """Build (once) and load the C++ library, registering its kernels for attnlab::quantized_rows and
     attnlab::decode_attention on the CPU; -> serve(table address, count, threads). Raises what kernel_build.load
     raises."""
-    source = f"// built against torch {torch.__version__}\n{SOURCE}"  # another torch: another library
-    return kernel_build.load("rows_op", source, "attnlab_serve", _flags())
+    return kernel_build.load("rows_op", _source(), "attnlab_serve", _flags())
+
+
+def built() -> bool:
+    """Whether load() would find the library built already (no compiler would run)."""
+    return kernel_build.built("rows_op", _source(), "attnlab_serve", _flags())
+
+
+def _source() -> str:
+    return f"// built against torch {torch.__version__}\n{SOURCE}"  # another torch: another library
 
 
 def table(layers: list) -> torch.Tensor:
