@@ -66,6 +66,9 @@ RECIPE_KEYS = {
     "text_layers": "layers of the text tower", "train_layers": "top layers trained (the rest stay frozen)",
     "layers": "blocks of the pretrained encoder kept under the head, from the bottom (0 = all of them)",
     "words_only": "mask only whole words of one piece (no ##pieces, punctuation or digits)",
+    "init_from": "fine-tune: start from this model (a name from `attnlab models`, a checkpoint or run folder, a "
+                 "Hugging Face directory, a .gguf file) and encode the data with its tokenizer; empty = a new model",
+    "freeze": "with init_from=: keep the embeddings and the first N blocks as loaded (0 = train everything)",
     # keys whose field carries no comment in its source: the seeds' notation
     "steps": "optimizer steps", "seed": "seed of the weights, the data order and the sampling",
     "beta1": "AdamW beta1", "beta2": "AdamW beta2", "d_model": "d: width of the residual stream",

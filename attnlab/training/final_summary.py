@@ -48,6 +48,10 @@ def final_summary(result: dict[str, Any], *, more: str | None = None) -> list[st
         against = (f", against {baseline:.4f} for the bigram baseline (a model that learned only which token "
                    "follows which)") if baseline is not None else ""
         lines.append(f"  val_loss   {loss:.4f}{against}")
+    before = (result.get("start_eval") or {}).get("val_loss")
+    if before is not None:
+        start = (result.get("start") or {}).get("init_from", "the loaded model")
+        lines.append(f"  before     val_loss {before:.4f} at step 0 ({start} as loaded, before fine-tuning)")
     if metrics:
         lines.append("  eval       " + ", ".join(f"{k} {_number(v)}" for k, v in metrics.items()))
     if result.get("best_step") is not None:

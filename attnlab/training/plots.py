@@ -36,8 +36,9 @@ def plot_losses(metrics_path: str | Path, png_path: str | Path, title: str | Non
     import matplotlib.pyplot as plt
 
     records = read_metrics(metrics_path)
+    trained = [r for r in records if "loss" in r]  # a fine-tuning run's step 0 holds only its evaluation
     fig, ax = plt.subplots(figsize=(6, 3.5), dpi=100)
-    ax.plot([r["step"] for r in records], [r["loss"] for r in records], lw=0.8, label="train loss")
+    ax.plot([r["step"] for r in trained], [r["loss"] for r in trained], lw=0.8, label="train loss")
     val = [(r["step"], r["val_loss"]) for r in records if "val_loss" in r]
     if val:
         ax.plot(*zip(*val, strict=False), "o-", ms=3, label="val loss")

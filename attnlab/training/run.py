@@ -127,8 +127,11 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
         # free cores), not torch's one per core, which a busy machine turns into minutes of barrier waits.
         console.status(f"{recipe.name}: preparing the data and building the model ...")
         with thread_scope(settings.threads, device):
+            # given: the keys the person set (a config file, the command line), which init_from= checks against
+            # the loaded model's shape; a default is never a conflict
             task = recipe.build({**params, "batch_size": settings.batch_size, "tokenizer": saved_tokenizer,
-                                 "out_dir": str(out_dir), "status": console.status, "phase": console.phase})
+                                 "out_dir": str(out_dir), "status": console.status, "phase": console.phase,
+                                 "given": frozenset(key for layer in layers for key in layer)})
         console.clear()
         # the optimizer's construction imports torch's compiler the first time (~3 s): said, like the build
         with console.phase(f"{recipe.name}: setting up the optimizer and the training loop"):
@@ -145,6 +148,9 @@ def run_train(recipe_name: str, *, config: str | None = None, out: str | None = 
             if result.get("samples"):
                 trainer.report_text("samples", [str(text) for text in result["samples"]])
             result["recipe"] = recipe.name
+            start = getattr(task, "start", None)
+            if start is not None:
+                result["start"] = start.record()
             result["out"] = str(out_dir)
             result["checkpoint"] = str(latest_checkpoint(out_dir))
             config = getattr(trainer.model, "config", None)

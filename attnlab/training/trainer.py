@@ -208,6 +208,7 @@ class Trainer:
         self.evals_since_best = 0
         self.stopped_early = False
         self.clock = time.perf_counter  # what the loop times steps and evaluations with (a test gives a fake one)
+        self.start_eval: dict[str, float] | None = None  # a fine-tuning run's step 0 evaluation (evaluate_start)
 
     # ------------------------------------------------------------------ helpers
     def log(self, text: str) -> None:
@@ -285,6 +286,9 @@ class Trainer:
                  f"  device  {self.device}{threads}{', bf16 autocast' if s.bf16 else ''}"
                  f"{', compiled' if s.compile else ''}",
                  f"  output  {self.out}  ({', '.join(logs)})"]
+        start = getattr(self.task, "start", None)
+        if start is not None:
+            lines[1:1] = start.lines()
         if "tensorboard" in parse_report(s.report):
             lines.append(f"  watch   tensorboard --logdir {self.out}")
         return lines
@@ -393,6 +397,18 @@ class Trainer:
             self.task.eval_progress = None
             self.model.train()
         return {k: float(v) for k, v in metrics.items()}
+
+    def evaluate_start(self) -> None:
+        """Score the loaded weights before the first step: metrics.jsonl's step 0 record and result["start_eval"],
+        the number fine-tuning has to lower. A task whose model starts from a pretrained one sets `task.start`
+        (init_from=: recipes/pretrained.Start, whose lines the opening summary adds). Not a candidate for the
+        best checkpoint: step 0 is not saved (it is the init_from= model)."""
+        metrics, seconds = self._evaluate_shown()
+        self.start_eval = metrics
+        self.log("step 0 (the loaded weights, before training): "
+                 + " ".join(f"{k} {v:.4g}" for k, v in metrics.items()) + f" ({duration(seconds)})")
+        self._write_metrics({"step": 0, **{f"eval_{k}" if not k.startswith("val") else k: v
+                                           for k, v in metrics.items()}})
 
     def _evaluate_shown(self) -> tuple[dict[str, float], float]:
         """evaluate() inside the loop: (metrics, seconds it took).
@@ -520,6 +536,8 @@ class Trainer:
         self._open_reporter()
         for line in self.summary():
             self.log(line)
+        if self.step == 0 and getattr(self.task, "start", None) is not None:
+            self.evaluate_start()
         self._bar = self.console.bar(s.steps, self.step)  # replaced after each evaluation (_evaluate_shown)
         try:
             return self._loop(model, end, scope)
@@ -622,7 +640,9 @@ class Trainer:
                 plot_losses(self.out / "metrics.jsonl", self.out / "loss.png")
         result = {"step": self.step, "steps": s.steps, "elapsed_s": elapsed, "train_s": timing.train_s,
                   "eval_s": timing.eval_s, "tokens": timing.tokens, "eval": last_eval,
-                  "losses": [r["loss"] for r in self.history]}
+                  "losses": [r["loss"] for r in self.history if "loss" in r]}  # step 0's record has none
+        if self.start_eval is not None:
+            result["start_eval"] = self.start_eval
         if self.best_step is not None:
             result.update(best_val_loss=self.best_val_loss, best_step=self.best_step,
                           best_checkpoint=str(self.out / step_name(self.best_step)))

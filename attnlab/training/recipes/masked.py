@@ -14,8 +14,10 @@ from attnlab.config import ModelConfig
 from attnlab.data import tokenizers
 from attnlab.data.collators import MLMCollator
 from attnlab.data.streaming import paragraphs_of
+from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.training.recipes.base import CorpusTask, Recipe, open_corpus, split_pieces, trained_tokenizer
+from attnlab.training.recipes.pretrained import Start, load_start, refuse_without_start
 
 
 class ClsSepMasking:
@@ -37,13 +39,20 @@ class MaskedLMTask(CorpusTask, ClsSepMasking):
     10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
     (through MLMCollator), the same function the explorer's masking view draws with."""
 
-    def __init__(self, p, source, batch_size, scan=None):
-        self.p = p
-        # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
-        # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
-        self.tokenizer = tok = trained_tokenizer(
-            p, "bert-mlm", "WordPiece",
-            lambda: tokenizers.train_wordpiece(paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2))
+    def __init__(self, p, source, batch_size, scan=None, start: Start | None = None):
+        self.p, self.start = p, start
+        if start is not None:  # init_from=: the loaded encoder's own vocabulary
+            self.tokenizer = tok = start.tokenizer
+            missing = [name for name in ("cls", "sep", "mask") if getattr(tok, f"{name}_id") is None]
+            if missing:
+                raise ConfigError(f"init_from={start.spec}: its tokenizer has no {', '.join(missing)} token; a "
+                                  "masked LM needs [CLS], [SEP] and [MASK] (a BERT-family WordPiece tokenizer)")
+        else:
+            # WordPiece training breaks frequency ties differently from run to run: a resumed run reuses the
+            # checkpoint's tokenizer (run_train passes it as p["tokenizer"]) so token ids stay the same
+            self.tokenizer = tok = trained_tokenizer(
+                p, "bert-mlm", "WordPiece",
+                lambda: tokenizers.train_wordpiece(paragraphs_of(source.blocks()), p["vocab_size"], min_frequency=2))
         self.cls, self.sep, self.mask_id, self.pad = tok.cls_id, tok.sep_id, tok.mask_id, tok.pad_id
         # special ids ([PAD] [UNK] [CLS] [SEP] [MASK]) are never selected nor drawn as random replacements
         self.collator = MLMCollator(tok, mlm_probability=p["mask_prob"])
@@ -55,11 +64,14 @@ class MaskedLMTask(CorpusTask, ClsSepMasking):
         self.val = self.mask(val, torch.Generator().manual_seed(1234))  # fixed masking: comparable evaluations
         counts = sum(torch.bincount(piece, minlength=tok.vocab_size) for piece in split_pieces(self.data, "train"))
         self.unigram_top = int(counts.argmax())
-        config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
-                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
-                             position="learned", activation="gelu", norm_placement="pre", head="lm",
-                             dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
-        self.model = build_model(config)
+        if start is not None:
+            self.model = start.model
+        else:
+            config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
+                                 n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
+                                 position="learned", activation="gelu", norm_placement="pre", head="lm",
+                                 dropout=p["dropout"], pad_token_id=self.pad, name="bert-mlm")
+            self.model = build_model(config)
 
     def eval_summary(self) -> str:
         return self.windows_scope(len(self.val["ids"]), len(self.data.tokens("val")) // self.inner)
@@ -94,12 +106,16 @@ class MaskedLMTask(CorpusTask, ClsSepMasking):
 
 
 def build_bert_mlm(p):
+    if not p["init_from"]:
+        refuse_without_start(p)
+    start = load_start(p, "bert-mlm", "encoder") if p["init_from"] else None
     source, scan = open_corpus(p)  # bad input is refused before the tokenizer trains
-    return MaskedLMTask(p, source, p["batch_size"], scan)
+    return MaskedLMTask(p, source, p["batch_size"], scan, start=start)
 
 
 BERT_MLM = Recipe("bert-mlm", "encoder masked-LM with a trained WordPiece on the CPython docs (or data=FILE)",
                   build_bert_mlm,
                   dict(data="", text_field="text", vocab_size=2048, d_model=128, n_heads=4, d_ff=512, n_layers=4,
-                       seq_len=64, dropout=0.0, mask_prob=0.15, val_fraction=0.1, eval_windows=200),
+                       seq_len=64, dropout=0.0, mask_prob=0.15, val_fraction=0.1, eval_windows=200, init_from="",
+                       freeze=0),
                   dict(steps=3000, batch_size=16, lr=1e-3, warmup=100, eval_every=500))

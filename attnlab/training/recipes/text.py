@@ -32,6 +32,7 @@ from attnlab.training.recipes.base import (
     split_pieces,
     trained_tokenizer,
 )
+from attnlab.training.recipes.pretrained import Start, load_start, refuse_without_start
 
 SAMPLE_PROMPTS = ("def ", "The ")
 SAMPLE_TEMPERATURE = 0.8
@@ -40,20 +41,24 @@ SAMPLE_TEMPERATURE = 0.8
 class CausalLMTask(CorpusTask):
     """Next-token prediction on windows of one long token stream (N-1 targets from N tokens)."""
 
-    def __init__(self, p: dict[str, Any], tokenizer, source, batch_size: int, name: str, scan=None):
-        self.tokenizer, self.p = tokenizer, p
+    def __init__(self, p: dict[str, Any], tokenizer, source, batch_size: int, name: str, scan=None,
+                 start: Start | None = None):
+        self.tokenizer, self.p, self.start = tokenizer, p, start
         seq = p["seq_len"]
         self.data = self.tokenize_corpus(p, source, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
                                          f"one batch of {batch_size} windows of seq_len={seq} (+1 target)", scan)
         inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None)  # (n, seq) each
         self.val_windows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (n, seq + 1): every val transition once
-        config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
-                             n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
-                             position=p["position"], activation=p["activation"], norm=p["norm"],
-                             norm_placement=p["norm_placement"], dropout=p["dropout"],
-                             scaled_residual_init=p["scaled_residual_init"], name=name)
-        with phase(p, f"{name}: building the model"):
-            self.model = build_model(config)
+        if start is not None:  # init_from=: the loaded model, its weights as they came
+            self.model = start.model
+        else:
+            config = ModelConfig(topology="decoder", vocab_size=tokenizer.vocab_size, d_model=p["d_model"],
+                                 n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
+                                 position=p["position"], activation=p["activation"], norm=p["norm"],
+                                 norm_placement=p["norm_placement"], dropout=p["dropout"],
+                                 scaled_residual_init=p["scaled_residual_init"], name=name)
+            with phase(p, f"{name}: building the model"):
+                self.model = build_model(config)
         train_tokens = len(self.data.tokens("train"))
         with phase(p, f"{name}: counting the bigram baseline on {train_tokens:,} training tokens"):
             self.bigram = bigram_loss(split_pieces(self.data, "train", overlap=1), self.val_windows,
@@ -172,16 +177,31 @@ def _count_wanted(counts: torch.Tensor, wanted: torch.Tensor, pair: torch.Tensor
 
 LM_PARAMS = dict(data="", text_field="text", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
                  position="learned", activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0,
-                 scaled_residual_init=False, val_fraction=0.1, eval_windows=EVAL_WINDOWS, sample_tokens=300)
+                 scaled_residual_init=False, val_fraction=0.1, eval_windows=EVAL_WINDOWS, sample_tokens=300,
+                 init_from="", freeze=0)
+
+
+def fine_tune(p, name: str):
+    """init_from=NAME|PATH: the loaded decoder continues on the corpus, encoded with its own tokenizer (no
+    tokenizer is trained, no model built)."""
+    start = load_start(p, name, "decoder")
+    source, scan = open_corpus(p)
+    return CausalLMTask(p, start.tokenizer, source, p["batch_size"], name, scan, start=start)
 
 
 def build_gpt_char(p):
+    if p["init_from"]:
+        return fine_tune(p, "gpt-char")
+    refuse_without_start(p)
     source, scan = open_corpus(p, chars=p.get("tokenizer") is None)  # one pass: bad input, fingerprint, characters
     tokenizer = p.get("tokenizer") or tokenizers.char_tokenizer_from_chars(scan.chars, ["[UNK]"])  # resume: saved
     return CausalLMTask(p, tokenizer, source, p["batch_size"], "gpt-char", scan)
 
 
 def build_gpt_bpe(p):
+    if p["init_from"]:
+        return fine_tune(p, "gpt-bpe")
+    refuse_without_start(p)
     source, scan = open_corpus(p)  # bad input is refused before the tokenizer trains
     tokenizer = trained_tokenizer(p, "gpt-bpe", "BPE",
                                   lambda: tokenizers.train_bpe(paragraphs_of(source.blocks()), p["vocab_size"]))
