@@ -14,11 +14,11 @@ Each row of CLAIMS is (page, printed text, log, where the value is in the log):
 
 Figures the pages print that no log can check, and why (the pages mark them "(not logged)" or name the
 write-up they come from):
-- README's install times and sizes (venv 11 s + torch 71 s + attnlab 67 s, 1.1 GB, 44 packages) and the disk
-  sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
+- docs/performance.md's install times and sizes (venv 11 s + torch 71 s + attnlab 67 s, 1.1 GB, 44 packages) and
+  the disk sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
 - The newcomer's 6 m 32 s: printed by `python -m attnlab.benchmarks.newcomer`, whose output was not saved
-  (README's start-up times are checked against bench/results/startup-zen5-2026-11-28/startup.log).
-- README's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
+  (the start-up times beside it are checked against bench/results/startup-zen5-2026-11-28/startup-evening.log).
+- docs/performance.md's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
   current row is checked against bench/results/ci-2026-12-06/ci-run.log.
 - docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
   value; the light-answer figures beside it are checked.
@@ -49,6 +49,7 @@ GGUF_STEP = r"^\| GGUF kept \(Q4_1 \+ Q8_0\) \| ([\d.]+) ms"
 Q8P = "bench/results/q8_0-prefill-2026-11-28"
 STARTUP = "bench/results/startup-zen5-2026-11-28/startup.log"
 EVENING = "bench/results/startup-zen5-2026-11-28/startup-evening.log"  # after the start-up work of that evening
+INSTALL, COSTS, GGUF_HOWTO = "docs/howto/install.md", "docs/performance.md", "docs/howto/gguf.md"
 GPT_CHAR_WALL = r"^attnlab generate gpt-char --prompt \"The \"\s+([\d.]+)"  # the start-up table's wall column
 
 
@@ -91,43 +92,45 @@ def _baby_cell(n: int) -> str:
 
 
 CLAIMS = [
-    # README: the GPU run
-    ("README.md", "GPT-2 small trains {1.60}x faster than HF eager", f"{GPU}/train_eager.log", VS_ATTNLAB.format("hf"),
+    # docs/howto/install.md: the GPU run
+    (INSTALL, "GPT-2 small trains {1.60}x faster than HF eager", f"{GPU}/train_eager.log", VS_ATTNLAB.format("hf"),
      1),
-    ("README.md", "(bf16, {40}% MFU;", f"{GPU}/train_eager.log", MFU.format("attnlab"), 1),
-    ("README.md", "40% MFU; {51}% compiled)", f"{GPU}/train_compiled.log", MFU.format("attnlab"), 1),
-    ("README.md", "generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log", GEN_WALL.format(1), 1),
-    ("README.md", "generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log", GEN_WALL.format(1), 1),
-    # README and RESULTS: start-up
-    ("README.md", "`attnlab models` answer in {0.06} s", f"{EVENING}", r"^attnlab models\s+([\d.]+)", 1),
-    ("README.md", "--prompt \"The \"` in {0.80} s", f"{EVENING}", GPT_CHAR_WALL, 1),
-    ("README.md", "--max-new-tokens 1` in {1.12} s", f"{EVENING}", r"--max-new-tokens 1\s+([\d.]+)", 1),
-    ("README.md", "against {1.22} s for `python -c", f"{EVENING}", r"^python -c \"import torch\"\s+([\d.]+)", 1),
+    (INSTALL, "(bf16, {40}% MFU;", f"{GPU}/train_eager.log", MFU.format("attnlab"), 1),
+    (INSTALL, "40% MFU; {51}% compiled)", f"{GPU}/train_compiled.log", MFU.format("attnlab"), 1),
+    (INSTALL, "generates {1.56}-1.76x as many tokens", f"{GPU}/generate-fp32-after.log", GEN_WALL.format(1), 1),
+    (INSTALL, "generates 1.56-{1.76}x as many tokens", f"{GPU}/generate-bf16-after.log", GEN_WALL.format(1), 1),
+    # docs/performance.md and RESULTS: start-up
+    (COSTS, "`attnlab models` answer in {0.06} s", f"{EVENING}", r"^attnlab models\s+([\d.]+)", 1),
+    (COSTS, "--prompt \"The \"` in {0.80} s", f"{EVENING}", GPT_CHAR_WALL, 1),
+    (COSTS, "--max-new-tokens 1` in {1.12} s", f"{EVENING}", r"--max-new-tokens 1\s+([\d.]+)", 1),
+    (COSTS, "against {1.22} s for `python -c", f"{EVENING}", r"^python -c \"import torch\"\s+([\d.]+)", 1),
     ("bench/RESULTS.md", "`attnlab generate gpt-char` {0.80} s", f"{EVENING}", GPT_CHAR_WALL, 1),
-    # README: the test suite's last run
-    ("README.md", "of which pytest: {2,319} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
-    ("README.md", "of which pytest: 2,319 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
-    ("README.md", "1 xfailed (the masked LM's cloze target, not reached) | "
+    # docs/performance.md and README: the test suite's last run
+    (COSTS, "of which pytest: {2,319} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
+    (COSTS, "of which pytest: 2,319 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
+    (COSTS, "1 xfailed (the masked LM's cloze target, not reached) | "
      "11 m {47} s", f"{CI}/ci-run.log", r"passed, .* in \d+\.\d+s \(0:11:(\d+)\)", 1),
-    # README: llama.cpp
-    ("README.md", "Q4_1 then decodes at {1.45}x llama.cpp's rate", f"{ZEN}/q4_1-night.log", DEFAULT_1, 1),
-    ("README.md", "at one thread and {1.51}x\n  at two", f"{ZEN}/q4_1-night.log", DEFAULT_2, 1),
-    ("README.md", "prompt at {4.96}x / 4.31x", f"{ZEN}/q4_1-night.log", PATH_PREFILL[1], 1),
-    ("README.md", "prompt at 4.96x / {4.31}x", f"{ZEN}/q4_1-night.log", PATH_PREFILL[2], 1),
-    ("README.md", "decodes at {0.82}x /\n  0.83x", f"{ZEN}/q4_1-night.log", NO_COMPILE_1, 1),
-    ("README.md", "decodes at 0.82x /\n  {0.83}x", f"{ZEN}/q4_1-night.log", NO_COMPILE_2, 1),
-    ("README.md", "the same benchmark gave {1.15}x / 1.05x", f"{ZEN}/q4_1.log", DEFAULT_1, 1),
-    ("README.md", "the same benchmark gave 1.15x / {1.05}x", f"{ZEN}/q4_1.log", DEFAULT_2, 1),
-    ("README.md", "--max-new-tokens 1` takes {1.02} s", f"{ZEN}/q4_1-night.log", FRESH[1, 0], 1),
-    ("README.md", "takes 1.02 s against {0.26} s", f"{ZEN}/q4_1-night.log", FRESH[1, 1], 1),
-    ("README.md", "Q8_0 decodes at {1.14}x / 1.09x", f"{ZEN}/q8_0-night.log", DEFAULT_1, 1),
-    ("README.md", "Q8_0 decodes at 1.14x / {1.09}x", f"{ZEN}/q8_0-night.log", DEFAULT_2, 1),
-    ("README.md", "reads its prompt at {2.81}x / 2.32x", f"{ZEN}/q8_0-night.log", PATH_PREFILL[1], 1),
-    ("README.md", "reads its prompt at 2.81x / {2.32}x", f"{ZEN}/q8_0-night.log", PATH_PREFILL[2], 1),
-    ("README.md", "Q4_0 at {1.03}x / 0.99x and", f"{ZEN}/q4_0-night.log", DEFAULT_1, 1),
-    ("README.md", "Q4_0 at 1.03x / {0.99}x and", f"{ZEN}/q4_0-night.log", DEFAULT_2, 1),
-    ("README.md", "and {1.16}x / 1.09x (q8_0", f"{ZEN}/q4_0-night.log", PATH_PREFILL[1], 1),
-    ("README.md", "and 1.16x / {1.09}x (q8_0", f"{ZEN}/q4_0-night.log", PATH_PREFILL[2], 1),
+    ("README.md", "2026-12-06: {2,319} passed, 5 skipped", f"{CI}/ci-run.log", r"^(\d+) passed, \d+ skipped", 1),
+    ("README.md", "2,319 passed, {5} skipped", f"{CI}/ci-run.log", r"^\d+ passed, (\d+) skipped", 1),
+    ("README.md", "pytest 11 m {47} s, the whole script", f"{CI}/ci-run.log",
+     r"passed, .* in \d+\.\d+s \(0:11:(\d+)\)", 1),
+    # docs/howto/gguf.md: llama.cpp beside attnlab
+    (GGUF_HOWTO, "Q4_1 then decodes at {1.45}x llama.cpp's rate", f"{ZEN}/q4_1-night.log", DEFAULT_1, 1),
+    (GGUF_HOWTO, "at one thread and {1.51}x\n  at two", f"{ZEN}/q4_1-night.log", DEFAULT_2, 1),
+    (GGUF_HOWTO, "prompt at {4.96}x / 4.31x", f"{ZEN}/q4_1-night.log", PATH_PREFILL[1], 1),
+    (GGUF_HOWTO, "prompt at 4.96x / {4.31}x", f"{ZEN}/q4_1-night.log", PATH_PREFILL[2], 1),
+    (GGUF_HOWTO, "decodes at {0.82}x /\n  0.83x", f"{ZEN}/q4_1-night.log", NO_COMPILE_1, 1),
+    (GGUF_HOWTO, "decodes at 0.82x /\n  {0.83}x", f"{ZEN}/q4_1-night.log", NO_COMPILE_2, 1),
+    (GGUF_HOWTO, "--max-new-tokens 1` takes {1.02} s", f"{ZEN}/q4_1-night.log", FRESH[1, 0], 1),
+    (GGUF_HOWTO, "takes 1.02 s against {0.26} s", f"{ZEN}/q4_1-night.log", FRESH[1, 1], 1),
+    (GGUF_HOWTO, "Q8_0 decodes at {1.14}x / 1.09x", f"{ZEN}/q8_0-night.log", DEFAULT_1, 1),
+    (GGUF_HOWTO, "Q8_0 decodes at 1.14x / {1.09}x", f"{ZEN}/q8_0-night.log", DEFAULT_2, 1),
+    (GGUF_HOWTO, "reads its prompt at {2.81}x / 2.32x", f"{ZEN}/q8_0-night.log", PATH_PREFILL[1], 1),
+    (GGUF_HOWTO, "reads its prompt at 2.81x / {2.32}x", f"{ZEN}/q8_0-night.log", PATH_PREFILL[2], 1),
+    (GGUF_HOWTO, "Q4_0 at {1.03}x / 0.99x and", f"{ZEN}/q4_0-night.log", DEFAULT_1, 1),
+    (GGUF_HOWTO, "Q4_0 at 1.03x / {0.99}x and", f"{ZEN}/q4_0-night.log", DEFAULT_2, 1),
+    (GGUF_HOWTO, "and {1.16}x / 1.09x (q8_0", f"{ZEN}/q4_0-night.log", PATH_PREFILL[1], 1),
+    (GGUF_HOWTO, "and 1.16x / {1.09}x (q8_0", f"{ZEN}/q4_0-night.log", PATH_PREFILL[2], 1),
     # bench/RESULTS.md: the night's table
     ("bench/RESULTS.md", "| Q4_0 | default (compiled step) | 2 | 0.99x | {1.09}x |", f"{ZEN}/q4_0-night.log",
      PATH_PREFILL[2], 1),
@@ -223,6 +226,8 @@ CLAIMS = [
      "json:light.all.p95_s", 1000),
     ("docs/explorer.md", "after at most {1} job of any other client", f"{CLASS}/30-students-90s-flood-rotate.json",
      "json:heavy.ran_before_an_honest_sweep.most_jobs_of_one_other_client_before_it", 1),
+    ("docs/howto/class.md", "within {556} ms at the 95th percentile", f"{CLASS}/30-students-90s-flood-rotate.json",
+     "json:light.all.p95_s", 1000),
     # docs/cost.md: the measured sweep of gpt2
     ("docs/cost.md", "float32 matmul: **{89.3} GFLOP/s**", "docs/img/cost-gpt2/sweep.txt",
      r"measured matmul peak: ([\d.]+) GFLOP/s", 1),
@@ -436,7 +441,8 @@ def test_the_page_prints_what_the_log_says(page, printed, log, where, scale):
         f"{page} prints {figure}, {log} says {logged * scale:g}"
 
 
-PAGES = ["README.md", "bench/RESULTS.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md"))]
+PAGES = ["README.md", "bench/RESULTS.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
+                                                   if "api" not in p.relative_to(ROOT / "docs").parts)]
 CITED = re.compile(r"bench/results/[\w.*/-]*[\w*/]")
 
 
