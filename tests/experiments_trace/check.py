@@ -139,19 +139,29 @@ def expected(part: str) -> tuple[str, ...]:
                  for b in _bindings().get(part, []))
 
 
+def _consume(part: str, text: str) -> tuple[str, list[str]]:
+    """The part with each rendered row blanked wherever it stands, longest first (so that a short row is not found
+    inside a longer one that starts the same: the longer one is blanked before it is looked for), and the rendered
+    rows it lacks."""
+    missing = []
+    for line in sorted(_rendered_rows(part), key=len, reverse=True):
+        if line not in text:
+            missing.append(line)
+        text = text.replace(line, " " * len(line))
+    return text, missing
+
+
 def masked(part: str, text: str) -> str:
     """The part without its rendered rows (their numbers are bound by the rows themselves)."""
-    for line in _rendered_rows(part):
-        text = text.replace(line, " " * len(line))
-    return text
+    return _consume(part, text)[0]
 
 
 def part_problems(trace: Trace, text: str) -> list[str]:
     """What is wrong with one traced part's text: a rendered row it lacks, a number that differs from its
     binding (or one too many or too few), a verdict word the results do not give."""
-    out = [f"{trace.part}: the page lacks the row rendered from {trace.results}:\n{line}"
-           for line in _rendered_rows(trace.part) if line not in text]
-    shown, want = tokens(masked(trace.part, text)), expected(trace.part)
+    rest, missing = _consume(trace.part, text)
+    out = [f"{trace.part}: the page lacks the row rendered from {trace.results}:\n{line}" for line in missing]
+    shown, want = tokens(rest), expected(trace.part)
     if list(shown) != list(want):
         i = next((i for i, (a, b) in enumerate(zip(shown, want, strict=False)) if a != b), min(len(shown), len(want)))
         at = f"printed {shown[i]!r}" if i < len(shown) else "nothing"
