@@ -51,8 +51,10 @@ def one_thread_per_module():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The experiments trace's mutation count, when tests/test_experiments_trace.py's mutation test ran."""
+    """The experiments trace's mutation count and the docs mutation table, when their tests ran."""
     import sys
 
     for line in getattr(sys.modules.get("test_experiments_trace"), "MUTATION_SUMMARY", []):
+        terminalreporter.write_line(line)
+    for line in getattr(sys.modules.get("test_docs_mutation"), "MUTATION_TABLE", []):  # per kind and page
         terminalreporter.write_line(line)
