@@ -3,7 +3,7 @@ extra says which one in one line.
 
 A real core-only virtual environment costs a torch download; here a fresh interpreter gets an import blocker
 (None in sys.modules for every package of the extras: the import system's own way to say absent) and runs the commands.
-The measured install of a real core-only venv is in README.md (Installing).
+The measured install of a real venv is in docs/performance.md (An install).
 """
 
 from __future__ import annotations
