@@ -54,9 +54,10 @@ def add_arguments(p) -> None:
     compiling = p.add_mutually_exclusive_group()
     compiling.add_argument("--compile", dest="compile", action="store_const", const=True, default=None,
                            help="decoders: run each new token through torch.compile's graph of the model's forward, "
-                                "whatever the model (default: only where it pays, a GGUF or a model quantized with "
-                                "its blocks kept; the first process ever compiles it for a minute or more, later "
-                                "ones load it from attnlab's cache in about a second)")
+                                "whatever the model, waiting for it to be built (default: only where it pays, a GGUF "
+                                "or a model quantized with its blocks kept, and never waiting: the first run decodes "
+                                "eagerly while a separate low-priority process builds it, later runs load it from "
+                                "attnlab's cache)")
     compiling.add_argument("--no-compile", dest="compile", action="store_const", const=False,
                            help="run every token eagerly (no torch.compile)")
     placement.add_arguments(p, threads="torch threads",

@@ -61,7 +61,10 @@ def generate(model, input_ids, *, attention_mask=None, max_new_tokens: int = 20,
     where it pays, a model whose products are attnlab's quantized CPU kernels (a GGUF, a model quantized with its
     blocks kept), unless something records or intervenes (then eagerly); True: any decoder (refused while
     recording); False: never. The step is saved in attnlab's private cache: the first process ever compiles it
-    (a minute or more for SmolLM2, said in one line), later ones load it in about a second.
+    (a minute or more for SmolLM2, said in one line), later ones load it in about a second. After
+    compiled.build_apart_with(model, command) (what `attnlab generate` does) compile=None never waits: the steps
+    run eagerly while a thread loads the kept step, or while a separate low-priority process builds it for later
+    runs (generation/apart.py).
     """
     request = prepare(model, input_ids, attention_mask, decoder_input_ids, dict(
         max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p, num_beams=num_beams,
