@@ -8,6 +8,7 @@ committed page differs from what this script writes now; after changing an optio
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,13 @@ from the parser by `python docs/build_cli.py`; a test fails when it is out of da
 guides show the commands at work: [The first hour](../tutorials/first-hour.md) and the [how-to
 guides](../howto/install.md).
 """
+
+
+def _text(text: str) -> str:
+    """Plain help text as Markdown: `*` outside code spans written as itself (V*d + L*d is not emphasis), `|` kept
+    out of the table's columns."""
+    pieces = re.split(r"(`[^`]*`)", text)
+    return "".join(p if p.startswith("`") else p.replace("*", "\\*") for p in pieces).replace("|", "\\|")
 
 
 def _names(action: argparse.Action) -> str:
@@ -39,7 +47,7 @@ def _help(action: argparse.Action) -> str:
     text = (action.help or "") % {**vars(action), "prog": "attnlab"}
     if action.choices and "%(choices)" not in (action.help or "") and action.nargs != 0:
         text += f" (one of: {', '.join(map(str, action.choices))})"
-    return " ".join(text.split()).replace("|", "\\|")
+    return _text(" ".join(text.split()))
 
 
 def _section(name: str, parser: argparse.ArgumentParser, line: str) -> list[str]:
@@ -47,7 +55,7 @@ def _section(name: str, parser: argparse.ArgumentParser, line: str) -> list[str]
     rows = ["| argument | what it does |", "|---|---|"]
     rows += [f"| `{_names(a)}` | {_help(a)} |" for a in parser._actions
              if a.help != argparse.SUPPRESS and not isinstance(a, argparse._HelpAction)]
-    parts = [f"## attnlab {name}\n", f"{line}\n"]
+    parts = [f"## attnlab {name}\n", f"{_text(line)}\n"]
     if description and description.strip() != line.strip():
         parts.append("```text\n" + description.strip("\n") + "\n```\n")
     if len(rows) > 2:
@@ -66,7 +74,7 @@ def render() -> str:
     parser = build_parser()
     commands = next(a for a in parser._actions if a.choices and set(a.choices) == set(COMMANDS)).choices
     parts = [INTRO, "| command | what it does |\n|---|---|\n" + "\n".join(
-        f"| [`attnlab {name}`](#attnlab-{name}) | {module.HELP} |" for name, module in COMMANDS.items()) + "\n"]
+        f"| [`attnlab {name}`](#attnlab-{name}) | {_text(module.HELP)} |" for name, module in COMMANDS.items()) + "\n"]
     for name, module in COMMANDS.items():
         parts += _section(name, commands[name], module.HELP)
     return "\n".join(parts)
