@@ -91,6 +91,8 @@ def _baby_cell(n: int) -> str:
     return r"^\| 1 \|" + r"[^|]+\|" * (n - 1) + r" ([\d.]+)"
 
 
+GPT2_PARAMS = "docs/experiments/results/gpt2_params.jsonl"  # counted by docs/experiments/gpt2_params.py
+
 CLAIMS = [
     # docs/howto/install.md: the GPU run
     (INSTALL, "GPT-2 small trains {1.60}x faster than HF eager", f"{GPU}/train_eager.log", VS_ATTNLAB.format("hf"),
@@ -229,6 +231,11 @@ CLAIMS = [
     ("docs/howto/class.md", "within {556} ms at the 95th percentile", f"{CLASS}/30-students-90s-flood-rotate.json",
      "json:light.all.p95_s", 1000),
     # docs/cost.md: the measured sweep of gpt2
+    # docs/cost.md: GPT-2's parameters, the same count as docs/experiments.md's section 10
+    *[("docs/cost.md", printed, GPT2_PARAMS, r'^\{"name": "gpt2 as released.*?"' + key + r'": (\d+)', 1)
+      for printed, key in (("For gpt2: {124,318,464} by the formula", "closed_form"),
+                           ("by the formula + {82,944} biases", "biases"), ("+ {38,400} norm gains", "norms"),
+                           ("norm gains = {124,439,808} measured", "measured"))],
     ("docs/cost.md", "float32 matmul: **{89.3} GFLOP/s**", "docs/img/cost-gpt2/sweep.txt",
      r"measured matmul peak: ([\d.]+) GFLOP/s", 1),
     ("docs/cost.md", "gpt2 reaches {62}% of the measured peak at n = 64", "docs/img/cost-gpt2/sweep.txt",
