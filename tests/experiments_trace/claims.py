@@ -28,6 +28,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from experiments_trace.parts import DOCS, _eff_runs, _final, _ln_runs, _load, _token_budgets  # noqa: E402
+from experiments_trace.verdicts import RULES as VERDICT_RULES  # noqa: E402
 from experiments_trace.verdicts import _ambiguity, _heads_label, _test_losses, _window_label  # noqa: E402
 
 CLAIMS = Path(__file__).with_name("claims.tsv")
@@ -204,6 +205,28 @@ def _warmup_rescues() -> str:
     return _every(zip((_final(r) for r in warm), (_final(r) for r in pre), strict=True), "below", "above")
 
 
+def _verdict(row: int, index: int = 0) -> Callable[[], str]:
+    """A "holds" or "fails" that restates a verdict of the top table: the row's verdict rule (verdicts.py), its
+    index-th word, "contradicted" written as "fails"."""
+    def rule() -> str:
+        word = VERDICT_RULES[f"| {row} |"]()[index]
+        return "fails" if word == "contradicted" else word
+    return rule
+
+
+VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdict -> (row, index of its word)
+    "post-LN needs warmup (17.3) | 001 | ": (1, 0),
+    "preventing saturation (17.2) | 000, 001, 002 | arithmetic ": (5, 0),
+    '"may just work" (17.4) | 004 | ': (6, 0), "(17.6) | 002 | path length: ": (7, 0),
+    "(17.5) | 000 | small-data half ": (8, 0), "costlier attention (statement 3) | 001 | ": (11, 0),
+    "Quality at equal training FLOPs ": (11, 1), "(statement 7) | 000 | ": (12, 0), "d_model 64): local ": (13, 1),
+    "at most 1.6%), strided ": (13, 3), "(statement 1) | 004 | ": (16, 0), "The cost point ": (18, 1),
+    "(issue 39, 3.3) | 003 | ": (20, 0),
+    "run sequentially; attention runs all positions in parallel | 002, 004 | ": (22, 0),
+    "With 1,500 steps the seeds' claim ": (1, 0), "**What it shows.** The arithmetic ": (5, 0),
+    "Verdict: the claim ": (6, 0), "**Verdict.** The small-data half of the claim ": (8, 0),
+    "For MiniLM the statement ": (12, 0)}
+
 RULES: dict[str, Callable[[], str]] = {
     "many_heads": _many_heads, "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
     "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
@@ -213,6 +236,7 @@ RULES: dict[str, Callable[[], str]] = {
     "local_below_full": _variant_vs_full("local", True), "linear_vs_full": _variant_vs_full("linear", False),
     "strided_vs_full": _variant_vs_full("strided", False), "window_higher": _window_higher,
     "ambiguity_above": _ambiguity_above, "no_norm_above": _no_norm_above, "warmup_rescues": _warmup_rescues,
+    **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
 }
 
 # Where each rule applies: (page, the text that ends just before the word, the rule). claims.py's writer gives these
@@ -241,6 +265,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "within-sense cosine ", "ambiguity_above"),
     ("experiments.md", "at most 0.132 ", "no_norm_above"),
     ("experiments.md", "and rescue post-LN (1.440-1.462, ", "warmup_rescues"),
+    *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
 )
 
 
@@ -276,28 +301,25 @@ def _pattern(claim: Claim) -> re.Pattern:
     return re.compile(re.escape(claim.before) + "(" + words + ")" + re.escape(claim.after))
 
 
-@cache
-def _patterns(page: str) -> tuple[tuple[Claim, re.Pattern], ...]:
-    return tuple((c, _pattern(c)) for c in _claims() if c.page == page)
-
-
 def problems(text: str, page: str = "experiments.md") -> list[str]:
     """Claim words of the page that differ from their rule or pin, claims.tsv places that are gone, and claim words
     at places that claims.tsv does not list."""
     flat, out, covered = normal(text), [], set()
-    for claim, pattern in _patterns(page):
-        found = list(pattern.finditer(flat))
+    for claim in _claims():
+        if claim.page != page:
+            continue
+        found = [(flat.find(claim.before + w + claim.after), w) for w in FAMILY.get(claim.word, (claim.word,))
+                 for _ in range(flat.count(claim.before + w + claim.after))]
         if len(found) != 1:
             out.append(f"{page}: the claim \"...{claim.before}[{claim.word}]{claim.after}...\" is "
                        f"{'not on the page' if not found else 'on it more than once'} (claims.tsv)")
             continue
-        m = found[0]
-        covered.add(m.start(1))
+        start, word = found[0]
+        covered.add(start + len(claim.before))
         want = claim.word if claim.rule == "pinned" else expected_word(claim.rule)
-        if m.group(1) != want:
+        if word != want:
             why = "pinned in claims.tsv" if claim.rule == "pinned" else f"the results give it by rule {claim.rule}"
-            out.append(f"{page}: \"...{claim.before}[{m.group(1)}]{claim.after}...\": the word is {want!r} "
-                       f"({why})")
+            out.append(f"{page}: \"...{claim.before}[{word}]{claim.after}...\": the word is {want!r} ({why})")
     for m in WORD.finditer(flat):
         if m.start() not in covered:
             out.append(f"{page}: a claim word no rule or pin covers: \"...{flat[max(0, m.start() - 60):m.end() + 30]}"
