@@ -29,7 +29,13 @@ if __package__ in (None, ""):
 
 from experiments_trace.parts import DOCS, _eff_runs, _final, _ln_runs, _load, _token_budgets  # noqa: E402
 from experiments_trace.verdicts import RULES as VERDICT_RULES  # noqa: E402
-from experiments_trace.verdicts import _ambiguity, _heads_label, _test_losses, _window_label  # noqa: E402
+from experiments_trace.verdicts import (  # noqa: E402
+    _ambiguity,
+    _heads_label,
+    _position_label,
+    _test_losses,
+    _window_label,
+)
 
 CLAIMS = Path(__file__).with_name("claims.tsv")
 PAGES = ("experiments.md", "experiments_vit_grid.md")
@@ -205,6 +211,43 @@ def _warmup_rescues() -> str:
     return _every(zip((_final(r) for r in warm), (_final(r) for r in pre), strict=True), "below", "above")
 
 
+def _no_mask_honest() -> str:
+    """Section 16: the unmasked model's honest last-position loss (16 characters) against the masked one's, at every
+    budget and seed."""
+    rows = _load(("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"))
+    by = {(r["steps"], r["seed"], r["arm"]): r["honest_last_position"]["16"] for r in rows}
+    return _every(((by[(n, s, "causal mask")], by[(n, s, "no mask")]) for n, s, _ in by), "worse", "better")
+
+
+def _position(arm: str) -> list[float]:
+    return _test_losses(("position_concat.jsonl",), _position_label)[arm]
+
+
+def _proj_vs_add() -> str:
+    """Section 19: concatenate-and-project against add, test loss, same seed."""
+    return _every(zip(_position("add"), _position("concat, proj."), strict=True), "worse", "better")
+
+
+def _untied_vs_add() -> str:
+    """Section 19: add with its own (untied) head against tied add, test loss, same seed."""
+    untied = [r["test_loss"] for r in sorted(_load("position_concat_untied.jsonl"), key=lambda r: r["seed"])]
+    return _every(zip(_position("add"), untied, strict=True), "worse", "better")
+
+
+def _widest_window() -> str:
+    """Section 18: the w 64 window MLP against the transformer, mean test loss."""
+    test = _test_losses(("window_mlp.jsonl",), _window_label)
+    mean = {k: sum(v) / len(v) for k, v in test.items()}
+    w64 = next(v for k, v in mean.items() if "w 64" in k)
+    return _every([(mean["transformer, context 64"], w64)], "worse", "better")
+
+
+def _local_time_256() -> str:
+    """Section 13: local attention's time at n 256 against full attention's (median of the rounds' ratios)."""
+    r = next(r for r in _load("efficient_attention_cost.jsonl") if r["n"] == 256 and r["variant"] == "local")
+    return "slower" if r["time_vs_full"]["median"] > 1 else "faster"
+
+
 def _verdict(row: int, index: int = 0) -> Callable[[], str]:
     """A "holds" or "fails" that restates a verdict of the top table: the row's verdict rule (verdicts.py), its
     index-th word, "contradicted" written as "fails"."""
@@ -236,6 +279,8 @@ RULES: dict[str, Callable[[], str]] = {
     "local_below_full": _variant_vs_full("local", True), "linear_vs_full": _variant_vs_full("linear", False),
     "strided_vs_full": _variant_vs_full("strided", False), "window_higher": _window_higher,
     "ambiguity_above": _ambiguity_above, "no_norm_above": _no_norm_above, "warmup_rescues": _warmup_rescues,
+    "no_mask_honest": _no_mask_honest, "proj_vs_add": _proj_vs_add, "untied_vs_add": _untied_vs_add,
+    "widest_window": _widest_window, "local_time_256": _local_time_256,
     **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
 }
 
@@ -265,6 +310,17 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "within-sense cosine ", "ambiguity_above"),
     ("experiments.md", "at most 0.132 ", "no_norm_above"),
     ("experiments.md", "and rescue post-LN (1.440-1.462, ", "warmup_rescues"),
+    ("experiments.md", "16 and 32 heads (d_head 4 and 2) score ", "many_heads"),
+    ("experiments.md", "which mattered here at d_k 128 (", "dk128"),
+    ("experiments.md", "of 8- or 16-character prefixes, ", "mask_after_softmax"),
+    ("experiments.md", "the BPE model predicts the held-out text ", "bpe_better"),
+    ("experiments.md", "is a close approximation with a cost: ", "linear_vs_full"),
+    ("experiments.md", "trided attention with a fixed stride is ", "strided_vs_full"),
+    ("experiments.md", "The honest loss is ", "no_mask_honest"),
+    ("experiments.md", 'proj.", with 8,192 more parameters, is ', "proj_vs_add"),
+    ("experiments.md", "all three ", "untied_vs_add"),
+    ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
+    ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
 )
 
