@@ -174,3 +174,19 @@ def test_a_claim_word_turned_into_its_opposite_fails(before, after):
     changed = claims.normal(doc).replace(before, after, 1)
     assert claims.problems(doc, "experiments.md") == []
     assert claims.problems(changed, "experiments.md") != []
+
+
+def test_a_claim_rule_follows_the_results(monkeypatch):
+    """A rule reads the results, not the page: if a run without LayerNorm had stayed on the plateau, "LayerNorm is
+    not needed" would fail."""
+    assert claims.RULES["layernorm_needed"]() == "not needed"
+    real = claims._load
+
+    def stuck(names):
+        rows = [dict(r) for r in real(names)]
+        if names == "residual_depth.jsonl":
+            next(r for r in rows if r["arm"] == "no norm")["plateau_end"] = None
+        return rows
+
+    monkeypatch.setattr(claims, "_load", stuck)
+    assert claims.RULES["layernorm_needed"]() == "needed"
