@@ -164,6 +164,10 @@ def plan_length(config, prompt_len: int, asked: int | None) -> tuple[int, bool, 
 
 
 def run(args) -> int:
+    if process.OWN[0]:  # a user's command never waits for a compiler: kernels not built yet are built apart
+        from attnlab.layers import kernel_build
+
+        kernel_build.DEFER[0] = True
     with process.start_up():  # torch's import and the model's load, with the collector paused (cli/process.py)
         model, tokenizer, ids, kwargs = _prepared(args)
     return _generated(args, model, tokenizer, ids, kwargs)
@@ -230,6 +234,12 @@ def _generated(args, model, tokenizer, ids, kwargs) -> int:
 
     for note in NOTES:  # held while the text streamed (the compiled step built apart): one line each, after it
         print(note, file=sys.stderr)
+    from attnlab.layers.kernel_build import DEFERRED
+
+    if DEFERRED:
+        names = sorted(set(DEFERRED))
+        print(f"[attnlab: this run used torch's own operators where attnlab's {', '.join(names)} kernel"
+              f"{'s are' if len(names) > 1 else ' is'} being built at low priority for later runs]", file=sys.stderr)
 
     steps = "compiled step, " if COUNTS["compiled"] else ""
     print(f"[{n} tokens in {seconds:.2f} s, {n / seconds:.1f} tokens/s, cache {'off' if args.no_cache else 'on'}, "

@@ -106,6 +106,8 @@ def build(name: str, sources, function: str, fallback: str):
         return None, reason
     try:
         call = kernel_build.load(name if variant == "avx512_vnni" else f"{name}_{variant}", source, function)
+    except kernel_build.Deferred as e:  # built apart for later runs (`attnlab generate`): no fault, nothing to say
+        return None, str(e)
     except (OSError, ImportError, RuntimeError, subprocess.SubprocessError) as e:  # an old compiler, a full disk
         text = str(e).strip().splitlines()
         reason = f"building the {name} kernel failed: {type(e).__name__}: {text[-1][:200] if text else ''}"

@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -329,3 +330,35 @@ def test_a_build_says_what_it_builds_once_and_how_long_it_took(tmp_path, monkeyp
     assert said[0].endswith(" s") and float(said[0].split()[-2]) >= 0
     assert _load(monkeypatch, cache) == []
     assert capfd.readouterr().err == ""
+
+
+def test_a_command_that_must_not_wait_builds_a_missing_kernel_apart(tmp_path, monkeypatch):
+    """kernel_build.DEFER (`attnlab generate`, its own command line): a kernel not built yet is built by a detached
+    compiler at nice 19 and load() raises Deferred at once (the run takes torch's operators); a second load
+    meanwhile starts no second build; the library then appears whole in the private folder and loads from there."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(cache))
+    if kernel_build.compiler() is None:
+        pytest.skip("no C++ compiler here")
+    monkeypatch.setattr(kernel_build, "DEFER", [True])
+    monkeypatch.setattr(kernel_build, "DEFERRED", [])
+    with pytest.raises(kernel_build.Deferred, match="the probe kernel is being built apart"):
+        kernel_build.load("probe", PROBE, "attnlab_probe")
+    (marker,) = (cache / "kernels").glob(".*.building")
+    pid = int(marker.read_text())
+    try:
+        with pytest.raises(kernel_build.Deferred):
+            kernel_build.load("probe", PROBE, "attnlab_probe")
+        assert [m.name for m in (cache / "kernels").glob(".*.building")] in ([marker.name], [])  # no second build
+        deadline = time.monotonic() + 120  # a second or two on a quiet machine; nice 19 waits for busy cores
+        while marker.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not marker.exists(), "the detached build did not end"
+    finally:
+        if marker.exists():
+            os.kill(pid, 9)  # only the build this test started, by its id
+    (lib,) = (cache / "kernels").glob("*.so")
+    assert stat.S_IMODE(lib.stat().st_mode) & 0o022 == 0
+    assert [p.name for p in (cache / "kernels").iterdir()] == [lib.name]  # its source and partial files gone
+    assert kernel_build.load("probe", PROBE, "attnlab_probe")(3, 4) == 11
+    assert kernel_build.DEFERRED == ["probe", "probe"]
