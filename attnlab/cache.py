@@ -12,6 +12,14 @@ import torch
 from attnlab.errors import InputError
 
 
+def sliding_layer(config, i: int) -> bool:
+    """Whether layer `i` of a model with `config` attends through a sliding window: every layer with
+    sliding_window, except each global_every-th (Gemma 2 and 3's global layers)."""
+    if config.sliding_window is None:
+        return False
+    return config.global_every is None or (i + 1) % config.global_every != 0
+
+
 class LayerCache:
     """One self-attention layer's K and V, (batch, kv_heads, capacity, d_head) each, filled up to `length`.
 
@@ -21,10 +29,15 @@ class LayerCache:
     each small kernel is what it costs. Views are taken with `narrow` (one op, not three slices).
     """
 
-    def __init__(self, batch: int, kv_heads: int, capacity: int, d_head: int, dtype, device):
+    def __init__(self, batch: int, kv_heads: int, capacity: int, d_head: int, dtype, device,
+                 window: int | None = None):
         self.kv = torch.empty(2, batch, kv_heads, capacity, d_head, dtype=dtype, device=device)
         self.k, self.v = self.kv[0], self.kv[1]  # views of the one buffer
-        self.length = 0
+        self.length = 0  # positions stored
+        # a sliding-window layer's cache (KVCache.for_model(bounded=True)): `capacity` is the window, and once full
+        # the oldest positions make room (_slide), `dropped` counting them; no query can see them any more
+        self.window = window
+        self.dropped = 0
         # (1,) int64 holding `length`, set only for the duration of a compiled decoding step (generation/compiled.py):
         # the traced step then writes at this position and attends through it, and its caller moves `length` on
         self.slot: torch.Tensor | None = None
@@ -45,6 +58,8 @@ class LayerCache:
         compiled decoding step traces with `slot` set: (None, None), see slot_write)."""
         if torch.compiler.is_compiling():
             return self._traced_write(torch.stack((k, v)))
+        if self.window is not None and self.length + k.shape[2] > self.capacity:
+            return self._slide(torch.stack((k, v)))
         start, end = self._room(k.shape[2])
         self.kv[0].narrow(2, start, end - start).copy_(k)
         self.kv[1].narrow(2, start, end - start).copy_(v)
@@ -54,9 +69,29 @@ class LayerCache:
         """append(kv[0], kv[1]) in one copy; kv: (2, batch, kv_heads, new, d_head), any strides (a view)."""
         if torch.compiler.is_compiling():
             return self._traced_write(kv)
+        if self.window is not None and self.length + kv.shape[3] > self.capacity:
+            return self._slide(kv)
         start, end = self._room(kv.shape[3])
         self.kv.narrow(3, start, end - start).copy_(kv)
         return self._stored(end)
+
+    @property
+    def seen(self) -> int:
+        """Positions this layer has been given: those it stores and those a sliding window let go."""
+        return self.dropped + self.length
+
+    def _slide(self, kv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """A full sliding-window cache takes `new` more positions: this forward reads the stored keys and values
+        and the new ones, (batch, kv_heads, stored + new, d_head) each (the mask hides those beyond the window),
+        and the buffer then keeps the last `capacity` of them. Why: the keys a window has passed are never read
+        again, so a Mistral- or Gemma-style layer needs `window` positions, not the whole text (the copy, one
+        window per layer and step, is what reading them costs anyway). kv: (2, batch, kv_heads, new, d_head)."""
+        both = torch.cat((self.kv.narrow(3, 0, self.length), kv), dim=3)  # (2, batch, kv_heads, stored + new, d)
+        keep = min(self.capacity, both.shape[3])
+        self.kv.narrow(3, 0, keep).copy_(both.narrow(3, both.shape[3] - keep, keep))
+        self.dropped += both.shape[3] - keep
+        self.length = keep
+        return both[0], both[1]
 
     def _traced_write(self, kv: torch.Tensor) -> tuple:
         """The same write as seen by torch.compile (generate(compile=True)): index_copy_ at the positions after the
@@ -110,28 +145,44 @@ class KVCache:
     """Every layer's cache for one batch of sequences."""
 
     def __init__(self, n_layers: int, batch: int, kv_heads: int, capacity: int, d_head: int,
-                 dtype=torch.float32, device=None, cross: bool = False):
-        self.layers = [LayerCache(batch, kv_heads, capacity, d_head, dtype, device) for _ in range(n_layers)]
+                 dtype=torch.float32, device=None, cross: bool = False, windows: list[int | None] | None = None):
+        windows = windows or [None] * n_layers
+        self.layers = [LayerCache(batch, kv_heads, capacity if w is None else min(capacity, w), d_head, dtype,
+                                  device, window=w) for w in windows]
         self.cross = [CrossCache() for _ in range(n_layers)] if cross else None
 
     @classmethod
-    def for_model(cls, model, batch: int, capacity: int, dtype=None, device=None) -> KVCache:
-        """A cache sized for `model`'s decoder stack."""
+    def for_model(cls, model, batch: int, capacity: int, dtype=None, device=None, bounded: bool = False) -> KVCache:
+        """A cache sized for `model`'s decoder stack. bounded=True (generation): a layer with a sliding window
+        (ModelConfig.sliding_window, every layer but each global_every-th) keeps at most `sliding_window` positions,
+        however long the text grows; the others keep `capacity`."""
         config = model.config
         param = next(model.parameters())
         n_layers = config.decoder_layers if config.topology == "encoder-decoder" else config.n_layers
+        windows = [config.sliding_window if bounded and sliding_layer(config, i) else None for i in range(n_layers)]
         return cls(n_layers, batch, config.kv_heads, capacity, config.head_dim, dtype or param.dtype,
-                   device or param.device, cross=config.topology == "encoder-decoder")
+                   device or param.device, cross=config.topology == "encoder-decoder", windows=windows)
 
     @property
     def length(self) -> int:
-        return self.layers[0].length
+        """Positions seen so far (a bounded sliding-window layer stores fewer: LayerCache.length)."""
+        return self.layers[0].seen
+
+    @property
+    def window_stored(self) -> int | None:
+        """Positions the bounded sliding-window layers store (one count for all of them), or None without any: a
+        forward of `seq` new tokens reads window_stored + seq keys in those layers."""
+        for layer in self.layers:
+            if layer.window is not None:
+                return layer.length
+        return None
 
     @property
     def entries(self) -> int:
-        """Numbers stored for the tokens seen so far: 2 (K and V) x batch x kv_heads x length x d_head x layers."""
+        """Numbers stored for the tokens seen so far: 2 (K and V) x batch x kv_heads x stored length x d_head, summed
+        over the layers (a bounded sliding-window layer stores at most its window)."""
         b, h, _, dh = self.layers[0].k.shape
-        return 2 * b * h * self.length * dh * len(self.layers)
+        return 2 * b * h * dh * sum(layer.length for layer in self.layers)
 
     @property
     def nbytes(self) -> int:

@@ -60,7 +60,9 @@ class Stepper:
         self.positions = token_positions(self.mask, 0, batch, total, device)  # (batch, total)
         # with a window the cache serves the steps before the first shift (none if the prompt fills the window)
         capacity = total if self.window is None else self.window
-        self.cache = KVCache.for_model(model, batch, capacity) if use_cache and prompt_len < capacity else None
+        # bounded: a sliding-window layer (Mistral, Gemma) keeps only its window's keys, however long the text grows
+        self.cache = (KVCache.for_model(model, batch, capacity, bounded=True) if use_cache and prompt_len < capacity
+                      else None)
 
     # ------------------------------------------------------------------ the two verbs
     def first(self) -> torch.Tensor:

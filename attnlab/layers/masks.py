@@ -16,7 +16,8 @@ def causal_mask(q_len: int, k_len: int, device=None, window: int | None = None) 
     Bottom-right aligned: the last query is the last position, so with k_len > q_len (a KV cache holding
     k_len - q_len earlier tokens) query i sits at position i + k_len - q_len and sees keys up to there.
     A sliding `window` (Mistral) also hides keys `window` or more places back: query i sees the last `window`
-    keys, itself included. The cache still holds every key; the mask alone decides which are read.
+    keys, itself included. Generation's cache keeps only the last `window` keys of such a layer
+    (KVCache.for_model(bounded=True)); the mask hides those of the keys a forward reads that lie further back.
     """
     offset = k_len - q_len
     q = torch.arange(q_len, device=device)[:, None]

@@ -163,8 +163,16 @@ class Stack(nn.Module):
             k_pos = torch.arange(total, device=x.device)
             module = self.alibi if self.alibi is not None else self.rel_bias
             position_bias = module(q_pos, k_pos)[None]  # (1, heads, seq, total)
-        bias, is_causal = attention_bias(q_len=seq, k_len=total, causal=self.causal, attention_mask=attention_mask,
-                                         position_bias=position_bias, dtype=x.dtype, device=x.device,
+        # a sliding-window layer of a bounded cache (KVCache.for_model(bounded=True)) reads only the keys it still
+        # stores and the new ones: its mask covers the last `window_keys` columns
+        stored = cache.window_stored if cache is not None else None
+        window_keys = total if stored is None else stored + seq
+        window_mask = attention_mask if attention_mask is None or window_keys == total else \
+            attention_mask[:, total - window_keys:]
+        window_bias = position_bias if position_bias is None or window_keys == total else \
+            position_bias[..., total - window_keys:]
+        bias, is_causal = attention_bias(q_len=seq, k_len=window_keys, causal=self.causal, attention_mask=window_mask,
+                                         position_bias=window_bias, dtype=x.dtype, device=x.device,
                                          window=self.config.sliding_window)
         if self.config.sliding_window is not None and cache is not None and torch.compiler.is_compiling():
             # a compiled decoding step is traced once, at one cache length, and run without its guards: whether the

@@ -176,6 +176,35 @@ def test_a_left_padded_batch_generates_what_its_rows_do_alone(case, tmp_path):
             assert float((step_alone[0] - step_batch[row]).abs().max()) <= TOL
 
 
+@pytest.mark.parametrize("case, window", [("mistral-window3-mha", 3), ("gemma3-default-pattern", 3),
+                                          ("gemma2-alternating", 3)])
+def test_the_sliding_window_bounds_the_cache(case, window, tmp_path, monkeypatch):
+    """Generating 12 tokens after 6 (17 positions run through the cache), each sliding-window layer's cache holds
+    `window` positions, never more, and each global layer all 17; the tokens are transformers' own."""
+    from attnlab.cache import KVCache
+
+    hf, ours = _saved(case, tmp_path, peaked=True)
+    made = []
+    for_model = KVCache.for_model.__func__
+
+    def keep(cls, *args, **kwargs):
+        made.append(for_model(cls, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(KVCache, "for_model", classmethod(keep))
+    prompts = torch.tensor([[5, 17, 3, 44, 9, 12], [21, 8, 33, 2, 71, 90]])
+    got = attnlab.generate(ours, prompts, max_new_tokens=12, eos_token_id=None)
+    with torch.no_grad():
+        expected = hf.generate(prompts, attention_mask=torch.ones_like(prompts), max_new_tokens=12, do_sample=False,
+                               eos_token_id=None, pad_token_id=0)
+    assert got.sequences.tolist() == expected.tolist()
+    (cache,) = made
+    every = ours.config.global_every
+    for i, layer in enumerate(cache.layers):
+        sliding = every is None or (i + 1) % every != 0
+        assert (layer.capacity, layer.length, layer.seen) == ((window, window, 17) if sliding else (18, 17, 17)), i
+
+
 @pytest.mark.parametrize("case", ["qwen2-gqa", "qwen3-gqa-head_dim", "mistral-window4-gqa", "qwen2-all-layers-window",
                                   "olmo2-gqa", "phi3-gqa-window", "phi3-mha-partial", "gemma2-alternating",
                                   "gemma2-mha-all-windowed", "gemma3-default-pattern",
