@@ -7,7 +7,9 @@ A claim word is a word of one of FAMILIES (faster / slower, better / worse, abov
 stands is a line of claims.tsv: the page, the text just before it and just after it (whitespace collapsed), the
 word and a rule. A rule is a function here that returns the word the results give (for example "worse" when 16
 heads score a higher test loss than 4 on every seed); "pinned" means the word is the one written, with no rule
-over the results yet (so an edit of the word is caught, a change of the results is not). `problems(text, page)`
+over the results yet (so an edit of the word is caught, a change of the results is not); "quoted" and "name" are
+pinned too, for a word that is no result of this page: the seeds' claim under test (the top table's claim
+column) or the name of a thing (linear attention, a linear program). `problems(text, page)`
 reports a claim word that differs from its rule or pin, a claims.tsv line whose place is gone, and a claim word
 at a place claims.tsv does not list (an invented sentence, or a new one that needs its line).
 
@@ -48,6 +50,7 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
                                                                           "grows as n"))
 FAMILY = {word: family for family in FAMILIES for word in family}
 WORD = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for f in FAMILIES for w in f) + r")(?![\w²-])")
+PINS = ("pinned", "quoted", "name")  # a place whose word is the one written (no rule over the results)
 CONTEXT = 40  # characters kept each side of a claim word in claims.tsv (more where that is not unique)
 
 
@@ -248,6 +251,35 @@ def _local_time_256() -> str:
     return "slower" if r["time_vs_full"]["median"] > 1 else "faster"
 
 
+def _warmup_lowers_pre_ln() -> str:
+    """Row 1: pre-LN with 100 warmup steps against pre-LN without, final val loss, same seed."""
+    warm = _ln_runs(_load("ln_1500_warmup100.jsonl"), 1500, "pre", 100)
+    cold = _ln_runs(_load("ln_1500.jsonl"), 1500, "pre")
+    return _every(zip((_final(r) for r in warm), (_final(r) for r in cold), strict=True), "lower", "higher")
+
+
+def _sweep_post_below_pre() -> str:
+    """Row 1: in the 600-step warmup sweep, post-LN against pre-LN at the same warmup (above 0), same seed."""
+    rows = _load("ln_warmup.jsonl")
+    warmups = sorted({r["warmup"] for r in rows} - {0})
+    return _every(((_final(a), _final(b)) for w in warmups for a, b in
+                   zip(_ln_runs(rows, 600, "post", w), _ln_runs(rows, 600, "pre", w), strict=True)), "below", "above")
+
+
+def _no_head_above_half() -> str:
+    """Row 14: "no head's median above 0.5" holds when no head's median rank correlation exceeds 0.5 (else the
+    sentence would have to say below)."""
+    rows = [r for r in _load("attention_explanation.jsonl") if r.get("summary") and "rho_median" in r]
+    return "above" if all(r["head_median_max"] <= 0.5 for r in rows) else "below"
+
+
+def _nsp_lower() -> str:
+    """Row 21: MLM + NSP's MLM loss against MLM only's, same seed."""
+    rows = _load("nsp.jsonl")
+    a, b = (sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"]) for arm in ("mlm+nsp", "mlm"))
+    return _every(zip((r["mlm_loss"] for r in a), (r["mlm_loss"] for r in b), strict=True), "lower", "higher")
+
+
 def _verdict(row: int, index: int = 0) -> Callable[[], str]:
     """A "holds" or "fails" that restates a verdict of the top table: the row's verdict rule (verdicts.py), its
     index-th word, "contradicted" written as "fails"."""
@@ -280,7 +312,8 @@ RULES: dict[str, Callable[[], str]] = {
     "strided_vs_full": _variant_vs_full("strided", False), "window_higher": _window_higher,
     "ambiguity_above": _ambiguity_above, "no_norm_above": _no_norm_above, "warmup_rescues": _warmup_rescues,
     "no_mask_honest": _no_mask_honest, "proj_vs_add": _proj_vs_add, "untied_vs_add": _untied_vs_add,
-    "widest_window": _widest_window, "local_time_256": _local_time_256,
+    "widest_window": _widest_window, "local_time_256": _local_time_256, "warmup_lowers_pre_ln": _warmup_lowers_pre_ln,
+    "sweep_post_below_pre": _sweep_post_below_pre, "no_head_above_half": _no_head_above_half, "nsp_lower": _nsp_lower,
     **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
 }
 
@@ -310,6 +343,10 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "within-sense cosine ", "ambiguity_above"),
     ("experiments.md", "at most 0.132 ", "no_norm_above"),
     ("experiments.md", "and rescue post-LN (1.440-1.462, ", "warmup_rescues"),
+    ("experiments.md", "-2% of steps clipped); 100 warmup steps ", "warmup_lowers_pre_ln"),
+    ("experiments.md", "and at the same warmup it ends ", "sweep_post_below_pre"),
+    ("experiments.md", "no head's median ", "no_head_above_half"),
+    ("experiments.md", "nats (MLM + NSP ", "nsp_lower"),
     ("experiments.md", "16 and 32 heads (d_head 4 and 2) score ", "many_heads"),
     ("experiments.md", "which mattered here at d_k 128 (", "dk128"),
     ("experiments.md", "of 8- or 16-character prefixes, ", "mask_after_softmax"),
@@ -372,9 +409,9 @@ def problems(text: str, page: str = "experiments.md") -> list[str]:
             continue
         start, word = found[0]
         covered.add(start + len(claim.before))
-        want = claim.word if claim.rule == "pinned" else expected_word(claim.rule)
+        want = claim.word if claim.rule in PINS else expected_word(claim.rule)
         if word != want:
-            why = "pinned in claims.tsv" if claim.rule == "pinned" else f"the results give it by rule {claim.rule}"
+            why = f"{claim.rule} in claims.tsv" if claim.rule in PINS else f"the results give it by rule {claim.rule}"
             out.append(f"{page}: \"...{claim.before}[{word}]{claim.after}...\": the word is {want!r} ({why})")
     for m in WORD.finditer(flat):
         if m.start() not in covered:
@@ -393,6 +430,28 @@ def _context(flat: str, m: re.Match, others: list[re.Match]) -> tuple[str, str]:
     raise ValueError(f"no unique context for {m.group()!r} at {m.start()}")
 
 
+NAMES = re.compile(r" (attention|program|partly|variant|probe|layers?|map|model)\b")  # "linear attention"
+
+
+def _claim_cells(flat: str) -> list[tuple[int, int]]:
+    """(start, end) in the flattened page of the claim column of each row of the table at the top."""
+    out = []
+    for m in re.finditer(r"\| \d+ \| ([^|]*) \|", flat[:flat.find(" ## ")]):
+        out.append((m.start(1), m.end(1)))
+    return out
+
+
+def _kind(flat: str, m: re.Match) -> str:
+    """How a place without a rule is pinned: "quoted" in the claim column of the top table (the seeds' claim
+    under test, not a result here), "name" where the word names a thing (linear attention, a linear program),
+    "pinned" for a claim of this page that has no rule yet."""
+    if any(a <= m.start() < b for a, b in _claim_cells(flat)):
+        return "quoted"
+    if m.group() in ("linear", "quadratic") and NAMES.match(flat, m.end()):
+        return "name"
+    return "pinned"
+
+
 def main() -> None:
     old = {(c.page, c.before, c.after): c.rule for c in read_claims()} if CLAIMS.exists() else {}
     lines = ["# One line per claim word of the pages (tests/experiments_trace/claims.py says how):",
@@ -403,7 +462,7 @@ def main() -> None:
         for m in found:
             before, after = _context(flat, m, found)
             rule = next((r for p, end, r in RULED if p == page and flat[:m.start()].endswith(end)),
-                        old.get((page, before, after), "pinned"))
+                        old.get((page, before, after), _kind(flat, m)))
             lines.append(Claim(page, before, m.group(), after, rule).line())
     CLAIMS.write_text("\n".join(lines) + "\n")
 
