@@ -280,6 +280,32 @@ def _nsp_lower() -> str:
     return _every(zip((r["mlm_loss"] for r in a), (r["mlm_loss"] for r in b), strict=True), "lower", "higher")
 
 
+NO_GAIN = 0.02  # nats: a run whose val loss moves less than this from step 250 to its end has not improved (a setting)
+
+
+def _post_ln_stuck() -> str:
+    """Row 1: post-LN without warmup is "no better than at step 250" when no seed's final val loss is more than
+    NO_GAIN below its step-250 loss ("no worse" when none is more than NO_GAIN above it, and the words differ)."""
+    runs = _ln_runs(_load("ln_1500.jsonl"), 1500, "post")
+    gains = [r["val"][0][1] - _final(r) for r in runs]  # val[0] is step 250
+    return "better" if all(g < NO_GAIN for g in gains) else "worse"
+
+
+def _one_sense_less() -> str:
+    """Row 20: one-sense words in two topics separate less than ambiguous words: after MiniLM's blocks their mean
+    gap (within-topic minus across-topic cosine) spans lower values than the ambiguous words' (both ends)."""
+    blocks = [r for r in _load("ambiguity.jsonl") if r["model"] == "minilm" and r["layer"] > 0]
+    control, words = ([r[key] for r in blocks] for key in ("control_gap_mean", "gap_mean"))
+    return _every([(min(control), min(words)), (max(control), max(words))], "less", "more")
+
+
+def _top_key_above_uniform() -> str:
+    """Row 14: the most-attended key is the most harmful to remove more often than uniform ranks over the 40 keys
+    of a text would give (1/40), in both models."""
+    rows = [r for r in _load("attention_explanation.jsonl") if r.get("summary") and "top_agree" in r]
+    return _every(((1 / 40, r["top_agree"]) for r in rows), "above", "below")
+
+
 def _verdict(row: int, index: int = 0) -> Callable[[], str]:
     """A "holds" or "fails" that restates a verdict of the top table: the row's verdict rule (verdicts.py), its
     index-th word, "contradicted" written as "fails"."""
@@ -314,6 +340,7 @@ RULES: dict[str, Callable[[], str]] = {
     "no_mask_honest": _no_mask_honest, "proj_vs_add": _proj_vs_add, "untied_vs_add": _untied_vs_add,
     "widest_window": _widest_window, "local_time_256": _local_time_256, "warmup_lowers_pre_ln": _warmup_lowers_pre_ln,
     "sweep_post_below_pre": _sweep_post_below_pre, "no_head_above_half": _no_head_above_half, "nsp_lower": _nsp_lower,
+    "post_ln_stuck": _post_ln_stuck, "one_sense_less": _one_sense_less, "top_key_above_uniform": _top_key_above_uniform,
     **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
 }
 
@@ -343,6 +370,10 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "within-sense cosine ", "ambiguity_above"),
     ("experiments.md", "at most 0.132 ", "no_norm_above"),
     ("experiments.md", "and rescue post-LN (1.440-1.462, ", "warmup_rescues"),
+    ("experiments.md", "(3.213-3.234, no ", "post_ln_stuck"),
+    ("experiments.md", "two topics separate too, ", "one_sense_less"),
+    ("experiments.md", "of cases, far ", "top_key_above_uniform"),
+    ("experiments.md", "the top key's drop is ", "name"),  # the null comparison's name, defined in section 14
     ("experiments.md", "-2% of steps clipped); 100 warmup steps ", "warmup_lowers_pre_ln"),
     ("experiments.md", "and at the same warmup it ends ", "sweep_post_below_pre"),
     ("experiments.md", "no head's median ", "no_head_above_half"),
