@@ -1,4 +1,5 @@
-"""GGUF files (llama.cpp's format) of the LLaMA family -> attnlab, and attnlab LLaMA-style models -> GGUF (float32).
+"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2 and Qwen3 -> attnlab, and attnlab LLaMA-style models ->
+GGUF (float32).
 
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
 quantized in blocks. Reading one means (its header, metadata and tensor table: gguf_file.py):
@@ -6,8 +7,9 @@ quantized in blocks. Reading one means (its header, metadata and tensor table: g
 2. keep Q8_0 / Q4_0 / Q4_1 matrices quantized (their row bytes become attnlab.layers.quantized buffers; blocks
    run along the input dimension, so steps 3 and 4 move whole rows of bytes), convert every other tensor to
    float32 (F32 / F16 by numpy, the rest with the `gguf` package's gguf.quants.dequantize);
-3. undo the row permutation llama.cpp's converter applies to W_Q and W_K (it regroups each head's rotary pairs
-   from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half;
+3. undo the row permutation llama.cpp's converter applies to a `llama` file's W_Q and W_K (it regroups each head's
+   rotary pairs from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half, as
+   llama.cpp does for qwen2 / qwen3 files, whose rows are left as they are;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
 5. rebuild the tokenizer (gguf_tokenizer.py: byte-level BPE, SentencePiece-style BPE, WordPiece) as a
    `tokenizers` Tokenizer.
@@ -38,12 +40,12 @@ from attnlab.interop.gguf_tokenizer import (
     write_tokenizer,
 )
 from attnlab.interop.gguf_tokenizer import field as _field
-from attnlab.interop.mapping import GATE_UP, Concat, Rule, expand, linear, rule, to_ours, to_theirs
+from attnlab.interop.mapping import GATE_UP, QKV, Concat, Rule, expand, fused, linear, rule, to_ours, to_theirs
 from attnlab.layers import kernel_threads
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
-SUPPORTED_ARCHITECTURES = ("llama",)
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3")
 KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
@@ -94,6 +96,25 @@ def llama_table(config: ModelConfig) -> list[Rule]:
     return rules
 
 
+def qwen_table(config: ModelConfig) -> list[Rule]:
+    """The mapping table of Qwen2 and Qwen3 GGUF files: LLaMA's names, but W_Q and W_K in Hugging Face's row order
+    (llama.cpp rotates them as rotate-half, its NEOX RoPE type, so its converter leaves them as they are), biases on
+    W_Q, W_K, W_V (Qwen2) and the per-head q/k norms (Qwen3)."""
+    blk = "blk.{i}"
+    rules = [rule(r.ours, r.theirs, r.transform) for r in llama_table(config) if r.ours != "blocks.{i}.attn.qkv.weight"]
+    rules += fused("blocks.{i}.attn.qkv", [f"{blk}.attn_{p}" for p in "qkv"], config.attn_qkv_bias, QKV)
+    if config.qk_norm == "head":
+        rules += [*linear("blocks.{i}.attn.q_norm", f"{blk}.attn_q_norm", bias=False),
+                  *linear("blocks.{i}.attn.k_norm", f"{blk}.attn_k_norm", bias=False)]
+    return rules
+
+
+def gguf_table(config: ModelConfig) -> list[Rule]:
+    """The table of the architecture the config was read from (config.extra["gguf_architecture"]; LLaMA's else)."""
+    arch = config.extra.get("gguf_architecture") if isinstance(config.extra, dict) else None
+    return qwen_table(config) if arch in ("qwen2", "qwen3") else llama_table(config)
+
+
 # ------------------------------------------------------------------------------------------------ reading
 def open_reader(path: Path):
     """The file's metadata and tensor table (gguf_file.GGUFFile: ~20 ms for SmolLM2, where gguf.GGUFReader took
@@ -140,6 +161,9 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         value = _field(reader, f"tokenizer.ggml.{key}")
         return int(value) if value is not None and 0 <= int(value) < vocab else None
 
+    # Qwen2: biases on W_Q, W_K, W_V only; Qwen3: an RMSNorm over each head's q and k before RoPE (as from HF)
+    options = {"qwen2": dict(qkv_bias=True), "qwen3": dict(qk_norm="head")}.get(arch, {})
+
     return ModelConfig(
         topology="decoder", vocab_size=int(vocab), d_model=d_model, n_heads=n_heads,
         n_kv_heads=None if n_kv == n_heads else n_kv, d_head=None if d_head is None else int(d_head),
@@ -149,7 +173,7 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)), norm_placement="pre",
         bias=False, tie_embeddings="output.weight" not in names, bos_token_id=token_id("bos_token_id"),
         eos_token_id=token_id("eos_token_id"), pad_token_id=token_id("padding_token_id"),
-        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch})
+        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch}, **options)
 
 
 def check_gguf_types(reader, source: str = "gguf") -> None:
@@ -197,7 +221,7 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     """
     types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
     formats = {}
-    for ours, names, _ in expand(llama_table(config), config):
+    for ours, names, _ in expand(gguf_table(config), config):
         kinds = {types.get(n) for n in names}
         if len(kinds) != 1 or not ours.endswith(".weight") or next(iter(kinds)) not in KEPT_QUANTIZED:
             continue
@@ -216,7 +240,7 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
     file's tensor infos and a model built on the meta device, before anything is dequantized or allocated; -> that
     meta model (the quantized load builds on it instead of building it twice)."""
     meta = build_model(config, device="meta")
-    expected = {k: tuple(v.shape) for k, v in to_theirs(llama_table(config), config, meta.state_dict()).items()}
+    expected = {k: tuple(v.shape) for k, v in to_theirs(gguf_table(config), config, meta.state_dict()).items()}
     stored = {t.name: t.shape for t in as_gguf_file(reader).tensors}
     missing = sorted(n for n in expected if n not in stored)
     if missing:
@@ -229,7 +253,7 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
-    """(model, tokenizer) from a LLaMA-family GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay quantized
+    """(model, tokenizer) from a LLaMA-family, Qwen2 or Qwen3 GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay quantized
     (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
     attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
@@ -247,7 +271,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     check_gguf_types(reader, str(path))
     meta = check_gguf_shapes(reader, config, path)
     formats = kept_quantized(reader, config) if keep_quantized else {}
-    sources = {n for ours, names, _ in expand(llama_table(config), config) if ours in formats for n in names}
+    sources = {n for ours, names, _ in expand(gguf_table(config), config) if ours in formats for n in names}
     tokenizer, metadata = _tokenizer_and_metadata(reader, path)
     # The tensors' copies, splits and checks run on one thread: ~1,000 small memory-bound operations, each of which
     # waits for every thread of torch's pool; with another process busy on the second core that wait made SmolLM2's
@@ -255,7 +279,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     with kernel_threads.one_torch_thread():
         tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies, but kept matrices view the map
         del reader  # its raw strings are released before the model is built (the map once the views are copied)
-        state, missing = to_ours(llama_table(config), config, tensors)
+        state, missing = to_ours(gguf_table(config), config, tensors)
         if missing:
             raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
         del tensors

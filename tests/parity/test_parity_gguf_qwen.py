@@ -1,0 +1,143 @@
+"""Qwen2 and Qwen3 GGUF files (llama.cpp's qwen2 / qwen3 architectures) read by attnlab.load.
+
+Each file is written here with the `gguf` package from a tiny random Hugging Face model, under llama.cpp's names
+and metadata keys, as its converter writes them: W_Q and W_K in their Hugging Face row order (llama.cpp rotates
+these architectures rotate-half), Qwen2's Q/K/V biases, Qwen3's per-head q/k norms. Proven:
+- the GGUF and the same weights' Hugging Face directory give one config and the very same tensors, and logits
+  within 1e-5 of transformers on a right-padded batch (float32);
+- transformers' own GGUF reader, an independent one, computes the same logits from the file;
+- Q8_0 matrices stay quantized (attnlab's blocks, not expanded) and compute what the dequantized file does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import hf_inputs, max_diff, real, run_ours
+
+import attnlab
+from attnlab.layers.quantized import QuantizedLinear
+
+transformers = pytest.importorskip("transformers")
+gguf = pytest.importorskip("gguf")
+
+TOL = 1e-5
+SHAPE = dict(vocab_size=99, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, max_position_embeddings=64, attn_implementation="eager")
+CASES = {"qwen2": ("Qwen2ForCausalLM", "Qwen2Config", {}),
+         "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(head_dim=12))}
+NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+         "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
+         "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
+         "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+
+def _hf_model(arch: str, **changes):
+    torch.manual_seed(0)
+    model_class, config_class, keywords = CASES[arch]
+    config = getattr(transformers, config_class)(**{**SHAPE, **keywords, **changes})
+    model = getattr(transformers, model_class)(config).eval()
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=gen) * 0.05)
+    return model
+
+
+def _gguf_name(hf_name: str) -> str:
+    if hf_name == "model.embed_tokens.weight":
+        return "token_embd.weight"
+    if hf_name == "model.norm.weight":
+        return "output_norm.weight"
+    if hf_name == "lm_head.weight":
+        return "output.weight"
+    _, _, i, rest = hf_name.split(".", 3)  # model.layers.N.<module>.<weight|bias>
+    module, kind = rest.rsplit(".", 1)
+    return f"blk.{i}.{NAMES[module]}.{kind}"
+
+
+def write_gguf(hf, path, quantized: str | None = None):
+    """`hf`'s weights as llama.cpp's converter writes a Qwen2 / Qwen3 file (no tokenizer); `quantized`: the 2-D
+    matrices of the blocks in that type (Q8_0), the rest F32."""
+    c = hf.config
+    arch = c.model_type
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_block_count(c.num_hidden_layers)
+    writer.add_context_length(c.max_position_embeddings)
+    writer.add_embedding_length(c.hidden_size)
+    writer.add_feed_forward_length(c.intermediate_size)
+    writer.add_head_count(c.num_attention_heads)
+    writer.add_head_count_kv(c.num_key_value_heads)
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    writer.add_key_length(head_dim)
+    writer.add_value_length(head_dim)
+    writer.add_rope_freq_base(c.rope_parameters["rope_theta"])
+    writer.add_layer_norm_rms_eps(c.rms_norm_eps)
+    writer.add_vocab_size(c.vocab_size)
+    for name, tensor in hf.state_dict().items():
+        if name == "lm_head.weight" and c.tie_word_embeddings:
+            continue
+        values = tensor.detach().numpy().astype(np.float32)
+        gguf_name = _gguf_name(name)
+        if quantized and values.ndim == 2 and gguf_name.startswith("blk."):
+            kind = getattr(gguf.GGMLQuantizationType, quantized)
+            writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
+        else:
+            writer.add_tensor(gguf_name, values)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("arch", CASES)
+def test_the_gguf_is_the_hf_directory(arch, tmp_path):
+    hf = _hf_model(arch)
+    hf.save_pretrained(tmp_path / "hf")
+    from_dir, _ = attnlab.load(tmp_path / "hf")
+    from_gguf, _ = attnlab.load(write_gguf(hf, tmp_path / f"{arch}.gguf"))
+    keep = ("topology", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff", "n_layers", "rope_theta", "bias",
+            "qkv_bias", "qk_norm", "tie_embeddings", "activation", "norm")
+    assert {k: getattr(from_gguf.config, k) for k in keep} == {k: getattr(from_dir.config, k) for k in keep}
+    assert from_gguf.config.norm_eps == pytest.approx(from_dir.config.norm_eps, rel=1e-7)  # a float32 in GGUF
+    ours, theirs = from_gguf.state_dict(), from_dir.state_dict()
+    assert ours.keys() == theirs.keys() and all(torch.equal(ours[k], theirs[k]) for k in ours)
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        expected = hf(**inputs).logits
+    assert max_diff(expected, run_ours(from_gguf, inputs).logits, real(inputs)) <= TOL
+
+
+@pytest.mark.parametrize("arch", CASES)
+def test_transformers_reads_the_same_file_to_the_same_logits(arch, tmp_path):
+    """transformers' GGUF reader (its own name table and row order) on the file attnlab reads: an independent check
+    that the file is what llama.cpp's converter writes, Q/K rows unpermuted. Qwen3 with head_dim 128 here:
+    transformers 5.25's reader does not read qwen3.attention.key_length and builds Qwen3Config's default, 128."""
+    hf = _hf_model(arch, head_dim=128) if arch == "qwen3" else _hf_model(arch)
+    path = write_gguf(hf, tmp_path / f"{arch}.gguf")
+    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
+                                                               dtype=torch.float32).eval()
+    ours, _ = attnlab.load(path)
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        expected = reread(**inputs).logits
+    assert max_diff(expected, run_ours(ours, inputs).logits, real(inputs)) <= TOL
+
+
+@pytest.mark.parametrize("arch", CASES)
+def test_q8_0_blocks_stay_quantized(arch, tmp_path):
+    """The blocks' Q8_0 matrices (Q, K, V fused with their biases; O; the feed-forward) load as attnlab's q8_0
+    layers, and compute the logits of the same file dequantized to float32 (the kernel rounds each row it
+    multiplies to 8 bits as llama.cpp does: 1e-2 of the logits' range)."""
+    widths = dict(intermediate_size=64, **(dict(head_dim=8) if arch == "qwen3" else {}))  # inputs: 32-wide blocks
+    path = write_gguf(_hf_model(arch, **widths), tmp_path / f"{arch}-q8.gguf", quantized="Q8_0")
+    kept, _ = attnlab.load(path)
+    floats, _ = attnlab.load(path, keep_quantized=False)
+    layers = {name for name, m in kept.named_modules() if isinstance(m, QuantizedLinear)}
+    assert {f"blocks.{i}.{m}" for i in range(2) for m in ("attn.qkv", "attn.out", "ffn.up", "ffn.down")} <= layers
+    inputs = hf_inputs("llama")
+    expected = run_ours(floats, inputs).logits
+    diff = max_diff(expected, run_ours(kept, inputs).logits, real(inputs))
+    assert diff <= 1e-2 * float(expected.abs().max())
