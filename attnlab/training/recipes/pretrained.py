@@ -101,7 +101,7 @@ def load_start(p: dict[str, Any], recipe: str, topology: str) -> Start:
         raise ConfigError(f"init_from={spec} has no tokenizer: the data is encoded with the model's own, so give a "
                           "checkpoint saved with one (tokenizer.json beside config.json)")
     expanded = None
-    with phase(p, f"{recipe}: checking {spec}'s weights"):
+    with phase(p, f"{recipe}: readying {spec}'s weights for training (float32 where they are kept quantized)"):
         model, expanded = expand_quantized(model, spec)
     check_shape_keys(p, model.config, spec)
     if p["seq_len"] > model.config.max_len:
@@ -121,15 +121,21 @@ def expand_quantized(model: nn.Module, spec: str) -> tuple[nn.Module, str | None
     formats = formats_of(model)
     if not formats:
         return model, None
-    before = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    before = held_bytes(model)
     config = model.config.replace(extra={k: v for k, v in model.config.extra.items() if k != "quantization"})
     tensors = float_state_dict(model)
     del model
     expanded = materialize(config, tensors, f"init_from={spec}")
-    after = sum(t.numel() * t.element_size() for t in expanded.state_dict().values())
     kinds = ", ".join(sorted({f.upper() for f in formats.values()}))
     return expanded, (f"{len(formats)} quantized matrices ({kinds}) expanded to float32 for training, since a "
-                      f"gradient cannot move integer codes ({before / 2**20:,.0f} MB -> {after / 2**20:,.0f} MB)")
+                      f"gradient cannot move integer codes ({before / 1e6:,.0f} MB -> {held_bytes(expanded) / 1e6:,.0f}"
+                      " MB of weights)")
+
+
+def held_bytes(model: nn.Module) -> int:
+    """Bytes of the model's tensors, a tied one (the embedding that is also the LM head) counted once."""
+    tensors = {t.data_ptr(): t.numel() * t.element_size() for t in model.state_dict().values() if t.numel()}
+    return sum(tensors.values())
 
 
 def check_shape_keys(p: dict[str, Any], config, spec: str) -> None:
