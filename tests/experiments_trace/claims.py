@@ -7,11 +7,12 @@ A claim word is a word of one of FAMILIES (faster / slower, better / worse, abov
 stands is a line of claims.tsv: the page, the text just before it and just after it (whitespace collapsed), the
 word and a rule. A rule is a function here that returns the word the results give (for example "worse" when 16
 heads score a higher test loss than 4 on every seed); "pinned" means the word is the one written, with no rule
-over the results yet (so an edit of the word is caught, a change of the results is not); "quoted" and "name" are
-pinned too, for a word that is no result of this page: the seeds' claim under test (the top table's claim
-column) or the name of a thing (linear attention, a linear program). `problems(text, page)`
-reports a claim word that differs from its rule or pin, a claims.tsv line whose place is gone, and a claim word
-at a place claims.tsv does not list (an invented sentence, or a new one that needs its line).
+over the results yet (so an edit of the word is caught, a change of the results is not); "quoted", "name" and
+"place" are pinned too, for a word that is no result of this page: the seeds' claim under test (the top table's
+claim column), the name of a thing (linear attention, a linear program) or a place on the page ("the table
+above"). `problems(text, page)` reports a claim word that differs from its rule or pin, a claims.tsv line whose
+place is gone, and a claim word at a place claims.tsv does not list (an invented sentence, or a new one that
+needs its line).
 
     python tests/experiments_trace/claims.py      # rewrites claims.tsv, keeping the rules of the places it had
 """
@@ -50,7 +51,7 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
                                                                           "grows as n"))
 FAMILY = {word: family for family in FAMILIES for word in family}
 WORD = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for f in FAMILIES for w in f) + r")(?![\w²-])")
-PINS = ("pinned", "quoted", "name")  # a place whose word is the one written (no rule over the results)
+PINS = ("pinned", "quoted", "name", "place")  # a place whose word is the one written (no rule over the results)
 CONTEXT = 40  # characters kept each side of a claim word in claims.tsv (more where that is not unique)
 
 
@@ -461,6 +462,10 @@ def _context(flat: str, m: re.Match, others: list[re.Match]) -> tuple[str, str]:
     raise ValueError(f"no unique context for {m.group()!r} at {m.start()}")
 
 
+# "the table above", "the subsection below", "as above", "(see above)": a place on the page, not a comparison
+PLACE_BEFORE = re.compile(r"\b(table|tables|subsection|section|number|numbers|as|said|see|sweep|runs|run|text|"
+                          r"paragraph|list|drift|results|figure|plot)\s$")
+PLACE_AFTER = re.compile(r"\s?[),.;:]")
 NAMES = re.compile(r" (attention|program|partly|variant|probe|layers?|map|model)\b")  # "linear attention"
 
 
@@ -480,6 +485,9 @@ def _kind(flat: str, m: re.Match) -> str:
         return "quoted"
     if m.group() in ("linear", "quadratic") and NAMES.match(flat, m.end()):
         return "name"
+    if m.group() in ("above", "below") and (PLACE_BEFORE.search(flat, 0, m.start())
+                                             or PLACE_AFTER.match(flat, m.end())):
+        return "place"
     return "pinned"
 
 
