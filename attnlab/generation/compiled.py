@@ -286,7 +286,7 @@ def compiled_step(model, wait: bool = True):
         slot = _slot_for(cache) if slotted else None
         if step is None or (slotted and slot is None):
             _count("eager", "the step could not be compiled" if step is None else
-                   "the cache's layers differ in length or it is full")
+                   "the cache is empty (a one-token prompt's own forward), full, or its layers differ in length")
             return _step(*args)
         if slot is not None:  # set for this call only: an eager forward ignores it (it reads `length`)
             for layer in cache.layers:
