@@ -45,10 +45,10 @@ PAGES = ("experiments.md", "experiments_vit_grid.md")
 
 # Words that carry a claim, in families of opposites (the longer form first: "not needed" before "needed").
 FAMILIES: tuple[tuple[str, ...], ...] = (
-    ("faster", "slower"), ("better", "worse"), ("above", "below"), ("higher", "lower"), ("larger", "smaller"),
-    ("more", "less", "fewer"), ("linear", "quadratic"), ("holds", "fails"), ("not needed", "needed"),
-    ("not hurt", "hurt"), ("grow as n²", "grow as n log n", "grow as n"), ("grows as n²", "grows as n log n",
-                                                                          "grows as n"))
+    ("faster", "slower"), ("fastest", "slowest"), ("better", "worse"), ("best", "worst"), ("above", "below"),
+    ("higher", "lower"), ("larger", "smaller"), ("more", "less", "fewer"), ("linear", "quadratic"),
+    ("holds", "fails"), ("not needed", "needed"), ("not hurt", "hurt"),
+    ("grow as n²", "grow as n log n", "grow as n"), ("grows as n²", "grows as n log n", "grows as n"))
 FAMILY = {word: family for family in FAMILIES for word in family}
 WORD = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for f in FAMILIES for w in f) + r")(?![\w²-])")
 PINS = ("pinned", "quoted", "name", "place")  # a place whose word is the one written (no rule over the results)
