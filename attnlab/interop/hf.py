@@ -47,10 +47,31 @@ _UNCOMPARED = {"name", "extra", "dropout", "attn_dropout", "scaled_residual_init
 
 
 # ---------------------------------------------------------------------------------------------- configs
+# what an unsupported config.json says of its kind, checked in this order: the key, and the words for it
+_MOE_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", "num_experts_per_tok",
+             "moe_intermediate_size")
+_TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vq_config", "image_config", "visual")
+
+
+def _kind_of(hf_config: dict[str, Any]) -> str:
+    """' (a mixture of experts: num_experts=8)' or ' (multimodal: vision_config, a tower beside the text model)' when
+    the config says so, for the refusal of a model_type attnlab does not read; else ''."""
+    for key in _MOE_KEYS:
+        value = hf_config.get(key)
+        if value and not isinstance(value, bool) and value != 1:
+            return f" (a mixture of experts: {key}={value!r})" if not isinstance(value, (dict, list)) else \
+                f" (a mixture of experts: {key})"
+    for key in _TOWER_KEYS:
+        if hf_config.get(key):
+            return f" (multimodal: {key}, a tower beside the text model)"
+    return ""
+
+
 def family_of(hf_config: dict[str, Any]) -> Family:
     model_type = hf_config.get("model_type") if isinstance(hf_config, dict) else None
     if model_type not in BY_MODEL_TYPE:
-        raise ConfigError(f"Hugging Face model_type={model_type!r} is not supported; supported families: "
+        kind = _kind_of(hf_config) if isinstance(hf_config, dict) else ""
+        raise ConfigError(f"Hugging Face model_type={model_type!r} is not supported{kind}; supported families: "
                           f"{SUPPORTED}")
     return BY_MODEL_TYPE[model_type]
 

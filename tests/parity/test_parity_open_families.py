@@ -283,8 +283,10 @@ def test_unsupported_options_are_refused_in_one_line(case, change, message, tmp_
 def test_gemma3_multimodal_is_refused_by_name(tmp_path):
     """Gemma 3's image-and-text checkpoints (model_type gemma3, a vision tower beside the text decoder) are named and
     refused; its text-only one (gemma3_text) is what attnlab reads."""
-    (tmp_path / "config.json").write_text('{"model_type": "gemma3", "text_config": {"vocab_size": 99}}')
-    with pytest.raises(CheckpointError, match="model_type='gemma3' is not supported; .*gemma3") as info:
+    (tmp_path / "config.json").write_text('{"model_type": "gemma3", "text_config": {"vocab_size": 99}, '
+                                          '"vision_config": {"hidden_size": 8}}')
+    with pytest.raises(CheckpointError, match=r"model_type='gemma3' is not supported \(multimodal: vision_config, "
+                       r"a tower beside the text model\); supported families: .*gemma3") as info:
         attnlab.load(tmp_path)
     assert "\n" not in str(info.value)
 
