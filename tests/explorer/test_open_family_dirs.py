@@ -12,6 +12,8 @@ transformers = pytest.importorskip("transformers")
 SHAPE = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=64)
 FAMILIES = {  # model_type -> (config class, model class, extra settings)
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "mistral": ("MistralConfig", "MistralForCausalLM", {"sliding_window": 2}),
     "qwen2": ("Qwen2Config", "Qwen2ForCausalLM", {}),
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 8}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8}),
