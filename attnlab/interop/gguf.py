@@ -1,5 +1,5 @@
-"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2 and Qwen3 -> attnlab, and attnlab LLaMA-style models ->
-GGUF (float32).
+"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3 and Phi-3 -> attnlab, and attnlab LLaMA-style
+models -> GGUF (float32).
 
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
 quantized in blocks. Reading one means (its header, metadata and tensor table: gguf_file.py):
@@ -9,7 +9,7 @@ quantized in blocks. Reading one means (its header, metadata and tensor table: g
    float32 (F32 / F16 by numpy, the rest with the `gguf` package's gguf.quants.dequantize);
 3. undo the row permutation llama.cpp's converter applies to a `llama` file's W_Q and W_K (it regroups each head's
    rotary pairs from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half, as
-   llama.cpp does for qwen2 / qwen3 files, whose rows are left as they are;
+   llama.cpp does for qwen2 / qwen3 / phi3 files, whose rows are left as they are;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
 5. rebuild the tokenizer (gguf_tokenizer.py: byte-level BPE, SentencePiece-style BPE, WordPiece) as a
    `tokenizers` Tokenizer.
@@ -45,7 +45,7 @@ from attnlab.layers import kernel_threads
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3")
 KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
@@ -109,10 +109,19 @@ def qwen_table(config: ModelConfig) -> list[Rule]:
     return rules
 
 
+def phi3_table(config: ModelConfig) -> list[Rule]:
+    """Phi-3 GGUF files: attn_qkv is already q | k | v and ffn_up gate | up (Hugging Face's fused matrices, rows in
+    its order: llama.cpp rotates Phi-3 rotate-half), copied into attn.qkv and ffn.up."""
+    blk = "blk.{i}"
+    fused_here = {"blocks.{i}.attn.qkv.weight": f"{blk}.attn_qkv.weight",
+                  "blocks.{i}.ffn.up.weight": f"{blk}.ffn_up.weight"}
+    return [rule(r.ours, fused_here[r.ours]) if r.ours in fused_here else r for r in llama_table(config)]
+
+
 def gguf_table(config: ModelConfig) -> list[Rule]:
     """The table of the architecture the config was read from (config.extra["gguf_architecture"]; LLaMA's else)."""
     arch = config.extra.get("gguf_architecture") if isinstance(config.extra, dict) else None
-    return qwen_table(config) if arch in ("qwen2", "qwen3") else llama_table(config)
+    return {"qwen2": qwen_table, "qwen3": qwen_table, "phi3": phi3_table}.get(arch, llama_table)(config)
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -153,16 +162,27 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         (int(embd.dims[1]) if embd is not None else None)
     d_model, n_heads = int(need("embedding_length")), int(need("attention.head_count"))
     n_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_heads))
-    d_head = _field(reader, f"{arch}.attention.key_length") or _field(reader, f"{arch}.rope.dimension_count")
+    rope_dims = _field(reader, f"{arch}.rope.dimension_count")
+    # Phi-3 says its rotated features (partial_rotary_factor) by rope.dimension_count, not its head width
+    d_head = _field(reader, f"{arch}.attention.key_length") or (rope_dims if arch != "phi3" else None)
     if d_head is not None and d_model % n_heads == 0 and int(d_head) == d_model // n_heads:
         d_head = None
+    width = int(d_head) if d_head is not None else d_model // n_heads
+    if "rope_factors_long.weight" in names or "rope_factors_short.weight" in names:
+        raise CheckpointError(f"{source}: LongRoPE factors (rope_factors_long / rope_factors_short, Phi-3's 128k "
+                              "variants) are not supported; only unscaled RoPE")
 
     def token_id(key: str):
         value = _field(reader, f"tokenizer.ggml.{key}")
         return int(value) if value is not None and 0 <= int(value) < vocab else None
 
-    # Qwen2: biases on W_Q, W_K, W_V only; Qwen3: an RMSNorm over each head's q and k before RoPE (as from HF)
+    # Qwen2: biases on W_Q, W_K, W_V only; Qwen3: an RMSNorm over each head's q and k before RoPE (as from HF);
+    # Phi-3: a sliding window, RoPE on the first rope.dimension_count features of each head
     options = {"qwen2": dict(qkv_bias=True), "qwen3": dict(qk_norm="head")}.get(arch, {})
+    if arch == "phi3":
+        window = _field(reader, f"{arch}.attention.sliding_window")
+        options = dict(sliding_window=int(window) if window else None,
+                       rotary_dim=int(rope_dims) if rope_dims and int(rope_dims) < width else None)
 
     return ModelConfig(
         topology="decoder", vocab_size=int(vocab), d_model=d_model, n_heads=n_heads,
@@ -253,8 +273,8 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
-    """(model, tokenizer) from a LLaMA-family, Qwen2 or Qwen3 GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay quantized
-    (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
+    """(model, tokenizer) from a LLaMA-family, Qwen2, Qwen3 or Phi-3 GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay
+    quantized (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
     attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
     reader = open_reader(path)

@@ -1,8 +1,9 @@
-"""Qwen2 and Qwen3 GGUF files (llama.cpp's qwen2 / qwen3 architectures) read by attnlab.load.
+"""Qwen2, Qwen3 and Phi-3 GGUF files (llama.cpp's qwen2 / qwen3 / phi3 architectures) read by attnlab.load.
 
 Each file is written here with the `gguf` package from a tiny random Hugging Face model, under llama.cpp's names
 and metadata keys, as its converter writes them: W_Q and W_K in their Hugging Face row order (llama.cpp rotates
-these architectures rotate-half), Qwen2's Q/K/V biases, Qwen3's per-head q/k norms. Proven:
+these architectures rotate-half), Qwen2's Q/K/V biases, Qwen3's per-head q/k norms, Phi-3's fused q | k | v and
+gate | up, its sliding window and partial RoPE. Proven:
 - the GGUF and the same weights' Hugging Face directory give one config and the very same tensors, and logits
   within 1e-5 of transformers on a right-padded batch (float32);
 - transformers' own GGUF reader, an independent one, computes the same logits from the file;
@@ -26,11 +27,15 @@ TOL = 1e-5
 SHAPE = dict(vocab_size=99, hidden_size=32, intermediate_size=40, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, max_position_embeddings=64, attn_implementation="eager")
 CASES = {"qwen2": ("Qwen2ForCausalLM", "Qwen2Config", {}),
-         "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(head_dim=12))}
+         "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(head_dim=12)),
+         "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2))}
+# Phi-3's options a GGUF says too (transformers' GGUF reader reads neither: only the HF directory compares)
+PHI3_OPTIONS = dict(sliding_window=5, partial_rotary_factor=0.5)
 NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
          "self_attn.o_proj": "attn_output", "self_attn.q_norm": "attn_q_norm", "self_attn.k_norm": "attn_k_norm",
          "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm", "mlp.gate_proj": "ffn_gate",
-         "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+         "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down", "self_attn.qkv_proj": "attn_qkv",
+         "mlp.gate_up_proj": "ffn_up"}
 
 
 def _hf_model(arch: str, **changes):
@@ -70,8 +75,14 @@ def write_gguf(hf, path, quantized: str | None = None):
     writer.add_head_count(c.num_attention_heads)
     writer.add_head_count_kv(c.num_key_value_heads)
     head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
-    writer.add_key_length(head_dim)
-    writer.add_value_length(head_dim)
+    if arch == "phi3":  # as llama.cpp's converter: the rotated features, the window; no key_length
+        writer.add_rope_dimension_count(int(head_dim * c.rope_parameters.get("partial_rotary_factor", 1.0)))
+        if c.sliding_window:
+            writer.add_sliding_window(c.sliding_window)
+        writer.add_pad_token_id(c.pad_token_id)  # else transformers' reader takes Phi3Config's 32000: past 99
+    else:
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
     writer.add_rope_freq_base(c.rope_parameters["rope_theta"])
     writer.add_layer_norm_rms_eps(c.rms_norm_eps)
     writer.add_vocab_size(c.vocab_size)
@@ -92,14 +103,14 @@ def write_gguf(hf, path, quantized: str | None = None):
     return path
 
 
-@pytest.mark.parametrize("arch", CASES)
-def test_the_gguf_is_the_hf_directory(arch, tmp_path):
-    hf = _hf_model(arch)
+@pytest.mark.parametrize("arch, options", [("qwen2", {}), ("qwen3", {}), ("phi3", {}), ("phi3", PHI3_OPTIONS)])
+def test_the_gguf_is_the_hf_directory(arch, options, tmp_path):
+    hf = _hf_model(arch, **options)
     hf.save_pretrained(tmp_path / "hf")
     from_dir, _ = attnlab.load(tmp_path / "hf")
     from_gguf, _ = attnlab.load(write_gguf(hf, tmp_path / f"{arch}.gguf"))
     keep = ("topology", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff", "n_layers", "rope_theta", "bias",
-            "qkv_bias", "qk_norm", "tie_embeddings", "activation", "norm")
+            "qkv_bias", "qk_norm", "tie_embeddings", "activation", "norm", "sliding_window", "rotary_dim")
     assert {k: getattr(from_gguf.config, k) for k in keep} == {k: getattr(from_dir.config, k) for k in keep}
     assert from_gguf.config.norm_eps == pytest.approx(from_dir.config.norm_eps, rel=1e-7)  # a float32 in GGUF
     ours, theirs = from_gguf.state_dict(), from_dir.state_dict()
