@@ -1,5 +1,5 @@
-"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3 and Phi-3 -> attnlab, and attnlab LLaMA-style
-models -> GGUF (float32).
+"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3, Phi-3 and OLMo 2 -> attnlab, and attnlab
+LLaMA-style models -> GGUF (float32).
 
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
 quantized in blocks. Reading one means (its header, metadata and tensor table: gguf_file.py):
@@ -9,7 +9,7 @@ quantized in blocks. Reading one means (its header, metadata and tensor table: g
    float32 (F32 / F16 by numpy, the rest with the `gguf` package's gguf.quants.dequantize);
 3. undo the row permutation llama.cpp's converter applies to a `llama` file's W_Q and W_K (it regroups each head's
    rotary pairs from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half, as
-   llama.cpp does for qwen2 / qwen3 / phi3 files, whose rows are left as they are;
+   llama.cpp does for qwen2 / qwen3 / phi3 / olmo2 files, whose rows are left as they are;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
 5. rebuild the tokenizer (gguf_tokenizer.py: byte-level BPE, SentencePiece-style BPE, WordPiece) as a
    `tokenizers` Tokenizer.
@@ -45,7 +45,7 @@ from attnlab.layers import kernel_threads
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2")
 KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
@@ -103,7 +103,7 @@ def qwen_table(config: ModelConfig) -> list[Rule]:
     blk = "blk.{i}"
     rules = [rule(r.ours, r.theirs, r.transform) for r in llama_table(config) if r.ours != "blocks.{i}.attn.qkv.weight"]
     rules += fused("blocks.{i}.attn.qkv", [f"{blk}.attn_{p}" for p in "qkv"], config.attn_qkv_bias, QKV)
-    if config.qk_norm == "head":
+    if config.qk_norm != "none":  # Qwen3: per head; OLMo 2: over all heads' features
         rules += [*linear("blocks.{i}.attn.q_norm", f"{blk}.attn_q_norm", bias=False),
                   *linear("blocks.{i}.attn.k_norm", f"{blk}.attn_k_norm", bias=False)]
     return rules
@@ -118,10 +118,21 @@ def phi3_table(config: ModelConfig) -> list[Rule]:
     return [rule(r.ours, fused_here[r.ours]) if r.ours in fused_here else r for r in llama_table(config)]
 
 
+def olmo2_table(config: ModelConfig) -> list[Rule]:
+    """OLMo 2 GGUF files: Qwen's table (W_Q, W_K unpermuted: llama.cpp's converter leaves OLMo 2's rows as they are)
+    with each sub-layer's output norm (post_attention_norm, post_ffw_norm -> norm1, norm2: norm_placement="output")
+    and q/k norms over all heads' features (qk_norm="all")."""
+    blk = "blk.{i}"
+    norms = {f"{blk}.attn_norm.weight": f"{blk}.post_attention_norm.weight",
+             f"{blk}.ffn_norm.weight": f"{blk}.post_ffw_norm.weight"}
+    return [rule(r.ours, tuple(norms.get(n, n) for n in r.theirs), r.transform) for r in qwen_table(config)]
+
+
 def gguf_table(config: ModelConfig) -> list[Rule]:
     """The table of the architecture the config was read from (config.extra["gguf_architecture"]; LLaMA's else)."""
     arch = config.extra.get("gguf_architecture") if isinstance(config.extra, dict) else None
-    return {"qwen2": qwen_table, "qwen3": qwen_table, "phi3": phi3_table}.get(arch, llama_table)(config)
+    return {"qwen2": qwen_table, "qwen3": qwen_table, "phi3": phi3_table, "olmo2": olmo2_table}.get(
+        arch, llama_table)(config)
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -177,8 +188,10 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         return int(value) if value is not None and 0 <= int(value) < vocab else None
 
     # Qwen2: biases on W_Q, W_K, W_V only; Qwen3: an RMSNorm over each head's q and k before RoPE (as from HF);
-    # Phi-3: a sliding window, RoPE on the first rope.dimension_count features of each head
-    options = {"qwen2": dict(qkv_bias=True), "qwen3": dict(qk_norm="head")}.get(arch, {})
+    # OLMo 2: norms on each sub-layer's output, q/k norms over all heads; Phi-3: a sliding window, RoPE on the first
+    # rope.dimension_count features of each head
+    options = {"qwen2": dict(qkv_bias=True), "qwen3": dict(qk_norm="head"),
+               "olmo2": dict(qk_norm="all", norm_placement="output")}.get(arch, {})
     if arch == "phi3":
         window = _field(reader, f"{arch}.attention.sliding_window")
         options = dict(sliding_window=int(window) if window else None,
@@ -190,10 +203,11 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         d_ff=int(need("feed_forward_length")), n_layers=int(need("block_count")),
         max_len=int(_field(reader, f"{arch}.context_length", 2048)), position="rope",
         rope_theta=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)), activation="swiglu", norm="rmsnorm",
-        norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)), norm_placement="pre",
-        bias=False, tie_embeddings="output.weight" not in names, bos_token_id=token_id("bos_token_id"),
-        eos_token_id=token_id("eos_token_id"), pad_token_id=token_id("padding_token_id"),
-        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch}, **options)
+        norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
+        norm_placement=options.pop("norm_placement", "pre"), bias=False, tie_embeddings="output.weight" not in names,
+        bos_token_id=token_id("bos_token_id"), eos_token_id=token_id("eos_token_id"),
+        pad_token_id=token_id("padding_token_id"), name=str(_field(reader, "general.name", source)),
+        extra={"gguf_architecture": arch}, **options)
 
 
 def check_gguf_types(reader, source: str = "gguf") -> None:
@@ -273,9 +287,9 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
-    """(model, tokenizer) from a LLaMA-family, Qwen2, Qwen3 or Phi-3 GGUF file. Q8_0 / Q4_0 / Q4_1 matrices stay
-    quantized (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than float32's, see
-    attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
+    """(model, tokenizer) from a LLaMA-family, Qwen2, Qwen3, Phi-3 or OLMo 2 GGUF file. Q8_0 / Q4_0 / Q4_1 matrices
+    stay quantized (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than
+    float32's, see attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
     reader = open_reader(path)
     try:
