@@ -1,5 +1,5 @@
-"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3, Phi-3 and OLMo 2 -> attnlab, and attnlab
-LLaMA-style models -> GGUF (float32).
+"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3, Phi-3, OLMo 2 and GPT-NeoX -> attnlab, and
+attnlab LLaMA-style models -> GGUF (float32).
 
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
 quantized in blocks. Reading one means (its header, metadata and tensor table: gguf_file.py):
@@ -45,7 +45,7 @@ from attnlab.layers import kernel_threads
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox")
 KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
@@ -128,11 +128,26 @@ def olmo2_table(config: ModelConfig) -> list[Rule]:
     return [rule(r.ours, tuple(norms.get(n, n) for n in r.theirs), r.transform) for r in qwen_table(config)]
 
 
+def gptneox_table(config: ModelConfig) -> list[Rule]:
+    """GPT-NeoX (Pythia) GGUF files: llama.cpp's converter regroups query_key_value from head by head to q | k | v
+    (attnlab's own layout: copied as it is) and keeps every bias; LayerNorms with biases."""
+    blk = "blk.{i}"
+    rules = [rule("tokens.weight", "token_embd.weight"),
+             *linear("blocks.{i}.norm1", f"{blk}.attn_norm"),
+             *linear("blocks.{i}.attn.qkv", f"{blk}.attn_qkv"),
+             *linear("blocks.{i}.attn.out", f"{blk}.attn_output"),
+             *linear("blocks.{i}.norm2", f"{blk}.ffn_norm"),
+             *linear("blocks.{i}.ffn.up", f"{blk}.ffn_up"),
+             *linear("blocks.{i}.ffn.down", f"{blk}.ffn_down"),
+             *linear("final_norm", "output_norm")]
+    return rules + ([] if config.tie_embeddings else [rule("lm_head.proj.weight", "output.weight")])
+
+
 def gguf_table(config: ModelConfig) -> list[Rule]:
     """The table of the architecture the config was read from (config.extra["gguf_architecture"]; LLaMA's else)."""
     arch = config.extra.get("gguf_architecture") if isinstance(config.extra, dict) else None
-    return {"qwen2": qwen_table, "qwen3": qwen_table, "phi3": phi3_table, "olmo2": olmo2_table}.get(
-        arch, llama_table)(config)
+    return {"qwen2": qwen_table, "qwen3": qwen_table, "phi3": phi3_table, "olmo2": olmo2_table,
+            "gptneox": gptneox_table}.get(arch, llama_table)(config)
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -174,8 +189,8 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
     d_model, n_heads = int(need("embedding_length")), int(need("attention.head_count"))
     n_kv = int(_field(reader, f"{arch}.attention.head_count_kv", n_heads))
     rope_dims = _field(reader, f"{arch}.rope.dimension_count")
-    # Phi-3 says its rotated features (partial_rotary_factor) by rope.dimension_count, not its head width
-    d_head = _field(reader, f"{arch}.attention.key_length") or (rope_dims if arch != "phi3" else None)
+    # Phi-3 and GPT-NeoX say their rotated features (partial RoPE) by rope.dimension_count, not their head width
+    d_head = _field(reader, f"{arch}.attention.key_length") or (rope_dims if arch not in ("phi3", "gptneox") else None)
     if d_head is not None and d_model % n_heads == 0 and int(d_head) == d_model // n_heads:
         d_head = None
     width = int(d_head) if d_head is not None else d_model // n_heads
@@ -197,17 +212,22 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         options = dict(sliding_window=int(window) if window else None,
                        rotary_dim=int(rope_dims) if rope_dims and int(rope_dims) < width else None)
 
-    return ModelConfig(
+    if arch == "gptneox":  # Pythia: LayerNorms and Linears with biases, GELU, RoPE on a part of each head
+        parallel = _field(reader, f"{arch}.use_parallel_residual", True)
+        options = dict(norm="layernorm", activation="gelu", bias=True, parallel_residual=bool(parallel),
+                       norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_epsilon", 1e-5)),
+                       rotary_dim=int(rope_dims) if rope_dims and int(rope_dims) < width else None)
+    fields = dict(
         topology="decoder", vocab_size=int(vocab), d_model=d_model, n_heads=n_heads,
         n_kv_heads=None if n_kv == n_heads else n_kv, d_head=None if d_head is None else int(d_head),
         d_ff=int(need("feed_forward_length")), n_layers=int(need("block_count")),
         max_len=int(_field(reader, f"{arch}.context_length", 2048)), position="rope",
         rope_theta=float(_field(reader, f"{arch}.rope.freq_base", 10000.0)), activation="swiglu", norm="rmsnorm",
-        norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
-        norm_placement=options.pop("norm_placement", "pre"), bias=False, tie_embeddings="output.weight" not in names,
-        bos_token_id=token_id("bos_token_id"), eos_token_id=token_id("eos_token_id"),
-        pad_token_id=token_id("padding_token_id"), name=str(_field(reader, "general.name", source)),
-        extra={"gguf_architecture": arch}, **options)
+        norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)), norm_placement="pre",
+        bias=False, tie_embeddings="output.weight" not in names, bos_token_id=token_id("bos_token_id"),
+        eos_token_id=token_id("eos_token_id"), pad_token_id=token_id("padding_token_id"),
+        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch})
+    return ModelConfig(**{**fields, **options})
 
 
 def check_gguf_types(reader, source: str = "gguf") -> None:
@@ -287,7 +307,7 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
-    """(model, tokenizer) from a LLaMA-family, Qwen2, Qwen3, Phi-3 or OLMo 2 GGUF file. Q8_0 / Q4_0 / Q4_1 matrices
+    """(model, tokenizer) from a LLaMA, Qwen2, Qwen3, Phi-3, OLMo 2 or GPT-NeoX GGUF file. Q8_0 / Q4_0 / Q4_1 matrices
     stay quantized (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than
     float32's, see attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)

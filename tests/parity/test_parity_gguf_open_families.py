@@ -1,14 +1,15 @@
-"""Qwen2, Qwen3, Phi-3 and OLMo 2 GGUF files (llama.cpp's qwen2 / qwen3 / phi3 / olmo2 architectures) read by
-attnlab.load.
+"""Qwen2, Qwen3, Phi-3, OLMo 2 and GPT-NeoX GGUF files (llama.cpp's qwen2 / qwen3 / phi3 / olmo2 / gptneox
+architectures) read by attnlab.load.
 
 Each file is written here with the `gguf` package from a tiny random Hugging Face model, under llama.cpp's names
 and metadata keys, as its converter writes them: W_Q and W_K in their Hugging Face row order (llama.cpp rotates
 these architectures rotate-half), Qwen2's Q/K/V biases, Qwen3's per-head q/k norms, Phi-3's fused q | k | v and
-gate | up, its sliding window and partial RoPE, OLMo 2's output norms and q/k norms over all heads. Proven:
+gate | up, its sliding window and partial RoPE, OLMo 2's output norms and q/k norms over all heads, GPT-NeoX's
+q | k | v regrouped from head by head, its biases, LayerNorms and parallel residual. Proven:
 - the GGUF and the same weights' Hugging Face directory give one config and the very same tensors, and logits
   within 1e-5 of transformers on a right-padded batch (float32);
-- transformers' own GGUF reader, an independent one, computes the same logits from the file (not for OLMo 2, which
-  it does not read: there the layout rests on llama.cpp's converter, which writes OLMo 2's tensors unpermuted);
+- transformers' own GGUF reader, an independent one, computes the same logits from the file (not for OLMo 2 and
+  GPT-NeoX, which it does not read: there the layout rests on llama.cpp's converter, copied here);
 - Q8_0 matrices stay quantized (attnlab's blocks, not expanded) and compute what the dequantized file does.
 """
 
@@ -31,7 +32,13 @@ SHAPE = dict(vocab_size=99, hidden_size=32, intermediate_size=40, num_hidden_lay
 CASES = {"qwen2": ("Qwen2ForCausalLM", "Qwen2Config", {}),
          "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(head_dim=12)),
          "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
-         "olmo2": ("Olmo2ForCausalLM", "Olmo2Config", {})}
+         "olmo2": ("Olmo2ForCausalLM", "Olmo2Config", {}),
+         "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(num_key_value_heads=None))}
+NEOX = {"gpt_neox.embed_in.weight": "token_embd.weight", "gpt_neox.final_layer_norm": "output_norm",
+        "embed_out.weight": "output.weight", "lm_head.weight": "output.weight", "input_layernorm": "attn_norm",
+        "post_attention_layernorm": "ffn_norm",
+        "attention.query_key_value": "attn_qkv", "attention.dense": "attn_output", "mlp.dense_h_to_4h": "ffn_up",
+        "mlp.dense_4h_to_h": "ffn_down"}
 # Phi-3's options a GGUF says too (transformers' GGUF reader reads neither: only the HF directory compares)
 PHI3_OPTIONS = dict(sliding_window=5, partial_rotary_factor=0.5)
 NAMES = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
@@ -54,6 +61,21 @@ def _hf_model(arch: str, **changes):
     return model
 
 
+def _neox_tensor(hf, name: str, tensor: torch.Tensor) -> tuple[str, torch.Tensor]:
+    """A GPT-NeoX tensor under llama.cpp's name, query_key_value regrouped from head by head to q | k | v as its
+    converter does (GPTNeoXModel.modify_tensors)."""
+    if name in NEOX:
+        return NEOX[name], tensor
+    if name.startswith("gpt_neox.final_layer_norm."):
+        return f"output_norm.{name.rsplit('.', 1)[1]}", tensor
+    _, _, i, rest = name.split(".", 3)  # gpt_neox.layers.N.<module>.<weight|bias>
+    module, kind = rest.rsplit(".", 1)
+    if module == "attention.query_key_value":
+        h, d = hf.config.num_attention_heads, hf.config.hidden_size
+        tensor = tensor.reshape(h, 3, d // h, *tensor.shape[1:]).transpose(0, 1).reshape(tensor.shape)
+    return f"blk.{i}.{NEOX[module]}.{kind}", tensor
+
+
 def _gguf_name(hf_name: str, arch: str) -> str:
     if hf_name == "model.embed_tokens.weight":
         return "token_embd.weight"
@@ -72,7 +94,26 @@ def write_gguf(hf, path, quantized: str | None = None):
     matrices of the blocks in that type (Q8_0), the rest F32."""
     c = hf.config
     arch = c.model_type
-    writer = gguf.GGUFWriter(str(path), arch)
+    writer = gguf.GGUFWriter(str(path), "gptneox" if arch == "gpt_neox" else arch)
+    if arch == "gpt_neox":  # the keys llama.cpp's converter writes (GPTNeoXModel.set_gguf_parameters)
+        writer.add_context_length(c.max_position_embeddings)
+        writer.add_embedding_length(c.hidden_size)
+        writer.add_block_count(c.num_hidden_layers)
+        writer.add_feed_forward_length(c.intermediate_size)
+        head_dim = c.hidden_size // c.num_attention_heads
+        writer.add_rope_dimension_count(int(c.rope_parameters["partial_rotary_factor"] * head_dim))
+        writer.add_head_count(c.num_attention_heads)
+        writer.add_parallel_residual(c.use_parallel_residual)
+        writer.add_layer_norm_eps(c.layer_norm_eps)
+        for name, tensor in hf.state_dict().items():
+            gguf_name, values = _neox_tensor(hf, name, tensor.detach())
+            values = values.numpy().astype(np.float32)
+            if quantized and values.ndim == 2 and gguf_name.startswith("blk."):
+                kind = getattr(gguf.GGMLQuantizationType, quantized)
+                writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
+            else:
+                writer.add_tensor(gguf_name, values)
+        return _close(writer, path)
     writer.add_block_count(c.num_hidden_layers)
     writer.add_context_length(c.max_position_embeddings)
     writer.add_embedding_length(c.hidden_size)
@@ -101,6 +142,10 @@ def write_gguf(hf, path, quantized: str | None = None):
             writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
         else:
             writer.add_tensor(gguf_name, values)
+    return _close(writer, path)
+
+
+def _close(writer, path):
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -109,7 +154,8 @@ def write_gguf(hf, path, quantized: str | None = None):
 
 
 @pytest.mark.parametrize("arch, options", [("qwen2", {}), ("qwen3", {}), ("phi3", {}), ("phi3", PHI3_OPTIONS),
-                                           ("olmo2", {})])
+                                           ("olmo2", {}), ("gpt_neox", {}),
+                                           ("gpt_neox", dict(use_parallel_residual=False))])
 def test_the_gguf_is_the_hf_directory(arch, options, tmp_path):
     hf = _hf_model(arch, **options)
     hf.save_pretrained(tmp_path / "hf")
@@ -117,7 +163,7 @@ def test_the_gguf_is_the_hf_directory(arch, options, tmp_path):
     from_gguf, _ = attnlab.load(write_gguf(hf, tmp_path / f"{arch}.gguf"))
     keep = ("topology", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff", "n_layers", "rope_theta", "bias",
             "qkv_bias", "qk_norm", "tie_embeddings", "activation", "norm", "sliding_window", "rotary_dim",
-            "norm_placement")
+            "norm_placement", "parallel_residual")
     assert {k: getattr(from_gguf.config, k) for k in keep} == {k: getattr(from_dir.config, k) for k in keep}
     assert from_gguf.config.norm_eps == pytest.approx(from_dir.config.norm_eps, rel=1e-7)  # a float32 in GGUF
     ours, theirs = from_gguf.state_dict(), from_dir.state_dict()
