@@ -1,5 +1,5 @@
-"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3, Phi-3, OLMo 2 and GPT-NeoX -> attnlab, and
-attnlab LLaMA-style models -> GGUF (float32).
+"""GGUF files (llama.cpp's format) of the LLaMA family, Qwen2, Qwen3, Phi-3, OLMo 2, GPT-NeoX, Gemma 2 and Gemma 3
+-> attnlab, and attnlab LLaMA-style models -> GGUF (float32).
 
 A GGUF file holds metadata (hyper-parameters, the tokenizer's vocabulary and merges) and tensors, often
 quantized in blocks. Reading one means (its header, metadata and tensor table: gguf_file.py):
@@ -9,7 +9,7 @@ quantized in blocks. Reading one means (its header, metadata and tensor table: g
    float32 (F32 / F16 by numpy, the rest with the `gguf` package's gguf.quants.dequantize);
 3. undo the row permutation llama.cpp's converter applies to a `llama` file's W_Q and W_K (it regroups each head's
    rotary pairs from "rotate half" (i, i + d/2) to adjacent (2i, 2i + 1)); attnlab, like HF, uses rotate-half, as
-   llama.cpp does for qwen2 / qwen3 / phi3 / olmo2 files, whose rows are left as they are;
+   llama.cpp does for the other architectures, whose rows are left as they are;
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
 5. rebuild the tokenizer (gguf_tokenizer.py: byte-level BPE, SentencePiece-style BPE, WordPiece) as a
    `tokenizers` Tokenizer.
@@ -45,7 +45,11 @@ from attnlab.layers import kernel_threads
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
-SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox")
+SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox", "gemma2", "gemma3")
+# what llama.cpp fixes for Gemma rather than reading it from the file: every k-th layer global (Gemma 2: 2, Gemma 3: 6),
+# the sliding layers' RoPE base (Gemma 3), and the block count of the 27B models, whose queries are scaled by
+# (d_model / n_heads)^-1/2 instead of d_head^-1/2 (query_pre_attn_scalar has no GGUF key)
+_GEMMA = {"gemma2": dict(every=2, layers_27b=46), "gemma3": dict(every=6, layers_27b=62, local_theta=10000.0)}
 KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
@@ -143,11 +147,23 @@ def gptneox_table(config: ModelConfig) -> list[Rule]:
     return rules + ([] if config.tie_embeddings else [rule("lm_head.proj.weight", "output.weight")])
 
 
+def gemma_table(config: ModelConfig) -> list[Rule]:
+    """Gemma 2 and 3 GGUF files: llama.cpp's converter stores every norm's gain as 1 + w, which is attnlab's own
+    (Gemma multiplies by 1 + w): copied as they are, four per block; W_Q, W_K unpermuted (rotate-half in
+    llama.cpp); Gemma 3's per-head q/k norms."""
+    blk = "blk.{i}"
+    norms = {"blocks.{i}.norm1.before.weight": "attn_norm", "blocks.{i}.norm1.after.weight": "post_attention_norm",
+             "blocks.{i}.norm2.before.weight": "ffn_norm", "blocks.{i}.norm2.after.weight": "post_ffw_norm"}
+    rules = [r for r in qwen_table(config) if ".norm" not in r.ours and "final_norm" not in r.ours]
+    rules += [rule(ours, f"{blk}.{theirs}.weight") for ours, theirs in norms.items()]
+    return rules + [rule("final_norm.weight", "output_norm.weight")]
+
+
 def gguf_table(config: ModelConfig) -> list[Rule]:
     """The table of the architecture the config was read from (config.extra["gguf_architecture"]; LLaMA's else)."""
     arch = config.extra.get("gguf_architecture") if isinstance(config.extra, dict) else None
     return {"qwen2": qwen_table, "qwen3": qwen_table, "phi3": phi3_table, "olmo2": olmo2_table,
-            "gptneox": gptneox_table}.get(arch, llama_table)(config)
+            "gptneox": gptneox_table, "gemma2": gemma_table, "gemma3": gemma_table}.get(arch, llama_table)(config)
 
 
 # ------------------------------------------------------------------------------------------------ reading
@@ -178,8 +194,10 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         return value
 
     scaling = _field(reader, f"{arch}.rope.scaling.type", "none")
-    if scaling not in ("none", None):
-        raise CheckpointError(f"{source}: rope scaling {scaling!r} is not supported; only unscaled RoPE")
+    if scaling not in ("none", None, "linear"):
+        raise CheckpointError(f"{source}: rope scaling {scaling!r} is not supported; only unscaled or linear RoPE")
+    rope_scaling = {"type": "linear", "factor": float(_field(reader, f"{arch}.rope.scaling.factor", 1.0))} \
+        if scaling == "linear" else {}
     names = {t.name for t in reader.tensors}
     tokens = reader.fields.get("tokenizer.ggml.tokens")  # counted, not decoded: tokenizer_from_gguf checks it
     tokens = tokens.count if tokens is not None and len(tokens.types) == 2 else None
@@ -212,6 +230,8 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         options = dict(sliding_window=int(window) if window else None,
                        rotary_dim=int(rope_dims) if rope_dims and int(rope_dims) < width else None)
 
+    if arch in _GEMMA:
+        options = _gemma_options(reader, arch, d_model, n_heads, width, int(need("block_count")), rope_scaling)
     if arch == "gptneox":  # Pythia: LayerNorms and Linears with biases, GELU, RoPE on a part of each head
         parallel = _field(reader, f"{arch}.use_parallel_residual", True)
         options = dict(norm="layernorm", activation="gelu", bias=True, parallel_residual=bool(parallel),
@@ -226,8 +246,30 @@ def config_from_gguf(reader, source: str = "gguf") -> ModelConfig:
         norm_eps=float(_field(reader, f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)), norm_placement="pre",
         bias=False, tie_embeddings="output.weight" not in names, bos_token_id=token_id("bos_token_id"),
         eos_token_id=token_id("eos_token_id"), pad_token_id=token_id("padding_token_id"),
-        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch})
+        name=str(_field(reader, "general.name", source)), extra={"gguf_architecture": arch},
+        rope_scaling=rope_scaling)
     return ModelConfig(**{**fields, **options})
+
+
+def _gemma_options(reader, arch: str, d_model: int, n_heads: int, d_head: int, n_layers: int,
+                   rope_scaling: dict) -> dict:
+    """A Gemma 2 / 3 file's block as llama.cpp computes it: sandwich norms, GELU-tanh gated feed-forward, embeddings
+    times sqrt(d_model), soft caps, a window on all but every k-th layer (_GEMMA), Gemma 3's per-head q/k norms and
+    its sliding layers' RoPE base."""
+    fixed = _GEMMA[arch]
+    window = _field(reader, f"{arch}.attention.sliding_window")
+    scalar = d_model / n_heads if n_layers == fixed["layers_27b"] else d_head
+    every = fixed["every"] if window and n_layers >= fixed["every"] else None
+    options = dict(activation="geglu_tanh", norm_placement="sandwich", scale_embeddings=True,
+                   attn_scale=None if scalar == d_head else float(scalar) ** -0.5,
+                   attn_softcap=_field(reader, f"{arch}.attn_logit_softcapping"),
+                   logit_softcap=_field(reader, f"{arch}.final_logit_softcapping"),
+                   sliding_window=int(window) if window else None, global_every=every)
+    if arch == "gemma3":
+        theta = float(_field(reader, f"{arch}.rope.freq_base", 10000.0))
+        local = fixed["local_theta"] if window and (theta != fixed["local_theta"] or rope_scaling) else None
+        options.update(qk_norm="head", rope_local_theta=local)
+    return options
 
 
 def check_gguf_types(reader, source: str = "gguf") -> None:
@@ -307,7 +349,7 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
-    """(model, tokenizer) from a LLaMA, Qwen2, Qwen3, Phi-3, OLMo 2 or GPT-NeoX GGUF file. Q8_0 / Q4_0 / Q4_1 matrices
+    """(model, tokenizer) from a GGUF file (SUPPORTED_ARCHITECTURES). Q8_0 / Q4_0 / Q4_1 matrices
     stay quantized (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than
     float32's, see attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)

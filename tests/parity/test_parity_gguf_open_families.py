@@ -1,15 +1,17 @@
-"""Qwen2, Qwen3, Phi-3, OLMo 2 and GPT-NeoX GGUF files (llama.cpp's qwen2 / qwen3 / phi3 / olmo2 / gptneox
-architectures) read by attnlab.load.
+"""Qwen2, Qwen3, Phi-3, OLMo 2, GPT-NeoX, Gemma 2 and Gemma 3 GGUF files (llama.cpp's architectures of those
+names) read by attnlab.load.
 
 Each file is written here with the `gguf` package from a tiny random Hugging Face model, under llama.cpp's names
 and metadata keys, as its converter writes them: W_Q and W_K in their Hugging Face row order (llama.cpp rotates
 these architectures rotate-half), Qwen2's Q/K/V biases, Qwen3's per-head q/k norms, Phi-3's fused q | k | v and
 gate | up, its sliding window and partial RoPE, OLMo 2's output norms and q/k norms over all heads, GPT-NeoX's
-q | k | v regrouped from head by head, its biases, LayerNorms and parallel residual. Proven:
+q | k | v regrouped from head by head, its biases, LayerNorms and parallel residual, Gemma's gains stored as 1 + w,
+its caps and windows (Gemma 3: the default five-to-one pattern, with and without linear RoPE scaling). Proven:
 - the GGUF and the same weights' Hugging Face directory give one config and the very same tensors, and logits
   within 1e-5 of transformers on a right-padded batch (float32);
-- transformers' own GGUF reader, an independent one, computes the same logits from the file (not for OLMo 2 and
-  GPT-NeoX, which it does not read: there the layout rests on llama.cpp's converter, copied here);
+- transformers' own GGUF reader, an independent one, computes the same logits from the file, for Qwen2, Qwen3 and
+  Phi-3 (it reads no OLMo 2 or GPT-NeoX file, and a Gemma one with Gemma's default query_pre_attn_scalar: for
+  those the layout rests on llama.cpp's converter, copied here);
 - Q8_0 matrices stay quantized (attnlab's blocks, not expanded) and compute what the dequantized file does.
 """
 
@@ -33,7 +35,16 @@ CASES = {"qwen2": ("Qwen2ForCausalLM", "Qwen2Config", {}),
          "qwen3": ("Qwen3ForCausalLM", "Qwen3Config", dict(head_dim=12)),
          "phi3": ("Phi3ForCausalLM", "Phi3Config", dict(pad_token_id=0, bos_token_id=1, eos_token_id=2)),
          "olmo2": ("Olmo2ForCausalLM", "Olmo2Config", {}),
-         "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(num_key_value_heads=None))}
+         "gpt_neox": ("GPTNeoXForCausalLM", "GPTNeoXConfig", dict(num_key_value_heads=None)),
+         # Gemma: query_pre_attn_scalar = head_dim, as llama.cpp computes every Gemma but the 27B ones (no GGUF key)
+         "gemma2": ("Gemma2ForCausalLM", "Gemma2Config", dict(head_dim=8, query_pre_attn_scalar=8, sliding_window=3,
+                                                             attn_logit_softcapping=0.5, final_logit_softcapping=2.0)),
+         "gemma3": ("Gemma3ForCausalLM", "Gemma3TextConfig", dict(num_hidden_layers=6, head_dim=8,
+                                                                 query_pre_attn_scalar=8, sliding_window=3))}
+GEMMA3_LINEAR = dict(rope_parameters={"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+                                      "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})
+GEMMA_NORMS = {"post_attention_layernorm": "post_attention_norm", "pre_feedforward_layernorm": "ffn_norm",
+               "post_feedforward_layernorm": "post_ffw_norm"}  # Gemma's four norms per block
 NEOX = {"gpt_neox.embed_in.weight": "token_embd.weight", "gpt_neox.final_layer_norm": "output_norm",
         "embed_out.weight": "output.weight", "lm_head.weight": "output.weight", "input_layernorm": "attn_norm",
         "post_attention_layernorm": "ffn_norm",
@@ -85,7 +96,7 @@ def _gguf_name(hf_name: str, arch: str) -> str:
         return "output.weight"
     _, _, i, rest = hf_name.split(".", 3)  # model.layers.N.<module>.<weight|bias>
     module, kind = rest.rsplit(".", 1)
-    names = {**NAMES, **OUTPUT_NORMS} if arch == "olmo2" else NAMES
+    names = {**NAMES, **(OUTPUT_NORMS if arch == "olmo2" else GEMMA_NORMS if "gemma" in arch else {})}
     return f"blk.{i}.{names[module]}.{kind}"
 
 
@@ -93,7 +104,7 @@ def write_gguf(hf, path, quantized: str | None = None):
     """`hf`'s weights as llama.cpp's converter writes a Qwen2 / Qwen3 file (no tokenizer); `quantized`: the 2-D
     matrices of the blocks in that type (Q8_0), the rest F32."""
     c = hf.config
-    arch = c.model_type
+    arch = c.model_type.removesuffix("_text")  # llama.cpp names Gemma 3's text model gemma3
     writer = gguf.GGUFWriter(str(path), "gptneox" if arch == "gpt_neox" else arch)
     if arch == "gpt_neox":  # the keys llama.cpp's converter writes (GPTNeoXModel.set_gguf_parameters)
         writer.add_context_length(c.max_position_embeddings)
@@ -129,7 +140,17 @@ def write_gguf(hf, path, quantized: str | None = None):
     else:
         writer.add_key_length(head_dim)
         writer.add_value_length(head_dim)
-    writer.add_rope_freq_base(c.rope_parameters["rope_theta"])
+    if "gemma" in arch:  # as Gemma2Model / Gemma3Model.set_gguf_parameters write them
+        writer.add_sliding_window(c.sliding_window)
+        if c.attn_logit_softcapping:
+            writer.add_attn_logit_softcapping(c.attn_logit_softcapping)
+        if c.final_logit_softcapping:
+            writer.add_final_logit_softcapping(c.final_logit_softcapping)
+    rope = c.rope_parameters.get("full_attention", c.rope_parameters)  # Gemma 3: the global layers'
+    writer.add_rope_freq_base(rope["rope_theta"])
+    if rope.get("rope_type") == "linear":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(rope["factor"])
     writer.add_layer_norm_rms_eps(c.rms_norm_eps)
     writer.add_vocab_size(c.vocab_size)
     for name, tensor in hf.state_dict().items():
@@ -137,6 +158,10 @@ def write_gguf(hf, path, quantized: str | None = None):
             continue
         values = tensor.detach().numpy().astype(np.float32)
         gguf_name = _gguf_name(name, arch)
+        if "gemma" in arch and name.endswith("norm.weight"):
+            values = values + 1  # llama.cpp's converter stores Gemma's gains as 1 + w
+        if "gemma" in arch and name == "lm_head.weight":
+            continue  # tied, and skipped by the converter
         if quantized and values.ndim == 2 and gguf_name.startswith("blk."):
             kind = getattr(gguf.GGMLQuantizationType, quantized)
             writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
@@ -155,7 +180,8 @@ def _close(writer, path):
 
 @pytest.mark.parametrize("arch, options", [("qwen2", {}), ("qwen3", {}), ("phi3", {}), ("phi3", PHI3_OPTIONS),
                                            ("olmo2", {}), ("gpt_neox", {}),
-                                           ("gpt_neox", dict(use_parallel_residual=False))])
+                                           ("gpt_neox", dict(use_parallel_residual=False)), ("gemma2", {}),
+                                           ("gemma3", {}), ("gemma3", GEMMA3_LINEAR)])
 def test_the_gguf_is_the_hf_directory(arch, options, tmp_path):
     hf = _hf_model(arch, **options)
     hf.save_pretrained(tmp_path / "hf")
@@ -163,7 +189,8 @@ def test_the_gguf_is_the_hf_directory(arch, options, tmp_path):
     from_gguf, _ = attnlab.load(write_gguf(hf, tmp_path / f"{arch}.gguf"))
     keep = ("topology", "d_model", "n_heads", "n_kv_heads", "d_head", "d_ff", "n_layers", "rope_theta", "bias",
             "qkv_bias", "qk_norm", "tie_embeddings", "activation", "norm", "sliding_window", "rotary_dim",
-            "norm_placement", "parallel_residual")
+            "norm_placement", "parallel_residual", "global_every", "attn_scale", "attn_softcap", "logit_softcap",
+            "rope_scaling", "rope_local_theta", "scale_embeddings")
     assert {k: getattr(from_gguf.config, k) for k in keep} == {k: getattr(from_dir.config, k) for k in keep}
     assert from_gguf.config.norm_eps == pytest.approx(from_dir.config.norm_eps, rel=1e-7)  # a float32 in GGUF
     ours, theirs = from_gguf.state_dict(), from_dir.state_dict()
