@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,25 +190,41 @@ def test_a_reader_that_goes_away_ends_generate_quietly(tiny_files):
     assert b"Traceback" not in err and b"BrokenPipeError" not in err, err.decode()[-2000:]
 
 
-def test_a_first_generate_builds_every_kernel_before_the_prompt_is_echoed(tiny_files, tmp_path):
-    """With an empty kernel folder, `attnlab generate FILE.gguf` says each build on its own line before it echoes
-    the prompt (the quantized products', the norm's, the rotary positions' and the prompt's attention), so no build
-    line lands inside the generated text."""
+def test_a_first_generate_leaves_its_kernels_to_a_detached_build_and_a_later_run_uses_them(tiny_files, tmp_path):
+    """With an empty kernel folder, `attnlab generate FILE.gguf` (a user's own command) waits for no compiler: it
+    prints no build line, decodes with torch's operators, and says in one line AFTER the text which kernels are
+    being built at low priority (the quantized products', the norm's, the rotary positions' and, on AVX-512, the
+    prompt's attention). The detached builds put whole libraries into the private folder, and the next run names
+    none. The test waits for the builds to end, so no compiler outlives it."""
     if kernel_build.compiler() is None:
         pytest.skip("no C++ compiler here")
     env = {**os.environ, "ATTNLAB_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-m", "attnlab", "generate", str(tiny_files["gguf"]), "--ids", "1 2 3",
-                           "--max-new-tokens", "2", "--no-compile"], stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env, timeout=300)
-    assert done.returncode == 0, done.stdout[-2000:]
-    lines = done.stdout.splitlines()
-    builds = [i for i, line in enumerate(lines) if line.startswith("attnlab: building the ")]
+    argv = [sys.executable, "-m", "attnlab", "generate", str(tiny_files["gguf"]), "--ids", "1 2 3",
+            "--max-new-tokens", "2", "--no-compile"]
+
+    def run() -> list[str]:
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO, env=env,
+                              timeout=300)
+        assert done.returncode == 0, done.stdout[-2000:]
+        return done.stdout.splitlines()
+
+    lines = run()
+    assert not [line for line in lines if line.startswith("attnlab: building the ")], lines
     echo = next(i for i, line in enumerate(lines) if line.startswith("1 2 3"))
-    built = " ".join(lines[i] for i in builds)
-    assert "rms_norm" in built and "rope" in built, lines
+    notes = [i for i, line in enumerate(lines) if "being built at low priority" in line]
+    assert len(notes) == 1 and notes[0] > echo, lines
+    named = lines[notes[0]]
+    assert "rms_norm" in named and "rope" in named, named
     if kernel_variants.cpu_reason(attention_kernel.FLAGS) is None:  # AVX-512: the prompt's attention kernel too
-        assert "causal_attention" in built, lines
-    assert builds and max(builds) < echo, lines
+        assert "causal_attention" in named, named
+    folder = tmp_path / "cache" / "kernels"
+    deadline = time.monotonic() + 600  # nice 19 on a busy machine: give the compilers their time, then check
+    while list(folder.glob(".*.building")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not list(folder.glob(".*.building")), "a detached build did not end"
+    assert not list(folder.glob(".*.cc")) and not list(folder.glob(".*.so")), "a build left its temporary files"
+    assert len(list(folder.glob("*.so"))) >= 2  # whole libraries, renamed into place
+    assert not [line for line in run() if "being built at low priority" in line]
 
 
 def test_trains_process_ends_at_once_after_its_exit_handlers(tmp_path):
