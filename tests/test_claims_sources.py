@@ -16,8 +16,6 @@ Figures the pages print that no log can check, and why (the pages mark them "(no
 write-up they come from):
 - docs/performance.md's install times and sizes (venv 11 s + torch 71 s + attnlab 67 s, 1.1 GB, 44 packages) and
   the disk sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
-- The newcomer's 6 m 32 s: printed by `python -m attnlab.benchmarks.newcomer`, whose output was not saved
-  (the start-up times beside it are checked against bench/results/startup-zen5-2026-11-28/startup-evening.log).
 - docs/performance.md's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
   current row is checked against bench/results/ci-2026-12-06/ci-run.log.
 - docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
@@ -91,9 +89,34 @@ def _baby_cell(n: int) -> str:
     return r"^\| 1 \|" + r"[^|]+\|" * (n - 1) + r" ([\d.]+)"
 
 
+FINE_TUNE = "bench/results/fine-tune-2026-12-06"
+
+
+def _one_figure_each(cells: str, keys: tuple[str, ...]) -> list[tuple[str, str]]:
+    """A table row whose figures are marked [like this], once per figure: (the row with that one figure in braces
+    and the others plain, the log key of that figure), in the order the figures stand."""
+    parts = re.split(r"\[([^]]*)\]", cells)  # text, figure, text, figure, ..., text
+    figures = parts[1::2]
+    assert len(figures) == len(keys), cells
+    rows = []
+    for i, key in enumerate(keys):
+        shown = [f"{{{fig}}}" if j == i else fig for j, fig in enumerate(figures)]
+        rows.append(("".join(t + f for t, f in zip(parts[::2], [*shown, ""], strict=True)), key))
+    return rows
+
+
 GPT2_PARAMS = "docs/experiments/results/gpt2_params.jsonl"  # counted by docs/experiments/gpt2_params.py
 
+NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"
 CLAIMS = [
+    (COSTS, "data preparation and\nmodel build {12.1} s", NEWCOMER,
+     "json:training.totals.data preparation and model build", 1),
+    (COSTS, "2,000 steps 7 m 48 s, four evaluations {75.5} s", NEWCOMER, "json:training.totals.evaluations", 1),
+    (COSTS, "Peak resident memory {491} MB for the whole run", NEWCOMER, "json:training.peak_mb", 1),
+    (COSTS, "The longest wait\nwith nothing printed was {24.4} s", NEWCOMER, "json:training.longest_wait.seconds", 1),
+    ("bench/RESULTS.md", "peak resident memory {491} MB", NEWCOMER, "json:training.peak_mb", 1),
+    ("bench/RESULTS.md", "the longest wait with nothing printed {24.4} s", NEWCOMER,
+     "json:training.longest_wait.seconds", 1),
     # docs/howto/install.md: the GPU run
     (INSTALL, "GPT-2 small trains {1.60}x faster than HF eager", f"{GPU}/train_eager.log", VS_ATTNLAB.format("hf"),
      1),
@@ -401,6 +424,17 @@ CLAIMS = [
      f"{QUICK}/before-f6cc462.log", r"worst default / best: ([\d.]+)", 1),
     ("bench/RESULTS.md", "| threads: worst default / best | 0.58 (training as found) | {0.96} |", f"{QUICK}/after.log",
      r"worst default / best: ([\d.]+)", 1),
+    # docs/fine-tuning.md: init_from= runs on the shared 2-core machine (python -m attnlab.benchmarks.fine_tune)
+    *[("docs/fine-tuning.md", row, f"{FINE_TUNE}/{name}.json", f"json:{key}", 1)
+      for name, cells in (("smollm2", "| [2.930] | [2.864] | 40 | [168] s | [1,463] MB | [4.13] (3.7-4.4) |"),
+                          ("minilm", "| [8.218] | [6.766] | 200 | [188] s | [787] MB | [2.93] (1.6-4.0) |"))
+      for row, key in _one_figure_each(cells, ("val_loss_before", "val_loss_after", "wall_s", "peak_rss_mb",
+                                               "machine.load_during.mean"))],
+    ("docs/fine-tuning.md", "from {4.9}% at step 0", f"{FINE_TUNE}/minilm.json", "json:eval_before.masked_top1", 100),
+    ("docs/fine-tuning.md", "to {9.7}% after 200 steps", f"{FINE_TUNE}/minilm.json", "json:eval_after.masked_top1",
+     100),
+    ("docs/fine-tuning.md", "against {5.3}% for always guessing", f"{FINE_TUNE}/minilm.json",
+     "json:eval_after.unigram_top1", 100),
 ]
 
 
