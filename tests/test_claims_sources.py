@@ -108,7 +108,16 @@ def _one_figure_each(cells: str, keys: tuple[str, ...]) -> list[tuple[str, str]]
 GPT2_PARAMS = "docs/experiments/results/gpt2_params.jsonl"  # counted by docs/experiments/gpt2_params.py
 
 NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"
+FIRST_RUN = "bench/results/first-run-2026-12-06/after.log"
 CLAIMS = [
+    ("bench/RESULTS.md", "first run {2.77} s (4.98 s wall)", FIRST_RUN,
+     r"^\| first \(empty cache\) \|.*\| ([\d.]+) s \|$", 1),
+    ("bench/RESULTS.md", "first run 2.77 s ({4.98} s wall)", FIRST_RUN,
+     r"^\| first \(empty cache\) \|.*\| ([\d.]+) s \| [\d.]+ s \|$", 1),
+    ("bench/RESULTS.md", "second {1.71} s (2.09 s)", FIRST_RUN, r"^\| second \|.*\| ([\d.]+) s \|$", 1),
+    ("bench/RESULTS.md", "third {1.77} s (2.50 s)", FIRST_RUN, r"^\| third \|.*\| ([\d.]+) s \|$", 1),
+    ("bench/RESULTS.md", "the one-token prompt \"The\" {1.80} s (3.00 s)", FIRST_RUN,
+     r"^\| one-token prompt, the build perhaps still at work \|.*\| ([\d.]+) s \|$", 1),
     (COSTS, "data preparation and\nmodel build {12.1} s", NEWCOMER,
      "json:training.totals.data preparation and model build", 1),
     (COSTS, "2,000 steps 7 m 48 s, four evaluations {75.5} s", NEWCOMER, "json:training.totals.evaluations", 1),
