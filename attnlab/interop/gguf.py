@@ -514,7 +514,9 @@ def llama_departures(config) -> dict[str, bool]:
 
 def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None,
               keep_quantized: bool = True) -> Path:
-    """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order).
+    """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order): a `llama`
+    file, or a `qwen2` one for Q/K/V biases (qkv_bias) and a `qwen3` one for per-head q/k norms (qk_norm="head"),
+    whose rows keep Hugging Face's order.
 
     tokenizer: an attnlab Tokenizer (byte-level BPE, SentencePiece-style BPE or uncased WordPiece; see
     gguf_tokenizer.py), written as tokenizer.ggml.*; without one the file holds the model alone (attnlab and
@@ -536,8 +538,14 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
             and config.activation == "swiglu" and not config.bias):
         raise CheckpointError("save_gguf writes LLaMA-style decoders only (rope, rmsnorm, swiglu, no biases)")
     beyond_llama = [name for name, value in llama_departures(config).items() if value]
-    if beyond_llama:  # a llama GGUF has no key for them: the file would compute another model
-        raise CheckpointError(f"save_gguf writes LLaMA-style decoders only; this one sets {', '.join(beyond_llama)}")
+    # Qwen2 (Q/K/V biases) and Qwen3 (per-head q/k norms) have architectures of their own that say them
+    arch = {("qkv_bias",): "qwen2", ("qk_norm",): "qwen3"}.get(tuple(beyond_llama), "llama")
+    if arch == "qwen3" and config.qk_norm != "head":
+        arch = "llama"  # q/k norms over all heads are OLMo 2's, whose file has norms of another placement
+    if beyond_llama and arch == "llama":  # a llama GGUF has no key for them: the file would compute another model
+        raise CheckpointError(f"save_gguf writes LLaMA-style decoders, Qwen2 (qkv_bias) and Qwen3 (qk_norm='head') "
+                              f"only; this one sets {', '.join(beyond_llama)}")
+    table = qwen_table(config) if arch != "llama" else llama_table(config)
     if dtype not in DTYPES:
         raise CheckpointError(f"save_gguf: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     path = Path(path)
@@ -547,10 +555,10 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
         from attnlab.quantization import float_state_dict
 
         state, quantized = float_state_dict(model), {}
-    kinds = {foreign: quantized[ours] for ours, names, _ in expand(llama_table(config), config) if ours in quantized
+    kinds = {foreign: quantized[ours] for ours, names, _ in expand(table, config) if ours in quantized
              for foreign in names}
-    tensors = to_theirs(llama_table(config), config, state)
-    writer = GGUFWriter(str(path), "llama")
+    tensors = to_theirs(table, config, state)
+    writer = GGUFWriter(str(path), arch)
     if config.name:
         writer.add_name(str(config.name))
     for key, value in _llama_keys(config):
@@ -568,7 +576,7 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     if source:
         d_head = config.d_model // config.n_heads  # what llama.cpp assumes without key_length / value_length
         keep_source_keys(writer, source, lambda key: not key.startswith("tokenizer."),
-                         {"llama.attention.key_length": d_head, "llama.attention.value_length": d_head})
+                         {f"{arch}.attention.key_length": d_head, f"{arch}.attention.value_length": d_head})
     for name, tensor in tensors.items():
         tensor = tensor.detach().cpu()
         if name in kinds:

@@ -232,3 +232,39 @@ def test_q8_0_blocks_stay_quantized(arch, tmp_path):
     expected = run_ours(floats, inputs).logits
     diff = max_diff(expected, run_ours(kept, inputs).logits, real(inputs))
     assert diff <= 1e-2 * float(expected.abs().max())
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3"])
+def test_written_back_as_their_own_architecture(arch, tmp_path):
+    """save_gguf writes a Qwen2 model as a qwen2 file and a Qwen3 one as qwen3 (a llama file has no key for their
+    biases or norms): transformers' GGUF reader computes the Hugging Face model's logits from it (Qwen3 with
+    head_dim 128, the only one that reader builds), and attnlab reads back the same tensors."""
+    from attnlab.interop.gguf import save_gguf
+
+    hf = _hf_model(arch, head_dim=128) if arch == "qwen3" else _hf_model(arch)
+    hf.save_pretrained(tmp_path / "hf")
+    ours, _ = attnlab.load(tmp_path / "hf")
+    path = save_gguf(ours, tmp_path / "written.gguf")
+    assert gguf.GGUFReader(str(path)).fields["general.architecture"].contents() == arch
+    back, _ = attnlab.load(path)
+    state, written = ours.state_dict(), back.state_dict()
+    assert state.keys() == written.keys() and all(torch.equal(state[k], written[k]) for k in state)
+    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
+                                                               dtype=torch.float32).eval()
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
+
+
+@pytest.mark.parametrize("arch", ["qwen2", "qwen3"])
+def test_kept_blocks_are_written_back_as_they_were(arch, tmp_path):
+    """A Q8_0 file loaded with its blocks kept and written again holds the very same blocks (no expansion)."""
+    from attnlab.interop.gguf import save_gguf
+
+    widths = dict(intermediate_size=64, **(dict(head_dim=8) if arch == "qwen3" else {}))
+    source = write_gguf(_hf_model(arch, **widths), tmp_path / "q8.gguf", quantized="Q8_0")
+    kept, _ = attnlab.load(source)
+    written = save_gguf(kept, tmp_path / "again.gguf")
+    before = {t.name: bytes(t.data) for t in gguf.GGUFReader(str(source)).tensors if t.tensor_type.name == "Q8_0"}
+    after = {t.name: bytes(t.data) for t in gguf.GGUFReader(str(written)).tensors if t.tensor_type.name == "Q8_0"}
+    assert before and before == after
