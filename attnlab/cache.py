@@ -12,14 +12,6 @@ import torch
 from attnlab.errors import InputError
 
 
-def sliding_layer(config, i: int) -> bool:
-    """Whether layer `i` of a model with `config` attends through a sliding window: every layer with
-    sliding_window, except each global_every-th (Gemma 2 and 3's global layers)."""
-    if config.sliding_window is None:
-        return False
-    return config.global_every is None or (i + 1) % config.global_every != 0
-
-
 class LayerCache:
     """One self-attention layer's K and V, (batch, kv_heads, capacity, d_head) each, filled up to `length`.
 
@@ -159,7 +151,7 @@ class KVCache:
         config = model.config
         param = next(model.parameters())
         n_layers = config.decoder_layers if config.topology == "encoder-decoder" else config.n_layers
-        windows = [config.sliding_window if bounded and sliding_layer(config, i) else None for i in range(n_layers)]
+        windows = [config.sliding_window if bounded and config.sliding_layer(i) else None for i in range(n_layers)]
         return cls(n_layers, batch, config.kv_heads, capacity, config.head_dim, dtype or param.dtype,
                    device or param.device, cross=config.topology == "encoder-decoder", windows=windows)
 

@@ -170,6 +170,13 @@ class ModelConfig:
         """Blocks in the whole model: n_layers, plus the decoder's for an encoder-decoder."""
         return self.n_layers + (self.decoder_layers if self.topology == "encoder-decoder" else 0)
 
+    def sliding_layer(self, i: int) -> bool:
+        """Whether layer i attends through the sliding window: every layer when sliding_window is set, except each
+        global_every-th (Gemma 2 and 3's global layers: i = global_every-1, 2*global_every-1, ...)."""
+        if self.sliding_window is None:
+            return False
+        return self.global_every is None or (i + 1) % self.global_every != 0
+
     @property
     def rope_dim(self) -> int:
         """Features of each head that RoPE rotates (the first ones; the rest pass unrotated)."""

@@ -212,6 +212,24 @@ def test_kv_cache_bytes_equal_a_filled_cache(name, dtype):
     assert predicted["cross"] == cross
 
 
+@pytest.mark.parametrize("window, every", [(5, None), (5, 3), (20, 2)])
+def test_kv_cache_bytes_of_a_windowed_model_equal_generations_cache(window, every):
+    """With a sliding window (on every layer, or all but every 3rd; one longer than the text) the prediction is what
+    a bounded cache, generation's, holds after the prompt and the steps: min(n, window) positions per windowed
+    layer, n per global one."""
+    config = attnlab.presets["tiny-llama"].replace(n_layers=3, sliding_window=window, global_every=every)
+    model = build_model(config).eval()
+    cache = KVCache.for_model(model, batch=B, capacity=N + 3, bounded=True)
+    ids = torch.randint(0, config.vocab_size, (B, N + 3))
+    with torch.no_grad():
+        model(ids[:, :N], cache=cache)
+        for i in range(N, N + 3):  # three decoding steps: a full window's cache slides
+            model(ids[:, i:i + 1], cache=cache)
+    assert kv_cache_bytes(config, B, N + 3)["self"] == cache.nbytes
+    if every is None and window < N:
+        assert cache.nbytes < kv_cache_bytes(config.replace(sliding_window=None), B, N + 3)["self"]
+
+
 @pytest.mark.parametrize("name, n", [("gpt2", 1024), ("tiny-llama", 100), ("gpt-char", 64)])
 def test_training_flops_per_token_is_six_n_plus_attention(name, n):
     config = attnlab.presets[name]

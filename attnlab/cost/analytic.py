@@ -341,16 +341,19 @@ def kv_cache_bytes(config: ModelConfig, batch: int, seq: int, src_seq: int | Non
                    dtype="float32") -> dict[str, int]:
     """Bytes of the KV cache after n tokens: 2 (K and V) * n * n_kv_heads * d_head * L * bytes, x batch.
 
-    'self' is the decoder's self-attention cache; 'cross' the encoder-decoder's cross-attention K, V over the
-    m source tokens. Encoders and ViTs keep no cache (both 0).
+    'self' is the decoder's self-attention cache, as generation keeps it: a layer with a sliding window W
+    (Mistral; Gemma's all but every global_every-th) holds min(n, W) positions (KVCache.for_model(bounded=True)),
+    so a windowed model's cache stops growing. 'cross' is the encoder-decoder's cross-attention K, V over the m
+    source tokens. Encoders and ViTs keep no cache (both 0).
     """
     element = DTYPE_BYTES[dtype_name(dtype)]
     if config.topology not in ("decoder", "encoder-decoder"):
         return {"self": 0, "cross": 0}
     b, n, m = resolve_sizes(config, batch, seq, src_seq)
     layers = config.n_layers if config.topology == "decoder" else config.decoder_layers
-    per_token = 2 * config.kv_heads * config.head_dim * layers * element  # K and V of one token, every layer
-    return {"self": b * n * per_token, "cross": b * m * per_token if m is not None else 0}
+    per_layer = 2 * config.kv_heads * config.head_dim * element  # K and V of one token, one layer
+    stored = sum(min(n, config.sliding_window) if config.sliding_layer(i) else n for i in range(layers))
+    return {"self": b * stored * per_layer, "cross": b * m * per_layer * layers if m is not None else 0}
 
 
 def forward_flops(config: ModelConfig, batch: int, seq: int | None, src_seq: int | None = None) -> int:
