@@ -73,12 +73,14 @@ def test_a_command_may_end_while_only_the_step_loading_thread_runs():
     release = threading.Event()
     loader = threading.Thread(target=release.wait, daemon=True, name=process.READERS)
     other = threading.Thread(target=release.wait, daemon=True, name="something else")
-    assert process._only_readers_left()
+    main = threading.current_thread()  # the list is given: pytest's process runs threads of its own
+    assert process._only_readers_left([main])
     loader.start()
     try:
-        assert process._only_readers_left()
+        assert process._only_readers_left([main, loader])
         other.start()
-        assert not process._only_readers_left()
+        assert not process._only_readers_left([main, loader, other])
+        assert not process._only_readers_left([main, threading.Thread(name=process.READERS)])  # not a daemon
     finally:
         release.set()
         loader.join()

@@ -79,6 +79,9 @@ OTHERS = {
     # from its own lines: minutes, so not in --quick
     "newcomer": Entry("attnlab.benchmarks.newcomer", None, ["--out", "{out}"],
                       "a newcomer's first day: start-up, then a first training run on a 50 MB corpus, by phase"),
+    # a fresh machine's first `attnlab generate smollm2` runs beside llama-completion: empty caches, minutes
+    "first_run": Entry("attnlab.benchmarks.first_run", None, [],
+                       "a fresh machine's first, second and third `attnlab generate smollm2` beside llama-completion"),
     # the heavy or special ones: only with --only NAME, at their defaults
     "explorer_class": Entry("attnlab.benchmarks.explorer_class", None, ["--json", "{out}/explorer_class.json"],
                             "a class at once: 30 simulated students on one explorer for 120 s", on_request=True),

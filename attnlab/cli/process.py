@@ -69,9 +69,11 @@ def end(code: int) -> None:
 READERS = "attnlab-compile-step"  # generation/compiled.py's thread: in a command, it only loads a kept step
 
 
-def _only_readers_left() -> bool:
+def _only_readers_left(threads=None) -> bool:
     """No thread but this one runs, or only the compiled step's loading thread (daemon): in a command it reads the
     kept step and writes nothing (a step not kept is built by a separate process: generation/apart.py), so the
-    process may end without waiting for a load it no longer needs."""
+    process may end without waiting for a load it no longer needs. threads: the running threads (default
+    threading.enumerate(); a test passes its own list, since its process runs threads of its own)."""
     main = threading.current_thread()
-    return all(t is main or (t.daemon and t.name == READERS) for t in threading.enumerate())
+    running = threading.enumerate() if threads is None else threads
+    return all(t is main or (t.daemon and t.name == READERS) for t in running)

@@ -32,11 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
 
-        import attnlab
         from attnlab.generation import compiled
+        from attnlab.loading import load
         from attnlab.quantize_options import apply
 
-        model, _ = attnlab.load(args.model)
+        model, _ = load(args.model)
         model = apply(model, args.quantize).eval()
         dtype = getattr(torch, args.dtype)
         built = compiled.build_here(model, (args.rows, args.threads, args.kernel_threads), dtype)

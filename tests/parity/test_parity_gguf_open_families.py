@@ -11,7 +11,7 @@ its caps and windows (Gemma 3: the default five-to-one pattern, with and without
   within 1e-5 of transformers on a right-padded batch (float32);
 - transformers' own GGUF reader, an independent one, computes the same logits from the file, for Qwen2, Qwen3 and
   Phi-3 (it reads no OLMo 2 or GPT-NeoX file, and a Gemma one with Gemma's default query_pre_attn_scalar: for
-  those the layout rests on llama.cpp's converter, copied here);
+  those the layout rests on this file's reading of llama.cpp's tensor names and keys, written here);
 - Q8_0 matrices stay quantized (attnlab's blocks, not expanded) and compute what the dequantized file does.
 """
 
