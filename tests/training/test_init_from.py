@@ -144,7 +144,10 @@ def test_an_encoder_gets_a_fresh_masked_lm_head(corpus, tmp_path):
     assert torch.equal(task.model.tokens.weight, hf.embeddings.word_embeddings.weight)  # transformers' own tensor
     assert torch.equal(task.model.blocks[1].ffn.up.weight, hf.encoder.layer[1].intermediate.dense.weight)
     assert task.start.new and all(n.startswith("lm_head.") for n in task.start.new)
-    assert "a fresh lm head" in "\n".join(task.start.lines())
+    lines = "\n".join(task.start.lines())
+    assert "a fresh LM head" in lines and "the LM head's projection, tied to them" in lines
+    counts = torch.bincount(task.train_ids, minlength=len(vocab)).double()  # the bias is the unigram model
+    assert torch.allclose(task.model.lm_head.bias.double(), ((counts + 1) / (counts.sum() + len(vocab))).log())
     trains = {n for n, p in task.model.named_parameters() if p.requires_grad}
     assert set(task.start.new) <= trains and not any(n.startswith(("tokens.", "blocks.0.")) for n in trains)
     assert any(n.startswith("blocks.1.") for n in trains)

@@ -73,6 +73,12 @@ class MaskedLMTask(CorpusTask, ClsSepMasking):
         self.unigram_top = int(counts.argmax())
         if start is not None:
             self.model = start.model
+            if "lm_head.bias" in start.new:  # a fresh head starts as the unigram model (add-one smoothed log
+                # frequencies of the train split), as minilm-mlm's does: AdamW moves a bias ~lr a step, far too
+                # slowly to learn "the" from "aardvark" from zero in a short run
+                with torch.no_grad():
+                    self.model.lm_head.bias.copy_(torch.log((counts + 1.0) / (counts.sum() + tok.vocab_size)))
+                start.head_note = "; its output bias starts at the train split's log unigram frequencies"
         else:
             config = ModelConfig(topology="encoder", vocab_size=tok.vocab_size, d_model=p["d_model"],
                                  n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],

@@ -47,6 +47,7 @@ class Start:
     new: list[str] = field(default_factory=list)  # names of the tensors the loaded model did not have
     expanded: str | None = None  # why and what was expanded to float32, or None
     freeze: int = 0
+    head_note: str = ""  # what the recipe did to a fresh head beyond initialising it (said on the "new" line)
 
     def lines(self) -> list[str]:
         """The opening summary's lines: what was loaded, what is new, what was expanded, what is frozen."""
@@ -57,8 +58,8 @@ class Start:
         lines = [f"  start   init_from={self.spec}: {self.loaded_params:,} parameters loaded, with its tokenizer"
                  f"{f' ({vocab:,} tokens)' if vocab else ''}"]
         if self.new:
-            lines.append(f"  new     a fresh {model.config.head} head: {', '.join(self.new)} "
-                         f"({new_params:,} parameters, the rest as loaded)")
+            lines.append(f"  new     a fresh {model.config.head.upper()} head: {', '.join(self.new)} "
+                         f"({new_params:,} parameters, the rest as loaded){self.head_note}")
         else:
             lines.append(f"  new     none: the loaded {model.config.head.upper()} head continues")
         if self.expanded:
@@ -66,7 +67,10 @@ class Start:
         trained = sum(p.numel() for p in model.parameters() if p.requires_grad)
         total = sum(p.numel() for p in model.parameters())
         if self.freeze:
-            tied = " (and the LM head tied to them)" if getattr(model.config, "tie_embeddings", False) else ""
+            tied = ""
+            if getattr(model.config, "tie_embeddings", False):  # BERT's head has more than the tied projection
+                own = any(n.startswith("lm_head.") for n in params)
+                tied = " (and the LM head's projection, tied to them)" if own else " (and the LM head tied to them)"
             blocks = "block 0" if self.freeze == 1 else f"blocks 0-{self.freeze - 1}"
             lines.append(f"  freeze  the embeddings{tied} and {blocks} of {model.config.n_layers} stay as loaded "
                          f"(freeze={self.freeze}): {trained:,} of {total:,} parameters train")
