@@ -410,6 +410,18 @@ class Trainer:
         self._write_metrics({"step": 0, **{f"eval_{k}" if not k.startswith("val") else k: v
                                            for k, v in metrics.items()}})
 
+    def _read_start_eval(self) -> None:
+        """A resumed fine-tuning run: the step 0 evaluation its first start wrote to metrics.jsonl, if any."""
+        path = self.out / "metrics.jsonl"
+        if not self.info.is_main or not path.is_file() or path.is_symlink():
+            return
+        for line in path.read_text().splitlines():
+            record = json.loads(line) if _parses(line) else {}
+            if record.get("step") == 0 and "loss" not in record:
+                self.start_eval = {k[len("eval_"):] if k.startswith("eval_") else k: v
+                                   for k, v in record.items() if k != "step"}
+                return
+
     def _evaluate_shown(self) -> tuple[dict[str, float], float]:
         """evaluate() inside the loop: (metrics, seconds it took).
 
@@ -536,8 +548,10 @@ class Trainer:
         self._open_reporter()
         for line in self.summary():
             self.log(line)
-        if self.step == 0 and getattr(self.task, "start", None) is not None:
+        if getattr(self.task, "start", None) is not None and self.step == 0:
             self.evaluate_start()
+        elif getattr(self.task, "start", None) is not None:  # resumed: its step 0 as metrics.jsonl kept it
+            self._read_start_eval()
         self._bar = self.console.bar(s.steps, self.step)  # replaced after each evaluation (_evaluate_shown)
         try:
             return self._loop(model, end, scope)

@@ -5,6 +5,7 @@ decoder kept quantized (int8), and a Hugging Face BertModel directory written by
 the masked-LM recipe adds a fresh one). Each run is a few steps on a few KB of seeded text.
 """
 
+import json
 import random
 
 import pytest
@@ -116,6 +117,15 @@ def assert_opens_in_the_explorer(run):
         answer = client.post("/api/attention", json={"model": "path", "text": "the cat sat"})
     assert answer.status_code == 200, answer.text
     assert len(answer.json()["weights"]) == len("the cat sat")  # one row per character of the text
+
+
+def test_a_resumed_fine_tuning_run_keeps_its_start(tiny_decoder, corpus, tmp_path):
+    keys = {"data": str(corpus), **quick("gpt-char"), "init_from": str(tiny_decoder), "steps": 2}
+    first = run_train("gpt-char", out=str(tmp_path / "run"), quiet=True, overrides=keys)
+    more = run_train("gpt-char", out=str(tmp_path / "run"), quiet=True, resume=True, overrides={**keys, "steps": 3})
+    assert more["step"] == 3 and more["start_eval"] == first["start_eval"]  # step 0 is not scored again
+    records = (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(r)["step"] for r in records] == [0, 1, 2, 3]
 
 
 def test_a_kept_quantized_model_is_expanded_to_float(tiny_decoder, corpus, tmp_path):
