@@ -82,6 +82,12 @@ OTHERS = {
     # a fresh machine's first `attnlab generate smollm2` runs beside llama-completion: empty caches, minutes
     "first_run": Entry("attnlab.benchmarks.first_run", None, [],
                        "a fresh machine's first, second and third `attnlab generate smollm2` beside llama-completion"),
+    # fine-tuning a pretrained model on a small corpus (init_from=): validation loss before and after, peak memory
+    "fine_tune": Entry("attnlab.benchmarks.fine_tune", None, ["--name", "minilm", "--recipe", "bert-mlm",
+                                                              "--init-from", "minilm", "--save", "{out}", "--",
+                                                              "steps=200", "threads=2"],
+                       "fine-tuning SmolLM2 or MiniLM on a small corpus: validation loss before and after, memory",
+                       on_request=True),
     # the heavy or special ones: only with --only NAME, at their defaults
     "explorer_class": Entry("attnlab.benchmarks.explorer_class", None, ["--json", "{out}/explorer_class.json"],
                             "a class at once: 30 simulated students on one explorer for 120 s", on_request=True),
