@@ -43,6 +43,8 @@ from attnlab.training.progress import Console, duration
 from attnlab.training.report import Reporter, parse_report
 from attnlab.training.settings import TrainSettings
 
+QUIET_S = 8.0  # at most this long without a line on a log or a pipe (a terminal's bar moves every step)
+
 
 class NonFiniteLoss(AttnlabError):
     """The loss became NaN or infinite; training stopped before the bad step touched the weights."""
@@ -209,11 +211,13 @@ class Trainer:
         self.stopped_early = False
         self.clock = time.perf_counter  # what the loop times steps and evaluations with (a test gives a fake one)
         self.start_eval: dict[str, float] | None = None  # a fine-tuning run's step 0 evaluation (evaluate_start)
+        self._line_at = time.monotonic()  # when the trainer last printed a line (a log's quiet stretch, QUIET_S)
 
     # ------------------------------------------------------------------ helpers
     def log(self, text: str) -> None:
         if self.info.is_main and not self.quiet:
             self.console.line(text)
+            self._line_at = time.monotonic()
 
     def _write_metrics(self, record: dict[str, Any]) -> None:
         self.history.append(record)
@@ -612,7 +616,10 @@ class Trainer:
                 self.track_best(last_eval)  # the checkpoint saved below is then the best, and kept as such
                 record.update({f"eval_{k}" if not k.startswith("val") else k: v for k, v in last_eval.items()})
             first = timing.steps == 1  # a line at once: nobody waits log_every steps for the first
-            if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end or first:
+            # a log or a pipe also gets a line when QUIET_S seconds have passed without one: on a busy machine
+            # log_every steps of a small model took 24 s, and a reader could not tell a slow run from a hung one
+            late = bool(s.log_every) and not self._bar.drawn and time.monotonic() - self._line_at >= QUIET_S
+            if self.step % max(1, s.log_every) == 0 or eval_now or self.step == end or first or late:
                 window_rate = timing.window_rate()  # tokens per second of training steps only
                 record["tokens_per_s"] = window_rate
                 flops = self._flops_per_item()

@@ -244,6 +244,25 @@ def test_a_terminal_of_size_0x0_gets_plain_lines(tmp_path):
     assert [line.split()[1] for line in shown.splitlines() if line.startswith("step ")] == ["1/4", "2/4", "4/4"]
 
 
+def test_a_log_gets_a_line_when_the_run_has_been_quiet_too_long(tmp_path, monkeypatch):
+    """On a log or a pipe, lines come every log_every steps, and also once QUIET_S seconds have passed without one
+    (a busy machine took 24 s for 50 steps of gpt-char: a reader could not tell slow from hung). With the quiet
+    limit at 0 every step prints; with it out of reach only log_every's lines do; log_every=0 stays silent."""
+    from attnlab.training import trainer as trainer_module
+
+    def shown_steps(quiet_s: float, log_every: int) -> list[str]:
+        monkeypatch.setattr(trainer_module, "QUIET_S", quiet_s)
+        log = io.StringIO()
+        settings = TrainSettings(steps=5, batch_size=2, eval_every=0, log_every=log_every, plot=False, warmup=1,
+                                 report="none")
+        Trainer(TinyLMTask(), settings, tmp_path / f"{quiet_s}-{log_every}", console=Console(stream=log)).fit()
+        return [line.split()[1] for line in log.getvalue().splitlines() if line.startswith("step ")]
+
+    assert shown_steps(0.0, 100) == ["1/5", "2/5", "3/5", "4/5", "5/5"]
+    assert shown_steps(1e9, 100) == ["1/5", "5/5"]
+    assert shown_steps(0.0, 0) == shown_steps(1e9, 0)
+
+
 # ------------------------------------------------------------------------------------------ torchrun
 @pytest.mark.slow
 def test_under_torchrun_only_rank_0_prints_and_writes_event_files(tmp_path, keys):
