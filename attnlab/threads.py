@@ -46,7 +46,7 @@ from torch import nn
 
 from attnlab.errors import InputError
 from attnlab.files import CacheWarning, finite_number, read_cache, warn_cache, write_json_atomic
-from attnlab.layers import kernel_threads
+from attnlab.layers import kernel_build, kernel_threads
 
 WINDOW_S = 0.03  # a fresh sample of other processes' CPU use spans this long (3 ticks per core at USER_HZ=100)
 REUSE_S = 10.0  # a snapshot younger than this is the start of the next window (no sleep)
@@ -318,7 +318,15 @@ def _decoding_step(model: nn.Module, rows: int):
     cache = KVCache.for_model(model, rows, capacity=past + 1)
     ids = torch.zeros((rows, 1), dtype=torch.long)
     with torch.inference_mode():
+        # one position first: it asks for the one-row kernels, and where a detached build is still making them
+        # (kernel_build.DEFER), it ran torch's stand-ins: nothing here is worth timing, and the fill of PAST
+        # positions through the stand-ins was half of a first run's time
+        model(ids, validate=False)
+        if kernel_build.DEFERRED:
+            raise StandIns(sorted(set(kernel_build.DEFERRED)))
         model(torch.zeros((rows, past), dtype=torch.long), cache=cache, validate=False)  # fill the cache once
+    if kernel_build.DEFERRED:  # the fill asked for the prompt kernels (rows), still being built
+        raise StandIns(sorted(set(kernel_build.DEFERRED)))
 
     apart = kernels_only(model, rows, rows)
 
@@ -417,6 +425,8 @@ def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float 
                     start = time.perf_counter()
                     work()
                     inner = max(inner, math.ceil(SAMPLE_S / max(time.perf_counter() - start, 1e-6)))
+                if kernel_build.DEFERRED:  # the step ran torch's stand-ins for kernels still being built
+                    raise StandIns(sorted(set(kernel_build.DEFERRED)))
             inner = min(inner, 64)
             started, repeats = time.perf_counter(), 0
             while repeats < 30:
@@ -531,10 +541,21 @@ def _cached_entry(path: Path, key: str, memo):
     return memo if entry is None and _well_formed(memo) else entry
 
 
+class StandIns(RuntimeError):
+    """The probe's first step ran torch's own operators in place of attnlab kernels that a detached build is still
+    making (a user's first `attnlab generate`: layers/kernel_build.py, DEFER)."""
+
+
 def _probe(model: nn.Module, rows: int, up_to: int, path: Path, key: str, now: float) -> dict:
-    """Time every count up to `up_to`, keep the fastest (ties to fewer threads) and write the entry."""
+    """Time every count up to `up_to`, keep the fastest (ties to fewer threads) and write the entry. Where the step
+    runs stand-ins for kernels still being built, nothing is timed or written: timing them cost a quiet machine's
+    first run 5 s of its 8 tokens' 7 s, and would tell later runs, which have the kernels, nothing true; this
+    run takes every count it may (`up_to`) and the next run measures."""
     counts = sorted({t for t in (1, 2, 4, 8, 16, 32, 64) if t < up_to} | {up_to})
-    seconds = time_decode(model, rows, counts)
+    try:
+        seconds = time_decode(model, rows, counts)
+    except StandIns:
+        return {"best": up_to, "seconds": {str(up_to): 0.0}, "measured": now, "quiet": False}
     best = counts[0]
     for t in counts[1:]:
         if seconds[t] * GAIN < seconds[best]:

@@ -281,6 +281,35 @@ def test_the_probe_times_every_count_and_leaves_threads_mode_and_rng_alone(two_c
     assert set(T.time_decode(encoder, 2, [1, 2], budget_s=0.0)) == {1, 2}
 
 
+def test_no_probe_is_timed_or_kept_while_kernels_are_being_built(two_cores, monkeypatch):
+    """A user's first `attnlab generate` runs torch's stand-ins for kernels a detached build is making
+    (kernel_build.DEFERRED): the probe stops after the one-position forward that asked for them, takes every count
+    it may, and writes nothing, so the next run (with the kernels) measures. The stand-in is simulated: the
+    forward itself names a kernel as deferred, as kernel_build.load does under DEFER."""
+    from attnlab.layers import kernel_build
+
+    monkeypatch.setattr(T, "free_cores", lambda window=T.WINDOW_S: 2.0)
+    monkeypatch.setattr(kernel_build, "DEFERRED", [])
+    model = _decoder()
+    forwards = []
+
+    def deferring(module, args, kwargs):
+        forwards.append(args[0].shape[1])
+        kernel_build.DEFERRED.append("int4")
+
+    handle = model.register_forward_pre_hook(deferring, with_kwargs=True)
+    try:
+        assert T.best_threads(model, 1, 2) == 2
+    finally:
+        handle.remove()
+    assert forwards == [1], "only the one-position forward ran: no fill of the cache, no timed step"
+    assert not T.cache_file().exists()
+    kernel_build.DEFERRED.clear()  # the kernels are built: the next process probes and keeps its answer
+    T._MEMO.clear()
+    monkeypatch.setattr(T, "time_decode", lambda model, rows, counts: {1: 1.0, 2: 1.0})
+    assert T.best_threads(model, 1, 2) == 1 and T.cache_file().exists()
+
+
 # ------------------------------------------------------------------------------------------ generation, CLI
 def test_generate_under_the_policy_gives_the_same_tokens_and_restores_threads(two_cores, monkeypatch):
     model, tokenizer = attnlab.load(CHECKPOINT)
