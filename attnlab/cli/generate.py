@@ -170,7 +170,13 @@ def run(args) -> int:
         kernel_build.DEFER[0] = True
     with process.start_up():  # torch's import and the model's load, with the collector paused (cli/process.py)
         model, tokenizer, ids, kwargs = _prepared(args)
-    return _generated(args, model, tokenizer, ids, kwargs)
+    try:
+        return _generated(args, model, tokenizer, ids, kwargs)
+    finally:  # the notes held for after the text belong to this command: a later call in the process says its own
+        held = sys.modules.get("attnlab.generation.compiled")
+        if held is not None:
+            held.HOLD_NOTES[0] = False
+            held.NOTES.clear()
 
 
 def _prepared(args):

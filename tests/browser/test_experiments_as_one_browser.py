@@ -26,8 +26,9 @@ def server(shipped_server):
     return shipped_server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture()
 def opened(page, server):
+    """The Experiments tab opened afresh: the other tests of this file take the same browser page elsewhere."""
     open_view(page, server["url"], 120_000, model="gpt-char", tab="experiments")
     page.wait_for_selector("#x-walk[data-ready='1']", timeout=120_000)
     return page
@@ -44,8 +45,7 @@ def _background(page, selector: str) -> str:
     return page.eval_on_selector(selector, "e => getComputedStyle(e).backgroundColor")
 
 
-def test_a_head_that_helped_is_orange_in_ablation_and_in_components(opened, server):
-    page = opened
+def _a_head_that_helped_is_orange_in_ablation_and_in_components(page, server):
     api = httpx.Client(base_url=server["url"], timeout=120)
     # independent of the page: the exact drop of each head switched off (clean - ablated log P) and the exact
     # change of the logit difference when its z is zeroed (replaced - clean); both say "helped" with opposite signs
@@ -88,8 +88,7 @@ def test_a_head_that_helped_is_orange_in_ablation_and_in_components(opened, serv
             assert _orange(_background(page, cell)) == (want > 0), (i, want)
 
 
-def test_the_walk_runs_by_keyboard_and_concludes_from_its_own_numbers(opened):
-    page = opened
+def _the_walk_runs_by_keyboard_and_concludes_from_its_own_numbers(page):
     page.fill("#walk-clean", PAIR[0])
     page.fill("#walk-corrupted", PAIR[1])
     for k, step in enumerate(STEPS):
@@ -118,8 +117,7 @@ def test_the_walk_runs_by_keyboard_and_concludes_from_its_own_numbers(opened):
     assert first.startswith("“)”")
 
 
-def test_show_the_code_follows_the_page(opened):
-    page = opened
+def _show_the_code_follows_the_page(page):
     page.click("#x-ablate-code summary")
     page.wait_for_selector("#x-ablate-code[data-ready='1'] pre", timeout=60_000)
     page.click("#abl-sweep")  # the estimate grid, then its exact check
@@ -146,8 +144,7 @@ def test_show_the_code_follows_the_page(opened):
     assert page.locator("#x-patch-code pre").count() == 0
 
 
-def test_axe_finds_nothing_at_both_sizes(opened):
-    page = opened
+def _axe_finds_nothing_at_both_sizes(page):
     views = ("#x-walk", "#x-ablate", "#x-components")
     found = axe_violations(page, 1440, *views)
     page.set_viewport_size(PHONE)
@@ -159,6 +156,17 @@ def test_axe_finds_nothing_at_both_sizes(opened):
     finally:
         page.set_viewport_size(VIEWPORT)
     assert found == []
+
+
+def test_a_learners_session_on_the_experiments_page(opened, server):
+    """One session in the order a learner meets it, each part building on the one before (the code shown reads the
+    requests the earlier parts made): a head that helped is orange in ablation and components, the circuit walk by
+    keyboard, Show the code following the page, then axe at both sizes with all of it drawn. One test, because
+    the parts share one page's state and must run in this order (a shuffled run split them)."""
+    _a_head_that_helped_is_orange_in_ablation_and_in_components(opened, server)
+    _the_walk_runs_by_keyboard_and_concludes_from_its_own_numbers(opened)
+    _show_the_code_follows_the_page(opened)
+    _axe_finds_nothing_at_both_sizes(opened)
 
 
 def _axe_both(page, *views) -> list[str]:
