@@ -118,12 +118,7 @@ def write_gguf(hf, path, quantized: str | None = None):
         writer.add_layer_norm_eps(c.layer_norm_eps)
         for name, tensor in hf.state_dict().items():
             gguf_name, values = _neox_tensor(hf, name, tensor.detach())
-            values = values.numpy().astype(np.float32)
-            if quantized and values.ndim == 2 and gguf_name.startswith("blk."):
-                kind = getattr(gguf.GGMLQuantizationType, quantized)
-                writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
-            else:
-                writer.add_tensor(gguf_name, values)
+            _add_tensor(writer, gguf_name, values.numpy().astype(np.float32), quantized)
         return _close(writer, path)
     writer.add_block_count(c.num_hidden_layers)
     writer.add_context_length(c.max_position_embeddings)
@@ -162,12 +157,18 @@ def write_gguf(hf, path, quantized: str | None = None):
             values = values + 1  # llama.cpp's converter stores Gemma's gains as 1 + w
         if "gemma" in arch and name == "lm_head.weight":
             continue  # tied, and skipped by the converter
-        if quantized and values.ndim == 2 and gguf_name.startswith("blk."):
-            kind = getattr(gguf.GGMLQuantizationType, quantized)
-            writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
-        else:
-            writer.add_tensor(gguf_name, values)
+        _add_tensor(writer, gguf_name, values, quantized)
     return _close(writer, path)
+
+
+def _add_tensor(writer, gguf_name: str, values: np.ndarray, quantized: str | None) -> None:
+    """A block's matrix in the `quantized` type when one is asked; every other tensor (norms, biases, the
+    embedding table) as float32 in these test files."""
+    if quantized and values.ndim == 2 and gguf_name.startswith("blk."):
+        kind = getattr(gguf.GGMLQuantizationType, quantized)
+        writer.add_tensor(gguf_name, gguf.quants.quantize(values, kind), raw_dtype=kind)
+    else:
+        writer.add_tensor(gguf_name, values)
 
 
 def _close(writer, path):
