@@ -322,11 +322,9 @@ def _decoding_step(model: nn.Module, rows: int):
         # (kernel_build.DEFER), it ran torch's stand-ins: nothing here is worth timing, and the fill of PAST
         # positions through the stand-ins was half of a first run's time
         model(ids, validate=False)
-        if kernel_build.DEFERRED:
-            raise StandIns(sorted(set(kernel_build.DEFERRED)))
+        _no_stand_ins()
         model(torch.zeros((rows, past), dtype=torch.long), cache=cache, validate=False)  # fill the cache once
-    if kernel_build.DEFERRED:  # the fill asked for the prompt kernels (rows), still being built
-        raise StandIns(sorted(set(kernel_build.DEFERRED)))
+    _no_stand_ins()  # the fill asked for the prompt kernels (rows), which may still be being built
 
     apart = kernels_only(model, rows, rows)
 
@@ -425,8 +423,7 @@ def time_decode(model: nn.Module, rows: int, counts: list[int], budget_s: float 
                     start = time.perf_counter()
                     work()
                     inner = max(inner, math.ceil(SAMPLE_S / max(time.perf_counter() - start, 1e-6)))
-                if kernel_build.DEFERRED:  # the step ran torch's stand-ins for kernels still being built
-                    raise StandIns(sorted(set(kernel_build.DEFERRED)))
+                _no_stand_ins()
             inner = min(inner, 64)
             started, repeats = time.perf_counter(), 0
             while repeats < 30:
@@ -544,6 +541,13 @@ def _cached_entry(path: Path, key: str, memo):
 class StandIns(RuntimeError):
     """The probe's first step ran torch's own operators in place of attnlab kernels that a detached build is still
     making (a user's first `attnlab generate`: layers/kernel_build.py, DEFER)."""
+
+
+def _no_stand_ins() -> None:
+    """Raise StandIns when a forward of this process has run torch's stand-ins for kernels still being built
+    (kernel_build.DEFERRED): nothing after it is worth timing."""
+    if kernel_build.DEFERRED:
+        raise StandIns(sorted(set(kernel_build.DEFERRED)))
 
 
 def _probe(model: nn.Module, rows: int, up_to: int, path: Path, key: str, now: float) -> dict:
