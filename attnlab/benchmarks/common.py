@@ -123,9 +123,11 @@ def count_flops(fn: Callable[[], object], *, saw_attention: list[bool] | None = 
 
 
 # ----------------------------------------------------------------------------- memory
-def _status_kib(key: str) -> int | None:
+def status_kib(key: str, pid: int | str = "self") -> int | None:
+    """A field of /proc/<pid>/status in KiB (VmRSS, VmHWM), or None where it cannot be read (not Linux, or the
+    process has exited)."""
     try:
-        with open("/proc/self/status") as f:
+        with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith(key + ":"):
                     return int(line.split()[1])
@@ -166,10 +168,10 @@ def step_peak_memory(step: Callable[[], object], steps: int = 3) -> dict:
     _return_free_memory()
     if _reset_peak_rss():
         method = "VmHWM after clear_refs reset"
-        before = _status_kib("VmRSS") or 0
+        before = status_kib("VmRSS") or 0
         for _ in range(steps):
             step()
-        peak = _status_kib("VmHWM") or 0
+        peak = status_kib("VmHWM") or 0
     else:
         method = "ru_maxrss delta"
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from attnlab.benchmarks import startup
+from attnlab.benchmarks.common import status_kib
 from attnlab.benchmarks.output import add_output_arguments, default_out
 
 SILENT_S = 2.0  # a wait longer than this with nothing on screen saying why is flagged
@@ -107,17 +108,16 @@ class MemorySampler(threading.Thread):
 
     def __init__(self, pid: int, start: float, every: float = 0.05):
         super().__init__(daemon=True)
-        self.path, self.began, self.every = Path(f"/proc/{pid}/status"), start, every
+        self.pid, self.began, self.every = pid, start, every
         self.samples: list[tuple[float, float]] = []
         self.peak_mb: float | None = None
         self.done = threading.Event()
 
     def read(self) -> tuple[float, float] | None:
-        try:
-            fields = dict(line.split(":", 1) for line in self.path.read_text().splitlines() if ":" in line)
-            return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
-        except (OSError, KeyError, ValueError):  # the process has exited, or no /proc here
+        rss, hwm = status_kib("VmRSS", self.pid), status_kib("VmHWM", self.pid)
+        if rss is None or hwm is None:  # the process has exited, or no /proc here
             return None
+        return rss / 1024, hwm / 1024
 
     def run(self) -> None:
         while not self.done.is_set():
