@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from experiments_trace import check, claims
+from experiments_trace import check, claims, figures
 
 ROOT = Path(__file__).resolve().parents[2]
 KINDS = ("number", "claim word", "moved number", "deleted row", "invented sentence")
@@ -46,6 +46,7 @@ class Mutant:
     page: str
     where: str  # what changed, for a report of the misses
     text: str
+    bound: bool = False  # the changed number or word is bound to a source or rule (not only pinned as written)
 
 
 def _bump(shown: str) -> str:
@@ -72,22 +73,30 @@ def mutants(page: str, kind: str, rng: random.Random, count: int) -> Iterator[Mu
     """Up to count mutants of one kind on one page, drawn by rng (fewer where the page has fewer places)."""
     text = (ROOT / page).read_text()
     if kind == "number":
-        for m in rng.sample(found := _numbers(text), min(count, len(found))):
+        found = _numbers(text)
+        bound = _bound_numbers(page, text)
+        for i in rng.sample(range(len(found)), min(count, len(found))):
+            m = found[i]
             yield Mutant(kind, page, f"{m.group()} -> {_bump(m.group())}",
-                         text[:m.start()] + _bump(m.group()) + text[m.end():])
+                         text[:m.start()] + _bump(m.group()) + text[m.end():], i in bound)
     elif kind == "claim word":
         found = list(claims.WORD.finditer(text))
+        ruled = _ruled_words(page, text)
         for m in rng.sample(found, min(count, len(found))):
             other = rng.choice([w for w in claims.FAMILY[m.group()] if w != m.group()])
-            yield Mutant(kind, page, f"{m.group()} -> {other}", text[:m.start()] + other + text[m.end():])
+            yield Mutant(kind, page, f"{m.group()} -> {other}", text[:m.start()] + other + text[m.end():],
+                         len(claims.normal(text[:m.start()])) in ruled)
     elif kind == "moved number":
         pairs = []
         for a, b in _paragraphs(text):
             nums = [m for m in _numbers(text[a:b]) if not re.fullmatch(r"\d{4}-\d\d-\d\d|[0-9a-f]{7,}", m.group())]
             pairs += [(a + x.start(), a + x.end(), a + y.start(), a + y.end(), x.group(), y.group())
                       for x, y in zip(nums, nums[1:], strict=False) if x.group() != y.group()]
+        starts = {m.start(): n for n, m in enumerate(_numbers(text))}
+        bound = _bound_numbers(page, text)
         for i, j, k, m, x, y in rng.sample(pairs, min(count, len(pairs))):
-            yield Mutant(kind, page, f"{x} <-> {y}", text[:i] + y + text[j:k] + x + text[m:])
+            yield Mutant(kind, page, f"{x} <-> {y}", text[:i] + y + text[j:k] + x + text[m:],
+                         starts.get(i) in bound or starts.get(k) in bound)
     elif kind == "deleted row":
         lines = text.splitlines(keepends=True)
         starts = [sum(map(len, lines[:i])) for i in range(len(lines))]
@@ -103,6 +112,36 @@ def mutants(page: str, kind: str, rng: random.Random, count: int) -> Iterator[Mu
             yield Mutant(kind, page, f"after {text[max(a, b - 40):b]!r}", text[:b] + " " + sentence + text[b:])
 
 
+BOUND = ("log", "computed", "results")  # figures.py's classes checked against a source
+RULED_PINS = claims.PINS
+
+
+def _bound_numbers(page: str, text: str) -> set[int]:
+    """Indices (in the page's order of numbers) of the numbers bound to a source: a traced page's numbers are all
+    bound by bindings.tsv but its settings ("=" lines, printed literally); another page's by figures.tsv's class."""
+    if page in TRACED:
+        name = TRACED[page]
+        spans = check.traced_spans(check.page_text(name), name)
+        settings = {b.printed for part in check._bindings().values() for b in part if b.kind == "="}
+        offset = 0 if name == "experiments.md" else 1
+        return {i for i, m in enumerate(_numbers(text)) if m.group() not in settings
+                and any(a <= m.start() + offset < b for a, b in spans)}
+    ledger = [f for f in figures._ledger().get(page, ()) if f.token != figures.ROWS]
+    return {i for i, f in enumerate(ledger) if f.cls.split(":")[0] in BOUND}
+
+
+def _ruled_words(page: str, text: str) -> set[int]:
+    """Offsets, in the whitespace-collapsed page, of the claim words that follow a rule over the results."""
+    flat, name = claims.normal(text), TRACED.get(page, page)
+    out = set()
+    for c in claims._claims():
+        if c.page == name and c.rule not in RULED_PINS:
+            k = flat.find(c.before + c.word + c.after)
+            if k >= 0:
+                out.add(k + len(c.before))
+    return out
+
+
 def _logged_figures() -> list[tuple[str, str]]:
     """(page, printed text with its figure) of tests/test_claims_sources.py's CLAIMS."""
     import test_claims_sources as sources
@@ -111,7 +150,7 @@ def _logged_figures() -> list[tuple[str, str]]:
 
 def covered(page: str) -> bool:
     """Does any check read this page's figures?"""
-    return page in TRACED or any(p == page for p, _ in _logged_figures())
+    return page in TRACED or page in figures.pages()
 
 
 def caught(page: str, text: str) -> bool:
@@ -123,6 +162,8 @@ def caught(page: str, text: str) -> bool:
                         or check.untraced_numbers(text, name))
         except (AssertionError, ValueError):  # a traced part no longer found: the check fails, so it is caught
             return True
+    if figures.problems(text, page, deep=False) or claims.problems(text, page):
+        return True
     flat = re.sub(r"\s+", " ", text)
     return any(p == page and shown not in flat for p, shown in _logged_figures())
 
@@ -146,29 +187,37 @@ def logged_figure_mutants(rng: random.Random, count: int) -> Iterator[Mutant]:
                      text[:k] + _bump(figure) + text[k + len(figure):])
 
 
-def table(seed: int = 0, count: int = 8) -> tuple[dict[tuple[str, str], tuple[int, int]], list[str]]:
-    """{(page, kind): (caught, made)} over every page and kind, and the misses, from one seed."""
+def table(seed: int = 0, count: int = 8) -> tuple[dict[tuple[str, str], tuple[int, int, int]], list[str]]:
+    """{(page, kind): (caught, made, of the made: how many changed a bound number or ruled word)} over every page
+    and kind, and the misses, from one seed."""
     rng, out, misses = random.Random(seed), {}, []
     for page in pages():
         for kind in KINDS:
             made = list(mutants(page, kind, rng, count))
             hit = [caught(page, m.text) for m in made]
-            out[(page, kind)] = (sum(hit), len(made))
+            out[(page, kind)] = (sum(hit), len(made), sum(m.bound for m in made))
             misses += [f"{page}: {kind}: {m.where}" for m, h in zip(made, hit, strict=True) if not h]
     return out, misses
 
 
-def render(rates: dict[tuple[str, str], tuple[int, int]]) -> list[str]:
-    """The catch rates as a Markdown table: a row per page, a column per kind, and a total row."""
-    def cell(c: int, n: int) -> str:
-        return "-" if n == 0 else f"{c}/{n}"
+def render(rates: dict[tuple[str, str], tuple[int, int, int]]) -> list[str]:
+    """The catch rates as a Markdown table: a row per page, a column per kind, and a total row. A number and a
+    claim word cell also says how many of the edits hit a figure bound to a source or a word ruled by the results
+    ("b 3"): the rest were caught only because the figure or word is pinned as written."""
+    def cell(c: int, n: int, b: int = -1) -> str:
+        return "-" if n == 0 else f"{c}/{n}" + (f" (b {b})" if b >= 0 else "")
     lines = ["| page | checked by | " + " | ".join(KINDS) + " |", "|---|---|" + "---|" * len(KINDS)]
     for page in pages():
-        by = "trace + claims" if page in TRACED else "logged figures" if covered(page) else "nothing"
-        lines.append(f"| {page} | {by} | " + " | ".join(cell(*rates[(page, k)]) for k in KINDS) + " |")
-    totals = [tuple(map(sum, zip(*(rates[(p, k)] for p in pages()), strict=True))) for k in KINDS]
+        by = "trace + claims" if page in TRACED else "figures + claims" if covered(page) else "nothing"
+        lines.append(f"| {page} | {by} | " + " | ".join(cell(*_shown(rates[(page, k)], k)) for k in KINDS) + " |")
+    totals = [_shown(tuple(map(sum, zip(*(rates[(p, k)] for p in pages()), strict=True))), k) for k in KINDS]
     lines.append("| all pages | | " + " | ".join(cell(*t) for t in totals) + " |")
     return lines
+
+
+def _shown(rate: tuple[int, ...], kind: str) -> tuple[int, ...]:
+    """A cell's figures: the bound count only for the kinds that change one number or word."""
+    return rate if kind in ("number", "claim word", "moved number") else rate[:2]
 
 
 if __name__ == "__main__":

@@ -51,6 +51,21 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
     ("grow as n²", "grow as n log n", "grow as n"), ("grows as n²", "grows as n log n", "grows as n"))
 FAMILY = {word: family for family in FAMILIES for word in family}
 WORD = re.compile(r"(?<![\w-])(" + "|".join(re.escape(w) for f in FAMILIES for w in f) + r")(?![\w²-])")
+ROOT = DOCS.parent
+
+
+def USER_PAGES() -> list[str]:  # noqa: N802
+    """The other pages of the user docs, named from the repository root (README.md, docs/cost.md ...): their claim
+    words are claims.tsv's lines too (figures.py binds their numbers)."""
+    from experiments_trace.figures import pages
+    return pages()
+
+
+def page_path(page: str) -> Path:
+    """A page of PAGES is named inside docs/, one of USER_PAGES from the repository root."""
+    return DOCS / page if page in PAGES else ROOT / page
+
+
 PINS = ("pinned", "quoted", "name", "place")  # a place whose word is the one written (no rule over the results)
 CONTEXT = 40  # characters kept each side of a claim word in claims.tsv (more where that is not unique)
 
@@ -477,11 +492,11 @@ def _claim_cells(flat: str) -> list[tuple[int, int]]:
     return out
 
 
-def _kind(flat: str, m: re.Match) -> str:
+def _kind(flat: str, m: re.Match, page: str = "experiments.md") -> str:
     """How a place without a rule is pinned: "quoted" in the claim column of the top table (the seeds' claim
     under test, not a result here), "name" where the word names a thing (linear attention, a linear program),
     "pinned" for a claim of this page that has no rule yet."""
-    if any(a <= m.start() < b for a, b in _claim_cells(flat)):
+    if page == "experiments.md" and any(a <= m.start() < b for a, b in _claim_cells(flat)):
         return "quoted"
     if m.group() in ("linear", "quadratic") and NAMES.match(flat, m.end()):
         return "name"
@@ -495,13 +510,13 @@ def main() -> None:
     old = {(c.page, c.before, c.after): c.rule for c in read_claims()} if CLAIMS.exists() else {}
     lines = ["# One line per claim word of the pages (tests/experiments_trace/claims.py says how):",
              "# page\tthe text before it\tthe word\tthe text after it\trule (a name in claims.py's RULES, or pinned)"]
-    for page in PAGES:
-        flat = normal((DOCS / page).read_text())
+    for page in (*PAGES, *USER_PAGES()):
+        flat = normal(page_path(page).read_text())
         found = list(WORD.finditer(flat))
         for m in found:
             before, after = _context(flat, m, found)
             rule = next((r for p, end, r in RULED if p == page and flat[:m.start()].endswith(end)),
-                        old.get((page, before, after), _kind(flat, m)))
+                        old.get((page, before, after), _kind(flat, m, page)))
             lines.append(Claim(page, before, m.group(), after, rule).line())
     CLAIMS.write_text("\n".join(lines) + "\n")
 

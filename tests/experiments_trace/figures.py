@@ -1,0 +1,439 @@
+"""Every figure of the user docs outside the two experiments pages: README.md and docs/**/*.md (not the generated
+API reference, not docs/experiments*.md, which parts.py and bindings.tsv trace), each number bound to what stands
+behind it, in the order the page prints them.
+
+Why: a number changed on these pages was caught 1 time in 11 (docs/cost.md's "+ 82,944 biases" changed to 82,945
+passed, while the same number in experiments.md is traced). Here each number a page prints (check.TOKEN, the
+trace's own idea of a number) is one line of figures.tsv: the page, the text just before it, the number, and its
+class. The classes, and what the test checks for each:
+
+- `log`: a figure tests/test_claims_sources.py reads back from a benchmark log or a checkpoint's trained.json (its
+  CLAIMS, the figure in braces). That test compares it with the log; here the page must print it at this place.
+- `computed:NAME`: recomputed here by COMPUTED[NAME] from the library (for example docs/cost.md's parameter
+  counts from attnlab.counting and a model built from the preset); the page must print what it renders.
+- `results:FILE|KEYS|PATH|SCALE|FMT`: a value of a results line in docs/experiments/results/ (check.Binding "v":
+  the line whose keys match, the value at path, times scale, formatted); the page must print it.
+- `output:NAME`: in a code block that shows a command's output, which OUTPUT_BLOCKS[NAME] renders now from the
+  library (docs/cost.md's table of `attnlab cost gpt2 --seq 1024`): every line of the block must be a line of it.
+- `code`: inside a fenced code block or an inline code span: a value a user types (a command's option, a
+  function's argument, a file name) or shows as an example. Rule: the number stands between backticks on the
+  page. What code prints as a result is checked by the tests that run the page's blocks (docs/interventions.md,
+  docs/notebook.md), not here.
+- `label`: a table row's number (the whole first cell: "| 7 |"), a heading's ("## 3.") or a numbered list item's:
+  which row or step, no result. Rule: the number stands in one of those places.
+- `generated`: on docs/reference/cli.md, written by docs/build_cli.py from the parser itself (defaults, choices);
+  tests/test_cli_reference.py fails when the page differs from what the parser gives.
+- `date`: a date (YYYY-MM-DD), a time of day or a commit: when and at which revision a figure was measured, which
+  every figure must give; no result. Rule: the number has that shape.
+- `pinned`: the number as written, with nothing behind it checked here yet: the figures the pages mark "(not
+  logged)", hand measurements, settings in prose (d_model 64, 8 heads) and figures not yet bound. An edit is
+  caught, a change of what they measured is not.
+
+The test (tests/test_docs_figures.py) fails when a page's numbers differ from figures.tsv's, in order (a number
+changed, moved, added or removed), when a bound figure differs from its source, when a line's class breaks its
+rule (a `code` number outside backticks), or when a page's count of table rows differs (a row deleted). Table rows
+and claim words are pinned too: claim words in claims.tsv (claims.py), the row count here.
+
+    python tests/experiments_trace/figures.py      # rewrites figures.tsv, keeping each place's binding
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from experiments_trace.check import SCALES, TOKEN, render, resolve  # noqa: E402
+from experiments_trace.parts import _load  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+FIGURES = Path(__file__).with_name("figures.tsv")
+TRACED = ("docs/experiments.md", "docs/experiments_vit_grid.md")
+CONTEXT = 30  # characters of text kept before each number (whitespace collapsed), to show and re-find its place
+ROWS = "#rows"  # figures.tsv's token for a page's count of table body rows
+
+
+def pages() -> list[str]:
+    """The user docs this ledger covers: README.md and docs/**/*.md but the API reference and the traced pages."""
+    found = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").rglob("*.md")
+                   if p.relative_to(ROOT / "docs").parts[0] != "api")
+    return ["README.md", *(p for p in found if p not in TRACED)]
+
+
+# ---------------------------------------------------------------- where a number stands
+def code_spans(text: str) -> list[tuple[int, int]]:
+    """(start, end) of every fenced code block and inline code span of a Markdown page."""
+    spans, fenced = [], list(re.finditer(r"^ *(```|~~~).*?^ *\1 *$", text, re.M | re.S))
+    spans += [(m.start(), m.end()) for m in fenced]
+    inside = lambda i: any(a <= i < b for a, b in spans)  # noqa: E731
+    spans += [(m.start(), m.end()) for m in re.finditer(r"(`+)(?!`).+?(?<!`)\1(?!`)", text, re.S)
+              if not inside(m.start()) and "\n\n" not in m.group()]
+    return spans
+
+
+DATE = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d|(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}")
+
+
+def is_label(text: str, start: int, token: str) -> bool:
+    line_start = text.rfind("\n", 0, start) + 1
+    head, rest = text[line_start:start], text[start + len(token):]
+    if head.startswith("|"):
+        return bool(re.fullmatch(r"\|\s*", head)) and bool(re.match(r"\s*\|", rest))
+    if head.startswith("#"):
+        return bool(re.fullmatch(r"#+\s+", head))
+    return bool(re.fullmatch(r"\s*", head)) and bool(re.match(r"\. ", rest))
+
+
+def table_rows(text: str) -> int:
+    """Body rows of the page's Markdown tables (not a header, not a separator)."""
+    lines, sep = text.splitlines(), re.compile(r"^\|[\s:|-]+\|\s*$")
+    return sum(1 for i, line in enumerate(lines) if line.startswith("|") and not sep.match(line)
+               and not (i + 1 < len(lines) and sep.match(lines[i + 1])))
+
+
+def _flat(text: str) -> str:
+    return re.sub(r"\s+", " ", text)
+
+
+@dataclass(frozen=True)
+class Figure:
+    page: str
+    before: str  # the text just before the number (whitespace collapsed)
+    token: str
+    cls: str  # log, computed:NAME, results:..., code, date, pinned
+
+    def line(self) -> str:
+        return "\t".join((self.page, self.before, self.token, self.cls))
+
+
+@dataclass(frozen=True)
+class Found:
+    token: str
+    start: int
+    before: str
+    in_code: bool
+
+
+def found(text: str) -> list[Found]:
+    """The numbers of a page as it is, in order, with their places."""
+    spans = code_spans(text)
+    return [Found(m.group().replace("−", "-"), m.start(), _flat(text[max(0, m.start() - 3 * CONTEXT):m.start()])
+                  [-CONTEXT:], any(a <= m.start() < b for a, b in spans)) for m in TOKEN.finditer(text)]
+
+
+# ---------------------------------------------------------------- computed figures
+@cache
+def _gpt2_counts() -> dict[str, int]:
+    from attnlab import build_model, presets
+    from attnlab.counting import closed_form, formula_gap
+
+    config = presets["gpt2"]
+    import torch
+
+    gap = dict(formula_gap(config))  # [(term, count)]: biases, norms, ...
+    with torch.device("meta"):  # the built model's shapes, without its 0.5 GB of weights
+        measured = sum(p.numel() for p in build_model(config).parameters())
+    return {"closed": closed_form(config), "measured": measured, **{k: int(v) for k, v in gap.items()}}
+
+
+def _gap(*words: str) -> Callable[[], str]:
+    """The sum of formula_gap's terms whose name holds any of the words."""
+    def total() -> str:
+        terms = {k: v for k, v in _gpt2_counts().items() if k not in ("closed", "measured")}
+        return f"{sum(v for k, v in terms.items() if any(w in k.lower() for w in words)):,}"
+    return total
+
+
+@cache
+def _tables(name: str = "gpt2", n: int = 1024):
+    """attnlab.cost's tables of a preset at b 1: forward, train, cached and uncached decoding step."""
+    from attnlab import presets
+    from attnlab.cost import cost_table
+
+    c = presets[name]
+    return {"forward": cost_table(c, 1, n, mode="forward"), "train": cost_table(c, 1, n, mode="train"),
+            "cached": cost_table(c, 1, n, mode="decode_step", cached=True),
+            "uncached": cost_table(c, 1, n, mode="decode_step", cached=False)}
+
+
+def _human(x: float, unit: str = "") -> str:
+    """The number of attnlab.cost.report.human's SI form ("292 G" -> "292"), as the pages print it."""
+    from attnlab.cost.report import human
+    return human(x, unit).split()[0]
+
+
+def _gpt2(attr: str):
+    from attnlab import presets
+    return getattr(presets["gpt2"], attr)
+
+
+def _kv(name: str, b: int, n: int, dtype: str = "float32") -> int:
+    from attnlab import presets
+    from attnlab.cost import kv_cache_bytes
+    return kv_cache_bytes(presets[name], b, n, dtype=dtype)["self"]
+
+
+def _per_token_n() -> float:
+    """The N of 6·N in docs/cost.md's training rule: what every token multiplies by (attnlab.cost)."""
+    from attnlab import presets
+    from attnlab.cost.analytic import matmul_parameters
+    return matmul_parameters(presets["gpt2"])
+
+
+def _cost_forward_block() -> str:
+    """`attnlab cost gpt2 --seq 1024 --mode forward`'s table, as attnlab.cost renders it."""
+    return _tables()["forward"].render()
+
+
+def _d():
+    return _gpt2("d_model")
+
+
+COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
+    "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
+    "gpt2_biases": _gap("bias"),
+    "gpt2_norm_gains": _gap("norm"),
+    "gpt2_measured": lambda: f"{_gpt2_counts()['measured']:,}",
+    # docs/cost.md's worked example (gpt2, b 1, n 1024, float32), from attnlab.cost and the preset
+    "per_layer_24nd2": lambda: _human(24 * 1024 * _d() ** 2),
+    "layers_24nd2": lambda: _human(_gpt2("n_layers") * 24 * 1024 * _d() ** 2),
+    "per_layer_4n2d": lambda: f"{4 * 1024 ** 2 * _d() / 1e9:.1f}",
+    "layers_4n2d": lambda: _human(_gpt2("n_layers") * 4 * 1024 ** 2 * _d()),
+    "logits_2ndV": lambda: _human(2 * 1024 * _d() * _gpt2("vocab_size")),
+    "forward_matmul": lambda: _human(_tables()["forward"].matmul_flops),
+    "scores_written": lambda: _human(_gpt2("n_layers") * _gpt2("n_heads") * 1024 ** 2 * 4),
+    "weights_bytes": lambda: _human(_gpt2_counts()["measured"] * 4),
+    "train_matmul": lambda: _human(_tables()["train"].matmul_flops),
+    "train_per_token": lambda: _human(_tables()["train"].matmul_flops / 1024),
+    "per_token_n": lambda: f"{_per_token_n() / 1e6:.1f}",
+    "cached_matmul": lambda: _human(_tables()["cached"].matmul_flops),
+    "cached_read": lambda: _human(_tables()["cached"].bytes_read),
+    "uncached_matmul": lambda: _human(_tables()["uncached"].matmul_flops),
+    "kv_gpt2_1024": lambda: f"{_kv('gpt2', 1, 1024) / 1e6:.1f}",
+    "kv_llama_1024": lambda: f"{_kv('llama-style', 1, 1024) / 1e6:.1f}",
+    "kv_llama_8x8192_bf16": lambda: str(_kv("llama-style", 8, 8192, "bfloat16")),
+    "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
+    "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
+    "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
+    "check_uncached": lambda: f"{_tables()['uncached'].matmul_flops:,}",
+}
+# (page, the text the number follows, whitespace collapsed, COMPUTED name): the places computed figures stand
+COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
+    ("docs/cost.md", "For gpt2: ", "gpt2_closed_form"),
+    ("docs/cost.md", "by the formula + ", "gpt2_biases"),
+    ("docs/cost.md", "biases + ", "gpt2_norm_gains"),
+    ("docs/cost.md", "norm gains = ", "gpt2_measured"),
+    ("docs/notebook.md", "~117M parameters | ", "gpt2_measured"),
+    ("docs/cost.md", "By hand: per layer 24·n·d² = ", "per_layer_24nd2"),
+    ("docs/cost.md", "(projections and FFN, 12 × = ", "layers_24nd2"),
+    ("docs/cost.md", "plus 4·n²·d = ", "per_layer_4n2d"),
+    ("docs/cost.md", "(attention, 12 × = ", "layers_4n2d"),
+    ("docs/cost.md", "plus 2·n·d·V = ", "logits_2ndV"),
+    ("docs/cost.md", "G for the logits: ", "forward_matmul"),
+    ("docs/cost.md", "per layer, ", "scores_written"),
+    ("docs/cost.md", "all the model's weights (", "weights_bytes"),
+    ("docs/cost.md", "A training step is ", "train_matmul"),
+    ("docs/cost.md", "A training step is 875 G (", "train_per_token"),
+    ("docs/cost.md", "M per token = 6·", "per_token_n"),
+    ("docs/cost.md", "a cached decoding step at n = 1024 is ", "cached_matmul"),
+    ("docs/cost.md", "M FLOPs reading ", "cached_read"),
+    ("docs/cost.md", "without the cache ", "uncached_matmul"),
+    ("docs/cost.md", "2·1024·12·64·12·4 = ", "kv_gpt2_1024"),
+    ("docs/cost.md", "at n = 1024 holds ", "kv_llama_1024"),
+    ("docs/cost.md", "{'self': ", "kv_llama_8x8192_bf16"),
+    # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
+    # FlopCounterMode counts what the table predicts, on every preset)
+    *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
+        ("forward", "forward"), ("training step (forward + backward)", "train"),
+        ("decoding step, KV cache", "cached"), ("decoding step, no cache", "uncached"))),
+    *(("docs/cost.md", f"{row} {{}} ", f"check_{name}") for row, name in (
+        ("forward", "forward"), ("training step (forward + backward)", "train"),
+        ("decoding step, KV cache", "cached"), ("decoding step, no cache", "uncached"))),
+)
+# (page, a line just before the code block, COMPUTED-like function giving the text the block shows): a block
+# that shows a command's output; every line of the block must be a line of what the function renders now
+OUTPUT_BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
+    "cost_forward_table": ("docs/cost.md", "`attnlab cost gpt2 --seq 1024 --mode forward`", _cost_forward_block),
+}
+
+
+def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
+    """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
+    line that holds its marker."""
+    out = []
+    for name, (p, marker, _) in OUTPUT_BLOCKS.items():
+        at = text.find(marker) if p == page else -1
+        fence = re.compile(r"^ *```.*?^ *``` *$", re.M | re.S).search(text, at) if at >= 0 else None
+        if fence:
+            out.append((fence.start(), fence.end(), name))
+    return out
+
+
+def output_problems(page: str, text: str) -> list[str]:
+    """Lines of an output block that the function behind it no longer renders (a figure changed on either side)."""
+    out = []
+    for a, b, name in output_blocks(page, text):
+        rendered = {line.rstrip() for line in OUTPUT_BLOCKS[name][2]().splitlines()}
+        for line in text[a:b].splitlines()[1:-1]:
+            if line.strip() and line.rstrip() not in rendered:
+                out.append(f"{page}: the block {name} shows {line.strip()!r}, which attnlab no longer prints")
+    return out
+
+
+def computed(name: str) -> str:
+    return COMPUTED[name]()
+
+
+@cache
+def _results_file(name: str) -> tuple[dict, ...]:
+    return tuple(_load(name))
+
+
+def results_value(spec: str) -> str:
+    """A `results:` class's value as the page prints it: FILE|KEYS|PATH|SCALE|FMT (KEYS a JSON object that picks
+    one line, PATH a JSON list into it)."""
+    name, keys, path, scale, fmt = spec.split("|")
+    match = [r for r in _results_file(name) if all(r.get(k) == v for k, v in json.loads(keys).items())]
+    assert len(match) == 1, f"{name} {keys}: {len(match)} lines match, not one"
+    return render(resolve(match[0], path) * SCALES[scale], fmt)
+
+
+# ---------------------------------------------------------------- figures tests/test_claims_sources.py reads
+def _logged_spans(page: str, text: str) -> list[tuple[int, int]]:
+    """(start, end) on the page of each figure test_claims_sources.py's CLAIMS binds to a log."""
+    import test_claims_sources as sources
+
+    out = []
+    for c in sources.CLAIMS:
+        if c[0] != page:
+            continue
+        head, figure, tail = re.split(r"[{}]", re.sub(r"\s+", " ", c[1]))
+        words = lambda part: r"\s+".join(re.escape(w) for w in part.split(" "))  # noqa: E731
+        out += [(m.start(1), m.end(1)) for m in re.finditer(words(head) + "(" + re.escape(figure) + ")" + words(tail),
+                                                            text)]
+    return out
+
+
+def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> str:
+    """The class a number takes by rule where no binding is kept for its place."""
+    flat_before = _flat(text[max(0, f.start - 400):f.start])
+    for p, end, name in COMPUTED_PLACES:
+        if p == page and re.search(re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$", flat_before):
+            return f"computed:{name}"
+    if any(a <= f.start < b for a, b in logged):
+        return "log"
+    if page == "docs/reference/cli.md":
+        return "generated"
+    block = next((name for a, b, name in output_blocks(page, text) if a <= f.start < b), None)
+    if block:
+        return f"output:{block}"
+    if f.in_code:
+        return "code"
+    if is_label(text, f.start, f.token):
+        return "label"
+    if DATE.fullmatch(f.token):
+        return "date"
+    return "pinned"
+
+
+# ---------------------------------------------------------------- the ledger and its check
+def read(path: Path = FIGURES) -> list[Figure]:
+    return [Figure(*line.split("\t")) for line in path.read_text().splitlines()
+            if line.strip() and not line.startswith("# ")]
+
+
+@cache
+def _ledger() -> dict[str, tuple[Figure, ...]]:
+    out: dict[str, list[Figure]] = {}
+    for f in read():
+        out.setdefault(f.page, []).append(f)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _where(text: str, i: int) -> str:
+    return f"line {text.count(chr(10), 0, i) + 1}"
+
+
+def problems(text: str, page: str, deep: bool = True) -> list[str]:
+    """What differs between the page's text and figures.tsv: numbers (in order), bound figures against their
+    source, classes against their rules, the count of table rows. deep=False skips recomputing sources (for the
+    mutation test, which changes the page, not the sources: those are checked once by the test)."""
+    ledger = _ledger().get(page)
+    if ledger is None:
+        return [f"{page}: not in figures.tsv (python tests/experiments_trace/figures.py adds it)"]
+    rows = [f for f in ledger if f.token == ROWS]
+    figures = [f for f in ledger if f.token != ROWS]
+    out = []
+    if not rows or int(rows[0].cls) != table_rows(text):
+        out.append(f"{page}: {table_rows(text)} table rows, figures.tsv has {rows[0].cls if rows else 'none'} "
+                   "(a row added or deleted)")
+    now = found(text)
+    shown, want = [f.token for f in now], [f.token for f in figures]
+    if shown != want:
+        for op, a, b, c, d in difflib.SequenceMatcher(None, want, shown, autojunk=False).get_opcodes():
+            if op == "equal":
+                continue
+            at = now[min(c, len(now) - 1)] if now else None
+            cls = figures[a].cls if a < len(figures) else "-"
+            out.append(f"{page}: {op} numbers {want[a:b]} -> {shown[c:d]} near "
+                       f"{_where(text, at.start) if at else '?'} \"...{at.before if at else ''}\" (figures.tsv, "
+                       f"class {cls}; after an intended edit: python tests/experiments_trace/figures.py)")
+            if len(out) > 6:
+                break
+        return out
+    logged = _logged_spans(page, text)
+    blocks = output_blocks(page, text)
+    if deep:
+        out += output_problems(page, text)
+    for f, n in zip(figures, now, strict=True):
+        if f.cls == "code" and not n.in_code:
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed code but stands outside backticks")
+        elif f.cls.startswith("output:") and not any(a <= n.start < b and name == f.cls[7:] for a, b, name in blocks):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed {f.cls} but is not in that block")
+        elif f.cls == "label" and not is_label(text, n.start, n.token):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed label but is no row, heading or "
+                       "list number")
+        elif f.cls == "generated" and page != "docs/reference/cli.md":
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed generated on a page no script writes")
+        elif f.cls == "date" and not DATE.fullmatch(n.token):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed date but is no date, time or commit")
+        elif f.cls == "log" and not any(a <= n.start < b for a, b in logged):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed log but no CLAIMS row of "
+                       "tests/test_claims_sources.py reads it")
+        elif deep and f.cls.startswith("computed:") and computed(f.cls[9:]) != n.token:
+            out.append(f"{page}: {n.token} at {_where(text, n.start)}: {f.cls[9:]} computes {computed(f.cls[9:])}")
+        elif deep and f.cls.startswith("results:") and results_value(f.cls[8:]) != n.token:
+            out.append(f"{page}: {n.token} at {_where(text, n.start)}: the results give {results_value(f.cls[8:])}"
+                       f" ({f.cls})")
+    return out
+
+
+def main() -> None:
+    """Rewrite figures.tsv from the pages as they are: a place keeps its binding (computed, results) where its
+    text before is unchanged, even when its number changed (so the test then says which is right); every other
+    number takes its class by rule (classify)."""
+    old = {(f.page, f.before): f.cls for f in read()} if FIGURES.exists() else {}
+    lines = ["# One line per number of the user docs outside docs/experiments*.md (tests/experiments_trace/figures.py",
+             "# says how): page, the text before it, the number, its class; and each page's count of table rows."]
+    for page in pages():
+        text = (ROOT / page).read_text()
+        logged = _logged_spans(page, text)
+        lines.append(Figure(page, "", ROWS, str(table_rows(text))).line())
+        for f in found(text):
+            kept = old.get((page, f.before), "")
+            cls = kept if kept.startswith("results:") else classify(page, text, f, logged)
+            lines.append(Figure(page, f.before, f.token, cls).line())
+    FIGURES.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT / "tests"))
+    main()

@@ -1,0 +1,96 @@
+"""Every figure of README.md and docs/**/*.md outside the experiments pages is bound (tests/experiments_trace/
+figures.py says how): to a log (tests/test_claims_sources.py), to a value the library computes, to a results line,
+by rule to code, a label or a date, or pinned as written. Every claim word of those pages follows a rule or is
+pinned (claims.py, claims.tsv). A page whose numbers, table rows or claim words differ from the ledgers fails here.
+
+After an intended edit of a page: `python tests/experiments_trace/figures.py` and
+`python tests/experiments_trace/claims.py` rewrite the ledgers (a bound place keeps its binding, so a bound figure
+that no longer matches its source still fails); read the diff of figures.tsv before committing it.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from experiments_trace import claims, figures
+
+
+@pytest.mark.parametrize("page", figures.pages())
+def test_the_page_prints_the_figures_and_words_of_its_ledgers(page):
+    text = (figures.ROOT / page).read_text()
+    assert figures.problems(text, page) == []
+    assert claims.problems(text, page) == []
+
+
+def test_every_page_is_in_the_ledger_and_no_page_is_stale():
+    assert sorted(figures._ledger()) == sorted(figures.pages())
+
+
+def test_every_computed_place_is_found_once_and_bound():
+    """COMPUTED_PLACES each name one place of their page, classed with their function; every function is used."""
+    ledger = figures.read()
+    for page, end, name in figures.COMPUTED_PLACES:
+        pattern = re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$"
+        text = (figures.ROOT / page).read_text()
+        hits = [f for f in figures.found(text)
+                if re.search(pattern, figures._flat(text[max(0, f.start - 400):f.start]))]
+        assert len(hits) == 1, (page, end, name, len(hits))
+    assert {f.cls[9:] for f in ledger if f.cls.startswith("computed:")} == set(figures.COMPUTED)
+    assert {f.cls[7:] for f in ledger if f.cls.startswith("output:")} == set(figures.OUTPUT_BLOCKS)
+
+
+def test_a_computed_figure_that_disagrees_with_the_library_fails():
+    """docs/cost.md's '+ 82,944 biases' changed to 82,945 passed every test before; and a changed source (the
+    library counting one more bias) fails the unchanged page."""
+    page = "docs/cost.md"
+    text = (figures.ROOT / page).read_text()
+    assert figures.problems(text.replace("+ 82,944 biases", "+ 82,945 biases"), page) != []
+    real = figures.COMPUTED["gpt2_biases"]
+    try:
+        figures.COMPUTED["gpt2_biases"] = lambda: f"{int(real().replace(',', '')) + 1:,}"
+        assert any("gpt2_biases computes 82,945" in p for p in figures.problems(text, page))
+    finally:
+        figures.COMPUTED["gpt2_biases"] = real
+
+
+def test_an_output_block_that_attnlab_no_longer_prints_fails():
+    """docs/cost.md's worked-example table is attnlab.cost's rendering: a cell edited on the page fails."""
+    page = "docs/cost.md"
+    text = (figures.ROOT / page).read_text()
+    assert figures.output_problems(page, text) == []
+    edited = text.replace("19.3 G  75.5 MB   604 MB", "19.3 G  75.5 MB   605 MB", 1)
+    assert edited != text and figures.output_problems(page, edited) != []
+
+
+def test_the_rules_of_the_classes_are_checked():
+    """A number classed code must stand in backticks, a label in a row's first cell, a date look like one."""
+    page = "docs/cost.md"
+    text = (figures.ROOT / page).read_text()
+    inline = [(a, b) for a, b in figures.code_spans(text) if not text[a:b].startswith("```")
+              and any(a <= f.start < b for f in figures.found(text))]
+    a, b = inline[0]
+    unquoted = text[:a] + text[a:b].replace("`", " ") + text[b:]  # the same numbers, no longer code
+    assert any("classed code" in p for p in figures.problems(unquoted, page))
+
+
+def test_the_classes_say_why_a_number_is_not_checked_against_a_source():
+    """The counts of each class, for the docs (docs/reliability.md prints them): bound, by rule, pinned."""
+    counts: dict[str, int] = {}
+    for f in figures.read():
+        if f.token != figures.ROWS:
+            counts[f.cls.split(":")[0]] = counts.get(f.cls.split(":")[0], 0) + 1
+    assert set(counts) <= {"log", "computed", "results", "output", "code", "label", "generated", "date", "pinned"}
+    assert counts.get("log", 0) >= 100 and counts.get("computed", 0) >= 5
+
+
+def test_an_edit_of_any_kind_is_caught_on_every_page():
+    """One edit of each kind per page, drawn from one seed (the mutation test makes more)."""
+    from docs_mutation import mutate
+
+    rng = random.Random(1)
+    for page in figures.pages():
+        for kind in mutate.KINDS:
+            for m in mutate.mutants(page, kind, rng, 1):
+                assert mutate.caught(page, m.text), f"{page}: {kind}: {m.where}"
