@@ -497,9 +497,131 @@ def _llama_keys(config) -> list[tuple[str, int | float]]:
     return [("block_count", config.n_layers), ("context_length", config.max_len),
             ("embedding_length", config.d_model), ("feed_forward_length", config.d_ff),
             ("head_count", config.n_heads), ("head_count_kv", config.kv_heads), ("key_length", config.head_dim),
-            ("value_length", config.head_dim), ("rope_dimension_count", config.head_dim),
-            ("rope_freq_base", config.rope_theta), ("layer_norm_rms_eps", config.norm_eps),
+            ("value_length", config.head_dim), ("rope_dimension_count", config.rotary_dim or config.head_dim),
+            ("rope_freq_base", config.rope_theta),
+            ("layer_norm_eps" if config.norm == "layernorm" else "layer_norm_rms_eps", config.norm_eps),
             ("vocab_size", config.vocab_size)]
+
+
+def _family_keys(config, arch: str) -> list[tuple[str, int | float | bool]]:
+    """The keys of `arch` beyond _llama_keys, as llama.cpp's converter writes them (Phi-3's and Gemma's window,
+    Gemma's soft caps, GPT-NeoX's parallel residual)."""
+    keys = []
+    if arch in ("phi3", "gemma2", "gemma3") and config.sliding_window:
+        keys.append(("sliding_window", config.sliding_window))
+    if arch == "gptneox":
+        keys.append(("parallel_residual", config.parallel_residual))
+    if config.attn_softcap is not None:
+        keys.append(("attn_logit_softcapping", float(config.attn_softcap)))
+    if config.logit_softcap is not None:
+        keys.append(("final_logit_softcapping", float(config.logit_softcap)))
+    return keys
+
+
+def _gemma_departures(config, arch: str) -> list[str]:
+    """What a gemma2 / gemma3 file cannot say of `config`: what llama.cpp fixes instead of reading (_GEMMA: the
+    global layers' period, Gemma 3's sliding layers' RoPE base, the query scale of all but the 27B models), Gemma
+    2's soft caps (llama.cpp assumes 50 and 30 without them), Gemma 3's missing attention cap."""
+    fixed, wrong = _GEMMA[arch], []
+    window = config.sliding_window
+    if config.global_every != (fixed["every"] if window and config.n_layers >= fixed["every"] else None):
+        wrong.append(f"global_every={config.global_every} (a {arch} file: every {fixed['every']}th layer global)")
+    scalar = config.d_model / config.n_heads if config.n_layers == fixed["layers_27b"] else config.head_dim
+    expected = None if scalar == config.head_dim else float(scalar) ** -0.5
+    if (config.attn_scale is None) != (expected is None) or (
+            expected is not None and abs(config.attn_scale - expected) > 1e-7 * expected):
+        wrong.append(f"attn_scale={config.attn_scale} (a {arch} file of {config.n_layers} blocks: {expected})")
+    if arch == "gemma2":
+        if config.rope_scaling or config.rope_local_theta is not None:
+            wrong.append("rope_scaling / rope_local_theta")
+        if config.attn_softcap is None or config.logit_softcap is None or not window:
+            wrong.append("no attn_softcap, logit_softcap or sliding_window (llama.cpp assumes 50, 30, 4096)")
+        if config.qk_norm != "none":
+            wrong.append(f"qk_norm={config.qk_norm!r}")
+    else:
+        scaling = config.rope_scaling or {}
+        if scaling and (scaling.get("type") != "linear" or set(scaling) != {"type", "factor"}):
+            wrong.append(f"rope_scaling={scaling} (a gemma3 file: linear only)")
+        local = config.rope_local_theta if config.rope_local_theta is not None else \
+            (config.rope_theta if not scaling else None)
+        if window and local != fixed["local_theta"]:
+            wrong.append(f"rope_local_theta={config.rope_local_theta} (llama.cpp: {fixed['local_theta']:g} on the "
+                         "sliding layers)")
+        if config.attn_softcap is not None:
+            wrong.append("attn_softcap (llama.cpp's gemma3 has none)")
+        if config.qk_norm != "head":
+            wrong.append(f"qk_norm={config.qk_norm!r}")
+    return wrong
+
+
+def export_architecture(config) -> str:
+    """The llama.cpp architecture whose file says `config` exactly (load_gguf reads it back to the same model):
+    llama, qwen2 (Q/K/V biases), qwen3 (per-head q/k norms), olmo2 (output norms, q/k norms over all heads), phi3 (a
+    model that came from Phi-3: its window and partial RoPE), gptneox (LayerNorms, GELU, biases, partial RoPE,
+    parallel residual), gemma2 / gemma3 (sandwich norms, GELU-tanh gates, scaled embeddings, caps, windows). A
+    CheckpointError names the options no architecture says."""
+    extra = config.extra if isinstance(config.extra, dict) else {}
+    source = extra.get("gguf_architecture") or {"gpt_neox": "gptneox"}.get(extra.get("hf_family"),
+                                                                         extra.get("hf_family"))
+    if config.topology != "decoder" or config.position != "rope":
+        raise CheckpointError("save_gguf writes decoders with RoPE only (LLaMA, Qwen2/3, OLMo 2, Phi-3, GPT-NeoX, "
+                              f"Gemma 2/3); this is a {config.topology} with {config.position} positions")
+    used = {name for name, value in llama_departures(config).items() if value}
+    gemma = config.norm_placement == "sandwich"
+    unsaid = {"attn_scale": config.attn_scale is not None and not gemma,  # no GGUF key says these
+              "rope_local_theta": config.rope_local_theta is not None and not gemma,
+              "global_every": config.global_every is not None and not gemma, "logit_scale": config.logit_scale != 1,
+              "embedding_norm": config.embedding_norm, "lm_head_bias": config.lm_head_bias,
+              "lm_head_transform": config.lm_head_transform, "type_vocab_size": config.type_vocab_size > 0,
+              f"head={config.head!r}": config.head != "lm", "final_norm=False": config.final_norm is False}
+    if any(unsaid.values()):
+        raise CheckpointError(f"save_gguf: no GGUF architecture says {', '.join(k for k, v in unsaid.items() if v)}")
+    if config.rope_scaling and config.rope_scaling.get("type") != "linear":
+        used.add(f"rope_scaling {config.rope_scaling.get('type')!r}")
+    wrong: list[str] = []
+    if config.norm == "layernorm" and config.activation == "gelu" and config.bias:  # GPT-NeoX
+        arch = "gptneox"
+        wrong = sorted(used - {"rotary_dim", "parallel_residual", "qkv_bias"})  # biases everywhere
+        if config.kv_heads != config.n_heads or config.tie_embeddings:
+            wrong.append("n_kv_heads or tie_embeddings (a gptneox file has neither)")
+    elif gemma:
+        arch = "gemma3" if config.qk_norm == "head" or source == "gemma3" else "gemma2"
+        base = config.norm == "rmsnorm" and config.activation == "geglu_tanh" and not config.bias
+        wrong = ([] if base else ["norm / activation / bias (Gemma: rmsnorm, geglu_tanh, none)"]) + \
+            sorted(used - {"norm_placement", "scale_embeddings", "sliding_window", "attn_softcap", "logit_softcap",
+                           "qk_norm", "rope_scaling"}) + _gemma_departures(config, arch)
+        if not config.scale_embeddings:
+            wrong.append("scale_embeddings=False (Gemma multiplies by sqrt(d_model))")
+        if arch == "gemma2" and not config.tie_embeddings:
+            wrong.append("tie_embeddings=False (llama.cpp's gemma2 reads the embedding as the head)")
+    elif not (config.norm == "rmsnorm" and config.activation == "swiglu" and not config.bias):
+        raise CheckpointError("save_gguf writes LLaMA-style decoders (rope, rmsnorm, swiglu, no biases), Qwen2/3, OLMo "
+                              "2, Phi-3, GPT-NeoX (layernorm, gelu, biases) and Gemma 2/3 (sandwich norms, "
+                              "geglu_tanh) only")
+    elif config.norm_placement == "output" and config.qk_norm == "all":  # OLMo 2
+        arch = "olmo2"
+        wrong = sorted(used - {"norm_placement", "qk_norm"})
+        if config.tie_embeddings:
+            wrong.append("tie_embeddings (an olmo2 file has its own output matrix)")
+    elif source == "phi3":  # a window and partial RoPE: llama.cpp reads both keys (it runs Phi-3 without the window)
+        arch = "phi3"
+        wrong = sorted(used - {"sliding_window", "rotary_dim"})
+        if config.n_heads * config.head_dim != config.d_model:
+            wrong.append("n_heads * d_head != d_model (a phi3 file has no key_length)")
+    else:
+        # Qwen2 (Q/K/V biases) and Qwen3 (per-head q/k norms) have architectures of their own that say them
+        arch = {("qkv_bias",): "qwen2", ("qk_norm",): "qwen3"}.get(tuple(sorted(used)), "llama")
+        if arch == "qwen3" and config.qk_norm != "head":
+            arch = "llama"  # q/k norms over all heads are OLMo 2's, whose norms also sit after each sub-layer
+        if used and arch == "llama":
+            raise CheckpointError(f"save_gguf writes LLaMA-style decoders, Qwen2 (qkv_bias), Qwen3 (qk_norm='head'), "
+                                  f"OLMo 2 (norm_placement='output' with qk_norm='all'), Phi-3, GPT-NeoX and Gemma 2/3 "
+                                  f"only; this one sets {', '.join(sorted(used))}, which no llama.cpp architecture "
+                                  "says as attnlab computes it")
+    if wrong:
+        raise CheckpointError(f"save_gguf: a {arch} file cannot say {'; '.join(wrong)}: llama.cpp would compute "
+                              "another model")
+    return arch
 
 
 def llama_departures(config) -> dict[str, bool]:
@@ -514,9 +636,9 @@ def llama_departures(config) -> dict[str, bool]:
 
 def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template: str | None = None,
               keep_quantized: bool = True) -> Path:
-    """Write an attnlab LLaMA-style decoder as a GGUF file llama.cpp runs (its names and Q/K row order): a `llama`
-    file, or a `qwen2` one for Q/K/V biases (qkv_bias) and a `qwen3` one for per-head q/k norms (qk_norm="head"),
-    whose rows keep Hugging Face's order.
+    """Write an attnlab decoder as a GGUF file llama.cpp runs (its names and Q/K row order): a `llama` file, or the
+    architecture of the family whose options it uses (export_architecture: qwen2, qwen3, olmo2, phi3, gptneox,
+    gemma2, gemma3), whose rows keep Hugging Face's order.
 
     tokenizer: an attnlab Tokenizer (byte-level BPE, SentencePiece-style BPE or uncased WordPiece; see
     gguf_tokenizer.py), written as tokenizer.ggml.*; without one the file holds the model alone (attnlab and
@@ -534,18 +656,9 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
         gguf.GGUFWriter
 
     config = model.config
-    if not (config.topology == "decoder" and config.position == "rope" and config.norm == "rmsnorm"
-            and config.activation == "swiglu" and not config.bias):
-        raise CheckpointError("save_gguf writes LLaMA-style decoders only (rope, rmsnorm, swiglu, no biases)")
-    beyond_llama = [name for name, value in llama_departures(config).items() if value]
-    # Qwen2 (Q/K/V biases) and Qwen3 (per-head q/k norms) have architectures of their own that say them
-    arch = {("qkv_bias",): "qwen2", ("qk_norm",): "qwen3"}.get(tuple(beyond_llama), "llama")
-    if arch == "qwen3" and config.qk_norm != "head":
-        arch = "llama"  # q/k norms over all heads are OLMo 2's, whose file has norms of another placement
-    if beyond_llama and arch == "llama":  # a llama GGUF has no key for them: the file would compute another model
-        raise CheckpointError(f"save_gguf writes LLaMA-style decoders, Qwen2 (qkv_bias) and Qwen3 (qk_norm='head') "
-                              f"only; this one sets {', '.join(beyond_llama)}")
-    table = qwen_table(config) if arch != "llama" else llama_table(config)
+    arch = export_architecture(config)
+    table = {"llama": llama_table, "phi3": phi3_table, "olmo2": olmo2_table, "gptneox": gptneox_table,
+             "gemma2": gemma_table, "gemma3": gemma_table}.get(arch, qwen_table)(config)
     if dtype not in DTYPES:
         raise CheckpointError(f"save_gguf: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     path = Path(path)
@@ -561,8 +674,11 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     writer = GGUFWriter(str(path), arch)
     if config.name:
         writer.add_name(str(config.name))
-    for key, value in _llama_keys(config):
+    for key, value in _llama_keys(config) + _family_keys(config, arch):
         getattr(writer, f"add_{key}")(value)
+    if arch == "gemma3" and config.rope_scaling:  # linear only (export_architecture checked)
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(float(config.rope_scaling["factor"]))
     matrices = [kinds.get(n, DTYPES[dtype]) for n, t in tensors.items() if t.dim() == 2]
     writer.add_file_type(FILE_TYPES[max(set(matrices), key=matrices.count)])
     if kinds:
