@@ -1,5 +1,5 @@
 """Qwen2, Qwen3, Phi-3, OLMo 2, GPT-NeoX, Gemma 2 and Gemma 3 GGUF files (llama.cpp's architectures of those
-names) read by attnlab.load.
+names) read by attnlab.load, and written by save_gguf.
 
 Each file is written here with the `gguf` package from a tiny random Hugging Face model, under llama.cpp's names
 and metadata keys, as its converter writes them: W_Q and W_K in their Hugging Face row order (llama.cpp rotates
@@ -269,3 +269,78 @@ def test_kept_blocks_are_written_back_as_they_were(arch, tmp_path):
     before = {t.name: bytes(t.data) for t in gguf.GGUFReader(str(source)).tensors if t.tensor_type.name == "Q8_0"}
     after = {t.name: bytes(t.data) for t in gguf.GGUFReader(str(written)).tensors if t.tensor_type.name == "Q8_0"}
     assert before and before == after
+
+
+# GGUF out for the other families: written by save_gguf from the Hugging Face directory, read back by attnlab
+WRITTEN = [("phi3", {}), ("phi3", PHI3_OPTIONS), ("olmo2", {}), ("gpt_neox", {}),
+           ("gpt_neox", dict(use_parallel_residual=False)), ("gemma2", {}), ("gemma3", {}), ("gemma3", GEMMA3_LINEAR)]
+ARCHITECTURES = {"gpt_neox": "gptneox"}  # llama.cpp's name where it differs from transformers'
+
+
+@pytest.mark.parametrize("arch, options", WRITTEN)
+def test_the_other_families_are_written_as_their_own_architecture(arch, options, tmp_path):
+    """save_gguf writes Phi-3, OLMo 2, GPT-NeoX, Gemma 2 and Gemma 3 models as llama.cpp's phi3, olmo2, gptneox,
+    gemma2 and gemma3 files; attnlab reads back the same config and tensors, hence the same logits, which are
+    transformers' on the original model. The file's names and keys are checked against the ones write_gguf above
+    gives the same weights (llama.cpp's converter's), and each tensor's values too: the writer and the reader
+    cannot share a mistake that the independent writer does not make."""
+    from attnlab.interop.gguf import save_gguf
+
+    hf = _hf_model(arch, **options)
+    hf.save_pretrained(tmp_path / "hf")
+    ours, _ = attnlab.load(tmp_path / "hf")
+    path = save_gguf(ours, tmp_path / "written.gguf")
+    written = gguf.GGUFReader(str(path))
+    assert written.fields["general.architecture"].contents() == ARCHITECTURES.get(arch, arch)
+    reference = gguf.GGUFReader(str(write_gguf(hf, tmp_path / "reference.gguf")))
+    theirs = {t.name: np.array(t.data) for t in reference.tensors}
+    mine = {t.name: np.array(t.data) for t in written.tensors}
+    assert mine.keys() == theirs.keys() and all(np.array_equal(mine[k], theirs[k]) for k in mine)
+    keys = {k: f.contents() for k, f in reference.fields.items() if not k.startswith(("GGUF.", "tokenizer."))}
+    assert {k: written.fields[k].contents() for k in keys} == keys  # each key llama.cpp's converter writes
+    back, _ = attnlab.load(path)
+    aside = dict(name="", extra={}, norm_eps=0.0, bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    assert back.config.to_dict() | aside == ours.config.to_dict() | aside  # token ids: no tokenizer written here
+    assert back.config.norm_eps == pytest.approx(ours.config.norm_eps, rel=1e-7)  # a float32 in GGUF
+    state, again = ours.state_dict(), back.state_dict()
+    assert state.keys() == again.keys() and all(torch.equal(state[k], again[k]) for k in state)
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        expected = hf(**inputs).logits
+    assert max_diff(expected, run_ours(back, inputs).logits, real(inputs)) <= TOL
+
+
+def test_phi3_written_is_read_by_transformers(tmp_path):
+    """transformers' own GGUF reader computes the Hugging Face Phi-3 model's logits from the file save_gguf wrote
+    (Phi-3's own vocabulary size: a file without a tokenizer has no padding id, and that reader then takes
+    Phi3Config's, 32000)."""
+    from attnlab.interop.gguf import save_gguf
+
+    hf = _hf_model("phi3", vocab_size=32064)
+    hf.save_pretrained(tmp_path / "hf")
+    ours, _ = attnlab.load(tmp_path / "hf")
+    path = save_gguf(ours, tmp_path / "written.gguf")
+    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
+                                                               dtype=torch.float32).eval()
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
+
+
+@pytest.mark.parametrize("change, named", [
+    (dict(logit_softcap=None), "logit_softcap"),  # llama.cpp's gemma2 assumes a cap of 30 without the key
+    (dict(attn_scale=0.3), "attn_scale"),
+    (dict(global_every=3), "global_every"),
+    (dict(rope_scaling={"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+                        "original_max_len": 16}), "rope_scaling")])
+def test_what_a_gemma2_file_cannot_say_is_refused(change, named, tmp_path):
+    from attnlab.errors import CheckpointError
+    from attnlab.interop.gguf import save_gguf
+
+    hf = _hf_model("gemma2")
+    hf.save_pretrained(tmp_path / "hf")
+    ours, _ = attnlab.load(tmp_path / "hf")
+    ours.config = ours.config.replace(**change)
+    with pytest.raises(CheckpointError, match=named):
+        save_gguf(ours, tmp_path / "refused.gguf")
+    assert not (tmp_path / "refused.gguf").exists()
