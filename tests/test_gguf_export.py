@@ -50,7 +50,7 @@ def test_byte_level_bpe_with_chat_template(tmp_path):
 
     f = fields(path)
     tokens = [tok.id_to_token(i) for i in range(tok.vocab_size)]
-    assert f["tokenizer.ggml.model"] == "gpt2" and f["tokenizer.ggml.pre"] == "gpt2"
+    assert f["tokenizer.ggml.model"] == "gpt2" and f["tokenizer.ggml.pre"] == "gpt-2"
     assert f["tokenizer.ggml.tokens"] == tokens + ["[PAD300]", "[PAD301]", "[PAD302]"]  # one per embedding row
     assert f["tokenizer.ggml.merges"] == [m if isinstance(m, str) else " ".join(m) for m in spec["merges"]]
     eot = tok.eos_id

@@ -2,7 +2,7 @@
 
 llama.cpp names three kinds of vocabulary that attnlab's tokenizers (Hugging Face `tokenizers`) can be:
 - "gpt2": byte-level BPE (GPT-2, SmolLM2, attnlab's train_bpe): `tokens` in the byte alphabet, `merges` ("a b",
-  best first), `pre` naming the split before BPE ("gpt2": GPT-2's regex; "smollm": every digit alone, then it);
+  best first), `pre` naming the split before BPE ("gpt-2": GPT-2's regex; "smollm": every digit alone, then it);
 - "llama": SentencePiece-style BPE with byte fallback (LLaMA 1/2, Mistral): `tokens` with "\u2581" for a space,
   `<0xNN>` byte tokens (type BYTE) and `scores`; no merges: llama.cpp merges the adjacent pair whose joined piece
   has the highest score, so a merge of rank r is written as the score -r and read back the same way;
@@ -114,7 +114,7 @@ def _gpt2_pre(spec: dict) -> str:
     kinds = [p.get("type") for p in parts]
     regex = all(p.get("use_regex", True) for p in parts if p.get("type") == "ByteLevel")
     if kinds == ["ByteLevel"] and regex:
-        return "gpt2"
+        return "gpt-2"  # llama.cpp's name (convert_hf_to_gguf_update.py); "gpt2" it refuses as unknown
     if kinds == ["Digits", "ByteLevel"] and parts[0].get("individual_digits") and regex:
         return "smollm"
     raise CheckpointError(f"save_gguf: byte-level BPE split by {kinds} has no llama.cpp pre-tokenizer name attnlab "
@@ -465,7 +465,7 @@ def tokenizer_from_gguf(reader, source: str = "gguf"):
         if pre == "smollm":  # SmolLM splits every digit on its own, then GPT-2's byte-level regex
             hf.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
         else:
-            if pre not in ("default", "gpt2"):
+            if pre not in ("default", "gpt-2", "gpt2"):  # "gpt2": what attnlab wrote before 2026-12-07
                 warnings.warn(f"{source}: pre-tokenizer {_name(pre)!r} is approximated by GPT-2's byte-level "
                               "split; token ids may differ from the original tokenizer on some texts", stacklevel=3)
             hf.pre_tokenizer = byte_level
