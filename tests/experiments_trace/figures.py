@@ -11,6 +11,8 @@ class. The classes, and what the test checks for each:
   CLAIMS, the figure in braces). That test compares it with the log; here the page must print it at this place.
 - `computed:NAME`: recomputed here by COMPUTED[NAME] from the library (for example docs/cost.md's parameter
   counts from attnlab.counting and a model built from the preset); the page must print what it renders.
+- `source:FILE|PATH|SCALE|FMT`: a value of a JSON file a run wrote (a shipped checkpoint's trained.json, a
+  benchmark's .json), at SOURCE_PLACES' place; the page must print it rendered.
 - `results:FILE|KEYS|PATH|SCALE|FMT`: a value of a results line in docs/experiments/results/ (check.Binding "v":
   the line whose keys match, the value at path, times scale, formatted); the page must print it.
 - `output:NAME`: in a code block that shows a command's output, which OUTPUT_BLOCKS[NAME] renders now from the
@@ -193,6 +195,10 @@ def _cost_forward_block() -> str:
     return _tables()["forward"].render()
 
 
+def _gpt_char_final(key: str) -> float:
+    return _json(CK + "/gpt-char/trained.json")["final_eval"][key]
+
+
 def _d():
     return _gpt2("d_model")
 
@@ -220,6 +226,7 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "kv_gpt2_1024": lambda: f"{_kv('gpt2', 1, 1024) / 1e6:.1f}",
     "kv_llama_1024": lambda: f"{_kv('llama-style', 1, 1024) / 1e6:.1f}",
     "kv_llama_8x8192_bf16": lambda: str(_kv("llama-style", 8, 8192, "bfloat16")),
+    "gpt_char_gap": lambda: f"{_gpt_char_final('bigram_val_loss') - _gpt_char_final('val_loss'):.2f}",
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -258,6 +265,54 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
         ("forward", "forward"), ("training step (forward + backward)", "train"),
         ("decoding step, KV cache", "cached"), ("decoding step, no cache", "uncached"))),
 )
+CK = "attnlab/assets/checkpoints"
+# (page, the text the number follows, whitespace collapsed ("{}" stands for any figure), a source: "FILE PATH SCALE
+# FMT" with FILE a JSON file of the repository, PATH its dotted keys (list positions as numbers), SCALE a factor,
+# FMT a format spec (",d", ".1f", ".3f")): the figures read back from a file the run wrote
+SOURCE_PLACES: tuple[tuple[str, str, str], ...] = (
+    # docs/training.md's table of the shipped recipes, from each checkpoint's trained.json
+    ("docs/training.md", "random shifts of up to 3 px; ", f"{CK}/vit-mnist/trained.json steps 1 d"),
+    ("docs/training.md", "`save_every=1000 keep=10`) | **", f"{CK}/vit-mnist/trained.json final_eval.accuracy 100 .1f"),
+    ("docs/training.md", "runs/translate-numbers threads=1` | **",
+     f"{CK}/translate-numbers/trained.json final_eval.exact_match 100 .1f"),
+    ("docs/training.md", "decoder 4 layers, 4 heads, d 128, ", f"{CK}/gpt-char/trained.json steps 1 d"),
+    ("docs/training.md", "runs/gpt-char threads=1` | val **", f"{CK}/gpt-char/trained.json final_eval.val_loss 1 .3f"),
+    ("docs/training.md", "vs add-one bigram **", f"{CK}/gpt-char/trained.json final_eval.bigram_val_loss 1 .3f"),
+    ("docs/training.md", "on the same split: **", "computed gpt_char_gap"),
+    ("docs/training.md", "{} below** (", f"{CK}/gpt-char/trained.json evals.500.val_loss 1 .3f"),
+    ("docs/training.md", "({} at step 500, ", f"{CK}/gpt-char/trained.json evals.1000.val_loss 1 .3f"),
+    ("docs/training.md", "runs/clip-mnist threads=1` | zero-shot **",
+     f"{CK}/clip-mnist/trained.json final_eval.zero_shot 100 .1f"),
+    *(("docs/training.md", f"{before}", f"{CK}/clip-mnist/trained.json final_eval.zero_shot_{lang} 100 .1f")
+      for before, lang in (("held-out images (en ", "en"), ("(en {}, fr ", "fr"), ("fr {}, de ", "de"),
+                           ("de {}, es ", "es"), ("es {}, it ", "it"))),
+    ("docs/training.md", "it {}); ", f"{CK}/clip-mnist/trained.json evals.1000.eval_zero_shot 100 .1f"),
+    ("docs/training.md", "runs/bert-mlm threads=1` | masked-token top-1 **",
+     f"{CK}/bert-mlm/trained.json final_eval.masked_top1 100 .1f"),
+    ("docs/training.md", "masked-token top-1 **{}%** vs unigram **",
+     f"{CK}/bert-mlm/trained.json final_eval.unigram_top1 100 .1f"),
+    ("docs/training.md", "the unigram's `-`, **",
+     f"{CK}/bert-mlm/trained.json final_eval.masked_top1_other_tokens 100 .1f"),
+    ("docs/training.md", "MLM 15% / 80-10-10, ", f"{CK}/bert-mlm/trained.json steps 1 d"),
+)
+
+
+@cache
+def _json(name: str):
+    return json.loads((ROOT / name).read_text())
+
+
+def source_value(spec: str) -> str:
+    """A source place's figure as the page prints it (see SOURCE_PLACES)."""
+    if spec.startswith("computed "):
+        return computed(spec.split()[1])
+    name, path, scale, fmt = spec.split()
+    value = _json(name)
+    for key in path.split("."):
+        value = value[int(key)] if isinstance(value, list) else value[key]
+    return render(float(value) * float(scale), fmt)
+
+
 # (page, a line just before the code block, COMPUTED-like function giving the text the block shows): a block
 # that shows a command's output; every line of the block must be a line of what the function renders now
 OUTPUT_BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
@@ -328,6 +383,9 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
     for p, end, name in COMPUTED_PLACES:
         if p == page and re.search(re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$", flat_before):
             return f"computed:{name}"
+    for p, end, spec in SOURCE_PLACES:
+        if p == page and re.search(re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$", flat_before):
+            return "source:" + spec.replace(" ", "|")
     if any(a <= f.start < b for a, b in logged):
         return "log"
     if page == "docs/reference/cli.md":
@@ -410,6 +468,9 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
                        "tests/test_claims_sources.py reads it")
         elif deep and f.cls.startswith("computed:") and computed(f.cls[9:]) != n.token:
             out.append(f"{page}: {n.token} at {_where(text, n.start)}: {f.cls[9:]} computes {computed(f.cls[9:])}")
+        elif deep and f.cls.startswith("source:") and source_value(f.cls[7:].replace("|", " ")) != n.token:
+            out.append(f"{page}: {n.token} at {_where(text, n.start)}: its source gives "
+                       f"{source_value(f.cls[7:].replace('|', ' '))} ({f.cls[7:]})")
         elif deep and f.cls.startswith("results:") and results_value(f.cls[8:]) != n.token:
             out.append(f"{page}: {n.token} at {_where(text, n.start)}: the results give {results_value(f.cls[8:])}"
                        f" ({f.cls})")
