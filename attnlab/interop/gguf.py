@@ -41,7 +41,7 @@ from attnlab.interop.gguf_tokenizer import (
 )
 from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.mapping import GATE_UP, QKV, Concat, Rule, expand, fused, linear, rule, to_ours, to_theirs
-from attnlab.layers import kernel_threads
+from attnlab.layers import kernel_threads, kquants
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
@@ -50,7 +50,8 @@ SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox"
 # the sliding layers' RoPE base (Gemma 3), and the block count of the 27B models, whose queries are scaled by
 # (d_model / n_heads)^-1/2 instead of d_head^-1/2 (query_pre_attn_scalar has no GGUF key)
 _GEMMA = {"gemma2": dict(every=2, layers_27b=46), "gemma3": dict(every=6, layers_27b=62, local_theta=10000.0)}
-KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1"}  # GGUF type -> attnlab.layers.quantized format
+# GGUF type -> the attnlab.layers.quantized format that keeps it (Q5_0's rows are read as Q8_0's: the same numbers)
+KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q8_0"}
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
 
@@ -295,6 +296,8 @@ def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.
             with warnings.catch_warnings():  # "not writable": the view is only read
                 warnings.simplefilter("ignore", UserWarning)
                 out[t.name] = torch.from_numpy(np.asarray(t.data, dtype=np.uint8).reshape(t.shape[0], -1))
+            if t.type_name == "Q5_0":  # kept as Q8_0 (a copy: the same numbers in Q8_0's blocks)
+                out[t.name] = kquants.q5_0_as_q8_0_rows(out[t.name])
             continue
         values = t.data if t.type_name in ("F32", "F16") else _dequantize(t)
         # np.array copies: the reader's arrays are views of a read-only memory map
@@ -311,15 +314,17 @@ def _dequantize(t):
 def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     """attnlab weight name -> quantized format, for each matrix whose GGUF sources all share one kept type.
 
-    A fused matrix (qkv, gate+up) is kept only when its parts share a type (their rows then concatenate as
-    bytes); a matrix whose parts mix types, or use another type (K-quants, F16), is dequantized to float32.
+    A fused matrix (qkv, gate+up) is kept only when its parts share a kept format (their rows then concatenate as
+    bytes; Q5_0 parts are read as Q8_0 rows, so Q5_0 beside Q8_0 is kept, as llama-quantize's Q4_K_M writes them);
+    a matrix whose parts mix formats (Q4_K beside Q6_K), or use another type (Q2_K, Q3_K, Q5_K, Q5_1, F16), is
+    dequantized to float32.
     The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
     """
     types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
     formats = {}
     for ours, names, _ in expand(gguf_table(config), config):
-        kinds = {types.get(n) for n in names}
-        if len(kinds) != 1 or not ours.endswith(".weight") or next(iter(kinds)) not in KEPT_QUANTIZED:
+        kinds = {KEPT_QUANTIZED.get(types.get(n)) for n in names}  # Q5_0 and Q8_0 parts: both Q8_0 rows
+        if len(kinds) != 1 or not ours.endswith(".weight") or None in kinds:
             continue
         if ours == "tokens.weight" and not config.tie_embeddings:
             continue
@@ -327,7 +332,7 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
             continue
         if ours.startswith("blocks.") and (".norm" in ours):
             continue
-        formats[ours] = KEPT_QUANTIZED[next(iter(kinds))]
+        formats[ours] = next(iter(kinds))
     return formats
 
 
@@ -349,9 +354,10 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
-    """(model, tokenizer) from a GGUF file (SUPPORTED_ARCHITECTURES). Q8_0 / Q4_0 / Q4_1 matrices
-    stay quantized (attnlab.layers.quantized: ~5x less memory, but on CPU a 4-bit decoding step is slower than
-    float32's, see attnlab/benchmarks/quantized.py); keep_quantized=False dequantizes every tensor to float32."""
+    """(model, tokenizer) from a GGUF file (SUPPORTED_ARCHITECTURES). Q8_0, Q4_0, Q4_1, Q4_K, Q6_K and Q5_0 matrices
+    stay quantized (KEPT_QUANTIZED; attnlab.layers.quantized: 3-8x less memory than float32, products by attnlab's
+    kernels); other types (Q2_K, Q3_K, Q5_K, Q5_1) are dequantized to float32. keep_quantized=False dequantizes
+    every tensor to float32."""
     path = Path(path)
     reader = open_reader(path)
     try:
@@ -479,7 +485,8 @@ def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
         buffers = module.buffers_dict()
         for b in buffers:
             state.pop(f"{name}.{b}", None)
-        if module.format == "int8" and module.weight.shape[1] % 32:  # no Q8_0 layout for this width
+        # no Q8_0 layout for this width; Q4_K / Q6_K: their float32 sub-block scales do not say the file's d and sc
+        if (module.format == "int8" and module.weight.shape[1] % 32) or module.format in ("q4_k", "q6_k"):
             state[f"{name}.weight"] = module.weight  # written as float (dtype), like any float matrix
             continue
         key = id(buffers["qweight"])  # a tied embedding shares its head's codes: converted once

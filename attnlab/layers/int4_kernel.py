@@ -97,12 +97,45 @@ _TILE_512 = r"""
                 const __m512 m = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 64 + 16 * g))); \
                 a = _mm512_fmadd_ps(m, xsb, _mm512_fmadd_ps(d, t, a)); }
 """
-_SOURCE = kernel_source.tile_gemv_512("attnlab_int4_gemv", TILE_BYTES, CODE_BYTES, "float", _BLOCK_SUM,
-                                      _CONSTANTS_512, _TILE_512)
-_SOURCE_ROWS = kernel_source.tile_rows_512("attnlab_int4_rows", TILE_BYTES, CODE_BYTES, "float", _BLOCK_SUM,
-                                           _CONSTANTS_512, _TILE_512)
 
-_AVX2_PARTS = kernel_source.PRELUDE_AVX2 + r"""
+# the scales' loads: float16 d and m (Q4_1's, converted by vcvtph2ps) or float32 (layers/q4_k_kernel.py)
+_F16_LOADS = ("_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g)))",
+              "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 64 + 16 * g)))",
+              "_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 8 * (j))))",
+              "_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 64 + 8 * (j))))")
+_F32_LOADS = ("_mm512_loadu_ps((const float*)dm + 16 * g)", "_mm512_loadu_ps((const float*)dm + 64 + 16 * g)",
+              "_mm256_loadu_ps((const float*)dm + 8 * (j))", "_mm256_loadu_ps((const float*)dm + 64 + 8 * (j))")
+
+
+def sources(name: str, tile_bytes: int, float32_scales: bool = False) -> tuple[tuple, tuple]:
+    """(SOURCES, ROWS_SOURCES) of a 4-bit tiled format: the one-row kernels attnlab_<name>_gemv and multi-row
+    kernels attnlab_<name>_rows (AVX-512 VNNI, then AVX2), over tiles of `tile_bytes`: 1024 bytes of codes, then 64
+    d and 64 m, float16 (1280: Q4_1's layout, this module) or float32 (`float32_scales`, 1536: Q4_K's sub-block
+    scales d * sc and mins dmin * m, exact in float32 and not in float16; layers/q4_k_kernel.py)."""
+    loads = _F32_LOADS if float32_scales else _F16_LOADS
+
+    def scaled(text: str) -> str:
+        for old, new in zip(_F16_LOADS, loads, strict=True):
+            text = text.replace(old, new)
+        return text
+
+    tile_512 = scaled(_TILE_512)
+    one = kernel_source.tile_gemv_512(f"attnlab_{name}_gemv", tile_bytes, CODE_BYTES, "float", _BLOCK_SUM,
+                                      _CONSTANTS_512, tile_512)
+    rows = kernel_source.tile_rows_512(f"attnlab_{name}_rows", tile_bytes, CODE_BYTES, "float", _BLOCK_SUM,
+                                       _CONSTANTS_512, tile_512)
+    parts = scaled(_avx2_parts(tile_bytes))
+    one_avx2 = kernel_build.POOL + parts + kernel_source.tile_gemv_head(f"attnlab_{name}_gemv") + _GEMV_AVX2
+    rows_avx2 = kernel_build.POOL + parts + _ROWS_AVX2.replace("attnlab_int4_rows", f"attnlab_{name}_rows")
+    one, one_avx2, rows, rows_avx2 = kernel_source.sized_all(
+        (one, one_avx2, rows, rows_avx2), MAX_K=MAX_K, TILE_BYTES=tile_bytes, ROWS_CHUNK=ROWS_CHUNK)
+    return (((kernel_variants.VNNI_F16C, one), (kernel_variants.AVX2, one_avx2)),  # fastest first
+            ((kernel_variants.VNNI_F16C, rows), (kernel_variants.AVX2, rows_avx2)))
+
+
+def _avx2_parts(tile_bytes: int) -> str:
+    """The AVX2 variant's helpers (rounding, prefetch, tile step, output) for tiles of `tile_bytes`."""
+    return kernel_source.PRELUDE_AVX2 + r"""
 // 8 int32 lanes (values within +-127) -> 8 int8 bytes at dst: saturating packs are exact here
 ATTNLAB_INLINE void attnlab_store8(int8_t* dst, __m256i a) {
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
@@ -119,7 +152,7 @@ ATTNLAB_INLINE int attnlab_round(const float* __restrict__ x, int64_t kb, int8_t
     return 0;
 }
 ATTNLAB_INLINE void attnlab_prefetch(const uint8_t* p) {  // the tile two ahead of p""" + kernel_source.prefetch_tile(
-    TILE_BYTES) + r"""}
+    tile_bytes) + r"""}
 // acc[j] += the tile p's contribution to output j (0..63) for one row's pieces of this block (xhb, xlb: 32 bytes)
 // and its rounded block sum xsb, in units of s2
 ATTNLAB_INLINE void attnlab_tile(const uint8_t* __restrict__ p, const int8_t* xhb, const int8_t* xlb, float xsb_,
@@ -204,7 +237,7 @@ ATTNLAB_INLINE void attnlab_out(const float* acc, float s2, const float* __restr
 }
 """
 
-_SOURCE_AVX2 = kernel_build.POOL + _AVX2_PARTS + kernel_source.tile_gemv_head("attnlab_int4_gemv") + r"""{
+_GEMV_AVX2 = r"""{
     alignas(64) int8_t xh[MAX_K], xl[MAX_K];
     alignas(64) float xs[MAX_K / 32];
     float s2;
@@ -225,7 +258,7 @@ _SOURCE_AVX2 = kernel_build.POOL + _AVX2_PARTS + kernel_source.tile_gemv_head("a
 
 ROWS_CHUNK = 16  # rows_product: rows sharing each tile while it is in L1 (16 x 64 float accumulators = 4 KB)
 
-_SOURCE_ROWS_AVX2 = kernel_build.POOL + _AVX2_PARTS + r"""
+_ROWS_AVX2 = r"""
 #include <new>
 extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __restrict__ w,
                        const float* __restrict__ bias, float* __restrict__ y,
@@ -269,11 +302,10 @@ extern "C" int attnlab_int4_rows(const float* __restrict__ x, const uint8_t* __r
 }
 """
 
-_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS, _SOURCE_ROWS_AVX2 = kernel_source.sized_all(
-    (_SOURCE, _SOURCE_AVX2, _SOURCE_ROWS, _SOURCE_ROWS_AVX2), MAX_K=MAX_K, TILE_BYTES=TILE_BYTES, ROWS_CHUNK=ROWS_CHUNK)
-SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE), (kernel_variants.AVX2, _SOURCE_AVX2))  # fastest first
 # rows_product's kernel: the one-row kernel's variant (the same choice), around its tile step
-ROWS_SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE_ROWS), (kernel_variants.AVX2, _SOURCE_ROWS_AVX2))
+SOURCES, ROWS_SOURCES = sources("int4", TILE_BYTES)
+(_, _SOURCE), (_, _SOURCE_AVX2) = SOURCES
+(_, _SOURCE_ROWS), (_, _SOURCE_ROWS_AVX2) = ROWS_SOURCES
 _compiled, _compiled_rows = kernel_variants.tiled_builds("int4", SOURCES, ROWS_SOURCES, "4-bit products")
 available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
 
@@ -284,7 +316,8 @@ NIBBLES_HIGH = 0xF0F0F0F0 - (1 << 32)  # the high nibbles, as the int32 with tho
 
 def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
     """int4 buffers ((n, k/2) uint8 GGUF nibble order, (n, k/32) float16 d, (n, k/32) float16 m) ->
-    (tiles,) with tiles a (ceil(n/64), k/32, 1280) uint8 tensor (zero padded outputs); see the module docstring."""
+    (tiles,) with tiles a (ceil(n/64), k/32, 1280) uint8 tensor (zero padded outputs); see the module docstring.
+    float32 d and m (Q4_K's, layers/q4_k_kernel.py) give 1536-byte tiles, the scales as float32."""
     n, k2 = qweight.shape
     k = 2 * k2
     if k % BLOCK_K:
@@ -308,10 +341,10 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple
     words[:n, :, 3] = ((w2 >> 4) & NIBBLES_LOW) | (w3 & NIBBLES_HIGH)
     # (ob, g, i, kb, e) -> (ob, kb, e, g, i): output = 64 ob + 16 g + i, each word the 4 bytes of r
     c = words.reshape(nb, 4, 16, kb, 4).permute(0, 3, 4, 1, 2).contiguous().view(torch.uint8).reshape(nb, kb, 1024)
-    d = torch.zeros(nb * BLOCK_N, kb, dtype=torch.float16)
-    m = torch.zeros(nb * BLOCK_N, kb, dtype=torch.float16)
+    d = torch.zeros(nb * BLOCK_N, kb, dtype=scale.dtype)  # float16 (Q4_1) or float32 (Q4_K: q4_k_kernel)
+    m = torch.zeros(nb * BLOCK_N, kb, dtype=scale.dtype)
     d[:n], m[:n] = scale, min
-    d = d.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)  # (nb, kb, 128)
+    d = d.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)  # (nb, kb, 64 x 2 or 4 bytes)
     m = m.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)
     return (torch.cat((c, d, m), dim=-1).contiguous(),)
 

@@ -8,6 +8,10 @@ float):
 - "q4_0": GGUF's Q4_0, blocks of 32: w = d[n, b] * (q[n, k] - 8); stored as q4_1 with m = -8 d, which gives the
   same float32 numbers (d * q and 8 d are exact in float32, and so is their difference).
 - "int4": attnlab's own 4-bit scheme, which is Q4_1's (groups of 32, float16 scale and min): one layout, one kernel.
+- "q4_k": GGUF's Q4_K, as Q4_1's layout with float32 scale d sc and min -dmin m per 32 inputs (exact; layers/kquants.py,
+  layers/q4_k_kernel.py).
+- "q6_k": GGUF's Q6_K, codes q - 32 as int8 with a float32 scale d sc per 16 inputs (exact; layers/q6_k_kernel.py).
+  GGUF's Q5_0 loads as "q8_0" (the same numbers).
 Codes inside a 4-bit block are laid out like GGUF's (byte j holds value j in its low nibble, value j + 16 in its
 high one), so a GGUF file's bytes become this module's buffers by a reshape.
 
@@ -61,13 +65,23 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnlab.layers import int4_kernel, int8_kernel, kernel_threads, kernel_variants, q8_0_kernel
+from attnlab.layers import (
+    int4_kernel,
+    int8_kernel,
+    kernel_threads,
+    kernel_variants,
+    kquants,
+    q4_k_kernel,
+    q6_k_kernel,
+    q8_0_kernel,
+)
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
-FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1")
-ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0")  # formats whose prefill products their kernel's rows_product takes
+FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k")
+ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0", "q4_k", "q6_k")  # formats whose prefill products rows_product takes
 KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
-           "q8_0": q8_0_kernel}
+           "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel}
+NO_MIN = ("int8", "q8_0", "q6_k")  # formats of codes and scales only
 
 
 def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
@@ -76,12 +90,14 @@ def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
         return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
                 "scale": torch.zeros(n, dtype=torch.float32, device=device)}
     blocks = k // BLOCK
-    if fmt == "q8_0":
+    if fmt in ("q8_0", "q6_k"):  # Q6_K: a float32 scale per 16 inputs
+        per, dtype = (BLOCK, torch.float16) if fmt == "q8_0" else (BLOCK // 2, torch.float32)
         return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
-                "scale": torch.zeros(n, blocks, dtype=torch.float16, device=device)}
+                "scale": torch.zeros(n, k // per, dtype=dtype, device=device)}
+    dtype = torch.float32 if fmt == "q4_k" else torch.float16
     return {"qweight": torch.zeros(n, k // 2, dtype=torch.uint8, device=device),
-            "scale": torch.zeros(n, blocks, dtype=torch.float16, device=device),
-            "min": torch.zeros(n, blocks, dtype=torch.float16, device=device)}
+            "scale": torch.zeros(n, blocks, dtype=dtype, device=device),
+            "min": torch.zeros(n, blocks, dtype=dtype, device=device)}
 
 
 def check_format(fmt: str, in_features: int) -> None:
@@ -126,8 +142,8 @@ def dequantize(fmt: str, buffers: dict[str, torch.Tensor], dtype=torch.float32, 
     n = q.shape[0]
     if fmt == "int8":
         w = q.to(dtype) * scale.to(dtype)[:, None]
-    elif fmt == "q8_0":
-        w = (q.reshape(n, -1, BLOCK).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
+    elif fmt in ("q8_0", "q6_k"):
+        w = (q.reshape(n, scale.shape[1], -1).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
     else:
         codes = unpack4(q).to(dtype)
         w = torch.addcmul(buffers["min"].to(dtype)[..., None], codes, scale.to(dtype)[..., None]).reshape(n, -1)
@@ -138,7 +154,10 @@ def dequantize(fmt: str, buffers: dict[str, torch.Tensor], dtype=torch.float32, 
 
 
 def from_gguf_rows(raw: torch.Tensor, fmt: str) -> dict[str, torch.Tensor]:
-    """GGUF row bytes (n, blocks * bytes_per_block) uint8 of Q8_0 / Q4_0 / Q4_1 -> this module's buffers."""
+    """GGUF row bytes (n, blocks * bytes_per_block) uint8 of Q8_0 / Q4_0 / Q4_1 -> this module's buffers; of Q4_K,
+    Q6_K and Q5_0 (fmt "q4_k", "q6_k", "q5_0") -> those of kquants.MODULE_FORMAT[fmt] (layers/kquants.py)."""
+    if fmt in kquants.DECODERS:
+        return kquants.DECODERS[fmt](raw)
     n = raw.shape[0]
     per_block = {"q8_0": 34, "q4_0": 18, "q4_1": 20}[fmt]
     b = raw.reshape(n, -1, per_block)
@@ -198,7 +217,7 @@ class QuantizedLinear(nn.Module):
                 getattr(self, name).copy_(t)
 
     def buffers_dict(self) -> dict[str, torch.Tensor]:
-        names = ("qweight", "scale", "min") if self.format not in ("int8", "q8_0") else ("qweight", "scale")
+        names = ("qweight", "scale", "min") if self.format not in NO_MIN else ("qweight", "scale")
         return {n: getattr(self, n) for n in names}
 
     def __getstate__(self):  # copy.deepcopy / pickle: the prepacked weight and the scratch buffer are caches
@@ -443,8 +462,9 @@ class QuantizedLinear(nn.Module):
         n = stop - start
         scale = self.scale[start:stop].to(w.dtype)[..., None]  # (n, blocks, 1)
         blocks = w.view(n, -1, BLOCK)
-        if self.format == "q8_0":
-            blocks.copy_(self.qweight[start:stop].view(n, -1, BLOCK))
+        if self.format in ("q8_0", "q6_k"):  # Q6_K: a scale per 16 inputs
+            blocks = w.view(n, scale.shape[1], -1)
+            blocks.copy_(self.qweight[start:stop].view(n, scale.shape[1], -1))
             return blocks.mul_(scale).view(n, -1)
         # four codes per int32 op: a block's 16 bytes as 4 words; masking each byte's low nibble gives values
         # 0..15 in order, shifting the word by 4 first gives values 16..31 (1.7x faster than bytewise ops)
@@ -476,7 +496,7 @@ class QuantizedEmbedding(nn.Module):
             self.register_buffer(name, t)
 
     def buffers_dict(self) -> dict[str, torch.Tensor]:
-        names = ("qweight", "scale", "min") if self.format not in ("int8", "q8_0") else ("qweight", "scale")
+        names = ("qweight", "scale", "min") if self.format not in NO_MIN else ("qweight", "scale")
         return {n: getattr(self, n) for n in names}
 
     @property

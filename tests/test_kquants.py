@@ -1,0 +1,235 @@
+"""GGUF's Q4_K, Q6_K and Q5_0 kept quantized (layers/kquants.py, q4_k_kernel.py, q6_k_kernel.py).
+
+References, each independent of the code under test:
+- the weights: the `gguf` package's own `gguf.quants.dequantize` of the same bytes. The loaders' numbers are exact
+  in float32 (a float16 times a 6- or 8-bit integer, times a 4- to 6-bit code, and one rounding for Q4_K's min), and
+  so are gguf's (it computes in float32 the same products), so the test asks for equality, bit for bit.
+- the products: float64 x . w of those dequantized weights, within the kernels' rounding of x (two int8 pieces: half
+  a step of max|x| / 127 / 254 per input, times sum |w|) plus float32 accumulation (1e-5 relative); the same bound
+  tests/test_q8_int8_avx2.py holds Q8_0 to. Multi-row products must give each row's one-row bits exactly.
+The random blocks are random bytes (every code and 6-bit scale pattern, both nibble halves, signed Q6_K scales)
+with float16 scales set to finite values: the `gguf` package cannot quantize to K-quants, so no float weight is
+needed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import attnlab
+from attnlab.layers import kquants, quantized
+from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize
+
+gguf = pytest.importorskip("gguf")
+
+TYPES = {"q4_k": "Q4_K", "q6_k": "Q6_K", "q5_0": "Q5_0"}
+PER_BLOCK = {"q4_k": 256, "q6_k": 256, "q5_0": 32}
+
+
+def random_blocks(kind: str, n: int, k: int, seed: int = 0, scale: float = 1e-3) -> np.ndarray:
+    """(n, bytes per row) uint8 of random `kind` blocks: random codes and sub-scales, float16 d (and dmin) near
+    `scale`, of both signs for Q5_0's d; row 0 has every code at its largest, row 1 at 0."""
+    rng = np.random.default_rng(seed)
+    nb = k // PER_BLOCK[kind]
+    raw = rng.integers(0, 256, size=(n, nb, kquants.BYTES[kind]), dtype=np.uint8)
+
+    def half(sign=False):
+        v = rng.uniform(0.25, 1, size=(n, nb)) * scale * (rng.choice([-1, 1], size=(n, nb)) if sign else 1)
+        return v.astype(np.float16).view(np.uint8).reshape(n, nb, 2)
+
+    if kind == "q4_k":
+        raw[..., 0:2], raw[..., 2:4] = half(), half()
+        raw[0, :, 16:], raw[1, :, 16:] = 0xFF, 0
+    elif kind == "q6_k":
+        raw[..., 208:210] = half()
+        raw[0, :, :192], raw[1, :, :192] = 0xFF, 0
+    else:
+        raw[..., 0:2] = half(sign=True)
+        raw[0, :, 2:], raw[1, :, 2:] = 0xFF, 0
+    return raw.reshape(n, -1)
+
+
+def reference(kind: str, raw: np.ndarray, k: int) -> torch.Tensor:
+    values = gguf.quants.dequantize(raw, gguf.GGMLQuantizationType[TYPES[kind]])
+    return torch.from_numpy(np.asarray(values, dtype=np.float32).reshape(raw.shape[0], k))
+
+
+def layer(kind: str, n: int, k: int, seed: int = 0) -> tuple[QuantizedLinear, torch.Tensor]:
+    raw = random_blocks(kind, n, k, seed)
+    module = QuantizedLinear(k, n, kquants.MODULE_FORMAT[kind])
+    module.load_buffers(quantized.from_gguf_rows(torch.from_numpy(raw), kind))
+    return module, reference(kind, raw, k)
+
+
+def _bound(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    """x rounded to two 8-bit pieces (half a step of max|x| / 127 / 254 per input), plus float32 accumulation."""
+    big = x.abs().amax(dim=-1, keepdim=True).double()
+    return big / 127 / 254 / 2 * w.abs().sum(1) + 1e-5 * (1 + big * w.abs().sum(1))
+
+
+@pytest.mark.parametrize("kind", sorted(TYPES))
+def test_decoded_weights_equal_ggufs_dequantize(kind):
+    """Every weight the kept buffers stand for equals the gguf package's dequantization of the file's bytes."""
+    for n, k in ((3, 256), (70, 768)):
+        raw = random_blocks(kind, n, k, seed=n)
+        buffers = quantized.from_gguf_rows(torch.from_numpy(raw), kind)
+        w = dequantize(kquants.MODULE_FORMAT[kind], buffers)
+        assert torch.equal(w, reference(kind, raw, k))
+    assert kquants.MODULE_FORMAT[kind] in quantized.FORMATS
+
+
+def test_the_scales_are_float32_where_float16_would_round():
+    """Q4_K's d * sc and Q6_K's d * sc need more than float16's 11 bits: the kept scales are float32, and a float16
+    copy of them would change weights (the reason they are not float16)."""
+    for kind in ("q4_k", "q6_k"):
+        buffers = quantized.from_gguf_rows(torch.from_numpy(random_blocks(kind, 8, 512)), kind)
+        scale = buffers["scale"]
+        assert scale.dtype == torch.float32
+        assert not torch.equal(scale.half().float(), scale)
+
+
+@pytest.mark.parametrize("kind", sorted(TYPES))
+@pytest.mark.parametrize("n,k", [(70, 256), (130, 768), (1000, 512)])
+def test_products_against_float64(kind, n, k):
+    """One row (the decoding step's kernel), 3 rows (FAST_ROWS: one-row calls) and 40 rows (rows_product), with
+    an outlier channel and a bias, against float64 x . w of gguf's weights; rows_product gives each row the bits of
+    the one-row kernel; the chunked path (use_kernel off) matches F.linear on the dequantized weight."""
+    module, w = layer(kind, n, k, seed=k)
+    kernel = quantized.KERNELS[module.format]
+    if not kernel.available():
+        pytest.skip(f"the {module.format} kernel is unavailable here: {kernel.unavailable_reason()}")
+    gen = torch.Generator().manual_seed(n)
+    bias = torch.randn(n, generator=gen)
+    x = torch.randn(40, k, generator=gen) * torch.logspace(-2, 1, 40)[:, None]
+    x[:, 5] *= 30  # an outlier channel
+    expected = x.double() @ w.double().t() + bias.double()
+    with torch.no_grad():
+        one = torch.cat([module(row[None], bias) for row in x])
+        few = module(x[:3], bias)
+        many = module(x, bias)
+        module.use_kernel = False
+        chunked = module(x[:2], bias)
+    assert bool(((one.double() - expected).abs() <= _bound(x, w)).all())
+    assert torch.equal(few, one[:3])
+    if kernel.rows_available():
+        assert torch.equal(many, one)  # each row the one-row kernel's bits
+    torch.testing.assert_close(chunked, F.linear(x[:2], w, bias), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["q4_k", "q6_k"])
+def test_a_kernel_refusing_a_row_gives_floats_answer(kind):
+    """A row holding inf goes to the dequantized weight: float32's inf / NaN, not a finite number."""
+    module, w = layer(kind, 64, 256)
+    x = torch.randn(1, 256)
+    x[0, 3] = float("inf")
+    with torch.no_grad():
+        y = module(x)
+    torch.testing.assert_close(y, F.linear(x, w), equal_nan=True)
+
+
+@pytest.mark.parametrize("kind", ["q4_k", "q6_k", "q5_0"])
+def test_tied_embedding_rows_are_the_weights_rows(kind):
+    module, w = layer(kind, 50, 512)
+    embedding = QuantizedEmbedding(module)
+    ids = torch.tensor([[0, 1, 49], [7, 7, 3]])
+    assert torch.equal(embedding(ids), w[ids])
+
+
+def test_pack_refuses_float16_scales():
+    from attnlab.layers import q4_k_kernel, q6_k_kernel
+
+    q = torch.zeros(64, 128, dtype=torch.uint8)
+    half = torch.zeros(64, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="float32"):
+        q4_k_kernel.pack(q, half, half)
+    with pytest.raises(ValueError, match="float32"):
+        q6_k_kernel.pack(torch.zeros(64, 256, dtype=torch.int8), torch.zeros(64, 16, dtype=torch.float16))
+
+
+def test_decoders_refuse_partial_blocks():
+    with pytest.raises(ValueError, match="whole blocks of 144"):
+        kquants.q4_k(torch.zeros(2, 150, dtype=torch.uint8))
+
+
+# ----------------------------------------------------------------------------------------- a K-quant file
+KINDS = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q4_K", "ffn_gate": "Q4_K", "ffn_up": "Q4_K",
+         "ffn_down": "Q6_K", "attn_output": "Q5_0", "token_embd": "Q6_K"}
+
+
+def _kquant_file(folder):
+    """A tiny LLaMA (d_model 256: K-quants need input widths of 256) as a GGUF of Q4_K, Q6_K and Q5_0 blocks of
+    random bytes, a Q4_K_M-like mix: blk.0's Q and K are Q5_0 and its V Q8_0 (a fused Q/K/V kept as Q8_0), blk.1's
+    attn_v is Q6_K beside Q4_K (its fused Q/K/V mixes formats and stays float32), the tied embedding Q6_K,
+    attn_output Q5_0."""
+    from attnlab.interop import gguf as G
+    from tests.gguf_files import rewrite_gguf
+
+    config = attnlab.presets["tiny-llama"].replace(d_model=256, d_ff=512, n_layers=2, tie_embeddings=True)
+    torch.manual_seed(0)
+    plain = G.save_gguf(attnlab.build_model(config).eval(), folder / "plain.gguf")
+    seeds = iter(range(1000))
+
+    def blocks(name, values):
+        kind = next((t for part, t in KINDS.items() if part in name), None)
+        if name == "blk.1.attn_v.weight":
+            kind = "Q6_K"
+        if name in ("blk.0.attn_q.weight", "blk.0.attn_k.weight"):
+            kind = "Q5_0"
+        if kind is None or values.ndim != 2:
+            return values
+        if name == "blk.0.attn_v.weight":
+            return gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0), gguf.GGMLQuantizationType.Q8_0
+        fmt = kind.lower()
+        raw = random_blocks(fmt, values.shape[0], values.shape[1], seed=next(seeds), scale=2e-4)
+        return raw, gguf.GGMLQuantizationType[kind]
+    return rewrite_gguf(plain, folder / "k.gguf", blocks)
+
+
+def test_a_kquant_file_loads_kept_and_computes_the_float_model(tmp_path):
+    """load_gguf keeps Q4_K, Q6_K (the tied embedding / head too) and Q5_0 (as Q8_0) matrices; a fused Q/K/V of
+    Q4_K and Q6_K parts is float32; the kept model's weights are those of the float load (keep_quantized=False,
+    gguf's dequantize) bit for bit, and its logits agree within the kernels' rounding of activations (each product
+    ~2^-16 of its row's largest |x|: 1e-3 of the logits' spread allows that across two blocks and the head)."""
+    from attnlab.interop import gguf as G
+
+    path = _kquant_file(tmp_path)
+    kept, _ = G.load_gguf(path)
+    full, _ = G.load_gguf(path, keep_quantized=False)
+    formats = {n: m.format for n, m in kept.named_modules() if isinstance(m, QuantizedLinear)}
+    assert formats["lm_head.proj"] == "q6_k"
+    assert isinstance(kept.tokens, QuantizedEmbedding) and kept.tokens.format == "q6_k"
+    assert "q4_k" in formats.values() and "q8_0" in formats.values()
+    fused = {n: f for n, f in formats.items() if "qkv" in n}
+    assert fused == {"blocks.0.attn.qkv": "q8_0"}, f"blk.0: Q5_0 + Q8_0 kept; blk.1: Q4_K + Q6_K float32: {fused}"
+    floats = dict(full.named_parameters())
+    for name, module in kept.named_modules():
+        if isinstance(module, QuantizedLinear):
+            tied = "tokens.weight" if name == "lm_head.proj" else f"{name}.weight"
+            assert torch.equal(module.weight, floats.get(f"{name}.weight", floats[tied])), name
+    ids = torch.tensor([[1, 5, 9, 2, 7, 3, 3, 8]])
+    with torch.no_grad():
+        a, b = kept(ids).logits, full(ids).logits
+        step = kept(ids[:, :1]).logits
+    spread = float(b.std())
+    torch.testing.assert_close(a, b, rtol=0, atol=1e-3 * spread)
+    torch.testing.assert_close(step, b[:, :1], rtol=0, atol=1e-3 * spread)
+
+
+def test_save_gguf_writes_kept_kquants_as_float(tmp_path):
+    """save_gguf of a model with kept Q4_K / Q6_K matrices writes them as float32 (their float32 sub-block scales
+    do not say the file's d and sc), Q8_0 (read from Q5_0) as Q8_0: the file read back holds the same weights."""
+    from attnlab.interop import gguf as G
+
+    kept, tokenizer = G.load_gguf(_kquant_file(tmp_path))
+    path = G.save_gguf(kept, tmp_path / "again.gguf", tokenizer=tokenizer)
+    types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors}
+    assert types["token_embd.weight"] == "F32" and types["blk.0.ffn_down.weight"] == "F32"
+    assert types["blk.0.attn_output.weight"] == "Q8_0"
+    again, _ = G.load_gguf(path)
+    for name, module in kept.named_modules():
+        if isinstance(module, QuantizedLinear):
+            other = again.get_submodule(name)
+            assert torch.equal(module.weight, other.weight), name
