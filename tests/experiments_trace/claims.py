@@ -8,7 +8,8 @@ stands is a line of claims.tsv: the page, the text just before it and just after
 word and a rule. A rule is a function here that returns the word the results give (for example "worse" when 16
 heads score a higher test loss than 4 on every seed); "pinned" means the word is the one written, with no rule
 over the results yet (so an edit of the word is caught, a change of the results is not); "quoted", "name" and
-"place" are pinned too, for a word that is no result of this page: the seeds' claim under test (the top table's
+"place" (and "verb": "holds" as "contains", "best" as the name of a kept checkpoint, on the other pages) are pinned
+too, for a word that is no result of this page: the seeds' claim under test (the top table's
 claim column), the name of a thing (linear attention, a linear program) or a place on the page ("the table
 above"). `problems(text, page)` reports a claim word that differs from its rule or pin, a claims.tsv line whose
 place is gone, and a claim word at a place claims.tsv does not list (an invented sentence, or a new one that
@@ -66,7 +67,7 @@ def page_path(page: str) -> Path:
     return DOCS / page if page in PAGES else ROOT / page
 
 
-PINS = ("pinned", "quoted", "name", "place")  # a place whose word is the one written (no rule over the results)
+PINS = ("pinned", "quoted", "name", "place", "verb")  # a place whose word is the one written (no rule over the results)
 CONTEXT = 40  # characters kept each side of a claim word in claims.tsv (more where that is not unique)
 
 
@@ -331,6 +332,61 @@ def _verdict(row: int, index: int = 0) -> Callable[[], str]:
     return rule
 
 
+# ---------------------------------------------------------------- rules of the other pages: over the logs
+def _logged(page: str, fragment: str) -> float:
+    """The logged value of the figure tests/test_claims_sources.py's CLAIMS reads back where `page` prints text
+    containing `fragment` (with the figure in braces, as CLAIMS writes it)."""
+    import test_claims_sources as sources
+
+    rows = [c for c in sources.CLAIMS if c[0] == page and fragment in c[1]]
+    assert len(rows) == 1, f"{page}: {len(rows)} CLAIMS rows hold {fragment!r}"
+    _, _, log, where, scale = rows[0]
+    return sources._value(sources.ROOT / log, where) * scale
+
+
+def _ratio_word(page: str, *fragments: str, above: str = "faster", below: str = "slower") -> Callable[[], str]:
+    """above when every logged ratio (attnlab's rate over the peer's) is above 1, below when every one is under."""
+    return lambda: _every(((1.0, _logged(page, f)) for f in fragments), above, below)
+
+
+def _from_json(name: str, *path: str) -> float:
+    import json
+    value = json.loads((ROOT / name).read_text())
+    for key in path:
+        value = value[key]
+    return float(value)
+
+
+GGUF = "docs/howto/gguf.md"
+RATIO_RULES: dict[str, Callable[[], str]] = {
+    # attnlab's rate over the peer's, read from the logs test_claims_sources.py binds
+    "gguf_decodes_faster": _ratio_word(GGUF, "{1.45}x llama.cpp's rate", "{1.51}x\n  at two"),
+    "gguf_prefill_faster": _ratio_word(GGUF, "prompt at {4.96}x", "prompt at 4.96x / {4.31}x",
+                                       "reads its prompt at {2.81}x", "reads its prompt at 2.81x / {2.32}x",
+                                       "and {1.16}x / 1.09x", "and 1.16x / {1.09}x"),
+    "gpu_trains_faster": _ratio_word("docs/howto/install.md", "trains {1.60}x faster"),
+    "uncached_step_slower": lambda: _every([(_logged("docs/cost.md", "grows from {196} ms"),
+                                             1000 * _logged("docs/cost.md", "196 ms to {2.4} s"))], "slower", "faster"),
+    "gpt_char_below_bigram": lambda: _every([(_from_json(
+        "attnlab/assets/checkpoints/gpt-char/trained.json", "final_eval", "val_loss"), _from_json(
+        "attnlab/assets/checkpoints/gpt-char/trained.json", "final_eval", "bigram_val_loss"))], "below", "above"),
+    "smollm2_steps_lower": lambda: _every([(_from_json("bench/results/fine-tune-2026-12-06/smollm2.json",
+                                                       "val_loss_after"),
+                                            _from_json("bench/results/fine-tune-2026-12-06/smollm2.json",
+                                                       "val_loss_before"))], "lower", "higher"),
+}
+RATIO_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word follows, rule)
+    ("README.md", "SmolLM2's GGUF decodes ", "gguf_decodes_faster"),
+    (GGUF, "into its own block, generates from them ", "gguf_decodes_faster"),
+    ("docs/quantization.md", "and SmolLM2's GGUF decodes ", "gguf_decodes_faster"),
+    ("docs/quantization.md", "every kept format reads its prompt ", "gguf_prefill_faster"),
+    ("docs/howto/install.md", "GPT-2 small trains 1.60x ", "gpu_trains_faster"),
+    ("docs/cost.md", "grows from 196 ms to 2.4 s, 43× ", "uncached_step_slower"),
+    ("docs/training.md", "on the same split: **1.01 ", "gpt_char_below_bigram"),
+    ("docs/fine-tuning.md", "40 steps of 2 windows ", "smollm2_steps_lower"),
+)
+
+
 VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdict -> (row, index of its word)
     "post-LN needs warmup (17.3) | 001 | ": (1, 0),
     "preventing saturation (17.2) | 000, 001, 002 | arithmetic ": (5, 0),
@@ -345,6 +401,7 @@ VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdi
     "For MiniLM the statement ": (12, 0)}
 
 RULES: dict[str, Callable[[], str]] = {
+    **RATIO_RULES,
     "many_heads": _many_heads, "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
     "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
     "local_linear_growth": lambda: _growth("local", "linear"), "multilevel_growth": _grows("multilevel"),
@@ -406,6 +463,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
     ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
+    *RATIO_PLACES,
 )
 
 
@@ -503,7 +561,23 @@ def _kind(flat: str, m: re.Match, page: str = "experiments.md") -> str:
     if m.group() in ("above", "below") and (PLACE_BEFORE.search(flat, 0, m.start())
                                              or PLACE_AFTER.match(flat, m.end())):
         return "place"
+    if page not in PAGES and m.group() == "holds" and CONTAINS.match(flat, m.end()):
+        return "verb"
+    if page not in PAGES and m.group() == "best" and (flat[m.start() - 1:m.start()] in "`/"
+                                                      or BEST_NAME.match(flat, m.end())):
+        return "verb"
     return "pinned"
+
+
+# "holds the whole model", "holds one subfolder", "holds 407,424 of ...": "holds" as "contains", no verdict
+CONTAINS = re.compile(r" (the|a|an|one|its|all|what|bad|previous|\d)\b")
+BEST_NAME = re.compile(r"[`]| (checkpoint|`?val_loss`?)\b")  # "the best checkpoint": the name of a kept step
+
+
+def _kept(rule: str | None, page: str) -> str | None:
+    """A place's rule kept from claims.tsv: a rule over the results always; a pin on the other pages is derived
+    again (so a new kind of pin reaches them)."""
+    return rule if rule and (page in PAGES or rule not in PINS) else None
 
 
 def main() -> None:
@@ -516,7 +590,7 @@ def main() -> None:
         for m in found:
             before, after = _context(flat, m, found)
             rule = next((r for p, end, r in RULED if p == page and flat[:m.start()].endswith(end)),
-                        old.get((page, before, after), _kind(flat, m, page)))
+                        _kept(old.get((page, before, after)), page) or _kind(flat, m, page))
             lines.append(Claim(page, before, m.group(), after, rule).line())
     CLAIMS.write_text("\n".join(lines) + "\n")
 
