@@ -91,6 +91,8 @@ def test_the_rules_of_the_classes_are_checked():
     a, b = inline[0]
     unquoted = text[:a] + text[a:b].replace("`", " ") + text[b:]  # the same numbers, no longer code
     assert any("classed code" in p for p in figures.problems(unquoted, page))
+    plain = text.replace("per layer 24·n·d²", "per layer 24 n d²", 1)  # the same numbers, no longer a formula
+    assert plain != text and any("classed formula" in p for p in figures.problems(plain, page))
 
 
 def test_the_classes_say_why_a_number_is_not_checked_against_a_source():
@@ -99,6 +101,7 @@ def test_the_classes_say_why_a_number_is_not_checked_against_a_source():
     for f in figures.read():
         if f.token != figures.ROWS:
             counts[f.cls.split(":")[0]] = counts.get(f.cls.split(":")[0], 0) + 1
-    assert set(counts) <= {"log", "computed", "results", "source", "output", "code", "label", "generated", "date",
+    assert set(counts) <= {"log", "computed", "results", "source", "output", "code", "label", "formula", "setting",
+                           "generated", "date",
                            "pinned"}
     assert counts.get("log", 0) >= 100 and counts.get("computed", 0) >= 5

@@ -16,13 +16,17 @@ class. The classes, and what the test checks for each:
 - `results:FILE|KEYS|PATH|SCALE|FMT`: a value of a results line in docs/experiments/results/ (check.Binding "v":
   the line whose keys match, the value at path, times scale, formatted); the page must print it.
 - `output:NAME`: in a code block that shows a command's output, which OUTPUT_BLOCKS[NAME] renders now from the
-  library (docs/cost.md's table of `attnlab cost gpt2 --seq 1024`): every line of the block must be a line of it.
+  library (docs/cost.md's table of `attnlab cost gpt2 --seq 1024`) or reads from the run's log (docs/fine-tuning.md's
+  opening summary): every line of the block must be a line of it.
 - `code`: inside a fenced code block or an inline code span: a value a user types (a command's option, a
   function's argument, a file name) or shows as an example. Rule: the number stands between backticks on the
   page. What code prints as a result is checked by the tests that run the page's blocks (docs/interventions.md,
   docs/notebook.md), not here.
 - `label`: a table row's number (the whole first cell: "| 7 |"), a heading's ("## 3.") or a numbered list item's:
   which row or step, no result. Rule: the number stands in one of those places.
+- `formula`: a coefficient or exponent of a formula (docs/cost.md's 2·b·n·d, 24·n·d²): the number touches ·, ×,
+  ^, √ or ². The formulas are the library's (tests/test_cost.py checks them against torch's FLOP counter).
+- `setting`: a value a user types, outside backticks: right after `name=` or `--option ` (steps=40, --beams 4).
 - `generated`: on docs/reference/cli.md, written by docs/build_cli.py from the parser itself (defaults, choices);
   tests/test_cli_reference.py fails when the page differs from what the parser gives.
 - `date`: a date (YYYY-MM-DD), a time of day or a commit: when and at which revision a figure was measured, which
@@ -92,6 +96,20 @@ def is_label(text: str, start: int, token: str) -> bool:
     if head.startswith("#"):
         return bool(re.fullmatch(r"#+\s+", head))
     return bool(re.fullmatch(r"\s*", head)) and bool(re.match(r"\. ", rest))
+
+
+def is_formula(text: str, start: int, token: str) -> bool:
+    """A coefficient or exponent of a formula: the number touches ·, ×, ^, √ or ² ("24·n·d²", "2·1024·12")."""
+    return text[start - 1:start] in ("·", "×", "^", "√") or text[start + len(token):start + len(token) + 1] in (
+        "·", "×", "²", "^")
+
+
+SETTING = re.compile(r"(?:\b[A-Za-z_][\w.]*=|--[a-z][\w-]*[ =])$")
+
+
+def is_setting(text: str, start: int) -> bool:
+    """A value a user types outside backticks: right after `name=` or `--option ` ("steps=40", "--beams 4")."""
+    return bool(SETTING.search(text[max(0, start - 40):start]))
 
 
 def table_rows(text: str) -> int:
@@ -317,6 +335,9 @@ def source_value(spec: str) -> str:
 # that shows a command's output; every line of the block must be a line of what the function renders now
 OUTPUT_BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
     "cost_forward_table": ("docs/cost.md", "`attnlab cost gpt2 --seq 1024 --mode forward`", _cost_forward_block),
+    # a run's log, quoted: the lines are the log's own (bench/results/fine-tune-2026-12-06/smollm2.log)
+    "smollm2_opening": ("docs/fine-tuning.md", "The run names what it loaded and what is new before it trains",
+                        lambda: (ROOT / "bench/results/fine-tune-2026-12-06/smollm2.log").read_text()),
 }
 
 
@@ -397,6 +418,10 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
         return "code"
     if is_label(text, f.start, f.token):
         return "label"
+    if is_formula(text, f.start, f.token):
+        return "formula"
+    if is_setting(text, f.start):
+        return "setting"
     if DATE.fullmatch(f.token):
         return "date"
     return "pinned"
@@ -459,6 +484,11 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
         elif f.cls == "label" and not is_label(text, n.start, n.token):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed label but is no row, heading or "
                        "list number")
+        elif f.cls == "formula" and not is_formula(text, n.start, n.token):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed formula but touches no ·, ×, ^ or ²")
+        elif f.cls == "setting" and not is_setting(text, n.start):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed setting but follows no name= or "
+                       "--option")
         elif f.cls == "generated" and page != "docs/reference/cli.md":
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed generated on a page no script writes")
         elif f.cls == "date" and not DATE.fullmatch(n.token):
