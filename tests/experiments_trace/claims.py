@@ -332,6 +332,145 @@ def _verdict(row: int, index: int = 0) -> Callable[[], str]:
     return rule
 
 
+# ---------------------------------------------------------------- rules for places that were pinned
+def _post_warm_max_below_pre_min() -> str:
+    """Section 1: post-LN with 100 warmup steps, its highest final val loss against pre-LN without warmup's lowest."""
+    warm = [_final(r) for r in _ln_runs(_load("ln_post_warmup.jsonl"), 1500, "post", 100)]
+    pre = [_final(r) for r in _ln_runs(_load("ln_1500.jsonl"), 1500, "pre")]
+    return _every([(max(warm), min(pre))], "below", "above")
+
+
+def _position_runs() -> dict[str, list[dict]]:
+    rows = _load("positions.jsonl")
+    return {name: sorted((r for r in rows if r["position"] == name), key=lambda r: r["seed"])
+            for name in dict.fromkeys(r["position"] for r in rows)}
+
+
+def _rope_rank(word: str, other: str, at_every_eval: bool = False) -> Callable[[], str]:
+    """Sections 2: RoPE's val loss the lowest of the four position schemes on every seed (at the end, or at every
+    evaluation): word; the highest on every seed: other."""
+    def rule() -> str:
+        runs = _position_runs()
+        seeds = range(len(runs["rope"]))
+        points = range(len(runs["rope"][0]["val"])) if at_every_eval else [-1]
+        cells = [[runs[n][s]["val"][i][1] for n in runs] for s in seeds for i in points]
+        rope = list(runs).index("rope")
+        return (word if all(c[rope] == min(c) for c in cells) else other if all(c[rope] == max(c) for c in cells)
+                else "mixed")
+    return rule
+
+
+def _sinusoidal_worst() -> str:
+    """Section 2: sinusoidal positions' final val loss the highest of the four on every seed."""
+    runs = _position_runs()
+    finals = [[_final(runs[n][s]) for n in runs] for s in range(len(runs["sinusoidal"]))]
+    k = list(runs).index("sinusoidal")
+    return "worst" if all(f[k] == max(f) for f in finals) else "best" if all(f[k] == min(f) for f in finals) \
+        else "mixed"
+
+
+def _position_order_holds() -> str:
+    """Section 2: the order RoPE < learned < none < sinusoidal of final val loss holds on every seed."""
+    runs = _position_runs()
+    order = ("rope", "learned", "none", "sinusoidal")
+    ok = all(all(_final(runs[a][s]) < _final(runs[b][s]) for a, b in zip(order, order[1:], strict=False))
+             for s in range(len(runs["rope"])))
+    return "holds" if ok else "fails"
+
+
+def _rope_mean_below_learned() -> str:
+    """Section 2: RoPE's mean final val loss against learned positions'."""
+    runs = _position_runs()
+    mean = lambda n: sum(_final(r) for r in runs[n]) / len(runs[n])  # noqa: E731
+    return _every([(mean("rope"), mean("learned"))], "below", "above")
+
+
+def _cost_rows(variant: str) -> list[dict]:
+    return sorted((r for r in _load("efficient_attention_cost.jsonl") if r["variant"] == variant), key=lambda r: r["n"])
+
+
+def _in_n(*variants: str) -> str:
+    """Section 13: "linear" in n when the growth rule gives n for every variant, "quadratic" when it gives n²."""
+    word = _growth(*variants)
+    return {"grow as n": "linear", "grow as n²": "quadratic"}.get(word, "mixed")
+
+
+def _strided_stays() -> str:
+    """Section 13: strided attention with a fixed stride keeps one share of full attention's FLOPs at every n:
+    quadratic, like full attention."""
+    shares = {round(r["flops_vs_full"], 6) for r in _cost_rows("strided")}
+    return "quadratic" if len(shares) == 1 else "mixed"
+
+
+HIER_FLOOR = 1 / 64  # the one-level hierarchy's share of full attention's FLOPs as n grows: w/n + 1/64 (a setting)
+
+
+def _hier_floor(word: str) -> Callable[[], str]:
+    """Section 13: the one-level hierarchy's share never falls below 1/64, so it is quadratic with a small
+    constant ("mixed" where a measured share falls below 1/64: the sentence would be wrong)."""
+    return lambda: word if all(r["flops_vs_full"] >= HIER_FLOOR for r in _cost_rows("hierarchical")) else "mixed"
+
+
+def _many_heads_worst() -> str:
+    """Section 17: no run of 16 or 32 heads is as good as the worst 4-head run."""
+    return _every([(max(_heads(4)), min(_heads(16) + _heads(32)))], "worst", "best")
+
+
+def _head_means() -> dict[int, float]:
+    return {h: sum(_heads(h)) / len(_heads(h)) for h in (1, 2, 4, 8, 16, 32)}
+
+
+def _middle_best() -> str:
+    """Section 17: the middle (4-8 heads) has the lowest mean test loss."""
+    m = _head_means()
+    return _every([(min(m[4], m[8]), min(v for h, v in m.items() if h not in (4, 8)))], "best", "worst")
+
+
+def _far_end_worse() -> str:
+    """Section 17: 16 and 32 heads have a higher mean test loss than 4 and 8."""
+    m = _head_means()
+    return _every([(max(m[4], m[8]), min(m[16], m[32]))], "worse", "better")
+
+
+def _proj_more_parameters() -> str:
+    """Section 19: "concat, proj." has more parameters than add."""
+    params = {r["arm"]: r["params"] for r in _load("position_concat.jsonl") if "params" in r}
+    return _every([(params["add"], params["concat, proj."])], "more", "less")
+
+
+PINNED_RULES: dict[str, Callable[[], str]] = {
+    "local_linear_in_n": lambda: _in_n("local", "linear"), "strided_stays": _strided_stays,
+    "hier_quadratic": _hier_floor("quadratic"), "hier_never_below": _hier_floor("below"),
+    "many_heads_worst": _many_heads_worst, "middle_best": _middle_best, "far_end_worse": _far_end_worse,
+    "proj_more_parameters": _proj_more_parameters,
+    "post_warm_max_below_pre_min": _post_warm_max_below_pre_min,
+    "rope_best": _rope_rank("best", "worst"), "rope_fastest": _rope_rank("fastest", "slowest", at_every_eval=True),
+    "sinusoidal_worst": _sinusoidal_worst, "position_order_holds": _position_order_holds,
+    "rope_mean_below_learned": _rope_mean_below_learned,
+}
+PINNED_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word follows, rule)
+    ("experiments.md", "(against 1.720 / 1.927 / 1.837 without): ", "warmup_lowers_pre_ln"),
+    ("experiments.md", "(a spread of 0.022, against 0.207 for pre-LN without warmup). It also ends ", "warmup_rescues"),
+    ("experiments.md", "and its highest value (1.462) is ", "post_warm_max_below_pre_min"),
+    ("experiments.md", "sinusoidal, RoPE or none | 002 | RoPE ", "rope_best"),
+    ("experiments.md", "RoPE learns ", "rope_fastest"),
+    ("experiments.md", "Sinusoidal positions are ", "sinusoidal_worst"),
+    ("experiments.md", "The order RoPE < learned < none < sinusoidal ", "position_order_holds"),
+    ("experiments.md", "at every evaluation and ends 0.181 ", "rope_mean_below_learned"),
+    ("experiments.md", "Local and linear attention are ", "local_linear_in_n"),
+    ("experiments.md", "Strided attention with a fixed stride stays ", "strided_stays"),
+    ("experiments.md", "instead of 0.5 and never falls ", "hier_never_below"),
+    ("experiments.md", "and never falls below 1/64, so it is ", "hier_quadratic"),
+    ("experiments.md", "The local window loses nothing here: it ends ", "local_below_full"),
+    ("experiments.md", "one-sense words in two topics separate too, but ", "one_sense_less"),
+    ("experiments.md", "all but equal: MLM + NSP ends ", "nsp_lower"),
+    ("experiments.md", "and no run of theirs is as good as the ", "many_heads_worst"),
+    ("experiments.md", "So the middle (4-8 heads, d_head 16-8) is ", "middle_best"),
+    ("experiments.md", "the far end is clearly ", "far_end_worse"),
+    ("experiments.md", '"concat, proj.", with 8,192 ', "proj_more_parameters"),
+)
+
+
 # ---------------------------------------------------------------- rules of the other pages: over the logs
 def _logged(page: str, fragment: str) -> float:
     """The logged value of the figure tests/test_claims_sources.py's CLAIMS reads back where `page` prints text
@@ -401,7 +540,7 @@ VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdi
     "For MiniLM the statement ": (12, 0)}
 
 RULES: dict[str, Callable[[], str]] = {
-    **RATIO_RULES,
+    **RATIO_RULES, **PINNED_RULES,
     "many_heads": _many_heads, "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
     "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
     "local_linear_growth": lambda: _growth("local", "linear"), "multilevel_growth": _grows("multilevel"),
@@ -463,7 +602,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
     ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
-    *RATIO_PLACES,
+    *RATIO_PLACES, *PINNED_PLACES,
 )
 
 
