@@ -42,10 +42,17 @@ def features(cfg) -> list[dict[str, str]]:
     else:
         out.append({"name": "LayerNorm", "why": "subtracts each vector's mean, divides by its standard deviation, "
                     "then applies a gain γ and a shift β: 2d numbers per norm"})
-    out.append({"name": "pre-norm" if cfg.norm_placement == "pre" else "post-norm",
-                "why": "the norm sits before each sublayer and the residual stream is never normalised (a final "
-                       "norm closes the stack)" if cfg.norm_placement == "pre" else
-                       "the norm comes after each residual add, as in the original Transformer and BERT"})
+    placement = {
+        "pre": ("pre-norm", "the norm sits before each sublayer and the residual stream is never normalised (a final "
+                            "norm closes the stack)"),
+        "sandwich": ("sandwich norms", "a norm before each sublayer and another on its output before the residual "
+                                       "add: four norms per block (Gemma 2 and 3)"),
+        "output": ("norms on each sublayer's output", "the sublayer reads the raw residual stream and its output is "
+                                                      "normalised before the residual add (OLMo 2)"),
+    }
+    name, why = placement.get(cfg.norm_placement, (
+        "post-norm", "the norm comes after each residual add, as in the original Transformer and BERT"))
+    out.append({"name": name, "why": why})
     positions = {
         "rope": "no position vectors are added; Q and K are turned by an angle proportional to the position, "
                 "so a score depends on the offset between two tokens; no parameters",
@@ -72,7 +79,47 @@ def features(cfg) -> list[dict[str, str]]:
                     "why": "the output projection is W_E^T: the embedding table read backwards, no new parameters"
                     if cfg.tie_embeddings else "the head has its own V × d_model matrix"})
     if not cfg.bias:
-        out.append({"name": "no biases", "why": "the linear maps hold matrices only (no b_1, b_2, …)"})
+        out.append({"name": "biases on W_Q, W_K, W_V only" if cfg.attn_qkv_bias else "no biases",
+                    "why": "b_Q, b_K, b_V and no other bias (Qwen2)" if cfg.attn_qkv_bias else
+                    "the linear maps hold matrices only (no b_1, b_2, …)"})
+    return out + block_options(cfg)
+
+
+def block_options(cfg) -> list[dict[str, str]]:
+    """The options the newer open decoders add to the block (Qwen, Gemma, Phi-3, GPT-NeoX, OLMo 2, Mistral), each
+    named with what it does to the computation."""
+    out = []
+    if cfg.qk_norm != "none":
+        out.append({"name": f"q/k norms ({'per head' if cfg.qk_norm == 'head' else 'over all heads'})",
+                    "why": "q and k are RMS-normalised before RoPE, which keeps the scores' size in check"})
+    if cfg.parallel_residual:
+        out.append({"name": "parallel attention and feed-forward", "why": "both sublayers read the block's input: "
+                    "x + Attn(Norm1(x)) + FFN(Norm2(x))"})
+    if cfg.position == "rope" and cfg.rotary_dim:
+        out.append({"name": f"partial RoPE ({cfg.rotary_dim} of {cfg.head_dim} features)",
+                    "why": "only the first features of each head are turned; the rest carry no position"})
+    if cfg.rope_scaling:
+        out.append({"name": f"RoPE scaling ({cfg.rope_scaling.get('type')})",
+                    "why": "the rotation frequencies are stretched for contexts longer than the pre-training one"})
+    if cfg.rope_local_theta is not None:
+        out.append({"name": f"local RoPE base {cfg.rope_local_theta:g}", "why": f"the sliding-window layers turn "
+                    f"at base {cfg.rope_local_theta:g}, the global ones at {cfg.rope_theta:g}"})
+    if cfg.sliding_window:
+        every = f"; one layer in {cfg.global_every} sees every position" if cfg.global_every else ""
+        out.append({"name": f"sliding window ({cfg.sliding_window} keys)", "why": f"each query sees only the last "
+                    f"{cfg.sliding_window} positions, itself included{every}; the KV cache keeps no more"})
+    if cfg.attn_scale is not None:
+        out.append({"name": f"query scale {cfg.attn_scale:.4g}", "why": "scores are q·k times this, not "
+                    f"1/sqrt(d_head) = {cfg.head_dim ** -0.5:.4g}"})
+    if cfg.attn_softcap is not None:
+        out.append({"name": f"attention soft cap {cfg.attn_softcap:g}", "why": "scores become cap · tanh(score / "
+                    "cap) before the softmax: none can exceed the cap"})
+    if cfg.logit_softcap is not None:
+        out.append({"name": f"logit soft cap {cfg.logit_softcap:g}", "why": "the output logits become cap · "
+                    "tanh(logit / cap)"})
+    if cfg.scale_embeddings:
+        out.append({"name": "embeddings times sqrt(d_model)", "why": f"token vectors are multiplied by "
+                    f"{cfg.d_model ** 0.5:.4g} before the first block"})
     return out
 
 
