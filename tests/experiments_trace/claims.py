@@ -468,7 +468,25 @@ PINNED_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word 
     ("experiments.md", "So the middle (4-8 heads, d_head 16-8) is ", "middle_best"),
     ("experiments.md", "the far end is clearly ", "far_end_worse"),
     ("experiments.md", '"concat, proj.", with 8,192 ', "proj_more_parameters"),
+    ("docs/notebook.md", "sinusoidal, RoPE or none | RoPE ", "rope_best"),
+    ("docs/notebook.md", "keeps the score variance near 1 | the arithmetic ", "verdict_5_0"),
+    ("docs/notebook.md", "more data than CNNs | small-data half ", "verdict_8_0"),
 )
+
+
+# ---------------------------------------------------------------- docs/notebook.md: the verdicts in brief
+def _notebook_rows() -> dict[int, list[str]]:
+    """docs/notebook.md's summary table: row number -> its cells."""
+    out = {}
+    for line in (ROOT / "docs" / "notebook.md").read_text().splitlines():
+        m = re.match(r"^\| (\d+) \| (.*) \|$", line)
+        if m:
+            out[int(m[1])] = m[2].split(" | ")
+    return out
+
+
+NOTEBOOK_PLACES = tuple(("docs/notebook.md", f"| {n} | {cells[0]} | ", f"verdict_{n}_0")
+                        for n, cells in _notebook_rows().items() if re.match(r"(holds|fails)\b", cells[1]))
 
 
 # ---------------------------------------------------------------- rules of the other pages: over the logs
@@ -554,6 +572,7 @@ RULES: dict[str, Callable[[], str]] = {
     "sweep_post_below_pre": _sweep_post_below_pre, "no_head_above_half": _no_head_above_half, "nsp_lower": _nsp_lower,
     "post_ln_stuck": _post_ln_stuck, "one_sense_less": _one_sense_less, "top_key_above_uniform": _top_key_above_uniform,
     **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
+    **{rule: _verdict(int(rule.split("_")[1]), 0) for _, _, rule in NOTEBOOK_PLACES},
 }
 
 # Where each rule applies: (page, the text that ends just before the word, the rule). claims.py's writer gives these
@@ -602,7 +621,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
     ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
-    *RATIO_PLACES, *PINNED_PLACES,
+    *RATIO_PLACES, *PINNED_PLACES, *NOTEBOOK_PLACES,
 )
 
 
@@ -676,9 +695,18 @@ def _context(flat: str, m: re.Match, others: list[re.Match]) -> tuple[str, str]:
 
 # "the table above", "the subsection below", "as above", "(see above)": a place on the page, not a comparison
 PLACE_BEFORE = re.compile(r"\b(table|tables|subsection|section|number|numbers|as|said|see|sweep|runs|run|text|"
-                          r"paragraph|list|drift|results|figure|plot)\s$")
+                          r"paragraph|list|drift|results|figure|plot|verdict|figures|commands)\s$")
 PLACE_AFTER = re.compile(r"\s?[),.;:]")
 NAMES = re.compile(r" (attention|program|partly|variant|probe|layers?|map|model)\b")  # "linear attention"
+
+
+def _in_notebook_claim(flat: str, at: int) -> bool:
+    """Is the offset inside the seeds' claim column (the second cell) of docs/notebook.md's summary table?"""
+    for n, cells in _notebook_rows().items():
+        start = flat.find(f"| {n} | {cells[0]} |")
+        if start >= 0 and start + len(f"| {n} | ") <= at < start + len(f"| {n} | {cells[0]}"):
+            return True
+    return False
 
 
 def _claim_cells(flat: str) -> list[tuple[int, int]]:
@@ -694,6 +722,8 @@ def _kind(flat: str, m: re.Match, page: str = "experiments.md") -> str:
     under test, not a result here), "name" where the word names a thing (linear attention, a linear program),
     "pinned" for a claim of this page that has no rule yet."""
     if page == "experiments.md" and any(a <= m.start() < b for a, b in _claim_cells(flat)):
+        return "quoted"
+    if page == "docs/notebook.md" and _in_notebook_claim(flat, m.start()):
         return "quoted"
     if m.group() in ("linear", "quadratic") and NAMES.match(flat, m.end()):
         return "name"
