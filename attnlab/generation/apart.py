@@ -94,11 +94,11 @@ def start(folder: Path, command: list[str], kind: tuple[int, int, int], dtype: s
 
 
 def lower_priority() -> None:
-    """The builder's first act: the lowest CPU priority (nice 19; the compiler processes it starts inherit it)."""
-    try:
-        os.nice(19)
-    except OSError:
-        pass
+    """The builder's first act: the lowest CPU priority (nice 19 and, as its session's leader, its session's
+    scheduling group at nice 19 too: kernel_build.lowest_priority; the compiler processes it starts inherit both)."""
+    from attnlab.layers.kernel_build import lowest_priority
+
+    lowest_priority()
 
 
 def python() -> list[str]:

@@ -53,6 +53,15 @@ CHUNK weights (whole output rows, 1 MB of float32) at a time into a
 reused buffer and multiply each chunk while it is still in L2 (its codes are read once): correct and bounded
 in memory, but 3-3.5x SLOWER than float32 on this CPU (the unpacking passes cost more than the bytes they
 save; torch's `_weight_int4pack_mm_for_cpu` was 5.3 ms at 768 x 3072 against float32's 0.85 ms).
+
+While attnlab's kernels are being built apart (a user's first `attnlab generate`: layers/kernel_build.py, DEFER),
+the few-row and prefill products of the layers without their kernel multiply by a dequantized float32 weight made
+once per layer and kept for the process (the stand-in, _stand_in), up to KEPT_LIMIT bytes in all; past it, and in
+every other process without a kernel, they dequantize in chunks as above. Why: chunked dequantization rewrites every
+weight at every step, 10x F.linear's time on the kept weight (SmolLM2's 1536 x 576 Q4_1 up projection, one row,
+one thread, AMD EPYC Zen 5: 0.75 ms against 0.07; torch's `_weight_int4pack_mm_for_cpu` 1.5 ms, 2026-12-07), and
+was most of a first run's CPU time; the kept weights cost 4 bytes per weight while the process lives (SmolLM2:
+~0.5 GB), for that one run.
 """
 
 from __future__ import annotations
@@ -68,6 +77,7 @@ from torch import nn
 from attnlab.layers import (
     int4_kernel,
     int8_kernel,
+    kernel_build,
     kernel_threads,
     kernel_variants,
     kquants,
@@ -79,6 +89,7 @@ from attnlab.layers import (
 BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k")
 ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0", "q4_k", "q6_k")  # formats whose prefill products rows_product takes
+KEPT = [0]  # bytes of stand-in weights (QuantizedLinear._stand_in) alive in this process
 KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
            "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel}
 NO_MIN = ("int8", "q8_0", "q6_k")  # formats of codes and scales only
@@ -189,6 +200,8 @@ class QuantizedLinear(nn.Module):
     #                  against 17; SmolLM2's Q8_0 head, 49152 x 576, before Q8_0 had rows_product: 27 rows 108 ms
     #                  against 234; AMD Zen 3)
     RESIDUAL_RATIO = 16.0  # int8: a row whose range exceeds this x its mean |x| also multiplies its rounding residual
+    KEPT_LIMIT = 1 << 30  # bytes of dequantized stand-in weights all layers of a process may keep while kernels are
+    #                       built apart (_stand_in); past it, the chunked path (SmolLM2 keeps ~0.5 GB)
 
     def __init__(self, in_features: int, out_features: int, fmt: str, bias: bool = False, device=None):
         super().__init__()
@@ -201,6 +214,7 @@ class QuantizedLinear(nn.Module):
         self._buffer: torch.Tensor | None = None  # reused (CHUNK, in) float32 rows for the block formats
         self._traced: tuple | None = None  # (kernel, its packed arguments) for kernel_ops (prepare_traced)
         self._layer: int | None = None  # its place among its model's quantized layers (attnlab::quantized_rows)
+        self._kept: tuple | None = None  # (weakref to qweight, its state, the dequantized weight): _stand_in
 
     @classmethod
     def from_float(cls, linear: nn.Linear, fmt: str) -> QuantizedLinear:
@@ -222,7 +236,7 @@ class QuantizedLinear(nn.Module):
 
     def __getstate__(self):  # copy.deepcopy / pickle: the prepacked weight and the scratch buffer are caches
         state = self.__dict__.copy()
-        state["_packed"], state["_buffer"], state["_traced"], state["_layer"] = None, None, None, None
+        state["_packed"], state["_buffer"], state["_traced"], state["_layer"], state["_kept"] = (None,) * 5
         return state
 
     def prepare_traced(self, place: int) -> bool:
@@ -352,11 +366,7 @@ class QuantizedLinear(nn.Module):
         """The kernel's own layout of this layer's buffers (and bias), make() on first use and again whenever the
         codes, the scales, the mins or the bias change (in place or replaced), or another kernel asks. A cache
         like Linear's decode copy: not a buffer; +1 byte per int8 weight, +0.6 per 4-bit one, while kept."""
-        state = [kernel]  # a list built in a loop: this check runs once per product, ~49 times per GPT-2 token
-        for t in self._buffers.values():  # qweight, scale (, min)
-            state += (t._version, t.data_ptr())
-        if bias is not None:
-            state += (bias._version, bias.data_ptr())
+        state = self._state(kernel, bias)
         cached, q = self._packed, self.qweight
         if cached is not None and cached[1] == state and cached[0]() is q:
             return cached[2]
@@ -368,6 +378,16 @@ class QuantizedLinear(nn.Module):
             packed = make()
         self._packed = (weakref.ref(q), state, packed)
         return packed
+
+    def _state(self, kernel: str, bias: torch.Tensor | None) -> list:
+        """What a cache made from this layer's buffers (and bias) for `kernel` depends on: their versions and
+        addresses (a list built in a loop: this check runs once per product, ~49 times per GPT-2 token)."""
+        state = [kernel]
+        for t in self._buffers.values():  # qweight, scale (, min)
+            state += (t._version, t.data_ptr())
+        if bias is not None:
+            state += (bias._version, bias.data_ptr())
+        return state
 
     def _kernel_packed(self, kernel, bias: torch.Tensor | None) -> tuple:
         """`kernel`'s packed form of this layer (its pack_layer), made once and kept (see _packed_for)."""
@@ -390,8 +410,44 @@ class QuantizedLinear(nn.Module):
         return self._float_product(row, bias) if y is None else y
 
     def _float_product(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-        """x W^T + b with W dequantized to x's dtype: the prefill path, and what a float model computes."""
-        return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype), bias)
+        """x W^T + b with W dequantized to x's dtype: the prefill path, and what a float model computes (the kept
+        stand-in weight while the kernels are built apart)."""
+        kept = self._stand_in(x)
+        return F.linear(x, dequantize(self.format, self.buffers_dict(), x.dtype) if kept is None else kept, bias)
+
+    # ------------------------------------------------------------ while the kernels are being built apart
+    def _stand_in(self, x: torch.Tensor) -> torch.Tensor | None:
+        """The dequantized float32 weight, made on first use and kept, for products of eager float32 rows on the CPU
+        while this process runs without kernels that are being built apart (kernel_build.DEFERRED: a first
+        `attnlab generate`), or None (kernels off by choice, another dtype or device, autograd, KEPT_LIMIT
+        reached). The same numbers as dequantize(); made again when the codes, scales or mins change (_state)."""
+        if not (kernel_build.DEFERRED and self.use_kernel and self._eager_cpu_float(x)):
+            return None
+        state, cached, q = self._state("kept", None), self._kept, self.qweight
+        if cached is not None and cached[1] == state and cached[0]() is q:
+            return cached[2]
+        size = 4 * self.out_features * self.in_features
+        if KEPT[0] + size > self.KEPT_LIMIT:
+            return None
+        with torch.inference_mode(False), torch.no_grad():  # an ordinary tensor, as _chunked's buffers (see there)
+            w = self._dequantized()
+        KEPT[0] += size
+        weakref.finalize(w, _release, size)
+        self._kept = (weakref.ref(q), state, w)
+        return w
+
+    def _dequantized(self) -> torch.Tensor:
+        """The (out, in) float32 weight, written CHUNK weights at a time by _dequantize_rows (4.5x faster than
+        dequantize() on a 1536 x 576 Q4_1 matrix; the same numbers); int8 through dequantize()."""
+        if self.format == "int8":
+            return dequantize(self.format, self.buffers_dict())
+        w = torch.empty(self.out_features, self.in_features)
+        rows = min(max(1, self.CHUNK // self.in_features), self.out_features)
+        codes = torch.empty(rows, self.in_features, dtype=torch.uint8)
+        for start in range(0, self.out_features, rows):
+            stop = min(start + rows, self.out_features)
+            self._dequantize_rows(start, stop, w[start:stop], codes[: stop - start])
+        return w
 
     # ------------------------------------------------------------------------------------ int8: fbgemm
     def _prepacked(self, bias: torch.Tensor | None):
@@ -436,6 +492,9 @@ class QuantizedLinear(nn.Module):
 
     # ------------------------------------------------------------------------- block formats: chunked
     def _chunked(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        kept = self._stand_in(x)
+        if kept is not None:
+            return F.linear(x, kept, bias)
         flat = x.reshape(-1, self.in_features)
         rows = min(max(1, self.CHUNK // self.in_features), self.out_features)
         if self._buffer is None or self._buffer[0].shape[0] != rows or self._buffer[0].dtype != x.dtype:
@@ -474,6 +533,11 @@ class QuantizedLinear(nn.Module):
         torch.bitwise_and(words >> 4, 0x0F0F0F0F, out=unpacked[..., BLOCK // 8:])
         blocks.copy_(codes.view(n, -1, BLOCK))
         return blocks.mul_(scale).add_(self.min[start:stop].to(w.dtype)[..., None]).view(n, -1)
+
+
+def _release(size: int) -> None:
+    """A stand-in weight was freed: its bytes no longer count against KEPT_LIMIT."""
+    KEPT[0] -= size
 
 
 @functools.cache
