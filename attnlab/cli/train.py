@@ -53,9 +53,10 @@ RECIPE_KEYS = {
     "seq_len": "tokens per training sequence (the model's max_len)",
     "val_fraction": "share of the tokens held out for evaluation", "test_fraction": "share held out as the test set",
     "test_size": "examples held out as the test set", "split_seed": "seed of the train/test split",
-    "sample_tokens": "tokens of sample text generated at each evaluation (0 = none)",
-    "eval_windows": "validation windows of seq_len tokens scored at each evaluation: the first N of the split, the "
-                    "same each time (0 = the whole split, which on a large corpus takes minutes per evaluation)",
+    "sample_tokens": "tokens of each sample text generated after training into samples.txt (0 = none)",
+    "eval_windows": "validation windows of seq_len tokens scored at each evaluation, the same each time: N evenly "
+                    "spaced over the split (gpt-char, gpt-bpe) or the first N (masked-LM recipes); 0 = the whole "
+                    "split, which on a large corpus takes minutes per evaluation",
     "eval_examples": "held-out examples scored at each evaluation: the first N, the same each time (0 = all)",
     "val_every": "every val_every-th article is held out for evaluation",
     "mask_prob": "share of tokens masked for masked-language modelling (of which 80/10/10 mask/random/kept)",

@@ -499,16 +499,24 @@ class TokenFile:
         window = self._windows_at(data, batch_size, seq_len + 1, generator)  # (batch, seq_len + 1)
         return window[:, :-1], window[:, 1:]
 
-    def windows(self, split: str, seq_len: int, limit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Consecutive non-overlapping windows from the start of a split, for a deterministic evaluation.
+    def windows(self, split: str, seq_len: int, limit: int | None = None,
+                spread: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+        """Non-overlapping windows of a split, for a deterministic evaluation.
 
         Window i covers ids[i*seq_len : (i+1)*seq_len] and targets one position later; the final tokens that
-        do not fill a window are left out. Returns (x, y) of shape (n_windows, seq_len), at most `limit` windows.
+        do not fill a window are left out. Returns (x, y) of shape (n_windows, seq_len), at most `limit` windows:
+        the first `limit` ones, or with spread=True `limit` of them evenly spaced over the whole split (window
+        (j * n) // limit for j < limit), so that a bounded evaluation of a large corpus samples all of its held-out
+        part rather than its first pages (one source, often one document, in a concatenated corpus).
         """
         if isinstance(seq_len, bool) or not isinstance(seq_len, int) or seq_len <= 0:
             raise InputError(f"seq_len={seq_len!r} must be a positive integer")
         data = self._check_size(split, seq_len + 1, f"one evaluation window of seq_len={seq_len} (+1 target)")
         n_windows = (len(data) - 1) // seq_len
+        if limit is not None and int(limit) < n_windows and spread:
+            starts = (np.arange(int(limit), dtype=np.int64) * n_windows // int(limit)) * seq_len  # (limit,)
+            rows = torch.from_numpy(data[starts[:, None] + np.arange(seq_len + 1)].astype(np.int64))  # (limit, seq+1)
+            return rows[:, :-1], rows[:, 1:]
         if limit is not None:
             n_windows = min(n_windows, int(limit))
         flat = torch.from_numpy(data[: n_windows * seq_len + 1].astype(np.int64))

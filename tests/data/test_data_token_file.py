@@ -51,6 +51,21 @@ def test_windows_cover_the_split_in_order(token_file):
     assert token_file.windows("val", 50, limit=2)[0].shape == (2, 50)
 
 
+def test_spread_windows_are_evenly_spaced_tiles_of_the_whole_split(token_file):
+    """spread=True picks `limit` of the same non-overlapping tiles, window (j * n) // limit, so the last one lies
+    near the split's end (not in its first pages); without a bound, or with a bound above n, it is all of them."""
+    stream = torch.from_numpy(token_file.tokens("val").astype(np.int64))
+    n = (len(stream) - 1) // 10
+    x, y = token_file.windows("val", 10, limit=3, spread=True)
+    picked = [j * n // 3 for j in range(3)]
+    assert torch.equal(x, torch.stack([stream[i * 10: i * 10 + 10] for i in picked]))
+    assert torch.equal(y, torch.stack([stream[i * 10 + 1: i * 10 + 11] for i in picked]))
+    assert picked[-1] >= n // 2  # reaches the second half of the split
+    whole = token_file.windows("val", 10)
+    for got, want in zip(token_file.windows("val", 10, limit=n + 5, spread=True), whole, strict=True):
+        assert torch.equal(got, want)
+
+
 def test_sample_and_tiles_are_slices_of_the_split(token_file):
     stream = torch.from_numpy(token_file.tokens("train").astype(np.int64))
     g = torch.Generator().manual_seed(4)

@@ -75,8 +75,8 @@ def test_the_default_scores_eval_windows_windows_and_0_scores_the_whole_split(tm
 def test_the_opening_summary_says_what_an_evaluation_scores(tmp_path, corpus):
     task, settings = _task(tmp_path, corpus)
     lines = Trainer(task, settings, tmp_path / "run", quiet=True).summary()
-    assert (f"  eval    every 1 steps and at the end, on the first {EVAL_WINDOWS:,} of {_available(task):,} "
-            f"validation windows, the same each time (eval_windows={EVAL_WINDOWS}; 0 = all)") in lines
+    assert (f"  eval    every 1 steps and at the end, on {EVAL_WINDOWS:,} of {_available(task):,} validation windows, "
+            f"evenly spaced over the split, the same each time (eval_windows={EVAL_WINDOWS}; 0 = all)") in lines
     whole, settings = _task(tmp_path / "b", corpus, eval_windows="0")
     lines = Trainer(whole, settings, tmp_path / "run-b", quiet=True).summary()
     assert (f"  eval    every 1 steps and at the end, on all {_available(whole):,} validation windows "

@@ -45,11 +45,13 @@ class Recipe:
 EVAL_WINDOWS = 2400
 
 
-def eval_scope(scored: int, available: int, what: str, key: str, value: int) -> str:
-    """The opening summary's account of an evaluation: how many of the held-out `what` it scores, and the key
-    that sets it (0 scoring them all)."""
+def eval_scope(scored: int, available: int, what: str, key: str, value: int, which: str = "the first") -> str:
+    """The opening summary's account of an evaluation: how many of the held-out `what` it scores ("the first"
+    N, or N "evenly spaced"), and the key that sets it (0 scoring them all)."""
     if scored < available:
-        return f"the first {scored:,} of {available:,} {what}, the same each time ({key}={value}; 0 = all)"
+        chosen = f"the first {scored:,} of {available:,} {what}" if which == "the first" else \
+            f"{scored:,} of {available:,} {what}, {which}"
+        return f"{chosen}, the same each time ({key}={value}; 0 = all)"
     return f"all {available:,} {what} ({key}={value}{'' if value else ' scores all'})"
 
 
@@ -158,9 +160,9 @@ class CorpusTask(Task):
         """The whole train split as int64 (copied out of the memory map on each call: for tests and small corpora)."""
         return split_ids(self.data, "train")
 
-    def windows_scope(self, scored: int, available: int) -> str:
+    def windows_scope(self, scored: int, available: int, which: str = "the first") -> str:
         """eval_summary's line: `scored` of the `available` validation windows, bounded by eval_windows."""
-        return eval_scope(scored, available, "validation windows", "eval_windows", self.p["eval_windows"])
+        return eval_scope(scored, available, "validation windows", "eval_windows", self.p["eval_windows"], which)
 
 
 def split_ids(data: TokenFile, split: str) -> torch.Tensor:

@@ -3,9 +3,9 @@
 The corpus is the CPython documentation unless data=PATH names the user's own text (a file or folder of .txt,
 .txt.gz, .jsonl(.gz) or .parquet with text_field=, or a saved `datasets` folder). It is tokenized once, streaming, into
 OUT/data/ (a memory-mapped TokenFile, reused by --resume); training windows are drawn from the first
-1 - val_fraction of the ids with the trainer's checkpointed generator; the evaluation reads the first
-eval_windows windows of the rest (the same ones every time; 0 = all of them) and compares with an add-one bigram
-model counted on the same training ids.
+1 - val_fraction of the ids with the trainer's checkpointed generator; the evaluation reads eval_windows
+windows of the rest, evenly spaced over it (the same ones every time; 0 = all of them), and compares with an
+add-one bigram model counted on the same training ids.
 """
 
 from __future__ import annotations
@@ -47,7 +47,8 @@ class CausalLMTask(CorpusTask):
         seq = p["seq_len"]
         self.data = self.tokenize_corpus(p, source, tokenizer, {"train": batch_size * seq + 1, "val": seq + 1},
                                          f"one batch of {batch_size} windows of seq_len={seq} (+1 target)", scan)
-        inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None)  # (n, seq) each
+        # evenly spaced over the split when eval_windows bounds it: a corpus of several sources is scored on all
+        inputs, targets = self.data.windows("val", seq, p["eval_windows"] or None, spread=True)  # (n, seq) each
         self.val_windows = torch.cat([inputs, targets[:, -1:]], dim=1)  # (n, seq + 1): every val transition once
         if start is not None:  # init_from=: the loaded model, its weights as they came
             self.model = start.model
@@ -83,7 +84,8 @@ class CausalLMTask(CorpusTask):
         return next_token_loss(logits, targets), targets.numel()
 
     def eval_summary(self) -> str:
-        return self.windows_scope(len(self.val_windows), max(0, len(self.data.tokens("val")) - 1) // self.p["seq_len"])
+        return self.windows_scope(len(self.val_windows), max(0, len(self.data.tokens("val")) - 1) // self.p["seq_len"],
+                                  "evenly spaced over the split")
 
     def evaluate(self, model):
         device = next(model.parameters()).device
