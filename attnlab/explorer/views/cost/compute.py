@@ -151,7 +151,8 @@ def heads_comparison(cfg, n: int) -> list[dict[str, Any]]:
     width, d = cfg.n_heads * cfg.head_dim, cfg.d_model
     rows = []
     for heads in sorted({cfg.n_heads, 1}, reverse=True):
-        variant = replace(cfg, n_heads=heads, n_kv_heads=None, d_head=width // heads, position="learned")
+        variant = replace(cfg, n_heads=heads, n_kv_heads=None, d_head=width // heads, position="learned",
+                          rotary_dim=None, rope_scaling={}, rope_local_theta=None)  # RoPE options go with RoPE
         with torch.device("meta"):
             layer = Attention(variant)
             x = torch.zeros(1, n, d)
