@@ -344,3 +344,24 @@ def test_what_a_gemma2_file_cannot_say_is_refused(change, named, tmp_path):
     with pytest.raises(CheckpointError, match=named):
         save_gguf(ours, tmp_path / "refused.gguf")
     assert not (tmp_path / "refused.gguf").exists()
+
+
+@pytest.mark.parametrize("arch", ["gemma2", "gemma3"])
+def test_gemma_written_is_read_by_transformers(arch, tmp_path):
+    """transformers' GGUF reader on the gemma2 / gemma3 file save_gguf wrote computes the Hugging Face model's logits.
+    That reader takes the soft caps, the query scale (query_pre_attn_scalar) and Gemma 3's local RoPE base from the
+    config class's defaults, not from the file: the model here uses those defaults (head_dim 256 = the scalar; Gemma
+    2's caps 50 and 30), so that the comparison is of the weights and the keys the reader does read."""
+    from attnlab.interop.gguf import save_gguf
+
+    defaults = dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=3)
+    hf = _hf_model(arch, **defaults, **(dict(attn_logit_softcapping=50.0, final_logit_softcapping=30.0)
+                                        if arch == "gemma2" else {}))
+    hf.save_pretrained(tmp_path / "hf")
+    ours, _ = attnlab.load(tmp_path / "hf")
+    path = save_gguf(ours, tmp_path / "written.gguf")
+    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
+                                                               dtype=torch.float32).eval()
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
