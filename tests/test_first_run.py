@@ -12,9 +12,11 @@
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,28 @@ def test_the_first_run_asks_for_every_kernel_a_later_run_may_call(monkeypatch):
     generate._ready_kernels(model, 1)
     assert {"int4_kernel.available", "int4_kernel.rows_available", "attention_kernel.available"} <= set(asked)
 
+
+
+def test_a_build_marker_is_taken_over_only_when_its_builder_is_gone(tmp_path):
+    """kernel_build.at_work: a marker holding a live process id is at work however old it is within STALE_S (nice 19
+    on a busy machine may hold a build back for many minutes, and a second build would compete with it); one whose
+    process has ended is not, nor one older than STALE_S; one without an id yet is at work for STARTING_S."""
+    marker = tmp_path / ".lib.building"
+    marker.write_text(str(os.getpid()))
+    old = time.time() - 1000  # older than the fixed age the markers had before (600 s)
+    os.utime(marker, (old, old))
+    assert kernel_build.at_work(marker)
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                           check=True)
+    marker.write_text(ended.stdout.strip())
+    assert not kernel_build.at_work(marker)
+    marker.write_text(str(os.getpid()))
+    older = time.time() - kernel_build.STALE_S - 1
+    os.utime(marker, (older, older))
+    assert not kernel_build.at_work(marker)
+    marker.write_text("")
+    assert kernel_build.at_work(marker)
+    before = time.time() - kernel_build.STARTING_S - 1
+    os.utime(marker, (before, before))
+    assert not kernel_build.at_work(marker)
+    assert not kernel_build.at_work(tmp_path / "missing")

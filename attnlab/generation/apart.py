@@ -23,10 +23,11 @@ import hashlib
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
-STALE_S = 60.0  # a marker without a pid this old was left by a process killed while starting its builder
+from attnlab.layers import kernel_build
+
+STALE_S = 24 * 3600.0  # a marker this old is taken over even when its pid is alive (the id may be reused by then)
 
 
 def marker(command: list[str], kind: tuple[int, int, int], dtype: str) -> str:
@@ -34,16 +35,6 @@ def marker(command: list[str], kind: tuple[int, int, int], dtype: str) -> str:
     attnlab's C++ operators are loaded, which the builder may have to build first)."""
     text = "\0".join([*command, *map(str, kind), dtype])
     return hashlib.sha256(text.encode()).hexdigest()[:24]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process took the pid: not ours, not our builder
-        return False
-    return True
 
 
 def _take(path: Path) -> bool:
@@ -55,12 +46,7 @@ def _take(path: Path) -> bool:
             os.close(os.open(path, flags, 0o600))
             return True
         except FileExistsError:
-            try:
-                text = path.read_text().strip()
-                age = time.time() - path.lstat().st_mtime
-            except OSError:
-                continue
-            if (text.isdigit() and _alive(int(text))) or (not text and age < STALE_S):
+            if kernel_build.at_work(path, STALE_S):
                 return False  # a builder is at work (or is being started)
             path.unlink(missing_ok=True)
     return False
@@ -96,9 +82,7 @@ def start(folder: Path, command: list[str], kind: tuple[int, int, int], dtype: s
 def lower_priority() -> None:
     """The builder's first act: the lowest CPU priority (nice 19 and, as its session's leader, its session's
     scheduling group at nice 19 too: kernel_build.lowest_priority; the compiler processes it starts inherit both)."""
-    from attnlab.layers.kernel_build import lowest_priority
-
-    lowest_priority()
+    kernel_build.lowest_priority()
 
 
 def python() -> list[str]:

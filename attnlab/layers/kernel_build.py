@@ -52,7 +52,9 @@ VERSION = 2  # part of every library's name: bump when the calling convention of
 # (SmolLM2's 8 tokens: ~0.9 s of CPU instead of ~0.1 s, where the five kernels' builds take ~6-18 s of waiting)
 DEFER = [False]
 DEFERRED: list[str] = []  # the kernels this process left to a detached build (the command says so in one line)
-STALE_S = 600.0  # a detached build's marker this old is taken over (its compiler has surely ended)
+STALE_S = 3600.0  # a detached build's marker this old is taken over even when its process id names a live process
+#                   (the id may have been reused): nice 19 on a busy machine may hold a build back for many minutes
+STARTING_S = 60.0  # a marker without a process id this old was left by a process killed while starting its builder
 
 
 class Deferred(RuntimeError):
@@ -403,16 +405,16 @@ finally:
 
 def _compile_apart(cxx: str, source: str, lib: Path, extra: tuple[str, ...] = ()) -> None:
     """Start the build of `lib` in a detached process at nice 19 (its own session, no stream of ours held open),
-    unless one is at work (its marker `.<lib>.building`, younger than STALE_S). Every file it writes is in lib's
+    unless one is at work (its marker `.<lib>.building`: at_work). Every file it writes is in lib's
     private folder, checked by the caller; the library appears there whole (renamed) or not at all."""
     marker = lib.parent / f".{lib.stem}.building"
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
     try:
         os.close(os.open(marker, flags, 0o600))
     except FileExistsError:
+        if at_work(marker):
+            return
         try:
-            if time.time() - marker.lstat().st_mtime < STALE_S:
-                return
             marker.unlink()
             os.close(os.open(marker, flags, 0o600))
         except OSError:
@@ -431,6 +433,30 @@ def _compile_apart(cxx: str, source: str, lib: Path, extra: tuple[str, ...] = ()
     except OSError:
         for path in (src, tmp, marker):
             Path(path).unlink(missing_ok=True)
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` names a process of this user's that is still running."""
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):  # gone, or the id now belongs to another user's process
+        return False
+    return True
+
+
+def at_work(marker: Path, stale_s: float = STALE_S) -> bool:
+    """Whether the detached builder `marker` names is still at work: the process id it holds is alive (and the
+    marker younger than `stale_s`), or it holds none yet and is younger than STARTING_S (its starter is starting
+    it). Why the id and not the marker's age alone: at nice 19 a busy machine may hold a build back for longer
+    than any fixed age, and a second build of the same library would only compete with the first."""
+    try:
+        text = marker.read_text().strip()
+        age = time.time() - marker.lstat().st_mtime
+    except OSError:
+        return False
+    if age >= stale_s:
+        return False
+    return alive(int(text)) if text.isdigit() else age < STARTING_S
 
 
 def _run_compiler(cxx: str, source: str, lib: Path, extra: tuple[str, ...] = ()) -> None:
