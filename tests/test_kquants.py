@@ -1,4 +1,4 @@
-"""GGUF's Q4_K, Q6_K and Q5_0 kept quantized (layers/kquants.py, q4_k_kernel.py, q6_k_kernel.py).
+"""GGUF's Q4_K, Q6_K and Q5_0 kept quantized (layers/kquants.py, q4_k_kernel.py, q6_k_kernel.py, q5_0_kernel.py).
 
 References, each independent of the code under test:
 - the weights: the `gguf` package's own `gguf.quants.dequantize` of the same bytes. The loaders' numbers are exact
@@ -78,6 +78,9 @@ def test_decoded_weights_equal_ggufs_dequantize(kind):
         buffers = quantized.from_gguf_rows(torch.from_numpy(raw), kind)
         w = dequantize(kquants.MODULE_FORMAT[kind], buffers)
         assert torch.equal(w, reference(kind, raw, k))
+        if kind == "q5_0":  # and as Q8_0 rows (where its kernel cannot run, or beside Q8_0 in a fused matrix)
+            widened = quantized.from_gguf_rows(kquants.q5_0_as_q8_0_rows(torch.from_numpy(raw)), "q8_0")
+            assert torch.equal(dequantize("q8_0", widened), reference(kind, raw, k))
     assert kquants.MODULE_FORMAT[kind] in quantized.FORMATS
 
 
@@ -201,7 +204,7 @@ def test_a_kquant_file_loads_kept_and_computes_the_float_model(tmp_path):
     formats = {n: m.format for n, m in kept.named_modules() if isinstance(m, QuantizedLinear)}
     assert formats["lm_head.proj"] == "q6_k"
     assert isinstance(kept.tokens, QuantizedEmbedding) and kept.tokens.format == "q6_k"
-    assert "q4_k" in formats.values() and "q8_0" in formats.values()
+    assert "q4_k" in formats.values() and formats["blocks.0.attn.out"] == "q5_0"
     fused = {n: f for n, f in formats.items() if "qkv" in n}
     assert fused == {"blocks.0.attn.qkv": "q8_0"}, f"blk.0: Q5_0 + Q8_0 kept; blk.1: Q4_K + Q6_K float32: {fused}"
     floats = dict(full.named_parameters())
@@ -220,16 +223,31 @@ def test_a_kquant_file_loads_kept_and_computes_the_float_model(tmp_path):
 
 def test_save_gguf_writes_kept_kquants_as_float(tmp_path):
     """save_gguf of a model with kept Q4_K / Q6_K matrices writes them as float32 (their float32 sub-block scales
-    do not say the file's d and sc), Q8_0 (read from Q5_0) as Q8_0: the file read back holds the same weights."""
+    do not say the file's d and sc), Q5_0 as Q5_0: the file read back holds the same weights."""
     from attnlab.interop import gguf as G
 
     kept, tokenizer = G.load_gguf(_kquant_file(tmp_path))
     path = G.save_gguf(kept, tmp_path / "again.gguf", tokenizer=tokenizer)
     types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors}
     assert types["token_embd.weight"] == "F32" and types["blk.0.ffn_down.weight"] == "F32"
-    assert types["blk.0.attn_output.weight"] == "Q8_0"
+    assert types["blk.0.attn_output.weight"] == "Q5_0" and types["blk.0.attn_v.weight"] == "Q8_0"
     again, _ = G.load_gguf(path)
     for name, module in kept.named_modules():
         if isinstance(module, QuantizedLinear):
             other = again.get_submodule(name)
             assert torch.equal(module.weight, other.weight), name
+
+
+def test_q5_0_is_read_as_q8_0_where_its_kernel_cannot_run(tmp_path, monkeypatch):
+    """Without AVX-512 VNNI (q5_0_kernel.runs_here() False) every Q5_0 matrix is kept as Q8_0 rows of the same
+    numbers, which Q8_0's AVX2 kernel multiplies: the weights are those of the float load still."""
+    from attnlab.interop import gguf as G
+    from attnlab.layers import q5_0_kernel
+
+    path = _kquant_file(tmp_path)
+    monkeypatch.setattr(q5_0_kernel, "runs_here", lambda: False)
+    kept, _ = G.load_gguf(path)
+    full, _ = G.load_gguf(path, keep_quantized=False)
+    out = kept.get_submodule("blocks.0.attn.out")
+    assert out.format == "q8_0"
+    assert torch.equal(out.weight, full.get_submodule("blocks.0.attn.out").weight)

@@ -41,7 +41,7 @@ from attnlab.interop.gguf_tokenizer import (
 )
 from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.mapping import GATE_UP, QKV, Concat, Rule, expand, fused, linear, rule, to_ours, to_theirs
-from attnlab.layers import kernel_threads, kquants
+from attnlab.layers import kernel_threads, kquants, q5_0_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
@@ -50,8 +50,9 @@ SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox"
 # the sliding layers' RoPE base (Gemma 3), and the block count of the 27B models, whose queries are scaled by
 # (d_model / n_heads)^-1/2 instead of d_head^-1/2 (query_pre_attn_scalar has no GGUF key)
 _GEMMA = {"gemma2": dict(every=2, layers_27b=46), "gemma3": dict(every=6, layers_27b=62, local_theta=10000.0)}
-# GGUF type -> the attnlab.layers.quantized format that keeps it (Q5_0's rows are read as Q8_0's: the same numbers)
-KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q8_0"}
+# GGUF type -> the attnlab.layers.quantized format that keeps it (Q5_0: read as Q8_0 rows, the same numbers, where
+# its kernel cannot run or beside Q8_0 parts of a fused matrix; kept_quantized)
+KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0"}
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
 
@@ -281,13 +282,13 @@ def check_gguf_types(reader, source: str = "gguf") -> None:
                               f"{', '.join(SUPPORTED_TYPES)}")
 
 
-def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.Tensor]:
+def read_gguf_tensors(reader, source: str = "gguf", keep=(), widen=()) -> dict[str, torch.Tensor]:
     """Every tensor dequantized to float32, shaped like torch's (out, in); the names in `keep` (of a type in
     KEPT_QUANTIZED) come as their raw row bytes instead: uint8 (rows, bytes per row), read-only views of the
     reader's memory map (never written: the quantized modules copy them into their own buffers), so a kept matrix
     is not copied once more on its way (SmolLM2: ~40 ms of a fresh process's first token). Types are checked
     first. F32 and F16 tensors are converted by numpy; the `gguf` package (~0.1 s to import) dequantizes the
-    others."""
+    others. The Q5_0 tensors of `keep` named in `widen` come as Q8_0 rows of the same numbers (a copy)."""
     reader = as_gguf_file(reader)
     check_gguf_types(reader, source)
     out = {}
@@ -296,7 +297,7 @@ def read_gguf_tensors(reader, source: str = "gguf", keep=()) -> dict[str, torch.
             with warnings.catch_warnings():  # "not writable": the view is only read
                 warnings.simplefilter("ignore", UserWarning)
                 out[t.name] = torch.from_numpy(np.asarray(t.data, dtype=np.uint8).reshape(t.shape[0], -1))
-            if t.type_name == "Q5_0":  # kept as Q8_0 (a copy: the same numbers in Q8_0's blocks)
+            if t.name in widen:  # Q5_0 kept as Q8_0 (a copy: the same numbers in Q8_0's blocks)
                 out[t.name] = kquants.q5_0_as_q8_0_rows(out[t.name])
             continue
         values = t.data if t.type_name in ("F32", "F16") else _dequantize(t)
@@ -315,7 +316,8 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     """attnlab weight name -> quantized format, for each matrix whose GGUF sources all share one kept type.
 
     A fused matrix (qkv, gate+up) is kept only when its parts share a kept format (their rows then concatenate as
-    bytes; Q5_0 parts are read as Q8_0 rows, so Q5_0 beside Q8_0 is kept, as llama-quantize's Q4_K_M writes them);
+    bytes; Q5_0 beside Q8_0, as llama-quantize's Q4_K_M writes SmolLM2's Q/K/V, is kept as Q8_0, and so is every
+    Q5_0 matrix where q5_0_kernel cannot run: load_gguf then reads those Q5_0 parts as Q8_0 rows);
     a matrix whose parts mix formats (Q4_K beside Q6_K), or use another type (Q2_K, Q3_K, Q5_K, Q5_1, F16), is
     dequantized to float32.
     The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
@@ -323,7 +325,9 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
     formats = {}
     for ours, names, _ in expand(gguf_table(config), config):
-        kinds = {KEPT_QUANTIZED.get(types.get(n)) for n in names}  # Q5_0 and Q8_0 parts: both Q8_0 rows
+        kinds = {KEPT_QUANTIZED.get(types.get(n)) for n in names}
+        if "q5_0" in kinds and (kinds == {"q5_0", "q8_0"} or not q5_0_kernel.runs_here()):
+            kinds = (kinds - {"q5_0"}) | {"q8_0"}  # read as Q8_0 rows (the same numbers)
         if len(kinds) != 1 or not ours.endswith(".weight") or None in kinds:
             continue
         if ours == "tokens.weight" and not config.tie_embeddings:
@@ -374,12 +378,16 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     meta = check_gguf_shapes(reader, config, path)
     formats = kept_quantized(reader, config) if keep_quantized else {}
     sources = {n for ours, names, _ in expand(gguf_table(config), config) if ours in formats for n in names}
+    types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
+    widen = {n for ours, names, _ in expand(gguf_table(config), config) if formats.get(ours) == "q8_0"
+             for n in names if types.get(n) == "Q5_0"}  # Q5_0 parts kept as Q8_0 rows
     tokenizer, metadata = _tokenizer_and_metadata(reader, path)
     # The tensors' copies, splits and checks run on one thread: ~1,000 small memory-bound operations, each of which
     # waits for every thread of torch's pool; with another process busy on the second core that wait made SmolLM2's
     # load 1.7-7.3 s instead of 0.42-0.53 s on one (fresh processes, 2-core AMD EPYC, 2026-11-28, not logged).
     with kernel_threads.one_torch_thread():
-        tensors = read_gguf_tensors(reader, str(path), keep=sources)  # copies, but kept matrices view the map
+        # copies, but kept matrices view the map (Q5_0 ones widened to Q8_0 are copies)
+        tensors = read_gguf_tensors(reader, str(path), keep=sources, widen=widen)
         del reader  # its raw strings are released before the model is built (the map once the views are copied)
         state, missing = to_ours(gguf_table(config), config, tensors)
         if missing:
@@ -447,7 +455,7 @@ def _quantized_model(meta, state: dict, formats: dict[str, str], path, device):
 
 # ------------------------------------------------------------------------------------------------ writing
 GGUF_TYPE = {"q8_0": "Q8_0", "int8": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1", "int4": "Q4_1"}  # attnlab -> GGUF
-FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7}  # gguf.LlamaFileType: the matrices' main type
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8}  # gguf.LlamaFileType of the main type
 DTYPES = {"float32": "F32", "float16": "F16"}
 
 
@@ -468,6 +476,9 @@ def to_gguf_rows(module) -> tuple[torch.Tensor, str]:
     d = d.contiguous().view(torch.uint8).reshape(n, -1, 2)  # (n, blocks, 2): float16 bytes
     if fmt in ("q8_0", "int8"):
         return torch.cat((d, q.contiguous().view(torch.uint8).reshape(n, -1, 32)), dim=-1).reshape(n, -1), "Q8_0"
+    if fmt == "q5_0":  # per block: d, the 4 bytes of fifth bits, the 16 nibble bytes (kept: nibbles, then bits)
+        b = q.reshape(n, -1, 20)
+        return torch.cat((d, b[..., 16:], b[..., :16]), dim=-1).reshape(n, -1), "Q5_0"
     codes = q.reshape(n, -1, 16)  # (n, blocks, 16): two 4-bit codes per byte, GGUF's order already
     if fmt == "q4_0" and torch.equal(b["min"], (b["scale"].float() * -8).half()):
         return torch.cat((d, codes), dim=-1).reshape(n, -1), "Q4_0"

@@ -6,9 +6,10 @@
   float16 times a 6-bit integer). layers/q4_k_kernel.py multiplies them.
 - Q6_K -> "q6_k": codes q - 32 as int8, scale d sc_j per 16 inputs as float32 (exact: a float16 times an int8).
   layers/q6_k_kernel.py multiplies them.
-- Q5_0 -> "q8_0": its 5-bit codes q - 16 as int8 and its float16 d are a Q8_0 block of the same numbers (w = d (q -
-  16)), so Q8_0's kernels serve it (1.0625 bytes a weight against Q5_0's 0.6875). The GGUF reader converts Q5_0
-  rows to Q8_0 rows (q5_0_as_q8_0_rows) before fused matrices are assembled.
+- Q5_0 -> "q5_0": its blocks' code bytes as they are and d (layers/q5_0_kernel.py, AVX-512 VNNI). Where that
+  kernel cannot run, and in a fused matrix beside Q8_0 parts (llama-quantize's Q4_K_M mixes them in Q/K/V), the
+  GGUF reader turns Q5_0 rows into Q8_0 rows of the same numbers (q5_0_as_q8_0_rows: w = d (q - 16), codes q - 16
+  as int8), which Q8_0's kernels serve (1.0625 bytes a weight against Q5_0's 0.6875).
 
 Each decoder takes a tensor's raw rows (n, bytes per row) uint8 and gives the buffers; tests/test_kquants.py checks
 the weights they stand for against the `gguf` package's own dequantize, bit for bit.
@@ -20,7 +21,7 @@ import torch
 
 SUPER = 256  # inputs per K-quant super-block
 BYTES = {"q4_k": 144, "q6_k": 210, "q5_0": 22}  # bytes per block (Q4_K, Q6_K: 256 inputs; Q5_0: 32)
-MODULE_FORMAT = {"q4_k": "q4_k", "q6_k": "q6_k", "q5_0": "q8_0"}  # what the QuantizedLinear holding each is
+MODULE_FORMAT = {"q4_k": "q4_k", "q6_k": "q6_k", "q5_0": "q5_0"}  # what the QuantizedLinear holding each is
 
 
 def _blocks(raw: torch.Tensor, kind: str) -> torch.Tensor:
@@ -83,6 +84,26 @@ def q5_0(raw: torch.Tensor) -> dict[str, torch.Tensor]:
     return {"qweight": (q.view(torch.int8) - 16).reshape(n, -1).contiguous(), "scale": d.contiguous()}
 
 
+def q5_0_kept(raw: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Q5_0 rows -> the "q5_0" format's buffers: {"qweight": (n, k/32 * 20) uint8, each block's 16 nibble bytes and
+    its 4 bytes of fifth bits as the file holds them, "scale": (n, k/32) float16 d}."""
+    b = _blocks(raw, "q5_0")
+    n = b.shape[0]
+    codes = torch.cat((b[..., 6:22], b[..., 2:6]), dim=-1)  # nibbles, then fifth bits
+    return {"qweight": codes.reshape(n, -1).contiguous(), "scale": _half(b[..., 0:2]).contiguous()}
+
+
+def q5_0_codes(qweight: torch.Tensor) -> torch.Tensor:
+    """The "q5_0" format's qweight (n, k/32 * 20) -> its codes q - 16 (n, k) int8."""
+    n = qweight.shape[0]
+    b = qweight.reshape(n, -1, 20)
+    h = b[..., 16:].long()
+    bits = h[..., 0] | (h[..., 1] << 8) | (h[..., 2] << 16) | (h[..., 3] << 24)
+    fifth = ((bits[..., None] >> torch.arange(32)) & 1).to(torch.uint8)
+    q = torch.cat((b[..., :16] & 15, b[..., :16] >> 4), dim=-1) | (fifth << 4)
+    return (q.view(torch.int8) - 16).reshape(n, -1)
+
+
 def q5_0_as_q8_0_rows(raw: torch.Tensor) -> torch.Tensor:
     """Q5_0 rows -> Q8_0 rows of the same numbers (n, blocks * 34) uint8: read so at load, a fused matrix whose
     parts are Q5_0 and Q8_0 (llama-quantize's Q4_K_M falls back to both where a width is not a multiple of 256)
@@ -93,4 +114,4 @@ def q5_0_as_q8_0_rows(raw: torch.Tensor) -> torch.Tensor:
     return torch.cat((d, b["qweight"].view(torch.uint8).reshape(n, -1, 32)), dim=-1).reshape(n, -1)
 
 
-DECODERS = {"q4_k": q4_k, "q6_k": q6_k, "q5_0": q5_0}
+DECODERS = {"q4_k": q4_k, "q6_k": q6_k, "q5_0": q5_0_kept}

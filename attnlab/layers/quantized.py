@@ -11,7 +11,8 @@ float):
 - "q4_k": GGUF's Q4_K, as Q4_1's layout with float32 scale d sc and min -dmin m per 32 inputs (exact; layers/kquants.py,
   layers/q4_k_kernel.py).
 - "q6_k": GGUF's Q6_K, codes q - 32 as int8 with a float32 scale d sc per 16 inputs (exact; layers/q6_k_kernel.py).
-  GGUF's Q5_0 loads as "q8_0" (the same numbers).
+- "q5_0": GGUF's Q5_0, each block's 20 code bytes as the file holds them and its float16 d (layers/q5_0_kernel.py;
+  where that kernel cannot run, GGUF's Q5_0 loads as "q8_0", the same numbers).
 Codes inside a 4-bit block are laid out like GGUF's (byte j holds value j in its low nibble, value j + 16 in its
 high one), so a GGUF file's bytes become this module's buffers by a reshape.
 
@@ -82,17 +83,18 @@ from attnlab.layers import (
     kernel_variants,
     kquants,
     q4_k_kernel,
+    q5_0_kernel,
     q6_k_kernel,
     q8_0_kernel,
 )
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
-FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k")
-ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0", "q4_k", "q6_k")  # formats whose prefill products rows_product takes
+FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k", "q5_0")
+ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0", "q4_k", "q6_k", "q5_0")  # prefill products by rows_product
 KEPT = [0]  # bytes of stand-in weights (QuantizedLinear._stand_in) alive in this process
 KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
-           "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel}
-NO_MIN = ("int8", "q8_0", "q6_k")  # formats of codes and scales only
+           "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel, "q5_0": q5_0_kernel}
+NO_MIN = ("int8", "q8_0", "q6_k", "q5_0")  # formats of codes and scales only
 
 
 def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
@@ -101,6 +103,9 @@ def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
         return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
                 "scale": torch.zeros(n, dtype=torch.float32, device=device)}
     blocks = k // BLOCK
+    if fmt == "q5_0":  # per block: 16 nibble bytes and 4 bytes of fifth bits
+        return {"qweight": torch.zeros(n, blocks * 20, dtype=torch.uint8, device=device),
+                "scale": torch.zeros(n, blocks, dtype=torch.float16, device=device)}
     if fmt in ("q8_0", "q6_k"):  # Q6_K: a float32 scale per 16 inputs
         per, dtype = (BLOCK, torch.float16) if fmt == "q8_0" else (BLOCK // 2, torch.float32)
         return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
@@ -153,6 +158,8 @@ def dequantize(fmt: str, buffers: dict[str, torch.Tensor], dtype=torch.float32, 
     n = q.shape[0]
     if fmt == "int8":
         w = q.to(dtype) * scale.to(dtype)[:, None]
+    elif fmt == "q5_0":
+        w = (kquants.q5_0_codes(q).reshape(n, -1, BLOCK).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
     elif fmt in ("q8_0", "q6_k"):
         w = (q.reshape(n, scale.shape[1], -1).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
     else:
@@ -521,6 +528,9 @@ class QuantizedLinear(nn.Module):
         n = stop - start
         scale = self.scale[start:stop].to(w.dtype)[..., None]  # (n, blocks, 1)
         blocks = w.view(n, -1, BLOCK)
+        if self.format == "q5_0":
+            return w.copy_(dequantize("q5_0", {"qweight": self.qweight[start:stop], "scale": self.scale[start:stop]},
+                                      w.dtype))
         if self.format in ("q8_0", "q6_k"):  # Q6_K: a scale per 16 inputs
             blocks = w.view(n, scale.shape[1], -1)
             blocks.copy_(self.qweight[start:stop].view(n, scale.shape[1], -1))
