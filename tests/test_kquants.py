@@ -251,3 +251,24 @@ def test_q5_0_is_read_as_q8_0_where_its_kernel_cannot_run(tmp_path, monkeypatch)
     out = kept.get_submodule("blocks.0.attn.out")
     assert out.format == "q8_0"
     assert torch.equal(out.weight, full.get_submodule("blocks.0.attn.out").weight)
+
+
+@pytest.mark.parametrize("kind", ["q4_k", "q6_k", "q5_0"])
+def test_the_compiled_steps_operator_gives_the_eager_kernels_bits(kind):
+    """attnlab::quantized_rows (what a compiled decoding step calls; its C++ kernel reads the layer's packed tiles
+    through kernel_ops_native's table) gives each new format's eager one-row product bit for bit."""
+    from attnlab.layers import kernel_ops, kernel_ops_native
+
+    if not kernel_ops.ready() or not kernel_ops.decodes_natively():
+        pytest.skip("the C++ operators of the compiled step are not built here")
+    module, _ = layer(kind, 96, 256, seed=3)
+    if not module.prepare_traced(0):
+        pytest.skip(f"the {module.format} kernel does not run here")
+    x = torch.randn(2, 256, generator=torch.Generator().manual_seed(1))
+    before = kernel_ops.PRODUCTS[0]
+    with kernel_ops.serving([module], kernel_ops_native.table([module])):
+        traced = kernel_ops.quantized_rows(x, 0, module.out_features)
+    assert kernel_ops.PRODUCTS[0] - before == 1  # the C++ kernel took it
+    with torch.no_grad():
+        eager = torch.cat([module(row[None]) for row in x])
+    assert torch.equal(traced, eager)
