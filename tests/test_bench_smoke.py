@@ -356,3 +356,29 @@ def test_newcomer_reads_the_phases_of_a_first_training_run_and_flags_silent_wait
     assert [p.name for p in newcomer.phases_of(lines, 26.0)][1:] == [
         "data preparation and model build", "training", "evaluation at step 2", "after the last step",
         "result printed, exit"]
+
+
+def test_nanogpt_repo_exports_a_checkout_reads_its_loss_and_asks_for_the_checkout(tmp_path, monkeypatch, capsys):
+    """The nanoGPT comparison copies a checkout (never its .git) into its own folder, refuses a folder without
+    train.py by name, reads train.py's last "step N: ... val loss" line, and without --nanogpt or NANOGPT_DIR says
+    how to get nanoGPT instead of failing later."""
+    from attnlab.benchmarks import nanogpt_repo
+
+    checkout = tmp_path / "nanoGPT"
+    (checkout / ".git").mkdir(parents=True)
+    (checkout / "train.py").write_text("print('train')\n")
+    (checkout / "config").mkdir()
+    (checkout / "config" / "train_shakespeare_char.py").write_text("n_layer = 6\n")
+    dest = nanogpt_repo.export_nanogpt(checkout, tmp_path / "work")
+    assert (dest / "train.py").read_text() == "print('train')\n" and not (dest / ".git").exists()
+    assert (dest / "config" / "train_shakespeare_char.py").is_file()
+    with pytest.raises(SystemExit, match="no train.py"):
+        nanogpt_repo.export_nanogpt(tmp_path / "work" / "config", tmp_path / "other")
+    log = tmp_path / "train.log"
+    log.write_text("step 0: train loss 4.6, val loss 4.7\niter 1: loss 4.5\nstep 250: train loss 2.1, val loss 2.25\n")
+    assert nanogpt_repo.nano_val_loss(log) == 2.25
+    monkeypatch.delenv("NANOGPT_DIR", raising=False)
+    assert nanogpt_repo.main(["--steps", "1"]) == 2
+    assert "git clone https://github.com/karpathy/nanoGPT" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        nanogpt_repo.main(["--nanogpt", str(checkout), "--variants", "fast"])
