@@ -3,9 +3,9 @@ figures.py says how): to a log (tests/test_claims_sources.py), to a value the li
 by rule to code, a label or a date, or pinned as written. Every claim word of those pages follows a rule or is
 pinned (claims.py, claims.tsv). A page whose numbers, table rows or claim words differ from the ledgers fails here.
 
-After an intended edit of a page: `python tests/experiments_trace/figures.py` and
-`python tests/experiments_trace/claims.py` rewrite the ledgers (a bound place keeps its binding, so a bound figure
-that no longer matches its source still fails); read the diff of figures.tsv before committing it.
+After an intended edit of a page: `python tests/experiments_trace/figures.py` rewrites the ledgers (claims.tsv,
+figures.tsv) and docs/reliability.md's tables of their counts and of the mutation test (a bound place keeps its
+binding, so a bound figure that no longer matches its source still fails); read the diff before committing it.
 """
 
 from __future__ import annotations

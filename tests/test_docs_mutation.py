@@ -31,6 +31,12 @@ def test_every_edit_of_a_traced_page_is_caught_and_the_rest_is_reported():
     for page in mutate.TRACED:
         for kind in mutate.KINDS:
             assert rates[(page, kind)][1] > 0, f"{page}: no {kind} edit could be made (the mutator lost its places)"
+    from experiments_trace import figures
+
+    page_text = (figures.ROOT / "docs" / "reliability.md").read_text()
+    (a, b, _), = [blk for blk in figures.output_blocks("docs/reliability.md", page_text) if blk[2] == "docs_mutation"]
+    assert page_text[a:b].splitlines() == mutate.render(rates), \
+        "docs/reliability.md's mutation table is not this run's (python tests/experiments_trace/figures.py rewrites it)"
     for (page, kind), (caught, made, _) in rates.items():
         assert caught == made, f"{page}: {kind}: {made - caught} of {made} edits not caught: " + \
             str([m for m in misses if m.startswith(f"{page}: {kind}:")])

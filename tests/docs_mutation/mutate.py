@@ -118,7 +118,8 @@ RULED_PINS = claims.PINS
 
 def _bound_numbers(page: str, text: str) -> set[int]:
     """Indices (in the page's order of numbers) of the numbers bound to a source: a traced page's numbers are all
-    bound by bindings.tsv but its settings ("=" lines, printed literally); another page's by figures.tsv's class."""
+    bound by bindings.tsv but its settings ("=" lines, printed literally: here any number that prints the same as a
+    setting anywhere counts as one, an undercount of the bound); another page's by figures.tsv's class."""
     if page in TRACED:
         name = TRACED[page]
         spans = check.traced_spans(check.page_text(name), name)
@@ -127,7 +128,7 @@ def _bound_numbers(page: str, text: str) -> set[int]:
         return {i for i, m in enumerate(_numbers(text)) if m.group() not in settings
                 and any(a <= m.start() + offset < b for a, b in spans)}
     ledger = [f for f in figures._ledger().get(page, ()) if f.token != figures.ROWS]
-    return {i for i, f in enumerate(ledger) if f.cls.split(":")[0] in BOUND}
+    return {i for i, f in enumerate(ledger) if f.cls.split(":")[0] in BOUND and f.cls not in figures.SELF}
 
 
 def _ruled_words(page: str, text: str) -> set[int]:

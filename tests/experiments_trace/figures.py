@@ -40,7 +40,9 @@ changed, moved, added or removed), when a bound figure differs from its source, 
 rule (a `code` number outside backticks), or when a page's count of table rows differs (a row deleted). Table rows
 and claim words are pinned too: claim words in claims.tsv (claims.py), the row count here.
 
-    python tests/experiments_trace/figures.py      # rewrites figures.tsv, keeping each place's binding
+    python tests/experiments_trace/figures.py            # rewrites claims.tsv, figures.tsv and docs/reliability.md's
+                                                         # two tables (about a minute: the mutation table)
+    python tests/experiments_trace/figures.py --summary  # how many numbers and claim words of each page are bound
 """
 
 from __future__ import annotations
@@ -338,7 +340,15 @@ OUTPUT_BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
     # a run's log, quoted: the lines are the log's own (bench/results/fine-tune-2026-12-06/smollm2.log)
     "smollm2_opening": ("docs/fine-tuning.md", "The run names what it loaded and what is new before it trains",
                         lambda: (ROOT / "bench/results/fine-tune-2026-12-06/smollm2.log").read_text()),
+    # this ledger's own counts and the docs mutation test's table, on docs/reliability.md (written by main();
+    # the mutation table is compared by tests/test_docs_mutation.py, which computes it anyway)
+    "docs_summary": ("docs/reliability.md", "Counted with `python tests/experiments_trace/figures.py --summary`",
+                     lambda: "\n".join(summary())),
+    "docs_mutation": ("docs/reliability.md", "The mutation test (`cd tests && python -m docs_mutation.mutate 0`",
+                      None),
 }
+CHECKED_ELSEWHERE = {"docs_mutation": "tests/test_docs_mutation.py"}
+SELF = ("output:docs_summary", "output:docs_mutation")  # counted as generated (by a rule), not as results
 
 
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
@@ -347,18 +357,26 @@ def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     out = []
     for name, (p, marker, _) in OUTPUT_BLOCKS.items():
         at = text.find(marker) if p == page else -1
-        fence = re.compile(r"^ *```.*?^ *``` *$", re.M | re.S).search(text, at) if at >= 0 else None
-        if fence:
-            out.append((fence.start(), fence.end(), name))
+        found = [m for m in (BLOCK.search(text, at), TABLE.search(text, at)) if m] if at >= 0 else []
+        if found:
+            first = min(found, key=lambda m: m.start())
+            out.append((first.start(), first.end(), name))
     return out
+
+
+BLOCK = re.compile(r"^ *```.*?^ *``` *$", re.M | re.S)  # a fenced code block
+TABLE = re.compile(r"(?:^\|.*\n)+", re.M)  # a Markdown table
 
 
 def output_problems(page: str, text: str) -> list[str]:
     """Lines of an output block that the function behind it no longer renders (a figure changed on either side)."""
     out = []
     for a, b, name in output_blocks(page, text):
+        if OUTPUT_BLOCKS[name][2] is None:
+            continue  # CHECKED_ELSEWHERE
         rendered = {line.rstrip() for line in OUTPUT_BLOCKS[name][2]().splitlines()}
-        for line in text[a:b].splitlines()[1:-1]:
+        lines = text[a:b].splitlines()
+        for line in lines[1:-1] if text[a:b].lstrip().startswith("```") else lines:
             if line.strip() and line.rstrip() not in rendered:
                 out.append(f"{page}: the block {name} shows {line.strip()!r}, which attnlab no longer prints")
     return out
@@ -507,10 +525,42 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
     return out
 
 
+def write_tables() -> bool:
+    """Render docs/reliability.md's two tables (this ledger's counts, the docs mutation test's catch rates) into the
+    page; True if it changed."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    from docs_mutation import mutate
+
+    page = ROOT / "docs" / "reliability.md"
+    text = page.read_text()
+    rendered = {"docs_summary": "\n".join(summary()) + "\n",
+                "docs_mutation": "\n".join(mutate.render(mutate.table(0, 8)[0])) + "\n"}
+    for a, b, name in sorted(output_blocks("docs/reliability.md", text), reverse=True):
+        if name in rendered:
+            text = text[:a] + rendered[name] + text[b:]
+    changed = text != page.read_text()
+    page.write_text(text)
+    return changed
+
+
 def main() -> None:
-    """Rewrite figures.tsv from the pages as they are: a place keeps its binding (computed, results) where its
-    text before is unchanged, even when its number changed (so the test then says which is right); every other
-    number takes its class by rule (classify)."""
+    """Rewrite figures.tsv from the pages as they are, then docs/reliability.md's tables of the counts and catch
+    rates (and figures.tsv again while they change)."""
+    from experiments_trace import claims
+
+    claims.main()  # the claim words first: the mutation table counts their rules
+    claims._claims.cache_clear()
+    for _ in range(4):
+        write_ledger()
+        _ledger.cache_clear()
+        if not write_tables():
+            return
+
+
+def write_ledger() -> None:
+    """Rewrite figures.tsv from the pages as they are: a place keeps its binding (results) where its text before is
+    unchanged, even when its number changed (so the test then says which is right); every other number takes its
+    class by rule (classify)."""
     old = {(f.page, f.before): f.cls for f in read()} if FIGURES.exists() else {}
     lines = ["# One line per number of the user docs outside docs/experiments*.md (tests/experiments_trace/figures.py",
              "# says how): page, the text before it, the number, its class; and each page's count of table rows."]
@@ -525,6 +575,44 @@ def main() -> None:
     FIGURES.write_text("\n".join(lines) + "\n")
 
 
+GROUPS = {"log": "bound", "computed": "bound", "source": "bound", "output": "bound", "results": "bound",
+          "code": "rule", "label": "rule", "formula": "rule", "setting": "rule", "date": "rule", "generated": "rule",
+          "pinned": "pinned"}
+
+
+def summary() -> list[str]:
+    """Per page (the Experiments pages first: their settings are bindings.tsv's "=" lines, every other number is
+    bound): numbers bound to a source, numbers classed by a rule (no result), numbers pinned as written; claim
+    words that follow a rule over the results, pinned claim words, words pinned as no claim (quoted, name, place,
+    verb). As a Markdown table."""
+    from experiments_trace import check, claims
+
+    counts: dict[str, list[int]] = {p: [0] * 6 for p in (*TRACED, *pages())}
+    for page in TRACED:  # every number traced (check.untraced_numbers fails on any other): bound, or a setting
+        name = page.removeprefix("docs/")
+        settings = sum(b.kind == "=" for t in check.TRACES if t.doc == name for b in check._bindings().get(t.part, []))
+        shown = len(check.tokens((ROOT / page).read_text()))
+        counts[page] = [shown - settings, settings, 0, 0, 0, 0]
+    for f in read():
+        if f.token != ROWS and f.page in counts:
+            group = "rule" if f.cls in SELF else GROUPS[f.cls.split(":")[0]]  # these tables: generated, no result
+            counts[f.page][("bound", "rule", "pinned").index(group)] += 1
+    for c in claims.read_claims():
+        c = c if c.page not in claims.PAGES else claims.Claim("docs/" + c.page, c.before, c.word, c.after, c.rule)
+        if c.page in counts:
+            counts[c.page][3 if c.rule not in claims.PINS else 4 if c.rule == "pinned" else 5] += 1
+    lines = ["| page | numbers bound to a source | by a rule (no result) | pinned | claim words by a rule | pinned | "
+             "no claim |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {p} | " + " | ".join(f"{x:,}" for x in v) + " |" for p, v in counts.items()]
+    total = [sum(v[i] for v in counts.values()) for i in range(6)]
+    return [*lines, "| all | " + " | ".join(f"{x:,}" for x in total) + " |"]
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT / "tests"))
-    main()
+    from experiments_trace import figures  # the module the other checks import (one cache of the ledger)
+
+    if sys.argv[1:] == ["--summary"]:
+        print("\n".join(figures.summary()))
+    else:
+        figures.main()
