@@ -234,3 +234,26 @@ def test_the_route_answers_and_refuses_bad_input_in_one_line(client):
         assert r.status_code == status, (body, r.text)
         message = r.json()["detail"] if isinstance(r.json().get("detail"), str) else r.text
         assert words in message and "\n" not in message and "Traceback" not in message, message
+
+
+@pytest.mark.parametrize("overrides", [dict(sliding_window=2, global_every=2, rope_theta=1e6, rope_local_theta=10.0),
+                                       dict(rotary_dim=4)])
+def test_rope_positions_show_each_base_and_only_the_rotated_pairs(overrides):
+    """Gemma 3's sliding-window layers turn at a base of their own: the positions stage draws the global layers'
+    angles and, beside them, the local ones; a partial RoPE (GPT-NeoX, Phi-3) draws its rotated pairs only. Both
+    against position * theta^(-2i/d) wrapped to ±π, written here."""
+    lm = _model("tiny-llama", **overrides)
+    cfg = lm.model.config
+    picture = _stages(forward_pass(lm, TEXT, layer=0, head=0), "model")["positions"]["picture"]
+    n, d = len(TEXT), cfg.rope_dim
+
+    def wrapped(theta):
+        angle = torch.arange(n, dtype=torch.float64)[:, None] * theta ** (-torch.arange(0, d, 2) / d)[None]
+        return torch.atan2(torch.sin(angle), torch.cos(angle))  # (seq, rotated pairs)
+
+    _close(picture["values"], wrapped(cfg.rope_theta))
+    if cfg.rope_local_theta is not None:
+        _close(picture["after"], wrapped(cfg.rope_local_theta))
+        assert picture["captions"] == ["global layers (base 1e+06)", "sliding-window layers (base 10)"]
+    else:
+        assert picture["kind"] == "matrix" and len(picture["values"][0]) == d // 2

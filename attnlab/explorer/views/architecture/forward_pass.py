@@ -233,14 +233,25 @@ class _Run:
         tail = f" ({'; '.join(extras)})" if extras else ""
         if cfg.position == "rope":
             pos = torch.arange(n)[None]
-            cos, sin = stack.rotary(pos)  # (..., seq, d_head) each, the two halves repeated
-            angles = torch.atan2(sin, cos).reshape(n, -1)[:, : cfg.head_dim // 2]  # (seq, d_head / 2)
-            picture = _matrix(angles, rows, "rotation frequencies θ_i", unit="angle, radians (wrapped to ±π)")
-            return _stage(f"{prefix}positions", "model", "Positions: RoPE (nothing added)", [1, n, cfg.head_dim // 2],
-                          "(batch, tokens, d_head / 2 angles)", picture, "rope",
+
+            def angles_of(rotary) -> torch.Tensor:  # (seq, rope_dim / 2): each rotated pair's angle
+                cos, sin = rotary(pos)  # (..., seq, rope_dim) each, the two halves repeated
+                return torch.atan2(sin, cos).reshape(n, -1)[:, : cfg.rope_dim // 2]
+
+            picture = _matrix(angles_of(stack.rotary), rows, "rotation frequencies θ_i",
+                              unit="angle, radians (wrapped to ±π)")
+            local = ""
+            if stack.rotary_local is not None:  # Gemma 3: the sliding-window layers turn at a base of their own
+                picture.update(kind="before_after", after=_r(angles_of(stack.rotary_local)[:T_SHOWN, :D_SHOWN]),
+                               captions=[f"global layers (base {cfg.rope_theta:g})",
+                                         f"sliding-window layers (base {cfg.rope_local_theta:g})"])
+                local = (f" The sliding-window layers turn at base {cfg.rope_local_theta:g}, the global ones at "
+                         f"{cfg.rope_theta:g}: both are shown.")
+            return _stage(f"{prefix}positions", "model", "Positions: RoPE (nothing added)", [1, n, cfg.rope_dim // 2],
+                          "(batch, tokens, rotated features / 2 angles)", picture, "rope",
                           "Nothing is added to the vectors: in every block, each (q_i, q_{i+d/2}) pair of Q and K is "
                           "turned by the angle shown (position × θ_i), so a score depends only on how far apart two "
-                          "tokens are. Open a head to see Q before and after the turn." + tail)
+                          "tokens are. Open a head to see Q before and after the turn." + local + tail)
         if cfg.position in ("learned", "sinusoidal"):
             code = "learned" if cfg.position == "learned" else "sinusoidal"
             what = "a learned table" if cfg.position == "learned" else "fixed sines and cosines"
