@@ -34,10 +34,15 @@ ROPE_SCALINGS: dict[str, tuple[str, ...]] = {
     "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_len"),
     "yarn": ("factor", "original_max_len", "beta_fast", "beta_slow", "attention_factor", "mscale", "mscale_all_dim",
              "truncate"),
+    # Phi-3's long-context variants: one divisor per rotated pair, the short list up to original_max_len, the long
+    # one beyond it; `factor` sets cos/sin's multiplier sqrt(1 + ln(factor) / ln(original_max_len))
+    "longrope": ("short_factor", "long_factor", "factor", "original_max_len", "attention_factor"),
 }
 _ROPE_REQUIRED = {"linear": ("factor",), "dynamic": ("factor", "original_max_len"),
                   "llama3": ("factor", "low_freq_factor", "high_freq_factor", "original_max_len"),
-                  "yarn": ("factor", "original_max_len")}
+                  "yarn": ("factor", "original_max_len"),
+                  "longrope": ("short_factor", "long_factor", "factor", "original_max_len")}
+ROPE_FACTOR_LISTS = ("short_factor", "long_factor")  # longrope's per-pair divisors: lists, not numbers
 # pre: x + F(Norm(x)); post: Norm(x + F(x)); output: x + Norm(F(x)), the sub-layer's output normalised (OLMo 2);
 # sandwich: x + Norm_after(F(Norm_before(x))), two norms per sub-layer (Gemma 2)
 NORM_PLACEMENTS = ("pre", "post", "output", "sandwich")
@@ -337,7 +342,14 @@ class ModelConfig:
             raise bad("rope_scaling", f"type {kind!r} needs {', '.join(missing)}")
         for key in allowed:
             value = scaling.get(key)
-            if key == "truncate":
+            if key in ROPE_FACTOR_LISTS:
+                pairs = self.rope_dim // 2
+                if not (isinstance(value, (list, tuple)) and len(value) == pairs and all(
+                        not isinstance(v, bool) and isinstance(v, (int, float)) and 0 < v <= FLOAT32_MAX
+                        for v in value)):
+                    raise bad("rope_scaling", f"{key!r} must be a list of {pairs} positive finite numbers (one per "
+                                              "rotated pair of features)")
+            elif key == "truncate":
                 if value is not None and not isinstance(value, bool):
                     raise bad("rope_scaling", "'truncate' must be true or false")
             elif value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))

@@ -243,7 +243,10 @@ def test_options_round_trip_through_an_attnlab_checkpoint(tmp_path):
     (dict(qk_norm="rms"), "qk_norm='rms': unknown value; allowed: none, head, all"),
     (dict(qk_norm="head", norm="layernorm"), "qk_norm='head': q and k are normalised by an RMSNorm"),
     (dict(sliding_window=0), "sliding_window=0: must be a positive integer"),
-    (dict(rope_scaling={"type": "longrope", "factor": 2.0}), "'type' must be one of linear, dynamic, llama3, yarn"),
+    (dict(rope_scaling={"type": "ntk", "factor": 2.0}), "'type' must be one of linear, dynamic, llama3, yarn, "
+                                                        "longrope"),
+    (dict(rope_scaling={"type": "longrope", "factor": 2.0, "original_max_len": 8, "short_factor": [1.0] * 3,
+                        "long_factor": [2.0] * 8}), "'short_factor' must be a list of 8 positive finite numbers"),
     (dict(rope_scaling={"type": "linear"}), "type 'linear' needs factor"),
     (dict(rope_scaling={"type": "linear", "factor": 2.0, "beta": 1}), r"unknown keys \['beta'\]"),
     (dict(rope_scaling={"type": "linear", "factor": -2.0}), "'factor' must be a positive finite number"),

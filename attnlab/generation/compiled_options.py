@@ -25,9 +25,9 @@ def unsupported_option(config) -> str | None:
     if cap is not None:
         return f"attn_softcap={cap}: the step's attention kernel does not cap the scores"
     scaling = getattr(config, "rope_scaling", None) or {}
-    if scaling.get("type") == "dynamic":
-        return ("rope_scaling type 'dynamic': its frequencies follow each step's longest position, a value read "
-                "back from the tensors, which one traced graph cannot do")
+    if scaling.get("type") in ("dynamic", "longrope"):
+        return (f"rope_scaling type {scaling['type']!r}: its frequencies follow each step's longest position, a value "
+                "read back from the tensors, which one traced graph cannot do")
     position = getattr(config, "position", None)
     if position in ("alibi", "t5"):
         return f"position={position!r}: a bias added to the scores, which the step's attention kernel does not take"

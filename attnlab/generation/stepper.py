@@ -63,6 +63,11 @@ class Stepper:
         # bounded: a sliding-window layer (Mistral, Gemma) keeps only its window's keys, however long the text grows
         self.cache = (KVCache.for_model(model, batch, capacity, bounded=True) if use_cache and prompt_len < capacity
                       else None)
+        self.capacity = capacity
+        # LongRoPE (Phi-3): keys turned with the short factors are turned again with the long ones once the text
+        # outgrows original_max_len: the first step past it runs the whole sequence afresh, as transformers does
+        scaling = getattr(getattr(model, "config", None), "rope_scaling", None) or {}
+        self.long_after = scaling.get("original_max_len") if scaling.get("type") == "longrope" else None
 
     # ------------------------------------------------------------------ the two verbs
     def first(self) -> torch.Tensor:
@@ -79,8 +84,18 @@ class Stepper:
         self.length += 1
 
     def run_last(self) -> torch.Tensor:
+        if self.cache is not None and self.long_after is not None and self._outgrows_short_rope():
+            self.cache = KVCache.for_model(self.model, self.batch, self.capacity, bounded=True)
+            return self._forward(0, self.length)
         start = self.length - 1 if self.cache is not None else 0
         return self._forward(start, self.length)
+
+    def _outgrows_short_rope(self) -> bool:
+        """Whether this step's longest position is the first past LongRoPE's original_max_len (the cache's keys
+        were turned with the short factors)."""
+        longest = int(self.positions[:, self.length - 1].max()) + 1
+        before = int(self.positions[:, self.length - 2].max()) + 1 if self.length > 1 else 0
+        return before <= self.long_after < longest
 
     def reorder(self, index: torch.Tensor) -> None:
         """Beam search: row i continues from row index[i] (tokens so far and cached K/V)."""

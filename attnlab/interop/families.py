@@ -282,7 +282,7 @@ def _rope(hf: dict, family: str) -> tuple[float, dict[str, Any]]:
         value = params.get(_ROPE_KEYS.get(key, key))
         if key != "original_max_len" and value is not None:
             scaling[key] = value
-    if kind == "yarn" and scaling.get("factor") is None:  # transformers: the ratio of the two lengths
+    if kind in ("yarn", "longrope") and scaling.get("factor") is None:  # transformers: the ratio of the lengths
         scaling["factor"] = max_pos / original
     return theta, scaling
 

@@ -89,7 +89,10 @@ def rope_frequencies(d_head: int, theta: float, scaling: dict | None = None, seq
     - llama3 (Llama 3.1): wavelengths longer than L0 / low_freq_factor divided by `factor`, shorter than
       L0 / high_freq_factor kept, a smooth blend between;
     - yarn: the same kind of blend by a linear ramp over the pairs that turn between beta_fast and beta_slow times
-      in L0, and cos/sin multiplied by a temperature (yarn_mscale) unless `attention_factor` is given.
+      in L0, and cos/sin multiplied by a temperature (yarn_mscale) unless `attention_factor` is given;
+    - longrope (Phi-3's long-context models): pair i's speed divided by short_factor[i] up to L0 and by
+      long_factor[i] once the sequence L exceeds L0, cos/sin multiplied by sqrt(1 + ln(factor) / ln(L0)) unless
+      `attention_factor` is given (1 for factor <= 1).
 
     The formulas are those of Hugging Face's modeling_rope_utils, in float32 like there.
     """
@@ -102,6 +105,10 @@ def rope_frequencies(d_head: int, theta: float, scaling: dict | None = None, seq
     if kind == "linear":
         return inv_freq / factor, 1.0
     original = scaling["original_max_len"]
+    if kind == "longrope":
+        divisors = scaling["long_factor"] if seq_len and seq_len > original else scaling["short_factor"]
+        return 1.0 / (torch.tensor(divisors, dtype=torch.float32) * theta ** (pairs / d_head)), \
+            rope_attention_factor(scaling)
     if kind == "dynamic":
         length = max(seq_len or original, original)
         base = theta * ((factor * length / original) - (factor - 1)) ** (d_head / (d_head - 2))
@@ -132,9 +139,16 @@ def rope_frequencies(d_head: int, theta: float, scaling: dict | None = None, seq
 
 def rope_attention_factor(scaling: dict | None) -> float:
     """What cos and sin are multiplied by: YaRN's `attention_factor`, or its temperature from `factor` (and the
-    ratio of two temperatures when `mscale` and `mscale_all_dim` are both given); 1 for every other scaling.
+    ratio of two temperatures when `mscale` and `mscale_all_dim` are both given); LongRoPE's `attention_factor`,
+    or sqrt(1 + ln(factor) / ln(original_max_len)); 1 for every other scaling.
     Plain Python: a model built on the meta device computes it without tensors."""
-    if (scaling or {}).get("type") != "yarn":
+    kind = (scaling or {}).get("type")
+    if kind == "longrope":
+        if scaling.get("attention_factor") is not None:
+            return float(scaling["attention_factor"])
+        factor, original = float(scaling["factor"]), scaling["original_max_len"]
+        return 1.0 if factor <= 1 else math.sqrt(1 + math.log(factor) / math.log(original))
+    if kind != "yarn":
         return 1.0
     if scaling.get("attention_factor") is not None:
         return float(scaling["attention_factor"])
@@ -148,14 +162,15 @@ class Rotary(nn.Module):
     """RoPE: rotate each pair of (q, k) features by an angle proportional to the position.
 
     Pairs are (i, i + d_head/2) ("rotate half"), as in the LLaMA checkpoints. `scaling` (ModelConfig.rope_scaling)
-    stretches the frequencies (rope_frequencies); a dynamic one recomputes them for each forward's longest position,
-    every other is fixed at construction.
+    stretches the frequencies (rope_frequencies); a dynamic or longrope one recomputes them for each forward's longest
+    position, every other is fixed at construction.
     """
 
     def __init__(self, d_head: int, theta: float = 10000.0, scaling: dict | None = None):
         super().__init__()
         self.d_head, self.theta, self.scaling = d_head, theta, dict(scaling or {})
-        self.dynamic = self.scaling.get("type") == "dynamic"
+        # dynamic NTK and LongRoPE: the frequencies depend on the forward's longest position
+        self.dynamic = self.scaling.get("type") in ("dynamic", "longrope")
         self.attention_factor = rope_attention_factor(self.scaling)
         self.register_buffer("inv_freq", fixed_table(((d_head + 1) // 2,), self._inv_freq), persistent=False)
 
@@ -169,7 +184,7 @@ class Rotary(nn.Module):
     def forward(self, position_ids: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         # position_ids: (batch, seq) -> cos, sin: (batch, 1, seq, d_head)
         inv_freq = self.inv_freq
-        if self.dynamic:  # NTK: the frequencies follow the longest position of this forward (one host read)
+        if self.dynamic:  # NTK, LongRoPE: the frequencies follow this forward's longest position (one host read)
             seq_len = int(position_ids.max()) + 1 if position_ids.numel() else 1
             inv_freq = rope_frequencies(self.d_head, self.theta, self.scaling, seq_len)[0].to(inv_freq.device)
         angle = position_ids[..., None].float() * inv_freq  # (batch, seq, d_head/2)

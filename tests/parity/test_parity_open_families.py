@@ -1,5 +1,5 @@
 """Open decoder families from a Hugging Face directory: Qwen2, Qwen3, Mistral, OLMo 2, Phi-3, Gemma 2, Gemma 3
-(text), GPT-NeoX (Pythia), and LLaMA with scaled RoPE.
+(text), GPT-NeoX (Pythia), LLaMA with scaled RoPE and Phi-3 with LongRoPE.
 
 Each case is a tiny random model built from the transformers config class, written by `save_pretrained` to a
 temporary folder and read back by `attnlab.load`. Proven equal to transformers:
@@ -74,6 +74,19 @@ CASES = {
                                                              sliding_window=5, **_PHI3_IDS)),
     "phi3-mha-partial": ("Phi3ForCausalLM", "Phi3Config", dict(num_attention_heads=4, num_key_value_heads=4,
                                                               partial_rotary_factor=0.5, **_PHI3_IDS)),
+    # Phi-3's long-context RoPE (longrope): per-pair divisors, the short list while the sequence stays within
+    # original_max_position_embeddings (8 here), the long one beyond it; cos and sin times sqrt(1 + ln 8 / ln 8)
+    # (factor = max_position_embeddings / original). The batch (9 tokens) runs long; a generation from 6 tokens
+    # crosses over at its third step, where transformers (and attnlab) turn only the new positions the long way
+    "phi3-longrope": ("Phi3ForCausalLM", "Phi3Config", dict(
+        num_attention_heads=4, num_key_value_heads=2, original_max_position_embeddings=8, **_PHI3_IDS,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 8,
+                         "short_factor": [1.0, 1.5, 2.0, 3.0], "long_factor": [2.0, 4.0, 8.0, 16.0]})),
+    "phi3-longrope-partial-short": ("Phi3ForCausalLM", "Phi3Config", dict(
+        num_attention_heads=4, num_key_value_heads=4, original_max_position_embeddings=32, **_PHI3_IDS,
+        rope_parameters={"rope_type": "longrope", "rope_theta": 500.0, "original_max_position_embeddings": 32,
+                         "partial_rotary_factor": 0.5, "short_factor": [1.25, 3.0], "long_factor": [5.0, 9.0],
+                         "attention_factor": 1.3})),
     # Gemma 2: sandwich norms with (1 + w) gains, GELU-tanh gated feed-forward, embeddings times sqrt(d_model),
     # soft-capped scores and logits (caps far below 50 and 30, so that capping matters at these sizes),
     # query_pre_attn_scalar,
@@ -209,7 +222,8 @@ def test_the_sliding_window_bounds_the_cache(case, window, tmp_path, monkeypatch
                                   "olmo2-gqa", "phi3-gqa-window", "phi3-mha-partial", "gemma2-alternating",
                                   "gemma2-mha-all-windowed", "gemma3-default-pattern",
                                   "gemma3-alternating-linear-rope", "neox-parallel-quarter", "neox-sequential-half",
-                                  "llama3-rope", "yarn-mscale-rope", "dynamic-rope"])
+                                  "llama3-rope", "yarn-mscale-rope", "dynamic-rope", "phi3-longrope",
+                                  "phi3-longrope-partial-short"])
 def test_written_back_for_transformers(case, tmp_path):
     """attnlab writes the family's layout back (model.save(d, format="hf")): transformers' from_pretrained computes
     the original's logits from it, and attnlab reads the same config and the very same tensors back."""
@@ -261,9 +275,8 @@ def test_options_reach_the_config(tmp_path):
     ("qwen2-gqa", dict(use_sliding_window=True, sliding_window=3, max_window_layers=1),
      "use_sliding_window=True on some layers only"),
     ("qwen3-mha", dict(attention_bias=True), "qwen3: attention_bias=True"),
-    ("llama3-rope", dict(rope_parameters={"rope_type": "longrope", "rope_theta": 10000.0, "short_factor": [1.0] * 8,
-                                          "long_factor": [2.0] * 8, "original_max_position_embeddings": 16}),
-     "rope_type='longrope' is not supported; supported: default, linear, dynamic, llama3, yarn"),
+    ("llama3-rope", dict(rope_parameters={"rope_type": "proportional", "rope_theta": 10000.0}),
+     "rope_type='proportional' is not supported; supported: default, linear, dynamic, llama3, yarn, longrope"),
     ("gemma2-alternating", dict(layer_types=["sliding_attention", "full_attention", "full_attention",
                                              "sliding_attention"]), "layer_types is not a periodic pattern"),
     ("olmo2-gqa", dict(attention_bias=True), "olmo2: attention_bias=True"),
