@@ -215,6 +215,15 @@ def _cost_forward_block() -> str:
     return _tables()["forward"].render()
 
 
+CLASS = "bench/results/explorer-class"
+
+
+def _heavy(run: str) -> dict[str, int]:
+    """The heavy jobs' counts of a class run, by '<model> <outcome>' (finished, cancelled)."""
+    heavy = _json(f"{CLASS}/{run}.json")["heavy"]
+    return {k: v for k, v in heavy.items() if isinstance(v, int) and re.fullmatch(r"\S+ (finished|cancelled)", k)}
+
+
 def _gpt_char_final(key: str) -> float:
     return _json(CK + "/gpt-char/trained.json")["final_eval"][key]
 
@@ -247,6 +256,15 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "kv_llama_1024": lambda: f"{_kv('llama-style', 1, 1024) / 1e6:.1f}",
     "kv_llama_8x8192_bf16": lambda: str(_kv("llama-style", 8, 8192, "bfloat16")),
     "gpt_char_gap": lambda: f"{_gpt_char_final('bigram_val_loss') - _gpt_char_final('val_loss'):.2f}",
+    # docs/explorer.md's class runs: sums of the class log's keys (bench/results/explorer-class/)
+    "class_240s_sweeps": lambda: str(sum(_heavy("30-students-240s").values())),
+    "class_240s_finished": lambda: str(sum(v for k, v in _heavy("30-students-240s").items() if "finished" in k)),
+    "class_240s_given_up": lambda: str(sum(v for k, v in _heavy("30-students-240s").items() if "cancelled" in k)),
+    "class_fix_finished": lambda: str(sum(v for k, v in _heavy("30-students-240s-after-fix").items()
+                                          if "finished" in k)),
+    # the log counts the distinct client values of the ten browsers' sweeps: the ids the server issued, and the
+    # address's own id that the browsers past the limit fell back to
+    "class_rotator_ids": lambda: str(_json(f"{CLASS}/30-students-90s-flood-rotate.json")["heavy"]["rotator_ids"] - 1),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -314,6 +332,19 @@ SOURCE_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/training.md", "the unigram's `-`, **",
      f"{CK}/bert-mlm/trained.json final_eval.masked_top1_other_tokens 100 .1f"),
     ("docs/training.md", "MLM 15% / 80-10-10, ", f"{CK}/bert-mlm/trained.json steps 1 d"),
+    # docs/explorer.md's class runs (python -m attnlab.benchmarks.explorer_class), from their logs
+    ("docs/explorer.md", "one sends ", f"{CLASS}/30-students-90s-flood-rotate.json flood_parallel 1 d"),
+    ("docs/explorer.md", "the other opens the page as ", f"{CLASS}/30-students-90s-flood-rotate.json rotated 1 d"),
+    ("docs/explorer.md", "new browsers and queues ", f"{CLASS}/30-students-90s-flood-rotate.json sweeps_each 1 d"),
+    ("docs/explorer.md", "each of the students' ",
+     f"{CLASS}/30-students-90s-flood-rotate.json heavy.students~gpt-char~finished 1 d"),
+    ("docs/explorer.md", "the ten browsers got ", "computed class_rotator_ids"),
+    ("docs/explorer.md", "client ids, and ",
+     f"{CLASS}/30-students-90s-flood-rotate.json heavy.rotator~gpt-char~refused~429 1 ,d"),
+    ("docs/explorer.md", "none refused and no 503; ", "computed class_240s_sweeps"),
+    ("docs/explorer.md", "none refused and no 503; 84 sweeps, ", "computed class_240s_finished"),
+    ("docs/explorer.md", "82 finished and ", "computed class_240s_given_up"),
+    ("docs/explorer.md", "every one 200; ", "computed class_fix_finished"),
 )
 
 
@@ -328,7 +359,7 @@ def source_value(spec: str) -> str:
         return computed(spec.split()[1])
     name, path, scale, fmt = spec.split()
     value = _json(name)
-    for key in path.split("."):
+    for key in path.replace("~", " ").split("."):  # "~" stands for a space inside a key
         value = value[int(key)] if isinstance(value, list) else value[key]
     return render(float(value) * float(scale), fmt)
 
