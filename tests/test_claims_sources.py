@@ -18,8 +18,8 @@ write-up they come from):
   the disk sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
 - docs/performance.md's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
   current rows are checked against bench/results/ci-2026-12-06/ci-run-evening.log and shuffled-1.log.
-- docs/explorer.md's "84 sweeps, 82 finished": a sum of two keys of the class log (finished per model), not one
-  value; the light-answer figures beside it are checked.
+- docs/explorer.md's "84 sweeps, 82 finished": sums of keys of the class log (finished per model), read back by
+  tests/experiments_trace/figures.py (its SOURCE_PLACES), which binds every other number of the user docs too.
 - The other figures of docs/*.md (explorer latency tables, quantized decode steps, training and data-pipeline
   timings, test-file times): their runs were written up in bench/RESULTS.md or in the page itself and their
   raw output was not kept; the pages say "(not logged)".
