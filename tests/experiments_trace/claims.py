@@ -438,7 +438,75 @@ def _proj_more_parameters() -> str:
     return _every([(params["add"], params["concat, proj."])], "more", "less")
 
 
+def _dk32() -> dict[str, list[float]]:
+    """Section 5: final val loss at d_k 32 by arm ("1/sqrt(d_k)", "no scale"), seeds in order."""
+    rows = [r for r in _load("attn_scale.jsonl") if r.get("d_k") == 32 and "arm" in r]
+    return {arm: [_final(r) for r in sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"])]
+            for arm in ("1/sqrt(d_k)", "no scale")}
+
+
+def _dk32_no_worse() -> str:
+    """Section 5: without the scale at d_k 32 the mean final val loss is no higher ("no worse"; "mixed" where it is
+    higher: the sentence would be wrong)."""
+    runs = _dk32()
+    mean = {k: sum(v) / len(v) for k, v in runs.items()}
+    return "worse" if mean["no scale"] <= mean["1/sqrt(d_k)"] else "mixed"
+
+
+def _dk32_seeds(seeds: tuple[int, ...]) -> Callable[[], str]:
+    """Section 5: without the scale against with it at d_k 32, on the named seeds."""
+    return lambda: _every(((_dk32()["no scale"][s], _dk32()["1/sqrt(d_k)"][s]) for s in seeds), "lower", "higher")
+
+
+def _dk32_difference_smaller() -> str:
+    """Section 5: the mean paired difference at d_k 32 is smaller (in size) than either arm's spread over seeds."""
+    runs = _dk32()
+    diff = abs(sum(runs["no scale"]) / 3 - sum(runs["1/sqrt(d_k)"]) / 3)
+    return _every([(diff, min(max(v) - min(v) for v in runs.values()))], "smaller", "larger")
+
+
+def _dk128_unscaled_scatter() -> str:
+    """Section 5: the unscaled runs' spread over seeds at d_k 128 against at d_k 32."""
+    rows = _load("attn_scale_dk128.jsonl")
+    at128 = [_final(r) for r in rows if r["arm"] != "1/sqrt(d_k)"]
+    at32 = _dk32()["no scale"]
+    return _every([(max(at32) - min(at32), max(at128) - min(at128))], "more", "less")
+
+
+def _pre_vs_post(key: str, word: str, other: str) -> Callable[[], str]:
+    """Section 1: pre-LN's value of `key` against post-LN's, same seed (1,500 steps, no warmup)."""
+    def rule() -> str:
+        rows = _load("ln_1500.jsonl")
+        pre, post = _ln_runs(rows, 1500, "pre"), _ln_runs(rows, 1500, "post")
+        return _every(((b[key], a[key]) for a, b in zip(pre, post, strict=True)), word, other)
+    return rule
+
+
+def _worst_pre_vs_best_post() -> str:
+    """Section 1: the worst pre-LN seed against the best post-LN seed (final val loss)."""
+    rows = _load("ln_1500.jsonl")
+    pre = [_final(r) for r in _ln_runs(rows, 1500, "pre")]
+    post = [_final(r) for r in _ln_runs(rows, 1500, "post")]
+    return "worst" if max(pre) < min(post) else "mixed"
+
+
+def _order_steps_larger() -> str:
+    """Section 2: each step of the order RoPE < learned < none < sinusoidal (mean final val loss) against the
+    largest seed-to-seed spread of the four."""
+    runs = _position_runs()
+    order = ("rope", "learned", "none", "sinusoidal")
+    mean = {n: sum(_final(r) for r in runs[n]) / len(runs[n]) for n in order}
+    spread = max(max(_final(r) for r in runs[n]) - min(_final(r) for r in runs[n]) for n in order)
+    return _every(((spread, mean[b] - mean[a]) for a, b in zip(order, order[1:], strict=False)), "larger", "smaller")
+
+
 PINNED_RULES: dict[str, Callable[[], str]] = {
+    "pre_grad_larger": _pre_vs_post("grad_norm_median", "larger", "smaller"),
+    "pre_clipped_more": _pre_vs_post("clipped_fraction", "more", "less"),
+    "worst_pre_vs_best_post": _worst_pre_vs_best_post, "order_steps_larger": _order_steps_larger,
+    "dk32_no_worse": _dk32_no_worse, "dk32_lower_seeds_0_1": _dk32_seeds((0, 1)),
+    "dk32_higher_seed_2": _dk32_seeds((2,)),
+    "dk32_difference_smaller": _dk32_difference_smaller, "dk128_unscaled_scatter": _dk128_unscaled_scatter,
     "local_linear_in_n": lambda: _in_n("local", "linear"), "strided_stays": _strided_stays,
     "hier_quadratic": _hier_floor("quadratic"), "hier_never_below": _hier_floor("below"),
     "many_heads_worst": _many_heads_worst, "middle_best": _middle_best, "far_end_worse": _far_end_worse,
@@ -468,6 +536,15 @@ PINNED_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word 
     ("experiments.md", "So the middle (4-8 heads, d_head 16-8) is ", "middle_best"),
     ("experiments.md", "the far end is clearly ", "far_end_worse"),
     ("experiments.md", '"concat, proj.", with 8,192 ', "proj_more_parameters"),
+    ("experiments.md", "yet over three seeds it trains no ", "dk32_no_worse"),
+    ("experiments.md", "(on 2% / 1% / 2% of steps), while pre-LN's are ", "pre_grad_larger"),
+    ("experiments.md", "(median 1.42 / 0.80 / 0.83) and clipped ", "pre_clipped_more"),
+    ("experiments.md", "is small next to the gap between the ", "worst_pre_vs_best_post"),
+    ("experiments.md", "holds on all three seeds, and every step in it is far ", "order_steps_larger"),
+    ("experiments.md", "its step-600 val loss is 1.815 on average against 1.839, ", "dk32_lower_seeds_0_1"),
+    ("experiments.md", "lower on seeds 0 and 1 and ", "dk32_higher_seed_2"),
+    ("experiments.md", "the mean difference (-0.024) is ", "dk32_difference_smaller"),
+    ("experiments.md", "The unscaled runs at d_k 128 also scatter far ", "dk128_unscaled_scatter"),
     ("docs/notebook.md", "sinusoidal, RoPE or none | RoPE ", "rope_best"),
     ("docs/notebook.md", "keeps the score variance near 1 | the arithmetic ", "verdict_5_0"),
     ("docs/notebook.md", "more data than CNNs | small-data half ", "verdict_8_0"),
