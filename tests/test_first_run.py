@@ -257,3 +257,30 @@ def test_a_build_marker_is_taken_over_only_when_its_builder_is_gone(tmp_path):
     os.utime(marker, (before, before))
     assert not kernel_build.at_work(marker)
     assert not kernel_build.at_work(tmp_path / "missing")
+
+
+def test_a_short_request_neither_loads_nor_builds_the_compiled_step(monkeypatch):
+    """`attnlab generate` offers the compiled step (a thread loads the kept one, or a separate process builds it)
+    only to requests of COMPILED_FROM new tokens or more, where it pays (a model whose products are attnlab's
+    kernels): loading it costs more than a short request saves. A shorter one decodes eagerly (compile=False) and
+    starts nothing; the default request (64 tokens) keeps it; --compile is taken as asked."""
+    from attnlab.cli import build_parser, generate
+    from attnlab.generation import compiled
+
+    model = _int4_model()
+    monkeypatch.setattr(generate, "_load", lambda spec: (model, None))
+    monkeypatch.setattr(generate, "_ready_kernels", lambda model, prompt_len: None)
+    monkeypatch.setattr(compiled, "pays", lambda model: True)  # as where the 4-bit kernel runs
+    monkeypatch.setattr(compiled, "HOLD_NOTES", [False])
+    offered: list[int] = []
+    monkeypatch.setattr(compiled, "build_apart_with", lambda model, command: offered.append(command))
+    assert 8 < generate.COMPILED_FROM <= generate.DEFAULT_NEW_TOKENS
+    for tokens in (8, generate.COMPILED_FROM - 1, generate.COMPILED_FROM, None):
+        argv = ["generate", "gpt-char", "--ids", "5 17 30", "--no-echo"]
+        args = build_parser().parse_args(argv + ([] if tokens is None else ["--max-new-tokens", str(tokens)]))
+        kwargs = generate._prepared(args)[3]
+        short = tokens is not None and tokens < generate.COMPILED_FROM
+        assert kwargs.get("compile", None) is (False if short else None), (tokens, kwargs)
+    assert len(offered) == 2 and "attnlab.generation.step_builder" in offered[0]
+    args = build_parser().parse_args(["generate", "gpt-char", "--ids", "5", "--max-new-tokens", "8", "--compile"])
+    assert generate._prepared(args)[3]["compile"] is True  # asked for: as asked

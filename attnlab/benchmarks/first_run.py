@@ -2,7 +2,7 @@
 `llama-completion` on the same GGUF file in the same script.
 
     python -m attnlab.benchmarks.first_run [--tokens 8] [--wait-build 900] [--completion PATH] [--no-phases]
-        [--first-runs N]
+        [--first-runs N] [--priority-check]
 
 What a newcomer meets: the first run builds attnlab's eager kernels (once, a few seconds each) and decodes eagerly
 at once, while a separate low-priority process builds the compiled decoding step for later runs
@@ -18,6 +18,11 @@ steadier number there. The stderr lines of each attnlab run are printed after it
 --first-runs N: N first runs only, each with new empty folders, and the detached builders each one started stopped
 (by the process ids their markers hold) before the next, so that every one is a fresh machine's first run and none
 is slowed by the one before; then llama-completion as above. For a machine too busy to measure one run by.
+
+--priority-check: what a detached builder takes from the run that started it. A fixed loop of Python arithmetic is
+timed alone, then beside four busy processes started as kernel_build starts its builders (each in a session of its
+own), once at nice 19 alone and once at kernel_build.lowest_priority (nice 19 and the session's scheduling group
+at nice 19), rounds interleaved; reported: the loop's wall seconds and its share of a core (CPU / wall).
 
 Phases (unless --no-phases): each attnlab run goes through `python -m attnlab.benchmarks.first_run --phases-of
 ARGS`, which runs the same command line in the same way as the `attnlab` script (cli.main) and adds one stderr line,
@@ -158,6 +163,48 @@ def stop_builders(cache: Path) -> int:
     return stopped
 
 
+BUSY = "import os, sys\n{lower}\nx = 0\nwhile True:\n    x += 1\n"
+LOWER = {"alone": None, "nice 19": "os.nice(19)",
+         "lowest_priority": "from attnlab.layers.kernel_build import lowest_priority\nlowest_priority()"}
+
+
+def _loop(n: int = 6_000_000) -> tuple[float, float]:
+    """(wall, CPU) seconds of a fixed loop of Python arithmetic in this process."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    x = 0
+    for i in range(n):
+        x += i
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def priority_check(rounds: int = 3, busy: int = 4) -> None:
+    """The loop alone and beside `busy` detached processes at each priority of LOWER, `rounds` rounds interleaved;
+    one table row per case (median wall, median share of a core)."""
+    import signal
+    import statistics
+
+    times: dict[str, list[tuple[float, float]]] = {label: [] for label in LOWER}
+    for _ in range(rounds):
+        for label, lower in LOWER.items():
+            children = [] if lower is None else [
+                subprocess.Popen([sys.executable, "-c", BUSY.format(lower=lower)], stdin=subprocess.DEVNULL,
+                                 start_new_session=True) for _ in range(busy)]
+            try:
+                time.sleep(0.5 if children else 0.0)  # the children past their start-up
+                times[label].append(_loop())
+            finally:
+                for child in children:
+                    os.killpg(child.pid, signal.SIGKILL)  # the processes started above, by their ids
+                    child.wait()
+    print(f"| the loop | wall (median of {rounds}) | share of a core (CPU / wall) |\n|---|---|---|")
+    for label, samples in times.items():
+        wall = statistics.median(w for w, _ in samples)
+        share = statistics.median(c / w for w, c in samples)
+        what = "alone" if label == "alone" else f"beside {busy} detached processes at {label}"
+        print(f"| {what} | {wall:.2f} s | {share:.2f} |", flush=True)
+    print(f"# 1-minute load average at the end: {os.getloadavg()[0]:.2f}", flush=True)
+
+
 def building(cache: Path) -> bool:
     """Whether a builder of the compiled step is still at work in `cache` (its marker: generation/apart.py)."""
     return any((cache / "compiled").glob("*.building"))
@@ -195,8 +242,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="run the installed `attnlab` script itself (no [phases: ...] line)")
     p.add_argument("--first-runs", type=int, default=0,
                    help="only N first runs, each with new empty folders and its builders stopped before the next")
+    p.add_argument("--priority-check", action="store_true",
+                   help="only time a loop beside detached processes at nice 19, with and without their group lowered")
     args = p.parse_args(argv)
-    print(header("python -m attnlab.benchmarks.first_run"), flush=True)
+    given = sys.argv[1:] if argv is None else argv
+    print(header(" ".join(["python -m attnlab.benchmarks.first_run", *given])), flush=True)
+    if args.priority_check:
+        priority_check()
+        return 0
     model = smollm2_path()
     completion = find_tool("llama-completion", str(args.completion) if args.completion else None)
 

@@ -26,6 +26,13 @@ HELP = "stream generated text from a checkpoint (greedy, sampling or beams; with
 DEFAULT_NEW_TOKENS = 64
 MIN_TEMPERATURE = 1e-3  # below this, sampling is greedy decoding in all but name, and logits / t overflow float32
 SEED_LIMIT = 2**64  # torch.Generator.manual_seed takes a 64-bit seed
+# new tokens from which the default path offers the compiled step (loads it, or has it built apart); a shorter request
+# decodes eagerly. Loading the kept step costs a process about 1-1.5 s of CPU (inductor's import and the file) in a
+# thread beside the steps, and a SmolLM2 step saves ~6 ms (14.7 ms compiled against 20.3 eager, bench/RESULTS.md), so
+# a short request only pays for it: SmolLM2's 8 tokens on a quiet 2-core AMD EPYC (Zen 5) took 0.97-1.31 s while the
+# step loaded against 0.34 s before it was kept, 2.73-3.25 s of CPU against 1.76
+# (bench/results/first-run-2026-12-06/quiet.log). Below the default request (64 tokens), which keeps the step.
+COMPILED_FROM = 32
 
 
 def add_arguments(p) -> None:
@@ -55,7 +62,8 @@ def add_arguments(p) -> None:
     compiling.add_argument("--compile", dest="compile", action="store_const", const=True, default=None,
                            help="decoders: run each new token through torch.compile's graph of the model's forward, "
                                 "whatever the model, waiting for it to be built (default: only where it pays, a GGUF "
-                                "or a model quantized with its blocks kept, and never waiting: the first run decodes "
+                                "or a model quantized with its blocks kept, asking for "
+                                f"{COMPILED_FROM} new tokens or more, and never waiting: the first such run decodes "
                                 "eagerly while a separate low-priority process builds it, later runs load it from "
                                 "attnlab's cache)")
     compiling.add_argument("--no-compile", dest="compile", action="store_const", const=False,
@@ -205,7 +213,7 @@ def _prepared(args):
     out = sys.stdout
     _ready_kernels(model, len(ids))
     if args.compile is None and topology == "decoder" and args.device.type == "cpu":
-        _compile_apart(model, args)
+        _compile_apart(model, args, kwargs)
     if args.echo and topology == "decoder":  # a continuation reads with its prompt (nanoGPT, llama.cpp do the same)
         out.write(args.prompt if args.prompt is not None else _text(tokenizer, ids))
         out.flush()
@@ -254,13 +262,18 @@ def _generated(args, model, tokenizer, ids, kwargs) -> int:
     return 0
 
 
-def _compile_apart(model, args) -> None:
+def _compile_apart(model, args, kwargs: dict) -> None:
     """The default path never waits for the compiled step: it decodes eagerly while a thread loads the step kept by
     an earlier run, or, where none was kept yet, while a separate low-priority process builds it for later runs
-    (generation/apart.py); the line saying so is printed after the text. --compile waits for it, as asked."""
+    (generation/apart.py); the line saying so is printed after the text. --compile waits for it, as asked. A
+    request of fewer than COMPILED_FROM new tokens decodes eagerly (kwargs' compile=False): neither loaded nor built.
+    """
     from attnlab.generation import apart, compiled
 
     if not compiled.pays(model):  # a float model decodes eagerly anyway (compiled.auto): nothing to offer
+        return
+    if kwargs["max_new_tokens"] < COMPILED_FROM:  # the step's load would cost more than it saves (COMPILED_FROM)
+        kwargs["compile"] = False
         return
     compiled.build_apart_with(model, [*apart.python(), "attnlab.generation.step_builder", "--model", args.model,
                                       "--quantize", args.quantize])
