@@ -102,6 +102,5 @@ def test_the_classes_say_why_a_number_is_not_checked_against_a_source():
         if f.token != figures.ROWS:
             counts[f.cls.split(":")[0]] = counts.get(f.cls.split(":")[0], 0) + 1
     assert set(counts) <= {"log", "computed", "results", "source", "output", "code", "label", "formula", "setting",
-                           "generated", "date",
-                           "pinned"}
+                           "product", "generated", "date", "pinned"}
     assert counts.get("log", 0) >= 100 and counts.get("computed", 0) >= 5

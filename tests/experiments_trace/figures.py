@@ -26,6 +26,8 @@ class. The classes, and what the test checks for each:
   which row or step, no result. Rule: the number stands in one of those places.
 - `formula`: a coefficient or exponent of a formula (docs/cost.md's 2·b·n·d, 24·n·d²): the number touches ·, ×,
   ^, √ or ². The formulas are the library's (tests/test_cost.py checks them against torch's FLOP counter).
+- `product`: a version or generation in the name of a product (Qwen2/3, Gemma 2, OLMo 2, Zen 5, Python 3.11,
+  torch 2.13): the number follows one of PRODUCT's names.
 - `setting`: a value a user types, outside backticks: right after `name=` or `--option ` (steps=40, --beams 4).
 - `generated`: on docs/reference/cli.md, written by docs/build_cli.py from the parser itself (defaults, choices);
   tests/test_cli_reference.py fails when the page differs from what the parser gives.
@@ -112,6 +114,21 @@ SETTING = re.compile(r"(?:\b[A-Za-z_][\w.]*=|--[a-z][\w-]*[ =])$")
 def is_setting(text: str, start: int) -> bool:
     """A value a user types outside backticks: right after `name=` or `--option ` ("steps=40", "--beams 4")."""
     return bool(SETTING.search(text[max(0, start - 40):start]))
+
+
+PRODUCT = re.compile(r"(?:\b(?:Qwen\d?|Gemma(?: \d)?|OLMo|Zen|LLaMA|Llama|Mistral|Python|torch|transformers|CUDA|"
+                     r"Ubuntu|Debian)(?: |/|\d/)|\b(?:SmolLM\d|Phi|GPT|MiniLM-L)-)$")
+
+
+def is_product(text: str, start: int, token: str) -> bool:
+    """A version or generation in a product's name: Qwen2/3, Gemma 2, OLMo 2, Zen 5, Python 3.11, torch 2.13 (after
+    torch, transformers, Python or CUDA only a version: one digit or dotted, not "torch 71 s" of an install)."""
+    found = PRODUCT.search(text[max(0, start - 24):start])
+    if not found:
+        return False
+    if re.match(r"(torch|transformers|Python|CUDA) $", found.group()):
+        return bool(re.fullmatch(r"\d|\d+\.\d+(\.\d+)?", token))
+    return True
 
 
 def table_rows(text: str) -> int:
@@ -265,6 +282,9 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     # the log counts the distinct client values of the ten browsers' sweeps: the ids the server issued, and the
     # address's own id that the browsers past the limit fell back to
     "class_rotator_ids": lambda: str(_json(f"{CLASS}/30-students-90s-flood-rotate.json")["heavy"]["rotator_ids"] - 1),
+    "requires_python": lambda: re.search(r'requires-python = ">=([\d.]+)"', (ROOT / "pyproject.toml").read_text())[1],
+    "experiments_rows": lambda: str(len(re.findall(r"^\| \d+ \|", (ROOT / "docs/experiments.md").read_text()
+                                                   .split("\n## ")[0], re.M))),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -277,6 +297,9 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/cost.md", "biases + ", "gpt2_norm_gains"),
     ("docs/cost.md", "norm gains = ", "gpt2_measured"),
     ("docs/notebook.md", "~117M parameters | ", "gpt2_measured"),
+    ("README.md", "(fresh machine, Python >= ", "requires_python"),
+    ("README.md", "The lab notebook tests ", "experiments_rows"),
+    ("docs/notebook.md", "[Experiments](experiments.md), tests ", "experiments_rows"),
     ("docs/cost.md", "By hand: per layer 24·n·d² = ", "per_layer_24nd2"),
     ("docs/cost.md", "(projections and FFN, 12 × = ", "layers_24nd2"),
     ("docs/cost.md", "plus 4·n²·d = ", "per_layer_4n2d"),
@@ -469,6 +492,8 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
         return "label"
     if is_formula(text, f.start, f.token):
         return "formula"
+    if is_product(text, f.start, f.token):
+        return "product"
     if is_setting(text, f.start):
         return "setting"
     if DATE.fullmatch(f.token):
@@ -535,6 +560,8 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
                        "list number")
         elif f.cls == "formula" and not is_formula(text, n.start, n.token):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed formula but touches no ·, ×, ^ or ²")
+        elif f.cls == "product" and not is_product(text, n.start, n.token):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed product but follows no product name")
         elif f.cls == "setting" and not is_setting(text, n.start):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed setting but follows no name= or "
                        "--option")
@@ -607,8 +634,8 @@ def write_ledger() -> None:
 
 
 GROUPS = {"log": "bound", "computed": "bound", "source": "bound", "output": "bound", "results": "bound",
-          "code": "rule", "label": "rule", "formula": "rule", "setting": "rule", "date": "rule", "generated": "rule",
-          "pinned": "pinned"}
+          "code": "rule", "label": "rule", "product": "rule", "formula": "rule", "setting": "rule", "date": "rule",
+          "generated": "rule", "pinned": "pinned"}
 
 
 def summary() -> list[str]:
