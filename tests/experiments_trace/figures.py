@@ -241,6 +241,39 @@ def _heavy(run: str) -> dict[str, int]:
     return {k: v for k, v in heavy.items() if isinstance(v, int) and re.fullmatch(r"\S+ (finished|cancelled)", k)}
 
 
+def _exponents(model: str) -> dict[str, list[str]]:
+    """docs/img/cost-MODEL/sweep.txt's fitted growth exponents: series -> [measured all, predicted all, measured
+    upper half, predicted upper half], as the file prints them."""
+    text = (ROOT / f"docs/img/cost-{model}/sweep.txt").read_text()
+    block = text[text.index("growth exponents"):]
+    return {m[1]: list(m.groups()[1:]) for m in re.finditer(
+        r"^  (\w+)\s+measured\s+([\d.]+)\s+predicted\s+([\d.]+)\s+\|\s+measured\s+([\d.]+)\s+predicted\s+([\d.]+)",
+        block, re.M)}
+
+
+def _cost_exponent_table() -> str:
+    """docs/cost.md's table of fitted growth exponents, rendered from the two sweep files (the page bolds the narrow
+    model's dense attention core, the series that shows n² plainly)."""
+    rows = []
+    for model, label, span in (("gpt2", "gpt2", "n 64..1024"), ("narrow", "narrow-long", "n 256..4096")):
+        e = _exponents(model)
+        name = "narrow-long (d = 128, L = 4, RoPE)" if model == "narrow" else "gpt2"
+        for series, what in (("forward", f"{name} forward, {span}"),
+                             ("decode_cached", f"{label} decoding step with cache"),
+                             ("decode_uncached", f"{label} decoding step without cache")):
+            m, p, mu, pu = e[series]
+            rows.append(f"| {what} | {m} \\| {mu} | {p} \\| {pu} |")
+        (a, pa, au, pau), (d, pd, du, pdu) = e["attention"], e["attention_dense"]
+        if model == "narrow":
+            d, du = f"**{d}**", f"**{du}**"
+        assert pa == pau == pd == pdu, "the attention cores' predicted exponents differ: the table prints one"
+        rows.append(f"| {label} attention core, causal / dense | {a} / {d} \\| {au} / {du} | {pa} |")
+        m, p, mu, pu = e["attention_step"]
+        assert p == pu
+        rows.append(f"| {label} attention core, one query | {m} \\| {mu} | {p} |")
+    return "\n".join(["| model, series | measured k | predicted k (from the FLOPs) |", "|---|---|---|", *rows])
+
+
 def _gpt_char_final(key: str) -> float:
     return _json(CK + "/gpt-char/trained.json")["final_eval"][key]
 
@@ -391,6 +424,7 @@ def source_value(spec: str) -> str:
 # that shows a command's output; every line of the block must be a line of what the function renders now
 OUTPUT_BLOCKS: dict[str, tuple[str, str, Callable[[], str]]] = {
     "cost_forward_table": ("docs/cost.md", "`attnlab cost gpt2 --seq 1024 --mode forward`", _cost_forward_block),
+    "cost_exponents": ("docs/cost.md", "Fitted growth exponents (time ∝ n^k;", _cost_exponent_table),
     # a run's log, quoted: the lines are the log's own (bench/results/fine-tune-2026-12-06/smollm2.log)
     "smollm2_opening": ("docs/fine-tuning.md", "The run names what it loaded and what is new before it trains",
                         lambda: (ROOT / "bench/results/fine-tune-2026-12-06/smollm2.log").read_text()),
