@@ -500,7 +500,43 @@ def _order_steps_larger() -> str:
     return _every(((spread, mean[b] - mean[a]) for a, b in zip(order, order[1:], strict=False)), "larger", "smaller")
 
 
+def _nsp_arm(arm: str, key: str) -> list[float]:
+    return [r[key] for r in sorted((r for r in _load("nsp.jsonl") if r["arm"] == arm), key=lambda r: r["seed"])]
+
+
+def _nsp_loss_below_chance() -> str:
+    """Section 21: the MLM + NSP arm's held-out NSP loss against chance's ln 2, every seed."""
+    return _every(((x, math.log(2)) for x in _nsp_arm("mlm+nsp", "nsp_loss")), "below", "above")
+
+
+def _probe_higher() -> str:
+    """Section 21: the probe's accuracy on MLM + NSP's token vectors against MLM only's, same seed."""
+    return _every(zip(_nsp_arm("mlm", "probe_accuracy"), _nsp_arm("mlm+nsp", "probe_accuracy"), strict=True),
+                  "higher", "lower")
+
+
+def _load_beyond_threads(name: str, word: str, other: str) -> Callable[[], str]:
+    """Sections 13 and 22: the lowest 1-minute load average the results lines recorded against the most threads
+    a timing used (a load above it means other work shared the cores)."""
+    def rule() -> str:
+        rows = [r for r in _load(name) if "loadavg_1min" in r]
+        return _every([(max(r["threads"] for r in rows), min(r["loadavg_1min"] for r in rows))], word, other)
+    return rule
+
+
+def _gru_less_arithmetic() -> str:
+    """Section 22: FLOPs per token of the GRU against attention at the longest n (forward)."""
+    rows = [r for r in _load("recurrence_vs_attention.jsonl") if r["call"] == "forward" and r["threads"] == 1]
+    n = max(r["n"] for r in rows)
+    per = {r["layer"]: r["flops_per_token"] for r in rows if r["n"] == n}
+    return _every([(per["GRU"], per["attention"])], "less", "more")
+
+
 PINNED_RULES: dict[str, Callable[[], str]] = {
+    "nsp_loss_below_chance": _nsp_loss_below_chance, "probe_higher": _probe_higher,
+    "rva_load_more": _load_beyond_threads("recurrence_vs_attention.jsonl", "more", "less"),
+    "eff_load_above": _load_beyond_threads("efficient_attention_cost.jsonl", "above", "below"),
+    "gru_less_arithmetic": _gru_less_arithmetic,
     "pre_grad_larger": _pre_vs_post("grad_norm_median", "larger", "smaller"),
     "pre_clipped_more": _pre_vs_post("clipped_fraction", "more", "less"),
     "worst_pre_vs_best_post": _worst_pre_vs_best_post, "order_steps_larger": _order_steps_larger,
@@ -537,6 +573,11 @@ PINNED_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word 
     ("experiments.md", "the far end is clearly ", "far_end_worse"),
     ("experiments.md", '"concat, proj.", with 8,192 ', "proj_more_parameters"),
     ("experiments.md", "yet over three seeds it trains no ", "dk32_no_worse"),
+    ("experiments.md", "its held-out NSP loss 0.6898-0.6913 nats, hardly ", "nsp_loss_below_chance"),
+    ("experiments.md", "and MLM + NSP 0.622-0.659, ", "probe_higher"),
+    ("experiments.md", "was 2.51-4.12 while these ran, ", "rva_load_more"),
+    ("experiments.md", "the load average was 2.28-2.51 while they ran, ", "eff_load_above"),
+    ("experiments.md", "so for long sequences the recurrent layer does ", "gru_less_arithmetic"),
     ("experiments.md", "(on 2% / 1% / 2% of steps), while pre-LN's are ", "pre_grad_larger"),
     ("experiments.md", "(median 1.42 / 0.80 / 0.83) and clipped ", "pre_clipped_more"),
     ("experiments.md", "is small next to the gap between the ", "worst_pre_vs_best_post"),
