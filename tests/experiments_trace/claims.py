@@ -532,7 +532,19 @@ def _gru_less_arithmetic() -> str:
     return _every([(per["GRU"], per["attention"])], "less", "more")
 
 
+def _within_above_across(model: str, first_block: int) -> Callable[[], str]:
+    """Section 20: after every block of the model from first_block on (the page counts blocks from 1; layer 0 of
+    the results is the embedding), each word's within-sense cosine against its across-sense cosine ("above" when
+    within is higher for every word and block)."""
+    def rule() -> str:
+        rows = [r for r in _load("ambiguity.jsonl") if r["model"] == model and r["layer"] >= first_block]
+        return _every(((w["across"], w["within"]) for r in rows for w in r["per_word"].values()), "above", "below")
+    return rule
+
+
 PINNED_RULES: dict[str, Callable[[], str]] = {
+    "minilm_within_above": _within_above_across("minilm", 1),
+    "smollm2_within_above": _within_above_across("smollm2", 4),
     "nsp_loss_below_chance": _nsp_loss_below_chance, "probe_higher": _probe_higher,
     "rva_load_more": _load_beyond_threads("recurrence_vs_attention.jsonl", "more", "less"),
     "eff_load_above": _load_beyond_threads("efficient_attention_cost.jsonl", "above", "below"),
@@ -573,6 +585,9 @@ PINNED_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word 
     ("experiments.md", "the far end is clearly ", "far_end_worse"),
     ("experiments.md", '"concat, proj.", with 8,192 ', "proj_more_parameters"),
     ("experiments.md", "yet over three seeds it trains no ", "dk32_no_worse"),
+    ("experiments.md", "MiniLM separates them from its first block on: after every block the within-sense cosine is ",
+     "minilm_within_above"),
+    ("experiments.md", "across from 0.989 to 0.939); within is ", "smollm2_within_above"),
     ("experiments.md", "its held-out NSP loss 0.6898-0.6913 nats, hardly ", "nsp_loss_below_chance"),
     ("experiments.md", "and MLM + NSP 0.622-0.659, ", "probe_higher"),
     ("experiments.md", "was 2.51-4.12 while these ran, ", "rva_load_more"),
