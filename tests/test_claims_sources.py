@@ -109,7 +109,13 @@ GPT2_PARAMS = "docs/experiments/results/gpt2_params.jsonl"  # counted by docs/ex
 
 NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"
 FIRST_RUN = "bench/results/first-run-2026-12-06/after.log"
+QWEN2_SHAPE = "bench/results/qwen2-shape-llama-cpp-2026-12-07/llama-cpp.log"
+QWEN2_ROW = r"^\| default \(compiled step\) \| 1 \|"  # the default path at one thread
 CLAIMS = [
+    ("bench/RESULTS.md", "decodes at {0.90}x llama.cpp's rate", QWEN2_SHAPE,
+     QWEN2_ROW + r"[^|]+\|" * 2 + r" ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "reads the 32-token prompt {1.47}x as fast", QWEN2_SHAPE,
+     QWEN2_ROW + r"[^|]+\|" * 7 + r" ([\d.]+)x", 1),
     ("bench/RESULTS.md", "first run {2.77} s (4.98 s wall)", FIRST_RUN,
      r"^\| first \(empty cache\) \|.*\| ([\d.]+) s \|$", 1),
     ("bench/RESULTS.md", "first run 2.77 s ({4.98} s wall)", FIRST_RUN,
