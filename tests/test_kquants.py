@@ -1,4 +1,5 @@
-"""GGUF's Q4_K, Q6_K and Q5_0 kept quantized (layers/kquants.py, q4_k_kernel.py, q6_k_kernel.py, q5_0_kernel.py).
+"""GGUF's Q4_K, Q6_K, Q5_0, Q5_1 and Q5_K kept quantized (layers/kquants.py and the kernels q4_k_kernel.py,
+q6_k_kernel.py, q5_0_kernel.py, q5_1_kernel.py, q5_k_kernel.py).
 
 References, each independent of the code under test:
 - the weights: the `gguf` package's own `gguf.quants.dequantize` of the same bytes. The loaders' numbers are exact
@@ -25,8 +26,8 @@ from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequan
 
 gguf = pytest.importorskip("gguf")
 
-TYPES = {"q4_k": "Q4_K", "q6_k": "Q6_K", "q5_0": "Q5_0"}
-PER_BLOCK = {"q4_k": 256, "q6_k": 256, "q5_0": 32}
+TYPES = {"q4_k": "Q4_K", "q6_k": "Q6_K", "q5_0": "Q5_0", "q5_1": "Q5_1", "q5_k": "Q5_K"}
+PER_BLOCK = {"q4_k": 256, "q6_k": 256, "q5_0": 32, "q5_1": 32, "q5_k": 256}
 
 
 def random_blocks(kind: str, n: int, k: int, seed: int = 0, scale: float = 1e-3) -> np.ndarray:
@@ -40,9 +41,12 @@ def random_blocks(kind: str, n: int, k: int, seed: int = 0, scale: float = 1e-3)
         v = rng.uniform(0.25, 1, size=(n, nb)) * scale * (rng.choice([-1, 1], size=(n, nb)) if sign else 1)
         return v.astype(np.float16).view(np.uint8).reshape(n, nb, 2)
 
-    if kind == "q4_k":
+    if kind in ("q4_k", "q5_k"):
         raw[..., 0:2], raw[..., 2:4] = half(), half()
         raw[0, :, 16:], raw[1, :, 16:] = 0xFF, 0
+    elif kind == "q5_1":
+        raw[..., 0:2], raw[..., 2:4] = half(sign=True), half(sign=True)
+        raw[0, :, 4:], raw[1, :, 4:] = 0xFF, 0
     elif kind == "q6_k":
         raw[..., 208:210] = half()
         raw[0, :, :192], raw[1, :, :192] = 0xFF, 0
@@ -87,7 +91,7 @@ def test_decoded_weights_equal_ggufs_dequantize(kind):
 def test_the_scales_are_float32_where_float16_would_round():
     """Q4_K's d * sc and Q6_K's d * sc need more than float16's 11 bits: the kept scales are float32, and a float16
     copy of them would change weights (the reason they are not float16)."""
-    for kind in ("q4_k", "q6_k"):
+    for kind in ("q4_k", "q6_k", "q5_k"):
         buffers = quantized.from_gguf_rows(torch.from_numpy(random_blocks(kind, 8, 512)), kind)
         scale = buffers["scale"]
         assert scale.dtype == torch.float32
@@ -133,7 +137,7 @@ def test_a_kernel_refusing_a_row_gives_floats_answer(kind):
     torch.testing.assert_close(y, F.linear(x, w), equal_nan=True)
 
 
-@pytest.mark.parametrize("kind", ["q4_k", "q6_k", "q5_0"])
+@pytest.mark.parametrize("kind", sorted(TYPES))
 def test_tied_embedding_rows_are_the_weights_rows(kind):
     module, w = layer(kind, 50, 512)
     embedding = QuantizedEmbedding(module)
@@ -166,7 +170,7 @@ def _kquant_file(folder):
     """A tiny LLaMA (d_model 256: K-quants need input widths of 256) as a GGUF of Q4_K, Q6_K and Q5_0 blocks of
     random bytes, a Q4_K_M-like mix: blk.0's Q and K are Q5_0 and its V Q8_0 (a fused Q/K/V kept as Q8_0), blk.1's
     attn_v is Q6_K beside Q4_K (its fused Q/K/V mixes formats and stays float32), the tied embedding Q6_K,
-    attn_output Q5_0."""
+    attn_output Q5_0 (blk.1's Q5_1), blk.1's gate and up Q5_K."""
     from attnlab.interop import gguf as G
     from tests.gguf_files import rewrite_gguf
 
@@ -179,6 +183,10 @@ def _kquant_file(folder):
         kind = next((t for part, t in KINDS.items() if part in name), None)
         if name == "blk.1.attn_v.weight":
             kind = "Q6_K"
+        if name == "blk.1.attn_output.weight":
+            kind = "Q5_1"
+        if name in ("blk.1.ffn_gate.weight", "blk.1.ffn_up.weight"):
+            kind = "Q5_K"
         if name in ("blk.0.attn_q.weight", "blk.0.attn_k.weight"):
             kind = "Q5_0"
         if kind is None or values.ndim != 2:
@@ -205,6 +213,7 @@ def test_a_kquant_file_loads_kept_and_computes_the_float_model(tmp_path):
     assert formats["lm_head.proj"] == "q6_k"
     assert isinstance(kept.tokens, QuantizedEmbedding) and kept.tokens.format == "q6_k"
     assert "q4_k" in formats.values() and formats["blocks.0.attn.out"] == "q5_0"
+    assert formats["blocks.1.attn.out"] == "q5_1" and formats["blocks.1.ffn.up"] == "q5_k"
     fused = {n: f for n, f in formats.items() if "qkv" in n}
     assert fused == {"blocks.0.attn.qkv": "q8_0"}, f"blk.0: Q5_0 + Q8_0 kept; blk.1: Q4_K + Q6_K float32: {fused}"
     floats = dict(full.named_parameters())
@@ -231,6 +240,7 @@ def test_save_gguf_writes_kept_kquants_as_float(tmp_path):
     types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors}
     assert types["token_embd.weight"] == "F32" and types["blk.0.ffn_down.weight"] == "F32"
     assert types["blk.0.attn_output.weight"] == "Q5_0" and types["blk.0.attn_v.weight"] == "Q8_0"
+    assert types["blk.1.attn_output.weight"] == "Q5_1" and types["blk.1.ffn_up.weight"] == "F32"
     again, _ = G.load_gguf(path)
     for name, module in kept.named_modules():
         if isinstance(module, QuantizedLinear):
@@ -253,7 +263,7 @@ def test_q5_0_is_read_as_q8_0_where_its_kernel_cannot_run(tmp_path, monkeypatch)
     assert torch.equal(out.weight, full.get_submodule("blocks.0.attn.out").weight)
 
 
-@pytest.mark.parametrize("kind", ["q4_k", "q6_k", "q5_0"])
+@pytest.mark.parametrize("kind", sorted(TYPES))
 def test_the_compiled_steps_operator_gives_the_eager_kernels_bits(kind):
     """attnlab::quantized_rows (what a compiled decoding step calls; its C++ kernel reads the layer's packed tiles
     through kernel_ops_native's table) gives each new format's eager one-row product bit for bit."""

@@ -41,7 +41,7 @@ from attnlab.interop.gguf_tokenizer import (
 )
 from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.mapping import GATE_UP, QKV, Concat, Rule, expand, fused, linear, rule, to_ours, to_theirs
-from attnlab.layers import kernel_threads, kquants, q5_0_kernel
+from attnlab.layers import kernel_threads, kquants, q5_0_kernel, q5_1_kernel, q5_k_kernel, q6_k_kernel
 from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
 from attnlab.storage import check_shapes, materialize
 
@@ -52,7 +52,11 @@ SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox"
 _GEMMA = {"gemma2": dict(every=2, layers_27b=46), "gemma3": dict(every=6, layers_27b=62, local_theta=10000.0)}
 # GGUF type -> the attnlab.layers.quantized format that keeps it (Q5_0: read as Q8_0 rows, the same numbers, where
 # its kernel cannot run or beside Q8_0 parts of a fused matrix; kept_quantized)
-KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0"}
+KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1", "Q4_K": "q4_k", "Q6_K": "q6_k", "Q5_0": "q5_0",
+                  "Q5_1": "q5_1", "Q5_K": "q5_k"}
+# formats kept only where their kernel (AVX-512 VNNI only) runs; elsewhere expanded to float32, which is faster than
+# dequantizing them in chunks at every product
+VNNI_ONLY = {"q6_k": q6_k_kernel, "q5_1": q5_1_kernel, "q5_k": q5_k_kernel}
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
 
@@ -318,8 +322,8 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
     A fused matrix (qkv, gate+up) is kept only when its parts share a kept format (their rows then concatenate as
     bytes; Q5_0 beside Q8_0, as llama-quantize's Q4_K_M writes SmolLM2's Q/K/V, is kept as Q8_0, and so is every
     Q5_0 matrix where q5_0_kernel cannot run: load_gguf then reads those Q5_0 parts as Q8_0 rows);
-    a matrix whose parts mix formats (Q4_K beside Q6_K), or use another type (Q2_K, Q3_K, Q5_K, Q5_1, F16), is
-    dequantized to float32.
+    a matrix whose parts mix formats (Q4_K beside Q6_K), or use another type (Q2_K, Q3_K, F16), or a format of
+    VNNI_ONLY where its kernel cannot run (Q6_K, Q5_1, Q5_K without AVX-512 VNNI), is dequantized to float32.
     The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
     """
     types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
@@ -328,6 +332,8 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
         kinds = {KEPT_QUANTIZED.get(types.get(n)) for n in names}
         if "q5_0" in kinds and (kinds == {"q5_0", "q8_0"} or not q5_0_kernel.runs_here()):
             kinds = (kinds - {"q5_0"}) | {"q8_0"}  # read as Q8_0 rows (the same numbers)
+        if any(k in VNNI_ONLY and not VNNI_ONLY[k].runs_here() for k in kinds):
+            continue
         if len(kinds) != 1 or not ours.endswith(".weight") or None in kinds:
             continue
         if ours == "tokens.weight" and not config.tie_embeddings:
@@ -359,9 +365,9 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 
 def load_gguf(path, device=None, keep_quantized: bool = True):
     """(model, tokenizer) from a GGUF file (SUPPORTED_ARCHITECTURES). Q8_0, Q4_0, Q4_1, Q4_K, Q6_K and Q5_0 matrices
-    stay quantized (KEPT_QUANTIZED; attnlab.layers.quantized: 3-8x less memory than float32, products by attnlab's
-    kernels); other types (Q2_K, Q3_K, Q5_K, Q5_1) are dequantized to float32. keep_quantized=False dequantizes
-    every tensor to float32."""
+    stay quantized, and Q5_1 and Q5_K where AVX-512 VNNI runs their kernels (KEPT_QUANTIZED, kept_quantized;
+    attnlab.layers.quantized: 3-8x less memory than float32, products by attnlab's kernels); other types (Q2_K,
+    Q3_K) are dequantized to float32. keep_quantized=False dequantizes every tensor to float32."""
     path = Path(path)
     reader = open_reader(path)
     try:
@@ -455,7 +461,8 @@ def _quantized_model(meta, state: dict, formats: dict[str, str], path, device):
 
 # ------------------------------------------------------------------------------------------------ writing
 GGUF_TYPE = {"q8_0": "Q8_0", "int8": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1", "int4": "Q4_1"}  # attnlab -> GGUF
-FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8}  # gguf.LlamaFileType of the main type
+# gguf.LlamaFileType of the matrices' main type
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9}
 DTYPES = {"float32": "F32", "float16": "F16"}
 
 
@@ -476,9 +483,13 @@ def to_gguf_rows(module) -> tuple[torch.Tensor, str]:
     d = d.contiguous().view(torch.uint8).reshape(n, -1, 2)  # (n, blocks, 2): float16 bytes
     if fmt in ("q8_0", "int8"):
         return torch.cat((d, q.contiguous().view(torch.uint8).reshape(n, -1, 32)), dim=-1).reshape(n, -1), "Q8_0"
-    if fmt == "q5_0":  # per block: d, the 4 bytes of fifth bits, the 16 nibble bytes (kept: nibbles, then bits)
-        b = q.reshape(n, -1, 20)
-        return torch.cat((d, b[..., 16:], b[..., :16]), dim=-1).reshape(n, -1), "Q5_0"
+    if fmt in ("q5_0", "q5_1"):  # per block: d (, m), the 4 bytes of fifth bits, the 16 nibble bytes (kept:
+        codes = q.reshape(n, -1, 20)  # nibbles, then bits)
+        bits, nibbles = codes[..., 16:], codes[..., :16]
+        if fmt == "q5_0":
+            return torch.cat((d, bits, nibbles), dim=-1).reshape(n, -1), "Q5_0"
+        m = b["min"].contiguous().view(torch.uint8).reshape(n, -1, 2)
+        return torch.cat((d, m, bits, nibbles), dim=-1).reshape(n, -1), "Q5_1"
     codes = q.reshape(n, -1, 16)  # (n, blocks, 16): two 4-bit codes per byte, GGUF's order already
     if fmt == "q4_0" and torch.equal(b["min"], (b["scale"].float() * -8).half()):
         return torch.cat((d, codes), dim=-1).reshape(n, -1), "Q4_0"
@@ -497,7 +508,7 @@ def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
         for b in buffers:
             state.pop(f"{name}.{b}", None)
         # no Q8_0 layout for this width; Q4_K / Q6_K: their float32 sub-block scales do not say the file's d and sc
-        if (module.format == "int8" and module.weight.shape[1] % 32) or module.format in ("q4_k", "q6_k"):
+        if (module.format == "int8" and module.weight.shape[1] % 32) or module.format in ("q4_k", "q6_k", "q5_k"):
             state[f"{name}.weight"] = module.weight  # written as float (dtype), like any float matrix
             continue
         key = id(buffers["qweight"])  # a tied embedding shares its head's codes: converted once

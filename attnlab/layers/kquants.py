@@ -20,8 +20,8 @@ from __future__ import annotations
 import torch
 
 SUPER = 256  # inputs per K-quant super-block
-BYTES = {"q4_k": 144, "q6_k": 210, "q5_0": 22}  # bytes per block (Q4_K, Q6_K: 256 inputs; Q5_0: 32)
-MODULE_FORMAT = {"q4_k": "q4_k", "q6_k": "q6_k", "q5_0": "q5_0"}  # what the QuantizedLinear holding each is
+BYTES = {"q4_k": 144, "q6_k": 210, "q5_0": 22, "q5_1": 24, "q5_k": 176}  # per block (K-quants: 256 inputs, else 32)
+MODULE_FORMAT = {"q4_k": "q4_k", "q6_k": "q6_k", "q5_0": "q5_0", "q5_1": "q5_1", "q5_k": "q5_k"}  # the module's
 
 
 def _blocks(raw: torch.Tensor, kind: str) -> torch.Tensor:
@@ -40,13 +40,7 @@ def q4_k(raw: torch.Tensor) -> dict[str, torch.Tensor]:
     """Q4_K rows -> {"qweight": (n, k/2) uint8, "scale": (n, k/32) float32, "min": (n, k/32) float32}."""
     b = _blocks(raw, "q4_k")
     n, nsb = b.shape[:2]
-    d, dmin = _half(b[..., 0:2]).float(), _half(b[..., 2:4]).float()  # (n, nsb)
-    s = b[..., 4:16].reshape(n, nsb, 3, 4)
-    low, mins, high = s[..., 0, :], s[..., 1, :], s[..., 2, :]  # bytes 0-3, 4-7, 8-11
-    sc = torch.cat((low & 63, (high & 15) | ((low >> 2) & 0x30)), dim=-1)  # (n, nsb, 8): 6-bit scales
-    m = torch.cat((mins & 63, (high >> 4) | ((mins >> 2) & 0x30)), dim=-1)  # 6-bit mins
-    scale = d[..., None] * sc.float()  # exact in float32
-    minimum = -(dmin[..., None] * m.float())
+    scale, minimum = _k_scales(b)  # exact in float32
     qs = b[..., 16:].reshape(n, nsb, 4, 32)  # 4 chunks of 64 inputs: sub-block 2c low nibbles, 2c + 1 high
     first, second = qs[..., :16], qs[..., 16:]  # bytes holding inputs j and j + 16 of each sub-block
     lo = (first & 15) | ((second & 15) << 4)  # sub-block 2c in Q4_1's order
@@ -93,15 +87,61 @@ def q5_0_kept(raw: torch.Tensor) -> dict[str, torch.Tensor]:
     return {"qweight": codes.reshape(n, -1).contiguous(), "scale": _half(b[..., 0:2]).contiguous()}
 
 
-def q5_0_codes(qweight: torch.Tensor) -> torch.Tensor:
-    """The "q5_0" format's qweight (n, k/32 * 20) -> its codes q - 16 (n, k) int8."""
+def q5_codes(qweight: torch.Tensor) -> torch.Tensor:
+    """A 5-bit format's qweight (n, k/32 * 20: per block 16 nibble bytes, then 4 bytes of fifth bits) -> its codes
+    q in 0..31, (n, k) uint8."""
     n = qweight.shape[0]
     b = qweight.reshape(n, -1, 20)
     h = b[..., 16:].long()
     bits = h[..., 0] | (h[..., 1] << 8) | (h[..., 2] << 16) | (h[..., 3] << 24)
     fifth = ((bits[..., None] >> torch.arange(32)) & 1).to(torch.uint8)
-    q = torch.cat((b[..., :16] & 15, b[..., :16] >> 4), dim=-1) | (fifth << 4)
-    return (q.view(torch.int8) - 16).reshape(n, -1)
+    return (torch.cat((b[..., :16] & 15, b[..., :16] >> 4), dim=-1) | (fifth << 4)).reshape(n, -1)
+
+
+def q5_0_codes(qweight: torch.Tensor) -> torch.Tensor:
+    """The "q5_0" format's qweight (n, k/32 * 20) -> its codes q - 16 (n, k) int8."""
+    return q5_codes(qweight).view(torch.int8) - 16
+
+
+def q5_1(raw: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Q5_1 rows (per block: float16 d, float16 m, 4 bytes of fifth bits, 16 nibble bytes) -> {"qweight": (n, k/32
+    * 20) uint8 nibbles then fifth bits, "scale": (n, k/32) float16 d, "min": float16 m}."""
+    b = _blocks(raw, "q5_1")
+    n = b.shape[0]
+    codes = torch.cat((b[..., 8:24], b[..., 4:8]), dim=-1)
+    return {"qweight": codes.reshape(n, -1).contiguous(), "scale": _half(b[..., 0:2]).contiguous(),
+            "min": _half(b[..., 2:4]).contiguous()}
+
+
+def _k_scales(b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Q4_K / Q5_K super-blocks (n, nsb, bytes) -> (d sc, -dmin m), each (n, nsb, 8) float32 (exact)."""
+    n, nsb = b.shape[:2]
+    d, dmin = _half(b[..., 0:2]).float(), _half(b[..., 2:4]).float()  # (n, nsb)
+    s = b[..., 4:16].reshape(n, nsb, 3, 4)
+    low, mins, high = s[..., 0, :], s[..., 1, :], s[..., 2, :]  # bytes 0-3, 4-7, 8-11
+    sc = torch.cat((low & 63, (high & 15) | ((low >> 2) & 0x30)), dim=-1)  # (n, nsb, 8): 6-bit scales
+    m = torch.cat((mins & 63, (high >> 4) | ((mins >> 2) & 0x30)), dim=-1)  # 6-bit mins
+    return d[..., None] * sc.float(), -(dmin[..., None] * m.float())
+
+
+def q5_k(raw: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Q5_K rows -> {"qweight": (n, k/32 * 20) uint8 as "q5_1"'s, "scale": (n, k/32) float32 d sc, "min": float32
+    -dmin m}. A super-block: d, dmin, 12 bytes of 6-bit scales and mins, 32 bytes qh (input l of sub-block j: bit
+    j of qh[l]), 128 bytes qs (sub-block 2c: low nibbles of bytes 32c..32c+31, 2c + 1: their high nibbles)."""
+    b = _blocks(raw, "q5_k")
+    n, nsb = b.shape[:2]
+    scale, minimum = _k_scales(b)
+    qs = b[..., 48:].reshape(n, nsb, 4, 32)
+    first, second = qs[..., :16], qs[..., 16:]
+    lo = (first & 15) | ((second & 15) << 4)
+    hi = (first >> 4) | (second & 0xF0)
+    nibbles = torch.stack((lo, hi), dim=3).reshape(n, nsb, 8, 16)
+    qh = b[..., 16:48]  # (n, nsb, 32)
+    fifth = torch.stack([(qh >> j) & 1 for j in range(8)], dim=2)  # (n, nsb, 8 sub-blocks, 32 inputs)
+    packed = (fifth.reshape(n, nsb, 8, 4, 8) << torch.arange(8, dtype=torch.uint8)).sum(-1, dtype=torch.uint8)
+    codes = torch.cat((nibbles, packed), dim=-1)  # (n, nsb, 8, 20)
+    return {"qweight": codes.reshape(n, -1).contiguous(), "scale": scale.reshape(n, -1).contiguous(),
+            "min": minimum.reshape(n, -1).contiguous()}
 
 
 def q5_0_as_q8_0_rows(raw: torch.Tensor) -> torch.Tensor:
@@ -114,4 +154,4 @@ def q5_0_as_q8_0_rows(raw: torch.Tensor) -> torch.Tensor:
     return torch.cat((d, b["qweight"].view(torch.uint8).reshape(n, -1, 32)), dim=-1).reshape(n, -1)
 
 
-DECODERS = {"q4_k": q4_k, "q6_k": q6_k, "q5_0": q5_0_kept}
+DECODERS = {"q4_k": q4_k, "q6_k": q6_k, "q5_0": q5_0_kept, "q5_1": q5_1, "q5_k": q5_k}

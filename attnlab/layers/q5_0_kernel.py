@@ -63,20 +63,44 @@ _TILE_512 = r"""
                 l2 = _mm512_dpbusd_epi32(l2, u2, ya); l2 = _mm512_dpbusd_epi32(l2, v2, yb);
                 l3 = _mm512_dpbusd_epi32(l3, u3, ya); l3 = _mm512_dpbusd_epi32(l3, v3, yb);
             }
+"""
+# Q5_0: w = d (q - 16): the exact integer 254 h + l - 16 X_b times d
+_ACC_Q5_0 = r"""
             const __m512i xsb = _mm512_set1_epi32(xs[b]);
 #define ACC(a, h, l, g) { \
                 const __m512i t = _mm512_sub_epi32(_mm512_add_epi32(_mm512_mullo_epi32(h, c254), l), xsb); \
-                const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))); \
+                const __m512 d = D_LOAD; \
                 a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(t), a); }
 """
-_SOURCE = kernel_source.tile_gemv_512("attnlab_q5_0_gemv", TILE_BYTES, CODE_BYTES, "int32_t", _BLOCK_SUM,
-                                      _CONSTANTS_512, _TILE_512)
-_SOURCE_ROWS = kernel_source.tile_rows_512("attnlab_q5_0_rows", TILE_BYTES, CODE_BYTES, "int32_t", _BLOCK_SUM,
-                                           _CONSTANTS_512, _TILE_512)
-_SOURCE, _SOURCE_ROWS = kernel_source.sized_all((_SOURCE, _SOURCE_ROWS), MAX_K=MAX_K, TILE_BYTES=TILE_BYTES,
-                                                ROWS_CHUNK=ROWS_CHUNK)
-SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE),)
-ROWS_SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE_ROWS),)
+# Q5_1, Q5_K: w = d q + m: d (254 h + l) + m X_b, X_b the block's sum of the rounded x (in float: exact, |.| < 2^21)
+_ACC_MIN = r"""
+            const __m512 xsb = _mm512_set1_ps(xs[b]);
+#define ACC(a, h, l, g) { \
+                const __m512i t = _mm512_add_epi32(_mm512_mullo_epi32(h, c254), l); \
+                const __m512 d = D_LOAD; \
+                const __m512 m = M_LOAD; \
+                a = _mm512_fmadd_ps(m, xsb, _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(t), a)); }
+"""
+_LOADS = {False: ("_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g)))",
+                  "_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 64 + 16 * g)))"),
+          True: ("_mm512_loadu_ps((const float*)dm + 16 * g)", "_mm512_loadu_ps((const float*)dm + 64 + 16 * g)")}
+
+
+def sources(name: str, tile_bytes: int, with_min: bool, float32_scales: bool) -> tuple[tuple, tuple]:
+    """(SOURCES, ROWS_SOURCES) of a 5-bit tiled format (AVX-512 VNNI only): attnlab_<name>_gemv / _rows over tiles
+    of nibbles (1024 bytes), fifth bits (256), then 64 d (and 64 m where `with_min`: Q5_1, Q5_K), float16 or
+    float32 (`float32_scales`: Q5_K's d sc and dmin m, exact in float32)."""
+    d_load, m_load = _LOADS[float32_scales]
+    acc = (_ACC_MIN if with_min else _ACC_Q5_0).replace("D_LOAD", d_load).replace("M_LOAD", m_load)
+    xs_type, block_sum = ("float", "xs[b] = (float)total;  // the block's sum of the rounded x, units of s2 (exact)") \
+        if with_min else ("int32_t", _BLOCK_SUM)
+    one = kernel_source.tile_gemv_512(f"attnlab_{name}_gemv", tile_bytes, CODE_BYTES, xs_type, block_sum,
+                                      _CONSTANTS_512, _TILE_512 + acc)
+    rows = kernel_source.tile_rows_512(f"attnlab_{name}_rows", tile_bytes, CODE_BYTES, xs_type, block_sum,
+                                       _CONSTANTS_512, _TILE_512 + acc)
+    one, rows = kernel_source.sized_all((one, rows), MAX_K=MAX_K, TILE_BYTES=tile_bytes, ROWS_CHUNK=ROWS_CHUNK)
+    return ((kernel_variants.VNNI_F16C, one),), ((kernel_variants.VNNI_F16C, rows),)
+SOURCES, ROWS_SOURCES = sources("q5_0", TILE_BYTES, with_min=False, float32_scales=False)
 _compiled, _compiled_rows = kernel_variants.tiled_builds("q5_0", SOURCES, ROWS_SOURCES, "Q5_0 products")
 available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
 
@@ -87,9 +111,10 @@ def runs_here() -> bool:
     return kernel_variants.pick(SOURCES)[0] is not None  # the CPU's flags and ATTNLAB_INT8_KERNEL
 
 
-def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
+def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor | None = None) -> tuple[torch.Tensor]:
     """q5_0 buffers ((n, k/32 * 20) uint8: per block 16 nibble bytes then 4 bytes of fifth bits; (n, k/32) float16
-    d) -> (tiles,), (ceil(n/64), k/32, 1408) uint8; see the module docstring."""
+    d) -> (tiles,), (ceil(n/64), k/32, 1408) uint8; see the module docstring. With `min` (Q5_1: float16, Q5_K:
+    float32 scale and min) the tiles end with 64 d and 64 m of that type (1536 or 1792 bytes)."""
     n = qweight.shape[0]
     kb = qweight.shape[1] // 20
     k = kb * BLOCK_K
@@ -98,7 +123,7 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
     nb = -(-n // BLOCK_N)
     blocks = qweight.reshape(n, kb, 20)
     nibbles = blocks[..., :16].reshape(n, k // 2)
-    four, = int4_kernel.pack(nibbles, scale, torch.zeros_like(scale))  # (nb, kb, 1280): codes, d, m
+    four, = int4_kernel.pack(nibbles, scale, torch.zeros_like(scale) if min is None else min)  # codes, d, m
     word = blocks[..., 16:].long()
     word = word[..., 0] | (word[..., 1] << 8) | (word[..., 2] << 16) | (word[..., 3] << 24)  # (n, kb)
     bits = torch.zeros(nb * BLOCK_N, kb, 32, dtype=torch.uint8)
@@ -106,7 +131,8 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:
     # (ob, g, i, kb, e, half, r): output 64 ob + 16 g + i, input 8 e + 4 half + r -> (ob, kb, e, g, half, i, r)
     bits = bits.reshape(nb, 4, 16, kb, 4, 2, 4).permute(0, 3, 4, 1, 5, 2, 6).reshape(nb, kb, 4 * 4 * 2, 8, 8)
     masks = (bits << torch.arange(8, dtype=torch.uint8)).sum(dim=-1, dtype=torch.uint8)  # bit 4 i + r, little-endian
-    return (torch.cat((four[..., :1024], masks.reshape(nb, kb, 256), four[..., 1024:1152]), dim=-1).contiguous(),)
+    scales = four[..., 1024:] if min is not None else four[..., 1024:1152]  # d (and m)
+    return (torch.cat((four[..., :1024], masks.reshape(nb, kb, 256), scales), dim=-1).contiguous(),)
 
 
 def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:

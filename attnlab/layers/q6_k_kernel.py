@@ -13,8 +13,8 @@ The kernel is Q8_0's (layers/q8_0_kernel.py) with two scales per tile row: tile 
 bytes. Per tile the quads 0..3 and 4..7 are accumulated apart (int32, at most 16 * 63 * 127 = 128016 per piece), and
 each half's exact integer 254 h + l - 32 X_half (X_half = the half's sum of 254 hi + lo, once per call) is scaled by
 its own d sc and added in float32. x is rounded as every tiled kernel rounds it (two int8 pieces, ~15 bits), so the
-result is x_rounded . w up to float32 summation, as Q8_0's. No AVX2 variant: without AVX-512 VNNI the product
-dequantizes in chunks (layers/quantized.py).
+result is x_rounded . w up to float32 summation, as Q8_0's. No AVX2 variant: without AVX-512 VNNI the loader
+expands Q6_K to float32 (gguf.kept_quantized).
 """
 
 from __future__ import annotations
@@ -73,6 +73,12 @@ SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE),)
 ROWS_SOURCES = ((kernel_variants.VNNI_F16C, _SOURCE_ROWS),)
 _compiled, _compiled_rows = kernel_variants.tiled_builds("q6_k", SOURCES, ROWS_SOURCES, "Q6_K products")
 available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
+
+
+def runs_here() -> bool:
+    """Does this CPU have what the kernel needs (its flags and ATTNLAB_INT8_KERNEL; nothing built)? The loader keeps
+    Q6_K only then (elsewhere it expands it to float32)."""
+    return kernel_variants.pick(SOURCES)[0] is not None
 
 
 def pack(qweight: torch.Tensor, scale: torch.Tensor) -> tuple[torch.Tensor]:

@@ -13,6 +13,8 @@ float):
 - "q6_k": GGUF's Q6_K, codes q - 32 as int8 with a float32 scale d sc per 16 inputs (exact; layers/q6_k_kernel.py).
 - "q5_0": GGUF's Q5_0, each block's 20 code bytes as the file holds them and its float16 d (layers/q5_0_kernel.py;
   where that kernel cannot run, GGUF's Q5_0 loads as "q8_0", the same numbers).
+- "q5_1", "q5_k": GGUF's Q5_1 (float16 d and m per 32) and Q5_K (float32 d sc and -dmin m per 32, exact), codes as
+  "q5_0"'s: w = d q + m, q in 0..31 (layers/q5_1_kernel.py, q5_k_kernel.py).
 Codes inside a 4-bit block are laid out like GGUF's (byte j holds value j in its low nibble, value j + 16 in its
 high one), so a GGUF file's bytes become this module's buffers by a reshape.
 
@@ -84,16 +86,19 @@ from attnlab.layers import (
     kquants,
     q4_k_kernel,
     q5_0_kernel,
+    q5_1_kernel,
+    q5_k_kernel,
     q6_k_kernel,
     q8_0_kernel,
 )
 
 BLOCK = 32  # values per GGUF block / attnlab int4 group
-FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k", "q5_0")
-ROWS_FORMATS = ("int4", "q4_0", "q4_1", "q8_0", "q4_k", "q6_k", "q5_0")  # prefill products by rows_product
+FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k", "q5_0", "q5_1", "q5_k")
+ROWS_FORMATS = tuple(f for f in FORMATS if f != "int8")  # prefill products by their kernel's rows_product
 KEPT = [0]  # bytes of stand-in weights (QuantizedLinear._stand_in) alive in this process
 KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
-           "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel, "q5_0": q5_0_kernel}
+           "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel, "q5_0": q5_0_kernel,
+           "q5_1": q5_1_kernel, "q5_k": q5_k_kernel}
 NO_MIN = ("int8", "q8_0", "q6_k", "q5_0")  # formats of codes and scales only
 
 
@@ -103,9 +108,13 @@ def _zeros(n: int, k: int, fmt: str, device=None) -> dict[str, torch.Tensor]:
         return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
                 "scale": torch.zeros(n, dtype=torch.float32, device=device)}
     blocks = k // BLOCK
-    if fmt == "q5_0":  # per block: 16 nibble bytes and 4 bytes of fifth bits
-        return {"qweight": torch.zeros(n, blocks * 20, dtype=torch.uint8, device=device),
-                "scale": torch.zeros(n, blocks, dtype=torch.float16, device=device)}
+    if fmt in ("q5_0", "q5_1", "q5_k"):  # per block: 16 nibble bytes and 4 bytes of fifth bits
+        dtype = torch.float32 if fmt == "q5_k" else torch.float16
+        out = {"qweight": torch.zeros(n, blocks * 20, dtype=torch.uint8, device=device),
+               "scale": torch.zeros(n, blocks, dtype=dtype, device=device)}
+        if fmt != "q5_0":
+            out["min"] = torch.zeros(n, blocks, dtype=dtype, device=device)
+        return out
     if fmt in ("q8_0", "q6_k"):  # Q6_K: a float32 scale per 16 inputs
         per, dtype = (BLOCK, torch.float16) if fmt == "q8_0" else (BLOCK // 2, torch.float32)
         return {"qweight": torch.zeros(n, k, dtype=torch.int8, device=device),
@@ -160,6 +169,9 @@ def dequantize(fmt: str, buffers: dict[str, torch.Tensor], dtype=torch.float32, 
         w = q.to(dtype) * scale.to(dtype)[:, None]
     elif fmt == "q5_0":
         w = (kquants.q5_0_codes(q).reshape(n, -1, BLOCK).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
+    elif fmt in ("q5_1", "q5_k"):
+        codes = kquants.q5_codes(q).reshape(n, -1, BLOCK).to(dtype)
+        w = torch.addcmul(buffers["min"].to(dtype)[..., None], codes, scale.to(dtype)[..., None]).reshape(n, -1)
     elif fmt in ("q8_0", "q6_k"):
         w = (q.reshape(n, scale.shape[1], -1).to(dtype) * scale.to(dtype)[..., None]).reshape(n, -1)
     else:
@@ -528,9 +540,9 @@ class QuantizedLinear(nn.Module):
         n = stop - start
         scale = self.scale[start:stop].to(w.dtype)[..., None]  # (n, blocks, 1)
         blocks = w.view(n, -1, BLOCK)
-        if self.format == "q5_0":
-            return w.copy_(dequantize("q5_0", {"qweight": self.qweight[start:stop], "scale": self.scale[start:stop]},
-                                      w.dtype))
+        if self.format in ("q5_0", "q5_1", "q5_k"):
+            rows = {name: t[start:stop] for name, t in self.buffers_dict().items()}
+            return w.copy_(dequantize(self.format, rows, w.dtype))
         if self.format in ("q8_0", "q6_k"):  # Q6_K: a scale per 16 inputs
             blocks = w.view(n, scale.shape[1], -1)
             blocks.copy_(self.qweight[start:stop].view(n, scale.shape[1], -1))

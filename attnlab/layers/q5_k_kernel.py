@@ -1,0 +1,41 @@
+"""One-row and multi-row products of GGUF's Q5_K kept in memory (attnlab format "q5_k"), AVX-512 VNNI.
+
+Q5_K: w = d sc q - dmin m per 32-input sub-block of a 256-input super-block (6-bit sc and m, float16 d
+and dmin; 176 bytes per 256 weights); kept as scale d sc and min -dmin m in float32 (exact: a float16 times a
+6-bit integer), 28 bytes per 32 weights against the file's 22.
+The kernel is Q5_0's (layers/q5_0_kernel.py: nibble tiles, the fifth bits as vpmovdqu8 masks, codes 0..31 against
+x's two int8 pieces in vpdpbusd) with a minimum: per block the exact integer 254 h + l times d, plus m times the
+block's sum of the rounded x, as the 4-bit kernel adds Q4_1's minimum. Tiles: 1024 bytes of nibbles, 256 of fifth
+bits, then 64 d and 64 m (float32): 1792 bytes. Without AVX-512 VNNI the loader expands Q5_K to float32.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from attnlab.layers import kernel_variants, q5_0_kernel
+
+BLOCK_N, BLOCK_K, MAX_K = q5_0_kernel.BLOCK_N, q5_0_kernel.BLOCK_K, q5_0_kernel.MAX_K
+TILE_BYTES = 1792
+
+SOURCES, ROWS_SOURCES = q5_0_kernel.sources("q5_k", TILE_BYTES, with_min=True, float32_scales=True)
+_compiled, _compiled_rows = kernel_variants.tiled_builds("q5_k", SOURCES, ROWS_SOURCES, "Q5_K products")
+available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
+
+
+def runs_here() -> bool:
+    """Does this CPU have what the kernel needs (its flags and ATTNLAB_INT8_KERNEL; nothing built)?"""
+    return kernel_variants.pick(SOURCES)[0] is not None
+
+
+def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
+    """q5_k buffers ((n, k/32 * 20) uint8 nibbles and fifth bits per block, (n, k/32) float32 d and m) -> (tiles,)."""
+    if scale.dtype != torch.float32 or min.dtype != torch.float32:
+        raise ValueError(f"the Q5_K kernel takes float32 scales and mins, got {scale.dtype} and {min.dtype}")
+    return q5_0_kernel.pack(qweight, scale, min)
+
+
+def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
+    """A QuantizedLinear's q5_k buffers and bias -> gemv's arguments between x and n."""
+    tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
+    return tiles, kernel_variants.layer_bias(bias)
