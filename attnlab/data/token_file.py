@@ -10,7 +10,7 @@ or stale.
 
 Preparation streams (attnlab.data.streaming): the corpus is read block by block, tokenized in bounded batches and
 appended to disk shard by shard, so memory stays bounded for any corpus size and an interrupted preparation
-resumes after its last recorded shard (one batch, 4 Mi characters). Builds live in a private token store
+resumes after its last recorded shard (one batch, 1 Mi characters). Builds live in a private token store
 ($ATTNLAB_CACHE_DIR/tokens, default ~/.cache/attnlab/tokens) under their fingerprint and are copied into a run's
 folder, so another run, or another recipe with the same tokenizer and split, reuses them; nothing is written to
 the run's folder until the token file is whole. Copied, never hard-linked: a link would let whoever can write the

@@ -12,7 +12,7 @@ from attnlab.data.streaming import ChunkEncoder
 from attnlab.data.token_file import TokenFile
 from attnlab.data.tokenizers import char_tokenizer, train_bpe
 
-SCALE = 1 << 14  # 256 Ki-character chunks become 16, 4 Mi-character batches 256
+SCALE = 1 << 12  # 256 Ki-character chunks become 64, 1 Mi-character batches and shards 256
 TEXT = "".join(f"line {i}: the {random.Random(i).choice(['quick', 'slow', 'lazy'])} fox jumps over {i % 7} dogs.\n"
                for i in range(120))  # ~5 KB: ~20 batches at the scaled sizes
 REAL_ENCODE = ChunkEncoder.encode  # before any test patches it
@@ -100,13 +100,13 @@ def test_attnlab_train_says_how_much_of_the_corpus_was_kept(tmp_path, monkeypatc
     done = _counting(monkeypatch, stop_at=6)
     assert main(argv) == 130
     err = capsys.readouterr().err
-    kept = len(TEXT[: 16 * sum(done)].encode())
+    kept = len(TEXT[: streaming.CHUNK_CHARS * sum(done)].encode())  # the scaled chunk size
     assert (f"attnlab train: interrupted while preparing the data: {kept:,} of {len(TEXT.encode()):,} bytes of "
             f"{corpus} encoded and kept; run the same command again to continue from there\n") in err, err
     assert "nothing to resume" not in err
     rest = _counting(monkeypatch)
     assert main(argv) == 0, capsys.readouterr().err
-    assert sum(rest) == -(-len(TEXT) // 16) - sum(done)  # the same command went on from there
+    assert sum(rest) == -(-len(TEXT) // streaming.CHUNK_CHARS) - sum(done)  # the same command went on from there
 
 
 def test_a_progress_line_cut_short_by_a_kill_loses_only_that_shard(tmp_path, monkeypatch):
@@ -123,7 +123,7 @@ def test_a_progress_line_cut_short_by_a_kill_loses_only_that_shard(tmp_path, mon
         f.write('{"chunks": 96, "bytes": 5')  # a kill in the middle of recording the next shard
     rest = _counting(monkeypatch)
     TokenFile.prepare(source, tok, tmp_path / "run", progress=False)
-    assert sum(rest) == -(-len(TEXT) // 16) - sum(done)
+    assert sum(rest) == -(-len(TEXT) // streaming.CHUNK_CHARS) - sum(done)
     assert _files(tmp_path / "run") == _files(tmp_path / "whole")
 
 
