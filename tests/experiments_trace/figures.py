@@ -504,6 +504,12 @@ def _logged_spans(page: str, text: str) -> list[tuple[int, int]]:
     return out
 
 
+def _in_logged(start: int, token: str, logged: list[tuple[int, int]]) -> bool:
+    """Does the number at start stand on a logged figure (its sign may stand just before the braces: "+{353}")?"""
+    at = start + 1 if token[:1] in "+-" else start
+    return any(a <= at < b for a, b in logged)
+
+
 def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> str:
     """The class a number takes by rule where no binding is kept for its place."""
     flat_before = _flat(text[max(0, f.start - 400):f.start])
@@ -513,7 +519,7 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
     for p, end, spec in SOURCE_PLACES:
         if p == page and re.search(re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$", flat_before):
             return "source:" + spec.replace(" ", "|")
-    if any(a <= f.start < b for a, b in logged):
+    if _in_logged(f.start, f.token, logged):
         return "log"
     if page == "docs/reference/cli.md":
         return "generated"
@@ -603,7 +609,7 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed generated on a page no script writes")
         elif f.cls == "date" and not DATE.fullmatch(n.token):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed date but is no date, time or commit")
-        elif f.cls == "log" and not any(a <= n.start < b for a, b in logged):
+        elif f.cls == "log" and not _in_logged(n.start, n.token, logged):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed log but no CLAIMS row of "
                        "tests/test_claims_sources.py reads it")
         elif deep and f.cls.startswith("computed:") and computed(f.cls[9:]) != n.token:
