@@ -111,10 +111,15 @@ NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"
 FIRST_RUN = "bench/results/first-run-2026-12-06/after.log"
 QWEN2_SHAPE = "bench/results/qwen2-shape-llama-cpp-2026-12-07/llama-cpp.log"
 QWEN2_ROW = r"^\| default \(compiled step\) \| 1 \|"  # the default path at one thread
+DATA_PREP = "bench/results/data-prep-2026-12-07/gpt-bpe-30mb.log"
 FIRST_RUN_7 = "bench/results/first-run-2026-12-07"
 # round 1 of the interleaved first runs: the first line of `what` in the before (or after) tree's run
 ROUND_1 = r"## round 1: {side}.*\n(?:.*\n)*?.*{what} ([\d.]+) {unit}"
 CLAIMS = [
+    ("docs/training.md", "the bigram baseline) peaks at {514} MB resident", DATA_PREP,
+     r"^tokenizer\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)", 1),
+    ("docs/training.md", "from {229} MB at\nstart-up", DATA_PREP,
+     r"^start-up \(before any line\)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)", 1),
     # bench/RESULTS.md and docs/performance.md: the first run on 2026-12-07 (a busy machine)
     ("bench/RESULTS.md", "a\n  fixed loop took {0.58} s alone", f"{FIRST_RUN_7}/priority.log",
      r"^\| alone \| ([\d.]+) s", 1),

@@ -94,10 +94,11 @@ class Line:
     text: str
 
 
-def train_command(data: Path, out: Path, steps: int | None, extra: tuple[str, ...] = ()) -> list[str]:
-    """`attnlab train gpt-char data=FILE --out OUT` (+ steps=N only when asked, + extra key=value pairs: the smoke
+def train_command(data: Path, out: Path, steps: int | None, extra: tuple[str, ...] = (),
+                  recipe: str = "gpt-char") -> list[str]:
+    """`attnlab train RECIPE data=FILE --out OUT` (+ steps=N only when asked, + extra key=value pairs: the smoke
     test's smaller samples), with the installed script."""
-    return [*startup.attnlab_command(), "train", "gpt-char", f"data={data}", "--out", str(out),
+    return [*startup.attnlab_command(), "train", recipe, f"data={data}", "--out", str(out),
             *([f"steps={steps}"] if steps is not None else []), *extra]
 
 
@@ -354,6 +355,8 @@ def parse_args(argv=None):
     p.add_argument("--corpus-mb", type=float, default=CORPUS_MB, help=f"corpus size in MB (default {CORPUS_MB:g})")
     p.add_argument("--steps", type=int, default=None,
                    help="add steps=N to the training command (default: the recipe's own schedule)")
+    p.add_argument("--recipe", default="gpt-char", choices=("gpt-char", "gpt-bpe"),
+                   help="the text recipe trained (gpt-bpe also trains its BPE tokenizer on the corpus)")
     add_output_arguments(p, "newcomer")
     args = p.parse_args(argv)
     if args.rounds < 0:
@@ -366,13 +369,13 @@ def parse_args(argv=None):
 
 
 def first_training(corpus_mb: float, steps: int | None, folder: Path, sources=None, extra=(),
-                   echo: bool = False) -> dict:
+                   echo: bool = False, recipe: str = "gpt-char") -> dict:
     """Build the corpus in `folder` (from `sources`, default corpus_paragraphs()), train on it in a fresh process
     and read the phases: everything parts 2 and 3 report, as one dict (lines included)."""
     started = time.perf_counter()
     corpus = write_corpus(folder / "corpus.jsonl", int(corpus_mb * 1e6), sources)
     corpus["build_s"] = time.perf_counter() - started
-    argv = train_command(Path(corpus["path"]), folder / "run", steps, tuple(extra))
+    argv = train_command(Path(corpus["path"]), folder / "run", steps, tuple(extra), recipe)
     if echo:
         print(f"corpus: {corpus['bytes'] / 1e6:.1f} MB, {corpus['records']:,} records ({corpus['passes']} passes "
               f"over {', '.join(corpus['sources'])}), written in {corpus['build_s']:.1f} s\n"
@@ -405,13 +408,13 @@ def main(argv=None) -> int:
         rows = startup.summary(startup.interleaved(startup.command_lines(), args.rounds))
         print(startup.render(rows), flush=True)
     schedule = "the recipe's default schedule" if args.steps is None else f"steps={args.steps} (NOT the default)"
-    print(f"\n# first training: a {args.corpus_mb:g} MB .jsonl corpus, attnlab train gpt-char at {schedule}",
+    print(f"\n# first training: a {args.corpus_mb:g} MB .jsonl corpus, attnlab train {args.recipe} at {schedule}",
           flush=True)
     sampler = LoadSampler()
     sampler.start()
     try:
         with tempfile.TemporaryDirectory(prefix="attnlab-newcomer-") as tmp:
-            run = first_training(args.corpus_mb, args.steps, Path(tmp), echo=True)
+            run = first_training(args.corpus_mb, args.steps, Path(tmp), echo=True, recipe=args.recipe)
     finally:
         load = sampler.stop()
     print(f"\n{run['table']}")
