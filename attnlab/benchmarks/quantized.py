@@ -14,21 +14,28 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
    file dequantized to float32 (and that float32 model quantized to int8): step time, tensor bytes, and the
    resident-memory growth of a fresh process loading it (after a warm-up that builds a tiny model, so torch's
    one-time library pages are not counted as the model's).
+4. (--parts kquant) a K-quant GGUF (default: SmolLM2 Q4_K_M written by llama.cpp's llama-quantize,
+   benchmarks.llama_cpp.kquant_model) kept as attnlab keeps it, against the same file loaded as before K-quants
+   and Q5_0 were kept (those matrices expanded to float32) and the whole file expanded: step CPU time, weights
+   read, resident growth on load.
 
     python -m attnlab.benchmarks.quantized              # all three parts
     python -m attnlab.benchmarks.quantized --quick      # fewer repetitions
     python -m attnlab.benchmarks.quantized --parts threads  # SmolLM2 decode at 1 and 2 threads
     python -m attnlab.benchmarks.quantized --parts gguf_roofline  # SmolLM2's 4-bit matrices: the 4-bit kernel
+    python -m attnlab.benchmarks.quantized --parts kquant   # a Q4_K_M file kept, as before, and expanded
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import os
 import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -285,7 +292,10 @@ import gguf, tokenizers  # noqa
 from attnlab.layers import int4_kernel, int8_kernel
 int4_kernel.available(), int8_kernel.available()  # the kernels' build (torch._inductor's modules): not the model's
 before = rss()
-kept = sys.argv[2] == "quantized"
+kept = sys.argv[2] in ("quantized", "legacy")
+if sys.argv[2] == "legacy":  # only Q8_0 / Q4_0 / Q4_1 kept, every other type expanded to float32 (before 2026-12-07)
+    from attnlab.interop import gguf as G
+    G.KEPT_QUANTIZED = {t: f for t, f in G.KEPT_QUANTIZED.items() if t in ("Q8_0", "Q4_0", "Q4_1")}
 model = attnlab.load(sys.argv[1])[0] if kept else smollm2_float32(sys.argv[1])
 loaded = rss() - before
 attnlab.generate(model, [[1, 2, 3, 4]], max_new_tokens=8, eos_token_id=None)  # decoding makes the packed copies
@@ -328,6 +338,51 @@ def smollm2_steps(steps: int, reps: int, bandwidth: float) -> list[str]:
         rows.append(f"| {name} | {c * 1e3:.2f} ms | {cost['float32'] / c:.2f}x | {read / 1e6:.0f} MB | "
                     f"{c / (read / bandwidth / 1e9):.2f}x | {tensor_mb(models[name]):.0f} MB | "
                     f"{f'{rss[name][0]:.0f} / {rss[name][1]:.0f} MiB' if name in rss else '-'} |")
+    print("\n".join(rows), flush=True)
+    return rows
+
+
+def legacy_load(path):
+    """The GGUF model as attnlab loaded it before K-quants and Q5_0 / Q5_1 were kept: Q8_0, Q4_0 and Q4_1 matrices
+    kept, every other type expanded to float32."""
+    import attnlab
+    from attnlab.interop import gguf as G
+
+    saved = G.KEPT_QUANTIZED
+    G.KEPT_QUANTIZED = {t: f for t, f in saved.items() if t in ("Q8_0", "Q4_0", "Q4_1")}
+    try:
+        return attnlab.load(path)[0]
+    finally:
+        G.KEPT_QUANTIZED = saved
+
+
+def kquant_steps(steps: int, reps: int, bandwidth: float, path=None) -> list[str]:
+    """A K-quant GGUF (default: SmolLM2 Q4_K_M, made by llama-quantize: benchmarks.llama_cpp.kquant_model) kept
+    as attnlab keeps it now, against the same file loaded as before (its K-quant and Q5_0 matrices expanded to
+    float32) and the whole file expanded: one decoding step's CPU time at one thread, interleaved (a ratio that
+    holds on a busy machine), the weights a step reads, and a fresh process's resident growth on load."""
+    from attnlab.benchmarks.llama_cpp import kquant_model
+
+    path = path or kquant_model()
+    if path is None:
+        return ["K-quants: no Q4_K_M file (python -m attnlab.benchmarks.llama_cpp --build builds llama-quantize)"]
+    import attnlab
+
+    models = {"kept (Q4_K, Q6_K, Q5_0, Q8_0 kept)": attnlab.load(path)[0], "as before (only Q8_0 kept)":
+              legacy_load(path), "float32 (the file expanded)": attnlab.load(path, keep_quantized=False)[0]}
+    with torch.no_grad():
+        cost = step_costs(models, models["float32 (the file expanded)"].config.vocab_size, steps, reps)
+    rss = dict(zip(models, (resident_mb(path, which) for which in ("quantized", "legacy", "float32")),
+                   strict=True))
+    first = next(iter(models))
+    rows = [f"{Path(path).name} ({Path(path).stat().st_size / 2**20:.0f} MiB), batch 1, one thread, CPU time of "
+            f"a step (median of {reps} interleaved rounds of {steps} steps); load average {os.getloadavg()[0]:.1f}",
+            "| load | step | kept is faster by | weights read | vs its floor | RSS growth on load / after decoding 8 "
+            "tokens |", "|---|---|---|---|---|---|"]
+    for name, c in cost.items():
+        read = weight_bytes(models[name])
+        rows.append(f"| {name} | {c * 1e3:.2f} ms | {c / cost[first]:.2f}x | {read / 1e6:.0f} MB | "
+                    f"{c / (read / bandwidth / 1e9):.2f}x | {rss[name][0]:.0f} / {rss[name][1]:.0f} MiB |")
     print("\n".join(rows), flush=True)
     return rows
 
@@ -455,7 +510,9 @@ def _last_logits_one_row(model, ids):
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", default="roofline,gpt2,smollm2,quality")
+    parser.add_argument("--parts", default="roofline,gpt2,smollm2,quality",
+                        help="comma-separated: roofline, gguf_roofline, gpt2, smollm2, kquant, threads, quality")
+    parser.add_argument("--model", type=Path, help="kquant: a K-quant GGUF (default: SmolLM2 Q4_K_M)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     reps, steps = (3, 8) if args.quick else (7, 16)
@@ -472,6 +529,8 @@ def main(argv=None) -> int:
         gpt2_steps(steps, reps, bandwidth)
     if "smollm2" in parts:
         smollm2_steps(steps, reps, bandwidth)
+    if "kquant" in parts:
+        kquant_steps(steps, reps, bandwidth, args.model)
     if "threads" in parts:
         smollm2_threads(reps)
     if "quality" in parts:
