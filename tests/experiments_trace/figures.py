@@ -659,7 +659,12 @@ def write_ledger() -> None:
     """Rewrite figures.tsv from the pages as they are: a place keeps its binding (results) where its text before is
     unchanged, even when its number changed (so the test then says which is right); every other number takes its
     class by rule (classify)."""
-    old = {(f.page, f.before): f.cls for f in read()} if FIGURES.exists() else {}
+    old = {}  # the kept bindings; a line of another shape (a merge's conflict line) is dropped, the pages rebuild it
+    if FIGURES.exists():
+        for line in FIGURES.read_text().splitlines():
+            cells = line.split("\t")
+            if len(cells) == 4 and not line.startswith("# "):
+                old[(cells[0], cells[1])] = cells[3]
     lines = ["# One line per number of the user docs outside docs/experiments*.md (tests/experiments_trace/figures.py",
              "# says how): page, the text before it, the number, its class; and each page's count of table rows."]
     for page in pages():
