@@ -257,7 +257,7 @@ def test_written_back_as_their_own_architecture(arch, tmp_path):
         assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
 
 
-@pytest.mark.parametrize("arch", ["qwen2", "qwen3"])
+@pytest.mark.parametrize("arch", CASES)
 def test_kept_blocks_are_written_back_as_they_were(arch, tmp_path):
     """A Q8_0 file loaded with its blocks kept and written again holds the very same blocks (no expansion)."""
     from attnlab.interop.gguf import save_gguf
