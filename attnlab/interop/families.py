@@ -475,6 +475,8 @@ def _neox_table(c: ModelConfig) -> list[Rule]:
 GPT_NEOX = _decoder_family("gpt_neox", "gpt_neox.", "GPTNeoXForCausalLM", "GPTNeoXModel", _neox_config, _neox_hf,
                            _neox_table, r"gpt_neox\.layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)",
                            "the causal-mask and RoPE buffers older transformers saved; attnlab makes both itself")
+# transformers 5 names the head lm_head in memory (its state_dict) and embed_out in the files it saves
+GPT_NEOX.legacy.append((r"^lm_head\.weight$", "embed_out.weight"))
 
 # ------------------------------------------------------------------------------------------------- Gemma 2
 _GEMMA_ACT = {"gelu_pytorch_tanh": "geglu_tanh", "gelu_new": "geglu_tanh", "gelu": "geglu"}

@@ -352,3 +352,18 @@ if __name__ == "__main__":  # python tests/parity/test_parity_open_families.py: 
     with tempfile.TemporaryDirectory() as tmp:
         for case, diff, tokens in measured_figures(Path(tmp)):
             print(f"{case:28s} max |logits diff| {diff:.1e}   greedy tokens (8 new, KV cache): {tokens}")
+
+
+@pytest.mark.parametrize("case", ["qwen2-gqa", "phi3-gqa-window", "gemma2-alternating", "gemma3-default-pattern",
+                                  "olmo2-gqa", "neox-parallel-quarter", "neox-tied-linear-rope"])
+def test_the_model_in_memory_equals_transformers(case):
+    """from_hf_model on the transformers model object (its state_dict's names, not the saved file's: transformers 5
+    calls GPT-NeoX's head lm_head in memory and embed_out on disk) computes its logits."""
+    from attnlab.interop import from_hf_model
+
+    hf = _hf_model(case)
+    ours = from_hf_model(hf)
+    inputs = hf_inputs("llama")
+    with torch.no_grad():
+        expected = hf(**inputs).logits
+    assert max_diff(expected, run_ours(ours, inputs).logits, real(inputs)) <= TOL
