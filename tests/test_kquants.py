@@ -166,7 +166,7 @@ KINDS = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q4_K", "ffn_gate": "Q4_K
          "ffn_down": "Q6_K", "attn_output": "Q5_0", "token_embd": "Q6_K"}
 
 
-def _kquant_file(folder):
+def _kquant_file(folder, poison=None):
     """A tiny LLaMA (d_model 256: K-quants need input widths of 256) as a GGUF of Q4_K, Q6_K and Q5_0 blocks of
     random bytes, a Q4_K_M-like mix: blk.0's Q and K are Q5_0 and its V Q8_0 (a fused Q/K/V kept as Q8_0), blk.1's
     attn_v is Q6_K beside Q4_K (its fused Q/K/V mixes formats and stays float32), the tied embedding Q6_K,
@@ -195,6 +195,8 @@ def _kquant_file(folder):
             return gguf.quants.quantize(values, gguf.GGMLQuantizationType.Q8_0), gguf.GGMLQuantizationType.Q8_0
         fmt = kind.lower()
         raw = random_blocks(fmt, values.shape[0], values.shape[1], seed=next(seeds), scale=2e-4)
+        if poison is not None:
+            poison(name, raw)
         return raw, gguf.GGMLQuantizationType[kind]
     return rewrite_gguf(plain, folder / "k.gguf", blocks)
 
@@ -282,3 +284,17 @@ def test_the_compiled_steps_operator_gives_the_eager_kernels_bits(kind):
     with torch.no_grad():
         eager = torch.cat([module(row[None]) for row in x])
     assert torch.equal(traced, eager)
+
+
+def test_a_nan_kquant_scale_is_refused_by_name(tmp_path):
+    """A Q4_K super-block whose float16 d is NaN: the kept float32 scales are NaN, and load_gguf refuses the file
+    naming the matrix (check_finite), as it refuses a NaN Q8_0 scale."""
+    from attnlab.errors import CheckpointError
+    from attnlab.interop import gguf as G
+
+    def poison(name, raw):
+        if name == "blk.0.ffn_gate.weight":  # Q4_K: d of the first super-block of row 3
+            raw[3, 0:2] = np.array([0x7E00], dtype=np.uint16).view(np.uint8)
+
+    with pytest.raises(CheckpointError, match=r"blocks\.0\.ffn\.up\.scale holds [0-9]+ NaN"):
+        G.load_gguf(_kquant_file(tmp_path, poison))
