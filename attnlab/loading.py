@@ -82,7 +82,8 @@ def resolve(path) -> tuple[str, Path]:
 def load(path, device=None, keep_quantized: bool = True):
     """Load a model and its tokenizer (None if the checkpoint has none).
 
-    keep_quantized: a GGUF file's Q8_0 / Q4_0 / Q4_1 matrices stay in their blocks (SmolLM2: 97 MB instead of
+    keep_quantized: a GGUF file's Q8_0 / Q4_0 / Q4_1 matrices stay in their blocks, and Q5_0 / Q5_1 / Q4_K / Q5_K /
+    Q6_K ones (Q4_K_M files) in attnlab's forms of them (interop.gguf.KEPT_QUANTIZED) (SmolLM2: 97 MB instead of
     538 MB; decoding runs 2x faster than float32 where the VNNI kernels run); False expands them to float32,
     which is faster for whole forward passes (prefill, the explorer) (docs/quantization.md).
 
