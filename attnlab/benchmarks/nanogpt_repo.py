@@ -120,8 +120,6 @@ def same_windows_loss(nano_dir: Path, run: Path, corpus: Path) -> dict:
     """Both final models scored on the same windows: every non-overlapping 65-character slice of the last 10% of
     the text (inputs 64, targets shifted by one), in nanoGPT's and in attnlab's ids. Read back with
     weights_only=True (nanoGPT's checkpoint holds a dict of tensors, numbers and strings)."""
-    import pickle
-
     import torch
     import torch.nn.functional as F
 
@@ -143,8 +141,8 @@ def same_windows_loss(nano_dir: Path, run: Path, corpus: Path) -> dict:
         model = GPT(GPTConfig(**ckpt["model_args"]))
     model.load_state_dict({k.removeprefix("_orig_mod."): v for k, v in ckpt["model"].items()})
     model.eval()
-    with open(nano_dir / "data" / "shakespeare_char" / "meta.pkl", "rb") as f:  # our own prepare.py run's file
-        stoi = pickle.load(f)["stoi"]
+    # prepare.py's ids: the corpus's characters in sorted order (its meta.pkl says the same; no pickle is read)
+    stoi = {ch: i for i, ch in enumerate(sorted(set(text)))}
     ids = torch.tensor([stoi[c] for c in val])
     total = n = 0
     with torch.no_grad():
