@@ -284,3 +284,36 @@ def test_a_short_request_neither_loads_nor_builds_the_compiled_step(monkeypatch)
     assert len(offered) == 2 and "attnlab.generation.step_builder" in offered[0]
     args = build_parser().parse_args(["generate", "gpt-char", "--ids", "5", "--max-new-tokens", "8", "--compile"])
     assert generate._prepared(args)[3]["compile"] is True  # asked for: as asked
+
+
+def test_the_command_starts_its_held_builds_after_its_tokens(tmp_path):
+    """`attnlab generate` as a process's own command (an empty kernel cache): the kernels it asks for are refused
+    at once and held (kernel_build.HOLD), and their detached builds start only after the text is printed, so no
+    compiler competes with the run. Popen is replaced in the child by a recorder that prints and starts nothing."""
+    child = textwrap.dedent("""
+        import subprocess, sys
+        from attnlab.cli import main
+        from attnlab.layers import kernel_build
+
+        class Recorder:
+            def __init__(self, argv, **kwargs):
+                print("BUILD", argv[-1].rsplit("/", 1)[-1], "held" if kernel_build.HOLD[0] else "released",
+                      flush=True)
+                self.pid = 0
+
+        kernel_build.subprocess.Popen = Recorder
+        sys.argv = ["attnlab", "generate", sys.argv[1], "--quantize", "int4", "--prompt", "the",
+                    "--max-new-tokens", "3", "--seed", "0", "--threads", "1"]
+        main()  # the process's own command line: what a user's `attnlab generate` runs
+    """)
+    env = {**os.environ, "ATTNLAB_CACHE_DIR": str(tmp_path / "cache"), "PYTHONUNBUFFERED": "1"}
+    if kernel_build.compiler() is None:
+        pytest.skip("no C++ compiler here")
+    done = subprocess.run([sys.executable, "-c", child, str(CHECKPOINTS / "gpt-char")], capture_output=True,
+                          text=True, env=env, timeout=300)
+    lines = done.stdout.splitlines()
+    builds = [i for i, line in enumerate(lines) if line.startswith("BUILD ")]
+    assert builds, (done.stdout, done.stderr[-2000:])
+    assert all(lines[i].endswith(" released") for i in builds)
+    text = [i for i, line in enumerate(lines) if line.startswith("the")]  # the prompt echoed, then its tokens
+    assert text and max(text) < min(builds), lines

@@ -172,19 +172,22 @@ def plan_length(config, prompt_len: int, asked: int | None) -> tuple[int, bool, 
 
 
 def run(args) -> int:
-    if process.OWN[0]:  # a user's command never waits for a compiler: kernels not built yet are built apart
-        from attnlab.layers import kernel_build
+    building = process.OWN[0]
+    if building:  # a user's command never waits for a compiler: kernels not built yet are built apart, their
+        from attnlab.layers import kernel_build  # builds started once the tokens are out (kernel_build.HOLD)
 
-        kernel_build.DEFER[0] = True
-    with process.start_up():  # torch's import and the model's load, with the collector paused (cli/process.py)
-        model, tokenizer, ids, kwargs = _prepared(args)
+        kernel_build.DEFER[0] = kernel_build.HOLD[0] = True
     try:
+        with process.start_up():  # torch's import and the model's load, with the collector paused (cli/process.py)
+            model, tokenizer, ids, kwargs = _prepared(args)
         return _generated(args, model, tokenizer, ids, kwargs)
     finally:  # the notes held for after the text belong to this command: a later call in the process says its own
         held = sys.modules.get("attnlab.generation.compiled")
         if held is not None:
             held.HOLD_NOTES[0] = False
             held.NOTES.clear()
+        if building:
+            kernel_build.start_held()
 
 
 def _prepared(args):

@@ -52,6 +52,11 @@ VERSION = 2  # part of every library's name: bump when the calling convention of
 # (SmolLM2's 8 tokens: ~0.9 s of CPU instead of ~0.1 s, where the five kernels' builds take ~6-18 s of waiting)
 DEFER = [False]
 DEFERRED: list[str] = []  # the kernels this process left to a detached build (the command says so in one line)
+# HOLD[0] (also `attnlab generate`): the detached builds start when the command has given its tokens
+# (start_held), not when load() first asks: even at nice 19, with their group lowered, seven compilers starting
+# beside a first run took ~0.5 s of its cores (it waited that long for one: first-run-2026-12-07/quiet.log)
+HOLD = [False]
+HELD: list[tuple] = []  # (compiler, source, library, extra flags) of the builds held until start_held()
 STALE_S = 3600.0  # a detached build's marker this old is taken over even when its process id names a live process
 #                   (the id may have been reused): nice 19 on a busy machine may hold a build back for many minutes
 STARTING_S = 60.0  # a marker without a process id this old was left by a process killed while starting its builder
@@ -403,10 +408,24 @@ finally:
 """
 
 
+def start_held() -> int:
+    """Start the detached builds held under HOLD (once each; HOLD ends): `attnlab generate` calls it when its
+    tokens are out, whatever way the command ends. Returns how many were started or found at work."""
+    HOLD[0] = False
+    held, HELD[:] = list(dict.fromkeys(HELD)), []
+    for cxx, source, lib, extra in held:
+        _compile_apart(cxx, source, lib, extra)
+    return len(held)
+
+
 def _compile_apart(cxx: str, source: str, lib: Path, extra: tuple[str, ...] = ()) -> None:
     """Start the build of `lib` in a detached process at nice 19 (its own session, no stream of ours held open),
-    unless one is at work (its marker `.<lib>.building`: at_work). Every file it writes is in lib's
-    private folder, checked by the caller; the library appears there whole (renamed) or not at all."""
+    unless one is at work (its marker `.<lib>.building`: at_work); under HOLD only note it for start_held().
+    Every file it writes is in lib's private folder, checked by the caller; the library appears there whole
+    (renamed) or not at all."""
+    if HOLD[0]:
+        HELD.append((cxx, source, lib, tuple(extra)))
+        return
     marker = lib.parent / f".{lib.stem}.building"
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
     try:

@@ -362,3 +362,27 @@ def test_a_command_that_must_not_wait_builds_a_missing_kernel_apart(tmp_path, mo
     assert [p.name for p in (cache / "kernels").iterdir()] == [lib.name]  # its source and partial files gone
     assert kernel_build.load("probe", PROBE, "attnlab_probe")(3, 4) == 11
     assert kernel_build.DEFERRED == ["probe", "probe"]
+
+
+def test_held_builds_start_only_when_the_command_releases_them(tmp_path, monkeypatch):
+    """kernel_build.HOLD (`attnlab generate` until its tokens are out): a kernel asked for under DEFER is still
+    refused at once (Deferred) but no compiler starts, so nothing competes with the run for its cores; the same
+    kernel asked for twice is one build; start_held() starts each held build once and ends the hold."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("ATTNLAB_CACHE_DIR", str(cache))
+    if kernel_build.compiler() is None:
+        pytest.skip("no C++ compiler here")
+    monkeypatch.setattr(kernel_build, "DEFER", [True])
+    monkeypatch.setattr(kernel_build, "HOLD", [True])
+    monkeypatch.setattr(kernel_build, "HELD", [])
+    monkeypatch.setattr(kernel_build, "DEFERRED", [])
+    for _ in range(2):
+        with pytest.raises(kernel_build.Deferred, match="the probe kernel is being built apart"):
+            kernel_build.load("probe", PROBE, "attnlab_probe")
+    assert not list((cache / "kernels").glob(".*")), "a build started while held"
+    started = []
+    monkeypatch.setattr(kernel_build, "_compile_apart", lambda cxx, source, lib, extra=(): started.append(lib))
+    assert kernel_build.start_held() == 1
+    assert len(started) == 1 and started[0].parent == cache / "kernels" and started[0].suffix == ".so"
+    assert kernel_build.HOLD == [False] and kernel_build.HELD == []
+    assert kernel_build.start_held() == 0 and len(started) == 1  # nothing held twice
