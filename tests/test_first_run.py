@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import gc
+import json
 import os
 import subprocess
 import sys
@@ -201,8 +202,9 @@ def test_a_deferred_kernel_build_compiles_at_the_lowest_priority_with_its_sessio
     marker, source, tmp, lib = (tmp_path / name for name in (".probe.building", "probe.cc", "probe.tmp", "probe.so"))
     for path in (marker, source, tmp):
         path.write_text("")
-    subprocess.run([sys.executable, "-c", kernel_build._APART, str(marker), str(source), str(tmp), str(lib),
-                    sys.executable, "-c", compiler], start_new_session=True, timeout=120, check=True)
+    job = [str(marker), str(source), str(tmp), str(lib), sys.executable, "-c", compiler]
+    subprocess.run([sys.executable, "-c", kernel_build._APART, json.dumps([job])], start_new_session=True,
+                   timeout=120, check=True)
     group, nice = said.read_text().rsplit("|", 1)
     assert int(nice) == 19
     if group:

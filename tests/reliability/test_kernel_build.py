@@ -380,9 +380,12 @@ def test_held_builds_start_only_when_the_command_releases_them(tmp_path, monkeyp
         with pytest.raises(kernel_build.Deferred, match="the probe kernel is being built apart"):
             kernel_build.load("probe", PROBE, "attnlab_probe")
     assert not list((cache / "kernels").glob(".*")), "a build started while held"
-    started = []
-    monkeypatch.setattr(kernel_build, "_compile_apart", lambda cxx, source, lib, extra=(): started.append(lib))
+    launched = []
+    monkeypatch.setattr(kernel_build, "_launch_apart", launched.append)
     assert kernel_build.start_held() == 1
-    assert len(started) == 1 and started[0].parent == cache / "kernels" and started[0].suffix == ".so"
+    (jobs,) = launched  # one detached process for every held build
+    ((marker, source, partial, lib, *command),) = jobs
+    assert Path(lib).parent == cache / "kernels" and lib.endswith(".so") and Path(marker).exists()
+    assert Path(source).read_text().count("attnlab_probe") >= 1 and command[-2:] == ["-o", partial]
     assert kernel_build.HOLD == [False] and kernel_build.HELD == []
-    assert kernel_build.start_held() == 0 and len(started) == 1  # nothing held twice
+    assert kernel_build.start_held() == 0 and len(launched) == 1  # nothing held twice
