@@ -115,7 +115,24 @@ DATA_PREP = "bench/results/data-prep-2026-12-07/gpt-bpe-30mb.log"
 FIRST_RUN_7 = "bench/results/first-run-2026-12-07"
 # round 1 of the interleaved first runs: the first line of `what` in the before (or after) tree's run
 ROUND_1 = r"## round 1: {side}.*\n(?:.*\n)*?.*{what} ([\d.]+) {unit}"
+QUIET = "bench/results/first-run-2026-12-07/quiet.log"
+WALL = r" \|.*\| ([\d.]+) s \| [\d.]+ s \|$"  # a first_run row's wall time
 CLAIMS = [
+    ("bench/RESULTS.md", "| first (empty caches) | {3.32} s |", QUIET, r"^\| first \(empty cache\)" + WALL, 1),
+    ("bench/RESULTS.md", "| second | {2.39} s |", QUIET, r"^\| second" + WALL, 1),
+    ("bench/RESULTS.md", "| third | {2.01} s |", QUIET, r"^\| third" + WALL, 1),
+    ("bench/RESULTS.md", "| one-token prompt \"The\" | {2.00} s |", QUIET,
+     r"^\| one-token prompt, the build perhaps still at work" + WALL, 1),
+    ("bench/RESULTS.md", "made it wait {0.50} s for a core", "bench/results/first-run-2026-12-07/quiet-before-hold.log",
+     r"^    \[phases, .*waited for a core ([\d.]+) s", 1),
+    ("bench/RESULTS.md", "({3.32} s; 3.08 s in a", QUIET, r"^\| first \(empty cache\)" + WALL, 1),
+    ("bench/RESULTS.md", "(3.32 s; {3.08} s in a", "bench/results/first-run-2026-12-07/quiet-hold.log",
+     r"^\| first \(empty cache\)" + WALL, 1),
+    ("docs/performance.md", "the first run {3.32} s wall", QUIET, r"^\| first \(empty cache\)" + WALL, 1),
+    ("docs/performance.md", "the second {2.39} s", QUIET, r"^\| second" + WALL, 1),
+    ("docs/performance.md", "the third {2.01} s", QUIET, r"^\| third" + WALL, 1),
+    ("docs/performance.md", "the one-token prompt\n{2.00} s", QUIET,
+     r"^\| one-token prompt, the build perhaps still at work" + WALL, 1),
     ("docs/training.md", "the bigram baseline) peaks at {514} MB resident", DATA_PREP,
      r"^tokenizer\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)", 1),
     ("docs/training.md", "from {229} MB at\nstart-up", DATA_PREP,
