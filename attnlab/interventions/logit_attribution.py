@@ -16,9 +16,15 @@ and the terms add up exactly to the logit difference once the norm's own bias be
 added (`constant`). "Direct" means through the unembedding only: what a head writes that later layers read is
 not counted here (activation patching counts it).
 
-Needs a pre-norm stack whose residual stream reaches the head unchanged except for a final norm (decoders,
-and encoders with a plain masked-LM head); a post-norm block re-normalises the stream after every sub-layer,
-and BERT's head transform (dense + activation + norm) is non-linear, so neither decomposes: refused by name.
+Needs a stack whose residual stream is a sum of what each sub-layer adds and reaches the head unchanged except
+for a final norm (decoders, and encoders with a plain masked-LM head): pre-norm blocks, and blocks that normalise
+each sub-layer's OUTPUT before adding it (OLMo 2's norm_placement="output", Gemma 2/3's "sandwich"). There a
+head's part is what it adds to the stream through that output norm, read the same way: the output norm's scale
+is taken from the attention's whole output in this run and held fixed, so each head's share is
+gamma_out * centre(head_out) / scale_out, W_O's bias takes the rest (with beta_out), and the parts of a layer add
+up exactly to what its attention added. A post-norm block re-normalises the stream itself after every
+sub-layer, and BERT's head transform (dense + activation + norm) is non-linear, so neither decomposes: refused
+by name.
 """
 
 from __future__ import annotations
@@ -36,8 +42,9 @@ def _check_model(model: nn.Module) -> None:
     """Refuse the models whose logits are not a linear read of a sum of parts (module docstring)."""
     lm_parts(model)
     cfg = model.config
-    if cfg.norm_placement != "pre":
-        raise InputError(f"direct logit attribution needs a pre-norm model; this one is norm_placement="
+    if cfg.norm_placement not in ("pre", "output", "sandwich"):
+        raise InputError(f"direct logit attribution needs blocks that add their sub-layers' outputs to the residual "
+                         f"stream (norm_placement 'pre', 'output' or 'sandwich'); this one is norm_placement="
                          f"{cfg.norm_placement!r}: each block re-normalises the residual stream, so its parts do "
                          "not add up to what the head reads")
     if cfg.lm_head_transform:
@@ -116,6 +123,8 @@ def _attribute(model: nn.Module, ids: torch.Tensor, answer: int, contrast: int |
     heads = torch.stack([rec[f"blocks.{i}.attn.head_out"][0, :, position].double()
                          for i in range(n_layers)])  # (layers, heads, d_model)
     out_bias = torch.stack([_attn_bias(block, heads.shape[-1]) for block in model.blocks])  # (layers, d_model)
+    if model.config.norm_placement in ("output", "sandwich"):  # what each head adds through the output norm
+        heads, out_bias = _through_output_norms(model, heads, out_bias)
     resid = at(f"blocks.{n_layers - 1}.resid_post") if n_layers else at("embed")
     gamma, beta, centres, scale = _norm_read(getattr(model, "final_norm", None), resid)
     direction, bias = _unembed_direction(model, answer, contrast)
@@ -133,6 +142,23 @@ def _attribute(model: nn.Module, ids: torch.Tensor, answer: int, contrast: int |
            "logit_diff": logits[answer] - (logits[contrast] if contrast is not None else 0), "scale": scale}
     out["total"] = out["heads"].sum() + out["attn_bias"].sum() + out["mlp"].sum() + out["embed"] + out["constant"]
     return out
+
+
+def _through_output_norms(model: nn.Module, heads: torch.Tensor,
+                          out_bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """heads (layers, heads, d_model) and W_O's biases (layers, d_model) as they reach the residual stream through
+    each block's attention output norm (norm1, or the sandwich's `after`): its scale from the attention's whole
+    output (the heads' sum + the bias) of this run, held fixed; the norm's beta goes with the bias."""
+    placed_heads, placed_bias = [], []
+    for block, layer_heads, bias in zip(model.blocks, heads, out_bias, strict=True):
+        norm = block.norm1 if model.config.norm_placement == "output" else block.norm1.after
+        gamma, beta, centres, scale = _norm_read(norm, layer_heads.sum(0) + bias)
+        if centres:
+            layer_heads = layer_heads - layer_heads.mean(-1, keepdim=True)
+            bias = bias - bias.mean()
+        placed_heads.append(gamma * layer_heads / scale)
+        placed_bias.append(gamma * bias / scale + beta)
+    return torch.stack(placed_heads), torch.stack(placed_bias)
 
 
 def _attn_bias(block: nn.Module, d_model: int) -> torch.Tensor:

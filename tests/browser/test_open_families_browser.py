@@ -36,10 +36,9 @@ FIGURES = {
     "experiments": ["svg#flow-svg", "svg#flow-resid"],
 }
 TEXT = "abc abd"
-# the one error notice allowed, a refusal by name: direct logit attribution (Experiments) reads only pre-norm
-# models today, and Gemma's norms sit before and after each sub-layer (a gap of issue 51's downstream list)
-REFUSED = {("gemma2", "experiments"): "direct logit attribution needs a pre-norm model; this one is "
-                                      "norm_placement='sandwich'"}
+# error notices allowed per (family, tab), each a refusal by name: none since direct logit attribution reads
+# sandwich-norm models too (Gemma's norms before and after each sub-layer; interventions/logit_attribution.py)
+REFUSED: dict[tuple[str, str], str] = {}
 
 
 @pytest.fixture(scope="module")
