@@ -117,7 +117,23 @@ FIRST_RUN_7 = "bench/results/first-run-2026-12-07"
 ROUND_1 = r"## round 1: {side}.*\n(?:.*\n)*?.*{what} ([\d.]+) {unit}"
 QUIET = "bench/results/first-run-2026-12-07/quiet.log"
 WALL = r" \|.*\| ([\d.]+) s \| [\d.]+ s \|$"  # a first_run row's wall time
+NANO = "bench/results/nanogpt-repo-2026-12-07/quiet.log"
+def NANO_ROW(side: str, skip: int) -> str:  # noqa: N802 (read like the other patterns)
+    """The pattern of one column of a contestant's row in nanogpt_repo's table: after `skip` columns past the seed."""
+    return rf"^\| 1 \| {side} \| \d+ \|" + r"[^|]+\|" * skip + r" ([\d.]+) (?:s |MB )?\|"
 CLAIMS = [
+    ("bench/RESULTS.md", "| nanoGPT (seed 1337) | {170.8} s |", NANO, NANO_ROW("nanogpt", 0), 1),
+    ("bench/RESULTS.md", "| attnlab typed (seed 0) | {199.8} s |", NANO, NANO_ROW("typed", 0), 1),
+    ("bench/RESULTS.md", "| attnlab same (seed 0) | {171.8} s |", NANO, NANO_ROW("same", 0), 1),
+    ("bench/RESULTS.md", "| 170.6 s | {366} MB |", NANO, NANO_ROW("nanogpt", 2), 1),
+    ("bench/RESULTS.md", "| 198.8 s | {410} MB |", NANO, NANO_ROW("typed", 2), 1),
+    ("bench/RESULTS.md", "| 171.4 s | {384} MB |", NANO, NANO_ROW("same", 2), 1),
+    ("bench/RESULTS.md", "attnlab takes nanoGPT's time ({1.005}x)", NANO,
+     r"^round 1, attnlab same / nanoGPT: wall ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "with its defaults {1.169}x the\ntime", NANO,
+     r"^round 1, attnlab typed / nanoGPT: wall ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "attnlab's model is lower by {0.015} at seed 0", NANO,
+     r"^round 1, attnlab same / nanoGPT: .*same windows -([\d.]+)\d", 1),
     ("bench/RESULTS.md", "| first (empty caches) | {3.32} s |", QUIET, r"^\| first \(empty cache\)" + WALL, 1),
     ("bench/RESULTS.md", "| second | {2.39} s |", QUIET, r"^\| second" + WALL, 1),
     ("bench/RESULTS.md", "| third | {2.01} s |", QUIET, r"^\| third" + WALL, 1),
