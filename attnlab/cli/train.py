@@ -59,6 +59,8 @@ RECIPE_KEYS = {
                     "split, which on a large corpus takes minutes per evaluation",
     "eval_examples": "held-out examples scored at each evaluation: the first N, the same each time (0 = all)",
     "val_every": "every val_every-th article is held out for evaluation",
+    "wiki_share": "minilm-mlm with data=: the share of training windows drawn from the Wikipedia summaries' train "
+                  "split instead (0 = none; the evaluation stays on data=)",
     "mask_prob": "share of tokens masked for masked-language modelling (of which 80/10/10 mask/random/kept)",
     "label_smoothing": "cross-entropy label smoothing", "max_number": "largest number in the translation data",
     "languages": "target languages of the translation data", "source_lang": "source language",

@@ -166,8 +166,9 @@ def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int 
     settings; a folder made with other settings is refused rather than mixed."""
     import torch
 
-    from attnlab import generate, load
     from attnlab.errors import ConfigError
+    from attnlab.generation import generate
+    from attnlab.loading import load
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
