@@ -121,7 +121,25 @@ NANO = "bench/results/nanogpt-repo-2026-12-07/quiet.log"
 def NANO_ROW(side: str, skip: int) -> str:  # noqa: N802 (read like the other patterns)
     """The pattern of one column of a contestant's row in nanogpt_repo's table: after `skip` columns past the seed."""
     return rf"^\| 1 \| {side} \| \d+ \|" + r"[^|]+\|" * skip + r" ([\d.]+) (?:s |MB )?\|"
+QWEN2_QUIET = "bench/results/qwen2-shape-llama-cpp-2026-12-07/quiet.log"
+
+
+def QWEN2_COL(threads: int, col: int, path: str = "default \\(compiled step\\)") -> str:  # noqa: N802
+    """A column of the quiet Qwen2-shape table: `col` cells after the threads cell, a number (x or not)."""
+    return rf"^\| {path} \| {threads} \|" + r"[^|]+\|" * col + r" ([\d.]+)x? \|"
+
+
 CLAIMS = [
+    ("docs/interop.md", "decode {1.07}x at one thread", QWEN2_QUIET, QWEN2_COL(1, 2), 1),
+    ("docs/interop.md", "and {0.90}x\nat two", QWEN2_QUIET, QWEN2_COL(2, 2), 1),
+    ("docs/interop.md", "prefill {1.89}x and 1.73x", QWEN2_QUIET, QWEN2_COL(1, 7), 1),
+    ("docs/interop.md", "prefill 1.89x and {1.73}x", QWEN2_QUIET, QWEN2_COL(2, 7), 1),
+    ("bench/RESULTS.md", "decode {32.1} against 29.9 tokens/s", QWEN2_QUIET, QWEN2_COL(1, 0), 1),
+    ("bench/RESULTS.md", "decode 32.1 against {29.9} tokens/s", QWEN2_QUIET, QWEN2_COL(1, 1), 1),
+    ("bench/RESULTS.md", "one thread ({1.07}x)", QWEN2_QUIET, QWEN2_COL(1, 2), 1),
+    ("bench/RESULTS.md", "{39.1} against 43.4 at two", QWEN2_QUIET, QWEN2_COL(2, 0), 1),
+    ("bench/RESULTS.md", "39.1 against {43.4} at two", QWEN2_QUIET, QWEN2_COL(2, 1), 1),
+    ("bench/RESULTS.md", "at two ({0.90}x)", QWEN2_QUIET, QWEN2_COL(2, 2), 1),
     ("bench/RESULTS.md", "| nanoGPT (seed 1337) | {170.8} s |", NANO, NANO_ROW("nanogpt", 0), 1),
     ("bench/RESULTS.md", "| attnlab typed (seed 0) | {199.8} s |", NANO, NANO_ROW("typed", 0), 1),
     ("bench/RESULTS.md", "| attnlab same (seed 0) | {171.8} s |", NANO, NANO_ROW("same", 0), 1),
