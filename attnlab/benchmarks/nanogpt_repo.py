@@ -116,21 +116,38 @@ def attnlab_val_loss(run: Path) -> float:
     return float(json.loads((run / "result.json").read_text())["eval"]["val_loss"])
 
 
-def same_windows_loss(nano_dir: Path, run: Path, corpus: Path) -> dict:
-    """Both final models scored on the same windows: every non-overlapping 65-character slice of the last 10% of
-    the text (inputs 64, targets shifted by one), in nanoGPT's and in attnlab's ids. Read back with
-    weights_only=True (nanoGPT's checkpoint holds a dict of tensors, numbers and strings)."""
+WINDOW = 64  # the block size both sides trained with
+
+
+def held_out(corpus: Path) -> tuple[str, str, list[int]]:
+    """(the whole text, its last 10%, the starts of every non-overlapping 65-character window of that 10%)."""
+    text = corpus.read_text(encoding="utf-8")
+    val = text[int(len(text) * 0.9):]
+    return text, val, list(range(0, len(val) - WINDOW - 1, WINDOW))
+
+
+def _windows_loss(logits_of, ids, starts: list[int]) -> float:
+    """Mean next-token cross-entropy of `logits_of(inputs)` (batch, 64, vocab) over the windows at `starts` of `ids`
+    (inputs 64, targets shifted by one), 64 windows a forward."""
     import torch
     import torch.nn.functional as F
 
-    from attnlab import load
+    total = n = 0
+    with torch.no_grad():
+        for i in range(0, len(starts), 64):
+            rows = torch.stack([ids[s:s + WINDOW + 1] for s in starts[i:i + 64]])  # (<=64, 65)
+            logits = logits_of(rows[:, :-1])
+            total += F.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten(), reduction="sum").item()
+            n += rows[:, 1:].numel()
+    return total / n
 
-    text = corpus.read_text(encoding="utf-8")
-    val = text[int(len(text) * 0.9):]
-    step = 64
-    starts = range(0, len(val) - step - 1, step)
-    losses = {}
-    # nanoGPT: its model.py from the exported folder, its meta.pkl's stoi
+
+def nanogpt_windows_loss(nano_dir: Path, corpus: Path) -> float:
+    """nanoGPT's final model (its model.py from the exported folder, ckpt.pt read with weights_only=True: a dict of
+    tensors, numbers and strings) on the held-out windows, in its prepare.py's ids."""
+    import torch
+
+    text, val, starts = held_out(corpus)
     sys.path.insert(0, str(nano_dir))
     try:
         from model import GPT, GPTConfig  # nanoGPT's model.py (the exported copy)
@@ -144,29 +161,23 @@ def same_windows_loss(nano_dir: Path, run: Path, corpus: Path) -> dict:
     # prepare.py's ids: the corpus's characters in sorted order (its meta.pkl says the same; no pickle is read)
     stoi = {ch: i for i, ch in enumerate(sorted(set(text)))}
     ids = torch.tensor([stoi[c] for c in val])
-    total = n = 0
-    with torch.no_grad():
-        for i in range(0, len(starts), 64):
-            rows = torch.stack([ids[s:s + step + 1] for s in list(starts)[i:i + 64]])
-            logits, _ = model(rows[:, :-1], rows[:, 1:].contiguous())  # with targets: logits at every position
-            total += F.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten(), reduction="sum").item()
-            n += rows[:, 1:].numel()
-    losses["nanogpt"] = total / n
+    # with targets, model.py returns logits at every position (without, only the last one's)
+    return _windows_loss(lambda x: model(x, torch.zeros_like(x))[0], ids, starts)
+
+
+def attnlab_windows_loss(run: Path, corpus: Path) -> float:
+    """attnlab's final model (attnlab.load of the run folder) on the same held-out windows, in its own ids."""
+    import torch
+
+    from attnlab import load
+
+    _, val, starts = held_out(corpus)
     ours, tok = load(str(run))
     ours.eval()
     ids = torch.tensor(tok.encode(val))
     if len(ids) != len(val):
         raise SystemExit("attnlab's character tokenizer did not give one id per character of the held-out text")
-    total = n = 0
-    with torch.no_grad():
-        for i in range(0, len(starts), 64):
-            rows = torch.stack([ids[s:s + step + 1] for s in list(starts)[i:i + 64]])
-            logits = ours(rows[:, :-1]).logits
-            total += F.cross_entropy(logits.flatten(0, 1), rows[:, 1:].flatten(), reduction="sum").item()
-            n += rows[:, 1:].numel()
-    losses["attnlab"] = total / n
-    losses["windows"] = len(starts)
-    return losses
+    return _windows_loss(lambda x: ours(x).logits, ids, starts)
 
 
 def main(argv=None) -> int:
@@ -243,11 +254,9 @@ def main(argv=None) -> int:
                 m["val_loss"], m["seed"] = attnlab_val_loss(tmp / f"run-{side}"), seed
             got[side].append(m)
         if args.same_eval:  # after the round: every model of it on the same windows
+            got["nanogpt"][-1]["same"] = nanogpt_windows_loss(nano, corpus)
             for side in variants:
-                same = same_windows_loss(nano, tmp / f"run-{side}", corpus)
-                got[side][-1]["same"] = same["attnlab"]
-                got["nanogpt"][-1]["same"] = same["nanogpt"]
-                got["windows"] = same["windows"]
+                got[side][-1]["same"] = attnlab_windows_loss(tmp / f"run-{side}", corpus)
         for side in names:
             m = got[side][-1]
             same = f"{m['same']:.4f}" if "same" in m else "-"
@@ -263,7 +272,8 @@ def main(argv=None) -> int:
                            f"{a['cpu'] / n['cpu']:.3f}x, peak memory {a['peak_mb'] / n['peak_mb']:.3f}x; val loss "
                            f"{a['val_loss'] - n['val_loss']:+.4f} on each side's own windows{gap}")
     if args.same_eval:
-        summary.append(f"same windows: all {got['windows']:,} non-overlapping 64-character windows of the held-out "
+        windows = len(held_out(corpus)[2])
+        summary.append(f"same windows: all {windows:,} non-overlapping 64-character windows of the held-out "
                        "10%, each model through its own code (nanoGPT: model.py and ckpt.pt; attnlab: attnlab.load)")
     lines += summary
     print("\n".join(summary), flush=True)
