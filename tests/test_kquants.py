@@ -156,6 +156,21 @@ def test_pack_refuses_float16_scales():
         q6_k_kernel.pack(torch.zeros(64, 256, dtype=torch.int8), torch.zeros(64, 16, dtype=torch.float16))
 
 
+def test_scale_and_min_packs_name_the_dtype_their_kernel_reads():
+    from attnlab.layers import q4_k_kernel, q5_1_kernel, q5_k_kernel
+
+    single, half = torch.zeros(64, 8), torch.zeros(64, 8, dtype=torch.float16)
+    with pytest.raises(ValueError, match="the Q5_1 kernel takes float16 scales and mins, got float32 and float16"):
+        q5_1_kernel.pack(torch.zeros(64, 160, dtype=torch.uint8), single, half)
+    with pytest.raises(ValueError, match="the Q5_K kernel takes float32 scales and mins, got float16 and float16"):
+        q5_k_kernel.pack_layer({"qweight": torch.zeros(64, 160, dtype=torch.uint8), "scale": half, "min": half}, None)
+    with pytest.raises(ValueError, match="the Q4_K kernel takes float32 scales and mins, got float32 and float16"):
+        q4_k_kernel.pack(torch.zeros(64, 128, dtype=torch.uint8), single, half)
+    tiles, bias = q4_k_kernel.pack_layer({"qweight": torch.zeros(64, 128, dtype=torch.uint8), "scale": single,
+                                          "min": single}, torch.ones(64, dtype=torch.float16))
+    assert tiles.shape == (1, 8, q4_k_kernel.TILE_BYTES) and bias.dtype == torch.float32
+
+
 def test_decoders_refuse_partial_blocks():
     with pytest.raises(ValueError, match="whole blocks of 144"):
         kquants.q4_k(torch.zeros(2, 150, dtype=torch.uint8))

@@ -148,6 +148,32 @@ def layer_bias(bias: torch.Tensor | None) -> torch.Tensor | None:
     return None if bias is None else bias.float().contiguous()
 
 
+def min_packs(label: str, dtype: torch.dtype, base_pack) -> tuple:
+    """(pack, pack_layer) of a format kept as codes with a scale and a min per 32 inputs (Q4_K, Q5_1, Q5_K), whose
+    tiles `base_pack(qweight, scale, min)` writes (the 4-bit or the 5-bit kernel's): one pair for the three formats,
+    which differ only in the dtype the kernel reads their scales and mins in (`dtype`), named in the error."""
+
+    def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
+        """The format's buffers (qweight, (n, k/32) scale and min of `dtype`) -> (tiles,)."""
+        if scale.dtype != dtype or min.dtype != dtype:
+            dtypes = f"{str(scale.dtype).removeprefix('torch.')} and {str(min.dtype).removeprefix('torch.')}"
+            raise ValueError(f"the {label} kernel takes {str(dtype).removeprefix('torch.')} scales and mins, "
+                             f"got {dtypes}")
+        return base_pack(qweight, scale, min)
+
+    def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
+        """A QuantizedLinear's buffers and bias -> gemv's arguments between x and n."""
+        tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
+        return tiles, layer_bias(bias)
+
+    return pack, pack_layer
+
+
+def runs_on_this_cpu(sources) -> bool:
+    """Does this CPU have what a kernel of `sources` needs (its flags and ATTNLAB_INT8_KERNEL; nothing built)?"""
+    return pick(sources)[0] is not None
+
+
 def tile_gemv(compiled):
     """gemv() of a tiled format (layers/int4_kernel.py, q8_0_kernel.py) whose kernel `compiled()` gives, as in
     status(); both have the same arguments: x, the packed tiles, bias, y and the sizes."""

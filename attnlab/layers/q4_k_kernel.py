@@ -16,6 +16,8 @@ pieces, the exact integer block sums, the accumulation order, AVX-512 VNNI and A
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from attnlab.layers import int4_kernel, kernel_variants
@@ -26,17 +28,5 @@ TILE_BYTES = 1536  # 1024 bytes of codes, 64 float32 d, 64 float32 m
 SOURCES, ROWS_SOURCES = int4_kernel.sources("q4_k", TILE_BYTES, float32_scales=True)
 _compiled, _compiled_rows = kernel_variants.tiled_builds("q4_k", SOURCES, ROWS_SOURCES, "Q4_K products")
 available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
-
-
-def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
-    """q4_k buffers ((n, k/2) uint8 in Q4_1's nibble order, (n, k/32) float32 d sc, (n, k/32) float32 -dmin m) ->
-    (tiles,), (ceil(n/64), k/32, 1536) uint8."""
-    if scale.dtype != torch.float32 or min.dtype != torch.float32:
-        raise ValueError(f"the Q4_K kernel takes float32 scales and mins, got {scale.dtype} and {min.dtype}")
-    return int4_kernel.pack(qweight, scale, min)
-
-
-def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
-    """A QuantizedLinear's q4_k buffers and bias -> gemv's arguments between x and n."""
-    tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
-    return tiles, kernel_variants.layer_bias(bias)
+runs_here = functools.partial(kernel_variants.runs_on_this_cpu, SOURCES)
+pack, pack_layer = kernel_variants.min_packs("Q4_K", torch.float32, int4_kernel.pack)

@@ -11,6 +11,8 @@ bits, then 64 d and 64 m (float32): 1792 bytes. Without AVX-512 VNNI the loader 
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from attnlab.layers import kernel_variants, q5_0_kernel
@@ -21,21 +23,5 @@ TILE_BYTES = 1792
 SOURCES, ROWS_SOURCES = q5_0_kernel.sources("q5_k", TILE_BYTES, with_min=True, float32_scales=True)
 _compiled, _compiled_rows = kernel_variants.tiled_builds("q5_k", SOURCES, ROWS_SOURCES, "Q5_K products")
 available, unavailable_reason, gemv, rows_available, rows_product = kernel_variants.tiled_calls(globals())
-
-
-def runs_here() -> bool:
-    """Does this CPU have what the kernel needs (its flags and ATTNLAB_INT8_KERNEL; nothing built)?"""
-    return kernel_variants.pick(SOURCES)[0] is not None
-
-
-def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
-    """q5_k buffers ((n, k/32 * 20) uint8 nibbles and fifth bits per block, (n, k/32) float32 d and m) -> (tiles,)."""
-    if scale.dtype != torch.float32 or min.dtype != torch.float32:
-        raise ValueError(f"the Q5_K kernel takes float32 scales and mins, got {scale.dtype} and {min.dtype}")
-    return q5_0_kernel.pack(qweight, scale, min)
-
-
-def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
-    """A QuantizedLinear's q5_k buffers and bias -> gemv's arguments between x and n."""
-    tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
-    return tiles, kernel_variants.layer_bias(bias)
+runs_here = functools.partial(kernel_variants.runs_on_this_cpu, SOURCES)
+pack, pack_layer = kernel_variants.min_packs("Q5_K", torch.float32, q5_0_kernel.pack)

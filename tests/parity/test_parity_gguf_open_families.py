@@ -240,21 +240,13 @@ def test_written_back_as_their_own_architecture(arch, tmp_path):
     """save_gguf writes a Qwen2 model as a qwen2 file and a Qwen3 one as qwen3 (a llama file has no key for their
     biases or norms): transformers' GGUF reader computes the Hugging Face model's logits from it (Qwen3 with
     head_dim 128, the only one that reader builds), and attnlab reads back the same tensors."""
-    from attnlab.interop.gguf import save_gguf
-
     hf = _hf_model(arch, head_dim=128) if arch == "qwen3" else _hf_model(arch)
-    hf.save_pretrained(tmp_path / "hf")
-    ours, _ = attnlab.load(tmp_path / "hf")
-    path = save_gguf(ours, tmp_path / "written.gguf")
+    ours, path = _written_by_attnlab(hf, tmp_path)
     assert gguf.GGUFReader(str(path)).fields["general.architecture"].contents() == arch
     back, _ = attnlab.load(path)
     state, written = ours.state_dict(), back.state_dict()
     assert state.keys() == written.keys() and all(torch.equal(state[k], written[k]) for k in state)
-    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
-                                                               dtype=torch.float32).eval()
-    inputs = hf_inputs("llama")
-    with torch.no_grad():
-        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
+    assert _transformers_reads_back(hf, tmp_path, path) <= TOL
 
 
 @pytest.mark.parametrize("arch", CASES)
@@ -314,17 +306,28 @@ def test_phi3_written_is_read_by_transformers(tmp_path):
     """transformers' own GGUF reader computes the Hugging Face Phi-3 model's logits from the file save_gguf wrote
     (Phi-3's own vocabulary size: a file without a tokenizer has no padding id, and that reader then takes
     Phi3Config's, 32000)."""
+    assert _transformers_reads_back(_hf_model("phi3", vocab_size=32064), tmp_path) <= TOL
+
+
+def _written_by_attnlab(hf, folder):
+    """(attnlab's load of the Hugging Face model `hf` saved in folder/hf, the GGUF file save_gguf wrote from it)."""
     from attnlab.interop.gguf import save_gguf
 
-    hf = _hf_model("phi3", vocab_size=32064)
-    hf.save_pretrained(tmp_path / "hf")
-    ours, _ = attnlab.load(tmp_path / "hf")
-    path = save_gguf(ours, tmp_path / "written.gguf")
-    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
+    hf.save_pretrained(folder / "hf")
+    ours, _ = attnlab.load(folder / "hf")
+    return ours, save_gguf(ours, folder / "written.gguf")
+
+
+def _transformers_reads_back(hf, folder, path=None) -> float:
+    """Max |logit difference| between the Hugging Face model `hf` and transformers' own GGUF reader on the file
+    `path` in `folder` (by default the one _written_by_attnlab writes there), over hf_inputs("llama")'s real
+    positions."""
+    path = _written_by_attnlab(hf, folder)[1] if path is None else path
+    reread = transformers.AutoModelForCausalLM.from_pretrained(folder, gguf_file=path.name,
                                                                dtype=torch.float32).eval()
     inputs = hf_inputs("llama")
     with torch.no_grad():
-        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
+        return max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs))
 
 
 @pytest.mark.parametrize("change, named", [
@@ -352,16 +355,7 @@ def test_gemma_written_is_read_by_transformers(arch, tmp_path):
     That reader takes the soft caps, the query scale (query_pre_attn_scalar) and Gemma 3's local RoPE base from the
     config class's defaults, not from the file: the model here uses those defaults (head_dim 256 = the scalar; Gemma
     2's caps 50 and 30), so that the comparison is of the weights and the keys the reader does read."""
-    from attnlab.interop.gguf import save_gguf
-
     defaults = dict(head_dim=256, query_pre_attn_scalar=256, sliding_window=3)
     hf = _hf_model(arch, **defaults, **(dict(attn_logit_softcapping=50.0, final_logit_softcapping=30.0)
                                         if arch == "gemma2" else {}))
-    hf.save_pretrained(tmp_path / "hf")
-    ours, _ = attnlab.load(tmp_path / "hf")
-    path = save_gguf(ours, tmp_path / "written.gguf")
-    reread = transformers.AutoModelForCausalLM.from_pretrained(tmp_path, gguf_file=path.name,
-                                                               dtype=torch.float32).eval()
-    inputs = hf_inputs("llama")
-    with torch.no_grad():
-        assert max_diff(hf(**inputs).logits, reread(**inputs).logits, real(inputs)) <= TOL
+    assert _transformers_reads_back(hf, tmp_path) <= TOL
