@@ -67,30 +67,10 @@ _BLOCK_SUM = "xs[b] = (float)total;  // block sum of the ROUNDED x, in units of 
 _CONSTANTS_512 = r"""
         const __m512i mask = _mm512_set1_epi8(0x0F);
         const __m512 c254 = _mm512_set1_ps(254.f);"""
-_TILE_512 = r"""
-            #pragma GCC unroll 4
-            for (int e = 0; e < 4; ++e) {
-                const uint8_t* q = p + e * 256;
-                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 8 * e));
-                const __m512i xb = _mm512_set1_epi32(*(const int32_t*)(xhb + 8 * e + 4));
-                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 8 * e));
-                const __m512i yb = _mm512_set1_epi32(*(const int32_t*)(xlb + 8 * e + 4));
-                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
-                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);
-                const __m512i u0 = _mm512_and_si512(w0, mask), v0 = _mm512_and_si512(_mm512_srli_epi16(w0, 4), mask);
-                const __m512i u1 = _mm512_and_si512(w1, mask), v1 = _mm512_and_si512(_mm512_srli_epi16(w1, 4), mask);
-                const __m512i u2 = _mm512_and_si512(w2, mask), v2 = _mm512_and_si512(_mm512_srli_epi16(w2, 4), mask);
-                const __m512i u3 = _mm512_and_si512(w3, mask), v3 = _mm512_and_si512(_mm512_srli_epi16(w3, 4), mask);
-                h0 = _mm512_dpbusd_epi32(h0, u0, xa); h0 = _mm512_dpbusd_epi32(h0, v0, xb);
-                h1 = _mm512_dpbusd_epi32(h1, u1, xa); h1 = _mm512_dpbusd_epi32(h1, v1, xb);
-                h2 = _mm512_dpbusd_epi32(h2, u2, xa); h2 = _mm512_dpbusd_epi32(h2, v2, xb);
-                h3 = _mm512_dpbusd_epi32(h3, u3, xa); h3 = _mm512_dpbusd_epi32(h3, v3, xb);
-                l0 = _mm512_dpbusd_epi32(l0, u0, ya); l0 = _mm512_dpbusd_epi32(l0, v0, yb);
-                l1 = _mm512_dpbusd_epi32(l1, u1, ya); l1 = _mm512_dpbusd_epi32(l1, v1, yb);
-                l2 = _mm512_dpbusd_epi32(l2, u2, ya); l2 = _mm512_dpbusd_epi32(l2, v2, yb);
-                l3 = _mm512_dpbusd_epi32(l3, u3, ya); l3 = _mm512_dpbusd_epi32(l3, v3, yb);
-            }
-            const __m512 xsb = _mm512_set1_ps(xs[b]);
+# a line's low nibbles (inputs 8e..8e+3) as u0..u3 and its high nibbles (8e+4..8e+7) as v0..v3, unsigned bytes
+_NIBBLES_512 = "".join(f"\n                const __m512i u{g} = _mm512_and_si512(w{g}, mask), "
+                       f"v{g} = _mm512_and_si512(_mm512_srli_epi16(w{g}, 4), mask);" for g in range(4))
+_TILE_512 = kernel_source.nibble_quads("", _NIBBLES_512) + r"""            const __m512 xsb = _mm512_set1_ps(xs[b]);
 #define ACC(a, h, l, g) { \
                 const __m512 t = _mm512_fmadd_ps(_mm512_cvtepi32_ps(h), c254, _mm512_cvtepi32_ps(l)); \
                 const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))); \

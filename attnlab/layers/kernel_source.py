@@ -16,6 +16,9 @@ self-contained step; the pieces that declare the variables a kernel goes on to u
 - STORE_512: acc * s2 + bias into y, 16 outputs of a block at a time.
 - tile_gemv_head / tile_gemv_512: the tiled formats' (4-bit, Q8_0) function head, and their whole AVX-512 kernel
   around the format's tile product.
+- byte_quads / nibble_quads: the inner loop over a tile's 256-byte lines of 8-bit codes (Q8_0, Q6_K) or of
+  4-bit codes (4-bit, Q4_K; the 5-bit formats with their fifth bits), each line's four 64-byte vectors against
+  x's two int8 pieces in vpdpbusd: h0..h3 collect the hi piece, l0..l3 the lo piece.
 - round_row / tile_rows / tile_rows_512: the multi-row (prefill) kernels: a row's rounding as a function, the
   kernel that rounds every row and then serves each tile to several rows while it is in L1, and its AVX-512 form
   around the one-row kernel's own tile step (so each row gets the one-row kernel's bits).
@@ -410,3 +413,53 @@ def tile_rows_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, 
             + round_row(512, xs_type, "int8_t* xh = xr;\n    int8_t* xl = xr + k;", _STORE_PIECES_512, block_sum)
             + tile_rows(function, tile_bytes, xs_type, r"""
         const __m512i z = _mm512_setzero_si512();""" + constants, tile_row, out_row, swiglu=SWIGLU_512))
+
+
+_DPBUSD_NIBBLES = r"""
+                h0 = _mm512_dpbusd_epi32(h0, u0, xa); h0 = _mm512_dpbusd_epi32(h0, v0, xb);
+                h1 = _mm512_dpbusd_epi32(h1, u1, xa); h1 = _mm512_dpbusd_epi32(h1, v1, xb);
+                h2 = _mm512_dpbusd_epi32(h2, u2, xa); h2 = _mm512_dpbusd_epi32(h2, v2, xb);
+                h3 = _mm512_dpbusd_epi32(h3, u3, xa); h3 = _mm512_dpbusd_epi32(h3, v3, xb);
+                l0 = _mm512_dpbusd_epi32(l0, u0, ya); l0 = _mm512_dpbusd_epi32(l0, v0, yb);
+                l1 = _mm512_dpbusd_epi32(l1, u1, ya); l1 = _mm512_dpbusd_epi32(l1, v1, yb);
+                l2 = _mm512_dpbusd_epi32(l2, u2, ya); l2 = _mm512_dpbusd_epi32(l2, v2, yb);
+                l3 = _mm512_dpbusd_epi32(l3, u3, ya); l3 = _mm512_dpbusd_epi32(l3, v3, yb);"""
+
+
+def nibble_quads(extra: str, codes: str) -> str:
+    """The AVX-512 loop over a 4-bit tile's four 256-byte lines (inputs 8e..8e+7 of 64 outputs each): x's pieces of
+    those inputs broadcast (xa, xb: hi of the low and high nibble's inputs; ya, yb: lo), the line loaded as w0..w3,
+    `codes` turning w0..w3 into u0..u3 (low nibbles) and v0..v3 (high) as unsigned bytes, then eight vpdpbusd per
+    piece. `extra` declares what `codes` reads beside the line (the 5-bit formats' fifth-bit masks), or is ""."""
+    return r"""
+            #pragma GCC unroll 4
+            for (int e = 0; e < 4; ++e) {
+                const uint8_t* q = p + e * 256;""" + extra + r"""
+                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 8 * e));
+                const __m512i xb = _mm512_set1_epi32(*(const int32_t*)(xhb + 8 * e + 4));
+                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 8 * e));
+                const __m512i yb = _mm512_set1_epi32(*(const int32_t*)(xlb + 8 * e + 4));
+                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
+                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);""" + codes \
+        + _DPBUSD_NIBBLES + r"""
+            }
+"""
+
+
+def byte_quads(start: str, stop: str, unroll: int) -> str:
+    """The AVX-512 loop over a tile's 256-byte lines of 8-bit codes from line `start` to `stop` (C expressions): x's
+    hi and lo pieces of the line's four inputs broadcast (xa, ya), its four 64-byte vectors w0..w3 (64 outputs x 4
+    inputs, unsigned bytes) into h0..h3 and l0..l3 by vpdpbusd; `unroll` lines at a time."""
+    return rf"""
+            #pragma GCC unroll {unroll}
+            for (int e = {start}; e < {stop}; ++e) {{
+                const uint8_t* q = p + e * 256;
+                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 4 * e));
+                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 4 * e));
+                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
+                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);
+                h0 = _mm512_dpbusd_epi32(h0, w0, xa); h1 = _mm512_dpbusd_epi32(h1, w1, xa);
+                h2 = _mm512_dpbusd_epi32(h2, w2, xa); h3 = _mm512_dpbusd_epi32(h3, w3, xa);
+                l0 = _mm512_dpbusd_epi32(l0, w0, ya); l1 = _mm512_dpbusd_epi32(l1, w1, ya);
+                l2 = _mm512_dpbusd_epi32(l2, w2, ya); l3 = _mm512_dpbusd_epi32(l3, w3, ya);
+            }}"""

@@ -35,17 +35,9 @@ _BLOCK_SUM = "xs[b] = 16 * total;  // 16 X_b: the codes' +16, taken back out exa
 _CONSTANTS_512 = r"""
         const __m512i mask = _mm512_set1_epi8(0x0F), c16 = _mm512_set1_epi8(16);
         const __m512i c254 = _mm512_set1_epi32(254);"""
-_TILE_512 = r"""
-            #pragma GCC unroll 4
-            for (int e = 0; e < 4; ++e) {
-                const uint8_t* q = p + e * 256;
-                const uint64_t* mb = (const uint64_t*)(p + 1024 + e * 64);  // line g: mb[2 g] low, mb[2 g + 1] high
-                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 8 * e));
-                const __m512i xb = _mm512_set1_epi32(*(const int32_t*)(xhb + 8 * e + 4));
-                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 8 * e));
-                const __m512i yb = _mm512_set1_epi32(*(const int32_t*)(xlb + 8 * e + 4));
-                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
-                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);
+_TILE_512 = kernel_source.nibble_quads(r"""
+                const uint64_t* mb = (const uint64_t*)(p + 1024 + e * 64);  // line g: mb[2 g] low, mb[2 g + 1] high""",
+                                       r"""
 #define ATTNLAB_CODES(u, v, w, g) \
                 const __m512i u = _mm512_or_si512(_mm512_and_si512(w, mask), \
                                                   _mm512_maskz_mov_epi8((__mmask64)mb[2 * g], c16)); \
@@ -53,17 +45,7 @@ _TILE_512 = r"""
                                                   _mm512_maskz_mov_epi8((__mmask64)mb[2 * g + 1], c16));
                 ATTNLAB_CODES(u0, v0, w0, 0) ATTNLAB_CODES(u1, v1, w1, 1)
                 ATTNLAB_CODES(u2, v2, w2, 2) ATTNLAB_CODES(u3, v3, w3, 3)
-#undef ATTNLAB_CODES
-                h0 = _mm512_dpbusd_epi32(h0, u0, xa); h0 = _mm512_dpbusd_epi32(h0, v0, xb);
-                h1 = _mm512_dpbusd_epi32(h1, u1, xa); h1 = _mm512_dpbusd_epi32(h1, v1, xb);
-                h2 = _mm512_dpbusd_epi32(h2, u2, xa); h2 = _mm512_dpbusd_epi32(h2, v2, xb);
-                h3 = _mm512_dpbusd_epi32(h3, u3, xa); h3 = _mm512_dpbusd_epi32(h3, v3, xb);
-                l0 = _mm512_dpbusd_epi32(l0, u0, ya); l0 = _mm512_dpbusd_epi32(l0, v0, yb);
-                l1 = _mm512_dpbusd_epi32(l1, u1, ya); l1 = _mm512_dpbusd_epi32(l1, v1, yb);
-                l2 = _mm512_dpbusd_epi32(l2, u2, ya); l2 = _mm512_dpbusd_epi32(l2, v2, yb);
-                l3 = _mm512_dpbusd_epi32(l3, u3, ya); l3 = _mm512_dpbusd_epi32(l3, v3, yb);
-            }
-"""
+#undef ATTNLAB_CODES""")
 # Q5_0: w = d (q - 16): the exact integer 254 h + l - 16 X_b times d
 _ACC_Q5_0 = r"""
             const __m512i xsb = _mm512_set1_epi32(xs[b]);

@@ -38,20 +38,7 @@ _BLOCK_SUM = r"""int32_t half = 0;
         pair[1] = 32 * (total - half);"""
 _CONSTANTS_512 = r"""
         const __m512i c254 = _mm512_set1_epi32(254);"""
-_QUADS = r"""
-            #pragma GCC unroll 4
-            for (int e = FIRST; e < FIRST + 4; ++e) {
-                const uint8_t* q = p + e * 256;
-                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 4 * e));
-                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 4 * e));
-                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
-                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);
-                h0 = _mm512_dpbusd_epi32(h0, w0, xa); h1 = _mm512_dpbusd_epi32(h1, w1, xa);
-                h2 = _mm512_dpbusd_epi32(h2, w2, xa); h3 = _mm512_dpbusd_epi32(h3, w3, xa);
-                l0 = _mm512_dpbusd_epi32(l0, w0, ya); l1 = _mm512_dpbusd_epi32(l1, w1, ya);
-                l2 = _mm512_dpbusd_epi32(l2, w2, ya); l3 = _mm512_dpbusd_epi32(l3, w3, ya);
-            }"""
-_TILE_512 = _QUADS.replace("FIRST", "0") + r"""
+_TILE_512 = kernel_source.byte_quads("0", "0 + 4", 4) + r"""
             const int32_t* pair = (const int32_t*)(xs + b);
             const __m512i xs0 = _mm512_set1_epi32(pair[0]), xs1 = _mm512_set1_epi32(pair[1]);
 #define ATTNLAB_HALF(a, h, l, g, s, xsh) { \
@@ -60,7 +47,8 @@ _TILE_512 = _QUADS.replace("FIRST", "0") + r"""
                 a = _mm512_fmadd_ps(d, _mm512_cvtepi32_ps(t), a); }
             ATTNLAB_HALF(a0, h0, l0, 0, 0, xs0) ATTNLAB_HALF(a1, h1, l1, 1, 0, xs0)
             ATTNLAB_HALF(a2, h2, l2, 2, 0, xs0) ATTNLAB_HALF(a3, h3, l3, 3, 0, xs0)
-            h0 = z; h1 = z; h2 = z; h3 = z; l0 = z; l1 = z; l2 = z; l3 = z;""" + _QUADS.replace("FIRST", "4") + r"""
+            h0 = z; h1 = z; h2 = z; h3 = z; l0 = z; l1 = z; l2 = z; l3 = z;""" \
+    + kernel_source.byte_quads("4", "4 + 4", 4) + r"""
 #define ACC(a, h, l, g) ATTNLAB_HALF(a, h, l, g, 1, xs1)
 """
 _SOURCE = kernel_source.tile_gemv_512("attnlab_q6_k_gemv", TILE_BYTES, CODE_BYTES, "int64_t", _BLOCK_SUM,

@@ -79,19 +79,7 @@ ROWS_CHUNK = 16  # rows_product: rows sharing each tile while it is in L1 (16 x 
 _BLOCK_SUM = "xs[b] = 128 * total;  // 128 X_b: the +128 of the codes, taken back out exactly"
 _CONSTANTS_512 = r"""
         const __m512i c254 = _mm512_set1_epi32(254);"""
-_TILE_512 = r"""
-            #pragma GCC unroll 8
-            for (int e = 0; e < 8; ++e) {
-                const uint8_t* q = p + e * 256;
-                const __m512i xa = _mm512_set1_epi32(*(const int32_t*)(xhb + 4 * e));
-                const __m512i ya = _mm512_set1_epi32(*(const int32_t*)(xlb + 4 * e));
-                const __m512i w0 = _mm512_loadu_si512(q), w1 = _mm512_loadu_si512(q + 64);
-                const __m512i w2 = _mm512_loadu_si512(q + 128), w3 = _mm512_loadu_si512(q + 192);
-                h0 = _mm512_dpbusd_epi32(h0, w0, xa); h1 = _mm512_dpbusd_epi32(h1, w1, xa);
-                h2 = _mm512_dpbusd_epi32(h2, w2, xa); h3 = _mm512_dpbusd_epi32(h3, w3, xa);
-                l0 = _mm512_dpbusd_epi32(l0, w0, ya); l1 = _mm512_dpbusd_epi32(l1, w1, ya);
-                l2 = _mm512_dpbusd_epi32(l2, w2, ya); l3 = _mm512_dpbusd_epi32(l3, w3, ya);
-            }
+_TILE_512 = kernel_source.byte_quads("0", "8", 8) + r"""
             const __m512i xsb = _mm512_set1_epi32(xs[b]);
 #define ACC(a, h, l, g) { \
                 const __m512i t = _mm512_sub_epi32(_mm512_add_epi32(_mm512_mullo_epi32(h, c254), l), xsb); \
