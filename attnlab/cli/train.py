@@ -61,6 +61,10 @@ RECIPE_KEYS = {
     "val_every": "every val_every-th article is held out for evaluation",
     "wiki_share": "minilm-mlm with data=: the share of training windows drawn from the Wikipedia summaries' train "
                   "split instead (0 = none; the evaluation stays on data=)",
+    "teacher": "minilm-mlm: distil this causal LM's next-word predictions into the head (smollm2; empty = none)",
+    "teacher_weight": "minilm-mlm with teacher=: the KL term's share of the loss at masked words (the rest is the "
+                      "true word's cross-entropy)",
+    "teacher_k": "minilm-mlm with teacher=: the teacher's most likely whole words kept at each position",
     "mask_prob": "share of tokens masked for masked-language modelling (of which 80/10/10 mask/random/kept)",
     "label_smoothing": "cross-entropy label smoothing", "max_number": "largest number in the translation data",
     "languages": "target languages of the translation data", "source_lang": "source language",

@@ -21,7 +21,13 @@ training windows from the Wikipedia summaries' train split instead; the evaluati
 Masking is BERT's rule, attnlab.data.collators.apply_mlm_rule through MLMCollator; words_only=true restricts its
 candidates to whole words of one piece (word_positions), the kind of word a cloze blank asks for. The evaluation
 masks fixed held-out windows with a fixed seed and reports masked top-1 / top-5 beside the unigram baseline (the
-most frequent train-split token, and the five most frequent for top-5; words only under words_only=true)."""
+most frequent train-split token, and the five most frequent for top-5; words only under words_only=true).
+
+Distillation (teacher=smollm2, off by default): SmolLM2-135M-Instruct's next-word distributions over the training
+text (attnlab.data.teacher: its k=teacher_k most likely whole words at each whole-word position, from the words to
+the left) are soft targets beside the true word: at the masked positions that have a teacher row the loss is
+teacher_weight * KL(teacher || head) + (1 - teacher_weight) * cross-entropy (distill_loss); the rows are computed
+once per corpus and cached (windows from the Wikipedia share under wiki_share have none unless it is the data)."""
 
 from __future__ import annotations
 
@@ -142,6 +148,17 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         self.inner = p["seq_len"] - 2
         train, val = split_articles(articles, p["val_every"])
         self.train_ids = self._ids(train)
+        self.teacher = None  # (ids (n, k), probs (n, k)) aligned with train_ids, under teacher=
+        if p["teacher"]:
+            from attnlab.data.teacher import cached_topk
+
+            if not 0 <= p["teacher_weight"] <= 1:
+                raise ConfigError(f"teacher_weight={p['teacher_weight']}: allowed 0..1 (the KL term's share of "
+                                  "the loss; the rest is the true word's cross-entropy)")
+            self.teacher = cached_topk(train, tok, p["teacher"], k=p["teacher_k"])
+            if len(self.teacher[0]) != len(self.train_ids):
+                raise ConfigError(f"the teacher's rows ({len(self.teacher[0])}) do not line up with the "
+                                  f"{len(self.train_ids)} train tokens: remove the cached file and run again")
         val_ids = self._ids(val)
         # wiki_share > 0: that share of the training windows comes from `extra` (the Wikipedia summaries' train
         # split), the rest from the data; the evaluation stays on the data's held-out articles
@@ -178,6 +195,17 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
                                         generator=generator)
         return {"ids": out["input_ids"], "labels": out["labels"]}
 
+    def _teacher_rows(self, sources, starts) -> dict:
+        """The teacher's rows for windows (ids -1 / probs 0 where there is none: [CLS], [SEP], other corpora)."""
+        k = self.teacher[0].shape[1]
+        ids = torch.full((len(starts), self.inner + 2, k), -1, dtype=torch.long)
+        probs = torch.zeros((len(starts), self.inner + 2, k))
+        for r, (src, s) in enumerate(zip(sources, starts, strict=True)):
+            if src is self.train_ids:
+                ids[r, 1:-1] = self.teacher[0][s: s + self.inner].long()
+                probs[r, 1:-1] = self.teacher[1][s: s + self.inner].float()
+        return {"teacher_ids": ids, "teacher_probs": probs}
+
     def _ids(self, articles: list[str]) -> torch.Tensor:
         rows = self.tokenizer.encode_batch(articles, add_special_tokens=False)
         return torch.tensor([i for row in rows for i in row], dtype=torch.long)
@@ -186,19 +214,29 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
         if self.extra_ids is None:
             starts = torch.randint(0, len(self.train_ids) - self.inner, (batch_size,), generator=generator)
             windows = torch.stack([self.train_ids[s: s + self.inner] for s in starts.tolist()])  # (batch, inner)
-            return self.mask(self._wrap(windows), generator)
+            batch = self.mask(self._wrap(windows), generator)
+            if self.teacher is not None:
+                batch.update(self._teacher_rows([self.train_ids] * batch_size, starts.tolist()))
+            return batch
         # each window from the Wikipedia split with probability wiki_share, else from the data
         sources = [self.extra_ids if u < self.p["wiki_share"] else self.train_ids
                    for u in torch.rand(batch_size, generator=generator).tolist()]
         starts = [int(torch.randint(0, len(ids) - self.inner, (1,), generator=generator)) for ids in sources]
         windows = torch.stack([ids[s: s + self.inner] for ids, s in zip(sources, starts, strict=True)])
-        return self.mask(self._wrap(windows), generator)
+        batch = self.mask(self._wrap(windows), generator)
+        if self.teacher is not None:
+            batch.update(self._teacher_rows(sources, starts))
+        return batch
 
     selected_logits = staticmethod(selected_logits)  # the head on the masked positions only (masked.py)
 
     def loss(self, model, batch):
         labels = batch["labels"]
         logits = self.selected_logits(model, batch["ids"], labels)
+        if "teacher_ids" in batch:
+            selected = labels != -100
+            return (distill_loss(logits, labels[selected], batch["teacher_ids"][selected],
+                                 batch["teacher_probs"][selected], self.p["teacher_weight"]), batch["ids"].numel())
         return mlm_loss(logits, labels[labels != -100]), batch["ids"].numel()
 
     def eval_summary(self) -> str:
@@ -228,6 +266,22 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
     def report(self, model, out_dir):
         return {"data": self.counts, "trained_tensors": self.trained,
                 "unigram_tokens": [self.tokenizer.id_to_token(int(i)) for i in self.unigram_top5]}
+
+
+def distill_loss(logits, target, teacher_ids, teacher_probs, weight: float) -> torch.Tensor:
+    """weight * KL(teacher || student) + (1 - weight) * cross-entropy, at n selected positions: logits (n, vocab),
+    target (n,), the teacher's k words and probabilities (n, k) (ids -1 / probs 0 where it has none). KL is
+    sum_k p_k (log p_k - log q(word_k)) with q the student's softmax over the whole vocabulary, averaged over the
+    rows that have a teacher (0 when none has); the cross-entropy over all n."""
+    logq = torch.log_softmax(logits.float(), dim=-1)
+    ce = torch.nn.functional.nll_loss(logq, target)
+    has = teacher_ids[:, 0] >= 0
+    if not bool(has.any()):
+        return (1 - weight) * ce
+    p = teacher_probs[has].float()
+    q = logq[has].gather(1, teacher_ids[has].clamp_min(0))
+    kl = (p * (torch.log(p.clamp_min(1e-30)) - q)).sum(-1).mean()
+    return weight * kl + (1 - weight) * ce
 
 
 def export_trained(run, dest, info=None) -> Path:
@@ -289,5 +343,6 @@ def build_minilm_mlm(p):
 MINILM_MLM = Recipe("minilm-mlm", "MLM head + last 2 blocks on the installed all-MiniLM-L6-v2 (Wikipedia summaries)",
                     build_minilm_mlm,
                     dict(data="", layers=0, train_layers=2, words_only=False, seq_len=64, mask_prob=0.15,
-                         val_every=10, eval_windows=300, wiki_share=0.0),
+                         val_every=10, eval_windows=300, wiki_share=0.0, teacher="", teacher_weight=0.5,
+                         teacher_k=32),
                     dict(steps=350, batch_size=32, lr=1e-3, warmup=30, eval_every=175, weight_decay=0.01))
