@@ -1,5 +1,6 @@
-"""The multi-row products of the tiled formats (layers/q8_0_kernel.py and int4_kernel.py rows_product: a prompt's
-prefill through the one-row kernel's tiles) and the dispatch that sends a layer's 5..MANY_ROWS rows to them.
+"""The multi-row products of the tiled formats (layers/q8_0_kernel.py, int4_kernel.py and q4_0_kernel.py
+rows_product: a prompt's prefill through the one-row kernel's tiles) and the dispatch that sends a layer's
+5..MANY_ROWS rows to them.
 
 The promise checked: every row of rows_product is bit for bit the one-row kernel's (gemv) answer for that row, in
 the variant this CPU picks (AVX-512 VNNI where it has it) and in the AVX2 one (forced with
@@ -14,10 +15,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from attnlab.layers import int4_kernel, kernel_variants, q8_0_kernel, quantized
+from attnlab.layers import int4_kernel, kernel_variants, q4_0_kernel, q8_0_kernel, quantized
 from attnlab.layers.quantized import QuantizedLinear
 
-MODULES = {"q8_0": (q8_0_kernel, "q8_0"), "q4_1": (int4_kernel, "int4")}  # format -> (kernel, its build name)
+MODULES = {"q8_0": (q8_0_kernel, "q8_0"), "q4_1": (int4_kernel, "int4"),  # format -> (kernel, its build name)
+           "q4_0": (q4_0_kernel, "q4_0")}
 
 
 @pytest.fixture(params=[(fmt, variant) for fmt in MODULES for variant in ("chosen", "avx2")],
@@ -52,6 +54,8 @@ def _buffers(fmt: str, n: int, k: int, gen: torch.Generator) -> dict[str, torch.
         return {"qweight": q, "scale": scale}
     q = torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, generator=gen)  # two 4-bit codes a byte
     q[0], q[1] = 0, 255
+    if fmt == "q4_0":  # w = d (q - 8)
+        return {"qweight": q, "scale": scale, "min": scale * -8}
     return {"qweight": q, "scale": scale, "min": (-torch.rand(n, k // 32, generator=gen) * 0.1).half()}
 
 

@@ -85,14 +85,18 @@ _F16_LOADS = ("_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(dm + 16 * g))
               "_mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(dm + 64 + 8 * (j))))")
 _F32_LOADS = ("_mm512_loadu_ps((const float*)dm + 16 * g)", "_mm512_loadu_ps((const float*)dm + 64 + 16 * g)",
               "_mm256_loadu_ps((const float*)dm + 8 * (j))", "_mm256_loadu_ps((const float*)dm + 64 + 8 * (j))")
+# Q4_0 (w = d (q - 8)): no m in the tile, m = -8 d made from d (exact in float32; layers/q4_0_kernel.py)
+_MINUS_8D_LOADS = (_F16_LOADS[0], "_mm512_mul_ps(d, _mm512_set1_ps(-8.f))",
+                   _F16_LOADS[2], "_mm256_mul_ps(d, _mm256_set1_ps(-8.f))")
 
 
-def sources(name: str, tile_bytes: int, float32_scales: bool = False) -> tuple[tuple, tuple]:
+def sources(name: str, tile_bytes: int, float32_scales: bool = False, minus_8d: bool = False) -> tuple[tuple, tuple]:
     """(SOURCES, ROWS_SOURCES) of a 4-bit tiled format: the one-row kernels attnlab_<name>_gemv and multi-row
     kernels attnlab_<name>_rows (AVX-512 VNNI, then AVX2), over tiles of `tile_bytes`: 1024 bytes of codes, then 64
     d and 64 m, float16 (1280: Q4_1's layout, this module) or float32 (`float32_scales`, 1536: Q4_K's sub-block
-    scales d * sc and mins dmin * m, exact in float32 and not in float16; layers/q4_k_kernel.py)."""
-    loads = _F32_LOADS if float32_scales else _F16_LOADS
+    scales d * sc and mins dmin * m, exact in float32 and not in float16; layers/q4_k_kernel.py); or, `minus_8d`,
+    64 float16 d alone (1152: Q4_0's bytes, layers/q4_0_kernel.py), m = -8 d made in the kernel."""
+    loads = _MINUS_8D_LOADS if minus_8d else _F32_LOADS if float32_scales else _F16_LOADS
 
     def scaled(text: str) -> str:
         for old, new in zip(_F16_LOADS, loads, strict=True):

@@ -6,7 +6,8 @@ float):
 - "q8_0": GGUF's Q8_0, blocks of 32 along the input dimension: w = d[n, b] * q[n, k] (d float16).
 - "q4_1": GGUF's Q4_1, blocks of 32: w = d[n, b] * q[n, k] + m[n, b], q in [0, 15], two codes per byte.
 - "q4_0": GGUF's Q4_0, blocks of 32: w = d[n, b] * (q[n, k] - 8); stored as q4_1 with m = -8 d, which gives the
-  same float32 numbers (d * q and 8 d are exact in float32, and so is their difference).
+  same float32 numbers (d * q and 8 d are exact in float32, and so is their difference); its kernel's tiles hold
+  the codes and d only, the file's 18 bytes per 32 weights (layers/q4_0_kernel.py).
 - "int4": attnlab's own 4-bit scheme, which is Q4_1's (groups of 32, float16 scale and min): one layout, one kernel.
 - "q4_k": GGUF's Q4_K, as Q4_1's layout with float32 scale d sc and min -dmin m per 32 inputs (exact; layers/kquants.py,
   layers/q4_k_kernel.py).
@@ -84,6 +85,7 @@ from attnlab.layers import (
     kernel_threads,
     kernel_variants,
     kquants,
+    q4_0_kernel,
     q4_k_kernel,
     q5_0_kernel,
     q5_1_kernel,
@@ -96,7 +98,7 @@ BLOCK = 32  # values per GGUF block / attnlab int4 group
 FORMATS = ("int8", "q8_0", "int4", "q4_0", "q4_1", "q4_k", "q6_k", "q5_0", "q5_1", "q5_k")
 ROWS_FORMATS = tuple(f for f in FORMATS if f != "int8")  # prefill products by their kernel's rows_product
 KEPT = [0]  # bytes of stand-in weights (QuantizedLinear._stand_in) alive in this process
-KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": int4_kernel, "q4_1": int4_kernel,  # one-row products
+KERNELS = {"int8": int8_kernel, "int4": int4_kernel, "q4_0": q4_0_kernel, "q4_1": int4_kernel,  # one-row products
            "q8_0": q8_0_kernel, "q4_k": q4_k_kernel, "q6_k": q6_k_kernel, "q5_0": q5_0_kernel,
            "q5_1": q5_1_kernel, "q5_k": q5_k_kernel}
 NO_MIN = ("int8", "q8_0", "q6_k", "q5_0")  # formats of codes and scales only
