@@ -24,6 +24,7 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
     python -m attnlab.benchmarks.quantized --parts threads  # SmolLM2 decode at 1 and 2 threads
     python -m attnlab.benchmarks.quantized --parts gguf_roofline  # SmolLM2's 4-bit matrices: the 4-bit kernel
     python -m attnlab.benchmarks.quantized --parts kquant   # a Q4_K_M file kept, as before, and expanded
+    python -m attnlab.benchmarks.quantized --parts q4_0     # Q4_0's own tiles against Q4_1's (as before)
 """
 
 from __future__ import annotations
@@ -421,6 +422,69 @@ def kquant_steps(steps: int, reps: int, bandwidth: float, path=None) -> list[str
     return rows
 
 
+def q4_0_tiles(steps: int, reps: int, bandwidth: float, path=None) -> list[str]:
+    """A Q4_0 GGUF (default: SmolLM2 Q4_0 by llama-quantize, kquant_model("Q4_0")): its Q4_0 matrices through the
+    Q4_0 kernel's own tiles (codes and d: 1152 bytes per 64 x 32) against the 4-bit kernel's Q4_1 tiles of the
+    same buffers (d and m = -8 d: 1280 bytes), as attnlab read Q4_0 before; per matrix kind, one row, all blocks
+    cycled, beside a read of each tile stream (the floor); then one decoding step of the whole model both ways
+    (the "as Q4_1" model is the same load with its q4_0 layers named q4_1: the same buffers and numbers). One
+    thread, CPU clock, interleaved."""
+    from attnlab.layers import int4_kernel, q4_0_kernel
+    from attnlab.layers.quantized import QuantizedLinear
+
+    path = path or kquant_model("Q4_0")
+    if path is None:
+        return ["Q4_0: no file (python -m attnlab.benchmarks.llama_cpp --build builds llama-quantize)"]
+    if not (q4_0_kernel.available() and int4_kernel.available()):
+        return [f"the 4-bit kernels are unavailable here: {q4_0_kernel.unavailable_reason()}"]
+    import attnlab
+
+    model = attnlab.load(path)[0]
+    kinds: dict[str, list] = {}
+    for name, m in model.named_modules():
+        if isinstance(m, QuantizedLinear) and m.format == "q4_0":
+            kinds.setdefault(name.rsplit(".", 1)[-1], []).append(m)
+    rows = [f"{Path(path).name}: its Q4_0 matrices, one row, all blocks cycled, one thread, CPU clock (median of "
+            f"{reps} interleaved rounds); load average {os.getloadavg()[0]:.1f}",
+            "| matrix (in x out) | Q4_1 tiles (before) | Q4_0 tiles | faster by | tile bytes | before / its read | "
+            "Q4_0 / its read |", "|---" * 7 + "|"]
+    for kind, layers in kinds.items():
+        k, n = layers[0].in_features, layers[0].out_features
+        torch.manual_seed(0)
+        x = torch.randn(1, k)
+        old = [int4_kernel.pack_layer(m.buffers_dict(), None)[0] for m in layers]
+        new = [q4_0_kernel.pack_layer(m.buffers_dict(), None)[0] for m in layers]
+        old_read, new_read = [t.view(torch.float32) for t in old], [t.view(torch.float32) for t in new]
+
+        def cycle(fn, items):
+            return lambda: [fn(item) for item in items]
+
+        with torch.no_grad():
+            t = _interleave({
+                "old": cycle(lambda p, x=x, n=n: int4_kernel.gemv(x, p, None, n, 1), old),
+                "new": cycle(lambda p, x=x, n=n: q4_0_kernel.gemv(x, p, None, n, 1), new),
+                "old read": cycle(torch.sum, old_read), "new read": cycle(torch.sum, new_read)}, reps)
+        us = {name: v / len(layers) * 1e6 for name, v in t.items()}
+        rows.append(f"| {kind} {k} x {n} | {us['old']:.1f} us | {us['new']:.1f} us | {us['old'] / us['new']:.2f}x | "
+                    f"{old[0].nbytes / 1e3:.0f} / {new[0].nbytes / 1e3:.0f} KB | {us['old'] / us['old read']:.2f}x | "
+                    f"{us['new'] / us['new read']:.2f}x |")
+        print("\n".join(rows) if len(rows) == 4 else rows[-1], flush=True)
+    as_q4_1 = attnlab.load(path)[0]
+    for m in as_q4_1.modules():
+        if isinstance(m, QuantizedLinear) and m.format == "q4_0":
+            m.format = "q4_1"  # the same buffers (m = -8 d) through the 4-bit kernel's Q4_1 tiles
+    models = {"Q4_0 tiles": model, "Q4_1 tiles (before)": as_q4_1}
+    with torch.no_grad():
+        cost = step_costs(models, model.config.vocab_size, steps, reps)
+    read = weight_bytes(model)
+    rows += ["", "| whole model, one decoding step | step | vs Q4_0 tiles | vs the floor of the file's bytes |",
+             "|---|---|---|---|"]
+    rows += [f"| {name} | {c * 1e3:.2f} ms | {c / cost['Q4_0 tiles']:.2f}x | {c / (read / bandwidth / 1e9):.2f}x |"
+             for name, c in cost.items()]
+    print("\n".join(rows[-(2 + len(cost)):]), flush=True)
+    return rows
+
+
 PROMPT_TOKENS, NEW_TOKENS = 32, 64  # llama-bench's pp32 / tg64; prefill included here
 
 
@@ -545,8 +609,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", default="roofline,gpt2,smollm2,quality",
-                        help="comma-separated: roofline, gguf_roofline, gpt2, smollm2, kquant, threads, quality")
-    parser.add_argument("--model", type=Path, help="kquant: a K-quant GGUF (default: SmolLM2 Q4_K_M)")
+                        help="comma-separated: roofline, gguf_roofline, gpt2, smollm2, kquant, q4_0, threads, quality")
+    parser.add_argument("--model", type=Path, help="kquant: a K-quant GGUF (default: SmolLM2 Q4_K_M); q4_0: a Q4_0 "
+                        "GGUF (default: SmolLM2 Q4_0)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     reps, steps = (3, 8) if args.quick else (7, 16)
@@ -565,6 +630,8 @@ def main(argv=None) -> int:
         smollm2_steps(steps, reps, bandwidth)
     if "kquant" in parts:
         kquant_steps(steps, reps, bandwidth, args.model)
+    if "q4_0" in parts:
+        q4_0_tiles(steps, reps, bandwidth, args.model)
     if "threads" in parts:
         smollm2_threads(reps)
     if "quality" in parts:
