@@ -382,3 +382,20 @@ def test_nanogpt_repo_exports_a_checkout_reads_its_loss_and_asks_for_the_checkou
     assert "git clone https://github.com/karpathy/nanoGPT" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         nanogpt_repo.main(["--nanogpt", str(checkout), "--variants", "fast"])
+
+
+def test_q4_0_tiles_part_times_both_tiles_on_a_tiny_file(tmp_path, monkeypatch):
+    """bench quantized --parts q4_0 on a tiny GGUF whose Q/K/V are Q4_0: a row per Q4_0 matrix kind and the whole
+    step both ways (one step, one round: a smoke test of the wiring, not a timing)."""
+    from attnlab.benchmarks import quantized as bench
+    from attnlab.layers import q4_0_kernel
+    from tests import gguf_files
+
+    if not q4_0_kernel.available():
+        pytest.skip(f"the Q4_0 kernel is unavailable here: {q4_0_kernel.unavailable_reason()}")
+    monkeypatch.setenv("ATTNLAB_COMPILE", "0")
+    rows = bench.q4_0_tiles(steps=1, reps=1, bandwidth=20.0, path=gguf_files.write_quantized_gguf(tmp_path))
+    table = [r for r in rows if r.startswith("| qkv ")]
+    assert len(table) == 1 and "x" in table[0].split("|")[4]
+    assert any(r.startswith("| Q4_0 tiles |") for r in rows) and any(r.startswith("| Q4_1 tiles (before) |")
+                                                                       for r in rows)
