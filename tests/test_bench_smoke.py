@@ -399,3 +399,28 @@ def test_q4_0_tiles_part_times_both_tiles_on_a_tiny_file(tmp_path, monkeypatch):
     assert len(table) == 1 and "x" in table[0].split("|")[4]
     assert any(r.startswith("| Q4_0 tiles |") for r in rows) and any(r.startswith("| Q4_1 tiles (before) |")
                                                                        for r in rows)
+
+
+def test_long_prompts_times_both_turns_without_llama_cpp(tmp_path, monkeypatch):
+    """bench long_prompts on a tiny GGUF with llama-bench absent: attnlab's rows for a prompt into an empty cache
+    and a second turn after it at 1 and 2 threads, the peer's columns empty; and the second turn's forward really
+    reads the cached positions (its last logits equal a whole-sequence forward's)."""
+    import attnlab
+    from attnlab.benchmarks import llama_cpp, long_prompts
+    from attnlab.cache import KVCache
+    from tests import gguf_files
+
+    monkeypatch.setattr(llama_cpp, "find_llama_bench", lambda: None)
+    path = gguf_files.write_quantized_gguf(tmp_path)
+    rows = long_prompts.compare(path, tokens=8, rounds=1, reps=1)
+    cases = [r for r in rows if r.startswith("| pp8")]
+    assert len(cases) == 4 and all(r.endswith("| - | - |") for r in cases)
+    model, _ = attnlab.load(path)
+    ids = torch.randint(0, model.config.vocab_size, (1, 16), generator=torch.Generator().manual_seed(0))
+    cache = KVCache.for_model(model, 1, 16, bounded=True)
+    with torch.inference_mode():
+        model(ids[:, :8], position_ids=torch.arange(8)[None], cache=cache, last_only=True, validate=False)
+        second = model(ids[:, 8:], position_ids=torch.arange(8, 16)[None], cache=cache, last_only=True,
+                       validate=False).logits[:, -1]
+        whole = model(ids).logits[:, -1]
+    torch.testing.assert_close(second, whole, rtol=1e-4, atol=1e-4)
