@@ -27,6 +27,7 @@ index), so a checkpoint resumes under any strategy and any number of ranks.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,9 +118,11 @@ def count_units(model: torch.nn.Module) -> int:
 
 
 def is_sharded(model: torch.nn.Module) -> bool:
-    from torch.distributed.fsdp import FSDPModule
-
-    return isinstance(model, FSDPModule)
+    """Whether fully_shard made `model` an FSDP module. Importing torch.distributed.fsdp to ask would add its
+    DTensor machinery, ~45 MB resident (torch 2.13), to every one-process run at its first checkpoint; a model is
+    only sharded after that module was imported, so its absence answers no."""
+    fsdp = sys.modules.get("torch.distributed.fsdp")
+    return fsdp is not None and isinstance(model, fsdp.FSDPModule)
 
 
 def _param_names(model: torch.nn.Module, optimizer: torch.optim.Optimizer) -> list[str]:

@@ -3,8 +3,10 @@ a fresh interpreter, through sys.modules), how large the evaluation's forwards a
 threshold: those flake on a loaded machine; `python -m attnlab.benchmarks.data --only-baby-gpt` measures RSS.
 
 Issue 25.6 (attnlab's peak RSS on nanoGPT's baby GPT <= 1.2x nanoGPT's train.py): boto3 behind TensorBoard was
-~9 MB, matplotlib ~35 MB and torch._dynamo ~60 MB (torch's optimizer imports it on both sides: it must not come
-in earlier, through the model or the training code)."""
+~9 MB, matplotlib ~35 MB and torch._dynamo ~60 MB. Issue 53.5 (<= 1.0x): torch.optim's AdamW imports
+torch._dynamo at its construction (72 MB, ~1.2 CPU-seconds; nanoGPT's train.py pays it), and asking whether the
+model was sharded imported torch.distributed.fsdp with DTensor (~45 MB) at the first checkpoint; a whole
+one-process run now imports neither."""
 
 import importlib.util
 import json
@@ -16,7 +18,8 @@ import sys
 import pytest
 import torch
 
-HEAVY = ("tensorboard", "torch.utils.tensorboard", "matplotlib", "torch._dynamo", "boto3", "botocore", "wandb")
+HEAVY = ("tensorboard", "torch.utils.tensorboard", "matplotlib", "torch._dynamo", "boto3", "botocore", "wandb",
+         "torch.distributed.fsdp", "torch.distributed.tensor")
 
 
 def _loaded_after(script: str) -> list[str]:
@@ -44,6 +47,22 @@ keys = {{"data": {str(tmp_path / "text.txt")!r}, "d_model": "32", "n_heads": "2"
 settings, params = resolve_params(recipe, keys)
 task = recipe.build({{**params, "batch_size": settings.batch_size, "tokenizer": None, "out_dir": {str(tmp_path)!r}}})
 assert task.bigram > 0
+"""
+    assert _loaded_after(script) == []
+
+
+def test_a_whole_run_imports_neither_the_compiler_nor_fsdp(tmp_path):
+    """`attnlab train` (run_train) without plot, logger or samples: its AdamW steps, evaluations and checkpoints
+    (two saves, a resume point and the end) load none of HEAVY; with torch.optim.AdamW the optimizer's first
+    add_param_group imports torch._dynamo, and is_sharded used to import torch.distributed.fsdp."""
+    (tmp_path / "text.txt").write_text("def f(x):\n    return x + 1\n\n" * 400)
+    script = f"""
+from attnlab.training.run import run_train
+keys = {{"data": {str(tmp_path / "text.txt")!r}, "d_model": "32", "n_heads": "2", "d_ff": "64", "n_layers": "1",
+        "seq_len": "16", "batch_size": "4", "steps": "4", "eval_every": "2", "eval_windows": "8",
+        "sample_tokens": "0", "plot": "false", "report": "none", "threads": "1"}}
+result = run_train("gpt-char", out={str(tmp_path / "run")!r}, overrides=keys, quiet=True)
+assert result["step"] == 4 and result["checkpoint"].endswith("step-00000004")
 """
     assert _loaded_after(script) == []
 

@@ -1,5 +1,6 @@
 """AdamW groups and the warmup + cosine schedule, checked against closed-form values."""
 
+import copy
 import math
 
 import pytest
@@ -88,3 +89,48 @@ def test_fused_adamw_is_the_default_and_matches_the_per_tensor_update():
     for (name, a), b in zip(fused_model.named_parameters(), plain_model.parameters(), strict=True):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6, msg=name)
     assert build_optimizer(fused_model, lr=1e-2, fused=False).defaults["fused"] is False
+
+
+def test_attnlab_adamw_is_torchs_update_and_state_without_the_compiler():
+    """build_optimizer's AdamW skips torch.optim's compiler wrappers (tests/training/test_memory.py checks the
+    import); the update must be torch's own fused AdamW bit for bit (the same kernel, the same arguments), under
+    the warmup + cosine schedule, and its state_dict the same, so a checkpoint resumes the same either way."""
+    from attnlab.training.optim import AdamW
+
+    torch.manual_seed(0)
+    config = ModelConfig(topology="decoder", vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=8)
+    ours_model, torch_model = build_model(config), build_model(config)
+    torch_model.load_state_dict(ours_model.state_dict())
+    ours = build_optimizer(ours_model, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.99))
+    assert type(ours) is AdamW and isinstance(ours, torch.optim.AdamW) and ours.defaults["fused"] is True
+    theirs = torch.optim.AdamW(param_groups(torch_model, 0.1), lr=1e-2, betas=(0.9, 0.99), eps=1e-8, fused=True)
+    schedules = [build_scheduler(opt, 2, 8, 0.1) for opt in (ours, theirs)]
+    ids = torch.randint(0, 20, (3, 8), generator=torch.Generator().manual_seed(1))
+
+    def steps(n):
+        for _ in range(n):
+            for model, opt, schedule in zip((ours_model, torch_model), (ours, theirs), schedules, strict=True):
+                opt.zero_grad(set_to_none=True)
+                model(ids).logits.square().mean().backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+                opt.step()
+                schedule.step()
+
+    steps(4)
+    for (name, a), b in zip(ours_model.named_parameters(), torch_model.parameters(), strict=True):
+        assert torch.equal(a, b), name
+    mine, reference = ours.state_dict(), theirs.state_dict()
+    assert mine["param_groups"] == reference["param_groups"]
+    assert mine["state"].keys() == reference["state"].keys()
+    for key, state in mine["state"].items():
+        for name, value in state.items():
+            assert torch.equal(value, reference["state"][key][name]), (key, name)
+    # a resume: a fresh AdamW loads torch's state and goes on exactly as torch's optimizer does
+    ours = build_optimizer(ours_model, lr=1e-2, weight_decay=0.1, betas=(0.9, 0.99))
+    schedules[0] = build_scheduler(ours, 2, 8, 0.1)  # the trainer's order: both built, then both loaded
+    ours.load_state_dict(copy.deepcopy(reference))  # a copy: a loaded state keeps the tensors it is given
+    schedules[0].load_state_dict(schedules[1].state_dict())
+    steps(3)
+    for (name, a), b in zip(ours_model.named_parameters(), torch_model.parameters(), strict=True):
+        assert torch.equal(a, b), name
+    assert ours.param_groups[0]["lr"] == theirs.param_groups[0]["lr"]
