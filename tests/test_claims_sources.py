@@ -105,6 +105,12 @@ def _one_figure_each(cells: str, keys: tuple[str, ...]) -> list[tuple[str, str]]
     return rows
 
 
+THREADS_SHORT = "bench/results/threads-2026-12-07"  # python -m attnlab.benchmarks.threads --only gpt-char,short ...
+THREADS_SHORT_ROWS = ("[1.36] | [0.91] | [1.00]", "[1.36] | [1.03] | [0.99]", "[1.05] | [0.95] | [1.04]",
+                      "[0.89] | [0.94] | [1.08]", "[1.12] | [0.97] | [0.96]", "[0.89] | [1.02] | [1.21]",
+                      "[0.94] | [1.04] | [0.95]", "[1.01] | [1.16] | [1.02]", "[1.03] | [1.09] | [0.97]",
+                      "[1.01] | [0.99] | [1.08]")
+
 GPT2_PARAMS = "docs/experiments/results/gpt2_params.jsonl"  # counted by docs/experiments/gpt2_params.py
 
 NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"
@@ -599,6 +605,16 @@ CLAIMS = [
      f"{QUICK}/before-f6cc462.log", r"worst default / best: ([\d.]+)", 1),
     ("bench/RESULTS.md", "| threads: worst default / best | 0.58 (training as found) | {0.96} |", f"{QUICK}/after.log",
      r"worst default / best: ([\d.]+)", 1),
+    # bench/RESULTS.md: the short requests' thread default, ten runs under two busy processes (2026-12-07)
+    *[("bench/RESULTS.md", row, f"{THREADS_SHORT}/busy-run{run}.json", f"json:{key}", 1)
+      for run, cells in enumerate(THREADS_SHORT_ROWS, 1)
+      for row, key in _one_figure_each(f"| {run} | {cells} |", tuple(f"{i}.default_over_best" for i in range(3)))],
+    ("bench/RESULTS.md", "`attnlab.threads.choose` {0.056} ms", f"{THREADS_SHORT}/choose-cost.log",
+     r"^choose\(\): a snapshot within 10 s: median ([\d.]+) ms", 1),
+    ("bench/RESULTS.md", "{0.138} ms without one", f"{THREADS_SHORT}/choose-cost.log",
+     r"^choose\(\): no snapshot within 10 s: median ([\d.]+) ms", 1),
+    ("bench/RESULTS.md", "40 interleaved pairs: {1.003}x the CPU time", f"{THREADS_SHORT}/choose-cost.log",
+     r"CPU time ([\d.]+)\)", 1),
     # docs/fine-tuning.md: init_from= runs on the shared 2-core machine (python -m attnlab.benchmarks.fine_tune)
     *[("docs/fine-tuning.md", row, f"{FINE_TUNE}/{name}.json", f"json:{key}", 1)
       for name, cells in (("smollm2", "| [2.930] | [2.864] | 40 | [168] s | [1,463] MB | [4.13] (3.7-4.4) |"),

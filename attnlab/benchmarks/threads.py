@@ -25,6 +25,7 @@ with their positions), and nor does the gpt-char case's 56 tokens after 7: one t
     python -m attnlab.benchmarks.threads            # 4 rounds per condition (~20 minutes on a shared 2-core machine)
     python -m attnlab.benchmarks.threads --quick    # gpt-char only, 2 rounds (1 for training), shorter runs
     python -m attnlab.benchmarks.threads --only short --states busy --rounds 3   # the short requests, loaded
+    python -m attnlab.benchmarks.threads --choose-cost   # what the default's choice costs a short request (CPU)
 """
 
 from __future__ import annotations
@@ -161,6 +162,53 @@ def report(case: str, state: str, got: dict) -> dict:
             "default_over_best": ratio}
 
 
+def choose_cost(pairs: int = 40) -> None:
+    """What the default's choice costs a short request (gpt-char, SHORT_NEW tokens after "ROMEO: ") on this process's
+    CPU clock: attnlab.threads.choose with a snapshot of the other processes' use taken within REUSE_S and without,
+    and the whole request at the default against threads=1, interleaved pairs (a ratio that holds on a busy
+    machine: the time this process ran, not the time it waited for a core)."""
+    import attnlab
+    from attnlab import threads
+
+    model, tokenizer = attnlab.load(str(CHECKPOINT))
+    ids = tokenizer.encode("ROMEO: ")
+    steps = len(ids) + SHORT_NEW
+
+    def cpu(fn) -> float:
+        start = time.process_time()
+        fn()
+        return time.process_time() - start
+
+    def pick():
+        return threads.choose(None, model=model, rows=1, steps=steps)
+
+    pick()
+    recent = [cpu(pick) for _ in range(200)]
+    stale = []
+    for _ in range(50):  # the last snapshot moved back past REUSE_S: the request finds none recent
+        threads._SAMPLER.last = (time.monotonic() - 2 * threads.REUSE_S, *threads._SAMPLER.last[1:])
+        stale.append(cpu(pick))
+    print(f"# gpt-char, {SHORT_NEW} tokens after {len(ids)}; CPU time of this process; load average "
+          f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")
+    for label, got in ((f"a snapshot within {threads.REUSE_S:.0f} s", recent),
+                       (f"no snapshot within {threads.REUSE_S:.0f} s", stale)):
+        print(f"choose(): {label}: median {statistics.median(got) * 1e3:.3f} ms, max {max(got) * 1e3:.3f} ms, "
+              f"chose {pick()}")
+
+    def request(count):
+        return attnlab.generate(model, [ids], max_new_tokens=SHORT_NEW, eos_token_id=None, threads=count)
+
+    for count in (None, 1):
+        request(count)
+    got: dict = {None: [], 1: []}
+    for _ in range(pairs):
+        for count in (None, 1):
+            got[count].append(cpu(lambda count=count: request(count)))
+    default, one = statistics.median(got[None]), statistics.median(got[1])
+    print(f"whole request, {pairs} interleaved pairs: default {default * 1e3:.2f} ms, threads=1 {one * 1e3:.2f} ms "
+          f"(default / threads=1 CPU time {default / one:.3f})")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="gpt-char only, 2 rounds (1 for training), shorter runs")
@@ -170,9 +218,17 @@ def main(argv=None) -> int:
     p.add_argument("--states", default="quiet,busy", help="as found (quiet) and/or with busy competitors (busy)")
     p.add_argument("--cache-dir", default=None, help="the probe's cache folder (default: a fresh temporary one)")
     p.add_argument("--out", default=None, help="also write the rows as JSON to this file")
+    p.add_argument("--choose-cost", action="store_true",
+                   help="only what the default's choice costs a short gpt-char request, on the CPU clock")
     args = p.parse_args(argv)
     rounds = args.rounds or (2 if args.quick else 4)
     os.environ["ATTNLAB_CACHE_DIR"] = args.cache_dir or tempfile.mkdtemp(prefix="attnlab-threads-")
+    if args.choose_cost:
+        from attnlab.benchmarks.common import header
+
+        print(header(f"python -m attnlab.benchmarks.threads {' '.join(argv or sys.argv[1:])}"))
+        choose_cost()
+        return 0
 
     import attnlab
     from attnlab.benchmarks.common import header
