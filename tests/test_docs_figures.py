@@ -101,6 +101,21 @@ def test_the_classes_say_why_a_number_is_not_checked_against_a_source():
     for f in figures.read():
         if f.token != figures.ROWS:
             counts[f.cls.split(":")[0]] = counts.get(f.cls.split(":")[0], 0) + 1
-    assert set(counts) <= {"log", "computed", "results", "source", "output", "code", "label", "formula", "setting",
-                           "product", "generated", "date", "pinned"}
-    assert counts.get("log", 0) >= 100 and counts.get("computed", 0) >= 5
+    assert set(counts) <= {"log", "computed", "results", "source", "output", "cited", "code", "label", "formula",
+                           "setting", "product", "generated", "date", "pinned"}
+    assert counts.get("log", 0) >= 100 and counts.get("computed", 0) >= 5 and counts.get("cited", 0) >= 50
+
+
+def test_a_cited_figure_fails_when_its_file_no_longer_holds_it(monkeypatch):
+    """A number classed cited:PATH: the test fails when the cited file stops holding it (a re-run wrote another
+    value) and when its paragraph stops citing the file; a one-digit number never takes the class."""
+    cited = next(f for f in figures.read() if f.cls.startswith("cited:"))
+    text = (figures.ROOT / cited.page).read_text()
+    assert not [p for p in figures.problems(text, cited.page) if "cited" in p or "does not hold" in p]
+    path = cited.cls[6:]
+    monkeypatch.setattr(figures, "_file_numbers", lambda p: frozenset() if p == path else frozenset({"x"}))
+    assert any(f"{path} does not hold it" in p for p in figures.problems(text, cited.page))
+    monkeypatch.undo()
+    unnamed = text.replace(path, "elsewhere/" + path.split("/", 1)[1])  # the same numbers, no cited file
+    assert any("no longer cites that file" in p for p in figures.problems(unnamed, cited.page, deep=False))
+    assert figures.cited_file("see `bench/results/x.log`: 7 runs", 30, "7") is None

@@ -33,6 +33,10 @@ class. The classes, and what the test checks for each:
   tests/test_cli_reference.py fails when the page differs from what the parser gives.
 - `date`: a date (YYYY-MM-DD), a time of day or a commit: when and at which revision a figure was measured, which
   every figure must give; no result. Rule: the number has that shape.
+- `cited:PATH`: a result the page's paragraph (or, for a table, the paragraph before it) cites the log or results
+  file of, PATH, which holds the same number (commas aside) among its own: the figure was copied from that file
+  and a re-run that writes another value there fails the test. Weaker than `log`, which names the line: the number
+  may stand in the file for another reason. Only numbers of two significant digits or more take it.
 - `pinned`: the number as written, with nothing behind it checked here yet: the figures the pages mark "(not
   logged)", hand measurements, settings in prose (d_model 64, 8 heads) and figures not yet bound. An edit is
   caught, a change of what they measured is not.
@@ -510,6 +514,42 @@ def _in_logged(start: int, token: str, logged: list[tuple[int, int]]) -> bool:
     return any(a <= at < b for a, b in logged)
 
 
+CITED = re.compile(r"(?:bench/results|docs/experiments/results|docs/img)/[\w./-]+?\.(?:log|jsonl|json|txt|csv)\b")
+
+
+def _blocks_around(text: str, start: int) -> str:
+    """The paragraph (text between blank lines) holding `start`; for a table row, the table and the paragraph
+    before it, where a table's log is usually named."""
+    a = text.rfind("\n\n", 0, start)
+    b = text.find("\n\n", start)
+    a, b = (0 if a < 0 else a + 2), (len(text) if b < 0 else b)
+    if text[a:a + 1] == "|":
+        before = text.rfind("\n\n", 0, max(0, a - 2))
+        a = 0 if before < 0 else before + 2
+    return text[a:b]
+
+
+def _plain(token: str) -> str:
+    return token.replace(",", "").replace("−", "-").lstrip("+")
+
+
+@cache
+def _file_numbers(path: str) -> frozenset[str]:
+    """The numbers a log or results file holds (TOKEN's, commas dropped)."""
+    return frozenset(_plain(m.group()) for m in TOKEN.finditer((ROOT / path).read_text(errors="replace")))
+
+
+def cited_file(text: str, start: int, token: str) -> str | None:
+    """The first file the number's paragraph cites (CITED) that holds the number, or None; numbers of fewer than
+    two significant digits ("1", "0.5") are too common in any log to bind this way."""
+    if len(re.sub(r"\D", "", token).lstrip("0")) < 2:
+        return None
+    for path in dict.fromkeys(CITED.findall(_blocks_around(text, start))):
+        if (ROOT / path).is_file() and _plain(token) in _file_numbers(path):
+            return path
+    return None
+
+
 def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> str:
     """The class a number takes by rule where no binding is kept for its place."""
     flat_before = _flat(text[max(0, f.start - 400):f.start])
@@ -538,6 +578,8 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
         return "setting"
     if DATE.fullmatch(f.token):
         return "date"
+    if (path := cited_file(text, f.start, f.token)) is not None:
+        return f"cited:{path}"
     return "pinned"
 
 
@@ -612,6 +654,13 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
         elif f.cls == "log" and not _in_logged(n.start, n.token, logged):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed log but no CLAIMS row of "
                        "tests/test_claims_sources.py reads it")
+        elif f.cls.startswith("cited:") and f.cls[6:] not in CITED.findall(_blocks_around(text, n.start)):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed {f.cls} but its paragraph no longer "
+                       "cites that file")
+        elif deep and f.cls.startswith("cited:") and (not (ROOT / f.cls[6:]).is_file()
+                                                      or _plain(n.token) not in _file_numbers(f.cls[6:])):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)}: {f.cls[6:]} does not hold it (a re-run "
+                       "changed the file, or the page: make them agree)")
         elif deep and f.cls.startswith("computed:") and computed(f.cls[9:]) != n.token:
             out.append(f"{page}: {n.token} at {_where(text, n.start)}: {f.cls[9:]} computes {computed(f.cls[9:])}")
         elif deep and f.cls.startswith("source:") and source_value(f.cls[7:].replace("|", " ")) != n.token:
@@ -679,8 +728,8 @@ def write_ledger() -> None:
 
 
 GROUPS = {"log": "bound", "computed": "bound", "source": "bound", "output": "bound", "results": "bound",
-          "code": "rule", "label": "rule", "product": "rule", "formula": "rule", "setting": "rule", "date": "rule",
-          "generated": "rule", "pinned": "pinned"}
+          "cited": "cited", "code": "rule", "label": "rule", "product": "rule", "formula": "rule", "setting": "rule",
+          "date": "rule", "generated": "rule", "pinned": "pinned"}
 
 
 def summary() -> list[str]:
@@ -690,24 +739,24 @@ def summary() -> list[str]:
     verb). As a Markdown table."""
     from experiments_trace import check, claims
 
-    counts: dict[str, list[int]] = {p: [0] * 6 for p in (*TRACED, *pages())}
+    counts: dict[str, list[int]] = {p: [0] * 7 for p in (*TRACED, *pages())}
     for page in TRACED:  # every number traced (check.untraced_numbers fails on any other): bound, or a setting
         name = page.removeprefix("docs/")
         settings = sum(b.kind == "=" for t in check.TRACES if t.doc == name for b in check._bindings().get(t.part, []))
         shown = len(check.tokens((ROOT / page).read_text()))
-        counts[page] = [shown - settings, settings, 0, 0, 0, 0]
+        counts[page] = [shown - settings, 0, settings, 0, 0, 0, 0]
     for f in read():
         if f.token != ROWS and f.page in counts:
             group = "rule" if f.cls in SELF else GROUPS[f.cls.split(":")[0]]  # these tables: generated, no result
-            counts[f.page][("bound", "rule", "pinned").index(group)] += 1
+            counts[f.page][("bound", "cited", "rule", "pinned").index(group)] += 1
     for c in claims.read_claims():
         c = c if c.page not in claims.PAGES else claims.Claim("docs/" + c.page, c.before, c.word, c.after, c.rule)
         if c.page in counts:
-            counts[c.page][3 if c.rule not in claims.PINS else 4 if c.rule == "pinned" else 5] += 1
-    lines = ["| page | numbers bound to a source | by a rule (no result) | pinned | claim words by a rule | pinned | "
-             "no claim |", "|---|---|---|---|---|---|---|"]
+            counts[c.page][4 if c.rule not in claims.PINS else 5 if c.rule == "pinned" else 6] += 1
+    lines = ["| page | numbers bound to a source | found in the file their paragraph cites | by a rule (no result) | "
+             "pinned | claim words by a rule | pinned | no claim |", "|---|---|---|---|---|---|---|---|"]
     lines += [f"| {p} | " + " | ".join(f"{x:,}" for x in v) + " |" for p, v in counts.items()]
-    total = [sum(v[i] for v in counts.values()) for i in range(6)]
+    total = [sum(v[i] for v in counts.values()) for i in range(7)]
     return [*lines, "| all | " + " | ".join(f"{x:,}" for x in total) + " |"]
 
 
