@@ -19,10 +19,12 @@ three words with one sense, each in two groups of sentences on different topics 
 the separation a change of topic alone gives.
 
     python docs/experiments/ambiguity.py [--jsonl docs/experiments/results/ambiguity.jsonl]
+    python docs/experiments/ambiguity.py --sentences second --jsonl docs/experiments/results/ambiguity_second.jsonl
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 import statistics
@@ -211,6 +213,187 @@ SENSES: dict[str, dict[str, list[str]]] = {
         ],
     },
 }
+# A second set of sentences, written after the first had been measured (issue 54: a re-run on sentences the doc
+# did not use): the same eight words and senses, 8 new sentences per sense, the same rules (the word once, in
+# lower case after a space, the words that decide the sense before it).
+SENSES_NEW: dict[str, dict[str, list[str]]] = {
+    "apple": {
+        "fruit": [
+            "The baby chewed slowly on a soft slice of baked apple.",
+            "From the basket of pears and plums she chose one yellow apple for lunch.",
+            "The recipe for the crumble needs one tart cooking apple per person.",
+            "Caramel dripped from the stick of the candied apple at the fair.",
+            "Wasps buzzed around the rotten windfall apple lying in the grass.",
+            "He cut out the worm and ate the rest of the apple anyway.",
+            "Pressed into cider, each freshly picked apple gave a little juice.",
+            "The teacher found on her desk a polished red apple from a pupil.",
+        ],
+        "company": [
+            "The antitrust regulators in Brussels fined the iPhone maker apple again.",
+            "Shareholders of the trillion-dollar software and hardware firm apple voted on the board.",
+            "The app store rules set by the Cupertino company apple angered developers.",
+            "Chip suppliers in Taiwan signed a new deal with the computer company apple last week.",
+            "The keynote where the smartphone firm apple revealed its headset was streamed live.",
+            "Music labels negotiated streaming fees with the tech corporation apple for months.",
+            "The software update for laptops, published by the device maker apple, fixed a security hole.",
+            "Analysts on Wall Street expect the electronics giant apple to report record revenue.",
+        ],
+    },
+    "bank": {
+        "river": [
+            "The children built a dam of stones near the low bank of the brook.",
+            "Beavers had gnawed the trees along the shady bank of the river.",
+            "Frogs croaked from the reedy bank as the boat floated past.",
+            "Cows came down to drink at the trampled bank of the pond.",
+            "With the water rising, the swollen river overflowed its bank near the village.",
+            "The angler cast his line from the mossy bank of the trout stream.",
+            "Ferns covered the shaded bank where the creek bends.",
+            "The kingfisher nested in a hole dug into the clay bank of the river.",
+        ],
+        "money": [
+            "To pay the rent, she transferred the money online through her bank account.",
+            "The clerk stamped the cheque at the counter of the savings bank in town.",
+            "Interest on the loan from the investment bank rose sharply this year.",
+            "After losing his credit card, he called the fraud line of his bank immediately.",
+            "The auditors found missing funds in the books of the regional bank last spring.",
+            "With a mortgage, the couple borrowed from the bank to buy the house.",
+            "Stock markets fell when the largest commercial bank reported heavy losses.",
+            "The ATM card was swallowed by the cash machine at the bank on Friday.",
+        ],
+    },
+    "bat": {
+        "animal": [
+            "In the tropical forest, a fruit bat hung from a branch eating figs.",
+            "The cave explorers disturbed a sleeping colony, and a startled bat fluttered past.",
+            "Wildlife rescuers fed an injured baby bat with a tiny bottle of milk.",
+            "Gliding over the pond at night, a hungry bat snapped up mosquitoes.",
+            "The zoo's nocturnal house shows a giant fruit bat with a huge wingspan.",
+            "Scientists tracked the migration of one radio-tagged bat across Europe.",
+            "Its wings folded like an umbrella, the sleeping bat clung to the rafter.",
+            "Ultrasound detectors let ecologists hear each hunting bat in the dark woods.",
+        ],
+        "club": [
+            "The slugger stepped up to the plate and raised his maple bat over his shoulder.",
+            "With two outs in the ninth inning, the rookie swung the bat and missed.",
+            "The sports shop sold signed balls and a replica cricket bat from the final.",
+            "During batting practice, the girl choked up on her bat for better control.",
+            "The umpire checked the length of the batsman's bat before the innings.",
+            "After striking out, the angry player slammed his bat against the fence.",
+            "The little league coach ordered a lighter bat for the youngest hitters.",
+            "The cricketer oiled the blade of his new bat before the test match.",
+        ],
+    },
+    "crane": {
+        "bird": [
+            "Each autumn, thousands of migrating birds arrive, and the common crane rests in the fields.",
+            "The zookeeper fed fish to the elegant crowned crane in the aviary.",
+            "Standing on one leg in the swamp, a sleepy crane waited for dawn.",
+            "Conservationists counted every nesting crane in the protected wetland.",
+            "The wildlife photographer waited in the reeds for the sandhill crane to appear.",
+            "Trumpeting loudly, a courting crane bowed and leapt in the meadow.",
+            "Folk tales from Asia say the long-lived crane brings good fortune to birds and people.",
+            "Through binoculars we watched a feeding crane probe the mud for worms.",
+        ],
+        "machine": [
+            "At the shipyard, a gantry crane moved the giant steel hull sections.",
+            "The construction workers signaled to the driver of the crane to lower the load.",
+            "A strong wind stopped all work, and the tall crane stood idle over the site.",
+            "The bridge builders rented a floating crane to place the concrete span.",
+            "Scaffolders watched as the hydraulic crane lifted the roof trusses.",
+            "The warehouse has an overhead crane that carries pallets to the trucks.",
+            "After the accident, inspectors examined the collapsed tower crane at the site.",
+            "The logging company loaded the trunks onto trucks with a tracked crane in the forest.",
+        ],
+    },
+    "mouse": {
+        "animal": [
+            "The farmer set a trap in the granary to catch a thieving mouse at night.",
+            "In the story, a brave little mouse freed the lion from the net.",
+            "Our cat proudly left a dead mouse on the doormat this morning.",
+            "The biologist weighed each wild wood mouse caught in the forest traps.",
+            "Behind the fridge, a tiny brown mouse had chewed through the wires.",
+            "The hawk circled above the field, looking for a careless mouse below.",
+            "The children's hamster and their pet mouse lived in one large cage.",
+            "In the lab, the researchers injected each young mouse with the vaccine.",
+        ],
+        "computer": [
+            "The designer dragged the image across the screen with her mouse and dropped it.",
+            "Under the desk, the USB cable of the mouse had come loose from the computer.",
+            "To select several files, hold shift and click with the mouse on each one.",
+            "The gaming keyboard came bundled with a matching mouse and headset.",
+            "The office worker's wrist hurt from using the computer mouse all day.",
+            "He hovered the pointer over the link with the mouse to see the address.",
+            "My laptop's touchpad broke, so I plugged in an external mouse instead.",
+            "The software lets you record macros and assign them to a mouse button.",
+        ],
+    },
+    "plant": {
+        "living": [
+            "The sunflower is a fast-growing annual plant that follows the sun.",
+            "After a week without water, the wilted house plant lost its leaves.",
+            "Bees carried pollen from flower to flower, fertilizing each plant in the meadow.",
+            "The herbalist brewed tea from the leaves of a medicinal plant.",
+            "In spring she repotted the overgrown spider plant into a bigger pot.",
+            "The ivy is a climbing plant that covers old walls.",
+            "Slugs had eaten every seedling except one lettuce plant in the bed.",
+            "The horticulturist grafted a branch onto the young lemon plant in the nursery.",
+        ],
+        "factory": [
+            "The automaker announced layoffs at its engine plant in Ohio.",
+            "Smoke rose from the chimneys of the cement plant outside the city.",
+            "Inspectors found safety violations at the meat packing plant last week.",
+            "The energy company is building a solar power plant in the desert.",
+            "Hundreds of workers assemble aircraft parts at the aerospace plant on the coast.",
+            "The chemical spill came from a fertilizer plant upstream of the town.",
+            "Production at the semiconductor plant halted because of a power outage.",
+            "The brewery opened a second bottling plant to meet the demand for its beer.",
+        ],
+    },
+    "spring": {
+        "season": [
+            "The farmers plough their fields and plant barley in the spring after the thaw.",
+            "Tulips and daffodils announce the arrival of spring in the park.",
+            "The football league ends in late spring, just before the summer break.",
+            "Cleaning the whole house after winter is a tradition every spring for my mother.",
+            "Hay fever sufferers dread the pollen season of spring each year.",
+            "The swallows fly back from Africa in the spring to build their nests.",
+            "We planned the wedding for a sunny weekend in the spring of next year.",
+            "The rainy weather of early spring made the rivers rise.",
+        ],
+        "coil": [
+            "The watchmaker replaced the broken main spring of the pocket watch.",
+            "In the car seat, a loose steel spring squeaked at every bump.",
+            "The door closed by itself, pulled by a strong spring in its hinge.",
+            "The engineer measured how far the metal spring compressed under the load.",
+            "When the latch is released, a tension spring snaps the trap shut.",
+            "The old sofa sagged because a rusty spring inside had snapped.",
+            "The stapler jammed until she fixed the bent spring that feeds the staples.",
+            "In physics class we hung weights from a copper spring and measured its length.",
+        ],
+    },
+    "match": {
+        "fire": [
+            "The scout lit the campfire with only one match and dry leaves.",
+            "In the power cut, grandmother found candles and a box with a single match left.",
+            "The wind blew out the flame of the match before he could light the lantern.",
+            "From the matchbox she took a match and lit the gas stove.",
+            "The arsonist dropped a lit match into the pile of petrol-soaked rags.",
+            "Holding the burning match too long, he scorched his fingertips.",
+            "The survival kit contained a waterproof match, a knife and a whistle.",
+            "The little girl in the fairy tale warmed herself with each match she struck.",
+        ],
+        "game": [
+            "The soccer fans sang loudly throughout the whole match at the stadium.",
+            "After the final whistle of the hockey match, both teams shook hands.",
+            "The volleyball team lost the deciding set of the match after a long rally.",
+            "Betting companies offered odds on the outcome of the boxing match tonight.",
+            "The badminton player twisted her ankle during the semifinal match on Saturday.",
+            "Rain delayed the start of the baseball game and the cricket match in town.",
+            "The wrestling champion won the match by pinning his opponent.",
+            "Our school's basketball team won the league match by ten points.",
+        ],
+    },
+}
 # A control: three words with ONE sense, each in two groups of sentences as far apart in topic as the senses above
 # (cooking against the sea, a pet at home against police work, school against a holiday). If context only shifted
 # a word's vector with the topic, these would separate as well as the two senses do.
@@ -389,19 +572,19 @@ def layer_summary(vectors: dict, groups: dict, layer: int, prefix: str = "") -> 
     return out
 
 
-def model_rows(lm, info: dict) -> list[dict]:
-    """One results line per layer of `lm`: the ambiguous words, the one-sense controls (keys "control_..."), and
-    the cosine of "apple" in the seed's two sentences."""
-    ambiguous, most = group_vectors(lm, SENSES)
+def model_rows(lm, info: dict, senses: dict = SENSES) -> list[dict]:
+    """One results line per layer of `lm`: the ambiguous words (`senses`), the one-sense controls (keys
+    "control_..."), and the cosine of "apple" in the seed's two sentences."""
+    ambiguous, most = group_vectors(lm, senses)
     controls, most_control = group_vectors(lm, CONTROLS)
     seed = [sentence_vectors(lm, t, "apple")[0] for t in SEED_PAIR]
     rows = []
     for layer in range(lm.model.config.n_layers + 1):
         rows.append({"model": lm.id, "label": lm.label, "layer": layer,
                      "site": "embed" if layer == 0 else f"blocks.{layer - 1}.resid_post",
-                     "sentences_per_sense": min(len(t) for s in SENSES.values() for t in s.values()),
+                     "sentences_per_sense": min(len(t) for s in senses.values() for t in s.values()),
                      "most_pieces_per_word": max(most, most_control),
-                     **layer_summary(ambiguous, SENSES, layer), **layer_summary(controls, CONTROLS, layer, "control_"),
+                     **layer_summary(ambiguous, senses, layer), **layer_summary(controls, CONTROLS, layer, "control_"),
                      "seed_pair_cos": _r(float(F.cosine_similarity(seed[0][layer], seed[1][layer], dim=0))),
                      **info})
     return rows
@@ -410,15 +593,21 @@ def model_rows(lm, info: dict) -> list[dict]:
 def main() -> None:
     from attnlab.benchmarks.common import machine
 
-    args, registry = shipped_models()
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sentences", choices=("first", "second"), default="first",
+                    help="which set of sentences for the ambiguous words: the first (SENSES, the doc's section 20) "
+                         "or the second (SENSES_NEW, written later for the re-run)")
+    args, registry = shipped_models(ap)
+    senses = SENSES if args.sentences == "first" else SENSES_NEW
     m = machine()
-    info = {"cpu": m["cpu"], "cpu_capability": m["cpu_capability"], "torch": m["torch"], "threads": m["threads"]}
-    for groups in (SENSES, CONTROLS):  # every sentence holds its word once (word_span raises otherwise)
-        for word, senses in groups.items():
-            for texts in senses.values():
+    info = {"cpu": m["cpu"], "cpu_capability": m["cpu_capability"], "torch": m["torch"], "threads": m["threads"],
+            **({"sentence_set": "second"} if args.sentences == "second" else {})}
+    for groups in (senses, CONTROLS):  # every sentence holds its word once (word_span raises otherwise)
+        for word, by_sense in groups.items():
+            for texts in by_sense.values():
                 for t in texts:
                     word_span(t, word)
-    rows = [r for name in MODELS for r in model_rows(registry.get(name), info)]
+    rows = [r for name in MODELS for r in model_rows(registry.get(name), info, senses)]
     write_jsonl([json.dumps(r) for r in rows], args.jsonl)
 
 

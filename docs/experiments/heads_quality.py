@@ -21,7 +21,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import recipe_task  # noqa: E402
-from heldout import sweep  # noqa: E402
+from heldout import SEEDS, sweep  # noqa: E402
 
 MODEL = {"n_layers": 2, "d_model": 64, "d_ff": 256}
 
@@ -39,10 +39,13 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--out", default="/tmp/exp26/heads_quality")
     ap.add_argument("--jsonl", default="")
+    ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    ap.add_argument("--tuned-from", default="", metavar="JSONL",
+                    help="no tuning: each arm at the rate its tune runs in this results file chose (new seeds)")
     args = ap.parse_args()
     torch.set_num_threads(1)
     arms = [({"n_heads": h, "d_head": MODEL["d_model"] // h, **MODEL}, builder(h, args.out)) for h in args.heads]
-    sweep(arms, args.steps, args.jsonl)
+    sweep(arms, args.steps, args.jsonl, seeds=args.seeds, tuned_from=args.tuned_from)
 
 
 if __name__ == "__main__":

@@ -78,6 +78,9 @@ def protocol_arguments(ap, out: str):
     ap.add_argument("--jsonl", default="")
     ap.add_argument("--lr", type=float, default=None, help="no tuning: train every arm at this rate (a probe)")
     ap.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
+    ap.add_argument("--tuned-from", default="", metavar="JSONL",
+                    help="no tuning: each arm at the rate its tune runs in this results file chose (new seeds of "
+                         "an earlier sweep; their runs are phase \"report\")")
     args = ap.parse_args()
     torch.set_num_threads(1)
     return args
@@ -85,20 +88,40 @@ def protocol_arguments(ap, out: str):
 
 def sweep_as_asked(arms: list[tuple[dict, Callable]], args) -> list[dict]:
     """`sweep` with the steps, results file, seeds and fixed rate of protocol_arguments' `args`."""
-    return sweep(arms, args.steps, args.jsonl, seeds=args.seeds, fixed_lr=args.lr)
+    return sweep(arms, args.steps, args.jsonl, seeds=args.seeds, fixed_lr=args.lr, tuned_from=args.tuned_from)
+
+
+def tuned_rate(arm: dict, path: str) -> float:
+    """The learning rate an earlier sweep chose for `arm`: its finite tune run with the lowest validation loss
+    among the lines of the results file `path` that carry every key of the arm."""
+    import json
+    from pathlib import Path
+
+    lines = [json.loads(x) for x in Path(path).read_text().splitlines() if x.strip()]
+    tuned = [r for r in lines if r.get("phase") == "tune" and r.get("finite")
+             and all(r.get(k) == v for k, v in arm.items())]
+    if not tuned:
+        raise ValueError(f"{path} has no finite tune run of the arm {arm}")
+    return min(tuned, key=lambda r: r["val_loss"])["lr"]
 
 
 def sweep(arms: list[tuple[dict, Callable]], steps: int, jsonl: str, lrs=LRS, seeds=SEEDS,
-          fixed_lr: float | None = None) -> list[dict]:
+          fixed_lr: float | None = None, tuned_from: str = "") -> list[dict]:
     """Per arm: tune the learning rate on the validation half (seed TUNE_SEED), then report `seeds` at it.
 
     fixed_lr: no tuning; each seed is trained at that rate (phase "probe": a follow-up at a rate an earlier sweep
-    chose, e.g. for longer training)."""
+    chose, e.g. for longer training). tuned_from: no tuning; each arm's seeds at the rate its tune runs in that
+    results file chose (phase "report": more seeds of that sweep)."""
     results: list[dict] = []
     for arm, build in arms:
         if fixed_lr is not None:
             for seed in seeds:
                 keep(run(build, arm, fixed_lr, seed, steps, "probe"), results, jsonl)
+            continue
+        if tuned_from:  # the rate an earlier sweep chose: new seeds reported at it, no tuning again
+            best = tuned_rate(arm, tuned_from)
+            for seed in seeds:
+                keep(run(build, arm, best, seed, steps, "report"), results, jsonl)
             continue
         tuned = [run(build, arm, lr, TUNE_SEED, steps, "tune") for lr in lrs]
         for row in tuned:

@@ -31,7 +31,19 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from experiments_trace.parts import DOCS, _eff_runs, _final, _ln_runs, _load, _token_budgets  # noqa: E402
+from experiments_trace.parts import (  # noqa: E402
+    DOCS,
+    HEADS_FILES,
+    NO_MASK_FILES,
+    NSP_FILES,
+    RESIDUAL_FILES,
+    WINDOW_FILES,
+    _eff_runs,
+    _final,
+    _ln_runs,
+    _load,
+    _token_budgets,
+)
 from experiments_trace.verdicts import RULES as VERDICT_RULES  # noqa: E402
 from experiments_trace.verdicts import (  # noqa: E402
     _ambiguity,
@@ -84,7 +96,7 @@ def _every(pairs, word: str, other: str) -> str:
 
 
 def _heads(h: int) -> list[float]:
-    test = _test_losses(("heads_quality.jsonl",), _heads_label)
+    test = _test_losses(HEADS_FILES, _heads_label)  # row 17 quotes all seeds
     return next(v for k, v in test.items() if k.startswith(f"{h} |"))
 
 
@@ -152,7 +164,7 @@ def _layernorm_needed() -> str:
 def _nsp_hurt() -> str:
     """Row 21 / section 21: dropping NSP did not hurt MLM when MLM only's loss is no worse than MLM + NSP's by more
     than the smaller seed spread, on every seed."""
-    rows = _load("nsp.jsonl")
+    rows = _load(NSP_FILES)
     a = sorted((r for r in rows if r["arm"] == "mlm"), key=lambda r: r["seed"])
     b = sorted((r for r in rows if r["arm"] == "mlm+nsp"), key=lambda r: r["seed"])
     spread = min(max(r["mlm_loss"] for r in rs) - min(r["mlm_loss"] for r in rs) for rs in (a, b))
@@ -204,7 +216,7 @@ def _variant_vs_full(variant: str, below: bool) -> Callable[[], str]:
 
 def _window_higher() -> str:
     """Row 18: a wider window (less hidden width at the same parameters) gives a higher mean test loss."""
-    test = _test_losses(("window_mlp.jsonl",), _window_label)
+    test = _test_losses(WINDOW_FILES, _window_label)  # row 18 quotes all seeds
     test.pop("transformer, context 64")
     means = [sum(v) / len(v) for _, v in sorted(test.items(), key=lambda kv: int(re.search(r"w (\d+)", kv[0])[1]))]
     return _every(zip(means, means[1:], strict=False), "higher", "lower")
@@ -218,7 +230,7 @@ def _ambiguity_above() -> str:
 def _no_norm_above() -> str:
     """Row 23: without LayerNorm the final val loss against the block with it, same depth and seed (the largest gap
     is what the row quotes: above when it is positive)."""
-    rows = _load("residual_depth.jsonl")
+    rows = _load(RESIDUAL_FILES)
     full = {(r["n_layers"], r["seed"]): _final(r) for r in rows if r["arm"] == "both"}
     gap = max(_final(r) - full[(r["n_layers"], r["seed"])] for r in rows if r["arm"] == "no norm")
     return "above" if gap > 0 else "below"
@@ -234,7 +246,7 @@ def _warmup_rescues() -> str:
 def _no_mask_honest() -> str:
     """Section 16: the unmasked model's honest last-position loss (16 characters) against the masked one's, at every
     budget and seed."""
-    rows = _load(("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"))
+    rows = _load(NO_MASK_FILES)
     by = {(r["steps"], r["seed"], r["arm"]): r["honest_last_position"]["16"] for r in rows}
     return _every(((by[(n, s, "causal mask")], by[(n, s, "no mask")]) for n, s, _ in by), "worse", "better")
 
@@ -292,7 +304,7 @@ def _no_head_above_half() -> str:
 
 def _nsp_lower() -> str:
     """Row 21: MLM + NSP's MLM loss against MLM only's, same seed."""
-    rows = _load("nsp.jsonl")
+    rows = _load(NSP_FILES)
     a, b = (sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"]) for arm in ("mlm+nsp", "mlm"))
     return _every(zip((r["mlm_loss"] for r in a), (r["mlm_loss"] for r in b), strict=True), "lower", "higher")
 

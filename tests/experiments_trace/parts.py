@@ -1093,6 +1093,110 @@ def _residual_extra(rows):
     return out
 
 
+# ---------------------------------------------------------------- re-runs on seeds the first runs did not use
+# Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
+# runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
+RERUN_DONE = {"20"}  # the rows whose re-run is finished and on the page
+
+
+def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
+    return first + new if row in RERUN_DONE else first
+
+
+NO_MASK_FILES = _with("16", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"),
+                      ("no_mask_2000_seeds8910.jsonl",))
+NSP_FILES = _with("21", ("nsp.jsonl",), ("nsp_seeds345.jsonl",))
+RESIDUAL_FILES = _with("23", ("residual_depth.jsonl",), ("residual_depth_seeds345.jsonl",))
+AMBIGUITY_FILES = _with("20", ("ambiguity.jsonl",), ("ambiguity_second.jsonl",))
+
+
+def sentence_set(rows: list[dict], which: str = "first") -> list[dict]:
+    """The ambiguity lines of one set of sentences: the first (section 20's) or the second (the re-run's)."""
+    return [r for r in rows if r.get("sentence_set", "first") == which]
+
+
+def _ambiguity_row_extra(rows: list[dict]) -> list[float]:
+    """Row 20: section 20's derived values on the first set of sentences (_ambiguity_extra), then on the second:
+    MiniLM's mean sense accuracy after its blocks (min, max), SmolLM2's from the block from which every sentence
+    of the first set is right (min, max), the words with a positive gap after every MiniLM block, and how many
+    sentences the second set has."""
+    first, second = sentence_set(rows), sentence_set(rows, "second")
+    derived = _ambiguity_extra(first)
+    mini = _ambiguity_layers(second, "minilm")[1:]
+    smol = [r for r in _ambiguity_layers(second, "smollm2") if r["layer"] >= derived[13]]
+    return [*derived, min(r["loo_accuracy_mean"] for r in mini), max(r["loo_accuracy_mean"] for r in mini),
+            min(r["loo_accuracy_mean"] for r in smol), max(r["loo_accuracy_mean"] for r in smol),
+            min(r["words_gap_positive"] for r in mini), 2 * mini[0]["words"] * mini[0]["sentences_per_sense"]]
+
+
+def _control_drift(rows: list[dict], model: str) -> float:
+    """The largest difference between the two sets' runs in what both measure alike (the control words and the
+    seed's pair, the same sentences in both runs), over the model's layers."""
+    first = {r["layer"]: r for r in sentence_set(rows) if r["model"] == model}
+    out = 0.0
+    for r in sentence_set(rows, "second"):
+        if r["model"] != model:
+            continue
+        a = first[r["layer"]]
+        for key in [k for k in r if k.startswith("control_") or k == "seed_pair_cos"]:
+            if isinstance(r[key], dict):
+                out = max([out] + [abs(r[key][w][m] - a[key][w][m]) for w in r[key] for m in r[key][w]])
+            else:
+                out = max(out, abs(r[key] - a[key]))
+    return round(out, 6)
+
+
+def _ambiguity_second_extra(rows: list[dict]) -> list[float]:
+    """Section 20's paragraph on the second set of sentences: _ambiguity_extra over the second set, SmolLM2's
+    accuracy from the block on which the first set is right for every sentence (min, max) and that block, the
+    largest difference of the control's figures between the two runs (MiniLM, SmolLM2), and the first set's lowest
+    accuracy from that block on."""
+    second = sentence_set(rows, "second")
+    start = _ambiguity_extra(sentence_set(rows))[13]
+    smol = [r["loo_accuracy_mean"] for r in _ambiguity_layers(second, "smollm2") if r["layer"] >= start]
+    first = [r["loo_accuracy_mean"] for r in _ambiguity_layers(sentence_set(rows), "smollm2") if r["layer"] >= start]
+    return [*_ambiguity_extra(second), min(smol), max(smol), start, _control_drift(rows, "minilm"),
+            _control_drift(rows, "smollm2"), min(first)]
+
+
+HEADS_FILES = _with("17", ("heads_quality.jsonl",), ("heads_quality_seeds345.jsonl",))
+WINDOW_FILES = _with("18", ("window_mlp.jsonl",), ("window_mlp_seeds345.jsonl",))
+POSITION_FILES = _with("19", ("position_concat.jsonl",), ("position_concat_seeds345.jsonl",))
+UNTIED_FILES = _with("19", ("position_concat_untied.jsonl",), ("position_concat_untied_seeds345.jsonl",))
+NEW_SEEDS = (3, 4, 5)  # the seeds the re-runs of rows 17-19, 21 and 23 added
+
+
+def _new_seeds_start(row: str) -> str:
+    """Where a section's paragraph on its re-run's seeds starts (a part of its own), once the re-run is done."""
+    return f"**Section {row} on seeds 3, 4, 5**" if row in RERUN_DONE else ""
+
+
+def _new_seed_rows(label: Callable[[dict], str]) -> Callable[[list[dict]], list[str]]:
+    """Rows of a heldout.py sweep's new seeds: arm | test loss, seeds 3 / 4 / 5 | mean over all seeds | min-max
+    over all seeds."""
+    def rows(results: list[dict]) -> list[str]:
+        out = []
+        for arm, (_, report) in _arms(results, label).items():
+            new = [r["test_loss"] for r in report if r["seed"] in NEW_SEEDS]
+            every = [r["test_loss"] for r in report]
+            out.append(f"| {arm} | " + " / ".join(str(t) for t in new) + f" | {sum(every) / len(every):.4f} "
+                       f"| {min(every)}-{max(every)} |")
+        return out
+    return rows
+
+
+def _rerun_rows(rows: list[dict]) -> list[str]:
+    from experiments_trace.verdicts import rerun_rows  # the table compares verdict rules, which import this module
+
+    return rerun_rows()
+
+
+def _rerun_extra(rows: list[dict]) -> list[float]:
+    from experiments_trace.verdicts import rerun_extra
+
+    return rerun_extra()
+
+
 ALL_ONES = {phrase: "the all-ones vector 1 (a name, not a value)" for phrase in
             ("vector 1", "orthogonal to 1", "with 1", "close to 1", "towards 1", "near 1")}
 ALL_ONES["answers are 0 and"] = ALL_ONES["1 by construction"] = "what (x - mean) / std gives (arithmetic)"
@@ -1146,9 +1250,9 @@ TRACES = [
                    "1": "1/2, as in section 14 (arithmetic)", "2": "1/2 (arithmetic)"}),
     Trace("## 15.", "layernorm_geometry.jsonl", _ln_geometry_rows, _ln_geometry_extra,
           allowed={"0.1": "the weight threshold (a setting)", "2023": "a year", **ALL_ONES}, prefer_extra=True),
-    Trace("## 16.", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), _no_mask_rows, _no_mask_extra,
+    Trace("## 16.", NO_MASK_FILES, _no_mask_rows, _no_mask_extra,
           allowed={"0.016": "1/64, uniform attention over 64 keys (arithmetic)"}),
-    Trace("| 16 |", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), extra=_no_mask_extra),
+    Trace("| 16 |", NO_MASK_FILES, extra=_no_mask_extra),
     Trace("| 10 |", "gpt2_params.jsonl", allowed={"1.5": "seed 002's \"1.5B\" (the claim checked)"}),
     Trace("| 11 |", ("tokenizer_cost.jsonl", "tokenizer_quality.jsonl"), extra=_tokenizer_quality_extra,
           allowed={"2,000": "characters per passage (a setting)"}),
@@ -1157,17 +1261,20 @@ TRACES = [
           extra=_efficient_row_extra),
     Trace("| 15 |", "layernorm_geometry.jsonl", extra=_ln_geometry_extra, allowed=ALL_ONES,
           prefer_extra=True),
-    Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label)),
-    Trace("| 17 |", "heads_quality.jsonl", extra=_tuned_extra(_heads_label)),
+    Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label),
+          end=_new_seeds_start("17")),
+    Trace("| 17 |", HEADS_FILES, extra=_tuned_extra(_heads_label)),
     Trace("## 18.", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), _tuned_rows(_window_label),
-          _tuned_extra(_window_label)),
-    Trace("| 18 |", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), extra=_tuned_extra(_window_label)),
+          _tuned_extra(_window_label), end=_new_seeds_start("18")),
+    Trace("| 18 |", ("window_mlp.jsonl", "window_mlp_2000.jsonl", *WINDOW_FILES[1:]),
+          extra=_tuned_extra(_window_label)),
     Trace("## 19.", ("position_concat.jsonl", "position_concat_untied.jsonl"), _tuned_rows(_position_label),
-          _tuned_extra(_position_label), allowed={"0.02": "the std new embedding tables start at (a setting)",
-                                                  "8,192": "64 x 128, the entries of W (arithmetic)",
-                                                  "x 128": "64 + 64, the concatenated width (arithmetic)",
-                                                  "sqrt(128)": "64 + 64, the concatenated width (arithmetic)"}),
-    Trace("| 19 |", ("position_concat.jsonl", "position_concat_untied.jsonl"), extra=_tuned_extra(_position_label)),
+          _tuned_extra(_position_label), end=_new_seeds_start("19"),
+          allowed={"0.02": "the std new embedding tables start at (a setting)",
+                   "8,192": "64 x 128, the entries of W (arithmetic)",
+                   "x 128": "64 + 64, the concatenated width (arithmetic)",
+                   "sqrt(128)": "64 + 64, the concatenated width (arithmetic)"}),
+    Trace("| 19 |", (*POSITION_FILES, *UNTIED_FILES), extra=_tuned_extra(_position_label)),
     # sections 5-6
     Trace("## 5.", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"), _attn_scale_rows, _attn_scale_extra,
           allowed={"0.5": "the variance of tests/test_experiments.py's random q (a test's setting)",
@@ -1230,25 +1337,27 @@ TRACES = [
     Trace("| 1 |", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_hot.jsonl", "ln_post_warmup.jsonl",
                     "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl"), extra=_ln_1500_extra,
           allowed={"17.3": "the issue item the claim came from"}),
-    Trace("## 20.", "ambiguity.jsonl", _ambiguity_rows, _ambiguity_extra,
+    Trace("**A second set of sentences**", AMBIGUITY_FILES, extra=_ambiguity_second_extra, end="\n\n",
+          allowed={"0.9": "the accuracy threshold (a setting)", "2026-12-07": "the date of the re-run"}),
+    Trace("## 20.", "ambiguity.jsonl", _ambiguity_rows, _ambiguity_extra, end="**A second set of sentences**",
           allowed={"0.862": "the outside check's cosine of two fruit apples (compared with, not measured here)",
                    "0.676": "the outside check's fruit-against-company cosine (compared with)",
                    "0.9": "the accuracy threshold (a setting)"}),
-    Trace("| 20 |", "ambiguity.jsonl", extra=_ambiguity_extra,
+    Trace("| 20 |", AMBIGUITY_FILES, extra=_ambiguity_row_extra,
           allowed={"0.862": "the outside check's cosine of two fruit apples (compared with, not measured here)",
                    "0.676": "the outside check's fruit-against-company cosine (compared with)"}),
-    Trace("## 21.", "nsp.jsonl", _nsp_rows, _nsp_extra, allowed=NSP_ALLOWED),
-    Trace("| 21 |", "nsp.jsonl", extra=_nsp_extra, allowed=NSP_ALLOWED),
+    Trace("## 21.", "nsp.jsonl", _nsp_rows, _nsp_extra, allowed=NSP_ALLOWED, end=_new_seeds_start("21")),
+    Trace("| 21 |", NSP_FILES, extra=_nsp_extra, allowed=NSP_ALLOWED),
     Trace("## 22.", "recurrence_vs_attention.jsonl", _rva_rows, _rva_extra,
           allowed={"256": "the width d (a setting)", "4": "the batch and the heads (settings)",
                    "1-minute": "the load average's name (over 1 minute)"}),
     Trace("| 22 |", "recurrence_vs_attention.jsonl", extra=_rva_extra, allowed={"256": "the width d (a setting)"}),
-    Trace("## 23.", "residual_depth.jsonl", _residual_rows, _residual_extra,
+    Trace("## 23.", "residual_depth.jsonl", _residual_rows, _residual_extra, end=_new_seeds_start("23"),
           allowed={"3.1": "the plateau's level (PLATEAU_END in ln_warmup.py, a setting)",
                    "10": "the steps a plateau mean covers (a setting)", "480": "validation windows (a setting)",
                    "2e-3": "the recipe's learning rate (a setting)", "1.0": "the clipping threshold (a setting)",
                    "100": "warmup steps (a setting)"}),
-    Trace("| 23 |", "residual_depth.jsonl", extra=_residual_extra),
+    Trace("| 23 |", RESIDUAL_FILES, extra=_residual_extra),
 ]
 
 # The page's own prose around the sections: what it says about seeds, dates, machines and the test, each number a
@@ -1271,7 +1380,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"9,557": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"9,705": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1283,6 +1392,12 @@ TRACES += [
                    "1e-2": "the lr grid (a setting)",
                    "512": "windows per split (a setting)", "10%": "the recipe's held-out share (a setting)",
                    "of 64 characters": "the window (a setting)", **TORCH}),
+]
+
+TRACES += [
+    Trace("## Re-runs on new seeds", ("no_mask.jsonl", *NO_MASK_FILES[2:], *AMBIGUITY_FILES, *HEADS_FILES,
+                                      *WINDOW_FILES, *POSITION_FILES, *UNTIED_FILES, *NSP_FILES, *RESIDUAL_FILES),
+          _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).

@@ -15,6 +15,14 @@ from collections.abc import Callable
 from functools import cache
 
 from experiments_trace.parts import (
+    AMBIGUITY_FILES,
+    HEADS_FILES,
+    NO_MASK_FILES,
+    NSP_FILES,
+    POSITION_FILES,
+    RERUN_DONE,
+    RESIDUAL_FILES,
+    WINDOW_FILES,
     _arms,
     _eff_runs,
     _final,
@@ -28,6 +36,7 @@ from experiments_trace.parts import (
     _vit_cnn_sizes,
     _window_label,
     near_orthogonal,
+    sentence_set,
 )
 
 VERDICTS = ("not at this budget", "not established", "not tested", "not shown", "not for", "contradicted", "holds",
@@ -166,10 +175,10 @@ def _layernorm() -> list[str]:
             "not tested" if not any("ablation" in r for r in rows) else "holds"]
 
 
-def _no_mask() -> list[str]:
+def _no_mask(rows: list[dict] | None = None) -> list[str]:
     """Row 16: holds when, at the longest run, no mask gives a teacher-forced loss near 0 (below 0.1) and below
     the causal mask's, and a worse honest last-position loss, seed by seed."""
-    rows = _load("no_mask.jsonl") + _load("no_mask_1000.jsonl") + _load("no_mask_2000.jsonl")
+    rows = _load(NO_MASK_FILES) if rows is None else rows
     steps = max(r["steps"] for r in rows)
     by = {(r["arm"], r["seed"]): r for r in rows if r["steps"] == steps}
     seeds = sorted({s for _, s in by})
@@ -187,19 +196,23 @@ def _load_all(names: tuple[str, ...]) -> list[dict]:
     return [r for name in names for r in _load(name)]
 
 
-def _heads_quality() -> list[str]:
+def _by_arm(rows: list[dict], label: Callable[[dict], str]) -> dict[str, list[float]]:
+    return {arm: [r["test_loss"] for r in report] for arm, (_, report) in _arms(rows, label).items()}
+
+
+def _heads_quality(rows: list[dict] | None = None) -> list[str]:
     """Row 17: "partly" when 16 and 32 heads are worse than 4 on every seed but 1 head is not."""
-    test = _test_losses(("heads_quality.jsonl",), _heads_label)
+    test = _by_arm(_load_all(HEADS_FILES) if rows is None else rows, _heads_label)
     four = next(v for k, v in test.items() if k.startswith("4 |"))
     worse = [k for k, v in test.items() if _every(zip(four, v, strict=True))]
     many = all(any(k.startswith(f"{h} |") for k in worse) for h in (16, 32))
     return ["partly" if many and not any(k.startswith("1 |") for k in worse) else _holds(many)]
 
 
-def _window() -> list[str]:
+def _window(rows: list[dict] | None = None) -> list[str]:
     """Row 18: "not at this budget" when the smallest-window MLP beats the transformer on every seed; the cost
     point holds when the MLPs' mean test loss rises with the window."""
-    test = _test_losses(("window_mlp.jsonl",), _window_label)
+    test = _by_arm(_load_all(WINDOW_FILES) if rows is None else rows, _window_label)
     transformer = test.pop("transformer, context 64")
     mlps = sorted(test.items(), key=lambda kv: int(re.search(r"w (\d+)", kv[0]).group(1)))
     means = [sum(v) / len(v) for _, v in mlps]
@@ -207,25 +220,27 @@ def _window() -> list[str]:
             _holds(_every(zip(means, means[1:], strict=False)))]
 
 
-def _position_concat() -> list[str]:
+def _position_concat(rows: list[dict] | None = None) -> list[str]:
     """Row 19: "partly" when add beats concatenate-and-project on every seed but the split concatenation beats
     add on every seed."""
-    test = _test_losses(("position_concat.jsonl",), _position_label)
+    test = _by_arm(_load_all(POSITION_FILES) if rows is None else rows, _position_label)
     add_wins = _every(zip(test["add"], test["concat, proj."], strict=True))
     split_wins = _every(zip(test["concat, split"], test["add"], strict=True))
     return ["partly" if add_wins and split_wins else _holds(add_wins)]
 
 
-def _ambiguity() -> list[str]:
-    """Row 20: holds when, in each model, the embedding output does not separate the senses and, from some block
-    on to the last, every word's within-sense cosine is above its across-sense cosine and the mean leave-one-out
-    sense accuracy is 0.9 or more."""
-    rows = _load("ambiguity.jsonl")
+def _ambiguity(rows: list[dict] | None = None) -> list[str]:
+    """Row 20: holds when, in each model and on each set of sentences, the embedding output does not separate the
+    senses and, from some block on to the last, every word's within-sense cosine is above its across-sense cosine
+    and the mean leave-one-out sense accuracy is 0.9 or more."""
+    rows = _load(AMBIGUITY_FILES) if rows is None else rows
     ok = True
-    for model in dict.fromkeys(r["model"] for r in rows):
-        layers = sorted((r for r in rows if r["model"] == model), key=lambda r: r["layer"])
-        good = [r["words_gap_positive"] == r["words"] and r["loo_accuracy_mean"] >= 0.9 for r in layers]
-        ok = ok and not good[0] and any(good) and all(good[good.index(True):])
+    for which in dict.fromkeys(r.get("sentence_set", "first") for r in rows):
+        lines = sentence_set(rows, which)
+        for model in dict.fromkeys(r["model"] for r in lines):
+            layers = sorted((r for r in lines if r["model"] == model), key=lambda r: r["layer"])
+            good = [r["words_gap_positive"] == r["words"] and r["loo_accuracy_mean"] >= 0.9 for r in layers]
+            ok = ok and not good[0] and any(good) and all(good[good.index(True):])
     return [_holds(ok)]
 
 
@@ -261,11 +276,11 @@ def _efficient_quality_verdict() -> list[str]:
 NSP_LEARNED = 0.6  # an NSP head at or above this accuracy has learned the task (a setting of the rule)
 
 
-def _nsp() -> list[str]:
+def _nsp(rows: list[dict] | None = None) -> list[str]:
     """Row 21: "not at this budget" when the MLM + NSP arm's NSP head is below NSP_LEARNED on every seed (NSP not
     learned, so the run cannot test what NSP does to MLM); otherwise "holds" when the MLM-only arm's MLM loss is
     no worse than MLM + NSP's by more than the smaller seed spread, on every seed, else "contradicted"."""
-    rows = _load("nsp.jsonl")
+    rows = _load(NSP_FILES) if rows is None else rows
     a = sorted((r for r in rows if r["arm"] == "mlm"), key=lambda r: r["seed"])
     b = sorted((r for r in rows if r["arm"] == "mlm+nsp"), key=lambda r: r["seed"])
     if all(r["nsp_accuracy"] < NSP_LEARNED for r in b):
@@ -291,11 +306,11 @@ def _recurrence() -> list[str]:
     return [_holds(fewer and parallel)]
 
 
-def _residual_depth() -> list[str]:
+def _residual_depth(rows: list[dict] | None = None) -> list[str]:
     """Row 23: "holds" when, at every depth and seed, the runs without a residual never leave the plateau and those
     without LayerNorm do not reach the block's loss (more than 0.1 above it); "partial" when only the residual half
     holds (without LayerNorm the runs train); "contradicted" when runs without a residual train."""
-    rows = _load("residual_depth.jsonl")
+    rows = _load(RESIDUAL_FILES) if rows is None else rows
     full = {(r["n_layers"], r["seed"]): r["val"][-1][1] for r in rows if r["arm"] == "both"}
     residual = all(r["plateau_end"] is None for r in rows if r["arm"] in ("no residual", "neither"))
     norm = all(r["plateau_end"] is None or r["val"][-1][1] > full[(r["n_layers"], r["seed"])] + 0.1
@@ -310,6 +325,177 @@ RULES: dict[str, Callable[[], list[str]]] = {
     "| 15 |": _layernorm, "| 16 |": _no_mask, "| 17 |": _heads_quality, "| 18 |": _window,
     "| 19 |": _position_concat, "| 20 |": _ambiguity, "| 21 |": _nsp, "| 22 |": _recurrence,
     "| 23 |": _residual_depth}
+
+
+# ---------------------------------------------------------------- re-runs on new seeds
+def _spread(values: list[float], fmt: str) -> str:
+    """min-max as the page prints a range ("a to b" when a bound is negative); fmt "" prints the results' own
+    rounding."""
+    lo, hi = (format(v, fmt) if fmt else str(v) for v in (min(values), max(values)))
+    return lo if lo == hi else f"{lo} to {hi}" if min(values) < 0 else f"{lo}-{hi}"
+
+
+def _seed_list(seeds: list[int]) -> str:
+    """0-7, or 3, 4, 5 (a run of three or fewer named one by one)."""
+    seeds = sorted(set(seeds))
+    if len(seeds) > 3 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}-{seeds[-1]}"
+    return ", ".join(str(x) for x in seeds)
+
+
+def _final_val(r: dict) -> float:
+    return r["val"][-1][1]
+
+
+def _at_2000(arm: str, key):
+    return lambda rows: [key(r) for r in rows if r["steps"] == 2000 and r["arm"] == arm]
+
+
+def _nsp_paired(key):
+    """MLM + NSP minus MLM only, same seed."""
+    def values(rows):
+        by = {(r["arm"], r["seed"]): r for r in rows}
+        return [round(by[("mlm+nsp", s)][key] - by[("mlm", s)][key], 4) for a, s in by if a == "mlm"]
+    return values
+
+
+def _nsp_arm(arm: str, key: str):
+    return lambda rows: [r[key] for r in rows if r["arm"] == arm]
+
+
+def _no_norm_gap(depth: int):
+    """Without LayerNorm, final val loss above the block as it is, same depth and seed."""
+    def values(rows):
+        full = {r["seed"]: _final_val(r) for r in rows if r["arm"] == "both" and r["n_layers"] == depth}
+        return [_final_val(r) - full[r["seed"]] for r in rows if r["arm"] == "no norm" and r["n_layers"] == depth
+                and r["seed"] in full]
+    return values
+
+
+def _residual_arm(arms: tuple[str, ...], key, depth: int = 12):
+    return lambda rows: [key(r) for r in rows if r["arm"] in arms and r["n_layers"] == depth]
+
+
+def _quality_pair(label: Callable[[dict], str], a: str, b: str):
+    """Test loss of arm a minus arm b, same seed (a probe run, such as the untied control, stands for its arm)."""
+    def values(rows):
+        test = {(label(r), r["seed"]): r["test_loss"] for r in rows if r.get("phase") in ("report", "probe")}
+        return [round(test[(a, s)] - test[(b, s)], 4) for arm, s in test if arm == a and (b, s) in test]
+    return values
+
+
+def _quality_arm(label: Callable[[dict], str], a: str):
+    return lambda rows: [r["test_loss"] for r in rows if r.get("phase") == "report" and label(r) == a]
+
+
+def _ambiguity_accuracy(model: str, first_layer: int):
+    return lambda rows: [r["loo_accuracy_mean"] for r in rows if r["model"] == model and r["layer"] >= first_layer]
+
+
+# (row, the first runs' files, the re-run's files, what the runs are told apart by, the rule over them, and per
+# measure: its name, values(rows), format). Row 20's "seeds" are its two sets of sentences.
+RERUNS = [
+    ("16", ("no_mask.jsonl", "no_mask_1000.jsonl", "no_mask_2000.jsonl"), ("no_mask_2000_seeds8910.jsonl",), "seed",
+     _no_mask, [
+        ("weight on key i + 1, layer 0, no mask", _at_2000("no mask", lambda r: r["next_key_mass"][0]), ""),
+        ("teacher-forced val loss, no mask", _at_2000("no mask", lambda r: r["val_teacher_forced"]), ""),
+        ("teacher-forced val loss, causal mask", _at_2000("causal mask", lambda r: r["val_teacher_forced"]), ""),
+        ("honest loss at 16 characters, no mask",
+         _at_2000("no mask", lambda r: r["honest_last_position"]["16"]), ""),
+        ("honest loss at 16 characters, causal mask",
+         _at_2000("causal mask", lambda r: r["honest_last_position"]["16"]), "")]),
+    ("20", ("ambiguity.jsonl",), ("ambiguity_second.jsonl",), "sentence_set", _ambiguity, [
+        ("MiniLM: sense accuracy after blocks 1-6 (mean over words)", _ambiguity_accuracy("minilm", 1), ""),
+        ("SmolLM2: sense accuracy from block 8 on", _ambiguity_accuracy("smollm2", 8), ""),
+        ("MiniLM: within-sense minus across-sense cosine after blocks 1-6 (mean over words)", lambda rows: [
+            r["gap_mean"] for r in rows if r["model"] == "minilm" and r["layer"] >= 1], "")]),
+    ("17", ("heads_quality.jsonl",), ("heads_quality_seeds345.jsonl",), "seed", _heads_quality, [
+        ("16 heads minus 4 heads, test loss (same seed)", _quality_pair(_heads_label, "16 | 4", "4 | 16"), ".4f"),
+        ("32 heads minus 4 heads", _quality_pair(_heads_label, "32 | 2", "4 | 16"), ".4f"),
+        ("1 head minus 4 heads", _quality_pair(_heads_label, "1 | 64", "4 | 16"), ".4f"),
+        ("1 head, test loss", _quality_arm(_heads_label, "1 | 64"), ".4f")]),
+    ("18", ("window_mlp.jsonl",), ("window_mlp_seeds345.jsonl",), "seed", _window, [
+        ("transformer minus window MLP w 4, test loss (same seed)",
+         _quality_pair(_window_label, "transformer, context 64", "window MLP, w 4, hidden 460"), ".4f"),
+        ("transformer minus w 16", _quality_pair(_window_label, "transformer, context 64",
+                                                  "window MLP, w 16, hidden 174"), ".4f"),
+        ("w 64 minus transformer", _quality_pair(_window_label, "window MLP, w 64, hidden 49",
+                                                  "transformer, context 64"), ".4f")]),
+    ("19", ("position_concat.jsonl", "position_concat_untied.jsonl"),
+     ("position_concat_seeds345.jsonl", "position_concat_untied_seeds345.jsonl"), "seed",
+     _position_concat, [
+         ("concat, proj. minus add, test loss (same seed)",
+          _quality_pair(_position_label, "concat, proj.", "add"), ".4f"),
+         ("add minus concat, split", _quality_pair(_position_label, "add", "concat, split"), ".4f"),
+         ("add, own head (untied control) minus add", _quality_pair(_position_label, "add, own head", "add"),
+          ".4f")]),
+    ("21", ("nsp.jsonl",), ("nsp_seeds345.jsonl",), "seed", _nsp, [
+        ("MLM loss, MLM + NSP minus MLM only (same seed)", _nsp_paired("mlm_loss"), ".4f"),
+        ("NSP head accuracy, MLM + NSP", _nsp_arm("mlm+nsp", "nsp_accuracy"), ""),
+        ("probe accuracy, MLM only", _nsp_arm("mlm", "probe_accuracy"), ""),
+        ("probe accuracy, MLM + NSP", _nsp_arm("mlm+nsp", "probe_accuracy"), "")]),
+    ("23", ("residual_depth.jsonl",), ("residual_depth_seeds345.jsonl",), "seed", _residual_depth, [
+        ("12 layers: no LayerNorm's final val loss above the block's (same seed)", _no_norm_gap(12), ".3f"),
+        ("12 layers: final val loss, the block as it is", _residual_arm(("both",), _final_val), ".3f"),
+        ("12 layers: final val loss, no residual or neither",
+         _residual_arm(("no residual", "neither"), _final_val), ".3f"),
+        ("12 layers: left the plateau at step, no LayerNorm",
+         _residual_arm(("no norm",), lambda r: r["plateau_end"]), "d")]),
+]
+
+
+def _rerun_parts():
+    """Per re-run row: (row, old lines, all lines, the key, the rule, measures), rows whose re-run file is
+    written."""
+    for row, old, new, key, rule, measures in RERUNS:
+        if row in RERUN_DONE:
+            yield row, _load(old), _load(old) + _load(new), key, rule, measures
+
+
+def _told_apart(lines: list[dict], key: str) -> str:
+    if key == "sentence_set":
+        sets = dict.fromkeys(r.get(key, "first") for r in lines)
+        return " and ".join(sets) + (" set" if len(sets) == 1 else " sets")
+    return _seed_list([r["seed"] for r in lines if r.get("phase") != "tune"])  # not a tuning seed
+
+
+def rerun_rows() -> list[str]:
+    """The re-run table: | row | added | measure | the first runs' range (over what) | all runs' range (over what)
+    | verdict |. The verdict: "kept" when every new value lies in the first range, "widened" when some lies outside
+    but the row's rule gives the same verdict words on all runs, "softened" when it gives others."""
+    out = []
+    for row, old, every, key, rule, measures in _rerun_parts():
+        new = every[len(old):]
+        before, after = rule(old), rule(every)
+        for name, values, fmt in measures:
+            first, added = values(old), values(new)
+            outside = any(v < min(first) or v > max(first) for v in added)
+            word = "softened" if before != after else "widened" if outside else "kept"
+            out.append(f"| {row} | {_told_apart(new, key)} | {name} | {_spread(first, fmt)} "
+                       f"({_told_apart(old, key)}) | {_spread(first + added, fmt)} ({_told_apart(every, key)}) "
+                       f"| {word}: {', '.join(after)} |")
+    return out
+
+
+SEED_COST = (("positions.jsonl",), ("recall_distance.jsonl",),
+             ("vit_vs_cnn.jsonl", "vit_vs_cnn_half.jsonl", "vit_vs_cnn_probe.jsonl"), ("vit_vs_cnn.jsonl",),
+             ("vit_grid.jsonl",), ("tokenizer_quality.jsonl",), ("efficient_attention_quality.jsonl",))
+
+
+def rerun_extra() -> list[float]:
+    """The CPU minutes one seed of a row not re-run took (rows 2, 7, 8 with and without its longer schedules, 9,
+    11's and 13's quality halves: the CPU seconds of their results lines over the seeds they ran), then per re-run
+    row how many of its measures' ranges the new runs widened, and of how many."""
+    out = []
+    for names in SEED_COST:
+        rows = [r for r in _load(names) if "cpu_s" in r]
+        out.append(sum(r["cpu_s"] for r in rows) / len({r["seed"] for r in rows}) / 60)
+    for _, old, every, _, _, measures in _rerun_parts():
+        new = every[len(old):]
+        widened = sum(any(v < min(values(old)) or v > max(values(old)) for v in values(new))
+                      for _, values, _ in measures)
+        out += [widened, len(measures)]
+    return out
 
 
 @cache
