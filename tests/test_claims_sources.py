@@ -105,6 +105,29 @@ def _one_figure_each(cells: str, keys: tuple[str, ...]) -> list[tuple[str, str]]
     return rows
 
 
+KQ_LOG = "bench/results/llama-cpp-agreement-kquants-2026-12-07/kquants.log"  # llama_cpp_agreement --kquants
+# docs/interop.md's table: preset -> its cells, figures in [brackets], in the order of KQ_COLUMNS
+KQ_ROWS = {"Q4_K_M": "[1.31] | [1.33] | [0.036] | [1.55] | [1.39] | [1.70] | [8] of 8 | [0]",
+           "Q4_K_S": "[1.57] | [1.58] | [0.032] | [1.60] | [2.19] | [1.40] | [8] of 8 | [4]",
+           "Q5_K_M": "[1.66] | [1.67] | [0.033] | [1.40] | [1.13] | [1.34] | [8] of 8 | [14]",
+           "Q5_K_S": "[1.48] | [1.47] | [0.030] | [1.47] | [1.31] | [1.28] | [8] of 8 | [0]",
+           "Q6_K": "[1.65] | [1.64] | [0.027] | [1.47] | [1.02] | [1.18] | [7] of 8 | [0]",
+           "Q5_0": "[0.90] | [0.92] | [0.031] | [0.90] | [1.13] | [0.93] | [7] of 8 | [0]",
+           "Q5_1": "[1.35] | [1.33] | [0.032] | [1.88] | [1.07] | [1.03] | [8] of 8 | [0]",
+           "Q4_0": "[2.11] | [2.09] | [0.057] | [1.87] | [1.36] | [2.71] | [5] of 8 | [0]",
+           "Q4_1": "[0.99] | [0.99] | [0.038] | [0.98] | [1.18] | [0.98] | [8] of 8 | [0]",
+           "Q8_0": "[0.78] | [0.78] | [0.024] | [1.34] | [1.16] | [1.26] | [8] of 8 | [0]"}
+KQ_COLUMNS = (1, 2, 5, 6, 3, 4, 8, None)  # the log row's fields after the preset; None: the expanded count
+
+
+def _kq(preset: str, column: int | None) -> str:
+    """The --kquants log's row of `preset`: its column-th field after the name, or (None) the count of matrices
+    attnlab expanded, in parentheses at the end."""
+    if column is None:
+        return rf"^{preset}\s.*\((\d+)\)$"
+    return rf"^{preset}\s+" + r"\S+\s+" * column + r"([\d.e+-]+)"
+
+
 THREADS_SHORT = "bench/results/threads-2026-12-07"  # python -m attnlab.benchmarks.threads --only gpt-char,short ...
 THREADS_SHORT_ROWS = ("[1.36] | [0.91] | [1.00]", "[1.36] | [1.03] | [0.99]", "[1.05] | [0.95] | [1.04]",
                       "[0.89] | [0.94] | [1.08]", "[1.12] | [0.97] | [0.96]", "[0.89] | [1.02] | [1.21]",
@@ -605,6 +628,18 @@ CLAIMS = [
      f"{QUICK}/before-f6cc462.log", r"worst default / best: ([\d.]+)", 1),
     ("bench/RESULTS.md", "| threads: worst default / best | 0.58 (training as found) | {0.96} |", f"{QUICK}/after.log",
      r"worst default / best: ([\d.]+)", 1),
+    # docs/interop.md and bench/RESULTS.md: kept K-quant files against llama.cpp's first-step logits (2026-12-07)
+    *[("docs/interop.md", row, KQ_LOG, _kq(preset, column), 1)
+      for preset, cells in KQ_ROWS.items()
+      for row, column in _one_figure_each(f"| {preset} | {cells} |", KQ_COLUMNS)],
+    ("bench/RESULTS.md", "is {0.78} (Q8_0) to 2.11", KQ_LOG, _kq("Q8_0", 1), 1),
+    ("bench/RESULTS.md", "is 0.78 (Q8_0) to {2.11}", KQ_LOG, _kq("Q4_0", 1), 1),
+    ("bench/RESULTS.md", "as far (0.78 to {2.09})", KQ_LOG, _kq("Q4_0", 2), 1),
+    ("bench/RESULTS.md", "lies\n{0.024}-0.057 from that expansion", KQ_LOG, _kq("Q8_0", 5), 1),
+    ("bench/RESULTS.md", "0.024-{0.057} from that expansion", KQ_LOG, _kq("Q4_0", 5), 1),
+    ("bench/RESULTS.md", "moves the logits by {0.90}-1.88", KQ_LOG, _kq("Q5_0", 6), 1),
+    ("bench/RESULTS.md", "moves the logits by 0.90-{1.88}", KQ_LOG, _kq("Q5_1", 6), 1),
+    ("bench/RESULTS.md", "moves by up to {2.71} under float32 noise", KQ_LOG, _kq("Q4_0", 4), 1),
     # bench/RESULTS.md: the short requests' thread default, ten runs under two busy processes (2026-12-07)
     *[("bench/RESULTS.md", row, f"{THREADS_SHORT}/busy-run{run}.json", f"json:{key}", 1)
       for run, cells in enumerate(THREADS_SHORT_ROWS, 1)
