@@ -149,6 +149,8 @@ AGAIN = "bench/results/first-run-2026-12-07/quiet-again.log"  # the same code, t
 CPU = r" \|.*\| [\d.]+ s \| ([\d.]+) s \|$"  # a first_run row's CPU time
 WALL = r" \|.*\| ([\d.]+) s \| [\d.]+ s \|$"  # a first_run row's wall time
 NANO = "bench/results/nanogpt-repo-2026-12-07/quiet.log"
+NANO_LOADED = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded.log"  # AdamW without torch._dynamo
+NANO_CPU = r"^round 1, attnlab {} / nanoGPT: .*CPU ([\d.]+)x"  # a variant's CPU-time ratio in the summary lines
 def NANO_ROW(side: str, skip: int) -> str:  # noqa: N802 (read like the other patterns)
     """The pattern of one column of a contestant's row in nanogpt_repo's table: after `skip` columns past the seed."""
     return rf"^\| 1 \| {side} \| \d+ \|" + r"[^|]+\|" * skip + r" ([\d.]+) (?:s |MB )?\|"
@@ -183,6 +185,26 @@ CLAIMS = [
      r"^round 1, attnlab typed / nanoGPT: wall ([\d.]+)x", 1),
     ("bench/RESULTS.md", "attnlab's model is lower by {0.015} at seed 0", NANO,
      r"^round 1, attnlab same / nanoGPT: .*same windows -([\d.]+)\d", 1),
+    ("bench/RESULTS.md", "| nanoGPT (seed 1337) | {441.3} s |", NANO_LOADED, NANO_ROW("nanogpt", 0), 1),
+    ("bench/RESULTS.md", "| attnlab typed (seed 0) | {419.2} s |", NANO_LOADED, NANO_ROW("typed", 0), 1),
+    ("bench/RESULTS.md", "| attnlab same (seed 0) | {408.4} s |", NANO_LOADED, NANO_ROW("same", 0), 1),
+    ("bench/RESULTS.md", "| 155.5 s | {366} MB |", NANO_LOADED, NANO_ROW("nanogpt", 2), 1),
+    ("bench/RESULTS.md", "| 441.3 s | {155.5} s |", NANO_LOADED, NANO_ROW("nanogpt", 1), 1),
+    ("bench/RESULTS.md", "| 419.2 s | {173.7} s |", NANO_LOADED, NANO_ROW("typed", 1), 1),
+    ("bench/RESULTS.md", "| 408.4 s | {160.6} s |", NANO_LOADED, NANO_ROW("same", 1), 1),
+    ("bench/RESULTS.md", "| 173.7 s | {340} MB |", NANO_LOADED, NANO_ROW("typed", 2), 1),
+    ("bench/RESULTS.md", "| 160.6 s | {317} MB |", NANO_LOADED, NANO_ROW("same", 2), 1),
+    ("bench/RESULTS.md", "attnlab's peak is {0.866}x nanoGPT's", NANO_LOADED,
+     r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "and {0.929}x with gpt-char's defaults\n(matplotlib", NANO_LOADED,
+     r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "CPU\ntime {1.032}x (same work)", NANO_LOADED, NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "and {1.117}x (defaults)", NANO_LOADED, NANO_CPU.format("typed"), 1),
+    ("bench/RESULTS.md", "peak memory {0.866}x nanoGPT's doing the same work", NANO_LOADED,
+     r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "{0.929}x with gpt-char's defaults; CPU time", NANO_LOADED,
+     r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "CPU time\n{1.032}x / 1.117x (target", NANO_LOADED, NANO_CPU.format("same"), 1),
     ("bench/RESULTS.md", "| first (empty caches) | {3.32} s |", QUIET, r"^\| first \(empty cache\)" + WALL, 1),
     ("bench/RESULTS.md", "| second | {2.39} s |", QUIET, r"^\| second" + WALL, 1),
     ("bench/RESULTS.md", "| third | {2.01} s |", QUIET, r"^\| third" + WALL, 1),
