@@ -404,11 +404,6 @@ RERUNS = [
          _at_2000("no mask", lambda r: r["honest_last_position"]["16"]), ""),
         ("honest loss at 16 characters, causal mask",
          _at_2000("causal mask", lambda r: r["honest_last_position"]["16"]), "")]),
-    ("20", ("ambiguity.jsonl",), ("ambiguity_second.jsonl",), "sentence_set", _ambiguity, [
-        ("MiniLM: sense accuracy after blocks 1-6 (mean over words)", _ambiguity_accuracy("minilm", 1), ""),
-        ("SmolLM2: sense accuracy from block 8 on", _ambiguity_accuracy("smollm2", 8), ""),
-        ("MiniLM: within-sense minus across-sense cosine after blocks 1-6 (mean over words)", lambda rows: [
-            r["gap_mean"] for r in rows if r["model"] == "minilm" and r["layer"] >= 1], "")]),
     ("17", ("heads_quality.jsonl",), ("heads_quality_seeds345.jsonl",), "seed", _heads_quality, [
         ("16 heads minus 4 heads, test loss (same seed)", _quality_pair(_heads_label, "16 | 4", "4 | 16"), ".4f"),
         ("32 heads minus 4 heads", _quality_pair(_heads_label, "32 | 2", "4 | 16"), ".4f"),
@@ -429,6 +424,11 @@ RERUNS = [
          ("add minus concat, split", _quality_pair(_position_label, "add", "concat, split"), ".4f"),
          ("add, own head (untied control) minus add", _quality_pair(_position_label, "add, own head", "add"),
           ".4f")]),
+    ("20", ("ambiguity.jsonl",), ("ambiguity_second.jsonl",), "sentence_set", _ambiguity, [
+        ("MiniLM: sense accuracy after blocks 1-6 (mean over words)", _ambiguity_accuracy("minilm", 1), ""),
+        ("SmolLM2: sense accuracy from block 8 on", _ambiguity_accuracy("smollm2", 8), ""),
+        ("MiniLM: within-sense minus across-sense cosine after blocks 1-6 (mean over words)", lambda rows: [
+            r["gap_mean"] for r in rows if r["model"] == "minilm" and r["layer"] >= 1], "")]),
     ("21", ("nsp.jsonl",), ("nsp_seeds345.jsonl",), "seed", _nsp, [
         ("MLM loss, MLM + NSP minus MLM only (same seed)", _nsp_paired("mlm_loss"), ".4f"),
         ("NSP head accuracy, MLM + NSP", _nsp_arm("mlm+nsp", "nsp_accuracy"), ""),
