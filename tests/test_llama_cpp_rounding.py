@@ -43,9 +43,9 @@ def test_q8_0_values_are_ggufs_q8_0():
     assert not (differ & ~near_half).any(), "a value off a tie differs from gguf's Q8_0"
     assert torch.allclose((got - want).abs()[differ], step[differ]), "a tie rounded more than one step apart"
     assert got[0, :256].eq(0).all()
-    # Q8_1's block sums: d * sum(q) in float32, kept as float16
-    d = (blocks.abs().amax(-1) / 127).half().float()
-    q = torch.round(got.reshape(16, -1, 32) / d.double()[..., None].clamp_min(1e-30))
+    # Q8_1's block sums (quantize_row_q8_1: s = fp16(d * sum(q)) with d = max|x| / 127 before its float16 rounding)
+    d = blocks.abs().amax(-1) / 127
+    q = torch.round(got.reshape(16, -1, 32) / d.half().double()[..., None].clamp_min(1e-30))
     assert torch.equal(sums, (d * q.float().sum(-1)).half().double())
 
 

