@@ -151,6 +151,7 @@ WALL = r" \|.*\| ([\d.]+) s \| [\d.]+ s \|$"  # a first_run row's wall time
 NANO = "bench/results/nanogpt-repo-2026-12-07/quiet.log"
 NANO_LOADED = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded.log"  # AdamW without torch._dynamo
 NANO_CPU = r"^round 1, attnlab {} / nanoGPT: .*CPU ([\d.]+)x"  # a variant's CPU-time ratio in the summary lines
+NANO_SAME = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded-same.log"  # a second run, same work only
 def NANO_ROW(side: str, skip: int) -> str:  # noqa: N802 (read like the other patterns)
     """The pattern of one column of a contestant's row in nanogpt_repo's table: after `skip` columns past the seed."""
     return rf"^\| 1 \| {side} \| \d+ \|" + r"[^|]+\|" * skip + r" ([\d.]+) (?:s |MB )?\|"
@@ -205,6 +206,9 @@ CLAIMS = [
     ("bench/RESULTS.md", "{0.929}x with gpt-char's defaults; CPU time", NANO_LOADED,
      r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
     ("bench/RESULTS.md", "CPU time\n{1.032}x / 1.117x (target", NANO_LOADED, NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "load 12-15: CPU {1.021}x, peak", NANO_SAME, NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "load 12-15: CPU 1.021x, peak {0.865}x", NANO_SAME,
+     r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
     ("docs/training.md", "attnlab's peak is {0.929}x nanoGPT's with", NANO_LOADED,
      r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
     ("docs/training.md", "and {0.866}x doing the same work", NANO_LOADED,
