@@ -109,15 +109,20 @@ KQ_LOG = "bench/results/llama-cpp-agreement-kquants-2026-12-07/kquants.log"  # l
 # docs/interop.md's table: preset -> its cells, figures in [brackets], in the order of KQ_COLUMNS
 KQ_ROWS = {"Q4_K_M": "[1.31] | [1.33] | [0.036] | [1.55] | [1.39] | [1.70] | [8] of 8 | [0]",
            "Q4_K_S": "[1.57] | [1.58] | [0.032] | [1.60] | [2.19] | [1.40] | [8] of 8 | [4]",
-           "Q5_K_M": "[1.66] | [1.67] | [0.033] | [1.40] | [1.13] | [1.34] | [8] of 8 | [14]",
-           "Q5_K_S": "[1.48] | [1.47] | [0.030] | [1.47] | [1.31] | [1.28] | [8] of 8 | [0]",
+           "Q5_K_M": "[1.66] | [1.67] | [0.033] | [1.18] | [1.46] | [1.42] | [8] of 8 | [14]",
+           "Q5_K_S": "[1.48] | [1.47] | [0.030] | [1.42] | [1.43] | [1.27] | [8] of 8 | [0]",
            "Q6_K": "[1.65] | [1.64] | [0.027] | [1.47] | [1.02] | [1.18] | [7] of 8 | [0]",
            "Q5_0": "[0.90] | [0.92] | [0.031] | [0.90] | [1.13] | [0.93] | [7] of 8 | [0]",
-           "Q5_1": "[1.35] | [1.33] | [0.032] | [1.88] | [1.07] | [1.03] | [8] of 8 | [0]",
+           "Q5_1": "[1.35] | [1.33] | [0.032] | [1.24] | [1.03] | [0.96] | [8] of 8 | [0]",
            "Q4_0": "[2.11] | [2.09] | [0.057] | [1.87] | [1.36] | [2.71] | [5] of 8 | [0]",
-           "Q4_1": "[0.99] | [0.99] | [0.038] | [0.98] | [1.18] | [0.98] | [8] of 8 | [0]",
+           "Q4_1": "[0.99] | [0.99] | [0.038] | [1.02] | [1.09] | [0.98] | [8] of 8 | [0]",
            "Q8_0": "[0.78] | [0.78] | [0.024] | [1.34] | [1.16] | [1.26] | [8] of 8 | [0]"}
 KQ_COLUMNS = (1, 2, 5, 6, 3, 4, 8, None)  # the log row's fields after the preset; None: the expanded count
+
+
+def _kq0(preset: str, tensor: str, name: str) -> str:
+    """The --kquants log's "layer 0" line of `preset`: the figure after `name` in the part of `tensor`."""
+    return rf"^  {preset} layer 0,.*{tensor}: [^;\n]*\b{name} ([\d.]+)"
 
 
 def _kq(preset: str, column: int | None) -> str:
@@ -667,9 +672,18 @@ CLAIMS = [
     ("bench/RESULTS.md", "as far (0.78 to {2.09})", KQ_LOG, _kq("Q4_0", 2), 1),
     ("bench/RESULTS.md", "lies\n{0.024}-0.057 from that expansion", KQ_LOG, _kq("Q8_0", 5), 1),
     ("bench/RESULTS.md", "0.024-{0.057} from that expansion", KQ_LOG, _kq("Q4_0", 5), 1),
-    ("bench/RESULTS.md", "moves the logits by {0.90}-1.88", KQ_LOG, _kq("Q5_0", 6), 1),
-    ("bench/RESULTS.md", "moves the logits by 0.90-{1.88}", KQ_LOG, _kq("Q5_1", 6), 1),
-    ("bench/RESULTS.md", "moves by up to {2.71} under float32 noise", KQ_LOG, _kq("Q4_0", 4), 1),
+    ("bench/RESULTS.md", "moves the logits by {0.90}-1.87", KQ_LOG, _kq("Q5_0", 6), 1),
+    ("bench/RESULTS.md", "moves the logits by 0.90-{1.87}", KQ_LOG, _kq("Q4_0", 6), 1),
+    ("bench/RESULTS.md", "within {0.013}-0.019 of llama.cpp's", KQ_LOG, _kq0("Q4_1", "Qcur-0", "asllama"), 1),
+    ("bench/RESULTS.md", "within 0.013-{0.019} of llama.cpp's", KQ_LOG, _kq0("Q4_0", "Qcur-0", "asllama"), 1),
+    ("bench/RESULTS.md", "({0.53}-0.78 without it)", KQ_LOG, _kq0("Q4_K_M", "Qcur-0", "float"), 1),
+    ("bench/RESULTS.md", "(0.53-{0.78} without it)", KQ_LOG, _kq0("Q5_1", "Qcur-0", "float"), 1),
+    ("docs/interop.md", "The one exception, Q5_K_M ({0.51})", KQ_LOG, _kq0("Q5_K_M", "Qcur-0", "asllama"), 1),
+    ("docs/interop.md", "under float32 noise\n({0.06}-0.11)", KQ_LOG, _kq0("Q4_K_M", "Qcur-0", "floor"), 1),
+    ("docs/interop.md", "under float32 noise\n(0.06-{0.11})", KQ_LOG, _kq0("Q5_1", "Qcur-0", "floor"), 1),
+    ("docs/interop.md", "output sum by {1.2}-4.0", KQ_LOG, _kq0("Q4_0", "ffn_out-0", "floor"), 1),
+    ("docs/interop.md", "output sum by 1.2-{4.0}", KQ_LOG, _kq0("Q4_K_M", "ffn_out-0", "floor"), 1),
+    ("bench/RESULTS.md", "(its logits move by up to {2.71})", KQ_LOG, _kq("Q4_0", 4), 1),
     # bench/RESULTS.md: the short requests' thread default, ten runs under two busy processes (2026-12-07)
     *[("bench/RESULTS.md", row, f"{THREADS_SHORT}/busy-run{run}.json", f"json:{key}", 1)
       for run, cells in enumerate(THREADS_SHORT_ROWS, 1)
