@@ -1096,7 +1096,7 @@ def _residual_extra(rows):
 # ---------------------------------------------------------------- re-runs on seeds the first runs did not use
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
-RERUN_DONE = {"20", "18", "16"}  # the rows whose re-run is finished and on the page
+RERUN_DONE = {"20", "18", "16", "17", "19", "23"}  # the rows whose re-run is finished and on the page
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1190,6 +1190,31 @@ def _only_new(render: Callable[[list[dict]], list[str]]) -> Callable[[list[dict]
     return lambda rows: render([r for r in rows if r["seed"] in NEW_SEEDS])
 
 
+def _residual_new_extra(rows: list[dict]) -> list[float]:
+    """Section 23's paragraph on seeds 3, 4, 5: _residual_extra over every seed, then the new seeds' smallest gap of
+    no LayerNorm above the block, the first seeds' largest (both depths), and how many of all the no-LayerNorm runs
+    end at most 0.1 above the block (the rule's threshold), of how many; the new runs without a residual that stayed
+    on the plateau, of how many, and their final val loss (min, max); the new runs without LayerNorm that left it,
+    of how many."""
+    full = {(r["n_layers"], r["seed"]): r["val"][-1][1] for r in rows if r["arm"] == "both"}
+    gaps = {(r["n_layers"], r["seed"]): r["val"][-1][1] - full[(r["n_layers"], r["seed"])]
+            for r in rows if r["arm"] == "no norm"}
+    new = [r for r in rows if r["seed"] in NEW_SEEDS]
+    stuck = [r for r in new if r["arm"] in ("no residual", "neither")]
+    trained = [r for r in new if r["arm"] == "no norm"]
+    return [*_residual_extra(rows), min(g for (_, s), g in gaps.items() if s in NEW_SEEDS),
+            max(g for (_, s), g in gaps.items() if s not in NEW_SEEDS), sum(g <= 0.1 for g in gaps.values()), len(gaps),
+            sum(r["plateau_end"] is None for r in stuck), len(stuck), min(r["val"][-1][1] for r in stuck),
+            max(r["val"][-1][1] for r in stuck), sum(r["plateau_end"] is not None for r in trained), len(trained)]
+
+
+def _heads_row_extra(rows: list[dict]) -> list[float]:
+    """Row 17: _tuned_extra over every seed, then on how many seeds 16 heads score worse than 4, of how many."""
+    arms = _arms(rows, _heads_label)
+    four, sixteen = ([r["test_loss"] for r in arms[k][1]] for k in ("4 | 16", "16 | 4"))
+    return [*_tuned_extra(_heads_label)(rows), sum(b > a for a, b in zip(four, sixteen, strict=True)), len(four)]
+
+
 def _rerun_rows(rows: list[dict]) -> list[str]:
     from experiments_trace.verdicts import rerun_rows  # the table compares verdict rules, which import this module
 
@@ -1268,7 +1293,7 @@ TRACES = [
           prefer_extra=True),
     Trace("## 17.", "heads_quality.jsonl", _tuned_rows(_heads_label), _tuned_extra(_heads_label),
           end=_new_seeds_start("17")),
-    Trace("| 17 |", HEADS_FILES, extra=_tuned_extra(_heads_label)),
+    Trace("| 17 |", HEADS_FILES, extra=_heads_row_extra),
     Trace("## 18.", ("window_mlp.jsonl", "window_mlp_2000.jsonl"), _tuned_rows(_window_label),
           _tuned_extra(_window_label), end=_new_seeds_start("18")),
     Trace("| 18 |", ("window_mlp.jsonl", "window_mlp_2000.jsonl", *WINDOW_FILES[1:]),
@@ -1385,7 +1410,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"10,059": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"10,728": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1401,7 +1426,7 @@ TRACES += [
 
 # Each section's paragraph on its re-run's seeds 3, 4, 5 (a part of its own, up to the next section), once done.
 NEW_SEED_PARTS = {
-    "17": lambda: Trace(_new_seeds_start("17"), HEADS_FILES, _new_seed_rows(_heads_label), _tuned_extra(_heads_label),
+    "17": lambda: Trace(_new_seeds_start("17"), HEADS_FILES, _new_seed_rows(_heads_label), _heads_row_extra,
                         end="## 18."),
     "18": lambda: Trace(_new_seeds_start("18"), WINDOW_FILES, _new_seed_rows(_window_label),
                         _tuned_extra(_window_label), end="## 19."),
@@ -1409,14 +1434,14 @@ NEW_SEED_PARTS = {
                         _tuned_extra(_position_label), end="## 20."),
     "21": lambda: Trace(_new_seeds_start("21"), NSP_FILES, _only_new(_nsp_rows), _nsp_extra, allowed=NSP_ALLOWED,
                         end="## 22."),
-    "23": lambda: Trace(_new_seeds_start("23"), RESIDUAL_FILES, _only_new(_residual_rows), _residual_extra,
+    "23": lambda: Trace(_new_seeds_start("23"), RESIDUAL_FILES, _only_new(_residual_rows), _residual_new_extra,
                         end="## Re-runs on new seeds"),
 }
 TRACES += [make() for row, make in NEW_SEED_PARTS.items() if row in RERUN_DONE]
 TRACES += [
     Trace("## Re-runs on new seeds", ("no_mask.jsonl", *NO_MASK_FILES[2:], *AMBIGUITY_FILES, *HEADS_FILES,
                                       *WINDOW_FILES, *POSITION_FILES, *UNTIED_FILES, *NSP_FILES, *RESIDUAL_FILES),
-          _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs"}),
+          _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs", "2.13": "torch version"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
