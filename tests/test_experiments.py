@@ -467,3 +467,23 @@ def test_recurrence_layers_count_their_flops_and_the_written_out_attention_is_th
     gru = rva.GRULayer(16)
     for n in (4, 12):
         assert rva.flops(rva.calls(gru, torch.randn(2, n, 16))["forward"]) == 12 * 16 ** 2 * 2 * n
+
+
+def test_tuned_rate_is_the_earlier_sweeps_choice_for_that_arm(tmp_path):
+    """New seeds of a heldout.py sweep (--tuned-from) train each arm at the rate its tune runs chose: the finite
+    tune run with the lowest validation loss among the lines that carry every key of the arm."""
+    import json
+
+    import heldout
+
+    lines = [{"arm": "a", "phase": "tune", "lr": 1e-3, "val_loss": 2.0, "finite": True},
+             {"arm": "a", "phase": "tune", "lr": 1e-2, "val_loss": 1.5, "finite": True},
+             {"arm": "a", "phase": "tune", "lr": 3e-2, "val_loss": None, "finite": False},
+             {"arm": "a", "phase": "report", "lr": 1e-3, "val_loss": 1.0, "finite": True},  # not a tune run
+             {"arm": "b", "phase": "tune", "lr": 3e-3, "val_loss": 1.2, "finite": True}]
+    path = tmp_path / "sweep.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    assert heldout.tuned_rate({"arm": "a"}, str(path)) == 1e-2
+    assert heldout.tuned_rate({"arm": "b"}, str(path)) == 3e-3
+    with pytest.raises(ValueError, match="no finite tune run"):
+        heldout.tuned_rate({"arm": "c"}, str(path))
