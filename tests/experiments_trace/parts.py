@@ -1096,7 +1096,7 @@ def _residual_extra(rows):
 # ---------------------------------------------------------------- re-runs on seeds the first runs did not use
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
-RERUN_DONE = {"20", "18", "16", "17", "19", "23"}  # the rows whose re-run is finished and on the page
+RERUN_DONE = {"16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1213,6 +1213,11 @@ def _heads_row_extra(rows: list[dict]) -> list[float]:
     arms = _arms(rows, _heads_label)
     four, sixteen = ([r["test_loss"] for r in arms[k][1]] for k in ("4 | 16", "16 | 4"))
     return [*_tuned_extra(_heads_label)(rows), sum(b > a for a, b in zip(four, sixteen, strict=True)), len(four)]
+
+
+def _nsp_row_extra(rows: list[dict]) -> list[float]:
+    """Row 21: _nsp_extra over every seed, then how many seeds."""
+    return [*_nsp_extra(rows), len({r["seed"] for r in rows})]
 
 
 def _rerun_rows(rows: list[dict]) -> list[str]:
@@ -1377,7 +1382,7 @@ TRACES = [
           allowed={"0.862": "the outside check's cosine of two fruit apples (compared with, not measured here)",
                    "0.676": "the outside check's fruit-against-company cosine (compared with)"}),
     Trace("## 21.", "nsp.jsonl", _nsp_rows, _nsp_extra, allowed=NSP_ALLOWED, end=_new_seeds_start("21")),
-    Trace("| 21 |", NSP_FILES, extra=_nsp_extra, allowed=NSP_ALLOWED),
+    Trace("| 21 |", NSP_FILES, extra=_nsp_row_extra, allowed=NSP_ALLOWED),
     Trace("## 22.", "recurrence_vs_attention.jsonl", _rva_rows, _rva_extra,
           allowed={"256": "the width d (a setting)", "4": "the batch and the heads (settings)",
                    "1-minute": "the load average's name (over 1 minute)"}),
@@ -1410,7 +1415,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"10,728": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"10,930": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
