@@ -203,6 +203,14 @@ def free_cores(window: float = WINDOW_S) -> float:
     return max(0.0, n - (others or 0.0) - held)
 
 
+def age_last_snapshot(seconds: float) -> None:
+    """Move the last load snapshot `seconds` into the past (benchmarks.threads times choose() when a request finds
+    no snapshot within REUSE_S, the path a first request of a while takes)."""
+    with _SAMPLER.lock:
+        if _SAMPLER.last is not None:
+            _SAMPLER.last = (_SAMPLER.last[0] - seconds, *_SAMPLER.last[1:])
+
+
 def recent_free_cores(window: float = WINDOW_S) -> float | None:
     """free_cores without waiting for a sample; None when no snapshot of the last REUSE_S tells (_Sampler.recent)."""
     others = _SAMPLER.recent(window)

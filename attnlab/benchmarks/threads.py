@@ -186,7 +186,7 @@ def choose_cost(pairs: int = 40) -> None:
     recent = [cpu(pick) for _ in range(200)]
     stale = []
     for _ in range(50):  # the last snapshot moved back past REUSE_S: the request finds none recent
-        threads._SAMPLER.last = (time.monotonic() - 2 * threads.REUSE_S, *threads._SAMPLER.last[1:])
+        threads.age_last_snapshot(2 * threads.REUSE_S)
         stale.append(cpu(pick))
     print(f"# gpt-char, {SHORT_NEW} tokens after {len(ids)}; CPU time of this process; load average "
           f"{' '.join(f'{v:.2f}' for v in os.getloadavg())}")

@@ -257,3 +257,21 @@ class Seq2SeqCollator:
         decoder_inputs, _ = pad_batch([[self.start_id] + t[:-1] for t in targets], self.pad_id)
         return {"input_ids": input_ids, "attention_mask": attention_mask, "decoder_input_ids": decoder_inputs,
                 "decoder_attention_mask": decoder_attention_mask, "labels": labels}
+
+
+def word_tables(tok) -> tuple[torch.Tensor, torch.Tensor]:
+    """Two (vocab,) bool tables over the tokenizer's vocabulary: `whole_word`, a token that is a word by itself
+    when no piece follows it (ASCII letters only: no punctuation, digit or ##piece), and `continues`, a ##piece."""
+    tokens = [tok.id_to_token(i) or "" for i in range(tok.vocab_size)]
+    whole_word = torch.tensor([t.isascii() and t.isalpha() for t in tokens])
+    continues = torch.tensor([t.startswith("##") for t in tokens])
+    return whole_word, continues
+
+
+def word_positions(ids: torch.Tensor, whole_word: torch.Tensor, continues: torch.Tensor) -> torch.Tensor:
+    """(batch, seq) ids -> (batch, seq) 0/1: 1 where the token is a whole word of one piece (a word token not
+    followed by a ##piece). A cloze blank is such a word; "ca ##t" or "," are not, so masking them teaches the
+    head to finish pieces and punctuation rather than to find the word that fits."""
+    continued = torch.zeros_like(ids, dtype=torch.bool)  # (batch, seq): a ##piece comes next
+    continued[:, :-1] = continues[ids[:, 1:]]
+    return (whole_word[ids] & ~continued).long()

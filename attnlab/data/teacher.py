@@ -87,7 +87,7 @@ def teacher_topk(paragraphs: list[str], teacher, teacher_tok, student_tok, k: in
                  log=None):
     """(ids (n, k) int32, probs (n, k) float32) for the n student tokens of `paragraphs` (encoded one by one
     without special tokens and concatenated, as minilm-mlm does); see the module docstring."""
-    from attnlab.training.recipes.minilm_mlm import word_tables
+    from attnlab.data.collators import word_tables
 
     whole_word, continues = word_tables(student_tok)
     mapping = word_map(teacher_tok, student_tok)

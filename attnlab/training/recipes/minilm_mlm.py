@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from attnlab.build import build_model
-from attnlab.data.collators import MLMCollator
+from attnlab.data.collators import MLMCollator, word_positions, word_tables
 from attnlab.data.packages import package_folder
 from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
@@ -81,24 +81,6 @@ def head_model(base_model, train_layers: int, weights: Path, name: str = "minilm
     for n, p in model.named_parameters():
         p.requires_grad_(n in trained)
     return model, sorted(trained)
-
-
-def word_tables(tok) -> tuple[torch.Tensor, torch.Tensor]:
-    """Two (vocab,) bool tables over the tokenizer's vocabulary: `whole_word`, a token that is a word by itself
-    when no piece follows it (ASCII letters only: no punctuation, digit or ##piece), and `continues`, a ##piece."""
-    tokens = [tok.id_to_token(i) or "" for i in range(tok.vocab_size)]
-    whole_word = torch.tensor([t.isascii() and t.isalpha() for t in tokens])
-    continues = torch.tensor([t.startswith("##") for t in tokens])
-    return whole_word, continues
-
-
-def word_positions(ids: torch.Tensor, whole_word: torch.Tensor, continues: torch.Tensor) -> torch.Tensor:
-    """(batch, seq) ids -> (batch, seq) 0/1: 1 where the token is a whole word of one piece (a word token not
-    followed by a ##piece). A cloze blank is such a word; "ca ##t" or "," are not, so masking them teaches the
-    head to finish pieces and punctuation rather than to find the word that fits."""
-    continued = torch.zeros_like(ids, dtype=torch.bool)  # (batch, seq): a ##piece comes next
-    continued[:, :-1] = continues[ids[:, 1:]]
-    return (whole_word[ids] & ~continued).long()
 
 
 def split_articles(articles: list[list[str]], val_every: int) -> tuple[list[str], list[str]]:
