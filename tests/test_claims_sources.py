@@ -150,6 +150,10 @@ FIRST_RUN_7 = "bench/results/first-run-2026-12-07"
 # round 1 of the interleaved first runs: the first line of `what` in the before (or after) tree's run
 ROUND_1 = r"## round 1: {side}.*\n(?:.*\n)*?.*{what} ([\d.]+) {unit}"
 QUIET = "bench/results/first-run-2026-12-07/quiet.log"
+LONG = "bench/results/long-prompts-2026-12-07/q4_1.log"
+Q4_0_TILES = "bench/results/q4_0-tiles-2026-12-07/quiet.log"
+Q4_0_LLAMA = "bench/results/q4_0-tiles-2026-12-07/llama-cpp-q4_0.log"
+CONFIRM = "bench/results/first-run-2026-12-07/quiet-confirm.log"
 AGAIN = "bench/results/first-run-2026-12-07/quiet-again.log"  # the same code, the next morning, quieter
 CPU = r" \|.*\| [\d.]+ s \| ([\d.]+) s \|$"  # a first_run row's CPU time
 WALL = r" \|.*\| ([\d.]+) s \| [\d.]+ s \|$"  # a first_run row's wall time
@@ -241,6 +245,24 @@ CLAIMS = [
      r"^    \[phases, .*first token ([\d.]+) / ", 1),
     ("bench/RESULTS.md", "The first run's phases: imports {1.06} s", AGAIN,
      r"^    \[phases, wall / CPU: imports ([\d.]+) / ", 1),
+    ("bench/RESULTS.md", "| pp512 | 1 | {492.0} | 168.4 | 2.92x |", LONG, r"^\| pp512 \| 1 \| ([\d.]+) \|", 1),
+    ("bench/RESULTS.md", "| pp512 | 1 | 492.0 | {168.4} | 2.92x |", LONG,
+     r"^\| pp512 \| 1 \| [\d.]+ \| ([\d.]+) \|", 1),
+    ("bench/RESULTS.md", "| pp512 | 2 | 612.5 | 329.1 | {1.86}x |", LONG, r"^\| pp512 \| 2 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "| 1 | 390.6 | 149.6 | {2.61}x |", LONG, r"^\| pp512 after .*\| 1 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "| 2 | 559.6 | 289.5 | {1.93}x |", LONG, r"^\| pp512 after .*\| 2 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "a whole decoding step takes {8.66} ms", Q4_0_TILES, r"^\| Q4_0 tiles \| ([\d.]+) ms", 1),
+    ("bench/RESULTS.md", "takes 8.66 ms against {8.77} ms", Q4_0_TILES, r"^\| Q4_1 tiles \(before\) \| ([\d.]+) ms", 1),
+    ("bench/RESULTS.md", "(qkv {1.25}x, out", Q4_0_TILES, r"^\| qkv .*\| ([\d.]+)x \| \d+ / ", 1),
+    ("bench/RESULTS.md", "load average 0.9-1.0): decode {0.81}x at one thread", Q4_0_LLAMA,
+     r"^\| default \(compiled step\) \| 1 \|[^|]+\|[^|]+\| ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "0.81x at one thread and {0.76}x at two", Q4_0_LLAMA,
+     r"^\| default \(compiled step\) \| 2 \|[^|]+\|[^|]+\| ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "one core was 42.3 GB/s then and {18.7} GB/s now", Q4_0_LLAMA, r"1 core ([\d.]+) GB/s", 1),
+    ("bench/RESULTS.md", "the first run {2.47} s wall, every later run", CONFIRM,
+     r"^\| first \(empty cache\)" + WALL, 1),
+    ("docs/performance.md", "the first run {2.47} s and every later one", CONFIRM,
+     r"^\| first \(empty cache\)" + WALL, 1),
     ("docs/performance.md", "the first {2.21} s wall", AGAIN, r"^\| first \(empty cache\)" + WALL, 1),
     ("docs/performance.md", "the second 1.83 s,\nthe third {1.78} s", AGAIN, r"^\| third" + WALL, 1),
     ("docs/performance.md", "the one-token prompt {1.73} s", AGAIN,
