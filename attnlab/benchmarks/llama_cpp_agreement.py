@@ -263,13 +263,19 @@ def with_ggml_gelu(model):
     return model
 
 
+def _no_llama_debug() -> int:
+    """Say how to get llama-debug; the exit status: 1 where ATTNLAB_LLAMA_CPP named a folder without it, else 0 (a
+    skipped comparison)."""
+    print("llama-debug not found: build it with `ninja -C <cache>/llama.cpp/build llama-debug` in the folder "
+          "`python -m attnlab.benchmarks.llama_cpp --build-only` made, or set ATTNLAB_LLAMA_CPP to the folder "
+          "holding one you built")
+    return 1 if os.environ.get("ATTNLAB_LLAMA_CPP") else 0
+
+
 def families(only=None) -> int:
     binary = find_llama_debug()
     if binary is None:
-        print("llama-debug not found: build it with `ninja -C <cache>/llama.cpp/build llama-debug` in the folder "
-              "`python -m attnlab.benchmarks.llama_cpp --build-only` made, or set ATTNLAB_LLAMA_CPP to the folder "
-              "holding one you built")
-        return 1 if os.environ.get("ATTNLAB_LLAMA_CPP") else 0
+        return _no_llama_debug()
     try:
         import transformers  # noqa: F401
     except ImportError:
@@ -416,10 +422,7 @@ def kquants(presets=None) -> int:
 
     binary = find_llama_debug()
     if binary is None:
-        print("llama-debug not found: build it with `ninja -C <cache>/llama.cpp/build llama-debug` in the folder "
-              "`python -m attnlab.benchmarks.llama_cpp --build-only` made, or set ATTNLAB_LLAMA_CPP to the folder "
-              "holding one you built")
-        return 1 if os.environ.get("ATTNLAB_LLAMA_CPP") else 0
+        return _no_llama_debug()
     torch.set_num_threads(1)
     print(f"# {binary}; llama.cpp: 1 thread, f32 KV cache, flash attention off; {len(KQUANT_PROMPTS)} prompts, "
           "the last position's logits; files: SmolLM2-135M-Instruct exported by attnlab in float32, then "
