@@ -17,7 +17,7 @@ write-up they come from):
 - docs/performance.md's install times and sizes (venv 11 s + torch 71 s + attnlab 67 s, 1.1 GB, 44 packages) and
   the disk sizes of `.[test]`: measured by hand in a fresh clone; no log was kept.
 - docs/performance.md's earlier test rows (1,734 tests shuffled, 10 m 39 s loaded): pytest's own summary, not saved. The
-  current rows are checked against bench/results/ci-2026-12-06/ci-run-evening.log and shuffled-1.log.
+  current rows are checked against bench/results/ci-2026-12-07/ci-run.log and the 2026-12-06 shuffled logs.
 - docs/explorer.md's "84 sweeps, 82 finished": sums of keys of the class log (finished per model), read back by
   tests/experiments_trace/figures.py (its SOURCE_PLACES), which binds every other number of the user docs too.
 - The other figures of docs/*.md (explorer latency tables, quantized decode steps, training and data-pipeline
@@ -40,6 +40,7 @@ CLASS = "bench/results/explorer-class"
 QUICK = "bench/results/bench-quick-2026-11-28"
 BABY = "bench/results/baby-gpt-sapphire-rapids-2026-11-28"
 CI = "bench/results/ci-2026-12-06"
+CI_RUN = "bench/results/ci-2026-12-07/ci-run.log"
 ZEN = "bench/results/llama-cpp-zen5-2026-11-28"
 NATIVE_QUICK = "bench/results/bench-quick-native-2026-11-28"
 NIGHT_QUICK = "bench/results/bench-quick-startup-2026-11-28"
@@ -367,14 +368,13 @@ CLAIMS = [
     (COSTS, "against {1.22} s for `python -c", f"{EVENING}", r"^python -c \"import torch\"\s+([\d.]+)", 1),
     ("bench/RESULTS.md", "`attnlab generate gpt-char` {0.80} s", f"{EVENING}", GPT_CHAR_WALL, 1),
     # docs/performance.md and README: the test suite's last run
-    (COSTS, "of which pytest: {2,453} passed, 5 skipped", f"{CI}/ci-run-evening.log", r"^(\d+) passed, \d+ skipped",
+    (COSTS, "of which pytest: {2,907} passed, 5 skipped", CI_RUN, r"^(\d+) passed, \d+ skipped",
      1),
-    (COSTS, "of which pytest: 2,453 passed, {5} skipped", f"{CI}/ci-run-evening.log", r"^\d+ passed, (\d+) skipped",
+    (COSTS, "of which pytest: 2,907 passed, {5} skipped", CI_RUN, r"^\d+ passed, (\d+) skipped",
      1),
     (COSTS, "1 xfailed (the masked LM's cloze target, not reached) | "
-     "12 m {40} s", f"{CI}/ci-run-evening.log", r"passed, .* in \d+\.\d+s \(0:12:(\d+)\)", 1),
-    (COSTS, "the documentation site, pytest) | 13 m {17} s", f"{CI}/ci-run-evening.log",
-     r"the whole script: 13 m (\d+) s", 1),
+     "12 m {7} s", CI_RUN, r"passed, .* in \d+\.\d+s \(0:\d+:(\d+)\)", 1),
+    (COSTS, "the documentation site, pytest) | 12 m {33} s", CI_RUN, r"the whole script: \d+ m (\d+) s", 1),
     (COSTS, "order dependence fixed the same evening (a command's held notes, a browser sequence split, the tour's "
      "quoted lines) | 15 m {9} s", f"{CI}/shuffled-1.log", r"passed, .* in \d+\.\d+s \(0:15:(\d+)\)", 1),
     (COSTS, "empty HOME and caches): {2,450} passed, 6 failed", f"{CI}/shuffled-1.log", r"(\d+) passed, \d+ skipped",
@@ -383,21 +383,16 @@ CLAIMS = [
      r"^(\d+) passed, \d+ skipped", 1),
     (COSTS, "2,457 passed, 5 skipped, 1 xfailed | 12 m {21} s", f"{CI}/shuffled-2.log",
      r"passed, .* in \d+\.\d+s \(0:12:(\d+)\)", 1),
-    ("README.md", "2026-12-06: {2,453} passed, 5 skipped", f"{CI}/ci-run-evening.log", r"^(\d+) passed, \d+ skipped",
-     1),
-    ("README.md", "2,453 passed, {5} skipped", f"{CI}/ci-run-evening.log", r"^\d+ passed, (\d+) skipped", 1),
-    ("README.md", "pytest 12 m {40} s, the whole script", f"{CI}/ci-run-evening.log",
-     r"passed, .* in \d+\.\d+s \(0:12:(\d+)\)", 1),
-    ("README.md", "the whole script 13 m {17} s", f"{CI}/ci-run-evening.log", r"the whole script: 13 m (\d+) s", 1),
-    ("README.md", "5 skipped,\n{1} xfailed; pytest", f"{CI}/ci-run-evening.log",
-     r"^\d+ passed, \d+ skipped, (\d+) xfailed", 1),
-    ("README.md", "xfailed; pytest {12} m 40 s", f"{CI}/ci-run-evening.log",
+    ("README.md", "2026-12-07: {2,907} passed, 5 skipped", CI_RUN, r"^(\d+) passed, \d+ skipped", 1),
+    ("README.md", "2,907 passed, {5} skipped", CI_RUN, r"^\d+ passed, (\d+) skipped", 1),
+    ("README.md", "pytest 12 m {7} s, the whole script", CI_RUN, r"passed, .* in \d+\.\d+s \(0:\d+:(\d+)\)", 1),
+    ("README.md", "the whole script 12 m {33} s", CI_RUN, r"the whole script: \d+ m (\d+) s", 1),
+    ("README.md", "5 skipped,\n{1} xfailed; pytest", CI_RUN, r"^\d+ passed, \d+ skipped, (\d+) xfailed", 1),
+    ("README.md", "xfailed; pytest {12} m 7 s", CI_RUN, r"passed, .* in \d+\.\d+s \(0:(\d+):\d+\)", 1),
+    ("README.md", "the whole script {12} m 33 s", CI_RUN, r"the whole script: (\d+) m \d+ s", 1),
+    (COSTS, "1 xfailed (the masked LM's cloze target, not reached) | {12} m 7 s", CI_RUN,
      r"passed, .* in \d+\.\d+s \(0:(\d+):\d+\)", 1),
-    ("README.md", "the whole script {13} m 17 s", f"{CI}/ci-run-evening.log", r"the whole script: (\d+) m \d+ s", 1),
-    (COSTS, "1 xfailed (the masked LM's cloze target, not reached) | {12} m 40 s", f"{CI}/ci-run-evening.log",
-     r"passed, .* in \d+\.\d+s \(0:(\d+):\d+\)", 1),
-    (COSTS, "the documentation site, pytest) | {13} m 17 s", f"{CI}/ci-run-evening.log",
-     r"the whole script: (\d+) m \d+ s", 1),
+    (COSTS, "the documentation site, pytest) | {12} m 33 s", CI_RUN, r"the whole script: (\d+) m \d+ s", 1),
     (COSTS, "2,457 passed, 5 skipped, 1 xfailed | {12} m 21 s", f"{CI}/shuffled-2.log",
      r"passed, .* in \d+\.\d+s \(0:(\d+):\d+\)", 1),
     # docs/howto/gguf.md: llama.cpp beside attnlab
