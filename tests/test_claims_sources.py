@@ -161,6 +161,9 @@ WALL = r" \|.*\| ([\d.]+) s \| [\d.]+ s \|$"  # a first_run row's wall time
 NANO = "bench/results/nanogpt-repo-2026-12-07/quiet.log"
 NANO_LOADED = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded.log"  # AdamW without torch._dynamo
 NANO_CPU = r"^round 1, attnlab {} / nanoGPT: .*CPU ([\d.]+)x"  # a variant's CPU-time ratio in the summary lines
+NANO_QUIET = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-quiet.log"  # the same pair, quiet
+NANO_WALL = r"^round 1, attnlab same / nanoGPT: wall ([\d.]+)x"
+NANO_PEAK = r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x"
 NANO_SAME = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded-same.log"  # a second run, same work only
 def NANO_ROW(side: str, skip: int) -> str:  # noqa: N802 (read like the other patterns)
     """The pattern of one column of a contestant's row in nanogpt_repo's table: after `skip` columns past the seed."""
@@ -211,11 +214,25 @@ CLAIMS = [
      r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
     ("bench/RESULTS.md", "CPU\ntime {1.032}x (same work)", NANO_LOADED, NANO_CPU.format("same"), 1),
     ("bench/RESULTS.md", "and {1.117}x (defaults)", NANO_LOADED, NANO_CPU.format("typed"), 1),
-    ("bench/RESULTS.md", "peak memory {0.866}x nanoGPT's doing the same work", NANO_LOADED,
-     r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
-    ("bench/RESULTS.md", "{0.929}x with gpt-char's defaults; CPU time", NANO_LOADED,
+    ("bench/RESULTS.md", "doing the same work: {0.951}x the wall time", NANO_QUIET, NANO_WALL, 1),
+    ("bench/RESULTS.md", "0.951x the wall time, {0.950}x the CPU time, 0.863x the peak memory, one quiet", NANO_QUIET,
+     NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "0.950x the CPU time, {0.863}x the peak memory, one quiet", NANO_QUIET, NANO_PEAK, 1),
+    ("bench/RESULTS.md", "under load (15-19): CPU {1.032}x,", NANO_LOADED, NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "CPU 1.032x, \nmemory {0.866}x", NANO_LOADED, NANO_PEAK, 1),
+    ("bench/RESULTS.md", "gpt-char's defaults {1.117}x / 0.929x", NANO_LOADED, NANO_CPU.format("typed"), 1),
+    ("bench/RESULTS.md", "gpt-char's defaults 1.117x / {0.929}x", NANO_LOADED,
      r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
-    ("bench/RESULTS.md", "CPU time\n{1.032}x / 1.117x (target", NANO_LOADED, NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "nanoGPT {150.0} s wall, 149.9 s CPU",
+     NANO_QUIET, r"^\| 1 \| nanogpt \| \d+ \| ([\d.]+) \|", 1),
+    ("bench/RESULTS.md", "attnlab doing the same work {142.6} s, 142.5 s, 316 MB", NANO_QUIET,
+     r"^\| 1 \| same \| \d+ \| ([\d.]+) \|", 1),
+    ("bench/RESULTS.md", "142.6 s, 142.5 s, {316} MB",
+     NANO_QUIET, r"^\| 1 \| same \|[^|]+\|[^|]+\|[^|]+\| (\d+) \|", 1),
+    ("bench/RESULTS.md", "**0.951x the wall time, {0.950}x the CPU time, 0.863x\nthe peak memory**", NANO_QUIET,
+     NANO_CPU.format("same"), 1),
+    ("bench/RESULTS.md", "held-out loss {0.0152} lower on the same 1,742 windows", NANO_QUIET,
+     r"^round 1, attnlab same / nanoGPT: .*same windows -([\d.]+)", 1),
     ("bench/RESULTS.md", "load 12-15: CPU {1.021}x, peak", NANO_SAME, NANO_CPU.format("same"), 1),
     ("bench/RESULTS.md", "load 12-15: CPU 1.021x, peak {0.865}x", NANO_SAME,
      r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
