@@ -129,15 +129,17 @@ def build(jobs: int = 1) -> Path:
 
 
 # ------------------------------------------------------------------------------------------------ compare
-def llama_bench(binary: Path, model: Path, threads: tuple[int, ...],
-                reps: int) -> tuple[dict[tuple[str, int], float], str]:
-    """({("pp32" | "tg64", threads): tokens/s} from llama-bench's JSON output, a note on how it had to run).
+def llama_bench(binary: Path, model: Path, threads: tuple[int, ...], reps: int,
+                tests: tuple[str, ...] = ("-p", "32", "-n", "64")) -> tuple[dict[tuple, float], str]:
+    """({(test, threads): tokens/s} from llama-bench's JSON output, a note on how it had to run). `tests`: the
+    llama-bench arguments that choose what it runs (default: pp32 and tg64); a test is "pp<n>" or "tg<n>", and
+    "pp<n>@<depth>" where `-d` put `depth` tokens in the cache first.
 
     A crash by a signal is retried once with `--repack 0`: llama.cpp's AMX path (an extra weight buffer it takes on
     CPUs with AMX) died with SIGSEGV in ggml_backend_amx_mul_mat on the project's Sapphire Rapids VM (2026-11-27);
     without repacking it runs its AVX-512 kernels, which is what such a machine can use."""
-    command = [str(binary), "-m", str(model), "-p", "32", "-n", "64", "-t", ",".join(map(str, threads)),
-               "-r", str(reps), "-o", "json"]
+    command = [str(binary), "-m", str(model), *tests, "-t", ",".join(map(str, threads)), "-r", str(reps),
+               "-o", "json"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
     note = ""
     if done.returncode < 0:
@@ -149,6 +151,8 @@ def llama_bench(binary: Path, model: Path, threads: tuple[int, ...],
     rates = {}
     for row in json.loads(done.stdout):
         test = f"pp{row['n_prompt']}" if row.get("n_prompt") else f"tg{row['n_gen']}"
+        if row.get("n_depth"):
+            test += f"@{row['n_depth']}"
         rates[test, int(row["n_threads"])] = float(row["avg_ts"])
     return rates, note
 

@@ -17,10 +17,8 @@ ratio is attnlab / llama.cpp (above 1: attnlab is faster).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,13 +30,10 @@ from attnlab.benchmarks.common import header
 
 def peer_rates(binary: Path, model: Path, tokens: int, threads: tuple[int, ...], reps: int) -> dict:
     """{(depth, threads): tokens/s} of llama-bench's pp<tokens> at depth 0 and at depth `tokens`."""
-    command = [str(binary), "-m", str(model), "-p", str(tokens), "-n", "0", "-d", f"0,{tokens}",
-               "-t", ",".join(map(str, threads)), "-r", str(reps), "-o", "json"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=3600)
-    if done.returncode != 0:
-        raise SystemExit(f"llama-bench exited with {done.returncode}: {done.stderr.strip().splitlines()[-1:]}")
-    return {(int(row.get("n_depth", 0)), int(row["n_threads"])): float(row["avg_ts"])
-            for row in json.loads(done.stdout)}
+    from attnlab.benchmarks.llama_cpp import llama_bench
+
+    rates, _ = llama_bench(binary, model, threads, reps, ("-p", str(tokens), "-n", "0", "-d", f"0,{tokens}"))
+    return {(int(test.partition("@")[2] or 0), t): rate for (test, t), rate in rates.items()}
 
 
 def attnlab_seconds(model, ids: torch.Tensor, tokens: int, threads: int) -> tuple[float, float]:

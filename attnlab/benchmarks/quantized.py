@@ -52,6 +52,11 @@ def _interleave(contestants: dict, reps: int) -> dict[str, float]:
     return {name: statistics.median(v) for name, v in times.items()}
 
 
+def cycle(fn, items):
+    """One contestant of _interleave: fn on each of `items` in turn (different copies, so they come from memory)."""
+    return lambda: [fn(item) for item in items]
+
+
 # ------------------------------------------------------------------------------------------ 1. roofline
 def roofline(reps: int, bandwidth: float) -> list[str]:
     from attnlab.layers.quantized import QuantizedLinear
@@ -77,9 +82,6 @@ def roofline(reps: int, bandwidth: float) -> list[str]:
         reads = [torch.zeros(n * k // 4) for _ in ws]  # the int8 codes' bytes, as float32 to sum
         bf = [w.bfloat16() for w in ws]
         packed = [(m.qweight, m.scale) for m in q8]
-
-        def cycle(fn, items):
-            return lambda: [fn(item) for item in items]
 
         with torch.no_grad():
             t = _interleave({
@@ -137,9 +139,6 @@ def gguf_roofline(reps: int) -> list[str]:
         reads = [t.view(torch.float32) for t in tiles]  # the tiles' own bytes (1280 per tile: a multiple of 4)
         torch.manual_seed(0)
         x, xs = torch.randn(1, k), torch.randn(32, k)
-
-        def cycle(fn, items):
-            return lambda: [fn(item) for item in items]
 
         with torch.no_grad():
             t = _interleave({
@@ -455,9 +454,6 @@ def q4_0_tiles(steps: int, reps: int, bandwidth: float, path=None) -> list[str]:
         old = [int4_kernel.pack_layer(m.buffers_dict(), None)[0] for m in layers]
         new = [q4_0_kernel.pack_layer(m.buffers_dict(), None)[0] for m in layers]
         old_read, new_read = [t.view(torch.float32) for t in old], [t.view(torch.float32) for t in new]
-
-        def cycle(fn, items):
-            return lambda: [fn(item) for item in items]
 
         with torch.no_grad():
             t = _interleave({
