@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import sys
@@ -219,8 +218,10 @@ def assemble(folder, out, forbidden: list[str] = ()) -> dict:
 
 
 def default_path() -> Path:
-    root = os.environ.get("ATTNLAB_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "attnlab")
-    return Path(root) / "everyday" / "everyday-en.txt"
+    """<attnlab's cache>/everyday/everyday-en.txt (layers/kernel_build.cache_root)."""
+    from attnlab.layers.kernel_build import cache_root
+
+    return cache_root() / "everyday" / "everyday-en.txt"
 
 
 def main(argv=None) -> int:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import torch
@@ -129,8 +128,10 @@ def teacher_topk(paragraphs: list[str], teacher, teacher_tok, student_tok, k: in
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("ATTNLAB_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "attnlab")
-    return Path(root) / "teacher"
+    """<attnlab's cache>/teacher (ATTNLAB_CACHE_DIR, else ~/.cache/attnlab; layers/kernel_build.cache_root)."""
+    from attnlab.layers.kernel_build import cache_root
+
+    return cache_root() / "teacher"
 
 
 def save_topk(path, ids: torch.Tensor, probs: torch.Tensor, meta: dict) -> Path:
