@@ -424,3 +424,17 @@ def test_long_prompts_times_both_turns_without_llama_cpp(tmp_path, monkeypatch):
                        validate=False).logits[:, -1]
         whole = model(ids).logits[:, -1]
     torch.testing.assert_close(second, whole, rtol=1e-4, atol=1e-4)
+
+
+def test_long_prompts_refuses_counts_below_one_and_turns_past_the_models_positions(tmp_path, capsys):
+    """--tokens / --rounds / --reps below 1 are refused by the parser, naming them; two turns longer than the
+    model's positions stop with the lengths named, before anything is timed."""
+    from attnlab.benchmarks import long_prompts
+    from tests import gguf_files
+
+    with pytest.raises(SystemExit) as refused:
+        long_prompts.main(["--tokens", "0"])
+    assert refused.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+    path = gguf_files.write_quantized_gguf(tmp_path)
+    with pytest.raises(SystemExit, match=r"--tokens 4096: two turns need 8192 positions; q.gguf has \d+"):
+        long_prompts.compare(path, tokens=4096, rounds=1, reps=1)
