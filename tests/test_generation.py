@@ -181,6 +181,29 @@ def test_filters_keep_exactly_the_closed_form_sets():
     torch.testing.assert_close(filtered_logits(logits, 0.5, None, None), logits / 0.5)
 
 
+def _nucleus_reference(scores: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The top-p set by a full sort in float64: a token stays when the tokens strictly better hold < top_p."""
+    probs = scores.double().softmax(-1)
+    sorted_probs, order = probs.sort(-1, descending=True)
+    keep_sorted = (sorted_probs.cumsum(-1) - sorted_probs) < top_p
+    keep_sorted[..., 0] = True
+    return keep_sorted.scatter(-1, order, keep_sorted)
+
+
+@pytest.mark.parametrize("spread", [1.0, 6.0])  # flat: the nucleus holds thousands (full sort); peaked: a few dozen
+def test_nucleus_from_the_best_candidates_equals_the_full_sort(spread):
+    """A 16,384-word vocabulary: the candidate path (peaked) and the full sort (flat) give the float64 sort's set."""
+    from attnlab.generation import sampling
+
+    scores = torch.randn(6, 16384, generator=torch.Generator().manual_seed(1)) * spread
+    fast = sampling.nucleus_from_best(scores, 0.9)
+    assert (fast is None) == (spread == 1.0)
+    kept = torch.isfinite(filtered_logits(scores, 1.0, None, 0.9))
+    assert torch.equal(kept, _nucleus_reference(scores, 0.9))
+    if fast is not None:
+        assert torch.equal(fast[kept], scores[kept]) and 10 < int(kept.sum(-1).max()) < sampling.NUCLEUS_CANDIDATES
+
+
 def test_beam_search_with_enough_beams_finds_the_exact_best_sequence():
     """With num_beams >= V^(n-1) nothing is pruned, so the answer must be the argmax over all V^n sequences."""
     config = attnlab.presets["tiny-decoder"].replace(vocab_size=6, max_len=16)

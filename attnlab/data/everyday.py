@@ -158,11 +158,16 @@ def clean_sentences(text: str, seen: set[str], forbidden: list[str] = ()) -> lis
 
 
 def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int = 128, temperature: float = 0.8,
-                     top_p: float = 0.95, seed: int = 0, threads: int = 1, log=print) -> Path:
+                     top_p: float = 0.95, seed: int = 0, threads: int = 1, log=print,
+                     dtype: str = "kept") -> Path:
     """Answer the batches numbered in `batches` (an iterable of ints) and write each as `folder`/batch-NNNN.json
     (the model's answers as they came; assemble cleans them). A batch already there is skipped, so an interrupted run
     resumes, and two processes can share the work (different numbers). `folder`/settings.json records the
-    settings; a folder made with other settings is refused rather than mixed."""
+    settings; a folder made with other settings is refused rather than mixed.
+
+    dtype: "kept" answers with the GGUF file's Q4_1 blocks kept (as `load("smollm2")` gives them); "bfloat16" expands
+    them once and runs the model in bfloat16, ~1.4x faster for batches of 64 on a CPU with bfloat16 instructions
+    (a slightly different model numerically, so it is a setting of the folder)."""
     import torch
 
     from attnlab.errors import ConfigError
@@ -173,6 +178,10 @@ def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int 
     folder.mkdir(parents=True, exist_ok=True)
     settings = {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "temperature": temperature,
                 "top_p": top_p, "seed": seed, "templates": len(TEMPLATES), "topics": len(TOPICS)}
+    if dtype != "kept":
+        if dtype != "bfloat16":
+            raise ConfigError(f"dtype {dtype!r} is not one this generator runs: use 'kept' or 'bfloat16'")
+        settings["dtype"] = dtype
     state = folder / "settings.json"
     if state.exists() and json.loads(state.read_text()) != settings:
         raise ConfigError(f"{folder} was made with {json.loads(state.read_text())}, not {settings}: give another "
@@ -186,7 +195,9 @@ def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int 
         if path.exists():
             continue
         if model is None:
-            model, tok = load("smollm2")
+            model, tok = load("smollm2", keep_quantized=dtype == "kept")
+            if dtype == "bfloat16":
+                model = model.to(torch.bfloat16)
         start = time.time()
         rows = [chat(messages[(b * batch_size + i) % len(messages)]) for i in range(batch_size)]
         result = generate(model, [tok.encode(r) for r in rows], max_new_tokens=max_new_tokens,
@@ -236,6 +247,8 @@ def main(argv=None) -> int:
     parser.add_argument("--top-p", type=float, default=0.95)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--dtype", default="kept", choices=("kept", "bfloat16"),
+                        help="kept: the file's Q4_1 blocks as they are; bfloat16: expanded once, faster for batches")
     parser.add_argument("--exclude", default=None,
                         help="a cloze list (sentence<TAB>answers): no kept sentence contains one, filled")
     parser.add_argument("--share", default="0/1", help="I/N: answer only the batches b with b %% N == I, so N "
@@ -252,7 +265,7 @@ def main(argv=None) -> int:
     if a.assemble_only:
         numbers = []
     generate_batches(folder, numbers, a.batch_size, a.max_new_tokens, a.temperature, a.top_p, a.seed, a.threads,
-                     log=lambda m: print(m, flush=True))
+                     log=lambda m: print(m, flush=True), dtype=a.dtype)
     if not a.no_assemble:
         counts = assemble(folder, out, read_forbidden(a.exclude) if a.exclude else [])
         print(f"{out}: {counts}")

@@ -66,3 +66,11 @@ def test_a_batch_folder_made_with_other_settings_is_refused(tmp_path):
     assert json.loads((tmp_path / "settings.json").read_text())["batch_size"] == 4
     with pytest.raises(ConfigError, match="batch_size.: 4"):
         everyday.generate_batches(tmp_path, [], batch_size=8)
+    with pytest.raises(ConfigError, match="dtype"):  # a bfloat16 corpus is another model's text: not mixed in
+        everyday.generate_batches(tmp_path, [], batch_size=4, dtype="bfloat16")
+
+
+def test_an_unknown_dtype_is_refused_naming_the_allowed_ones(tmp_path):
+    with pytest.raises(ConfigError, match="'kept' or 'bfloat16'"):
+        everyday.generate_batches(tmp_path, [], dtype="float16")
+    assert not (tmp_path / "settings.json").exists()
