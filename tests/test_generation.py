@@ -204,6 +204,26 @@ def test_nucleus_from_the_best_candidates_equals_the_full_sort(spread):
         assert torch.equal(fast[kept], scores[kept]) and 10 < int(kept.sum(-1).max()) < sampling.NUCLEUS_CANDIDATES
 
 
+def test_drawing_among_the_nucleus_candidates_follows_the_filtered_distribution():
+    """choose_next's candidate path draws from the same distribution as softmax(filtered_logits): 12,800 draws over a
+    16,384-word vocabulary (a nucleus of ~4 words) against the closed-form probabilities, each within 4.5 sigma."""
+    from attnlab.generation.options import GenerationOptions
+    from attnlab.generation.sampling import choose_next, nucleus_candidates
+
+    logits = torch.full((16384,), -8.0)
+    logits[[7, 900, 5000, 16000, 33]] = torch.tensor([3.0, 2.5, 2.0, 1.0, 0.0])
+    options = GenerationOptions(temperature=0.7, top_p=0.9)
+    probs = filtered_logits(logits[None], 0.7, None, 0.9).softmax(-1)[0]  # (vocab,) what sampling must follow
+    assert nucleus_candidates(logits[None] / 0.7, 0.9) is not None  # so the candidate path is the one tested
+    gen = torch.Generator().manual_seed(0)
+    draws = torch.cat([choose_next(logits.expand(256, -1), options, gen) for _ in range(50)])
+    counts = torch.bincount(draws, minlength=16384).double()
+    assert set(draws.unique().tolist()) <= set(probs.nonzero().flatten().tolist())
+    n = len(draws)
+    sigma = (n * probs.double() * (1 - probs.double())).sqrt()
+    assert ((counts - n * probs.double()).abs() <= 4.5 * sigma + 1e-9).all()
+
+
 def test_beam_search_with_enough_beams_finds_the_exact_best_sequence():
     """With num_beams >= V^(n-1) nothing is pruned, so the answer must be the argmax over all V^n sequences."""
     config = attnlab.presets["tiny-decoder"].replace(vocab_size=6, max_len=16)

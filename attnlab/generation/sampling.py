@@ -35,18 +35,18 @@ def filtered_logits(logits: torch.Tensor, temperature: float, top_k: int | None,
 NUCLEUS_CANDIDATES = 1024  # how many best tokens nucleus_from_best looks at before it gives up
 
 
-def nucleus_from_best(scores: torch.Tensor, top_p: float) -> torch.Tensor | None:
-    """The top-p cut found among the NUCLEUS_CANDIDATES best tokens only, or None when some row's nucleus is larger.
+def nucleus_candidates(scores: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The top-p cut found among the NUCLEUS_CANDIDATES best tokens only: (their scores with cut ones at -inf, their
+    token ids), each (batch, K) best first; None when some row's nucleus is larger (or the vocabulary is small).
 
-    Why: sorting a 49,152-word vocabulary costs ~3.5 ms a row on one core, more than a decode step of a 135M model;
-    the nucleus of a trained model is nearly always a few hundred tokens. Exactness: a token outside the candidates
-    has at least the candidates' whole mass before it, so when that mass reaches top_p in every row it is cut by the
-    same rule as in the full sort; inside, the rule is the full sort's, on probabilities normalised over the whole
-    vocabulary (they may differ from the sort's softmax in the last bit of float32 rounding).
-    (batch, vocab) -> (batch, vocab) with cut tokens at -inf.
+    Why: sorting a 49,152-word vocabulary costs ~3.5 ms a row on one core, and drawing from it ~1 ms more, more than a
+    decoding step of a 135M model in a batch; the nucleus of a trained model is nearly always a few hundred tokens.
+    Exactness: a token outside the candidates has at least the candidates' whole mass before it, so when that mass
+    reaches top_p in every row it is cut by the same rule as in the full sort; inside, the rule is the full sort's,
+    on probabilities normalised over the whole vocabulary (they may differ from the sort's softmax in the last bit
+    of float32 rounding).
     """
-    vocab = scores.shape[-1]
-    if vocab <= 4 * NUCLEUS_CANDIDATES:
+    if scores.shape[-1] <= 4 * NUCLEUS_CANDIDATES:
         return None
     best, order = torch.topk(scores, NUCLEUS_CANDIDATES, dim=-1)  # (batch, K), sorted best first
     probs = (best - torch.logsumexp(scores, dim=-1, keepdim=True)).exp()
@@ -55,14 +55,31 @@ def nucleus_from_best(scores: torch.Tensor, top_p: float) -> torch.Tensor | None
         return None
     drop = (mass - probs) >= top_p  # (batch, K): the nucleus already holds top_p without this token
     drop[..., 0] = False
-    kept = torch.full_like(scores, float("-inf"))
-    return kept.scatter(-1, order, best.masked_fill(drop, float("-inf")))
+    return best.masked_fill(drop, float("-inf")), order
+
+
+def nucleus_from_best(scores: torch.Tensor, top_p: float) -> torch.Tensor | None:
+    """(batch, vocab) -> (batch, vocab) with the cut tokens at -inf (nucleus_candidates spread over the vocabulary),
+    or None where the candidates do not hold the nucleus."""
+    found = nucleus_candidates(scores, top_p)
+    if found is None:
+        return None
+    best, order = found
+    return torch.full_like(scores, float("-inf")).scatter(-1, order, best)
 
 
 def choose_next(logits: torch.Tensor, options: GenerationOptions, generator: torch.Generator | None) -> torch.Tensor:
     """(batch, vocab) -> (batch,) next token ids."""
     if options.greedy:
         return logits.argmax(dim=-1)
+    if not options.top_k and options.top_p is not None and options.top_p < 1:
+        # draw among the nucleus's candidates only: the same distribution as below, without a pass over the vocabulary
+        t = options.temperature
+        found = nucleus_candidates(logits.float() / t if t != 1 else logits.float(), options.top_p)
+        if found is not None:
+            best, order = found  # (batch, K) each
+            pick = torch.multinomial(best.softmax(dim=-1), 1, generator=generator)  # (batch, 1) among candidates
+            return order.gather(-1, pick).squeeze(1)
     scores = filtered_logits(logits.float(), options.temperature, options.top_k, options.top_p)
     probs = scores.softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(1)
