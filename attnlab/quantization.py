@@ -23,7 +23,16 @@ import torch
 from torch import nn
 
 from attnlab.errors import CheckpointError, InputError
-from attnlab.layers.quantized import BLOCK, FORMATS, KERNELS, QuantizedEmbedding, QuantizedLinear
+from attnlab.layers.quantized import (
+    BLOCK,
+    FORMATS,
+    KERNELS,
+    QuantizedEmbedding,
+    QuantizedLinear,
+    QuantizedParts,
+    parts_of,
+    quantized_module,
+)
 from attnlab.models.heads import LMHead
 
 SCHEMES = ("int8", "int4")
@@ -59,14 +68,16 @@ def _set(model: nn.Module, name: str, module: nn.Module) -> None:
 
 def replace(model: nn.Module, formats: dict[str, str | QuantizedLinear]) -> nn.Module:
     """Swap each named module (a Linear or an LMHead) for its quantized form: `formats` maps its name to a built
-    QuantizedLinear, or to a format name for an empty one on the module's device (a loader fills it)."""
+    QuantizedLinear, or to a format name for an empty one on the module's device (a loader fills it); a parts
+    string ("q5_1:768+q8_0:192", layers/quantized.parts_of) makes an empty QuantizedParts (a GGUF file's fused
+    matrix of mixed types)."""
     embeddings = [(n, m) for n, m in model.named_modules() if isinstance(m, nn.Embedding)]  # once, not per module
     for name, spec in formats.items():
         module = model.get_submodule(name)
         linear = module.proj if isinstance(module, LMHead) else module
         if isinstance(spec, str):
-            spec = QuantizedLinear(linear.in_features, linear.out_features, spec, bias=linear.bias is not None,
-                                   device=linear.weight.device)
+            spec = quantized_module(linear.in_features, linear.out_features, spec, bias=linear.bias is not None,
+                                    device=linear.weight.device)
         tied = [n for n, m in embeddings if m.weight is linear.weight]
         _set(model, name, QuantizedLMHead(module, spec) if isinstance(module, LMHead) else spec)
         for emb in tied:
@@ -82,9 +93,18 @@ def formats_of(model: nn.Module) -> dict[str, str]:
     for name, module in model.named_modules():
         if isinstance(module, QuantizedLMHead):
             out[name] = module.proj.format
-        elif isinstance(module, QuantizedLinear) and not isinstance(_parent(model, name), QuantizedLMHead):
+        elif isinstance(module, QuantizedParts):
+            out[name] = module.format  # its parts (name.parts.j) are made again from this string
+        elif isinstance(module, QuantizedLinear) and not isinstance(_parent(model, name), QuantizedLMHead) \
+                and not _in_parts(model, name):
             out[name] = module.format
     return out
+
+
+def _in_parts(model: nn.Module, name: str) -> bool:
+    """Is `name` one of a QuantizedParts' row groups (its_name.parts.j)?"""
+    owner, _, rest = name.rpartition(".parts.")
+    return bool(owner) and rest.isdigit() and isinstance(model.get_submodule(owner), QuantizedParts)
 
 
 def _parent(model: nn.Module, name: str) -> nn.Module:
@@ -100,13 +120,19 @@ def check_formats(model: nn.Module, formats, source) -> None:
         raise ValueError(f"{source}: the quantization table must map module names to format names (strings)")
     allowed = set(targets(model))
     for name, fmt in formats.items():
-        if fmt not in FORMATS:
-            raise ValueError(f"{source}: {name} has unknown quantized format {fmt!r}; known: {', '.join(FORMATS)}")
+        parts = parts_of(fmt)
+        if fmt not in FORMATS and parts is None:
+            raise ValueError(f"{source}: {name} has unknown quantized format {fmt!r}; known: {', '.join(FORMATS)}, "
+                             "or row groups of them written as 'q5_1:768+q8_0:192'")
         if name not in allowed:
             raise ValueError(f"{source}: {name!r} is not a module that can be quantized in this model (block "
                              "Linears and LM heads only)")
         module = model.get_submodule(name)
-        width = (module.proj if isinstance(module, LMHead) else module).in_features
+        linear = module.proj if isinstance(module, LMHead) else module
+        width = linear.in_features
+        if parts is not None and sum(rows for _, rows in parts) != linear.out_features:
+            raise ValueError(f"{source}: {name} has parts {fmt!r} of {sum(r for _, r in parts)} rows; the model's "
+                             f"matrix has {linear.out_features}")
         if fmt != "int8" and width % BLOCK:
             raise ValueError(f"{source}: {name} has format {fmt!r}, which needs an input width divisible by "
                              f"{BLOCK}; the model's is {width}")
@@ -150,7 +176,12 @@ def float_state_dict(model: nn.Module) -> dict:
     state = model.state_dict()
     decoded = {}
     for name, module in model.named_modules():
-        if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)):
+        if isinstance(module, QuantizedParts):  # one float matrix, its parts' rows stacked (their names dropped)
+            for key in [k for k in state if k.startswith(f"{name}.parts.")]:
+                del state[key]
+            state[f"{name}.weight"] = module.weight.detach()
+            continue
+        if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)) or _in_parts(model, name):
             continue
         buffers = module.buffers_dict()
         key = id(buffers["qweight"])

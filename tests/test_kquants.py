@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 import attnlab
 from attnlab.layers import kquants, quantized
-from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, dequantize
+from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, QuantizedParts, dequantize
 
 gguf = pytest.importorskip("gguf")
 
@@ -184,7 +184,7 @@ KINDS = {"attn_q": "Q4_K", "attn_k": "Q4_K", "attn_v": "Q4_K", "ffn_gate": "Q4_K
 def _kquant_file(folder, poison=None):
     """A tiny LLaMA (d_model 256: K-quants need input widths of 256) as a GGUF of Q4_K, Q6_K and Q5_0 blocks of
     random bytes, a Q4_K_M-like mix: blk.0's Q and K are Q5_0 and its V Q8_0 (a fused Q/K/V kept as Q8_0), blk.1's
-    attn_v is Q6_K beside Q4_K (its fused Q/K/V mixes formats and stays float32), the tied embedding Q6_K,
+    attn_v is Q6_K beside Q4_K (its fused Q/K/V mixes formats: kept in two parts), the tied embedding Q6_K,
     attn_output Q5_0 (blk.1's Q5_1), blk.1's gate and up Q5_K."""
     from attnlab.interop import gguf as G
     from tests.gguf_files import rewrite_gguf
@@ -218,9 +218,10 @@ def _kquant_file(folder, poison=None):
 
 def test_a_kquant_file_loads_kept_and_computes_the_float_model(tmp_path):
     """load_gguf keeps Q4_K, Q6_K (the tied embedding / head too) and Q5_0 (as Q8_0) matrices; a fused Q/K/V of
-    Q4_K and Q6_K parts is float32; the kept model's weights are those of the float load (keep_quantized=False,
-    gguf's dequantize) bit for bit, and its logits agree within the kernels' rounding of activations (each product
-    ~2^-16 of its row's largest |x|: 1e-3 of the logits' spread allows that across two blocks and the head)."""
+    Q4_K and Q6_K parts is a QuantizedParts of the two; the kept model's weights are those of the float load
+    (keep_quantized=False, gguf's dequantize) bit for bit, and its logits agree within the kernels' rounding of
+    activations (each product ~2^-16 of its row's largest |x|: 1e-3 of the logits' spread allows that across two
+    blocks and the head)."""
     from attnlab.interop import gguf as G
 
     path = _kquant_file(tmp_path)
@@ -232,10 +233,12 @@ def test_a_kquant_file_loads_kept_and_computes_the_float_model(tmp_path):
     assert "q4_k" in formats.values() and formats["blocks.0.attn.out"] == "q5_0"
     assert formats["blocks.1.attn.out"] == "q5_1" and formats["blocks.1.ffn.up"] == "q5_k"
     fused = {n: f for n, f in formats.items() if "qkv" in n}
-    assert fused == {"blocks.0.attn.qkv": "q8_0"}, f"blk.0: Q5_0 + Q8_0 kept; blk.1: Q4_K + Q6_K float32: {fused}"
+    assert fused == {"blocks.0.attn.qkv": "q8_0", "blocks.1.attn.qkv.parts.0": "q4_k",
+                     "blocks.1.attn.qkv.parts.1": "q6_k"}, \
+        f"blk.0: Q5_0 + Q8_0 kept as Q8_0; blk.1: Q4_K + Q6_K kept in parts (tests/test_gguf_mixed_parts.py): {fused}"
     floats = dict(full.named_parameters())
     for name, module in kept.named_modules():
-        if isinstance(module, QuantizedLinear):
+        if isinstance(module, (QuantizedLinear, QuantizedParts)) and ".parts." not in name:
             tied = "tokens.weight" if name == "lm_head.proj" else f"{name}.weight"
             assert torch.equal(module.weight, floats.get(f"{name}.weight", floats[tied])), name
     ids = torch.tensor([[1, 5, 9, 2, 7, 3, 3, 8]])
@@ -258,9 +261,10 @@ def test_save_gguf_writes_kept_kquants_as_float(tmp_path):
     assert types["token_embd.weight"] == "F32" and types["blk.0.ffn_down.weight"] == "F32"
     assert types["blk.0.attn_output.weight"] == "Q5_0" and types["blk.0.attn_v.weight"] == "Q8_0"
     assert types["blk.1.attn_output.weight"] == "Q5_1" and types["blk.1.ffn_up.weight"] == "F32"
+    assert types["blk.1.attn_q.weight"] == "F32"  # Q4_K beside Q6_K (a QuantizedParts): float, as Q4_K alone
     again, _ = G.load_gguf(path)
     for name, module in kept.named_modules():
-        if isinstance(module, QuantizedLinear):
+        if isinstance(module, (QuantizedLinear, QuantizedParts)) and ".parts." not in name:
             other = again.get_submodule(name)
             assert torch.equal(module.weight, other.weight), name
 

@@ -42,7 +42,14 @@ from attnlab.interop.gguf_tokenizer import (
 from attnlab.interop.gguf_tokenizer import field as _field
 from attnlab.interop.mapping import GATE_UP, QKV, Concat, Rule, expand, fused, linear, rule, to_ours, to_theirs
 from attnlab.layers import kernel_threads, kquants, q5_0_kernel, q5_1_kernel, q5_k_kernel, q6_k_kernel
-from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear, from_gguf_rows
+from attnlab.layers.quantized import (
+    QuantizedEmbedding,
+    QuantizedLinear,
+    QuantizedParts,
+    from_gguf_rows,
+    parts_of,
+    parts_spec,
+)
 from attnlab.storage import check_shapes, materialize
 
 SUPPORTED_ARCHITECTURES = ("llama", "qwen2", "qwen3", "phi3", "olmo2", "gptneox", "gemma2", "gemma3")
@@ -57,6 +64,10 @@ KEPT_QUANTIZED = {"Q8_0": "q8_0", "Q4_0": "q4_0", "Q4_1": "q4_1", "Q4_K": "q4_k"
 # formats kept only where their kernel (AVX-512 VNNI only) runs; elsewhere expanded to float32, which is faster than
 # dequantizing them in chunks at every product
 VNNI_ONLY = {"q6_k": q6_k_kernel, "q5_1": q5_1_kernel, "q5_k": q5_k_kernel}
+# a kept format's GGUF row bytes per input: (inputs per block, bytes per block); a Q5_0 part read as Q8_0 rows has
+# Q8_0's (the widening happens before the row groups of a mixed fused matrix are split, _pad_parts)
+ROW_BYTES = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24),
+             "q4_k": (256, 144), "q5_k": (256, 176), "q6_k": (256, 210)}
 SUPPORTED_TYPES = ("F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
                    "Q6_K")
 
@@ -317,24 +328,31 @@ def _dequantize(t):
 
 
 def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
-    """attnlab weight name -> quantized format, for each matrix whose GGUF sources all share one kept type.
+    """attnlab weight name -> quantized format, for each matrix whose GGUF sources all have a kept type (_kept)."""
+    return _kept(reader, config)[0]
 
-    A fused matrix (qkv, gate+up) is kept only when its parts share a kept format (their rows then concatenate as
-    bytes; Q5_0 beside Q8_0, as llama-quantize's Q4_K_M writes SmolLM2's Q/K/V, is kept as Q8_0, and so is every
-    Q5_0 matrix where q5_0_kernel cannot run: load_gguf then reads those Q5_0 parts as Q8_0 rows);
-    a matrix whose parts mix formats (Q4_K beside Q6_K), or use another type (Q2_K, Q3_K, F16), or a format of
-    VNNI_ONLY where its kernel cannot run (Q6_K, Q5_1, Q5_K without AVX-512 VNNI), is dequantized to float32.
+
+def _kept(reader, config: ModelConfig) -> tuple[dict[str, str], dict[str, str]]:
+    """({attnlab weight name: quantized format}, {GGUF tensor name: the format it is read in}) of the kept matrices.
+
+    A fused matrix (qkv, gate+up) whose parts share a kept format is one QuantizedLinear (their rows concatenate as
+    bytes); Q5_0 beside Q8_0, as llama-quantize's Q4_K_M writes SmolLM2's Q/K/V, is kept as Q8_0, and so is every
+    Q5_0 matrix where q5_0_kernel cannot run: load_gguf then reads those Q5_0 parts as Q8_0 rows (the same
+    numbers). A fused matrix whose parts keep different formats (Q5_1 beside Q8_0 in Q5_K_M, Q5_0 beside Q5_1 in
+    Q4_K_S, Q4_K beside Q6_K) is a QuantizedParts: consecutive parts of one format form a row group, its format a
+    parts_spec string ("q5_1:768+q8_0:192"). A matrix with a part of another type (Q2_K, Q3_K, F16), or of a format
+    of VNNI_ONLY where its kernel cannot run (Q6_K, Q5_1, Q5_K without AVX-512 VNNI), is dequantized to float32.
     The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
     """
-    types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
-    formats = {}
-    for ours, names, _ in expand(gguf_table(config), config):
-        kinds = {KEPT_QUANTIZED.get(types.get(n)) for n in names}
-        if "q5_0" in kinds and (kinds == {"q5_0", "q8_0"} or not q5_0_kernel.runs_here()):
-            kinds = (kinds - {"q5_0"}) | {"q8_0"}  # read as Q8_0 rows (the same numbers)
-        if any(k in VNNI_ONLY and not VNNI_ONLY[k].runs_here() for k in kinds):
+    tensors = {t.name: t for t in as_gguf_file(reader).tensors}
+    formats, sources = {}, {}
+    for ours, names, transform in expand(gguf_table(config), config):
+        kinds = [KEPT_QUANTIZED.get(tensors[n].type_name) if n in tensors else None for n in names]
+        if "q5_0" in kinds and (set(kinds) == {"q5_0", "q8_0"} or not q5_0_kernel.runs_here()):
+            kinds = ["q8_0" if k == "q5_0" else k for k in kinds]  # read as Q8_0 rows (the same numbers)
+        if None in kinds or any(k in VNNI_ONLY and not VNNI_ONLY[k].runs_here() for k in kinds):
             continue
-        if len(kinds) != 1 or not ours.endswith(".weight") or None in kinds:
+        if not ours.endswith(".weight") or (len(set(kinds)) > 1 and not isinstance(transform, Concat)):
             continue
         if ours == "tokens.weight" and not config.tie_embeddings:
             continue
@@ -342,8 +360,32 @@ def kept_quantized(reader, config: ModelConfig) -> dict[str, str]:
             continue
         if ours.startswith("blocks.") and (".norm" in ours):
             continue
-        formats[ours] = next(iter(kinds))
-    return formats
+        sources.update(zip(names, kinds, strict=True))
+        if len(set(kinds)) == 1:
+            formats[ours] = kinds[0]
+            continue
+        groups: list[list] = []  # consecutive parts of one format: [format, rows]
+        for name, kind in zip(names, kinds, strict=True):
+            if groups and groups[-1][0] == kind:
+                groups[-1][1] += tensors[name].shape[0]
+            else:
+                groups.append([kind, tensors[name].shape[0]])
+        formats[ours] = parts_spec([(k, r) for k, r in groups])
+    return formats, sources
+
+
+def _pad_parts(tensors: dict, formats: dict[str, str], config: ModelConfig) -> None:
+    """Give the row bytes of each mixed fused matrix's parts one width (zero bytes on the right of the narrower),
+    in place, so the table's transform stacks them (and undoes llama.cpp's Q/K row order) as it stacks any rows;
+    _quantized_model splits the stacked rows into the parts' groups and cuts each back to its own width."""
+    for ours, names, _ in expand(gguf_table(config), config):
+        if parts_of(formats.get(ours)) is None:
+            continue
+        width = max(tensors[n].shape[1] for n in names)
+        for n in names:
+            t = tensors[n]
+            if t.shape[1] < width:
+                tensors[n] = torch.cat((t, t.new_zeros(t.shape[0], width - t.shape[1])), dim=1)
 
 
 def check_gguf_shapes(reader, config: ModelConfig, source):
@@ -382,11 +424,10 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     refuse_if_absurd(config, path)  # before any tensor is dequantized or mapped
     check_gguf_types(reader, str(path))
     meta = check_gguf_shapes(reader, config, path)
-    formats = kept_quantized(reader, config) if keep_quantized else {}
-    sources = {n for ours, names, _ in expand(gguf_table(config), config) if ours in formats for n in names}
+    formats, read_as = _kept(reader, config) if keep_quantized else ({}, {})
+    sources = set(read_as)
     types = {t.name: t.type_name for t in as_gguf_file(reader).tensors}
-    widen = {n for ours, names, _ in expand(gguf_table(config), config) if formats.get(ours) == "q8_0"
-             for n in names if types.get(n) == "Q5_0"}  # Q5_0 parts kept as Q8_0 rows
+    widen = {n for n, fmt in read_as.items() if fmt == "q8_0" and types.get(n) == "Q5_0"}  # kept as Q8_0 rows
     tokenizer, metadata = _tokenizer_and_metadata(reader, path)
     # The tensors' copies, splits and checks run on one thread: ~1,000 small memory-bound operations, each of which
     # waits for every thread of torch's pool; with another process busy on the second core that wait made SmolLM2's
@@ -395,6 +436,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
         # copies, but kept matrices view the map (Q5_0 ones widened to Q8_0 are copies)
         tensors = read_gguf_tensors(reader, str(path), keep=sources, widen=widen)
         del reader  # its raw strings are released before the model is built (the map once the views are copied)
+        _pad_parts(tensors, formats, config)
         state, missing = to_ours(gguf_table(config), config, tensors)
         if missing:
             raise CheckpointError(f"{path} lacks tensors {missing[:8]}{' ...' if len(missing) > 8 else ''}")
@@ -421,6 +463,20 @@ def _tokenizer_and_metadata(reader, path: Path):
     return tokenizer, metadata
 
 
+def _put(module, buffers: dict, holders: list, prefix: str, what: str, path, device) -> dict[str, tuple]:
+    """Put a kept matrix's buffers in `module` (and in every holder sharing its buffers: a tied embedding) ->
+    {state name: shape} of them; shapes other than the module's are refused naming the matrix."""
+    got = {k: tuple(v.shape) for k, v in buffers.items()}
+    want = {k: tuple(v.shape) for k, v in module.buffers_dict().items()}
+    if got != want:
+        raise CheckpointError(f"{path}: {what} holds blocks of shapes {got}, the model needs {want}")
+    swap = {id(old): buffers[k].to(device) if device is not None else buffers[k]
+            for k, old in module.buffers_dict().items()}
+    for m in holders:  # the linear and a tied QuantizedEmbedding share these buffers
+        m._buffers.update({k: swap[id(b)] for k, b in m._buffers.items() if id(b) in swap})
+    return {f"{prefix}.{k}": v for k, v in got.items()}
+
+
 def _quantized_model(meta, state: dict, formats: dict[str, str], path, device):
     """The model (`meta`: built on the meta device, nothing else done to it) with the kept matrices' modules swapped
     for quantized ones holding `state`'s bytes.
@@ -440,16 +496,17 @@ def _quantized_model(meta, state: dict, formats: dict[str, str], path, device):
     for name, fmt in formats.items():
         prefix = "lm_head.proj" if name in ("tokens.weight", "lm_head.proj.weight") else name.removesuffix(".weight")
         module = model.get_submodule(prefix)
-        buffers = from_gguf_rows(state.pop(name), fmt)
-        got = {k: tuple(v.shape) for k, v in buffers.items()}
-        want = {k: tuple(v.shape) for k, v in module.buffers_dict().items()}
-        if got != want:
-            raise CheckpointError(f"{path}: {name} holds {fmt} blocks of shapes {got}, the model needs {want}")
-        swap = {id(old): buffers[k].to(device) if device is not None else buffers[k]
-                for k, old in module.buffers_dict().items()}
-        for m in holders:  # the linear and a tied QuantizedEmbedding share these buffers
-            m._buffers.update({k: swap[id(b)] for k, b in m._buffers.items() if id(b) in swap})
-        shapes.update({f"{prefix}.{k}": v for k, v in got.items()})
+        raw = state.pop(name)
+        if isinstance(module, QuantizedParts):  # row groups of their own formats (_pad_parts made one width)
+            start = 0
+            for j, (part_fmt, rows) in enumerate(parts_of(fmt)):
+                per, size = ROW_BYTES[part_fmt]
+                group = raw[start:start + rows, : module.in_features // per * size].contiguous()
+                start += rows
+                shapes.update(_put(module.parts[j], from_gguf_rows(group, part_fmt), [module.parts[j]],
+                                   f"{prefix}.parts.{j}", f"{name} (rows of {part_fmt})", path, device))
+            continue
+        shapes.update(_put(module, from_gguf_rows(raw, fmt), holders, prefix, f"{name} ({fmt})", path, device))
     check_shapes(model, shapes, path)
     expected = model.state_dict(keep_vars=True)
     with torch.no_grad():
@@ -502,7 +559,12 @@ def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
     state = model.state_dict()
     types, done = {}, {}
     for name, module in model.named_modules():
-        if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)):
+        if isinstance(module, QuantizedParts):  # mixed row groups: one float matrix, as the K-quants below
+            for key in [k for k in state if k.startswith(f"{name}.parts.")]:
+                del state[key]
+            state[f"{name}.weight"] = module.weight
+            continue
+        if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)) or ".parts." in name:
             continue
         buffers = module.buffers_dict()
         for b in buffers:

@@ -574,6 +574,73 @@ def fbgemm_levels() -> int:
     return 255 if "avx512_vnni" in flags else 127
 
 
+def parts_of(spec: str) -> list[tuple[str, int]] | None:
+    """A mixed matrix's format, "q5_1:768+q8_0:192" (each row group's format and row count, in row order) ->
+    [("q5_1", 768), ("q8_0", 192)]; None for a plain format name or anything that is not such a list."""
+    if not isinstance(spec, str) or "+" not in spec:
+        return None
+    out = []
+    for piece in spec.split("+"):
+        fmt, _, rows = piece.partition(":")
+        if fmt not in FORMATS or not rows.isdigit() or int(rows) < 1:
+            return None
+        out.append((fmt, int(rows)))
+    return out
+
+
+def parts_spec(parts: list[tuple[str, int]]) -> str:
+    """parts_of's inverse: [("q5_1", 768), ("q8_0", 192)] -> "q5_1:768+q8_0:192"."""
+    return "+".join(f"{fmt}:{rows}" for fmt, rows in parts)
+
+
+class QuantizedParts(nn.Module):
+    """A fused matrix (Q/K/V, gate+up) whose row groups are kept in different formats: a GGUF file's attn_q, attn_k
+    and attn_v (or ffn_gate and ffn_up) of different types, as llama.cpp's Q5_K_M writes SmolLM2's Q/K/V (Q5_1, Q5_1,
+    Q8_0). Each group is a QuantizedLinear of its own (self.parts: its own blocks, kernels, rows kernel and compiled
+    step's operator, found by every walk over a model's QuantizedLinear modules); y = [x W_1^T | x W_2^T | ...] + b.
+    Exact: each part multiplies by its own format's numbers, the same weights as the fused float matrix. `format`
+    is parts_spec's string, what formats_of records and replace() reads back."""
+
+    def __init__(self, in_features: int, parts: list[tuple[str, int]], bias: bool = False, device=None):
+        super().__init__()
+        if not parts or any(fmt not in FORMATS or rows < 1 for fmt, rows in parts):
+            raise ValueError(f"QuantizedParts needs (format, rows) pairs of formats {', '.join(FORMATS)}; got {parts}")
+        self.parts = nn.ModuleList(QuantizedLinear(in_features, rows, fmt, device=device) for fmt, rows in parts)
+        self.in_features, self.out_features = in_features, sum(rows for _, rows in parts)
+        self.format = parts_spec(parts)
+        self.bias = nn.Parameter(torch.zeros(self.out_features, device=device), requires_grad=False) if bias \
+            else None
+
+    def forward(self, x: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        y = torch.cat([part(x) for part in self.parts], dim=-1)  # (..., out)
+        bias = self.bias if bias is None else bias
+        return y if bias is None else y + bias
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The dequantized float32 (out, in) weight (a new tensor, as QuantizedLinear.weight)."""
+        return torch.cat([part.weight for part in self.parts], dim=0)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(part.nbytes for part in self.parts)
+
+    def extra_repr(self) -> str:
+        return f"in_features={self.in_features}, out_features={self.out_features}, format={self.format}, " \
+               f"bias={self.bias is not None}"
+
+
+def quantized_module(in_features: int, out_features: int, spec: str, bias: bool = False, device=None) -> nn.Module:
+    """An empty QuantizedLinear of format `spec`, or a QuantizedParts where `spec` is a parts_spec string (whose row
+    counts must add up to out_features)."""
+    parts = parts_of(spec)
+    if parts is None:
+        return QuantizedLinear(in_features, out_features, spec, bias=bias, device=device)
+    if sum(rows for _, rows in parts) != out_features:
+        raise ValueError(f"the parts {spec!r} hold {sum(r for _, r in parts)} rows; the matrix has {out_features}")
+    return QuantizedParts(in_features, parts, bias=bias, device=device)
+
+
 class QuantizedEmbedding(nn.Module):
     """Token embedding over a QuantizedLinear's codes (the tied LM head's): gather rows, then dequantize them."""
 
