@@ -652,6 +652,618 @@ PINNED_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word 
 )
 
 
+# ---------------------------------------------------------------- more rules for places that were pinned
+def _same_seed(a: list[float], b: list[float], word: str, other: str) -> str:
+    return _every(zip(a, b, strict=True), word, other)
+
+
+def _finals(rows: list[dict]) -> list[float]:
+    return [_final(r) for r in rows]
+
+
+def _best_post_ln() -> str:
+    """Section 1: "the worst pre-LN seed and the best post-LN one": the best post-LN seed still above every pre-LN
+    seed (1,500 steps, no warmup)."""
+    rows = _load("ln_1500.jsonl")
+    pre, post = (_finals(_ln_runs(rows, 1500, p)) for p in ("pre", "post"))
+    return "best" if max(pre) < min(post) else "mixed"
+
+
+def _hot(seed: int | None = None) -> Callable[[], str]:
+    """Section 1, without clipping at lr 6e-3: a pre-LN run's final val loss against the lr-2e-3 clipped run of its
+    seed ("higher" / "lower"); seed None: whether every such difference is smaller than the lr-2e-3 runs' spread
+    over seeds ("smaller" / "larger")."""
+    def rule() -> str:
+        hot = _finals(_ln_runs(_load("ln_hot.jsonl"), 1500, "pre"))
+        cool = _finals(_ln_runs(_load("ln_1500.jsonl"), 1500, "pre"))
+        if seed is not None:
+            return _every([(cool[seed], hot[seed])], "higher", "lower")
+        spread = max(cool) - min(cool)
+        return _every(((abs(h - c), spread) for h, c in zip(hot, cool, strict=True)), "smaller", "larger")
+    return rule
+
+
+def _hot_neither(word: str) -> Callable[[], str]:
+    """Section 1: "neither clearly higher nor clearly lower": the hot runs' differences are within the seeds'
+    spread (else the sentence would be wrong: "mixed")."""
+    return lambda: word if _hot()() == "smaller" else "mixed"
+
+
+def _sweep_claim() -> str:
+    """Section 1's 600-step sweep: the claim holds when post-LN without warmup ends on the unigram plateau (final
+    val loss above 3.1) on every seed while every post-LN run with a warmup and every pre-LN run ends below it."""
+    rows = _load("ln_warmup.jsonl")
+    stuck = all(_final(r) > PLATEAU for r in _ln_runs(rows, 600, "post"))
+    trained = all(_final(r) < PLATEAU for r in rows if r["placement"] == "pre" or r["warmup"] > 0)
+    return "holds" if stuck and trained else "fails"
+
+
+PLATEAU = 3.1  # nats/char: the unigram plateau's level the page uses (a setting)
+
+
+def _sweep_stuck_below_150() -> str:
+    """Section 1: post-LN without warmup ends "at most 0.035 below step 150": its largest drop from the step-150 val
+    loss to the final one over the seeds is a drop (positive; "above" when every seed ends higher)."""
+    runs = _ln_runs(_load("ln_warmup.jsonl"), 600, "post")
+    return "below" if max(r["val"][0][1] - _final(r) for r in runs) > 0 else "above"
+
+
+def _pre_ln_not_better() -> str:
+    """Section 1: "it does not mean pre-LN trains better": with a warmup post-LN ends below pre-LN on every seed,
+    in the sweep and at 1,500 steps."""
+    return "better" if _sweep_post_below_pre() == "below" and _warmup_rescues() == "below" else "mixed"
+
+
+def _none_slower() -> str:
+    """Section 2: no positions against learned ones, final val loss, same seed ("slower" to learn when higher)."""
+    runs = _position_runs()
+    return _same_seed(_finals(runs["learned"]), _finals(runs["none"]), "slower", "faster")
+
+
+def _sinusoidal_500_above_250(seeds: tuple[int, ...]) -> Callable[[], str]:
+    """Section 2: sinusoidal positions' val loss at step 500 against at step 250, on the named seeds."""
+    def rule() -> str:
+        runs = _position_runs()["sinusoidal"]
+        return _every(((runs[s]["val"][0][1], runs[s]["val"][1][1]) for s in seeds), "above", "below")
+    return rule
+
+
+def _act(arm: str, activation: str) -> list[float]:
+    from experiments_trace.parts import _arm_runs
+    rows = _load(("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"))
+    return _finals(_arm_runs(rows, arm, activation))
+
+
+SCALED, SECTION3 = "W_1 at std 1/sqrt(d_model)", "lr 2e-3 (section 3)"
+
+
+def _swiglu_fewer_parameters() -> str:
+    """Section 3: SwiGLU's parameter count (d_ff 170) against ReLU's (d_ff 256)."""
+    params = {r["activation"]: r["params"] for r in _load("activations.jsonl") if r["init"] == "default"}
+    return _every([(params["swiglu"], params["relu"])], "fewer", "more")
+
+
+def _gelu_scaled_better() -> str:
+    """Section 3: GELU with W_1 at std 1/sqrt(d_model) against the default init, mean final val loss."""
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    return _every([(mean(_act(SCALED, "gelu")), mean(_act(SECTION3, "gelu")))], "better", "worse")
+
+
+def _gelu_lead_within_spread() -> str:
+    """Section 3: "not that GELU is better": GELU's lead over ReLU with the scaled init (mean) is no larger than the
+    larger seed spread of that row."""
+    gelu, relu = _act(SCALED, "gelu"), _act(SCALED, "relu")
+    lead = sum(relu) / len(relu) - sum(gelu) / len(gelu)
+    return "better" if lead <= max(max(v) - min(v) for v in (gelu, relu)) else "mixed"
+
+
+def _relu_scaled_seed2() -> str:
+    """Section 3: ReLU with the scaled init against the default, seed 2, final val loss."""
+    return _every([(_act(SECTION3, "relu")[2], _act(SCALED, "relu")[2])], "worse", "better")
+
+
+def _swiglu_scaled_best() -> str:
+    """Section 3: SwiGLU the lowest final val loss of the three activations with the scaled init, every seed."""
+    runs = [_act(SCALED, a) for a in ("gelu", "relu", "swiglu")]
+    cells = list(zip(*runs, strict=True))
+    return ("best" if all(c[2] == min(c) for c in cells) else "worst" if all(c[2] == max(c) for c in cells)
+            else "mixed")
+
+
+def _dk128_arms() -> tuple[list[float], list[float]]:
+    rows = _load("attn_scale_dk128.jsonl")
+    by = {arm: _finals(sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"]))
+          for arm in {r["arm"] for r in rows}}
+    return by.pop("1/sqrt(d_k)"), by.popitem()[1]
+
+
+def _dk128_more_slowly() -> str:
+    """Section 5: at d_k 128 without the scale the val loss ends higher than with it on every seed (it falls "more"
+    slowly)."""
+    scaled, unscaled = _dk128_arms()
+    return _same_seed(scaled, unscaled, "more", "less")
+
+
+def _dk128_gap_twice_dk32() -> str:
+    """Section 5: the smallest d_k-128 paired difference against twice the largest d_k-32 one (in size)."""
+    scaled, unscaled = _dk128_arms()
+    runs = _dk32()
+    small128 = min(u - s for s, u in zip(scaled, unscaled, strict=True))
+    large32 = max(abs(u - s) for s, u in zip(runs["1/sqrt(d_k)"], runs["no scale"], strict=True))
+    return _every([(2 * large32, small128)], "more", "less")
+
+
+def _dk32_not_better() -> str:
+    """Section 5: "not evidence that it trains better": the mean difference at d_k 32 is smaller than the spreads."""
+    return "better" if _dk32_difference_smaller() == "smaller" else "mixed"
+
+
+def _vit_cnn(cap_of: Callable[[str], int] | None = None) -> dict[tuple[int, str], list[float]]:
+    """Section 8: test accuracies by (training images, model), seeds in order, at the whole schedule."""
+    from experiments_trace.parts import VIT_CNN_FULL, _vit_cnn_main
+    rows = _vit_cnn_main(_load("vit_vs_cnn.jsonl"))
+    out: dict[tuple[int, str], list[float]] = {}
+    for r in sorted(rows, key=lambda r: r["seed"]):
+        if r["cap"] == (cap_of or VIT_CNN_FULL.get)(r["model"]):
+            out.setdefault((r["train_images"], r["model"]), []).append(r["test_accuracy"])
+    return out
+
+
+def _worst_cnn_beats_best_vit(word: str) -> Callable[[], str]:
+    """Section 8: at every size the CNN's lowest test accuracy is above the ViT's highest ("the worst CNN run
+    beats the best ViT run"; "mixed" where it is not)."""
+    def rule() -> str:
+        acc = _vit_cnn()
+        sizes = {n for n, _ in acc}
+        return word if all(min(acc[(n, "CNN")]) > max(acc[(n, "ViT")]) for n in sizes) else "mixed"
+    return rule
+
+
+def _cnn_fewer(key: str) -> Callable[[], str]:
+    """Section 8: the CNN's parameters or steps run against the ViT's, every size and seed."""
+    def rule() -> str:
+        from experiments_trace.parts import VIT_CNN_FULL, _vit_cnn_main
+        rows = [r for r in _vit_cnn_main(_load("vit_vs_cnn.jsonl")) if r["cap"] == VIT_CNN_FULL[r["model"]]]
+        cnn, vit = ([r[key] for r in rows if r["model"] == m] for m in ("CNN", "ViT"))
+        return _every([(max(cnn), min(vit))], "fewer", "more")
+    return rule
+
+
+def _tokenizer(corpus_word: str, tokenizer: str) -> dict:
+    return next(r for r in _load("tokenizer_cost.jsonl") if corpus_word in r["corpus"] and r["tokenizer"] == tokenizer)
+
+
+def _quadratic_dominates() -> str:
+    """Section 11: at the passage length, attention's FLOPs above the projections' for characters and below them
+    for GPT-2's BPE ("the quadratic term already dominates for characters ... and not for BPE")."""
+    char, bpe = _tokenizer("CPython", "character"), _tokenizer("CPython", "GPT-2 BPE")
+    ok = char["attn_flops"] > char["proj_flops"] and bpe["attn_flops"] < bpe["proj_flops"]
+    return "quadratic" if ok else "mixed"
+
+
+def _wordpiece_fewer() -> str:
+    """Section 11: WordPiece's tokens against GPT-2's BPE's, on each corpus."""
+    rows = _load("tokenizer_cost.jsonl")
+    count = {(r["corpus"], r["tokenizer"].split(" ")[0]): r["tokens"] for r in rows}
+    return _every(((count[(c, "WordPiece")], count[(c, "GPT-2")]) for c, _ in count if (c, "WordPiece") in count),
+                  "fewer", "more")
+
+
+def _cost_statement() -> str:
+    """Section 13: the statement holds for local, linear and multilevel attention when the first two grow as n and
+    the last as n log n."""
+    ok = _growth("local", "linear") == "grow as n" and _growth("multilevel") == "grow as n log n"
+    return "holds" if ok else "fails"
+
+
+def _linear_cpu_most() -> str:
+    """Section 13: the variant whose runs took the most CPU time."""
+    rows = _load("efficient_attention_quality.jsonl")
+    return "linear" if max(rows, key=lambda r: r["cpu_s"])["variant"] == "linear" else "mixed"
+
+
+def _no_mask_1000_below() -> str:
+    """Section 16: at 1,000 steps the unmasked model's teacher-forced val loss against the masked one's, same seed."""
+    rows = _load("no_mask_1000.jsonl")
+    by = {(r["arm"], r["seed"]): r["val_teacher_forced"] for r in rows}
+    seeds = sorted({s for _, s in by})
+    return _every(((by[("no mask", s)], by[("causal mask", s)]) for s in seeds), "below", "above")
+
+
+def _test_half_lower() -> str:
+    """Sections 17-19: every reported run's test loss against its validation loss (the test half is easier)."""
+    from experiments_trace.parts import POSITION_FILES
+    rows = [r for name in (*HEADS_FILES, *WINDOW_FILES, *POSITION_FILES) for r in _load(name)
+            if r.get("phase") == "report"]
+    return _every(((r["test_loss"], r["val_loss"]) for r in rows), "lower", "higher")
+
+
+def _sixteen_heads_mean() -> str:
+    """Section 17 on seeds 3, 4, 5: 16 heads against 4, mean test loss over all seeds."""
+    four, sixteen = _heads(4, True), _heads(16, True)
+    return _every([(sum(four) / len(four), sum(sixteen) / len(sixteen))], "worse", "better")
+
+
+def _position_all(arm: str) -> list[float]:
+    from experiments_trace.parts import POSITION_FILES
+    return _test_losses(POSITION_FILES, _position_label)[arm]
+
+
+def _position_six(arm: str, word: str, other: str) -> Callable[[], str]:
+    """Section 19 over all seeds: add's test loss against an arm's, same seed (word when add's is lower on every
+    seed: the arm is worse)."""
+    return lambda: _same_seed(_position_all("add"), _position_all(arm), word, other)
+
+
+def _sum_not_best() -> str:
+    """Section 19: "the sum is not the best of the three": the split concatenation beats add on every seed."""
+    return "best" if _same_seed(_position("concat, split"), _position("add"), "below", "above") == "below" \
+        else "mixed"
+
+
+def _proj_hurt() -> str:
+    """Section 19: the projection hurt when concatenate-and-project scores above add on every seed."""
+    return {"worse": "hurt", "better": "not hurt"}.get(_proj_vs_add(), "mixed")
+
+
+def _sum_claim_holds() -> str:
+    """Section 19: the seeds' "the sum works fine" against the projected concatenation: add below it every seed."""
+    return {"worse": "holds", "better": "fails"}.get(_proj_vs_add(), "mixed")
+
+
+def _second_set(model: str, first_block: int, key: str = "") -> Callable[[], str]:
+    """Section 20's second set of sentences: after every block of the model from first_block on, each word's
+    within-sense cosine against its across-sense one (or, key "gap", its gap against 0)."""
+    def rule() -> str:
+        rows = [r for r in _load("ambiguity_second.jsonl") if r["model"] == model and r["layer"] >= first_block]
+        if key == "gap":
+            return _every(((0.0, w["gap"]) for r in rows for w in r["per_word"].values()), "above", "below")
+        return _every(((w["across"], w["within"]) for r in rows for w in r["per_word"].values()), "above", "below")
+    return rule
+
+
+def _nsp_diffs(files=("nsp.jsonl",)) -> list[float]:
+    rows = _load(files)
+    a, b = (sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"]) for arm in ("mlm+nsp", "mlm"))
+    return [x["mlm_loss"] - y["mlm_loss"] for x, y in zip(a, b, strict=True)]
+
+
+def _nsp_tenth_or_less() -> str:
+    """Section 21, seeds 0, 1, 2: every MLM-loss difference between the arms against a tenth of the smaller arm's
+    spread over seeds."""
+    spread = min(max(v) - min(v) for v in (_nsp_arm("mlm", "mlm_loss"), _nsp_arm("mlm+nsp", "mlm_loss")))
+    return _every(((abs(d), spread / 10) for d in _nsp_diffs()), "less", "more")
+
+
+def _nsp_lower_most_seeds() -> str:
+    """Row 21: MLM + NSP's MLM loss lower than MLM only's on more seeds than not (the row counts them)."""
+    diffs = _nsp_diffs(NSP_FILES)
+    return "lower" if sum(d < 0 for d in diffs) > sum(d > 0 for d in diffs) else "higher"
+
+
+def _residual_statement() -> str:
+    """Section 23: the statement holds for the residual connection when every run without it stays on the plateau
+    and every run with both trains."""
+    rows = _load(RESIDUAL_FILES)
+    ok = (all(r["plateau_end"] is None for r in rows if r["arm"] == "no residual")
+          and all(r["plateau_end"] is not None for r in rows if r["arm"] == "both"))
+    return "holds" if ok else "fails"
+
+
+def _rerun_places() -> tuple[tuple[str, str, str], ...]:
+    """The re-run table's verdict column ("widened: holds", "kept: not at this budget, holds"): the row's verdict
+    rule, the index of the word in the row's verdict."""
+    text = normal((DOCS / "experiments.md").read_text())
+    start = text.find("## Re-runs on new seeds")
+    out = []
+    for m in re.finditer(r"\| (\d+) \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| (?:kept|widened): ([^|]*?)(holds|fails) \|",
+                         text[start:] if start >= 0 else ""):
+        index = 1 if m[2] else 0
+        out.append(("experiments.md", text[start + m.start():start + m.start(3)], f"verdict_{m[1]}_{index}"))
+    return tuple(out)
+
+
+MORE_RULES: dict[str, Callable[[], str]] = {
+    "best_post_ln": _best_post_ln, "hot_seed_0": _hot(0), "hot_seed_1": _hot(1), "hot_seed_2": _hot(2),
+    "hot_smaller": _hot(), "hot_neither_higher": _hot_neither("higher"), "hot_neither_lower": _hot_neither("lower"),
+    "sweep_claim": _sweep_claim, "sweep_stuck_below_150": _sweep_stuck_below_150,
+    "pre_ln_not_better": _pre_ln_not_better, "none_slower": _none_slower,
+    "sinusoidal_500_above_250": _sinusoidal_500_above_250((1, 2)),
+    "swiglu_fewer_parameters": _swiglu_fewer_parameters, "gelu_scaled_better": _gelu_scaled_better,
+    "gelu_lead_within_spread": _gelu_lead_within_spread, "relu_scaled_seed2": _relu_scaled_seed2,
+    "swiglu_scaled_best": _swiglu_scaled_best, "dk128_more_slowly": _dk128_more_slowly,
+    "dk128_gap_twice_dk32": _dk128_gap_twice_dk32, "dk32_not_better": _dk32_not_better,
+    "worst_cnn": _worst_cnn_beats_best_vit("worst"), "best_vit": _worst_cnn_beats_best_vit("best"),
+    "cnn_fewer_params": _cnn_fewer("params"), "cnn_fewer_steps": _cnn_fewer("steps_run"),
+    "quadratic_dominates": _quadratic_dominates, "wordpiece_fewer": _wordpiece_fewer,
+    "cost_statement": _cost_statement, "linear_cpu_most": _linear_cpu_most,
+    "no_mask_1000_below": _no_mask_1000_below, "test_half_lower": _test_half_lower,
+    "sixteen_heads_mean": _sixteen_heads_mean,
+    "proj_worse_six": _position_six("concat, proj.", "worse", "better"),
+    "split_better_six": _position_six("concat, split", "worse", "better"),
+    "sum_not_best": _sum_not_best, "proj_hurt": _proj_hurt, "sum_claim_holds": _sum_claim_holds,
+    "minilm_within_above_second": _second_set("minilm", 1), "smollm2_within_above_second": _second_set("smollm2", 5),
+    "minilm_gap_above_second": _second_set("minilm", 1, "gap"),
+    "nsp_tenth_or_less": _nsp_tenth_or_less, "nsp_lower_most_seeds": _nsp_lower_most_seeds,
+    "residual_statement": _residual_statement,
+}
+MORE_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word follows, rule)
+    ("experiments.md", "small next to the gap between the worst pre-LN seed and the ", "best_post_ln"),
+    ("experiments.md", "seed for seed they end 0.083 ", "hot_seed_0"),
+    ("experiments.md", "0.083 higher, 0.088 ", "hot_seed_1"),
+    ("experiments.md", "0.088 lower and 0.050 ", "hot_seed_2"),
+    ("experiments.md", "0.050 higher, differences ", "hot_smaller"),
+    ("experiments.md", "the hotter runs end neither clearly ", "hot_neither_higher"),
+    ("experiments.md", "neither clearly higher nor clearly ", "hot_neither_lower"),
+    ("experiments.md", "| 1.03 (56%) | **What it shows.** The claim ", "sweep_claim"),
+    ("experiments.md", "at most 0.035 ", "sweep_stuck_below_150"),
+    ("experiments.md", "Given a warmup, post-LN ends *", "sweep_post_below_pre"),
+    ("experiments.md", "it does not mean pre-LN trains ", "pre_ln_not_better"),
+    ("experiments.md", "So \"pre-LN trains deep stacks ", "quoted"),  # the seeds' claim, quoted
+    ("experiments.md", "So \"pre-LN trains deep stacks more stably\" ", "verdict_1_0"),
+    ("experiments.md", "in these runs learning to is much ", "none_slower"),
+    ("experiments.md", "(3.270, 3.257) is still ", "sinusoidal_500_above_250"),
+    ("experiments.md", "has 210,640 (0.08% ", "swiglu_fewer_parameters"),
+    ("experiments.md", "(mean 1.460 vs 1.481), and 0.135 ", "gelu_scaled_better"),
+    ("experiments.md", "so the runs show that the gap closes, not that GELU is ", "gelu_lead_within_spread"),
+    ("experiments.md", "by 0.002 on seeds 0 and 1, but 0.030 ", "relu_scaled_seed2"),
+    ("experiments.md", "(mean 1.429 vs 1.457; by 0.018-0.041), and is the ", "swiglu_scaled_best"),
+    ("experiments.md", "(entropy 0.04-0.17 nats) and the val loss falls ", "dk128_more_slowly"),
+    ("experiments.md", "mean +0.241; the smallest is ", "dk128_gap_twice_dk32"),
+    ("experiments.md", "That is not evidence that it trains ", "dk32_not_better"),
+    ("experiments.md", "0.012-0.023 at 3,500; at every size the ", "worst_cnn"),
+    ("experiments.md", "at every size the worst CNN run beats the ", "best_vit"),
+    ("experiments.md", "(the exception a 0.002 tie at 250 images), with ", "cnn_fewer_params"),
+    ("experiments.md", "with fewer parameters and ", "cnn_fewer_steps"),
+    ("experiments.md", "| 0.92x | **What it shows.** The statement ", "verdict_11_0"),
+    ("experiments.md", "against 15.6 / 8.8. At this length the ", "quadratic_dominates"),
+    ("experiments.md", "WordPiece gives slightly ", "wordpiece_fewer"),
+    ("experiments.md", "against the one-level variant's 0.0312. So the statement ", "cost_statement"),
+    ("experiments.md", "a run took 32.3-78.7 s of CPU time (", "linear_cpu_most"),
+    ("experiments.md", "no head has a median ", "no_head_above_half"),
+    ("experiments.md", "| spaces and stray letters | **What it shows.** The statement ", "verdict_16_0"),
+    ("experiments.md", "against 0.0235-0.0259 at 300) and the teacher-forced loss is ", "no_mask_1000_below"),
+    ("experiments.md", "than the validation half (every run scores ", "test_half_lower"),
+    ("experiments.md", "The new seeds soften the far end: 32 heads are still ", "most_heads"),
+    ("experiments.md", "(by 0.0078 and 0.0195), so 16 heads are ", "sixteen_heads_mean"),
+    ("experiments.md", "One head stays ", "one_head_mean"),
+    ("experiments.md", "The seeds' practical claim, that the sum works fine, ", "sum_claim_holds"),
+    ("experiments.md", "But the sum is not the ", "sum_not_best"),
+    ("experiments.md", "the control shows that its own LM head is not why (untying add's head makes it ",
+     "untied_vs_add"),
+    ("experiments.md", "\"more parameters\" (the projection) ", "proj_hurt"),
+    ("experiments.md", "Over the six seeds \"concat, proj.\" is ", "proj_worse_six"),
+    ("experiments.md", "by 0.0537-0.1326, \"concat, split\" ", "split_better_six"),
+    ("experiments.md", "0.917 | 1.0 | **What it shows.** The claim ", "verdict_20_0"),
+    ("experiments.md", "(accuracy 0.547 / 0.5); after every MiniLM block within is ", "minilm_within_above_second"),
+    ("experiments.md", "the accuracy is 0.977-1.0; in SmolLM2 within is ", "smollm2_within_above_second"),
+    ("experiments.md", "0.977-1.0 and 0.984-1.0, every word's gap ", "minilm_gap_above_second"),
+    ("experiments.md", "nats on each of the 3 seeds, a tenth or ", "nsp_tenth_or_less"),
+    ("experiments.md", "-0.0054 to 0.0095 nats (", "nsp_lower_most_seeds"),
+    ("experiments.md", "so dropping NSP still did ", "nsp_hurt"),
+    ("experiments.md", "so the first seeds' \"", "quoted"),  # the page's own earlier wording, quoted as not holding
+    ("experiments.md", "RoBERTa (2019) found that dropping NSP does ", "quoted"),
+    ("experiments.md", "The seeds (002, 004): a recurrent network needs ", "quoted"),
+    ("experiments.md", "which makes it ", "quoted"),  # section 14's seed statement
+    ("experiments.md", "they leave the plateau at step 124-171 and end 0.085-0.153 ", "no_norm_above"),
+    ("experiments.md", "without them it may be. So the statement ", "residual_statement"),
+    ("experiments.md", "| 23 | 3, 4, 5 | 12 layers: no LayerNorm's final val loss ", "no_norm_above"),
+    *_rerun_places(),
+    # names and definitions: a word that names a measured quantity, a column or a kept checkpoint, no result
+    ("experiments.md", "So does each comparative word of the page (", "name"),
+    ("experiments.md", "So does each comparative word of the page (faster, ", "name"),
+    ("experiments.md", "So does each comparative word of the page (faster, worse, below, ", "name"),
+    ("experiments.md", "So does each comparative word of the page (faster, worse, below, grow as n, ", "name"),
+    ("experiments.md", "grad norm after step 20: median (10th-90th percentile), share clipped | train loss ", "name"),
+    ("experiments.md", "the first step at which the mean train loss of the last 10 steps is ", "name"),
+    ("experiments.md", "and the weights with the ", "name"),
+    ("experiments.md", "| test error, ViT / CNN (means) | ViT ", "name"),
+    ("experiments.md", "| ViT best step, seeds 0 / 1 / 2 | CNN ", "name"),
+    ("experiments.md", "(every run did). The ", "name"),
+    ("experiments.md", "so one image moves it by 0.002 and the choice of the ", "name"),
+    ("experiments.md", "## 13. Sparse, ", "name"),
+    ("experiments.md", "name sparse (local window, strided), ", "name"),
+    ("experiments.md", "strided (query i sees the keys j = i mod 8); ", "name"),
+    ("experiments.md", "| local (w 64) | strided (s 8) | ", "name"),
+    ("experiments.md", "| 2.00 | as n² (always n²/8) | | ", "name"),
+    ("experiments.md", "(local 0.75 at n 256, 0.0469 at 4096; ", "name"),
+    ("experiments.md", "So the statement holds for local, ", "name"),
+    ("experiments.md", "the query's own included); ", "name"),
+    ("experiments.md", "| mean | minus full, seeds 0 / 1 / 2 | ", "name"),
+    ("experiments.md", "| +0.0945 / +0.1007 / +0.0965 | 3 of 3 | | ", "name"),
+    ("experiments.md", "Per matched pair: whether the top key's drop in log P(target) is ", "name"),
+    ("experiments.md", "is the most harmful knock-out (a drop ", "name"),
+    ("experiments.md", "| matched pairs (top weight at most 1/2) | top key's drop ", "name"),
+    ("experiments.md", "top key's drop above the null's median | share of null draws ", "name"),
+    ("experiments.md", "Against this null the top key keeps a small edge in gpt-char (its drop is ", "name"),
+)
+
+
+def _drift(variant: str) -> dict:
+    return next(r for r in _load("check_ln.jsonl") if r["variant"] == variant)["drift_vs_attnlab"]
+
+
+def _hf_drifts_more() -> str:
+    """Section 1's parity check: GPT-2 with attnlab's weights drifts from attnlab's run by more than 1e-3 at some
+    step (and not by 0.1)."""
+    d = _drift("hf-same-init")
+    return "more" if d["first_step_above_1e-3"] is not None and d["first_step_above_0.1"] is None else "less"
+
+
+def _nudged_ends_above() -> str:
+    """Section 1's parity check: the nudged attnlab run's final val loss against the original's."""
+    return "above" if _drift("attnlab-nudged")["final_val_diff"] > 0 else "below"
+
+
+def _probes_below_unigram() -> str:
+    """Section 1, why this size: every smaller post-LN probe ends below the unigram level while 16 x 64 (300 steps)
+    is still above it."""
+    probes = [_final(r) for r in _load("ln_probes.jsonl")]
+    stuck = [_final(r) for r in _load("ln_300.jsonl") if r["placement"] == "post"]
+    return "below" if max(probes) < PLATEAU < min(stuck) else "above"
+
+
+def _gelu_runs_agree() -> str:
+    """Section 3: the seed-0 GELU run (activations.jsonl) and section 2's seed-0 learned run differ by less than
+    2e-7 at every evaluation."""
+    gelu = next(r for r in _load("activations.jsonl") if (r["activation"], r["init"], r["lr"], r["steps"], r["seed"])
+                == ("gelu", "default", 2e-3, 1500, 0))
+    learned = next(r for r in _load("positions.jsonl") if r["position"] == "learned" and r["seed"] == 0)
+    diff = max(abs(a[1] - b[1]) for a, b in zip(gelu["val"], learned["val"], strict=True))
+    return "less" if diff < 2e-7 else "more"
+
+
+def _heads_flops_same() -> str:
+    """Section 4: in FLOPs the claim holds when the formula's count is the same for every head count at each n."""
+    rows = _load("heads_cost.jsonl")
+    return "holds" if all(len({r["formula_flops"] for r in rows if r["n"] == n}) == 1 for n in {r["n"] for r in rows}) \
+        else "fails"
+
+
+def _heads_ratio(n: int, h: int) -> float:
+    return next(r["ratio_sdpa"]["median"] for r in _load("heads_cost.jsonl") if (r["n"], r["h"]) == (n, h))
+
+
+def _heads_cost_more_longer() -> str:
+    """Section 4: at d_head 16 and 8 (16 and 32 heads) the SDPA path's cost against one head is larger at the
+    longer sequence."""
+    ns = sorted({r["n"] for r in _load("heads_cost.jsonl")})
+    return _every(((_heads_ratio(ns[0], h), _heads_ratio(ns[-1], h)) for h in (16, 32)), "more", "less")
+
+
+def _narrow_heads_more_time() -> str:
+    """Section 17, citing row 4: more, narrower heads (16 and 32) take more time than one wide head at every n."""
+    ns = sorted({r["n"] for r in _load("heads_cost.jsonl")})
+    return _every(((1.0, _heads_ratio(n, h)) for n in ns for h in (16, 32)), "more", "less")
+
+
+def _init_scores_below_one() -> str:
+    """Section 5: at attnlab's initialisation the scaled scores' variance against 1, every d_k."""
+    rows = [r for r in _load("attn_scale.jsonl") if "init_scaled" in r]
+    return _every(((r["init_scaled"], 1.0) for r in rows), "below", "above")
+
+
+def _vit_gain(size: int, model: str) -> float:
+    from experiments_trace.parts import VIT_CNN_FULL
+    mean = lambda v: sum(v) / len(v)  # noqa: E731
+    whole = [r["test_accuracy"] for r in _load("vit_vs_cnn.jsonl") if "cpu_check" not in r
+             and (r["train_images"], r["model"], r["cap"]) == (size, model, VIT_CNN_FULL[model])]
+    half = [r["test_accuracy"] for r in _load("vit_vs_cnn_half.jsonl")
+            if (r["train_images"], r["model"]) == (size, model)]
+    return mean(whole) - mean(half)
+
+
+def _vit_gains_more() -> str:
+    """Section 8: the whole schedule against half of it lifted the ViT's mean test accuracy more than the CNN's at
+    the small sizes (250 and 500 images)."""
+    return _every(((_vit_gain(n, "CNN"), _vit_gain(n, "ViT")) for n in (250, 500)), "more", "less")
+
+
+def _tuned_32_heads_best() -> str:
+    """Section 17: the 32-head tuning run at 1e-2 has the lowest validation loss of its grid."""
+    rows = [r for r in _load(HEADS_FILES) if r["phase"] == "tune" and r["n_heads"] == 32]
+    best = min(rows, key=lambda r: r["val_loss"])
+    return "best" if best["lr"] == 1e-2 else "worst" if max(rows, key=lambda r: r["val_loss"])["lr"] == 1e-2 \
+        else "mixed"
+
+
+def _ambiguity_rows(model: str) -> list[dict]:
+    return sorted((r for r in _load("ambiguity.jsonl") if r["model"] == model), key=lambda r: r["layer"])
+
+
+def _one_piece() -> str:
+    """Section 20: "no word needed the mean of its pieces": every word is one token in both models."""
+    return "needed" if all(r["most_pieces_per_word"] == 1 for r in _load("ambiguity.jsonl")) else "mixed"
+
+
+def _first_separating_block(model: str) -> int:
+    return next(r["layer"] for r in _ambiguity_rows(model) if r["words_gap_positive"] == r["words"])
+
+
+def _smollm2_more_depth() -> str:
+    """Section 20: SmolLM2's first block after which every word's within-sense cosine is above its across-sense one
+    against MiniLM's."""
+    return _every([(_first_separating_block("minilm"), _first_separating_block("smollm2"))], "more", "less")
+
+
+def _water_above_smallest() -> str:
+    """Section 20: water's control gap against the smallest ambiguous word's gap, after every MiniLM block."""
+    rows = [r for r in _ambiguity_rows("minilm") if r["layer"] > 0]
+    return _every(((r["gap_min"], r["control_per_word"]["water"]["gap"]) for r in rows), "above", "below")
+
+
+def _smollm2_8_22_above() -> str:
+    """Section 20: after SmolLM2's blocks 8-22 every ambiguous word's gap against every control word's."""
+    rows = [r for r in _ambiguity_rows("smollm2") if 8 <= r["layer"] <= 22]
+    return _every(((r["control_gap_max"], r["gap_min"]) for r in rows), "above", "below")
+
+
+def _not_every_word_more() -> str:
+    """Section 20: "not that every ambiguous word separates more than every unambiguous one": after some block a
+    control word's gap exceeds an ambiguous word's."""
+    rows = [r for m in ("minilm", "smollm2") for r in _ambiguity_rows(m) if r["layer"] > 0]
+    return "more" if any(r["control_gap_max"] > r["gap_min"] for r in rows) else "mixed"
+
+
+BATCH2_RULES: dict[str, Callable[[], str]] = {
+    "hf_drifts_more": _hf_drifts_more, "nudged_ends_above": _nudged_ends_above,
+    "probes_below_unigram": _probes_below_unigram, "gelu_runs_agree": _gelu_runs_agree,
+    "heads_flops_same": _heads_flops_same, "heads_cost_more_longer": _heads_cost_more_longer,
+    "narrow_heads_more_time": _narrow_heads_more_time, "init_scores_below_one": _init_scores_below_one,
+    "vit_gains_more": _vit_gains_more, "tuned_32_heads_best": _tuned_32_heads_best, "one_piece": _one_piece,
+    "smollm2_more_depth": _smollm2_more_depth, "water_above_smallest": _water_above_smallest,
+    "smollm2_8_22_above": _smollm2_8_22_above, "not_every_word_more": _not_every_word_more,
+}
+BATCH2_PLACES: tuple[tuple[str, str, str], ...] = (
+    ("experiments.md", "(4.6161 at step 1 in both), then the two runs drift apart by ", "hf_drifts_more"),
+    ("experiments.md", "past 0.1 at step 41) and ends 0.052 ", "nudged_ends_above"),
+    ("experiments.md", "`--n-layers 8 --steps 200 --eval-every 100`), well ", "probes_below_unigram"),
+    ("experiments.md", "and section 2's seed-0 learned run differ by ", "gelu_runs_agree"),
+    ("experiments.md", "**What it shows.** In FLOPs the claim ", "heads_flops_same"),
+    ("experiments.md", "but at d_head 16 and 8 it costs 1.25-3.47x, ", "heads_cost_more_longer"),
+    ("experiments.md", "\"Wasteful\" in the cost sense is row 4's: more, narrower heads take ",
+     "narrow_heads_more_time"),
+    ("experiments.md", "the scaled scores have variance 0.0025-0.0027, far ", "init_scores_below_one"),
+    ("experiments.md", "So the path-length half of the claim ", "verdict_7_0"),
+    ("experiments.md", "The longer schedules lifted both models, the ViT ", "vit_gains_more"),
+    ("experiments.md", "(clipped) and which still ended with the ", "tuned_32_heads_best"),
+    ("experiments.md", "Each word is one token in both tokenizers (no word ", "one_piece"),
+    ("experiments.md", "SmolLM2 needs ", "smollm2_more_depth"),
+    ("experiments.md", "after SmolLM2's blocks 5-30, and it is ", "water_above_smallest"),
+    ("experiments.md", "after SmolLM2's blocks 8-22 every ambiguous word's gap is ", "smollm2_8_22_above"),
+    ("experiments.md", "not that every ambiguous word separates ", "not_every_word_more"),
+    # the seeds' claims, quoted
+    ("experiments.md", "rather than concatenated with it and projected, which would be ", "quoted"),
+    ("experiments.md", "which would be more general and have ", "quoted"),
+    ("experiments.md", "keeping position and token in separate coordinates helped, and \"", "quoted"),
+    ("experiments.md", "(it assumes nothing about where related pixels are), so it needs ", "quoted"),
+    # a place on the page
+    ("experiments.md", "so the differences ", "place"), ("experiments.md", "not re-run are listed ", "place"),
+    ("experiments.md", "Each line ", "place"), ("experiments.md", "a \"same-seed change\" ", "place"),
+    # definitions of a measured quantity or of a rule, names: no result
+    ("experiments.md", "Pre-LN too starts on the plateau: its train loss first falls ", "name"),
+    ("experiments.md", "the first step at which the mean training loss of the last 10 steps falls ", "name"),
+    ("experiments.md", "median 0.452 / 0.444 / 0.443, ", "name"),
+    ("experiments.md", "Two budgets, three seeds each; the ", "name"),
+    ("experiments.md", "the larger is 4x the ", "name"),
+    ("experiments.md", "by 0.4794-0.5809 bits per character at the ", "name"),
+    ("experiments.md", "other pairs: mean, 90th percentile, max | paraphrases ", "name"),
+    ("experiments.md", "(chance 1/2 if the top key is worth no ", "name"),
+    ("experiments.md", "The pairs the null cannot match (top weight ", "name"),
+    ("experiments.md", "| never any query's top key | no weight ", "name"),
+    ("experiments.md", "This matches the mass only where the top key ", "verb"),
+    ("experiments.md", "The recipe ", "verb"),
+    ("experiments.md", "and is always written in ", "name"),
+    ("experiments.md", "sense accuracy, leave one out: mean (lowest word), words at 0.9 or ", "name"),
+    ("experiments.md", "of the sentences, with 6-8 of the 8 words at 0.9 or ", "name"),
+    ("experiments.md", "8 / 8 words are at 0.9 or ", "name"),
+    ("experiments.md", "every word is at 0.9 or ", "name"),
+    ("experiments.md", "The row's rule would call LayerNorm ", "name"),
+    ("experiments.md", "only if every run without it ended ", "name"),
+    ("experiments.md", "ended more than 0.1 ", "name"),
+)
+
+
 # ---------------------------------------------------------------- docs/notebook.md: the verdicts in brief
 def _notebook_rows() -> dict[int, list[str]]:
     """docs/notebook.md's summary table: row number -> its cells."""
@@ -736,7 +1348,7 @@ VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdi
     "For MiniLM the statement ": (12, 0)}
 
 RULES: dict[str, Callable[[], str]] = {
-    **RATIO_RULES, **PINNED_RULES,
+    **RATIO_RULES, **PINNED_RULES, **MORE_RULES, **BATCH2_RULES,
     "many_heads": _many_heads, "most_heads": _most_heads,
     "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
     "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
@@ -801,7 +1413,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
     ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
-    *RATIO_PLACES, *PINNED_PLACES, *NOTEBOOK_PLACES,
+    *RATIO_PLACES, *PINNED_PLACES, *MORE_PLACES, *BATCH2_PLACES, *NOTEBOOK_PLACES,
 )
 
 
