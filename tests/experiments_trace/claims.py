@@ -1264,6 +1264,113 @@ BATCH2_PLACES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+APPROX = 1.25  # "holds only approximately": every head count up to 8 costs at most this times one head (a setting)
+
+
+def _heads_time_approx() -> str:
+    """Section 4: in time the claim holds approximately when up to 8 heads the SDPA path costs at most APPROX times
+    one wide head at every n, and not exactly (some ratio above 1)."""
+    ratios = [r["ratio_sdpa"]["median"] for r in _load("heads_cost.jsonl") if r["h"] <= 8]
+    return "holds" if max(ratios) <= APPROX and max(ratios) > 1 else "fails"
+
+
+def _vit_cnn_schedules() -> list[tuple[int, str, list[dict], list[dict]]]:
+    from experiments_trace.parts import _vit_cnn_main, _vit_cnn_probes
+    return list(_vit_cnn_probes(_vit_cnn_main(_load(("vit_vs_cnn.jsonl", "vit_vs_cnn_probe.jsonl")))))
+
+
+def _acc_mean(runs: list[dict]) -> float:
+    return sum(r["test_accuracy"] for r in runs) / len(runs)
+
+
+def _acc_spread(runs: list[dict]) -> float:
+    return max(r["test_accuracy"] for r in runs) - min(r["test_accuracy"] for r in runs)
+
+
+def _doubling_within_spread() -> str:
+    """Section 8: below the largest size, doubling the whole schedule moves neither model's mean test accuracy by
+    more than its seeds' spread (the larger of the two schedules' spreads)."""
+    probes = _vit_cnn_schedules()
+    largest = max(size for size, *_ in probes)
+    ok = all(abs(_acc_mean(b) - _acc_mean(a)) <= max(_acc_spread(a), _acc_spread(b))
+             for size, _, a, b in probes if size < largest)
+    return "more" if ok else "mixed"
+
+
+def _comparison_both_lengths() -> str:
+    """Section 8: the CNN's mean test accuracy above the ViT's at every size, at the whole schedules and at the
+    longest schedule run."""
+    from experiments_trace.parts import VIT_CNN_FULL, _vit_cnn_main, _vit_cnn_runs
+    rows = _vit_cnn_main(_load(("vit_vs_cnn.jsonl", "vit_vs_cnn_probe.jsonl")))
+    longest: dict[tuple[int, str], list[dict]] = {}
+    for size, model, _, probe in _vit_cnn_schedules():
+        if (size, model) not in longest or probe[0]["cap"] > longest[(size, model)][0]["cap"]:
+            longest[(size, model)] = probe
+    sizes = sorted({size for size, _ in longest})
+    whole = all(_acc_mean(_vit_cnn_runs(rows, n, "CNN", VIT_CNN_FULL["CNN"]))
+                > _acc_mean(_vit_cnn_runs(rows, n, "ViT", VIT_CNN_FULL["ViT"])) for n in sizes)
+    longer = all(_acc_mean(longest[(n, "CNN")]) > _acc_mean(longest[(n, "ViT")]) for n in sizes)
+    return "holds" if whole and longer else "fails"
+
+
+def _attention_ops_more() -> str:
+    """Section 22: attention's operations per token against the GRU's at every length up to 1,024 but the shortest,
+    both calls, one thread ("as many or more"; "mixed" where the shortest is not the exception the sentence
+    names)."""
+    rows = [r for r in _load("recurrence_vs_attention.jsonl") if r["threads"] == 1 and r["n"] <= 1024]
+    per = {(r["n"], r["call"], r["layer"]): r["flops_per_token"] for r in rows}
+    ns = sorted({n for n, _, _ in per})
+    calls = {c for _, c, _ in per}
+    more = all(per[(n, c, "attention")] >= per[(n, c, "GRU")] for n in ns[1:] for c in calls)
+    shortest_fewer = all(per[(ns[0], c, "attention")] < per[(ns[0], c, "GRU")] for c in calls)
+    return "more" if more and shortest_fewer else "less" if not more else "mixed"
+
+
+def _hot_lr_higher() -> str:
+    """Section 1: the runs without clipping use a higher learning rate than section 1's runs (check_ln.jsonl's
+    attnlab run is section 1's pre-LN seed 0 with its settings)."""
+    hot = {r["lr"] for r in _load("ln_hot.jsonl")}
+    base = next(r for r in _load("check_ln.jsonl") if r["variant"] == "attnlab")["lr"]
+    return _every([(base, min(hot))], "higher", "lower")
+
+
+def _heads_grid() -> tuple[float, set[float]]:
+    rows = [r for name in HEADS_FILES for r in _load(name)]
+    return max(r["lr"] for r in rows if r["phase"] == "tune"), {r["lr"] for r in rows if r["phase"] == "report"}
+
+
+def _grid_top_not_above() -> str:
+    """Sections 17-19: "a learning-rate grid above 1e-2" was not run when the grid's largest rate is 1e-2."""
+    return "above" if _heads_grid()[0] <= 1e-2 else "mixed"
+
+
+def _higher_rate_not_tried() -> str:
+    """Section 17: every arm chose the top of the grid, so a higher rate was not tried."""
+    top, chosen = _heads_grid()
+    return "higher" if chosen == {top} else "mixed"
+
+
+BATCH3_RULES: dict[str, Callable[[], str]] = {
+    "heads_time_approx": _heads_time_approx, "doubling_within_spread": _doubling_within_spread,
+    "comparison_both_lengths": _comparison_both_lengths, "attention_ops_more": _attention_ops_more,
+    "hot_lr_higher": _hot_lr_higher, "grid_top_not_above": _grid_top_not_above,
+    "higher_rate_not_tried": _higher_rate_not_tried,
+}
+BATCH3_PLACES: tuple[tuple[str, str, str], ...] = (
+    ("experiments.md", "equals the formula 8nd² + 4n²d. In time it ", "heads_time_approx"),
+    ("experiments.md", "1,000 images doubling moves neither model's mean by ", "doubling_within_spread"),
+    ("experiments.md", "it understates both models by 0.006-0.011; the comparison ", "comparison_both_lengths"),
+    ("experiments.md", "but the shortest it does as many operations or ", "attention_ops_more"),
+    ("experiments.md", "### Without clipping, at a ", "hot_lr_higher"),
+    ("experiments.md", "longer runs, other widths and a learning-rate grid ", "grid_top_not_above"),
+    ("experiments.md", "was chosen for every arm, so a ", "higher_rate_not_tried"),
+    # definitions: no result
+    ("experiments.md", "A schedule counts as long enough when lengthening it moves the mean by ", "name"),
+    ("experiments.md", "the 4 mean keys and values of the blocks that make up its next ", "name"),
+    ("experiments.md", "would show as a run stopped for a non-finite loss, a ", "name"),
+)
+
+
 # ---------------------------------------------------------------- docs/notebook.md: the verdicts in brief
 def _notebook_rows() -> dict[int, list[str]]:
     """docs/notebook.md's summary table: row number -> its cells."""
@@ -1348,7 +1455,7 @@ VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdi
     "For MiniLM the statement ": (12, 0)}
 
 RULES: dict[str, Callable[[], str]] = {
-    **RATIO_RULES, **PINNED_RULES, **MORE_RULES, **BATCH2_RULES,
+    **RATIO_RULES, **PINNED_RULES, **MORE_RULES, **BATCH2_RULES, **BATCH3_RULES,
     "many_heads": _many_heads, "most_heads": _most_heads,
     "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
     "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
@@ -1413,7 +1520,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
     ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
-    *RATIO_PLACES, *PINNED_PLACES, *MORE_PLACES, *BATCH2_PLACES, *NOTEBOOK_PLACES,
+    *RATIO_PLACES, *PINNED_PLACES, *MORE_PLACES, *BATCH2_PLACES, *BATCH3_PLACES, *NOTEBOOK_PLACES,
 )
 
 
