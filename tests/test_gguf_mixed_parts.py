@@ -208,3 +208,39 @@ def test_the_compiled_step_gives_the_eager_tokens(mixed):
         assert float((c - e).abs().max()) <= 1e-4 * float(e.abs().max())
     parts = [p for m in kept.modules() if isinstance(m, QuantizedParts) for p in m.parts]
     assert all(p._layer is not None for p in parts if p._one_row_kernel() is not None)
+
+
+def test_a_bias_is_added_once_after_the_parts():
+    """A fused Q/K/V with biases (Qwen2's) in parts: the bias lives on the QuantizedParts and is added once to the
+    side-by-side outputs; against float64 x . w + b of the parts' dequantized weights, within the kernels' rounding
+    of x (tests/test_kquants.py's bound)."""
+    from attnlab.layers import quantized
+    from tests.test_kquants import _bound
+
+    module = QuantizedParts(256, [("q5_1", 64), ("q8_0", 32)], bias=True)
+    q8 = gguf.quants.quantize(np.random.default_rng(1).normal(size=(32, 256)).astype(np.float32) * 0.02,
+                              gguf.GGMLQuantizationType.Q8_0)
+    module.parts[0].load_buffers(quantized.from_gguf_rows(torch.from_numpy(random_blocks("q5_1", 64, 256)), "q5_1"))
+    module.parts[1].load_buffers(quantized.from_gguf_rows(torch.from_numpy(q8), "q8_0"))
+    with torch.no_grad():
+        module.bias.copy_(torch.linspace(-1, 1, 96))
+    w = module.weight
+    x = torch.randn(6, 256, generator=torch.Generator().manual_seed(2))
+    expected = x.double() @ w.double().t() + module.bias.double()
+    with torch.no_grad():
+        for rows in (x[:1], x):  # a decoding step's row, a prompt's rows
+            got = module(rows)
+            assert bool(((got.double() - expected[: len(rows)]).abs() <= _bound(rows, w)).all())
+
+
+def test_a_checkpoints_parts_must_add_up_to_the_matrix(tmp_path):
+    """A saved table whose parts do not hold the matrix's rows is refused naming the module and both counts."""
+    from attnlab.quantization import check_formats
+
+    model = attnlab.build_model(attnlab.presets["tiny-llama"].replace(n_layers=1), device="meta")
+    rows = model.blocks[0].attn.qkv.out_features
+    with pytest.raises(ValueError, match=rf"blocks\.0\.attn\.qkv has parts 'q5_1:1\+q8_0:1' of 2 rows; the "
+                                         rf"model's matrix has {rows}"):
+        check_formats(model, {"blocks.0.attn.qkv": "q5_1:1+q8_0:1"}, "ckpt")
+    with pytest.raises(ValueError, match="unknown quantized format 'q5_1:1\\+q9_9:2'"):
+        check_formats(model, {"blocks.0.attn.qkv": "q5_1:1+q9_9:2"}, "ckpt")
