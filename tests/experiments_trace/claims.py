@@ -1205,7 +1205,7 @@ def _not_every_word_more() -> str:
     return "more" if any(r["control_gap_max"] > r["gap_min"] for r in rows) else "mixed"
 
 
-BATCH2_RULES: dict[str, Callable[[], str]] = {
+MORE_RULES.update({
     "hf_drifts_more": _hf_drifts_more, "nudged_ends_above": _nudged_ends_above,
     "probes_below_unigram": _probes_below_unigram, "gelu_runs_agree": _gelu_runs_agree,
     "heads_flops_same": _heads_flops_same, "heads_cost_more_longer": _heads_cost_more_longer,
@@ -1213,8 +1213,8 @@ BATCH2_RULES: dict[str, Callable[[], str]] = {
     "vit_gains_more": _vit_gains_more, "tuned_32_heads_best": _tuned_32_heads_best, "one_piece": _one_piece,
     "smollm2_more_depth": _smollm2_more_depth, "water_above_smallest": _water_above_smallest,
     "smollm2_8_22_above": _smollm2_8_22_above, "not_every_word_more": _not_every_word_more,
-}
-BATCH2_PLACES: tuple[tuple[str, str, str], ...] = (
+})
+MORE_PLACES += (
     ("experiments.md", "(4.6161 at step 1 in both), then the two runs drift apart by ", "hf_drifts_more"),
     ("experiments.md", "past 0.1 at step 41) and ends 0.052 ", "nudged_ends_above"),
     ("experiments.md", "`--n-layers 8 --steps 200 --eval-every 100`), well ", "probes_below_unigram"),
@@ -1350,13 +1350,13 @@ def _higher_rate_not_tried() -> str:
     return "higher" if chosen == {top} else "mixed"
 
 
-BATCH3_RULES: dict[str, Callable[[], str]] = {
+MORE_RULES.update({
     "heads_time_approx": _heads_time_approx, "doubling_within_spread": _doubling_within_spread,
     "comparison_both_lengths": _comparison_both_lengths, "attention_ops_more": _attention_ops_more,
     "hot_lr_higher": _hot_lr_higher, "grid_top_not_above": _grid_top_not_above,
     "higher_rate_not_tried": _higher_rate_not_tried,
-}
-BATCH3_PLACES: tuple[tuple[str, str, str], ...] = (
+})
+MORE_PLACES += (
     ("experiments.md", "equals the formula 8nd² + 4n²d. In time it ", "heads_time_approx"),
     ("experiments.md", "1,000 images doubling moves neither model's mean by ", "doubling_within_spread"),
     ("experiments.md", "it understates both models by 0.006-0.011; the comparison ", "comparison_both_lengths"),
@@ -1368,6 +1368,61 @@ BATCH3_PLACES: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "A schedule counts as long enough when lengthening it moves the mean by ", "name"),
     ("experiments.md", "the 4 mean keys and values of the blocks that make up its next ", "name"),
     ("experiments.md", "would show as a run stopped for a non-finite loss, a ", "name"),
+)
+
+
+def _pre_ln_below_bigram() -> str:
+    """Section 1: pre-LN without warmup ends below add-one bigram counts on the same windows (section 6's
+    baselines line) on every seed."""
+    bigram = next(r for r in _load("mask_after_softmax.jsonl") if "baseline" in r)["bigram_every_position"]
+    return _every(((_final(r), bigram) for r in _ln_runs(_load("ln_1500.jsonl"), 1500, "pre")), "below", "above")
+
+
+def _relu_unchanged_roughly() -> str:
+    """Section 3: ReLU "unchanged" by the scaled init holds (roughly) when its mean final val loss moves by no more
+    than the larger seed spread of the two rows."""
+    scaled, default = _act(SCALED, "relu"), _act(SECTION3, "relu")
+    move = abs(sum(scaled) / len(scaled) - sum(default) / len(default))
+    return "holds" if move <= max(max(v) - min(v) for v in (scaled, default)) else "fails"
+
+
+def _recall_smaller_rate() -> str:
+    """Section 7: at k 8 the GRU's and LSTM's sweeps (seed 0) tie at every rate, so the smaller rate is chosen
+    (ties go to the smaller): each summary line's chosen rate against its sweep's."""
+    rows = [r for r in _load("recall_distance.jsonl") if r.get("summary") and r["k"] == 8
+            and r["model"] in ("GRU", "LSTM")]
+    tie = all(len(set(r["sweep_val_accuracy"].values())) == 1 for r in rows)
+    chosen = {r["chosen_lr"] == min(r["swept_lrs"]) for r in rows}
+    return "smaller" if tie and chosen == {True} else "mixed"
+
+
+def _future_mass_crossing(mass: list[float], last: int = 50) -> int | None:
+    """The first position from which layer 0's mass on future keys stays above uniform attention's over the
+    whole window ((63 - t) / 64 at position t) up to `last`."""
+    above = [m > (len(mass) - 1 - t) / len(mass) for t, m in enumerate(mass)]
+    for p in range(last + 1):
+        if all(above[p:last + 1]):
+            return p
+    return None
+
+
+def _future_mass_more() -> str:
+    """Section 6: masking after the softmax, layer 0 keeps more of every row on future keys than uniform attention
+    would, from some position on to position 50, on every seed."""
+    rows = [r for r in _load("mask_after_softmax.jsonl") if "future_mass_by_position" in r]
+    return "more" if all(_future_mass_crossing(r["future_mass_by_position"][0]) is not None for r in rows) else "less"
+
+
+MORE_RULES.update({
+    "pre_ln_below_bigram": _pre_ln_below_bigram, "relu_unchanged_roughly": _relu_unchanged_roughly,
+    "recall_smaller_rate": _recall_smaller_rate, "future_mass_more": _future_mass_more,
+})
+MORE_PLACES += (
+    ("experiments.md", "at step 1,500 for seeds 0 / 1 / 2, ", "pre_ln_below_bigram"),
+    ("experiments.md", "0.030 worse on seed 2, so \"unchanged\" ", "relu_unchanged_roughly"),
+    ("experiments.md", "(the GRU and LSTM at every rate of the sweep, so the ", "recall_smaller_rate"),
+    ("experiments.md", "of every row on future keys from position 10 to 50 on the three seeds, ", "future_mass_more"),
+    ("experiments.md", "and many never get a weight ", "name"),  # the threshold of the table's column
 )
 
 
@@ -1506,7 +1561,7 @@ VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdi
     "For MiniLM the statement ": (12, 0)}
 
 RULES: dict[str, Callable[[], str]] = {
-    **RATIO_RULES, **PINNED_RULES, **MORE_RULES, **BATCH2_RULES, **BATCH3_RULES, **COST_RULES,
+    **RATIO_RULES, **PINNED_RULES, **MORE_RULES, **COST_RULES,
     "many_heads": _many_heads, "most_heads": _most_heads,
     "one_head_mean": _one_head_mean, "attention_up_to_1024": _attention_up_to_1024,
     "gru_forward_4096": _gru_forward_4096, "gru_two_threads_4096": _gru_two_threads_4096,
@@ -1571,7 +1626,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "whose hidden layer is 49 wide, is ", "widest_window"),
     ("experiments.md", "variant's padding and copying make it ", "local_time_256"),
     *(("experiments.md", before, f"verdict_{row}_{index}") for before, (row, index) in VERDICT_PLACES.items()),
-    *RATIO_PLACES, *PINNED_PLACES, *MORE_PLACES, *BATCH2_PLACES, *BATCH3_PLACES, *COST_PLACES, *NOTEBOOK_PLACES,
+    *RATIO_PLACES, *PINNED_PLACES, *MORE_PLACES, *COST_PLACES, *NOTEBOOK_PLACES,
 )
 
 
