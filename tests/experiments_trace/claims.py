@@ -1418,6 +1418,16 @@ MORE_RULES.update({
     "recall_smaller_rate": _recall_smaller_rate, "future_mass_more": _future_mass_more,
 })
 MORE_PLACES += (
+    # docs/interop.md: "holds" as "contains", a place on the page, a column's name, a tolerance's definition
+    ("docs/interop.md", "(Pythia) | `query_key_value` ", "verb"),
+    ("docs/interop.md", "\"multimodal\" where the config ", "verb"),
+    ("docs/interop.md", "`attnlab/interop/families.py` ", "verb"),
+    ("docs/interop.md", "metadata claiming a larger model than the file ", "verb"),
+    ("docs/interop.md", "SmolLM2-135M (Q4_1 + a Q8_0 embedding) then ", "verb"),
+    ("docs/interop.md", "in attnlab and transformers (below). The file ", "verb"),
+    ("docs/interop.md", "llama.cpp itself runs every written file; its logits are ", "place"),
+    ("docs/interop.md", "| HF classes read and written | what needs ", "name"),
+    ("docs/interop.md", "the kept path may lie as far from llama.cpp as the ", "name"),
     ("experiments.md", "at step 1,500 for seeds 0 / 1 / 2, ", "pre_ln_below_bigram"),
     ("experiments.md", "0.030 worse on seed 2, so \"unchanged\" ", "relu_unchanged_roughly"),
     ("experiments.md", "(the GRU and LSTM at every rate of the sweep, so the ", "recall_smaller_rate"),
@@ -1740,6 +1750,8 @@ def _kind(flat: str, m: re.Match, page: str = "experiments.md") -> str:
     if page not in PAGES and m.group() == "best" and (flat[m.start() - 1:m.start()] in "`/"
                                                       or BEST_NAME.match(flat, m.end())):
         return "verb"
+    if m.start() > 0 and flat[m.start() - 1] in "`/.":  # `linear`, layers/linear.py, F.linear: code, no claim
+        return "name"
     return "pinned"
 
 
