@@ -1436,6 +1436,75 @@ MORE_PLACES += (
 )
 
 
+# ---------------------------------------------------------------- docs/experiments_vit_grid.md
+VIT_GRID = "experiments_vit_grid.md"
+
+
+def _grid_runs(setting: str | None = None) -> list[dict]:
+    return sorted((r for r in _load("vit_grid.jsonl") if "nearest_is_neighbour" in r and "seed" in r
+                   and r.get("run") == (setting or r.get("run"))), key=lambda r: r["seed"])
+
+
+def _grid_summaries() -> list[dict]:
+    return [r for r in _load("vit_grid.jsonl") if "summary" in r]
+
+
+def _p7s1_no_more_than_chance() -> str:
+    """p7s1: on no seed are the nearest neighbours grid neighbours more often than chance."""
+    return "more" if all(r["nearest_is_neighbour"] <= r["chance_neighbours"] for r in _grid_runs("p7s1")) else "mixed"
+
+
+def _p7s3_seed0_more() -> str:
+    """p7s3: the nearest neighbours are grid neighbours more often than chance (p < 0.01) on seed 0 and on no other
+    seed."""
+    p = [r["nearest_p"] for r in _grid_runs("p7s3")]
+    return "more" if p[0] < 0.01 and all(x >= 0.01 for x in p[1:]) else "mixed"
+
+
+def _chosen_best_val() -> str:
+    """The chosen setting has the highest mean validation accuracy of the grid."""
+    rows = _grid_summaries()
+    best = max(rows, key=lambda r: r["val_accuracy"]["mean"])
+    return "best" if best["chosen"] and sum(r["chosen"] for r in rows) == 1 else "mixed"
+
+
+def _grid_below_shipped() -> str:
+    """The grid's 1,500-step runs' test accuracy against the shipped 6,000-step checkpoint's."""
+    rows = _load("vit_grid.jsonl")
+    shipped = next(r for r in rows if r.get("run") == "shipped")["test_accuracy"]
+    return _every(((r["test_accuracy"], shipped) for r in rows if r.get("chosen") and "seed" in r), "lower", "higher")
+
+
+def _small_grid_fewer_pairs() -> str:
+    """The 4 x 4 grid's pairs against the 7 x 7 grid's."""
+    pairs = {r["grid"]: r["pairs"] for r in _grid_runs()}
+    return _every([(pairs[min(pairs)], pairs[max(pairs)])], "less", "more")
+
+
+def _three_seeds_at_most() -> str:
+    """"Not shown: ... more than 3 seeds": no setting has more than 3 seeds."""
+    from collections import Counter
+    return "more" if max(Counter(r["run"] for r in _grid_runs()).values()) <= 3 else "mixed"
+
+
+MORE_RULES.update({
+    "p7s1_no_more_than_chance": _p7s1_no_more_than_chance, "p7s3_seed0_more": _p7s3_seed0_more,
+    "chosen_best_val": _chosen_best_val, "grid_below_shipped": _grid_below_shipped,
+    "small_grid_fewer_pairs": _small_grid_fewer_pairs, "three_seeds_at_most": _three_seeds_at_most,
+})
+MORE_PLACES += (
+    (VIT_GRID, "its nearest neighbours are grid neighbours no ", "p7s1_no_more_than_chance"),
+    (VIT_GRID, "(-0.015 to +0.130), no seed with p < 0.01; its nearest neighbours are grid neighbours ",
+     "p7s3_seed0_more"),
+    (VIT_GRID, "The setting with the ", "chosen_best_val"),
+    (VIT_GRID, "these are shorter trainings than the recipe's, and the accuracies are ", "grid_below_shipped"),
+    (VIT_GRID, "2 x 2 inner block also give the statistic ", "small_grid_fewer_pairs"),
+    (VIT_GRID, "patch 4 with 1-pixel shifts, ", "three_seeds_at_most"),
+    (VIT_GRID, "nothing tells it that patch 8 sits ", "place"),  # a place in the image's grid of patches
+    (VIT_GRID, "(rho > 0: nearer patches are ", "name"),  # the definition of the statistic's sign
+)
+
+
 # ---------------------------------------------------------------- docs/notebook.md: the verdicts in brief
 def _notebook_rows() -> dict[int, list[str]]:
     """docs/notebook.md's summary table: row number -> its cells."""
