@@ -408,8 +408,10 @@ def check_gguf_shapes(reader, config: ModelConfig, source):
 def load_gguf(path, device=None, keep_quantized: bool = True):
     """(model, tokenizer) from a GGUF file (SUPPORTED_ARCHITECTURES). Q8_0, Q4_0, Q4_1, Q4_K, Q6_K and Q5_0 matrices
     stay quantized, and Q5_1 and Q5_K where AVX-512 VNNI runs their kernels (KEPT_QUANTIZED, kept_quantized;
-    attnlab.layers.quantized: 3-8x less memory than float32, products by attnlab's kernels); other types (Q2_K,
-    Q3_K) are dequantized to float32. keep_quantized=False dequantizes every tensor to float32."""
+    attnlab.layers.quantized: 3-8x less memory than float32, products by attnlab's kernels), a fused Q/K/V or
+    gate+up whose parts have different kept types too (a QuantizedParts, one quantized layer per run of rows of one
+    type); other types (Q2_K, Q3_K) are dequantized to float32. keep_quantized=False dequantizes every tensor to
+    float32."""
     path = Path(path)
     reader = open_reader(path)
     try:
