@@ -1492,7 +1492,13 @@ MORE_RULES.update({
     "chosen_best_val": _chosen_best_val, "grid_below_shipped": _grid_below_shipped,
     "small_grid_fewer_pairs": _small_grid_fewer_pairs, "three_seeds_at_most": _three_seeds_at_most,
 })
+MORE_RULES["residual_needed"] = lambda: "needed" if _residual_statement() == "holds" else "not needed"
 MORE_PLACES += (
+    ("docs/notebook.md", "They make claims: pre-LN trains deep stacks ", "quoted"),
+    ("docs/notebook.md", "keeps scores near 1, transformers need ", "quoted"),
+    ("docs/notebook.md", "partial: the residual is ", "residual_needed"),  # row 23's verdict, section 23's rule
+    ("docs/howto/gguf.md", "A file that claims a larger model than it ", "verb"),
+    ("docs/performance.md", "(the last lines name the 15 ", "name"),  # what pytest --durations prints
     (VIT_GRID, "its nearest neighbours are grid neighbours no ", "p7s1_no_more_than_chance"),
     (VIT_GRID, "(-0.015 to +0.130), no seed with p < 0.01; its nearest neighbours are grid neighbours ",
      "p7s3_seed0_more"),
