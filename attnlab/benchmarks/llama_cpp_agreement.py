@@ -370,8 +370,8 @@ def with_llama_cpp_rounding(model):
     computes it up to float summation order: the file's weights dequantized exactly, times x rounded as above
     (Q8_K for Q4_K / Q5_K / Q6_K weights, Q8_0 for the rest), in float64; for Q4_1 / Q5_1 weights the min term
     takes Q8_1's float16 block sum in place of the rounded inputs' sum, as llama.cpp's vec_dot_q4_1_q8_1 does. A
-    matrix attnlab expanded to float32 (a fused Q/K/V of parts it keeps in no one format) gets Q8_0's rounding:
-    right for 32-input blocks (Q8_0, Q5_0, Q4_0 parts), without Q8_1's float16 sums for Q5_1 / Q4_1 parts.
+    fused Q/K/V of parts of different types is a QuantizedParts of one QuantizedLinear per part, so each part gets
+    its own format's rounding; a matrix attnlab still expands to float32 (Q2_K / Q3_K) gets Q8_0's rounding.
     What is left between this and llama.cpp is float32 summation and its other operators."""
     from attnlab.layers.quantized import QuantizedLinear
 
