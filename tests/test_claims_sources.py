@@ -162,6 +162,7 @@ NANO = "bench/results/nanogpt-repo-2026-12-07/quiet.log"
 NANO_LOADED = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded.log"  # AdamW without torch._dynamo
 NANO_CPU = r"^round 1, attnlab {} / nanoGPT: .*CPU ([\d.]+)x"  # a variant's CPU-time ratio in the summary lines
 NANO_QUIET = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-quiet.log"  # the same pair, quiet
+NANO_QUIET_3 = "bench/results/nanogpt-repo-2026-12-07/quiet-3-rounds.log"  # three more quiet rounds
 NANO_WALL = r"^round 1, attnlab same / nanoGPT: wall ([\d.]+)x"
 NANO_PEAK = r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x"
 NANO_SAME = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded-same.log"  # a second run, same work only
@@ -215,6 +216,24 @@ CLAIMS = [
     ("bench/RESULTS.md", "CPU\ntime {1.032}x (same work)", NANO_LOADED, NANO_CPU.format("same"), 1),
     ("bench/RESULTS.md", "and {1.117}x (defaults)", NANO_LOADED, NANO_CPU.format("typed"), 1),
     ("bench/RESULTS.md", "doing the same work: {0.951}x the wall time", NANO_QUIET, NANO_WALL, 1),
+    ("bench/RESULTS.md", "in rounds 1-3, wall {0.987}x", NANO_QUIET_3,
+     r"^round 1, attnlab same / nanoGPT: .*wall ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "wall 0.987x, {1.015}x, 0.948x", NANO_QUIET_3,
+     r"^round 2, attnlab same / nanoGPT: .*wall ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "wall 0.987x, 1.015x, {0.948}x", NANO_QUIET_3,
+     r"^round 3, attnlab same / nanoGPT: .*wall ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "CPU time {0.986}x, 1.014x and 0.947x", NANO_QUIET_3,
+     r"^round 1, attnlab same / nanoGPT: .*CPU ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "CPU time 0.986x, {1.014}x and 0.947x", NANO_QUIET_3,
+     r"^round 2, attnlab same / nanoGPT: .*CPU ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "CPU time 0.986x, 1.014x and {0.947}x", NANO_QUIET_3,
+     r"^round 3, attnlab same / nanoGPT: .*CPU ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "peak memory {0.867}x, 0.912x, 0.926x", NANO_QUIET_3,
+     r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "peak memory 0.867x, {0.912}x, 0.926x", NANO_QUIET_3,
+     r"^round 2, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "peak memory 0.867x, 0.912x, {0.926}x", NANO_QUIET_3,
+     r"^round 3, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
     ("bench/RESULTS.md", "0.951x the wall time, {0.950}x the CPU time, 0.863x the peak memory, one quiet", NANO_QUIET,
      NANO_CPU.format("same"), 1),
     ("bench/RESULTS.md", "0.950x the CPU time, {0.863}x the peak memory, one quiet", NANO_QUIET, NANO_PEAK, 1),
