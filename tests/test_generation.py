@@ -196,12 +196,15 @@ def test_nucleus_from_the_best_candidates_equals_the_full_sort(spread):
     from attnlab.generation import sampling
 
     scores = torch.randn(6, 16384, generator=torch.Generator().manual_seed(1)) * spread
-    fast = sampling.nucleus_from_best(scores, 0.9)
-    assert (fast is None) == (spread == 1.0)
-    kept = torch.isfinite(filtered_logits(scores, 1.0, None, 0.9))
+    found = sampling.nucleus_candidates(scores, 0.9)
+    assert (found is None) == (spread == 1.0)
+    cut = filtered_logits(scores, 1.0, None, 0.9)
+    kept = torch.isfinite(cut)
     assert torch.equal(kept, _nucleus_reference(scores, 0.9))
-    if fast is not None:
-        assert torch.equal(fast[kept], scores[kept]) and 10 < int(kept.sum(-1).max()) < sampling.NUCLEUS_CANDIDATES
+    if found is not None:
+        best, order = found  # the candidates kept are exactly the cut's finite tokens, with their scores
+        assert torch.equal(kept.gather(-1, order), torch.isfinite(best))
+        assert torch.equal(cut[kept], scores[kept]) and 10 < int(kept.sum(-1).max()) < sampling.NUCLEUS_CANDIDATES
 
 
 def test_drawing_among_the_nucleus_candidates_follows_the_filtered_distribution():

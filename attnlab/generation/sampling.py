@@ -19,20 +19,26 @@ def filtered_logits(logits: torch.Tensor, temperature: float, top_k: int | None,
         kth_best = torch.topk(scores, top_k, dim=-1).values[..., -1:]  # (batch, 1)
         scores = scores.masked_fill(scores < kth_best, float("-inf"))
     if top_p is not None and top_p < 1:
-        cut = nucleus_from_best(scores, top_p)
-        if cut is not None:
-            return cut
-        sorted_scores, order = torch.sort(scores, dim=-1, descending=True)
-        probs = sorted_scores.softmax(dim=-1)
-        mass_before = probs.cumsum(dim=-1) - probs  # probability of the strictly better tokens
-        drop_sorted = mass_before >= top_p  # the nucleus already holds top_p without this token
-        drop_sorted[..., 0] = False  # always keep the best token
-        drop = drop_sorted.scatter(-1, order, drop_sorted)
-        scores = scores.masked_fill(drop, float("-inf"))
+        found = nucleus_candidates(scores, top_p)
+        if found is None:
+            return sorted_nucleus(scores, top_p)
+        best, order = found
+        return torch.full_like(scores, float("-inf")).scatter(-1, order, best)
     return scores
 
 
-NUCLEUS_CANDIDATES = 1024  # how many best tokens nucleus_from_best looks at before it gives up
+def sorted_nucleus(scores: torch.Tensor, top_p: float) -> torch.Tensor:
+    """The top-p cut by a sort of the whole vocabulary: (batch, vocab) -> the same with cut tokens at -inf."""
+    sorted_scores, order = torch.sort(scores, dim=-1, descending=True)
+    probs = sorted_scores.softmax(dim=-1)
+    mass_before = probs.cumsum(dim=-1) - probs  # probability of the strictly better tokens
+    drop_sorted = mass_before >= top_p  # the nucleus already holds top_p without this token
+    drop_sorted[..., 0] = False  # always keep the best token
+    drop = drop_sorted.scatter(-1, order, drop_sorted)
+    return scores.masked_fill(drop, float("-inf"))
+
+
+NUCLEUS_CANDIDATES = 1024  # how many best tokens nucleus_candidates looks at before it gives up
 
 
 def nucleus_candidates(scores: torch.Tensor, top_p: float) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -58,28 +64,20 @@ def nucleus_candidates(scores: torch.Tensor, top_p: float) -> tuple[torch.Tensor
     return best.masked_fill(drop, float("-inf")), order
 
 
-def nucleus_from_best(scores: torch.Tensor, top_p: float) -> torch.Tensor | None:
-    """(batch, vocab) -> (batch, vocab) with the cut tokens at -inf (nucleus_candidates spread over the vocabulary),
-    or None where the candidates do not hold the nucleus."""
-    found = nucleus_candidates(scores, top_p)
-    if found is None:
-        return None
-    best, order = found
-    return torch.full_like(scores, float("-inf")).scatter(-1, order, best)
-
-
 def choose_next(logits: torch.Tensor, options: GenerationOptions, generator: torch.Generator | None) -> torch.Tensor:
     """(batch, vocab) -> (batch,) next token ids."""
     if options.greedy:
         return logits.argmax(dim=-1)
     if not options.top_k and options.top_p is not None and options.top_p < 1:
-        # draw among the nucleus's candidates only: the same distribution as below, without a pass over the vocabulary
-        t = options.temperature
-        found = nucleus_candidates(logits.float() / t if t != 1 else logits.float(), options.top_p)
+        scores = filtered_logits(logits.float(), options.temperature, None, None)  # divided by T only
+        found = nucleus_candidates(scores, options.top_p)
         if found is not None:
+            # draw among the nucleus's candidates only: the same distribution, without a pass over the vocabulary
             best, order = found  # (batch, K) each
             pick = torch.multinomial(best.softmax(dim=-1), 1, generator=generator)  # (batch, 1) among candidates
             return order.gather(-1, pick).squeeze(1)
-    scores = filtered_logits(logits.float(), options.temperature, options.top_k, options.top_p)
+        scores = sorted_nucleus(scores, options.top_p)  # the candidates were looked at once, not again
+    else:
+        scores = filtered_logits(logits.float(), options.temperature, options.top_k, options.top_p)
     probs = scores.softmax(dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(1)
