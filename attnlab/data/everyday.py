@@ -41,6 +41,15 @@ TEMPLATES = (
     "Explain {topic} to a six-year-old in a few short sentences.",
 )
 
+# --style facts: plain statements of what things are, do and are for (stories and dialogues rarely say "a bird
+# builds a nest"); the same TOPICS, so no topic was written after a model was scored
+FACT_TEMPLATES = (
+    "Write five simple facts about {topic} that a young child learns.",
+    "Write five short, true sentences about {topic} for a first reading book.",
+    "Write five short sentences that explain what people use and do in {topic}.",
+)
+STYLES = {"stories": TEMPLATES, "facts": FACT_TEMPLATES}
+
 # Everyday topics, written by hand for this recipe (food, home, clothes, weather, time, family, school, travel,
 # animals, work, shopping, health, sport, town, nature, ...).
 TOPICS = (
@@ -112,9 +121,9 @@ def chat(user: str) -> str:
             "<|im_start|>assistant\n")
 
 
-def prompts(seed: int = 0) -> list[str]:
-    """Every (template, topic) user message, in an order shuffled with `seed` (batches mix topics)."""
-    out = [t.format(topic=topic) for t in TEMPLATES for topic in TOPICS]
+def prompts(seed: int = 0, style: str = "stories") -> list[str]:
+    """Every (template, topic) user message of `style`, in an order shuffled with `seed` (batches mix topics)."""
+    out = [t.format(topic=topic) for t in STYLES[style] for topic in TOPICS]
     random.Random(seed).shuffle(out)
     return out
 
@@ -159,7 +168,7 @@ def clean_sentences(text: str, seen: set[str], forbidden: list[str] = ()) -> lis
 
 def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int = 128, temperature: float = 0.8,
                      top_p: float = 0.95, seed: int = 0, threads: int = 1, log=print,
-                     dtype: str = "kept") -> Path:
+                     dtype: str = "kept", style: str = "stories") -> Path:
     """Answer the batches numbered in `batches` (an iterable of ints) and write each as `folder`/batch-NNNN.json
     (the model's answers as they came; assemble cleans them). A batch already there is skipped, so an interrupted run
     resumes, and two processes can share the work (different numbers). `folder`/settings.json records the
@@ -167,17 +176,24 @@ def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int 
 
     dtype: "kept" answers with the GGUF file's Q4_1 blocks kept (as `load("smollm2")` gives them); "bfloat16" expands
     them once and runs the model in bfloat16, ~1.4x faster for batches of 64 on a CPU with bfloat16 instructions
-    (a slightly different model numerically, so it is a setting of the folder)."""
+    (a slightly different model numerically, so it is a setting of the folder).
+
+    style: "stories" (TEMPLATES: stories, sentences, diaries, dialogues, explanations) or "facts" (FACT_TEMPLATES:
+    plain statements of what things are and are for), a setting of the folder too."""
     import torch
 
     from attnlab.errors import ConfigError
     from attnlab.generation import generate
     from attnlab.loading import load
 
+    if style not in STYLES:
+        raise ConfigError(f"style {style!r} is not one this generator writes: use {' or '.join(map(repr, STYLES))}")
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     settings = {"batch_size": batch_size, "max_new_tokens": max_new_tokens, "temperature": temperature,
-                "top_p": top_p, "seed": seed, "templates": len(TEMPLATES), "topics": len(TOPICS)}
+                "top_p": top_p, "seed": seed, "templates": len(STYLES[style]), "topics": len(TOPICS)}
+    if style != "stories":  # folders made before styles existed keep their settings
+        settings["style"] = style
     if dtype != "kept":
         if dtype != "bfloat16":
             raise ConfigError(f"dtype {dtype!r} is not one this generator runs: use 'kept' or 'bfloat16'")
@@ -189,7 +205,7 @@ def generate_batches(folder, batches, batch_size: int = 64, max_new_tokens: int 
     state.write_text(json.dumps(settings) + "\n")
     torch.set_num_threads(threads)
     model, tok = None, None
-    messages = prompts(seed)
+    messages = prompts(seed, style)
     for b in batches:
         path = folder / f"batch-{b:04d}.json"
         if path.exists():
@@ -249,6 +265,9 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--dtype", default="kept", choices=("kept", "bfloat16"),
                         help="kept: the file's Q4_1 blocks as they are; bfloat16: expanded once, faster for batches")
+    parser.add_argument("--style", default="stories", choices=tuple(STYLES),
+                        help="stories: stories, sentences, diaries, dialogues; facts: plain statements of what "
+                        "things are and are for (a setting of the folder)")
     parser.add_argument("--exclude", default=None,
                         help="a cloze list (sentence<TAB>answers): no kept sentence contains one, filled")
     parser.add_argument("--share", default="0/1", help="I/N: answer only the batches b with b %% N == I, so N "
@@ -265,7 +284,7 @@ def main(argv=None) -> int:
     if a.assemble_only:
         numbers = []
     generate_batches(folder, numbers, a.batch_size, a.max_new_tokens, a.temperature, a.top_p, a.seed, a.threads,
-                     log=lambda m: print(m, flush=True), dtype=a.dtype)
+                     log=lambda m: print(m, flush=True), dtype=a.dtype, style=a.style)
     if not a.no_assemble:
         counts = assemble(folder, out, read_forbidden(a.exclude) if a.exclude else [])
         print(f"{out}: {counts}")

@@ -74,3 +74,18 @@ def test_an_unknown_dtype_is_refused_naming_the_allowed_ones(tmp_path):
     with pytest.raises(ConfigError, match="'kept' or 'bfloat16'"):
         everyday.generate_batches(tmp_path, [], dtype="float16")
     assert not (tmp_path / "settings.json").exists()
+
+
+def test_the_facts_style_asks_for_statements_on_the_same_topics_and_is_a_setting_of_the_folder(tmp_path):
+    facts = everyday.prompts(0, "facts")
+    assert len(facts) == len(set(facts)) == len(everyday.FACT_TEMPLATES) * len(everyday.TOPICS)
+    assert not set(facts) & set(everyday.prompts(0))  # other requests, not the stories' again
+    assert all(any(topic in f for topic in everyday.TOPICS) for f in facts)  # no topic of its own
+    everyday.generate_batches(tmp_path / "stories", [], batch_size=4)
+    assert "style" not in json.loads((tmp_path / "stories" / "settings.json").read_text())  # older folders continue
+    everyday.generate_batches(tmp_path / "facts", [], batch_size=4, style="facts")
+    with pytest.raises(ConfigError, match="style"):  # a stories run cannot continue a facts folder
+        everyday.generate_batches(tmp_path / "facts", [], batch_size=4)
+    with pytest.raises(ConfigError, match="'stories' or 'facts'"):
+        everyday.generate_batches(tmp_path / "other", [], style="poems")
+    assert not (tmp_path / "other").exists()
