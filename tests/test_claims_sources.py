@@ -177,6 +177,20 @@ def QWEN2_COL(threads: int, col: int, path: str = "default \\(compiled step\\)")
     return rf"^\| {path} \| {threads} \|" + r"[^|]+\|" * col + r" ([\d.]+)x? \|"
 
 
+SWEEP_GPT2, SWEEP_NARROW = "docs/img/cost-gpt2/sweep.txt", "docs/img/cost-narrow/sweep.txt"  # attnlab cost --measure
+
+
+def SWEEP_ROW(series: str, n: int, column: int) -> str:  # noqa: N802 (read like the other patterns)
+    """A sweep table's cell: the row of `series` at `n`, column 0 predicted FLOPs, 1 ms, 2 GFLOP/s, 3 MFU %."""
+    return rf"^{series}\s+{n}\s+" + r"\S+\s+" * column + r"([\d.]+)"
+
+
+def SWEEP_EXP(series: str, which: int) -> str:  # noqa: N802
+    """A sweep's fitted growth exponent of `series`: 0 measured, 1 predicted (all n), 2 measured, 3 predicted (upper
+    half of n), the which-th number of its line."""
+    return rf"^  {series}\s+measured[^\d\n]*" + r"(?:[\d.]+[^\d\n]+)" * which + r"([\d.]+)"
+
+
 CLAIMS = [
     ("docs/interop.md", "decode {1.07}x at one thread", QWEN2_QUIET, QWEN2_COL(1, 2), 1),
     ("docs/interop.md", "and {0.90}x\nat two", QWEN2_QUIET, QWEN2_COL(2, 2), 1),
@@ -578,6 +592,30 @@ CLAIMS = [
      "docs/img/cost-narrow/sweep.txt", r"^\s+attention_dense\s+measured\s+([\d.]+)", 1),
     ("docs/cost.md", "| narrow-long attention core, causal / dense | 1.76 / **2.00** \\| 1.79 / **{2.02}** |",
      "docs/img/cost-narrow/sweep.txt", r"^\s+attention_dense\s+measured.*\|\s+measured\s+([\d.]+)", 1),
+    # docs/cost.md's "What matched" and "What did not match": the two sweeps' own lines (derived figures, a ratio or
+    # a range's ends, are recomputed from the same files by tests/experiments_trace/figures.py's COMPUTED)
+    ("docs/cost.md", "grows as n²**: {2.00} measured over", SWEEP_NARROW, SWEEP_EXP("attention_dense", 0), 1),
+    ("docs/cost.md", "measured over {256}..4096", SWEEP_NARROW, r"n in \[(\d+),", 1),
+    ("docs/cost.md", "measured over 256..{4096}", SWEEP_NARROW, r"n in \[[\d, ]*?(\d+)\]", 1),
+    ("docs/cost.md", "({2.02} over the upper half)", SWEEP_NARROW, SWEEP_EXP("attention_dense", 2), 1),
+    ("docs/cost.md", "dense series, {1.91}, is noisier", SWEEP_GPT2, SWEEP_EXP("attention_dense", 0), 1),
+    ("docs/cost.md", "the measured times follow at {1.37} overall", SWEEP_NARROW, SWEEP_EXP("forward", 0), 1),
+    ("docs/cost.md", "follow at 1.37 overall and {1.50} over the upper half", SWEEP_NARROW, SWEEP_EXP("forward", 2), 1),
+    ("docs/cost.md", "from n = 64 to {1024} (predicted", SWEEP_GPT2, r"n in \[[\d, ]*?(\d+)\]", 1),
+    ("docs/cost.md", "FLOP/byte says**: {5} GFLOP/s", SWEEP_GPT2, SWEEP_ROW("decode_cached", 1024, 2), 1),
+    ("docs/cost.md", "GFLOP/s, {6}% of the peak", SWEEP_GPT2, SWEEP_ROW("decode_cached", 1024, 3), 1),
+    ("docs/cost.md", "weights and cache in {57} ms", SWEEP_GPT2, SWEEP_ROW("decode_cached", 1024, 1), 1),
+    ("docs/cost.md", "causal SDPA measures n^1.76-{1.84}", SWEEP_GPT2, SWEEP_EXP("attention", 0), 1),
+    ("docs/cost.md", "causal SDPA measures n^{1.76}-1.84", SWEEP_NARROW, SWEEP_EXP("attention", 0), 1),
+    ("docs/cost.md", "beats\" the peak ({109}-130% MFU)", SWEEP_GPT2, SWEEP_ROW("attention", 1024, 3), 1),
+    ("docs/cost.md", "beats\" the peak (109-{130}% MFU)", SWEEP_NARROW, SWEEP_ROW("attention", 4096, 3), 1),
+    ("docs/cost.md", "forward exponent from {1.71} predicted", SWEEP_NARROW, SWEEP_EXP("forward", 3), 1),
+    ("docs/cost.md", "1.71 predicted to {1.50} measured", SWEEP_NARROW, SWEEP_EXP("forward", 2), 1),
+    ("docs/cost.md", "cached step ({1.0} ms at n = 256", SWEEP_NARROW, SWEEP_ROW("decode_cached", 256, 1), 1),
+    ("docs/cost.md", "its measured exponent {0.36} is below", SWEEP_NARROW, SWEEP_EXP("decode_cached", 0), 1),
+    ("docs/cost.md", "is below the\n  predicted {0.55}", SWEEP_NARROW, SWEEP_EXP("decode_cached", 1), 1),
+    ("docs/cost.md", "against {89} with 1 in the sweep above", SWEEP_GPT2,
+     r"measured matmul peak: ([\d.]+) GFLOP/s", 1),
     # docs/quantization.md: the night's runs
     ("docs/quantization.md", "the same runs gave Q4_1 {1.45}x / 1.51x decode", f"{ZEN}/q4_1-night.log", DEFAULT_1, 1),
     ("docs/quantization.md", "Q4_1 1.45x / {1.51}x decode", f"{ZEN}/q4_1-night.log", DEFAULT_2, 1),

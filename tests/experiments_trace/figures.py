@@ -106,17 +106,29 @@ def is_label(text: str, start: int, token: str) -> bool:
     return bool(re.fullmatch(r"\s*", head)) and bool(re.match(r"\. ", rest))
 
 
+SYMBOL = "bnmdghLV"  # the cost formulas' one-letter symbols (docs/cost.md: batch, tokens, source, width, heads, ...)
+
+
 def is_formula(text: str, start: int, token: str) -> bool:
-    """A coefficient or exponent of a formula: the number touches ·, ×, ^, √ or ² ("24·n·d²", "2·1024·12")."""
-    return text[start - 1:start] in ("·", "×", "^", "√") or text[start + len(token):start + len(token) + 1] in (
-        "·", "×", "²", "^")
+    """A coefficient or exponent of a formula: the number touches ·, ×, ^, √ or ² ("24·n·d²", "2·1024·12"), or is a
+    whole number written onto a formula's symbol ("4d²", "d_ff = 4d", "(h+2g)") or after a symbol and + − / ("n−1",
+    "b/2")."""
+    after = text[start + len(token):start + len(token) + 2]
+    if text[start - 1:start] in ("·", "×", "^", "√") or after[:1] in ("·", "×", "²", "^"):
+        return True
+    if not token.isdigit():
+        return False
+    return bool(re.match(rf"[{SYMBOL}](?![A-Za-z0-9])", after)) or bool(
+        re.search(rf"(?<![A-Za-z_])[{SYMBOL}][+−/]$", text[max(0, start - 3):start]))
 
 
-SETTING = re.compile(r"(?:\b[A-Za-z_][\w.]*=|--[a-z][\w-]*[ =])$")
+SETTING = re.compile(r"(?:\b[A-Za-z_][\w.]*=|--[a-z][\w-]*[ =]|(?<![\w.])[bnmdL] = )$")
 
 
 def is_setting(text: str, start: int) -> bool:
-    """A value a user types outside backticks: right after `name=` or `--option ` ("steps=40", "--beams 4")."""
+    """A value a user types outside backticks: right after `name=` or `--option ` ("steps=40", "--beams 4"), or a
+    size given to a formula's symbol in prose ("gpt2 at n = 1024", "b = 1", "d = 128"): the input of an example,
+    not its result."""
     return bool(SETTING.search(text[max(0, start - 40):start]))
 
 
@@ -286,6 +298,79 @@ def _d():
     return _gpt2("d_model")
 
 
+def _preset_attr(name: str, attr: str):
+    from attnlab import presets
+    return getattr(presets[name], attr)
+
+
+def _analytic(name: str):
+    from attnlab.cost import analytic
+    return getattr(analytic, name)
+
+
+def _per_element(preset: str, row: str, per: str) -> float:
+    """FLOPs per element of a non-matmul row of the preset's forward table at b 1, n 64: the row's FLOPs over its
+    layers and the elements it works on (per: "d" the residual width, "d_ff" the feed-forward's)."""
+    from attnlab import presets
+    from attnlab.cost import cost_table
+
+    c, n = presets[preset], 64
+    found = [r for r in cost_table(c, 1, n).rows if row in r.name]
+    assert len(found) == 1, (preset, row, [r.name for r in found])
+    width = c.d_model if per == "d" else c.d_ff
+    return found[0].flops / (found[0].layers * n * width)
+
+
+def _elementwise_share() -> float:
+    """The share of gpt2's forward FLOPs (n 1024) outside the matrix products."""
+    t = _tables()["forward"]
+    return (t.flops - t.matmul_flops) / t.flops
+
+
+def _row(table: str, name: str):
+    found = [r for r in _tables()[table].rows if r.name == name]
+    assert len(found) == 1, (table, name)
+    return found[0]
+
+
+def _narrow(attr: str):
+    """docs/cost.md's narrow model (docs/img/cost-narrow/config.json), as attnlab reads it."""
+    return _json("docs/img/cost-narrow/config.json")[attr]
+
+
+@cache
+def _sweep(model: str) -> dict[tuple[str, int], tuple[float, float, float, float]]:
+    """docs/img/cost-MODEL/sweep.txt's table: (series, n) -> (predicted FLOPs, ms, GFLOP/s, MFU %), as logged."""
+    text = (ROOT / f"docs/img/cost-{model}/sweep.txt").read_text()
+    return {(m[1], int(m[2])): (float(m[3].replace(",", "")), float(m[4]), float(m[5]), float(m[6]))
+            for m in re.finditer(r"^(\w+)\s+(\d+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%$", text, re.M)}
+
+
+def _series(model: str, series: str, column: int) -> list[float]:
+    """One column of a sweep series, in the order of n (0 FLOPs, 1 ms, 2 GFLOP/s, 3 MFU %)."""
+    return [v[column] for (s, _), v in sorted(_sweep(model).items(), key=lambda kv: kv[0][1]) if s == series]
+
+
+def _sweep_at(model: str, series: str, n: int, column: int) -> float:
+    return _sweep(model)[series, n][column]
+
+
+def _gpt2_ratio(a: str, n_a: int, b: str, n_b: int, column: int) -> float:
+    """gpt2's sweep: series a at n_a over series b at n_b, in one column (0 FLOPs, 1 ms, 2 GFLOP/s)."""
+    return _sweep_at("gpt2", a, n_a, column) / _sweep_at("gpt2", b, n_b, column)
+
+
+def _signature_default(module: str, function: str, name: str):
+    """The default of a function's argument, as the library declares it."""
+    import importlib
+    import inspect
+    return inspect.signature(getattr(importlib.import_module(module), function)).parameters[name].default
+
+
+def _time_call_default(name: str):
+    return _signature_default("attnlab.cost.measure", "time_call", name)
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -322,6 +407,57 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "requires_python": lambda: re.search(r'requires-python = ">=([\d.]+)"', (ROOT / "pyproject.toml").read_text())[1],
     "experiments_rows": lambda: str(len(re.findall(r"^\| \d+ \|", (ROOT / "docs/experiments.md").read_text()
                                                    .split("\n## ")[0], re.M))),
+    # docs/cost.md's rules of the count: analytic.py's per-element constants, and what the tables make of them
+    "softmax_flops": lambda: str(_analytic("SOFTMAX_FLOPS")),
+    "layernorm_flops": lambda: str(_analytic("NORM_FLOPS")["layernorm"]),
+    "rmsnorm_flops": lambda: str(_analytic("NORM_FLOPS")["rmsnorm"]),
+    "gelu_flops": lambda: str(_analytic("ACTIVATION_FLOPS")["gelu"]),
+    "silu_flops": lambda: str(_analytic("ACTIVATION_FLOPS")["silu"]),
+    "relu_flops": lambda: str(_analytic("ACTIVATION_FLOPS")["relu"]),
+    # tiny-llama's SwiGLU row, per d_ff element, beyond SiLU's constant: the gate multiply
+    "gate_multiply": lambda: format(_per_element("tiny-llama", "FFN activation", "d_ff")
+                                    - _analytic("ACTIVATION_FLOPS")["swiglu"], "+g"),
+    "rope_flops": lambda: str(_analytic("ROPE_FLOPS")),
+    "residual_add_flops": lambda: f"{_per_element('gpt2', 'residual adds', 'd') / 2:g}",  # two adds per block
+    # "under 1% of the FLOPs": the share, rounded up to a whole percent
+    "elementwise_share_ceil": lambda: str(-int(-_elementwise_share() * 100 // 1)),
+    "elementwise_max_intensity": lambda: f"{max(r.intensity for r in _tables()['forward'].rows if not r.matmul):g}",
+    "gelu_intensity": lambda: f"{_row('forward', 'FFN activation (gelu_tanh)').intensity:g}",
+    "float32_bytes": lambda: str(_analytic("DTYPE_BYTES")["float32"]),
+    "bfloat16_bytes": lambda: str(_analytic("DTYPE_BYTES")["bfloat16"]),
+    "cached_intensity": lambda: f"{_tables()['cached'].intensity:.1f}",
+    "qkv_forward_intensity": lambda: f"{_row('forward', 'self-attn Q,K,V projections').intensity:.0f}",
+    "llama_kv_heads": lambda: str(_preset_attr("llama-style", "kv_heads")),
+    "llama_heads": lambda: str(_preset_attr("llama-style", "n_heads")),
+    "train_over_forward": lambda: f"{_tables()['train'].matmul_flops / _tables()['forward'].matmul_flops:g}",
+    "gpt2_layers": lambda: str(_gpt2("n_layers")),
+    "tiny_llama_heads": lambda: str(_preset_attr("tiny-llama", "n_heads")),
+    "tiny_llama_kv_heads": lambda: str(_preset_attr("tiny-llama", "kv_heads")),
+    "timing_min_runs": lambda: str(_time_call_default("min_runs")),
+    "timing_budget_s": lambda: f"{_time_call_default('budget_s'):g}",
+    "peak_budget_s": lambda: f"{_signature_default('attnlab.cost.peak', 'time_matmul', 'budget_s'):g}",
+    # docs/cost.md's "What matched": figures derived from the two sweep logs (docs/img/cost-*/sweep.txt)
+    "narrow_d": lambda: str(_narrow("d_model")),
+    "narrow_crossover": lambda: str(6 * _narrow("d_model")),  # 24·n·d² = 4·n²·d at n = 6d
+    "narrow_dense_mfu_min": lambda: f"{min(_series('narrow', 'attention_dense', 3)):.0f}",
+    "narrow_dense_mfu_max": lambda: f"{max(_series('narrow', 'attention_dense', 3)):.0f}",
+    "gpt2_dense_mfu_min": lambda: f"{min(_series('gpt2', 'attention_dense', 3)):.0f}",
+    "gpt2_dense_mfu_max": lambda: f"{max(_series('gpt2', 'attention_dense', 3)):.0f}",
+    "gpt2_cached_flops_growth": lambda: format(100 * (_gpt2_ratio("decode_cached", 1024, "decode_cached", 64, 0) - 1),
+                                               "+.0f"),
+    "gpt2_cached_time_growth": lambda: format(100 * (_gpt2_ratio("decode_cached", 1024, "decode_cached", 64, 1) - 1),
+                                              "+.0f"),
+    "gpt2_uncached_over_cached_time": lambda: f"{_gpt2_ratio('decode_uncached', 1024, 'decode_cached', 1024, 1):.0f}",
+    "gpt2_uncached_over_cached_flops": lambda: f"{_gpt2_ratio('decode_uncached', 1024, 'decode_cached', 1024, 0):.0f}",
+    "gpt2_uncached_over_cached_rate": lambda: f"{_gpt2_ratio('decode_uncached', 1024, 'decode_cached', 1024, 2):.0f}",
+    # the cached step's bytes (attnlab.cost) over its logged time, in GB/s
+    "gpt2_cached_bandwidth": lambda: format(_tables()["cached"].bytes_read / _sweep_at("gpt2", "decode_cached", 1024, 1)
+                                            / 1e6, ".0f"),
+    "gpt2_step_attention_min_ms": lambda: f"{min(_series('gpt2', 'attention_step', 1)):.1f}",
+    "gpt2_step_attention_max_ms": lambda: f"{max(_series('gpt2', 'attention_step', 1)):.0f}",
+    # the narrow model's cached step at n 256 if it took its FLOPs' share of its time at n 4096
+    "narrow_cached_256_by_flops": lambda: format(_sweep_at("narrow", "decode_cached", 4096, 1) * _sweep_at(
+        "narrow", "decode_cached", 256, 0) / _sweep_at("narrow", "decode_cached", 4096, 0), ".1f"),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -354,6 +490,51 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/cost.md", "2·1024·12·64·12·4 = ", "kv_gpt2_1024"),
     ("docs/cost.md", "at n = 1024 holds ", "kv_llama_1024"),
     ("docs/cost.md", "{'self': ", "kv_llama_8x8192_bf16"),
+    ("docs/cost.md", "(`analytic.py`, top): softmax ", "softmax_flops"),
+    ("docs/cost.md", "exp, sum, divide), LayerNorm ", "layernorm_flops"),
+    ("docs/cost.md", "LayerNorm 8, RMSNorm ", "rmsnorm_flops"),
+    ("docs/cost.md", "RMSNorm 5, GELU ", "gelu_flops"),
+    ("docs/cost.md", "GELU 8, SiLU ", "silu_flops"),
+    ("docs/cost.md", "SiLU 4, ReLU ", "relu_flops"),
+    ("docs/cost.md", "SiLU 4, ReLU 1 (", "gate_multiply"),
+    ("docs/cost.md", "of a gated FFN), RoPE ", "rope_flops"),
+    ("docs/cost.md", "per element of q and k, residual add ", "residual_add_flops"),
+    ("docs/cost.md", "residual add 1. They are under ", "elementwise_share_ceil"),
+    ("docs/cost.md", "the rows with an intensity of at most ", "elementwise_max_intensity"),
+    ("docs/cost.md", "intensity of at most 1 (GELU's is exactly ", "gelu_intensity"),
+    ("docs/cost.md", "each result written once, times ", "float32_bytes"),
+    ("docs/cost.md", "times 4 (float32) or ", "bfloat16_bytes"),
+    ("docs/cost.md", "b/2 FLOP per float32 byte (", "cached_intensity"),
+    ("docs/cost.md", "(0.5 for b = 1), against ", "qkv_forward_intensity"),
+    ("docs/cost.md", "it shrinks by h/g: llama-style (g = ", "llama_kv_heads"),
+    ("docs/cost.md", "llama-style (g = 3 of ", "llama_heads"),
+    ("docs/cost.md", "elementwise rows and bytes are scaled by ", "train_over_forward"),
+    ("docs/cost.md", "G (projections and FFN, ", "gpt2_layers"),
+    ("docs/cost.md", "G (attention, ", "gpt2_layers"),
+    ("docs/cost.md", "tiny-decoder, tiny-llama (GQA ", "tiny_llama_heads"),
+    ("docs/cost.md", "tiny-llama (GQA 4/", "tiny_llama_kv_heads"),
+    ("docs/cost.md", "one torch thread, the best of ≥ ", "timing_min_runs"),
+    ("docs/cost.md", "the best of ≥ 2 calls filling ", "timing_budget_s"),
+    ("docs/cost.md", "on CUDA) for about ", "peak_budget_s"),
+    ("docs/cost.md", "the narrow model (d = ", "narrow_d"),
+    ("docs/cost.md", "crosses over to attention at n ≈ 6d ≈ ", "narrow_crossover"),
+    ("docs/cost.md", "for the narrow model, at a steady ", "narrow_dense_mfu_min"),
+    ("docs/cost.md", "at a steady 72-", "narrow_dense_mfu_max"),
+    ("docs/cost.md", "is noisier: ", "gpt2_dense_mfu_min"),
+    ("docs/cost.md", "is noisier: 57-", "gpt2_dense_mfu_max"),
+    ("docs/cost.md", "to 1024 (predicted ", "gpt2_cached_flops_growth"),
+    ("docs/cost.md", "FLOPs over that range, measured ", "gpt2_cached_time_growth"),
+    ("docs/cost.md", "ms to 2.4 s, ", "gpt2_uncached_over_cached_time"),
+    ("docs/cost.md", "while its FLOPs are ", "gpt2_uncached_over_cached_flops"),
+    ("docs/cost.md", "the cached step runs at a ", "gpt2_uncached_over_cached_rate"),
+    ("docs/cost.md", "as its intensity of ", "cached_intensity"),
+    ("docs/cost.md", "at n = 1024 it reads ", "cached_read"),
+    ("docs/cost.md", "weights and cache in 57 ms, ", "gpt2_cached_bandwidth"),
+    ("docs/cost.md", "not n**: at ", "gpt2_step_attention_min_ms"),
+    ("docs/cost.md", "not n**: at 0.2-", "gpt2_step_attention_max_ms"),
+    ("docs/cost.md", "ms at n = 256 where ", "narrow_cached_256_by_flops"),
+    ("docs/cost.md", "for gpt2 up to n = 1024 the d² terms and the ", "logits_2ndV"),
+    ("docs/cost.md", "the same products without the ", "logits_2ndV"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
