@@ -427,6 +427,7 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'gelu_lead_within_spread': (
         ('activations.jsonl', 'activations_1500.jsonl', 'positions.jsonl'),
         ('shift', ('val', '*', 1), 'activation', 'gelu', -1)),
+    'gelu_linear_at_init': ('activations.jsonl', ('swap', ('preact_std_init',), ('preact_std_end',))),
     'gelu_runs_agree': ('positions.jsonl', ('shift', ('val', '*', 1), 'position', 'learned', 1)),
     'gelu_scaled_better': ('activations.jsonl', ('mirror', ('val', '*', 1))),
     'gguf_decodes_faster': ('loader', ('_logged', 'reciprocal')),
@@ -462,6 +463,7 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'local_linear_growth': ('efficient_attention_cost.jsonl', ('square', ('flops',))),
     'local_linear_in_n': ('efficient_attention_cost.jsonl', ('square', ('flops',))),
     'local_time_256': ('efficient_attention_cost.jsonl', ('mirror', ('time_vs_full', 'median'))),
+    'local_uses_no_more': ('efficient_attention_quality.jsonl', ('mirror', ('val_loss',))),
     'many_heads': ('heads_quality.jsonl', ('mirror', ('test_loss',))),
     'many_heads_worst': ('heads_quality.jsonl', ('mirror', ('test_loss',))),
     'mask_after_softmax': ('mask_after_softmax.jsonl', ('under', 'mirror', 'honest_last_position')),
@@ -521,6 +523,7 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'rope_mean_below_learned': ('positions.jsonl', ('mirror', ('val', '*', 1))),
     'rva_load_more': ('recurrence_vs_attention.jsonl', ('reciprocal', ('loadavg_1min',))),
     'sinusoidal_500_above_250': ('positions.jsonl', ('mirror', ('val', '*', 1))),
+    'sinusoidal_hurt': ('positions.jsonl', ('mirror', ('val', '*', 1))),
     'sinusoidal_worst': ('positions.jsonl', ('mirror', ('val', '*', 1))),
     'sixteen_heads_mean': ('heads_quality.jsonl', ('mirror', ('test_loss',))),
     'small_grid_fewer_pairs': ('vit_grid.jsonl', ('mirror', ('pairs',))),
@@ -569,6 +572,9 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'warmup_lowers_pre_ln': ('ln_1500.jsonl', ('reciprocal', ('val', '*', 1))),
     'warmup_rescues': ('ln_1500.jsonl', ('reciprocal', ('val', '*', 1))),
     'water_above_smallest': ('ambiguity.jsonl', ('negate', ('control_per_word', 'water', 'gap'))),
+    'weight_says_neither_less': ('attention_explanation_null.jsonl', ('halve', ('beat_share_p90',))),
+    'weight_says_neither_more': ('attention_explanation_null.jsonl', ('halve', ('beat_share_p90',))),
+    'whole_warmup_less': ('ln_warmup.jsonl', ('mirror', ('val', '*', 1))),
     'widest_window': ('window_mlp.jsonl', ('mirror', ('test_loss',))),
     'window_higher': (('window_mlp.jsonl', 'window_mlp_seeds345.jsonl'), ('mirror', ('test_loss',))),
     'wordpiece_fewer': ('tokenizer_cost.jsonl', ('mirror', ('tokens',))),
@@ -582,11 +588,11 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
 # fails the claims check as an opposite word would.
 MIXED_ONLY = {
     "best_post_ln", "best_vit", "chosen_best_val", "dk32_no_worse", "dk32_not_better", "doubling_within_spread",
-    "gelu_lead_within_spread", "grid_top_not_above", "hier_never_below", "hier_quadratic", "higher_rate_not_tried",
-    "hot_neither_higher", "hot_neither_lower", "linear_cpu_most", "not_every_word_more", "one_piece",
-    "p7s1_no_more_than_chance", "p7s3_seed0_more", "pre_ln_not_better", "quadratic_dominates",
-    "recall_smaller_rate", "strided_stays", "sum_not_best", "three_seeds_at_most", "worst_cnn",
-    "worst_pre_vs_best_post", "verdict_12_0",
+    "gelu_lead_within_spread", "gelu_linear_at_init", "grid_top_not_above", "hier_never_below", "hier_quadratic",
+    "higher_rate_not_tried", "hot_neither_higher", "hot_neither_lower", "linear_cpu_most", "local_uses_no_more",
+    "not_every_word_more", "one_piece", "p7s1_no_more_than_chance", "p7s3_seed0_more", "pre_ln_not_better",
+    "quadratic_dominates", "recall_smaller_rate", "strided_stays", "sum_not_best", "three_seeds_at_most",
+    "weight_says_neither_less", "weight_says_neither_more", "worst_cnn", "worst_pre_vs_best_post", "verdict_12_0",
 }
 OTHER_OUTCOME = {"verdict_12_0": "not for"}  # row 12's verdict is "holds" or "not for"
 

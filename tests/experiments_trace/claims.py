@@ -11,9 +11,14 @@ over the results yet (so an edit of the word is caught, a change of the results 
 "place" (and "verb": "holds" as "contains", "best" as the name of a kept checkpoint, on the other pages) are pinned
 too, for a word that is no result of this page: the seeds' claim under test (the top table's
 claim column), the name of a thing (linear attention, a linear program) or a place on the page ("the table
-above"). `problems(text, page)` reports a claim word that differs from its rule or pin, a claims.tsv line whose
-place is gone, and a claim word at a place claims.tsv does not list (an invented sentence, or a new one that
-needs its line).
+above"). On docs/experiments.md three more kinds say why a word is no result of its runs: "math", a fact of
+mathematics or of a model's arithmetic, true whatever the runs gave ("near 0 GELU is almost linear", a row that
+"sums to less than 1", a CNN that cannot reach the marker "without more layers"); "method", how the runs were set
+up or why ("ties go to the smaller rate", "a larger set contains the smaller", the reason for a null or a size);
+"unmeasured", what the page says was not measured or tested ("not shown: that it holds at other sizes", "no GPU,
+where the advantage would be far larger"). `problems(text, page)` reports a claim word that differs from its rule
+or pin, a claims.tsv line whose place is gone, and a claim word at a place claims.tsv does not list (an invented
+sentence, or a new one that needs its line).
 
     python tests/experiments_trace/claims.py      # rewrites claims.tsv, keeping the rules of the places it had
 """
@@ -79,7 +84,8 @@ def page_path(page: str) -> Path:
     return DOCS / page if page in PAGES else ROOT / page
 
 
-PINS = ("pinned", "quoted", "name", "place", "verb")  # a place whose word is the one written (no rule over the results)
+# a place whose word is the one written (no rule over the results): "pinned" a claim of the page, the rest no claim
+PINS = ("pinned", "quoted", "name", "place", "verb", "math", "method", "unmeasured")
 CONTEXT = 40  # characters kept each side of a claim word in claims.tsv (more where that is not unique)
 
 
@@ -1433,6 +1439,90 @@ MORE_PLACES += (
     ("experiments.md", "(the GRU and LSTM at every rate of the sweep, so the ", "recall_smaller_rate"),
     ("experiments.md", "of every row on future keys from position 10 to 50 on the three seeds, ", "future_mass_more"),
     ("experiments.md", "and many never get a weight ", "name"),  # the threshold of the table's column
+)
+
+
+NEARLY_LINEAR = 0.2  # near 0 GELU(x) = 0.5x + 0.4x² + ...: "nearly linear" where the quadratic term at one standard
+# deviation s of its input, 0.4 s², is at most this share of the linear term 0.5 s, i.e. s <= 0.25 (a setting)
+SPREAD = 0.1  # "does not say whether it matters more or less": per-pair shares reach within this of 0 and of 1
+
+
+def _gelu_linear_at_init() -> str:
+    """Section 3: where GELU's inputs start (the std every GELU run at the default init recorded at step 0),
+    GELU's quadratic term at one std is at most NEARLY_LINEAR of its linear term ("mixed" otherwise: GELU far
+    from 0 is no quadratic, so the sentence would just be wrong)."""
+    stds = [r["preact_std_init"] for r in _load(("activations.jsonl", "activations_1500.jsonl"))
+            if r["activation"] == "gelu" and r["init"] == "default"]
+    return "linear" if stds and all(0.4 * s * s <= NEARLY_LINEAR * 0.5 * s for s in stds) else "mixed"
+
+
+def _sinusoidal_hurt() -> str:
+    """Row 2: sinusoidal positions against no positions at all, final val loss, same seed (worse on every seed:
+    the sinusoidal table hurt)."""
+    return _every(zip(_positions("none"), _positions("sinusoidal"), strict=True), "hurt", "not hurt")
+
+
+def _whole_warmup_less() -> str:
+    """Section 1's warmup sweep: post-LN with a warmup spanning the whole run against each shorter warmup (above
+    0), final val loss, same seed ("less is learned": it ends higher on every seed)."""
+    rows = [r for r in _load("ln_warmup.jsonl") if r["placement"] == "post"]
+    whole = {r["seed"]: _final(r) for r in rows if r["warmup"] == r["steps"]}
+    return _every(((_final(r), whole[r["seed"]]) for r in rows if 0 < r["warmup"] < r["steps"]), "less", "more")
+
+
+def _local_uses_no_more() -> str:
+    """Section 13: "uses no more than the last 64 characters": the local window (w 64, context 256) ends at or
+    below full attention's val loss on every seed ("mixed" where full attention gains from the farther keys)."""
+    runs = _eff_runs(_load("efficient_attention_quality.jsonl"))
+    return "more" if all(a["val_loss"] <= b["val_loss"] for a, b in zip(runs["local"], runs["full"], strict=True)) \
+        else "mixed"
+
+
+def _weight_says_neither(word: str) -> Callable[[], str]:
+    """Section 14: "its weight does not say whether it matters more or less than other keys of the same total
+    weight": in both models the per-pair share of the null's draws the top key beats reaches within SPREAD of 0
+    (10th percentile) and of 1 (90th), the null of seed 0 ("mixed" where the shares bunch on one side)."""
+    def rule() -> str:
+        rows = [r for r in _load("attention_explanation_null.jsonl") if r.get("summary")]
+        wide = rows and all(r["beat_share_p10"] <= SPREAD and r["beat_share_p90"] >= 1 - SPREAD for r in rows)
+        return word if wide else "mixed"
+    return rule
+
+
+MORE_RULES.update({
+    "gelu_linear_at_init": _gelu_linear_at_init, "sinusoidal_hurt": _sinusoidal_hurt,
+    "whole_warmup_less": _whole_warmup_less, "local_uses_no_more": _local_uses_no_more,
+    "weight_says_neither_more": _weight_says_neither("more"), "weight_says_neither_less": _weight_says_neither("less"),
+})
+MORE_PLACES += (
+    ("experiments.md", "seed spread 0.012-0.041, sinusoidal 0.120); sinusoidal ", "sinusoidal_hurt"),
+    ("experiments.md", "GELU's inputs start at std 0.16, where it is nearly ", "gelu_linear_at_init"),
+    ("experiments.md", "the activation's inputs start with std 0.16, where GELU is nearly ", "gelu_linear_at_init"),
+    ("experiments.md", "the learning rate reaches its peak only at the last step, so ", "whole_warmup_less"),
+    ("experiments.md", "at 600 steps this character model uses no ", "local_uses_no_more"),
+    ("experiments.md", "but its weight does not say whether it matters ", "weight_says_neither_more"),
+    ("experiments.md", "does not say whether it matters more or ", "weight_says_neither_less"),
+    # mathematics: true whatever the runs gave
+    ("experiments.md", "and near 0 GELU is almost ", "math"),
+    ("experiments.md", "Positive homogeneity (ReLU(ax) = a ReLU(x)) means a ", "math"),
+    ("experiments.md", "so each row keeps only the mass it gave to the past and sums to ", "math"),
+    ("experiments.md", "the marker is out of its reach, so no training can help without ", "math"),
+    # the method: what was run and compared, and why
+    ("experiments.md", "**Why this size.** A ", "method"),
+    ("experiments.md", "validation sequences (ties go to the ", "method"),
+    ("experiments.md", "(N = 250, 500, 1,000 and 3,500; a ", "method"),
+    ("experiments.md", "(N = 250, 500, 1,000 and 3,500; a larger set contains the ", "method"),
+    ("experiments.md", "so the most-attended key removes the most, and would often ", "method"),
+    ("experiments.md", "\"Wasteful\" in the cost sense is row 4's: ", "method"),
+    ("experiments.md", "before the start of the window, where the transformer too sees ", "method"),
+    # what was not measured
+    ("experiments.md", "three seeds); not shown: that it ", "unmeasured"),
+    ("experiments.md", "(the first version's k 128 was not repeated in this budget), ", "unmeasured"),
+    ("experiments.md", "whether the character model catches up with much ", "unmeasured"),
+    ("experiments.md", "Not shown: whether the order ", "unmeasured"),
+    ("experiments.md", "whether it lasts with longer training, at ", "unmeasured"),
+    ("experiments.md", "what a busy two-core machine gives, not as this CPU's ", "unmeasured"),
+    ("experiments.md", "no GPU, where the parallel advantage would be far ", "unmeasured"),
 )
 
 
