@@ -371,6 +371,29 @@ def _time_call_default(name: str):
     return _signature_default("attnlab.cost.measure", "time_call", name)
 
 
+def _attr(module: str, name: str):
+    """A module-level constant or class attribute of attnlab ("attnlab.layers.linear", "Linear.MIN_CALLS")."""
+    import importlib
+    value = importlib.import_module(module)
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value
+
+
+@cache
+def _checkpoint(name: str):
+    """A shipped checkpoint's model and tokenizer (attnlab/assets/checkpoints/NAME, no download)."""
+    import attnlab
+    return attnlab.load(str(ROOT / CK / name))
+
+
+def _gpt_char_default_new(prompt: str) -> int:
+    """What `attnlab generate` plans without --max-new-tokens for gpt-char and this prompt (attnlab.cli.generate)."""
+    from attnlab.cli.generate import plan_length
+    model, tokenizer = _checkpoint("gpt-char")
+    return plan_length(model.config, len(tokenizer.encode(prompt)), None)[0]
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -458,6 +481,26 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     # the narrow model's cached step at n 256 if it took its FLOPs' share of its time at n 4096
     "narrow_cached_256_by_flops": lambda: format(_sweep_at("narrow", "decode_cached", 4096, 1) * _sweep_at(
         "narrow", "decode_cached", 256, 0) / _sweep_at("narrow", "decode_cached", 4096, 0), ".1f"),
+    # docs/generation.md: the library's own limits and defaults, and the shipped checkpoints' position tables
+    "gpt_char_max_len": lambda: str(_json(f"{CK}/gpt-char/config.json")["max_len"]),
+    "translate_max_len": lambda: str(_json(f"{CK}/translate-numbers/config.json")["max_len"]),
+    "cli_default_new_tokens": lambda: str(_attr("attnlab.cli.generate", "DEFAULT_NEW_TOKENS")),
+    "gpt_char_def_new_tokens": lambda: str(_gpt_char_default_new("def ")),
+    "min_temperature": lambda: f"{_attr('attnlab.cli.generate', 'MIN_TEMPERATURE'):g}",
+    "nucleus_candidates": lambda: f"{_attr('attnlab.generation.sampling', 'NUCLEUS_CANDIDATES'):,}",
+    # the preset with SmolLM2-135M's shape (attnlab/presets.py says so)
+    "smollm2_vocab": lambda: f"{_preset_attr('llama-style', 'vocab_size'):,}",
+    "smollm2_layers": lambda: str(_preset_attr("llama-style", "n_layers")),
+    "linear_min_calls": lambda: str(_attr("attnlab.layers.linear", "Linear.MIN_CALLS")),
+    "lm_head_chunk": lambda: str(_attr("attnlab.models.heads", "LMHead.CHUNK")),
+    "lm_head_slice_min": lambda: str(_attr("attnlab.models.heads", "LMHead.SLICE_ROWS").start),
+    "lm_head_slice_max": lambda: str(_attr("attnlab.models.heads", "LMHead.SLICE_ROWS").stop - 1),
+    "compiled_from": lambda: str(_attr("attnlab.cli.generate", "COMPILED_FROM")),
+    "threads_gain_pct": lambda: f"{(_attr('attnlab.threads', 'GAIN') - 1) * 100:.0f}",
+    "threads_max_age_days": lambda: f"{_attr('attnlab.threads', 'MAX_AGE_S') / 86400:g}",
+    "threads_retry_minutes": lambda: f"{_attr('attnlab.threads', 'RETRY_BUSY_S') / 60:g}",
+    "threads_short_s": lambda: f"{_attr('attnlab.threads', 'SHORT_S'):g}",
+    "bench_prompt_len": lambda: str(_attr("attnlab.benchmarks.generate", "PROMPT_LEN")),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -535,6 +578,29 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/cost.md", "ms at n = 256 where ", "narrow_cached_256_by_flops"),
     ("docs/cost.md", "for gpt2 up to n = 1024 the d² terms and the ", "logits_2ndV"),
     ("docs/cost.md", "the same products without the ", "logits_2ndV"),
+    ("docs/generation.md", "a fixed number of them (gpt-char ", "gpt_char_max_len"),
+    ("docs/generation.md", "gpt-char 64, translate-numbers ", "translate_max_len"),
+    ("docs/generation.md", "the command generates at most ", "cli_default_new_tokens"),
+    ("docs/generation.md", "--prompt \"def \"` generates ", "gpt_char_def_new_tokens"),
+    ("docs/generation.md", "negative, not finite or below ", "min_temperature"),
+    ("docs/generation.md", "(use 0 for greedy: below ", "min_temperature"),
+    ("docs/generation.md", "the nucleus is looked for among the ", "nucleus_candidates"),
+    ("docs/generation.md", "no sort or draw over a ", "smollm2_vocab"),
+    ("docs/generation.md", "its cost is reading the weights (GPT-2-small: ", "weights_bytes"),
+    ("docs/generation.md", "the time of a plain read of its ", "weights_bytes"),
+    ("docs/generation.md", "It is made after ", "linear_min_calls"),
+    ("docs/generation.md", "runs the vocabulary product as ", "lm_head_chunk"),
+    ("docs/generation.md", "slices of the weight (views) for ", "lm_head_slice_min"),
+    ("docs/generation.md", "slices of the weight (views) for 4-", "lm_head_slice_max"),
+    ("docs/generation.md", "inputs of the graph (they were: ", "smollm2_layers"),
+    ("docs/generation.md", "turned into tensors, ", "smollm2_layers"),
+    ("docs/generation.md", "and so does a request of fewer than ", "compiled_from"),
+    ("docs/generation.md", "on SmolLM2 (", "smollm2_layers"),
+    ("docs/generation.md", "(more threads must win by ", "threads_gain_pct"),
+    ("docs/generation.md", "matmul peak, timed again after ", "threads_max_age_days"),
+    ("docs/generation.md", "after 30 days or ", "threads_retry_minutes"),
+    ("docs/generation.md", "that (guessed under ", "threads_short_s"),
+    ("docs/generation.md", "(256 greedy tokens after a ", "bench_prompt_len"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
