@@ -394,6 +394,81 @@ def _gpt_char_default_new(prompt: str) -> int:
     return plan_length(model.config, len(tokenizer.encode(prompt)), None)[0]
 
 
+def _qlayer_bytes(fmt: str, k: int) -> float:
+    """Bytes per weight of attnlab's quantized layer of this format (attnlab.layers.quantized.QuantizedLinear's
+    buffers: codes, scales, minimums) with k inputs; every buffer is per output row, so one row tells."""
+    from attnlab.layers.quantized import QuantizedLinear
+    return QuantizedLinear(k, 1, fmt).nbytes / k
+
+
+def _qbuffer(fmt: str, name: str, k: int = 576):
+    from attnlab.layers.quantized import QuantizedLinear
+    return QuantizedLinear(k, 1, fmt).buffers_dict()[name]
+
+
+def _gguf_file(kind: str) -> tuple[int, int]:
+    """(weights, bytes) of one block of a GGUF type in the file, from the gguf package (llama.cpp's format, the
+    reference attnlab reads); attnlab.layers.kquants.BYTES must agree for the types it lists."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from attnlab.layers import kquants
+    weights, size = GGML_QUANT_SIZES[GGMLQuantizationType[kind]]
+    assert kquants.BYTES.get(kind.lower(), size) == size, kind
+    return weights, size
+
+
+def _matrices(preset: str) -> tuple[list[tuple[int, int]], tuple[int, int]]:
+    """The (rows, inputs) of a decoder preset's block matrices (fused Q/K/V, W_O, up or gate+up, down, per layer)
+    and of its LM head: what a decoding step multiplies by."""
+    from attnlab import presets
+    c = presets[preset]
+    qkv, out = (c.n_heads + 2 * c.kv_heads) * c.head_dim, c.n_heads * c.head_dim
+    up = c.d_ff * (2 if c.gated else 1)
+    per_layer = [(qkv, c.d_model), (c.d_model, out), (up, c.d_model), (c.d_model, c.d_ff)]
+    return per_layer * c.n_layers, (c.vocab_size, c.d_model)
+
+
+def _step_bytes(preset: str, blocks: str, head: str) -> float:
+    """Weight bytes one decoding step reads, in MB: the block matrices in format `blocks` and the head in `head`
+    ("float32" or a QuantizedLinear format)."""
+    def size(n: int, k: int, fmt: str) -> float:
+        return n * k * 4 if fmt == "float32" else n * _qlayer_bytes(fmt, k) * k
+    matrices, (v, d) = _matrices(preset)
+    return (sum(size(n, k, blocks) for n, k in matrices) + size(v, d, head)) / 1e6
+
+
+def _quantized_const(name: str):
+    return _attr("attnlab.layers.quantized", name)
+
+
+def _head_weight_share(preset: str) -> float:
+    matrices, (v, d) = _matrices(preset)
+    return v * d / (v * d + sum(n * k for n, k in matrices))
+
+
+def _pool_spin_ns() -> int:
+    """How long a kernel pool helper watches for the next job (kernel_build.POOL's SPIN_NS, C++ source)."""
+    return int(re.search(r"SPIN_NS = (\d+)", _attr("attnlab.layers.kernel_build", "POOL"))[1])
+
+
+def _pool_bytes_per_thread() -> int:
+    """The weight bytes a product needs per thread it hands work to (kernel_source.pool_threads: bytes >> N)."""
+    return 2 ** int(re.search(r"\) >> (\d+)", _attr("attnlab.layers.kernel_source", "pool_threads")("w"))[1])
+
+
+def _smollm2_head_mb() -> float:
+    """SmolLM2's tied head in Q8_0, as attnlab keeps it (llama-style preset: its shape), in MB."""
+    v, d = _matrices("llama-style")[1]
+    return v * d * _qlayer_bytes("q8_0", d) / 1e6
+
+
+def _smollm2_head_tiles_mb() -> float:
+    """The Q8_0 kernel's packed tiles of SmolLM2's head (q8_0_kernel: TILE_BYTES per BLOCK_N outputs x 32 inputs)."""
+    v, d = _matrices("llama-style")[1]
+    k = _attr("attnlab.layers.q8_0_kernel", "TILE_BYTES") / (_attr("attnlab.layers.q8_0_kernel", "BLOCK_N") * 32)
+    return v * d * k / 1e6
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -501,11 +576,110 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "threads_retry_minutes": lambda: f"{_attr('attnlab.threads', 'RETRY_BUSY_S') / 60:g}",
     "threads_short_s": lambda: f"{_attr('attnlab.threads', 'SHORT_S'):g}",
     "bench_prompt_len": lambda: str(_attr("attnlab.benchmarks.generate", "PROMPT_LEN")),
+    # docs/quantization.md: the bytes each scheme stores, from attnlab's quantized layers' buffers (at SmolLM2's
+    # width, 576 inputs) and, for the files, from the gguf package
+    **{f"bpw_{fmt}": (lambda fmt=fmt: f"{_qlayer_bytes(fmt, 576):g}") for fmt in (
+        "q8_0", "int4", "q4_0", "q4_1", "q5_0", "q5_1", "q5_k", "q4_k", "q6_k")},
+    **{f"per32_{fmt}": (lambda fmt=fmt: f"{32 * _qlayer_bytes(fmt, 576):g}") for fmt in (
+        "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q5_k", "q4_k", "q6_k")},
+    # SmolLM2's tied embedding / head among the weights its matrices hold (the llama-style preset: its shape)
+    "smollm2_head_weight_share": lambda: f"{100 * _head_weight_share('llama-style'):.0f}",
+    "bpw_int8_576": lambda: f"{_qlayer_bytes('int8', 576):.3f}",
+    "smollm2_d": lambda: str(_preset_attr("llama-style", "d_model")),
+    "int4_code_bytes": lambda: f"{_qbuffer('int4', 'qweight').nbytes / 576:g}",
+    "int4_group_side_bytes": lambda: str(_qbuffer("int4", "scale").element_size()
+                                         + _qbuffer("int4", "min").element_size()),
+    "int8_code_bytes": lambda: str(_qbuffer("int8", "qweight").element_size()),
+    "int8_scale_bytes": lambda: str(_qbuffer("int8", "scale").element_size()),
+    "kernel_dir_mode": lambda: "0" + re.search(r"os\.mkdir\(path, 0o(\d+)\)", (
+        ROOT / "attnlab/layers/kernel_build.py").read_text())[1],
+    "block": lambda: str(_quantized_const("BLOCK")),
+    "q4k_scale_group": lambda: str(576 // _qbuffer("q4_k", "scale").numel()),
+    "q5k_scale_group": lambda: str(576 // _qbuffer("q5_k", "scale").numel()),
+    "q6k_scale_group": lambda: str(576 // _qbuffer("q6_k", "scale").numel()),
+    **{f"file_{kind}_{part}": (lambda kind=kind, part=part: str(_gguf_file(kind)[part])) for kind in (
+        "Q4_0", "Q5_K", "Q4_K", "Q6_K") for part in (0, 1)},
+    **{f"file_{kind}_ratio": (lambda kind=kind, fmt=fmt: format(_gguf_file(kind)[1] / _gguf_file(kind)[0], fmt))
+       for kind, fmt in (("Q4_0", "g"), ("Q5_K", "g"), ("Q4_K", "g"), ("Q6_K", ".2f"))},
+    # what keeping a K-quant's scales unpacked costs beyond the file, per weight (Q4_K and Q5_K cost the same)
+    "kquant_4_5_extra": lambda: format(_qlayer_bytes("q4_k", 576) - _gguf_file("Q4_K")[1] / 256, ".2f") if (
+        _qlayer_bytes("q4_k", 576) - _gguf_file("Q4_K")[1] / 256 == _qlayer_bytes("q5_k", 576)
+        - _gguf_file("Q5_K")[1] / 256) else "differ",
+    "kquant_6_extra": lambda: format(_qlayer_bytes("q6_k", 576) - _gguf_file("Q6_K")[1] / 256, ".2f"),
+    "kquant_super": lambda: str(_attr("attnlab.layers.kquants", "SUPER")),
+    "fast_rows": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.FAST_ROWS")),
+    "fast_rows_next": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.FAST_ROWS") + 1),
+    "many_rows": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.MANY_ROWS")),
+    "row_by_row": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.ROW_BY_ROW")),
+    "residual_ratio": lambda: f"{_attr('attnlab.layers.quantized', 'QuantizedLinear.RESIDUAL_RATIO'):g}",
+    "rows_chunk": lambda: str(_attr("attnlab.layers.int4_kernel", "ROWS_CHUNK")),
+    "attention_kernel_max_t": lambda: str(_attr("attnlab.layers.attention_kernel", "MAX_T")),
+    "kernel_block_n": lambda: str(_attr("attnlab.layers.int4_kernel", "BLOCK_N")),
+    "pool_spin_ms": lambda: f"{_pool_spin_ns() / 1e6:g}",
+    "pool_kb_per_thread": lambda: str(_pool_bytes_per_thread() // 1024),
+    "bench_new_tokens": lambda: str(_attr("attnlab.benchmarks.quantized", "NEW_TOKENS")),
+    "bench_prompt_tokens": lambda: str(_attr("attnlab.benchmarks.quantized", "PROMPT_TOKENS")),
+    # the speed table's weight bytes a decoding step reads (GPT-2-small's and SmolLM2's shapes, the presets)
+    "step_mb_gpt2_float32": lambda: f"{_step_bytes('gpt2', 'float32', 'float32'):.0f}",
+    "step_mb_gpt2_int8": lambda: f"{_step_bytes('gpt2', 'int8', 'int8'):.0f}",
+    "step_mb_gpt2_int4": lambda: f"{_step_bytes('gpt2', 'int4', 'int8'):.0f}",  # int4 keeps the head int8
+    "step_mb_smollm2_float32": lambda: f"{_step_bytes('llama-style', 'float32', 'float32'):.0f}",
+    "step_mb_smollm2_gguf": lambda: f"{_step_bytes('llama-style', 'q4_1', 'q8_0'):.0f}",
+    "step_mb_smollm2_int8": lambda: f"{_step_bytes('llama-style', 'int8', 'int8'):.0f}",
+    "smollm2_head_share": lambda: f"{100 * _smollm2_head_mb() / _step_bytes('llama-style', 'q4_1', 'q8_0'):.0f}",
+    "smollm2_head_tiles_mb": lambda: f"{_smollm2_head_tiles_mb():.0f}",
+    "smollm2_products": lambda: str(len(_matrices("llama-style")[0]) + 1),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
     "check_uncached": lambda: f"{_tables()['uncached'].matmul_flops:,}",
 }
+
+QUANT_ROWS = (  # docs/quantization.md's two tables: {NAME} a COMPUTED figure, {} any figure (pinned or bound elsewhere)
+    "| float32 (`none`) | one float32 | - | {float32_bytes}",
+    "| `int8` | one signed byte, w = scale[row] * q, q in [-127, 127] | a float32 scale per output channel | "
+    "{int8_code_bytes} + {int8_scale_bytes} / d_in: {bpw_int8_576} for SmolLM2's d_in = {smollm2_d}",
+    "| `int4` | half a byte (two codes per byte), w = d * q + m, q in [0, 15] | a float16 scale d and minimum m per "
+    "group of {block} inputs | {int4_code_bytes} + {int4_group_side_bytes} / {block} = {bpw_int4}",
+    "| GGUF Q8_0, kept | one signed byte | a float16 scale per block of {block} | {per32_q8_0} / {block} = {bpw_q8_0}",
+    "| GGUF Q4_0, kept | half a byte | a float16 scale and a float16 minimum (-8 times the scale: stored as Q4_1) per "
+    "block of {block} | {per32_q4_0} / {block} = {bpw_q4_0} (the file: {file_Q4_0_1} / {file_Q4_0_0} = "
+    "{file_Q4_0_ratio}",
+    "| GGUF Q4_1, kept | half a byte | a float16 scale and a float16 minimum per block of {block} | {per32_q4_1} / "
+    "{block} = {bpw_q4_1}",
+    "| GGUF Q5_0, kept | half a byte and a fifth bit | a float16 scale per block of {block} | {per32_q5_0} / {block} = "
+    "{bpw_q5_0}",
+    "| GGUF Q5_1, kept | half a byte and a fifth bit | a float16 scale and a float16 minimum per block of {block} | "
+    "{per32_q5_1} / {block} = {bpw_q5_1}",
+    "| GGUF Q5_K, kept | half a byte and a fifth bit | a float32 scale and a float32 minimum per {q5k_scale_group} | "
+    "{per32_q5_k} / {block} = {bpw_q5_k} (the file: {file_Q5_K_1} / {file_Q5_K_0} = {file_Q5_K_ratio}",
+    "| GGUF Q4_K, kept | half a byte | a float32 scale and a float32 minimum per {q4k_scale_group} | {per32_q4_k} / "
+    "{block} = {bpw_q4_k} (the file: {file_Q4_K_1} / {file_Q4_K_0} = {file_Q4_K_ratio}",
+    "| GGUF Q6_K, kept | one signed byte (codes -32..31) | a float32 scale per {q6k_scale_group} | {per32_q6_k} / "
+    "{block} = {bpw_q6_k} (the file: {file_Q6_K_1} / {file_Q6_K_0} = {file_Q6_K_ratio}",
+    "| GPT-2-small shape, float32 | {} | {}x | {step_mb_gpt2_float32}",
+    "| GPT-2-small shape, `int8` (attnlab's VNNI kernel) | {} | **{}x** | {step_mb_gpt2_int8}",
+    "| GPT-2-small shape, `int8` through fbgemm (CPUs without VNNI) | {} | {}x | {step_mb_gpt2_int8}",
+    "| GPT-2-small shape, `int4` (attnlab's 4-bit VNNI kernel) | {} | **{}x** | {step_mb_gpt2_int4}",
+    "| GPT-2-small shape, `int4` unpacked in torch (CPUs without VNNI) | {} | {}x | {step_mb_gpt2_int4}",
+    "| SmolLM2-135M, float32 (the GGUF expanded) | {} | {}x | {step_mb_smollm2_float32}",
+    "| SmolLM2-135M, GGUF blocks kept (Q4_1 + Q8_0) | {} | **{}x** | {step_mb_smollm2_gguf}",
+    "| SmolLM2-135M, GGUF blocks kept, unpacked in torch | {} | {}x | {step_mb_smollm2_gguf}",
+    "| SmolLM2-135M, `int8` (attnlab's VNNI kernel) | {} | {}x | {step_mb_smollm2_int8}",
+    "| SmolLM2-135M, `int8` through fbgemm | {} | {}x | {step_mb_smollm2_int8}",
+)
+
+
+def _row_places(page: str, rows: tuple[str, ...]) -> tuple[tuple[str, str, str], ...]:
+    """COMPUTED_PLACES of table rows written as templates: each {NAME}'s place is the row's text before it (the other
+    figures standing as {})."""
+    out = []
+    for row in rows:
+        for m in re.finditer(r"\{(\w+)\}", row):
+            out.append((page, re.sub(r"\{\w*\}", "{}", row[:m.start()]), m[1]))
+    return tuple(out)
+
+
 # (page, the text the number follows, whitespace collapsed, COMPUTED name): the places computed figures stand
 COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/cost.md", "For gpt2: ", "gpt2_closed_form"),
@@ -601,6 +775,40 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/generation.md", "after 30 days or ", "threads_retry_minutes"),
     ("docs/generation.md", "that (guessed under ", "threads_short_s"),
     ("docs/generation.md", "(256 greedy tokens after a ", "bench_prompt_len"),
+    *_row_places("docs/quantization.md", QUANT_ROWS),
+    ("docs/quantization.md", "Q8_0 where a width is not a multiple of ", "kquant_super"),
+    ("docs/quantization.md", "whole of int4's perplexity loss on SmolLM2, for ", "smollm2_head_weight_share"),
+    ("docs/quantization.md", "a Q4_K or Q5_K super-block (", "kquant_super"),
+    ("docs/quantization.md", "and attnlab keeps each ", "q4k_scale_group"),
+    ("docs/quantization.md", "an 8-bit `sc` per ", "q6k_scale_group"),
+    ("docs/quantization.md", "codes with a scale `d sc` per ", "q6k_scale_group"),
+    ("docs/quantization.md", "for bit in `tests/test_kquants.py`), at ", "kquant_4_5_extra"),
+    ("docs/quantization.md", "(Q4_K, Q5_K) and ", "kquant_6_extra"),
+    ("docs/quantization.md", "Q4_K beside Q6_K where widths are multiples of ", "kquant_super"),
+    ("docs/quantization.md", "A decoding step of at most ", "fast_rows"),
+    ("docs/quantization.md", "a row whose range exceeds ", "residual_ratio"),
+    ("docs/quantization.md", "A prefill (more than ", "fast_rows"),
+    ("docs/quantization.md", "through the kernels' row products up to ", "many_rows"),
+    ("docs/quantization.md", "(4-bit and Q8_0; int8 row by row up to ", "row_by_row"),
+    ("docs/quantization.md", "`QuantizedLinear.use_kernel = False`, from ", "fast_rows_next"),
+    ("docs/quantization.md", "tokens on; at 1-", "fast_rows"),
+    ("docs/quantization.md", "and in forwards of more than ", "many_rows"),
+    ("docs/quantization.md", "`no_grad` at up to ", "many_rows"),
+    ("docs/quantization.md", "Its groups coincide with the file's Q4_1 blocks (", "block"),
+    ("docs/quantization.md", "SmolLM2's tied token embedding / head among them (", "smollm2_head_share"),
+    ("docs/quantization.md", "(the head's packed tiles, ", "smollm2_head_tiles_mb"),
+    ("docs/quantization.md", "there they buy memory, not speed. Prefill (more than ", "fast_rows"),
+    ("docs/quantization.md", "runs the same kernel's `rows_product` up to ", "many_rows"),
+    ("docs/quantization.md", "int8 the one-row kernel row by row up to ", "row_by_row"),
+    ("docs/quantization.md", "The rows are rounded in chunks of ", "rows_chunk"),
+    ("docs/quantization.md", "causal attention in generation (up to ", "attention_kernel_max_t"),
+    ("docs/quantization.md", "The kernels split their ", "kernel_block_n"),
+    ("docs/quantization.md", "helper watches for the next job for ", "pool_spin_ms"),
+    ("docs/quantization.md", "A product hands a thread at most one per ", "pool_kb_per_thread"),
+    ("docs/quantization.md", "times SmolLM2's GGUF decode (", "bench_new_tokens"),
+    ("docs/quantization.md", "greedy tokens after a ", "bench_prompt_tokens"),
+    ("docs/quantization.md", "ms in the ", "smollm2_products"),
+    ("docs/quantization.md", "made with mode ", "kernel_dir_mode"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
