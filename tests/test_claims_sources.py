@@ -67,6 +67,8 @@ PATH_DECODE = {(p, t): _ratio_column(f"{p} | {t}", 2) for p in ("default (compil
 PATH_PREFILL = {t: _ratio_column(f"default (compiled step) | {t}", 7) for t in (1, 2)}
 FLOOR = {t: r"^\| default \(compiled step\) \| " + str(t) + r" \|" + r"[^|]+\|" * 3 + r" ([\d.]+) \|"
          for t in (1, 2)}  # the fraction of the memory floor attnlab's decode reaches
+LLAMA_FLOOR = {t: r"^\| default \(compiled step\) \| " + str(t) + r" \|" + r"[^|]+\|" * 4 + r" ([\d.]+) \|"
+               for t in (1, 2)}  # the fraction of the memory floor llama.cpp's decode reaches
 FRESH = {(n, side): r"^\| " + str(n) + r" \|" + r"[^|]+\|" * side + r" ([\d.]+) s \|"
          for n in (1, 16) for side in (0, 1)}  # fresh processes: attnlab's wall (side 0), llama-completion's (1)
 LATE_QUICK = "bench/results/bench-quick-night-2026-11-28"  # the prompt attention / SwiGLU / one pool work
@@ -629,6 +631,13 @@ CLAIMS = [
      r"median of (\d+) interleaved rounds", 1),
     ("docs/quantization.md", "that machine's rounds: {1.37}x / 1.05x then", f"{LLAMA}/q4_1-e.log", DECODE_1, 1),
     ("docs/quantization.md", "that machine's rounds: 1.37x / {1.05}x then", f"{LLAMA}/q4_1-e.log", DECODE_2, 1),
+    ("docs/quantization.md", "llama.cpp {0.37} / 0.39)", f"{ZEN}/q4_1.log", LLAMA_FLOOR[1], 1),
+    ("docs/quantization.md", "llama.cpp 0.37 / {0.39})", f"{ZEN}/q4_1.log", LLAMA_FLOOR[2], 1),
+    ("docs/quantization.md", "this machine reads {40.2} GB/s on one core", f"{ZEN}/q4_1.log",
+     r"1 core ([\d.]+) GB/s", 1),
+    ("docs/quantization.md", "and {42.3} GB/s on two", f"{ZEN}/q4_1.log", r"2 cores ([\d.]+) GB/s", 1),
+    ("docs/quantization.md", "interleaved rows and reaches {0.63} of the floor", f"{Q8P}/after-q4_0.log",
+     LLAMA_FLOOR[1], 1),
     # docs/quantization.md: the night's runs
     ("docs/quantization.md", "the same runs gave Q4_1 {1.45}x / 1.51x decode", f"{ZEN}/q4_1-night.log", DEFAULT_1, 1),
     ("docs/quantization.md", "Q4_1 1.45x / {1.51}x decode", f"{ZEN}/q4_1-night.log", DEFAULT_2, 1),
@@ -833,7 +842,9 @@ def _number(figure: str) -> tuple[float, int]:
     minutes = re.fullmatch(r"(\d+)m(\d\d)s", figure)
     if minutes:
         return int(minutes[1]) * 60 + int(minutes[2]), 0
-    return float(figure.replace(",", "")), len(figure.split(".")[1]) if "." in figure else 0
+    mantissa, _, exponent = figure.replace(",", "").partition("e")  # "3.0e-07": 8 decimals, "1e-7": 7
+    decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+    return float(figure.replace(",", "")), decimals - int(exponent or 0)
 
 
 def _value(log: Path, where: str) -> float:

@@ -618,6 +618,9 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "pool_spin_ms": lambda: f"{_pool_spin_ns() / 1e6:g}",
     "pool_kb_per_thread": lambda: str(_pool_bytes_per_thread() // 1024),
     "bench_new_tokens": lambda: str(_attr("attnlab.benchmarks.quantized", "NEW_TOKENS")),
+    "bench_decode_steps": lambda: str(_attr("attnlab.benchmarks.quantized", "NEW_TOKENS") - 1),  # step 0: the prompt
+    "first_token_most": lambda: str(_signature_default("attnlab.benchmarks.first_token", "first_token_rows",
+                                                       "tokens")[-1]),
     "bench_prompt_tokens": lambda: str(_attr("attnlab.benchmarks.quantized", "PROMPT_TOKENS")),
     # the speed table's weight bytes a decoding step reads (GPT-2-small's and SmolLM2's shapes, the presets)
     "step_mb_gpt2_float32": lambda: f"{_step_bytes('gpt2', 'float32', 'float32'):.0f}",
@@ -809,6 +812,10 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "greedy tokens after a ", "bench_prompt_tokens"),
     ("docs/quantization.md", "ms in the ", "smollm2_products"),
     ("docs/quantization.md", "made with mode ", "kernel_dir_mode"),
+    ("docs/quantization.md", "(the kernels timed inside the compiled step, ", "bench_decode_steps"),
+    ("docs/quantization.md", "wall time to the first token and to ", "first_token_most"),
+    ("docs/quantization.md", "for `llama-completion -n 1`, and ", "first_token_most"),
+    ("docs/generation.md", "its repeats make the layers' one-row weight copies, as ", "linear_min_calls"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
@@ -994,6 +1001,19 @@ def _file_numbers(path: str) -> frozenset[str]:
     return frozenset(_plain(m.group()) for m in TOKEN.finditer((ROOT / path).read_text(errors="replace")))
 
 
+# (page, the text the number follows, as in COMPUTED_PLACES): numbers that the file their paragraph cites holds for
+# another reason (a step count, a setting, a figure the page says it did not log): pinned, not `cited`
+NOT_CITED: tuple[tuple[str, str], ...] = (
+    ("docs/generation.md", "On this project's current Intel Xeon it measured "),  # 2026-11-24, not logged
+    ("docs/generation.md", "instead of tracing the model again ("),  # by hand, not logged
+    ("docs/generation.md", "the largest difference, over 5 prompts x "),  # test_claims_quantized's steps
+    ("docs/generation.md", "on the fifth they parted at step "),
+    ("docs/generation.md", "so float32 cannot go much faster on a CPU; a step at "),  # decode_step's positions
+    ("docs/quantization.md", "63 steps; not logged): "),  # by hand
+    ("docs/quantization.md", "greedy text equals each file's float32 expansion over "),  # --new-tokens 64
+)
+
+
 def cited_file(text: str, start: int, token: str) -> str | None:
     """The first file the number's paragraph cites (CITED) that holds the number, or None; numbers of fewer than
     two significant digits ("1", "0.5") are too common in any log to bind this way."""
@@ -1033,6 +1053,9 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
         return "setting"
     if DATE.fullmatch(f.token):
         return "date"
+    if any(p == page and re.search(re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$", flat_before)
+           for p, end in NOT_CITED):
+        return "pinned"
     if (path := cited_file(text, f.start, f.token)) is not None:
         return f"cited:{path}"
     return "pinned"
