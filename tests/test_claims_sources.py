@@ -179,6 +179,8 @@ def QWEN2_COL(threads: int, col: int, path: str = "default \\(compiled step\\)")
     return rf"^\| {path} \| {threads} \|" + r"[^|]+\|" * col + r" ([\d.]+)x? \|"
 
 
+COST_RUN = "bench/results/cost-2026-12-07/cost-gpt2.log"  # attnlab cost gpt2 --seq 1024, three runs timed
+COST_TESTS = "bench/results/cost-2026-12-07/test-cost.log"  # python -m pytest -q tests/test_cost.py, timed
 SWEEP_GPT2, SWEEP_NARROW = "docs/img/cost-gpt2/sweep.txt", "docs/img/cost-narrow/sweep.txt"  # attnlab cost --measure
 
 
@@ -618,6 +620,15 @@ CLAIMS = [
     ("docs/cost.md", "is below the\n  predicted {0.55}", SWEEP_NARROW, SWEEP_EXP("decode_cached", 1), 1),
     ("docs/cost.md", "against {89} with 1 in the sweep above", SWEEP_GPT2,
      r"measured matmul peak: ([\d.]+) GFLOP/s", 1),
+    # docs/cost.md: the command's and the test file's times, 2026-12-07 (bench/results/cost-2026-12-07/)
+    ("docs/cost.md", "in {1.5}-1.7 s of wall time over three runs", COST_RUN, r"^time: ([\d.]+) s wall", 1),
+    ("docs/cost.md", "in 1.5-{1.7} s of wall time over three runs", COST_RUN,
+     r"^time: [\d.]+ s wall.*\ntime: ([\d.]+) s wall", 1),
+    ("docs/cost.md", "test_cost.py` ({77} tests; 29.0 s of user CPU time", COST_TESTS, r"^(\d+) passed", 1),
+    ("docs/cost.md", "77 tests; {29.0} s of user CPU time", COST_TESTS, r"^time: .* ([\d.]+) s user", 1),
+    ("docs/cost.md", "{30.8} s of wall time on 2 cores", COST_TESTS, r"^time: ([\d.]+) s wall", 1),
+    ("docs/cost.md", "at a load of {4.0}-4.2,", COST_TESTS, r"^# before: .*load average: ([\d.]+),", 1),
+    ("docs/cost.md", "at a load of 4.0-{4.2},", COST_TESTS, r"^# after: .*load average: ([\d.]+),", 1),
     # docs/quantization.md: the llama.cpp section's other logged figures
     ("docs/quantization.md", "q4_1.log, load average {0.7}-1.0)", f"{ZEN}/q4_1.log",
      r"load average ([\d.]+) -> [\d.]+ on", 1),
