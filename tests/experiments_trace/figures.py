@@ -469,6 +469,40 @@ def _smollm2_head_tiles_mb() -> float:
     return v * d * k / 1e6
 
 
+def _exp(x: float) -> str:
+    """A tolerance as the pages write it: one digit and a power of ten, "1e-5", "3e-4"."""
+    mantissa, exponent = f"{x:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+def _test_node(path: str, name: str):
+    """The expression a test file (tests/...) assigns to a module-level name (read with ast: no import)."""
+    import ast
+    for node in ast.parse((ROOT / path).read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return node.value
+    raise KeyError(f"{path} sets no {name}")
+
+
+def _test_constant(path: str, name: str):
+    """A module-level constant of a test file, as the file writes it."""
+    import ast
+    return ast.literal_eval(_test_node(path, name))
+
+
+def _cost_check_tolerance() -> float:
+    """attnlab.cost.check's tolerance: CheckRow.ok is |relative error| <= this (the source's literal)."""
+    source = (ROOT / "attnlab/cost/check.py").read_text()
+    return float(re.search(r"abs\(self\.relative_error\) <= ([\d.]+)", source)[1])
+
+
+def _cost_variants() -> int:
+    """tests/test_cost.py's parameter-gap variants: its VARIANTS times the topologies they run on."""
+    topologies = re.search(r'parametrize\("topology", \[([^]]*)\]\)\s*\n@pytest.mark.parametrize\("changes", '
+                           r"VARIANTS\)", (ROOT / "tests/test_cost.py").read_text())[1]
+    return len(_test_node("tests/test_cost.py", "VARIANTS").elts) * len(topologies.split(","))
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -632,6 +666,15 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "smollm2_head_share": lambda: f"{100 * _smollm2_head_mb() / _step_bytes('llama-style', 'q4_1', 'q8_0'):.0f}",
     "smollm2_head_tiles_mb": lambda: f"{_smollm2_head_tiles_mb():.0f}",
     "smollm2_products": lambda: str(len(_matrices("llama-style")[0]) + 1),
+    # what the pages say the tests check: the test files' own constants
+    "cost_check_tolerance_pct": lambda: f"{_cost_check_tolerance() * 100:g}",
+    "cost_gap_variants": lambda: str(_cost_variants()),
+    **{f"gen_prompt_len_{i}": (lambda i=i: str(len(_test_constant("tests/test_generation.py", "PROMPTS")[i])))
+       for i in range(3)},
+    "gen_atol": lambda: _exp(_test_constant("tests/test_generation.py", "ATOL")),
+    "gen_layout_atol": lambda: _exp(_test_constant("tests/test_generation_layout.py", "ATOL")),
+    "compiled_bound": lambda: _exp(_test_constant("tests/test_claims_quantized.py", "COMPILED_BOUND")),
+    "kernel_bound": lambda: f"{_test_constant('tests/test_claims_quantized.py', 'KERNEL_BOUND'):g}",
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -816,6 +859,17 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "wall time to the first token and to ", "first_token_most"),
     ("docs/quantization.md", "for `llama-completion -n 1`, and ", "first_token_most"),
     ("docs/generation.md", "its repeats make the layers' one-row weight copies, as ", "linear_min_calls"),
+    ("docs/cost.md", "(exit 1 if any differs by more than ", "cost_check_tolerance_pct"),
+    ("docs/cost.md", "equal to the count, not just within the ", "cost_check_tolerance_pct"),
+    ("docs/cost.md", "tested on every preset and on ", "cost_gap_variants"),
+    ("docs/generation.md", "in a left-padded batch of three prompts of lengths ", "gen_prompt_len_0"),
+    ("docs/generation.md", "three prompts of lengths 7, ", "gen_prompt_len_1"),
+    ("docs/generation.md", "three prompts of lengths 7, 2 and ", "gen_prompt_len_2"),
+    ("docs/generation.md", "(no cache, same mask and positions) to ", "gen_atol"),
+    ("docs/generation.md", "equal the plain path's to float32 rounding (tests at ", "gen_atol"),
+    ("docs/generation.md", "with them off and logits within ", "gen_layout_atol"),
+    ("docs/generation.md", "(its own widths, weights and formats; bound ", "compiled_bound"),
+    ("docs/quantization.md", "as tests it holds the equalities and a bound of ", "kernel_bound"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
