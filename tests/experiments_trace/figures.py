@@ -503,6 +503,21 @@ def _cost_variants() -> int:
     return len(_test_node("tests/test_cost.py", "VARIANTS").elts) * len(topologies.split(","))
 
 
+GPT_CHAR_56 = "bench/results/generation-2026-12-07/gpt-char-56-tokens.log"  # 56 tokens of gpt-char, 8 calls, timed
+
+
+def _log_load(path: str) -> float:
+    """The 1-minute load average a log wrote before its run ("# before: ... load average: 5.03, ...")."""
+    return float(re.search(r"^# before: .*load average: ([\d.]+),", (ROOT / path).read_text(), re.M)[1])
+
+
+def _gpt_char_56(column: str) -> list[float]:
+    """The gpt-char log's warm calls (runs 2-8): their ms, "wall" or "CPU"."""
+    text = (ROOT / GPT_CHAR_56).read_text()
+    return [float(m[2]) for m in re.finditer(rf"^run (\d+): 56 new tokens, .*?([\d.]+) ms {column}", text, re.M)
+            if int(m[1]) > 1]
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -675,6 +690,11 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "gen_layout_atol": lambda: _exp(_test_constant("tests/test_generation_layout.py", "ATOL")),
     "compiled_bound": lambda: _exp(_test_constant("tests/test_claims_quantized.py", "COMPILED_BOUND")),
     "kernel_bound": lambda: f"{_test_constant('tests/test_claims_quantized.py', 'KERNEL_BOUND'):g}",
+    "gpt_char_56_cpu_min": lambda: f"{min(_gpt_char_56('CPU')):.0f}",
+    "gpt_char_56_cpu_max": lambda: f"{max(_gpt_char_56('CPU')):.0f}",
+    "gpt_char_56_wall_min": lambda: f"{min(_gpt_char_56('wall')):.0f}",
+    "gpt_char_56_wall_max": lambda: f"{max(_gpt_char_56('wall')):.0f}",
+    "gpt_char_56_load": lambda: f"{_log_load(GPT_CHAR_56):.0f}",
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -870,6 +890,11 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/generation.md", "with them off and logits within ", "gen_layout_atol"),
     ("docs/generation.md", "(its own widths, weights and formats; bound ", "compiled_bound"),
     ("docs/quantization.md", "as tests it holds the equalities and a bound of ", "kernel_bound"),
+    ("docs/generation.md", "56 tokens on gpt-char take ", "gpt_char_56_cpu_min"),
+    ("docs/generation.md", "56 tokens on gpt-char take 42-", "gpt_char_56_cpu_max"),
+    ("docs/generation.md", "ms of CPU time once warm, ", "gpt_char_56_wall_min"),
+    ("docs/generation.md", "ms of CPU time once warm, 61-", "gpt_char_56_wall_max"),
+    ("docs/generation.md", "ms of wall time at a load of ", "gpt_char_56_load"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
