@@ -518,6 +518,24 @@ def _gpt_char_56(column: str) -> list[float]:
             if int(m[1]) > 1]
 
 
+@cache
+def _preset_parameters(preset: str) -> int:
+    """The built model's parameter count (meta device: shapes only); a tied embedding counted once."""
+    import torch
+
+    from attnlab import build_model, presets
+    with torch.device("meta"):
+        return sum(p.numel() for p in build_model(presets[preset]).parameters())
+
+
+def _model_mib(preset: str, blocks: str, head: str) -> float:
+    """A decoder preset's size in memory, MiB: its matrices in `blocks` / `head` formats (as _step_bytes), every
+    other parameter (norms; SmolLM2 has no biases) float32."""
+    matrices, (v, d) = _matrices(preset)
+    other = _preset_parameters(preset) - v * d - sum(n * k for n, k in matrices)
+    return (_step_bytes(preset, blocks, head) * 1e6 + 4 * other) / 2 ** 20
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -695,6 +713,16 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "gpt_char_56_wall_min": lambda: f"{min(_gpt_char_56('wall')):.0f}",
     "gpt_char_56_wall_max": lambda: f"{max(_gpt_char_56('wall')):.0f}",
     "gpt_char_56_load": lambda: f"{_log_load(GPT_CHAR_56):.0f}",
+    # docs/quantization.md's quality table: SmolLM2's size in memory under each scheme (the llama-style preset's shapes)
+    "smollm2_mib_float32": lambda: f"{_model_mib('llama-style', 'float32', 'float32'):.0f}",
+    "smollm2_mib_int8": lambda: f"{_model_mib('llama-style', 'int8', 'int8'):.0f}",
+    "smollm2_mib_int4": lambda: f"{_model_mib('llama-style', 'int4', 'int8'):.0f}",
+    "smollm2_mib_int4_head4": lambda: f"{_model_mib('llama-style', 'int4', 'int4'):.0f}",
+    "smollm2_mib_gguf": lambda: f"{_model_mib('llama-style', 'q4_1', 'q8_0'):.0f}",
+    "smollm2_gguf_share": lambda: format(100 * _model_mib("llama-style", "q4_1", "q8_0")
+                                         / _model_mib("llama-style", "float32", "float32"), ".0f"),
+    "smollm2_int8_head_cost": lambda: format(_model_mib("llama-style", "int4", "int8")
+                                             - _model_mib("llama-style", "int4", "int4"), ".0f"),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -895,6 +923,13 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/generation.md", "ms of CPU time once warm, ", "gpt_char_56_wall_min"),
     ("docs/generation.md", "ms of CPU time once warm, 61-", "gpt_char_56_wall_max"),
     ("docs/generation.md", "ms of wall time at a load of ", "gpt_char_56_load"),
+    ("docs/quantization.md", "| float32 | float32 | ", "smollm2_mib_float32"),
+    ("docs/quantization.md", "| int8 | int8 | ", "smollm2_mib_int8"),
+    ("docs/quantization.md", "| int4 (LM head int8, as shipped) | uint8 + float16, head int8 | ", "smollm2_mib_int4"),
+    ("docs/quantization.md", "| int4 with a 4-bit head (not shipped) | uint8 + float16 | ", "smollm2_mib_int4_head4"),
+    ("docs/quantization.md", "| GGUF blocks kept | int8, uint8 + float16 | ", "smollm2_mib_gguf"),
+    ("docs/quantization.md", "computes with exactly the file's numbers, at ", "smollm2_gguf_share"),
+    ("docs/quantization.md", "(the row above it: within noise of float32, for ", "smollm2_int8_head_cost"),
     # `attnlab cost gpt2 --seq 1024 --check`: both columns from the table (tests/test_cost.py checks that
     # FlopCounterMode counts what the table predicts, on every preset)
     *(("docs/cost.md", f"{row} ", f"check_{name}") for row, name in (
@@ -1085,6 +1120,7 @@ def _file_numbers(path: str) -> frozenset[str]:
 NOT_CITED: tuple[tuple[str, str], ...] = (
     ("docs/generation.md", "On this project's current Intel Xeon it measured "),  # 2026-11-24, not logged
     ("docs/generation.md", "instead of tracing the model again ("),  # by hand, not logged
+    ("docs/generation.md", "instead of tracing the model again (16-"),
     ("docs/generation.md", "the largest difference, over 5 prompts x "),  # test_claims_quantized's steps
     ("docs/generation.md", "on the fifth they parted at step "),
     ("docs/generation.md", "so float32 cannot go much faster on a CPU; a step at "),  # decode_step's positions
