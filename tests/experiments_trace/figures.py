@@ -10,7 +10,10 @@ class. The classes, and what the test checks for each:
 - `log`: a figure tests/test_claims_sources.py reads back from a benchmark log or a checkpoint's trained.json (its
   CLAIMS, the figure in braces). That test compares it with the log; here the page must print it at this place.
 - `computed:NAME`: recomputed here by COMPUTED[NAME] from the library (for example docs/cost.md's parameter
-  counts from attnlab.counting and a model built from the preset); the page must print what it renders.
+  counts from attnlab.counting and a model built from the preset, docs/quantization.md's bytes per weight from
+  QuantizedLinear's buffers), from a constant of the library or of a test file (a threshold, a tolerance), or
+  derived from a kept log (a ratio or a range's ends of docs/cost.md's sweeps); the page must print what it
+  renders.
 - `source:FILE|PATH|SCALE|FMT`: a value of a JSON file a run wrote (a shipped checkpoint's trained.json, a
   benchmark's .json), at SOURCE_PLACES' place; the page must print it rendered.
 - `results:FILE|KEYS|PATH|SCALE|FMT`: a value of a results line in docs/experiments/results/ (check.Binding "v":
@@ -25,10 +28,13 @@ class. The classes, and what the test checks for each:
 - `label`: a table row's number (the whole first cell: "| 7 |"), a heading's ("## 3.") or a numbered list item's:
   which row or step, no result. Rule: the number stands in one of those places.
 - `formula`: a coefficient or exponent of a formula (docs/cost.md's 2·b·n·d, 24·n·d²): the number touches ·, ×,
-  ^, √ or ². The formulas are the library's (tests/test_cost.py checks them against torch's FLOP counter).
+  ^, √ or ², or is a whole number written onto one of the formulas' symbols (SYMBOL: "4d²", "d_ff = 4d", "(h+2g)")
+  or after a symbol and + − / ("n−1", "b/2"). The formulas are the library's (tests/test_cost.py checks them
+  against torch's FLOP counter).
 - `product`: a version or generation in the name of a product (Qwen2/3, Gemma 2, OLMo 2, Zen 5, Python 3.11,
   torch 2.13): the number follows one of PRODUCT's names.
-- `setting`: a value a user types, outside backticks: right after `name=` or `--option ` (steps=40, --beams 4).
+- `setting`: a value a user types, outside backticks: right after `name=` or `--option ` (steps=40, --beams 4),
+  or a size given to a formula's symbol in prose ("gpt2 at n = 1024", "b = 1"): the input of an example.
 - `generated`: on docs/reference/cli.md, written by docs/build_cli.py from the parser itself (defaults, choices);
   tests/test_cli_reference.py fails when the page differs from what the parser gives.
 - `date`: a date (YYYY-MM-DD), a time of day or a commit: when and at which revision a figure was measured, which
@@ -36,7 +42,9 @@ class. The classes, and what the test checks for each:
 - `cited:PATH`: a result the page's paragraph (or, for a table, the paragraph before it) cites the log or results
   file of, PATH, which holds the same number (commas aside) among its own: the figure was copied from that file
   and a re-run that writes another value there fails the test. Weaker than `log`, which names the line: the number
-  may stand in the file for another reason. Only numbers of two significant digits or more take it.
+  may stand in the file for another reason. Only numbers of two significant digits or more take it, and not the
+  places NOT_CITED names (a step count, a setting, a figure the page marks not logged, that the file holds by
+  chance): those are pinned.
 - `pinned`: the number as written, with nothing behind it checked here yet: the figures the pages mark "(not
   logged)", hand measurements, settings in prose (d_model 64, 8 heads) and figures not yet bound. An edit is
   caught, a change of what they measured is not.
