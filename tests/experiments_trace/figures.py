@@ -544,6 +544,19 @@ def _model_mib(preset: str, blocks: str, head: str) -> float:
     return (_step_bytes(preset, blocks, head) * 1e6 + 4 * other) / 2 ** 20
 
 
+@cache
+def _codes(fmt: str) -> tuple[int, int]:
+    """The smallest and largest code attnlab.layers.quantized.quantize_weight writes for a seeded random (64, 576)
+    weight in `fmt` (int4: its nibbles unpacked)."""
+    import torch
+
+    from attnlab.layers.quantized import quantize_weight, unpack4
+    w = torch.randn(64, 576, generator=torch.Generator().manual_seed(0))
+    q = quantize_weight(w, fmt)["qweight"]
+    q = unpack4(q) if fmt == "int4" else q
+    return int(q.min()), int(q.max())
+
+
 COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page prints it
     "gpt2_closed_form": lambda: f"{_gpt2_counts()['closed']:,}",
     "gpt2_biases": _gap("bias"),
@@ -731,6 +744,10 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
                                          / _model_mib("llama-style", "float32", "float32"), ".0f"),
     "smollm2_int8_head_cost": lambda: format(_model_mib("llama-style", "int4", "int8")
                                              - _model_mib("llama-style", "int4", "int4"), ".0f"),
+    # symmetric: the page's [-127, 127] stands or falls with the largest code
+    "int8_code_max": lambda: str(_codes("int8")[1]) if _codes("int8")[0] == -_codes("int8")[1] else "asymmetric",
+    "int4_code_min": lambda: str(_codes("int4")[0]),
+    "int4_code_max": lambda: str(_codes("int4")[1]),
     "check_forward": lambda: f"{_tables()['forward'].matmul_flops:,}",
     "check_train": lambda: f"{_tables()['train'].matmul_flops:,}",
     "check_cached": lambda: f"{_tables()['cached'].matmul_flops:,}",
@@ -739,9 +756,11 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
 
 QUANT_ROWS = (  # docs/quantization.md's two tables: {NAME} a COMPUTED figure, {} any figure (pinned or bound elsewhere)
     "| float32 (`none`) | one float32 | - | {float32_bytes}",
-    "| `int8` | one signed byte, w = scale[row] * q, q in [-127, 127] | a float32 scale per output channel | "
+    "| `int8` | one signed byte, w = scale[row] * q, q in [-127, {int8_code_max}] | a float32 scale per "
+    "output channel | "
     "{int8_code_bytes} + {int8_scale_bytes} / d_in: {bpw_int8_576} for SmolLM2's d_in = {smollm2_d}",
-    "| `int4` | half a byte (two codes per byte), w = d * q + m, q in [0, 15] | a float16 scale d and minimum m per "
+    "| `int4` | half a byte (two codes per byte), w = d * q + m, q in [{int4_code_min}, {int4_code_max}] | a float16 "
+    "scale d and minimum m per "
     "group of {block} inputs | {int4_code_bytes} + {int4_group_side_bytes} / {block} = {bpw_int4}",
     "| GGUF Q8_0, kept | one signed byte | a float16 scale per block of {block} | {per32_q8_0} / {block} = {bpw_q8_0}",
     "| GGUF Q4_0, kept | half a byte | a float16 scale and a float16 minimum (-8 times the scale: stored as Q4_1) per "
