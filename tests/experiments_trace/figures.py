@@ -910,7 +910,7 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "a row whose range exceeds ", "residual_ratio"),
     ("docs/quantization.md", "A prefill (more than ", "fast_rows"),
     ("docs/quantization.md", "through the kernels' row products up to ", "many_rows"),
-    ("docs/quantization.md", "(4-bit and Q8_0; int8 row by row up to ", "row_by_row"),
+    ("docs/quantization.md", "(`int8`: the one-row kernel row by row up to ", "row_by_row"),
     ("docs/quantization.md", "`QuantizedLinear.use_kernel = False`, from ", "fast_rows_next"),
     ("docs/quantization.md", "tokens on; at 1-", "fast_rows"),
     ("docs/quantization.md", "and in forwards of more than ", "many_rows"),
