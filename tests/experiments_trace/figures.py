@@ -1046,6 +1046,311 @@ CHECKED_ELSEWHERE = {"docs_mutation": "tests/test_docs_mutation.py"}
 SELF = ("output:docs_summary", "output:docs_mutation")  # counted as generated (by a rule), not as results
 
 
+# ---------------------------------------------------------------- docs/interop.md, performance.md, fine-tuning.md,
+# docs/howto/*.md: the figures the library or a kept log gives (logs: tests/test_claims_sources.py's CLAIMS)
+AGREE_FAMILIES = "bench/results/llama-cpp-agreement-families-2026-12-07/families.log"  # llama_cpp_agreement --families
+AGREE_KQUANTS = "bench/results/llama-cpp-agreement-kquants-2026-12-07/kquants.log"  # llama_cpp_agreement --kquants
+
+
+@cache
+def _families_rows() -> dict[str, list[str]]:
+    """families.log's table: case -> its cells after the name (arch, tokens, max|al-lc|, relative, argmax, fa auto,
+    ggml gelu, its floor, max|al-hf|, same ids)."""
+    text = (ROOT / AGREE_FAMILIES).read_text()
+    return {m[1]: m[2].split() for m in re.finditer(r"^([a-z][\w-]*) +([a-z]\w* +\d+ +\S.*)$", text, re.M)}
+
+
+def _logit_magnitudes() -> list[float]:
+    """max |logit| of each family's file, as the log gives it: max|al-lc| over its relative value."""
+    return [float(c[2]) / float(c[3]) for c in _families_rows().values()]
+
+
+@cache
+def _kquant_rows() -> dict[str, list[str]]:
+    """kquants.log's table: preset -> its cells after the name (0 MB, 1 kept|lc, 2 float|lc, 3 asllama|lc, 4 its
+    floor, 5 kept|float, 6 rounding, 7 within, 8 top-1 kept, 9 top-1 float, 10 top-1 asllama, 11 max|logit|, ...)."""
+    text = (ROOT / AGREE_KQUANTS).read_text()
+    return {m[1]: m[2].split() for m in re.finditer(r"^(Q\w+) +(\d+ .*)$", text, re.M)}
+
+
+def _kquant_layer0(preset: str) -> dict[str, float]:
+    """A preset's "layer 0" line, the query projection's part (Qcur-0): kept, float, asllama, floor."""
+    text = (ROOT / AGREE_KQUANTS).read_text()
+    part = re.search(rf"^  {preset} layer 0,.*?Qcur-0: ([^;\n]*)", text, re.M)[1]
+    return {k: float(v) for k, v in re.findall(r"(\w+) ([\d.]+)", part)}
+
+
+def _kquant_excess() -> list[float]:
+    """How far each preset outside the stated tolerance lies beyond it: kept|lc - (max(rounding, asllama|lc) +
+    kept|float), the log's "within" rule."""
+    return [float(c[1]) - (max(float(c[6]), float(c[3])) + float(c[5]))
+            for c in _kquant_rows().values() if c[7] == "NO"]
+
+
+def _top1(column: int, part: int) -> int:
+    """Summed over the presets: a top-1 column's agreeing prompts (part 0) or prompts (part 1), "7/8"."""
+    return sum(int(c[column].split("/")[part]) for c in _kquant_rows().values())
+
+
+def _kquant_prompt(preset: str, prompt: str, name: str) -> str:
+    """A per-prompt line's figure as the page bounds it: the log prints 4 decimals, so 0.0000 is under 5e-5."""
+    line = re.search(rf"^  {preset} '{re.escape(prompt)}': .*$", (ROOT / AGREE_KQUANTS).read_text(), re.M)[0]
+    value = re.search(rf"{re.escape(name)} ([\d.]+)", line)[1]
+    return "5e-5" if float(value) == 0 else value
+
+
+def _agreement(name: str):
+    """A constant of attnlab.benchmarks.llama_cpp_agreement (SHAPE, GEMMA, CASES)."""
+    return _attr("attnlab.benchmarks.llama_cpp_agreement", name)
+
+
+def _case(name: str, key: str):
+    """A config keyword of a --families case, the shared shape or Gemma's settings where the case sets none."""
+    keywords = _agreement("CASES")[name][2]
+    return keywords.get(key, _agreement("SHAPE").get(key))
+
+
+def _ggml_block(kind: str) -> int:
+    """The weights of one block of a ggml type (the gguf package, llama.cpp's own table)."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+    return GGML_QUANT_SIZES[GGMLQuantizationType[kind]][0]
+
+
+def _test_literal(path: str, pattern: str) -> str:
+    """A tolerance as a test file writes it (the first group of pattern, searched line by line)."""
+    return re.search(pattern, (ROOT / path).read_text(), re.M)[1]
+
+
+def _tol(path: str) -> str:
+    return _test_literal(path, r"^TOL = (\S+)$")
+
+
+NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"  # python -m attnlab.benchmarks.newcomer
+
+
+def _minutes_seconds(seconds: float) -> tuple[int, int]:
+    """"9 m 27 s": whole minutes and the seconds rounded."""
+    return divmod(round(seconds), 60)
+
+
+FINE_TUNE = "bench/results/fine-tune-2026-12-06"  # python -m attnlab.benchmarks.fine_tune
+
+
+def _ft(name: str) -> dict:
+    return _json(f"{FINE_TUNE}/{name}.json")
+
+
+def _ft_tokens() -> tuple[int, int]:
+    """The SmolLM2 runs' train and validation tokens (their log's data line)."""
+    found = re.search(r"data +([\d,]+) train / ([\d,]+) val tokens", (ROOT / FINE_TUNE / "smollm2.log").read_text())
+    return int(found[1].replace(",", "")), int(found[2].replace(",", ""))
+
+
+def _ft_gain(name: str) -> float:
+    """How much a run lowered the validation loss (before - after)."""
+    return _ft(name)["val_loss_before"] - _ft(name)["val_loss_after"]
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}"
+
+
+def _recipe(module: str, name: str) -> dict:
+    """A training recipe's defaults (attnlab.training.recipes.MODULE.NAME)."""
+    return _attr(f"attnlab.training.recipes.{module}", name).defaults()
+
+
+def _sci(x: float, digits: int = 0) -> str:
+    """"6e-7", "2.3e-4": the short scientific form the pages print."""
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+COMPUTED.update({
+    # docs/interop.md: the tiny models of `llama_cpp_agreement --families` (attnlab.benchmarks.llama_cpp_agreement)
+    "agree_d_model": lambda: str(_agreement("SHAPE")["hidden_size"]),
+    "agree_layers": lambda: str(_agreement("SHAPE")["num_hidden_layers"]),
+    "agree_gemma3_layers": lambda: str(_case("gemma3", "num_hidden_layers")),
+    "agree_qwen3_head_dim": lambda: str(_case("qwen3", "head_dim")),
+    "agree_gemma_window": lambda: str(_agreement("GEMMA")["sliding_window"]),
+    "agree_gemma2_score_cap": lambda: f"{_case('gemma2', 'attn_logit_softcapping'):g}",
+    "agree_gemma2_logit_cap": lambda: f"{_case('gemma2', 'final_logit_softcapping'):g}",
+    "agree_gemma3_linear": lambda: f"{_case('gemma3-linear', 'rope_parameters')['full_attention']['factor']:g}",
+    "agree_phi3_partial": lambda: f"{_case('phi3-partial', 'partial_rotary_factor'):g}",
+    "agree_phi3_window": lambda: str(_case("phi3-window", "sliding_window")),
+    # the log's logits: their magnitude, and the GELU table's share (rows where the log has a ggml gelu column)
+    "agree_logit_min": lambda: f"{min(_logit_magnitudes()):.0f}",
+    "agree_logit_max": lambda: f"{max(_logit_magnitudes()):.1f}",
+    "agree_gelu_min": lambda: f"{min(float(c[2]) for c in _families_rows().values() if c[6] != '-') * 1e4:.0f}",
+    "agree_gelu_max": lambda: _sci(max(float(c[2]) for c in _families_rows().values() if c[6] != "-")),
+    "agree_fa_typical": lambda: _sci(10 ** round(__import__("math").log10(sorted(
+        float(c[5]) for k, c in _families_rows().items() if k != "phi3-window")[5]))),
+    # `llama_cpp_agreement --kquants`: counts and sums over the log's presets
+    "kq_presets": lambda: str(len(_kquant_rows())),
+    "kq_inside_noise": lambda: str(sum(_kquant_layer0(p)["asllama"] <= _kquant_layer0(p)["floor"]
+                                       for p in _kquant_rows())),
+    "kq_within": lambda: str(sum(c[7] == "yes" for c in _kquant_rows().values())),
+    "kq_excess_min": lambda: f"{min(_kquant_excess()):.2f}",
+    "kq_excess_max": lambda: f"{max(_kquant_excess()):.2f}",
+    "kq_top1_kept": lambda: str(_top1(8, 0)),
+    "kq_top1_pairs": lambda: str(_top1(8, 1)),
+    "kq_top1_float": lambda: str(_top1(9, 0)),
+    "kq_top1_others": lambda: str(_top1(8, 1) - _top1(8, 0)),
+    "kq_q4_0_short": lambda: _kquant_prompt("Q4_0", "Water boils at", "asllama|lc"),
+    "ggml_q8_k_block": lambda: str(_ggml_block("Q8_K")),
+    "ggml_q8_0_block": lambda: str(_ggml_block("Q8_0")),
+    "smollm2_width": lambda: str(_preset_attr("llama-style", "d_model")),
+    "smollm2_d_ff": lambda: f"{_preset_attr('llama-style', 'd_ff'):,}",
+    # the GGUF reader's caps and what llama.cpp fixes for Gemma (attnlab/interop)
+    **{f"gguf_{name.lower()}": (lambda name=name: f"{_attr('attnlab.interop.gguf_tokenizer', name):,}")
+       for name in ("MAX_KEYS", "MAX_ARRAY", "MAX_STRINGS", "MAX_STRING_BYTES")},
+    "gemma2_every": lambda: str(_attr("attnlab.interop.gguf", "_GEMMA")["gemma2"]["every"]),
+    "gemma3_every": lambda: str(_attr("attnlab.interop.gguf", "_GEMMA")["gemma3"]["every"]),
+    "gemma3_local_theta": lambda: f"{_attr('attnlab.interop.gguf', '_GEMMA')['gemma3']['local_theta']:,.0f}",
+    "gemma2_27b_layers": lambda: str(_attr("attnlab.interop.gguf", "_GEMMA")["gemma2"]["layers_27b"]),
+    "gemma3_27b_layers": lambda: str(_attr("attnlab.interop.gguf", "_GEMMA")["gemma3"]["layers_27b"]),
+    # the tolerances the parity tests assert
+    "tol_parity_families": lambda: _tol("tests/parity/test_parity_families.py"),
+    "tol_open_families": lambda: _tol("tests/parity/test_parity_open_families.py"),
+    "tol_gguf_open": lambda: _tol("tests/parity/test_parity_gguf_open_families.py"),
+    "tol_gguf_open_q8": lambda: _test_literal("tests/parity/test_parity_gguf_open_families.py",
+                                              r"assert diff <= (\S+) \* float\(expected\.abs\(\)\.max\(\)\)"),
+    "tol_pretrained": lambda: _tol("tests/test_pretrained.py"),
+    "tol_recording": lambda: _tol("tests/test_recording.py"),
+    "parity_families": lambda: str(len(re.search(r"^FAMILIES = \(([^)]*)\)", (ROOT / "tests/parity/conftest.py")
+                                                 .read_text(), re.M)[1].split(","))),
+    # docs/performance.md: the builders' priority (kernel_build.py), the newcomer run's phases (its JSON)
+    "kernel_nice": lambda: _test_literal("attnlab/layers/kernel_build.py", r"^ *os\.nice\((\d+)\)"),
+    "newcomer_total_m": lambda: str(_minutes_seconds(_json(NEWCOMER)["training"]["wall_s"])[0]),
+    "newcomer_total_s": lambda: str(_minutes_seconds(_json(NEWCOMER)["training"]["wall_s"])[1]),
+    "newcomer_train_m": lambda: str(_minutes_seconds(_json(NEWCOMER)["training"]["totals"]["training"])[0]),
+    "newcomer_train_s": lambda: str(_minutes_seconds(_json(NEWCOMER)["training"]["totals"]["training"])[1]),
+    # docs/fine-tuning.md: BERT's masking rule as attnlab applies it (attnlab.data.collators.apply_mlm_rule's
+    # defaults), and what the runs' JSON and logs give once subtracted or multiplied
+    "mlm_rate": lambda: _pct(_signature_default("attnlab.data.collators", "apply_mlm_rule", "mlm_probability")),
+    "mlm_mask": lambda: _pct(_signature_default("attnlab.data.collators", "apply_mlm_rule", "mask_fraction")),
+    "mlm_random": lambda: _pct(_signature_default("attnlab.data.collators", "apply_mlm_rule", "random_fraction")),
+    "mlm_kept": lambda: _pct(1 - _signature_default("attnlab.data.collators", "apply_mlm_rule", "mask_fraction")
+                             - _signature_default("attnlab.data.collators", "apply_mlm_rule", "random_fraction")),
+    "ft_train_share": lambda: _pct(_ft_tokens()[0] / sum(_ft_tokens())),
+    "ft_val_share": lambda: _pct(_ft_tokens()[1] / sum(_ft_tokens())),
+    "ft_40_gain": lambda: f"{_ft_gain('smollm2'):.3f}",
+    "ft_200_gain": lambda: f"{_ft_gain('smollm2-200-steps'):.3f}",
+    "ft_blocks_trained": lambda: str(_preset_attr("llama-style", "n_layers") - _ft("smollm2")["start"]["freeze"]),
+    # AdamW's two float32 moments per trained parameter
+    "ft_adamw_mb": lambda: f"{_ft('smollm2-200-steps')['start']['trained_parameters'] * 2 * 4 / 1e6:.0f}",
+    # docs/howto/*.md: the recipes' defaults, the class server's token and idle build, the schemes' sizes
+    "text_val_fraction": lambda: f"{_recipe('text', 'GPT_CHAR')['val_fraction']:g}",
+    "images_test_fraction": lambda: f"{_recipe('vision', 'VIT_MNIST')['test_fraction']:g}",
+    "mnist_test_size": lambda: f"{_recipe('vision', 'VIT_MNIST')['test_size']:,}",
+    "pairs_test_fraction": lambda: f"{_recipe('translation', 'TRANSLATE_NUMBERS')['test_fraction']:g}",
+    "class_token_bits": lambda: str(8 * int(_test_literal("attnlab/explorer/server/classroom.py",
+                                                          r"secrets\.token_urlsafe\((\d+)\)"))),
+    "class_token_min": lambda: _test_literal("attnlab/explorer/server/classroom.py", r"TOKEN_PATTERN = .*\{(\d+),"),
+    "class_token_max": lambda: _test_literal("attnlab/explorer/server/classroom.py", r"TOKEN_PATTERN = .*,(\d+)\}"),
+    "class_refused": lambda: _test_literal("attnlab/explorer/server/guard.py",
+                                           r"answer\((\d+), \"this explorer serves a class and needs its class token"),
+    "idle_build_s": lambda: f"{_attr('attnlab.explorer.server.idle_builds', 'IDLE_SECONDS'):g}",
+    "int8_bytes_about": lambda: f"{_qlayer_bytes('int8', 576):.0f}",
+    "smaller_int8": lambda: f"{4 / _qlayer_bytes('int8', 576):.0f}",
+    "smaller_int4": lambda: f"{4 / _qlayer_bytes('int4', 576):.0f}",
+})
+
+COMPUTED_PLACES += (
+    ("docs/interop.md", "a tiny random model (d_model ", "agree_d_model"),
+    ("docs/interop.md", "a tiny random model (d_model 64, ", "agree_layers"),
+    ("docs/interop.md", "(d_model 64, 2 or ", "agree_gemma3_layers"),
+    ("docs/interop.md", "(logits of magnitude ~", "agree_logit_min"),
+    ("docs/interop.md", "(logits of magnitude ~1-", "agree_logit_max"),
+    ("docs/interop.md", "| Qwen3 (head_dim ", "agree_qwen3_head_dim"),
+    ("docs/interop.md", "| Gemma 2 (window ", "agree_gemma_window"),
+    ("docs/interop.md", "| Gemma 2 (window 4, caps ", "agree_gemma2_score_cap"),
+    ("docs/interop.md", "| Gemma 2 (window 4, caps 5 and ", "agree_gemma2_logit_cap"),
+    ("docs/interop.md", "| Gemma 3 (", "agree_gemma3_layers"),
+    ("docs/interop.md", "| Gemma 3 (6 layers, window ", "agree_gemma_window"),
+    ("docs/interop.md", "| Gemma 3, `linear` RoPE scaling ", "agree_gemma3_linear"),
+    ("docs/interop.md", "| Phi-3, partial RoPE ", "agree_phi3_partial"),
+    ("docs/interop.md", "| Phi-3, window ", "agree_phi3_window"),
+    ("docs/interop.md", "llama.cpp's default turns its CPU flash attention on, which rounds the queries to float16: ~",
+     "agree_fa_typical"),
+    ("docs/interop.md", "where Pythia (and transformers) use the exact erf: ", "agree_gelu_min"),
+    ("docs/interop.md", "use the exact erf: 3-", "agree_gelu_max"),
+    ("docs/interop.md", "Q8_K (blocks of ", "ggml_q8_k_block"),
+    ("docs/interop.md", "Q8_0 or Q8_1 (blocks of ", "ggml_q8_0_block"),
+    ("docs/interop.md", "of llama.cpp's on ", "kq_inside_noise"),
+    ("docs/interop.md", "of llama.cpp's on 9 of the ", "kq_presets"),
+    ("docs/interop.md", "the rounded model gives llama.cpp's logits to under ", "kq_q4_0_short"),
+    ("docs/interop.md", "moves across a step boundary changes the product visibly, ", "smollm2_layers"),
+    ("docs/interop.md", "plus its distance from the float32 expansion. ", "kq_within"),
+    ("docs/interop.md", "plus its distance from the float32 expansion. 5 of the ", "kq_presets"),
+    ("docs/interop.md", "Q5_1 and Q4_0 exceed it by ", "kq_excess_min"),
+    ("docs/interop.md", "Q5_1 and Q4_0 exceed it by 0.02-", "kq_excess_max"),
+    ("docs/interop.md", "the kept path picks llama.cpp's token on ", "kq_top1_kept"),
+    ("docs/interop.md", "llama.cpp's token on 75 of the ", "kq_top1_pairs"),
+    ("docs/interop.md", "the float32 expansion on the same ", "kq_top1_float"),
+    ("docs/interop.md", "on the same 75. Each of the ", "kq_top1_others"),
+    ("docs/interop.md", "(Q5_K_M, 14 of ", "smollm2_layers"),
+    ("docs/interop.md", "llama-quantize writes SmolLM2's ", "smollm2_width"),
+    ("docs/interop.md", "(K-quant blocks are ", "ggml_q8_k_block"),
+    ("docs/interop.md", "feed-forward's second matrix (", "smollm2_d_ff"),
+    ("docs/interop.md", "capped as the walk reaches it: at most ", "gguf_max_keys"),
+    ("docs/interop.md", "at most 10,000 keys, ", "gguf_max_array"),
+    ("docs/interop.md", "LLaMA 3's merges 280,000), ", "gguf_max_strings"),
+    ("docs/interop.md", "strings in all arrays together, and ", "gguf_max_string_bytes"),
+    ("docs/interop.md", "is fixed the same way here: every ", "gemma2_every"),
+    ("docs/interop.md", "must match, else the option is refused by name: every ", "gemma2_every"),
+    ("docs/interop.md", "is fixed the same way here: every 2nd (Gemma 2) or ", "gemma3_every"),
+    ("docs/interop.md", "refused by name: every 2nd (Gemma 2) or ", "gemma3_every"),
+    ("docs/interop.md", "Gemma 3's sliding layers at RoPE base ", "gemma3_local_theta"),
+    ("docs/interop.md", "Gemma 3's sliding layers at base ", "gemma3_local_theta"),
+    ("docs/interop.md", "except in the 27B models (", "gemma2_27b_layers"),
+    ("docs/interop.md", "except in the 27B models (46 or ", "gemma3_27b_layers"),
+    ("docs/interop.md", "`test_parity_roundtrip.py`): logits within ", "tol_open_families"),
+    ("docs/interop.md", "`tests/parity/test_parity_families.py`: ", "parity_families"),
+    ("docs/interop.md", "padded batch | transformers, eval mode | max abs ", "tol_parity_families"),
+    ("docs/interop.md", "against its rows alone | max abs ", "tol_open_families"),
+    ("docs/interop.md", "the file dequantized | equal config and tensors; ", "tol_gguf_open"),
+    ("docs/interop.md", "1e-5 logits; Q8_0 kept: ", "tol_gguf_open_q8"),
+    ("docs/interop.md", "| transformers on the same files | ", "tol_pretrained"),
+    ("docs/interop.md", "T5 (incl. cross), MiniLM | ", "tol_recording"),
+    ("docs/interop.md", "The tests assert ", "tol_open_families"),
+    ("docs/interop.md", "kernels off, or more than ", "many_rows"),
+    ("docs/interop.md", "and under `no_grad` at up to ", "many_rows"),
+    ("docs/performance.md", "at the lowest priority (nice ", "kernel_nice"),
+    ("docs/performance.md", "A request of fewer than ", "compiled_from"),
+    ("docs/performance.md", "at the default schedule runs ", "newcomer_total_m"),
+    ("docs/performance.md", "at the default schedule runs 9 m ", "newcomer_total_s"),
+    ("docs/performance.md", "model build 12.1 s, 2,000 steps ", "newcomer_train_m"),
+    ("docs/performance.md", "model build 12.1 s, 2,000 steps 7 m ", "newcomer_train_s"),
+    ("docs/fine-tuning.md", "masked tokens (BERT's ", "mlm_rate"),
+    ("docs/fine-tuning.md", "masked tokens (BERT's 15/", "mlm_mask"),
+    ("docs/fine-tuning.md", "masked tokens (BERT's 15/80/", "mlm_random"),
+    ("docs/fine-tuning.md", "masked tokens (BERT's 15/80/10/", "mlm_kept"),
+    ("docs/fine-tuning.md", "(601 paragraphs; ", "ft_train_share"),
+    ("docs/fine-tuning.md", "(601 paragraphs; 90% train, ", "ft_val_share"),
+    ("docs/fine-tuning.md", "steps of 2 windows lower it by ", "ft_40_gain"),
+    ("docs/fine-tuning.md", "(44% of an epoch) by ", "ft_200_gain"),
+    ("docs/fine-tuning.md", "with only the top ", "ft_blocks_trained"),
+    ("docs/fine-tuning.md", "with only the top 6 of ", "smollm2_layers"),
+    ("docs/fine-tuning.md", "the 21 M trained parameters (", "ft_adamw_mb"),
+    ("docs/howto/own-data.md", "`val_fraction` of the tokens (default ", "text_val_fraction"),
+    ("docs/howto/own-data.md", "`round(count * test_fraction)` images (default ", "images_test_fraction"),
+    ("docs/howto/own-data.md", "the default) keeps its fixed ", "mnist_test_size"),
+    ("docs/howto/own-data.md", "the first `int(n * test_fraction)` pairs (default ", "pairs_test_fraction"),
+    ("docs/howto/class.md", "(`--class-token auto`, ", "class_token_bits"),
+    ("docs/howto/class.md", "or one you choose (", "class_token_min"),
+    ("docs/howto/class.md", "or one you choose (16 to ", "class_token_max"),
+    ("docs/howto/class.md", "or with a wrong one, is refused (", "class_refused"),
+    ("docs/howto/class.md", "the explorer has been idle for ", "idle_build_s"),
+    ("docs/howto/quantize.md", "| `int8` | about ", "int8_bytes_about"),
+    ("docs/howto/quantize.md", "| `int4` | ", "bpw_int4"),
+    ("docs/howto/quantize.md", "a float16 scale and minimum per group of ", "block"),
+    ("docs/howto/quantize.md", "in 8 or 4 bits makes a model ", "smaller_int8"),
+    ("docs/howto/quantize.md", "in 8 or 4 bits makes a model 4 to ", "smaller_int4"),
+    ("docs/howto/gguf.md", "and Q8_0 where a width is not a multiple of ", "kquant_super"),
+)
+
+
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
     line that holds its marker."""
