@@ -859,7 +859,7 @@ PARITY_ROWS = (
     ("Qwen2", "`yarn` with mscale / mscale_all_dim, beta 16 / 2, no truncation", "2.4e-07", "yarn-mscale-rope"),
     ("Qwen3", "grouped-query, head_dim 12 (not d_model / n_heads)", "3.7e-07", "qwen3-gqa-head_dim"),
     ("Qwen3", "plain multi-head, head_dim 8", "3.6e-07", "qwen3-mha"),
-    ("Mistral", "sliding window 4, grouped-query (shorter than prompt and generation)", "3.6e-07",
+    ("Mistral", "grouped-query, sliding window 4 (shorter than prompt and generation)", "3.6e-07",
      "mistral-window4-gqa"),
     ("Mistral", "sliding window 3, plain multi-head, head_dim 16", "3.6e-07", "mistral-window3-mha"),
     ("Mistral", "no window", "3.6e-07", "mistral-no-window"),
@@ -876,7 +876,7 @@ PARITY_ROWS = (
     ("Gemma 2", "window 4 on every layer, score cap 0.1, no logit cap, plain multi-head, head_dim 12", "4.8e-07",
      "gemma2-mha-all-windowed"),
     ("Gemma 2", "no caps, window longer than the text, multi-query", "3.6e-07", "gemma2-no-caps-long-window"),
-    ("Gemma 3", "6 layers, the default pattern (window 3 on layers 0-4, layer 5 global), local RoPE base 10 against "
+    ("Gemma 3", "the default pattern on 6 layers (window 3 on layers 0-4, layer 5 global), local RoPE base 10 against "
      "global 1e6, query_pre_attn_scalar 12, grouped-query", "1.1e-06", "gemma3-default-pattern"),
     ("Gemma 3", "2 layers, window 4 on layer 0, layer 1 global (one to one), `linear` RoPE scaling (factor 8) on the "
      "global layer, local base 100, logit cap 0.5, plain multi-head, head_dim 12", "3.2e-07",
@@ -1014,6 +1014,16 @@ CLAIMS += [
     (COSTS, "the tour's quoted lines) | {15} m 9 s |", f"{CI}/shuffled-1.log",
      r"passed, .* in \d+\.\d+s \(0:(\d+):\d+\)", 1),
     (COSTS, "(the last lines name the {15} slowest tests)", CI_RUN, r"slowest (\d+) durations", 1),
+    (COSTS, "the first 2.21 s wall, the second {1.83} s", AGAIN, r"^\| second" + WALL, 1),
+    (COSTS, "data=FILE.jsonl` on a {40} MB corpus", NEWCOMER, "json:training.corpus.bytes", 1e-6),
+    (COSTS, "(load average {5.9}-9.0 during the run", NEWCOMER, "json:load_during_training.min", 1),
+    (COSTS, "(load average 5.9-{9.0} during the run", NEWCOMER, "json:load_during_training.max", 1),
+    (COSTS, "during the run, median {7.5};", NEWCOMER, "json:load_during_training.median", 1),
+    (COSTS, "model build 12.1 s, {2,000} steps", NEWCOMER.replace(".json", ".log"), r"\| +steps +([\d,]+);", 1),
+    (COSTS, "samples {5.5} s", NEWCOMER, "json:training.totals.samples", 1),
+    (COSTS, "({389} MB by the end of data preparation)", NEWCOMER.replace(".json", ".log"),
+     r"^data preparation and model build +[\d.]+ +[\d.]+ +[\d.]+ +(\d+)", 1),
+    ("docs/howto/class.md", "{30} simulated students", f"{CLASS}/30-students-90s-flood-rotate.json", "json:students", 1),
     (COSTS, "2,457 passed, 5 skipped, {1} xfailed |", f"{CI}/shuffled-2.log",
      r"^\d+ passed, \d+ skipped, (\d+) xfailed", 1),
     # docs/fine-tuning.md: the runs' JSON and logs (bench/results/fine-tune-2026-12-06/)

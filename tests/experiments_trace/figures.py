@@ -1351,6 +1351,127 @@ COMPUTED_PLACES += (
 )
 
 
+# docs/interop.md's parity table: each case's settings, from the transformers config the test builds
+# (tests/parity/test_parity_open_families.py's CASES on its shared shape, or tests/parity/conftest.py's tiny config)
+@cache
+def _parity_modules():
+    import importlib.util
+
+    def load(name: str, path: str):
+        spec = importlib.util.spec_from_file_location(name, ROOT / path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    saved = sys.modules.get("conftest")  # the test file imports its folder's conftest.py by that name
+    helpers = sys.modules["conftest"] = load("parity_conftest", "tests/parity/conftest.py")
+    try:
+        return helpers, load("parity_open_families", "tests/parity/test_parity_open_families.py")
+    finally:
+        if saved is None:
+            sys.modules.pop("conftest", None)
+        else:
+            sys.modules["conftest"] = saved
+
+
+@cache
+def _parity_config(case: str):
+    import transformers
+
+    helpers, cases = _parity_modules()
+    if case in helpers.FAMILIES:
+        return helpers._tiny_config(case)[1]
+    _, config_class, keywords = cases.CASES[case]
+    return getattr(transformers, config_class)(**{**cases._SHAPE, **keywords})
+
+
+def _short(value) -> str:
+    """A setting as the table prints it: 3, 0.05, 1e6, 1e-6."""
+    if isinstance(value, float) and value and not 1e-4 <= abs(value) < 1e5:
+        return _sci(value)
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _parity_setting(case: str, path: str) -> str:
+    """A config attribute of a case ("sliding_window", "rope_parameters.factor", "layer_types.sliding"): the value,
+    or for layer_types the indices of the sliding (or full) layers, "first"/"last"/"count" picking one."""
+    value = _parity_config(case)
+    keys = path.split(".")
+    for i, key in enumerate(keys):
+        if key in ("sliding", "full"):
+            layers = [j for j, t in enumerate(value) if t.startswith(key)]
+            return str({"first": layers[0], "last": layers[-1], "count": len(layers)}[keys[i + 1]])
+        value = value[key] if isinstance(value, dict) else getattr(value, key)
+    return _short(value)
+
+
+# (the text the number follows, "{}" any figure; case; config path)
+PARITY_PLACES = (
+    ("| BERT | BertForPreTraining, ", "bert", "num_attention_heads"),
+    ("| LLaMA | grouped-query (", "llama", "num_attention_heads"),
+    ("| LLaMA | grouped-query (4 heads, ", "llama", "num_key_value_heads"),
+    ("`llama3` RoPE scaling (factor ", "llama3-rope", "rope_parameters.factor"),
+    ("`llama3` RoPE scaling (factor 8, L0 = ", "llama3-rope", "rope_parameters.original_max_position_embeddings"),
+    ("| LLaMA | `linear` RoPE scaling (factor ", "linear-rope", "rope_parameters.factor"),
+    ("| LLaMA | `yarn` RoPE scaling (factor ", "yarn-rope", "rope_parameters.factor"),
+    ("| LLaMA | `yarn` RoPE scaling (factor 4, L0 = ", "yarn-rope", "rope_parameters.original_max_position_embeddings"),
+    ("`dynamic` RoPE scaling (factor ", "dynamic-rope", "rope_parameters.factor"),
+    ("beyond max_position_embeddings = ", "dynamic-rope", "max_position_embeddings"),
+    ("| Qwen2 | sliding window ", "qwen2-all-layers-window", "sliding_window"),
+    ("with mscale / mscale_all_dim, beta ", "yarn-mscale-rope", "rope_parameters.beta_fast"),
+    ("with mscale / mscale_all_dim, beta 16 / ", "yarn-mscale-rope", "rope_parameters.beta_slow"),
+    ("| Qwen3 | grouped-query, head_dim ", "qwen3-gqa-head_dim", "head_dim"),
+    ("| Qwen3 | plain multi-head, head_dim ", "qwen3-mha", "head_dim"),
+    ("| Mistral | grouped-query, sliding window ", "mistral-window4-gqa", "sliding_window"),
+    ("| Mistral | sliding window ", "mistral-window3-mha", "sliding_window"),
+    ("| Mistral | sliding window 3, plain multi-head, head_dim ", "mistral-window3-mha", "head_dim"),
+    ("plain multi-head, tied embeddings, eps ", "olmo2-mha-tied", "rms_norm_eps"),
+    ("| Phi-3 | grouped-query, sliding window ", "phi3-gqa-window", "sliding_window"),
+    ("| Phi-3 | plain multi-head, partial_rotary_factor ", "phi3-mha-partial", "partial_rotary_factor"),
+    ("LongRoPE (short and long factors, L0 = ", "phi3-longrope",
+     "rope_parameters.original_max_position_embeddings"),
+    ("LongRoPE within L0 = ", "phi3-longrope-partial-short", "rope_parameters.original_max_position_embeddings"),
+    ("(short factors), partial_rotary_factor ", "phi3-longrope-partial-short", "rope_parameters.partial_rotary_factor"),
+    ("partial_rotary_factor 0.5, attention_factor ", "phi3-longrope-partial-short", "rope_parameters.attention_factor"),
+    ("attention_factor 1.3, theta ", "phi3-longrope-partial-short", "rope_parameters.rope_theta"),
+    ("| Gemma 2 | ", "gemma2-alternating", "num_hidden_layers"),
+    ("| Gemma 2 | 4 layers, window ", "gemma2-alternating", "sliding_window"),
+    ("| Gemma 2 | 4 layers, window 3 on layers ", "gemma2-alternating", "layer_types.sliding.first"),
+    ("| Gemma 2 | 4 layers, window 3 on layers 0 and ", "gemma2-alternating", "layer_types.sliding.last"),
+    ("on layers 0 and 2, score cap ", "gemma2-alternating", "attn_logit_softcapping"),
+    ("score cap {}, logit cap ", "gemma2-alternating", "final_logit_softcapping"),
+    ("logit cap {}, query_pre_attn_scalar ", "gemma2-alternating", "query_pre_attn_scalar"),
+    ("| Gemma 2 | window ", "gemma2-mha-all-windowed", "sliding_window"),
+    ("| Gemma 2 | window 4 on every layer, score cap ", "gemma2-mha-all-windowed", "attn_logit_softcapping"),
+    ("no logit cap, plain multi-head, head_dim ", "gemma2-mha-all-windowed", "head_dim"),
+    ("the default pattern on ", "gemma3-default-pattern", "num_hidden_layers"),
+    ("the default pattern on 6 layers (window ", "gemma3-default-pattern", "sliding_window"),
+    ("the default pattern on 6 layers (window 3 on layers ", "gemma3-default-pattern", "layer_types.sliding.first"),
+    ("the default pattern on 6 layers (window 3 on layers 0-", "gemma3-default-pattern", "layer_types.sliding.last"),
+    ("the default pattern on 6 layers (window 3 on layers 0-4, layer ", "gemma3-default-pattern",
+     "layer_types.full.first"),
+    ("local RoPE base ", "gemma3-default-pattern", "rope_parameters.sliding_attention.rope_theta"),
+    ("local RoPE base 10 against global ", "gemma3-default-pattern", "rope_parameters.full_attention.rope_theta"),
+    ("global 1e6, query_pre_attn_scalar ", "gemma3-default-pattern", "query_pre_attn_scalar"),
+    ("| Gemma 3 | ", "gemma3-alternating-linear-rope", "num_hidden_layers"),
+    ("| Gemma 3 | 2 layers, window ", "gemma3-alternating-linear-rope", "sliding_window"),
+    ("| Gemma 3 | 2 layers, window 4 on layer ", "gemma3-alternating-linear-rope", "layer_types.sliding.first"),
+    ("| Gemma 3 | 2 layers, window 4 on layer 0, layer ", "gemma3-alternating-linear-rope", "layer_types.full.first"),
+    ("(one to one), `linear` RoPE scaling (factor ", "gemma3-alternating-linear-rope",
+     "rope_parameters.full_attention.factor"),
+    ("on the global layer, local base ", "gemma3-alternating-linear-rope",
+     "rope_parameters.sliding_attention.rope_theta"),
+    ("local base 100, logit cap ", "gemma3-alternating-linear-rope", "final_logit_softcapping"),
+    ("logit cap {}, plain multi-head, head_dim ", "gemma3-alternating-linear-rope", "head_dim"),
+    ("| Gemma 3 | window ", "gemma3-mqa-all-windowed", "sliding_window"),
+    ("| Gemma 3 | window 5 on every layer, multi-query, head_dim ", "gemma3-mqa-all-windowed", "head_dim"),
+    ("sequential residual, RoPE on half, theta ", "neox-sequential-half", "rope_parameters.rope_theta"),
+)
+COMPUTED.update({f"parity_{case}_{path}": (lambda case=case, path=path: _parity_setting(case, path))
+                 for _, case, path in PARITY_PLACES})
+COMPUTED_PLACES += tuple(("docs/interop.md", end, f"parity_{case}_{path}") for end, case, path in PARITY_PLACES)
+
+
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
     line that holds its marker."""
