@@ -928,6 +928,10 @@ CLAIMS += [
     ("docs/interop.md", "multiplied by 1 + {1e-7} N(0, 1) (the log's", AGREE,
      r"multiplied by 1 \+ ([\d.e-]+) N\(0, 1\)", 1),
     ("docs/interop.md", "llama.cpp PR {13676}", AGREE, r"llama\.cpp/pull/(\d+)", 1),
+    ("docs/interop.md", "families-2026-12-07/families.log`; {2}-core AMD EPYC", AGREE, r"\((\d+) cores, shared\)",
+     1),
+    ("docs/interop.md", "kquants-2026-12-07/kquants.log`; {2}-core AMD EPYC", KQ_LOG, r"\((\d+) cores, shared\)",
+     1),
     # the --families table: (case, the row's first two cells, its figures in [brackets]); the brackets' log columns
     # are 2 (flash attention off), 5 (-fa auto), 6 (ggml gelu, where the row has one) and 8 (vs transformers)
     *[("docs/interop.md", printed, AGREE, AGREE_CELL(case, column), 1)
@@ -1023,7 +1027,8 @@ CLAIMS += [
     (COSTS, "samples {5.5} s", NEWCOMER, "json:training.totals.samples", 1),
     (COSTS, "({389} MB by the end of data preparation)", NEWCOMER.replace(".json", ".log"),
      r"^data preparation and model build +[\d.]+ +[\d.]+ +[\d.]+ +(\d+)", 1),
-    ("docs/howto/class.md", "{30} simulated students", f"{CLASS}/30-students-90s-flood-rotate.json", "json:students", 1),
+    ("docs/howto/class.md", "{30} simulated students", f"{CLASS}/30-students-90s-flood-rotate.json", "json:students",
+     1),
     (COSTS, "2,457 passed, 5 skipped, {1} xfailed |", f"{CI}/shuffled-2.log",
      r"^\d+ passed, \d+ skipped, (\d+) xfailed", 1),
     # docs/fine-tuning.md: the runs' JSON and logs (bench/results/fine-tune-2026-12-06/)

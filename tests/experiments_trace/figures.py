@@ -1392,6 +1392,11 @@ def _short(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def _parity_setting_value(case: str) -> int:
+    """A LongRoPE case's original length (its rope_parameters' original_max_position_embeddings)."""
+    return _parity_config(case).rope_parameters["original_max_position_embeddings"]
+
+
 def _parity_setting(case: str, path: str) -> str:
     """A config attribute of a case ("sliding_window", "rope_parameters.factor", "layer_types.sliding"): the value,
     or for layer_types the indices of the sliding (or full) layers, "first"/"last"/"count" picking one."""
@@ -1470,6 +1475,51 @@ PARITY_PLACES = (
 COMPUTED.update({f"parity_{case}_{path}": (lambda case=case, path=path: _parity_setting(case, path))
                  for _, case, path in PARITY_PLACES})
 COMPUTED_PLACES += tuple(("docs/interop.md", end, f"parity_{case}_{path}") for end, case, path in PARITY_PLACES)
+
+# the parity tests' inputs and the other tolerances the table of docs/interop.md names, as the tests write them
+GGUF_EXPORT = "tests/test_gguf_export.py"
+COMPUTED.update({
+    "parity_longrope_factor": lambda: str(int(_parity_config("phi3-longrope").max_position_embeddings
+                                              / _parity_setting_value("phi3-longrope"))),
+    "parity_batch_rows": lambda: _test_literal("tests/parity/conftest.py",
+                                               r"torch\.randint\(3, VOCAB - 1, \((\d+), seq\)"),
+    "parity_batch_len": lambda: _test_literal("tests/parity/conftest.py", r"x, mask = ids\((\d+)\)"),
+    "parity_images": lambda: _test_literal("tests/parity/conftest.py", r"\"pixel_values\": torch\.randn\((\d+),"),
+    "parity_new_tokens": lambda: _test_literal("tests/parity/test_parity_open_families.py",
+                                               r"hf\.generate\(prompts, .*max_new_tokens=(\d+),"),
+    "tol_roundtrip": lambda: _test_literal("tests/parity/test_parity_roundtrip.py",
+                                           r"run_ours\(loaded, inputs\)\.logits, where\) <= (\S+)$"),
+    "tol_mha": lambda: _test_literal("tests/parity/test_parity_mha.py", r"^D, HEADS, TOL = \d+, \d+, (\S+)$"),
+    "tol_gguf_llama": lambda: _test_literal("tests/parity/test_parity_gguf.py",
+                                            r"run_ours\(loaded, inputs\)\.logits, where\) <= (\S+)$"),
+    "tol_recording_minilm": lambda: _test_literal("tests/test_recording.py",
+                                                  r"attn\.weights\"\], mask\) <= (\d\S*)$"),
+    "q8_0_scale_base": lambda: _test_literal(GGUF_EXPORT, r"w\.abs\(\) \* (\d)\.0 \*\* -\d+"),
+    "q8_0_scale_exp": lambda: _test_literal(GGUF_EXPORT, r"w\.abs\(\) \* \d\.0 \*\* (-\d+)"),
+    "q8_0_logits_base": lambda: _test_literal(GGUF_EXPORT, r"\.item\(\) <= (\d)\.0 \*\* -\d+$"),
+    "q8_0_logits_exp": lambda: _test_literal(GGUF_EXPORT, r"\.item\(\) <= \d\.0 \*\* (-\d+)$"),
+    "gemma2_assumed_score_cap": lambda: _test_literal("attnlab/interop/gguf.py", r"llama\.cpp assumes (\d+), \d+, \d+"),
+    "gemma2_assumed_logit_cap": lambda: _test_literal("attnlab/interop/gguf.py", r"llama\.cpp assumes \d+, (\d+), \d+"),
+})
+COMPUTED_PLACES += (
+    ("docs/interop.md", "(short and long factors, L0 = 8, factor ", "parity_longrope_factor"),
+    ("docs/interop.md", "logits difference| on a right-padded batch (", "parity_batch_rows"),
+    ("docs/interop.md", "on a right-padded batch (3 x ", "parity_batch_len"),
+    ("docs/interop.md", "real tokens only; ViT: ", "parity_images"),
+    ("docs/interop.md", "ViT: 3 images). Greedy: ", "parity_new_tokens"),
+    ("docs/interop.md", "exact (`torch.equal`) for tensors; ", "tol_roundtrip"),
+    ("docs/interop.md", "(padding, causal, cross, weights) | ", "tol_mha"),
+    ("docs/interop.md", "transformers reading our GGUF | exact round trip; ", "tol_gguf_llama"),
+    ("docs/interop.md", "MiniLM | 1e-5 (", "tol_recording_minilm"),
+    ("docs/interop.md", "a weight moves by at most ", "q8_0_scale_base"),
+    ("docs/interop.md", "a weight moves by at most 2**", "q8_0_scale_exp"),
+    ("docs/interop.md", "of itself (logits within ", "q8_0_logits_base"),
+    ("docs/interop.md", "of itself (logits within 2**", "q8_0_logits_exp"),
+    ("docs/interop.md", "identical block bytes; int8 head ", "q8_0_logits_base"),
+    ("docs/interop.md", "identical block bytes; int8 head 2**", "q8_0_logits_exp"),
+    ("docs/interop.md", "Gemma 2's caps present (llama.cpp assumes ", "gemma2_assumed_score_cap"),
+    ("docs/interop.md", "(llama.cpp assumes 50 and ", "gemma2_assumed_logit_cap"),
+)
 
 
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
