@@ -886,7 +886,8 @@ PARITY_ROWS = (
     ("GPT-NeoX", "sequential residual, RoPE on half, theta 500", "3.6e-07", "neox-sequential-half"),
     ("GPT-NeoX", "tied embeddings, gelu_new, `linear` RoPE scaling on half", "2.4e-07", "neox-tied-linear-rope"),
 )
-DIGITS = "bench/results/own-data-2026-12-07/digits.log"  # attnlab train vit-mnist dataset=digits ...
+OWN_DATA = "bench/results/own-data-2026-12-07"  # docs/howto/own-data.md's table, one run per row
+DIGITS = f"{OWN_DATA}/digits.log"  # attnlab train vit-mnist dataset=digits ...
 AGREE = "bench/results/llama-cpp-agreement-families-2026-12-07/families.log"  # llama_cpp_agreement --families
 
 
@@ -1080,9 +1081,37 @@ CLAIMS += [
      r"eval +accuracy ([\d.]+), test_images", 100),
     ("docs/howto/own-data.md", "**96.4%** on {359} held-out digits", DIGITS, r"accuracy [\d.]+ test_images (\d+)$", 1),
     ("docs/howto/own-data.md", "on 359 held-out digits | {19} s |", DIGITS, r"steps in 0m(\d+)s", 1),
-    ("docs/howto/own-data.md", "(load average {4.3}-4.6; log:", DIGITS,
+    ("docs/howto/own-data.md", "load average {4.3}-4.6 for the first row", DIGITS,
      r"load average ([\d.]+), [\d.]+, [\d.]+ before", 1),
-    ("docs/howto/own-data.md", "(load average 4.3-{4.6}; log:", DIGITS, r"before, ([\d.]+), [\d.]+, [\d.]+ after", 1),
+    ("docs/howto/own-data.md", "load average 4.3-{4.6} for the first row", DIGITS,
+     r"before, ([\d.]+), [\d.]+, [\d.]+ after", 1),
+    *[("docs/howto/own-data.md", f"for the first row, {{{load}}} for the\nothers", f"{OWN_DATA}/{name}.log",
+       where, 1)
+      for name, where, load in (("png", r"load average ([\d.]+) [\d.]+ [\d.]+ before", "2.0"),
+                                ("translate-es", r"before, ([\d.]+) [\d.]+ [\d.]+ after", "2.0"))],
+    ("docs/howto/own-data.md", "**{96.7}%** on 359 (same stratified split", f"{OWN_DATA}/png.log",
+     r"eval +accuracy ([\d.]+), test_images", 100),
+    ("docs/howto/own-data.md", "**96.7%** on {359} (same stratified split", f"{OWN_DATA}/png.log",
+     r"accuracy [\d.]+ test_images (\d+)$", 1),
+    ("docs/howto/own-data.md", "pixels rounded to 8 bits) | {11} s |", f"{OWN_DATA}/png.log", r"steps in 0m(\d+)s", 1),
+    ("docs/howto/own-data.md", "exact match **{100}%** on 200 held-out pairs", f"{OWN_DATA}/translate-es.log",
+     r"^step 600/600 .* exact_match ([\d.]+) ", 100),
+    ("docs/howto/own-data.md", "exact match **100%** on {200} held-out pairs", f"{OWN_DATA}/translate-es.log",
+     r"^step 600/600 .* held_out (\d+) ", 1),
+    ("docs/howto/own-data.md", "(already at step {200})", f"{OWN_DATA}/translate-es.log",
+     r"^step (\d+)/600 .* exact_match 1 held_out", 1),
+    ("docs/howto/own-data.md", "(already at step 200), `unseen_targets` {0} |", f"{OWN_DATA}/translate-es.log",
+     r"^step 600/600 .* unseen_targets (\d+)", 1),
+    ("docs/howto/own-data.md", "`unseen_targets` 0 | {46} s |", f"{OWN_DATA}/translate-es.log", r"steps in 0m(\d+)s",
+     1),
+    ("docs/howto/own-data.md", "exact match **{0}%**: all 200", f"{OWN_DATA}/translate-de.log",
+     r"^step 200/200 .* exact_match ([\d.]+) ", 100),
+    ("docs/howto/own-data.md", "exact match **0%**: all {200} held-out targets", f"{OWN_DATA}/translate-de.log",
+     r"^step 200/200 .* held_out (\d+) ", 1),
+    ("docs/howto/own-data.md", "(`unseen_targets` {200}) |", f"{OWN_DATA}/translate-de.log",
+     r"^step 200/200 .* unseen_targets (\d+)", 1),
+    ("docs/howto/own-data.md", "(`unseen_targets` 200) | {18} s |", f"{OWN_DATA}/translate-de.log",
+     r"steps in 0m(\d+)s", 1),
 ]
 
 
