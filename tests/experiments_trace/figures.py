@@ -1520,6 +1520,10 @@ COMPUTED_PLACES += (
     ("docs/interop.md", "Gemma 2's caps present (llama.cpp assumes ", "gemma2_assumed_score_cap"),
     ("docs/interop.md", "(llama.cpp assumes 50 and ", "gemma2_assumed_logit_cap"),
 )
+# "~15 bits": the kernels' two int8 pieces resolve ~1/32,000 of max |x| (the --kquants log's header), log2 of it
+COMPUTED["kernel_activation_bits"] = lambda: str(round(__import__("math").log2(int(_test_literal(
+    AGREE_KQUANTS, r"~1/([\d,]+) of max\|x\|").replace(",", "")))))
+COMPUTED_PLACES += (("docs/interop.md", "attnlab's kernels round each activation row to ~", "kernel_activation_bits"),)
 
 
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
