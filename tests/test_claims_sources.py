@@ -903,6 +903,14 @@ CLAIMS += [
     ("docs/interop.md", "log: `bench/results/parity-open-families-2026-12-07/open-families.log`, {48} s on",
      PARITY, r"; 0:([\d.]+) wall", 1),
     ("docs/interop.md", "open-families.log`, 48 s on {2} shared cores", PARITY, r"\((\d+) cores, shared\)", 1),
+    # the walk of tests/parity/test_parity_model_types.py over transformers' model types, run as a script
+    *[("docs/interop.md", printed, "bench/results/parity-model-types-2026-12-07/walk.log", where, 1)
+      for printed, where in (
+        ("whose config builds with its\ndefaults, {829} of 831 in 5.25", r"built with their defaults: (\d+);"),
+        ("defaults, 829 of {831} in 5.25", r": (\d+) model types in CONFIG_MAPPING"),
+        ("defaults, 829 of 831 in {5.25}, through", r"^transformers (\d+\.\d+)\.\d+:"),
+        ("in one line; {16} read and 813", r"read by attnlab: (\d+);"),
+        ("{813}\nrefused on 2026-12-07", r"refused in one line: (\d+);"))],
     # SmolLM2's GGUF, kept and expanded (the fine-tuning run's expand line)
     ("docs/interop.md", "then holds {97} MB of tensors", f"{FINE_TUNE}/smollm2.log", r"\((\d+) MB -> \d+ MB of weights",
      1),
