@@ -1123,6 +1123,40 @@ CLAIMS += [
 ]
 
 
+# docs/interventions.md's agreement table, gpt-char's rows: `OMP_NUM_THREADS=1 nice python -m
+# attnlab.benchmarks.attribution_agreement --models gpt-char` re-run 2026-12-07 (the SmolLM2 rows, from the
+# 2026-11-28 run, were not logged). Per row: the page's pair cell, the log's pair (its repr's start), and the
+# page's cells after the pair (cells, Spearman, without layer 0, top-10 overlap, top-10 real, worst layer),
+# each read from the log's row: its cells after the pair are cells, metric, Spearman, without layer 0, top-10
+# overlap, top-10 real, worst layer.
+ATTRIBUTION = "bench/results/attribution-agreement-2026-12-07/gpt-char.log"
+_ATTRIBUTION_ROWS = (
+    ("And the king said to th / ... sh", "'And the king said", ("8", "0.17", "0.60", "8/8", "4/4", "0")),
+    ("The king said to the queen th / The kind ...", "'The king said", ("88", "0.73", "0.78", "8/10", "4/6", "0")),
+    ("def read(self): return self.rea / def seek...", "'def read(self)", ("124", "0.72", "0.79", "5/10", "3/4", "0")),
+    ("import os⏎os.path.jo / import re⏎...", "'import os", ("52", "0.77", "0.89", "8/10", "5/5", "0")),
+    ("x = None⏎if x is No / x = Nose⏎...", "'x = None", ("52", "0.99", "0.99", "10/10", "5/5", "0")),
+    ("for i in range(10): pri / ... rangs(10) ...", "'for i in range", ("56", "0.85", "0.82", "7/10", "2/2", "0")),
+)
+_ATTRIBUTION_LOG_CELL = (0, 2, 3, 4, 5, 6)  # the log's cell after the pair for each of the page's cells
+
+
+def _attribution_claims(pair: str, key: str, cells: tuple[str, ...]) -> list[tuple]:
+    out = []
+    for k, cell in enumerate(cells):
+        parts = cell.split("/")
+        for j in range(len(parts)):
+            shown = "/".join("{" + x + "}" if i == j else x for i, x in enumerate(parts))
+            printed = "| gpt-char | " + pair + " | " + " | ".join((*cells[:k], shown)) + " |"
+            value = r"(-?[\d.]+)" if len(parts) == 1 else (r"(\d+)/\d+" if j == 0 else r"\d+/(\d+)")
+            where = r"^\| " + re.escape(key) + r"[^|]*\|" + r"[^|]*\|" * _ATTRIBUTION_LOG_CELL[k] + " " + value + " \\|"
+            out.append(("docs/interventions.md", printed, ATTRIBUTION, where, 1))
+    return out
+
+
+CLAIMS += [c for row in _ATTRIBUTION_ROWS for c in _attribution_claims(*row)]
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 

@@ -1526,6 +1526,199 @@ COMPUTED["kernel_activation_bits"] = lambda: str(round(__import__("math").log2(i
 COMPUTED_PLACES += (("docs/interop.md", "attnlab's kernels round each activation row to ~", "kernel_activation_bits"),)
 
 
+# ---------------------------------------------------------------- docs/training.md, docs/interventions.md
+def _defaults(recipe: str) -> dict:
+    """A recipe's defaults, by its CLI name (attnlab.training.recipes.registry)."""
+    from attnlab.training.recipes.registry import get_recipe
+    return get_recipe(recipe).defaults()
+
+
+def _shipped_arg(recipe: str, key: str) -> str:
+    """A key=value the shipped checkpoint's run was given (its trained.json's command), else the recipe's default."""
+    found = re.search(rf"(?:^| ){key}=(\S+)", _json(f"{CK}/{recipe}/trained.json")["command"])
+    return found[1] if found else str(_defaults(recipe)[key])
+
+
+def _minilm_blocks() -> tuple[int, int]:
+    """minilm-mlm's blocks and trained (top) blocks, from the shipped config."""
+    config = _json(f"{CK}/minilm-mlm/config.json")
+    return config["n_layers"], config["extra"]["trained_layers"]
+
+
+def _vit_side() -> int:
+    """Patches along a side of the shipped vit-mnist's images (its config's image_size over patch_size)."""
+    config = _json(f"{CK}/vit-mnist/config.json")
+    return config["image_size"] // config["patch_size"]
+
+
+def _translate_held_out() -> int:
+    """translate-numbers' held-out numbers: the first test_fraction of 0..max_number."""
+    d = _defaults("translate-numbers")
+    return int((d["max_number"] + 1) * d["test_fraction"])
+
+
+def _minilm_stderr() -> float:
+    """One standard error of the shipped head's masked top-1, in points (binomial, over its masked positions)."""
+    final = _json(f"{CK}/minilm-mlm/trained.json")["final_eval"]
+    p, n = final["masked_top1"], final["masked_positions"]
+    return 100 * (p * (1 - p) / n) ** 0.5
+
+
+COMPUTED.update({
+    # docs/training.md's table of recipes: the shipped runs' settings (their command's key=value, else the
+    # recipe's defaults) and what the shipped configs give
+    "vit_side": lambda: str(_vit_side()),
+    "vit_patches": lambda: str(_vit_side() ** 2),
+    "vit_test_size": lambda: str(_defaults("vit-mnist")["test_size"]),
+    "vit_max_shift": lambda: _shipped_arg("vit-mnist", "max_shift"),
+    "vit_batch": lambda: _shipped_arg("vit-mnist", "batch_size"),
+    "vit_save_every": lambda: _shipped_arg("vit-mnist", "save_every"),
+    "vit_seed": lambda: _shipped_arg("vit-mnist", "seed"),
+    "vit_default_patch": lambda: str(_defaults("vit-mnist")["patch_size"]),
+    "vit_default_shift": lambda: str(_defaults("vit-mnist")["max_shift"]),
+    "vit_default_seed": lambda: str(_defaults("vit-mnist")["seed"]),
+    "translate_held_out": lambda: str(_translate_held_out()),
+    "translate_eval_every": lambda: _shipped_arg("translate-numbers", "eval_every"),
+    "gpt_char_batch": lambda: _shipped_arg("gpt-char", "batch_size"),
+    "gpt_char_seq_len": lambda: _shipped_arg("gpt-char", "seq_len"),
+    "gpt_char_eval_every": lambda: _shipped_arg("gpt-char", "eval_every"),
+    "clip_layers": lambda: _shipped_arg("clip-mnist", "n_layers"),
+    "clip_d": lambda: _shipped_arg("clip-mnist", "d_model"),
+    "clip_patch": lambda: _shipped_arg("clip-mnist", "patch_size"),
+    "clip_text_layers": lambda: _shipped_arg("clip-mnist", "text_layers"),
+    "clip_test_size": lambda: _shipped_arg("clip-mnist", "test_size"),
+    "bert_mask_prob": lambda: _pct(float(_shipped_arg("bert-mlm", "mask_prob"))),
+    "bert_batch": lambda: _shipped_arg("bert-mlm", "batch_size"),
+    "bert_seq_len": lambda: _shipped_arg("bert-mlm", "seq_len"),
+    "minilm_mask_prob": lambda: _pct(float(_shipped_arg("minilm-mlm", "mask_prob"))),
+    "minilm_val_every": lambda: _shipped_arg("minilm-mlm", "val_every"),
+    "minilm_val_residue": lambda: str(int(_shipped_arg("minilm-mlm", "val_every")) - 1),
+    "minilm_batch": lambda: _shipped_arg("minilm-mlm", "batch_size"),
+    "minilm_seq_len": lambda: _shipped_arg("minilm-mlm", "seq_len"),
+    "minilm_window": lambda: str(int(_shipped_arg("minilm-mlm", "seq_len")) - 2),  # [CLS] and [SEP] around it
+    "minilm_eval_every": lambda: _shipped_arg("minilm-mlm", "eval_every"),
+    "minilm_frozen_last": lambda: str(_minilm_blocks()[0] - _minilm_blocks()[1] - 1),
+    "minilm_first_trained": lambda: str(_minilm_blocks()[0] - _minilm_blocks()[1]),
+    "minilm_last_block": lambda: str(_minilm_blocks()[0] - 1),
+    # trained.json's "articles" count paragraphs (the page's 10,045)
+    "minilm_paragraphs": lambda: format(sum(_json(f"{CK}/minilm-mlm/trained.json")["data"][k]
+                                            for k in ("train_articles", "val_articles")), ","),
+    "minilm_eval_seed": lambda: _test_literal("attnlab/training/recipes/minilm_mlm.py",
+                                              r"self\.val = .*manual_seed\((\d+)\)"),
+    "minilm_stderr": lambda: f"{_minilm_stderr():.1f}",
+    "minilm_file_mib": lambda: f"{(ROOT / CK / 'minilm-mlm/model.safetensors').stat().st_size / 2 ** 20:.1f}",
+})
+
+_MINILM = f"{CK}/minilm-mlm/trained.json"
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("| `vit-mnist` | ViT 4 layers, d 64, patch 4 (", "vit_side"),
+    ("| `vit-mnist` | ViT 4 layers, d 64, patch 4 (7 x ", "vit_side"),
+    ("| `vit-mnist` | ViT 4 layers, d 64, patch 4 (7 x 7 = ", "vit_patches"),
+    ("patches + [CLS]); 4000 train / ", "vit_test_size"),
+    ("test images, random shifts of up to ", "vit_max_shift"),
+    ("random shifts of up to 3 px; 6000 steps of ", "vit_batch"),
+    ("(the shipped run also saved every ", "vit_save_every"),
+    ("**97.5%** test accuracy (seed ", "vit_seed"),
+    ("The recipe's defaults (patch ", "vit_default_patch"),
+    ("The recipe's defaults (patch 7, ", "vit_default_shift"),
+    ("threads=1`) gave 97.3% (seed ", "vit_default_seed"),
+    ("en->fr number words 0..9999, ", "translate_held_out"),
+    ("exact match (greedy) on the ", "translate_held_out"),
+    ("held-out numbers; 96.1% at step ", "translate_eval_every"),
+    ("4 heads, d 128, 2000 steps of ", "gpt_char_batch"),
+    ("4 heads, d 128, 2000 steps of 12 x ", "gpt_char_seq_len"),
+    ("**1.01 below** (1.867 at step ", "gpt_char_eval_every"),
+    ("| `clip-mnist` | ViT tower (", "clip_layers"),
+    ("| `clip-mnist` | ViT tower (4 layers, d ", "clip_d"),
+    ("| `clip-mnist` | ViT tower (4 layers, d 64, patch ", "clip_patch"),
+    ("+ char-level text Encoder (", "clip_text_layers"),
+    ("| zero-shot **95.7%** on ", "clip_test_size"),
+    ("trained on the CPython docs, MLM ", "bert_mask_prob"),
+    ("trained on the CPython docs, MLM 15% / ", "mlm_mask"),
+    ("trained on the CPython docs, MLM 15% / 80-", "mlm_random"),
+    ("trained on the CPython docs, MLM 15% / 80-10-", "mlm_kept"),
+    ("MLM 15% / 80-10-10, 3000 steps of ", "bert_batch"),
+    ("MLM 15% / 80-10-10, 3000 steps of 16 x ", "bert_seq_len"),
+    ("English Wikipedia summaries, every ", "minilm_val_every"),
+    ("every 10th article held out; MLM ", "minilm_mask_prob"),
+    ("every 10th article held out; MLM 15% / ", "mlm_mask"),
+    ("every 10th article held out; MLM 15% / 80-", "mlm_random"),
+    ("every 10th article held out; MLM 15% / 80-10-", "mlm_kept"),
+    ("MLM 15% / 80-10-10; 350 steps of ", "minilm_batch"),
+    ("MLM 15% / 80-10-10; 350 steps of 32 x ", "minilm_seq_len"),
+    ("the embeddings and blocks 0-", "minilm_frozen_last"),
+    ("so the backward pass stops at block ", "minilm_first_trained"),
+    ("(sorted by title, ", "minilm_paragraphs"),
+    ("when its first paragraph's number k has k % ", "minilm_val_every"),
+    ("when its first paragraph's number k has k % 10 == ", "minilm_val_residue"),
+    ("Training windows are random ", "minilm_window"),
+    ("held-out windows once (generator seed ", "minilm_eval_seed"),
+    ("same positions. Evaluations: step ", "minilm_eval_every"),
+    ("Still improving when the schedule ended; one standard error is ~", "minilm_stderr"),
+    ("the trained tensors only (head + blocks ", "minilm_first_trained"),
+    ("the trained tensors only (head + blocks 4 and ", "minilm_last_block"),
+    ("the trained tensors only (head + blocks 4 and 5, float16, ", "minilm_file_mib"),
+))
+SOURCE_PLACES += tuple(("docs/training.md", end, spec) for end, spec in (
+    ("| `vit-mnist` | ViT ", f"{CK}/vit-mnist/config.json n_layers 1 d"),
+    ("| `vit-mnist` | ViT 4 layers, d ", f"{CK}/vit-mnist/config.json d_model 1 d"),
+    ("| `vit-mnist` | ViT 4 layers, d 64, patch ", f"{CK}/vit-mnist/config.json patch_size 1 d"),
+    ("| `translate-numbers` | encoder-decoder ", f"{CK}/translate-numbers/config.json n_layers 1 d"),
+    ("| `translate-numbers` | encoder-decoder 3+", f"{CK}/translate-numbers/config.json n_layers 1 d"),
+    ("| `translate-numbers` | encoder-decoder 3+3 layers, d ", f"{CK}/translate-numbers/config.json d_model 1 d"),
+    ("on the 1000 held-out numbers; ", f"{CK}/translate-numbers/trained.json evals.200.eval_exact_match 100 .1f"),
+    ("| `gpt-char` | decoder ", f"{CK}/gpt-char/config.json n_layers 1 d"),
+    ("| `gpt-char` | decoder 4 layers, ", f"{CK}/gpt-char/config.json n_heads 1 d"),
+    ("| `gpt-char` | decoder 4 layers, 4 heads, d ", f"{CK}/gpt-char/config.json d_model 1 d"),
+    ("| `bert-mlm` | encoder ", f"{CK}/bert-mlm/config.json n_layers 1 d"),
+    ("| `bert-mlm` | encoder 4 layers, d ", f"{CK}/bert-mlm/config.json d_model 1 d"),
+    ("| `bert-mlm` | encoder 4 layers, d 128, WordPiece ", f"{CK}/bert-mlm/config.json vocab_size 1 d"),
+    ("output bias) + the last ", f"{CK}/minilm-mlm/config.json extra.trained_layers 1 d"),
+    ("output bias) + the last 2 of MiniLM's ", f"{CK}/minilm-mlm/config.json n_layers 1 d"),
+    ("MLM 15% / 80-10-10; ", f"{_MINILM} steps 1 d"),
+    ("(under `nice -n 10`) | masked top-1 **", f"{_MINILM} final_eval.masked_top1 100 .1f"),
+    ("masked top-1 **24.7%** vs unigram **", f"{_MINILM} final_eval.unigram_top1 100 .1f"),
+    ("vs unigram **6.4%**, top-5 **", f"{_MINILM} final_eval.masked_top5 100 .1f"),
+    ("top-5 **41.1%** vs **", f"{_MINILM} final_eval.unigram_top5 100 .1f"),
+    ("top-5 **41.1%** vs **22.6%** on ", f"{_MINILM} final_eval.masked_positions 1 d"),
+    ("**minilm-mlm: an MLM head on the real MiniLM.** bert-mlm's ", f"{CK}/bert-mlm/config.json vocab_size 1 d"),
+    ("all-MiniLM-L6-v2 knows English words (", f"{CK}/minilm-mlm/config.json vocab_size 1 d"),
+    ("The head runs only on the masked positions (a ", f"{CK}/minilm-mlm/config.json vocab_size 1 d"),
+    ("far too slowly to learn it from zero in ", f"{_MINILM} steps 1 d"),
+    ("when its first paragraph's number k has k % 10 == 9: ", f"{_MINILM} data.train_articles 1 d"),
+    ("9041 train paragraphs (", f"{_MINILM} data.train_tokens 0.001 .0f"),
+    ("9041 train paragraphs (908k tokens), ", f"{_MINILM} data.val_articles 1 d"),
+    ("1004 held out (", f"{_MINILM} data.val_tokens 0.001 .0f"),
+    ("The evaluation masks the first ", f"{_MINILM} data.eval_windows 1 d"),
+    ("(generator seed 1234) and scores the ", f"{_MINILM} final_eval.masked_positions 1 d"),
+    ("Evaluations: step 175 top-1 ", f"{_MINILM} evals.175.eval_masked_top1 100 .1f"),
+    ("Evaluations: step 175 top-1 21.0%, top-5 ", f"{_MINILM} evals.175.eval_masked_top5 100 .1f"),
+    ("top-1 21.0%, top-5 37.1%, val loss ", f"{_MINILM} evals.175.val_loss 1 .2f"),
+    ("top-5 37.1%, val loss 5.40 nats; step ", f"{_MINILM} steps 1 d"),
+    ("val loss 5.40 nats; step 350 (shipped) ", f"{_MINILM} evals.350.eval_masked_top1 100 .1f"),
+    ("step 350 (shipped) 24.7%, ", f"{_MINILM} evals.350.eval_masked_top5 100 .1f"),
+    ("step 350 (shipped) 24.7%, 41.1%, ", f"{_MINILM} evals.350.val_loss 1 .2f"),
+))
+
+# docs/interventions.md: gpt-char as shipped (its config, its parameters, its training run's loop time)
+COMPUTED.update({
+    "gpt_char_params_m": lambda: f"{sum(p.numel() for p in _checkpoint('gpt-char')[0].parameters()) / 1e6:.1f}",
+    "gpt_char_heads_total": lambda: str(_json(f"{CK}/gpt-char/config.json")["n_layers"]
+                                        * _json(f"{CK}/gpt-char/config.json")["n_heads"]),
+    "gpt_char_train_minutes": lambda: f"{_json(f'{CK}/gpt-char/trained.json')['train_loop_s'] / 60:.1f}",
+})
+COMPUTED_PLACES += tuple(("docs/interventions.md", end, name) for end, name in (
+    ("on `gpt-char`, the ", "gpt_char_params_m"),
+    ("trained on the CPython documentation in ", "gpt_char_train_minutes"),
+    ("one ablated head per row, so the ", "gpt_char_heads_total"),
+    ("Q4_1 GGUF loaded as float32; all ", "smollm2_layers"),
+))
+SOURCE_PLACES += tuple(("docs/interventions.md", end, spec) for end, spec in (
+    ("that ships with attnlab (", f"{CK}/gpt-char/config.json n_layers 1 d"),
+    ("that ships with attnlab (4 layers, ", f"{CK}/gpt-char/config.json n_heads 1 d"),
+))
+
+
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
     line that holds its marker."""
