@@ -1718,6 +1718,85 @@ SOURCE_PLACES += tuple(("docs/interventions.md", end, spec) for end, spec in (
     ("that ships with attnlab (4 layers, ", f"{CK}/gpt-char/config.json n_heads 1 d"),
 ))
 
+# docs/training.md's rules and defaults: attnlab.training's own constants and the recipes' defaults
+COMPUTED.update({
+    "trainer_recheck_s": lambda: f"{_attr('attnlab.training.trainer', 'Trainer.RECHECK_S'):g}",
+    "max_epochs": lambda: f"{_attr('attnlab.training.settings', 'MAX_EPOCHS'):,}",
+    "max_config_mib": lambda: f"{_attr('attnlab.training.settings', 'MAX_CONFIG_BYTES') / 2 ** 20:g}",
+    "sample_tokens_low": lambda: str(_attr("attnlab.training.settings", "RECIPE_KEY_RANGES")["sample_tokens"][0]),
+    "sample_tokens_high": lambda: f"{_attr('attnlab.training.settings', 'RECIPE_KEY_RANGES')['sample_tokens'][1]:,}",
+    "interrupt_status": lambda: _test_literal("attnlab/cli/train.py", r"exit status (\d+)\."),
+    "gpt_char_eval_windows": lambda: str(_defaults("gpt-char")["eval_windows"]),
+    "gpt_char_eval_windows_comma": lambda: f"{_defaults('gpt-char')['eval_windows']:,}",
+    "gpt_char_eval_batches": lambda: str(_defaults("gpt-char")["eval_windows"] // _defaults("gpt-char")["batch_size"]),
+    "bert_eval_windows": lambda: str(_defaults("bert-mlm")["eval_windows"]),
+    "minilm_eval_windows": lambda: str(_defaults("minilm-mlm")["eval_windows"]),
+    "translate_eval_examples": lambda: str(_defaults("translate-numbers")["eval_examples"]),
+    "translate_held_out_comma": lambda: f"{_translate_held_out():,}",
+    "vit_test_size_comma": lambda: f"{_defaults('vit-mnist')['test_size']:,}",
+    "default_keep": lambda: str(_defaults("gpt-char")["keep"]),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("never more than torch's own count, and looks again every ", "trainer_recheck_s"),
+    ("`epochs` below 0, above ", "max_epochs"),
+    ("FIFO is never opened) or over ", "max_config_mib"),
+    ("the length of each sample in `samples.txt`) must be ", "sample_tokens_low"),
+    ("the length of each sample in `samples.txt`) must be 0 .. ", "sample_tokens_high"),
+    ("saves it as a checkpoint and exits with status ", "interrupt_status"),
+    ("| gpt-char, gpt-bpe | `eval_windows` | ", "gpt_char_eval_windows"),
+    ("split, the same each time (", "gpt_char_eval_batches"),
+    ("split, the same each time (200 batches of ", "gpt_char_batch"),
+    ("| bert-mlm | `eval_windows` | ", "bert_eval_windows"),
+    ("| minilm-mlm | `eval_windows` | ", "minilm_eval_windows"),
+    ("| translate-numbers | `eval_examples` | ", "translate_eval_examples"),
+    ("greedily decoded (all of the default ", "translate_held_out_comma"),
+    ("on one thread of the project's shared 2-core machine: ", "gpt_char_eval_windows_comma"),
+    ("score their whole test set (", "vit_test_size_comma"),
+    ("`ceil(6,539 windows / ", "gpt_char_batch"),
+    ("`keep` (default ", "default_keep"),
+))
+
+# docs/training.md's "Text corpora" and "Scaling out": attnlab.data's bounds, and what tests/training/
+# test_distributed.py runs and asserts
+_DIST = "tests/training/test_distributed.py"
+COMPUTED.update({
+    "data_block_mib": lambda: str(_attr("attnlab.data.sources", "BLOCK_BYTES") >> 20),
+    "data_line_mib": lambda: str(_attr("attnlab.data.sources", "MAX_LINE_BYTES") >> 20),
+    "data_chunk_ki": lambda: str(_attr("attnlab.data.streaming", "CHUNK_CHARS") >> 10),
+    "data_batch_mi": lambda: str(_attr("attnlab.data.streaming", "BATCH_CHARS") >> 20),
+    "data_shard_mi": lambda: str(_attr("attnlab.data.streaming", "SHARD_CHARS") >> 20),
+    "dist_ranks": lambda: _test_literal(_DIST, r"--nproc_per_node=(\d+)"),
+    "dist_layers": lambda: _test_literal(_DIST, r'"n_layers=(\d+)"'),
+    "dist_d_model": lambda: _test_literal(_DIST, r'"d_model=(\d+)"'),
+    "dist_steps": lambda: _test_literal(_DIST, r'"steps=(\d+)"'),
+    "dist_loss_tol": lambda: _test_literal(_DIST, r"rtol=1e-6, atol=(1e-6)"),
+    "dist_weight_tol": lambda: _test_literal(_DIST, r"\(diffs <= (1e-6)\)"),
+    "dist_weight_share": lambda: format(100 * float(_test_literal(_DIST, r"mean\(\)\) > (0\.\d+)")), "g"),
+    "dist_weight_max": lambda: _test_literal(_DIST, r"diffs\.max\(\)\) < (1e-5)"),
+    "dist_moment_tol": lambda: _test_literal(_DIST, r"rtol=0, atol=(1e-6)"),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("Preparation reads the corpus block by block (", "data_block_mib"),
+    ("(1 MiB; a JSON line whole, at most ", "data_line_mib"),
+    ("The text is cut into chunks of ", "data_chunk_ki"),
+    ("go to the tokenizers library in batches of ", "data_batch_mi"),
+    ("(`python -m attnlab.benchmarks.data`). Batches of ", "data_batch_mi"),
+    ("of byte-level BPE records for ", "data_batch_mi"),
+    ("The ids are written in shards of one batch (", "data_shard_mi"),
+    ("a JSON line longer than ", "data_line_mib"),
+    ("`c.jsonl line 7: longer than ", "data_line_mib"),
+    ("DDP and FSDP each run the command with ", "dist_ranks"),
+    ("gloo processes on CPU (gpt-char, ", "dist_layers"),
+    ("gloo processes on CPU (gpt-char, 2 layers, d_model ", "dist_d_model"),
+    ("gloo processes on CPU (gpt-char, 2 layers, d_model 32, ", "dist_steps"),
+    ("`grad_clip=0.5`, active on every step) agree within ", "dist_loss_tol"),
+    ("agree within 1e-6; weights after ", "dist_steps"),
+    ("weights after 4 AdamW steps agree within ", "dist_weight_tol"),
+    ("AdamW steps agree within 1e-6 for more than ", "dist_weight_share"),
+    ("99.9% for FSDP) and within ", "dist_weight_max"),
+    ("the single-process layout and values (moments within ", "dist_moment_tol"),
+))
+
 
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
