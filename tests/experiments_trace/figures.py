@@ -1798,6 +1798,262 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
 ))
 
 
+# ---- docs/explorer.md: figures the explorer computes, recomputed from attnlab (no model download)
+EXPLORER = "docs/explorer.md"
+
+
+@cache
+def _toy_scores(verb_weight: bool = True) -> dict:
+    """The toy view's head 1 on "the cat sat on the mat", query "cat" (explorer/views/experiments/toy), as the
+    page's worked example reads it; verb_weight=False sets W_K's verb cell to 0 ("Remove the verb x2")."""
+    from attnlab.explorer.server.toy_model import DIMS
+    from attnlab.explorer.views.experiments.toy import compute as toy
+    w_q, w_k = toy.default_weights(0)
+    if not verb_weight:
+        w_k = [[0.0 if i == DIMS.index("verb") else x for x in row] for i, row in enumerate(w_k)]
+    return toy.scores("the cat sat on the mat", w_q, w_k, 1)
+
+
+def _toy_word(word: str, dim: str) -> str:
+    from attnlab.explorer.server.toy_model import DIMS, WORDS
+    return f"{WORDS[word][DIMS.index(dim)]:g}"
+
+
+def _toy_head(head: int, side: int, dim: str) -> str:
+    """A hand-set weight of the toy's table: head (1-based), side 1 W_Q / 2 W_K, the named dimension."""
+    from attnlab.explorer.server.toy_model import HEADS
+    return f"{HEADS[head - 1][side][dim]:g}"
+
+
+@cache
+def _smollm2_gap() -> dict[str, int]:
+    """The Architecture tab's count table for SmolLM2's shape (the llama-style preset), by the rows' first words:
+    explorer/views/architecture/particulars.count_gap against the built model's count (meta device)."""
+    from attnlab import presets
+    from attnlab.explorer.views.architecture.particulars import count_gap
+    gap = count_gap(presets["llama-style"], _preset_parameters("llama-style"))
+    return {"closed_form": gap["closed_form"], "measured": gap["measured"],
+            **{r["term"].split(" (")[0].split(":")[0]: r["params"] for r in gap["rows"]}}
+
+
+def _smollm2_roofline() -> dict[str, float]:
+    """explorer/views/cost/roofline.py's three points for SmolLM2's shape at n = 128 with the weights as the
+    explorer holds them (Q4_1 blocks, a Q8_0 head: the held bytes replace the tables' 4 bytes a weight)."""
+    from attnlab import presets
+    from attnlab.cost import cost_table
+    from attnlab.cost.analytic import matmul_parameters
+    c = presets["llama-style"]
+    swap = _step_bytes("llama-style", "q4_1", "q8_0") * 1e6 - 4 * matmul_parameters(c)
+    forward, step = cost_table(c, 1, 128), cost_table(c, 1, 128, mode="decode_step", cached=True)
+    moved_f, moved_s = forward.bytes_read + forward.bytes_written, step.bytes_read + step.bytes_written
+    return {"prefill": forward.flops / (moved_f + swap), "step": step.flops / (moved_s + swap),
+            "step_f32": step.flops / moved_s, "fewer": moved_s / (moved_s + swap), "step_mflop": step.flops / 1e6}
+
+
+def _explorer(module: str, name: str, scale: float = 1, fmt: str = "g") -> Callable[[], str]:
+    """A constant of the explorer (attnlab.explorer.MODULE.NAME) over scale, as the page writes it."""
+    return lambda: format(_attr(f"attnlab.explorer.{module}", name) / scale if scale != 1 else
+                          _attr(f"attnlab.explorer.{module}", name), fmt)
+
+
+COMPUTED.update({
+    "toy_dims": lambda: str(len(_attr("attnlab.explorer.server.toy_model", "DIMS"))),
+    "toy_heads": lambda: str(len(_attr("attnlab.explorer.server.toy_model", "HEADS"))),
+    "toy_d_head": lambda: str(_attr("attnlab.explorer.server.toy_model", "D_HEAD")),
+    **{f"toy_head{h}_{s}_{d}": (lambda h=h, s=s, d=d: _toy_head(h, s, d)) for h, s, d in (
+        (1, 1, "animate"), (1, 1, "subj"), (1, 2, "verb"), (2, 1, "det"), (2, 2, "noun"), (3, 1, "prep"),
+        (3, 2, "place"), (4, 1, "adj"), (4, 2, "noun"), (4, 2, "animate"))},
+    "toy_cat_animate": lambda: _toy_word("cat", "animate"),
+    "toy_cat_subj": lambda: _toy_word("cat", "subj"),
+    "toy_sat_verb": lambda: _toy_word("sat", "verb"),
+    "toy_q": lambda: f"{_toy_scores()['q'][1][0]:g}",
+    "toy_k": lambda: f"{_toy_scores()['k'][2][0]:g}",
+    **{f"toy_q{i}": (lambda i=i: f"{_toy_scores()['q'][1][i]:g}") for i in (1, 2, 3)},
+    **{f"toy_k{i}": (lambda i=i: f"{_toy_scores()['k'][2][i]:g}") for i in (1, 2, 3)},
+    "toy_score": lambda: f"{_toy_scores()['raw_scores'][1][2]:g}",
+    "toy_sat_weight": lambda: f"{_toy_scores()['weights'][1][2]:.2f}",
+    "toy_no_verb_score": lambda: f"{max(abs(x) for x in _toy_scores(False)['raw_scores'][1]):g}",
+    "toy_no_verb_flat": lambda: str(round(1 / _toy_scores(False)["weights"][1][0])),
+    "smollm2_heads": lambda: str(_preset_attr("llama-style", "n_heads")),
+    "smollm2_kv_heads": lambda: str(_preset_attr("llama-style", "n_kv_heads")),
+    "explorer_smollm2_d_ff": lambda: str(_preset_attr("llama-style", "d_ff")),
+    "smollm2_d_model": lambda: str(_preset_attr("llama-style", "d_model")),
+    "smollm2_closed_form": lambda: f"{_smollm2_gap()['closed_form']:,}",
+    "smollm2_measured": lambda: f"{_smollm2_gap()['measured']:,}",
+    "smollm2_gap_kv": lambda: f"{-_smollm2_gap()['grouped K/V']:,}",
+    "smollm2_gap_third": lambda: f"{_smollm2_gap()['the gated FFN' + chr(39) + 's third matrix']:,}",
+    "smollm2_gap_d_ff": lambda: f"{-_smollm2_gap()['d_ff ≠ 4 d_model']:,}",
+    "smollm2_gap_norms": lambda: f"{_smollm2_gap()['norms']:,}",
+    "smollm2_norm_count": lambda: str(_smollm2_gap()["norms"] // _preset_attr("llama-style", "d_model")),
+    "smollm2_gap_tied": lambda: f"{_smollm2_gap()['tied head']:,}",
+    "smollm2_untied_head": lambda: format(_preset_attr("llama-style", "vocab_size")
+                                          * _preset_attr("llama-style", "d_model"), ","),
+    "smollm2_held_blocks": lambda: f"{sum(n * k for n, k in _matrices('llama-style')[0]):,}",
+    "smollm2_held_q4_1_bits": lambda: f"{8 * _qlayer_bytes('q4_1', _preset_attr('llama-style', 'd_model')):g}",
+    "smollm2_held_q8_0_bits": lambda: f"{8 * _qlayer_bytes('q8_0', _preset_attr('llama-style', 'd_model')):g}",
+    "smollm2_held_mib": lambda: f"{_model_mib('llama-style', 'q4_1', 'q8_0'):.1f}",
+    "smollm2_float32_mib": lambda: f"{_model_mib('llama-style', 'float32', 'float32'):.1f}",
+    "smollm2_roof_prefill": lambda: f"{_smollm2_roofline()['prefill']:.1f}",
+    "smollm2_roof_step": lambda: f"{_smollm2_roofline()['step']:.2f}",
+    "smollm2_roof_step_f32": lambda: f"{_smollm2_roofline()['step_f32']:.2f}",
+    "smollm2_roof_fewer": lambda: f"{_smollm2_roofline()['fewer']:.2f}",
+    "smollm2_roof_mflop": lambda: f"{_smollm2_roofline()['step_mflop']:.0f}",
+    "explorer_experiment_chars": _explorer("views.experiments.requests", "MAX_EXPERIMENT_CHARS", fmt=","),
+    "explorer_experiment_tokens": _explorer("views.experiments.requests", "MAX_EXPERIMENT_TOKENS"),
+    "explorer_body_mib": _explorer("server.app", "MAX_BODY_BYTES", 2 ** 20),
+    "explorer_queue_s": _explorer("server.app", "QUEUE_SECONDS"),
+    "explorer_measure_s": _explorer("server.app", "MEASURE_SECONDS"),
+    "explorer_own_addresses_s": _explorer("server.guard", "OWN_ADDRESSES_SECONDS"),
+    "explorer_heavy_waiting": _explorer("server.fair_queue", "MAX_HEAVY_WAITING"),
+    "explorer_light_waiting": _explorer("server.fair_queue", "MAX_LIGHT_WAITING"),
+    "explorer_id_limit": _explorer("server.clients", "ID_LIMIT"),
+    "explorer_id_window_min": _explorer("server.clients", "ID_WINDOW", 60),
+    "explorer_sessions": _explorer("server.sessions", "MAX_SESSIONS"),
+    "explorer_session_idle_min": _explorer("server.sessions", "SESSION_IDLE_SECONDS", 60),
+    "explorer_max_tokens": _explorer("server.common", "MAX_TOKENS"),
+    "explorer_cost_n": _explorer("views.cost.compute", "MAX_COST_N", fmt=","),
+    "explorer_upload_mib": _explorer("views.vision.images", "MAX_UPLOAD_BYTES", 2 ** 20),
+    "explorer_pixels_mi": _explorer("views.vision.images", "MAX_PIXELS", 2 ** 20),
+    "explorer_mnist_samples": _explorer("views.vision.images", "N_SAMPLES"),
+    "explorer_logits_sent": _explorer("views.generation.sampling", "N_SENT"),
+    "explorer_small_model_m": _explorer("views.generation.compute", "SMALL_MODEL", 1e6),
+    "explorer_float_relative": lambda: _exp(_attr("attnlab.explorer.views.generation.compute", "FLOAT_RELATIVE")),
+    "explorer_quantized_relative": lambda: _exp(_attr("attnlab.explorer.views.generation.compute",
+                                                      "QUANTIZED_RELATIVE")),
+    "explorer_kernel_bits": lambda: str(round(-__import__("math").log2(
+        _attr("attnlab.explorer.views.generation.compute", "KERNEL_ROUNDING")))),
+    "explorer_formed": _explorer("views.experiments.timeline.compute", "FORMED"),
+    "explorer_attribution_top": _explorer("views.experiments.attribution.compute", "TOP"),
+    "explorer_attribution_extra": _explorer("views.experiments.attribution.compute", "EXTRA"),
+    "explorer_attribution_checked": lambda: str(_attr("attnlab.explorer.views.experiments.attribution.compute", "TOP")
+                                                + _attr("attnlab.explorer.views.experiments.attribution.compute",
+                                                        "EXTRA")),
+    "explorer_d_shown": _explorer("views.architecture.forward_pass", "D_SHOWN"),
+    "explorer_t_shown": _explorer("views.architecture.forward_pass", "T_SHOWN"),
+    "explorer_top_k_shown": _explorer("views.architecture.forward_pass", "TOP_K"),
+    "explorer_mlm_rate": lambda: format(100 * _signature_default("attnlab.explorer.views.selfsup.compute",
+                                                                 "mlm_draw", "rate"), "g"),
+    "explorer_build_nice": lambda: _test_literal("attnlab/explorer/server/idle_builds.py", r"at nice (\d+)"),
+    "explorer_cache_mb": lambda: _test_literal("attnlab/explorer/views/attention/compute.py",
+                                               r"\"ATTNLAB_EXPLORER_CACHE_MB\", \"(\d+)\""),
+})
+COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
+    ("the seed's hand-crafted example: ", "toy_dims"),
+    ("8 named embedding dimensions, ", "toy_heads"),
+    ("each head (d_k = ", "toy_d_head"),
+    ("| 1 subject → verb | ", "toy_head1_1_animate"),
+    ("| 1 subject → verb | 2 × animate + ", "toy_head1_1_subj"),
+    ("2 × animate + 1 × subj | ", "toy_head1_2_verb"),
+    ("| 2 determiner → noun | ", "toy_head2_1_det"),
+    ("| 2 determiner → noun | 2 × det | ", "toy_head2_2_noun"),
+    ("| 3 preposition → place | ", "toy_head3_1_prep"),
+    ("| 3 preposition → place | 2 × prep | ", "toy_head3_2_place"),
+    ("| 4 adjective → noun | ", "toy_head4_1_adj"),
+    ("| 4 adjective → noun | 2 × adj | ", "toy_head4_2_noun"),
+    ("| 4 adjective → noun | 2 × adj | 2 × noun + ", "toy_head4_2_animate"),
+    ("\"cat\" = (animate ", "toy_cat_animate"),
+    ("\"cat\" = (animate 0.9, subj ", "toy_cat_subj"),
+    ("gives Q = 2·0.9 + ", "toy_cat_subj"),
+    ("gives Q = 2·0.9 + 0.8 = ", "toy_q"),
+    ("\"sat\" = (verb ", "toy_sat_verb"),
+    ("gives K = ", "toy_k"),
+    ("the raw score is ", "toy_q"),
+    ("the raw score is 2.6 × ", "toy_k"),
+    ("/ √4 = **", "toy_score"),
+    ("(on the toy: cat·W_Q = [", "toy_q"),
+    ("(on the toy: cat·W_Q = [2.6, ", "toy_q1"),
+    ("(on the toy: cat·W_Q = [2.6, 0, ", "toy_q2"),
+    ("(on the toy: cat·W_Q = [2.6, 0, 0, ", "toy_q3"),
+    ("`projection_steps`: cat·W_Q = [", "toy_q"),
+    ("`projection_steps`: cat·W_Q = [2.6, ", "toy_q1"),
+    ("`projection_steps`: cat·W_Q = [2.6, 0, ", "toy_q2"),
+    ("`projection_steps`: cat·W_Q = [2.6, 0, 0, ", "toy_q3"),
+    ("sat·W_K = [", "toy_k"),
+    ("sat·W_K = [1.8, ", "toy_k1"),
+    ("sat·W_K = [1.8, 0, ", "toy_k2"),
+    ("sat·W_K = [1.8, 0, 0, ", "toy_k3"),
+    ("sat·W_K = [1.8, 0, 0, 0], ", "toy_score"),
+    ("`tests/explorer/test_api.py`: the toy's ", "toy_score"),
+    ("After that \"cat\" scores ", "toy_no_verb_score"),
+    ("(each weight 1/", "toy_no_verb_flat"),
+    ("and \"sat\" loses the ", "toy_sat_weight"),
+    ("appear in the shapes (SmolLM2: ", "smollm2_heads"),
+    ("appear in the shapes (SmolLM2: 9 query heads, ", "smollm2_kv_heads"),
+    ("the rows add up exactly. SmolLM2: ", "smollm2_closed_form"),
+    ("SmolLM2: 147,750,912 − ", "smollm2_gap_kv"),
+    ("(W_K and W_V narrower: ", "smollm2_kv_heads"),
+    ("W_V narrower: 3 K/V heads for ", "smollm2_heads"),
+    ("3 K/V heads for 9 query heads) + ", "smollm2_gap_third"),
+    ("(the gated FFN's third matrix) − ", "smollm2_gap_d_ff"),
+    ("(d_ff = ", "explorer_smollm2_d_ff"),
+    ("the third matrix is paid for exactly) + ", "smollm2_gap_norms"),
+    ("is paid for exactly) + 35,136 (", "smollm2_norm_count"),
+    ("RMSNorms of ", "smollm2_d_model"),
+    ("RMSNorms of 576, no bias) + ", "smollm2_gap_tied"),
+    ("(the head is tied; untied it would add ", "smollm2_untied_head"),
+    ("untied it would add 28,311,552) = ", "smollm2_measured"),
+    ("as the explorer loads it holds ", "smollm2_held_blocks"),
+    ("weights as Q4_1 (", "smollm2_held_q4_1_bits"),
+    ("(5 bits a weight), ", "smollm2_untied_head"),
+    ("28,311,552 as Q8_0 (", "smollm2_held_q8_0_bits"),
+    ("as Q8_0 (8.5 bits) and ", "smollm2_gap_norms"),
+    ("float32 norm gains: ", "smollm2_held_mib"),
+    ("float32 norm gains: 92.1 MiB, against ", "smollm2_float32_mib"),
+    ("SmolLM2 at n = 128: the prefill does ", "smollm2_roof_prefill"),
+    ("FLOPs per byte, the step ", "smollm2_roof_step"),
+    ("with its Q4_1/Q8_0 blocks and ", "smollm2_roof_step_f32"),
+    ("blocks and 0.51 in float32 (", "smollm2_roof_fewer"),
+    ("fewer bytes for the same ", "smollm2_roof_mflop"),
+    ("Texts are capped at ", "explorer_experiment_chars"),
+    ("Texts are capped at 1,000 characters (422) and ", "explorer_experiment_tokens"),
+    ("malformed JSON → 422; bodies over ", "explorer_body_mib"),
+    ("request still waiting after ", "explorer_queue_s"),
+    ("timing when the page leaves, or after ", "explorer_measure_s"),
+    ("names another, at most every ", "explorer_own_addresses_s"),
+    ("time and may have ", "explorer_heavy_waiting"),
+    ("however many one student sends), with up to ", "explorer_light_waiting"),
+    ("A light request waits ", "explorer_queue_s"),
+    ("A light request waits 120 s at most, a heavy job ", "explorer_queue_s"),
+    ("One address is given at most ", "explorer_id_limit"),
+    ("One address is given at most 4 new ids in ", "explorer_id_window_min"),
+    ("sends back with its next step. At most ", "explorer_sessions"),
+    ("any idle for ", "explorer_session_idle_min"),
+    ("no new request. Up to ", "explorer_max_tokens"),
+    ("so is an n beyond the tab's ", "explorer_cost_n"),
+    ("uploaded PNG/JPEG (≤ ", "explorer_upload_mib"),
+    ("PNG/JPEG (≤ 2 MiB, ≤ ", "explorer_pixels_mi"),
+    ("- **Vision**: ", "explorer_mnist_samples"),
+    ("top-k (0 to ", "explorer_logits_sent"),
+    ("Each step sends its ", "explorer_logits_sent"),
+    ("the nucleus where it reaches past the ", "explorer_logits_sent"),
+    ("timed by default on models under ", "explorer_small_model_m"),
+    ("that follows the weights' precision: ", "explorer_float_relative"),
+    ("(the runs differ only in summation order), ", "explorer_quantized_relative"),
+    ("a one-token step rounds its activations to ~", "explorer_kernel_bits"),
+    ("from which its score stays at or above ", "explorer_formed"),
+    ("Then the exact values of the ", "explorer_attribution_top"),
+    ("with the largest |estimate| and ", "explorer_attribution_extra"),
+    ("Eiffel sentence the head estimate ranks the ", "explorer_attribution_checked"),
+    ("summarised (the first ", "explorer_d_shown"),
+    ("summarised (the first 16 features, ", "explorer_t_shown"),
+    ("(the first 16 features, 24 tokens, the top ", "explorer_top_k_shown"),
+    ("draw BERT's random ", "explorer_mlm_rate"),
+    ("starts once the explorer has had no request for ", "idle_build_s"),
+    ("(the step compiles once the explorer has had no request for ", "idle_build_s"),
+    ("no request running or waiting for ", "idle_build_s"),
+    ("priority (nice ", "explorer_build_nice"),
+    ("(`ATTNLAB_EXPLORER_CACHE_MB`, default ", "explorer_cache_mb"),
+    ("in the box gets a message saying which texts the view carries (call `show()` again, or run `attnlab explore`). "
+     "Texts over ", "notebook_max_tokens"),
+    ("layer × head would exceed about ", "notebook_embedded_mb"),
+    ("over the allowed 0.0199 under the ", "explorer_quantized_relative"),
+))
+COMPUTED.update({
+    "notebook_max_tokens": _explorer("notebook", "MAX_TOKENS"),
+    "notebook_embedded_mb": _explorer("notebook", "MAX_EMBEDDED_BYTES", 1e6),
+})
+
+
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
     line that holds its marker."""
