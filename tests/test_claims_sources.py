@@ -1156,6 +1156,55 @@ def _attribution_claims(pair: str, key: str, cells: tuple[str, ...]) -> list[tup
 
 CLAIMS += [c for row in _ATTRIBUTION_ROWS for c in _attribution_claims(*row)]
 
+# docs/training.md's minilm-mlm trials of 2026-12-07 (bench/results/minilm-everyday-2026-12-07): the runs' step
+# lines and cloze scores as the logs print them, rounded on the page
+EVERYDAY = "bench/results/minilm-everyday-2026-12-07/runs.log"
+FACTS = "bench/results/minilm-everyday-2026-12-07/facts-runs.log"
+
+
+def _step(run: str, step: int, key: str) -> str:
+    """A run's step line in facts-runs.log: the value after `key`."""
+    return rf"^run {re.escape(run)}: step {step}/\d+ .* {key} ([\d.]+)"
+
+
+def _cloze(run: str, step: int, which: str = "dev") -> str:
+    return rf"^cloze runs/{re.escape(run)}/step-0*{step} {which} (\d+)/"
+
+
+CLAIMS += [
+    ("docs/training.md", "(val loss {2.94} against the pilot's 2.75)", FACTS, _step("lr2e4", 1000, "val_loss"), 1),
+    ("docs/training.md", "(val loss 2.94 against the pilot's {2.75})", EVERYDAY,
+     r"^run pilot-33 step 1000: val loss ([\d.]+)", 1),
+    ("docs/training.md", "against the pilot's 2.75) and got {10} of 22", FACTS, _cloze("lr2e4", 1000), 1),
+    ("docs/training.md", "reached a lower val loss ({2.68})", FACTS, _step("l6t5", 1000, "val_loss"), 1),
+    ("docs/training.md", "reached a lower val loss (2.68) but {9} of 22", FACTS, _cloze("l6t5", 1000), 1),
+    ("docs/training.md", "(132 in all, {399,298} words)", FACTS, r"^words: stories (\d+)", 1),
+    ("docs/training.md", "held-out loss to {2.35} (top-5", FACTS, _step("s132", 4000, "val_loss"), 1),
+    ("docs/training.md", "held-out loss to 2.35 (top-5 {72.5}%)", FACTS, _step("s132", 4000, "masked_top5"), 100),
+    # "7-9 of 22 over steps 1,000-4,000": its least at step 1000, its most at 4000
+    ("docs/training.md", "the development list stayed at {7}-9 of 22", FACTS, _cloze("s132", 1000), 1),
+    ("docs/training.md", "the development list stayed at 7-{9} of 22", FACTS, _cloze("s132", 4000), 1),
+    ("docs/training.md", "32 batches of facts ({6,804} sentences", FACTS, r"^assembled facts: .*'sentences': (\d+)", 1),
+    ("docs/training.md", "32 batches of facts (6,804 sentences, {91,826} words)", FACTS, r"^words: .* facts (\d+)", 1),
+    *(("docs/training.md", printed, FACTS, _step("mix-a", step, key), scale) for printed, step, key, scale in (
+        ("| 14m12s | {3.18} / 61.6% at 500;", 500, "val_loss", 1),
+        ("| 14m12s | 3.18 / {61.6}% at 500;", 500, "masked_top5", 100),
+        ("61.6% at 500; {2.84} / 66.3% at 1000;", 1000, "val_loss", 1),
+        ("61.6% at 500; 2.84 / {66.3}% at 1000;", 1000, "masked_top5", 100),
+        ("66.3% at 1000; {2.61} / 69.5% at 1500;", 1500, "val_loss", 1),
+        ("66.3% at 1000; 2.61 / {69.5}% at 1500;", 1500, "masked_top5", 100),
+        ("69.5% at 1500; {2.50} / 71.1% at 2000", 2000, "val_loss", 1),
+        ("69.5% at 1500; 2.50 / {71.1}% at 2000", 2000, "masked_top5", 100))),
+    ("docs/training.md", "Chosen on the development list: mix-a at step 1,500 ({15} of 22", FACTS,
+     _cloze("mix-a", 1500), 1),
+    ("docs/training.md", "Scored once on the test list: **{19} of 40", FACTS, _cloze("mix-a", 1500, "test"), 1),
+    ("docs/training.md", "Scored once on the test list: **19 of {40}", FACTS,
+     r"^cloze runs/mix-a/step-0*1500 test \d+/(\d+)", 1),
+    ("docs/training.md", "runs.log`): **{17} of 40 (42.5%)**", EVERYDAY, _cloze("big-a", 2000, "test"), 1),
+    ("docs/training.md", "Chosen on the development list: mix-a at step {1,500} (15 of 22", FACTS,
+     r"^cloze runs/mix-a/step-0*(\d+) test ", 1),
+]
+
 
 def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text)

@@ -1797,6 +1797,32 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("the single-process layout and values (moments within ", "dist_moment_tol"),
 ))
 
+# docs/training.md: the baby GPT's shape (gpt-char's defaults), the minilm-mlm trials' test-list shares (their logs)
+_EVERYDAY = "bench/results/minilm-everyday-2026-12-07"
+
+
+def _test_share(log: str, run: str) -> str:
+    """A run's test-list score as a share, in percent: "cloze runs/RUN/step-... test 17/40"."""
+    hits, total = re.search(rf"^cloze runs/{run}/step-\d+ test (\d+)/(\d+)", (ROOT / _EVERYDAY / log).read_text(),
+                            re.M).groups()
+    return f"{100 * int(hits) / int(total):.1f}"
+
+
+COMPUTED.update({
+    **{f"gpt_char_default_{key}": (lambda key=key: str(_defaults("gpt-char")[key]))
+       for key in ("n_layers", "d_model", "seq_len", "batch_size")},
+    "big_a_test_pct": lambda: _test_share("runs.log", "big-a"),
+    "mix_a_test_pct": lambda: _test_share("facts-runs.log", "mix-a"),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("Peak memory beside nanoGPT's baby GPT (", "gpt_char_default_n_layers"),
+    ("Peak memory beside nanoGPT's baby GPT (4 layers, width ", "gpt_char_default_d_model"),
+    ("baby GPT (4 layers, width 128, block ", "gpt_char_default_seq_len"),
+    ("baby GPT (4 layers, width 128, block 64, batch ", "gpt_char_default_batch_size"),
+    ("runs.log`): **17 of 40 (", "big_a_test_pct"),
+    ("Scored once on the test list: **19 of 40 (", "mix_a_test_pct"),
+))
+
 
 # ---- docs/explorer.md: figures the explorer computes, recomputed from attnlab (no model download)
 EXPLORER = "docs/explorer.md"
