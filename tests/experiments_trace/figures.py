@@ -1823,6 +1823,64 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("Scored once on the test list: **19 of 40 (", "mix_a_test_pct"),
 ))
 
+# docs/training.md's closing notes: the shipped runs' evaluations, the baselines' settings, the cloze list and the
+# tests' bounds
+
+
+def _vit_stderr() -> float:
+    """One standard error of the shipped vit-mnist's final accuracy on its test images, in points."""
+    p, n = _json(f"{CK}/vit-mnist/trained.json")["final_eval"]["accuracy"], _defaults("vit-mnist")["test_size"]
+    return 100 * (p * (1 - p) / n) ** 0.5
+
+
+def _cloze_count(name: str) -> int:
+    """Sentences of a cloze list (tests/training/NAME: one a line, '#' lines are comments)."""
+    lines = (ROOT / "tests/training" / name).read_text().splitlines()
+    return sum(1 for line in lines if line.strip() and not line.startswith("#"))
+
+
+COMPUTED.update({
+    "cloze_target_pct": lambda: _pct(float(_test_literal("tests/training/test_cloze.py",
+                                                         r"assert sum\(hits\) / len\(hits\) >= ([\d.]+)"))),
+    "cloze_sentences": lambda: str(_cloze_count("cloze_sentences.tsv")),
+    "translate_max_number": lambda: str(_defaults("translate-numbers")["max_number"]),
+    "translate_typed_bound": lambda: _pct(float(_test_literal(
+        "tests/training/test_assets.py", r"assert correct / len\(numbers\) >= ([\d.]+)"))),
+    "vit_stderr": lambda: f"{_vit_stderr():.1f}",
+    "bert_val_pct": lambda: _pct(_defaults("bert-mlm")["val_fraction"]),
+    "sample_temperature": lambda: f"{_attr('attnlab.training.recipes.text', 'SAMPLE_TEMPERATURE'):g}",
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("among its 5 most likely for at least ", "cloze_target_pct"),
+    ("(read by `tests/training/test_cloze.py`): ", "cloze_sentences"),
+    ("Not the cause: the ", "mlm_mask"),
+    ("Not the cause: the 80/", "mlm_random"),
+    ("Not the cause: the 80/10/", "mlm_kept"),
+    ("no two numbers up to ", "translate_max_number"),
+    ("not \"quatre - vingt - dix - neuf\". Measured on the ", "translate_held_out"),
+    ("`tests/training/test_assets.py` asserts >= ", "translate_typed_bound"),
+    ("over steps 4500-6000 of the shipped patch-4 run) and one standard error on ", "vit_test_size"),
+    ("of the shipped patch-4 run) and one standard error on 1000 test images is ~", "vit_stderr"),
+    ("targets the transformer is scored on (consecutive ", "gpt_char_seq_len"),
+    ("The validation split (the last ", "bert_val_pct"),
+    ("`runs/gpt-char/samples.txt`, temperature ", "sample_temperature"),
+    ("sorted and drew over the whole ", "smollm2_vocab"),
+))
+_VIT, _BERT = f"{CK}/vit-mnist/trained.json", f"{CK}/bert-mlm/trained.json"
+SOURCE_PLACES += tuple(("docs/training.md", end, spec) for end, spec in (
+    ("96.5-97.7% over steps 3500-6000 of the patch-7 run; ", f"{_VIT} evals.4500.eval_accuracy 100 .1f"),
+    ("of the patch-7 run; 97.4, ", f"{_VIT} evals.5000.eval_accuracy 100 .1f"),
+    ("of the patch-7 run; 97.4, 97.7, ", f"{_VIT} evals.5500.eval_accuracy 100 .1f"),
+    ("of the patch-7 run; 97.4, 97.7, 97.1, ", f"{_VIT} evals.6000.eval_accuracy 100 .1f"),
+    ("97.4, 97.7, 97.1, 97.5% over steps 4500-", f"{_VIT} steps 1 d"),
+    ("bert-mlm was still improving at ", f"{_BERT} steps 1 d"),
+    ("bert-mlm was still improving at 3000 steps (", f"{_BERT} evals.1500.eval_masked_top1 100 .1f"),
+    ("(44.4% at 1500, ", f"{_BERT} evals.2000.eval_masked_top1 100 .1f"),
+    ("(44.4% at 1500, 46.2% at 2000, ", f"{_BERT} evals.3000.eval_masked_top1 100 .1f"),
+    ("46.2% at 2000, 47.4% at ", f"{_BERT} steps 1 d"),
+    ("ASCII tables, so `-` alone is ", f"{_BERT} final_eval.unigram_top1 100 .1f"),
+))
+
 
 # ---- docs/explorer.md: figures the explorer computes, recomputed from attnlab (no model download)
 EXPLORER = "docs/explorer.md"
