@@ -2137,6 +2137,82 @@ COMPUTED.update({
     "notebook_embedded_mb": _explorer("notebook", "MAX_EMBEDDED_BYTES", 1e6),
 })
 
+# ---- docs/reliability.md's prose: the limits it states, from the explorer's and the readers' constants, and the
+# sizes of the tests it names, from the tests (read with ast or a pattern: no import)
+RELIABILITY = "docs/reliability.md"
+ABUSE = "tests/reliability/test_explorer_abuse.py"
+# the case-count table is written by `python -m tests.reliability.report --write` from the tests' own definitions;
+# tests/reliability/test_report.py fails when the page's table differs from it
+OUTPUT_BLOCKS["reliability_cases"] = (RELIABILITY, "<!-- case-counts:begin (python -m tests.reliability.report", None)
+CHECKED_ELSEWHERE["reliability_cases"] = "tests/reliability/test_report.py"
+COMPUTED.update({
+    "explorer_text_chars": _explorer("server.common", "MAX_TEXT_CHARS", fmt=","),
+    "explorer_pixel_side": lambda: str(round(_attr("attnlab.explorer.views.vision.images", "MAX_PIXELS") ** 0.5)),
+    "explorer_concurrent_default": lambda: _test_literal("attnlab/explorer/server/app.py",
+                                                         r"\"ATTNLAB_EXPLORER_CONCURRENT\", \"(\d+)\""),
+    "explorer_body_s": _explorer("server.app", "BODY_SECONDS"),
+    "explorer_stream_steps": _explorer("server.schemas", "MAX_STREAM_STEPS"),
+    "explorer_stream_s": _explorer("server.app", "STREAM_SECONDS"),
+    "json_line_mib": lambda: format(_attr("attnlab.data.sources", "MAX_LINE_BYTES") / 2 ** 20, "g"),
+    **{f"gguf_{name.lower()}": (lambda name=name: format(_attr("attnlab.interop.gguf_tokenizer", name), ","))
+       for name in ("MAX_KEYS", "MAX_ARRAY", "MAX_STRINGS", "MAX_STRING_BYTES")},
+    "load_bench_oversized_mib": lambda: _test_literal("attnlab/benchmarks/explorer.py",
+                                                      r"\"x\" \* \((\d+) \* 1024 \* 1024\)"),
+    "load_bench_oversized_chars": lambda: format(int(_test_literal("attnlab/benchmarks/explorer.py",
+                                                                   r"\"y\" \* ([\d_]+)\}")), ","),
+    "load_bench_clients": lambda: str(_signature_default("attnlab.benchmarks.explorer", "run_load", "clients")),
+    "load_bench_requests": lambda: str(_signature_default("attnlab.benchmarks.explorer", "run_load",
+                                                          "requests_per_client")),
+    "abuse_load_clients": lambda: str(ast_pair(ABUSE, "LOAD_CLIENTS")),
+    "abuse_load_requests": lambda: str(ast_pair(ABUSE, "LOAD_REQUESTS")),
+    "abuse_slow_requests": lambda: _test_literal(ABUSE, r"json=\{\"model\": \"path1\", \"text\": \"hello\"\}\)"
+                                                        r"\.status_code\)\) for _ in range\((\d+)\)\]"),
+    "abuse_traversals": lambda: str(len(__import__("ast").literal_eval(_test_node(ABUSE, "TRAVERSALS")))),
+})
+
+
+def ast_pair(path: str, name: str):
+    """A constant a test file assigns in a tuple assignment ("A, B = 8, 12"), by its name."""
+    import ast
+    for node in ast.parse((ROOT / path).read_text()).body:
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
+            names = [t.id for t in node.targets[0].elts if isinstance(t, ast.Name)]
+            if name in names:
+                return ast.literal_eval(node.value)[names.index(name)]
+    raise KeyError(f"{path} sets no {name}")
+
+
+COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
+    ("| Request bodies over ", "explorer_body_mib"),
+    ("Request bodies over 4 MiB get 413; text over ", "explorer_text_chars"),
+    ("and 65535x65535, all under the ", "explorer_upload_mib"),
+    ("Each gets a 400 naming the pixel limit (", "explorer_pixel_side"),
+    ("requests run model code at once (default ", "explorer_concurrent_default"),
+    ("and get a 503 only after waiting ", "explorer_queue_s"),
+    ("A body that has not fully arrived ", "explorer_body_s"),
+    ("Bodies are counted as they stream, chunked or not: 413 at ", "explorer_body_mib"),
+    ("requires a class token (random, ", "class_token_bits"),
+    ("stops between lengths when its client goes away or after ", "explorer_measure_s"),
+    ("the page's \"10 steps\", at most ", "explorer_stream_steps"),
+    ("when its client goes away (the page's Stop) or after ", "explorer_stream_s"),
+    ("a line is read with a bound, ", "json_line_mib"),
+    ("(`MAX_KEYS` ", "gguf_max_keys"),
+    ("`MAX_ARRAY` ", "gguf_max_array"),
+    ("`MAX_STRINGS` ", "gguf_max_strings"),
+    ("`MAX_STRING_BYTES` ", "gguf_max_string_bytes"),
+    ("Oversized requests are a ", "load_bench_oversized_mib"),
+    ("Oversized requests are a 5 MiB body, ", "load_bench_oversized_chars"),
+    ("alternated, two rounds, ", "load_bench_clients"),
+    ("alternated, two rounds, 32 clients x ", "load_bench_requests"),
+    ("`test_small_load_over_loopback_loses_nothing` (", "abuse_load_clients"),
+    ("`test_small_load_over_loopback_loses_nothing` (8 clients x ", "abuse_load_requests"),
+    ("`test_concurrent_heavy_work_is_limited` (", "abuse_slow_requests"),
+    ("peak concurrency exactly 2, all ", "abuse_slow_requests"),
+    ("No endpoint reads a file that was not named on the command line. ", "abuse_traversals"),
+    ("finishes its one bounded computation (at most ", "explorer_max_tokens"),
+))
+# ---- end of the docs/explorer.md and docs/reliability.md entries
+
 
 def output_blocks(page: str, text: str) -> list[tuple[int, int, str]]:
     """(start, end, name) of each code block OUTPUT_BLOCKS names on the page: the first fenced block after the
