@@ -1155,6 +1155,8 @@ def _attribution_claims(pair: str, key: str, cells: tuple[str, ...]) -> list[tup
 
 
 CLAIMS += [c for row in _ATTRIBUTION_ROWS for c in _attribution_claims(*row)]
+CLAIMS += [("docs/interventions.md", "and on the {8}-cell gpt-char pair dominated by layer 0", ATTRIBUTION,
+            r"^\| 'And the king said[^|]*\| (\d+) \|", 1)]
 
 # docs/training.md's minilm-mlm trials of 2026-12-07 (bench/results/minilm-everyday-2026-12-07): the runs' step
 # lines and cloze scores as the logs print them, rounded on the page

