@@ -2244,6 +2244,99 @@ COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
     ("No endpoint reads a file that was not named on the command line. ", "abuse_traversals"),
     ("finishes its one bounded computation (at most ", "explorer_max_tokens"),
 ))
+
+# docs/explorer.md's training timeline: the probe gpt-char ships (attnlab/assets/checkpoints/gpt-char/probe.jsonl.gz),
+# read and scored by explorer/views/experiments/timeline/compute.py's own functions
+GPT_CHAR_PROBE = CK + "/gpt-char/probe.jsonl.gz"
+
+
+@cache
+def _shipped_probe() -> dict:
+    from attnlab.explorer.views.experiments.timeline import compute as tl
+    header, lines = tl._read_shipped(ROOT / GPT_CHAR_PROBE)
+    steps = [line["step"] for line in lines]
+    layers, heads = int(header["n_layers"]), int(header["n_heads"])
+    previous = [[[tl.previous_token_score(line["weights"][i][h]) for line in lines] for h in range(heads)]
+                for i in range(layers)]
+    copy = tl.repeated_copy(list(header["tokens"]))
+    induction = [tl.induction_score(line["weights"][i][h], copy) for line in lines for i in range(layers)
+                 for h in range(heads)]
+    n = len(header["tokens"])
+    return {"header": header, "steps": steps, "formed": tl.formations(steps, previous), "layers": layers,
+            "induction_max": max(induction), "tokens": n,
+            # a head that spreads its weight evenly over the causal prefix: row i puts 1/(i+1) on token i-1
+            "even": sum(1 / (i + 1) for i in range(1, n)) / (n - 1)}
+
+
+def _shipped_runs() -> list[tuple[int, int]]:
+    """SHIPPED_STEPS as (gap, last step) runs after step 1: [(50, 500), (100, 1000), (250, 2000)]."""
+    steps = _attr("attnlab.explorer.views.experiments.timeline.compute", "SHIPPED_STEPS")[1:]
+    runs: list[tuple[int, int]] = []
+    for a, b in zip(steps, steps[1:], strict=False):
+        if runs and runs[-1][0] == b - a:
+            runs[-1] = (b - a, b)
+        else:
+            runs.append((b - a, b))
+    return runs
+
+
+def _formed(i: int, key: str) -> str:
+    f = _shipped_probe()["formed"][i]
+    return {"head": str(f["head"] + 1), "layer": str(f["layer"] + 1), "step": f"{f['step']:,}",
+            "score": f"{f['score']:.2f}"}[key]
+
+
+COMPUTED.update({
+    "probe_kb": lambda: str(round((ROOT / GPT_CHAR_PROBE).stat().st_size / 1000)),
+    "probe_every": lambda: str(_shipped_probe()["header"]["every"]),
+    "probe_last_step": lambda: f"{_shipped_probe()['steps'][-1]:,}",
+    "probe_kept": lambda: str(len(_shipped_probe()["steps"])),
+    "probe_run_end_1": lambda: f"{_shipped_runs()[0][1]:,}",
+    "probe_gap_2": lambda: str(_shipped_runs()[1][0]),
+    "probe_run_end_2": lambda: f"{_shipped_runs()[1][1]:,}",
+    "probe_after_2": lambda: f"{_shipped_runs()[1][1] + _shipped_runs()[2][0]:,}",
+    "probe_decimals": lambda: str(_signature_default("attnlab.explorer.views.experiments.timeline.compute",
+                                                     "ship_probe", "decimals")),
+    "gpt_char_val_loss": lambda: f"{_gpt_char_final('val_loss'):.4f}",
+    "gpt_char_steps": lambda: f"{_json(CK + '/gpt-char/trained.json')['steps']:,}",
+    **{f"probe_formed_{i}_{key}": (lambda i=i, key=key: _formed(i, key)) for i in range(3)
+       for key in ("head", "step", "score")},
+    "probe_formed_0_layer": lambda: _formed(0, "layer"),
+    "probe_layers": lambda: str(_shipped_probe()["layers"]),
+    "probe_induction_max": lambda: f"{_shipped_probe()['induction_max']:.2f}",
+    "probe_tokens": lambda: str(_shipped_probe()["tokens"]),
+    "probe_even_score": lambda: f"{_shipped_probe()['even']:.2f}",
+})
+COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
+    ("a head spreading evenly over the ", "probe_tokens"),
+    ("a head spreading evenly over the 35 characters scores about ", "probe_even_score"),
+    ("(`attnlab/assets/checkpoints/gpt-char/probe.jsonl.gz`, ", "probe_kb"),
+    ("threads=1` (seed 0, ", "gpt_char_steps"),
+    ("steps, a probe every ", "probe_every"),
+    ("a probe every 50), thinned to ", "probe_kept"),
+    ("thinned to 20 steps (every ", "probe_every"),
+    ("thinned to 20 steps (every 50 up to ", "probe_run_end_1"),
+    ("(every 50 up to 500, every ", "probe_gap_2"),
+    ("(every 50 up to 500, every 100 up to ", "probe_run_end_2"),
+    ("every 100 up to 1,000, then ", "probe_after_2"),
+    ("every 100 up to 1,000, then 1,250 ... ", "probe_last_step"),
+    (") and rounded to ", "probe_decimals"),
+    ("0.0008 from the shipped checkpoint's ", "gpt_char_val_loss"),
+    ("What it shows: three heads of layer ", "probe_formed_0_layer"),
+    ("become previous-token heads (head ", "probe_formed_0_head"),
+    ("previous-token heads (head 4 from step ", "probe_formed_0_step"),
+    ("(head 4 from step 300, head ", "probe_formed_1_head"),
+    ("(head 4 from step 300, head 3 from ", "probe_formed_1_step"),
+    ("from step 300, head 3 from 350, head ", "probe_formed_2_head"),
+    ("head 3 from 350, head 1 from ", "probe_formed_2_step"),
+    ("head 1 from 700; ", "probe_formed_0_score"),
+    ("head 1 from 700; 0.47, ", "probe_formed_1_score"),
+    ("head 1 from 700; 0.47, 0.37 and ", "probe_formed_2_score"),
+    ("0.47, 0.37 and 0.44 at step ", "probe_last_step"),
+    ("and no induction head forms in these ", "probe_last_step"),
+    ("forms in these 2,000 steps of a ", "probe_layers"),
+    ("the highest induction score at any kept step is ", "probe_induction_max"),
+))
 # ---- end of the docs/explorer.md and docs/reliability.md entries
 
 
