@@ -1915,6 +1915,33 @@ COMPUTED["fill_minilm_paris_france"] = lambda: format(dict(_fill("minilm-mlm", _
 COMPUTED_PLACES += (("docs/training.md", "| paris (0.54), france (", "fill_minilm_paris_france"),)
 
 
+@cache
+def _cloze_hits() -> int:
+    """The shipped minilm-mlm's test-list score, as tests/training/test_cloze.py counts it (cloze_top5_hits)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_cloze", ROOT / "tests/training/test_cloze.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return sum(module.cloze_top5_hits(*_checkpoint("minilm-mlm")))
+
+
+COMPUTED.update({
+    "cloze_top_k": lambda: _test_literal("tests/training/test_cloze.py", r"logits\.topk\((\d+), dim=-1\)"),
+    "cloze_shipped_hits": lambda: str(_cloze_hits()),
+    "cloze_shipped_pct": lambda: _pct(_cloze_hits() / _cloze_count("cloze_sentences.tsv")),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("The target: a shipped masked LM that has the right word among its ", "cloze_top_k"),
+    ("The shipped head gets **", "cloze_shipped_hits"),
+    ("The shipped head gets **6 of ", "cloze_sentences"),
+    ("The shipped head gets **6 of 40** (", "cloze_shipped_pct"),
+    ("Wikipedia summaries, and 350 steps of ", "minilm_batch"),
+))
+SOURCE_PLACES += tuple(("docs/training.md", end, spec) for end, spec in (
+    ("must learn it from the Wikipedia summaries, and ", f"{_MINILM} steps 1 d"),
+))
+
+
 # ---- docs/explorer.md: figures the explorer computes, recomputed from attnlab (no model download)
 EXPLORER = "docs/explorer.md"
 
