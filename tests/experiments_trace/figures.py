@@ -2364,6 +2364,37 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("forms in these 2,000 steps of a ", "probe_layers"),
     ("the highest induction score at any kept step is ", "probe_induction_max"),
 ))
+
+# docs/explorer.md's class runs: the simulated students' habits, as attnlab/benchmarks/explorer_class.py sets them
+CLASS_BENCH = "attnlab.benchmarks.explorer_class"
+COMPUTED.update({
+    "class_think_min": lambda: format(_attr(CLASS_BENCH, "THINK")[0], "g"),
+    "class_think_max": lambda: format(_attr(CLASS_BENCH, "THINK")[1], "g"),
+    "class_heavy_percent": lambda: format(100 * _attr(CLASS_BENCH, "HEAVY_SHARE"), "g"),
+    "class_patience_s": lambda: format(_attr(CLASS_BENCH, "PATIENCE"), "g"),
+})
+COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
+    ("tour's requests on gpt-char with ", "class_think_min"),
+    ("tour's requests on gpt-char with 2-", "class_think_max"),
+    ("on gpt-char with 2-8 s of reading between them and starting a head sweep in ", "class_heavy_percent"),
+    ("the tour's requests with ", "class_think_min"),
+    ("the tour's requests with 2-", "class_think_max"),
+    ("the tour's requests with 2-8 s of reading between them and starting a head sweep in ", "class_heavy_percent"),
+    ("given up by their students after ", "class_patience_s"),
+))
+
+# the shipped checkpoints' position limits (their config.json, as attnlab reads it): where the Cost tab clamps n
+def _seq_limit(*names: str) -> str:
+    from attnlab.config import ModelConfig
+    limits = {ModelConfig.from_dict(_json(f"{CK}/{n}/config.json")).seq_limit for n in names}
+    assert len(limits) == 1, f"{names} have different position limits: the page gives one"
+    return f"{limits.pop():,}"
+
+
+COMPUTED.update({"limit_gpt_char_bert_mlm": lambda: _seq_limit("gpt-char", "bert-mlm"),
+                 "limit_translate_numbers": lambda: _seq_limit("translate-numbers")})
+COMPUTED_PLACES += ((EXPLORER, "(gpt-char and bert-mlm read ", "limit_gpt_char_bert_mlm"),
+                    (EXPLORER, "bert-mlm read 64 tokens, translate-numbers ", "limit_translate_numbers"))
 # ---- end of the docs/explorer.md and docs/reliability.md entries
 
 
