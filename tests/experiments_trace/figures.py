@@ -2395,6 +2395,24 @@ COMPUTED.update({"limit_gpt_char_bert_mlm": lambda: _seq_limit("gpt-char", "bert
                  "limit_translate_numbers": lambda: _seq_limit("translate-numbers")})
 COMPUTED_PLACES += ((EXPLORER, "(gpt-char and bert-mlm read ", "limit_gpt_char_bert_mlm"),
                     (EXPLORER, "bert-mlm read 64 tokens, translate-numbers ", "limit_translate_numbers"))
+
+# docs/reliability.md's test sizes, as the tests write them
+COMPUTED.update({
+    "reliability_row_atol": lambda: _test_literal("tests/reliability/test_inputs_fuzz.py",
+                                                  r"torch\.ones_like\(w\.sum\(-1\)\), atol=(\S+), rtol=0\)"),
+    "reliability_kills": lambda: str(len(_test_constant("tests/reliability/test_crash_resume.py", "KILL_MOMENTS"))),
+    "reliability_slow_save": lambda: format(ast_pair("tests/reliability/test_crash_resume.py", "SLOW_SAVE"), "g"),
+    "reliability_rss_growth_mb": lambda: _test_literal("tests/reliability/test_untrusted_files.py",
+                                                       r"assert result\[\"growth\"\] < (\d+) \* 2\*\*20"),
+    "reliability_attacker_uid": lambda: str(_test_constant("tests/reliability/test_kernel_build.py", "ATTACKER")),
+})
+COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
+    ("every attention row sums to 1 (atol ", "reliability_row_atol"),
+    ("checkpoint every step) is SIGKILLed ", "reliability_kills"),
+    ("a test hook sleeps ", "reliability_slow_save"),
+    ("in a fresh subprocess) grows by less than ", "reliability_rss_growth_mb"),
+    ("(two user ids: uid ", "reliability_attacker_uid"),
+))
 # ---- end of the docs/explorer.md and docs/reliability.md entries
 
 
