@@ -1206,6 +1206,40 @@ CLAIMS += [
     ("docs/training.md", "Chosen on the development list: mix-a at step {1,500} (15 of 22", FACTS,
      r"^cloze runs/mix-a/step-0*(\d+) test ", 1),
 ]
+# ---- L: docs/explorer.md's SmolLM2 readouts, re-run 2026-12-07 (the log holds the script it ran)
+SMOL_READ = "bench/results/explorer-smollm2-2026-12-07/readouts.log"
+
+
+def _lens(after: str, group: str = r"rank ([\d,]+),") -> str:
+    """The readouts log's logit-lens line after `after` ("the embeddings", "layer 24"): ' Paris''s rank or P."""
+    return rf"^logit lens after {after}: ' Paris' " + group
+
+
+def _writes(layer: int, head: int, sign: str) -> str:
+    return rf"^name swap: layer {layer} head {head} writes \{sign}([\d.]+)"
+
+
+CLAIMS += [
+    ("docs/explorer.md", "is in the city of\" (P(\" Paris\") = {65.6}%, re-read", SMOL_READ,
+     r"^eiffel: P\(' Paris'\) = ([\d.]+)%", 1),
+    ("docs/explorer.md", "\" Paris\" first enters the top 5 at layer {28} (", SMOL_READ,
+     r"^logit lens: ' Paris' first in the top 5 after layer (\d+)$", 1),
+    ("docs/explorer.md", "first enters the top 5 at layer 28 ({4.1}%)", SMOL_READ,
+     _lens("layer 28", r"rank \d+, P ([\d.]+)%"), 1),
+    ("docs/explorer.md", "(4.1%) and ends at {65.6}%", SMOL_READ, _lens("layer 30", r"rank 1, P ([\d.]+)%"), 1),
+    ("docs/explorer.md", "\" Mary\" − \" John\" = {4.6054}; the parts", SMOL_READ,
+     r"logit difference ' Mary' - ' John' = ([\d.]+)", 1),
+    ("docs/explorer.md", "the parts sum to {4.6053} (float32", SMOL_READ, r"parts sum to ([\d.]+)$", 1),
+    ("docs/explorer.md", "layer 24 head 4 writes +{2.17}, layer 30", SMOL_READ, _writes(24, 4, "+"), 1),
+    ("docs/explorer.md", "layer 30 head 2 +{1.69}, layer 30 head 1", SMOL_READ, _writes(30, 2, "+"), 1),
+    ("docs/explorer.md", "layer 30 head 1 −{1.26} (2026-12-07", SMOL_READ, _writes(30, 1, "-"), 1),
+    ("docs/explorer.md", "Eiffel sentence \" Paris\" ranks {2,861} after the embeddings", SMOL_READ,
+     _lens("the embeddings"), 1),
+    ("docs/explorer.md", "after the embeddings, {779} after layer 24", SMOL_READ, _lens("layer 24"), 1),
+    ("docs/explorer.md", "779 after layer 24, {4} after layer 28", SMOL_READ, _lens("layer 28"), 1),
+    ("docs/explorer.md", "4 after layer 28 and {1} from layer 29 on", SMOL_READ, _lens("layer 29"), 1),
+]
+# ---- L: end
 
 
 def _squash(text: str) -> str:
