@@ -1239,6 +1239,14 @@ CLAIMS += [
     ("docs/explorer.md", "779 after layer 24, {4} after layer 28", SMOL_READ, _lens("layer 28"), 1),
     ("docs/explorer.md", "4 after layer 28 and {1} from layer 29 on", SMOL_READ, _lens("layer 29"), 1),
 ]
+SMOL_TOUR = "bench/results/explorer-smollm2-2026-12-07/tour.log"
+_TOUR = r"^tour: the head that lowers P\(answer\) most: "
+CLAIMS += [
+    ("docs/explorer.md", "on SmolLM2 that is layer {12}, head 8", SMOL_TOUR, _TOUR + r"layer (\d+),", 1),
+    ("docs/explorer.md", "on SmolLM2 that is layer 12, head {8}", SMOL_TOUR, _TOUR + r"layer \d+, head (\d+):", 1),
+    ("docs/explorer.md", "head 8: P(\" Paris\") {77.1}% ->", SMOL_TOUR, _TOUR + r".*: P ([\d.]+)% ->", 1),
+    ("docs/explorer.md", "77.1% -> {47.3}%", SMOL_TOUR, _TOUR + r".* -> ([\d.]+)%", 1),
+]
 # ---- L: end
 
 
