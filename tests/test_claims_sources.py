@@ -1247,6 +1247,21 @@ CLAIMS += [
     ("docs/explorer.md", "head 8: P(\" Paris\") {77.1}% ->", SMOL_TOUR, _TOUR + r".*: P ([\d.]+)% ->", 1),
     ("docs/explorer.md", "77.1% -> {47.3}%", SMOL_TOUR, _TOUR + r".* -> ([\d.]+)%", 1),
 ]
+SMOL_SWEEP = "bench/results/explorer-smollm2-2026-12-07/sweep.log"
+_IFFEL, _OF = r"^patch: 'iffel' restores ", r"^patch: ' of' takes over from layer "
+CLAIMS += [
+    ("docs/explorer.md", "drops are layer 2 head 5 ({1.11} nats)", SMOL_SWEEP,
+     r"^which heads matter: layer 2 head 5 drop ([\d.]+) nats", 1),
+    ("docs/explorer.md", "and layer 2 head 6 ({0.74}); most heads", SMOL_SWEEP,
+     r"^which heads matter: layer 2 head 6 drop ([\d.]+) nats", 1),
+    ("docs/explorer.md", "(\"iffel\") restores {0.68}–1.12 from layer", SMOL_SWEEP, _IFFEL + r"([\d.]+)-", 1),
+    ("docs/explorer.md", "(\"iffel\") restores 0.68–{1.12} from layer", SMOL_SWEEP, _IFFEL + r"[\d.]+-([\d.]+) ", 1),
+    ("docs/explorer.md", "restores 0.68–1.12 from layer {4} to 24", SMOL_SWEEP, _IFFEL + r".* from layer (\d+) to", 1),
+    ("docs/explorer.md", "from layer 4 to {24}, and", SMOL_SWEEP, _IFFEL + r".* to (\d+) \(", 1),
+    ("docs/explorer.md", "(\"of\") takes over from layer {25} (0.47", SMOL_SWEEP, _OF + r"(\d+) ", 1),
+    ("docs/explorer.md", "from layer 25 ({0.47}–0.66)", SMOL_SWEEP, _OF + r"\d+ \(([\d.]+)-", 1),
+    ("docs/explorer.md", "from layer 25 (0.47–{0.66})", SMOL_SWEEP, _OF + r"\d+ \([\d.]+-([\d.]+),", 1),
+]
 # ---- L: end
 
 
