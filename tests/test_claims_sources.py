@@ -1248,6 +1248,7 @@ CLAIMS += [
     ("docs/explorer.md", "77.1% -> {47.3}%", SMOL_TOUR, _TOUR + r".* -> ([\d.]+)%", 1),
 ]
 SMOL_SWEEP = "bench/results/explorer-smollm2-2026-12-07/sweep.log"
+SMOL_ATTN = "bench/results/explorer-smollm2-2026-12-07/attention-ablation.log"
 _IFFEL, _OF = r"^patch: 'iffel' restores ", r"^patch: ' of' takes over from layer "
 CLAIMS += [
     ("docs/explorer.md", "drops are layer 2 head 5 ({1.11} nats)", SMOL_SWEEP,
@@ -1261,6 +1262,10 @@ CLAIMS += [
     ("docs/explorer.md", "(\"of\") takes over from layer {25} (0.47", SMOL_SWEEP, _OF + r"(\d+) ", 1),
     ("docs/explorer.md", "from layer 25 ({0.47}–0.66)", SMOL_SWEEP, _OF + r"\d+ \(([\d.]+)-", 1),
     ("docs/explorer.md", "from layer 25 (0.47–{0.66})", SMOL_SWEEP, _OF + r"\d+ \([\d.]+-([\d.]+),", 1),
+    ("docs/explorer.md", "\"of\" takes {0.65} of the weight", SMOL_ATTN,
+     r"^attention vs ablation: token ' of' weight ([\d.]+),", 1),
+    ("docs/explorer.md", "P(\" Paris\") a little (−{0.055} nats", SMOL_ATTN,
+     r"^attention vs ablation: token ' of' .*: -([\d.]+) nats", 1),
 ]
 # ---- L: end
 
