@@ -1249,6 +1249,7 @@ CLAIMS += [
 ]
 SMOL_SWEEP = "bench/results/explorer-smollm2-2026-12-07/sweep.log"
 SMOL_ATTN = "bench/results/explorer-smollm2-2026-12-07/attention-ablation.log"
+SMOL_NAMES = "bench/results/explorer-smollm2-2026-12-07/name-swap.log"
 _IFFEL, _OF = r"^patch: 'iffel' restores ", r"^patch: ' of' takes over from layer "
 CLAIMS += [
     ("docs/explorer.md", "drops are layer 2 head 5 ({1.11} nats)", SMOL_SWEEP,
@@ -1266,6 +1267,9 @@ CLAIMS += [
      r"^attention vs ablation: token ' of' weight ([\d.]+),", 1),
     ("docs/explorer.md", "P(\" Paris\") a little (−{0.055} nats", SMOL_ATTN,
      r"^attention vs ablation: token ' of' .*: -([\d.]+) nats", 1),
+    ("docs/explorer.md", "On SmolLM2 ({14} tokens, clean", SMOL_NAMES, r"^name swap clean: (\d+) tokens", 1),
+    ("docs/explorer.md", "(14 tokens, clean {4.61}, corrupted", SMOL_NAMES, r"^name swap clean: .* = ([\d.]+)$", 1),
+    ("docs/explorer.md", "clean 4.61, corrupted −{5.48}:", SMOL_NAMES, r"^name swap corrupted: .* = -([\d.]+)$", 1),
 ]
 # ---- L: end
 
