@@ -36,7 +36,8 @@ SHIPPED_PROBE = "probe.jsonl.gz"  # in a shipped checkpoint's folder (the packag
 SHIPPED_PROBE_LIMIT = 32 * 2**20  # its text once unzipped, at most
 # the bundled gpt-char's kept steps: every 50 while its first-layer heads form, then sparser (20 of the run's 41)
 SHIPPED_STEPS = (1, *range(50, 501, 50), *range(600, 1001, 100), 1250, 1500, 1750, 2000)
-FORMED = 0.3  # a head has formed once its score stays at or above this (an even spread over 35 tokens: ~0.12)
+FORMED = 0.3  # a head has formed once its score stays at or above this (an even spread over 35 tokens: ~0.09,
+#              the mean of 1/(i+1) over rows 1-35)
 MAX_CURVE_POINTS = 400  # the loss curve is thinned to at most this many points
 METRICS_LIMIT = 64 * 2**20
 # Parsed probes, keyed by (path, size, mtime): a 1500-step gpt-char probe is ~6 MB of JSON and takes ~1 s to
