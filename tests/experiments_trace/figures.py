@@ -477,18 +477,26 @@ def _smollm2_head_tiles_mb() -> float:
     return v * d * k / 1e6
 
 
-def _exp(x: float) -> str:
-    """A tolerance as the pages write it: one digit and a power of ten, "1e-5", "3e-4"."""
-    mantissa, exponent = f"{x:.0e}".split("e")
+def _sci(x: float, digits: int = 0) -> str:
+    """"6e-7", "2.3e-4": the short scientific form the pages print (a tolerance: one digit, "1e-5", "3e-4")."""
+    mantissa, exponent = f"{x:.{digits}e}".split("e")
     return f"{mantissa}e{int(exponent)}"
 
 
 def _test_node(path: str, name: str):
-    """The expression a test file (tests/...) assigns to a module-level name (read with ast: no import)."""
+    """The expression a test file (tests/...) assigns to a module-level name (read with ast: no import), alone
+    ("TOL = 1e-5") or in a tuple assignment ("A, B = 8, 12")."""
     import ast
     for node in ast.parse((ROOT / path).read_text()).body:
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
-            return node.value
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name) and target.id == name:
+                return node.value
+            if isinstance(target, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                names = [t.id if isinstance(t, ast.Name) else None for t in target.elts]
+                if name in names:
+                    return node.value.elts[names.index(name)]
     raise KeyError(f"{path} sets no {name}")
 
 
@@ -725,9 +733,9 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "cost_gap_variants": lambda: str(_cost_variants()),
     **{f"gen_prompt_len_{i}": (lambda i=i: str(len(_test_constant("tests/test_generation.py", "PROMPTS")[i])))
        for i in range(3)},
-    "gen_atol": lambda: _exp(_test_constant("tests/test_generation.py", "ATOL")),
-    "gen_layout_atol": lambda: _exp(_test_constant("tests/test_generation_layout.py", "ATOL")),
-    "compiled_bound": lambda: _exp(_test_constant("tests/test_claims_quantized.py", "COMPILED_BOUND")),
+    "gen_atol": lambda: _sci(_test_constant("tests/test_generation.py", "ATOL")),
+    "gen_layout_atol": lambda: _sci(_test_constant("tests/test_generation_layout.py", "ATOL")),
+    "compiled_bound": lambda: _sci(_test_constant("tests/test_claims_quantized.py", "COMPILED_BOUND")),
     "kernel_bound": lambda: f"{_test_constant('tests/test_claims_quantized.py', 'KERNEL_BOUND'):g}",
     "gpt_char_56_cpu_min": lambda: f"{min(_gpt_char_56('CPU')):.0f}",
     "gpt_char_56_cpu_max": lambda: f"{max(_gpt_char_56('CPU')):.0f}",
@@ -1155,17 +1163,6 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f}"
 
 
-def _recipe(module: str, name: str) -> dict:
-    """A training recipe's defaults (attnlab.training.recipes.MODULE.NAME)."""
-    return _attr(f"attnlab.training.recipes.{module}", name).defaults()
-
-
-def _sci(x: float, digits: int = 0) -> str:
-    """"6e-7", "2.3e-4": the short scientific form the pages print."""
-    mantissa, exponent = f"{x:.{digits}e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
 COMPUTED.update({
     # docs/interop.md: the tiny models of `llama_cpp_agreement --families` (attnlab.benchmarks.llama_cpp_agreement)
     "agree_d_model": lambda: str(_agreement("SHAPE")["hidden_size"]),
@@ -1240,10 +1237,10 @@ COMPUTED.update({
     # AdamW's two float32 moments per trained parameter
     "ft_adamw_mb": lambda: f"{_ft('smollm2-200-steps')['start']['trained_parameters'] * 2 * 4 / 1e6:.0f}",
     # docs/howto/*.md: the recipes' defaults, the class server's token and idle build, the schemes' sizes
-    "text_val_fraction": lambda: f"{_recipe('text', 'GPT_CHAR')['val_fraction']:g}",
-    "images_test_fraction": lambda: f"{_recipe('vision', 'VIT_MNIST')['test_fraction']:g}",
-    "mnist_test_size": lambda: f"{_recipe('vision', 'VIT_MNIST')['test_size']:,}",
-    "pairs_test_fraction": lambda: f"{_recipe('translation', 'TRANSLATE_NUMBERS')['test_fraction']:g}",
+    "text_val_fraction": lambda: f"{_defaults('gpt-char')['val_fraction']:g}",
+    "images_test_fraction": lambda: f"{_defaults('vit-mnist')['test_fraction']:g}",
+    "mnist_test_size": lambda: f"{_defaults('vit-mnist')['test_size']:,}",
+    "pairs_test_fraction": lambda: f"{_defaults('translate-numbers')['test_fraction']:g}",
     "class_token_bits": lambda: str(8 * int(_test_literal("attnlab/explorer/server/classroom.py",
                                                           r"secrets\.token_urlsafe\((\d+)\)"))),
     "class_token_min": lambda: _test_literal("attnlab/explorer/server/classroom.py", r"TOKEN_PATTERN = .*\{(\d+),"),
@@ -2061,8 +2058,8 @@ COMPUTED.update({
     "explorer_mnist_samples": _explorer("views.vision.images", "N_SAMPLES"),
     "explorer_logits_sent": _explorer("views.generation.sampling", "N_SENT"),
     "explorer_small_model_m": _explorer("views.generation.compute", "SMALL_MODEL", 1e6),
-    "explorer_float_relative": lambda: _exp(_attr("attnlab.explorer.views.generation.compute", "FLOAT_RELATIVE")),
-    "explorer_quantized_relative": lambda: _exp(_attr("attnlab.explorer.views.generation.compute",
+    "explorer_float_relative": lambda: _sci(_attr("attnlab.explorer.views.generation.compute", "FLOAT_RELATIVE")),
+    "explorer_quantized_relative": lambda: _sci(_attr("attnlab.explorer.views.generation.compute",
                                                       "QUANTIZED_RELATIVE")),
     "explorer_kernel_bits": lambda: str(round(-__import__("math").log2(
         _attr("attnlab.explorer.views.generation.compute", "KERNEL_ROUNDING")))),
@@ -2223,23 +2220,12 @@ COMPUTED.update({
     "load_bench_clients": lambda: str(_signature_default("attnlab.benchmarks.explorer", "run_load", "clients")),
     "load_bench_requests": lambda: str(_signature_default("attnlab.benchmarks.explorer", "run_load",
                                                           "requests_per_client")),
-    "abuse_load_clients": lambda: str(ast_pair(ABUSE, "LOAD_CLIENTS")),
-    "abuse_load_requests": lambda: str(ast_pair(ABUSE, "LOAD_REQUESTS")),
+    "abuse_load_clients": lambda: str(_test_constant(ABUSE, "LOAD_CLIENTS")),
+    "abuse_load_requests": lambda: str(_test_constant(ABUSE, "LOAD_REQUESTS")),
     "abuse_slow_requests": lambda: _test_literal(ABUSE, r"json=\{\"model\": \"path1\", \"text\": \"hello\"\}\)"
                                                         r"\.status_code\)\) for _ in range\((\d+)\)\]"),
-    "abuse_traversals": lambda: str(len(__import__("ast").literal_eval(_test_node(ABUSE, "TRAVERSALS")))),
+    "abuse_traversals": lambda: str(len(_test_constant(ABUSE, "TRAVERSALS"))),
 })
-
-
-def ast_pair(path: str, name: str):
-    """A constant a test file assigns in a tuple assignment ("A, B = 8, 12"), by its name."""
-    import ast
-    for node in ast.parse((ROOT / path).read_text()).body:
-        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Tuple):
-            names = [t.id for t in node.targets[0].elts if isinstance(t, ast.Name)]
-            if name in names:
-                return ast.literal_eval(node.value)[names.index(name)]
-    raise KeyError(f"{path} sets no {name}")
 
 
 COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
@@ -2401,7 +2387,7 @@ COMPUTED.update({
     "reliability_row_atol": lambda: _test_literal("tests/reliability/test_inputs_fuzz.py",
                                                   r"torch\.ones_like\(w\.sum\(-1\)\), atol=(\S+), rtol=0\)"),
     "reliability_kills": lambda: str(len(_test_constant("tests/reliability/test_crash_resume.py", "KILL_MOMENTS"))),
-    "reliability_slow_save": lambda: format(ast_pair("tests/reliability/test_crash_resume.py", "SLOW_SAVE"), "g"),
+    "reliability_slow_save": lambda: format(_test_constant("tests/reliability/test_crash_resume.py", "SLOW_SAVE"), "g"),
     "reliability_rss_growth_mb": lambda: _test_literal("tests/reliability/test_untrusted_files.py",
                                                        r"assert result\[\"growth\"\] < (\d+) \* 2\*\*20"),
     "reliability_attacker_uid": lambda: str(_test_constant("tests/reliability/test_kernel_build.py", "ATTACKER")),
