@@ -1206,6 +1206,127 @@ CLAIMS += [
     ("docs/training.md", "Chosen on the development list: mix-a at step {1,500} (15 of 22", FACTS,
      r"^cloze runs/mix-a/step-0*(\d+) test ", 1),
 ]
+# ---- P1: docs/training.md's earlier minilm-mlm trials (2026-12-06 and 2026-12-07), read back from their run folders
+# (bench/results/minilm-trials-2026-12-07: metrics.jsonl, result.json and console lines; the checkpoints' cloze
+# scores counted again; the log holds the script). A template marks each figure [figure|key run step]; each mark
+# becomes one CLAIMS row whose printed text is the template with that figure in braces and the others plain.
+TRIALS = "bench/results/minilm-trials-2026-12-07/"
+_TRIAL_LOG = {**dict.fromkeys(("l4-300", "l4", "six-words"), "words-only.log"),
+              **dict.fromkeys(("wiki-l4t3", "everyday", "everyday-wiki50"), "everyday.log")}
+_TRIAL_KEYS = {  # key: (where, scale); {run} and {step} filled in
+    "val": (r"^run {run} step {step}: .* val loss ([\d.]+) \(", 1),
+    "top5": (r"^run {run} step {step}: .* masked top-5 ([\d.]+) \(", 100),
+    "uni5": (r"^run {run} step {step}: .* unigram top-5 ([\d.]+) \(", 100),
+    "pos": (r"^run {run} step {step}: .* masked positions (\d+)$", 1),
+    "train": (r"^run {run} step {step}: train loss ([\d.]+) ", 1),
+    "step": (r"^run {run} step ({step}): ", 1),
+    "dev": (r"^cloze {run}/step-0*{step} dev (\d+)/", 1),
+    "devn": (r"^cloze {run}/step-0*{step} dev \d+/(\d+)$", 1),
+    "devpct": (r"^cloze {run}/step-0*{step} dev (\d+)/22$", 100 / 22),
+    "test": (r"^cloze {run}/step-0*{step} test (\d+)/", 1),
+    "testn": (r"^cloze {run}/step-0*{step} test \d+/(\d+)$", 1),
+    "time": (r"^run {run}: summary_s (\d+) ", 1),
+    "steptime": (r"^run {run}: step {step} elapsed_s (\d+) ", 1),
+    "epochs": (r"^run {run}: elapsed_s .* epochs covered ([\d.]+)$", 1),
+    "traintok": (r"^run {run} \(.*'train_tokens': (\d+)", 1),
+    "valtok": (r"^run {run} \(.*'val_tokens': (\d+)", 1),
+    # distill.log only: the corpora, the generators' lines, the teacher's cache files
+    "sent": (r"^corpus {run}: (\d+) sentences", 1),
+    "words": (r"^corpus {run}: \d+ sentences, (\d+) words", 1),
+    "gen": (r"^generator /tmp/{run}: batch {step}: (\d+) s$", 1),
+    "genmin": (r"^generator /tmp/{run}: \d+ batches, (\d+) s in all$", 1 / 60),
+    "cachemb": (r"^teacher cache {run}: (\d+) bytes$", 1e-6),
+}
+_MARK = re.compile(r"\[([^|\]]+)\|(\w+) (\S+) ?(\d*)\]")
+
+
+def _trial_claims(template: str) -> list[tuple[str, str, str, str, float]]:
+    out = []
+    for mark in _MARK.finditer(template):
+        printed = _MARK.sub(lambda m: "{" + m[1] + "}" if m.start() == mark.start() else m[1], template)  # noqa: B023
+        where, scale = _TRIAL_KEYS[mark[2]]
+        log = _TRIAL_LOG.get(mark[3], "distill.log") if mark[2] not in ("sent", "words") else "distill.log"
+        out.append(("docs/training.md", printed, TRIALS + log, where.format(run=re.escape(mark[3]), step=mark[4]),
+                    scale))
+    return out
+
+
+_TRIAL_TEXT = (
+    # words-only.log: the 2026-12-06 table
+    "| [11m14s|time l4-300] | val loss [5.13|val l4-300 150] / top-5 [40.8|top5 l4-300 150]% at step "
+    "[150|step l4-300 150]; [4.73|val l4-300 300] / [45.0|top5 l4-300 300]% at [300|step l4-300 300] "
+    "([3837|pos l4-300 300] positions) | [3|test l4-300 150] of [40|testn l4-300 150] at step [150|step l4-300 150], "
+    "[7|test l4-300 300] of [40|testn l4-300 300] at [300|step l4-300 300] |",
+    "| [13m47s|time l4] | val loss [4.58|val l4 500] / top-5 [46.2|top5 l4 500]% at step [500|step l4 500]; "
+    "**[4.22|val l4 1000] / [49.7|top5 l4 1000]%** at [1000|step l4 1000] ([3837|pos l4 1000] positions) | "
+    "[5|test l4 500] of [40|testn l4 500] at step [500|step l4 500], **[10|test l4 1000] of [40|testn l4 1000]** at "
+    "[1000|step l4 1000] |",
+    "| [17m18s|time six-words] | [4.93|val six-words 500] / [42.1|top5 six-words 500]% at step "
+    "[500|step six-words 500]; [4.53|val six-words 1000] / [46.2|top5 six-words 1000]% at [1000|step six-words 1000] "
+    "| [4|test six-words 500] of [40|testn six-words 500] at step [500|step six-words 500], "
+    "[9|test six-words 1000] of [40|testn six-words 1000] at [1000|step six-words 1000] |",
+    "The layers=4 head gets [10|test l4 1000] of [40|testn l4 1000] against",
+    # everyday.log: Wikipedia only, SmolLM2's 6 batches, half and half
+    "| [19m31s|steptime wiki-l4t3 300] to step [300|step wiki-l4t3 300] | val loss [4.77|val wiki-l4t3 300] / top-5 "
+    "[45.9|top5 wiki-l4t3 300]% at step [300|step wiki-l4t3 300] ([1884|pos wiki-l4t3 300] positions) | "
+    "[2|dev wiki-l4t3 300] of [22|devn wiki-l4t3 300] | [4|test wiki-l4t3 300] of [40|testn wiki-l4t3 300] |",
+    "| [22m45s|time everyday] | [3.64|val everyday 250] / [59.3|top5 everyday 250]% at step [250|step everyday 250]; "
+    "[3.43|val everyday 500] / [61.0|top5 everyday 500]% at [500|step everyday 500] ([546|pos everyday 500] "
+    "positions; unigram top-5 [22.5|uni5 everyday 500]%) | [8|dev everyday 250] of [22|devn everyday 250] at "
+    "[250|step everyday 250], [7|dev everyday 500] at [500|step everyday 500] | [8|test everyday 250] of "
+    "[40|testn everyday 250] at [250|step everyday 250], [8|test everyday 500] at [500|step everyday 500] |",
+    "| [22m36s|time everyday-wiki50] | [3.76|val everyday-wiki50 250] / [55.5|top5 everyday-wiki50 250]% at "
+    "[250|step everyday-wiki50 250]; [3.48|val everyday-wiki50 500] / [58.6|top5 everyday-wiki50 500]% at "
+    "[500|step everyday-wiki50 500] (unigram [20.9|uni5 everyday-wiki50 500]%) | [8|dev everyday-wiki50 250] of "
+    "[22|devn everyday-wiki50 250] at [250|step everyday-wiki50 250], [9|dev everyday-wiki50 500] at "
+    "[500|step everyday-wiki50 500] | [5|test everyday-wiki50 250] of [40|testn everyday-wiki50 250] at "
+    "[250|step everyday-wiki50 250], [8|test everyday-wiki50 500] at [500|step everyday-wiki50 500] |",
+    "But [8|test everyday 500] of [40|testn everyday 500] is far from 24",
+    "(training loss [1.85|train everyday 500] against [3.43|val everyday 500] held out at step "
+    "[500|step everyday 500], [25|epochs everyday] passes over it)",
+    # distill.log: the corpora and their generators, the teacher's cache, the distillation runs
+    "6 batches took [31|genmin everyday/gen1.log] minutes in two processes",
+    "[391|gen everyday/gen0.log 0] to [750|gen everyday/gen1.log 5] s a batch, and left [1,491|sent everyday] "
+    "sentences ([17,739|words everyday] words; [19,520|traintok distill-a] train and [2,335|valtok distill-a] "
+    "held-out tokens)",
+    "([5|cachemb smollm2-k32-0933f271ab63a6db.safetensors] MB for the 6-batch corpus)",
+    "[191|gen amlm/gen.log 11]-[406|gen amlm/gen.log 9] s a batch",
+    "and leave [3,035|sent everyday-12] sentences ([36,431|words everyday-12] words; [40,235|traintok control-b] "
+    "train and [4,427|valtok control-b] held-out tokens)",
+    "| 25m38s with the teacher's pass (the loop [18m58s|time distill-a]) | val loss [3.70|val distill-a 250] / top-5 "
+    "[57.0|top5 distill-a 250]% at step [250|step distill-a 250]; [3.46|val distill-a 500] / "
+    "[60.4|top5 distill-a 500]% at [500|step distill-a 500] ([546|pos distill-a 500] positions) | "
+    "[5|dev distill-a 250] of [22|devn distill-a 250] at [250|step distill-a 250], [9|dev distill-a 500] at "
+    "[500|step distill-a 500] |",
+    "| [33m09s|time control-b] | [3.25|val control-b 500] / [62.1|top5 control-b 500]% at [500|step control-b 500]; "
+    "[2.99|val control-b 1000] / [66.0|top5 control-b 1000]% at [1000|step control-b 1000] "
+    "([1100|pos control-b 1000] positions; unigram top-5 [20.8|uni5 control-b 1000]%) | [8|dev control-b 500] of "
+    "[22|devn control-b 500] at [500|step control-b 500], [9|dev control-b 1000] at [1000|step control-b 1000] |",
+    "| 39m31s with the teacher's pass (the loop [25m16s|time distill-b]) | [3.31|val distill-b 500] / "
+    "[60.2|top5 distill-b 500]% at [500|step distill-b 500]; [3.05|val distill-b 1000] / "
+    "[65.2|top5 distill-b 1000]% at [1000|step distill-b 1000] | [7|dev distill-b 500] of [22|devn distill-b 500] "
+    "at [500|step distill-b 500], [9|dev distill-b 1000] at [1000|step distill-b 1000] |",
+    "| [6m01s|time control-s2]-[7m19s|time control-s0] each | [3.17|val control-s0 500], [3.18|val control-s1 500], "
+    "[3.16|val control-s2 500] / [64.0|top5 control-s0 500]%, [63.7|top5 control-s1 500]%, "
+    "[63.2|top5 control-s2 500]% | [8|dev control-s0 500], [9|dev control-s1 500], [9|dev control-s2 500] of "
+    "[22|devn control-s0 500] |",
+    "| [6m13s|time distill-s2]-[7m32s|time distill-s0] each | [3.26|val distill-s0 500], [3.24|val distill-s1 500], "
+    "[3.26|val distill-s2 500] / [63.1|top5 distill-s0 500]%, [61.4|top5 distill-s1 500]%, "
+    "[61.2|top5 distill-s2 500]% | [5|dev distill-s0 500], [10|dev distill-s1 500], [9|dev distill-s2 500] of "
+    "[22|devn distill-s0 500] |",
+    "([7|dev everyday 500] of [22|devn everyday 500] at step [500|step everyday 500] on the 6 batches, in the table "
+    "above; [8|dev control-b 500] and [9|dev control-b 1000] of [22|devn control-b 1000] on the 12)",
+    "([5|dev distill-a 250] against [8|dev everyday 250] at step [250|step distill-a 250] and [9|dev distill-a 500] "
+    "against [7|dev everyday 500] at [500|step distill-a 500] on the 6 batches; [7|dev distill-b 500] against "
+    "[8|dev control-b 500] at [500|step distill-b 500] and [9|dev distill-b 1000] against [9|dev control-b 1000] at "
+    "[1000|step distill-b 1000] on the 12)",
+    "three seeds of [500|step control-s0 500] steps the development list gives [8|dev control-s0 500], "
+    "[9|dev control-s1 500], [9|dev control-s2 500] without the teacher and [5|dev distill-s0 500], "
+    "[10|dev distill-s1 500], [9|dev distill-s2 500] with it",
+    "(the best, [10|dev distill-s1 500] of [22|devn distill-s1 500], is [45|devpct distill-s1 500]%)",
+)
+CLAIMS += [c for template in _TRIAL_TEXT for c in _trial_claims(template)]
+# ---- P1: end
 # ---- L: docs/explorer.md's SmolLM2 readouts, re-run 2026-12-07 (the log holds the script it ran)
 SMOL_READ = "bench/results/explorer-smollm2-2026-12-07/readouts.log"
 
