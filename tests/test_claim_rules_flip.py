@@ -581,6 +581,21 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'worst_cnn': ('vit_vs_cnn.jsonl', ('mirror', ('test_accuracy',))),
     'worst_pre_vs_best_post': ('ln_1500.jsonl', ('mirror', ('val', '*', 1))),
 }
+# ---- P3: docs/quantization.md's and docs/generation.md's rules (a loader's values transformed: the logged quick
+# run's ratios and the printed ratios inverted, the computed byte counts negated, the busy runs' rates inverted)
+PERTURBATIONS.update({
+    'quantized_steps_faster': ('loader', ('_quick_ratio', 'reciprocal')),
+    'unpacked_slower': ('loader', ('_quick_ratio', 'reciprocal')),
+    'unpacked_costs_more': ('loader', ('_quick_ratio', 'reciprocal')),
+    'kquant_more_bytes': ('loader', ('_computed', 'negate')),
+    'int8_head_more': ('loader', ('_computed', 'negate')),
+    'busy_two_threads_slow': ('loader', ('_busy_rate', 'reciprocal')),
+    'wide_copy_faster': ('loader', ('_printed', 'reciprocal')),
+    'one_row_copy_faster': ('loader', ('_printed', 'reciprocal')),
+    'two_row_copy_slower': ('loader', ('_printed', 'reciprocal')),
+    'head_slices_faster': ('loader', ('_printed', 'reciprocal')),
+})
+# ---- P3: end
 
 # Rules whose other outcome is no word of the family: the sentence states a fact that either holds or would be
 # wrong ("mixed"), and no opposite word would fit it ("the worst pre-LN seed and the best post-LN one", "stays

@@ -46,6 +46,7 @@ NATIVE_QUICK = "bench/results/bench-quick-native-2026-11-28"
 NIGHT_QUICK = "bench/results/bench-quick-startup-2026-11-28"
 GGUF_STEP = r"^\| GGUF kept \(Q4_1 \+ Q8_0\) \| ([\d.]+) ms"
 Q8P = "bench/results/q8_0-prefill-2026-11-28"
+KEPT = "bench/results/kept-blocks-2026-12-07/kept-vs-float32.log"  # P3: the kept-blocks figures, re-run
 STARTUP = "bench/results/startup-zen5-2026-11-28/startup.log"
 EVENING = "bench/results/startup-zen5-2026-11-28/startup-evening.log"  # after the start-up work of that evening
 INSTALL, COSTS, GGUF_HOWTO = "docs/howto/install.md", "docs/performance.md", "docs/howto/gguf.md"
@@ -649,6 +650,28 @@ CLAIMS = [
     ("docs/quantization.md", "and {42.3} GB/s on two", f"{ZEN}/q4_1.log", r"2 cores ([\d.]+) GB/s", 1),
     ("docs/quantization.md", "interleaved rows and reaches {0.63} of the floor", f"{Q8P}/after-q4_0.log",
      LLAMA_FLOOR[1], 1),
+    # ---- P3: docs/quantization.md's kept-blocks figures, re-run 2026-12-07 (tests/test_claims_quantized.py's __main__
+    # without the 30-block compile; the log holds the script)
+    *(("docs/quantization.md", printed, KEPT, where, 1) for printed, where in (
+        ("{1.1e-5} at one token", r"^1 tokens: .* kernels off ([\d.e-]+);"),
+        ("over the vocabulary was {0.031} at 1 token", r"^1 tokens: .* no_grad ([\d.]+),"),
+        ("was 0.031 at {1} token", r"^(1) tokens: .* no_grad"),
+        ("0.031 at 1 token, {0.031} at 6", r"^6 tokens: .* no_grad ([\d.]+),"),
+        ("0.031 at 1 token, 0.031 at {6}", r"^(6) tokens: .* no_grad"),
+        ("{0.031} at 64 and 0 at 600", r"^64 tokens: .* no_grad ([\d.]+),"),
+        ("0.031 at {64} and 0 at 600", r"^(64) tokens: .* no_grad"),
+        ("at 64 and {0} at 600", r"^600 tokens: .* no_grad ([\d.]+),"),
+        ("at 64 and 0 at {600}", r"^(600) tokens: .* no_grad"),
+        ("1-6 tokens): {0.031} for the kept Q4_1 file", r"^1 tokens: .* no_grad vs grad ([\d.]+)$"),
+        ("grad, {1}-6 tokens): 0.031", r"^(1) tokens: .* no_grad vs grad"),
+        ("grad, 1-{6} tokens): 0.031", r"^(6) tokens: .* no_grad vs grad [\d.]+$"),
+        ("{0.029} for `int8`", r"^int8, no_grad vs grad: ([\d.]+) at 1 tokens"),
+        ("0.032-{0.036} for `int4`", r"^int4, no_grad vs grad: ([\d.]+) at 1 tokens"),
+        ("{0.032}-0.036 for `int4`", r"^int4, no_grad vs grad: [\d.]+ at 1 tokens, ([\d.]+) at 6"),
+        ("torch 2.13, one thread, load average {2.5}", r"load average ([\d.]+) "),
+        ("`attnlab.interop.gguf.load_gguf(path, keep_quantized=False)`; {25} s of CPU", r"^# CPU time (\d+) s"),
+    )),
+    # ---- P3: end
     # docs/quantization.md: the night's runs
     ("docs/quantization.md", "the same runs gave Q4_1 {1.45}x / 1.51x decode", f"{ZEN}/q4_1-night.log", DEFAULT_1, 1),
     ("docs/quantization.md", "Q4_1 1.45x / {1.51}x decode", f"{ZEN}/q4_1-night.log", DEFAULT_2, 1),

