@@ -1416,6 +1416,29 @@ CLAIMS += [
     ("docs/explorer.md", "clean 4.61, corrupted −{5.48}:", SMOL_NAMES, r"^name swap corrupted: .* = -([\d.]+)$", 1),
 ]
 # ---- L: end
+# ---- P4: docs/reliability.md: `python -m pytest -q tests/reliability` re-run 2026-12-07 (its summary, /usr/bin/time's
+# line and the load average at its start and end)
+RELIABILITY_RUN = "bench/results/reliability-2026-12-07/pytest.log"
+CLAIMS += [("docs/reliability.md", printed, RELIABILITY_RUN, where, 1) for printed, where in (
+    ("The whole directory ran in {248} s of wall time", r"^\d+ passed, .* in ([\d.]+)s "),
+    ("({234} tests, 71 s of user CPU)", r"^(\d+) passed, "),
+    ("(234 tests, {71} s of user CPU)", r"^# wall [\d.]+ s, user ([\d.]+) s"),
+    ("while its load average rose from {0.6} to 8.1", r"load average at start: ([\d.]+) "),
+    ("while its load average rose from 0.6 to {8.1}", r"^# load average at end: ([\d.]+) "),
+)]
+# the load benchmark re-run 2026-12-07, --concurrent 1 and 2 alternated, two rounds (each log's summary line)
+LOAD_RUN = "bench/results/reliability-2026-12-07/load-{}.log"
+CLAIMS += [("docs/reliability.md", printed, LOAD_RUN.format(run), where, 1) for printed, run, where in (
+    ("at a load average of {8.1}-10.6", "c1-r1", r"load average at start: ([\d.]+) "),
+    ("at a load average of 8.1-{10.6}", "c1-r2", r"^# load average at end: ([\d.]+) "),
+    ("but the last run (two at once) lost {1} of", "c2-r2", r"^\d+ requests .*, (\d+) lost valid answers"),
+    ("lost 1 of its {1,118} valid answers", "c2-r2", r'^  "valid": (\d+),'),
+    ("({33.8} and 43.6 requests/s one at a time", "c1-r1", r"([\d.]+) req/s$"),
+    ("(33.8 and {43.6} requests/s one at a time", "c1-r2", r"([\d.]+) req/s$"),
+    ("one at a time, {42.8} and 55.3 two at once)", "c2-r1", r"([\d.]+) req/s$"),
+    ("one at a time, 42.8 and {55.3} two at once)", "c2-r2", r"([\d.]+) req/s$"),
+)]
+# ---- P4: end
 
 
 def _squash(text: str) -> str:

@@ -1854,6 +1854,40 @@ COST_PLACES: tuple[tuple[str, str, str], ...] = (
 )
 
 
+# ---- P4: docs/reliability.md's claim words: what a test does or how it is set up (method), a property of an
+# algorithm (math), a place in a folder tree or on the page, "holds" as "contains" or "occupies" (verb)
+RELIABILITY_PAGE = "docs/reliability.md"
+MORE_PLACES += tuple((RELIABILITY_PAGE, end, kind) for end, kind in (
+    ("Everything ", "place"),
+    ("refused by `build_model` using a closed-form ", "math"),  # the bound of a formula, whatever the runs gave
+    ("(it replaces `Block.__init__` with a function that ", "method"),
+    ("and `tests/reliability/test_report.py` ", "method"),
+    ("reliability-2026-12-07/pytest.log`), with the counts ", "place"),
+    ("peak RSS (VmHWM, measured in a fresh subprocess) grows by ", "method"),  # the test's bound
+    ("text over 20,000 characters gets 422; ", "method"),  # the case the test sends
+    ("The others wait in an asyncio queue that ", "verb"),
+    ("and loopback use is unchanged. One browser ", "verb"),
+    ("Numbers that used to give 500: a seed of 2**64 or ", "method"),  # the values the test sends
+    ("no longer ", "method"),  # why the second slot is there
+    ("before each build and each load. A folder that ", "method"),
+    ("runs as root, skipped with its reason elsewhere; it ", "method"),
+    ("what happens now, and the test (each ", "method"),
+    ("without the private folder | ", "method"),
+    ("(0777, a non-sticky 0777 folder ", "place"),  # a folder higher in the path
+    ("an attacker-owned folder ", "place"),
+    ("(its merges took ~5 s to rebuild, ", "math"),  # the old rebuild's pairwise search
+    ("(1.6 GB and ~45 s in `gguf.GGUFReader`), or ", "method"),  # the cases the test builds
+    ("a `llama` vocabulary's merges are rebuilt in ", "math"),  # one pass over a hash of the merges
+    ("(grad enabled, kernels off, ", "method"),  # the setting the test runs
+    ("in the order the page prints it, and a test ", "method"),
+    ("A result of two significant digits or ", "method"),
+    ("the test checks that the file still ", "verb"),
+    ("so a re-run that wrote another value there ", "method"),
+    ("results that no results file ", "verb"),
+    ("a client can keep such a connection busy, but it ", "verb"),
+))
+# ---- end of P4's docs/reliability.md claim words
+
 VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdict -> (row, index of its word)
     "post-LN needs warmup (17.3) | 001 | ": (1, 0),
     "preventing saturation (17.2) | 000, 001, 002 | arithmetic ": (5, 0),

@@ -2505,6 +2505,122 @@ COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
     ("(two user ids: uid ", "reliability_attacker_uid"),
 ))
 
+# ---- P4: docs/reliability.md's promise rows: each figure as the test its row names writes it (the first group of a
+# pattern searched in that test file, line by line); a test that changes the figure fails the page
+CFG, INP, CLI_FUZZ, UNTRUSTED = ("tests/reliability/test_config_fuzz.py", "tests/reliability/test_inputs_fuzz.py",
+                                 "tests/reliability/test_cli_fuzz.py", "tests/reliability/test_untrusted_files.py")
+SERVER, KBUILD, PRIVATE = ("tests/explorer/test_server.py", "tests/reliability/test_kernel_build.py",
+                           "tests/reliability/test_private_paths.py")
+CLAIMS_Q = "tests/test_claims_quantized.py"
+
+
+def _tested(path: str, pattern: str, fmt: str = "{}", nth: int = 0) -> str:
+    """The nth match's first group of pattern in a test file (re.M), formatted; "(not in PATH)" where it is gone."""
+    found = re.findall(pattern, (ROOT / path).read_text(), re.M)
+    return fmt.format(found[nth]) if len(found) > nth else f"(not in {path})"
+
+
+RELIABILITY_TESTED: tuple[tuple[str, str, str, str, str], ...] = (  # (name, the text before, test file, pattern, fmt)
+    ("config_absurd_base", "(wrong type, NaN/inf, negative, ", CFG, r"^ABSURD = \((\d+)\*\*12,", "{}"),
+    ("config_absurd_exp", "(wrong type, NaN/inf, negative, 10**", CFG, r"^ABSURD = \(10\*\*(\d+),", "{}"),
+    ("inputs_top_p", "(NaN temperature, top_p ", INP, r"\"top_p\": st\.sampled_from\(\[.*, (1\.5), ", "{}"),
+    ("cli_exit", "bad arguments exit with status ", CLI_FUZZ, r"assert code == (\d+), \(argv", "{}"),
+    ("http_ok", "on any POST endpoint gets ", ABUSE, r"assert r\.status_code in \((\d+), 400, 404, 413, 422, 503\)",
+     "{}"),
+    ("http_busy", "on any POST endpoint gets 200 or a 4xx/", ABUSE,
+     r"assert r\.status_code in \(200, 400, 404, 413, 422, (\d+)\)", "{}"),
+    ("absurd_d_model", "whose config says d_model=10**", UNTRUSTED, r"data\.update\(d_model=10\*\*(\d+),", "{}"),
+    ("absurd_n_layers", "d_model=10**9 and n_layers=10**", UNTRUSTED, r", n_layers=10\*\*(\d+), max_len", "{}"),
+    ("hf_minus_one", "(wrong JSON type, 0, ", UNTRUSTED, r"^_HF_VALUES = \[None, True, (-1), 0,", "{}"),
+    ("hf_zero", "to a hostile value (wrong JSON type, ", UNTRUSTED, r"^_HF_VALUES = \[None, True, -1, (0),", "{}"),
+    ("hf_e9_base", "(wrong JSON type, 0, -1, NaN, ", UNTRUSTED, r"^_HF_VALUES = \[.*, (10)\*\*9, 10\*\*12,", "{}"),
+    ("hf_e9_exp", "(wrong JSON type, 0, -1, NaN, 10**", UNTRUSTED, r"^_HF_VALUES = \[.*, 10\*\*(9), 10\*\*12,", "{}"),
+    ("hf_e12_base", "(wrong JSON type, 0, -1, NaN, 10**9, ", UNTRUSTED, r"^_HF_VALUES = \[.*, 10\*\*9, (10)\*\*12,",
+     "{}"),
+    ("hf_e12_exp", "(wrong JSON type, 0, -1, NaN, 10**9, 10**", UNTRUSTED,
+     r"^_HF_VALUES = \[.*, 10\*\*9, 10\*\*(12),", "{}"),
+    ("gguf_zero", "| A GGUF header claiming ", UNTRUSTED, r"^GGUF_SIZES = \((\d+), 10\*\*9, 2\*\*32 - 1\)", "{}"),
+    ("gguf_e9_base", "| A GGUF header claiming 0, ", UNTRUSTED, r"^GGUF_SIZES = \(0, (10)\*\*9, 2\*\*32 - 1\)", "{}"),
+    ("gguf_e9_exp", "| A GGUF header claiming 0, 10**", UNTRUSTED, r"^GGUF_SIZES = \(0, 10\*\*(9), 2\*\*32 - 1\)",
+     "{}"),
+    ("gguf_2_base", "| A GGUF header claiming 0, 10**9 or ", UNTRUSTED, r"^GGUF_SIZES = \(0, 10\*\*9, (2)\*\*32 - 1\)",
+     "{}"),
+    ("gguf_2_exp", "| A GGUF header claiming 0, 10**9 or 2**", UNTRUSTED,
+     r"^GGUF_SIZES = \(0, 10\*\*9, 2\*\*(32) - 1\)", "{}"),
+    ("gguf_2_minus", "| A GGUF header claiming 0, 10**9 or 2**32-", UNTRUSTED,
+     r"^GGUF_SIZES = \(0, 10\*\*9, 2\*\*32 - (1)\)", "{}"),
+    ("safetensors_header_exp", "(including a header that claims 2**", UNTRUSTED, r"struct\.pack\(\"<Q\", 2\*\*(\d+)\)",
+     "{}"),
+    ("oversized_body", "Request bodies over 4 MiB get ", ABUSE,
+     r"r = client\.post\(\"/api/causal\", json=big\)\n\s*assert r\.status_code == (\d+)", "{}"),
+    ("oversized_text", "text over 20,000 characters gets ", ABUSE,
+     r"\(api\.MAX_TEXT_CHARS \+ 1\)\}\)\n\s*assert r\.status_code == (\d+)", "{}"),
+    ("oversized_tokens", "more tokens than the model's positions get ", ABUSE,
+     r"# 400 characters > max_len 128\n\s*assert r\.status_code == (\d+) and", "{}"),
+    ("bomb_side", "before any pixel is decoded. The cases are ", ABUSE, r"\[\((\d+), \1\), \(5000, 5000\)", "{}"),
+    ("bomb_5000", "(highly compressible) data, ", ABUSE, r"\(20000, 20000\), \((\d+), \1\)", "{}"),
+    ("bomb_exp", "(highly compressible) data, 5000x5000, 1x2*10**", ABUSE, r"\(1, 2 \* 10\*\*(\d+)\)", "{}"),
+    ("bomb_65535", "(highly compressible) data, 5000x5000, 1x2*10**7 and ", ABUSE, r"\((\d+), \1\)\]\)", "{}"),
+    ("bomb_status", "Each gets a ", ABUSE,
+     r"\"image\": \{\"upload\": base64.*\n\s*assert r\.status_code == (\d+), r\.text", "{}"),
+    ("slow_body_status", "has not fully arrived 15 s after the headers gets ", ABUSE,
+     r"events\[1\]\[:3\] == \(\"slow\", (\d+), \"close\"\)", "{}"),
+    ("slow_body_normal", "a normal request sent meanwhile gets its ", ABUSE,
+     r"events\[0\] == \(\"normal\", (\d+)\)", "{}"),
+    ("slow_body_slow", "gets its 200 first, then the slow one gets ", ABUSE,
+     r"events\[1\]\[:3\] == \(\"slow\", (\d+), \"close\"\)", "{}"),
+    ("chunked_status", "(32 MiB chunked to a server in a subprocess: ", ABUSE, r"answer\[0\]\[0\] == (\d+) and", "{}"),
+    ("chunked_mib", "`test_a_chunked_upload_is_cut_at_4_mib_as_it_streams` (", ABUSE,
+     r"for _ in range\((\d+) \* 16\):", "{}"),
+    ("cross_origin", "is not the page itself gets ", SERVER,
+     r"assert r\.status_code == (\d+) and \"cross-origin\"", "{}"),
+    ("range_status", "and a value outside it gets ", SERVER,
+     r"assert r\.status_code == (\d+) and words in r\.json\(\)", "{}"),
+    ("seed_high_base", "Numbers that used to give 500: a seed of ", SERVER, r"for seed in \((\d+)\*\*64, 2\*\*63,",
+     "{}"),
+    ("seed_high_exp", "Numbers that used to give 500: a seed of 2**", SERVER, r"for seed in \(2\*\*(\d+), 2\*\*63,",
+     "{}"),
+    ("seed_low_exp", "a seed of 2**64 or below -2**", SERVER, r"for seed in \(2\*\*64, 2\*\*63, -\(2\*\*(\d+)\) - 1",
+     "{}"),
+    ("seed_status", "a seed of 2**64 or below -2**63 gets ", SERVER,
+     r"assert r\.status_code == (\d+) and \"seed=\" in", "{}"),
+    ("seed_ok_exp", "generation seeds up to 2**", SERVER, r"\{\"seed\": 2\*\*(\d+) - 1\}", "{}"),
+    ("temperature_tiny", "a temperature of ", SERVER, r"\{\"temperature\": (1e-\d+)\},", "{}"),
+    ("temperature_denormal", "a temperature of 1e-39 or ", SERVER, r"\{\"temperature\": (5e-\d+)\}, \{\"top_p\"",
+     "{}"),
+    ("top_p_tiny", "a temperature of 1e-39 or 5e-324 and a top_p of ", SERVER, r"\{\"top_p\": (1e-\d+)\},", "{}"),
+    ("nan_weights_status", "a model with NaN weights gets ", SERVER,
+     r"assert r\.status_code == (\d+) and \"not finite\"", "{}"),
+    ("panic_status", "makes the Rust library panic gets ", SERVER,
+     r"assert r\.status_code == (\d+) and \"tokenizer\" in", "{}"),
+    *((f"keepalive_{i}", "(raw socket: " + "".join(f"{s}, " for s in ("422", "200", "200", "404", "200")[:i]),
+       ABUSE, r"^\s+(?:sequence = \[)?\(\{\"model\": .*\}, (\d+)\)[,\]]", "{}") for i in range(6)),
+    ("kernel_folder_mode", "(or `$ATTNLAB_CACHE_DIR/kernels`), made ", KBUILD,
+     r"stat\.S_IMODE\(info\.st_mode\) == 0o(\d+) and info\.st_uid", "0{}"),
+    ("kernel_planted_mode", "and the victim's cache folder ", KBUILD, r"folder\.mkdir\(mode=0o(\d+), exist_ok=True\)",
+     "0{}"),
+    ("inductor_planted_mode", "in the shared temporary folder first (", PRIVATE,
+     r"def _as_attacker\(\*folders: Path, mode: int = 0o(\d+)\)", "0{}"),
+    ("inductor_private_mode", "which points inductor at `<cache>/inductor` (", PRIVATE,
+     r"\"cache\" / \"inductor\"\)\.st_mode\) == 0o(\d+)", "0{}"),
+    ("store_open_mode", "another user owns or can write (", PRIVATE, r"cache\.chmod\(0o(\d+)\)", "0{}"),
+    ("store_parent_mode", "can write (0777, a non-sticky ", PRIVATE, r"cache\.parent\.chmod\(0o(\d+)\)", "0{}"),
+    ("cli_fuzz_max_exp", "the fuzzers try values up to 10**", CLI_FUZZ, r"str\(10\*\*(\d+)\)\]\)", "{}"),
+)
+COMPUTED.update({f"reliability_{name}": (lambda path=path, pattern=pattern, fmt=fmt, nth=(
+    int(name[-1]) if name.startswith("keepalive_") else 0): _tested(path, pattern, fmt, nth))
+    for name, _, path, pattern, fmt in RELIABILITY_TESTED})
+COMPUTED_PLACES += tuple((RELIABILITY, end, f"reliability_{name}") for name, end, *_ in RELIABILITY_TESTED)
+COMPUTED_PLACES += ((RELIABILITY, "slow requests at once: peak concurrency exactly ", "explorer_concurrent_default"),
+                    (RELIABILITY, "(grad enabled, kernels off, more than ", "many_rows"),
+                    (RELIABILITY, "and where it does not (no_grad up to ", "many_rows"),
+                    (RELIABILITY, "first 2 blocks (9.9e-5, bound ", "compiled_bound"))
+LOAD_RERUN = "bench/results/reliability-2026-12-07/load-{}.log"  # python -m attnlab.benchmarks.explorer, 2026-12-07
+COMPUTED["reliability_rerun_5xx"] = lambda: str(sum(int(_tested(LOAD_RERUN.format(run), r'^  "server_errors": (\d+),'))
+                                                    for run in ("c1-r1", "c2-r1", "c1-r2", "c2-r2")))
+COMPUTED_PLACES += ((RELIABILITY, "`load-c1-r2.log`, `load-c2-r2.log`): ", "reliability_rerun_5xx"),)
+# ---- end of P4's docs/reliability.md entries
+
 # ---- end of the docs/explorer.md and docs/reliability.md entries
 
 
