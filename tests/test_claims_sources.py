@@ -1349,6 +1349,23 @@ _TRIAL_TEXT = (
     "(the best, [10|dev distill-s1 500] of [22|devn distill-s1 500], is [45|devpct distill-s1 500]%)",
 )
 CLAIMS += [c for template in _TRIAL_TEXT for c in _trial_claims(template)]
+_PROBE = r"^# context probe on runs/big-a/step-00002000 .*"
+CLAIMS += [
+    # 12, 33 and 97 batches: each run's development score at its best step (control-b, pilot-33, big-a)
+    ("docs/training.md", "the development score went {9}, 13, 14 of 22", TRIALS + "distill.log",
+     r"^cloze control-b/step-0*1000 dev (\d+)/", 1),
+    ("docs/training.md", "the development score went 9, {13}, 14 of 22", EVERYDAY, _cloze("pilot-33", 1000), 1),
+    ("docs/training.md", "the development score went 9, 13, {14} of 22", EVERYDAY, _cloze("big-a", 2000), 1),
+    # big-a's context probe (facts-runs.log): alone, and the least and most inside other text
+    ("docs/training.md", "big-a scores {14} of 22 alone", FACTS, _PROBE + r": '\{s\}' (\d+)/22;", 1),
+    ("docs/training.md", "big-a scores 14 of {22} alone", FACTS, _PROBE + r": '\{s\}' \d+/(\d+);", 1),
+    ("docs/training.md", "alone and {11}-14 inside other text", FACTS,
+     _PROBE + r"'it was a normal day\. \{s\}' (\d+);", 1),
+    ("docs/training.md", "alone and 11-{14} inside other text", FACTS, _PROBE + r"'\{s\} \{s\}' (\d+)$", 1),
+    *(("docs/training.md", printed, FACTS, _cloze("mix-b", step), 1) for printed, step in (
+        ("scored {7}, 11, 12, 12 of 22", 500), ("scored 7, {11}, 12, 12 of 22", 1000),
+        ("scored 7, 11, {12}, 12 of 22", 1500), ("scored 7, 11, 12, {12} of 22", 2000))),
+]
 # ---- P1: end
 # ---- L: docs/explorer.md's SmolLM2 readouts, re-run 2026-12-07 (the log holds the script it ran)
 SMOL_READ = "bench/results/explorer-smollm2-2026-12-07/readouts.log"
