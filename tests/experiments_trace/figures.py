@@ -1560,6 +1560,17 @@ def _kv_per_entry() -> str:
 
 
 LAYOUT, GEN_HF = "tests/test_generation_layout.py", "tests/test_generation_hf.py"
+
+
+def _float16_significand() -> int:
+    """float16's significand bits, the implicit one included: 1 - log2 of its machine epsilon."""
+    import math
+
+    import torch
+    return 1 - int(math.log2(torch.finfo(torch.float16).eps))
+
+
+BLOCK_OPTIONS = "tests/test_block_options.py"
 PENALTIES = r"for length_penalty, early in \(\(([\d.-]+), False\), \(([\d.-]+), True\), \(([\d.-]+), \"never\"\)"
 COMPUTED.update({
     "decode_compiled_bound": lambda: _test_literal("tests/test_decode_compiled.py",
@@ -1587,6 +1598,30 @@ COMPUTED.update({
     "max_new_tokens_min": lambda: _edge("max_new_tokens", 1, 0),
     "kv_per_entry": _kv_per_entry,
     "apart_nice": lambda: _test_literal("attnlab/generation/apart.py", r"lowest priority \(nice (\d+),"),
+    # docs/interop.md's tolerance table: tests/test_block_options.py's asserts
+    "block_freq_rtol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"torch\.tensor\(expected, dtype=torch\.float64\), rtol=(\S+), atol=0\)$"),
+    "block_angles_tol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"^    torch\.testing\.assert_close\(got, expected, rtol=(\S+), atol=\1\)$"),
+    "block_formula_tol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"^    assert \(got - expected\)\.abs\(\)\.max\(\) <= (\S+)$"),
+    # docs/quantization.md: the codes' widths (int4's nibbles, int8's dtype), float16's significand, Q4_0's minimum
+    "int4_bits": lambda: str((_codes("int4")[1] + 1).bit_length() - 1),
+    "int8_bits": lambda: str(__import__("torch").iinfo(_qbuffer("int8", "qweight").dtype).bits),
+    "int8_code_min": lambda: str(_codes("int8")[0]),
+    "float16_significand": lambda: str(_float16_significand()),
+    # a float16 times a 6-bit unsigned (Q4_K / Q5_K's sc) or 8-bit signed (Q6_K's) integer: the largest product's bits
+    "kquant_product_bits": lambda: str(_float16_significand() + max(6, int(COMPUTED["int8_bits"]()) - 1)),
+    "q4_0_min_factor": lambda: _test_literal("attnlab/layers/quantized.py",
+                                             r'"min": \(d\.float\(\) \* (-\d+)\)\.half'),
+    "quality_window": lambda: _test_literal("attnlab/benchmarks/quality.py",
+                                            r'"--window", type=int, default=(\d+),'),
+    "kernel_bound_tokens_0": lambda: _test_literal("tests/test_claims_quantized.py",
+                                                   r'parametrize\("tokens", \[(\d+), \d+\]\)'),
+    "kernel_bound_tokens_1": lambda: _test_literal("tests/test_claims_quantized.py",
+                                                   r'parametrize\("tokens", \[\d+, (\d+)\]\)'),
+    "block_cache_tol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"assert \(torch\.cat\(steps, dim=1\) - whole\)\.abs\(\)\.max\(\) <= (\S+)$"),
 })
 COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("eager steps' logits: a difference of 0 over 5 prompts x 32 greedy steps, every step through the compiled graph "
@@ -1617,6 +1652,45 @@ COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("num_beams < 1, max_new_tokens < ", "max_new_tokens_min"),
     ("writes each step's K/V in place (a test checks the buffers' addresses never change); it holds ", "kv_per_entry"),
     ("Where none was kept, a separate process (nice ", "apart_nice"),
+))
+COMPUTED_PLACES += tuple(("docs/interop.md", end, name) for end, name in (
+    ("each formula over the block's own sub-layers; recompute vs KV cache | ", "block_freq_rtol"),
+    ("recompute vs KV cache | 1e-6 relative (frequencies); ", "block_angles_tol"),
+    ("1e-6 (float32 angles); exact (masks); ", "block_formula_tol"),
+    ("exact (masks); 1e-6 / ", "block_cache_tol"),
+))
+COMPUTED_PLACES += tuple(("docs/quantization.md", end, name) for end, name in (
+    ("or keep a GGUF file's ", "int4_bits"),
+    ("or keep a GGUF file's 4- and ", "int8_bits"),
+    ("The explorer keeps a GGUF file's blocks too where attnlab's ", "int4_bits"),
+    ("is stored `int8`: measured below, a ", "int4_bits"),
+    ("one signed byte, w = scale[row] * q, q in [", "int8_code_min"),
+    ("a float16 scale and a float16 minimum (", "q4_0_min_factor"),
+    ("Those products of a float16 and a 6- or 8-bit integer need up to ", "kquant_product_bits"),
+    ("need up to 18 bits, more than float16's ", "float16_significand"),
+    ("which round each activation row to two ", "int8_bits"),
+    ("which quantizes the activations to ", "int8_bits"),
+    ("the quality benchmark measures both paths (its ", "quality_window"),
+    ("(`qweight` codes, `scale`, and `min` for the ", "int4_bits"),
+    ("held out from anything attnlab trains), windows of ", "quality_window"),
+    ("| 93.8% | | int4 with a ", "int4_bits"),
+    ("| -0.04% / +0.04% | 100% | The ", "int4_bits"),
+    ("(the table's perplexity zeros: ", "quality_window"),
+    ("as tests it holds the equalities and a bound of 0.05 at ", "kernel_bound_tokens_0"),
+    ("as tests it holds the equalities and a bound of 0.05 at 1 and ", "kernel_bound_tokens_1"),
+    ("Decoding one token at a time, the ", "int4_bits"),
+    ("is re-quantizing a model whose matrices are already ", "int4_bits"),
+    ("come back (all but) exactly. With a ", "int4_bits"),
+    ("measures the shipped row; the ", "int4_bits"),
+    ("re-rounds the Q8_0 embedding (blocks of ", "block"),
+    ("and the Q4_1 blocks onto an ", "int8_bits"),
+    ("reads its codes in one contiguous stream at about the memory's speed and rounds each activation row to two ",
+     "int8_bits"),
+    ("+1 byte per int8 weight, +0.6 per ", "int4_bits"),
+    ("int8 runs fbgemm's integer product (it rounds activations to ", "int8_bits"),
+    ("take a second pass for their rounding residual) and ", "int4_bits"),
+    ("there they buy memory, not speed. Prefill (more than 4 rows) of ", "int4_bits"),
+    ("products without their kernel fall back: int8 to fbgemm, ", "int4_bits"),
 ))
 COMPUTED_PLACES += tuple(("docs/quantization.md", end, "kernel_activation_bits") for end in (
     "which round each activation row to two 8-bit pieces (about ",
