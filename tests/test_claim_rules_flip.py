@@ -610,6 +610,9 @@ MIXED_ONLY = {
     "weight_says_neither_less", "weight_says_neither_more", "worst_cnn", "worst_pre_vs_best_post", "verdict_12_0",
 }
 OTHER_OUTCOME = {"verdict_12_0": "not for"}  # row 12's verdict is "holds" or "not for"
+# ---- P4: docs/interventions.md's agreement rule (the logged Spearman cells negated: the two lowest become the highest)
+PERTURBATIONS["agreement_fails_two"] = ('loader', ('_logged', 'negate'))
+# ---- P4: end
 
 
 def flipped(rule: str) -> tuple[str, str]:

@@ -47,36 +47,6 @@ NIGHT_QUICK = "bench/results/bench-quick-startup-2026-11-28"
 GGUF_STEP = r"^\| GGUF kept \(Q4_1 \+ Q8_0\) \| ([\d.]+) ms"
 Q8P = "bench/results/q8_0-prefill-2026-11-28"
 KEPT = "bench/results/kept-blocks-2026-12-07/kept-vs-float32.log"  # P3: the kept-blocks figures, re-run
-QUALITY = "bench/results/quality-2026-12-07/quality.log"  # P3: python -m attnlab.benchmarks.quality, re-run
-DSTEP = "bench/results/decode-step-2026-12-07/gpt2.log"  # P3: python -m attnlab.benchmarks.decode_step, re-run
-GPT2_STEP = r"^\| GPT-2-small shape \(random\) \| 1 \|"  # its first table's row: ms/step, ratios
-GPT2_PARTS = r"^\| GPT-2-small shape \(random\) \|(?= [\d.]+ \| [\d.]+ \| [\d.]+x)"  # its step-parts row
-
-
-def _quality(variant: str, col: int, k: int = 0) -> str:
-    """The quality log's table: the k-th number of the col-th cell after `variant`'s name (0: its matrices, 1: MiB,
-    2: ppl es, 3: change es (change, low, high), 4: ppl fr, 5: change fr, 6: top-1 es / fr, 7: decode path es / fr,
-    8: greedy agreement)."""
-    return (rf"^\| {re.escape(variant)} \|" + r"[^|]+\|" * col + r"[^\d|+-]*" + r"[+-]?[\d.]+[^\d|+-]+" * k
-            + r"([+-]?[\d.]+)")
-
-
-QUALITY_DECODE_TOKENS = r"decode path: the first (\d+) tokens of each"
-QUALITY_ROWS = (  # docs/quantization.md's rows, figures in [brackets], and where each is in the log
-    ("| float32 | float32 | 513 | [39.896] | [27.218] | [100]% | [0] | [100]% |",
-     tuple(_quality("float32", c) for c in (2, 4, 6, 7, 8))),
-    ("| int8 | int8 | 129 | [39.983] ([+0.22]%, [-0.42]..[+0.86]) | [27.121] ([-0.36]%, [-0.93]..[+0.22]) | [94.8]% / "
-     "[94.2]% | [-0.95]% / [+2.66]% ([64] tokens each) | [81.2]% |",
-     (*(_quality("int8", c, k) for c, k in ((2, 0), (3, 0), (3, 1), (3, 2), (4, 0), (5, 0), (5, 1), (5, 2), (6, 0),
-                                            (6, 1), (7, 0), (7, 1))), QUALITY_DECODE_TOKENS, _quality("int8", 8))),
-    ("| int4 (LM head int8, as shipped) | uint8 + float16, head int8 | 91 | [39.870] ([-0.07]%, [-0.33]..[+0.20]) | "
-     "[27.264] ([+0.17]%, [-0.08]..[+0.42]) | [96.5]% / [97.5]% | [-0.58]% / [+0.58]% | [93.8]% |",
-     tuple(_quality("int4", c, k) for c, k in ((2, 0), (3, 0), (3, 1), (3, 2), (4, 0), (5, 0), (5, 1), (5, 2), (6, 0),
-                                               (6, 1), (7, 0), (7, 1), (8, 0)))),
-    ("| GGUF blocks kept | int8, uint8 + float16 | 92 | [39.896] ([0]) | [27.218] ([0]) | [100]% | [-0.04]% / "
-     "[+0.04]% | [100]% |",
-     tuple(_quality("gguf", c, k) for c, k in ((2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (7, 1), (8, 0)))),
-)
 STARTUP = "bench/results/startup-zen5-2026-11-28/startup.log"
 EVENING = "bench/results/startup-zen5-2026-11-28/startup-evening.log"  # after the start-up work of that evening
 INSTALL, COSTS, GGUF_HOWTO = "docs/howto/install.md", "docs/performance.md", "docs/howto/gguf.md"
@@ -700,38 +670,6 @@ CLAIMS = [
         ("{0.032}-0.036 for `int4`", r"^int4, no_grad vs grad: [\d.]+ at 1 tokens, ([\d.]+) at 6"),
         ("torch 2.13, one thread, load average {2.5}", r"load average ([\d.]+) "),
         ("`attnlab.interop.gguf.load_gguf(path, keep_quantized=False)`; {25} s of CPU", r"^# CPU time (\d+) s"),
-    )),
-    ("docs/interop.md", "differ by up to {0.031} in log-probabilities", KEPT, r"^64 tokens: .* no_grad ([\d.]+),", 1),
-    # docs/quantization.md's quality table, re-run 2026-12-07 (python -m attnlab.benchmarks.quality ...): each figure
-    # from its variant's row of the log's table (_quality: the k-th number of the col-th cell after the variant)
-    *(("docs/quantization.md", printed, QUALITY, key, 1) for row, keys in QUALITY_ROWS for printed, key in
-      _one_figure_each(row, keys)),
-    *(("docs/quantization.md", printed, QUALITY, where, 1) for printed, where in (
-        ("at nice 10\non the shared machine (load average {0.6} before", r"^# before: [^;]*load average: ([\d.]+),"),
-        ("(load average 0.6 before, {5.5} after)", r"; after: .*load average: ([\d.]+),"),
-        ("quality.log; {2047} scored tokens per language", r", (\d+) scored per language"),
-        ("greedy: {4} prompts x 8 new tokens", r"greedy: (\d+) prompts x \d+ new tokens"),
-        ("greedy: 4 prompts x {8} new tokens", r"greedy: \d+ prompts x (\d+) new tokens"),
-        ("The {64}-token figures in the table are", QUALITY_DECODE_TOKENS),
-    )),
-    ("docs/quantization.md", "scored tokens per language; +{-2} standard errors", QUALITY,
-     r"with \+-(\d+) standard errors", -1),  # the log writes "+-2"
-    ("docs/quantization.md", "whose figures at {6} and 64 tokens differed", KEPT, r"^(6) tokens:", 1),
-    # docs/generation.md's "Measured": the decode_step benchmark re-run 2026-12-07 (GPT-2-small shape, batch 1)
-    *(("docs/generation.md", printed, DSTEP, where, 1) for printed, where in (
-        ("at a load average of {9.3} before", r"^# before: .*load average: ([\d.]+),"),
-        ("9.3 before and {5.8} after", r"^# after: .*load average: ([\d.]+),"),
-        ("attnlab {32.0} ms, HF 40.2 ms", GPT2_STEP + r" ([\d.]+) \|"),
-        ("attnlab 32.0 ms, HF {40.2} ms", GPT2_STEP + r"(?:[^|]+\|){2} ([\d.]+) \|"),
-        ("so **{1.26}x HF's", GPT2_STEP + r"(?:[^|]+\|){3} ([\d.]+)x"),
-        ("A step takes {1.15}x the time of a plain read", GPT2_PARTS + r"(?:[^|]+\|){7} ([\d.]+)x"),
-        ("A step at {256} cached positions", r"\| step @\d+ ms \| step @(\d+) ms \|"),
-        ("cached positions costs {1.11}x one at 16", GPT2_PARTS + r"(?:[^|]+\|){2} ([\d.]+)x"),
-        ("costs 1.11x one at {16}.", r"\| step @(\d+) ms \| step @\d+ ms \|"),
-        ("the step takes {7.9} ms", r"attnlab int8 ([\d.]+) ms/step"),
-        ("**{5.08}x HF's float32", r"HF \(float32\) / attnlab int8 ([\d.]+)x"),
-        ("498 MB per token, {19.0} ms at the 26.2 GB/s", r"([\d.]+) ms at the stream over \d+ MB"),
-        ("19.0 ms at the {26.2} GB/s", r"at the stream over \d+ MB \(([\d.]+) GB/s\)"),
     )),
     # ---- P3: end
     # docs/quantization.md: the night's runs
@@ -1478,125 +1416,6 @@ CLAIMS += [
     ("docs/explorer.md", "clean 4.61, corrupted −{5.48}:", SMOL_NAMES, r"^name swap corrupted: .* = -([\d.]+)$", 1),
 ]
 # ---- L: end
-# ---- P2: docs/explorer.md's Experiments views re-run 2026-12-07 by their own functions (the log holds the script)
-VIEWS = "bench/results/explorer-experiments-2026-12-07/views.log"
-_HEADS, _PATCH = r"^head attribution, Eiffel: ", r"^patch attribution, Eiffel / Colosseum: "
-_COMP_E, _COMP_X = r"^components attribution: layer ", r"^components exact: layer "
-CLAIMS += [("docs/explorer.md", printed, VIEWS, where, 1) for printed, where in (
-    ("checked heads with ρ = {0.91} (top-10", _HEADS + r"\d+ checked, spearman ([\d.]+),"),
-    ("(top-10 agreement {0.9}; layer 2", _HEADS + r".*top-10 agreement ([\d.]+)$"),
-    ("agreement 0.9; layer {2} head 5 estimated", _HEADS + r"layer (\d+) head"),
-    ("agreement 0.9; layer 2 head {5} estimated", _HEADS + r"layer \d+ head (\d+) exact"),
-    ("head 5 estimated {0.53}, exact 1.11", _HEADS + r"layer \d+ head \d+ exact [\d.]+ estimate ([\d.]+)$"),
-    ("estimated 0.53, exact {1.11} nats", _HEADS + r"layer \d+ head \d+ exact ([\d.]+)"),
-    ("patch estimate with ρ = {0.68} (layer", _PATCH + r"\d+ checked, spearman ([\d.]+),"),
-    ("(layer 12 at \"iffel\" estimated {3.3}, exact", _PATCH + r"layer 12 at 'iffel' exact [\d.]+ estimate ([\d.]+)$"),
-    ("estimated 3.3, exact {8.5};", _PATCH + r"layer 12 at 'iffel' exact ([\d.]+)"),
-    ("put layer {24} head 4 first", _COMP_E + r"(\d+) head"),
-    ("put layer 24 head {4} first", _COMP_E + r"\d+ head (\d+) "),
-    ("(contribution: estimate +{5.2}, exact", _COMP_E + r"\d+ head \d+ contribution \+([\d.]+)$"),
-    ("estimate +5.2, exact +{7.0})", _COMP_X + r"\d+ head \d+ contribution \+([\d.]+)$"),
-    ("and layer {30} head 2 next", _COMP_E + r".*\ncomponents attribution: layer (\d+) head"),
-    ("and layer 30 head {2} next", _COMP_E + r".*\ncomponents attribution: layer \d+ head (\d+) "),
-    ("layer 30 head 2 next (+{2.9} both;",
-     _COMP_X + r".*\ncomponents exact: layer \d+ head \d+ contribution \+([\d.]+)$"),
-    ("the sentences differ at position {3}", r"^walk 1: .* differ at position \[(\d+)\]"),
-    ("from the stream entering layer {25} the last", r"^walk 1: .* from the stream entering layer (\d+)$"),
-    ("restores half the {6.73}-nat gap", r"^walk 1: .* gap ([\d.]+) nats"),
-    ("layer {24}'s attention output contributes most", r"^walk 2: .*; largest: layer (\d+) attention"),
-    ("contributes most (+{5.96} logits", r"^walk 2: .*; largest: layer \d+ attention \+([\d.]+),"),
-    ("switching off layer {1} head 5 costs", r"^walk 3: switching off layer (\d+) head"),
-    ("switching off layer 1 head {5} costs", r"^walk 3: switching off layer \d+ head (\d+) "),
-    ("head 5 costs {1.29} nats", r"^walk 3: .* costs ([\d.]+) nats"),
-    ("(exact; estimated −{0.27}: the", r"^walk 3: .* estimated -([\d.]+)\)"),
-    ("the estimate ranks the {16} checked heads with ρ = 0.53", r"^walk 3: .*; (\d+) checked"),
-    ("checked heads with ρ = {0.53}); layer", r"^walk 3: .* spearman ([\d.]+)$"),
-    ("layer {24} head 5 writes +3.01", r"^walk 4: .* largest direct writers: layer (\d+) head"),
-    ("layer 24 head {5} writes +3.01", r"^walk 4: .* largest direct writers: layer \d+ head (\d+) "),
-    ("head 5 writes +{3.01} logits", r"^walk 4: .* largest direct writers: layer \d+ head \d+ \+([\d.]+),"),
-    ("steered after layer {24}, \"The capital", r"^walk 5: steered after layer (\d+):"),
-    ("\" Paris\" ({78.8}%) instead of", r"^walk 5: .* -> ' Paris' ([\d.]+)%$"),
-    ("instead of \" Rome\" ({37.9}%)", r"^walk 5: .* ' Rome' ([\d.]+)% ->"),
-    ("each pair scores {0.56}–0.69", r"^meanings: the three paraphrase pairs .*: from ([\d.]+) to"),
-    ("each pair scores 0.56–{0.69}", r"^meanings: the three paraphrase pairs .*: from [\d.]+ to ([\d.]+);"),
-    ("scores between −{0.14} and 0.15", r"^meanings: .* every other pair from -([\d.]+) to"),
-    ("scores between −0.14 and {0.15}", r"^meanings: .* every other pair from -?[\d.]+ to ([\d.]+)$"),
-)]
-# the sweep log's other lines: which heads drop most and how many stay within 0.1 (the sweep's own ranking)
-CLAIMS += [("docs/explorer.md", printed, SMOL_SWEEP, where, 1) for printed, where in (
-    ("the largest drops are layer {2} head 5", r"^which heads matter: layer (\d+) head"),
-    ("the largest drops are layer 2 head {5}", r"^which heads matter: layer \d+ head (\d+) "),
-    ("(1.11 nats) and layer {2} head 6", r"^which heads matter: layer .*\nwhich heads matter: layer (\d+) head"),
-    ("(1.11 nats) and layer 2 head {6}", r"^which heads matter: layer .*\nwhich heads matter: layer \d+ head (\d+) "),
-)]
-# ---- P2: end
-# ---- P2: docs/explorer.md's gpt-char timeline run, re-run 2026-12-07 (train.log: the run's output and GNU time's;
-# timeline.log: its probe scored by the view's own previous_token_score, the log holds the script)
-TIMELINE_RUN = "bench/results/explorer-timeline-2026-12-07/train.log"
-TIMELINE = "bench/results/explorer-timeline-2026-12-07/timeline.log"
-_L1 = r"^previous-token score, layer 1 head {}: .*step {} ([\d.]+)[,;]"
-CLAIMS += [("docs/explorer.md", printed, TIMELINE_RUN, where, 1) for printed, where in (
-    ("it took {112.2} s of CPU time", r"User time \(seconds\): ([\d.]+)$"),
-    ("(and {2.7} s in the system)", r"System time \(seconds\): ([\d.]+)$"),
-    ("but {8} min 38 s of wall time", r"Elapsed \(wall clock\) time .*: (\d+):[\d.]+$"),
-    ("but 8 min {38} s of wall time", r"Elapsed \(wall clock\) time .*: \d+:([\d.]+)$"),
-    ("(load average {0.9} when it started", r"^# load average before: ([\d.]+) "),
-    ("{9.7} when it ended)", r"^# load average after: ([\d.]+) "),
-)]
-CLAIMS += [("docs/explorer.md", printed, TIMELINE, where, 1) for printed, where in (
-    ("It kept {61} probe lines", r"^probe: (\d+) lines"),
-    ("({35} characters, 4 layers × 4 heads)", r"^probe: .*\((\d+) characters\)"),
-    ("(35 characters, {4} layers × 4 heads)", r"^probe: .* (\d+) layers x"),
-    ("(35 characters, 4 layers × {4} heads)", r"^probe: .* layers x (\d+) heads"),
-    ("{5.85} MB in all", r"^probe: \d+ lines, ([\d.]+) MB"),
-    ("loss fell to {1.3886} nats", r"^result.json: val_loss ([\d.]+),"),
-    ("against {2.3233} for the bigram", r"^result.json: .*bigram baseline ([\d.]+)$"),
-    ("Layer {1}, head 4 turned", r"^highest at the last step: layer (\d+) head"),
-    ("Layer 1, head {4} turned", r"^highest at the last step: layer \d+ head (\d+) "),
-    ("(previous-token score {0.09}), it hardly", _L1.format(4, 1)),
-    ("up to step 100 ({0.10})", _L1.format(4, 100)),
-    ("steps 200 and 400 ({0.15} → 0.42)", _L1.format(4, 200)),
-    ("steps 200 and 400 (0.15 → {0.42})", _L1.format(4, 400)),
-    ("reaching {0.48} at step 1500", _L1.format(4, 1500)),
-    ("head 1 ends at {0.43}", _L1.format(1, 1500)),
-    ("head 3 at {0.36}", _L1.format(3, 1500)),
-    ("head 2 ends at {0.23}", _L1.format(2, 1500)),
-    ("ends at {0.19} at most", r"at the last step the highest is ([\d.]+)$"),
-    ("({0.20} at most at any step", r"^layers 2-4: the highest is layer \d+ head \d+, ([\d.]+) at step"),
-    ("any step: layer {4} head 3 at step", r"^layers 2-4: the highest is layer (\d+) head"),
-    ("any step: layer 4 head {3} at step", r"^layers 2-4: the highest is layer \d+ head (\d+),"),
-    ("head 3 at step {1375})", r"^layers 2-4: the highest is .* at step (\d+);"),
-)]
-# docs/explorer.md's class runs: the load average each log recorded before its run (as docs/howto/class.md reads it)
-CLAIMS += [
-    ("docs/explorer.md", "shared 2-core machine (load average {6} to 9; 2026-12-06",
-     f"{CLASS}/30-students-90s-flood-rotate.json", "json:load_before.0", 1),
-    ("docs/explorer.md", "shared 2-core machine (load average 6 to {9}; 2026-12-06",
-     f"{CLASS}/30-students-90s-flood-rotate.json", "json:load_after.0", 1),
-    ("docs/explorer.md", "(load average about {6}; 2026-11-28", f"{CLASS}/30-students-240s.json",
-     "json:load_before.0", 1),
-    ("docs/explorer.md", "otherwise quiet (load average {1.5};", f"{CLASS}/30-students-240s-after-fix.json",
-     "json:load_before.0", 1),
-]
-CACHE_CHECK = "bench/results/explorer-experiments-2026-12-07/cache-check.log"
-CLAIMS += [("docs/explorer.md", printed, CACHE_CHECK, where, 1) for printed, where in (
-    ("per quantized product (SmolLM2: {121} products, 3.7e-3)", r"^quantized products: (\d+),"),
-    ("(SmolLM2: 121 products, {3.7e-3})", r"^quantized products: \d+, relative tolerance ([\d.]+)$"),
-    ("cache-check.log): {0.00635} to 0.0132", r"^8 steps: differences ([\d.]+) to"),
-    ("cache-check.log): 0.00635 to {0.0132}", r"^8 steps: differences [\d.]+ to ([\d.]+),"),
-    ("at scales of {16.2} to 34.3", r"^8 steps: .* scales ([\d.]+) to"),
-    ("at scales of 16.2 to {34.3}", r"^8 steps: .* scales [\d.]+ to ([\d.]+),"),
-    ("within its tolerance ({0.0599} to 0.127)", r"^8 steps: .* tolerances ([\d.]+) to"),
-    ("within its tolerance (0.0599 to {0.127})", r"^8 steps: .* tolerances [\d.]+ to ([\d.]+);"),
-)]
-LENS = "bench/results/explorer-experiments-2026-12-07/lens.log"
-CLAIMS += [
-    ("docs/explorer.md", "mostly predict punctuation ({25} of their 26", LENS,
-     r"^after layers 2-27: (\d+) of \d+ top-1", 1),
-    ("docs/explorer.md", "mostly predict punctuation (25 of their {26} top-1", LENS,
-     r"^after layers 2-27: \d+ of (\d+) top-1", 1),
-]
-# ---- P2: end (timeline)
 # ---- P4: docs/reliability.md: `python -m pytest -q tests/reliability` re-run 2026-12-07 (its summary, /usr/bin/time's
 # line and the load average at its start and end)
 RELIABILITY_RUN = "bench/results/reliability-2026-12-07/pytest.log"
@@ -1618,6 +1437,36 @@ CLAIMS += [("docs/reliability.md", printed, LOAD_RUN.format(run), where, 1) for 
     ("(33.8 and {43.6} requests/s one at a time", "c1-r2", r"([\d.]+) req/s$"),
     ("one at a time, {42.8} and 55.3 two at once)", "c2-r1", r"([\d.]+) req/s$"),
     ("one at a time, 42.8 and {55.3} two at once)", "c2-r2", r"([\d.]+) req/s$"),
+)]
+# the kept-blocks re-run that the "estimates and docs" rows now cite (another helper's logs of 2026-12-07)
+KEPT = "bench/results/kept-blocks-2026-12-07/"
+CLAIMS += [("docs/reliability.md", printed, KEPT + log, where, 1) for printed, log, where in (
+    ("(no_grad up to 512 tokens: {0.031} in log-probabilities", "kept-vs-float32.log",
+     r"^1 tokens: max \|log p kept - log p float32\| no_grad ([\d.]+),"),
+    ("int8 and int4 models by {0.029}-0.036", "kept-vs-float32.log", r"^int8, no_grad vs grad: ([\d.]+) at 1 tokens"),
+    ("int8 and int4 models by 0.029-{0.036}", "kept-vs-float32.log", r"^int4, no_grad vs grad: ([\d.]+) at 1 tokens"),
+    ("not logged, and {0} when re-run 2026-12-07", "compiled-2-blocks.log",
+     r"^compiled vs eager steps, first 2 blocks, 5 prompts x 32 new tokens: max (\d+) of"),
+)]
+# docs/interventions.md's agreement table, SmolLM2's rows: `OMP_NUM_THREADS=1 nice python -m
+# attnlab.benchmarks.attribution_agreement --models smollm2` re-run 2026-12-07 (the same cells as gpt-char's rows)
+ATTRIBUTION_SMOLLM2 = "bench/results/attribution-agreement-2026-12-07/smollm2.log"
+SMOLLM2_ATTRIBUTION_ROWS = (
+    ("The Eiffel Tower / The Colosseum is in the city of", "'The Eiffel Tower",
+     ("240", "0.71", "0.74", "1/10", "9/10", "0")),
+    ("When John and Mary ..., John / Mary gave a drink to", "'When John and Mary",
+     ("150", "0.93", "0.93", "0/10", "10/10", "0")),
+    ("The capital of France / Italy is", "'The capital of France", ("60", "0.82", "0.81", "1/10", "10/10", "12")),
+    ("The opposite of hot / big is", "'The opposite of hot", ("60", "0.73", "0.73", "0/10", "7/10", "2")),
+    ("The sun rises / sets in the", "'The sun rises", ("90", "0.83", "0.83", "6/10", "8/10", "10")),
+    ("Monday, Tuesday, Wednesday / Friday,", "'Monday, Tuesday, Wednesday",
+     ("60", "-0.45", "-0.44", "2/10", "5/10", "15")),
+)
+CLAIMS += [(page, printed.replace("| gpt-char |", "| SmolLM2 |", 1), ATTRIBUTION_SMOLLM2, where, scale)
+           for row in SMOLLM2_ATTRIBUTION_ROWS for page, printed, _, where, scale in _attribution_claims(*row)]
+CLAIMS += [("docs/interventions.md", printed, ATTRIBUTION_SMOLLM2, where, 1) for printed, where in (
+    ("with `--models smollm2` (load average {8.1}-9.4", r"load average ([\d.]+) "),
+    ("with `--models smollm2` (load average 8.1-{9.4}", r"^# load average at end: ([\d.]+) "),
 )]
 # ---- P4: end
 

@@ -1792,52 +1792,6 @@ MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
     ("one beam equals greedy; beams never score ", "method"),  # what the test asserts
     ("stop strings cut the text; - every bad input ", "place"),
 ))
-# ---- P2: docs/explorer.md and docs/howto/class.md: words that say what the explorer does or how a run was set up
-# (method), "holds" as "contains" (verb), a place on the page or in the page's grid (place), a quoted label, a
-# name, arithmetic (math: Q4_1 / Q8_0 blocks read fewer bytes than float32 whatever the machine), and a general
-# remark the page does not measure (unmeasured). The words left pinned rest on hand timings the page marks not
-# logged (the sweeps and fallbacks "slower", the patch grid "slowest", the head's reads "cost more", the Q8_0
-# multi-row kernel "faster").
-EXPLORER_PAGE, CLASS_PAGE = "docs/explorer.md", "docs/howto/class.md"
-MORE_PLACES += tuple((EXPLORER_PAGE, end, kind) for end, kind in (
-    ("flatten each to C·P·P numbers, the ", "name"),
-    ("the softmax, whether the k ", "method"),
-    ("Each step sends its 50 ", "method"),
-    ("timed by default on models under 20 M parameters, on ", "method"),
-    ("(the server stops stepping too). A step that ", "verb"),
-    ("**The weights as the model ", "verb"),
-    ("SmolLM2 as the explorer loads it ", "verb"),
-    ("with the weights at the precision the model ", "verb"),
-    ("blocks and 0.51 in float32 (5.17× ", "math"),
-    ("that one matrix). The test ", "verb"),
-    ("kept step from which its score stays at or ", "method"),
-    ("and normalised. The default list ", "verb"),
-    ("the share) are written in the line ", "place"),
-    ("than the screen says \"scroll sideways: ", "quoted"),
-    ("outlined, pressed) and scrolls the result ", "place"),
-    ("(a late MLP often writes several times ", "unmeasured"),
-    ("address served longest ago (among addresses with ", "method"),
-    ("runs one heavy job at a time and may have 2 ", "method"),
-    ("however many one student sends), with up to 32 ", "method"),
-    ("Since turns go by address first, ", "method"),
-    ("more ids from one address never buy ", "method"),
-    ("beside two clients that try to take ", "method"),
-    ("(the log's `rotator_ids` counts one ", "method"),  # the address's own id: rotator_ids - 1 ids were issued
-    ("a sentence whose recording would take ", "method"),
-    ("as the page asks (", "method"),  # best of 3: how the step is timed
-    ("8 greedy tokens), and the model ", "verb"),
-    ("target 300) and blamed products of ", "method"),
-    ("on every call of ", "method"),
-    ("nothing interactive. What it ", "verb"),
-    ("embedded and the view says so. The lessons ", "place"),
-    ("compares the page's `data-` numbers with `api.py`, ", "method"),
-))
-MORE_PLACES += tuple((CLASS_PAGE, end, kind) for end, kind in (
-    ("students open the address ", "place"),
-    ("one long job at a time and may have two ", "method"),
-    ("beside two clients trying to take ", "method"),
-))
-# ---- P2: end
 MORE_PLACES += tuple((INTEROP, end, rule) for end, rule in (
     ("a `partial_rotary_factor` ", "method"),  # what the reader refuses
     ("a long forward followed by a shorter one ", "method"),
@@ -1932,7 +1886,42 @@ MORE_PLACES += tuple((RELIABILITY_PAGE, end, kind) for end, kind in (
     ("results that no results file ", "verb"),
     ("a client can keep such a connection busy, but it ", "verb"),
 ))
-# ---- end of P4's docs/reliability.md claim words
+
+# docs/interventions.md: the agreement table's two pairs where the ranking fails, over the logged Spearman cells
+INTERVENTIONS_PAGE = "docs/interventions.md"
+LOW_AGREEMENT = ("And the king said to th / ... sh", "Monday, Tuesday, Wednesday / Friday,")
+
+
+def _agreement_spearman() -> dict[str, float]:
+    """Each pair's Spearman cell, as tests/test_claims_sources.py reads it back from the two logs."""
+    import test_claims_sources as sources
+    rows = (*sources._ATTRIBUTION_ROWS, *sources.SMOLLM2_ATTRIBUTION_ROWS)
+    return {pair: _logged(INTERVENTIONS_PAGE, f"{pair} | {cells[0]} | {{") for pair, _, cells in rows}
+
+
+def _agreement_fails_two() -> str:
+    """"it fails where ... (the Monday pair) and on the 8-cell gpt-char pair": those two have the lowest rank
+    correlations of all pairs, each under 0.7 (the band the sentence gives the others)."""
+    rho = _agreement_spearman()
+    others = [v for k, v in rho.items() if k not in LOW_AGREEMENT]
+    return "fails" if all(rho[k] < min(min(others), 0.7) for k in LOW_AGREEMENT) else "holds"
+
+
+MORE_RULES["agreement_fails_two"] = _agreement_fails_two
+MORE_PLACES += tuple((INTERVENTIONS_PAGE, end, kind) for end, kind in (
+    ("the rank correlation is 0.7-0.99 on 10 of 12 pairs; it ", "agreement_fails_two"),
+    ("what each layer would predict. Every example ", "place"),
+    ("(noise: the ", "method"),  # the spread of the interleaved runs: their minimum
+    ("## Sweeps on ", "name"),  # a heading
+    ("(at most `batch_size` rows; ", "verb"),  # lower it: reduce it
+    ("large edits in early layers are far from ", "math"),  # a first-order estimate of a non-linear map
+    ("(the residual stream at layer 0 is the usual ", "name"),  # the worst cell: a measured quantity
+    ("| top-10 overlap | top-10 real | ", "name"),  # a column
+    ("(9.6-10.6 exact). The ", "name"),
+    ("from one recorded forward. The final norm is not ", "math"),
+    ("LayerNorm's centring is ", "math"),
+))
+# ---- end of P4's claim words
 
 VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdict -> (row, index of its word)
     "post-LN needs warmup (17.3) | 001 | ": (1, 0),

