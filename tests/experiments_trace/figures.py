@@ -2561,6 +2561,18 @@ COMPUTED.update({
     "page_grids_kept": lambda: _test_literal(f"{_STATIC}/attention/attention.js", r"GRIDS\.size > (\d+)\)"),
     "walk_alpha": lambda: _test_literal(f"{_STATIC}/experiments/walk.js", r"layer, alpha: (\d+), tokens: 1 \}"),
     "gpt_char_seed": lambda: str(_defaults("gpt-char")["seed"]),
+    # the toy's heads by their role (toy_model.HEADS' names), as the page numbers them from 1
+    **{f"toy_head_{role}": (lambda role=role: str(1 + [h[0].split(" ")[0] for h in _attr(
+        "attnlab.explorer.server.toy_model", "HEADS")].index(role)))
+       for role in ("subject", "determiner", "preposition", "adjective")},
+    # the status an error gets (explorer/server/handlers.py's STATUS by the error's class; a failed validation's
+    # answer; the guard's oversize body)
+    **{f"status_{name}": (lambda name=name: str(next(v for k, v in _attr("attnlab.explorer.server.handlers",
+                                                                          "STATUS").items() if k.__name__ == name)))
+       for name in ("UnknownItem", "OutOfRange", "ModelUnavailable", "QueueFull", "Stopped", "AttnlabError")},
+    "status_validation": lambda: _test_literal("attnlab/explorer/server/handlers.py",
+                                               r'answer\((\d+), "malformed request: "'),
+    "status_oversize": lambda: _test_literal("attnlab/explorer/server/guard.py", r"answer\((\d+), f\"request body is"),
     # the loopback names as the page splits them into numbers ("127.0" of 127.0.0.1, the "1" of ::1)
     "loopback_v4": lambda: TOKEN.match(_attr("attnlab.explorer.server.classroom", "LOOPBACK")[0])[0],
     "loopback_v6_tail": lambda: _attr("attnlab.explorer.server.classroom", "LOOPBACK")[2].split("::")[1],
@@ -2640,6 +2652,32 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("the page keeps the grids of its last ", "page_grids_kept"),
     ("clean minus corrupted at step 1's layer, α = ", "walk_alpha"),
     ("`attnlab train gpt-char --out runs/gpt-char threads=1` (seed ", "gpt_char_seed"),
+    ("| W_Q reads | W_K reads | try | |---|---|---|---| | ", "toy_head_subject"),
+    ("\"cat\" in *the cat sat on the mat* | | ", "toy_head_determiner"),
+    ("\"a\" in *a dog ran* | | ", "toy_head_preposition"),
+    ("| 2 × prep | 2 × place | \"on\" | | ", "toy_head_adjective"),
+    ("toy's Attention tab with \"cat\" selected in head ", "toy_head_subject"),
+    ("the seed's suggested clicks are buttons (\"cat\" in head ", "toy_head_subject"),
+    ("(\"cat\" in head 1, \"on\" in head ", "toy_head_preposition"),
+    ("\"on\" in head 3, \"old\" in head ", "toy_head_adjective"),
+    ("\"old\" in head 4, \"the\" in head ", "toy_head_determiner"),
+    ("\"Remove the verb ×2\" sets head ", "toy_head_subject"),
+    ("![Attention: the toy, \"cat\" in head ", "toy_head_subject"),
+    ("Texts are capped at 1,000 characters (", "status_validation"),
+    ("Texts are capped at 1,000 characters (422) and 64 tokens (", "status_AttnlabError"),
+    ("Sentences of different lengths get a ", "status_AttnlabError"),
+    ("serving: unknown model, layer, head or part → ", "status_UnknownItem"),
+    ("a layer, head or position the model or text lacks → ", "status_OutOfRange"),
+    ("a body field the schema does not have → ", "status_validation"),
+    ("non-PNG/JPEG uploads, oversize images → ", "status_AttnlabError"),
+    ("oversize images → 400; malformed JSON → ", "status_validation"),
+    ("malformed JSON → 422; bodies over 4 MiB → ", "status_oversize"),
+    ("model that cannot load → ", "status_ModelUnavailable"),
+    ("request still waiting after 120 s gets ", "status_Stopped"),
+    ("may have 2 more waiting (a third is refused, ", "status_QueueFull"),
+    ("a heavy job 120 s per job waiting (then ", "status_Stopped"),
+    ("and 2,508 of their sweeps were refused (", "status_QueueFull"),
+    ("unknown or out-of-range fields are ", "status_validation"),
 ))
 COMPUTED_PLACES += tuple(("docs/howto/class.md", end, name) for end, name in (
     ("`, or any `--host` other than ", "loopback_v4"),
