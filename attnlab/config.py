@@ -135,6 +135,13 @@ class ModelConfig:
     n_classes: int = 0  # classifier / token classifier / ViT head
     pooler: bool = False  # BERT pooler: dense + tanh on the [CLS] vector
     nsp: bool = False  # BERT's next-sentence classifier (2-way) on the pooled [CLS] vector; needs the pooler
+    # a decoder read both ways as a masked LM (smollm2-mlm): the MLM logits at position i come from position i-1's
+    # vector (masked next-token prediction, LLM2Vec 2024), so the pre-trained LM head keeps the job it learnt
+    predict_from_previous: bool = False
+    # LoRA (Hu et al. 2021): > 0 makes every block matrix W_0 + (lora_alpha / lora_rank) B A, with A (r, in) and
+    # B (out, r) the only new weights (B starts at 0: the model starts as W_0); an encoder's option
+    lora_rank: int = 0
+    lora_alpha: float = 16.0
 
     # vision
     image_size: int = 32
@@ -244,7 +251,7 @@ class ModelConfig:
             positive(name, allow_none=True)
         for name in ("t5_num_buckets", "t5_max_distance", "image_size", "patch_size", "n_channels"):
             positive(name)
-        for name in ("position_offset", "type_vocab_size", "n_classes"):
+        for name in ("position_offset", "type_vocab_size", "n_classes", "lora_rank"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise bad(name, "must be a non-negative integer")
@@ -312,6 +319,14 @@ class ModelConfig:
         if self.nsp and (self.topology != "encoder" or not self.pooler):
             raise bad("nsp", "the next-sentence head reads the pooled [CLS] vector: it needs an encoder with "
                       "pooler=True")
+        if self.predict_from_previous and (self.topology != "encoder" or self.head != "lm"):
+            raise bad("predict_from_previous", "reads the MLM logits from the previous position: it needs an "
+                      "encoder with head='lm'")
+        if self.lora_rank and self.topology != "encoder":
+            raise bad("lora_rank", "LoRA adapters are built for encoders (topology='encoder'); 0 turns them off")
+        if (isinstance(self.lora_alpha, bool) or not isinstance(self.lora_alpha, (int, float))
+                or not 0 < self.lora_alpha <= FLOAT32_MAX):
+            raise bad("lora_alpha", "must be a positive finite number (the adapters' scale is lora_alpha / lora_rank)")
         if not self.shared_embeddings and self.topology != "encoder-decoder":
             raise bad("shared_embeddings", "only an encoder-decoder has separate source and target embeddings")
         for name in ("pad_token_id", "bos_token_id", "eos_token_id", "decoder_start_token_id"):

@@ -54,11 +54,18 @@ def _feedforward(config: ModelConfig) -> int:
     return _linear(config.d_model, up, config.bias) + _linear(config.d_ff, config.d_model, config.bias)
 
 
+def _lora(config: ModelConfig) -> int:
+    """A block's LoRA pairs (config.lora_rank r; encoders only): r * (in + out) for W_QKV, W_O, W_1 and W_2."""
+    d, qw, kvw = config.d_model, config.n_heads * config.head_dim, config.kv_heads * config.head_dim
+    up = config.d_ff * (2 if config.gated else 1)
+    return config.lora_rank * ((d + qw + 2 * kvw) + (qw + d) + (d + up) + (config.d_ff + d))
+
+
 def _block(config: ModelConfig, cross: bool) -> int:
     """Self-attention + its norm, cross-attention + its norm (decoder of an encoder-decoder), FFN + its norm; a
-    sandwich keeps two norms per sub-layer."""
+    sandwich keeps two norms per sub-layer; LoRA pairs when the config has them."""
     per_sublayer = _norm(config) * (2 if config.norm_placement == "sandwich" else 1)
-    own = _attention(config, cross=False) + _feedforward(config) + 2 * per_sublayer
+    own = _attention(config, cross=False) + _feedforward(config) + 2 * per_sublayer + _lora(config)
     return own + (_attention(config, cross=True) + per_sublayer if cross else 0)
 
 
@@ -182,6 +189,8 @@ def formula_gap(config: ModelConfig) -> list[tuple[str, int]]:
     gap.append(("norms", n_norms * norm_size))
     if config.qk_norm != "none":
         gap.append(("q/k norms", n_self * _qk_norms(config)))
+    if config.lora_rank:
+        gap.append(("LoRA pairs", n_self * _lora(config)))
     if config.position == "learned":
         rows = config.n_patches + 1 if vit else config.max_len
         gap.append(("positions beyond L*d (offset rows, second stack)",

@@ -291,6 +291,27 @@ def _roles(hf: HFTokenizer, special_tokens: list[str]) -> dict[str, str]:
     return {role: tok for role, tok in found.items() if tok in special_tokens}
 
 
+# ------------------------------------------------------------------------------------ a decoder as a masked LM
+MASK_TOKEN = "[MASK]"
+
+
+def with_mask_token(tok: Tokenizer, first: str) -> Tokenizer:
+    """A copy of a decoder's tokenizer made a masked LM's (smollm2-mlm): "[MASK]" added as a special token (the
+    next id; it takes the space before it, as a masked word's token " coffee" holds its space), and the special
+    token `first` put before every text, playing [CLS]: under predict_from_previous a position's word is
+    predicted from the position before it, so the first word needs one. The original tokenizer is unchanged."""
+    from tokenizers import AddedToken, processors
+
+    first_id = tok.hf.token_to_id(first)
+    if first_id is None:
+        raise InputError(f"first token {first!r} is not in the vocabulary; give one of its special tokens")
+    hf = HFTokenizer.from_str(tok.hf.to_str())  # a copy: the base model's own tokenizer stays as it was
+    hf.add_special_tokens([AddedToken(MASK_TOKEN, lstrip=True, special=True)])
+    hf.post_processor = processors.TemplateProcessing(single=f"{first} $A", pair=f"{first} $A $B:1",
+                                                      special_tokens=[(first, first_id)])
+    return Tokenizer(hf, {**tok.special, "mask": MASK_TOKEN, "cls": first})
+
+
 # ------------------------------------------------------------------------------------------------ GPT-2
 def gpt2_tokenizer(directory: str | Path | None = None, special: dict[str, str] | None = None) -> Tokenizer:
     """GPT-2's byte-level BPE from its original files: encoder.json + vocab.bpe (or vocab.json + merges.txt).

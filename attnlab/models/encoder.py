@@ -28,11 +28,22 @@ class Encoder(Stack, TransformerModel):
         self.init_weights()
         if config.tie_embeddings and self.lm_head is not None:
             self.lm_head.proj.weight = self.tokens.weight
+        if config.lora_rank:  # after the init: W_0 is whatever a loader copies in, B A starts at zero
+            from attnlab.layers.lora import add_lora
+
+            add_lora(self.blocks, config.lora_rank, config.lora_alpha)
 
     def sites(self) -> tuple[str, ...]:
         """The names this model records or lets edit at its own level (attnlab.recording.sites)."""
         has_logits = self.config.head in ("lm", "classifier", "token_classifier")
         return Stack.sites(self) + (("logits",) if has_logits else ())
+
+    def head_input(self, h: torch.Tensor) -> torch.Tensor:
+        """The vectors the MLM head reads for each position: its own, or with predict_from_previous the previous
+        position's (position 0, which has none, reads its own: a [CLS]-like first token is never masked)."""
+        if not self.config.predict_from_previous:
+            return h
+        return torch.cat([h[:, :1], h[:, :-1]], dim=1)  # (batch, seq, d_model)
 
     def forward(
         self,
@@ -47,7 +58,7 @@ class Encoder(Stack, TransformerModel):
         pooled = self.pooler(h) if self.pooler is not None else None
         head = self.config.head
         if head == "lm":
-            logits = self.lm_head(h)  # (batch, seq, vocab)
+            logits = self.lm_head(self.head_input(h))  # (batch, seq, vocab)
         elif head == "classifier":
             logits = self.classifier(pooled if pooled is not None else h[:, 0])  # (batch, n_classes) from [CLS]
         elif head == "token_classifier":
