@@ -18,6 +18,8 @@ import os
 import stat
 from pathlib import Path
 
+import torch
+
 from attnlab.build import build_model
 from attnlab.config import ModelConfig
 from attnlab.data.tokenizers import load_tokenizer
@@ -109,6 +111,8 @@ def load(path, device=None, keep_quantized: bool = True):
         return load_hf(path, device=device)
     config = read_config(path)
     base = base_directory(config, path / CONFIG_NAME)
+    if base is not None and base.suffix == ".gguf":  # adapters over a packaged GGUF model (smollm2-mlm)
+        return load_on_gguf(path, config, base, device)
     if base is not None:  # only what was trained on top of an installed base model (minilm-mlm)
         tokenizer = load_tokenizer(path)
         return load_on_base(path, config, base, device), tokenizer if tokenizer is not None else load_tokenizer(base)
@@ -116,6 +120,60 @@ def load(path, device=None, keep_quantized: bool = True):
     tokenizer = load_tokenizer(path)
     base = base_directory(model.config) if tokenizer is None else None
     return model, (load_tokenizer(base) if base is not None else tokenizer)
+
+
+ADDED_ROWS = "tokens.added_rows"  # a shipped adapter's embedding rows for the tokens it adds ([MASK])
+
+
+def load_on_gguf(directory: Path, config: ModelConfig, base: Path, device=None):
+    """A checkpoint trained over a GGUF file of an installed package (smollm2-mlm): the file's weights expanded to
+    float32 are W_0; the checkpoint's own tensors (LoRA pairs, the added tokens' embedding rows, or every tensor of a
+    run's checkpoint) complete them; the LoRA changes are then merged, so the model returned is a plain encoder
+    (its config says lora_rank=0 and keeps the rank in extra["lora_merged"]). The tokenizer is the run's, or the
+    file's with [MASK] added (data.tokenizers.with_mask_token)."""
+    from attnlab.data.tokenizers import with_mask_token
+    from attnlab.interop.gguf import load_gguf
+    from attnlab.layers.lora import merge
+
+    expected = config.extra["base"].get("sha256")
+    if expected is not None and file_sha256(base) != expected:
+        raise CheckpointError(f"{directory} was trained on {base} with sha256 {expected[:12]}...; the installed "
+                              f"{config.extra['base']['package']} holds another file: reinstall the version it was "
+                              "trained on")
+    weights = directory / WEIGHTS_NAME
+    names = build_model(config, device="meta").state_dict(keep_vars=True)
+    unexpected = [n for n in read_header(weights) if n not in names and n != ADDED_ROWS]
+    if unexpected:
+        raise CheckpointError(f"{weights} does not match its config: unexpected tensors {unexpected[:8]}")
+    base_model, base_tokenizer = load_gguf(base, keep_quantized=False)
+    tensors = {}
+    for n, t in base_model.state_dict().items():  # W_0 sits under the LoRA parametrization's name
+        adapted = n.removesuffix(".weight") + ".parametrizations.weight.original"
+        tensors[adapted if adapted in names else n] = t
+    del base_model
+    own = {n: t.float() for n, t in read_tensors(weights).items()}
+    added = own.pop(ADDED_ROWS, None)
+    if added is not None:
+        tensors["tokens.weight"] = torch.cat([tensors["tokens.weight"], added])  # (vocab + added, d_model)
+        if config.tie_embeddings:
+            tensors["lm_head.proj.weight"] = tensors["tokens.weight"]
+    tensors.update(own)
+    if config.tie_embeddings:  # one matrix under two names: a run's checkpoint saves it as the head's
+        full = max((tensors[n] for n in ("tokens.weight", "lm_head.proj.weight") if n in tensors), key=len)
+        tensors["tokens.weight"] = tensors["lm_head.proj.weight"] = full
+    tensors = {n: t for n, t in tensors.items() if n in names}
+    model = materialize(config, tensors, f"{weights} on {base}", device)
+    rank = config.lora_rank
+    if rank:
+        merge(model.blocks)
+        model.config = config.replace(lora_rank=0, extra={**config.extra, "lora_merged": rank})
+    tokenizer = load_tokenizer(directory)
+    if tokenizer is None:
+        tokenizer = with_mask_token(base_tokenizer, config.extra.get("first_token", "<|im_start|>"))
+    if tokenizer.vocab_size != config.vocab_size:
+        raise CheckpointError(f"{directory}: its tokenizer has {tokenizer.vocab_size} tokens and its config "
+                              f"vocab_size={config.vocab_size}: they belong to different runs")
+    return model, tokenizer
 
 
 def read_model_config(spec):

@@ -90,7 +90,7 @@ def _short_story(page, server, button: str) -> str:
 
 
 def test_the_encoder_and_vision_stories_open_from_the_last_stop(page, server):
-    assert _short_story(page, server, "#tour-encoder") in ("minilm-mlm", "bert-mlm")
+    assert _short_story(page, server, "#tour-encoder") in ("smollm2-mlm", "minilm-mlm", "bert-mlm")
     assert page.text_content(".tour-count") == "Tour · 1 of 2"
     page.click("#tour-next")
     _at(page, 1)

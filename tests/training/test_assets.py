@@ -24,7 +24,7 @@ def _need(name):
 def test_shipped_checkpoints_are_small_loadable_and_documented():
     assert SHIPPED, "no checkpoints under attnlab/assets/checkpoints"
     total = sum(f.stat().st_size for f in ASSETS.rglob("*") if f.is_file())
-    assert total < 15 * 2**20
+    assert total <= 20 * 10**6  # the project's rule for checkpoints shipped as package data: 20 MB in all
     for name in SHIPPED:
         info = json.loads((ASSETS / name / "trained.json").read_text())
         assert info["command"].startswith(f"attnlab train {name}")

@@ -46,7 +46,21 @@ def cloze_top5_hits(model, tok, cloze=None) -> list[bool]:
     with torch.no_grad():
         logits = model(ids, attention_mask=attention_mask).logits[torch.arange(len(rows)), at_mask]  # (n, vocab)
     top5 = logits.topk(5, dim=-1).indices.tolist()
-    return [any(tok.id_to_token(i) in answers for i in best) for (_, answers), best in zip(cloze, top5, strict=True)]
+    return [any(word_of(tok, i) in answers for i in best) for (_, answers), best in zip(cloze, top5, strict=True)]
+
+
+def word_of(tok, i: int) -> str | None:
+    """The word token i stands for at a blank: itself in a WordPiece vocabulary (a `##` piece is none), and in a
+    byte-level BPE one (SmolLM2's) a token that starts a word, "Ġcoffee", without its space, lower-cased (the
+    sentences are lower-case; "ĠTea" is the word tea); a token inside a word ("ee") is none."""
+    token = tok.id_to_token(i)
+    if token.startswith("Ġ"):
+        return token[1:].lower()
+    return None if token.startswith("##") or _byte_level(tok) else token
+
+
+def _byte_level(tok) -> bool:
+    return any(t.startswith("Ġ") for t in tok.tokens(" the cat", add_special_tokens=False))
 
 
 # the shipped head (Wikipedia summaries, 350 steps on blocks 4-5) has the answer in its top 5 for 6 of the 40; the

@@ -71,10 +71,11 @@ function storySteps(model, text, s) {
 
 // Two short stories after the main one.
 const ENCODER = [
-  { title: "An encoder reads both ways", view: { model: "minilm-mlm", tab: "selfsup" }, fallback: ["bert-mlm"],
-    target: "#mlm-chips, #mlm-out",
+  { title: "An encoder reads both ways", view: { model: "smollm2-mlm", tab: "selfsup" },
+    fallback: ["minilm-mlm", "bert-mlm"], target: "#mlm-chips, #mlm-out",
     text: "An encoder (BERT, MiniLM) has no causal mask: every token sees the whole sentence. It learns by filling " +
-      "in hidden words: click a token to mask it and read the model's guesses for it." },
+      "in hidden words: click a token to mask it and read the model's guesses for it. (smollm2-mlm is the SmolLM2 " +
+      "decoder with its mask taken away and taught to fill in words.)" },
   { title: "[CLS] and no mask", view: { model: "minilm-mlm", tab: "attention", layer: 0, head: 0 },
     fallback: ["bert-mlm"], target: "#heatmap",
     text: "The weights matrix is full, not triangular: a token attends to the words after it as well. [CLS] at " +
@@ -101,7 +102,8 @@ export function maybeStartTour(app, { force = false, fresh = false } = {}) {
 
 const offered = (id) => [...document.querySelectorAll("#model option")].some((o) => o.value === id && !o.disabled);
 
-// A step's model, or the first of its fallbacks offered here (minilm-mlm needs the MiniLM package); null: none.
+// A step's model, or the first of its fallbacks offered here (smollm2-mlm and minilm-mlm need their base packages);
+// null: none.
 function pick(step) {
   if (!step.view.model) return step;
   const id = [step.view.model, ...(step.fallback || [])].find(offered);

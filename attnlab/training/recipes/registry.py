@@ -7,12 +7,13 @@ from attnlab.training.recipes.base import Recipe
 from attnlab.training.recipes.contrastive import CLIP_MNIST
 from attnlab.training.recipes.masked import BERT_MLM
 from attnlab.training.recipes.minilm_mlm import MINILM_MLM
+from attnlab.training.recipes.smollm2_mlm import SMOLLM2_MLM
 from attnlab.training.recipes.text import GPT_BPE, GPT_CHAR
 from attnlab.training.recipes.translation import TRANSLATE_NUMBERS
 from attnlab.training.recipes.vision import VIT_MNIST
 
-RECIPES: dict[str, Recipe] = {r.name: r for r in (GPT_CHAR, GPT_BPE, BERT_MLM, MINILM_MLM, TRANSLATE_NUMBERS,
-                                                  VIT_MNIST, CLIP_MNIST)}
+RECIPES: dict[str, Recipe] = {r.name: r for r in (GPT_CHAR, GPT_BPE, BERT_MLM, MINILM_MLM, SMOLLM2_MLM,
+                                                  TRANSLATE_NUMBERS, VIT_MNIST, CLIP_MNIST)}
 
 
 def names() -> list[str]:

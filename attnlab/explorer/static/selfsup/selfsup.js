@@ -23,8 +23,9 @@ async function instrument(root, ctx) {
       const noHead = ["toy", "minilm"];
       needs(root, { ...ctx, info: { ...ctx.info, topology: "encoder without an MLM head" },
         models: ctx.models.filter((m) => !noHead.includes(m.id)) }, ["encoder", "decoder"],
-      "Masked-token prediction needs an encoder trained with an MLM head (minilm-mlm is this MiniLM with one; " +
-      "bert-mlm a small one trained here); next-token prediction a decoder.");
+      "Masked-token prediction needs an encoder trained with an MLM head (smollm2-mlm is SmolLM2 taught to fill " +
+      "in words; minilm-mlm is this MiniLM with one; bert-mlm a small one trained here); next-token prediction a " +
+      "decoder.");
       return;
     }
     return mlm(root, ctx);

@@ -22,8 +22,8 @@ from attnlab.explorer.server.registry import Loaded
 
 ACTIONS = {MASKED: "mask", RANDOM: "random", KEPT: "keep"}  # the rule's kinds as mlm_predict's action names
 # which of the explorer's own models have an MLM head (minilm is a sentence-embedding encoder: no head)
-MLM_MODELS = ("minilm-mlm (MiniLM with a trained MLM head), bert-mlm, or a BERT-family checkpoint with its MLM "
-              "head named on the command line")
+MLM_MODELS = ("smollm2-mlm (SmolLM2 read both ways), minilm-mlm (MiniLM with a trained MLM head), bert-mlm, or a "
+              "BERT-family checkpoint with its MLM head named on the command line")
 
 
 # ---------------------------------------------------------------------------------------- self-supervised
