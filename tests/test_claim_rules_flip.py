@@ -594,6 +594,8 @@ PERTURBATIONS.update({
     'one_row_copy_faster': ('loader', ('_printed', 'reciprocal')),
     'two_row_copy_slower': ('loader', ('_printed', 'reciprocal')),
     'head_slices_faster': ('loader', ('_printed', 'reciprocal')),
+    'kernel_error_larger': ('loader', ('_kernel_shapes', 'negate')),
+    'kernel_error_smaller': ('loader', ('_kernel_shapes', 'negate')),
 })
 # ---- P3: end
 
@@ -614,6 +616,20 @@ OTHER_OUTCOME = {"verdict_12_0": "not for"}  # row 12's verdict is "holds" or "n
 PERTURBATIONS["agreement_fails_two"] = ('loader', ('_logged', 'negate'))
 # ---- P4: end
 
+
+# ---- P1: docs/training.md's rules (a loader's values transformed: the logged trial figures and the printed hand
+# rates inverted, a test-list score squared past the 60% target; the shipped vit-mnist's accuracy halved)
+PERTURBATIONS.update({
+    **dict.fromkeys(("block3_faster", "block3_lower", "teacher_loss_higher", "teacher_top5_lower", "distill_best_ten",
+                     "earlier_best_ten", "big_a_better", "more_text_helps", "lr2e4_worse", "six_blocks_lower",
+                     "short_not_hurt", "mix_a_best_yet", "mix_a_two_more", "mix_a_better_than_shipped",
+                     "mix_b_below"), ('loader', ('_logged', 'reciprocal'))),
+    **dict.fromkeys(("layers4_below_target", "big_a_below_target"), ('loader', ('_logged', 'square'))),
+    **dict.fromkeys(("descheduled_slower", "generator_faster"), ('loader', ('_printed', 'reciprocal'))),
+    'vit_above_97': ('attnlab/assets/checkpoints/vit-mnist/trained.json', ('halve', ('final_eval', 'accuracy'))),
+})
+MIXED_ONLY |= {"distill_best_ten", "earlier_best_ten", "mix_a_best_yet"}  # "best" or not the best ("mixed")
+# ---- P1: end
 
 def flipped(rule: str) -> tuple[str, str]:
     """(the rule's word on the committed data, its word on the perturbed data)."""

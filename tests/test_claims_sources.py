@@ -47,6 +47,38 @@ NIGHT_QUICK = "bench/results/bench-quick-startup-2026-11-28"
 GGUF_STEP = r"^\| GGUF kept \(Q4_1 \+ Q8_0\) \| ([\d.]+) ms"
 Q8P = "bench/results/q8_0-prefill-2026-11-28"
 KEPT = "bench/results/kept-blocks-2026-12-07/kept-vs-float32.log"  # P3: the kept-blocks figures, re-run
+QUALITY = "bench/results/quality-2026-12-07/quality.log"  # P3: python -m attnlab.benchmarks.quality, re-run
+ATTENTION = "bench/results/attention-kernel-2026-12-07/kernel-vs-sdpa.log"  # P3: kernel vs SDPA, 100 shapes
+COMPILED_CUT = "bench/results/kept-blocks-2026-12-07/compiled-2-blocks.log"  # P3: SmolLM2's 2-block cut
+DSTEP = "bench/results/decode-step-2026-12-07/gpt2.log"  # P3: python -m attnlab.benchmarks.decode_step, re-run
+GPT2_STEP = r"^\| GPT-2-small shape \(random\) \| 1 \|"  # its first table's row: ms/step, ratios
+GPT2_PARTS = r"^\| GPT-2-small shape \(random\) \|(?= [\d.]+ \| [\d.]+ \| [\d.]+x)"  # its step-parts row
+
+
+def _quality(variant: str, col: int, k: int = 0) -> str:
+    """The quality log's table: the k-th number of the col-th cell after `variant`'s name (0: its matrices, 1: MiB,
+    2: ppl es, 3: change es (change, low, high), 4: ppl fr, 5: change fr, 6: top-1 es / fr, 7: decode path es / fr,
+    8: greedy agreement)."""
+    return (rf"^\| {re.escape(variant)} \|" + r"[^|]+\|" * col + r"[^\d|+-]*" + r"[+-]?[\d.]+[^\d|+-]+" * k
+            + r"([+-]?[\d.]+)")
+
+
+QUALITY_DECODE_TOKENS = r"decode path: the first (\d+) tokens of each"
+QUALITY_ROWS = (  # docs/quantization.md's rows, figures in [brackets], and where each is in the log
+    ("| float32 | float32 | 513 | [39.896] | [27.218] | [100]% | [0] | [100]% |",
+     tuple(_quality("float32", c) for c in (2, 4, 6, 7, 8))),
+    ("| int8 | int8 | 129 | [39.983] ([+0.22]%, [-0.42]..[+0.86]) | [27.121] ([-0.36]%, [-0.93]..[+0.22]) | [94.8]% / "
+     "[94.2]% | [-0.95]% / [+2.66]% ([64] tokens each) | [81.2]% |",
+     (*(_quality("int8", c, k) for c, k in ((2, 0), (3, 0), (3, 1), (3, 2), (4, 0), (5, 0), (5, 1), (5, 2), (6, 0),
+                                            (6, 1), (7, 0), (7, 1))), QUALITY_DECODE_TOKENS, _quality("int8", 8))),
+    ("| int4 (LM head int8, as shipped) | uint8 + float16, head int8 | 91 | [39.870] ([-0.07]%, [-0.33]..[+0.20]) | "
+     "[27.264] ([+0.17]%, [-0.08]..[+0.42]) | [96.5]% / [97.5]% | [-0.58]% / [+0.58]% | [93.8]% |",
+     tuple(_quality("int4", c, k) for c, k in ((2, 0), (3, 0), (3, 1), (3, 2), (4, 0), (5, 0), (5, 1), (5, 2), (6, 0),
+                                               (6, 1), (7, 0), (7, 1), (8, 0)))),
+    ("| GGUF blocks kept | int8, uint8 + float16 | 92 | [39.896] ([0]) | [27.218] ([0]) | [100]% | [-0.04]% / "
+     "[+0.04]% | [100]% |",
+     tuple(_quality("gguf", c, k) for c, k in ((2, 0), (3, 0), (4, 0), (5, 0), (6, 0), (7, 0), (7, 1), (8, 0)))),
+)
 STARTUP = "bench/results/startup-zen5-2026-11-28/startup.log"
 EVENING = "bench/results/startup-zen5-2026-11-28/startup-evening.log"  # after the start-up work of that evening
 INSTALL, COSTS, GGUF_HOWTO = "docs/howto/install.md", "docs/performance.md", "docs/howto/gguf.md"
@@ -670,6 +702,58 @@ CLAIMS = [
         ("{0.032}-0.036 for `int4`", r"^int4, no_grad vs grad: [\d.]+ at 1 tokens, ([\d.]+) at 6"),
         ("torch 2.13, one thread, load average {2.5}", r"load average ([\d.]+) "),
         ("`attnlab.interop.gguf.load_gguf(path, keep_quantized=False)`; {25} s of CPU", r"^# CPU time (\d+) s"),
+    )),
+    ("docs/interop.md", "differ by up to {0.031} in log-probabilities", KEPT, r"^64 tokens: .* no_grad ([\d.]+),", 1),
+    # docs/quantization.md's quality table, re-run 2026-12-07 (python -m attnlab.benchmarks.quality ...): each figure
+    # from its variant's row of the log's table (_quality: the k-th number of the col-th cell after the variant)
+    *(("docs/quantization.md", printed, QUALITY, key, 1) for row, keys in QUALITY_ROWS for printed, key in
+      _one_figure_each(row, keys)),
+    *(("docs/quantization.md", printed, QUALITY, where, 1) for printed, where in (
+        ("at nice 10\non the shared machine (load average {0.6} before", r"^# before: [^;]*load average: ([\d.]+),"),
+        ("(load average 0.6 before, {5.5} after)", r"; after: .*load average: ([\d.]+),"),
+        ("quality.log; {2047} scored tokens per language", r", (\d+) scored per language"),
+        ("greedy: {4} prompts x 8 new tokens", r"greedy: (\d+) prompts x \d+ new tokens"),
+        ("greedy: 4 prompts x {8} new tokens", r"greedy: \d+ prompts x (\d+) new tokens"),
+        ("The {64}-token figures in the table are", QUALITY_DECODE_TOKENS),
+    )),
+    ("docs/quantization.md", "scored tokens per language; +{-2} standard errors", QUALITY,
+     r"with \+-(\d+) standard errors", -1),  # the log writes "+-2"
+    ("docs/quantization.md", "whose figures at {6} and 64 tokens differed", KEPT, r"^(6) tokens:", 1),
+    *(("docs/quantization.md", printed, ATTENTION, where, 1) for printed, where in (
+        ("(on {100} seeded random shapes", r"^shapes: (\d+);"),
+        ("larger in {5} and smaller in 92", r"larger than SDPA's in (\d+),"),
+        ("larger in 5 and smaller in {92}", r", smaller in (\d+),"),
+        ("the worst {9.1e-7} of max |v|", r"^worst error / max \|v\|: kernel ([\d.e-]+),"),
+        ("against SDPA's {2e-6}", r"SDPA float32 ([\d.e-]+)$"),
+    )),
+    # docs/generation.md's "Measured": the decode_step benchmark re-run 2026-12-07 (GPT-2-small shape, batch 1)
+    *(("docs/generation.md", printed, DSTEP, where, 1) for printed, where in (
+        ("at a load average of {9.3} before", r"^# before: .*load average: ([\d.]+),"),
+        ("9.3 before and {5.8} after", r"^# after: .*load average: ([\d.]+),"),
+        ("attnlab {32.0} ms, HF 40.2 ms", GPT2_STEP + r" ([\d.]+) \|"),
+        ("attnlab 32.0 ms, HF {40.2} ms", GPT2_STEP + r"(?:[^|]+\|){2} ([\d.]+) \|"),
+        ("so **{1.26}x HF's", GPT2_STEP + r"(?:[^|]+\|){3} ([\d.]+)x"),
+        ("A step takes {1.15}x the time of a plain read", GPT2_PARTS + r"(?:[^|]+\|){7} ([\d.]+)x"),
+        ("A step at {256} cached positions", r"\| step @\d+ ms \| step @(\d+) ms \|"),
+        ("cached positions costs {1.11}x one at 16", GPT2_PARTS + r"(?:[^|]+\|){2} ([\d.]+)x"),
+        ("costs 1.11x one at {16}.", r"\| step @(\d+) ms \| step @\d+ ms \|"),
+        ("the step takes {7.9} ms", r"attnlab int8 ([\d.]+) ms/step"),
+        ("**{5.08}x HF's float32", r"HF \(float32\) / attnlab int8 ([\d.]+)x"),
+        ("498 MB per token, {19.0} ms at the 26.2 GB/s", r"([\d.]+) ms at the stream over \d+ MB"),
+        ("19.0 ms at the {26.2} GB/s", r"at the stream over \d+ MB \(([\d.]+) GB/s\)"),
+    )),
+    ("docs/generation.md", "GPT-2-small shape at batch {1}, attnlab and Hugging Face", DSTEP,
+     r"^# command: .*--batches (\d+)", 1),
+    *(("docs/generation.md", printed, COMPILED_CUT, where, 1) for printed, where in (
+        ("Over SmolLM2's first {2} blocks the compiled steps", r"first (\d+) blocks, \d+ prompts x 32"),
+        ("a difference of {0} over 5 prompts", r"first 2 blocks, \d+ prompts x 32 new tokens: max ([\d.e-]+) of"),
+        ("a difference of 0 over {5} prompts", r"first \d+ blocks, (\d+) prompts x 32"),
+        ("over 5 prompts x {32} greedy steps, every step", r"first \d+ blocks, \d+ prompts x (32) new tokens: max 0 "),
+        ("one thread, load average {8.4}; log", r"load average ([\d.]+) "),
+    )),
+    *(("docs/generation.md", printed, f"{GPU}/generate-bf16-after.log", where, 1) for printed, where in (
+        ("(GPT-2 small, batch {1} and 8, bf16", r"^# command: .*--batches (\d+),\d+"),
+        ("(GPT-2 small, batch 1 and {8}, bf16", r"^# command: .*--batches \d+,(\d+)"),
     )),
     # ---- P3: end
     # docs/quantization.md: the night's runs
@@ -1349,6 +1433,23 @@ _TRIAL_TEXT = (
     "(the best, [10|dev distill-s1 500] of [22|devn distill-s1 500], is [45|devpct distill-s1 500]%)",
 )
 CLAIMS += [c for template in _TRIAL_TEXT for c in _trial_claims(template)]
+_PROBE = r"^# context probe on runs/big-a/step-00002000 .*"
+CLAIMS += [
+    # 12, 33 and 97 batches: each run's development score at its best step (control-b, pilot-33, big-a)
+    ("docs/training.md", "the development score went {9}, 13, 14 of 22", TRIALS + "distill.log",
+     r"^cloze control-b/step-0*1000 dev (\d+)/", 1),
+    ("docs/training.md", "the development score went 9, {13}, 14 of 22", EVERYDAY, _cloze("pilot-33", 1000), 1),
+    ("docs/training.md", "the development score went 9, 13, {14} of 22", EVERYDAY, _cloze("big-a", 2000), 1),
+    # big-a's context probe (facts-runs.log): alone, and the least and most inside other text
+    ("docs/training.md", "big-a scores {14} of 22 alone", FACTS, _PROBE + r": '\{s\}' (\d+)/22;", 1),
+    ("docs/training.md", "big-a scores 14 of {22} alone", FACTS, _PROBE + r": '\{s\}' \d+/(\d+);", 1),
+    ("docs/training.md", "alone and {11}-14 inside other text", FACTS,
+     _PROBE + r"'it was a normal day\. \{s\}' (\d+);", 1),
+    ("docs/training.md", "alone and 11-{14} inside other text", FACTS, _PROBE + r"'\{s\} \{s\}' (\d+)$", 1),
+    *(("docs/training.md", printed, FACTS, _cloze("mix-b", step), 1) for printed, step in (
+        ("scored {7}, 11, 12, 12 of 22", 500), ("scored 7, {11}, 12, 12 of 22", 1000),
+        ("scored 7, 11, {12}, 12 of 22", 1500), ("scored 7, 11, 12, {12} of 22", 2000))),
+]
 # ---- P1: end
 # ---- L: docs/explorer.md's SmolLM2 readouts, re-run 2026-12-07 (the log holds the script it ran)
 SMOL_READ = "bench/results/explorer-smollm2-2026-12-07/readouts.log"

@@ -1724,6 +1724,15 @@ def _busy_rate(value: float) -> float:  # a loader: the flip test transforms wha
     return value
 
 
+ATTENTION_LOG = "bench/results/attention-kernel-2026-12-07/kernel-vs-sdpa.log"  # the kernel's error against SDPA's
+
+
+def _kernel_shapes(which: str) -> float:
+    """Of the log's random shapes, in how many the attention kernel's error (against float64) is `which` ("larger"
+    or "smaller") than torch's float32 SDPA's."""
+    return float(re.search(rf"{which} (?:than SDPA's )?in (\d+)", (ROOT / ATTENTION_LOG).read_text())[1])
+
+
 GEN, QUANT, INTEROP = "docs/generation.md", "docs/quantization.md", "docs/interop.md"
 MORE_RULES.update({
     # a quantized decoding step against float32's, the logged quick run: faster for every kept kernel's row
@@ -1747,6 +1756,9 @@ MORE_RULES.update({
         "at 2-3 rows ({0.69}-0.86x", "at 2-3 rows (0.69-{0.86}x")), "slower", "faster"),
     "head_slices_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
         "on one thread ({1.19}-1.84x", "on one thread (1.19-{1.84}x")), "faster", "slower"),
+    # the attention kernel's error against SDPA's: larger in some shapes, smaller in others (counts of the log)
+    "kernel_error_larger": lambda: _every([(0.0, _kernel_shapes("larger"))], "larger", "smaller"),
+    "kernel_error_smaller": lambda: _every([(0.0, _kernel_shapes("smaller"))], "smaller", "larger"),
 })
 MORE_PLACES += tuple((QUANT, end, rule) for end, rule in (
     ("so storing each weight in ", "math"),  # fewer bytes a weight: what quantizing is
@@ -1765,6 +1777,11 @@ MORE_PLACES += tuple((QUANT, end, rule) for end, rule in (
     ("4-bit formats are unpacked in torch, which costs ", "unpacked_costs_more"),
     ("there they buy memory, not speed. Prefill (", "method"),
     ("nobody else can write, and every folder ", "place"),  # higher in the path
+    ("tests/test_attention_kernel.py): ", "kernel_error_larger"),
+    ("larger than SDPA's in some shapes, ", "kernel_error_smaller"),
+    ("(on 100 seeded random shapes up to 128 tokens, ", "kernel_error_larger"),
+    ("up to 128 tokens, larger in 5 and ", "kernel_error_smaller"),
+    ("larger in 5 and smaller in 92, the ", "name"),  # the largest error of the shapes
 ))
 MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
     ("the command generates at most 64 new tokens and never ", "method"),
@@ -1847,6 +1864,171 @@ MORE_PLACES += tuple((INTEROP, end, rule) for end, rule in (
     ("changes a single weight and checks the parity test ", "method"),
 ))
 # ---- P3: end
+
+
+# ---- P1: docs/training.md: words over the logged trials (tests/test_claims_sources.py's CLAIMS on
+# bench/results/minilm-trials-2026-12-07, minilm-everyday-2026-12-07), the shipped checkpoints' trained.json and two
+# hand rates the page prints (not logged: figures.tsv pins them, the rule ties the word to them); the others are
+# what the code does or refuses and why (method), arithmetic (math), what the page says was not measured
+# (unmeasured), a place, a name, a quoted answer, or "holds" as "contains"
+TRAINING = "docs/training.md"
+VIT_TRAINED = "attnlab/assets/checkpoints/vit-mnist/trained.json"
+
+
+def _log_scores(log: str, which: str = "dev") -> list[float]:
+    """Every cloze score of a trial log (tests/training/test_cloze.py's counts of a checkpoint): 'dev' (of 22) or
+    'test' (of 40)."""
+    return [float(m[1]) for m in re.finditer(rf"^cloze \S+ {which} (\d+)/", (ROOT / log).read_text(), re.M)]
+
+
+_TRIALS_LOGS = ("bench/results/minilm-trials-2026-12-07/words-only.log",
+                "bench/results/minilm-trials-2026-12-07/everyday.log",
+                "bench/results/minilm-trials-2026-12-07/distill.log",
+                "bench/results/minilm-everyday-2026-12-07/runs.log")
+
+
+def _top(value: float, others: list[float]) -> str:
+    return "best" if value >= max(others) else "mixed"
+
+
+def _block3_pairs() -> list[tuple[float, float]]:
+    """(layers=4's held-out loss, the six-block run's) at steps 500 and 1000, as the page prints them."""
+    return [(_logged(TRAINING, "val loss {4.58} / top-5"), _logged(TRAINING, "| {4.93} / 42.1%")),
+            (_logged(TRAINING, "**{4.22} / 49.7%**"), _logged(TRAINING, "at step 500; {4.53} / 46.2%"))]
+
+
+MORE_RULES.update({
+    # a hand ratio beside the word: a descheduled thread against a free one (not logged)
+    "descheduled_slower": lambda: _every([(1.0, _printed(TRAINING, "on a descheduled thread ({6}x slower"))],
+                                         "slower", "faster"),
+    # reading block 3 against block 5: the layers=4 run's held-out loss against the six-block run's, both evaluations
+    "block3_faster": lambda: _every(_block3_pairs(), "faster", "slower"),
+    "block3_lower": lambda: _every(_block3_pairs(), "lower", "higher"),
+    # a test-list share against the 60% target
+    "layers4_below_target": lambda: _every([(100 * _logged(TRAINING, "head gets {10} of") / 40,
+                                             _computed("cloze_target_pct"))], "below", "above"),
+    "big_a_below_target": lambda: _every([(100 * _logged(TRAINING, "runs.log`): **{17} of 40") / 40,
+                                           _computed("cloze_target_pct"))], "below", "above"),
+    # the teacher's seeds against the seeds without it: held-out loss higher, top-5 lower on every seed
+    "teacher_loss_higher": lambda: _every(zip(
+        [_logged(TRAINING, f) for f in ("| {3.17}, 3.18", "3.17, {3.18}, 3.16", "3.18, {3.16} /")],
+        [_logged(TRAINING, f) for f in ("| {3.26}, 3.24", "3.26, {3.24}, 3.26", "3.24, {3.26} /")], strict=True),
+        "higher", "lower"),
+    "teacher_top5_lower": lambda: _every(zip(
+        [_logged(TRAINING, f) for f in ("/ {63.1}%, 61.4%", "63.1%, {61.4}%", "61.4%, {61.2}%")],
+        [_logged(TRAINING, f) for f in ("/ {64.0}%, 63.7%", "64.0%, {63.7}%", "63.7%, {63.2}%")], strict=True),
+        "lower", "higher"),
+    # "the best, 10 of 22": no development score of the distillation table's runs is higher
+    "distill_best_ten": lambda: _top(_logged(TRAINING, "(the best, {10} of 22"), _log_scores(_TRIALS_LOGS[2])),
+    # the generator's rate before and after the two mends (hand rates, not logged)
+    "generator_faster": lambda: _every([(_printed(TRAINING, "one thread: {104} tokens per CPU-second"),
+                                         _printed(TRAINING, "CPU-second before, {192} after"))], "faster", "slower"),
+    # big-a on the test list against the earlier runs' best (10 of 40, the layers=4 run)
+    "earlier_best_ten": lambda: _top(_logged(TRAINING, "**{10} of 40** at"),
+                                     _log_scores(_TRIALS_LOGS[0], "test") + _log_scores(_TRIALS_LOGS[1], "test")),
+    "big_a_better": lambda: _every([(_logged(TRAINING, "**{10} of 40** at"),
+                                     _logged(TRAINING, "runs.log`): **{17} of 40"))], "better", "worse"),
+    # 12, 33, 97 batches: the development score at each run's best step rises
+    "more_text_helps": lambda: _every([(_logged(TRAINING, "score went {9}, 13, 14"),
+                                        _logged(TRAINING, "score went 9, {13}, 14")),
+                                       (_logged(TRAINING, "score went 9, {13}, 14"),
+                                        _logged(TRAINING, "score went 9, 13, {14}"))], "more", "less"),
+    # lr=2e-4 and six blocks against the pilot's val loss 2.75
+    "lr2e4_worse": lambda: _every([(_logged(TRAINING, "against the pilot's {2.75})"),
+                                    _logged(TRAINING, "(val loss {2.94} against"))], "worse", "better"),
+    "six_blocks_lower": lambda: _every([(_logged(TRAINING, "reached a lower val loss ({2.68})"),
+                                         _logged(TRAINING, "against the pilot's {2.75})"))], "lower", "higher"),
+    # the cloze sentences alone against inside other text (big-a's context probe)
+    "short_not_hurt": lambda: "not hurt" if _logged(TRAINING, "big-a scores {14} of 22 alone") >= max(
+        _logged(TRAINING, f) for f in ("and {11}-14 inside", "and 11-{14} inside")) else "hurt",
+    # mix-a's 15 of 22 against every development score logged before it and beside it
+    "mix_a_best_yet": lambda: _top(_logged(TRAINING, "mix-a at step 1,500 ({15} of 22"),
+                                   [s for log in (*_TRIALS_LOGS, "bench/results/minilm-everyday-2026-12-07/"
+                                                  "facts-runs.log") for s in _log_scores(log)]),
+    "mix_a_two_more": lambda: _every([(_logged(TRAINING, "runs.log`): **{17} of 40"),
+                                      _logged(TRAINING, "Scored once on the test list: **{19} of 40"))],
+                                     "more", "less"),
+    "mix_a_better_than_shipped": lambda: _every([(_computed("cloze_shipped_hits"),
+                                                  _logged(TRAINING, "Scored once on the test list: **{19} of 40"))],
+                                                "better", "worse"),
+    "mix_b_below": lambda: _every([(_logged(TRAINING, f), _logged(TRAINING, "mix-a at step 1,500 ({15} of 22"))
+                                   for f in ("scored {7}, 11, 12, 12", "scored 7, {11}, 12, 12",
+                                             "scored 7, 11, {12}, 12", "scored 7, 11, 12, {12} of")], "below", "above"),
+    # the shipped vit-mnist (trained.json) against 97%
+    "vit_above_97": lambda: _every([(97.0, 100 * _from_json(VIT_TRAINED, "final_eval", "accuracy"))],
+                                   "above", "below"),
+})
+MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
+    ("describes what the loop does, what a checkpoint ", "verb"),
+    ("the whole command as a function (the CLI and tests call it); the run-folder rules ", "place"),
+    ("| schedule | `optim.py` `WarmupCosine` | ", "name"),  # the schedule's name
+    ("as the cores other processes leave free (`attnlab/threads.py`), never ", "method"),
+    ("run waiting on a descheduled thread (6x ", "descheduled_slower"),
+    ("and a corpus too small for one batch. Everything ", "place"),
+    ("`log_every`, `save_every` or `keep`; `epochs` ", "method"),  # what is refused
+    ("`save_every` or `keep`; `epochs` below 0, ", "method"),
+    ("which on a busy machine made it several times ", "method"),  # why the count runs on one thread
+    ("checkpoint at each evaluation and at the end (the latest and the ", "verb"),  # the kept checkpoint's name
+    ("(24,000 of 595,491 windows of 64 tokens drawn); ", "method"),  # the summary's advice
+    ("(2,400 of 6,539 windows of 64 tokens drawn); ", "method"),
+    ("an epoch is as many windows as the training split ", "verb"),
+    ("what share of an epoch the run covers, and how to cover ", "method"),
+    ("stops the run after K evaluations in a row without a ", "method"),  # the patience rule
+    ("without a lower `val_loss` (equal is not ", "method"),
+    ("(`tests/training/test_checkpoint.py`, compared with `==`; it ", "method"),  # what the test asserts
+    ("a batch's Encoding records are what the library ", "verb"),
+    ("under a load average of 10-13 (so wall rates are several times ", "method"),  # how to read the table
+    ("bench/results/baby-gpt-sapphire-rapids-2026-11-28/baby-2000-steps-same-init.log). What the gap ", "verb"),
+    ("weights after 4 AdamW steps agree within 1e-6 for ", "method"),  # the test's threshold
+    ("and within 1e-5 for all (FSDP: max 2.5e-6). The few ", "method"),  # the ones over the 1e-6 threshold
+    ("reproduces the uninterrupted FSDP run's losses and weights bit for bit (it ", "method"),
+    ("(1.867 at step 500, 1.556 at 1000) | >= 0.5 ", "method"),  # the target column
+    ("**26.3%** vs 0% | well ", "method"),
+    ("2778 masked positions of held-out articles | whole-word predictions, well ", "method"),
+    ("- Shipped: `attnlab/assets/checkpoints/minilm-mlm/` ", "verb"),
+    ("and the Wikipedia register shows (\"century\", \"species\"). More steps or ", "unmeasured"),
+    ("the day a shipped model passes it, the test ", "method"),  # a strict xfail
+    ("the test fails until the mark is removed. Scores ", "place"),
+    ("BERT's density. Reading block 3 learns ", "block3_faster"),
+    ("than reading block 5 from the same seed and batches (", "block3_lower"),
+    ("The layers=4 head gets 10 of 40 against the shipped 6, far ", "layers4_below_target"),
+    ("neither was shipped. Reaching 60% needs far ", "unmeasured"),
+    ("than these minutes of a shared CPU (each step ", "place"),
+    ("What it would take, from these figures: a corpus tens of times ", "unmeasured"),
+    ("(at SmolLM2's pace here, hours of a free core, or a ", "unmeasured"),
+    ("a teacher's distribution at every word is ", "math"),  # a distribution against one word
+    ("at load average 7-15; not logged). For ", "method"),
+    ("For more text, SmolLM2 wrote 6 ", "method"),
+    ("with the teacher the loss is 0.06-0.10 ", "teacher_loss_higher"),
+    ("0.06-0.10 higher and the top-5 0.9-2.4 points ", "teacher_top5_lower"),
+    ("A teacher's knowledge reaches the head only at the contexts the corpus ", "verb"),
+    ("40k tokens of SmolLM2's stories hold few of them; ", "method"),  # the teacher's premise
+    ("No variant came near the target rate on the development list (the ", "distill_best_ten"),
+    ("nothing was shipped; the runs' folders and the ", "name"),  # the 12-batch corpus
+    ("What it would take: far ", "unmeasured"),
+    ("(an encoder pre-trained as a masked LM), not ", "unmeasured"),
+    ("Eight times the everyday text (tried 2026-12-07, not shipped).** SmolLM2 wrote far ", "generator_faster"),
+    ("against the shipped head's 6 and the earlier ", "earlier_best_ten"),
+    ("and the earlier best of 10: far ", "big_a_better"),
+    ("(\"People in France speak [MASK].\" -> about, ", "quoted"),  # the model's answer
+    ("It was not shipped: ", "big_a_below_target"),
+    ("the development score went 9, 13, 14 of 22 at the ", "method"),  # each run's best evaluation
+    ("9, 13, 14 of 22 at the best step: ", "more_text_helps"),
+    ("what is left to try is several times ", "unmeasured"),
+    ("two generator processes and other work, load average 2.8-4.5). A ", "method"),  # the setting tried
+    ("(`lr=2e-4`, 1,000 steps on the 97 batches) ended ", "lr2e4_worse"),
+    ("(`layers=6 train_layers=5`, 1,000 steps) reached a ", "six_blocks_lower"),
+    ("its shipped file would pass 20 MB. 35 ", "method"),
+    ("the held-out score no longer says how a run does on blanks. The cloze sentences are ", "short_not_hurt"),
+    ("mix-a at step 1,500 (15 of 22, the ", "mix_a_best_yet"),
+    ("**19 of 40 (47.5%)**, two ", "mix_a_two_more"),
+    ("its answers to everyday blanks are ", "mix_a_better_than_shipped"),
+    ("a head that still misses the target. 54 ", "method"),
+    ("12, 12 of 22 at steps 500-2,000, ", "mix_b_below"),
+    ("a longer development list (60 sentences or ", "method"),
+    ("one standard error on 1000 test images is ~0.5 points: every run ends ", "vit_above_97"),
+))
+# ---- P1: end
 
 
 # ---------------------------------------------------------------- docs/cost.md: words over the sweep logs

@@ -1560,6 +1560,44 @@ def _kv_per_entry() -> str:
 
 
 LAYOUT, GEN_HF = "tests/test_generation_layout.py", "tests/test_generation_hf.py"
+
+
+def _near_ties() -> dict[str, list[float]]:
+    """The --kquants log's top-1 disagreements: each one's margin in attnlab's kept logits and in llama.cpp's, and
+    the rounding's effect on that preset and prompt."""
+    text, out = (ROOT / AGREE_KQUANTS).read_text(), {"kept": [], "llama": [], "rounding": []}
+    for m in re.finditer(r"^  (\S+) ('.*?'): kept's top-1 .*their margin in kept ([\d.]+), in llama\.cpp ([\d.]+)",
+                         text, re.M):
+        out["kept"].append(float(m[3]))
+        out["llama"].append(float(m[4]))
+        out["rounding"].append(float(re.search(rf"^  {re.escape(m[1])} {re.escape(m[2])}: kept\|lc .*rounding ([\d.]+)",
+                                               text, re.M)[1]))
+    return out
+
+
+def _busy_gpt_char() -> dict[str, list[float]]:
+    """The threads benchmark's busy runs (bench/results/threads-2026-12-07/busy-run*.log): gpt-char's 56 tokens, its
+    tokens/s at threads=1 ("one") and threads=2 ("two"), and each run's load average before it ("load")."""
+    out = {"one": [], "two": [], "load": []}
+    for log in sorted((ROOT / "bench/results/threads-2026-12-07").glob("busy-run*.log")):
+        text = log.read_text()
+        m = re.search(r"^\| generate gpt-char, 56 tokens \| 2 busy competitors \| \d+ \([\d.]+ ms\) \| (\d+) "
+                      r"\([\d.]+ ms\) \| (\d+) \(", text, re.M)
+        out["one"].append(float(m[1]))
+        out["two"].append(float(m[2]))
+        out["load"].append(float(re.search(r"^# load average before: ([\d.]+)", text, re.M)[1]))
+    return out
+
+
+def _float16_significand() -> int:
+    """float16's significand bits, the implicit one included: 1 - log2 of its machine epsilon."""
+    import math
+
+    import torch
+    return 1 - int(math.log2(torch.finfo(torch.float16).eps))
+
+
+BLOCK_OPTIONS = "tests/test_block_options.py"
 PENALTIES = r"for length_penalty, early in \(\(([\d.-]+), False\), \(([\d.-]+), True\), \(([\d.-]+), \"never\"\)"
 COMPUTED.update({
     "decode_compiled_bound": lambda: _test_literal("tests/test_decode_compiled.py",
@@ -1586,7 +1624,49 @@ COMPUTED.update({
     "num_beams_min": lambda: _edge("num_beams", 1, 0),
     "max_new_tokens_min": lambda: _edge("max_new_tokens", 1, 0),
     "kv_per_entry": _kv_per_entry,
+    "greedy_temperature": lambda: "0" if __import__("attnlab.generation.options", fromlist=["x"]).GenerationOptions(
+        temperature=0.0).greedy and not __import__("attnlab.generation.options", fromlist=["x"]).GenerationOptions(
+        temperature=1e-3).greedy else "not greedy",
+    # docs/interop.md: the 5 prompts where the kept path's top-1 differs from llama.cpp's (the --kquants log's margin
+    # lines) and what the rounding moves on each (the same prompt's "rounding")
+    **{f"near_tie_{side}_{end}": (lambda side=side, end=end: format(
+        (min if end == "min" else max)(_near_ties()[side]), ".3f" if end == "min" and side != "rounding" else ".2f"))
+       for side in ("kept", "llama", "rounding") for end in ("min", "max")},
+    **{f"busy_{key}_{end}": (lambda key=key, end=end: format((min if end == "min" else max)(_busy_gpt_char()[key]),
+                                                             ".2f" if key == "load" else ".0f"))
+       for key in ("one", "two", "load") for end in ("min", "max")},
+    "busy_runs": lambda: str(len(_busy_gpt_char()["one"])),
+    "busy_tokens": lambda: _test_literal("bench/results/threads-2026-12-07/busy-run1.log",
+                                         r"^\| generate gpt-char, (\d+) tokens \| 2 busy competitors"),
+    "claims_cut_blocks": lambda: _test_literal("tests/test_claims_quantized.py",
+                                               r"first_blocks\(model\.eval\(\), (\d+)\), tokenizer, new="),
     "apart_nice": lambda: _test_literal("attnlab/generation/apart.py", r"lowest priority \(nice (\d+),"),
+    # docs/interop.md's tolerance table: tests/test_block_options.py's asserts
+    "block_freq_rtol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"torch\.tensor\(expected, dtype=torch\.float64\), rtol=(\S+), atol=0\)$"),
+    "block_angles_tol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"^    torch\.testing\.assert_close\(got, expected, rtol=(\S+), atol=\1\)$"),
+    "block_formula_tol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"^    assert \(got - expected\)\.abs\(\)\.max\(\) <= (\S+)$"),
+    # docs/quantization.md: the codes' widths (int4's nibbles, int8's dtype), float16's significand, Q4_0's minimum
+    "int4_bits": lambda: str((_codes("int4")[1] + 1).bit_length() - 1),
+    "int8_bits": lambda: str(__import__("torch").iinfo(_qbuffer("int8", "qweight").dtype).bits),
+    "int8_code_min": lambda: str(_codes("int8")[0]),
+    "float16_significand": lambda: str(_float16_significand()),
+    # a float16 times a 6-bit unsigned (Q4_K / Q5_K's sc) or 8-bit signed (Q6_K's) integer: the largest product's bits
+    "kquant_product_bits": lambda: str(_float16_significand() + max(6, int(COMPUTED["int8_bits"]()) - 1)),
+    "q4_0_min_factor": lambda: _test_literal("attnlab/layers/quantized.py",
+                                             r'"min": \(d\.float\(\) \* (-\d+)\)\.half'),
+    "quality_window": lambda: _test_literal("attnlab/benchmarks/quality.py",
+                                            r'"--window", type=int, default=(\d+),'),
+    "attention_kernel_bound": lambda: _test_literal("tests/test_attention_kernel.py",
+                                                    r"^    bound = (\S+) \* float\(v\.abs\(\)\.max\(\)\)$"),
+    "kernel_bound_tokens_0": lambda: _test_literal("tests/test_claims_quantized.py",
+                                                   r'parametrize\("tokens", \[(\d+), \d+\]\)'),
+    "kernel_bound_tokens_1": lambda: _test_literal("tests/test_claims_quantized.py",
+                                                   r'parametrize\("tokens", \[\d+, (\d+)\]\)'),
+    "block_cache_tol": lambda: _test_literal(
+        BLOCK_OPTIONS, r"assert \(torch\.cat\(steps, dim=1\) - whole\)\.abs\(\)\.max\(\) <= (\S+)$"),
 })
 COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("eager steps' logits: a difference of 0 over 5 prompts x 32 greedy steps, every step through the compiled graph "
@@ -1608,8 +1688,8 @@ COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("before the model loads, in one line with exit status ", "cli_exit_refused"),
     ("with and without the cache and with a seed, and exits ", "cli_exit_refused"),
     ("in one line with exit status 2: a seed outside [", "cli_seed_min"),
-    ("or logits / T overflow float32), top-p outside (", "cli_top_p_min"),
-    ("or logits / T overflow float32), top-p outside (0, ", "cli_top_p_max"),
+    ("logits / T overflow float32), top-p outside (", "cli_top_p_min"),
+    ("logits / T overflow float32), top-p outside (0, ", "cli_top_p_max"),
     ("token id outside the vocabulary, top_p outside (", "top_p_min"),
     ("token id outside the vocabulary, top_p outside (0, ", "top_p_max"),
     ("outside (0, 1], temperature < ", "temperature_min"),
@@ -1617,6 +1697,63 @@ COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("num_beams < 1, max_new_tokens < ", "max_new_tokens_min"),
     ("writes each step's K/V in place (a test checks the buffers' addresses never change); it holds ", "kv_per_entry"),
     ("Where none was kept, a separate process (nice ", "apart_nice"),
+    ("below 0.001 (use ", "greedy_temperature"),
+    ("with a busy competitor on each core (and other work: load average ", "busy_load_min"),
+    ("work: load average 8.36-", "busy_load_max"),
+    ("load average 8.36-19.62 before the runs), gpt-char's ", "busy_tokens"),
+    ("before the runs), gpt-char's 56 tokens decoded at ", "busy_two_min"),
+    ("gpt-char's 56 tokens decoded at 3-", "busy_two_max"),
+    ("tokens/s at `threads=2` against ", "busy_one_min"),
+    ("tokens/s at `threads=2` against 53-", "busy_one_max"),
+    ("at one thread over ", "busy_runs"),
+    ("the tests bound a 2-layer int4 toy at 1e-4. The tests compile the ", "claims_cut_blocks"),
+))
+COMPUTED_PLACES += tuple(("docs/interop.md", end, name) for end, name in (
+    ("each formula over the block's own sub-layers; recompute vs KV cache | ", "block_freq_rtol"),
+    ("recompute vs KV cache | 1e-6 relative (frequencies); ", "block_angles_tol"),
+    ("1e-6 (float32 angles); exact (masks); ", "block_formula_tol"),
+    ("exact (masks); 1e-6 / ", "block_cache_tol"),
+    ("Each of the 5 others is a near-tie (the two tokens ", "near_tie_kept_min"),
+    ("Each of the 5 others is a near-tie (the two tokens 0.014-", "near_tie_kept_max"),
+    ("apart in attnlab's logits, ", "near_tie_llama_min"),
+    ("apart in attnlab's logits, 0.025-", "near_tie_llama_max"),
+    ("on a prompt where the rounding moves logits by ", "near_tie_rounding_min"),
+    ("on a prompt where the rounding moves logits by 0.56-", "near_tie_rounding_max"),
+))
+COMPUTED_PLACES += tuple(("docs/quantization.md", end, name) for end, name in (
+    ("or keep a GGUF file's ", "int4_bits"),
+    ("or keep a GGUF file's 4- and ", "int8_bits"),
+    ("The explorer keeps a GGUF file's blocks too where attnlab's ", "int4_bits"),
+    ("is stored `int8`: measured below, a ", "int4_bits"),
+    ("one signed byte, w = scale[row] * q, q in [", "int8_code_min"),
+    ("a float16 scale and a float16 minimum (", "q4_0_min_factor"),
+    ("Those products of a float16 and a 6- or 8-bit integer need up to ", "kquant_product_bits"),
+    ("need up to 18 bits, more than float16's ", "float16_significand"),
+    ("which round each activation row to two ", "int8_bits"),
+    ("which quantizes the activations to ", "int8_bits"),
+    ("the quality benchmark measures both paths (its ", "quality_window"),
+    ("(`qweight` codes, `scale`, and `min` for the ", "int4_bits"),
+    ("held out from anything attnlab trains), windows of ", "quality_window"),
+    ("| 93.8% | | int4 with a ", "int4_bits"),
+    ("| -0.04% / +0.04% | 100% | The ", "int4_bits"),
+    ("(the table's perplexity zeros: ", "quality_window"),
+    ("as tests it holds the equalities and a bound of 0.05 at ", "kernel_bound_tokens_0"),
+    ("as tests it holds the equalities and a bound of 0.05 at 1 and ", "kernel_bound_tokens_1"),
+    ("Decoding one token at a time, the ", "int4_bits"),
+    ("is re-quantizing a model whose matrices are already ", "int4_bits"),
+    ("come back (all but) exactly. With a ", "int4_bits"),
+    ("measures the shipped row; the ", "int4_bits"),
+    ("re-rounds the Q8_0 embedding (blocks of ", "block"),
+    ("and the Q4_1 blocks onto an ", "int8_bits"),
+    ("reads its codes in one contiguous stream at about the memory's speed and rounds each activation row to two ",
+     "int8_bits"),
+    ("+1 byte per int8 weight, +0.6 per ", "int4_bits"),
+    ("int8 runs fbgemm's integer product (it rounds activations to ", "int8_bits"),
+    ("take a second pass for their rounding residual) and ", "int4_bits"),
+    ("there they buy memory, not speed. Prefill (more than 4 rows) of ", "int4_bits"),
+    ("products without their kernel fall back: int8 to fbgemm, ", "int4_bits"),
+    ("its error is held to the bound torch's float32 SDPA is held to (", "attention_kernel_bound"),
+    ("smaller in others (on 100 seeded random shapes up to ", "attention_kernel_max_t"),
 ))
 COMPUTED_PLACES += tuple(("docs/quantization.md", end, "kernel_activation_bits") for end in (
     "which round each activation row to two 8-bit pieces (about ",
