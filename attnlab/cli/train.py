@@ -65,6 +65,8 @@ RECIPE_KEYS = {
     "teacher_weight": "minilm-mlm with teacher=: the KL term's share of the loss at masked words (the rest is the "
                       "true word's cross-entropy)",
     "teacher_k": "minilm-mlm with teacher=: the teacher's most likely whole words kept at each position",
+    "rank": "smollm2-mlm: the LoRA rank r of each block matrix's pair (A is r x in, B is out x r)",
+    "alpha": "smollm2-mlm: the LoRA scale's numerator: a matrix becomes W_0 + (alpha / rank) B A",
     "mask_prob": "share of tokens masked for masked-language modelling (of which 80/10/10 mask/random/kept)",
     "label_smoothing": "cross-entropy label smoothing", "max_number": "largest number in the translation data",
     "languages": "target languages of the translation data", "source_lang": "source language",
