@@ -1096,7 +1096,7 @@ def _residual_extra(rows):
 # ---------------------------------------------------------------- re-runs on seeds the first runs did not use
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
-RERUN_DONE = {"16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
+RERUN_DONE = {"6", "16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1163,7 +1163,15 @@ HEADS_FILES = _with("17", ("heads_quality.jsonl",), ("heads_quality_seeds345.jso
 WINDOW_FILES = _with("18", ("window_mlp.jsonl",), ("window_mlp_seeds345.jsonl",))
 POSITION_FILES = _with("19", ("position_concat.jsonl",), ("position_concat_seeds345.jsonl",))
 UNTIED_FILES = _with("19", ("position_concat_untied.jsonl",), ("position_concat_untied_seeds345.jsonl",))
-NEW_SEEDS = (3, 4, 5)  # the seeds the re-runs of rows 17-19, 21 and 23 added
+MASK_FILES = _with("6", ("mask_after_softmax.jsonl",), ("mask_after_softmax_seeds345.jsonl",))
+TOKEN_QUALITY_FILES = _with("11", ("tokenizer_quality.jsonl",), ("tokenizer_quality_seeds345.jsonl",))
+SCALE_FILES = _with("5", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"),
+                    ("attn_scale_seeds345.jsonl", "attn_scale_dk128_seeds345.jsonl"))
+EFF_QUALITY_FILES = _with("13", ("efficient_attention_quality.jsonl",), ("efficient_attention_quality_seeds345.jsonl",))
+ACTIVATION_FILES = _with("3", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"),
+                         ("activations_seeds345.jsonl",))
+POSITIONS_FILES = _with("2", ("positions.jsonl",), ("positions_seeds345.jsonl",))
+NEW_SEEDS = (3, 4, 5)  # the seeds the re-runs of rows 2, 3, 5, 6, 11's and 13's quality halves, 17-19, 21 and 23 added
 
 
 def _new_seeds_start(row: str) -> str:
@@ -1206,6 +1214,21 @@ def _residual_new_extra(rows: list[dict]) -> list[float]:
             max(g for (_, s), g in gaps.items() if s not in NEW_SEEDS), sum(g <= 0.1 for g in gaps.values()), len(gaps),
             sum(r["plateau_end"] is None for r in stuck), len(stuck), min(r["val"][-1][1] for r in stuck),
             max(r["val"][-1][1] for r in stuck), sum(r["plateau_end"] is not None for r in trained), len(trained)]
+
+
+def _mask_new_rows(rows: list[dict]) -> list[str]:
+    """Section 6's paragraph on seeds 3, 4, 5: per run, val every position @1000, the honest losses and layer 0's
+    mass on future keys; then the first 24 characters of each leaky run's sample."""
+    out = []
+    for r in sorted((r for r in rows if r.get("seed") in NEW_SEEDS),
+                    key=lambda r: (r["arm"] == "mask after softmax", r["seed"])):
+        h = r["honest_last_position"]
+        mass = f"{r['future_mass_mean'][0]:.3f}" if "future_mass_mean" in r else "0 by construction"
+        out.append(f"| {r['arm']} ({r['seed']}) | {dict(r['val_full_window'])[1000]:.3f} "
+                   f"| {h['8']:.3f} / {h['16']:.3f} / {h['64']:.3f} | {mass} |")
+        if "sample" in r:
+            out.append(f"seed {r['seed']}: `{r['sample'][:24]!r}`")
+    return out
 
 
 def _heads_row_extra(rows: list[dict]) -> list[float]:
@@ -1260,11 +1283,11 @@ TRACES = [
                    "40,478": "GPT-1's vocabulary (a setting)", "1.5": "seed 002's \"1.5B\" (the claim checked)",
                    "1,600": "the largest GPT-2's width (a setting)"}),
     Trace("**Quality at equal compute.**", "tokenizer_quality.jsonl", _tokenizer_quality_rows,
-          _tokenizer_quality_extra, end="\n## 12.",
+          _tokenizer_quality_extra, end=_new_seeds_start("11") or "\n## 12.",
           allowed={"90": "the share of the characters the BPE tokenizer is trained on (a setting)",
                    "1e-3": "the gpt-bpe recipe's own learning rate (a setting, not used here)"}),
     Trace("**Quality against full attention.**", "efficient_attention_quality.jsonl", _efficient_quality_rows,
-          _efficient_quality_extra, end="\n## 14."),
+          _efficient_quality_extra, end=_new_seeds_start("13") or "\n## 14."),
     Trace("## 11.", "tokenizer_cost.jsonl", _tokenizer_rows, end="**Quality at equal compute.**",
           allowed={"200,000": "characters tokenized (a setting)", "2,000": "characters per passage (a setting)",
                    "50,257": "GPT-2's vocabulary"}),
@@ -1289,10 +1312,10 @@ TRACES = [
           allowed={"0.016": "1/64, uniform attention over 64 keys (arithmetic)"}),
     Trace("| 16 |", NO_MASK_FILES, extra=_no_mask_extra),
     Trace("| 10 |", "gpt2_params.jsonl", allowed={"1.5": "seed 002's \"1.5B\" (the claim checked)"}),
-    Trace("| 11 |", ("tokenizer_cost.jsonl", "tokenizer_quality.jsonl"), extra=_tokenizer_quality_extra,
+    Trace("| 11 |", ("tokenizer_cost.jsonl", *TOKEN_QUALITY_FILES), extra=_tokenizer_quality_extra,
           allowed={"2,000": "characters per passage (a setting)"}),
     Trace("| 12 |", "meanings.jsonl"),
-    Trace("| 13 |", ("efficient_attention_cost.jsonl", "efficient_attention_quality.jsonl"),
+    Trace("| 13 |", ("efficient_attention_cost.jsonl", *EFF_QUALITY_FILES),
           extra=_efficient_row_extra),
     Trace("| 15 |", "layernorm_geometry.jsonl", extra=_ln_geometry_extra, allowed=ALL_ONES,
           prefer_extra=True),
@@ -1312,15 +1335,16 @@ TRACES = [
     Trace("| 19 |", (*POSITION_FILES, *UNTIED_FILES), extra=_tuned_extra(_position_label)),
     # sections 5-6
     Trace("## 5.", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"), _attn_scale_rows, _attn_scale_extra,
+          end=_new_seeds_start("5"),
           allowed={"0.5": "the variance of tests/test_experiments.py's random q (a test's setting)",
                    "0.02": "attnlab's init std (a setting)", "2,000": "the shipped checkpoint's steps (a setting)"}),
-    Trace("## 6.", "mask_after_softmax.jsonl", _mask_rows, _mask_extra,
+    Trace("## 6.", "mask_after_softmax.jsonl", _mask_rows, _mask_extra, end=_new_seeds_start("6"),
           allowed={"1,000": "training steps (a setting)", "0.8": "the sampling temperature (a setting)",
                    "(63 - i)": "the last position of a 64-character window (arithmetic)",
                    "position, 63,": "the last position of a 64-character window (arithmetic)"}),
-    Trace("| 5 |", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"), extra=_attn_scale_extra,
+    Trace("| 5 |", SCALE_FILES, extra=_attn_scale_extra,
           allowed={"17.2": "the issue item the claim came from"}),
-    Trace("| 6 |", "mask_after_softmax.jsonl", extra=_mask_extra,
+    Trace("| 6 |", MASK_FILES, extra=_mask_extra,
           allowed={"17.4": "the issue item the claim came from", "1,000": "training steps (a setting)"}),
     # section 8
     Trace("## 8.", VIT_CNN_FILES, _vit_cnn_rows, _vit_cnn_extra,
@@ -1332,16 +1356,16 @@ TRACES = [
           allowed={"17.5": "the issue item the claim came from", "6,000": "the recipe's steps (a setting)",
                    "1,000": "the recipe's test images (a setting)"}),
     # sections 2-3
-    Trace("## 2.", "positions.jsonl", _positions_rows, _positions_extra,
+    Trace("## 2.", "positions.jsonl", _positions_rows, _positions_extra, end=_new_seeds_start("2"),
           allowed={"4,096": "64 x 64, the learned position table's entries (arithmetic)",
                    "0.02": "the std token embeddings start at (a setting)"}),
     Trace("## 3.", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), _activations_rows,
-          _activations_extra,
+          _activations_extra, end=_new_seeds_start("3"),
           allowed={"0.02": "attnlab's init std (a setting)", "0.125": "1/sqrt(64), the scaled init's std (a setting)",
                    "0.5": "GELU's slope at 0 (arithmetic)", "0.4": "GELU's x² coefficient, 1/sqrt(2 pi) (arithmetic)",
                    "17.8": "the issue item the subsection answers"}),
-    Trace("| 2 |", "positions.jsonl", extra=_positions_extra),
-    Trace("| 3 |", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), extra=_activations_extra,
+    Trace("| 2 |", POSITIONS_FILES, extra=_positions_extra),
+    Trace("| 3 |", ACTIVATION_FILES, extra=_activations_extra,
           allowed={"17.8": "the issue item the row's second half answers"}),
     # section 1, HF check and subsections
     Trace("### Without clipping, at a higher learning rate", ("ln_hot.jsonl", "ln_1500.jsonl"),
@@ -1415,7 +1439,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"10,930": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,175": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1431,6 +1455,14 @@ TRACES += [
 
 # Each section's paragraph on its re-run's seeds 3, 4, 5 (a part of its own, up to the next section), once done.
 NEW_SEED_PARTS = {
+    "2": lambda: Trace(_new_seeds_start("2"), POSITIONS_FILES, extra=_positions_extra, end="## 3."),
+    "3": lambda: Trace(_new_seeds_start("3"), ACTIVATION_FILES, extra=_activations_extra, end="## Sections 4-8",
+                       allowed={"0.02": "attnlab's init std (a setting)"}),
+    "5": lambda: Trace(_new_seeds_start("5"), SCALE_FILES, extra=_attn_scale_extra, end="## 6."),
+    "6": lambda: Trace(_new_seeds_start("6"), MASK_FILES, _mask_new_rows, _mask_extra, end="## 7.",
+                       allowed={"1,000": "training steps (a setting)"}),
+    "11": lambda: Trace(_new_seeds_start("11"), TOKEN_QUALITY_FILES, extra=_tokenizer_quality_extra, end="## 12."),
+    "13": lambda: Trace(_new_seeds_start("13"), EFF_QUALITY_FILES, extra=_efficient_quality_extra, end="## 14."),
     "17": lambda: Trace(_new_seeds_start("17"), HEADS_FILES, _new_seed_rows(_heads_label), _heads_row_extra,
                         end="## 18."),
     "18": lambda: Trace(_new_seeds_start("18"), WINDOW_FILES, _new_seed_rows(_window_label),
@@ -1445,7 +1477,9 @@ NEW_SEED_PARTS = {
 TRACES += [make() for row, make in NEW_SEED_PARTS.items() if row in RERUN_DONE]
 TRACES += [
     Trace("## Re-runs on new seeds", ("no_mask.jsonl", *NO_MASK_FILES[2:], *AMBIGUITY_FILES, *HEADS_FILES,
-                                      *WINDOW_FILES, *POSITION_FILES, *UNTIED_FILES, *NSP_FILES, *RESIDUAL_FILES),
+                                      *WINDOW_FILES, *POSITION_FILES, *UNTIED_FILES, *NSP_FILES, *RESIDUAL_FILES,
+                                      *MASK_FILES, *TOKEN_QUALITY_FILES, *SCALE_FILES, *EFF_QUALITY_FILES,
+                                      *ACTIVATION_FILES[3:], *POSITIONS_FILES[1:]),
           _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs", "2.13": "torch version"}),
 ]
 

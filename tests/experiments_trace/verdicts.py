@@ -16,13 +16,19 @@ from functools import cache
 
 from experiments_trace.parts import (
     AMBIGUITY_FILES,
+    EFF_QUALITY_FILES,
     HEADS_FILES,
+    MASK_FILES,
     NO_MASK_FILES,
     NSP_FILES,
     POSITION_FILES,
+    POSITIONS_FILES,
     RERUN_DONE,
     RESIDUAL_FILES,
+    SCALE_FILES,
+    TOKEN_QUALITY_FILES,
     WINDOW_FILES,
+    _arm_runs,
     _arms,
     _eff_runs,
     _final,
@@ -70,9 +76,10 @@ def _ln() -> list[str]:
                    and _every((_final(a), _final(b)) for a, b in zip(warm, post, strict=True)))]
 
 
-def _positions() -> list[str]:
+def _positions(rows: list[dict] | None = None) -> list[str]:
     """Row 2: the embedding-scale reading of sinusoidal's loss is not tested unless a run varies that scale."""
-    return ["not tested" if not any("embedding_scale" in r for r in _load("positions.jsonl")) else "holds"]
+    rows = _load(POSITIONS_FILES) if rows is None else rows
+    return ["not tested" if not any("embedding_scale" in r for r in rows) else "holds"]
 
 
 def _heads_cost() -> list[str]:
@@ -83,16 +90,16 @@ def _heads_cost() -> list[str]:
     return ["exactly" if same else "contradicted"]
 
 
-def _attn_scale() -> list[str]:
+def _attn_scale(rows: list[dict] | None = None) -> list[str]:
     """Row 5: the arithmetic holds when every d_k's scaled variance of unit-variance q, k is within 5% of 1."""
-    rows = [r for r in _load("attn_scale.jsonl") if r.get("part") == "random"]
+    rows = [r for r in (_load(SCALE_FILES) if rows is None else rows) if r.get("part") == "random"]
     return [_holds(all(abs(r["unit_scaled"] - 1) < 0.05 for r in rows))]
 
 
-def _mask() -> list[str]:
+def _mask(rows: list[dict] | None = None) -> list[str]:
     """Row 6: masking after the softmax fails when every such run's honest loss at 8 and 16 characters is worse
     than add-one unigram counts."""
-    rows = _load("mask_after_softmax.jsonl")
+    rows = _load(MASK_FILES) if rows is None else rows
     base = next(r for r in rows if "baseline" in r)["unigram_last_position"]
     after = [r for r in rows if r.get("arm") == "mask after softmax"]
     return ["fails" if all(r["honest_last_position"][n] > base[n] for r in after for n in ("8", "16")) else "holds"]
@@ -246,12 +253,12 @@ def _ambiguity(rows: list[dict] | None = None) -> list[str]:
 
 
 
-def _tokens_quality_verdict() -> list[str]:
+def _tokens_quality_verdict(rows: list[dict] | None = None) -> list[str]:
     """Row 11's quality half: "holds" when the BPE model scores fewer bits per character than the character
     model on every seed at every budget (fine tokens buy less at equal compute), "contradicted" when the
     character model wins on every seed and budget, "partly" otherwise."""
     wins = [b["bits_per_char"] < c["bits_per_char"]  # the BPE run below the character run of its seed
-            for budget in _token_budgets(_load("tokenizer_quality.jsonl"))
+            for budget in _token_budgets(_load(TOKEN_QUALITY_FILES) if rows is None else rows)
             for c, b in zip(budget["character"], budget["BPE 2048"], strict=True)]
     return ["holds" if all(wins) else "contradicted" if not any(wins) else "partly"]
 
@@ -259,11 +266,11 @@ def _tokens_quality_verdict() -> list[str]:
 CLOSE = 0.02  # a variant within 2% of full attention's loss on every seed is a close approximation (a setting)
 
 
-def _efficient_quality_verdict() -> list[str]:
+def _efficient_quality_verdict(rows: list[dict] | None = None) -> list[str]:
     """Row 13's quality half, per variant in the row's order (local, linear, strided): "holds" when the variant
     is no worse than full attention beyond full's seed spread on any seed; "partly" when it is worse beyond
     the spread on some seed but within CLOSE of full's loss on every seed; "fails" otherwise."""
-    runs = _eff_runs(_load("efficient_attention_quality.jsonl"))
+    runs = _eff_runs(_load(EFF_QUALITY_FILES) if rows is None else rows)
     full = [r["val_loss"] for r in runs["full"]]
     spread = max(full) - min(full)
     out = []
@@ -393,6 +400,52 @@ def _ambiguity_accuracy(model: str, first_layer: int):
     return lambda rows: [r["loo_accuracy_mean"] for r in rows if r["model"] == model and r["layer"] >= first_layer]
 
 
+def _mask_values(arm: str, key):
+    return lambda rows: [v for r in rows if r.get("arm") == arm for v in key(r)]
+
+
+def _token_gap(budget: int):
+    """Characters minus BPE, bits per character, same seed, at the budget-th budget (0: the first, 1: four times)."""
+    def values(rows):
+        b = _token_budgets([r for r in rows if "bits_per_char" in r])[budget]
+        return [round(c["bits_per_char"] - x["bits_per_char"], 5)
+                for c, x in zip(b["character"], b["BPE 2048"], strict=True)]
+    return values
+
+
+def _scale_gap(d_k: int):
+    """No scale minus 1/sqrt(d_k), final val loss, same seed."""
+    def values(rows):
+        by = {(r["arm"], r["seed"]): r["val"][-1][1] for r in rows if r.get("d_k") == d_k and "arm" in r}
+        return [by[("no scale", s)] - by[("1/sqrt(d_k)", s)] for a, s in by if a == "1/sqrt(d_k)"]
+    return values
+
+
+def _eff_gap(variant: str):
+    """A variant's val loss minus full attention's, same seed."""
+    def values(rows):
+        runs = _eff_runs([r for r in rows if "val_loss" in r])
+        return [round(r["val_loss"] - f["val_loss"], 4) for r, f in zip(runs[variant], runs["full"], strict=True)]
+    return values
+
+
+def _activation_gap(a: str, b: str):
+    """Final val loss of activation a minus b at section 3's setting (lr 2e-3, default init, 1,500 steps), same
+    seed."""
+    def values(rows):
+        other = {r["seed"]: _final(r) for r in _arm_runs(rows, "lr 2e-3 (section 3)", b)}
+        return [_final(r) - other[r["seed"]] for r in _arm_runs(rows, "lr 2e-3 (section 3)", a) if r["seed"] in other]
+    return values
+
+
+def _position_gap(a: str, b: str):
+    """Final val loss of positions a minus b, same seed."""
+    def values(rows):
+        by = {(r["position"], r["seed"]): _final(r) for r in rows if "position" in r}
+        return [by[(a, s)] - by[(b, s)] for p, s in by if p == a and (b, s) in by]
+    return values
+
+
 # (row, the first runs' files, the re-run's files, what the runs are told apart by, the rule over them, and per
 # measure: its name, values(rows), format). Row 20's "seeds" are its two sets of sentences.
 RERUNS = [
@@ -435,6 +488,38 @@ RERUNS = [
         ("NSP head accuracy, MLM + NSP", _nsp_arm("mlm+nsp", "nsp_accuracy"), ""),
         ("probe accuracy, MLM only", _nsp_arm("mlm", "probe_accuracy"), ""),
         ("probe accuracy, MLM + NSP", _nsp_arm("mlm+nsp", "probe_accuracy"), "")]),
+    ("6", ("mask_after_softmax.jsonl",), ("mask_after_softmax_seeds345.jsonl",), "seed", _mask, [
+        ("mask after softmax: teacher-forced val loss @1000",
+         _mask_values("mask after softmax", lambda r: [dict(r["val_full_window"])[1000]]), ".3f"),
+        ("mask before softmax: teacher-forced val loss @1000",
+         _mask_values("mask before softmax", lambda r: [dict(r["val_full_window"])[1000]]), ".3f"),
+        ("mask after softmax: honest loss, last of 8 or 16 characters",
+         _mask_values("mask after softmax", lambda r: [r["honest_last_position"][n] for n in ("8", "16")]), ".3f"),
+        ("mask after softmax: honest loss, last of 64 characters",
+         _mask_values("mask after softmax", lambda r: [r["honest_last_position"]["64"]]), ".3f"),
+        ("mask before softmax: honest loss, last of 8, 16 or 64 characters",
+         _mask_values("mask before softmax", lambda r: list(r["honest_last_position"].values())), ".3f")]),
+    ("11", ("tokenizer_quality.jsonl",), ("tokenizer_quality_seeds345.jsonl",), "seed",
+     lambda rows: _tokens() + _tokens_quality_verdict(rows), [
+        ("characters minus BPE 2048, bits per character, first budget (same seed)", _token_gap(0), ".4f"),
+        ("characters minus BPE 2048, four times that budget", _token_gap(1), ".4f")]),
+    ("5", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"),
+     ("attn_scale_seeds345.jsonl", "attn_scale_dk128_seeds345.jsonl"), "seed", _attn_scale, [
+        ("d_k 32: no scale minus 1/sqrt(d_k), val loss @600 (same seed)", _scale_gap(32), ".3f"),
+        ("d_k 128: no scale minus 1/sqrt(d_k)", _scale_gap(128), ".3f")]),
+    ("13", ("efficient_attention_quality.jsonl",), ("efficient_attention_quality_seeds345.jsonl",), "seed",
+     lambda rows: _efficient() + _efficient_quality_verdict(rows), [
+        ("local minus full attention, val loss (same seed)", _eff_gap("local"), ".4f"),
+        ("linear minus full attention", _eff_gap("linear"), ".4f"),
+        ("strided minus full attention", _eff_gap("strided"), ".4f")]),
+    ("3", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), ("activations_seeds345.jsonl",),
+     "seed", lambda rows: [], [
+        ("GELU minus ReLU, final val loss, lr 2e-3 (same seed)", _activation_gap("gelu", "relu"), ".3f"),
+        ("SwiGLU minus ReLU", _activation_gap("swiglu", "relu"), ".3f")]),
+    ("2", ("positions.jsonl",), ("positions_seeds345.jsonl",), "seed", _positions, [
+        ("learned minus RoPE, final val loss (same seed)", _position_gap("learned", "rope"), ".3f"),
+        ("none minus learned", _position_gap("none", "learned"), ".3f"),
+        ("sinusoidal minus none", _position_gap("sinusoidal", "none"), ".3f")]),
     ("23", ("residual_depth.jsonl",), ("residual_depth_seeds345.jsonl",), "seed", _residual_depth, [
         ("12 layers: no LayerNorm's final val loss above the block's (same seed)", _no_norm_gap(12), ".3f"),
         ("12 layers: final val loss, the block as it is", _residual_arm(("both",), _final_val), ".3f"),
@@ -443,6 +528,8 @@ RERUNS = [
         ("12 layers: left the plateau at step, no LayerNorm",
          _residual_arm(("no norm",), lambda r: r["plateau_end"]), "d")]),
 ]
+
+RERUNS.sort(key=lambda rerun: int(rerun[0]))  # the table in the rows' order
 
 
 def _rerun_parts():
@@ -457,7 +544,8 @@ def _told_apart(lines: list[dict], key: str) -> str:
     if key == "sentence_set":
         sets = dict.fromkeys(r.get(key, "first") for r in lines)
         return " and ".join(sets) + (" set" if len(sets) == 1 else " sets")
-    return _seed_list([r["seed"] for r in lines if r.get("phase") != "tune"])  # not a tuning seed
+    return _seed_list([r["seed"] for r in lines if r.get("phase") != "tune" and "seed" in r])  # not a tuning
+    # seed, nor a line without one (section 6's count baselines)
 
 
 def rerun_rows() -> list[str]:
@@ -478,7 +566,7 @@ def rerun_rows() -> list[str]:
             word = "softened" if before != after or crossed else "widened" if outside else "kept"
             out.append(f"| {row} | {_told_apart(new, key)} | {name} | {_spread(first, fmt)} "
                        f"({_told_apart(old, key)}) | {_spread(first + added, fmt)} ({_told_apart(every, key)}) "
-                       f"| {word}: {', '.join(after)} |")
+                       f"| {word}{': ' + ', '.join(after) if after else ''} |")  # row 3 has no verdict word
     return out
 
 
