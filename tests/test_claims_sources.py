@@ -1654,6 +1654,12 @@ CLAIMS += [("docs/explorer.md", printed, log, where, 1) for printed, log, where 
      r"^name swap: layer .*\nname swap: layer .*\nname swap: layer \d+ head (\d+) "),
     ("Checked again on 2026-12-07 ({8} greedy steps", CACHE_CHECK, r"^(\d+) steps: differences"),
 )]
+RECORDING = "bench/results/explorer-experiments-2026-12-07/recording.log"
+CLAIMS += [
+    ("docs/explorer.md", "MiniLM at {128} tokens takes 14.2 MB", RECORDING, r"^tokens: (\d+)$", 1),
+    ("docs/explorer.md", "MiniLM at 128 tokens takes {14.2} MB", RECORDING,
+     r"recording of MiniLM .* holds ([\d.]+) MB", 1),
+]
 # ---- P2: end (timeline)
 # ---- P4: docs/reliability.md: `python -m pytest -q tests/reliability` re-run 2026-12-07 (its summary, /usr/bin/time's
 # line and the load average at its start and end)

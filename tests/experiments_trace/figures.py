@@ -2673,6 +2673,9 @@ COMPUTED.update({
     "gallery_phone_width": lambda: str(_test_constant("docs/gallery.py", "PHONE")["width"]),
     "gallery_phone_height": lambda: str(_test_constant("docs/gallery.py", "PHONE")["height"]),
     "gallery_colours": lambda: _test_literal("docs/gallery.py", r"quantize\(colors=(\d+),"),
+    # the PNGs docs/gallery.py writes (explorer_<tab>[_phone].png, explorer_notebook.png; not the timeline's two)
+    "gallery_mb": lambda: format(sum(f.stat().st_size for f in (ROOT / "docs/img").glob("explorer_*.png")
+                                     if "timeline" not in f.name) / 1e6, ".1f"),
     "smollm2_vocab_plain": lambda: str(_preset_attr("llama-style", "vocab_size")),
     "smollm2_head_float32_mb": lambda: str(round(4 * _preset_attr("llama-style", "vocab_size")
                                                  * _preset_attr("llama-style", "d_model") / 1e6)),
@@ -2753,6 +2756,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("two phone-width (", "gallery_phone_width"),
     ("two phone-width (390 × ", "gallery_phone_height"),
     ("and the notebook view opened as a file, as ", "gallery_colours"),
+    ("opened as a file, as 256-colour PNGs (", "gallery_mb"),
     ("Phone width (", "gallery_phone_width"),
     ("which expanded its whole ", "smollm2_vocab_plain"),
     ("which expanded its whole 49152 x ", "smollm2_d_model"),
@@ -3139,7 +3143,8 @@ NOT_CITED += tuple(("docs/explorer.md", end) for end in (
 # ---- L: NOT_CITED end
 # ---- P2: docs/explorer.md's first gpt-char timeline run (2026-11-26, not logged), beside the logged re-run
 NOT_CITED += tuple(("docs/explorer.md", end) for end in ("the first run, 2026-11-26, took 1 min ",
-                                                         "took 1 min 58 s and 9 min "))
+                                                         "took 1 min 58 s and 9 min ",
+                                                         "recording.log; it was about "))
 # ---- P2: NOT_CITED end
 
 
