@@ -617,6 +617,14 @@ PERTURBATIONS["agreement_fails_two"] = ('loader', ('_logged', 'negate'))
 # ---- P4: end
 
 
+# ---- P2: docs/explorer.md's rules over the hand timings it prints beside them (the printed values inverted)
+PERTURBATIONS.update({
+    **dict.fromkeys(("explorer_sweeps_kept_slower", "explorer_sweeps_were_slower", "q8_0_rows_faster"),
+                    ('loader', ('_printed', 'reciprocal'))),
+    "explorer_patch_grid_slowest": ('loader', ('_explorer_printed', 'reciprocal')),
+})
+# ---- P2: end
+
 # ---- P1: docs/training.md's rules (a loader's values transformed: the logged trial figures and the printed hand
 # rates inverted, a test-list score squared past the 60% target; the shipped vit-mnist's accuracy halved)
 PERTURBATIONS.update({

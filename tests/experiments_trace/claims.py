@@ -1812,10 +1812,62 @@ MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
 # ---- P2: docs/explorer.md and docs/howto/class.md: words that say what the explorer does or how a run was set up
 # (method), "holds" as "contains" (verb), a place on the page or in the page's grid (place), a quoted label, a
 # name, arithmetic (math: Q4_1 / Q8_0 blocks read fewer bytes than float32 whatever the machine), and a general
-# remark the page does not measure (unmeasured). The words left pinned rest on hand timings the page marks not
-# logged (the sweeps and fallbacks "slower", the patch grid "slowest", the head's reads "cost more", the Q8_0
-# multi-row kernel "faster").
+# remark the page does not measure (unmeasured). Words over hand timings the page prints beside them (marked not
+# logged: figures.tsv pins the figures, the rule ties the word to them): the kept sweeps "slower" (before and after
+# the head's fix), the patch grid "slowest" of the speed table, the Q8_0 multi-row kernel's 2.4-6x "faster"; the
+# blocks' chunked fallback "slower" than float32 follows P3's unpacked_slower (the logged quick run). Left pinned:
+# the head's row-by-row reads "cost more" (a profile, not logged, with no figure beside it).
 EXPLORER_PAGE, CLASS_PAGE = "docs/explorer.md", "docs/howto/class.md"
+
+
+def _explorer_speed_s(case: str, column: int) -> float:
+    """docs/explorer.md's Experiments speed table (not logged): a case's time in seconds, column 0 MiniLM's CPU,
+    1 its wall, 2 SmolLM2's CPU, 3 its wall (the cells read "CPU / wall ms" or "CPU / wall s")."""
+    text = normal((ROOT / EXPLORER_PAGE).read_text())
+    cells = re.search(r"\| " + re.escape(case) + r"[^|]*\|([^|]*)\|([^|]*)\|", text)
+    values = []
+    for cell in cells.groups():
+        m = re.search(r"([\d.]+) / ([\d.]+) (ms|s)", cell)
+        values += [float(m[1]), float(m[2])] if m else [math.nan, math.nan]
+        values[-2:] = [v / 1000 if m and m[3] == "ms" else v for v in values[-2:]]
+    return _explorer_printed(values[column])
+
+
+def _explorer_printed(value: float) -> float:  # a loader: the flip test transforms what it returns
+    return value
+
+
+_SPEED_CASES = ("one plain forward (the peer)", "ablation answer", "one patched run",
+                "which heads matter (72 / 270 heads)", "logit lens", "patch grid (20 × 6 / 20 × 30 cells)")
+
+
+def _patch_grid_slowest() -> str:
+    """Of the speed table's SmolLM2 answers (CPU), the patch grid against every other case."""
+    grid = _explorer_speed_s(_SPEED_CASES[-1], 2)
+    others = [_explorer_speed_s(c, 2) for c in _SPEED_CASES[:-1]]
+    others = [v for v in others if not math.isnan(v)]
+    return "slowest" if all(grid > v for v in others) else "fastest" if all(grid < v for v in others) else "mixed"
+
+
+MORE_RULES.update({
+    # the table after the head's fix (not logged): kept over expanded, both sweeps
+    "explorer_sweeps_kept_slower": lambda: _every(((1.0, _printed(EXPLORER_PAGE, f)) for f in (
+        "| \"which heads matter\" | 12.3 s | 11.5 s | {1.08} |", "| patch grid | 24.3 s | 22.5 s | {1.08} |")),
+        "slower", "faster"),
+    # the measurement before the fix (not logged): kept against expanded, the two sweeps and the lens
+    "explorer_sweeps_were_slower": lambda: _every(((_printed(EXPLORER_PAGE, a), _printed(EXPLORER_PAGE, b))
+                                                    for a, b in (("18.3 s of CPU against {10.9} s expanded",
+                                                                  "(\"which heads matter\" {18.3} s of CPU"),
+                                                                 ("the patch grid 31.6 s against {24.4} s",
+                                                                  "the patch grid {31.6} s against"),
+                                                                 ("the logit lens 359 ms against {269} ms",
+                                                                  "the logit lens {359} ms against"))),
+                                                   "slower", "faster"),
+    "explorer_patch_grid_slowest": _patch_grid_slowest,
+    # the Q8_0 multi-row kernel against one-row calls, the range the page prints beside the word
+    "q8_0_rows_faster": lambda: _every(((1.0, _printed(EXPLORER_PAGE, f)) for f in (
+        "`q8_0_kernel.rows_product`, {2.4}-6x", "`q8_0_kernel.rows_product`, 2.4-{6}x")), "faster", "slower"),
+})
 MORE_PLACES += tuple((EXPLORER_PAGE, end, kind) for end, kind in (
     ("flatten each to C·P·P numbers, the ", "name"),
     ("the softmax, whether the k ", "method"),
@@ -1848,6 +1900,11 @@ MORE_PLACES += tuple((EXPLORER_PAGE, end, kind) for end, kind in (
     ("nothing interactive. What it ", "verb"),
     ("embedded and the view says so. The lessons ", "place"),
     ("compares the page's `data-` numbers with `api.py`, ", "method"),
+    ("The two sweeps remain 8% ", "explorer_sweeps_kept_slower"),
+    ("An earlier measurement (not logged) found the batched sweeps ", "explorer_sweeps_were_slower"),
+    ("and its patch grid (600 cells) is the ", "explorer_patch_grid_slowest"),
+    ("(`q8_0_kernel.rows_product`, 2.4-6x ", "q8_0_rows_faster"),
+    ("it expands the file to float32 as before (the blocks' chunked fallback is ", "unpacked_slower"),
 ))
 MORE_PLACES += tuple((CLASS_PAGE, end, kind) for end, kind in (
     ("students open the address ", "place"),
