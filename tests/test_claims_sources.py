@@ -50,6 +50,42 @@ KEPT = "bench/results/kept-blocks-2026-12-07/kept-vs-float32.log"  # P3: the kep
 QUALITY = "bench/results/quality-2026-12-07/quality.log"  # P3: python -m attnlab.benchmarks.quality, re-run
 ATTENTION = "bench/results/attention-kernel-2026-12-07/kernel-vs-sdpa.log"  # P3: kernel vs SDPA, 100 shapes
 COMPILED_CUT = "bench/results/kept-blocks-2026-12-07/compiled-2-blocks.log"  # P3: SmolLM2's 2-block cut
+QUICK_Q = "bench/results/quantized-2026-12-07/quick.log"  # P3: python -m attnlab.benchmarks.quantized --quick ...
+GEN_TESTS = "bench/results/generation-2026-12-07/tests-cpu.log"  # P3: the generation tests' CPU time
+QUICK_TABLES = {"gpt2": r"^\| GPT-2-small shape \(random\), batch 1 \| step \|",
+                "smollm2": r"^\| SmolLM2-135M, batch 1 \| step \|"}
+
+
+def _quick(table: str, variant: str, what: str) -> str:
+    """The quantized quick log: in `table`'s table, `variant`'s row: "ms" its step, "x" its speed over float32's,
+    "load" / "after" its resident growth on load / after decoding (SmolLM2's table)."""
+    row = QUICK_TABLES[table] + r"[^\n]*\n(?:.*\n)*?\| " + re.escape(variant) + r" \| "
+    return row + {"ms": r"([\d.]+) ms \|", "x": r"[\d.]+ ms \| ([\d.]+)x \|", "load": r".* \| (\d+) / \d+ MiB \|",
+                  "after": r".* \| \d+ / (\d+) MiB \|"}[what]
+
+
+QUICK_ROWS = (  # docs/quantization.md's speed table, figures in [brackets], and (table, variant, what) for each
+    ("| GPT-2-small shape, float32 | [34.9] | [1.00]x |", (("gpt2", "float32", "ms"), ("gpt2", "float32", "x"))),
+    ("| GPT-2-small shape, `int8` (attnlab's VNNI kernel) | [8.0] | **[4.38]x** |",
+     (("gpt2", "int8", "ms"), ("gpt2", "int8", "x"))),
+    ("| GPT-2-small shape, `int8` through fbgemm (CPUs without VNNI) | [16.0] | [2.18]x |",
+     (("gpt2", "int8 via fbgemm", "ms"), ("gpt2", "int8 via fbgemm", "x"))),
+    ("| GPT-2-small shape, `int4` (attnlab's 4-bit VNNI kernel) | [6.2] | **[5.64]x** |",
+     (("gpt2", "int4", "ms"), ("gpt2", "int4", "x"))),
+    ("| GPT-2-small shape, `int4` unpacked in torch (CPUs without VNNI) | [81.6] | [0.43]x |",
+     (("gpt2", "int4 chunked (no kernel)", "ms"), ("gpt2", "int4 chunked (no kernel)", "x"))),
+    ("| SmolLM2-135M, float32 (the GGUF expanded) | [47.9] | [1.00]x | 538 MB | [723] / [728] MiB |",
+     tuple(("smollm2", "float32", w) for w in ("ms", "x", "load", "after"))),
+    ("| SmolLM2-135M, GGUF blocks kept (Q4_1 + Q8_0) | [7.4] | **[6.47]x** | 96 MB | **[147] / [426] MiB** |",
+     tuple(("smollm2", "GGUF kept (Q4_1 + Q8_0)", w) for w in ("ms", "x", "load", "after"))),
+    ("| SmolLM2-135M, GGUF blocks kept, unpacked in torch | [123.7] | [0.39]x |",
+     (("smollm2", "GGUF kept, chunked (no kernel)", "ms"), ("smollm2", "GGUF kept, chunked (no kernel)", "x"))),
+    ("| SmolLM2-135M, `int8` (attnlab's VNNI kernel) | [11.2] | [4.29]x |",
+     (("smollm2", "int8", "ms"), ("smollm2", "int8", "x"))),
+    ("| SmolLM2-135M, `int8` through fbgemm | [37.6] | [1.27]x |",
+     (("smollm2", "int8 via fbgemm (residual pass where needed)", "ms"),
+      ("smollm2", "int8 via fbgemm (residual pass where needed)", "x"))),
+)
 DSTEP = "bench/results/decode-step-2026-12-07/gpt2.log"  # P3: python -m attnlab.benchmarks.decode_step, re-run
 GPT2_STEP = r"^\| GPT-2-small shape \(random\) \| 1 \|"  # its first table's row: ms/step, ratios
 GPT2_PARTS = r"^\| GPT-2-small shape \(random\) \|(?= [\d.]+ \| [\d.]+ \| [\d.]+x)"  # its step-parts row
@@ -719,6 +755,22 @@ CLAIMS = [
     ("docs/quantization.md", "scored tokens per language; +{-2} standard errors", QUALITY,
      r"with \+-(\d+) standard errors", -1),  # the log writes "+-2"
     ("docs/quantization.md", "whose figures at {6} and 64 tokens differed", KEPT, r"^(6) tokens:", 1),
+    # the speed table and the page's opening, re-run 2026-12-07 (python -m attnlab.benchmarks.quantized --quick ...)
+    *(("docs/quantization.md", printed, QUICK_Q, _quick(*key), 1) for row, keys in QUICK_ROWS
+      for printed, key in _one_figure_each(row, keys)),
+    *(("docs/quantization.md", printed, QUICK_Q, where, 1) for printed, where in (
+        ("a GPT-2-small step is {4.4}x faster in int8", _quick("gpt2", "int8", "x")),
+        ("faster in int8, {5.6}x in int4", _quick("gpt2", "int4", "x")),
+        ("on the shared machine (load average {4.9} before, 10.6 after)", r"^# before: .*load average: ([\d.]+),"),
+        ("(load average 4.9 before, {10.6} after)", r"^# after: .*load average: ([\d.]+),"),
+    )),
+    *(("docs/generation.md", printed, GEN_TESTS, where, 1) for printed, where in (
+        ("({40.2} s user and 1.6 s system", r"^time: .* ([\d.]+) s user"),
+        ("(40.2 s user and {1.6} s system", r", ([\d.]+) s system"),
+        ("{227} s of wall time at a load average of 9.0", r"^time: ([\d.]+) s wall"),
+        ("at a load average of {9.0} before and 10.8 after, 2026-12-07", r"^# before: .*load average: ([\d.]+),"),
+        ("9.0 before and {10.8} after, 2026-12-07", r"^# after: .*load average: ([\d.]+),"),
+    )),
     *(("docs/quantization.md", printed, ATTENTION, where, 1) for printed, where in (
         ("(on {100} seeded random shapes", r"^shapes: (\d+);"),
         ("larger in {5} and smaller in 92", r"larger than SDPA's in (\d+),"),

@@ -1675,7 +1675,7 @@ RATIO_PLACES: tuple[tuple[str, str, str], ...] = (  # (page, the text the word f
 # against float32), the threads benchmark's busy runs, the library's computed sizes, and the ratios the pages print
 # beside a word (hand measurements the pages mark not logged: figures.tsv pins the figure, the rule ties the word to
 # it); the others are what the code does or refuses (method), arithmetic (math), a place, or "holds" as "contains"
-QUICK_NIGHT = "bench/results/bench-quick-night-2026-11-28/after.log"  # attnlab bench --quick, AMD EPYC Zen 5
+QUICK_NIGHT = "bench/results/quantized-2026-12-07/quick.log"  # the speed table's run (quantized --quick, Zen 5)
 QUICK_TABLES = {"gpt2": "| GPT-2-small shape (random), batch 1 | step | vs float32 |",
                 "smollm2": "| SmolLM2-135M, batch 1 | step | vs float32 |"}
 
@@ -1764,7 +1764,7 @@ MORE_PLACES += tuple((QUANT, end, rule) for end, rule in (
     ("so storing each weight in ", "math"),  # fewer bytes a weight: what quantizing is
     ("in fewer bytes is the direct way to make it ", "quantized_steps_faster"),
     ("is the direct way to make it faster and ", "math"),
-    ("on a CPU with AVX512-VNNI a GPT-2-small step is 2.8x ", "quantized_steps_faster"),
+    ("on a CPU with AVX512-VNNI a GPT-2-small step is 4.4x ", "quantized_steps_faster"),
     ("the blocks would then go through the chunked path, ", "unpacked_slower"),
     ("need up to 18 bits, ", "math"),
     ("at 0.19 (Q4_K, Q5_K) and 0.43 (Q6_K) ", "kquant_more_bytes"),

@@ -1636,6 +1636,10 @@ COMPUTED.update({
                                                              ".2f" if key == "load" else ".0f"))
        for key in ("one", "two", "load") for end in ("min", "max")},
     "busy_runs": lambda: str(len(_busy_gpt_char()["one"])),
+    # the generation tests' CPU time, user + system (bench/results/generation-2026-12-07/tests-cpu.log)
+    "gen_tests_cpu": lambda: format(sum(float(x) for x in re.search(
+        r"^time: .* ([\d.]+) s user, ([\d.]+) s system", (ROOT / "bench/results/generation-2026-12-07/tests-cpu.log")
+        .read_text(), re.M).groups()), ".0f"),
     "busy_tokens": lambda: _test_literal("bench/results/threads-2026-12-07/busy-run1.log",
                                          r"^\| generate gpt-char, (\d+) tokens \| 2 busy competitors"),
     "claims_cut_blocks": lambda: _test_literal("tests/test_claims_quantized.py",
@@ -1706,6 +1710,7 @@ COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("tokens/s at `threads=2` against ", "busy_one_min"),
     ("tokens/s at `threads=2` against 53-", "busy_one_max"),
     ("at one thread over ", "busy_runs"),
+    ("the fast part of `tests/test_generation_hf.py` together use about ", "gen_tests_cpu"),
     ("the tests bound a 2-layer int4 toy at 1e-4. The tests compile the ", "claims_cut_blocks"),
 ))
 COMPUTED_PLACES += tuple(("docs/interop.md", end, name) for end, name in (
