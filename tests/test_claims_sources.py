@@ -1485,6 +1485,15 @@ _TRIAL_TEXT = (
     "(the best, [10|dev distill-s1 500] of [22|devn distill-s1 500], is [45|devpct distill-s1 500]%)",
 )
 CLAIMS += [c for template in _TRIAL_TEXT for c in _trial_claims(template)]
+_ANSWER = r"^answers {} \(.*\): {} -> .*?{} ([\d.]+)"
+CLAIMS += [(("docs/training.md", printed, TRIALS + "answers.log",
+             _ANSWER.format(re.escape(run), re.escape(sentence), word), 1)) for printed, run, sentence, word in (
+    ("morning.\" with coffee ({0.26}), milk", "everyday", "she drank a cup of [MASK] in the morning.", "coffee"),
+    ("-> tea {0.54}, coffee 0.35", "big-a", "she drank a cup of [MASK] in the morning.", "tea"),
+    ("-> tea 0.54, coffee {0.35}", "big-a", "she drank a cup of [MASK] in the morning.", "coffee"),
+    ("-> coffee {0.25}, tea 0.13", "mix-a", "She drank a glass of [MASK].", "coffee"),
+    ("-> coffee 0.25, tea {0.13}", "mix-a", "She drank a glass of [MASK].", "tea"),
+    ("-> london {0.20}", "mix-a", "paris is the capital of [MASK].", "london"))]
 _PROBE = r"^# context probe on runs/big-a/step-00002000 .*"
 CLAIMS += [
     # 12, 33 and 97 batches: each run's development score at its best step (control-b, pilot-33, big-a)

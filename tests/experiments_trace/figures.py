@@ -3080,6 +3080,76 @@ def results_value(spec: str) -> str:
     return render(resolve(match[0], path) * SCALES[scale], fmt)
 
 
+# ---- P1: docs/training.md (issue 54): the everyday corpus's generator settings (attnlab.data.everyday: its
+# templates, topics and generate_batches' defaults, the sentence filter's word bounds), the teacher's k (the recipe's
+# default), the FSDP resume test's saves (tests/training/test_distributed.py)
+def _everyday(name: str):
+    import inspect
+
+    from attnlab.data import everyday
+    if name in ("templates", "topics"):
+        return len(getattr(everyday, name.upper()))
+    return inspect.signature(everyday.generate_batches).parameters[name].default
+
+
+@cache
+def _p_word(name: str, sentence: str, word: str) -> float:
+    """A shipped masked LM's probability of a one-piece word at [MASK] (softmax over the whole vocabulary)."""
+    import torch
+    model, tok = _checkpoint(name)
+    model.eval()
+    ids, (word_id,) = tok.encode(sentence), tok.encode(word)[1:-1]
+    with torch.no_grad():
+        return float(model(torch.tensor([ids])).logits[0, ids.index(tok.mask_id)].softmax(-1)[word_id])
+
+
+def _everyday_words(which: int) -> str:
+    """The sentence filter's fewest (1) or most (2) words, as attnlab.data.everyday.clean_sentences writes them."""
+    return re.search(r"not (\d+) <= len\(words\) <= (\d+)", (ROOT / "attnlab/data/everyday.py").read_text())[which]
+
+
+COMPUTED.update({
+    "everyday_templates": lambda: str(_everyday("templates")),
+    "everyday_topics": lambda: str(_everyday("topics")),
+    "everyday_batch": lambda: str(_everyday("batch_size")),
+    "everyday_temperature": lambda: f"{_everyday('temperature'):g}",
+    "everyday_top_p": lambda: f"{_everyday('top_p'):g}",
+    "everyday_new_tokens": lambda: str(_everyday("max_new_tokens")),
+    "everyday_min_words": lambda: _everyday_words(1),
+    "everyday_max_words": lambda: _everyday_words(2),
+    "everyday_prompts": lambda: str(_everyday("templates") * _everyday("topics")),
+    # batches that ask every prompt once: the prompts over a batch's rows, rounded up
+    "everyday_all_batches": lambda: str(-(-_everyday("templates") * _everyday("topics") // _everyday("batch_size"))),
+    "teacher_k": lambda: str(_defaults("minilm-mlm")["teacher_k"]),
+    "dist_save_every": lambda: _test_literal(_DIST, r'"save_every=(\d+)"'),
+    "data_budget_mb": lambda: str(_attr("attnlab.benchmarks.data", "BUDGET_MB")),
+    # the explorer's default pair needs "french" first: the shipped head's probability of it, in %
+    "minilm_french_pct": lambda: f"{100 * _p_word('minilm-mlm', 'People in France speak [MASK].', 'french'):.1f}",
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("sentences, diary entries, dialogues and explanations (", "everyday_templates"),
+    ("(5 prompt templates) about ", "everyday_topics"),
+    ("none built from the cloze sentences), ", "everyday_batch"),
+    ("a batch, sampled at temperature ", "everyday_temperature"),
+    ("sampled at temperature 0.8, top-p ", "everyday_top_p"),
+    ("temperature 0.8, top-p 0.95, up to ", "everyday_new_tokens"),
+    ("(ASCII letters and plain punctuation, ", "everyday_min_words"),
+    ("(ASCII letters and plain punctuation, 4-", "everyday_max_words"),
+    ("batches ask every one of the ", "everyday_prompts"),
+    ("191-406 s a batch at load average 8-15): ", "everyday_all_batches"),
+    ("a whole word of one piece after a space, SmolLM2's ", "teacher_k"),
+    ("their probabilities summed per word, renormalised over the ", "teacher_k"),
+    ("- FSDP resume: an FSDP run saving at steps ", "dist_save_every"),
+    ("- FSDP resume: an FSDP run saving at steps 2 and ", "dist_steps"),
+    ("saving at steps 2 and 4, rolled back to step ", "dist_save_every"),
+    ("number of ranks (tested: written by ", "dist_ranks"),
+    ("(tested: written by 2 FSDP ranks, resumed by ", "dist_ranks"),
+    ("Peak memory during preparation stays within ~", "data_budget_mb"),
+    ("needs \"french\" first (the shipped head: ", "minilm_french_pct"),
+))
+# ---- P1: end
+
+
 # ---------------------------------------------------------------- figures tests/test_claims_sources.py reads
 def _logged_spans(page: str, text: str) -> list[tuple[int, int]]:
     """(start, end) on the page of each figure test_claims_sources.py's CLAIMS binds to a log."""
