@@ -2706,6 +2706,8 @@ COMPUTED.update({
     "page_grids_kept": lambda: _test_literal(f"{_STATIC}/attention/attention.js", r"GRIDS\.size > (\d+)\)"),
     "walk_alpha": lambda: _test_literal(f"{_STATIC}/experiments/walk.js", r"layer, alpha: (\d+), tokens: 1 \}"),
     "gpt_char_seed": lambda: str(_defaults("gpt-char")["seed"]),
+    "minilm_mlm_trained_blocks": lambda: str(_minilm_blocks()[1]),
+    "minilm_mlm_layers": lambda: str(_minilm_blocks()[0]),
     # the toy's heads by their role (toy_model.HEADS' names), as the page numbers them from 1
     **{f"toy_head_{role}": (lambda role=role: str(1 + [h[0].split(" ")[0] for h in _attr(
         "attnlab.explorer.server.toy_model", "HEADS")].index(role)))
@@ -2798,6 +2800,8 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("the page keeps the grids of its last ", "page_grids_kept"),
     ("clean minus corrupted at step 1's layer, α = ", "walk_alpha"),
     ("`attnlab train gpt-char --out runs/gpt-char threads=1` (seed ", "gpt_char_seed"),
+    ("| `minilm` | all-MiniLM-L6-v2 (", "minilm_mlm_layers"),  # minilm-mlm's config: MiniLM's layers
+    ("MiniLM with a masked-LM head (and its last ", "minilm_mlm_trained_blocks"),
     ("| W_Q reads | W_K reads | try | |---|---|---|---| | ", "toy_head_subject"),
     ("\"cat\" in *the cat sat on the mat* | | ", "toy_head_determiner"),
     ("\"a\" in *a dog ran* | | ", "toy_head_preposition"),
