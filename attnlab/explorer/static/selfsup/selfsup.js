@@ -51,7 +51,7 @@ async function mlm(root, ctx) {
   const entry = ctx.models.find((m) => m.id === state.model);
   if (entry && entry.description) {
     root.insertBefore(el("p", { class: "help", id: "mlm-model" }, `The model: ${entry.label}, ${entry.description}. ` +
-      "Its guesses come from that text alone."), chips.previousSibling);
+      "Its guesses come from what it was trained on."), chips.previousSibling);
   }
   const base = await api("/api/mlm/draw", { model: state.model, text, seed: 0 });  // tokens + specials
   // The first look already predicts: the sentence's last whole word (three letters or more, not a word piece) is
