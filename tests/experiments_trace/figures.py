@@ -1589,6 +1589,19 @@ def _busy_gpt_char() -> dict[str, list[float]]:
     return out
 
 
+def _packed_bytes(fmt: str) -> float:
+    """Bytes a weight of the kernel's packed copy of a seeded (64, 576) weight quantized to `fmt` (int8: the
+    codes in its blocks and the row sums; int4: the tiles of codes, scales and minimums)."""
+    import torch
+
+    from attnlab.layers import int4_kernel, int8_kernel
+    from attnlab.layers.quantized import quantize_weight
+    w = torch.randn(64, 576, generator=torch.Generator().manual_seed(0))
+    b = quantize_weight(w, fmt)
+    packed = int8_kernel.pack(b["qweight"]) if fmt == "int8" else int4_kernel.pack(b["qweight"], b["scale"], b["min"])
+    return sum(p.nbytes for p in packed) / w.numel()
+
+
 def _float16_significand() -> int:
     """float16's significand bits, the implicit one included: 1 - log2 of its machine epsilon."""
     import math
@@ -1663,6 +1676,9 @@ COMPUTED.update({
                                              r'"min": \(d\.float\(\) \* (-\d+)\)\.half'),
     "quality_window": lambda: _test_literal("attnlab/benchmarks/quality.py",
                                             r'"--window", type=int, default=(\d+),'),
+    # the kernels' packed copy beside the buffers, bytes a weight (int8_kernel.pack / int4_kernel.pack on a weight)
+    "packed_int8_bytes": lambda: f"+{_packed_bytes('int8'):.0f}",
+    "packed_int4_bytes": lambda: f"+{_packed_bytes('int4'):.1f}",
     "bart_position_offset": lambda: _test_literal("attnlab/interop/families.py",
                                                   r'position="learned", position_offset=(\d+),'),
     "parity_greedy_prompts": lambda: str(len(__import__("ast").literal_eval(_test_literal(
@@ -1768,6 +1784,8 @@ COMPUTED_PLACES += tuple(("docs/quantization.md", end, name) for end, name in (
     ("products without their kernel fall back: int8 to fbgemm, ", "int4_bits"),
     ("its error is held to the bound torch's float32 SDPA is held to (", "attention_kernel_bound"),
     ("and 6-bit scales `sc` and mins `m` per ", "q4k_scale_group"),
+    ("The packed layout is a cache beside the buffers (", "packed_int8_bytes"),
+    ("beside the buffers (+1 byte per int8 weight, ", "packed_int4_bytes"),
     ("a Q4_1-like (Q5_1-like) block with scale `d sc` and minimum `-dmin m`; Q6_K (w = d sc (q - ", "q6k_offset"),
     ("Q6_K (w = d sc (q - 32), an ", "int8_bits"),
     ("| GGUF Q6_K, kept | one signed byte (codes ", "q6k_code_min"),
