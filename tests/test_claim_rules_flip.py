@@ -614,6 +614,12 @@ MIXED_ONLY = {
 OTHER_OUTCOME = {"verdict_12_0": "not for"}  # row 12's verdict is "holds" or "not for"
 # ---- P4: docs/interventions.md's agreement rule (the logged Spearman cells negated: the two lowest become the highest)
 PERTURBATIONS["agreement_fails_two"] = ('loader', ('_logged', 'negate'))
+PERTURBATIONS.update({
+    "cost_check_holds": ('loader', ('_check_ratio', 'double')),  # counted FLOPs twice the predicted
+    "first_hour_ablation_less": ('loader', ('_logged', 'reciprocal')),
+    "quantized_smaller": ('loader', ('_computed', 'negate')),
+    "quantized_ppl_less": ('loader', ('_quality_change', 'reciprocal')),  # 0.07% -> 14%
+})
 # ---- P4: end
 
 

@@ -1776,6 +1776,20 @@ CLAIMS += [("docs/interventions.md", printed, ATTRIBUTION_SMOLLM2, where, 1) for
     ("with `--models smollm2` (load average {8.1}-9.4", r"load average ([\d.]+) "),
     ("with `--models smollm2` (load average 8.1-{9.4}", r"^# load average at end: ([\d.]+) "),
 )]
+# docs/tutorials/first-hour.md: its head-sweep block run as written 2026-12-07 (the log holds the block)
+FIRST_HOUR = "bench/results/first-hour-2026-12-07/head-sweep.log"
+CLAIMS += [("docs/tutorials/first-hour.md", printed, FIRST_HOUR, where, 1) for printed, where in (
+    ("print(round(p_e(), 3)) # {0.874}", r"^(\d\.\d+)$"),
+    ("print(layer, head) # {0} 2", r"^(\d+) \d+$"),
+    ("print(layer, head) # 0 {2}", r"^\d+ (\d+)$"),
+    ("print(round(p_e(), 3)) # {0.277}", r"^\d+ \d+\n(\d\.\d+)$"),
+)]
+FIRST_HOUR_RUN = "bench/results/first-hour-2026-12-07/train-{}.log"
+CLAIMS += [("docs/tutorials/first-hour.md", printed, FIRST_HOUR_RUN.format(run), where, 1) for printed, run, where in (
+    ("| `rope` | {1.7836} |", "rope", r"^  val_loss   ([\d.]+),"),
+    ("| `none` | {2.1739} |", "none", r"^  val_loss   ([\d.]+),"),
+    ("beats the bigram baseline ({2.3233}:", "none", r"against ([\d.]+) for the bigram baseline"),
+)]
 # ---- P4: end
 
 

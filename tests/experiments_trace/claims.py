@@ -2206,6 +2206,100 @@ MORE_PLACES += tuple((INTERVENTIONS_PAGE, end, kind) for end, kind in (
     ("from one recorded forward. The final norm is not ", "math"),
     ("LayerNorm's centring is ", "math"),
 ))
+
+
+# docs/cost.md: `attnlab cost ... --check` on the page's other configs (bench/results/cost-2026-12-07/check-*.log)
+COST_CHECKS = tuple(f"bench/results/cost-2026-12-07/check-{m}.log" for m in ("t5-small", "bert-base", "tiny-vit"))
+
+
+def _check_ratio(log: str, row: str) -> float:
+    """counted / predicted FLOPs of a row of a --check log's FlopCounterMode table."""
+    m = re.search(rf"^{re.escape(row)}\s+([\d,]+)\s+([\d,]+)\s+[+-][\d.]+%$", (ROOT / log).read_text(), re.M)
+    return float(m[1].replace(",", "")) / float(m[2].replace(",", ""))
+
+
+def _cost_check_holds() -> str:
+    """"The same holds for t5-small ..., bert-base ... and tiny-vit": every row of their --check logs within
+    attnlab.cost.check's tolerance (2%)."""
+    from experiments_trace.figures import _cost_check_tolerance
+    rows = [(log, m[1]) for log in COST_CHECKS for m in re.finditer(
+        r"^(\S.*?)\s{2,}[\d,]+\s+[\d,]+\s+[+-][\d.]+%$", (ROOT / log).read_text(), re.M)]
+    assert len(rows) >= len(COST_CHECKS), "a --check log without its table"
+    return "holds" if all(abs(_check_ratio(*r) - 1) <= _cost_check_tolerance() for r in rows) else "fails"
+
+
+# docs/tutorials/first-hour.md: the head-sweep block's printed P("e") before and after the ablation (its log)
+def _first_hour_less() -> str:
+    page = "docs/tutorials/first-hour.md"
+    return _every([(_logged(page, "# {0.277}"), _logged(page, "# {0.874}"))], "less", "more")
+
+
+# docs/howto/quantize.md: the sizes (computed) and the quality log's perplexity changes
+QUALITY_LOG = "bench/results/quality-2026-12-07/quality.log"
+
+
+def _quality_change(variant: str, lang: str) -> float:
+    """The quality log's first table: `variant`'s perplexity change on es or fr, in %."""
+    row = re.search(rf"^\| {re.escape(variant)} \|.*$", (ROOT / QUALITY_LOG).read_text(), re.M)[0]
+    cells = [c.strip() for c in row.split("|")[1:-1]]
+    return float(cells[4 if lang == "es" else 6].split("%")[0])
+
+
+MORE_RULES.update({
+    "cost_check_holds": _cost_check_holds,
+    "first_hour_ablation_less": _first_hour_less,
+    "quantized_smaller": lambda: _every(((_computed(n), _computed("smollm2_mib_float32"))
+                                         for n in ("smollm2_mib_int8", "smollm2_mib_int4")), "smaller", "larger"),
+    "quantized_ppl_less": lambda: "less" if all(abs(_quality_change(v, lang)) < 1 for v in ("int8", "int4")
+                                                for lang in ("es", "fr")) else "more",
+})
+MORE_PLACES += tuple((page, end, kind) for page, end, kind in (
+    ("docs/cost.md", "Q K^T, softmax and P V rows is ", "math"),  # fused: the n x n scores are never written
+    ("docs/cost.md", "A kernel that skips the blocks ", "place"),
+    ("docs/cost.md", "llama-style (g = 3 of 9) at n = 1024 ", "verb"),
+    ("docs/cost.md", "(exit 1 if any differs by ", "method"),
+    ("docs/cost.md", "+0.000% ``` The same ", "cost_check_holds"),
+    ("docs/cost.md", "Timing: one torch thread, the ", "method"),
+    ("docs/cost.md", "kernel skips key blocks that lie wholly ", "place"),
+    ("docs/cost.md", "about half of the dense n² at large n and ", "math"),  # blocks straddle the diagonal
+    ("docs/cost.md", "for about 0.3 s, keeps the ", "method"),
+    ("docs/cost.md", "does not leave a low peak in the cache; with ", "method"),
+    ("docs/cost.md", "backward (a scatter-add), and anything ", "method"),  # what the model leaves out
+    ("docs/performance.md", "A request of ", "method"),  # the policy's threshold
+    ("docs/tutorials/first-hour.md", "a first experiment of your own. Every command ", "place"),
+    ("docs/tutorials/first-hour.md", "``` On the machine ", "place"),
+    ("docs/tutorials/first-hour.md", "and without it the model is far ", "first_hour_ablation_less"),
+    ("docs/architecture.md", "Each row ", "place"),
+    ("docs/architecture.md", "(bottom-right aligned when a cache ", "verb"),
+    ("docs/architecture.md", "is applied where probabilities are ", "method"),
+    ("docs/architecture.md", "= any two of the ", "place"),
+    ("docs/architecture.md", "is checked to exist, so the map ", "method"),
+    ("docs/architecture.md", "| threads: never ", "method"),
+    ("docs/architecture.md", "the count measured ", "method"),
+    ("docs/architecture.md", "(imports at the top and inside functions) and ", "method"),
+    ("docs/architecture.md", "on any import that reaches a ", "place"),
+    ("docs/architecture.md", "`attnlab/quantization.py` | layers and ", "place"),
+    ("docs/architecture.md", "carries its tokenizer) | models and ", "place"),
+    ("docs/architecture.md", "`attnlab/threads.py` | storage and ", "place"),
+    ("docs/architecture.md", "`attnlab/benchmarks/` | everything ", "place"),
+    ("docs/architecture.md", "Two methods of every model need code from ", "place"),
+    ("docs/architecture.md", "the first time it is ", "method"),
+    ("docs/architecture.md", "# model.generate(...): the models sit ", "place"),
+    ("docs/architecture.md", "argument checks that ", "method"),
+    ("docs/architecture.md", "check the scheme needs nothing ", "method"),
+    ("docs/architecture.md", "and `formula_gap` ", "place"),
+    ("docs/fine-tuning.md", "From Python it is one ", "method"),
+    ("docs/fine-tuning.md", "the number fine-tuning has to ", "verb"),
+    ("docs/fine-tuning.md", "and the backward pass stops ", "place"),
+    ("docs/fine-tuning.md", "the backward pass stops above them. The ", "place"),
+    ("docs/fine-tuning.md", "(the load average is stated: ", "math"),  # more runnable threads than cores
+    ("docs/fine-tuning.md", "(the load average is stated: above 2, the run had ", "math"),
+    ("docs/howto/gguf.md", "A file that claims a ", "method"),  # the hostile case the loader refuses
+    ("docs/howto/quantize.md", "Storing each weight in 8 or 4 bits makes a model 4 to 6 times ", "quantized_smaller"),
+    ("docs/howto/quantize.md", "times smaller, and on a CPU it decodes ", "quantized_steps_faster"),
+    ("docs/howto/quantize.md", "On SmolLM2-135M both change perplexity by ", "quantized_ppl_less"),
+    ("docs/howto/torchrun.md", "over 2 ranks; rank 0 ", "verb"),
+))
 # ---- end of P4's claim words
 
 VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdict -> (row, index of its word)

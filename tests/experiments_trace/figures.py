@@ -3050,6 +3050,30 @@ COMPUTED_PLACES += tuple((INTERVENTIONS, end, name) for end, name in (
     ("s, the estimate ", "agreement_smollm2_estimate_min"),
     ("s, the estimate 0.65-", "agreement_smollm2_estimate_max"),
 ))
+
+# ---- P4: the other pages' figures the library or a test gives
+COMPUTED.update({
+    "explorer_attnlab_error_status": lambda: _tested("attnlab/explorer/server/handlers.py", r"AttnlabError: (\d+),"),
+})
+COMPUTED_PLACES += (
+    ("docs/architecture.md", "GPT-2's measured count equals Hugging Face's exactly (", "gpt2_measured"),
+    ("docs/architecture.md", "the route's 4xx answers, a browser test at ", "attribution_browser_width_0"),
+    ("docs/architecture.md", "the route's 4xx answers, a browser test at 1440 and ", "attribution_browser_width_1"),
+    ("docs/architecture.md", "answer an `AttnlabError` with ", "explorer_attnlab_error_status"),
+    ("docs/notebook.md", "| GPT-2 small has ~117M parameters | ", "gpt2_measured"),
+)
+FIRST_HOUR_RUN = "bench/results/first-hour-2026-12-07/train-{}.log"  # the tutorial's two runs, re-run 2026-12-07
+
+
+def _training_s(run: str) -> str:
+    """The training time a run prints ("(training 2m06s, ..."), in seconds."""
+    minutes, seconds = _tested(FIRST_HOUR_RUN.format(run), r"\(training (\d+m\d\d)s,").split("m")
+    return str(60 * int(minutes) + int(seconds))
+
+
+COMPUTED.update({f"first_hour_training_{run}": (lambda run=run: _training_s(run)) for run in ("rope", "none")})
+COMPUTED_PLACES += (("docs/tutorials/first-hour.md", "with the same losses and ", "first_hour_training_rope"),
+                    ("docs/tutorials/first-hour.md", "with the same losses and 126 s and ", "first_hour_training_none"))
 # ---- end of P4's docs/reliability.md entries
 
 # ---- end of the docs/explorer.md and docs/reliability.md entries
