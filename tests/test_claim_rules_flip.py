@@ -555,7 +555,7 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'uncached_step_slower': ('docs/img/cost-gpt2/sweep.txt', ('square', 12, 1)),
     'untied_vs_add': ('position_concat.jsonl', ('mirror', ('test_loss',))),
     'verdict_11_0': ('tokenizer_cost.jsonl', ('mirror', ('tokens_per_char',))),
-    'verdict_11_1': ('tokenizer_quality.jsonl', ('mirror', ('bits_per_char',))),
+    'verdict_11_1': (('tokenizer_quality.jsonl', 'tokenizer_quality_seeds345.jsonl'), ('mirror', ('bits_per_char',))),
     'verdict_12_0': ('meanings.jsonl', ('halve', ('nearest_is_paraphrase',))),
     'verdict_13_1': ('efficient_attention_quality.jsonl', ('negate', ('val_loss',))),
     'verdict_13_3': ('efficient_attention_quality.jsonl', ('mirror', ('val_loss',))),

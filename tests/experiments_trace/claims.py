@@ -957,15 +957,19 @@ def _residual_statement() -> str:
 
 
 def _rerun_places() -> tuple[tuple[str, str, str], ...]:
-    """The re-run table's verdict column ("widened: holds", "kept: not at this budget, holds"): the row's verdict
-    rule, the index of the word in the row's verdict."""
+    """The re-run table's verdict column ("widened: holds", "kept: not at this budget, holds", "kept: partial,
+    holds, partly, fails"): per "holds" or "fails", the row's verdict rule and the index of the word in the row's
+    verdict (its place in the comma-separated list)."""
     text = normal((DOCS / "experiments.md").read_text())
     start = text.find("## Re-runs on new seeds")
     out = []
-    for m in re.finditer(r"\| (\d+) \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| (?:kept|widened): ([^|]*?)(holds|fails) \|",
+    for m in re.finditer(r"\| (\d+) \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| (?:kept|widened): ([^|]*?) \|",
                          text[start:] if start >= 0 else ""):
-        index = 1 if m[2] else 0
-        out.append(("experiments.md", text[start + m.start():start + m.start(3)], f"verdict_{m[1]}_{index}"))
+        at = m.start(2)
+        for index, word in enumerate(m[2].split(", ")):
+            if word in ("holds", "fails"):
+                out.append(("experiments.md", text[start + m.start():start + at], f"verdict_{m[1]}_{index}"))
+            at += len(word) + 2
     return tuple(out)
 
 

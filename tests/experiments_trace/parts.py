@@ -1096,7 +1096,7 @@ def _residual_extra(rows):
 # ---------------------------------------------------------------- re-runs on seeds the first runs did not use
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
-RERUN_DONE = {"6", "16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
+RERUN_DONE = {"6", "11", "16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1214,6 +1214,13 @@ def _residual_new_extra(rows: list[dict]) -> list[float]:
             max(g for (_, s), g in gaps.items() if s not in NEW_SEEDS), sum(g <= 0.1 for g in gaps.values()), len(gaps),
             sum(r["plateau_end"] is None for r in stuck), len(stuck), min(r["val"][-1][1] for r in stuck),
             max(r["val"][-1][1] for r in stuck), sum(r["plateau_end"] is not None for r in trained), len(trained)]
+
+
+def _attn_scale_new_rows(rows: list[dict]) -> list[str]:
+    """Section 5's paragraph on seeds 3, 4, 5: per d_k the step-600 val loss of each arm on the new seeds (mean) and
+    the paired differences, as the section's summary table prints them."""
+    new = [r for r in rows if r.get("seed") in NEW_SEEDS]
+    return [line for line in _attn_scale_rows(new) if line.startswith(("| 32 |", "| 128 |"))]
 
 
 def _mask_new_rows(rows: list[dict]) -> list[str]:
@@ -1439,7 +1446,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,175": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,347": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1458,10 +1465,11 @@ NEW_SEED_PARTS = {
     "2": lambda: Trace(_new_seeds_start("2"), POSITIONS_FILES, extra=_positions_extra, end="## 3."),
     "3": lambda: Trace(_new_seeds_start("3"), ACTIVATION_FILES, extra=_activations_extra, end="## Sections 4-8",
                        allowed={"0.02": "attnlab's init std (a setting)"}),
-    "5": lambda: Trace(_new_seeds_start("5"), SCALE_FILES, extra=_attn_scale_extra, end="## 6."),
+    "5": lambda: Trace(_new_seeds_start("5"), SCALE_FILES, _attn_scale_new_rows, _attn_scale_extra, end="## 6."),
     "6": lambda: Trace(_new_seeds_start("6"), MASK_FILES, _mask_new_rows, _mask_extra, end="## 7.",
                        allowed={"1,000": "training steps (a setting)"}),
-    "11": lambda: Trace(_new_seeds_start("11"), TOKEN_QUALITY_FILES, extra=_tokenizer_quality_extra, end="## 12."),
+    "11": lambda: Trace(_new_seeds_start("11"), TOKEN_QUALITY_FILES, _only_new(_tokenizer_quality_rows),
+                        _tokenizer_quality_extra, end="## 12."),
     "13": lambda: Trace(_new_seeds_start("13"), EFF_QUALITY_FILES, extra=_efficient_quality_extra, end="## 14."),
     "17": lambda: Trace(_new_seeds_start("17"), HEADS_FILES, _new_seed_rows(_heads_label), _heads_row_extra,
                         end="## 18."),
