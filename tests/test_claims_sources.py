@@ -1512,6 +1512,7 @@ CLAIMS += [
     *(("docs/training.md", printed, FACTS, _cloze("mix-b", step), 1) for printed, step in (
         ("scored {7}, 11, 12, 12 of 22", 500), ("scored 7, {11}, 12, 12 of 22", 1000),
         ("scored 7, 11, {12}, 12 of 22", 1500), ("scored 7, 11, 12, {12} of 22", 2000))),
+    ("docs/training.md", "at steps 500-2,000, below mix-a's {15}, so", FACTS, _cloze("mix-a", 1500), 1),
 ]
 # ---- P1: end
 # ---- L: docs/explorer.md's SmolLM2 readouts, re-run 2026-12-07 (the log holds the script it ran)

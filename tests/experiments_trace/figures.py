@@ -3175,6 +3175,26 @@ def _minilm_masked() -> float:
     return args["steps"] * args["batch_size"] * (args["seq_len"] - 2) * args["mask_prob"]
 
 
+@cache
+def _cloze_dev_hits() -> int:
+    """The shipped minilm-mlm's development-list score (tests/training/test_cloze.py's cloze_top5_hits on DEV)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_cloze", ROOT / "tests/training/test_cloze.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return sum(module.cloze_top5_hits(*_checkpoint("minilm-mlm"), module.DEV))
+
+
+def _teacher_gaps(key: str) -> list[float]:
+    """Per seed, the distilled run's held-out loss minus the control's ('val loss'), or the control's top-5 minus
+    the distilled run's in points ('masked top-5'), from bench/results/minilm-trials-2026-12-07/distill.log."""
+    text = (ROOT / "bench/results/minilm-trials-2026-12-07/distill.log").read_text()
+    get = lambda run: float(re.search(rf"^run {run} step 500: .* {key} ([\d.]+) \(", text, re.M)[1])  # noqa: E731
+    if key == "val loss":
+        return [get(f"distill-s{s}") - get(f"control-s{s}") for s in range(3)]
+    return [100 * (get(f"control-s{s}") - get(f"distill-s{s}")) for s in range(3)]
+
+
 def _everyday_words(which: int) -> str:
     """The sentence filter's fewest (1) or most (2) words, as attnlab.data.everyday.clean_sentences writes them."""
     return re.search(r"not (\d+) <= len\(words\) <= (\d+)", (ROOT / "attnlab/data/everyday.py").read_text())[which]
@@ -3205,6 +3225,20 @@ COMPUTED.update({
     "wiki_multi_most": lambda: str(max(map(len, _wiki()))),
     # the shipped run's masked positions: steps x windows x (seq_len - 2) x mask_prob, to one significant digit (k)
     "minilm_masked_k": lambda: f"{round(_minilm_masked(), -5) / 1000:.0f}",
+    # the development list (cloze_dev.tsv): its length, one sentence of it and of the test list in points, the
+    # shipped head's score on it, the target in sentences of the test list (60% of 40)
+    "cloze_dev_sentences": lambda: str(_cloze_count("cloze_dev.tsv")),
+    "cloze_dev_point": lambda: f"{100 / _cloze_count('cloze_dev.tsv'):.1f}",
+    "cloze_test_point": lambda: f"{100 / _cloze_count('cloze_sentences.tsv'):.1f}",
+    "cloze_dev_shipped_hits": lambda: str(_cloze_dev_hits()),
+    "cloze_target_hits": lambda: str(round(float(COMPUTED["cloze_target_pct"]()) / 100
+                                           * _cloze_count("cloze_sentences.tsv"))),
+    # the teacher's seeds against the seeds without it (distill.log): the least and most held-out loss added and
+    # top-5 points lost
+    "teacher_loss_least": lambda: f"{min(_teacher_gaps('val loss')):.2f}",
+    "teacher_loss_most": lambda: f"{max(_teacher_gaps('val loss')):.2f}",
+    "teacher_top5_least": lambda: f"{min(_teacher_gaps('masked top-5')):.1f}",
+    "teacher_top5_most": lambda: f"{max(_teacher_gaps('masked top-5')):.1f}",
 })
 COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("sentences, diary entries, dialogues and explanations (", "everyday_templates"),
@@ -3232,6 +3266,22 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("10,045 paragraphs: 10 articles have ", "wiki_multi_least"),
     ("10,045 paragraphs: 10 articles have 2-", "wiki_multi_most"),
     ("350 steps of 32 windows (about ", "minilm_masked_k"),
+    ("a separate development list of ", "cloze_dev_sentences"),
+    ("(`tests/training/cloze_dev.tsv`, 2026-12-07); the shipped head gets ", "cloze_dev_shipped_hits"),
+    ("against the shipped head's ", "cloze_shipped_hits"),
+    ("The layers=4 head gets 10 of 40 against the shipped ", "cloze_shipped_hits"),
+    ("is far from ", "cloze_target_hits"),
+    ("two more than big-a, still five short of ", "cloze_target_hits"),
+    ("mix-a at step 1,500 (15 of ", "cloze_dev_sentences"),
+    ("scored 7, 11, 12, 12 of ", "cloze_dev_sentences"),
+    ("One sentence of ", "cloze_dev_sentences"),
+    ("One sentence of 22 is ", "cloze_dev_point"),
+    ("with 22 and 40 sentences one sentence is ", "cloze_dev_point"),
+    ("with 22 and 40 sentences one sentence is 4.5 and ", "cloze_test_point"),
+    ("with the teacher the loss is ", "teacher_loss_least"),
+    ("with the teacher the loss is 0.06-", "teacher_loss_most"),
+    ("0.06-0.10 higher and the top-5 ", "teacher_top5_least"),
+    ("0.06-0.10 higher and the top-5 0.9-", "teacher_top5_most"),
 ))
 # ---- P1: end
 
