@@ -3040,6 +3040,25 @@ COMPUTED_PLACES += ((RELIABILITY, "slow requests at once: peak concurrency exact
                     (RELIABILITY, "(grad enabled, kernels off, more than ", "many_rows"),
                     (RELIABILITY, "and where it does not (no_grad up to ", "many_rows"),
                     (RELIABILITY, "the test compiles SmolLM2's first 2 blocks (bound ", "compiled_bound"))
+COMPUTED.update({
+    "reliability_chunked_bound_mib": lambda: _tested(ABUSE, r"assert after - before < (\d+), \(before, after\)"),
+    "reliability_measure_lengths": lambda: _tested(ABUSE, r"len\(r\.json\(\)\[\"sweep\"\]\) >= (\d+)"),
+    "reliability_measure_timed": lambda: _tested(ABUSE, r"assert 1 <= len\(calls\) <= (\d+), len\(calls\)"),
+    "load_bench_valid_share": lambda: _tested("attnlab/benchmarks/explorer.py", r"weights=\[(\d+), \d+, \d+\]"),
+    "load_bench_invalid_share": lambda: str(sum(int(x) for x in _tested(
+        "attnlab/benchmarks/explorer.py", r"weights=\[\d+, (\d+, \d+)\]").split(", "))),
+    "mutation_seed": lambda: _tested("tests/experiments_trace/figures.py", r"mutate\.table\((\d+), \d+\)"),
+    "mutation_count": lambda: _tested("tests/experiments_trace/figures.py", r"mutate\.table\(\d+, (\d+)\)"),
+})
+COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
+    ("not logged; the test's bound is ", "reliability_chunked_bound_mib"),
+    ("(disconnect after the first of ", "reliability_measure_lengths"),
+    ("(disconnect after the first of 5 lengths: at most ", "reliability_measure_timed"),
+    ("free port ``` The mix is ", "load_bench_valid_share"),
+    ("The mix is 70% valid requests and ", "load_bench_invalid_share"),
+    ("python -m docs_mutation.mutate 0`, seed ", "mutation_seed"),
+    ("python -m docs_mutation.mutate 0`, seed 0, up to ", "mutation_count"),
+))
 LOAD_RERUN = "bench/results/reliability-2026-12-07/load-{}.log"  # python -m attnlab.benchmarks.explorer, 2026-12-07
 COMPUTED["reliability_rerun_5xx"] = lambda: str(sum(int(_tested(LOAD_RERUN.format(run), r'^  "server_errors": (\d+),'))
                                                     for run in ("c1-r1", "c2-r1", "c1-r2", "c2-r2")))
