@@ -1513,6 +1513,21 @@ CLAIMS += [
         ("scored {7}, 11, 12, 12 of 22", 500), ("scored 7, {11}, 12, 12 of 22", 1000),
         ("scored 7, 11, {12}, 12 of 22", 1500), ("scored 7, 11, 12, {12} of 22", 2000))),
     ("docs/training.md", "at steps 500-2,000, below mix-a's {15}, so", FACTS, _cloze("mix-a", 1500), 1),
+    # tests/training/test_user_data.py timed (it had 16 tests and 4 s on the page, not logged)
+    *(("docs/training.md", printed, "bench/results/user-data-tests-2026-12-07/pytest.log", where, 1)
+      for printed, where in (
+          ("`tests/training/test_user_data.py` ({29} tests,", r"^(\d+) passed in "),
+          ("({29} tests, 8.86 s by pytest's count", r"^(\d+) passed in "),
+          ("29 tests, {8.86} s by pytest's count", r"^\d+ passed in ([\d.]+)s"),
+          ("s by pytest's count, {18.4} s for the whole command", r"^# wall ([\d.]+) s"),
+          ("at a load average of {6}, 2026-12-07:\n`bench/results/user-data", r"load average ([\d.]+) at the start"))),
+    # translate-numbers' held-out numbers against num2words, re-run (the log holds the script)
+    *(("docs/training.md", printed, "bench/results/translate-numbers-2026-12-07/held-out.log", where, 1)
+      for printed, where in (
+          ("held-out.log`): {1000}/1000 as num2words spells", r"^as num2words spells them: (\d+)/"),
+          ("held-out.log`): 1000/{1000} as num2words spells", r"^as num2words spells them: \d+/(\d+) "),
+          ("spells them and {1000}/1000 typed without", r"^typed: (\d+)/"),
+          ("spells them and 1000/{1000} typed without", r"^typed: \d+/(\d+) "))),
 ]
 # ---- P1: end
 # ---- L: docs/explorer.md's SmolLM2 readouts, re-run 2026-12-07 (the log holds the script it ran)
