@@ -1521,6 +1521,18 @@ CLAIMS += [
           ("29 tests, {8.86} s by pytest's count", r"^\d+ passed in ([\d.]+)s"),
           ("s by pytest's count, {18.4} s for the whole command", r"^# wall ([\d.]+) s"),
           ("at a load average of {6}, 2026-12-07:\n`bench/results/user-data", r"load average ([\d.]+) at the start"))),
+    # the recipes table's loads: the shipped runs' trained.json "machine" lines
+    *(("docs/training.md", printed, f"attnlab/assets/checkpoints/{recipe}/trained.json", where, 1)
+      for printed, recipe, where in (
+          ("one-thread benchmark (load average {2}-3), so each run", "bert-mlm",
+           r'"machine": .*load average ([\d.]+) '),
+          ("one-thread benchmark (load average 2-{3}), so each run", "clip-mnist",
+           r'"machine": .*load average ([\d.]+) '),
+          ("7m21s for the retrain on a machine at load average ~{12}", "translate-numbers",
+           r'"machine": .*load average ([\d.]+) '),
+          ("other work on both cores, load average ~{3})", "vit-mnist", r'"machine": .*load average ([\d.]+) '),
+          ("16m16s (load average {6}-8.5)", "minilm-mlm", r'"machine": .*load average ([\d.]+)-'),
+          ("16m16s (load average 6-{8.5})", "minilm-mlm", r'"machine": .*load average [\d.]+-([\d.]+)\)'))),
     # translate-numbers' held-out numbers against num2words, re-run (the log holds the script)
     *(("docs/training.md", printed, "bench/results/translate-numbers-2026-12-07/held-out.log", where, 1)
       for printed, where in (
