@@ -240,4 +240,4 @@ def build_smollm2_mlm(p):
 SMOLLM2_MLM = Recipe("smollm2-mlm", "SmolLM2 read both ways: LoRA + masked next-token prediction (Wikipedia summaries)",
                      build_smollm2_mlm,
                      dict(data="", rank=8, alpha=16.0, seq_len=32, mask_prob=0.3, val_every=10, eval_windows=200),
-                     dict(steps=300, batch_size=16, lr=1e-3, warmup=10, eval_every=100, weight_decay=0.0))
+                     dict(steps=100, batch_size=16, lr=1e-3, warmup=10, eval_every=50, weight_decay=0.0))
