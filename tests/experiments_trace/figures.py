@@ -3135,6 +3135,19 @@ def _training_s(run: str) -> str:
 
 
 COMPUTED.update({f"first_hour_training_{run}": (lambda run=run: _training_s(run)) for run in ("rope", "none")})
+FIRST_HOUR_60 = "bench/results/first-hour-2026-12-07/train-first.log"  # the tutorial's 60-step run
+OUTPUT_BLOCKS["first_hour_summary"] = ("docs/tutorials/first-hour.md", "what it saved and what to run next (re-run",
+                                       lambda: (ROOT / FIRST_HOUR_60).read_text() + "\n  ...\n")
+COMPUTED.update({
+    "gpt_char_default_layers": lambda: str(_defaults("gpt-char")["n_layers"]),
+    "gpt_char_default_steps": lambda: f"{_defaults('gpt-char')['steps']:,}",
+    "explore_default_port": lambda: _tested("attnlab/cli/explore.py", r"\"--port\", type=int, default=(\d+),"),
+})
+COMPUTED_PLACES += tuple(("docs/tutorials/first-hour.md", end, name) for end, name in (
+    ("The `gpt-char` recipe trains a small GPT (", "gpt_char_default_layers"),
+    ("the recipe's default is ", "gpt_char_default_steps"),
+    ("and opens <http://localhost:", "explore_default_port"),
+    ("``` On the machine above (seed ", "gpt_char_seed")))
 COMPUTED_PLACES += (("docs/tutorials/first-hour.md", "with the same losses and ", "first_hour_training_rope"),
                     ("docs/tutorials/first-hour.md", "with the same losses and 126 s and ", "first_hour_training_none"))
 # ---- end of P4's docs/reliability.md entries
