@@ -1751,6 +1751,15 @@ CLAIMS += [
     ("docs/explorer.md", "MiniLM at 128 tokens takes {14.2} MB", RECORDING,
      r"recording of MiniLM .* holds ([\d.]+) MB", 1),
 ]
+LONG_PROMPT = "bench/results/explorer-experiments-2026-12-07/long-prompt.log"
+CLAIMS += [("docs/explorer.md", printed, LONG_PROMPT, where, 1) for printed, where in (
+    ("a button opens a {163}-token prompt", r"LONG_PROMPT\): (\d+) tokens$"),
+    ("without the cache took {0.63}–3.99 s of wall time", r"^steps 2-5: without the cache ([\d.]+)-"),
+    ("without the cache took 0.63–{3.99} s of wall time", r"^steps 2-5: without the cache [\d.]+-([\d.]+) s"),
+    ("against {0.03}–0.09 s with it", r"^steps 2-5: .* with it ([\d.]+)-"),
+    ("against 0.03–{0.09} s with it", r"^steps 2-5: .* with it [\d.]+-([\d.]+) s$"),
+    ("thread, load average {5.0} from other jobs", r"load average before: ([\d.]+)$"),
+)]
 # ---- P2: end (timeline)
 # ---- P4: docs/reliability.md: `python -m pytest -q tests/reliability` re-run 2026-12-07 (its summary, /usr/bin/time's
 # line and the load average at its start and end)

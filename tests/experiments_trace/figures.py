@@ -3430,7 +3430,10 @@ NOT_CITED += tuple(("docs/explorer.md", end) for end in (
 # ---- P2: docs/explorer.md's first gpt-char timeline run (2026-11-26, not logged), beside the logged re-run
 NOT_CITED += tuple(("docs/explorer.md", end) for end in ("the first run, 2026-11-26, took 1 min ",
                                                          "took 1 min 58 s and 9 min ",
-                                                         "recording.log; it was about "))
+                                                         "recording.log; it was about ",
+                                                         "On 2026-11-26 it was ", "On 2026-11-26 it was 2.3–",
+                                                         "On 2026-11-26 it was 2.3–2.8 s against ",
+                                                         "On 2026-11-26 it was 2.3–2.8 s against 0.2–"))
 # ---- P2: NOT_CITED end
 
 
