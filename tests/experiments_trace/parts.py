@@ -1096,7 +1096,7 @@ def _residual_extra(rows):
 # ---------------------------------------------------------------- re-runs on seeds the first runs did not use
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
-RERUN_DONE = {"6", "11", "16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
+RERUN_DONE = {"5", "6", "11", "16", "17", "18", "19", "20", "21", "23"}  # the rows whose re-run is finished and on the page
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1446,7 +1446,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,347": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,518": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1470,7 +1470,8 @@ NEW_SEED_PARTS = {
                        allowed={"1,000": "training steps (a setting)"}),
     "11": lambda: Trace(_new_seeds_start("11"), TOKEN_QUALITY_FILES, _only_new(_tokenizer_quality_rows),
                         _tokenizer_quality_extra, end="## 12."),
-    "13": lambda: Trace(_new_seeds_start("13"), EFF_QUALITY_FILES, extra=_efficient_quality_extra, end="## 14."),
+    "13": lambda: Trace(_new_seeds_start("13"), EFF_QUALITY_FILES, _only_new(_efficient_quality_rows),
+                        _efficient_quality_extra, end="## 14."),
     "17": lambda: Trace(_new_seeds_start("17"), HEADS_FILES, _new_seed_rows(_heads_label), _heads_row_extra,
                         end="## 18."),
     "18": lambda: Trace(_new_seeds_start("18"), WINDOW_FILES, _new_seed_rows(_window_label),
