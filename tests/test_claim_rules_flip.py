@@ -637,12 +637,13 @@ PERTURBATIONS.update({
     **dict.fromkeys(("block3_faster", "block3_lower", "teacher_loss_higher", "teacher_top5_lower", "distill_best_ten",
                      "earlier_best_ten", "big_a_better", "more_text_helps", "lr2e4_worse", "six_blocks_lower",
                      "short_not_hurt", "mix_a_best_yet", "mix_a_two_more", "mix_a_better_than_shipped",
-                     "mix_b_below"), ('loader', ('_logged', 'reciprocal'))),
+                     "mix_b_below", "minilm_variant_best_19"), ('loader', ('_logged', 'reciprocal'))),
     **dict.fromkeys(("layers4_below_target", "big_a_below_target"), ('loader', ('_logged', 'square'))),
     **dict.fromkeys(("descheduled_slower", "generator_faster"), ('loader', ('_printed', 'reciprocal'))),
     'vit_above_97': ('attnlab/assets/checkpoints/vit-mnist/trained.json', ('halve', ('final_eval', 'accuracy'))),
 })
-MIXED_ONLY |= {"distill_best_ten", "earlier_best_ten", "mix_a_best_yet"}  # "best" or not the best ("mixed")
+# "best" or not the best ("mixed")
+MIXED_ONLY |= {"distill_best_ten", "earlier_best_ten", "mix_a_best_yet", "minilm_variant_best_19"}
 # ---- P1: end
 
 def flipped(rule: str) -> tuple[str, str]:

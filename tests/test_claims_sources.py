@@ -1533,6 +1533,14 @@ CLAIMS += [
           ("other work on both cores, load average ~{3})", "vit-mnist", r'"machine": .*load average ([\d.]+) '),
           ("16m16s (load average {6}-8.5)", "minilm-mlm", r'"machine": .*load average ([\d.]+)-'),
           ("16m16s (load average 6-{8.5})", "minilm-mlm", r'"machine": .*load average [\d.]+-([\d.]+)\)'))),
+    # the steps of the shipped runs' evaluations the page names (their trained.json's evals keys)
+    *(("docs/training.md", printed, f"attnlab/assets/checkpoints/{recipe}/trained.json", rf'^    "({step})": \{{', 1)
+      for printed, recipe, step in (
+          ("(1.867 at step 500, 1.556 at {1000}) | >=", "gpt-char", 1000),
+          ("93.1% at step {1000} | >= 90%", "clip-mnist", 1000),
+          ("still improving at 3000 steps (44.4% at {1500},", "bert-mlm", 1500),
+          ("(44.4% at 1500, 46.2% at {2000},", "bert-mlm", 2000),
+          ("97.7, 97.1, 97.5% over steps {4500}-6000", "vit-mnist", 4500))),
     # translate-numbers' held-out numbers against num2words, re-run (the log holds the script)
     *(("docs/training.md", printed, "bench/results/translate-numbers-2026-12-07/held-out.log", where, 1)
       for printed, where in (
