@@ -18,8 +18,6 @@ import os
 import stat
 from pathlib import Path
 
-import torch
-
 from attnlab.build import build_model
 from attnlab.config import ModelConfig
 from attnlab.data.tokenizers import load_tokenizer
@@ -131,6 +129,8 @@ def load_on_gguf(directory: Path, config: ModelConfig, base: Path, device=None):
     run's checkpoint) complete them; the LoRA changes are then merged, so the model returned is a plain encoder
     (its config says lora_rank=0 and keeps the rank in extra["lora_merged"]). The tokenizer is the run's, or the
     file's with [MASK] added (data.tokenizers.with_mask_token)."""
+    import torch
+
     from attnlab.data.tokenizers import with_mask_token
     from attnlab.interop.gguf import load_gguf
     from attnlab.layers.lora import merge
