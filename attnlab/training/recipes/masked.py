@@ -34,6 +34,19 @@ class ClsSepMasking:
         return {"ids": out["input_ids"], "labels": out["labels"]}
 
 
+def masked_batches(task, model, group: int = 32):
+    """(logits at the masked positions, their true tokens) for each group of the task's held-out windows
+    (task.val["ids"] / ["labels"], scored by task.selected_logits), reporting progress through task.evaluated:
+    the evaluation loop both MiniLM's and SmolLM2's masked-LM recipes count their figures over."""
+    device = next(model.parameters()).device
+    scored = 0
+    for ids, labels in zip(task.val["ids"].split(group), task.val["labels"].split(group), strict=False):
+        logits = task.selected_logits(model, ids.to(device), labels.to(device)).cpu()  # (n_selected, vocab)
+        yield logits, labels[labels != -100]
+        scored += len(ids)
+        task.evaluated(scored, len(task.val["ids"]))
+
+
 def selected_logits(model, ids, labels):
     """Vocabulary logits at the selected positions only: (n_selected, vocab). The head runs on those rows, not
     on every position: a 30,522-word projection of every token would cost as much as MiniLM's encoder."""
