@@ -1916,7 +1916,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("trained on the CPython docs, MLM 15% / 80-10-", "mlm_kept"),
     ("MLM 15% / 80-10-10, 3000 steps of ", "bert_batch"),
     ("MLM 15% / 80-10-10, 3000 steps of 16 x ", "bert_seq_len"),
-    ("English Wikipedia summaries, every ", "minilm_val_every"),
+    ("(frozen below); English Wikipedia summaries, every ", "minilm_val_every"),
     ("every 10th article held out; MLM ", "minilm_mask_prob"),
     ("every 10th article held out; MLM 15% / ", "mlm_mask"),
     ("every 10th article held out; MLM 15% / 80-", "mlm_random"),
