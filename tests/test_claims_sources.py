@@ -1838,6 +1838,55 @@ CLAIMS += [("docs/tutorials/first-hour.md", printed, FIRST_HOUR_RUN.format(run),
 # ---- P4: end
 
 
+# docs/training.md: smollm2-mlm, SmolLM2 read both ways (the first trials, the stopped 300-step run, the shipped run)
+SMOL = "bench/results/smollm2-mlm-2026-12-07"
+SMOL_SHIPPED = "attnlab/assets/checkpoints/smollm2-mlm/trained.json"
+CLAIMS += [(("docs/training.md",) + c) for c in [
+    ("next words for {53} of the 80 development", f"{SMOL}/prototype.log", r"^left only .*: (\d+) / 80", 1),
+    ("{2,027,520} trained numbers against", f"{SMOL}/prototype.log", r"^lora params (\d+)", 1),
+    ("(0 of 22 + {0} of 58", f"{SMOL}/prototype.log", r"^zero-shot .* cloze_dev_more.tsv (\d+)/58", 1),
+    ("({0} of 22 + 0 of 58", f"{SMOL}/prototype.log", r"^zero-shot cloze_dev.tsv (\d+)/22", 1),
+    ("came from, {11} + 37 with", f"{SMOL}/prototype.log", r"^causal .* cloze_dev.tsv (\d+)/22", 1),
+    ("came from, 11 + {37} with", f"{SMOL}/prototype.log", r"^causal .* cloze_dev_more.tsv (\d+)/58", 1),
+    ("| {236} s of CPU to step 100 |", f"{SMOL}/prototype.log", r"^step 100 loss .* cpu (\d+)s", 1),
+    ("| {19} + 48 = 67 of 80 at step 100 |", f"{SMOL}/prototype.log", r"^step 100 cloze_dev.tsv (\d+)/22", 1),
+    ("| 19 + {48} = 67 of 80 at step 100 |", f"{SMOL}/prototype.log",
+     r"^step 100 cloze_dev.tsv .* cloze_dev_more.tsv (\d+)/58", 1),
+    ("val loss {3.599} / top-5 57.2%", f"{SMOL}/wiki-300-stopped.log", r"^step 100/300 .* val_loss ([\d.]+)", 1),
+    ("val loss 3.599 / top-5 {57.2}%", f"{SMOL}/wiki-300-stopped.log", r"^step 100/300 .* masked_top5 ([\d.]+)", 100),
+    ("57.2% at step 100 ({1154} positions)", f"{SMOL}/wiki-300-stopped.log",
+     r"^step 100/300 .* masked_positions (\d+)", 1),
+    ("| {21} + 51 = 72 of 80", f"{SMOL}/wiki-300-stopped.log", r"^cloze .* dev (\d+)/22", 1),
+    ("| 21 + {51} = 72 of 80", f"{SMOL}/wiki-300-stopped.log", r"^cloze .* more (\d+)/58", 1),
+    ("val loss {3.875} / top-5 54.2% at step 50", f"{SMOL}/run.log", r"^step 50/100 .* val_loss ([\d.]+)", 1),
+    ("val loss 3.875 / top-5 {54.2}% at step 50", f"{SMOL}/run.log", r"^step 50/100 .* masked_top5 ([\d.]+)", 100),
+    ("{3.670} / 56.2% at step 100 (1154", f"{SMOL}/run.log", r"^step 100/100 .* val_loss ([\d.]+)", 1),
+    ("3.670 / {56.2}% at step 100 (1154", f"{SMOL}/run.log", r"^step 100/100 .* masked_top5 ([\d.]+)", 100),
+    ("56.2% at step 100 ({1154} positions)", f"{SMOL}/run.log", r"^step 100/100 .* masked_positions (\d+)", 1),
+    ("| {20} + 50 = 70 of 80 at step 50", f"{SMOL}/run.log", r"^cloze .*step-00000050 dev (\d+)/22", 1),
+    ("| 20 + {50} = 70 of 80 at step 50", f"{SMOL}/run.log", r"^cloze .*step-00000050 .* more (\d+)/58", 1),
+    ("**{22} + 51 = 73 of 80** at 100", f"{SMOL}/run.log", r"^cloze .*step-00000100 dev (\d+)/22", 1),
+    ("**22 + {51} = 73 of 80** at 100", f"{SMOL}/run.log", r"^cloze .*step-00000100 .* more (\d+)/58", 1),
+    ("(run.log): **{34} of 40 (85%)**", f"{SMOL}/run.log", r"^cloze smollm2-mlm \(shipped\) test (\d+)/40", 1),
+    ("coffee {0.46}, tea 0.30", f"{SMOL}/answers.log",
+     r"^She drank a cup of \[MASK\] in the morning\. -> coffee \(([\d.]+)\)", 1),
+    ("coffee 0.46, tea {0.30}", f"{SMOL}/answers.log",
+     r"^She drank a cup of \[MASK\] in the morning\. -> .* tea \(([\d.]+)\)", 1),
+    ("-> France {0.71}", f"{SMOL}/answers.log",
+     r"^paris is the capital of \[MASK\]\. -> France \(([\d.]+)\)", 1),
+    ("French {0.36}, English 0.13", f"{SMOL}/answers.log",
+     r"^People in France speak \[MASK\]\. -> French \(([\d.]+)\)", 1),
+    ("French 0.36, English {0.13}", f"{SMOL}/answers.log",
+     r"^People in France speak \[MASK\]\. -> .* English \(([\d.]+)\)", 1),
+    ("-> mat {0.29}, floor, body", f"{SMOL}/answers.log", r"purred\. -> mat \(([\d.]+)\)", 1),
+    ("masked top-1 **{34.5}%**, top-5", SMOL_SHIPPED, "json:final_eval.masked_top1", 100),
+    ("masked top-1 **34.5%**, top-5 **{56.2}%** on 1154", SMOL_SHIPPED, "json:final_eval.masked_top5", 100),
+    ("on {1154} masked words of held-out articles; the right", SMOL_SHIPPED, "json:final_eval.masked_positions", 1),
+    ("its top 5 for **{34} of 40** everyday", f"{SMOL}/run.log", r"^cloze smollm2-mlm \(shipped\) test (\d+)/40", 1),
+    ("| {18m42s} (load average 6-9) |", SMOL_SHIPPED, "json:wall_s", 1),
+]]
+
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text)
 
