@@ -185,3 +185,24 @@ def split_pieces(data: TokenFile, split: str, piece: int = 1 << 16, overlap: int
 def paragraphs(text: str) -> list[str]:
     """What the tokenizer trainers read: one string per blank-line-separated paragraph."""
     return [part for part in text.split("\n\n") if part.strip()]
+
+
+def ship_trained(dest, tensors: dict[str, torch.Tensor], config, info=None) -> Path:
+    """Write a shipped checkpoint that holds only what a run trained on top of an installed base model (minilm-mlm,
+    smollm2-mlm): model.safetensors with `tensors` (readable by every user), config.json, and trained.json with
+    `info` when given. attnlab.load reads the rest from the base package that config.extra["base"] names."""
+    import json
+    import os
+
+    from safetensors.torch import save_file
+
+    from attnlab.storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write
+
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    atomic_write(dest / WEIGHTS_NAME, lambda tmp: save_file(tensors, tmp))
+    os.chmod(dest / WEIGHTS_NAME, 0o644)
+    (dest / CONFIG_NAME).write_text(config.to_json() + "\n")
+    if info is not None:
+        (dest / "trained.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    return dest

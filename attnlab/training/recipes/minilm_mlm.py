@@ -41,7 +41,7 @@ from attnlab.data.packages import package_folder
 from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
-from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus
+from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus, ship_trained
 from attnlab.training.recipes.masked import ClsSepMasking, masked_batches, selected_logits
 from attnlab.training.trainer import Task
 
@@ -265,12 +265,7 @@ def export_trained(run, dest, info=None) -> Path:
     """Ship a minilm-mlm run: config.json (extra["base"] names the MiniLM package folder and its weights'
     sha256) and model.safetensors with only the trained tensors in float16 (+ trained.json with `info`).
     attnlab.load reads the rest from the installed package."""
-    import json
-    import os
-
-    from safetensors.torch import save_file
-
-    from attnlab.storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, newest_checkpoint, read_config, read_tensors
+    from attnlab.storage import WEIGHTS_NAME, newest_checkpoint, read_config, read_tensors
 
     step = newest_checkpoint(run)
     config = read_config(step)
@@ -279,14 +274,7 @@ def export_trained(run, dest, info=None) -> Path:
     keep = {n: t.half().contiguous() for n, t in tensors.items()
             if n.startswith("lm_head.") and n != "lm_head.proj.weight"
             or any(n.startswith(f"blocks.{i}.") for i in range(first_trained, config.n_layers))}
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    atomic_write(dest / WEIGHTS_NAME, lambda tmp: save_file(keep, tmp))
-    os.chmod(dest / WEIGHTS_NAME, 0o644)
-    (dest / CONFIG_NAME).write_text(config.to_json() + "\n")
-    if info is not None:
-        (dest / "trained.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-    return dest
+    return ship_trained(dest, keep, config, info)
 
 
 def everyday_file() -> Path:

