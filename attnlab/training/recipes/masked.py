@@ -47,6 +47,23 @@ def masked_batches(task, model, group: int = 32):
         task.evaluated(scored, len(task.val["ids"]))
 
 
+def masked_scores(task, model) -> tuple[dict[str, float], torch.Tensor]:
+    """The held-out figures a masked-LM recipe reports (mean loss, top-1 and top-5 accuracy at the masked positions,
+    how many), and every masked position's true token, for the baselines a recipe adds."""
+    n = top1 = top5 = 0
+    loss_sum = 0.0
+    targets = []
+    for logits, target in masked_batches(task, model):
+        loss_sum += float(mlm_loss(logits, target, reduction="sum"))
+        best = logits.topk(5, dim=-1).indices  # (n_selected, 5)
+        top1 += int((best[:, 0] == target).sum())
+        top5 += int((best == target[:, None]).any(-1).sum())
+        n += len(target)
+        targets.append(target)
+    return ({"val_loss": loss_sum / n, "masked_top1": top1 / n, "masked_top5": top5 / n, "masked_positions": n},
+            torch.cat(targets))
+
+
 def selected_logits(model, ids, labels):
     """Vocabulary logits at the selected positions only: (n_selected, vocab). The head runs on those rows, not
     on every position: a 30,522-word projection of every token would cost as much as MiniLM's encoder."""

