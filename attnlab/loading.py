@@ -133,7 +133,7 @@ def load_on_gguf(directory: Path, config: ModelConfig, base: Path, device=None):
 
     from attnlab.data.tokenizers import with_mask_token
     from attnlab.interop.gguf import load_gguf
-    from attnlab.layers.lora import merge
+    from attnlab.layers.lora import adapted_name, merge
 
     expected = config.extra["base"].get("sha256")
     if expected is not None and file_sha256(base) != expected:
@@ -146,17 +146,12 @@ def load_on_gguf(directory: Path, config: ModelConfig, base: Path, device=None):
     if unexpected:
         raise CheckpointError(f"{weights} does not match its config: unexpected tensors {unexpected[:8]}")
     base_model, base_tokenizer = load_gguf(base, keep_quantized=False)
-    tensors = {}
-    for n, t in base_model.state_dict().items():  # W_0 sits under the LoRA parametrization's name
-        adapted = n.removesuffix(".weight") + ".parametrizations.weight.original"
-        tensors[adapted if adapted in names else n] = t
+    tensors = {adapted_name(n, names): t for n, t in base_model.state_dict().items()}  # W_0 under the pairs
     del base_model
     own = {n: t.float() for n, t in read_tensors(weights).items()}
     added = own.pop(ADDED_ROWS, None)
     if added is not None:
         tensors["tokens.weight"] = torch.cat([tensors["tokens.weight"], added])  # (vocab + added, d_model)
-        if config.tie_embeddings:
-            tensors["lm_head.proj.weight"] = tensors["tokens.weight"]
     tensors.update(own)
     if config.tie_embeddings:  # one matrix under two names: a run's checkpoint saves it as the head's
         full = max((tensors[n] for n in ("tokens.weight", "lm_head.proj.weight") if n in tensors), key=len)

@@ -59,6 +59,13 @@ def merge(blocks: nn.Module) -> int:
     return merged
 
 
+def adapted_name(name: str, names) -> str:
+    """Where a plain model's tensor `name` sits in the same model with LoRA pairs (`names`: its state-dict names):
+    a block matrix's weight is W_0, kept as `...parametrizations.weight.original`; everything else is unmoved."""
+    original = name.removesuffix(".weight") + ".parametrizations.weight.original"
+    return original if name.endswith(".weight") and original in names else name
+
+
 def lora_names(state: dict) -> list[str]:
     """The names of the LoRA tensors in a state dict (what a run trains and ships)."""
     return sorted(n for n in state if n.endswith((".lora_a", ".lora_b")))

