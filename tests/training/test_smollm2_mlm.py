@@ -88,3 +88,13 @@ def test_whole_words_are_a_space_and_letters_not_followed_by_more_letters():
     word = [bool(starts[i]) and not (k + 1 < len(ids) and bool(continues[ids[k + 1]])) for k, i in enumerate(ids)]
     chosen = [p for p, w in zip(pieces, word, strict=True) if w]
     assert chosen == ["Ġcoffee", "Ġand", "Ġcups", "Ġof", "Ġtea"]  # not 42, not the first piece of espressoish
+
+
+@pytest.mark.parametrize("key, value", [("rank", "0"), ("alpha", "0.0"), ("mask_prob", "1.5"), ("seq_len", "2")])
+def test_bad_recipe_keys_are_refused_naming_the_key_and_what_is_allowed(tmp_path, key, value):
+    from attnlab.errors import ConfigError
+
+    (tmp_path / "text.txt").write_text(TEXT)
+    with pytest.raises(ConfigError, match=rf"{key}={value}: (allowed|must be|give)"):
+        run_train("smollm2-mlm", out=str(tmp_path / "run"), quiet=True,
+                  overrides={"data": str(tmp_path / "text.txt"), "steps": "1", key: value, "threads": "1"})
