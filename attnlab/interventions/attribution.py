@@ -42,7 +42,7 @@ from attnlab.errors import InputError
 from attnlab.interventions.checks import check_one_sentence, checked_index, checked_target
 from attnlab.interventions.context import Edit, intervene
 from attnlab.interventions.edits import CellPatch
-from attnlab.interventions.readouts import CleanRun, checked_position, clean_run, lm_parts, logprobs_from
+from attnlab.interventions.readouts import CleanRun, checked_position, clean_run, lm_parts, logprobs_from, read_row
 from attnlab.interventions.sweeps import layer_chunks
 from attnlab.recording import sites
 
@@ -121,7 +121,7 @@ def site_gradients(model: nn.Module, ids: torch.Tensor, position: int, names: li
             logits = model(run, last_only=True).logits[:, -1]  # (1, vocab)
         else:
             model(run)
-            logits = head(final[-1][:, position])
+            logits = head(final[-1][:, read_row(model, position % run.shape[1])])
         logits = logits.to(torch.promote_types(logits.dtype, torch.float32))  # float64 models keep float64
         metric = _metric(logits.log_softmax(dim=-1), target, contrast).sum()
         grads = torch.autograd.grad(metric, [zero for _, zero in zeros.values()])

@@ -34,7 +34,7 @@ from torch import nn
 
 from attnlab.errors import InputError
 from attnlab.interventions.checks import check_one_sentence, checked_index
-from attnlab.interventions.readouts import checked_position, lm_parts
+from attnlab.interventions.readouts import checked_position, lm_parts, read_row
 from attnlab.recording import record
 
 
@@ -117,10 +117,11 @@ def _attribute(model: nn.Module, ids: torch.Tensor, answer: int, contrast: int |
     run = ids[:, : position + 1] if causal else ids
     names = ["embed", "logits", "blocks.*.attn.head_out", "blocks.*.resid_mid", "blocks.*.resid_post"]
     rec = record(model, run, names=names)
-    at = (lambda name: rec[name][0, position].double())  # (d_model,) at the read position
+    row = read_row(model, position)  # the stream's row the head reads (the previous one under predict_from_previous)
+    at = (lambda name: rec[name][0, row].double())  # (d_model,) at the read row
     n_layers = len(model.blocks)
     parts_mlp = torch.stack([at(f"blocks.{i}.resid_post") - at(f"blocks.{i}.resid_mid") for i in range(n_layers)])
-    heads = torch.stack([rec[f"blocks.{i}.attn.head_out"][0, :, position].double()
+    heads = torch.stack([rec[f"blocks.{i}.attn.head_out"][0, :, row].double()
                          for i in range(n_layers)])  # (layers, heads, d_model)
     out_bias = torch.stack([_attn_bias(block, heads.shape[-1]) for block in model.blocks])  # (layers, d_model)
     if model.config.norm_placement in ("output", "sandwich"):  # what each head adds through the output norm

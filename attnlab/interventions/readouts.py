@@ -43,6 +43,21 @@ def lm_parts(model: nn.Module) -> tuple[bool, nn.Module]:
     return model.causal, head
 
 
+def read_row(model: nn.Module, position: int) -> int:
+    """The row of the final stream that the MLM head reads to predict the token at `position` (>= 0): its own, or
+    under predict_from_previous (smollm2-mlm) the previous row, as Encoder.head_input does; row 0 reads itself."""
+    if getattr(model.config, "predict_from_previous", False) and position > 0:
+        return position - 1
+    return position
+
+
+def head_rows(model: nn.Module, states: torch.Tensor) -> torch.Tensor:
+    """states (..., seq, d_model) -> the rows the MLM head reads for each position (see read_row)."""
+    if not getattr(model.config, "predict_from_previous", False):
+        return states
+    return torch.cat([states[..., :1, :], states[..., :-1, :]], dim=-2)  # (..., seq, d_model)
+
+
 def checked_position(position, seq: int) -> int:
     if isinstance(position, bool) or not isinstance(position, int) or not -seq <= position < seq:
         raise InputError(f"position={position!r}: allowed in [-{seq}, {seq}) for an input of {seq} tokens")
@@ -65,7 +80,7 @@ def logprobs_at(model: nn.Module, ids: torch.Tensor, position: int, attention_ma
             logits = model(ids, attention_mask=mask, last_only=True).logits[:, -1]
         else:
             final = record(model, ids, attention_mask=attention_mask, names=["final"], stop_after="final")["final"]
-            logits = head(final[:, position])
+            logits = head(final[:, read_row(model, position)])
     return logits.float().log_softmax(dim=-1)
 
 
@@ -85,7 +100,8 @@ def logprobs_from(model: nn.Module, ids: torch.Tensor, streams: dict[str, torch.
         mask = mask[:, : position + 1] if mask is not None else None
     with torch.no_grad():
         hidden = model.run(stream, attention_mask=mask, start=start)  # (rows, seq, d_model)
-        return head(hidden[:, position]).float().log_softmax(dim=-1)
+        row = position if causal else read_row(model, position % hidden.shape[1])
+        return head(hidden[:, row]).float().log_softmax(dim=-1)
 
 
 class CleanRun(NamedTuple):
@@ -115,7 +131,7 @@ def clean_run(model: nn.Module, ids: torch.Tensor, position: int, attention_mask
                 logits = model(ids, attention_mask=mask, last_only=True).logits[:, -1]
         else:
             store = record(model, ids, attention_mask=attention_mask, names=names + ["final"], stop_after="final")
-            logits = head(store.pop("final")[:, position])
+            logits = head(store.pop("final")[:, read_row(model, position)])
     return CleanRun(logits.float().log_softmax(dim=-1), store)
 
 
@@ -125,7 +141,8 @@ def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor
 
     Entry 0 reads the embeddings, entry i the output of block i; each goes through the final norm (applied to
     that entry's own vectors, not the last layer's statistics) and the output head. The last entry is the
-    model's own output: log_softmax of its logits. For decoders and encoders with an MLM head.
+    model's own output: log_softmax of its logits. For decoders and encoders with an MLM head (under
+    predict_from_previous, position i reads row i - 1, as the head does).
     positions: only these positions (the seq axis then lists them in that order): the head's vocab-wide product
     is most of the cost for a large vocabulary, and an explorer row needs one position.
 
@@ -139,7 +156,7 @@ def logit_lens(model: nn.Module, ids: torch.Tensor, attention_mask: torch.Tensor
     names = ["embed"] + [f"blocks.{i}.resid_post" for i in range(n)]
     with torch.no_grad():
         rec = record(model, ids, attention_mask=attention_mask, names=names, stop_after=names[-1])
-        states = torch.stack([rec[name] for name in names])  # (layers + 1, batch, seq, d_model)
+        states = head_rows(model, torch.stack([rec[name] for name in names]))  # (layers + 1, batch, seq, d_model)
         if index is not None:
             states = states[:, :, index]
         if model.final_norm is not None:
