@@ -554,6 +554,18 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'uncached_flops_larger': ('docs/img/cost-gpt2/sweep.txt', ('square', 43, 1)),
     'uncached_step_slower': ('docs/img/cost-gpt2/sweep.txt', ('square', 12, 1)),
     'untied_vs_add': ('position_concat.jsonl', ('mirror', ('test_loss',))),
+    # rows 5, 6, 11 and 13 read seeds 0-5: both results files are perturbed, since a change of the first alone no
+    # longer turns an "every seed" rule
+    'bpe_better_all': (('tokenizer_quality.jsonl', 'tokenizer_quality_seeds345.jsonl'), ('mirror', ('bits_per_char',))),
+    'dk128_all': (('attn_scale_dk128.jsonl', 'attn_scale_dk128_seeds345.jsonl'), ('mirror', ('val', '*', 1))),
+    'linear_vs_full_all': (('efficient_attention_quality.jsonl', 'efficient_attention_quality_seeds345.jsonl'),
+                           ('mirror', ('val_loss',))),
+    'local_below_full_all': (('efficient_attention_quality.jsonl', 'efficient_attention_quality_seeds345.jsonl'),
+                             ('mirror', ('val_loss',))),
+    'mask_after_softmax_all': (('mask_after_softmax.jsonl', 'mask_after_softmax_seeds345.jsonl'),
+                               ('under', 'mirror', 'honest_last_position')),
+    'strided_vs_full_all': (('efficient_attention_quality.jsonl', 'efficient_attention_quality_seeds345.jsonl'),
+                            ('mirror', ('val_loss',))),
     'verdict_11_0': ('tokenizer_cost.jsonl', ('mirror', ('tokens_per_char',))),
     'verdict_11_1': (('tokenizer_quality.jsonl', 'tokenizer_quality_seeds345.jsonl'), ('mirror', ('bits_per_char',))),
     'verdict_12_0': ('meanings.jsonl', ('halve', ('nearest_is_paraphrase',))),

@@ -38,10 +38,15 @@ if __package__ in (None, ""):
 
 from experiments_trace.parts import (  # noqa: E402
     DOCS,
+    EFF_QUALITY_FILES,
     HEADS_FILES,
+    MASK_FILES,
     NO_MASK_FILES,
     NSP_FILES,
+    POSITIONS_FILES,
     RESIDUAL_FILES,
+    SCALE_FILES,
+    TOKEN_QUALITY_FILES,
     WINDOW_FILES,
     _eff_runs,
     _final,
@@ -184,7 +189,9 @@ def _nsp_hurt() -> str:
 
 
 def _positions(name: str) -> list[float]:
-    return [_final(r) for r in sorted((r for r in _load("positions.jsonl") if r["position"] == name),
+    """Row 2's final val losses of one scheme by seed, over every seed the row quotes (the first runs and the
+    re-run's)."""
+    return [_final(r) for r in sorted((r for r in _load(POSITIONS_FILES) if r["position"] == name),
                                       key=lambda r: r["seed"])]
 
 
@@ -193,34 +200,39 @@ def _rope_below_learned() -> str:
     return _every(zip(_positions("rope"), _positions("learned"), strict=True), "below", "above")
 
 
-def _dk128() -> str:
-    """Row 5: at d_k 128, training without the scale against with it (final val loss, same seed)."""
-    rows = _load("attn_scale_dk128.jsonl")
+def _dk128(files: tuple[str, ...] = ("attn_scale_dk128.jsonl",)) -> str:
+    """Section 5 (seeds 0, 1, 2) or, with SCALE_FILES, row 5 (every seed it quotes): at d_k 128, training without
+    the scale against with it (final val loss, same seed)."""
+    rows = [r for r in _load(files) if r.get("d_k") == 128 and "arm" in r]
     runs = {arm: [_final(r) for r in sorted((r for r in rows if r["arm"] == arm), key=lambda r: r["seed"])]
             for arm in {r["arm"] for r in rows}}
     without = next(v for k, v in runs.items() if k != "1/sqrt(d_k)")
     return _every(zip(runs["1/sqrt(d_k)"], without, strict=True), "worse", "better")
 
 
-def _mask_after_softmax() -> str:
-    """Row 6: masking after the softmax, honest loss at 8 and 16 characters against add-one unigram counts."""
-    rows = _load("mask_after_softmax.jsonl")
+def _mask_after_softmax(files: tuple[str, ...] = ("mask_after_softmax.jsonl",)) -> str:
+    """Section 6 (seeds 0, 1, 2) or, with MASK_FILES, row 6 (every seed it quotes): masking after the softmax,
+    honest loss at 8 and 16 characters against add-one unigram counts."""
+    rows = _load(files)
     base = next(r for r in rows if "baseline" in r)["unigram_last_position"]
     after = [r for r in rows if r.get("arm") == "mask after softmax"]
     return _every(((base[n], r["honest_last_position"][n]) for r in after for n in ("8", "16")), "worse", "better")
 
 
-def _bpe_better() -> str:
-    """Row 11: the 2,048-token BPE against characters, bits per character, same seed and budget."""
-    budgets = _token_budgets(_load("tokenizer_quality.jsonl"))
+def _bpe_better(files: tuple[str, ...] = ("tokenizer_quality.jsonl",)) -> str:
+    """Section 11 (seeds 0, 1, 2) or, with TOKEN_QUALITY_FILES, row 11 (every seed it quotes): the 2,048-token BPE
+    against characters, bits per character, same seed and budget."""
+    budgets = _token_budgets(_load(files))
     return _every(((b["bits_per_char"], c["bits_per_char"]) for budget in budgets
                    for c, b in zip(budget["character"], budget["BPE 2048"], strict=True)), "better", "worse")
 
 
-def _variant_vs_full(variant: str, below: bool) -> Callable[[], str]:
-    """Row 13: a variant's val loss against full attention's, same seed ("below" / "above", or "better" / "worse")."""
+def _variant_vs_full(variant: str, below: bool,
+                     files: tuple[str, ...] = ("efficient_attention_quality.jsonl",)) -> Callable[[], str]:
+    """Section 13 (seeds 0, 1, 2) or, with EFF_QUALITY_FILES, row 13 (every seed it quotes): a variant's val loss
+    against full attention's, same seed ("below" / "above", or "better" / "worse")."""
     def rule() -> str:
-        runs = _eff_runs(_load("efficient_attention_quality.jsonl"))
+        runs = _eff_runs(_load(files))
         pairs = zip((r["val_loss"] for r in runs[variant]), (r["val_loss"] for r in runs["full"]), strict=True)
         return _every(pairs, "below", "above") if below else _every(pairs, "better", "worse")
     return rule
@@ -365,17 +377,20 @@ def _post_warm_max_below_pre_min() -> str:
     return _every([(max(warm), min(pre))], "below", "above")
 
 
-def _position_runs() -> dict[str, list[dict]]:
-    rows = _load("positions.jsonl")
+def _position_runs(files: tuple[str, ...] = ("positions.jsonl",)) -> dict[str, list[dict]]:
+    """The runs of each position scheme by seed: section 2's seeds 0, 1, 2, or those of the files given."""
+    rows = _load(files)
     return {name: sorted((r for r in rows if r["position"] == name), key=lambda r: r["seed"])
             for name in dict.fromkeys(r["position"] for r in rows)}
 
 
-def _rope_rank(word: str, other: str, at_every_eval: bool = False) -> Callable[[], str]:
-    """Sections 2: RoPE's val loss the lowest of the four position schemes on every seed (at the end, or at every
-    evaluation): word; the highest on every seed: other."""
+def _rope_rank(word: str, other: str, at_every_eval: bool = False,
+               files: tuple[str, ...] = ("positions.jsonl",)) -> Callable[[], str]:
+    """Section 2 (seeds 0, 1, 2) or, with files, row 2 (every seed it quotes): RoPE's val loss the lowest of the
+    four position schemes on every seed (at the end, or at every evaluation): word; the highest on every seed:
+    other."""
     def rule() -> str:
-        runs = _position_runs()
+        runs = _position_runs(files)
         seeds = range(len(runs["rope"]))
         points = range(len(runs["rope"][0]["val"])) if at_every_eval else [-1]
         cells = [[runs[n][s]["val"][i][1] for n in runs] for s in seeds for i in points]
@@ -608,7 +623,8 @@ PINNED_RULES: dict[str, Callable[[], str]] = {
     "many_heads_worst": _many_heads_worst, "middle_best": _middle_best, "far_end_worse": _far_end_worse,
     "proj_more_parameters": _proj_more_parameters,
     "post_warm_max_below_pre_min": _post_warm_max_below_pre_min,
-    "rope_best": _rope_rank("best", "worst"), "rope_fastest": _rope_rank("fastest", "slowest", at_every_eval=True),
+    "rope_best": _rope_rank("best", "worst", files=POSITIONS_FILES),
+    "rope_fastest": _rope_rank("fastest", "slowest", at_every_eval=True),
     "sinusoidal_worst": _sinusoidal_worst, "position_order_holds": _position_order_holds,
     "rope_mean_below_learned": _rope_mean_below_learned,
 }
@@ -2334,6 +2350,11 @@ RULES: dict[str, Callable[[], str]] = {
     "local_linear_growth": lambda: _growth("local", "linear"), "multilevel_growth": _grows("multilevel"),
     "layernorm_needed": _layernorm_needed, "nsp_hurt": _nsp_hurt, "rope_below_learned": _rope_below_learned,
     "dk128": _dk128, "mask_after_softmax": _mask_after_softmax, "bpe_better": _bpe_better,
+    "dk128_all": lambda: _dk128(SCALE_FILES), "mask_after_softmax_all": lambda: _mask_after_softmax(MASK_FILES),
+    "bpe_better_all": lambda: _bpe_better(TOKEN_QUALITY_FILES),
+    "local_below_full_all": _variant_vs_full("local", True, EFF_QUALITY_FILES),
+    "linear_vs_full_all": _variant_vs_full("linear", False, EFF_QUALITY_FILES),
+    "strided_vs_full_all": _variant_vs_full("strided", False, EFF_QUALITY_FILES),
     "local_below_full": _variant_vs_full("local", True), "linear_vs_full": _variant_vs_full("linear", False),
     "strided_vs_full": _variant_vs_full("strided", False), "window_higher": _window_higher,
     "ambiguity_above": _ambiguity_above, "no_norm_above": _no_norm_above, "warmup_rescues": _warmup_rescues,
@@ -2361,12 +2382,13 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "so dropping NSP did ", "nsp_hurt"),
     ("experiments.md", "So dropping NSP did ", "nsp_hurt"),
     ("experiments.md", "RoPE 0.170-0.190 ", "rope_below_learned"),
-    ("experiments.md", "at d_k 128 ", "dk128"),
-    ("experiments.md", "for 8- and 16-character prefixes, ", "mask_after_softmax"),
-    ("experiments.md", "a 2,048-token BPE predicts held-out text ", "bpe_better"),
-    ("experiments.md", "local holds (", "local_below_full"),
-    ("experiments.md", "linear partly (", "linear_vs_full"),
-    ("experiments.md", "strided fails (", "strided_vs_full"),
+    # rows 5, 6, 11 and 13 quote seeds 0-5 (the first runs and the re-run's), their sections seeds 0, 1, 2
+    ("experiments.md", "at d_k 128 ", "dk128_all"),
+    ("experiments.md", "for 8- and 16-character prefixes, ", "mask_after_softmax_all"),
+    ("experiments.md", "a 2,048-token BPE predicts held-out text ", "bpe_better_all"),
+    ("experiments.md", "local holds (", "local_below_full_all"),
+    ("experiments.md", "linear partly (", "linear_vs_full_all"),
+    ("experiments.md", "strided fails (", "strided_vs_full_all"),
     ("experiments.md", "a narrower hidden layer and a ", "window_higher"),
     ("experiments.md", "within-sense cosine ", "ambiguity_above"),
     ("experiments.md", "at most 0.132 ", "no_norm_above"),
