@@ -36,24 +36,24 @@ def peer_rates(binary: Path, model: Path, tokens: int, threads: tuple[int, ...],
     return {(int(test.partition("@")[2] or 0), t): rate for (test, t), rate in rates.items()}
 
 
-def attnlab_seconds(model, ids: torch.Tensor, tokens: int, threads: int) -> tuple[float, float]:
+def attnlab_seconds(model, ids: torch.Tensor, tokens: int, threads: int, turns: int = 2) -> tuple[float, ...]:
     """Wall seconds of (the first `tokens` tokens into an empty cache, the next `tokens` after them), at `threads`
-    torch threads, no gradients."""
+    torch threads, no gradients; turns=1: the first alone (shapes.py's pp128 / pp512)."""
     from attnlab.cache import KVCache
 
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
-        cache = KVCache.for_model(model, 1, 2 * tokens, bounded=True)
+        cache = KVCache.for_model(model, 1, turns * tokens, bounded=True)
         times = []
         with torch.inference_mode():
-            for start in (0, tokens):
+            for start in range(0, turns * tokens, tokens):
                 chunk = ids[:, start:start + tokens]
                 positions = torch.arange(start, start + tokens)[None]
                 begin = time.perf_counter()
                 model(chunk, position_ids=positions, cache=cache, last_only=True, validate=False)
                 times.append(time.perf_counter() - begin)
-        return times[0], times[1]
+        return tuple(times)
     finally:
         torch.set_num_threads(before)
 
