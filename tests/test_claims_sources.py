@@ -1838,6 +1838,82 @@ CLAIMS += [("docs/tutorials/first-hour.md", printed, FIRST_HOUR_RUN.format(run),
 # ---- P4: end
 
 
+# ---- P5: docs/training.md (issue 54): the smollm2-mlm runs' steps, times, sums and loads as their logs give them;
+# the minilm-mlm trials' and the everyday corpus's counts; the machine and loads of the recipes table from the
+# shipped trained.json files, and vit-mnist's and translate-numbers' 2026-11-22 runs from their trained.json as
+# shipped then (commit ac809e6; bench/results/shipped-2026-11-22/, a comment line then the file)
+P5_SMOL = "bench/results/smollm2-mlm-2026-12-07"
+P5_TRIALS = "bench/results/minilm-trials-2026-12-07"
+P5_EVERYDAY = "bench/results/minilm-everyday-2026-12-07"
+P5_OLD = "bench/results/shipped-2026-11-22"
+P5_CK = "attnlab/assets/checkpoints"
+CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, where, scale in (
+    ("measured on this project's {2}-core CPU", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core', 1),
+    ("UTC on this project's {2}-core AMD EPYC (AVX-512)", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core',
+     1),
+    ("one-thread benchmark (load average {2}-3), so each", f"{P5_OLD}/vit-mnist-trained.log",
+     r"load average ([\d.]+) at start", 1),
+    ("one-thread benchmark (load average 2-{3}), so each", f"{P5_CK}/gpt-char/trained.json",
+     r"load average ([\d.]+) at start", 1),
+    ("97.3% (seed 0, shipped until 2026-11-24, {3m07s})", f"{P5_OLD}/vit-mnist-trained.log", r'"wall_s": (\d+),', 1),
+    ("threads=1`) gave {97.3}% (seed 0", f"{P5_OLD}/vit-mnist-trained.log", r'"accuracy": ([\d.]+)', 100),
+    ("the defaults took {3m07s} |", f"{P5_OLD}/vit-mnist-trained.log", r'"wall_s": (\d+),', 1),
+    ("over the 5-min target ({2}-core Intel Xeon", f"{P5_CK}/vit-mnist/trained.json", r'"machine": "(\d+)-core Intel',
+     1),
+    ("other work on both cores, load average ~{3})", f"{P5_CK}/vit-mnist/trained.json",
+     r"load average ([\d.]+) at start", 1),
+    ("| {1m19s} (first run);", f"{P5_OLD}/translate-numbers-trained.log", r'"wall_s": (\d+),', 1),
+    ("over steps 3500-{6000} of the patch-7 run", f"{P5_OLD}/vit-mnist-trained.log", r'"steps": (\d+),', 1),
+    # smollm2-mlm
+    ("(stopped after step {101}; wiki-300-stopped.log)", f"{P5_SMOL}/wiki-300-stopped.log",
+     r"stopped after step (\d+):", 1),
+    ("| {22}m56s to step 100 |", f"{P5_SMOL}/wiki-300-stopped.log", r"^step 100/300 .* elapsed (\d+)m\d\ds ", 1),
+    ("| 22m56s to step {100} |", f"{P5_SMOL}/wiki-300-stopped.log", r"^step (\d+)/300 .* val_loss ", 1),
+    ("57.2% at step {100} (1154 positions) | 21", f"{P5_SMOL}/wiki-300-stopped.log", r"^step (\d+)/300 .* val_loss ",
+     1),
+    ("| 21 + 51 = {72} of 80", f"{P5_SMOL}/wiki-300-stopped.log", r"^cloze .* all (\d+)/80", 1),
+    ("72 of 80 at step {100} |", f"{P5_SMOL}/wiki-300-stopped.log", r"^cloze runs/smol-wiki/step-0*(\d+) ", 1),
+    ("| 236 s of CPU to step {100} |", f"{P5_SMOL}/prototype.log", r"^step (\d+) cloze_dev", 1),
+    ("67 of 80 at step {100} |", f"{P5_SMOL}/prototype.log", r"^step (\d+) cloze_dev", 1),
+    ("| {17}m27s (18m41s with", f"{P5_SMOL}/run.log", r"\(training (\d+)m\d\ds,", 1),
+    ("17m27s ({18}m41s with the evaluations", f"{P5_SMOL}/run.log", r"^smollm2-mlm: \d+ steps in (\d+)m\d\ds ", 1),
+    ("top-5 54.2% at step {50}; 3.670", f"{P5_SMOL}/run.log", r"^step (\d+)/100 .* val_loss ", 1),
+    ("3.670 / 56.2% at step {100} (1154", f"{P5_SMOL}/run.log", r"^smollm2-mlm: (\d+) steps in ", 1),
+    ("| 20 + 50 = {70} of 80", f"{P5_SMOL}/run.log", r"^cloze .*step-00000050 .* all (\d+)/80", 1),
+    ("70 of 80 at step {50},", f"{P5_SMOL}/run.log", r"^cloze runs/smollm2-mlm/step-0*(\d+) ", 1),
+    ("**22 + 51 = {73} of 80** at", f"{P5_SMOL}/run.log", r"^cloze .*step-00000100 .* all (\d+)/80", 1),
+    ("**22 + 51 = 73 of 80** at {100}", f"{P5_SMOL}/run.log",
+     r"^cloze runs/smollm2-mlm/step-0*(\d+) dev \d+/22 more \d+/58 all 73/80", 1),
+    ("the step from 0 to {73} of 80", f"{P5_SMOL}/run.log", r"^cloze .*step-00000100 .* all (\d+)/80", 1),
+    ("the best MiniLM variant's {19}:", f"{P5_EVERYDAY}/facts-runs.log", r"^cloze runs/mix-a/step-\d+ test (\d+)/40",
+     1),
+    ("| 18m42s (load average {6}-9) |", f"{P5_SMOL}/run.log", r"load average (\d+)-\d+,", 1),
+    ("| 18m42s (load average 6-{9}) |", f"{P5_SMOL}/run.log", r"load average \d+-(\d+),", 1),
+    ("shared with other work (load average {6}-9); the first", f"{P5_SMOL}/run.log", r"load average (\d+)-\d+,", 1),
+    ("shared with other work (load average 6-{9}); the first", f"{P5_SMOL}/run.log", r"load average \d+-(\d+),", 1),
+    ("the first trial's {100} steps of the same size", f"{P5_SMOL}/prototype.log", r"^step (\d+) cloze_dev", 1),
+    ("steps of the same size took {236} s of CPU", f"{P5_SMOL}/prototype.log", r"^step 100 loss \S+ cpu (\d+)s", 1),
+    # the minilm-mlm trials and the everyday corpus
+    ("Measured (2026-12-06, the {2}-core AMD EPYC shared", f"{P5_TRIALS}/words-only.log", r"the shared (\d+)-core", 1),
+    ("hash ({5} MB for the 6-batch", f"{P5_TRIALS}/distill.log",
+     r"^teacher cache smollm2-k32-0933f271ab63a6db\.safetensors: (\d+) bytes", 1e-6),
+    ("For more text, SmolLM2 wrote {6} more batches", f"{P5_TRIALS}/distill.log",
+     r"^generator /tmp/amlm/gen\.log: (\d+) batches", 1),
+    ("the everyday corpus (batches {6}-11,", f"{P5_TRIALS}/distill.log", r"^generator /tmp/amlm/gen\.log: batch (\d+):",
+     1),
+    ("coffee (distill-b at {500};", f"{P5_TRIALS}/answers.log", r"^answers distill-b \(.*step-0*(\d+)\)", 1),
+    ("100,149 words) | {9}m12s |", f"{P5_EVERYDAY}/runs.log", r"^run pilot-33: last step line: .* elapsed (\d+)m\d\ds",
+     1),
+    ("beside other work, load average {2}-4.5;", f"{P5_EVERYDAY}/runs.log", r"load average (\d+)-[\d.]+\)", 1),
+    ("batches of facts ({86} in all,", f"{P5_EVERYDAY}/facts-runs.log", r"\+ facts \((\d+)\), joined", 1),
+    ("(86 in all, {249,969} words;", f"{P5_EVERYDAY}/facts-runs.log", r"^words: facts (\d+),", 1),
+    ("the same {2,000}-step run on them", f"{P5_EVERYDAY}/facts-runs.log", r"^run mix-b: data=.* steps=(\d+) ", 1),
+    ("12 of 22 at steps {500}-2,000", f"{P5_EVERYDAY}/facts-runs.log", r"^cloze runs/mix-b/step-0*(\d+) ", 1),
+    ("12 of 22 at steps 500-{2,000}", f"{P5_EVERYDAY}/facts-runs.log", r"^run mix-b: data=.* steps=(\d+) ", 1),
+)]
+# ---- P5: end
+
+
 # docs/training.md: smollm2-mlm, SmolLM2 read both ways (the first trials, the stopped 300-step run, the shipped run)
 SMOL = "bench/results/smollm2-mlm-2026-12-07"
 SMOL_SHIPPED = "attnlab/assets/checkpoints/smollm2-mlm/trained.json"

@@ -3358,6 +3358,198 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
 ))
 # ---- P1: end
 
+# ---- P5: docs/training.md (issue 54): the loop's and the store's own constants (which rank reports, the seed's and
+# epochs' lower bounds, the kept line of a logged evaluation, the baselines' pieces), smollm2-mlm's recipe defaults
+# and its shipped files, the cloze lists' sizes and the sums of their logged scores, the vit grid's results, the
+# trial logs' derived figures (masked share of a words-only window, words a step predicts, corpus sizes in k tokens)
+_SMOL_LOGS = "bench/results/smollm2-mlm-2026-12-07"
+_TRIALS = "bench/results/minilm-trials-2026-12-07"
+
+
+def _smol_default(key: str):
+    return _defaults("smollm2-mlm")[key]
+
+
+def _log_int(path: str, pattern: str) -> int:
+    """The first group of pattern in a log (line by line), as a whole number."""
+    return int(re.search(pattern, (ROOT / path).read_text(), re.M)[1].replace(",", ""))
+
+
+def _dev_lists() -> int:
+    """The two development lists together (cloze_dev.tsv and cloze_dev_more.tsv), in sentences."""
+    return _cloze_count("cloze_dev.tsv") + _cloze_count("cloze_dev_more.tsv")
+
+
+def _vit_rows() -> list[dict]:
+    return [json.loads(line) for line in (ROOT / "docs/experiments/results/vit_grid.jsonl").read_text().splitlines()
+            if line.strip()]
+
+
+def _vit_grid(run: str | None, key: str, **match):
+    """A value of docs/experiments/results/vit_grid.jsonl: the line of `run` (and match), or a summary line (run
+    None) by its patch_size and max_shift."""
+    found = [r for r in _vit_rows()
+             if r.get("run") == run and key in r and all(r.get(k) == v for k, v in match.items())]
+    assert len(found) == 1, f"vit_grid.jsonl: {len(found)} lines for {run} {match}"
+    return found[0][key]
+
+
+def _words_only_masked() -> tuple[int, int]:
+    """The layers=4 words-only run's masked held-out positions and its held-out windows (words-only.log)."""
+    log = f"{_TRIALS}/words-only.log"
+    return (_log_int(log, r"^run l4-300 step 300: .* masked positions (\d+)"),
+            _log_int(log, r"^run l4-300 \(.*\): data \{.*'eval_windows': (\d+)\}"))
+
+
+def _k_tokens(path: str, run: str) -> str:
+    """A run's train split in thousands of tokens (its data line), to the nearest thousand."""
+    return str(round(_log_int(path, rf"^run {run} \(.*\): data \{{.*'train_tokens': (\d+),") / 1000))
+
+
+COMPUTED.update({
+    "p5_main_rank": lambda: _test_literal("attnlab/training/distributed.py", r"return self\.rank == (\d+)$"),
+    "p5_seed_low": lambda: _test_literal("attnlab/training/settings.py", r"if not (\d+) <= int\(self\.seed\)"),
+    "p5_epochs_low": lambda: _test_literal("attnlab/training/settings.py", r"and (\d+) <= self\.epochs <="),
+    "p5_eval_log_every": lambda: f"{_attr('attnlab.training.trainer', 'EvalStatus.LOG_EVERY'):g}",
+    "p5_count_piece_ki": lambda: str(_signature_default("attnlab.training.recipes.base", "split_pieces",
+                                                        "piece") >> 10),
+    # smollm2-mlm: the recipe's defaults (LoRA rank, alpha, masked share, steps, batch, window, the schedule's floor)
+    "p5_smol_rank": lambda: str(_smol_default("rank")),
+    "p5_smol_mask_pct": lambda: _pct(_smol_default("mask_prob")),
+    "p5_smol_steps": lambda: str(_smol_default("steps")),
+    "p5_smol_batch": lambda: str(_smol_default("batch_size")),
+    "p5_smol_seq_len": lambda: str(_smol_default("seq_len")),
+    "p5_smol_lr_floor": lambda: f"{_smol_default('lr') * _smol_default('min_lr_ratio'):.0e}".replace("e-0", "e-"),
+    "p5_smol_file_mb": lambda: f"{(ROOT / CK / 'smollm2-mlm/model.safetensors').stat().st_size / 1e6:.1f}",
+    "p5_smollm2_params": lambda: f"{_preset_parameters('llama-style'):,}",
+    "p5_smollm2_params_m": lambda: f"{_preset_parameters('llama-style') / 1e6:.0f}",
+    # the cloze lists: the second development list, both together; the logged scores' sums
+    "p5_dev_more": lambda: str(_cloze_count("cloze_dev_more.tsv")),
+    "p5_dev_lists": lambda: str(_dev_lists()),
+    "p5_proto_sum": lambda: str(_log_int(f"{_SMOL_LOGS}/prototype.log", r"^step 100 cloze_dev\.tsv (\d+)/")
+                                + _log_int(f"{_SMOL_LOGS}/prototype.log", r"^step 100 cloze_dev\.tsv .* (\d+)/58")),
+    "p5_zero_shot_sum": lambda: str(_log_int(f"{_SMOL_LOGS}/prototype.log", r"^zero-shot cloze_dev\.tsv (\d+)/")
+                                    + _log_int(f"{_SMOL_LOGS}/prototype.log", r"^zero-shot .* (\d+)/58")),
+    # the shipped vit-mnist's grid (its line of vit_grid.jsonl) and the recipe's defaults over 3 seeds
+    "p5_vit_rho": lambda: f"{_vit_grid('shipped', 'rho'):+.2f}",
+    "p5_vit_p": lambda: f"{_vit_grid('shipped', 'p'):g}",
+    "p5_p7s1_seeds": lambda: str(sum(1 for r in _vit_rows() if r.get("run") == "p7s1" and "rho" in r)),
+    "p5_p7s1_steps": lambda: f"{_vit_grid('p7s1', 'steps', seed=0):,}",
+    "p5_p7s1_rho_mean": lambda: f"{_vit_grid(None, 'rho', patch_size=7, max_shift=1)['mean']:.3f}",
+    "p5_p7s1_rho_sd": lambda: f"{_vit_grid(None, 'rho', patch_size=7, max_shift=1)['sd']:.3f}",
+    "p5_digits_side": lambda: str(_signature_default("attnlab.data.images", "sklearn_digits", "size")),
+    # the target of gpt-char's row: what tests/training/test_assets.py asserts of the shipped model
+    "p5_gpt_char_margin": lambda: _test_literal("tests/training/test_assets.py",
+                                                r"assert loss <= bigram_loss\(.*\) - ([\d.]+)$"),
+    # words_only=true mask_prob=0.3: masked held-out positions over the held-out windows' tokens (seq_len - 2 each),
+    # in %, and the words a step of 16 windows predicts (to the hundred)
+    "p5_words_only_pct": lambda: f"{100 * _words_only_masked()[0] / (_words_only_masked()[1] * (int(_shipped_arg('minilm-mlm', 'seq_len')) - 2)):.0f}",  # noqa: E501
+    "p5_words_per_step": lambda: f"{round(_words_only_masked()[0] / _words_only_masked()[1] * 16, -2):.0f}",
+    # the trial corpora's train splits in k tokens (distill.log's data lines), the Wikipedia summaries' words (k) and
+    # the shipped minilm-mlm's tokens (M)
+    "p5_six_batch_k": lambda: _k_tokens(f"{_TRIALS}/distill.log", "distill-a"),
+    "p5_twelve_batch_k": lambda: _k_tokens(f"{_TRIALS}/distill.log", "control-b"),
+    "p5_wiki_words_k": lambda: f"{sum(len(p.split()) for a in _wiki() for p in a) / 1000:.0f}",
+    "p5_wiki_tokens_m": lambda: f"{sum(_json(_MINILM)['data'][k] for k in ('train_tokens', 'val_tokens')) / 1e6:.0f}",
+    # the first everyday batches: two generator processes, their batches together (distill.log)
+    "p5_first_batches": lambda: str(sum(_log_int(f"{_TRIALS}/distill.log", rf"^generator /tmp/everyday/gen{i}\.log: "
+                                                 r"(\d+) batches") for i in (0, 1))),
+})
+
+
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("(everything on stderr, from rank ", "p5_main_rank"),
+    ("Under torchrun only rank ", "p5_main_rank"),
+    ("the full optimizer state on rank ", "p5_main_rank"),
+    ("the full optimizer state on rank 0's CPU; rank ", "p5_main_rank"),
+    ("The price: rank ", "p5_main_rank"),
+    ("After training, rank ", "p5_main_rank"),
+    ("The FSDP test also checks that rank ", "p5_main_rank"),
+    ("clip-mnist); a `seed` outside ", "p5_seed_low"),
+    ("`keep`; `epochs` below ", "p5_epochs_low"),
+    ("drawn again after), a kept line every ", "p5_eval_log_every"),
+    ("must be 0 .. 100,000 (", "sample_tokens_low"),
+    ("the bigram and unigram baselines are counted in ", "p5_count_piece_ki"),
+    ("exactly the first ceil(rows/", "dist_ranks"),
+    # smollm2-mlm's row of the recipes table and its section
+    ("a trained `[MASK]` row and LoRA pairs of rank ", "p5_smol_rank"),
+    ("split by article as minilm-mlm's; ", "p5_smol_mask_pct"),
+    ("split by article as minilm-mlm's; 30% of the whole words, ", "mlm_mask"),
+    ("split by article as minilm-mlm's; 30% of the whole words, 80-", "mlm_random"),
+    ("split by article as minilm-mlm's; 30% of the whole words, 80-10-", "mlm_kept"),
+    ("30% of the whole words, 80-10-10; ", "p5_smol_steps"),
+    ("30% of the whole words, 80-10-10; 100 steps of ", "p5_smol_batch"),
+    ("30% of the whole words, 80-10-10; 100 steps of 16 x ", "p5_smol_seq_len"),
+    ("held-out articles; the right word in its top ", "cloze_top_k"),
+    ("the right word in its top 5 for **34 of ", "cloze_sentences"),
+    ("| the cloze target: at least ", "cloze_target_hits"),
+    ("| the cloze target: at least 24 of ", "cloze_sentences"),
+    ("every block matrix is W_0 + (16/", "p5_smol_rank"),
+    ("every block matrix is W_0 + (16/8) B A, with A (", "p5_smol_rank"),
+    ("every block matrix is W_0 + (16/8) B A, with A (8, in) and B (out, ", "p5_smol_rank"),
+    ("trained numbers against SmolLM2's ", "p5_smollm2_params"),
+    ("lr 1e-3 after 10 warm-up steps, cosine to ", "p5_smol_lr_floor"),
+    ("taken away knows nothing (0 of ", "cloze_dev_sentences"),
+    ("taken away knows nothing (0 of 22 + 0 of ", "p5_dev_more"),
+    ("were never shown the right-hand side. ", "p5_smol_steps"),
+    ("| development lists (", "cloze_dev_sentences"),
+    ("| development lists (22 + ", "p5_dev_more"),
+    ("| 236 s of CPU to step 100 | - | 19 + 48 = ", "p5_proto_sum"),
+    ("| - | 19 + 48 = 67 of ", "p5_dev_lists"),
+    ("| 21 + 51 = 72 of ", "p5_dev_lists"),
+    ("| 20 + 50 = 70 of ", "p5_dev_lists"),
+    ("at step 50, **22 + 51 = 73 of ", "p5_dev_lists"),
+    ("the pairs in float16 and the `[MASK]` row, ", "p5_smol_file_mb"),
+    ("test list (run.log): **34 of ", "cloze_sentences"),
+    ("test list (run.log): **34 of 40 (", "p5_smol_test_pct"),
+    ("(85%)**, against minilm-mlm's ", "cloze_shipped_hits"),
+    ("everyday knowledge a ", "p5_smollm2_params_m"),
+    ("and the step from ", "p5_zero_shot_sum"),
+    ("and the step from 0 to 73 of ", "p5_dev_lists"),
+    # the recipes table's vit-mnist and gpt-char rows, the notes under it
+    ("its position embeddings form a 2-D grid (rho ", "p5_vit_rho"),
+    ("form a 2-D grid (rho +0.33, p ", "p5_vit_p"),
+    ("(3m10s); no grid on any of ", "p5_p7s1_seeds"),
+    ("no grid on any of 3 seeds at ", "p5_p7s1_steps"),
+    ("no grid on any of 3 seeds at 1,500 steps (rho ", "p5_p7s1_rho_mean"),
+    ("1,500 steps (rho -0.133 ± ", "p5_p7s1_rho_sd"),
+    ("1.556 at 1000) | >= ", "p5_gpt_char_margin"),
+    ("may land just under it. The shipped patch-4, ", "vit_max_shift"),
+    ("also change `dataset=digits` (", "p5_digits_side"),
+    ("also change `dataset=digits` (8 x ", "p5_digits_side"),
+    # the minilm-mlm trials
+    ("of the word positions is about ", "p5_words_only_pct"),
+    ("of all tokens, where ", "minilm_mask_prob"),
+    ("neither was shipped. Reaching ", "cloze_target_pct"),
+    ("(each step above predicts ~", "p5_words_per_step"),
+    ("SmolLM2 wrote slowly here: ", "p5_first_batches"),
+    ("batch 0 came out the same, ", "everyday_batch"),
+    ("batch 0 came out the same, 64 answers of ", "everyday_batch"),
+    ("A one-hot target at a third of the words of ", "p5_six_batch_k"),
+    ("the contexts the corpus holds, and ", "p5_twelve_batch_k"),
+    ("far more text under the teacher (the Wikipedia summaries' ", "p5_wiki_words_k"),
+    ("(the Wikipedia summaries' 776k words, about ", "p5_wiki_tokens_m"),
+    ("(52a06d4; ", "everyday_batch"),
+    ("(52a06d4; 64 rows of SmolLM2 in bfloat16, ", "everyday_new_tokens"),
+))
+
+
+def _old_vit_evals() -> dict[int, float]:
+    """The 2026-11-22 patch-7 vit-mnist run's evaluations (its trained.json as shipped then, after a comment line)."""
+    text = (ROOT / "bench/results/shipped-2026-11-22/vit-mnist-trained.log").read_text()
+    return {int(k): v["eval_accuracy"] for k, v in json.loads(text.split("\n", 1)[1])["evals"].items()}
+
+
+COMPUTED.update({  # its accuracy's range over the evaluations from step 3500 on, in %
+    "p5_vit_old_low": lambda: f"{100 * min(v for k, v in _old_vit_evals().items() if k >= 3500):.1f}",
+    "p5_vit_old_high": lambda: f"{100 * max(v for k, v in _old_vit_evals().items() if k >= 3500):.1f}",
+})
+COMPUTED_PLACES += (("docs/training.md", "vit-mnist-trained.log`, ", "p5_vit_old_low"),
+                    ("docs/training.md", "vit-mnist-trained.log`, 96.5-", "p5_vit_old_high"))
+COMPUTED["p5_smol_test_pct"] = lambda: _pct(_log_int(f"{_SMOL_LOGS}/run.log", r"^cloze smollm2-mlm \(shipped\) "
+                                                     r"test (\d+)/") / _cloze_count("cloze_sentences.tsv"))
+# ---- P5: end
+
 
 # ---------------------------------------------------------------- figures tests/test_claims_sources.py reads
 def _logged_spans(page: str, text: str) -> list[tuple[int, int]]:
