@@ -160,7 +160,8 @@ def test_q5_0_beside_q4_0_is_widened_to_q8_0_where_its_kernel_cannot_run(tmp_pat
 
 def test_saved_and_loaded_again(mixed, tmp_path):
     """An attnlab checkpoint records a QuantizedParts by its parts string and loads the same bytes back; save_gguf
-    writes a mixed fused matrix as float (one type per GGUF tensor is not what the parts are), the same weights."""
+    writes each part of a mixed fused matrix in its own type (GGUF's Q, K, V, gate and up are tensors of their own),
+    the source file's types, and loaded again they are the same weights."""
     from attnlab.interop import gguf as G
     from attnlab.quantization import formats_of
 
@@ -174,11 +175,14 @@ def test_saved_and_loaded_again(mixed, tmp_path):
     assert list(sa) == list(sb) and all(torch.equal(sa[k], sb[k]) for k in sa)
     with torch.no_grad():
         assert torch.equal(kept(IDS).logits, again(IDS).logits)
+    path, _, _ = mixed
     written = G.save_gguf(kept, tmp_path / "again.gguf")
     types = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(written)).tensors}
     mixed_parts = [n for n, m in kept.named_modules() if isinstance(m, QuantizedParts)]
-    if "blocks.0.attn.qkv" in mixed_parts:
-        assert {types[f"blk.0.attn_{p}.weight"] for p in "qkv"} == {"F32"}
+    source = {t.name: t.tensor_type.name for t in gguf.GGUFReader(str(path)).tensors}
+    for name in mixed_parts:
+        i, what = name.split(".")[1], ("attn_q", "attn_k", "attn_v") if "attn" in name else ("ffn_gate", "ffn_up")
+        assert [types[f"blk.{i}.{p}.weight"] for p in what] == [source[f"blk.{i}.{p}.weight"] for p in what]
     assert types["blk.1.attn_output.weight"] == "Q5_0"  # a plain kept matrix keeps its blocks
     back, _ = G.load_gguf(written)
     for name in mixed_parts:

@@ -13,8 +13,9 @@ quantized in blocks. Reading one means (its header, metadata and tensor table: g
 4. map names through one table (blk.N.attn_q ... -> blocks.N.attn.qkv ...), the same engine as the HF tables;
 5. rebuild the tokenizer (gguf_tokenizer.py: byte-level BPE, SentencePiece-style BPE, WordPiece) as a
    `tokenizers` Tokenizer.
-Writing (save_gguf) does the reverse: float matrices as F32 or F16, quantized ones in their own blocks (Q8_0,
-Q4_0, Q4_1: their bytes, not expanded), the tokenizer and chat template as llama.cpp's converter writes them.
+Writing (save_gguf) does the reverse: float matrices as F32 or F16, quantized ones in their own blocks (every kept
+type: a file read and written again keeps each tensor's type and bytes, the parts of a mixed fused matrix
+included), the tokenizer and chat template as llama.cpp's converter writes them.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from attnlab.layers.quantized import (
     from_gguf_rows,
     parts_of,
     parts_spec,
+    unpack4,
 )
 from attnlab.storage import check_shapes, materialize
 
@@ -342,6 +344,10 @@ def _kept(reader, config: ModelConfig) -> tuple[dict[str, str], dict[str, str]]:
     Q4_K_S, Q4_K beside Q6_K) is a QuantizedParts: consecutive parts of one format form a row group, its format a
     parts_spec string ("q5_1:768+q8_0:192"). A matrix with a part of another type (Q2_K, Q3_K, F16), or of a format
     of VNNI_ONLY where its kernel cannot run (Q6_K, Q5_1, Q5_K without AVX-512 VNNI), is dequantized to float32.
+    Why Q2_K and Q3_K expand: attnlab has no kernel that reads them (their 2- and 3-bit codes with 4-bit scale and
+    min per 16 inputs, Q2_K, or signed 6-bit scales and a separate high-bit mask, Q3_K, fit none of the layouts of
+    layers/quantized.py), and only llama.cpp's Q2_K / Q3_K presets use them for more than a few tensors; their
+    float32 weights are the gguf package's dequantized values bit for bit (tests/test_gguf_round_trip.py).
     The token embedding is kept only when tied to the LM head (the head's QuantizedLinear owns the codes).
     """
     tensors = {t.name: t for t in as_gguf_file(reader).tensors}
@@ -410,8 +416,9 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
     stay quantized, and Q5_1 and Q5_K where AVX-512 VNNI runs their kernels (KEPT_QUANTIZED, kept_quantized;
     attnlab.layers.quantized: 3-8x less memory than float32, products by attnlab's kernels), a fused Q/K/V or
     gate+up whose parts have different kept types too (a QuantizedParts, one quantized layer per run of rows of one
-    type); other types (Q2_K, Q3_K) are dequantized to float32. keep_quantized=False dequantizes every tensor to
-    float32."""
+    type); other types (Q2_K, Q3_K: no kernel reads them, see _kept) are dequantized to float32. keep_quantized=False
+    dequantizes every tensor to float32. The model carries the file's metadata (`gguf_metadata`) and tensor types
+    (`gguf_types`), which save_gguf writes back."""
     path = Path(path)
     reader = open_reader(path)
     try:
@@ -448,6 +455,7 @@ def load_gguf(path, device=None, keep_quantized: bool = True):
         else:
             model = _quantized_model(meta, state, formats, path, device)
     model.gguf_metadata = metadata  # save_gguf writes the file's keys back as they were
+    model.gguf_types = types  # and its matrices in their types where their buffers say them (a Q5_0 read as Q8_0)
     return model, tokenizer
 
 
@@ -519,23 +527,126 @@ def _quantized_model(meta, state: dict, formats: dict[str, str], path, device):
 
 
 # ------------------------------------------------------------------------------------------------ writing
-GGUF_TYPE = {"q8_0": "Q8_0", "int8": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1", "int4": "Q4_1"}  # attnlab -> GGUF
-# gguf.LlamaFileType of the matrices' main type
-FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9}
+GGUF_TYPE = {"q8_0": "Q8_0", "int8": "Q8_0", "q4_0": "Q4_0", "q4_1": "Q4_1", "int4": "Q4_1", "q5_0": "Q5_0",
+             "q5_1": "Q5_1", "q4_k": "Q4_K", "q5_k": "Q5_K", "q6_k": "Q6_K"}  # attnlab -> GGUF
+# gguf.LlamaFileType of the matrices' main type (K-quants: the _M preset that makes it the main type; a file read
+# and written again in its own types keeps its own general.file_type instead)
+FILE_TYPES = {"F32": 0, "F16": 1, "Q4_0": 2, "Q4_1": 3, "Q8_0": 7, "Q5_0": 8, "Q5_1": 9, "Q4_K": 15, "Q5_K": 17,
+              "Q6_K": 18}
 DTYPES = {"float32": "F32", "float16": "F16"}
 
 
-def to_gguf_rows(module) -> tuple[torch.Tensor, str]:
-    """A quantized module's buffers -> (GGUF row bytes (n, blocks * bytes per block) uint8, GGUF type name).
+def _scale_codes(values: torch.Tensor, order, low: int, high: int) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """A K-quant super-block's sub-block scales d * c_j (values (..., m) float32, exact products of a float16 d and
+    integer codes c_j in low..high) -> (d float16 (...), c (..., m) int16), or None where some super-block has no
+    such pair.
 
-    q8_0 / q4_0 / q4_1 and attnlab's int4 (Q4_1's layout) give back their very bytes. attnlab's int8 (one float32
-    scale per row) becomes Q8_0 with the same codes and each row's scale rounded to float16 in every block
+    The pair is not unique (d * c = 2d * c/2): the candidates are tried in `order`, the code of the largest |value|
+    first at the value llama.cpp's quantizers give it (Q4_K / Q5_K: 63, since d = max scale / 63; Q6_K: -128, since
+    d = -max scale / 128), so a block llama.cpp wrote comes back as its own bytes; any other block comes back as
+    other bytes of the same numbers. All-zero values give d = 0 and codes 0."""
+    v = values.float()
+    at = v.gather(-1, v.abs().argmax(-1, keepdim=True))[..., 0]  # the value of largest magnitude
+    found = at == 0
+    d = torch.zeros_like(at)
+    codes = torch.zeros(v.shape, dtype=torch.int16)
+    for c in order:
+        if bool(found.all()):
+            break
+        cand = at / c
+        q = v / cand[..., None]
+        r = torch.round(q)
+        ok = ~found & (cand.half().float() == cand) & (r == q).all(-1) & (r >= low).all(-1) & (r <= high).all(-1)
+        ok &= (cand[..., None] * r == v).all(-1)
+        d = torch.where(ok, cand, d)
+        codes = torch.where(ok[..., None], r.nan_to_num().to(torch.int16), codes)
+        found |= ok
+    return (d.half(), codes) if bool(found.all()) else None
+
+
+_SIX_BITS = range(63, 0, -1)  # Q4_K / Q5_K sub-block scale and min codes, llama.cpp's largest first
+_INT8_SCALES = [-128] + [c for a in range(127, 0, -1) for c in (a, -a)]  # Q6_K's, -128 first
+
+
+def _k_header(scale: torch.Tensor, minimum: torch.Tensor) -> torch.Tensor | None:
+    """Q4_K / Q5_K per super-block: scale d sc_j and min -dmin m_j (n, nsb, 8) float32 -> d, dmin and the 12 bytes
+    of 6-bit sc and m as the file packs them, (n, nsb, 16) uint8 (the inverse of kquants._k_scales); None where no
+    float16 d and 6-bit codes make the numbers."""
+    got, mins = _scale_codes(scale, _SIX_BITS, 0, 63), _scale_codes(-minimum, _SIX_BITS, 0, 63)
+    if got is None or mins is None:
+        return None
+    (d, sc), (dmin, m) = got, mins
+    sc, m = sc.to(torch.uint8), m.to(torch.uint8)
+    low = (sc[..., :4] & 63) | ((sc[..., 4:] >> 4) << 6)
+    mid = (m[..., :4] & 63) | ((m[..., 4:] >> 4) << 6)
+    high = (sc[..., 4:] & 15) | ((m[..., 4:] & 15) << 4)
+    halves = torch.stack((d, dmin), dim=-1).contiguous().view(torch.uint8)  # (n, nsb, 4)
+    return torch.cat((halves, low, mid, high), dim=-1)
+
+
+def _k_rows(module) -> torch.Tensor | None:
+    """A kept "q4_k" / "q5_k" / "q6_k" module -> its GGUF row bytes (the inverse of kquants' decoders), or None where
+    its scales are not a float16 d times the format's integer codes (_scale_codes)."""
+    b = module.buffers_dict()
+    q = b["qweight"]
+    n = q.shape[0]
+    nsb = b["scale"].shape[1] // (16 if module.format == "q6_k" else 8)  # super-blocks: 16 or 8 scales each
+    if module.format == "q6_k":
+        got = _scale_codes(b["scale"].reshape(n, nsb, 16), _INT8_SCALES, -128, 127)
+        if got is None:
+            return None
+        d, sc = got
+        codes = (q.reshape(n, nsb, 2, 128).to(torch.int16) + 32).to(torch.uint8)  # 0..63
+        low, high = codes & 15, codes >> 4
+        ql = low[..., :64] | (low[..., 64:] << 4)  # input v: byte v % 64, nibble v // 64
+        qh = high[..., 0:32] | (high[..., 32:64] << 2) | (high[..., 64:96] << 4) | (high[..., 96:] << 6)
+        return torch.cat((ql.reshape(n, nsb, 128), qh.reshape(n, nsb, 64), sc.to(torch.int8).view(torch.uint8),
+                          d.contiguous().view(torch.uint8).reshape(n, nsb, 2)), dim=-1).reshape(n, -1)
+    header = _k_header(b["scale"].reshape(n, nsb, 8), b["min"].reshape(n, nsb, 8))
+    if header is None:
+        return None
+    if module.format == "q4_k":
+        values = unpack4(q).reshape(n, nsb, 4, 2, 32)  # sub-blocks 2c and 2c + 1 of each 64-input chunk
+        qs = values[..., 0, :] | (values[..., 1, :] << 4)
+        return torch.cat((header, qs.reshape(n, nsb, 128)), dim=-1).reshape(n, -1)
+    values = kquants.q5_codes(q).reshape(n, nsb, 8, 32)  # q5_k: 0..31
+    pairs = values.reshape(n, nsb, 4, 2, 32)
+    qs = (pairs[..., 0, :] & 15) | ((pairs[..., 1, :] & 15) << 4)
+    qh = (((values >> 4) & 1) << torch.arange(8, dtype=torch.uint8)[:, None]).sum(2, dtype=torch.uint8)  # (n, nsb, 32)
+    return torch.cat((header, qh, qs.reshape(n, nsb, 128)), dim=-1).reshape(n, -1)
+
+
+def _q8_0_as_q5_0(raw: torch.Tensor) -> torch.Tensor | None:
+    """Q8_0 rows whose codes all lie in -16..15 (a Q5_0 tensor read as Q8_0 rows: kquants.q5_0_as_q8_0_rows) ->
+    the Q5_0 rows of the same numbers; None where a code does not fit in 5 bits."""
+    n = raw.shape[0]
+    b = raw.reshape(n, -1, 34)
+    codes = b[..., 2:].contiguous().view(torch.int8)
+    if bool((codes < -16).any()) or bool((codes > 15).any()):
+        return None
+    q = (codes.to(torch.int16) + 16).to(torch.uint8)  # (n, blocks, 32): 0..31
+    qs = (q[..., :16] & 15) | ((q[..., 16:] & 15) << 4)
+    bits = (((q >> 4) & 1).long() << torch.arange(32)).sum(-1)  # fifth bit of input j: bit j, little-endian
+    qh = torch.stack([(bits >> s) & 255 for s in (0, 8, 16, 24)], dim=-1).to(torch.uint8)
+    return torch.cat((b[..., 0:2], qh, qs), dim=-1).reshape(n, -1)
+
+
+def to_gguf_rows(module) -> tuple[torch.Tensor, str]:
+    """A quantized module's buffers -> (GGUF row bytes (n, blocks * bytes per block) uint8, GGUF type name), or
+    (None, type) where a K-quant's scales are not its format's (_k_rows; not so for anything load_gguf read).
+
+    q8_0 / q4_0 / q4_1 / q5_0 / q5_1 and attnlab's int4 (Q4_1's layout) give back their very bytes; q4_k / q5_k /
+    q6_k their super-blocks rebuilt (codes moved back into the file's order, each super-block's float16 d and
+    integer sub-block codes found again from their exact float32 products: _scale_codes). attnlab's int8 (one
+    float32 scale per row) becomes Q8_0 with the same codes and each row's scale rounded to float16 in every block
     (weights move by at most 2**-11 of themselves; Q8_0 has no per-row scale). Inverse of from_gguf_rows.
     """
+    fmt = module.format
+    if fmt in ("q4_k", "q5_k", "q6_k"):
+        return _k_rows(module), GGUF_TYPE[fmt]
     b = module.buffers_dict()
     q, d = b["qweight"], b["scale"]
     n = q.shape[0]
-    fmt = module.format
     if fmt == "int8":
         blocks = q.shape[1] // 32
         d = d.to(torch.float16)[:, None].expand(n, blocks)
@@ -556,30 +667,96 @@ def to_gguf_rows(module) -> tuple[torch.Tensor, str]:
     return torch.cat((d, m, codes), dim=-1).reshape(n, -1), "Q4_1"
 
 
-def _export_state(model) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    """(attnlab state with each quantized weight as GGUF row bytes, {weight name: GGUF type} of those)."""
+def _export_state(model) -> tuple[dict[str, torch.Tensor], dict]:
+    """(attnlab state with each quantized weight as GGUF row bytes, {weight name: GGUF type} of those). A
+    QuantizedParts' weight is its parts' row bytes stacked, each part's rows padded with zero bytes to the widest
+    (cut back by _part_types once the table has split them into the file's tensors), and its entry the list of
+    (GGUF type, rows, bytes per row) of its parts."""
     state = model.state_dict()
     types, done = {}, {}
     for name, module in model.named_modules():
-        if isinstance(module, QuantizedParts):  # mixed row groups: one float matrix, as the K-quants below
+        if isinstance(module, QuantizedParts):
             for key in [k for k in state if k.startswith(f"{name}.parts.")]:
                 del state[key]
-            state[f"{name}.weight"] = module.weight
+            rows = [to_gguf_rows(part) for part in module.parts]
+            if any(raw is None for raw, _ in rows):  # scales that are not a K-quant's: float, as any float matrix
+                state[f"{name}.weight"] = module.weight
+                continue
+            width = max(raw.shape[1] for raw, _ in rows)
+            state[f"{name}.weight"] = torch.cat([torch.nn.functional.pad(raw, (0, width - raw.shape[1]))
+                                                 for raw, _ in rows])
+            types[f"{name}.weight"] = [(kind, raw.shape[0], raw.shape[1]) for raw, kind in rows]
             continue
         if not isinstance(module, (QuantizedLinear, QuantizedEmbedding)) or ".parts." in name:
             continue
         buffers = module.buffers_dict()
         for b in buffers:
             state.pop(f"{name}.{b}", None)
-        # no Q8_0 layout for this width; Q4_K / Q6_K: their float32 sub-block scales do not say the file's d and sc
-        if (module.format == "int8" and module.weight.shape[1] % 32) or module.format in ("q4_k", "q6_k", "q5_k"):
+        if module.format == "int8" and module.weight.shape[1] % 32:  # no Q8_0 layout for this width
             state[f"{name}.weight"] = module.weight  # written as float (dtype), like any float matrix
             continue
         key = id(buffers["qweight"])  # a tied embedding shares its head's codes: converted once
         if key not in done:
             done[key] = to_gguf_rows(module)
+        if done[key][0] is None:
+            state[f"{name}.weight"] = module.weight
+            continue
         state[f"{name}.weight"], types[f"{name}.weight"] = done[key]
     return state, types
+
+
+def _file_types(table, config, quantized: dict) -> dict[str, str | tuple[str, int]]:
+    """{file tensor name: its GGUF type} of the quantized matrices; a QuantizedParts' tensors as (type, bytes per
+    row), each tensor's rows inside one part. A QuantizedParts whose parts' rows do not fall on the file's tensors
+    (one built by hand) has its state entry replaced by its float weight, in place, and is written as float."""
+    kinds = {}
+    for ours, names, transform in expand(table, config):
+        kind = quantized.get(ours)
+        if kind is None:
+            continue
+        if isinstance(kind, str):
+            kinds.update(dict.fromkeys(names, kind))
+            continue
+        sizes = transform.sizes(config) if isinstance(transform, Concat) else [sum(rows for _, rows, _ in kind)]
+        bounds, start = [], 0  # each part's row range
+        for part_kind, rows, width in kind:
+            bounds.append((start, start + rows, part_kind, width))
+            start += rows
+        found, start = {}, 0
+        for foreign, size in zip(names, sizes, strict=True):
+            inside = [(k, w) for lo, hi, k, w in bounds if lo <= start and start + size <= hi]
+            if inside:
+                found[foreign] = inside[0]
+            start += size
+        if len(found) == len(names):
+            kinds.update(found)
+        else:
+            quantized[ours] = None
+    return kinds
+
+
+def _file_tensors(model, table, config, keep_quantized: bool) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    """({file tensor name: tensor}, {file tensor name: GGUF type} of those written in blocks) of save_gguf."""
+    if keep_quantized:
+        state, quantized = _export_state(model)
+    else:
+        from attnlab.quantization import float_state_dict
+
+        state, quantized = float_state_dict(model), {}
+    kinds = _file_types(table, config, quantized)
+    for ours in [k for k, v in quantized.items() if v is None]:  # parts not on the file's tensors: float
+        state[ours] = model.get_submodule(ours.removesuffix(".weight")).weight
+    tensors = to_theirs(table, config, state)
+    source_types = getattr(model, "gguf_types", None) or {}  # the types of the file the model was read from
+    for name, kind in kinds.items():
+        if isinstance(kind, tuple):  # a part's rows: cut back to its own width (_export_state padded them)
+            kind, width = kind
+            tensors[name], kinds[name] = tensors[name][:, :width], kind
+        if kinds[name] == "Q8_0" and source_types.get(name) == "Q5_0":  # read as Q8_0 rows: Q5_0 again
+            narrow = _q8_0_as_q5_0(tensors[name])
+            if narrow is not None:
+                tensors[name], kinds[name] = narrow, "Q5_0"
+    return tensors, kinds
 
 
 def _llama_keys(config) -> list[tuple[str, int | float]]:
@@ -740,7 +917,15 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     (norms stay float32, as llama.cpp's converter writes them). A quantized model's matrices are written in their
     own blocks without expanding: Q8_0 / Q4_0 / Q4_1 as loaded, attnlab int4 as Q4_1 (the same bytes), int8 as
     Q8_0 (the same codes; see to_gguf_rows), except an int8 matrix whose input width is not a multiple of 32
-    (Q8_0's block), which is written as float. keep_quantized=False writes every matrix as float (`dtype`).
+    (Q8_0's block), which is written as float. A model read from a GGUF file is written in its file's types: Q5_0,
+    Q5_1, Q4_K, Q5_K and Q6_K in their own blocks too (K-quant super-blocks rebuilt from the kept codes and the exact
+    float32 products d * sc: to_gguf_rows), a QuantizedParts (Q, K, V or gate, up of different types) tensor by
+    tensor in each part's type, a Q5_0 tensor read as Q8_0 rows as Q5_0 again; so a llama.cpp Q4_K_M or Q5_K_M
+    file read and written keeps every tensor's type and bytes (tests/test_gguf_round_trip.py). Written as float
+    instead: a K-quant matrix whose float32 scales are no float16 d times its format's integer codes (changed after
+    loading), a QuantizedParts whose parts do not fall on the file's tensors (built by hand), and every matrix
+    load_gguf itself expanded (Q2_K, Q3_K; Q5_1, Q5_K and Q6_K where AVX-512 VNNI does not run their kernels).
+    keep_quantized=False writes every matrix as float (`dtype`).
     A model (or tokenizer) loaded from a GGUF file carries its metadata (`gguf_metadata`): every key of it is
     written back, none added or dropped, with its type (see gguf_tokenizer.keep_source_keys).
     """
@@ -755,15 +940,11 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     if dtype not in DTYPES:
         raise CheckpointError(f"save_gguf: dtype {dtype!r} is not one of {', '.join(DTYPES)}")
     path = Path(path)
-    if keep_quantized:
-        state, quantized = _export_state(model)
-    else:
-        from attnlab.quantization import float_state_dict
-
-        state, quantized = float_state_dict(model), {}
-    kinds = {foreign: quantized[ours] for ours, names, _ in expand(table, config) if ours in quantized
-             for foreign in names}
-    tensors = to_theirs(table, config, state)
+    # many small byte operations, each waiting for every thread of torch's pool: one thread (as load_gguf; a tiny
+    # K-quant model's conversion took 4.5 s on two threads of a busy 2-core machine, 0.09 s on one)
+    with kernel_threads.one_torch_thread():
+        tensors, kinds = _file_tensors(model, table, config, keep_quantized)
+    source_types = getattr(model, "gguf_types", None) or {}  # the types of the file the model was read from
     writer = GGUFWriter(str(path), arch)
     if config.name:
         writer.add_name(str(config.name))
@@ -772,8 +953,13 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
     if arch == "gemma3" and config.rope_scaling:  # linear only (export_architecture checked)
         writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         writer.add_rope_scaling_factor(float(config.rope_scaling["factor"]))
-    matrices = [kinds.get(n, DTYPES[dtype]) for n, t in tensors.items() if t.dim() == 2]
-    writer.add_file_type(FILE_TYPES[max(set(matrices), key=matrices.count)])
+    matrices = {n: kinds.get(n, DTYPES[dtype]) for n, t in tensors.items() if t.dim() == 2}
+    main = list(matrices.values())
+    file_type = FILE_TYPES[max(set(main), key=main.count)]
+    source = getattr(model, "gguf_metadata", None)  # the file the model was read from: its keys are kept
+    if source and "general.file_type" in source and all(source_types.get(n) == k for n, k in matrices.items()):
+        file_type = int(source["general.file_type"][0])  # every matrix in its source's type: the source's preset
+    writer.add_file_type(file_type)
     if kinds:
         writer.add_quantization_version(GGML_QUANT_VERSION)
     if tokenizer is not None:
@@ -781,7 +967,6 @@ def save_gguf(model, path, tokenizer=None, dtype: str = "float32", chat_template
         write_tokenizer(writer, tokenizer, config.vocab_size, template)
     elif chat_template is not None:
         writer.add_chat_template(chat_template)
-    source = getattr(model, "gguf_metadata", None)  # the file the model was read from: its keys are kept
     if source:
         d_head = config.d_model // config.n_heads  # what llama.cpp assumes without key_length / value_length
         keep_source_keys(writer, source, lambda key: not key.startswith("tokenizer."),
