@@ -1847,6 +1847,8 @@ P5_TRIALS = "bench/results/minilm-trials-2026-12-07"
 P5_EVERYDAY = "bench/results/minilm-everyday-2026-12-07"
 P5_OLD = "bench/results/shipped-2026-11-22"
 P5_CK = "attnlab/assets/checkpoints"
+P5_FIRST = "bench/results/watching-a-run-2026-12-07/first-seconds.log"
+P5_200 = "bench/results/watching-a-run-2026-12-07/gpt-char-200.log"
 CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, where, scale in (
     ("measured on this project's {2}-core CPU", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core', 1),
     ("UTC on this project's {2}-core AMD EPYC (AVX-512)", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core',
@@ -1910,6 +1912,34 @@ CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, wh
     ("the same {2,000}-step run on them", f"{P5_EVERYDAY}/facts-runs.log", r"^run mix-b: data=.* steps=(\d+) ", 1),
     ("12 of 22 at steps {500}-2,000", f"{P5_EVERYDAY}/facts-runs.log", r"^cloze runs/mix-b/step-0*(\d+) ", 1),
     ("12 of 22 at steps 500-{2,000}", f"{P5_EVERYDAY}/facts-runs.log", r"^run mix-b: data=.* steps=(\d+) ", 1),
+    ("paragraphs ({295,625} words;", f"{P5_EVERYDAY}/corpus-words.log", r"^everyday-97\.txt: (\d+) words", 1),
+    ("`attnlab.data.everyday.assemble`: {100,149} words)", f"{P5_EVERYDAY}/corpus-words.log",
+     r"^everyday-33\.txt: (\d+) words", 1),
+    # "Watching a run", re-run 2026-12-07 (nice 10, loaded): the first seconds with empty caches, the 200-step run
+    ("Measured 2026-12-07 on the project's {2}-core machine under load", P5_FIRST, r"the shared (\d+)-core", 1),
+    ("(load average {11.4}-11.7, `nice -n 10`)", P5_FIRST, r"^# load average at start: ([\d.]+)", 1),
+    ("(load average 11.4-{11.7}, `nice -n 10`)", P5_FIRST, r"load average at end: ([\d.]+);", 1),
+    ("first-seconds.log`): {4.6} s loading Python", P5_FIRST, r"^\[\s*([\d.]+) s\] gpt-char: preparing", 1),
+    ("`OUT/data` took {0.0} s and `build_model`", P5_FIRST, r"tokenizing the corpus .*: ([\d.]+) s$", 1),
+    ("and `build_model` {0.0} s (a run of", P5_FIRST, r"gpt-char: building the model: ([\d.]+) s$", 1),
+    ("(the {200}-step run of item 5:", P5_200, r"gpt-char: (\d+) steps in ", 1),
+    ("of item 5: step {33} at 14.6 s", P5_200, r"step 1/200 .*\n\[\s*[\d.]+ s\] step (\d+)/200", 1),
+    ("step 33 at {14.6} s, step 50", P5_200, r"step 1/200 .*\n\[\s*([\d.]+) s\] step \d+/200", 1),
+    ("step 50 at {18.9} s)", P5_200, r"^\[\s*([\d.]+) s\] step 50/200", 1),
+    ("`gpt-char: sampling 2 texts of 300 tokens into samples.txt: {6.4} s`", P5_200,
+     r"into samples\.txt: ([\d.]+) s$", 1),
+    ("2026-12-07, {1} thread of the 2-core machine", P5_200, r"device  cpu, (\d+) thread", 1),
+    ("1 thread of the {2}-core machine at load", P5_200, r"the shared (\d+)-core", 1),
+    ("at load average {11.8}-12.9 under", P5_200, r"load average at end: ([\d.]+);", 1),
+    ("at load average 11.8-{12.9} under", P5_200, r"^# load average at start: ([\d.]+)", 1),
+    ("gpt-char: {200} steps in 1m02s", P5_200, r"gpt-char: (\d+) steps in ", 1),
+    ("(the {200}-step run above: two", P5_200, r"gpt-char: (\d+) steps in ", 1),
+    ("evaluations of all {726} windows in", P5_200, r"on all (\d+) validation windows", 1),
+    ("all 726 windows in {0}m09s, its", P5_200, r"evaluations (\d+)m\d\ds\)", 1),
+    ("its {200} training steps in 0m50s", P5_200, r"gpt-char: (\d+) steps in ", 1),
+    ("training steps in {0}m50s;", P5_200, r"\(training (\d+)m\d\ds,", 1),
+    ("2.75 / 67.4% at 1000 | {9} of 22 at 500", f"{P5_EVERYDAY}/runs.log",
+     r"^cloze runs/pilot-33/step-0*500 dev (\d+)/", 1),
 )]
 # ---- P5: end
 

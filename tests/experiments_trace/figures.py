@@ -2027,7 +2027,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("| minilm-mlm | `eval_windows` | ", "minilm_eval_windows"),
     ("| translate-numbers | `eval_examples` | ", "translate_eval_examples"),
     ("greedily decoded (all of the default ", "translate_held_out_comma"),
-    ("on one thread of the project's shared 2-core machine: ", "gpt_char_eval_windows_comma"),
+    ("gpt-char-200.log`): ", "gpt_char_eval_windows_comma"),  # P5: the sentence re-run 2026-12-07
     ("score their whole test set (", "vit_test_size_comma"),
     ("`ceil(6,539 windows / ", "gpt_char_batch"),
     ("`keep` (default ", "default_keep"),
@@ -3546,6 +3546,95 @@ COMPUTED.update({  # its accuracy's range over the evaluations from step 3500 on
 })
 COMPUTED_PLACES += (("docs/training.md", "vit-mnist-trained.log`, ", "p5_vit_old_low"),
                     ("docs/training.md", "vit-mnist-trained.log`, 96.5-", "p5_vit_old_high"))
+
+
+def _gpt_char_windows(split: str) -> int:
+    """gpt-char's windows of seq_len tokens in a split of the CPython docs: one id per character, the last
+    val_fraction of them (rounded, as attnlab.data.token_file splits) held out."""
+    from attnlab.data import corpora
+    d = _defaults("gpt-char")
+    n = len(corpora.python_docs())
+    val = int(round(n * d["val_fraction"]))
+    return (n - val if split == "train" else val) // d["seq_len"]
+
+
+COMPUTED.update({
+    "p5_gpt_char_val_windows": lambda: str(_gpt_char_windows("val")),
+    "p5_gpt_char_epoch_steps": lambda: str(-(-_gpt_char_windows("train") // _defaults("gpt-char")["batch_size"])),
+    "p5_store_mode": lambda: "0" + _test_literal("attnlab/layers/kernel_build.py", r"os\.mkdir\(path, 0o(\d+)\)"),
+    "p5_scalar_dim": lambda: _test_literal("attnlab/training/distributed.py", r"if p\.dim\(\) == (\d+)\]"),
+    "p5_minilm_blocks": lambda: str(_minilm_blocks()[0]),
+    "p5_minilm_lr": lambda: f"{_defaults('minilm-mlm')['lr']:.0e}".replace("e-0", "e-"),
+    # the everyday corpus's batches: the first two generator processes' (6), and with the third's 6 more (12)
+    "p5_twelve_batches": lambda: str(int(COMPUTED["p5_first_batches"]())
+                                     + _log_int(f"{_TRIALS}/distill.log",
+                                                r"^generator /tmp/amlm/gen\.log: (\d+) batches")),
+    # facts batches added for mix-b: all of them less mix-a's first 32 (facts-runs.log)
+    "p5_more_facts": lambda: str(_log_int(f"{_EVERYDAY}/facts-runs.log", r"\+ facts \((\d+)\), joined")
+                                 - _log_int(f"{_EVERYDAY}/facts-runs.log", r"^assembled facts: \{'batches': (\d+),")),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("the bigram baseline on the same windows; the CPython docs' split (", "p5_gpt_char_val_windows"),
+    ("`ceil(6,539 windows / 12 per step)` = ", "p5_gpt_char_epoch_steps"),
+    ("(default `~/.cache/attnlab/tokens`, created ", "p5_store_mode"),
+    ("with a ConfigError naming the fix: models with ", "p5_scalar_dim"),
+    ("eval_every=500 threads=2 bf16=true` (all ", "p5_minilm_blocks"),
+    ("against the pilot's 2.75) and got 10 of 22: ", "p5_minilm_lr"),
+    ("(5 MB for the ", "p5_first_batches"),
+    ("teacher=smollm2 teacher_weight=0.5` (", "p5_first_batches"),
+    ("everyday-12/everyday-en.txt steps=1000 eval_every=500` (", "p5_twelve_batches"),
+    ("seed=S` for S = 0, 1, 2 (", "p5_twelve_batches"),
+    ("(7 of 22 at step 500 on the ", "p5_first_batches"),
+    ("8 and 9 of 22 on the ", "p5_twelve_batches"),
+    ("9 against 7 at 500 on the ", "p5_first_batches"),
+    ("9 against 9 at 1000 on the ", "p5_twelve_batches"),
+    ("that still misses the target. ", "p5_more_facts"),
+))
+
+
+_WATCH = "bench/results/watching-a-run-2026-12-07"
+
+
+def _stamp(log: str, pattern: str) -> float:
+    """The seconds a stamped log gives the first line that matches pattern ("[  4.6 s] gpt-char: ...")."""
+    return float(re.search(r"^\[\s*([\d.]+) s\] " + pattern, (ROOT / _WATCH / log).read_text(), re.M)[1])
+
+
+def _run_200(part: str) -> float:
+    """The 200-step run's seconds of evaluation ("eval") or training ("train"), and its steps ("steps"), from its
+    closing line ("200 steps in 1m02s (training 0m50s, evaluations 0m09s)")."""
+    m = re.search(r"gpt-char: (\d+) steps in \S+ \(training (\d+)m(\d+)s, evaluations (\d+)m(\d+)s\)",
+                  (ROOT / _WATCH / "gpt-char-200.log").read_text())
+    return {"steps": int(m[1]), "train": 60 * int(m[2]) + int(m[3]), "eval": 60 * int(m[4]) + int(m[5])}[part]
+
+
+def _eval_s_per_window() -> float:
+    """The 200-step run: its evaluations' seconds over the windows they scored (every evaluation scores them all)."""
+    text = (ROOT / _WATCH / "gpt-char-200.log").read_text()
+    evaluations = len(re.findall(r"\] evaluating at step \d+ \.\.\.$", text, re.M))
+    windows = int(re.search(r"on all (\d+) validation windows", text)[1])
+    return _run_200("eval") / (evaluations * windows)
+
+
+COMPUTED.update({
+    # preparing the data and the model: from the first status line to the opening summary (first-seconds.log)
+    "p5_first_prep_s": lambda: f"{_stamp('first-seconds.log', 'train gpt-char: ') - _stamp('first-seconds.log', 'gpt-char: preparing'):.1f}",  # noqa: E501
+    "p5_log_every": lambda: str(_defaults("gpt-char")["log_every"]),
+    "p5_quiet_s": lambda: f"{_attr('attnlab.training.trainer', 'QUIET_S'):g}",
+    # a window's evaluation, 2,400 of them, and the training steps that take as long (the 200-step run)
+    "p5_eval_ms": lambda: f"{1000 * _eval_s_per_window():.0f}",
+    "p5_eval_2400_s": lambda: f"{2400 * _eval_s_per_window():.0f}",
+    "p5_eval_2400_steps": lambda: f"{round(2400 * _eval_s_per_window() / (_run_200('train') / _run_200('steps')), -1):.0f}",  # noqa: E501
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("s loading Python, torch and the training code; ", "p5_first_prep_s"),
+    ("and the next comes at step `log_every` (", "p5_log_every"),
+    ("or, on a log or a pipe, once ", "p5_quiet_s"),
+    ("then every `log_every` steps (and whenever ", "p5_quiet_s"),
+    ("The default gpt-char scores a window in about ", "p5_eval_ms"),
+    ("gpt-char-200.log`): 2,400 windows take about ", "p5_eval_2400_s"),
+    ("2,400 windows take about 15 s, some ", "p5_eval_2400_steps"),
+))
 COMPUTED["p5_smol_test_pct"] = lambda: _pct(_log_int(f"{_SMOL_LOGS}/run.log", r"^cloze smollm2-mlm \(shipped\) "
                                                      r"test (\d+)/") / _cloze_count("cloze_sentences.tsv"))
 # ---- P5: end
