@@ -18,6 +18,9 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
    benchmarks.quantized.kquant_model) kept as attnlab keeps it, against the same file loaded as before K-quants
    and Q5_0 were kept (those matrices expanded to float32) and the whole file expanded: step CPU time, weights
    read, resident growth on load.
+5. (--parts reads) each kept matrix kind of SmolLM2's Q4_0, Q4_K_M and Q8_0 files (or --model) through its one-row
+   kernel against a read of the same bytes from memory, and a decoding step against its products alone and a read
+   of all their bytes: where a step's time goes, as ratios.
 
     python -m attnlab.benchmarks.quantized              # all three parts
     python -m attnlab.benchmarks.quantized --quick      # fewer repetitions
@@ -25,6 +28,7 @@ Three parts, each on one thread with the thread / process CPU clock, contestants
     python -m attnlab.benchmarks.quantized --parts gguf_roofline  # SmolLM2's 4-bit matrices: the 4-bit kernel
     python -m attnlab.benchmarks.quantized --parts kquant   # a Q4_K_M file kept, as before, and expanded
     python -m attnlab.benchmarks.quantized --parts q4_0     # Q4_0's own tiles against Q4_1's (as before)
+    python -m attnlab.benchmarks.quantized --parts reads    # each kernel and a whole step against a read
 """
 
 from __future__ import annotations
@@ -481,6 +485,81 @@ def q4_0_tiles(steps: int, reps: int, bandwidth: float, path=None) -> list[str]:
     return rows
 
 
+def kernel_reads(reps: int, paths=None, steps: int = 16) -> list[str]:
+    """Each kept matrix kind of a GGUF file (default: SmolLM2's Q4_0, Q4_K_M and Q8_0 by llama-quantize) through its
+    one-row kernel against torch.sum over the same tile bytes, the matrices cloned until a kind holds >= 80 MB (so
+    both come from memory, as in a decoding step, not from the 32 MB L3); then one decoding step (generate's default
+    path) against its products alone (each matrix's kernel in turn, from Python) and against a read of all their
+    bytes. One thread, CPU clock, interleaved: ratios that hold on a busy machine."""
+    import attnlab
+    from attnlab.layers.quantized import KERNELS, QuantizedLinear
+
+    paths = paths or [p for p in (kquant_model("Q4_0"), kquant_model("Q4_K_M"), kquant_model("Q8_0")) if p]
+    rows = [f"kernels against a read of their bytes, one thread, CPU clock, median of {reps} interleaved rounds",
+            "| file | matrix (format, in x out) | tiles | kernel | read | kernel / read |", "|---" * 6 + "|"]
+    print("\n".join(rows), flush=True)
+    steps_rows = ["", "| file | step | products alone | read of their bytes | step / read | products / read | "
+                  "the head's product |", "|---" * 7 + "|"]
+    for path in paths:
+        model = attnlab.load(path)[0]
+        kinds: dict[tuple, list] = {}
+        prods = []
+        for name, m in model.named_modules():
+            if isinstance(m, QuantizedLinear) and hasattr(KERNELS.get(m.format), "gemv"):
+                kernel = KERNELS[m.format]
+                tiles, bias = kernel.pack_layer(m.buffers_dict(), m.bias)
+                kinds.setdefault((m.format, name.rsplit(".", 1)[-1], m.in_features, m.out_features), []).append(tiles)
+                prods.append((kernel.gemv, torch.randn(1, m.in_features), tiles, bias, m.out_features))
+        for (fmt, kind, k, n), tiles in kinds.items():
+            while sum(t.nbytes for t in tiles) < 80e6:
+                tiles = tiles + [t.clone() for t in tiles]
+            reads = [t.view(torch.uint8).view(torch.float32) for t in tiles]
+            gemv, x = KERNELS[fmt].gemv, torch.randn(1, k)
+            with torch.no_grad():
+                t = _interleave({"kernel": cycle(lambda p, x=x, n=n, gemv=gemv: gemv(x, p, None, n, 1), tiles),
+                                 "read": cycle(torch.sum, reads)}, reps)
+            us = {a: v / len(tiles) * 1e6 for a, v in t.items()}
+            rows.append(f"| {Path(path).name} | {kind} ({fmt}, {k} x {n}) | {tiles[0].nbytes / 1e3:.0f} KB | "
+                        f"{us['kernel']:.1f} us | {us['read']:.1f} us | {us['kernel'] / us['read']:.2f}x |")
+            print(rows[-1], flush=True)
+        total = sum(p[2].nbytes for p in prods)
+        stream = torch.randn(total // 4)
+        ids = torch.randint(0, model.config.vocab_size, (1, 8), generator=torch.Generator().manual_seed(0))
+        head = prods[-1]
+
+        def run(n, model=model, ids=ids):
+            return attnlab.generate(model, ids, max_new_tokens=n, eos_token_id=None, threads=1)
+
+        def products(prods=prods):
+            for gemv, x, tiles, bias, n in prods:
+                gemv(x, tiles, bias, n, 1)
+
+        with torch.no_grad():
+            run(1 + steps)
+            costs = {"step": [], "products": [], "read": [], "head": []}
+            for _ in range(reps):
+                start = time.process_time()
+                run(1)
+                one = time.process_time() - start
+                start = time.process_time()
+                run(1 + steps)
+                costs["step"].append((time.process_time() - start - one) / steps)
+                for name, fn in (("products", products), ("read", stream.sum),
+                                 ("head", lambda head=head: head[0](*head[1:], 1))):
+                    start = time.process_time()
+                    for _ in range(steps):
+                        fn()
+                    costs[name].append((time.process_time() - start) / steps)
+        ms = {a: statistics.median(v) * 1e3 for a, v in costs.items()}
+        steps_rows.append(f"| {Path(path).name} ({total / 1e6:.1f} MB of tiles) | {ms['step']:.2f} ms | "
+                          f"{ms['products']:.2f} ms | {ms['read']:.2f} ms | {ms['step'] / ms['read']:.2f} | "
+                          f"{ms['products'] / ms['read']:.2f} | {ms['head']:.2f} ms |")
+        print("\n".join(steps_rows if len(steps_rows) == 4 else steps_rows[-1:]), flush=True)
+    rows += steps_rows + [f"load average {os.getloadavg()[0]:.1f} at the end"]
+    print(rows[-1], flush=True)
+    return rows
+
+
 PROMPT_TOKENS, NEW_TOKENS = 32, 64  # llama-bench's pp32 / tg64; prefill included here
 
 
@@ -605,9 +684,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--parts", default="roofline,gpt2,smollm2,quality",
-                        help="comma-separated: roofline, gguf_roofline, gpt2, smollm2, kquant, q4_0, threads, quality")
+                        help="comma-separated: roofline, gguf_roofline, gpt2, smollm2, kquant, q4_0, reads, threads, "
+                        "quality")
     parser.add_argument("--model", type=Path, help="kquant: a K-quant GGUF (default: SmolLM2 Q4_K_M); q4_0: a Q4_0 "
-                        "GGUF (default: SmolLM2 Q4_0)")
+                        "GGUF (default: SmolLM2 Q4_0); reads: a GGUF (default: SmolLM2 Q4_0, Q4_K_M and Q8_0)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     reps, steps = (3, 8) if args.quick else (7, 16)
@@ -628,6 +708,8 @@ def main(argv=None) -> int:
         kquant_steps(steps, reps, bandwidth, args.model)
     if "q4_0" in parts:
         q4_0_tiles(steps, reps, bandwidth, args.model)
+    if "reads" in parts:
+        kernel_reads(reps, [args.model] if args.model else None)
     if "threads" in parts:
         smollm2_threads(reps)
     if "quality" in parts:

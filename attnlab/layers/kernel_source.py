@@ -12,7 +12,8 @@ self-contained step; the pieces that declare the variables a kernel goes on to u
 - scan_512 / scan_avx2: the NaN / inf check, max|x|, and s1, s2 with their vectors vs1, vi1, vi2.
 - round_blocks: per 32-input block, x's pieces and the block's exact sum of 254 hi + lo.
 - pool_threads: how many threads a product of so many weight bytes gets.
-- prefetch_tile: the tile two ahead of `p`, a line at a time.
+- prefetch_tile: the tile two ahead of `p`, a line at a time (the multi-row kernels and the AVX2 4-bit one-row
+  kernel; the AVX-512 one-row kernels leave the stream to the hardware prefetcher: see tile_gemv_512).
 - STORE_512: acc * s2 + bias into y, 16 outputs of a block at a time.
 - tile_gemv_head / tile_gemv_512: the tiled formats' (4-bit, Q8_0) function head, and their whole AVX-512 kernel
   around the format's tile product.
@@ -224,7 +225,12 @@ def tile_gemv_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, 
     round_blocks), then for each block ob of 64 outputs, after the format's `constants`, each tile p in turn:
     `tile` adds its products into the int32 h0..h3 / l0..l3 (hi / lo pieces, 16 outputs each) and defines
     ACC(a, h, l, g), which folds group g into the float accumulator a (a0..a3, units of s2) with the tile's float16
-    scales at dm (`scales_at` bytes into the tile); STORE_512 writes y. The text keeps MAX_K for sized()."""
+    scales at dm (`scales_at` bytes into the tile); STORE_512 writes y. The text keeps MAX_K for sized().
+    No software prefetch: an output block's tiles are one sequential stream, which the hardware prefetcher follows.
+    With prefetch_tile's 18-34 prefetches a tile (two tiles ahead), every format's kernel took 1.17-1.31x the time
+    of torch.sum over the same bytes from memory; without them 0.95-1.13x, the same numbers (SmolLM2's Q4_0 and
+    Q4_K_M matrices cloned to >= 80 MB a kind, one thread, CPU clock, interleaved, AMD EPYC Zen 5, load 12-15,
+    2026-12-07: bench/RESULTS.md)."""
     return (kernel_build.POOL + prelude_512("f16c") + tile_gemv_head(function) + r"""{
     alignas(64) int8_t xh[MAX_K], xl[MAX_K];
     alignas(64) """ + xs_type + r""" xs[MAX_K / 32];
@@ -235,7 +241,7 @@ def tile_gemv_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, 
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         const uint8_t* wt = w + ob * kb * """ + str(tile_bytes) + r""";
         for (int64_t b = 0; b < kb; ++b) {
-            const uint8_t* p = wt + b * """ + str(tile_bytes) + r""";""" + prefetch_tile(tile_bytes) + _tile_step_512(
+            const uint8_t* p = wt + b * """ + str(tile_bytes) + r""";""" + _tile_step_512(
         scales_at, tile) + r"""
         }""" + STORE_512 + r"""    });
     return 0;

@@ -147,7 +147,8 @@ _SOURCE_AVX2 = _PRELUDE_AVX2 + kernel_source.tile_gemv_head("attnlab_q8_0_gemv")
         for (int j = 0; j < 8; ++j) a[j] = _mm256_setzero_ps();
         const uint8_t* wt = w + ob * kb * TILE_BYTES;
         for (int64_t b = 0; b < kb; ++b) {
-            const uint8_t* p = wt + b * TILE_BYTES;""" + kernel_source.prefetch_tile(TILE_BYTES) + _TILE_AVX2 + r"""
+            const uint8_t* p = wt + b * TILE_BYTES;  // no software prefetch: kernel_source.tile_gemv_512
+""" + _TILE_AVX2 + r"""
         }""" + _OUT_AVX2 + r"""
     });
     return 0;
