@@ -1849,6 +1849,7 @@ P5_OLD = "bench/results/shipped-2026-11-22"
 P5_CK = "attnlab/assets/checkpoints"
 P5_FIRST = "bench/results/watching-a-run-2026-12-07/first-seconds.log"
 P5_200 = "bench/results/watching-a-run-2026-12-07/gpt-char-200.log"
+P5_TB = "bench/results/tensorboard-cost-2026-12-07/tb-cost.log"
 CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, where, scale in (
     ("measured on this project's {2}-core CPU", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core', 1),
     ("UTC on this project's {2}-core AMD EPYC (AVX-512)", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core',
@@ -1938,6 +1939,11 @@ CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, wh
     ("all 726 windows in {0}m09s, its", P5_200, r"evaluations (\d+)m\d\ds\)", 1),
     ("its {200} training steps in 0m50s", P5_200, r"gpt-char: (\d+) steps in ", 1),
     ("training steps in {0}m50s;", P5_200, r"\(training (\d+)m\d\ds,", 1),
+    # TensorBoard's cost beside a training step, re-run 2026-12-07 (its log holds the script)
+    ("logging one step's record took {0.13} ms of CPU time", P5_TB, r"^one step's record .*: ([\d.]+) ms", 1),
+    ("ms of CPU time against {66} ms for a default", P5_TB, r"^training step: ([\d.]+) ms", 1),
+    ("training step ({0.20}%; one thread", P5_TB, r"^record / step: ([\d.]+)%", 1),
+    ("2026-12-07 at load average {12} under", P5_TB, r"load average ([\d.]+) at start", 1),
     ("2.75 / 67.4% at 1000 | {9} of 22 at 500", f"{P5_EVERYDAY}/runs.log",
      r"^cloze runs/pilot-33/step-0*500 dev (\d+)/", 1),
 )]
