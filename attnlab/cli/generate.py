@@ -312,8 +312,8 @@ def _ready_kernels(model, prompt_len: int) -> None:
             norm_kernel.available()  # a decoding step's and a short prompt's norms (layers/norm_kernel.py)
         if any(issubclass(kind, Rotary) for kind in kinds):
             rope_kernel.available()  # their rotary positions (layers/rope_kernel.py)
-        if any(issubclass(kind, Attention) for kind in kinds) and (every or 1 < prompt_len <= attention_kernel.MAX_T):
-            attention_kernel.available()  # the prompt's causal attention (layers/attention_kernel.py)
+        if any(issubclass(kind, Attention) for kind in kinds) and (every or 1 < prompt_len):
+            attention_kernel.available()  # the prompt's attention (layers/attention_kernel.py)
 
 
 class TextStream:

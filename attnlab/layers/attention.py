@@ -185,8 +185,9 @@ class Attention(nn.Module):
             out = decode_attention(q, cache.kv, cache.slot, self.scale)  # (batch, heads, 1, d_head)
         elif rec is not None and rec.wants_any(self, _RECORDED):
             out = self._explicit(q, k, v, bias, is_causal, rec)
-        elif is_causal and bias is None and not (self.training and self.dropout_p) and attention_kernel.takes(q, k, v):
-            z = attention_kernel.attend(q, k, v, self.scale)  # a short prompt: (batch, q_len, heads * d_head)
+        elif (is_causal or bias is not None) and not (self.training and self.dropout_p) \
+                and attention_kernel.takes(q, k, v, bias, is_causal):
+            z = attention_kernel.attend(q, k, v, self.scale, bias)  # a prompt: (batch, q_len, heads * d_head)
             if rec is not None and rec.wants_any(self, _PER_HEAD):
                 return self._per_head(z.view(*z.shape[:2], self.n_heads, self.d_head), rec)
             return self.out(z)

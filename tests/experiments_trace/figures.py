@@ -709,7 +709,6 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "row_by_row": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.ROW_BY_ROW")),
     "residual_ratio": lambda: f"{_attr('attnlab.layers.quantized', 'QuantizedLinear.RESIDUAL_RATIO'):g}",
     "rows_chunk": lambda: str(_attr("attnlab.layers.int4_kernel", "ROWS_CHUNK")),
-    "attention_kernel_max_t": lambda: str(_attr("attnlab.layers.attention_kernel", "MAX_T")),
     "kernel_block_n": lambda: str(_attr("attnlab.layers.int4_kernel", "BLOCK_N")),
     "pool_spin_ms": lambda: f"{_pool_spin_ns() / 1e6:g}",
     "pool_kb_per_thread": lambda: str(_pool_bytes_per_thread() // 1024),
@@ -930,7 +929,6 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "runs the same kernel's `rows_product` up to ", "many_rows"),
     ("docs/quantization.md", "int8 the one-row kernel row by row up to ", "row_by_row"),
     ("docs/quantization.md", "The rows are rounded in chunks of ", "rows_chunk"),
-    ("docs/quantization.md", "causal attention in generation (up to ", "attention_kernel_max_t"),
     ("docs/quantization.md", "The kernels split their ", "kernel_block_n"),
     ("docs/quantization.md", "helper watches for the next job for ", "pool_spin_ms"),
     ("docs/quantization.md", "A product hands a thread at most one per ", "pool_kb_per_thread"),
@@ -1791,7 +1789,6 @@ COMPUTED_PLACES += tuple(("docs/quantization.md", end, name) for end, name in (
     ("Q6_K (w = d sc (q - 32), an ", "int8_bits"),
     ("| GGUF Q6_K, kept | one signed byte (codes ", "q6k_code_min"),
     ("Those products of a float16 and a 6- or ", "int8_bits"),
-    ("smaller in others (on 100 seeded random shapes up to ", "attention_kernel_max_t"),
 ))
 COMPUTED_PLACES += tuple(("docs/quantization.md", end, "kernel_activation_bits") for end in (
     "which round each activation row to two 8-bit pieces (about ",
