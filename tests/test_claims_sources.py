@@ -1851,6 +1851,15 @@ P5_CK = "attnlab/assets/checkpoints"
 P5_FIRST = "bench/results/watching-a-run-2026-12-07/first-seconds.log"
 P5_200 = "bench/results/watching-a-run-2026-12-07/gpt-char-200.log"
 P5_TB = "bench/results/tensorboard-cost-2026-12-07/tb-cost.log"
+P5_DATA = "bench/results/data-benchmark-2026-12-07/data.log"
+
+
+def _p5_cell(size: str, tokenizer: str, column: int) -> str:
+    """A cell of the data benchmark's table: the row of size and tokenizer, the column after them (0: attnlab MB/s,
+    1: tokenizers MB/s, 2: wall ratio, 3: attnlab MB per CPU-s, 4: CPU ratio, 5-7: RSS before, peak, growth)."""
+    return rf"^\| {re.escape(size)} \| {tokenizer} \| " + r"[^|]*\| " * column + r"([\d.]+)"
+
+
 CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, where, scale in (
     ("measured on this project's {2}-core CPU", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core', 1),
     ("UTC on this project's {2}-core AMD EPYC (AVX-512)", f"{P5_CK}/gpt-char/trained.json", r'"machine": "(\d+)-core',
@@ -1945,6 +1954,26 @@ CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, wh
     ("ms of CPU time against {66} ms for a default", P5_TB, r"^training step: ([\d.]+) ms", 1),
     ("training step ({0.20}%; one thread", P5_TB, r"^record / step: ([\d.]+)%", 1),
     ("2026-12-07 at load average {12} under", P5_TB, r"load average ([\d.]+) at start", 1),
+    # the data-preparation benchmark, re-run 2026-12-07 (three invocations in one log)
+    ("`nice -n 10` on the shared {2}-core machine at a load average of 15-20", P5_DATA, r"the shared (\d+)-core", 1),
+    ("tokenizers library on {1} thread, CPython docs", P5_DATA, r"RAYON_NUM_THREADS\) = (\d+) of", 1),
+    ("load average of {15}-20 (so wall rates", P5_DATA, r"^# --quick: start \S+ load ([\d.]+)", 1),
+    ("load average of 15-{20} (so wall rates", P5_DATA, r"^# end 15:38:26 load ([\d.]+)", 1),
+    ("(library not run: {0.6} MB/s at 50 MB)", P5_DATA, _p5_cell("50MB", "char", 1), 1),
+    ("(library not run: 0.6 MB/s at {50} MB)", P5_DATA, r"^\| (\d+)MB \| char \| [\d.]+ \| [\d.]+ \|", 1),
+    *(("| {} | {} | {} | {} | {}x / {}x | {} MB |".format(size, name, *(f"{{{v}}}" if i == k else v
+                                                                     for i, v in enumerate(cells))),
+       P5_DATA, _p5_cell(size.replace(" ", ""), tok, (0, 3, 2, 4, 7)[k]), 1)
+      for size, name, tok, cells in (
+          ("1.1 MB", "characters", "char", ("7.2", "31.6", "12.22", "18.05", "12")),
+          ("50 MB", "characters", "char", ("12.8", "38.9", "22.85", "19.02", "22")),
+          ("1.1 MB", "byte-level BPE (2048)", "bpe", ("1.0", "2.8", "1.02", "1.04", "75")),
+          ("50 MB", "byte-level BPE (2048)", "bpe", ("0.4", "3.1", "0.90", "0.98", "87")))
+      for k in range(5)),
+    ("| 1 GB | characters | {12.9} | 51.5 | (library", P5_DATA, _p5_cell("1GB", "char", 0), 1),
+    ("| 1 GB | characters | 12.9 | {51.5} | (library", P5_DATA, _p5_cell("1GB", "char", 3), 1),
+    ("| 1 GB | characters | 12.9 | 51.5 | (library not run: 0.6 MB/s at 50 MB) | {22} MB |", P5_DATA,
+     _p5_cell("1GB", "char", 7), 1),
     ("2.75 / 67.4% at 1000 | {9} of 22 at 500", f"{P5_EVERYDAY}/runs.log",
      r"^cloze runs/pilot-33/step-0*500 dev (\d+)/", 1),
 )]

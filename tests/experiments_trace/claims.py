@@ -2058,7 +2058,7 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
     ("without a lower `val_loss` (equal is not ", "method"),
     ("(`tests/training/test_checkpoint.py`, compared with `==`; it ", "method"),  # what the test asserts
     ("a batch's Encoding records are what the library ", "verb"),
-    ("under a load average of 10-13 (so wall rates are several times ", "method"),  # how to read the table
+    ("load average of 15-20 (so wall rates are several times ", "method"),  # how to read the table (P5: re-run)
     ("bench/results/baby-gpt-sapphire-rapids-2026-11-28/baby-2000-steps-same-init.log). What the gap ", "verb"),
     ("weights after 4 AdamW steps agree within 1e-6 for ", "method"),  # the test's threshold
     ("the measured shares and maximum by hand, not logged). The few ", "method"),  # the ones over the 1e-6 threshold

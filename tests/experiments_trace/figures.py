@@ -3632,6 +3632,30 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("gpt-char-200.log`): 2,400 windows take about ", "p5_eval_2400_s"),
     ("2,400 windows take about 15 s, some ", "p5_eval_2400_steps"),
 ))
+
+
+# the data benchmark's table (bench/results/data-benchmark-2026-12-07/data.log): its corpus sizes and BPE vocabulary,
+# as attnlab.benchmarks.data makes them
+def _bench_size(name: str, unit: float) -> str:
+    return f"{_attr('attnlab.benchmarks.data', 'SIZES')[name] / unit:g}"
+
+
+COMPUTED.update({
+    "p5_bench_small_mb": lambda: _bench_size("1.1MB", 1e6),
+    "p5_bench_mid_mb": lambda: _bench_size("50MB", 1e6),
+    "p5_bench_big_gb": lambda: _bench_size("1GB", 1e9),
+    "p5_bench_bpe_vocab": lambda: _test_literal("attnlab/benchmarks/data.py",
+                                                r"train_bpe\(paragraphs_of\(\[text\]\), (\d+)\)"),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("| peak RSS - before | |---|---|---|---|---|---| | ", "p5_bench_small_mb"),
+    ("| 12.22x / 18.05x | 12 MB | | ", "p5_bench_mid_mb"),
+    ("| 22.85x / 19.02x | 22 MB | | ", "p5_bench_big_gb"),
+    ("(library not run: 0.6 MB/s at 50 MB) | 22 MB | | ", "p5_bench_small_mb"),
+    ("| 1.02x / 1.04x | 75 MB | | ", "p5_bench_mid_mb"),
+    ("| 1.1 MB | byte-level BPE (", "p5_bench_bpe_vocab"),
+    ("| 50 MB | byte-level BPE (", "p5_bench_bpe_vocab"),
+))
 COMPUTED["p5_smol_test_pct"] = lambda: _pct(_log_int(f"{_SMOL_LOGS}/run.log", r"^cloze smollm2-mlm \(shipped\) "
                                                      r"test (\d+)/") / _cloze_count("cloze_sentences.tsv"))
 # ---- P5: end
