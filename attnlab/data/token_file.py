@@ -280,6 +280,7 @@ class TokenFile:
             shutil.rmtree(work, ignore_errors=True)
             chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
             n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan, **expected)
+        streaming.release_freed_memory()  # the batch encoder's Encoding records, freed but kept resident
         meter.finish()
         return cls._split(work, target, tokenizer, encoder.dtype, n_tokens, val_fraction,
                           {"n_chars": scan.n_chars, "fingerprint": key}, checksums)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from tokenizers import Tokenizer as HFTokenizer
 
+from attnlab.data.streaming import release_freed_memory
 from attnlab.errors import CheckpointError, ConfigError, InputError
 from attnlab.files import MAX_TOKENIZER_BYTES, read_json_object, read_text
 
@@ -189,6 +190,7 @@ def train_bpe(texts: Iterable[str], vocab_size: int, special_tokens: list[str] |
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     seen = [0]
     hf.train_from_iterator(_counted(texts, seen), trainer=trainer)
+    release_freed_memory()  # the trainer's word counts, freed but kept resident by the C heap
     if seen[0] == 0:
         raise InputError("train_bpe got no text: give at least one non-empty string")
     return Tokenizer(hf, _roles(hf, special_tokens))
@@ -216,6 +218,7 @@ def train_wordpiece(texts: Iterable[str], vocab_size: int, special_tokens: list[
                                         min_frequency=min_frequency, show_progress=False)
     seen = [0]
     hf.train_from_iterator(_counted(texts, seen), trainer=trainer)
+    release_freed_memory()
     if seen[0] == 0:
         raise InputError("train_wordpiece got no text: give at least one non-empty string")
     if "[CLS]" in special_tokens and "[SEP]" in special_tokens:
