@@ -7,6 +7,7 @@ threads, each beside the machine's read floor.
     python -m attnlab.benchmarks.shapes --shapes qwen2.5-0.5b --kinds Q8_0 --rounds 3
     python -m attnlab.benchmarks.shapes --write-only          # make (or find) the files, time nothing
     python -m attnlab.benchmarks.shapes --where               # also: each matrix kind's one-row time vs a read
+    python -m attnlab.benchmarks.shapes --where-only --rounds 5   # that alone (no llama-bench)
 
 The shapes are the models' config.json: Qwen2.5-0.5B (d_model 896, 24 blocks, 14 query heads sharing 2 K/V heads,
 d_ff 4864, a vocabulary of 151,936 tied to the head, Q/K/V biases; 494,032,768 parameters) and TinyLlama-1.1B
@@ -335,6 +336,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=2, help="rounds per file (llama-bench runs once more after them)")
     p.add_argument("--write-only", action="store_true", help="make (or find) the files and stop")
     p.add_argument("--where", action="store_true", help="also time each matrix kind against a read of its bytes")
+    p.add_argument("--where-only", action="store_true", help="only that (no llama-bench, no table)")
     args = p.parse_args(argv)
     shapes = [s for s in args.shapes.split(",") if s]
     kinds = [k for k in args.kinds.split(",") if k]
@@ -355,6 +357,16 @@ def main(argv=None) -> int:
         if args.write_only:
             for path in made.values():
                 print(f"{path}: {path.stat().st_size / 2**20:.0f} MB; {tensor_types(path)}", flush=True)
+            continue
+        if args.where_only:
+            for path in made.values():
+                import attnlab
+
+                model, _ = attnlab.load(path)
+                print(f"{path.name}: {tensor_types(path)}", flush=True)
+                print("\n".join(where_time_goes(model.eval(), rounds=args.rounds)), flush=True)
+                del model
+                gc.collect()
             continue
         for path in made.values():
             if not lines:
