@@ -2028,6 +2028,175 @@ CLAIMS += [(("docs/training.md",) + c) for c in [
     ("| {18m42s} (load average 6-9) |", SMOL_SHIPPED, "json:wall_s", 1),
 ]]
 
+# ---- P6: docs/explorer.md's two latency tables, re-run 2026-12-07 (python -m attnlab.benchmarks.explorer_latency
+# --rounds 3 --json latency.json at nice 10; run.log its output, latency.json its figures unrounded, in ms)
+LATENCY_LOG = "bench/results/explorer-latency-2026-12-07/run.log"
+LATENCY = "bench/results/explorer-latency-2026-12-07/latency.json"
+_EXP = "json:cases.experiments {}.{}_ms.{}"
+CLAIMS += [("docs/explorer.md", printed, LATENCY, where, scale) for printed, where, scale in (
+    ("| one plain forward (the peer) | {18} / 18 ms |", _EXP.format("minilm-mlm", "cpu", "forward"), 1),
+    ("| one plain forward (the peer) | 18 / {18} ms |", _EXP.format("minilm-mlm", "wall", "forward"), 1),
+    ("| one plain forward (the peer) | 18 / 18 ms | {39} / 67 ms |", _EXP.format("smollm2", "cpu", "forward"), 1),
+    ("| one plain forward (the peer) | 18 / 18 ms | 39 / {67} ms |", _EXP.format("smollm2", "wall", "forward"), 1),
+    ("| ablation answer | {32} / 33 ms |", _EXP.format("minilm-mlm", "cpu", "ablation"), 1),
+    ("| ablation answer | 32 / {33} ms |", _EXP.format("minilm-mlm", "wall", "ablation"), 1),
+    ("| ablation answer | 32 / 33 ms | {62} / 73 ms |", _EXP.format("smollm2", "cpu", "ablation"), 1),
+    ("| ablation answer | 32 / 33 ms | 62 / {73} ms |", _EXP.format("smollm2", "wall", "ablation"), 1),
+    ("| one patched run | {19} / 21 ms |", _EXP.format("minilm-mlm", "cpu", "patch"), 1),
+    ("| one patched run | 19 / {21} ms |", _EXP.format("minilm-mlm", "wall", "patch"), 1),
+    ("| one patched run | 19 / 21 ms | {45} / 87 ms |", _EXP.format("smollm2", "cpu", "patch"), 1),
+    ("| one patched run | 19 / 21 ms | 45 / {87} ms |", _EXP.format("smollm2", "wall", "patch"), 1),
+    ("heads) | {0.33} / 0.54 s |", _EXP.format("minilm-mlm", "cpu", "head sweep"), 0.001),
+    ("heads) | 0.33 / {0.54} s |", _EXP.format("minilm-mlm", "wall", "head sweep"), 0.001),
+    ("heads) | 0.33 / 0.54 s | {5.4} / 15.9 s |", _EXP.format("smollm2", "cpu", "head sweep"), 0.001),
+    ("heads) | 0.33 / 0.54 s | 5.4 / {15.9} s |", _EXP.format("smollm2", "wall", "head sweep"), 0.001),
+    ("| logit lens | | {68} / 118 ms |", _EXP.format("smollm2", "cpu", "logit lens"), 1),
+    ("| logit lens | | 68 / {118} ms |", _EXP.format("smollm2", "wall", "logit lens"), 1),
+    ("cells) | {0.52} / 0.86 s |", _EXP.format("minilm-mlm", "cpu", "patch grid"), 0.001),
+    ("cells) | 0.52 / {0.86} s |", _EXP.format("minilm-mlm", "wall", "patch grid"), 0.001),
+    ("cells) | 0.52 / 0.86 s | {8.9} / 25.7 s |", _EXP.format("smollm2", "cpu", "patch grid"), 0.001),
+    ("cells) | 0.52 / 0.86 s | 8.9 / {25.7} s |", _EXP.format("smollm2", "wall", "patch grid"), 0.001),
+    ("within its target on the CPU clock ({5.4} s), not", _EXP.format("smollm2", "cpu", "head sweep"), 0.001),
+    ("not on this run's loaded wall clock ({15.9} s)", _EXP.format("smollm2", "wall", "head sweep"), 0.001),
+    ("nor SmolLM2's head sweep ({15.9} s against 10", _EXP.format("smollm2", "wall", "head sweep"), 0.001),
+    ("rose from {0.45} to 7.06,\nso the CPU time", "json:machine.load_average.0", 1),
+    ("run at nice 10\nwhile the load average rose from {0.45} to", "json:machine.load_average.0", 1),
+    # the generation, layer/head and first-paint rows
+    ("generation step, gpt-char ({35} positions)", "json:cases.step gpt-char.positions", 1),
+    ("timed beside it) | ≤ 30 ms | {47.4} ms (17.9 ms)", "json:cases.step gpt-char.session_ms", 1),
+    ("timed beside it) | ≤ 30 ms | 47.4 ms ({17.9} ms)", "json:cases.step gpt-char.cpu_ms.session", 1),
+    ("| 47.4 ms (17.9 ms) | {51.6} ms (19.8 ms)", "json:cases.step gpt-char.uncached_ms", 1),
+    ("| 47.4 ms (17.9 ms) | 51.6 ms ({19.8} ms)", "json:cases.step gpt-char.cpu_ms.recompute", 1),
+    ("(`compare: false`; model step {0.8} ms)", "json:cases.step gpt-char.model_step_ms", 1),
+    ("model step 0.8 ms) | | {22.4} ms (9.5 ms)", "json:cases.step gpt-char.session_no_compare_ms", 1),
+    ("model step 0.8 ms) | | 22.4 ms ({9.5} ms)", "json:cases.step gpt-char.cpu_ms.lean", 1),
+    ("SmolLM2-135M ({15} positions;", "json:cases.step smollm2.positions", 1),
+    ("(15 positions; model step {45.1} ms wall)", "json:cases.step smollm2.model_step_ms", 1),
+    ("≤ 150 ms | {95.9} ms (42.5 ms)", "json:cases.step smollm2.session_ms", 1),
+    ("≤ 150 ms | 95.9 ms ({42.5} ms)", "json:cases.step smollm2.cpu_ms.session", 1),
+    ("(42.5 ms) | {305.2} ms (109.0 ms)", "json:cases.step smollm2.uncached_ms", 1),
+    ("(42.5 ms) | 305.2 ms ({109.0} ms)", "json:cases.step smollm2.cpu_ms.recompute", 1),
+    ("`/api/attention` alone | | {27.3} ms (8.7 ms)", "json:cases.layer/head.view_ms", 1),
+    ("`/api/attention` alone | | 27.3 ms ({8.7} ms)", "json:cases.layer/head.cpu_ms.view", 1),
+    ("(8.7 ms) | {43.9} ms (18.8 ms)", "json:cases.layer/head.view_uncached_ms", 1),
+    ("(8.7 ms) | 43.9 ms ({18.8} ms)", "json:cases.layer/head.cpu_ms.view uncached", 1),
+    ("≤ 100 ms | {46.1} ms (19.2 ms)", "json:cases.layer/head.tab_ms", 1),
+    ("≤ 100 ms | 46.1 ms ({19.2} ms)", "json:cases.layer/head.cpu_ms.tab", 1),
+    ("(19.2 ms) | {209.9} ms (89.3 ms)", "json:cases.layer/head.tab_uncached_ms", 1),
+    ("(19.2 ms) | 209.9 ms ({89.3} ms)", "json:cases.layer/head.cpu_ms.tab uncached", 1),
+    ("toy's numbers on the page) | ≤ 1 s | {337} ms", "json:cases.first paint.first_paint_ms", 1),
+    ("it ({47.4} ms\nagainst 30) is not", "json:cases.step gpt-char.session_ms", 1),
+)]
+# the ratios the page prints, as run.log prints them (x uncached over cached), and the load after the run
+CLAIMS += [("docs/explorer.md", printed, LATENCY_LOG, where, 1) for printed, where in (
+    ("(19.8 ms) | ×{1.1} |", r"^step gpt-char: .* without \(x([\d.]+)\)"),
+    ("(109.0 ms) | ×{3.2} |", r"^step smollm2: .* without \(x([\d.]+)\)"),
+    ("(18.8 ms) | ×{1.6} |", r"^layer/head minilm: view .* uncached \(x([\d.]+)\)"),
+    ("(89.3 ms) | ×{4.6} |", r"^layer/head minilm: .* whole tab .* \(x([\d.]+)\);"),
+    ("rose from 0.45 to {7.06},\nso the CPU time", r"load average after: ([\d.]+) "),
+    ("rose from 0.45 to {7.06} (other jobs)", r"load average after: ([\d.]+) "),
+    ("torch 2.13 with {1} thread (`OMP_NUM_THREADS=1`), run at nice 10", r'"torch_threads": (\d+),'),
+    ("project's shared {2}-core AMD EPYC, torch 2.13 with 1 thread", r'"cores": (\d+),'),
+    ("(`OMP_NUM_THREADS=1`), run at nice {10}", r"nice -n (\d+) python"),
+    ("2026-12-07 on the shared {2}-core AMD EPYC, run at nice 10", r'"cores": (\d+),'),
+    ("2026-12-07 on the shared 2-core AMD EPYC, run at nice {10}", r"nice -n (\d+) python"),
+    ("(other jobs), {3} interleaved rounds", r"^first paint: .*\(median of (\d+)\)"),
+    ("through the app's HTTP layer, medians of\n{3} rounds", r"^first paint: .*\(median of (\d+)\)"),
+)]
+# docs/explorer.md's Experiments views' timings, from the views' own run of 2026-12-07 (views.log, P2's log): the
+# name swap's head grid both ways, the steering defaults; the long prompt's steps and the lens's layers (their logs)
+_VIEWS_LOG = "bench/results/explorer-experiments-2026-12-07/views.log"
+_GRID = r"^components, name swap, head grid, {}: .*; {}"
+_CPU, _WALL = r"([\d.]+) s CPU", r"[\d.]+ s CPU, ([\d.]+) s wall"
+CLAIMS += [("docs/explorer.md", printed, _VIEWS_LOG, where, 1) for printed, where in (
+    ("the estimate took {0.6} s of CPU (4.5 s of wall time)", _GRID.format("attribution", _CPU)),
+    ("the estimate took 0.6 s of CPU ({4.5} s of wall time)", _GRID.format("attribution", _WALL)),
+    ("the exact head grid {3.7} s of CPU", _GRID.format("exact", _CPU)),
+    ("the exact head grid 3.7 s of CPU\n  ({26.0} s of wall time)", _GRID.format("exact", _WALL)),
+    ("(one torch thread, load average {6.8} before and 8.2 after;\n  2026-12-07",
+     r"^# Load average ([\d.]+) before"),
+    ("(one torch thread, load average 6.8 before and {8.2} after;\n  2026-12-07",
+     r"^# Load average [\d.]+ before, ([\d.]+) after"),
+    ("one torch thread, load average {6.8} before and 8.2 after) an answer", r"^# Load average ([\d.]+) before"),
+    ("one torch thread, load average 6.8 before and {8.2} after) an answer",
+     r"^# Load average [\d.]+ before, ([\d.]+) after"),
+    ("an answer took {0.5} s of CPU (3.2 s of wall time) for SmolLM2",
+     r"^steer SmolLM2 after layer 4, alpha 1: .*; ([\d.]+) s CPU"),
+    ("an answer took 0.5 s of CPU ({3.2} s of wall time) for SmolLM2",
+     r"^steer SmolLM2 after layer 4, alpha 1: .* ([\d.]+) s wall$"),
+    ("and {0.1} s (0.6 s) for gpt-char", r"^steer gpt-char after layer 3, alpha 1: .*; ([\d.]+) s CPU"),
+    ("and 0.1 s ({0.6} s) for gpt-char", r"^steer gpt-char after layer 3, alpha 1: .* ([\d.]+) s wall$"),
+)]
+_P2_LOGS = "bench/results/explorer-experiments-2026-12-07/"
+CLAIMS += [
+    ("docs/explorer.md", "0.03–0.09 s with it (steps {2} to 5", _P2_LOGS + "long-prompt.log",
+     r"^steps (\d+)-\d+: without", 1),
+    ("docs/explorer.md", "0.03–0.09 s with it (steps 2 to {5}", _P2_LOGS + "long-prompt.log",
+     r"^steps \d+-(\d+): without", 1),
+    ("docs/explorer.md", "readouts.log, 2026-12-07); layers {2}–27 mostly", _P2_LOGS + "lens.log",
+     r"^after layers (\d+)-\d+: ", 1),
+    ("docs/explorer.md", "readouts.log, 2026-12-07); layers 2–{27} mostly", _P2_LOGS + "lens.log",
+     r"^after layers \d+-(\d+): ", 1),
+]
+# docs/explorer.md's kept-vs-expanded table, re-run 2026-12-07 (the one-off explorer_gguf_ab.py --experiments of
+# ccc1a98; experiments.log: one line per arm, process CPU ms)
+KEPT_AB = "bench/results/explorer-kept-2026-12-07/experiments.log"
+_KEPT_CASES = (("one forward", "forward", "50", "141", "ms"), ("ablation", "ablation", "75", "186", "ms"),
+               ("patched run", "patch", "51", "133", "ms"), ("logit lens", "logit lens", "73", "192", "ms"),
+               ('"which heads matter"', "head sweep", "5.1", "9.3", "s"),
+               ("patch grid", "patch grid", "8.6", "17.6", "s"))
+CLAIMS += [c for case, key, kept, expanded, unit in _KEPT_CASES for c in (
+    ("docs/explorer.md", f"| {case} | {{{kept}}} {unit} |", KEPT_AB, rf"^kept:(?:.*,)? {key} (\d+) ms",
+     0.001 if unit == "s" else 1),
+    ("docs/explorer.md", f"| {case} | {kept} {unit} | {{{expanded}}} {unit} |", KEPT_AB,
+     rf"^expanded:(?:.*,)? {key} (\d+) ms", 0.001 if unit == "s" else 1))]
+CLAIMS += [("docs/explorer.md", printed, KEPT_AB, where, 1) for printed, where in (
+    ("while the load average stood at {12.5}-14.7 from", r"load average before: ([\d.]+) "),
+    ("while the load average stood at 12.5-{14.7} from", r"load average after: ([\d.]+) "),
+    ("one torch thread, at nice {10} while the load average stood", r"nice -n (\d+) python"),
+)]
+# docs/interventions.md's reading of SmolLM2's name-pair grids, re-run 2026-12-07 (name-pair-grid.log: the exact and
+# estimated resid_pre grids of attribution_agreement's name pair; the log holds the script)
+NAME_GRID = "bench/results/attribution-agreement-2026-12-07/name-pair-grid.log"
+_JOHN, _TO = r"^  position 9 ' John': ", r"^  position 13 ' to': "
+_NEAR = r"^cells with an exact effect of at least "
+CLAIMS += [("docs/interventions.md", printed, NAME_GRID, where, 1) for printed, where in (
+    ("exact patching gives {24} cells at least 0.9", _NEAR + r"[\d.]+ of the largest: (\d+)$"),
+    ("gives 24 cells at least {0.9} of the full effect", _NEAR + r"([\d.]+) of the largest"),
+    ("stream at layers\n{0}-19 restores", _JOHN + r"layers (\d+)-"),
+    ("stream at layers\n0-{19} restores", _JOHN + r"layers \d+-(\d+) "),
+    ("restores {10.99}-11.08 of the logit", _JOHN + r".* exact ([\d.]+)-"),
+    ("restores 10.99-{11.08} of the logit", _JOHN + r".* exact [\d.]+-([\d.]+), "),
+    ("of the logit difference's {11.08}, the last", r"^logit difference .* restores ([\d.]+)$"),
+    ("stream at layers {26}-29 10.26", _TO + r"layers (\d+)-"),
+    ("stream at layers 26-{29} 10.26", _TO + r"layers \d+-(\d+) "),
+    ("at layers 26-29 {10.26}-10.63;", _TO + r".* exact ([\d.]+)-"),
+    ("at layers 26-29 10.26-{10.63};", _TO + r".* exact [\d.]+-([\d.]+), "),
+    ("those early cells ({0.50}-3.48 where", _JOHN + r".* estimate ([\d.]+)-"),
+    ("those early cells (0.50-{3.48} where", _JOHN + r".* estimate [\d.]+-([\d.]+)$"),
+    ("where exact patching gives {10.99}-11.08: the", _JOHN + r".* exact ([\d.]+)-"),
+    ("where exact patching gives 10.99-{11.08}: the", _JOHN + r".* exact [\d.]+-([\d.]+), "),
+    ("first ({6} of its top 10, layers", r"^  of them at the last position: (\d+),"),
+    ("(6 of its top {10}, layers", r"^the estimate's top (\d+): "),
+    ("top 10, layers {24}-29)", r"^  of them at the last position: \d+, layers (\d+)-"),
+    ("top 10, layers 24-{29})", r"^  of them at the last position: \d+, layers \d+-(\d+),"),
+    ("which are real ({9.49}-10.63", r"^  of them at the last position: .* exact ([\d.]+)-"),
+    ("which are real (9.49-{10.63}", r"^  of them at the last position: .* exact [\d.]+-([\d.]+)$"),
+)]
+# the generation step kept against expanded, the same script's step mode re-run 2026-12-07 (step.log)
+KEPT_STEP = "bench/results/explorer-kept-2026-12-07/step.log"
+CLAIMS += [("docs/explorer.md", printed, KEPT_STEP, where, 1) for printed, where in (
+    ("with the load average at {11.0}-11.5 from other", r"load average after: ([\d.]+) "),
+    ("with the load average at 11.0-{11.5} from other", r"load average before: ([\d.]+) "),
+    ("it took\n{52.4} ms of this process's CPU with the blocks kept", r"^kept: ([\d.]+) ms of process CPU"),
+    ("with the blocks kept against {114.4} ms expanded", r"^expanded: ([\d.]+) ms of process CPU"),
+    ("ms expanded ({2.18}x, medians of 9", r"^expanded / kept CPU: ([\d.]+)x"),
+    ("(2.18x, medians of {9} interleaved", r"^kept: .*\(median of (\d+)\)"),
+    ("interleaved\nrounds, the same {8} greedy tokens; 2.36x", r"the same (\d+) greedy tokens: True$"),
+    ("at nice {10} with the load average at 11.0", r"nice -n (\d+) python"),
+)]
+# ---- P6: end
+
 
 def _squash(text: str) -> str:
     return re.sub(r"\s+", " ", text)

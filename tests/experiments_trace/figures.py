@@ -663,6 +663,11 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "smollm2_vocab": lambda: f"{_preset_attr('llama-style', 'vocab_size'):,}",
     "smollm2_layers": lambda: str(_preset_attr("llama-style", "n_layers")),
     "linear_min_calls": lambda: str(_attr("attnlab.layers.linear", "Linear.MIN_CALLS")),
+    # P6: `python -m attnlab.benchmarks.generate`'s new tokens without --quick; tests/test_decode_compiled.py's toy
+    "generate_bench_new_tokens": lambda: _test_literal(
+        "attnlab/benchmarks/generate.py", r"new_tokens = args\.new_tokens or \(\d+ if args\.quick else (\d+)\)"),
+    "compiled_toy_layers": lambda: _test_literal("tests/test_decode_compiled.py",
+                                                 r"presets\[\"tiny-llama\"\]\.replace\(n_layers=(\d+), d_ff=128\)"),
     "lm_head_chunk": lambda: str(_attr("attnlab.models.heads", "LMHead.CHUNK")),
     "lm_head_slice_min": lambda: str(_attr("attnlab.models.heads", "LMHead.SLICE_ROWS").start),
     "lm_head_slice_max": lambda: str(_attr("attnlab.models.heads", "LMHead.SLICE_ROWS").stop - 1),
@@ -903,6 +908,9 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/generation.md", "after 30 days or ", "threads_retry_minutes"),
     ("docs/generation.md", "that (guessed under ", "threads_short_s"),
     ("docs/generation.md", "(256 greedy tokens after a ", "bench_prompt_len"),
+    # P6: the generate benchmark's default run and the compiled-step test's toy (their sources)
+    ("docs/generation.md", "Whole generations against HF `generate` (", "generate_bench_new_tokens"),
+    ("docs/generation.md", "difference there); the tests bound a ", "compiled_toy_layers"),
     *_row_places("docs/quantization.md", QUANT_ROWS),
     ("docs/quantization.md", "Q8_0 where a width is not a multiple of ", "kquant_super"),
     ("docs/quantization.md", "whole of int4's perplexity loss on SmolLM2, for ", "smollm2_head_weight_share"),
@@ -2268,6 +2276,35 @@ def _smollm2_roofline() -> dict[str, float]:
             "step_f32": step.flops / moved_s, "fewer": moved_s / (moved_s + swap), "step_mflop": step.flops / 1e6}
 
 
+LATENCY_RUN = "bench/results/explorer-latency-2026-12-07/latency.json"  # P6: the latency tables' run
+
+
+def _two_digits_mb(mib: float) -> str:
+    """P6: MiB as MB to two significant figures (92.1 MiB -> "97", 513.1 MiB -> "540")."""
+    return format(float(format(mib * 2 ** 20 / 1e6, ".2g")), "g")
+
+
+def _kept_ab(arm: str) -> dict[str, float]:
+    """P6: one arm's line of the kept-vs-expanded re-run ("kept: forward 50 ms, ..."), process CPU ms by case."""
+    line = re.search(rf"^{arm}: (.*) \(process CPU\)$", (ROOT / KEPT_AB_LOG).read_text(), re.M)[1]
+    return {m[1]: float(m[2]) for m in re.finditer(r"([a-z ]+) (\d+) ms", line.replace(", ", ","))}
+
+
+KEPT_AB_LOG = "bench/results/explorer-kept-2026-12-07/experiments.log"
+
+
+def _latency_wall_over_cpu() -> list[float]:
+    """P6: each case's wall time over its CPU time in the latency run (the Experiments cases, the steps, the tab)."""
+    cases = _json(LATENCY_RUN)["cases"]
+    out = [c["wall_ms"][k] / c["cpu_ms"][k] for c in cases.values() if "wall_ms" in c for k in c["wall_ms"]]
+    for step in ("step gpt-char", "step smollm2"):
+        c = cases[step]
+        out += [c["session_ms"] / c["cpu_ms"]["session"]]
+    c = cases["layer/head"]
+    out += [c["view_ms"] / c["cpu_ms"]["view"], c["tab_ms"] / c["cpu_ms"]["tab"]]
+    return out
+
+
 def _explorer(module: str, name: str, scale: float = 1, fmt: str = "g") -> Callable[[], str]:
     """A constant of the explorer (attnlab.explorer.MODULE.NAME) over scale, as the page writes it."""
     return lambda: format(_attr(f"attnlab.explorer.{module}", name) / scale if scale != 1 else
@@ -2311,6 +2348,9 @@ COMPUTED.update({
     "smollm2_held_q8_0_bits": lambda: f"{8 * _qlayer_bytes('q8_0', _preset_attr('llama-style', 'd_model')):g}",
     "smollm2_held_mib": lambda: f"{_model_mib('llama-style', 'q4_1', 'q8_0'):.1f}",
     "smollm2_float32_mib": lambda: f"{_model_mib('llama-style', 'float32', 'float32'):.1f}",
+    # P6: the same in MB, to two significant figures (docs/explorer.md's "97 MB instead of 540")
+    "smollm2_held_mb": lambda: _two_digits_mb(_model_mib("llama-style", "q4_1", "q8_0")),
+    "smollm2_float32_mb": lambda: _two_digits_mb(_model_mib("llama-style", "float32", "float32")),
     "smollm2_roof_prefill": lambda: f"{_smollm2_roofline()['prefill']:.1f}",
     "smollm2_roof_step": lambda: f"{_smollm2_roofline()['step']:.2f}",
     "smollm2_roof_step_f32": lambda: f"{_smollm2_roofline()['step_f32']:.2f}",
@@ -2744,6 +2784,17 @@ COMPUTED.update({
        for key in ("step gpt-char", "step smollm2", "layer/head", "first paint", "ablation minilm-mlm",
                    "ablation smollm2", "patch minilm-mlm", "patch smollm2", "head sweep minilm-mlm",
                    "head sweep smollm2", "logit lens smollm2")},
+    # P6: the latency run's JSON: the gpt-char step without a session over the lean step (the table's "×2.3"), and
+    # the largest wall / CPU of its cases, rounded ("up to about 3x")
+    "latency_lean_ratio": lambda: format(_json(LATENCY_RUN)["cases"]["step gpt-char"]["uncached_ms"]
+                                         / _json(LATENCY_RUN)["cases"]["step gpt-char"]["session_no_compare_ms"],
+                                         ".1f"),
+    "latency_wall_over_cpu": lambda: str(round(max(_latency_wall_over_cpu()))),
+    "explorer_step_repeats": lambda: _test_literal("attnlab/explorer/views/generation/compute.py",
+                                                   r"repeats = (\d+) if small else 1"),
+    **{f"kept_ratio_{key.replace(' ', '_')}": (
+        lambda key=key: format(_kept_ab("kept")[key] / _kept_ab("expanded")[key], ".2f"))
+       for key in ("forward", "ablation", "patch", "logit lens", "head sweep", "patch grid")},
     "latency_experiment_tokens": lambda: _test_literal("attnlab/benchmarks/explorer_latency.py",
                                                        r"^    text = sentence_of\(lm, (\d+)\)$"),
     "minilm_heads": lambda: str(_json(f"{CK}/minilm-mlm/config.json")["n_layers"]
@@ -2800,8 +2851,8 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("going through the motions of my life\", α = ", "steer_smollm2_alpha"),
     ("\"list \" minus \"string \" after layer ", "steer_gpt_char_layer"),
     ("\"of the same as the same as\", α = ", "steer_smollm2_alpha"),
-    ("an answer takes 1.4–1.6 s for SmolLM2 (", "steer_smollm2_tokens"),
-    ("and 0.2–0.3 s for gpt-char (", "steer_gpt_char_tokens"),
+    ("s of CPU (3.2 s of wall time) for SmolLM2 (", "steer_smollm2_tokens"),
+    ("and 0.1 s (0.6 s) for gpt-char (", "steer_gpt_char_tokens"),
     ("over the sentence's positions. The top ", "experiments_top"),
     ("(`POST /api/experiments/logit-lens`). The top ", "experiments_top"),
     ("Paris\" first enters the top ", "experiments_top"),
@@ -2847,24 +2898,24 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("the page keeps the grids of its last ", "page_grids_kept"),
     ("clean minus corrupted at step 1's layer, α = ", "walk_alpha"),
     ("`attnlab train gpt-char --out runs/gpt-char threads=1` (seed ", "gpt_char_seed"),
-    ("ablation answer | 59 / 301 ms | 303 / 744 ms | ≤ ", "latency_target_ablation_minilm_mlm"),
-    ("303 / 744 ms | ≤ 300 / ≤ ", "latency_target_ablation_smollm2"),
-    ("one patched run | 28 / 102 ms | 140 / 389 ms | ≤ ", "latency_target_patch_minilm_mlm"),
-    ("140 / 389 ms | ≤ 300 / ≤ ", "latency_target_patch_smollm2"),
-    ("0.41 / 1.7 s | 9.8 / 36 s | ≤ ", "latency_target_head_sweep_minilm_mlm"),
-    ("9.8 / 36 s | ≤ 2 / ≤ ", "latency_target_head_sweep_smollm2"),
-    ("(728 ms CPU before it read one position) | ≤ ", "latency_target_logit_lens_smollm2"),
+    ("ablation answer | 32 / 33 ms | 62 / 73 ms | ≤ ", "latency_target_ablation_minilm_mlm"),
+    ("62 / 73 ms | ≤ 300 / ≤ ", "latency_target_ablation_smollm2"),
+    ("one patched run | 19 / 21 ms | 45 / 87 ms | ≤ ", "latency_target_patch_minilm_mlm"),
+    ("45 / 87 ms | ≤ 300 / ≤ ", "latency_target_patch_smollm2"),
+    ("0.33 / 0.54 s | 5.4 / 15.9 s | ≤ ", "latency_target_head_sweep_minilm_mlm"),
+    ("5.4 / 15.9 s | ≤ 2 / ≤ ", "latency_target_head_sweep_smollm2"),
+    ("| logit lens | | 68 / 118 ms | ≤ ", "latency_target_logit_lens_smollm2"),
     ("| which heads matter (", "minilm_heads"),
     ("| which heads matter (72 / ", "smollm2_all_heads"),
     ("| patch grid (", "latency_experiment_tokens"),
     ("| patch grid (20 × ", "minilm_mlm_layers"),
     ("| patch grid (20 × 6 / ", "latency_experiment_tokens"),
     ("| patch grid (20 × 6 / 20 × ", "smollm2_layers"),
-    ("--rounds 3`, one torch thread, a ", "latency_experiment_tokens"),
+    ("runs them alone; one torch thread, a ", "latency_experiment_tokens"),
     ("and its patch grid (", "smollm2_patch_cells"),
     ("(best of 3, recompute timed beside it) | ≤ ", "latency_target_step_gpt_char"),
     ("(lean step without the recompute: 6.1 ms) | ≤ ", "latency_target_step_gpt_char"),
-    ("SmolLM2-135M (15 positions; model step 258 ms wall) | ≤ ", "latency_target_step_smollm2"),
+    ("SmolLM2-135M (15 positions; model step 45.1 ms wall) | ≤ ", "latency_target_step_smollm2"),
     ("SmolLM2-135M (model step 61.8 ms) | ≤ ", "latency_target_step_smollm2"),
     ("(view + 2 lessons; before: + the grid, uncached) | ≤ ", "latency_target_layer_head"),
     ("(`/api/attention` alone: 6.4 ms) | ≤ ", "latency_target_layer_head"),
@@ -2872,7 +2923,23 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("| first useful paint | ≤ ", "latency_target_first_paint"),
     ("18.3 s of CPU against 10.9 s expanded, its target ", "latency_target_head_sweep_smollm2"),
     ("the logit lens 359 ms against 269 ms, target ", "latency_target_logit_lens_smollm2"),
-    ("Neither arm meets the head sweep's ", "latency_target_head_sweep_smollm2"),
+    ("both arms meet the head sweep's ", "latency_target_head_sweep_smollm2"),
+    # P6: the latency tables re-run 2026-12-07 (bench/results/explorer-latency-2026-12-07): the targets the prose
+    # compares with, the lean step's ratio and the wall clock's excess over the CPU clock, from the run's JSON
+    ("as the page asks it (47.4 ms against ", "latency_target_step_gpt_char"),
+    ("nor SmolLM2's head sweep (15.9 s against ", "latency_target_head_sweep_smollm2"),
+    ("| 22.4 ms (9.5 ms) | | ×", "latency_lean_ratio"),
+    ("On this load the wall clock ran up to about ", "latency_wall_over_cpu"),
+    ("(35 positions), as the page asks (best of ", "explorer_step_repeats"),
+    ("the same 8 greedy tokens; 2.36x on 2026-11-26, not logged), and the model holds ", "smollm2_held_mb"),
+    ("and the model holds 97 MB instead of ", "smollm2_float32_mb"),
+    # the kept-vs-expanded table's ratios, from its log (bench/results/explorer-kept-2026-12-07/experiments.log)
+    ("| one forward | 50 ms | 141 ms | ", "kept_ratio_forward"),
+    ("| ablation | 75 ms | 186 ms | ", "kept_ratio_ablation"),
+    ("| patched run | 51 ms | 133 ms | ", "kept_ratio_patch"),
+    ("| logit lens | 73 ms | 192 ms | ", "kept_ratio_logit_lens"),
+    ("| \"which heads matter\" | 5.1 s | 9.3 s | ", "kept_ratio_head_sweep"),
+    ("| patch grid | 8.6 s | 17.6 s | ", "kept_ratio_patch_grid"),
     ("| `minilm` | all-MiniLM-L6-v2 (", "minilm_mlm_layers"),  # minilm-mlm's config: MiniLM's layers
     ("MiniLM with a masked-LM head (and its last ", "minilm_mlm_trained_blocks"),
     ("| W_Q reads | W_K reads | try | |---|---|---|---| | ", "toy_head_subject"),
@@ -3110,6 +3177,15 @@ COMPUTED_PLACES += tuple((INTERVENTIONS, end, name) for end, name in (
     ("s, the estimate ", "agreement_smollm2_estimate_min"),
     ("s, the estimate 0.65-", "agreement_smollm2_estimate_max"),
 ))
+# ---- P6: docs/interventions.md's agreement benchmark settings, from its own functions' defaults
+COMPUTED.update({
+    "agreement_top_k": lambda: str(_signature_default("attnlab.benchmarks.attribution_agreement", "real_hits", "k")),
+})
+COMPUTED_PLACES += tuple((INTERVENTIONS, end, name) for end, name in (
+    ("\"Top-10 real\": how many of the estimate's top ", "agreement_top_k"),
+    ("out of how many such cells exist (at most ", "agreement_top_k"),
+))
+# ---- P6: end
 
 # ---- P4: the other pages' figures the library or a test gives
 COMPUTED.update({
