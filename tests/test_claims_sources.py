@@ -1852,6 +1852,7 @@ P5_FIRST = "bench/results/watching-a-run-2026-12-07/first-seconds.log"
 P5_200 = "bench/results/watching-a-run-2026-12-07/gpt-char-200.log"
 P5_TB = "bench/results/tensorboard-cost-2026-12-07/tb-cost.log"
 P5_DATA = "bench/results/data-benchmark-2026-12-07/data.log"
+P5_DIST = "bench/results/distributed-tests-2026-12-07/pytest.log"
 
 
 def _p5_cell(size: str, tokenizer: str, column: int) -> str:
@@ -1974,6 +1975,11 @@ CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, wh
     ("| 1 GB | characters | 12.9 | {51.5} | (library", P5_DATA, _p5_cell("1GB", "char", 3), 1),
     ("| 1 GB | characters | 12.9 | 51.5 | (library not run: 0.6 MB/s at 50 MB) | {22} MB |", P5_DATA,
      _p5_cell("1GB", "char", 7), 1),
+    # the slow distributed tests, timed 2026-12-07 (pytest's own count)
+    ("marked slow: {102} s for the three together", P5_DIST, r" passed, \d+ deselected in ([\d.]+)s ", 1),
+    ("together on the {2}-core machine at a load", P5_DIST, r"the shared (\d+)-core", 1),
+    ("at a load average of {24}-26 under `nice -n 10`, 2026-12-07", P5_DIST, r"^# load average at start: ([\d.]+)", 1),
+    ("at a load average of 24-{26} under `nice -n 10`, 2026-12-07", P5_DIST, r"load average at end: ([\d.]+)", 1),
     ("2.75 / 67.4% at 1000 | {9} of 22 at 500", f"{P5_EVERYDAY}/runs.log",
      r"^cloze runs/pilot-33/step-0*500 dev (\d+)/", 1),
 )]
