@@ -3732,6 +3732,33 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("| 1.1 MB | byte-level BPE (", "p5_bench_bpe_vocab"),
     ("| 50 MB | byte-level BPE (", "p5_bench_bpe_vocab"),
 ))
+
+
+def _bench_cpu_rate(size: str, tokenizer: str) -> float:
+    """attnlab's MB per CPU-second in a row of the data benchmark's log."""
+    return float(re.search(rf"^\| {re.escape(size)} \| {tokenizer} \| " + r"[^|]*\| " * 3 + r"([\d.]+)",
+                           (ROOT / "bench/results/data-benchmark-2026-12-07/data.log").read_text(), re.M)[1])
+
+
+def _old_vit_loop_s() -> float:
+    text = (ROOT / "bench/results/shipped-2026-11-22/vit-mnist-trained.log").read_text()
+    return json.loads(text.split("\n", 1)[1])["train_loop_s"]
+
+
+COMPUTED.update({
+    # a shard of 1 Mi characters at the 1.1 MB BPE row's CPU rate (the corpus is ASCII: a character a byte)
+    "p5_shard_bpe_s": lambda: f"{2 ** 20 / (_bench_cpu_rate('1.1MB', 'bpe') * 1e6):.1f}",
+    "p5_bench_bpe_cpu_rate": lambda: f"{_bench_cpu_rate('1.1MB', 'bpe'):g}",
+    # vit-mnist's old defaults: the 6000-step run's training loop, and 4000 steps of it
+    "p5_old_vit_loop": lambda: f"{_old_vit_loop_s():.0f}",
+    "p5_old_vit_4000": lambda: f"{_old_vit_loop_s() * 4000 / 6000:.0f}",
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("The ids are written in shards of one batch (1 Mi characters: ~", "p5_shard_bpe_s"),
+    ("of byte-level BPE on one free core, at the ", "p5_bench_bpe_cpu_rate"),
+    ("2 threads, against ~", "p5_old_vit_4000"),
+    ("of the 6000-step run's training loop, ", "p5_old_vit_loop"),
+))
 COMPUTED["p5_smol_test_pct"] = lambda: _pct(_log_int(f"{_SMOL_LOGS}/run.log", r"^cloze smollm2-mlm \(shipped\) "
                                                      r"test (\d+)/") / _cloze_count("cloze_sentences.tsv"))
 # ---- P5: end
