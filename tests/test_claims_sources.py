@@ -2201,6 +2201,9 @@ CLAIMS += [("docs/explorer.md", printed, KEPT_STEP, where, 1) for printed, where
     ("interleaved\nrounds, the same {8} greedy tokens; 2.36x", r"the same (\d+) greedy tokens: True$"),
     ("at nice {10} with the load average at 11.0", r"nice -n (\d+) python"),
 )]
+# docs/generation.md: the busy runs' machine (each log's header names its cores)
+CLAIMS += [("docs/generation.md", "slow path. On the shared {2}-core machine with a busy competitor",
+            "bench/results/threads-2026-12-07/busy-run1.log", r"^# .* \| AMD EPYC, (\d+) cores,", 1)]
 # ---- P6: end
 
 

@@ -2790,6 +2790,9 @@ COMPUTED.update({
                                          / _json(LATENCY_RUN)["cases"]["step gpt-char"]["session_no_compare_ms"],
                                          ".1f"),
     "latency_wall_over_cpu": lambda: str(round(max(_latency_wall_over_cpu()))),
+    # the timeline run's CPU time in whole minutes (what a quiet core would take: its train.log's GNU time line)
+    "timeline_run_cpu_minutes": lambda: str(round(float(_test_literal(
+        "bench/results/explorer-timeline-2026-12-07/train.log", r"User time \(seconds\): ([\d.]+)$")) / 60)),
     "explorer_step_repeats": lambda: _test_literal("attnlab/explorer/views/generation/compute.py",
                                                    r"repeats = (\d+) if small else 1"),
     **{f"kept_ratio_{key.replace(' ', '_')}": (
@@ -2931,6 +2934,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("| 22.4 ms (9.5 ms) | | ×", "latency_lean_ratio"),
     ("On this load the wall clock ran up to about ", "latency_wall_over_cpu"),
     ("(35 positions), as the page asks (best of ", "explorer_step_repeats"),
+    ("On a quiet core it should take about ", "timeline_run_cpu_minutes"),
     ("the same 8 greedy tokens; 2.36x on 2026-11-26, not logged), and the model holds ", "smollm2_held_mb"),
     ("and the model holds 97 MB instead of ", "smollm2_float32_mb"),
     # the kept-vs-expanded table's ratios, from its log (bench/results/explorer-kept-2026-12-07/experiments.log)
