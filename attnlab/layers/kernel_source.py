@@ -227,10 +227,10 @@ def tile_gemv_512(function: str, tile_bytes: int, scales_at: int, xs_type: str, 
     ACC(a, h, l, g), which folds group g into the float accumulator a (a0..a3, units of s2) with the tile's float16
     scales at dm (`scales_at` bytes into the tile); STORE_512 writes y. The text keeps MAX_K for sized().
     No software prefetch: an output block's tiles are one sequential stream, which the hardware prefetcher follows.
-    With prefetch_tile's 18-34 prefetches a tile (two tiles ahead), every format's kernel took 1.17-1.31x the time
-    of torch.sum over the same bytes from memory; without them 0.95-1.13x, the same numbers (SmolLM2's Q4_0 and
-    Q4_K_M matrices cloned to >= 80 MB a kind, one thread, CPU clock, interleaved, AMD EPYC Zen 5, load 12-15,
-    2026-12-07: bench/RESULTS.md)."""
+    With prefetch_tile's 18-34 prefetches a tile (two tiles ahead), every format's kernel took 1.01-1.33x the time
+    of torch.sum over the same bytes from memory; without them 0.89-1.13x, the same numbers (SmolLM2's Q4_0,
+    Q4_K_M and Q8_0 matrices cloned to >= 80 MB a kind, one thread, CPU clock, interleaved, AMD EPYC Zen 5, load
+    16-17, 2026-12-07: bench/RESULTS.md, bench/results/decode-kernels-2026-12-07/kernels-against-read.log)."""
     return (kernel_build.POOL + prelude_512("f16c") + tile_gemv_head(function) + r"""{
     alignas(64) int8_t xh[MAX_K], xl[MAX_K];
     alignas(64) """ + xs_type + r""" xs[MAX_K / 32];
