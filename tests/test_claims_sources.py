@@ -1946,6 +1946,8 @@ CLAIMS += [("docs/training.md", printed, log, where, scale) for printed, log, wh
     ("at load average 11.8-{12.9} under", P5_200, r"^# load average at start: ([\d.]+)", 1),
     ("gpt-char: {200} steps in 1m02s", P5_200, r"gpt-char: (\d+) steps in ", 1),
     ("(the {200}-step run above: two", P5_200, r"gpt-char: (\d+) steps in ", 1),
+    ("on one thread of the project's shared {2}-core machine under load (the 200-step run above", P5_200,
+     r"the shared (\d+)-core", 1),
     ("evaluations of all {726} windows in", P5_200, r"on all (\d+) validation windows", 1),
     ("all 726 windows in {0}m09s, its", P5_200, r"evaluations (\d+)m\d\ds\)", 1),
     ("its {200} training steps in 0m50s", P5_200, r"gpt-char: (\d+) steps in ", 1),
