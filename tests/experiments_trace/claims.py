@@ -2385,6 +2385,7 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "so dropping NSP did ", "nsp_hurt"),
     ("experiments.md", "So dropping NSP did ", "nsp_hurt"),
     ("experiments.md", "RoPE 0.170-0.190 ", "rope_below_learned"),
+    ("experiments.md", "); sinusoidal ", "sinusoidal_hurt"),  # row 2: over seeds 0-5
     # rows 5, 6, 11 and 13 quote seeds 0-5 (the first runs and the re-run's), their sections seeds 0, 1, 2
     ("experiments.md", "at d_k 128 ", "dk128_all"),
     ("experiments.md", "for 8- and 16-character prefixes, ", "mask_after_softmax_all"),

@@ -346,6 +346,11 @@ def _positions_extra(rows: list[dict]) -> list[float]:
     return _group_gaps(list(_positions(rows).values()))
 
 
+def _positions_row_extra(rows: list[dict]) -> list[float]:
+    """Row 2: _positions_extra over every seed it quotes, then how many seeds."""
+    return [*_positions_extra(rows), len({r["seed"] for r in rows})]
+
+
 ACTIVATION_ARMS = {  # label -> (lr, init, steps) of activations.py; section 3's setting is lr 2e-3, default, 1,500
     "lr 1e-3": (1e-3, "default", 1500), "lr 2e-3 (section 3)": (2e-3, "default", 1500),
     "lr 6e-3": (6e-3, "default", 1500), "4,500 steps": (2e-3, "default", 4500),
@@ -1097,7 +1102,7 @@ def _residual_extra(rows):
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
 # the rows whose re-run is finished and on the page
-RERUN_DONE = {"5", "6", "11", "13", "16", "17", "18", "19", "20", "21", "23"}
+RERUN_DONE = {"2", "5", "6", "11", "13", "16", "17", "18", "19", "20", "21", "23"}
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1169,8 +1174,9 @@ TOKEN_QUALITY_FILES = _with("11", ("tokenizer_quality.jsonl",), ("tokenizer_qual
 SCALE_FILES = _with("5", ("attn_scale.jsonl", "attn_scale_dk128.jsonl"),
                     ("attn_scale_seeds345.jsonl", "attn_scale_dk128_seeds345.jsonl"))
 EFF_QUALITY_FILES = _with("13", ("efficient_attention_quality.jsonl",), ("efficient_attention_quality_seeds345.jsonl",))
+# row 3's new GELU runs are row 2's new learned-positions runs (the same configuration), as its first ones are
 ACTIVATION_FILES = _with("3", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"),
-                         ("activations_seeds345.jsonl",))
+                         ("positions_seeds345.jsonl", "activations_seeds345.jsonl"))
 POSITIONS_FILES = _with("2", ("positions.jsonl",), ("positions_seeds345.jsonl",))
 NEW_SEEDS = (3, 4, 5)  # the seeds the re-runs of rows 2, 3, 5, 6, 11's and 13's quality halves, 17-19, 21 and 23 added
 
@@ -1197,6 +1203,21 @@ def _new_seed_rows(label: Callable[[dict], str]) -> Callable[[list[dict]], list[
 def _only_new(render: Callable[[list[dict]], list[str]]) -> Callable[[list[dict]], list[str]]:
     """A section's table rendered from its re-run's seeds only (the paragraph's extra still reads every seed)."""
     return lambda rows: render([r for r in rows if r["seed"] in NEW_SEEDS])
+
+
+def _positions_new_rows(rows: list[dict]) -> list[str]:
+    """Section 2's paragraph on seeds 3, 4, 5: per scheme the final val loss per new seed, mean, spread and the
+    difference from learned positions on the same seed (section 2's summary table, new seeds only)."""
+    return _positions_rows([r for r in rows if r["seed"] in NEW_SEEDS])[-len(POSITION_NAMES):]
+
+
+def _activations_new_rows(rows: list[dict]) -> list[str]:
+    """Section 3's paragraph on seeds 3, 4, 5: per activation the final val loss per new seed, mean, spread and the
+    difference from ReLU on the same seed (section 3's summary table, new seeds only)."""
+    new = [r for r in rows if r["seed"] in NEW_SEEDS]
+    runs = {a: _arm_runs(new, "lr 2e-3 (section 3)", a) for a in ACTIVATION_NAMES}
+    return [_seed_row(ACTIVATION_NAMES[a].split(",")[0], rs, runs["relu"] if a != "relu" else None)
+            for a, rs in runs.items()]
 
 
 def _residual_new_extra(rows: list[dict]) -> list[float]:
@@ -1372,7 +1393,7 @@ TRACES = [
           allowed={"0.02": "attnlab's init std (a setting)", "0.125": "1/sqrt(64), the scaled init's std (a setting)",
                    "0.5": "GELU's slope at 0 (arithmetic)", "0.4": "GELU's x² coefficient, 1/sqrt(2 pi) (arithmetic)",
                    "17.8": "the issue item the subsection answers"}),
-    Trace("| 2 |", POSITIONS_FILES, extra=_positions_extra),
+    Trace("| 2 |", POSITIONS_FILES, extra=_positions_row_extra),
     Trace("| 3 |", ACTIVATION_FILES, extra=_activations_extra,
           allowed={"17.8": "the issue item the row's second half answers"}),
     # section 1, HF check and subsections
@@ -1447,7 +1468,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,681": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,828": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1463,9 +1484,9 @@ TRACES += [
 
 # Each section's paragraph on its re-run's seeds 3, 4, 5 (a part of its own, up to the next section), once done.
 NEW_SEED_PARTS = {
-    "2": lambda: Trace(_new_seeds_start("2"), POSITIONS_FILES, extra=_positions_extra, end="## 3."),
-    "3": lambda: Trace(_new_seeds_start("3"), ACTIVATION_FILES, extra=_activations_extra, end="## Sections 4-8",
-                       allowed={"0.02": "attnlab's init std (a setting)"}),
+    "2": lambda: Trace(_new_seeds_start("2"), POSITIONS_FILES, _positions_new_rows, _positions_extra, end="## 3."),
+    "3": lambda: Trace(_new_seeds_start("3"), ACTIVATION_FILES, _activations_new_rows, _activations_extra,
+                       end="## Sections 4-8", allowed={"0.02": "attnlab's init std (a setting)"}),
     "5": lambda: Trace(_new_seeds_start("5"), SCALE_FILES, _attn_scale_new_rows, _attn_scale_extra, end="## 6."),
     "6": lambda: Trace(_new_seeds_start("6"), MASK_FILES, _mask_new_rows, _mask_extra, end="## 7.",
                        allowed={"1,000": "training steps (a setting)"}),
@@ -1489,7 +1510,7 @@ TRACES += [
     Trace("## Re-runs on new seeds", ("no_mask.jsonl", *NO_MASK_FILES[2:], *AMBIGUITY_FILES, *HEADS_FILES,
                                       *WINDOW_FILES, *POSITION_FILES, *UNTIED_FILES, *NSP_FILES, *RESIDUAL_FILES,
                                       *MASK_FILES, *TOKEN_QUALITY_FILES, *SCALE_FILES, *EFF_QUALITY_FILES,
-                                      *ACTIVATION_FILES[3:], *POSITIONS_FILES[1:]),
+                                      *dict.fromkeys((*ACTIVATION_FILES[3:], *POSITIONS_FILES[1:]))),
           _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs", "2.13": "torch version"}),
 ]
 

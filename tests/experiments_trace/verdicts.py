@@ -512,7 +512,8 @@ RERUNS = [
         ("local minus full attention, val loss (same seed)", _eff_gap("local"), ".4f"),
         ("linear minus full attention", _eff_gap("linear"), ".4f"),
         ("strided minus full attention", _eff_gap("strided"), ".4f")]),
-    ("3", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"), ("activations_seeds345.jsonl",),
+    ("3", ("activations.jsonl", "positions.jsonl", "activations_1500.jsonl"),
+     ("positions_seeds345.jsonl", "activations_seeds345.jsonl"),
      "seed", lambda rows: [], [
         ("GELU minus ReLU, final val loss, lr 2e-3 (same seed)", _activation_gap("gelu", "relu"), ".3f"),
         ("SwiGLU minus ReLU", _activation_gap("swiglu", "relu"), ".3f")]),
@@ -570,13 +571,13 @@ def rerun_rows() -> list[str]:
     return out
 
 
-SEED_COST = (("positions.jsonl",), ("recall_distance.jsonl",),
+SEED_COST = (("recall_distance.jsonl",),
              ("vit_vs_cnn.jsonl", "vit_vs_cnn_half.jsonl", "vit_vs_cnn_probe.jsonl"), ("vit_vs_cnn.jsonl",),
              ("vit_grid.jsonl",), ("tokenizer_quality.jsonl",), ("efficient_attention_quality.jsonl",))
 
 
 def rerun_extra() -> list[float]:
-    """The CPU minutes one seed of a row not re-run took (rows 2, 7, 8 with and without its longer schedules, 9,
+    """The CPU minutes one seed of a row not re-run took (rows 7, 8 with and without its longer schedules, 9,
     11's and 13's quality halves: the CPU seconds of their results lines over the seeds they ran), then per re-run
     row how many of its measures' ranges the new runs widened, and of how many."""
     out = []
