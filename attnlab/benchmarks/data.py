@@ -30,13 +30,22 @@ peak-RSS ratio, wall and CPU time and final val loss. `--only-baby-gpt` runs onl
     python -m attnlab.benchmarks.data --quick      # 1.1 MB both, 50 MB characters only
     python -m attnlab.benchmarks.data --only-baby-gpt                  # one step a side, 3 pairs: ~6 min on 1 core
     python -m attnlab.benchmarks.data --only-baby-gpt --baby-runs 1 --baby-steps 2000   # ~5 min on a quiet core
+    python -m attnlab.benchmarks.data --prep-phases gpt-bpe --corpus-mb 30   # where the preparation peaks
+
+`--prep-phases RECIPE` builds the recipe's task in this process (what `attnlab train` does before its first step:
+reading and checking the corpus, training the tokenizer, tokenizing into an empty token store, the model, the
+bigram baseline) on the newcomer benchmark's corpus of `--corpus-mb` MB, and gives each phase its own peak
+resident memory (VmHWM reset as it starts), its resident memory at the start and end, and its CPU and wall time.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import gc
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -383,6 +392,65 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:,.0f}"
 
 
+# ------------------------------------------------------------------------------------------------ phases
+def _status_mb() -> dict[str, float]:
+    """VmRSS, VmHWM, RssAnon, RssFile of this process in MB (Linux /proc)."""
+    with open("/proc/self/status") as f:
+        text = f.read()
+    return {key: int(re.search(rf"{key}:\s+(\d+)", text).group(1)) / 1024
+            for key in ("VmRSS", "VmHWM", "RssAnon", "RssFile")}
+
+
+def prep_phases(recipe_name: str, corpus_mb: float, tmp: Path) -> None:
+    """--prep-phases: a text recipe's task built in this process on the newcomer benchmark's corpus (installed
+    texts repeated to corpus_mb MB of .jsonl, in tmp, with an empty token store there), each phase of the build
+    (reading and checking, the tokenizer, tokenizing, the model, the bigram baseline) with its own peak: VmHWM
+    reset through /proc/self/clear_refs as it starts; resident memory at its start and end (anonymous and
+    file-backed: the memory-mapped token file is file-backed) and its CPU time (every thread) beside the wall
+    time. Linux only."""
+    if not os.path.exists("/proc/self/clear_refs"):
+        raise SystemExit("--prep-phases needs Linux's /proc/self/clear_refs to reset the peak per phase")
+    os.environ["ATTNLAB_CACHE_DIR"] = str(tmp / "cache")  # an empty token store: nothing reused
+    import torch  # noqa: F401  (imported before the first phase, as `attnlab train` has it)
+
+    from attnlab.benchmarks.newcomer import write_corpus
+    from attnlab.training.recipes.registry import get_recipe
+
+    load = os.getloadavg()[0]
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | load average {load:.1f} | "
+          f"{os.cpu_count()} cores | {recipe_name}, {corpus_mb:g} MB corpus, empty token store", flush=True)
+    corpus = write_corpus(tmp / "corpus.jsonl", int(corpus_mb * 1e6))
+    print(f"corpus: {corpus['bytes'] / 1e6:.1f} MB, {corpus['records']:,} records", flush=True)
+    rows = []
+
+    @contextlib.contextmanager
+    def phase(what: str):
+        gc.collect()
+        start = _status_mb()["VmRSS"]
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # VmHWM := VmRSS: the peak read at the end is this phase's own
+        cpu, wall = time.process_time(), time.perf_counter()
+        yield
+        now = _status_mb()
+        rows.append((what, start, now["VmHWM"], now["VmRSS"], now["RssAnon"], now["RssFile"],
+                     time.process_time() - cpu, time.perf_counter() - wall))
+
+    recipe = get_recipe(recipe_name)
+    p = {**recipe.defaults(), "data": str(tmp / "corpus.jsonl"), "out_dir": str(tmp / "run"), "phase": phase,
+         "status": lambda text: None, "tokenizer": None}
+    before = _status_mb()["VmRSS"]
+    task = recipe.build(p)
+    print(f"resident after imports: {before:.0f} MB; bigram baseline {task.bigram:.6f}\n")
+    print(f"{'phase':<58} {'start MB':>8} {'peak MB':>8} {'end MB':>7} {'anon':>6} {'file':>6} {'CPU s':>6} "
+          f"{'wall s':>7}")
+    for what, start, peak, end, anon, file, cpu, wall in rows:
+        print(f"{what[:58]:<58} {start:8.0f} {peak:8.0f} {end:7.0f} {anon:6.0f} {file:6.0f} {cpu:6.1f} {wall:7.1f}")
+    top = max(rows, key=lambda row: row[2])
+    print(f"\npeak of the preparation: {top[2]:.0f} MB resident ({top[2] - before:.0f} MB above the {before:.0f} MB "
+          f"after imports), in: {top[0]}")
+    print(f"resident when the preparation ends: {rows[-1][3]:.0f} MB | load average now {os.getloadavg()[0]:.1f}")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m attnlab.benchmarks.data", description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="1.1 MB for both tokenizers, 50 MB for characters only")
@@ -394,8 +462,16 @@ def main(argv=None) -> int:
     p.add_argument("--baby-runs", type=int, default=3, help="interleaved attnlab / nanoGPT pairs (default 3)")
     p.add_argument("--baby-steps", type=int, default=1,
                    help="training steps a side in those pairs (default 1; nanoGPT README's CPU run is 2000)")
+    p.add_argument("--prep-phases", choices=["gpt-char", "gpt-bpe"], default=None,
+                   help="only this: the recipe's data preparation phase by phase in one process, each phase's "
+                        "own peak resident memory (the newcomer benchmark's corpus of --corpus-mb MB)")
+    p.add_argument("--corpus-mb", type=float, default=30.0, help="--prep-phases' corpus size (default 30)")
     p.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.prep_phases:
+        with tempfile.TemporaryDirectory(prefix="attnlab-prep-phases-") as tmp:
+            prep_phases(args.prep_phases, args.corpus_mb, Path(tmp))
+        return 0
     if args.child:
         kind, *rest = args.child
         fn = {"attnlab": child_attnlab, "tokenizers": child_tokenizers, "baby-attnlab": baby_attnlab,
