@@ -32,7 +32,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 TEXT = "The history of the city begins in the Roman period, when a small settlement grew along the river."
 KERNEL_BOUND = 0.05  # max |log p kept - log p float32| at a few tokens where the kernels run (measured 0.031)
-COMPILED_BOUND = 3e-4  # max |compiled - eager| / max |eager| per step, SmolLM2's first 2 blocks (measured 9.9e-5, then 0)
+COMPILED_BOUND = 3e-4  # max |compiled - eager| / max |eager| a step, SmolLM2's first 2 blocks (measured 9.9e-5, 0)
 PROMPTS = ["The capital of France is", "Once upon a time, in a small village,", "def fibonacci(n):", "Water boils at",
            "La capitale de l'Espagne est"]
 
