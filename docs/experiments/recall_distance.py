@@ -19,6 +19,12 @@ batch 32, one thread, time.process_time), median of 10.
 
     PYTHONPATH=$PWD python docs/experiments/recall_distance.py --ks 8 32 --steps 1000 --seeds 0 1 2 \
         --jsonl docs/experiments/results/recall_distance.jsonl --png docs/img/exp_recall.png
+
+New seeds at the rates the first seeds chose (no sweep; each summary names the file it took them from):
+
+    python docs/experiments/recall_distance.py --ks 8 32 --steps 1000 --seeds 3 4 5 \
+        --tuned-from docs/experiments/results/recall_distance.jsonl \
+        --jsonl docs/experiments/results/recall_distance_seeds345.jsonl
 """
 
 from __future__ import annotations
@@ -165,6 +171,9 @@ def main() -> None:
     ap.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 3e-3, 1e-2],
                     help="swept (first seed) for every model but the transformer, chosen on the validation sequences")
     ap.add_argument("--transformer-lr", type=float, default=2e-3)
+    ap.add_argument("--tuned-from", default="", metavar="JSONL",
+                    help="take each (k, model)'s rate from this earlier results file's summary (its chosen_lr) instead "
+                         "of sweeping: new seeds trained at the first seeds' rates")
     ap.add_argument("--jsonl", default="", help="write the JSON lines here (the committed results file)")
     ap.add_argument("--png", default="")
     ap.add_argument("--plot-only", nargs="+", default=[], metavar="JSONL", help="redraw --png from a results file")
@@ -172,6 +181,13 @@ def main() -> None:
     if args.plot_only:
         return plot([r for r in earlier_runs(args.plot_only) if "summary" in r], args.png)
     torch.set_num_threads(1)
+    tuned = {}
+    if args.tuned_from:
+        tuned = {(r["k"], r["model"]): r["chosen_lr"] for r in earlier_runs([args.tuned_from]) if r.get("summary")}
+        missing = [(k, m) for k in args.ks for m in args.models if (k, m) not in tuned]
+        if missing:
+            raise SystemExit(f"--tuned-from {args.tuned_from} has no summary line for (k, model) {missing}; "
+                             f"it has {sorted(tuned)}")
     lines, summaries = [], []
 
     def emit(row: dict) -> None:
@@ -186,7 +202,7 @@ def main() -> None:
             probe = MODELS[name](k)
             cpu = step_seconds(probe, k)
             params = sum(p.numel() for p in probe.parameters())
-            lrs = [args.transformer_lr] if name == "transformer" else args.lrs
+            lrs = [tuned[(k, name)]] if tuned else [args.transformer_lr] if name == "transformer" else args.lrs
             finals = {}  # lr -> [(seed, validation accuracy, final weights)]
 
             for lr in lrs:  # the sweep: the first seed only, scored on the validation sequences
@@ -206,6 +222,8 @@ def main() -> None:
                        "sweep_val_accuracy": {str(lr): finals[lr][0][1] for lr in lrs},
                        "val_accuracy": spread([v for _, v, _ in finals[chosen]]),
                        "test_accuracy": spread(tests), "cpu_ms_per_step": round(1e3 * cpu, 1)}
+            if tuned:
+                summary["tuned_from"] = Path(args.tuned_from).name  # the rate was carried over, not swept here
             if isinstance(probe, Convolutional):
                 summary["reach"] = probe.reach()
             emit(summary)
