@@ -217,7 +217,13 @@ NEWCOMER = "bench/results/newcomer-2026-12-06/newcomer.json"
 FIRST_RUN = "bench/results/first-run-2026-12-06/after.log"
 QWEN2_SHAPE = "bench/results/qwen2-shape-llama-cpp-2026-12-07/llama-cpp.log"
 QWEN2_ROW = r"^\| default \(compiled step\) \| 1 \|"  # the default path at one thread
-DATA_PREP = "bench/results/data-prep-2026-12-07/gpt-bpe-30mb.log"
+DATA_PREP = "bench/results/data-prep-2026-12-07/gpt-bpe-30mb-after.log"  # newcomer --recipe gpt-bpe, 30 MB
+DATA_PREP_2 = "bench/results/data-prep-2026-12-07/gpt-bpe-30mb-after-2.log"  # the same, a second run
+DATA_PREP_BEFORE = "bench/results/data-prep-2026-12-07/gpt-bpe-30mb-before.log"  # freed heap kept
+PHASES = "bench/results/data-prep-2026-12-07/phases-gpt-bpe-{}.log"  # data --prep-phases gpt-bpe; before, after
+PREP_ROW = r"^tokenizer\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)"  # the newcomer table's preparation row
+WHOLE_PEAK = r"^peak resident memory of the training process: (\d+) MB"
+PREP_END = r"^resident when the preparation ends: (\d+) MB"
 FIRST_RUN_7 = "bench/results/first-run-2026-12-07"
 # round 1 of the interleaved first runs: the first line of `what` in the before (or after) tree's run
 ROUND_1 = r"## round 1: {side}.*\n(?:.*\n)*?.*{what} ([\d.]+) {unit}"
@@ -396,10 +402,15 @@ CLAIMS = [
     ("docs/performance.md", "the third {2.01} s", QUIET, r"^\| third" + WALL, 1),
     ("docs/performance.md", "the one-token prompt\n{2.00} s", QUIET,
      r"^\| one-token prompt, the build perhaps still at work" + WALL, 1),
-    ("docs/training.md", "the bigram baseline) peaks at {514} MB resident", DATA_PREP,
-     r"^tokenizer\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)", 1),
-    ("docs/training.md", "from {229} MB at\nstart-up", DATA_PREP,
+    ("docs/training.md", "the bigram baseline) peaks at {443} MB resident", DATA_PREP, PREP_ROW, 1),
+    ("docs/training.md", "from {231} MB at\nstart-up", DATA_PREP,
      r"^start-up \(before any line\)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+(\d+)", 1),
+    ("docs/training.md", "{422} MB\nin a second run", DATA_PREP_2, PREP_ROW, 1),
+    ("docs/training.md", "{471} MB the same day before", DATA_PREP_BEFORE, PREP_ROW, 1),
+    ("docs/training.md", "the preparation ends at {388} MB", PHASES.format("after"), PREP_END, 1),
+    ("docs/training.md", "where it ended at {480} MB", PHASES.format("before"), PREP_END, 1),
+    ("docs/training.md", "the whole run's peak fell from {547}", DATA_PREP_BEFORE, WHOLE_PEAK, 1),
+    ("docs/training.md", "fell from 547 to {456} MB", DATA_PREP, WHOLE_PEAK, 1),
     # bench/RESULTS.md and docs/performance.md: the first run on 2026-12-07 (a busy machine)
     ("bench/RESULTS.md", "a\n  fixed loop took {0.58} s alone", f"{FIRST_RUN_7}/priority.log",
      r"^\| alone \| ([\d.]+) s", 1),
