@@ -50,6 +50,25 @@ def test_text_recipes_smoke(tmp_path, corpus, name, extra):
         assert len(result["samples"]) == 2
 
 
+def test_gpt_char_bias_false_trains_and_saves_a_model_without_projection_biases(tmp_path, corpus):
+    """bias=false (nanoGPT's default model): no bias on W_QKV, W_O and the feed-forward's two matrices, counted
+    against the default run's parameters; the saved run loads as that model (the LayerNorms keep theirs)."""
+    runs = {}
+    for bias in ("true", "false"):
+        out = tmp_path / f"bias-{bias}"
+        run_train("gpt-char", out=str(out), quiet=True, overrides={**COMMON, **SMALL_TEXT, "sample_tokens": "0",
+                                                                   "bias": bias, "data": corpus})
+        _finite(out)
+        runs[bias] = load(out / "step-00000003")[0]
+    names = {bias: {n for n, _ in model.named_parameters()} for bias, model in runs.items()}
+    dropped = names["true"] - names["false"]
+    assert names["false"] < names["true"] and runs["false"].config.bias is False
+    assert dropped == {f"blocks.0.{m}.bias" for m in ("attn.qkv", "attn.out", "ffn.up", "ffn.down")}
+    d, ff = int(SMALL_TEXT["d_model"]), int(SMALL_TEXT["d_ff"])
+    count = {bias: sum(p.numel() for p in model.parameters()) for bias, model in runs.items()}
+    assert count["true"] - count["false"] == 3 * d + d + ff + d  # one block's four projection biases
+
+
 def test_translate_numbers_smoke(tmp_path):
     out = tmp_path / "tn"
     result = run_train("translate-numbers", out=str(out), quiet=True,

@@ -31,7 +31,7 @@ from attnlab.training.recipes.base import phase
 
 # recipe keys that set the model's shape or build: with init_from= they are the loaded model's
 SHAPE_KEYS = ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "position", "activation", "norm",
-              "norm_placement", "dropout", "scaled_residual_init")
+              "norm_placement", "dropout", "scaled_residual_init", "bias")
 # the parameters before the first block: token, position and segment embeddings and the norm over them
 EMBEDDING_PREFIXES = ("tokens.", "positions.", "token_types.", "embed_norm.")
 

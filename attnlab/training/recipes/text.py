@@ -57,7 +57,7 @@ class CausalLMTask(CorpusTask):
                                  n_heads=p["n_heads"], d_ff=p["d_ff"], n_layers=p["n_layers"], max_len=p["seq_len"],
                                  position=p["position"], activation=p["activation"], norm=p["norm"],
                                  norm_placement=p["norm_placement"], dropout=p["dropout"],
-                                 scaled_residual_init=p["scaled_residual_init"], name=name)
+                                 scaled_residual_init=p["scaled_residual_init"], bias=p["bias"], name=name)
             with phase(p, f"{name}: building the model"):
                 self.model = build_model(config)
         train_tokens = len(self.data.tokens("train"))
@@ -178,7 +178,7 @@ def _count_wanted(counts: torch.Tensor, wanted: torch.Tensor, pair: torch.Tensor
 
 
 LM_PARAMS = dict(data="", text_field="text", d_model=128, n_heads=4, d_ff=512, n_layers=4, seq_len=64,
-                 position="learned", activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0,
+                 position="learned", activation="gelu", norm="layernorm", norm_placement="pre", dropout=0.0, bias=True,
                  scaled_residual_init=False, val_fraction=0.1, eval_windows=EVAL_WINDOWS, sample_tokens=300,
                  init_from="", freeze=0)
 
