@@ -243,6 +243,8 @@ NANO_QUIET_3 = "bench/results/nanogpt-repo-2026-12-07/quiet-3-rounds.log"  # thr
 NANO_WALL = r"^round 1, attnlab same / nanoGPT: wall ([\d.]+)x"
 NANO_PEAK = r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x"
 NANO_SAME = "bench/results/nanogpt-repo-2026-12-07/no-compiler-import-loaded-same.log"  # a second run, same work only
+NANO_NO_BIAS = "bench/results/nanogpt-repo-2026-12-07/same-no-bias-loaded.log"  # "same" without biases, 3 rounds
+NANO_CPU_ROUND = r"^round {}, attnlab {} / nanoGPT: .*CPU ([\d.]+)x"  # a round's CPU-time ratio
 def NANO_ROW(side: str, skip: int) -> str:  # noqa: N802 (read like the other patterns)
     """The pattern of one column of a contestant's row in nanogpt_repo's table: after `skip` columns past the seed."""
     return rf"^\| 1 \| {side} \| \d+ \|" + r"[^|]+\|" * skip + r" ([\d.]+) (?:s |MB )?\|"
@@ -348,6 +350,30 @@ CLAIMS = [
     ("bench/RESULTS.md", "load 12-15: CPU {1.021}x, peak", NANO_SAME, NANO_CPU.format("same"), 1),
     ("bench/RESULTS.md", "load 12-15: CPU 1.021x, peak {0.865}x", NANO_SAME,
      r"^round 1, attnlab same / nanoGPT: .*peak memory ([\d.]+)x", 1),
+    ("bench/RESULTS.md", "| 1 (19) | 158.0 s | 150.8 s | {0.954}x |", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(1, "same"), 1),
+    ("bench/RESULTS.md", "| 150.8 s | 0.954x | 150.1 s | {0.950}x |", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(1, "same-bias"), 1),
+    ("bench/RESULTS.md", "| 2 (20 -> 5) | 145.8 s | 152.5 s | {1.045}x |", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(2, "same"), 1),
+    ("bench/RESULTS.md", "| 152.5 s | 1.045x | 149.3 s | {1.024}x |", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(2, "same-bias"), 1),
+    ("bench/RESULTS.md", "| 3 (5 -> 3) | 145.4 s | 142.6 s | {0.981}x |", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(3, "same"), 1),
+    ("bench/RESULTS.md", "| 142.6 s | 0.981x | 138.6 s | {0.953}x |", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(3, "same-bias"), 1),
+    ("bench/RESULTS.md", "CPU {0.954}x, 1.045x, 0.981x (with gpt-char's biases 0.950x, 1.024x, 0.953x)", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(1, "same"), 1),
+    ("bench/RESULTS.md", "CPU 0.954x, {1.045}x, 0.981x (with gpt-char's biases 0.950x, 1.024x, 0.953x)", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(2, "same"), 1),
+    ("bench/RESULTS.md", "CPU 0.954x, 1.045x, {0.981}x (with gpt-char's biases 0.950x, 1.024x, 0.953x)", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(3, "same"), 1),
+    ("bench/RESULTS.md", "CPU 0.954x, 1.045x, 0.981x (with gpt-char's biases {0.950}x, 1.024x, 0.953x)", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(1, "same-bias"), 1),
+    ("bench/RESULTS.md", "CPU 0.954x, 1.045x, 0.981x (with gpt-char's biases 0.950x, {1.024}x, 0.953x)", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(2, "same-bias"), 1),
+    ("bench/RESULTS.md", "CPU 0.954x, 1.045x, 0.981x (with gpt-char's biases 0.950x, 1.024x, {0.953}x)", NANO_NO_BIAS,
+     NANO_CPU_ROUND.format(3, "same-bias"), 1),
     ("docs/training.md", "attnlab's peak is {0.929}x nanoGPT's with", NANO_LOADED,
      r"^round 1, attnlab typed / nanoGPT: .*peak memory ([\d.]+)x", 1),
     ("docs/training.md", "and {0.866}x doing the same work", NANO_LOADED,
