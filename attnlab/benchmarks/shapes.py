@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import hashlib
 import json
 import os
 import statistics
@@ -55,6 +54,7 @@ from pathlib import Path
 import torch
 
 from attnlab.benchmarks.qwen2_shape import QWEN25_05B
+from attnlab.storage import file_sha256
 
 TINYLLAMA_11B = dict(topology="decoder", vocab_size=32000, d_model=2048, n_heads=32, n_kv_heads=4, d_ff=5632,
                      n_layers=22, max_len=2048, position="rope", rope_theta=10000.0, activation="swiglu",
@@ -69,14 +69,6 @@ NEW_TOKENS = 64  # quantized.NEW_TOKENS: llama-bench's tg64
 
 
 # ------------------------------------------------------------------------------------------------ the files
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def models_dir() -> Path:
     from attnlab.benchmarks.llama_files import llama_dir, private_folder
 
@@ -126,7 +118,7 @@ def reusable(path: Path, shape: dict, seed: int) -> bool:
     except (OSError, ValueError):
         return False
     return path.is_file() and record.get("shape") == shape and record.get("seed") == seed and \
-        record.get("sha256") == sha256(path)
+        record.get("sha256") == file_sha256(path)
 
 
 def quantize_file(tool: Path, source: Path, out: Path, kind: str) -> None:
@@ -163,12 +155,13 @@ def files(name: str, kinds=KINDS, seed: int = SEED, folder: Path | None = None, 
     print(f"[{name}: F16 written by save_gguf, {f16.stat().st_size / 2**20:.0f} MB, "
           f"{time.perf_counter() - start:.0f} s]", flush=True)
     try:
-        source_sha = sha256(f16)
+        source_sha = file_sha256(f16)
         for kind in missing:
             start = time.perf_counter()
             quantize_file(tool, f16, wanted[kind], kind)
-            _record(wanted[kind]).write_text(json.dumps({"shape": shape, "seed": seed, "sha256": sha256(wanted[kind]),
-                                                         "f16_sha256": source_sha, "preset": kind}, indent=1) + "\n")
+            record = {"shape": shape, "seed": seed, "sha256": file_sha256(wanted[kind]), "f16_sha256": source_sha,
+                      "preset": kind}
+            _record(wanted[kind]).write_text(json.dumps(record, indent=1) + "\n")
             print(f"[{name}: {kind} by llama-quantize, {wanted[kind].stat().st_size / 2**20:.0f} MB, "
                   f"{time.perf_counter() - start:.0f} s]", flush=True)
     finally:
