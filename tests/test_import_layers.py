@@ -26,6 +26,7 @@ LAYER_OF = {
     "attnlab.parameter_count": "config",  # the exact parameter count from a config alone (no torch)
     "attnlab.checkpoint_config": "config",  # a checkpoint's config.json read without torch
     "attnlab.devices": "base",  # the one check of a device name, shared by training and the commands
+    "attnlab.heap": "base",  # freed C-heap pages handed back (malloc_trim), after tokenizer training and encoding
     # what layers write to while they run: the recorder and the KV cache
     "attnlab.recording": "layers", "attnlab.cache": "layers", "attnlab.layers": "layers",
     "attnlab.models": "models", "attnlab.build": "models",

@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from attnlab.benchmarks.output import default_out
+from attnlab.heap import release_freed_memory
 
 
 # ----------------------------------------------------------------------------- timing
@@ -146,17 +147,6 @@ def _reset_peak_rss() -> bool:
         return False
 
 
-def _return_free_memory() -> None:
-    """glibc keeps freed heap pages resident; malloc_trim hands them back, so that a step reusing them (instead
-    of faulting in new pages) is not counted as free of charge."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
 def step_peak_memory(step: Callable[[], object], steps: int = 3) -> dict:
     """Peak resident memory while `step` runs, above what was resident just before (model, inputs, imports).
 
@@ -165,7 +155,7 @@ def step_peak_memory(step: Callable[[], object], steps: int = 3) -> dict:
     which undercounts when an earlier phase (imports, conversion) had already set a higher peak.
     """
     gc.collect()
-    _return_free_memory()
+    release_freed_memory()
     if _reset_peak_rss():
         method = "VmHWM after clear_refs reset"
         before = status_kib("VmRSS") or 0

@@ -54,6 +54,7 @@ from pathlib import Path
 import torch
 
 from attnlab.benchmarks.qwen2_shape import QWEN25_05B
+from attnlab.heap import release_freed_memory
 from attnlab.storage import file_sha256
 
 TINYLLAMA_11B = dict(topology="decoder", vocab_size=32000, d_model=2048, n_heads=32, n_kv_heads=4, d_ff=5632,
@@ -200,7 +201,7 @@ def time_file(path: Path, rounds: int, threads=THREADS, prompts=PROMPTS, where: 
     if binary is None:
         raise SystemExit("llama-bench is not built: python -m attnlab.benchmarks.llama_cpp --build")
     gc.collect()
-    _give_back_freed_memory()  # else a file after another reuses the freed model's pages and seems to grow less
+    release_freed_memory()  # else a file after another reuses the freed model's pages and seems to grow less
     before = status_kib("VmRSS")
     model, _ = attnlab.load(path)
     model.eval()
@@ -244,17 +245,6 @@ def time_file(path: Path, rounds: int, threads=THREADS, prompts=PROMPTS, where: 
     del model
     gc.collect()
     return lines
-
-
-def _give_back_freed_memory() -> None:
-    """glibc's malloc_trim(0): memory freed by an earlier file's model goes back to the system, so the next load's
-    VmRSS growth is its own (nothing where the C library is not glibc)."""
-    import ctypes
-
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 def file_rows(result: dict, prompts=PROMPTS) -> list[str]:

@@ -40,6 +40,7 @@ from attnlab.data import streaming
 from attnlab.data.sources import CorpusSource
 from attnlab.errors import InputError
 from attnlab.files import CacheWarning, warn_cache
+from attnlab.heap import release_freed_memory
 from attnlab.layers import kernel_build
 
 META_NAME = "meta.json"
@@ -280,7 +281,7 @@ class TokenFile:
             shutil.rmtree(work, ignore_errors=True)
             chunks = streaming.safe_chunks(source.blocks(meter), streaming.CHUNK_CHARS, any_cut=encoder.is_char)
             n_tokens, _ = streaming.write_ids(chunks, encoder, work, plan, **expected)
-        streaming.release_freed_memory()  # the batch encoder's Encoding records, freed but kept resident
+        release_freed_memory()  # the batch encoder's Encoding records, freed but kept resident
         meter.finish()
         return cls._split(work, target, tokenizer, encoder.dtype, n_tokens, val_fraction,
                           {"n_chars": scan.n_chars, "fingerprint": key}, checksums)

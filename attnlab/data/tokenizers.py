@@ -24,9 +24,9 @@ from pathlib import Path
 
 from tokenizers import Tokenizer as HFTokenizer
 
-from attnlab.data.streaming import release_freed_memory
 from attnlab.errors import CheckpointError, ConfigError, InputError
 from attnlab.files import MAX_TOKENIZER_BYTES, read_json_object, read_text
+from attnlab.heap import release_freed_memory
 
 SPECIAL_ROLES = ("pad", "unk", "cls", "sep", "mask", "bos", "eos")
 META_NAME = "attnlab_tokenizer.json"

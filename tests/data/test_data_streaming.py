@@ -10,6 +10,7 @@ import random
 import numpy as np
 import pytest
 
+from attnlab import heap
 from attnlab.data import streaming
 from attnlab.data.sources import CorpusSource
 from attnlab.data.streaming import ChunkEncoder, CorpusScan, paragraphs_of, safe_chunks
@@ -286,7 +287,7 @@ def _rss_mb() -> float:
         return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
 
 
-@pytest.mark.skipif(streaming._malloc_trim() is None, reason="glibc's malloc_trim only (Linux)")
+@pytest.mark.skipif(heap.malloc_trim() is None, reason="glibc's malloc_trim only (Linux)")
 def test_release_freed_memory_returns_freed_heap_pages():
     """What the tokenizers library's threads leave after training and encoding: heap blocks freed below a block
     still in use, kept resident until malloc_trim. 60,000 blocks of 1,000 bytes (bytes objects this size come from
@@ -297,7 +298,7 @@ def test_release_freed_memory_returns_freed_heap_pages():
     before = _rss_mb()
     del blocks
     freed = _rss_mb()
-    streaming.release_freed_memory()
+    heap.release_freed_memory()
     after = _rss_mb()
     assert freed > before - 10, (before, freed)  # free() alone: still resident
     assert after < freed - 40, (before, freed, after)
