@@ -1,7 +1,8 @@
 """GGUF files for tests, written with the `gguf` package itself: a copy of a file with some tensors changed,
 dropped or quantized, and a tiny LLaMA whose matrices are Q4_0 / Q4_1 / Q8_0 blocks (and a tied Q8_0 embedding).
 Shared by tests/test_quantize.py, tests/test_quantized_checkpoints.py, tests/parity/test_parity_bad_input.py,
-tests/parity/test_parity_gguf.py and tests/reliability/test_untrusted_files.py."""
+tests/parity/test_parity_gguf.py and tests/reliability/test_untrusted_files.py; typed_gguf (a tiny LLaMA of given
+GGUF types, K-quants included) by tests/test_gguf_round_trip.py and tests/test_gguf_mixed_parts.py."""
 
 from __future__ import annotations
 
@@ -66,6 +67,36 @@ def write_quantized_gguf(folder: Path, keep_float: str | None = None) -> Path:
             return values
         return quantize(values, GGMLQuantizationType[kind]), GGMLQuantizationType[kind]
     return rewrite_gguf(plain, folder / "q.gguf", blocks)
+
+
+def typed_gguf(folder: Path, name: str, types: dict[int, dict[str, str]], embedding: str | None, n_layers: int,
+               kquant_blocks: Callable[[str, int, int, int], np.ndarray], *,
+               more: Callable[[object], None] | None = None) -> Path:
+    """folder/name: a seeded tiny LLaMA (d_model 256: K-quants need input widths of 256) whose tied embedding is of
+    GGUF type `embedding` (None: float) and whose blk.N.<part> matrices are of types[N][part] (the others stay
+    float). The gguf package quantizes the types it can; it cannot quantize to K-quants, so their blocks are
+    kquant_blocks(kind, rows, cols, seed), raw bytes of that type (a new seed per tensor)."""
+    from gguf import GGMLQuantizationType
+    from gguf.quants import quantize
+
+    from attnlab.interop import gguf as G
+
+    shape = attnlab.presets["tiny-llama"].replace(d_model=256, d_ff=512, n_layers=n_layers, tie_embeddings=True)
+    torch.manual_seed(0)
+    plain = G.save_gguf(attnlab.build_model(shape).eval(), folder / "plain.gguf")
+    seeds = iter(range(1000))
+
+    def blocks(tensor, values):
+        parts = tensor.split(".")
+        kind = embedding if tensor == "token_embd.weight" else \
+            types[int(parts[1])].get(parts[2]) if parts[0] == "blk" and parts[-1] == "weight" else None
+        if kind is None or values.ndim != 2:
+            return values
+        if kind.endswith("_K"):
+            return kquant_blocks(kind, values.shape[0], values.shape[1], next(seeds)), GGMLQuantizationType[kind]
+        return quantize(np.ascontiguousarray(values, dtype=np.float32), GGMLQuantizationType[kind]), \
+            GGMLQuantizationType[kind]
+    return rewrite_gguf(plain, folder / name, blocks, more=more)
 
 
 def rewrite_metadata(source: Path, path: Path, changes: dict) -> Path:

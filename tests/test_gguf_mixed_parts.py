@@ -44,26 +44,11 @@ IDS = torch.tensor([[1, 5, 9, 2, 7, 3, 3, 8]])  # 8 rows: more than FAST_ROWS, s
 
 
 def _mixed_file(folder):
-    from attnlab.interop import gguf as G
-    from tests.gguf_files import rewrite_gguf
+    from tests.gguf_files import typed_gguf
 
-    config = attnlab.presets["tiny-llama"].replace(d_model=256, d_ff=512, n_layers=2, tie_embeddings=True)
-    torch.manual_seed(0)
-    plain = G.save_gguf(attnlab.build_model(config).eval(), folder / "plain.gguf")
-    seeds = iter(range(1000))
-
-    def blocks(name, values):
-        parts = name.split(".")
-        kind = "Q8_0" if name == "token_embd.weight" else \
-            TYPES[int(parts[1])].get(parts[2]) if parts[0] == "blk" and parts[-1] == "weight" else None
-        if kind is None or values.ndim != 2:
-            return values
-        if kind in ("Q4_K", "Q6_K"):  # the gguf package cannot quantize to K-quants: random blocks
-            raw = random_blocks(kind.lower(), values.shape[0], values.shape[1], seed=next(seeds), scale=2e-4)
-            return raw, gguf.GGMLQuantizationType[kind]
-        kind = gguf.GGMLQuantizationType[kind]
-        return gguf.quants.quantize(np.ascontiguousarray(values, dtype=np.float32), kind), kind
-    return rewrite_gguf(plain, folder / "mixed.gguf", blocks)
+    def random_kquant(kind, rows, cols, seed):  # the gguf package cannot quantize to K-quants: random blocks
+        return random_blocks(kind.lower(), rows, cols, seed=seed, scale=2e-4)
+    return typed_gguf(folder, "mixed.gguf", TYPES, "Q8_0", 2, random_kquant)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ import pytest
 import torch
 from torch import nn
 
-import attnlab
 from attnlab.layers.quantized import QuantizedLinear, QuantizedParts
 
 gguf = pytest.importorskip("gguf")
@@ -56,25 +55,9 @@ def llama_like(kind: str, n: int, k: int, seed: int) -> np.ndarray:
 
 
 def _file(folder, blocks_of=llama_like):
-    from attnlab.interop import gguf as G
-    from tests.gguf_files import rewrite_gguf
+    from tests.gguf_files import typed_gguf
 
-    config = attnlab.presets["tiny-llama"].replace(d_model=256, d_ff=512, n_layers=3, tie_embeddings=True)
-    torch.manual_seed(0)
-    plain = G.save_gguf(attnlab.build_model(config).eval(), folder / "plain.gguf")
-    seeds = iter(range(1000))
-
-    def blocks(name, values):
-        parts = name.split(".")
-        kind = EMBEDDING if name == "token_embd.weight" else \
-            TYPES[int(parts[1])].get(parts[2]) if parts[0] == "blk" and parts[-1] == "weight" else None
-        if kind is None or values.ndim != 2:
-            return values
-        if kind.endswith("_K"):
-            return blocks_of(kind, values.shape[0], values.shape[1], next(seeds)), gguf.GGMLQuantizationType[kind]
-        kind = gguf.GGMLQuantizationType[kind]
-        return gguf.quants.quantize(np.ascontiguousarray(values, dtype=np.float32), kind), kind
-    return rewrite_gguf(plain, folder / "k.gguf", blocks, more=lambda w: w.add_file_type(FILE_TYPE))
+    return typed_gguf(folder, "k.gguf", TYPES, EMBEDDING, 3, blocks_of, more=lambda w: w.add_file_type(FILE_TYPE))
 
 
 def _every_format_kept(model) -> bool:
@@ -172,29 +155,24 @@ def test_a_k_quant_whose_scales_are_not_its_formats_is_written_as_float(source, 
 
 
 def _low_k_file(folder):
-    """A tiny LLaMA whose block matrices are Q2_K and Q3_K blocks (random bytes, small positive float16 d, dmin)."""
-    from attnlab.interop import gguf as G
-    from tests.gguf_files import rewrite_gguf
+    """A tiny LLaMA whose block matrices are Q2_K (block 0) and Q3_K (block 1) blocks (random bytes, small positive
+    float16 d, dmin)."""
+    from tests.gguf_files import typed_gguf
 
-    config = attnlab.presets["tiny-llama"].replace(d_model=256, d_ff=512, n_layers=2, tie_embeddings=True)
-    torch.manual_seed(0)
-    plain = G.save_gguf(attnlab.build_model(config).eval(), folder / "plain.gguf")
-    rng = np.random.default_rng(5)
     sizes = {"Q2_K": 84, "Q3_K": 110}  # bytes per 256 inputs; d at 80 (dmin 82) and at 108
 
-    def blocks(name, values):
-        if not name.startswith("blk.") or values.ndim != 2:
-            return values
-        kind = "Q2_K" if int(name.split(".")[1]) == 0 else "Q3_K"
-        n, k = values.shape
+    def low_k(kind, n, k, seed):
+        rng = np.random.default_rng(5 + seed)
         raw = rng.integers(0, 256, size=(n, k // 256, sizes[kind]), dtype=np.uint8)
         halves = (rng.uniform(0.25, 1, size=(n, k // 256, 2)) * 1e-3).astype(np.float16).view(np.uint8)
         if kind == "Q2_K":
             raw[..., 80:84] = halves.reshape(n, k // 256, 4)
         else:
             raw[..., 108:110] = halves[..., :2]
-        return raw.reshape(n, -1), gguf.GGMLQuantizationType[kind]
-    return rewrite_gguf(plain, folder / "low.gguf", blocks)
+        return raw.reshape(n, -1)
+    matrices = ("attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up", "ffn_down")
+    types = {0: dict.fromkeys(matrices, "Q2_K"), 1: dict.fromkeys(matrices, "Q3_K")}
+    return typed_gguf(folder, "low.gguf", types, None, 2, low_k)
 
 
 def test_q2_k_and_q3_k_load_as_the_gguf_packages_float(tmp_path):
