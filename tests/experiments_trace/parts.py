@@ -1102,7 +1102,7 @@ def _residual_extra(rows):
 # Each verdict row re-run on new seeds (row 20: on a second set of sentences). The first results file keeps its
 # runs and the new runs have a file of their own; a row's figures, and its section's, are over both.
 # the rows whose re-run is finished and on the page
-RERUN_DONE = {"2", "3", "5", "6", "11", "13", "16", "17", "18", "19", "20", "21", "23"}
+RERUN_DONE = {"1", "2", "3", "5", "6", "11", "13", "16", "17", "18", "19", "20", "21", "23"}
 
 
 def _with(row: str, first: tuple[str, ...], new: tuple[str, ...]) -> tuple[str, ...]:
@@ -1184,6 +1184,165 @@ NEW_SEEDS = (3, 4, 5)  # the seeds the re-runs of rows 2, 3, 5, 6, 11's and 13's
 def _new_seeds_start(row: str) -> str:
     """Where a section's paragraph on its re-run's seeds starts (a part of its own), once the re-run is done."""
     return f"**Section {row} on seeds 3, 4, 5**" if row in RERUN_DONE else ""
+
+
+
+# ---- rows 1, 7, 8 and 9 on seeds 3, 4, 5: each section's new runs in a results file of their own
+LN_FIRST = ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_post_warmup.jsonl")  # section 1's 1,500-step runs
+LN_FILES = _with("1", LN_FIRST, ("ln_1500_seeds345.jsonl", "ln_1500_warmup100_seeds345.jsonl",
+                                 "ln_post_warmup_seeds345.jsonl"))
+LN_GROUPS = (("pre-LN", "pre", 0), ("post-LN", "post", 0), ("pre-LN, warmup 100", "pre", 100),
+             ("post-LN, warmup 100", "post", 100))
+RECALL_FILES = _with("7", ("recall_distance.jsonl",), ("recall_distance_seeds345.jsonl",))
+VIT_CNN_MAIN_FILES = _with("8", ("vit_vs_cnn.jsonl",), ("vit_vs_cnn_seeds345.jsonl",))
+VIT_GRID_FILES = _with("9", ("vit_grid.jsonl",), ("vit_grid_seeds345.jsonl",))
+GRID_NEW_START = "**On seeds 3, 4, 5**"  # the ViT grid page's paragraph on its re-run (the page has no section number)
+
+
+def _ln_group(rows: list[dict], placement: str, warmup: int) -> list[dict]:
+    """Section 1's 1,500-step runs of one placement and warmup at the recipe's lr and clipping (not ln_hot's)."""
+    return [r for r in _ln_runs(rows, 1500, placement, warmup) if "lr" not in r]
+
+
+def _ln_new_rows(rows: list[dict]) -> list[str]:
+    """Section 1's paragraph on seeds 3, 4, 5: the first table's columns for each placement and warmup, new seeds
+    only."""
+    out = []
+    for name, placement, warmup in LN_GROUPS:
+        runs = [r for r in _ln_group(rows, placement, warmup) if r["seed"] in NEW_SEEDS]
+        for r in runs:
+            out.append(f"| {name} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
+                       + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
+                       f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+    return out
+
+
+def _ln_new_extra(rows: list[dict]) -> list[float]:
+    """Row 1 and section 1's paragraph on seeds 3, 4, 5, over every seed of the four groups (LN_GROUPS): per group
+    the final val loss (min, max); post-LN without warmup, its final val minus its val at step 250 (min, max); same
+    seed: pre-LN with warmup 100 minus without (min, max), post-LN with warmup 100 minus pre-LN without (min, max);
+    the new seeds' step at which pre-LN without warmup leaves the plateau (min, max); the post-LN runs without
+    warmup that never leave the plateau: their gradient-norm median and share of steps clipped, in % (min, max);
+    pre-LN's final val spread over all seeds and the gap from its worst seed to post-LN's best; how many post-LN runs
+    without warmup never leave the plateau, of how many, and how many pre-LN runs without warmup do, of how many;
+    the smallest drop 100 warmup steps give post-LN (its final val without warmup minus with, same seed); the final
+    val of the post-LN runs that never leave the plateau (min, max)."""
+    groups = {(p, w): {r["seed"]: r for r in _ln_group(rows, p, w)} for _, p, w in LN_GROUPS}
+    out = []
+    for _, p, w in LN_GROUPS:
+        finals = [r["val"][-1][1] for r in groups[(p, w)].values()]
+        out += [min(finals), max(finals)]
+    post, pre = groups[("post", 0)], groups[("pre", 0)]
+    stay = [r["val"][-1][1] - r["val"][0][1] for r in post.values()]
+    warm_pre = [r["val"][-1][1] - pre[s]["val"][-1][1] for s, r in groups[("pre", 100)].items()]
+    warm_post = [r["val"][-1][1] - pre[s]["val"][-1][1] for s, r in groups[("post", 100)].items()]
+    leave = [r["plateau_end"] for s, r in pre.items() if s in NEW_SEEDS]
+    stuck = [r for r in post.values() if r["plateau_end"] is None]
+    grad = [r["grad_norm_median"] for r in stuck]
+    clipped = [100 * r["clipped_fraction"] for r in stuck]
+    pre_final = [r["val"][-1][1] for r in pre.values()]
+    post_final = [r["val"][-1][1] for r in post.values()]
+    rescue = [post[s]["val"][-1][1] - r["val"][-1][1] for s, r in groups[("post", 100)].items()]
+    return out + [min(stay), max(stay), min(warm_pre), max(warm_pre), min(warm_post), max(warm_post), min(leave),
+                  max(leave), min(grad), max(grad), min(clipped), max(clipped), max(pre_final) - min(pre_final),
+                  min(post_final) - max(pre_final), len(stuck), len(post),
+                  sum(r["plateau_end"] is not None for r in pre.values()), len(pre), min(rescue),
+                  min(r["val"][-1][1] for r in stuck), max(r["val"][-1][1] for r in stuck)]
+
+
+
+def _spread_text(values: list[float], fmt: str) -> str:
+    """min-max of values as a page prints a range (one value when they are all the same)."""
+    lo, hi = (format(v, fmt) for v in (min(values), max(values)))
+    return lo if lo == hi else f"{lo}-{hi}"
+
+
+def _recall_new_rows(rows: list[dict]) -> list[str]:
+    """Section 7's paragraph on seeds 3, 4, 5: per distance and model (the new file's summaries: rates carried over
+    from the first seeds' sweep), the rate, the test accuracy of each new seed, and its range over all seeds."""
+    tests = {(r["k"], r["model"], r["seed"]): r["test_accuracy"] for r in rows if r.get("chosen")}
+    out = []
+    for r in rows:
+        if r.get("summary") and "tuned_from" in r:
+            every = [v for (k, m, _), v in tests.items() if (k, m) == (r["k"], r["model"])]
+            out.append(f"| {r['k']} | {r['model']} | {r['chosen_lr']:g} | "
+                       + " / ".join(f"{tests[(r['k'], r['model'], s)]:.3f}" for s in r["seeds"])
+                       + f" | {_spread_text(every, '.3f')} |")
+    return out
+
+
+def _recall_new_extra(rows: list[dict]) -> list[float]:
+    """Section 7's paragraph on seeds 3, 4, 5 and row 7, over every seed: at k 32, how many runs the transformer,
+    the dilated CNN and the GRU (at its chosen rate) solve (test accuracy >= 0.99), of how many; the LSTM's and the
+    plain CNN's test accuracy (min, max); the new runs' CPU minutes."""
+    at32 = {m: [r["test_accuracy"] for r in rows if r.get("chosen") and (r["k"], r["model"]) == (32, m)]
+            for m in ("transformer", "dilated CNN", "GRU", "LSTM", "CNN")}
+    out = []
+    for m in ("transformer", "dilated CNN", "GRU"):
+        out += [sum(v >= 0.99 for v in at32[m]), len(at32[m])]
+    for m in ("LSTM", "CNN"):
+        out += [min(at32[m]), max(at32[m])]
+    new = [r for r in rows if r.get("seed") in NEW_SEEDS and "cpu_s" in r]
+    return out + [sum(r["cpu_s"] for r in new) / 60]
+
+
+def _vit_cnn_new_rows(rows: list[dict]) -> list[str]:
+    """Section 8's paragraph on seeds 3, 4, 5 (whole schedules): per size each model's test accuracy on the new
+    seeds, then both means over all seeds and the error ratio of those means."""
+    rows = _vit_cnn_main(rows)
+    out = []
+    for size in _vit_cnn_sizes(rows):
+        vit, cnn = (_vit_cnn_runs(rows, size, m) for m in ("ViT", "CNN"))
+        new = [" / ".join(f"{r['test_accuracy']:.3f}" for r in runs if r["seed"] in NEW_SEEDS) for runs in (vit, cnn)]
+        means = [sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (vit, cnn)]
+        out.append(f"| {size:,} | {new[0]} | {new[1]} | {means[0]:.3f} | {means[1]:.3f} "
+                   f"| {(1 - means[0]) / (1 - means[1]):.2f}x |")
+    return out
+
+
+def _vit_cnn_new_extra(rows: list[dict]) -> list[float]:
+    """Section 8's paragraph on seeds 3, 4, 5 and row 8, whole schedules: per size the CNN's lead over the ViT on
+    the new seeds (min, max) and on all (min, max), the two means over all seeds and the error ratio; then the seed
+    pairs where the CNN is ahead, of all, the worst CNN run minus the best ViT run at each size, and the new runs'
+    CPU minutes."""
+    rows = _vit_cnn_main(rows)
+    out, ahead, pairs, worst_best = [], 0, 0, []
+    for size in _vit_cnn_sizes(rows):
+        vit, cnn = (_vit_cnn_runs(rows, size, m) for m in ("ViT", "CNN"))
+        lead = {v["seed"]: round(c["test_accuracy"] - v["test_accuracy"], 3) for v, c in zip(vit, cnn, strict=True)}
+        new = [g for seed, g in lead.items() if seed in NEW_SEEDS]
+        means = [sum(r["test_accuracy"] for r in runs) / len(runs) for runs in (vit, cnn)]
+        out += [min(new), max(new), min(lead.values()), max(lead.values()), *means,
+                (1 - means[0]) / (1 - means[1])]
+        ahead += sum(g > 0 for g in lead.values())
+        pairs += len(lead)
+        worst_best.append(min(r["test_accuracy"] for r in cnn) - max(r["test_accuracy"] for r in vit))
+    new_runs = [r for r in rows if r["seed"] in NEW_SEEDS]
+    return out + [ahead, pairs, *worst_best, sum(r["cpu_s"] for r in new_runs) / 60]
+
+
+def _vit_grid_new_rows(rows: list[dict]) -> list[str]:
+    """The ViT grid page's paragraph on seeds 3, 4, 5: its runs, its per-setting summary and the chosen setting's
+    test lines, as the page's tables print them (_vit_grid_rows), from the new seeds' lines only."""
+    return _vit_grid_rows([r for r in rows if r.get("seed") in NEW_SEEDS
+                           or ("summary" in r and set(r["seeds"]) == set(NEW_SEEDS))])
+
+
+def _vit_grid_new_extra(rows: list[dict]) -> list[float]:
+    """Row 9 and the grid page's paragraph on seeds 3, 4, 5, over every seed: per setting (p7s1, p7s3, p4s3) rho's
+    mean, standard deviation, min and max, the runs showing a grid (rho > 0, p < 0.01) and the mean validation
+    accuracy; then p4s3's largest p, and the new runs' CPU minutes."""
+    import statistics
+    runs = [r for r in rows if "val_accuracy" in r and "summary" not in r and r.get("run") != "shipped"]
+    out = []
+    for name in ("p7s1", "p7s3", "p4s3"):
+        mine = [r for r in runs if r["run"] == name]
+        rho = [r["rho"] for r in mine]
+        out += [statistics.fmean(rho), statistics.stdev(rho), min(rho), max(rho),
+                sum(r["rho"] > 0 and r["p"] < 0.01 for r in mine),
+                statistics.fmean(r["val_accuracy"][-1][1] for r in mine)]
+    out.append(max(r["p"] for r in runs if r["run"] == "p4s3"))
+    return out + [sum(r.get("cpu_s", 0.0) for r in runs if r["seed"] in NEW_SEEDS) / 60]
 
 
 def _new_seed_rows(label: Callable[[dict], str]) -> Callable[[list[dict]], list[str]]:
@@ -1296,17 +1455,20 @@ TRACES = [
                    "products as 0": "what FlopCounterMode counts for SDPA's attention products"}),
     Trace("| 4 |", "heads_cost.jsonl", allowed={"17.7": "the issue item the claim came from"}),
     Trace("## Learned ViT positions", "vit_grid.jsonl", _vit_grid_rows, _cpu_total, doc="experiments_vit_grid.md",
+          end=GRID_NEW_START if "9" in RERUN_DONE else "",
           allowed={"2,000": "permutations per p-value (a setting)", "0.01": "the p threshold for a grid (a setting)",
                    "4,000": "the recipe's training images (a setting)",
                    "2001": "2,000 permutations + 1, the p-value's denominator (arithmetic)"}),
-    Trace("| 9 |", "vit_grid.jsonl", allowed={"17.1": "the issue item the claim came from"}),
-    Trace("## 7.", "recall_distance.jsonl", _recall_rows, _cpu_total,
+    Trace("| 9 |", VIT_GRID_FILES, extra=_vit_grid_new_extra if "9" in RERUN_DONE else None,
+          allowed={"17.1": "the issue item the claim came from"}),
+    Trace("## 7.", "recall_distance.jsonl", _recall_rows, _cpu_total, end=_new_seeds_start("7"),
           allowed={"2,048": "validation / test sequences (a setting)",
                    "0.53": "1/2 + 1/2 / 16: what a 12-token reach allows at k 8 (arithmetic)",
                    "(0-15)": "the task's values (a setting)", "distances 8-15": "k 8's distances (arithmetic)",
                    "1, 2, 4, ...": "the dilations (a setting)", "k + 7": "the task's farthest distance (a setting)",
                    "k..k+7": "the task's farthest distance (a setting)"}),
-    Trace("| 7 |", "recall_distance.jsonl", allowed={"17.6": "the issue item the claim came from"}),
+    Trace("| 7 |", RECALL_FILES, extra=_recall_new_extra if "7" in RERUN_DONE else None,
+          allowed={"17.6": "the issue item the claim came from"}),
     Trace("## 10.", "gpt2_params.jsonl", _gpt2_rows, _gpt2_extra,
           allowed={"50,257": "GPT-2's vocabulary (a setting)", "1,024": "GPT-2's context (a setting)",
                    "40,478": "GPT-1's vocabulary (a setting)", "1.5": "seed 002's \"1.5B\" (the claim checked)",
@@ -1376,12 +1538,14 @@ TRACES = [
     Trace("| 6 |", MASK_FILES, extra=_mask_extra,
           allowed={"17.4": "the issue item the claim came from", "1,000": "training steps (a setting)"}),
     # section 8
-    Trace("## 8.", VIT_CNN_FILES, _vit_cnn_rows, _vit_cnn_extra,
+    Trace("## 8.", VIT_CNN_FILES, _vit_cnn_rows, _vit_cnn_extra, end=_new_seeds_start("8"),
           allowed={"5,000": "MNIST-5k's images (the data set)", "4,000": "the recipe's training images (a setting)",
                    "6,000": "the recipe's steps (a setting)", "0.05": "weight decay (a setting)",
                    "1.0": "the clipping threshold (a setting)", "2.13": "torch version",
                    "3.5": "the machine's load average (not a result)"}),
-    Trace("| 8 |", VIT_CNN_FILES, extra=_vit_cnn_extra,
+    Trace("| 8 |", (*VIT_CNN_FILES, *VIT_CNN_MAIN_FILES[1:]),
+          extra=lambda rows: _vit_cnn_extra([r for r in rows if r["seed"] not in NEW_SEEDS])
+          + (_vit_cnn_new_extra(rows) if "8" in RERUN_DONE else []),
           allowed={"17.5": "the issue item the claim came from", "6,000": "the recipe's steps (a setting)",
                    "1,000": "the recipe's test images (a setting)"}),
     # sections 2-3
@@ -1416,14 +1580,17 @@ TRACES = [
           end="\n### Without clipping", allowed={"0.02": "GPT-2's init std (a setting)",
                                                   "0.0035": "0.02 / sqrt(32), the scaled init's std (a setting)"}),
     Trace("### Warmup sweep", ("ln_warmup.jsonl", "ln_probes.jsonl", "ln_300.jsonl", "ln_1500.jsonl",
-                               "ln_1500_warmup100.jsonl", "ln_post_warmup.jsonl"), extra=_sweep_extra, end="\n## 2.",
+                               "ln_1500_warmup100.jsonl", "ln_post_warmup.jsonl"), extra=_sweep_extra,
+          end=_new_seeds_start("1") or "\n## 2.",
           allowed={"17.3": "the issue item", "2,000": "the issue's longest warmup (a setting)"}),
     Trace("**Sections 1-3.**", "mask_after_softmax.jsonl",
           allowed={"0.99": "AdamW's beta 2 (a setting)", "1,500": "steps per run (a setting)"}),
     Trace("**Machine and date.** Sections 1-3", ("ln_1500.jsonl",), extra=_ln_1500_extra,
           allowed={"torch 2.13": "torch version"}),
     Trace("| 1 |", ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_hot.jsonl", "ln_post_warmup.jsonl",
-                    "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl"), extra=_ln_1500_extra,
+                    "ln_300.jsonl", "ln_probes.jsonl", "ln_warmup.jsonl", *LN_FILES[3:]),
+          extra=lambda rows: _ln_1500_extra(rows) + (_ln_new_extra(rows) if "1" in RERUN_DONE else []),
+          prefer_extra=True,
           allowed={"17.3": "the issue item the claim came from"}),
     Trace("**A second set of sentences**", AMBIGUITY_FILES, extra=_ambiguity_second_extra, end="\n\n",
           allowed={"0.9": "the accuracy threshold (a setting)", "2026-12-07": "the date of the re-run"}),
@@ -1468,7 +1635,7 @@ TRACES += [
           allowed={"6,000": "the ViT recipe's steps (a setting)", "1e-2": "the top of the lr grid (a setting)",
                    "1,500": "row 9's steps (a setting)", "600 steps": "rows 17-19's steps (a setting)",
                    "d_model 64": "rows 17-19's width (a setting)"}),
-    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"11,970": MUTATION_COUNT}),
+    Trace("Sections 1-3 train the gpt-char recipe", (), end="\n\n", allowed={"12,554": MUTATION_COUNT}),
     Trace("History: an earlier version", ("ln_1500.jsonl",), end="\n\n",
           allowed={"300": "the earlier version's steps (history, a setting)", "1,500": "steps per run (a setting)"}),
     Trace("## Sections 4-8", ("heads_cost.jsonl",), allowed=TORCH),
@@ -1484,6 +1651,15 @@ TRACES += [
 
 # Each section's paragraph on its re-run's seeds 3, 4, 5 (a part of its own, up to the next section), once done.
 NEW_SEED_PARTS = {
+    "1": lambda: Trace(_new_seeds_start("1"), LN_FILES, _ln_new_rows, _ln_new_extra, end="## 2.", prefer_extra=True,
+                       allowed={"3.1": "the train loss that counts as off the plateau (a setting)",
+                                "With 100 warmup": "the warmup's steps (a setting)",
+                                "with 100 warmup": "the warmup's steps (a setting)"}),
+    "7": lambda: Trace(_new_seeds_start("7"), RECALL_FILES, _recall_new_rows, _recall_new_extra, end="## 8."),
+    "8": lambda: Trace(_new_seeds_start("8"), VIT_CNN_MAIN_FILES, _vit_cnn_new_rows, _vit_cnn_new_extra,
+                       end="## Sections 10-16"),
+    "9": lambda: Trace(GRID_NEW_START, VIT_GRID_FILES, _vit_grid_new_rows, _vit_grid_new_extra,
+                       doc="experiments_vit_grid.md", end="\n\n\n"),
     "2": lambda: Trace(_new_seeds_start("2"), POSITIONS_FILES, _positions_new_rows, _positions_extra, end="## 3."),
     "3": lambda: Trace(_new_seeds_start("3"), ACTIVATION_FILES, _activations_new_rows, _activations_extra,
                        end="## Sections 4-8", allowed={"0.02": "attnlab's init std (a setting)"}),
@@ -1507,11 +1683,15 @@ NEW_SEED_PARTS = {
 }
 TRACES += [make() for row, make in NEW_SEED_PARTS.items() if row in RERUN_DONE]
 TRACES += [
-    Trace("## Re-runs on new seeds", ("no_mask.jsonl", *NO_MASK_FILES[2:], *AMBIGUITY_FILES, *HEADS_FILES,
+    Trace("## Re-runs on new seeds", (*LN_FILES, "no_mask.jsonl", *NO_MASK_FILES[2:], *AMBIGUITY_FILES, *HEADS_FILES,
                                       *WINDOW_FILES, *POSITION_FILES, *UNTIED_FILES, *NSP_FILES, *RESIDUAL_FILES,
                                       *MASK_FILES, *TOKEN_QUALITY_FILES, *SCALE_FILES, *EFF_QUALITY_FILES,
                                       *dict.fromkeys((*ACTIVATION_FILES[3:], *POSITIONS_FILES[1:]))),
-          _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs", "2.13": "torch version"}),
+          _rerun_rows, _rerun_extra, allowed={"2026-12-07": "the date of the re-runs", "2.13": "torch version",
+                                              "its 1,500-step runs": "row 1's runs (a setting)",
+                                              "--vit-cap 6000": "the ViT's steps (a setting)",
+                                              "--cnn-cap 4000": "the CNN's steps (a setting)",
+                                              "--sizes 3500 500 1000 250": "the training sizes (settings)"}),
 ]
 
 # Numbers in docs/experiments*.md that no committed script and results file reproduce yet (issue 26.1).
