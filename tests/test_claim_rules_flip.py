@@ -549,7 +549,6 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
         ('heads_quality.jsonl', 'heads_quality_seeds345.jsonl', 'position_concat.jsonl',
          'position_concat_seeds345.jsonl', 'window_mlp.jsonl', 'window_mlp_seeds345.jsonl'),
         ('reciprocal', ('val_loss',))),
-    'three_seeds_at_most': ('vit_grid.jsonl', ('add_seed', 'nearest_is_neighbour')),
     'top_key_above_uniform': ('attention_explanation.jsonl', ('negate', ('top_agree',))),
     'tuned_32_heads_best': ('heads_quality.jsonl', ('mirror', ('val_loss',))),
     'uncached_flops_larger': ('docs/img/cost-gpt2/sweep.txt', ('square', 43, 1)),
@@ -622,7 +621,7 @@ MIXED_ONLY = {
     "gelu_lead_within_spread", "gelu_linear_at_init", "grid_top_not_above", "hier_never_below", "hier_quadratic",
     "higher_rate_not_tried", "hot_neither_higher", "hot_neither_lower", "linear_cpu_most", "local_uses_no_more",
     "not_every_word_more", "one_piece", "p7s1_no_more_than_chance", "p7s3_seed0_more", "pre_ln_not_better",
-    "quadratic_dominates", "recall_smaller_rate", "strided_stays", "sum_not_best", "three_seeds_at_most",
+    "quadratic_dominates", "recall_smaller_rate", "strided_stays", "sum_not_best",
     "weight_says_neither_less", "weight_says_neither_more", "worst_cnn", "worst_pre_vs_best_post", "verdict_12_0",
 }
 OTHER_OUTCOME = {"verdict_12_0": "not for"}  # row 12's verdict is "holds" or "not for"

@@ -1604,16 +1604,10 @@ def _small_grid_fewer_pairs() -> str:
     return _every([(pairs[min(pairs)], pairs[max(pairs)])], "less", "more")
 
 
-def _three_seeds_at_most() -> str:
-    """"Not shown: ... more than 3 seeds": no setting has more than 3 seeds."""
-    from collections import Counter
-    return "more" if max(Counter(r["run"] for r in _grid_runs()).values()) <= 3 else "mixed"
-
-
 MORE_RULES.update({
     "p7s1_no_more_than_chance": _p7s1_no_more_than_chance, "p7s3_seed0_more": _p7s3_seed0_more,
     "chosen_best_val": _chosen_best_val, "grid_below_shipped": _grid_below_shipped,
-    "small_grid_fewer_pairs": _small_grid_fewer_pairs, "three_seeds_at_most": _three_seeds_at_most,
+    "small_grid_fewer_pairs": _small_grid_fewer_pairs,
 })
 MORE_RULES["residual_needed"] = lambda: "needed" if _residual_statement() == "holds" else "not needed"
 MORE_PLACES += (
@@ -1628,7 +1622,6 @@ MORE_PLACES += (
     (VIT_GRID, "The setting with the ", "chosen_best_val"),
     (VIT_GRID, "these are shorter trainings than the recipe's, and the accuracies are ", "grid_below_shipped"),
     (VIT_GRID, "2 x 2 inner block also give the statistic ", "small_grid_fewer_pairs"),
-    (VIT_GRID, "patch 4 with 1-pixel shifts, ", "three_seeds_at_most"),
     (VIT_GRID, "nothing tells it that patch 8 sits ", "place"),  # a place in the image's grid of patches
     (VIT_GRID, "(rho > 0: nearer patches are ", "name"),  # the definition of the statistic's sign
 )

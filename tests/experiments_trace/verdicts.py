@@ -354,10 +354,10 @@ RULES: dict[str, Callable[[], list[str]]] = {
 
 # ---------------------------------------------------------------- re-runs on new seeds
 def _spread(values: list[float], fmt: str) -> str:
-    """min-max as the page prints a range ("a to b" when a bound is negative); fmt "" prints the results' own
-    rounding."""
+    """min-max as the page prints a range ("a to b" when a bound is negative or the format prints a sign); fmt ""
+    prints the results' own rounding."""
     lo, hi = (format(v, fmt) if fmt else str(v) for v in (min(values), max(values)))
-    return lo if lo == hi else f"{lo} to {hi}" if min(values) < 0 else f"{lo}-{hi}"
+    return lo if lo == hi else f"{lo} to {hi}" if min(values) < 0 or "+" in fmt else f"{lo}-{hi}"
 
 
 def _seed_list(seeds: list[int]) -> str:

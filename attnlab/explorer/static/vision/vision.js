@@ -67,7 +67,7 @@ function structureText(s) {
   // one checkpoint says nothing about how often training gives a grid: what the recipe's defaults gave, measured
   el("p", { class: "help", id: "pos-recipe" }, "This is one checkpoint. The shipped vit-mnist was trained with " +
     "patch_size=4 max_shift=3 (shifts of up to 3 pixels); trained with the vit-mnist recipe's defaults (patch 7, " +
-    "shifts of 1 pixel), none of 3 seeds showed a grid (rho below 0 in each; docs/experiments_vit_grid.md)."));
+    "shifts of 1 pixel), none of 6 seeds showed a grid (rho below 0 in each; docs/experiments_vit_grid.md)."));
 }
 
 export async function render(root, ctx) {
