@@ -942,7 +942,7 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "A product hands a thread at most one per ", "pool_kb_per_thread"),
     ("docs/quantization.md", "times SmolLM2's GGUF decode (", "bench_new_tokens"),
     ("docs/quantization.md", "greedy tokens after a ", "bench_prompt_tokens"),
-    ("docs/quantization.md", "ms in the ", "smollm2_products"),
+    ("docs/quantization.md", "63 steps; not logged): most of it in the ", "smollm2_products"),
     ("docs/quantization.md", "made with mode ", "kernel_dir_mode"),
     ("docs/quantization.md", "(the kernels timed inside the compiled step, ", "bench_decode_steps"),
     ("docs/quantization.md", "wall time to the first token and to ", "first_token_most"),
@@ -967,8 +967,7 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "| float32 | float32 | ", "smollm2_mib_float32"),
     ("docs/quantization.md", "| int8 | int8 | ", "smollm2_mib_int8"),
     ("docs/quantization.md", "| int4 (LM head int8, as shipped) | uint8 + float16, head int8 | ", "smollm2_mib_int4"),
-    ("docs/quantization.md", "| int4 with a 4-bit head (not shipped; 2026-11-24, not logged) | uint8 + float16 | ",
-     "smollm2_mib_int4_head4"),
+    ("docs/quantization.md", "(the tied embedding quantized like the other matrices, ", "smollm2_mib_int4_head4"),
     ("docs/quantization.md", "| GGUF blocks kept | int8, uint8 + float16 | ", "smollm2_mib_gguf"),
     ("docs/quantization.md", "computes with exactly the file's numbers, at ", "smollm2_gguf_share"),
     ("docs/quantization.md", "(the row above it: within noise of float32, for ", "smollm2_int8_head_cost"),
@@ -1299,7 +1298,7 @@ COMPUTED_PLACES += (
     ("docs/interop.md", "feed-forward's second matrix (", "smollm2_d_ff"),
     ("docs/interop.md", "capped as the walk reaches it: at most ", "gguf_max_keys"),
     ("docs/interop.md", "at most 10,000 keys, ", "gguf_max_array"),
-    ("docs/interop.md", "LLaMA 3's merges 280,000), ", "gguf_max_strings"),
+    ("docs/interop.md", "(above the largest real vocabularies and merge lists), ", "gguf_max_strings"),
     ("docs/interop.md", "strings in all arrays together, and ", "gguf_max_string_bytes"),
     ("docs/interop.md", "is fixed the same way here: every ", "gemma2_every"),
     ("docs/interop.md", "must match, else the option is refused by name: every ", "gemma2_every"),
@@ -1307,8 +1306,8 @@ COMPUTED_PLACES += (
     ("docs/interop.md", "refused by name: every 2nd (Gemma 2) or ", "gemma3_every"),
     ("docs/interop.md", "Gemma 3's sliding layers at RoPE base ", "gemma3_local_theta"),
     ("docs/interop.md", "Gemma 3's sliding layers at base ", "gemma3_local_theta"),
-    ("docs/interop.md", "except in the 27B models (", "gemma2_27b_layers"),
-    ("docs/interop.md", "except in the 27B models (46 or ", "gemma3_27b_layers"),
+    ("docs/interop.md", "except in Gemma 2 27B and Gemma 3 27B (", "gemma2_27b_layers"),
+    ("docs/interop.md", "except in Gemma 2 27B and Gemma 3 27B (46 or ", "gemma3_27b_layers"),
     ("docs/interop.md", "`test_parity_roundtrip.py`): logits within ", "tol_open_families"),
     ("docs/interop.md", "`tests/parity/test_parity_families.py`: ", "parity_families"),
     ("docs/interop.md", "padded batch | transformers, eval mode | max abs ", "tol_parity_families"),
@@ -1704,7 +1703,7 @@ COMPUTED.update({
 })
 COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
     ("eager steps' logits: a difference of 0 over 5 prompts x 32 greedy steps, every step through the compiled graph "
-     "(re-run 2026-12-07 on the project's 2-core AMD EPYC, one thread, load average 8.4; log: "
+     "(re-run 2026-12-07 on the project's AMD EPYC, one thread, load average 8.4; log: "
      "bench/results/kept-blocks-2026-12-07/compiled-2-blocks.log; the unlogged run of 2026-11-28 had found a "
      "difference there); the tests bound a 2-layer int4 toy at ", "decode_compiled_bound"),
     ("with the layers' decode copies on, ", "layout_steps"),
@@ -1771,15 +1770,12 @@ COMPUTED_PLACES += tuple(("docs/quantization.md", end, name) for end, name in (
     ("the quality benchmark measures both paths (its ", "quality_window"),
     ("(`qweight` codes, `scale`, and `min` for the ", "int4_bits"),
     ("held out from anything attnlab trains), windows of ", "quality_window"),
-    ("| 93.8% | | int4 with a ", "int4_bits"),
-    ("| -0.04% / +0.04% | 100% | The ", "int4_bits"),
     ("(the table's perplexity zeros: ", "quality_window"),
     ("as tests it holds the equalities and a bound of 0.05 at ", "kernel_bound_tokens_0"),
     ("as tests it holds the equalities and a bound of 0.05 at 1 and ", "kernel_bound_tokens_1"),
     ("Decoding one token at a time, the ", "int4_bits"),
     ("is re-quantizing a model whose matrices are already ", "int4_bits"),
     ("come back (all but) exactly. With a ", "int4_bits"),
-    ("measures the shipped row; the ", "int4_bits"),
     ("re-rounds the Q8_0 embedding (blocks of ", "block"),
     ("and the Q4_1 blocks onto an ", "int8_bits"),
     ("reads its codes in one contiguous stream at about the memory's speed and rounds each activation row to two ",
@@ -2062,7 +2058,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("(1 MiB; a JSON line whole, at most ", "data_line_mib"),
     ("The text is cut into chunks of ", "data_chunk_ki"),
     ("go to the tokenizers library in batches of ", "data_batch_mi"),
-    ("(`python -m attnlab.benchmarks.data`). Batches of ", "data_batch_mi"),
+    ("(`python -m attnlab.benchmarks.data`). Batches are kept to ", "data_batch_mi"),
     ("of byte-level BPE records for ", "data_batch_mi"),
     ("The ids are written in shards of one batch (", "data_shard_mi"),
     ("a JSON line longer than ", "data_line_mib"),
@@ -2075,7 +2071,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("agree within 1e-6; weights after ", "dist_steps"),
     ("weights after 4 AdamW steps agree within ", "dist_weight_tol"),
     ("AdamW steps agree within 1e-6 for more than ", "dist_weight_share"),
-    ("99.9% for FSDP) and within ", "dist_weight_max"),
+    ("more than 99% of the elements and within ", "dist_weight_max"),
     ("the single-process layout and values (moments within ", "dist_moment_tol"),
 ))
 
@@ -2433,7 +2429,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("sat·W_K = [1.8, 0, 0, 0], ", "toy_score"),
     ("`tests/explorer/test_api.py`: the toy's ", "toy_score"),
     ("After that \"cat\" scores ", "toy_no_verb_score"),
-    ("(each weight 1/", "toy_no_verb_flat"),
+    ("its row goes flat (all ", "toy_no_verb_flat"),
     ("and \"sat\" loses the ", "toy_sat_weight"),
     ("appear in the shapes (SmolLM2: ", "smollm2_heads"),
     ("appear in the shapes (SmolLM2: 9 query heads, ", "smollm2_kv_heads"),
@@ -2504,7 +2500,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("in the box gets a message saying which texts the view carries (call `show()` again, or run `attnlab explore`). "
      "Texts over ", "notebook_max_tokens"),
     ("layer × head would exceed about ", "notebook_embedded_mb"),
-    ("0.0199 allowed under the ", "explorer_quantized_relative"),
+    ("came close to the flat ", "explorer_quantized_relative"),
 ))
 COMPUTED.update({
     "notebook_max_tokens": _explorer("notebook", "MAX_TOKENS"),
@@ -2872,7 +2868,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("per quantized product (SmolLM2: ", "smollm2_products"),
     ("(SmolLM2: {} products, ", "smollm2_products_tolerance"),
     ("were refused (429) for having ", "explorer_heavy_waiting"),
-    ("(2 cores and the default ", "explorer_concurrent_default"),
+    ("(two cores and the default ", "explorer_concurrent_default"),
     ("to loopback names (localhost, ", "loopback_v4"),
     ("to loopback names (localhost, 127.0.0.1, [::", "loopback_v6_tail"),
     ("the page asks for nothing outside ", "explorer_default_host"),
@@ -2894,12 +2890,12 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("float64 written from the weights alone (", "forward_pass_tol"),
     ("written from the weights alone (1e-4: the page's ", "forward_pass_decimals"),
     ("so a step runs only the newest token. \"", "explorer_stream_button"),
-    ("(\"Stopped after 6 of ", "explorer_stream_button"),
+    ("(`Stopped after 6 of ", "explorer_stream_button"),
     ("a generation error shown, \"", "explorer_stream_button"),
     ("rounding (tests: ", "session_test_steps"),
     ("The cache grows in steps of ", "kv_cache_grow"),
     ("the page keeps the grids of its last ", "page_grids_kept"),
-    ("clean minus corrupted at step 1's layer, α = ", "walk_alpha"),
+    ("clean minus corrupted at the first step's layer, α = ", "walk_alpha"),
     ("`attnlab train gpt-char --out runs/gpt-char threads=1` (seed ", "gpt_char_seed"),
     ("ablation answer | 32 / 33 ms | 62 / 73 ms | ≤ ", "latency_target_ablation_minilm_mlm"),
     ("62 / 73 ms | ≤ 300 / ≤ ", "latency_target_ablation_smollm2"),
@@ -2917,13 +2913,9 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("runs them alone; one torch thread, a ", "latency_experiment_tokens"),
     ("and its patch grid (", "smollm2_patch_cells"),
     ("(best of 3, recompute timed beside it) | ≤ ", "latency_target_step_gpt_char"),
-    ("(lean step without the recompute: 6.1 ms) | ≤ ", "latency_target_step_gpt_char"),
     ("SmolLM2-135M (15 positions; model step 45.1 ms wall) | ≤ ", "latency_target_step_smollm2"),
-    ("SmolLM2-135M (model step 61.8 ms) | ≤ ", "latency_target_step_smollm2"),
     ("(view + 2 lessons; before: + the grid, uncached) | ≤ ", "latency_target_layer_head"),
-    ("(`/api/attention` alone: 6.4 ms) | ≤ ", "latency_target_layer_head"),
     ("navigation start → the toy's numbers on the page) | ≤ ", "latency_target_first_paint"),
-    ("| first useful paint | ≤ ", "latency_target_first_paint"),
     ("18.3 s of CPU against 10.9 s expanded, its target ", "latency_target_head_sweep_smollm2"),
     ("the logit lens 359 ms against 269 ms, target ", "latency_target_logit_lens_smollm2"),
     ("both arms meet the head sweep's ", "latency_target_head_sweep_smollm2"),
@@ -2935,8 +2927,8 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("On this load the wall clock ran up to about ", "latency_wall_over_cpu"),
     ("(35 positions), as the page asks (best of ", "explorer_step_repeats"),
     ("On a quiet core it should take about ", "timeline_run_cpu_minutes"),
-    ("the same 8 greedy tokens; 2.36x on 2026-11-26, not logged), and the model holds ", "smollm2_held_mb"),
-    ("and the model holds 97 MB instead of ", "smollm2_float32_mb"),
+    ("the same 8 greedy tokens), and the model's weights take ", "smollm2_held_mb"),
+    ("and the model's weights take 97 MB instead of ", "smollm2_float32_mb"),
     # the kept-vs-expanded table's ratios, from its log (bench/results/explorer-kept-2026-12-07/experiments.log)
     ("| one forward | 50 ms | 141 ms | ", "kept_ratio_forward"),
     ("| ablation | 75 ms | 186 ms | ", "kept_ratio_ablation"),
@@ -3119,7 +3111,6 @@ COMPUTED.update({
     "mutation_count": lambda: _tested("tests/experiments_trace/figures.py", r"mutate\.table\(\d+, (\d+)\)"),
 })
 COMPUTED_PLACES += tuple((RELIABILITY, end, name) for end, name in (
-    ("not logged; the test's bound is ", "reliability_chunked_bound_mib"),
     ("(disconnect after the first of ", "reliability_measure_lengths"),
     ("(disconnect after the first of 5 lengths: at most ", "reliability_measure_timed"),
     ("free port ``` The mix is ", "load_bench_valid_share"),
@@ -3228,6 +3219,388 @@ COMPUTED_PLACES += tuple(("docs/tutorials/first-hour.md", end, name) for end, na
 COMPUTED_PLACES += (("docs/tutorials/first-hour.md", "with the same losses and ", "first_hour_training_rope"),
                     ("docs/tutorials/first-hour.md", "with the same losses and 126 s and ", "first_hour_training_none"))
 # ---- end of P4's docs/reliability.md entries
+
+# ---- P7: docs/reliability.md (issue 54): the promise rows' remaining figures, each as the test, the benchmark or the
+# library that it describes writes it (the first group of a pattern in that file, as P4's RELIABILITY_TESTED)
+_BOMBS, _ENGINE = "tests/reliability/test_explorer_abuse.py", "attnlab/benchmarks/explorer.py"
+_SCHEMAS, _LINKS = "attnlab/explorer/server/schemas.py", "tests/explorer/test_timeline_links.py"
+_DATA_UNTRUSTED, _BIGRAM = "tests/data/test_data_untrusted.py", "tests/training/test_bigram_baseline.py"
+_ACCEPTED = r"assert r\.status_code in \(([\d, ]+)\), \(url, body"  # the statuses the HTTP payload fuzzer accepts
+
+
+def _tested_has(path: str, pattern: str, value: str) -> str:
+    """value where the file still holds the pattern (a figure the code writes in words: ones_like, a bound's lower
+    end), else "(not in PATH)"."""
+    return value if re.search(pattern, (ROOT / path).read_text(), re.M) else f"(not in {path})"
+
+
+def _status_class(codes: str, besides: tuple[int, ...] = ()) -> str:
+    """The hundreds digit every status code of `codes` (numbers in a string) shares, `besides` aside: "4" for a
+    test that accepts (200, 400, 404, 413, 422, 503), with besides (200, 503)."""
+    found = {int(c) for c in re.findall(r"\d{3}", codes)} - set(besides)
+    classes = {c // 100 for c in found}
+    return str(classes.pop()) if len(classes) == 1 else f"(several classes: {sorted(found)})"
+
+
+def _never(path: str, pattern: str, code: str) -> str:
+    """code, where the list of statuses a test accepts (the first group) does not hold it."""
+    return code if code not in re.findall(r"\d{3}", _tested(path, pattern)) else f"({code} accepted in {path})"
+
+
+def _keepalive_codes() -> str:
+    return " ".join(_tested(ABUSE, r"^\s+(?:sequence = \[)?\(\{\"model\": .*\}, (\d+)\)[,\]]", nth=i)
+                    for i in range(6))
+
+
+def _request_threads(cores: int) -> str:
+    """Torch threads per request on a machine of `cores` cores with the default slots (the explorer's own policy)."""
+    from unittest import mock
+
+    import torch
+
+    from attnlab.explorer.server import runner
+    slots = int(computed("explorer_concurrent_default"))
+    with mock.patch.object(runner, "allowed_cores", lambda: cores), mock.patch.object(torch, "get_num_threads",
+                                                                                     lambda: cores):
+        return str(runner.threads_per_request(None, slots))
+
+
+@cache
+def _beam_gib(beams: int) -> float:
+    """GiB generation.inputs.generation_bytes estimates for `attnlab generate gpt-char --prompt hello
+    --max-new-tokens 4 --beams N` (the command's own sizes: one prompt, its tokens, no window)."""
+    import attnlab
+    from attnlab.generation.inputs import generation_bytes
+    from attnlab.generation.options import GenerationOptions
+    model, tokenizer = attnlab.load("gpt-char")
+    parts = generation_bytes(model, GenerationOptions(max_new_tokens=4, num_beams=beams), 1,
+                             len(tokenizer.encode("hello")), None)
+    return sum(parts.values()) / 2 ** 30
+
+
+P7_RELIABILITY: tuple[tuple[str, str, str, str, str], ...] = (  # (name, the text before, file, pattern, fmt)
+    ("mask_zero", "| Any ", INP, r"st\.lists\(st\.integers\((\d+), \d+\), min_size=seq", "{}"),
+    ("mask_one", "| Any 0/", INP, r"st\.lists\(st\.integers\(\d+, (\d+)\), min_size=seq", "{}"),
+    ("masked_weight", "future keys get weight exactly ", INP, r"assert \(w\[~visible & rows_with_key\] == (\d+)\)",
+     "{}"),
+    ("malformed_zero", "| Masks that are not ", INP, r"\(\(mask == (\d+)\) \| \(mask == \d+\)\)", "{}"),
+    ("malformed_one", "| Masks that are not 0/", INP, r"\(\(mask == \d+\) \| \(mask == (\d+)\)\)", "{}"),
+    ("hf_layers_base", "or loads. ", UNTRUSTED, r"^_HF_VALUES = \[.*, (10)\*\*9, 10\*\*12,", "{}"),
+    ("hf_layers_exp", "or loads. 10**", UNTRUSTED, r"^_HF_VALUES = \[.*, 10\*\*(9), 10\*\*12,", "{}"),
+    ("safetensors_header_base", "(including a header that claims ", UNTRUSTED, r"struct\.pack\(\"<Q\", (\d+)\*\*\d+\)",
+     "{}"),
+    ("bomb_one", "(highly compressible) data, 5000x5000, ", ABUSE, r"\((\d+), 2 \* 10\*\*\d+\)", "{}"),
+    ("bomb_ten", "(highly compressible) data, 5000x5000, 1x2*", ABUSE, r"\(1, 2 \* (\d+)\*\*\d+\)", "{}"),
+    ("busy_status", "an asyncio queue that holds no thread, and get a ", SERVER,
+     r"assert r\.status_code == (\d+) and \"busy\" in", "{}"),
+    ("busy_get_status", "each computing GET gets the same ", SERVER, r"assert r\.status_code == (\d+) and \"busy\" in",
+     "{}"),
+    ("chunked_413", "Bodies are counted as they stream, chunked or not: ", ABUSE, r"answer\[0\]\[0\] == (\d+) and",
+     "{}"),
+    ("after_413", "- After a ", ABUSE, r"answer\[0\]\[0\] == (\d+) and", "{}"),
+    ("params_n_low", "`/api/params` V, d, N (", _SCHEMAS, r"\"N\": \((\d+), \d+\)", "{}"),
+    ("temperature_low", "top_k, temperature (", _SCHEMAS, r"\"temperature\": \(([\d.]+), [\d.]+\)", "{:g}"),
+    ("top_p_low", "finite), top_p ((", _SCHEMAS, r"top_p: float = Field\([\d.]+, gt=([\d.]+), le=", "{:g}"),
+    ("top_p_high", "finite), top_p ((0, ", _SCHEMAS, r"top_p: float = Field\([\d.]+, gt=[\d.]+, le=([\d.]+),",
+     "{:g}"),
+    ("deadline_status", "after 60 s of measuring (", SERVER, r"assert r\.status_code == (\d+) and \"stopped\" in",
+     "{}"),
+    ("used_to_give", "| Numbers that used to give ", SERVER,
+     r"def test_extreme_seeds_temperatures_and_top_p_get_answers_not_(\d+)s", "{}"),
+    ("seed_low_base", "a seed of 2**64 or below ", SERVER, r"for seed in \(2\*\*64, 2\*\*63, -\((\d+)\*\*\d+\) - 1",
+     "-{}"),
+    ("seed_ok_base", "generation seeds up to ", SERVER, r"\{\"seed\": (\d+)\*\*\d+ - 1\}", "{}"),
+    ("seed_ok_minus", "generation seeds up to 2**63-", SERVER, r"\{\"seed\": 2\*\*\d+ - (\d+)\}", "{}"),
+    ("seed_fold_bits", "(their stream seed is folded into ", "attnlab/explorer/views/generation/compute.py",
+     r"else value % 2\*\*(\d+)$", "{}"),
+    ("traversal_class", "Every one is answered with a ", ABUSE, r"assert (\d)00 <= r\.status_code < \d00, \(method",
+     "{}"),
+    ("server_error_class", "| Under concurrent mixed load: zero ", _ENGINE, r"r\[\"status\"\] >= (\d)00 for r in",
+     "{}"),
+    ("rerun_server_error_class", "`load-c2-r2.log`): 0 ", _ENGINE, r"r\[\"status\"\] >= (\d)00 for r in", "{}"),
+    ("stream_button", "the page's \"", "attnlab/explorer/static/generation/generation.js",
+     r"onclick: \(\) => step\((\d+)\) \}, \"\d+ steps\"\)", "{}"),
+    ("lost_status", "A valid answer counts as *lost* unless it has status ", _ENGINE,
+     r"ok = status == (\d+) and r\.json\(\)", "{}"),
+    ("fuzz_max_base", "the fuzzers try values up to ", CLI_FUZZ, r"str\((\d+)\*\*\d+\)\]\)", "{}"),
+    ("store_mode", "a link): `tokens` itself was made ", PRIVATE, r"cache\.mkdir\(parents=True, mode=0o(\d+)\)",
+     "0{}"),
+    ("world_size", "(WORLD_SIZE > ", "attnlab/data/token_file.py",
+     r"os\.environ\.get\(\"WORLD_SIZE\", \"1\"\)\.strip\(\) not in \(\"\", \"0\", \"(\d)\"\)", "{}"),
+    ("gz_peak_mib", "(tracemalloc peak under ", _DATA_UNTRUSTED, r"assert peak < (\d+) << 20", "{}"),
+    ("gz_line_mib", "(tracemalloc peak under 2 MiB for an ", _DATA_UNTRUSTED, r"b\"x\" \* \((\d+) << 20\)", "{}"),
+    ("link_status", "(or loops) is a one-line ", _LINKS,
+     r"assert answer\.status_code == (\d+) and \"leads outside", "{}"),
+    ("bigram_allowance_mib", "vocabulary runs under a ", _BIGRAM, r"_data_size\(\) \+ (\d+) \* 2\*\*20", "{}"),
+    ("gguf_long_token", "| A GGUF tokenizer with a ", "tests/reliability/test_gguf_hostile.py",
+     r"\"tokenizer\.ggml\.tokens\", \"(\d+,\d+) bytes\"", "{}"),
+    ("gguf_refusal_s", "naming the file and the key, in well under ", "tests/reliability/test_gguf_hostile.py",
+     r"seconds: float = ([\d.]+)\)", "{:g}"),
+    ("beam_bound_high", "measured peak within [1, ", INP, r"assert peak <= estimate <= ([\d.]+) \* peak", "{}"),
+    ("compiled_blocks", "the test compiles SmolLM2's first ", CLAIMS_Q,
+     r"compiled_against_eager\(first_blocks\(model\.eval\(\), (\d+)\)", "{}"),
+)
+COMPUTED.update({f"p7_reliability_{name}": (lambda path=path, pattern=pattern, fmt=fmt: (
+    _tested(path, pattern, "{}") if "(not in" in _tested(path, pattern, "{}") else
+    fmt.format(float(_tested(path, pattern)) if fmt == "{:g}" else _tested(path, pattern))))
+    for name, _, path, pattern, fmt in P7_RELIABILITY})
+COMPUTED.update({
+    "p7_reliability_row_sum": lambda: _tested_has(INP, r"assert_close\(w\.sum\(-1\), torch\.ones_like\(w\.sum\(-1\)\)",
+                                                  "1"),
+    "p7_reliability_http_class": lambda: _status_class(_tested(ABUSE, _ACCEPTED), (200, 503)),
+    "p7_reliability_http_never": lambda: _never(ABUSE, _ACCEPTED, "500"),
+    "p7_reliability_keepalive_class": lambda: _status_class(_keepalive_codes(), (200,)),
+    "p7_reliability_seed_bits": lambda: str((_attr("attnlab.explorer.server.schemas", "INT64")[1] + 1).bit_length()),
+    "p7_reliability_oversized_tokens": lambda: str(len("z ") * int(_test_literal(_ENGINE, r"\"z \" \* (\d+)\}"))),
+    "p7_reliability_cache_mib": lambda: format(_attr("attnlab.files", "MAX_CACHE_BYTES") / 2 ** 20, "g"),
+    "p7_reliability_threads_each": lambda: _request_threads(2),
+    "p7_reliability_bigram_gb": lambda: format(int(_test_literal(_BIGRAM, r"vocab = ([\d_]+)$")) ** 2 * 8 / 1e9, "g"),
+    "p7_reliability_bigram_k": lambda: str(int(_test_literal(_BIGRAM, r"vocab = ([\d_]+)$")) // 1000),
+    "p7_reliability_hello_tokens": lambda: str(len(__import__("attnlab").load("gpt-char")[1].encode("hello"))),
+    "p7_reliability_beams_100000": lambda: f"{_beam_gib(100_000):.2f}",
+    "p7_reliability_beams_300000": lambda: f"{_beam_gib(300_000):.1f}",
+    "p7_reliability_beam_bound_low": lambda: _tested_has(INP, r"assert peak <= estimate <= [\d.]+ \* peak", "1"),
+})
+COMPUTED_PLACES += tuple((RELIABILITY, end, f"p7_reliability_{name}") for name, end, *_ in P7_RELIABILITY)
+COMPUTED_PLACES += tuple((RELIABILITY, end, f"p7_reliability_{name}") for end, name in (
+    ("on any POST endpoint gets 200 or a ", "http_class"),
+    ("with a non-empty `detail`, never a ", "http_never"),
+    ("| After an error the connection stays usable: ", "keepalive_class"),
+    ("layer, head, patch, seed (", "seed_bits"),
+    ("Oversized requests are a 5 MiB body, 25,000 characters and ", "oversized_tokens"),
+    ("are untrusted: over ", "cache_mib"),
+    ("divided by the model slots (2 cores, 2 slots: ", "threads_each"),
+    ("(a V x V float64 table: ", "bigram_gb"),
+    ("(a V x V float64 table: 20 GB at ", "bigram_k"),
+    ("the same numbers as the dense table; a ", "bigram_k"),
+    ("--max-new-tokens 4` (a prompt of ", "hello_tokens"),
+    ("(a prompt of 5 tokens), ", "beams_100000"),
+    ("6.61 GiB with `--beams 100000`, ", "beams_300000"),
+    ("measured peak within [", "beam_bound_low"),
+    ("every attention row sums to ", "row_sum"),
+))
+COMPUTED_PLACES += (
+    (RELIABILITY, "divided by the model slots (2 cores, ", "explorer_concurrent_default"),
+    (RELIABILITY, "its peak RSS grows by less than the test's bound, ", "reliability_chunked_bound_mib"),
+)
+# ---- P7: end
+
+# ---- P7: docs/quantization.md (issue 54): the K-quant scales' width from the reader, the benchmarks' thread counts
+# from their code, the kernel folder's mode where the page repeats it
+QUANTIZATION = "docs/quantization.md"
+
+
+def _mkdtemp_mode() -> str:
+    """The mode of the fresh folder kernel_build makes with tempfile.mkdtemp, as this Python makes it."""
+    import os
+    import stat
+    import tempfile
+    assert "tempfile.mkdtemp(" in (ROOT / "attnlab/layers/kernel_build.py").read_text()
+    folder = tempfile.mkdtemp()
+    try:
+        return f"0{stat.S_IMODE(os.stat(folder).st_mode):o}"
+    finally:
+        os.rmdir(folder)
+
+
+COMPUTED.update({
+    "p7_kquant_scale_bits": lambda: str(_attr("attnlab.interop.gguf", "_SIX_BITS")[0].bit_length()),
+    **{f"p7_threads_bench_{i}": (lambda i=i: re.search(r"decode_rounds\(kept, \((\d+), (\d+)\), rounds", (
+        ROOT / "attnlab/benchmarks/quantized.py").read_text())[i + 1]) for i in (0, 1)},
+    "p7_mkdtemp_mode": _mkdtemp_mode,
+    **{f"p7_llama_bench_threads_{i}": (lambda i=i: re.search(r"^ +threads = \((\d+), (\d+)\)$", (
+        ROOT / "attnlab/benchmarks/llama_cpp.py").read_text(), re.M)[i + 1]) for i in (0, 1)},
+})
+COMPUTED_PLACES += tuple((QUANTIZATION, end, name) for end, name in (
+    ("holds a float16 `d` and `dmin` and ", "p7_kquant_scale_bits"),
+    ("Those products of a float16 and a ", "p7_kquant_scale_bits"),
+    ("GPT-2-small shape, `int4` (attnlab's ", "int4_bits"),
+    ("times SmolLM2's GGUF decode (64 greedy tokens after a 32-token prompt) at ", "p7_threads_bench_0"),
+    ("after a 32-token prompt) at 1 and ", "p7_threads_bench_1"),
+    ("(pp32, tg64 at ", "p7_llama_bench_threads_0"),
+    ("(pp32, tg64 at 1 and ", "p7_llama_bench_threads_1"),
+    ("builds into a fresh `mkdtemp` folder (mode ", "p7_mkdtemp_mode"),
+    ("**int8 stays within ", "p7_int8_target_pct"),
+))
+COMPUTED["p7_int8_target_pct"] = lambda: format(100 * _attr("attnlab.benchmarks.quality", "INT8_TARGET"), "g")
+# ---- P7: end
+
+# ---- P7: docs/interop.md (issue 54): llama.cpp's rounding of x from ggml's Q8_0 block, the --kquants log's near-tie
+# prompts, the recording benchmark's sizes from its code
+_RECORDING = "attnlab/benchmarks/recording.py"
+
+
+def _recording(pattern: str, i: int) -> str:
+    return re.search(pattern, (ROOT / _RECORDING).read_text())[i]
+
+
+def _q8_0_bits() -> str:
+    """Bits per code of ggml's Q8_0 (the block's bytes less its float16 scale, over its weights)."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+    weights, size = GGML_QUANT_SIZES[GGMLQuantizationType.Q8_0]
+    return str((size - 2) * 8 // weights)
+
+
+COMPUTED.update({
+    "p7_q8_0_bits": _q8_0_bits,
+    "p7_kquant_margin_prompts": lambda: str(sum("their margin in kept" in line for line in (
+        ROOT / AGREE_KQUANTS).read_text().splitlines())),
+    "p7_recording_width": lambda: _recording(r"dict\(n_layers=\d+, d_model=(\d+), n_heads", 1),
+    "p7_recording_layers": lambda: _recording(r"dict\(n_layers=(\d+), d_model=\d+, n_heads", 1),
+    "p7_recording_batch": lambda: _recording(r"batch, seq = \(\d+, \d+\) if args\.quick else \((\d+), (\d+)\)", 1),
+    "p7_recording_seq": lambda: _recording(r"batch, seq = \(\d+, \d+\) if args\.quick else \((\d+), (\d+)\)", 2),
+    "p7_recording_rounds": lambda: _recording(r"rounds, repeats = \(\d+, \d+\) if args\.quick else \((\d+), (\d+)\)",
+                                              1),
+    "p7_recording_repeats": lambda: _recording(r"rounds, repeats = \(\d+, \d+\) if args\.quick else \((\d+), (\d+)\)",
+                                               2),
+})
+COMPUTED_PLACES += tuple(("docs/interop.md", end, name) for end, name in (
+    ("llama.cpp multiplies a quantized matrix by its input x rounded to ", "p7_q8_0_bits"),
+    ("attnlab's kernels round x to two ", "int8_bits"),
+    ("per-prompt \"margin\" and \"rounding\" lines of those ", "p7_kquant_margin_prompts"),
+    ("times a decoder of width ", "p7_recording_width"),
+    ("times a decoder of width 384 and ", "p7_recording_layers"),
+    ("6 layers on a batch of ", "p7_recording_batch"),
+    ("6 layers on a batch of 8 x ", "p7_recording_seq"),
+    ("tokens, in ", "p7_recording_rounds"),
+    ("in 15 interleaved rounds of ", "p7_recording_repeats"),
+))
+# ---- P7: end
+
+# ---- P7: docs/generation.md (issue 54): the detached kernel builders' priority, from kernel_build
+COMPUTED["p7_kernel_build_nice"] = lambda: _test_literal("attnlab/layers/kernel_build.py", r"^\s+os\.nice\((\d+)\)$")
+COMPUTED_PLACES += (("docs/generation.md", "kernel folder for later runs, at nice ", "p7_kernel_build_nice"),)
+# ---- P7: end
+
+# ---- P8: docs/explorer.md (issue 54): the last pinned figures of the page, each from the code, test or log behind it
+_VIEWS_LOG = "bench/results/explorer-experiments-2026-12-07/views.log"
+_SWEEP_LOG = "bench/results/explorer-smollm2-2026-12-07/sweep.log"
+
+
+def _patch_shares(log: str, prefix: str) -> list[tuple[str, list[float]]]:
+    """A patch grid as a log prints it: (token, the restored share after each layer from 1) per position."""
+    rows = re.findall(rf"^{prefix}position \d+ '(.*)': (?:restored )?share by layer \(from 1\): (.*)$",
+                      (ROOT / log).read_text(), re.M)
+    return [(token, [float(x) for x in shares.split()]) for token, shares in rows]
+
+
+def _gpt_char_patch(which: str) -> str:
+    """docs/explorer.md's gpt-char patch ("def f(x, y" / "def f[x, y"): the layers where the bracket's column
+    restores at least half (first, last), and the first layer from which the last position does."""
+    rows = _patch_shares(_VIEWS_LOG, "patch gpt-char: ")
+    bracket = [i for i, x in enumerate(dict(rows)["("], 1) if x >= 0.5]
+    last = [i for i, x in enumerate(rows[-1][1], 1) if x >= 0.5]
+    return str({"bracket_first": bracket[0], "bracket_last": bracket[-1], "last_from": last[0]}[which])
+
+
+def _smollm2_patch_other() -> str:
+    """SmolLM2's Eiffel / Colosseum grid: the largest |share| at any layer of the positions other than the
+    subject's last token ("iffel") and the last one ("of"), which the page reads apart."""
+    rows = _patch_shares(_SWEEP_LOG, "patch: ")
+    return f"{max(abs(x) for token, shares in rows[:-1] if token != 'iffel' for x in shares):.2f}"
+
+
+def _gpt_char_decode_intensity() -> str:
+    """The Cost tab's decoding-step table for gpt-char at its position limit: FLOPs per byte moved, float32."""
+    from attnlab import presets
+    from attnlab.cost import cost_table
+    c = presets["gpt-char"]
+    step = cost_table(c, 1, c.max_len, mode="decode_step", cached=True)
+    return f"{step.flops / (step.bytes_read + step.bytes_written):.1f}"
+
+
+def _threads_each(cores: int) -> str:
+    """attnlab.explorer.server.runner.threads_per_request on a machine of `cores` cores at the default slots."""
+    from unittest import mock
+
+    import torch
+
+    from attnlab.explorer.server import runner
+    slots = int(computed("explorer_concurrent_default"))
+    with mock.patch.object(runner, "allowed_cores", lambda: cores), mock.patch.object(torch, "get_num_threads",
+                                                                                      lambda: cores):
+        return str(runner.threads_per_request(None, slots))
+
+
+@cache
+def _notebook_toy_kb() -> str:
+    """The notebook's toy view, as the page's first example calls it, in kB of HTML (two significant figures)."""
+    from attnlab.explorer.notebook import show
+    size = len(show("toy", "the cat sat on the mat", head=0, query=1)._repr_html_().encode())
+    return format(float(format(size / 1e3, ".2g")), "g")
+
+
+_BROWSER = "tests/browser/browser_pages.py"
+COMPUTED.update({
+    "p8_smollm2_mlm_mb": lambda: str(round((ROOT / CK / "smollm2-mlm/model.safetensors").stat().st_size / 1e6)),
+    "p8_vit_sample": lambda: _test_literal("attnlab/explorer/views/architecture/forward_pass.py",
+                                           r"\"note\": f\"MNIST sample (\d+),"),
+    "p8_mnist_licence": lambda: _test_literal("attnlab/assets/mnist/README.md", r"\(CC BY-SA ([\d.]+),"),
+    "p8_decode_intensity": _gpt_char_decode_intensity,
+    "p8_toy_verb_cell": lambda: _test_literal("attnlab/explorer/static/experiments/toy.js",
+                                              r"local\.w_k\[first\.dims\.indexOf\(\"verb\"\)\]\[0\] = (\d+);"),
+    "p8_probe_first_step": lambda: _test_literal("attnlab/training/probe.py",
+                                                 r"if step == (\d+) or step % probe\.every == 0"),
+    "p8_gpt_char_bracket_first": lambda: _gpt_char_patch("bracket_first"),
+    "p8_gpt_char_bracket_last": lambda: _gpt_char_patch("bracket_last"),
+    "p8_gpt_char_last_from": lambda: _gpt_char_patch("last_from"),
+    "p8_smollm2_patch_other": _smollm2_patch_other,
+    "p8_diagram_px": lambda: _test_literal("attnlab/explorer/static/architecture/architecture.js",
+                                           r"\"font-size\": (\d+), fill: \"#445\""),
+    "p8_threads_each": lambda: _threads_each(2),
+    "p8_tab_lessons": lambda: str(_test_literal("attnlab/benchmarks/explorer_latency.py",
+                                                r"^\s+asks = \[(.*)\]$").count("(\"/api/")),
+    "p8_fast_rows": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.FAST_ROWS")),
+    "p8_many_rows": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.MANY_ROWS")),
+    "p8_row_by_row": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.ROW_BY_ROW")),
+    "p8_rows_product_from": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.FAST_ROWS") + 1),
+    "p8_notebook_toy_kb": _notebook_toy_kb,
+    "p8_gallery_steps": lambda: _test_literal("docs/gallery.py", r"page\.click\(\"#step(\d+)\"\)"),
+    "p8_huge_model_id_mb": lambda: format(int(_test_literal("tests/explorer/test_server.py",
+                                                            r"huge = \"m\" \* ([\d_]+)$")) / 1e6, "g"),
+    "p8_hand_forward_block": lambda: _test_literal("tests/explorer/test_forward_pass.py",
+                                                   r"out = forward_pass\(lm, TEXT, layer=(\d+), head=head\)"),
+    "p8_tiny_llama_heads": lambda: str(_preset_attr("tiny-llama", "n_heads")),
+    "p8_tiny_llama_kv_heads": lambda: str(_preset_attr("tiny-llama", "n_kv_heads")),
+    "p8_phone_px": lambda: str(_test_constant(_BROWSER, "PHONE")["width"]),
+    "p8_desktop_px": lambda: str(_test_constant(_BROWSER, "DESKTOP")["width"]),
+    "p8_explorer_browser_phone_px": lambda: _test_literal(
+        "tests/browser/test_explorer_browser.py", r"set_viewport_size\(\{\"width\": (\d+), \"height\": 844\}\)"),
+})
+COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
+    ("Ships only the pairs and the `[MASK]` row (", "p8_smollm2_mlm_mb"),
+    ("a ViT reads MNIST sample ", "p8_vit_sample"),
+    ("`attnlab/assets/mnist`, CC BY-SA ", "p8_mnist_licence"),
+    ("the KV cache read, and the intensity (about ", "p8_decode_intensity"),
+    ("sets head 1's W_K verb weight to ", "p8_toy_verb_cell"),
+    ("every `log_every` steps (and at step ", "p8_probe_first_step"),
+    ("the bracket's column lights layers ", "p8_gpt_char_bracket_first"),
+    ("the bracket's column lights layers 1–", "p8_gpt_char_bracket_last"),
+    ("before the last position takes over from layer ", "p8_gpt_char_last_from"),
+    ("every other position stays within ", "p8_smollm2_patch_other"),
+    ("the encoder-decoder diagram keeps ", "p8_diagram_px"),
+    ("and the default 2 slots: ", "p8_threads_each"),
+    ("everything the tab asks (view + ", "p8_tab_lessons"),
+    ("SmolLM2 keeps its file's ", "int4_bits"),
+    ("Where attnlab's ", "int4_bits"),
+    ("showed otherwise: the ", "int4_bits"),
+    ("of float32) on every call of more than ", "p8_fast_rows"),
+    ("int8 and Q8_0 products of up to ", "p8_row_by_row"),
+    ("2026-11-28 Q8_0 products of ", "p8_rows_product_from"),
+    ("2026-11-28 Q8_0 products of 5-", "p8_many_rows"),
+    ("target 300) and blamed products of more than ", "p8_many_rows"),
+    ("The toy's view (`show(\"toy\", \"the cat sat on the mat\", head=0, query=1)`) is about ", "p8_notebook_toy_kb"),
+    ("| Generation (gpt-char, ", "p8_gallery_steps"),
+    ("lessons' routes refuse a ", "p8_huge_model_id_mb"),
+    ("against a hand forward of block ", "p8_hand_forward_block"),
+    ("RoPE with Q before and after the turn, ", "p8_tiny_llama_heads"),
+    ("before and after the turn, 4 query heads sharing ", "p8_tiny_llama_kv_heads"),
+    ("the count gap adding up on the page, the encoder-decoder at ", "p8_phone_px"),
+    ("no sideways scrolling at ", "p8_explorer_browser_phone_px"),
+    ("(marker `browser`, one Chromium session, ", "p8_desktop_px"),
+    ("(marker `browser`, one Chromium session, 1440 and ", "p8_phone_px"),
+))
+# ---- P8: end
 
 # ---- end of the docs/explorer.md and docs/reliability.md entries
 
@@ -3542,7 +3915,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("The price: rank ", "p5_main_rank"),
     ("After training, rank ", "p5_main_rank"),
     ("The FSDP test also checks that rank ", "p5_main_rank"),
-    ("clip-mnist); a `seed` outside ", "p5_seed_low"),
+    ("clip-mnist); a `seed` outside `", "p5_seed_low"),
     ("`keep`; `epochs` below ", "p5_epochs_low"),
     ("drawn again after), a kept line every ", "p5_eval_log_every"),
     ("must be 0 .. 100,000 (", "sample_tokens_low"),
@@ -3600,8 +3973,8 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("neither was shipped. Reaching ", "cloze_target_pct"),
     ("(each step above predicts ~", "p5_words_per_step"),
     ("SmolLM2 wrote slowly here: ", "p5_first_batches"),
-    ("batch 0 came out the same, ", "everyday_batch"),
-    ("batch 0 came out the same, 64 answers of ", "everyday_batch"),
+    ("that batch came out the same, ", "everyday_batch"),
+    ("that batch came out the same, 64 answers of ", "everyday_batch"),
     ("A one-hot target at a third of the words of ", "p5_six_batch_k"),
     ("the contexts the corpus holds, and ", "p5_twelve_batch_k"),
     ("far more text under the teacher (the Wikipedia summaries' ", "p5_wiki_words_k"),
@@ -3660,7 +4033,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("(5 MB for the ", "p5_first_batches"),
     ("teacher=smollm2 teacher_weight=0.5` (", "p5_first_batches"),
     ("everyday-12/everyday-en.txt steps=1000 eval_every=500` (", "p5_twelve_batches"),
-    ("seed=S` for S = 0, 1, 2 (", "p5_twelve_batches"),
+    ("seed=S` for `S = 0, 1, 2` (", "p5_twelve_batches"),
     ("(7 of 22 at step 500 on the ", "p5_first_batches"),
     ("8 and 9 of 22 on the ", "p5_twelve_batches"),
     ("9 against 7 at 500 on the ", "p5_first_batches"),
@@ -3744,28 +4117,65 @@ def _bench_cpu_rate(size: str, tokenizer: str) -> float:
                            (ROOT / "bench/results/data-benchmark-2026-12-07/data.log").read_text(), re.M)[1])
 
 
-def _old_vit_loop_s() -> float:
-    text = (ROOT / "bench/results/shipped-2026-11-22/vit-mnist-trained.log").read_text()
-    return json.loads(text.split("\n", 1)[1])["train_loop_s"]
-
-
 COMPUTED.update({
     # a shard of 1 Mi characters at the 1.1 MB BPE row's CPU rate (the corpus is ASCII: a character a byte)
     "p5_shard_bpe_s": lambda: f"{2 ** 20 / (_bench_cpu_rate('1.1MB', 'bpe') * 1e6):.1f}",
     "p5_bench_bpe_cpu_rate": lambda: f"{_bench_cpu_rate('1.1MB', 'bpe'):g}",
-    # vit-mnist's old defaults: the 6000-step run's training loop, and 4000 steps of it
-    "p5_old_vit_loop": lambda: f"{_old_vit_loop_s():.0f}",
-    "p5_old_vit_4000": lambda: f"{_old_vit_loop_s() * 4000 / 6000:.0f}",
 })
 COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("The ids are written in shards of one batch (1 Mi characters: ~", "p5_shard_bpe_s"),
     ("of byte-level BPE on one free core, at the ", "p5_bench_bpe_cpu_rate"),
-    ("2 threads, against ~", "p5_old_vit_4000"),
-    ("of the 6000-step run's training loop, ", "p5_old_vit_loop"),
 ))
 COMPUTED["p5_smol_test_pct"] = lambda: _pct(_log_int(f"{_SMOL_LOGS}/run.log", r"^cloze smollm2-mlm \(shipped\) "
                                                      r"test (\d+)/") / _cloze_count("cloze_sentences.tsv"))
 # ---- P5: end
+
+# ---- P8: docs/cost.md (issue 54): the command's exit statuses, from the command itself
+def _cost_exit(*argv: str) -> str:
+    """What `attnlab cost ARGV` exits with (the config alone: no model is built)."""
+    import contextlib
+    import io
+
+    from attnlab.cli import main
+    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
+        return str(main(["cost", *argv]))
+
+
+COMPUTED.update({
+    "p8_cost_refused_exit": lambda: _cost_exit("gpt2", "--seq", "100000"),
+    "p8_cost_check_failed_exit": lambda: _test_literal("attnlab/cli/cost.py",
+                                                       r"return 0 if all\(c\.ok for c in checks\) else (\d+)$"),
+})
+COMPUTED_PLACES += tuple(("docs/cost.md", end, name) for end, name in (
+    ("value and what is allowed; `attnlab cost` exits ", "p8_cost_refused_exit"),
+    ("prints the counts beside the table's (exit ", "p8_cost_check_failed_exit"),
+))
+# ---- P8: end
+
+# ---- P8: docs/training.md (issue 54): the preparation's phases, read from their log, and the streaming chunk
+_PHASES_AFTER = "bench/results/data-prep-2026-12-07/phases-gpt-bpe-after.log"  # python -m attnlab.benchmarks.data
+#                                                                                --prep-phases gpt-bpe --corpus-mb 30
+
+
+def _phase_adds(phase: str) -> str:
+    """MB a phase of the preparation adds at its peak (peak - start) in the phase table of the log."""
+    row = re.search(rf"^{re.escape(phase)}.*?\s+(\d+)\s+(\d+)\s+(\d+)\s", (ROOT / _PHASES_AFTER).read_text(), re.M)
+    return str(int(row[2]) - int(row[1]))
+
+
+COMPUTED.update({
+    "p8_prep_trainer_adds": lambda: _phase_adds("gpt-bpe: training a"),
+    "p8_prep_tokenizing_adds": lambda: _phase_adds("tokenizing the corpus"),
+    "p8_prep_bigram_adds": lambda: _phase_adds("gpt-bpe: counting the bigram baseline"),
+    "p8_chunk_ki": lambda: str(_attr("attnlab.data.streaming", "CHUNK_CHARS") >> 10),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("the tokenizers library's BPE trainer adds ", "p8_prep_trainer_adds"),
+    ("generator, never a list), the tokenizing ", "p8_prep_tokenizing_adds"),
+    ("two at a time on two cores), the bigram baseline ", "p8_prep_bigram_adds"),
+    ("Encoding records of a batch's four ", "p8_chunk_ki"),
+))
+# ---- P8: end
 
 
 # ---------------------------------------------------------------- figures tests/test_claims_sources.py reads
