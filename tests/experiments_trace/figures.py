@@ -3469,7 +3469,8 @@ COMPUTED_PLACES += tuple(("docs/interop.md", end, name) for end, name in (
 
 # ---- P7: docs/generation.md (issue 54): the detached kernel builders' priority, from kernel_build
 COMPUTED["p7_kernel_build_nice"] = lambda: _test_literal("attnlab/layers/kernel_build.py", r"^\s+os\.nice\((\d+)\)$")
-COMPUTED_PLACES += (("docs/generation.md", "kernel folder for later runs, at nice ", "p7_kernel_build_nice"),)
+COMPUTED_PLACES += (("docs/generation.md", "kernel folder for later runs, at nice ", "p7_kernel_build_nice"),
+                    ("docs/generation.md", "the fused graph, which the kernels' ~", "explorer_kernel_bits"))
 # ---- P7: end
 
 # ---- P8: docs/explorer.md (issue 54): the last pinned figures of the page, each from the code, test or log behind it
