@@ -2392,6 +2392,8 @@ CLAIMS += [  # docs/cost.md: the machine each timed run's log names
      r"^# .* \| AMD EPYC, (\d+) cores \|", 1),
     ("docs/cost.md", "30.8 s of wall time on {2} cores shared", COST_TESTS, r"^# .* \| AMD EPYC ?, (\d+) cores \|", 1),
 ]
+CLAIMS += [("docs/interventions.md", "2026-11-28, AMD EPYC ({2} cores shared), one torch", ATTRIBUTION,
+            r"; (\d+)-core AMD EPYC shared", 1)]  # the agreement log's machine
 TEACHER_ROWS = "bench/results/teacher-rows-2026-12-07/rows.log"  # attnlab.data.teacher.teacher_topk on two sentences
 CLAIMS += [("docs/training.md", printed, TEACHER_ROWS, where, 1) for printed, where in (
     ("says cow ({0.32} of its row), cows", r"^teacher row at 'cow' .*\): cow ([\d.]+),"),

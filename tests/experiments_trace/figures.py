@@ -4153,6 +4153,20 @@ COMPUTED_PLACES += tuple(("docs/cost.md", end, name) for end, name in (
 ))
 # ---- P8: end
 
+# ---- P8: docs/interventions.md (issue 54): the second-order test's bounds, from tests/test_attribution.py
+_HALVED = r"assert ([\d.]+) < errors\[grid, 1e-3\] / errors\[grid, 5e-4\] < ([\d.]+),"
+COMPUTED.update({
+    "p8_attribution_halved_low": lambda: format(float(re.search(_HALVED, (ROOT / "tests/test_attribution.py")
+                                                                .read_text())[1]), "g"),
+    "p8_attribution_halved_high": lambda: format(float(re.search(_HALVED, (ROOT / "tests/test_attribution.py")
+                                                                 .read_text())[2]), "g"),
+})
+COMPUTED_PLACES += tuple(("docs/interventions.md", end, name) for end, name in (
+    ("in every cell of every grid, the error divided by ", "p8_attribution_halved_low"),
+    ("in every cell of every grid, the error divided by 3 to ", "p8_attribution_halved_high"),
+))
+# ---- P8: end
+
 # ---- P8: docs/training.md (issue 54): the preparation's phases, read from their log, and the streaming chunk
 _PHASES_AFTER = "bench/results/data-prep-2026-12-07/phases-gpt-bpe-after.log"  # python -m attnlab.benchmarks.data
 #                                                                                --prep-phases gpt-bpe --corpus-mb 30
