@@ -496,15 +496,23 @@ def at_work(marker: Path, stale_s: float = STALE_S) -> bool:
     return alive(int(text)) if text.isdigit() else age < STARTING_S
 
 
+COMPILE_TIMEOUT_S = 300  # one compiler run, at most; a build stopped here is a failed build (RuntimeError)
+
+
 def _run_compiler(cxx: str, source: str, lib: Path, extra: tuple[str, ...] = ()) -> None:
-    """extra: flags after the source (a later -std wins; -L / -l link after it)."""
+    """extra: flags after the source (a later -std wins; -L / -l link after it). A compiler that fails or runs past
+    COMPILE_TIMEOUT_S raises RuntimeError, so that every caller's fallback (torch's own operators) catches it."""
     fd, tmp = tempfile.mkstemp(prefix=f".{lib.stem}-", suffix=".so", dir=lib.parent)
     os.close(fd)
     try:
         env = dict(os.environ, TMPDIR=str(lib.parent))
-        done = subprocess.run([cxx, *FLAGS, "-I", _include(), "-x", "c++", "-", *extra, "-o", tmp],
-                              input=source.encode(),
-                              env=env, capture_output=True, timeout=300, cwd=lib.parent)
+        try:
+            done = subprocess.run([cxx, *FLAGS, "-I", _include(), "-x", "c++", "-", *extra, "-o", tmp],
+                                  input=source.encode(),
+                                  env=env, capture_output=True, timeout=COMPILE_TIMEOUT_S, cwd=lib.parent)
+        except subprocess.TimeoutExpired:  # a RuntimeError, as load() promises: its callers fall back on that
+            raise RuntimeError(f"{Path(cxx).name} ran past {COMPILE_TIMEOUT_S} s (a busy machine?) and was stopped; "
+                               "the next run builds again") from None
         if done.returncode != 0:
             lines = done.stderr.decode(errors="replace").strip().splitlines()
             error = next((x for x in lines if "error" in x), lines[-1] if lines else "")
