@@ -465,6 +465,15 @@ PERTURBATIONS: dict[str, tuple[str | tuple[str, ...], tuple]] = {
     'local_time_256': ('efficient_attention_cost.jsonl', ('mirror', ('time_vs_full', 'median'))),
     'local_uses_no_more': ('efficient_attention_quality.jsonl', ('mirror', ('val_loss',))),
     'ln_first_seeds': ('ln_1500.jsonl', ('mirror', ('val', '*', 1))),  # section 1's paragraphs on seeds 0, 1, 2
+    # the re-runs of rows 1, 8 and 9 on seeds 3, 4, 5
+    'escaped_post_below_pre': ('ln_1500_seeds345.jsonl', ('mirror', ('val', '*', 1))),
+    'post_warm_below_pre_all': (('ln_post_warmup.jsonl', 'ln_post_warmup_seeds345.jsonl'),
+                                ('mirror', ('val', '*', 1))),
+    'pre_warm_lower_all': (('ln_1500_warmup100.jsonl', 'ln_1500_warmup100_seeds345.jsonl'),
+                           ('mirror', ('val', '*', 1))),
+    'cnn_worst_250_500': ('vit_vs_cnn_seeds345.jsonl', ('mirror', ('test_accuracy',))),
+    'vit_best_250_500': ('vit_vs_cnn_seeds345.jsonl', ('mirror', ('test_accuracy',))),
+    'grid_new_p_below': ('vit_grid_seeds345.jsonl', ('mirror', ('p',))),
     'many_heads': ('heads_quality.jsonl', ('mirror', ('test_loss',))),
     'many_heads_worst': ('heads_quality.jsonl', ('mirror', ('test_loss',))),
     'mask_after_softmax': ('mask_after_softmax.jsonl', ('under', 'mirror', 'honest_last_position')),
@@ -617,7 +626,8 @@ PERTURBATIONS.update({
 # quadratic", "no word needed the mean of its pieces"). Their perturbation turns the word into that outcome, which
 # fails the claims check as an opposite word would.
 MIXED_ONLY = {
-    "best_post_ln", "best_vit", "chosen_best_val", "dk32_no_worse", "dk32_not_better", "doubling_within_spread",
+    "best_post_ln", "best_vit", "chosen_best_val", "cnn_worst_250_500", "vit_best_250_500", "dk32_no_worse",
+    "dk32_not_better", "doubling_within_spread",
     "gelu_lead_within_spread", "gelu_linear_at_init", "grid_top_not_above", "hier_never_below", "hier_quadratic",
     "higher_rate_not_tried", "hot_neither_higher", "hot_neither_lower", "linear_cpu_most", "local_uses_no_more",
     "not_every_word_more", "one_piece", "p7s1_no_more_than_chance", "p7s3_seed0_more", "pre_ln_not_better",

@@ -381,6 +381,44 @@ def _ln_first_seeds() -> str:
     return "fails" if word == "contradicted" else word
 
 
+def _ln_all(placement: str, warmup: int) -> dict[int, float]:
+    """Section 1's 1,500-step runs over every seed (the re-run's too): final val loss by seed."""
+    return {r["seed"]: _final(r) for r in _ln_group(_load(LN_FILES), placement, warmup)}
+
+
+def _escaped_post_below_pre() -> str:
+    """Row 1 and section 1's new-seed paragraph: the post-LN runs without warmup that leave the plateau end below
+    every pre-LN run without warmup."""
+    escaped = [_final(r) for r in _ln_group(_load(LN_FILES), "post", 0) if r["plateau_end"] is not None]
+    return "below" if escaped and max(escaped) < min(_ln_all("pre", 0).values()) else "above"
+
+
+def _warm_vs_cold(a: tuple[str, int], b: tuple[str, int], words: tuple[str, str]) -> Callable[[], str]:
+    """Group a's final val loss against group b's, same seed, over every seed: words[0] when below on every seed."""
+    def rule() -> str:
+        x, y = _ln_all(*a), _ln_all(*b)
+        return _every([(x[s], y[s]) for s in x], *words)
+    return rule
+
+
+def _cnn_every_run(sizes: tuple[int, ...], word: str) -> Callable[[], str]:
+    """Section 8's new-seed paragraph: at these sizes, over every seed at the whole schedules, the CNN's lowest test
+    accuracy is above the ViT's highest ("the worst CNN run still beats the best ViT run"; "mixed" where not)."""
+    def rule() -> str:
+        from experiments_trace.parts import VIT_CNN_MAIN_FILES, _vit_cnn_main, _vit_cnn_runs
+        rows = _vit_cnn_main(_load(VIT_CNN_MAIN_FILES))
+        acc = {m: {n: [r["test_accuracy"] for r in _vit_cnn_runs(rows, n, m)] for n in sizes} for m in ("ViT", "CNN")}
+        return word if all(min(acc["CNN"][n]) > max(acc["ViT"][n]) for n in sizes) else "mixed"
+    return rule
+
+
+def _grid_new_p_below() -> str:
+    """The ViT grid page's new-seed paragraph: p4s3's permutation p is below 0.01 on seeds 3 and 5."""
+    from experiments_trace.parts import VIT_GRID_FILES
+    p = {r["seed"]: r["p"] for r in _load(VIT_GRID_FILES) if r.get("run") == "p4s3" and "nearest_is_neighbour" in r}
+    return "below" if p[3] < 0.01 and p[5] < 0.01 else "above"
+
+
 # ---------------------------------------------------------------- rules for places that were pinned
 def _post_warm_max_below_pre_min() -> str:
     """Section 1: post-LN with 100 warmup steps, its highest final val loss against pre-LN without warmup's lowest."""
@@ -2370,7 +2408,11 @@ RULES: dict[str, Callable[[], str]] = {
     "widest_window": _widest_window, "local_time_256": _local_time_256, "warmup_lowers_pre_ln": _warmup_lowers_pre_ln,
     "sweep_post_below_pre": _sweep_post_below_pre, "no_head_above_half": _no_head_above_half, "nsp_lower": _nsp_lower,
     "post_ln_stuck": _post_ln_stuck, "one_sense_less": _one_sense_less, "top_key_above_uniform": _top_key_above_uniform,
-    "ln_first_seeds": _ln_first_seeds,
+    "ln_first_seeds": _ln_first_seeds, "escaped_post_below_pre": _escaped_post_below_pre,
+    "post_warm_below_pre_all": _warm_vs_cold(("post", 100), ("pre", 0), ("below", "above")),
+    "pre_warm_lower_all": _warm_vs_cold(("pre", 100), ("pre", 0), ("lower", "higher")),
+    "cnn_worst_250_500": _cnn_every_run((250, 500), "worst"), "vit_best_250_500": _cnn_every_run((250, 500), "best"),
+    "grid_new_p_below": _grid_new_p_below,
     **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
     **{rule: _verdict(int(rule.split("_")[1]), 0) for _, _, rule in NOTEBOOK_PLACES},
 }
@@ -2405,10 +2447,20 @@ RULED: tuple[tuple[str, str, str], ...] = (
     ("experiments.md", "at most 0.153 ", "no_norm_above"),
     ("experiments.md", "and rescue post-LN (1.440-1.462, ", "warmup_rescues"),
     ("experiments.md", "(3.213-3.243, no ", "post_ln_stuck"),
+    ("experiments.md", "on seed 3 it leaves the plateau at step 51 and ends at 1.446, ", "escaped_post_below_pre"),
+    ("experiments.md", "than any pre-LN run, and ends at 1.446, ", "escaped_post_below_pre"),
+    ("experiments.md", "With 100 warmup steps post-LN ends at 1.443 / 1.446 / 1.457, ", "post_warm_below_pre_all"),
+    ("experiments.md", "Pre-LN with 100 warmup steps ends at 1.644 / 1.642 / 1.648, ", "pre_warm_lower_all"),
+    ("experiments.md", "where seeds 0, 1, 2 alone gave \"", "quoted"),  # the verdict the first seeds gave
+    ("experiments.md", "The warmup sweep's reading ", "place"),  # the paragraph above on the page
+    ("experiments.md", "each model at the rate seed 0's sweep chose ", "place"),
+    ("experiments.md", "over seeds 0-5 on 24 of 24 seed pairs. The ", "cnn_worst_250_500"),
+    ("experiments.md", "The worst CNN run still beats the ", "vit_best_250_500"),
+    ("experiments_vit_grid.md", "rho +0.074 to +0.104, with p ", "grid_new_p_below"),
     ("experiments.md", "two topics separate too, ", "one_sense_less"),
     ("experiments.md", "of cases, far ", "top_key_above_uniform"),
     ("experiments.md", "the top key's drop is ", "name"),  # the null comparison's name, defined in section 14
-    ("experiments.md", "-2% of steps clipped); 100 warmup steps ", "warmup_lowers_pre_ln"),
+    ("experiments.md", "below every pre-LN run; 100 warmup steps ", "pre_warm_lower_all"),
     ("experiments.md", "and at the same warmup it ends ", "sweep_post_below_pre"),
     ("experiments.md", "no head's median ", "no_head_above_half"),
     ("experiments.md", "nats (MLM + NSP ", "nsp_lower"),
