@@ -1317,6 +1317,12 @@ CLAIMS += [
      r"^step 200/200 .* unseen_targets (\d+)", 1),
     ("docs/howto/own-data.md", "(`unseen_targets` 200) | {18} s |", f"{OWN_DATA}/translate-de.log",
      r"steps in 0m(\d+)s", 1),
+    # the machine and the data each log's header describes
+    ("docs/howto/own-data.md", "on the project's shared {2}-core AMD EPYC", DIGITS, r"; (\d+)-core AMD EPYC", 1),
+    ("docs/howto/own-data.md", "pixels rounded to {8} bits)", f"{OWN_DATA}/png.log",
+     r"^# data: .*, (\d+)-bit grayscale", 1),
+    ("docs/howto/own-data.md", "en -> es number words (num2words {0}..1999)", f"{OWN_DATA}/translate-es.log",
+     r"^# data: .* for n in (\d+)\.\.\d+$", 1),
 ]
 
 

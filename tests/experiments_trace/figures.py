@@ -4193,6 +4193,40 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
 # ---- P8: end
 
 
+# ---- P9: docs/howto/own-data.md (issue 54): scikit-learn's digits' side and the patch sizes the recipe allows on it
+@cache
+def _digits_side() -> int:
+    from sklearn.datasets import load_digits
+    images = load_digits().images
+    assert images.shape[1] == images.shape[2]
+    return int(images.shape[1])
+
+
+def _digits_patches() -> list[str]:
+    """The patch sizes vit-mnist's check allows on the digits, read from the message it refuses a bad one with."""
+    from attnlab.training.recipes.vision import check_patch_size
+    side = _digits_side()
+    try:
+        check_patch_size(side + 1, side)
+    except Exception as error:  # noqa: BLE001 (the ConfigError's message is what is read)
+        return re.search(r"allowed patch sizes: ([\d, ]+) \(", str(error))[1].split(", ")
+    raise AssertionError("a patch larger than the image was not refused")
+
+
+COMPUTED.update({
+    "p9_digits_side": lambda: str(_digits_side()),
+    **{f"p9_digits_patch_{i}": (lambda i=i: _digits_patches()[i]) for i in range(4)},
+})
+COMPUTED_PLACES += tuple(("docs/howto/own-data.md", end, name) for end, name in (
+    ("takes the same path with scikit-learn's digits (", "p9_digits_side"),
+    ("scikit-learn's digits (8x8, so patch ", "p9_digits_patch_0"),
+    ("scikit-learn's digits (8x8, so patch 1, ", "p9_digits_patch_1"),
+    ("scikit-learn's digits (8x8, so patch 1, 2, ", "p9_digits_patch_2"),
+    ("scikit-learn's digits (8x8, so patch 1, 2, 4 or ", "p9_digits_patch_3"),
+))
+# ---- P9: end
+
+
 # ---------------------------------------------------------------- figures tests/test_claims_sources.py reads
 def _logged_spans(page: str, text: str) -> list[tuple[int, int]]:
     """(start, end) on the page of each figure test_claims_sources.py's CLAIMS binds to a log."""
