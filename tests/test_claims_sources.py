@@ -1964,6 +1964,15 @@ CLAIMS += [("docs/tutorials/first-hour.md", printed, FIRST_HOUR_RUN.format(run),
     ("beats the bigram baseline ({2.3233}:", "none", r"against ([\d.]+) for the bigram baseline"),
 )]
 # ---- P4: end
+# docs/tutorials/first-hour.md: the machine and the load its logs' headers give, the head its block prints
+CLAIMS += [
+    ("docs/tutorials/first-hour.md", "on a shared {2}-core CPU (AMD EPYC, no GPU)", FIRST_HOUR_RUN.format("first"),
+     r"shared (\d+)-core AMD EPYC", 1),
+    ("docs/tutorials/first-hour.md", "kept its load average\nnear {10}, with the same losses",
+     FIRST_HOUR_RUN.format("rope"), r"load average at start: ([\d.]+) ", 1),
+    ("docs/tutorials/first-hour.md", "Head {2} of the first layer is a previous-token head", FIRST_HOUR,
+     r"^\d+ (\d+)$", 1),
+]
 
 
 # ---- P5: docs/training.md (issue 54): the smollm2-mlm runs' steps, times, sums and loads as their logs give them;

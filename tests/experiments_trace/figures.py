@@ -3510,19 +3510,6 @@ def _gpt_char_decode_intensity() -> str:
     return f"{step.flops / (step.bytes_read + step.bytes_written):.1f}"
 
 
-def _threads_each(cores: int) -> str:
-    """attnlab.explorer.server.runner.threads_per_request on a machine of `cores` cores at the default slots."""
-    from unittest import mock
-
-    import torch
-
-    from attnlab.explorer.server import runner
-    slots = int(computed("explorer_concurrent_default"))
-    with mock.patch.object(runner, "allowed_cores", lambda: cores), mock.patch.object(torch, "get_num_threads",
-                                                                                      lambda: cores):
-        return str(runner.threads_per_request(None, slots))
-
-
 @cache
 def _notebook_toy_kb() -> str:
     """The notebook's toy view, as the page's first example calls it, in kB of HTML (two significant figures)."""
@@ -3548,7 +3535,7 @@ COMPUTED.update({
     "p8_smollm2_patch_other": _smollm2_patch_other,
     "p8_diagram_px": lambda: _test_literal("attnlab/explorer/static/architecture/architecture.js",
                                            r"\"font-size\": (\d+), fill: \"#445\""),
-    "p8_threads_each": lambda: _threads_each(2),
+    "p8_threads_each": lambda: _request_threads(2),  # the same policy as reliability.md's figure
     "p8_tab_lessons": lambda: str(_test_literal("attnlab/benchmarks/explorer_latency.py",
                                                 r"^\s+asks = \[(.*)\]$").count("(\"/api/")),
     "p8_fast_rows": lambda: str(_attr("attnlab.layers.quantized", "QuantizedLinear.FAST_ROWS")),
