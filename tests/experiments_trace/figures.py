@@ -3188,8 +3188,9 @@ COMPUTED.update({
 })
 COMPUTED_PLACES += (
     ("docs/architecture.md", "GPT-2's measured count equals Hugging Face's exactly (", "gpt2_measured"),
-    ("docs/architecture.md", "the route's 4xx answers, a browser test at ", "attribution_browser_width_0"),
-    ("docs/architecture.md", "the route's 4xx answers, a browser test at 1440 and ", "attribution_browser_width_1"),
+    ("docs/architecture.md", "the route's answers to bad requests, a browser test at ", "attribution_browser_width_0"),
+    ("docs/architecture.md", "the route's answers to bad requests, a browser test at 1440 and ",
+     "attribution_browser_width_1"),
     ("docs/architecture.md", "answer an `AttnlabError` with ", "explorer_attnlab_error_status"),
     ("docs/notebook.md", "| GPT-2 small has ~117M parameters | ", "gpt2_measured"),
 )
@@ -4211,6 +4212,10 @@ COMPUTED_PLACES += tuple(("docs/howto/own-data.md", end, name) for end, name in 
     ("scikit-learn's digits (8x8, so patch 1, 2, ", "p9_digits_patch_2"),
     ("scikit-learn's digits (8x8, so patch 1, 2, 4 or ", "p9_digits_patch_3"),
 ))
+# ---- P9: end
+
+# ---- P9: docs/architecture.md (issue 54): the 4-bit kernel's width, from the int4 format
+COMPUTED_PLACES += (("docs/architecture.md", "and inner product: the one-row products; ", "int4_bits"),)
 # ---- P9: end
 
 
