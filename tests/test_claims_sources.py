@@ -556,6 +556,8 @@ CLAIMS = [
     (COSTS, "2,457 passed, 5 skipped, 1 xfailed | {12} m 21 s", f"{CI}/shuffled-2.log",
      r"passed, .* in \d+\.\d+s \(0:(\d+):\d+\)", 1),
     # docs/howto/gguf.md: llama.cpp beside attnlab
+    (GGUF_HOWTO, "On the project's {2}-core AMD EPYC (Zen 5)", f"{ZEN}/q4_1-night.log",
+     r"^# \S+ \S+ UTC \| AMD EPYC, (\d+) cores,", 1),
     (GGUF_HOWTO, "Q4_1 then decodes at {1.45}x llama.cpp's rate", f"{ZEN}/q4_1-night.log", DEFAULT_1, 1),
     (GGUF_HOWTO, "at one thread and {1.51}x\n  at two", f"{ZEN}/q4_1-night.log", DEFAULT_2, 1),
     (GGUF_HOWTO, "prompt at {4.96}x / 4.31x", f"{ZEN}/q4_1-night.log", PATH_PREFILL[1], 1),

@@ -4214,6 +4214,26 @@ COMPUTED_PLACES += tuple(("docs/howto/own-data.md", end, name) for end, name in 
 ))
 # ---- P9: end
 
+# ---- P9: docs/howto/gguf.md (issue 54): the bits of the GGUF blocks attnlab keeps, from ggml's block sizes
+def _ggml_bits(kind: str, scales: int) -> str:
+    """Bits per code of a ggml block: its bytes less its float16 scales (scales of them), over its weights."""
+    from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+    weights, size = GGML_QUANT_SIZES[getattr(GGMLQuantizationType, kind)]
+    return str((size - 2 * scales) * 8 // weights)
+
+
+def _q4_bits() -> str:
+    """Q4_0's and Q4_1's bits per code (the page names the two as one "4-bit")."""
+    bits = {_ggml_bits("Q4_0", 1), _ggml_bits("Q4_1", 2)}
+    assert len(bits) == 1, bits
+    return bits.pop()
+
+
+COMPUTED.update({"p9_q4_bits": _q4_bits, "p9_q8_0_bits": lambda: _ggml_bits("Q8_0", 1)})
+COMPUTED_PLACES += (("docs/howto/gguf.md", "attnlab keeps the file's ", "p9_q4_bits"),
+                    ("docs/howto/gguf.md", "attnlab keeps the file's 4- and ", "p9_q8_0_bits"))
+# ---- P9: end
+
 # ---- P9: docs/architecture.md (issue 54): the 4-bit kernel's width, from the int4 format
 COMPUTED_PLACES += (("docs/architecture.md", "and inner product: the one-row products; ", "int4_bits"),)
 # ---- P9: end
