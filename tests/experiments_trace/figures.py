@@ -4234,6 +4234,15 @@ COMPUTED_PLACES += (("docs/howto/gguf.md", "attnlab keeps the file's ", "p9_q4_b
                     ("docs/howto/gguf.md", "attnlab keeps the file's 4- and ", "p9_q8_0_bits"))
 # ---- P9: end
 
+# ---- P9: docs/howto/torchrun.md and docs/howto/quantize.md (issue 54): the rank that prints and saves, from the
+# trainer's own test; the bits per weight from the formats; the perplexity target from the quality benchmark
+COMPUTED_PLACES += (("docs/howto/torchrun.md", "nccl on GPU; only rank ", "p5_main_rank"),
+                    ("docs/howto/torchrun.md", "Under FSDP, rank ", "p5_main_rank"),
+                    ("docs/howto/quantize.md", "Storing each weight in ", "int8_bits"),
+                    ("docs/howto/quantize.md", "Storing each weight in 8 or ", "int4_bits"),
+                    ("docs/howto/quantize.md", "by less than the benchmark's int8 target, ", "p7_int8_target_pct"))
+# ---- P9: end
+
 # ---- P9: docs/architecture.md (issue 54): the 4-bit kernel's width, from the int4 format
 COMPUTED_PLACES += (("docs/architecture.md", "and inner product: the one-row products; ", "int4_bits"),)
 # ---- P9: end
