@@ -543,6 +543,8 @@ CLAIMS = [
      r"^(\d+) passed, \d+ skipped", 1),
     (COSTS, "2,457 passed, 5 skipped, 1 xfailed | 12 m {21} s", f"{CI}/shuffled-2.log",
      r"passed, .* in \d+\.\d+s \(0:12:(\d+)\)", 1),
+    ("README.md", "in a fresh clone on the project's {2}-core AMD EPYC", CI_RUN,
+     r"^# .* on the project's (\d+)-core ", 1),
     ("README.md", "2026-12-07: {2,907} passed, 5 skipped", CI_RUN, r"^(\d+) passed, \d+ skipped", 1),
     ("README.md", "2,907 passed, {5} skipped", CI_RUN, r"^\d+ passed, (\d+) skipped", 1),
     ("README.md", "pytest 12 m {7} s, the whole script", CI_RUN, r"passed, .* in \d+\.\d+s \(0:\d+:(\d+)\)", 1),
@@ -1276,6 +1278,8 @@ CLAIMS += [
     ("docs/fine-tuning.md", "AdamW's state for the {21} M trained parameters", f"{FINE_TUNE}/smollm2-200-steps.json",
      "json:start.trained_parameters", 1e-6),
     # docs/howto/*.md (DIGITS: the digits row of own-data.md re-run, 2026-12-07)
+    ("docs/howto/class.md", "every one answered (the shared {2}-core machine",
+     f"{CLASS}/30-students-90s-flood-rotate.json", "json:cores", 1),
     ("docs/howto/class.md", "load average {6} to 9; 2026-12-06", f"{CLASS}/30-students-90s-flood-rotate.json",
      "json:load_before.0", 1),
     ("docs/howto/class.md", "load average 6 to {9}; 2026-12-06", f"{CLASS}/30-students-90s-flood-rotate.json",
