@@ -725,6 +725,14 @@ def _ln_runs(rows: list[dict], steps: int, placement: str, warmup: int = 0) -> l
                    == (steps, placement, warmup, 16, 64)), key=lambda r: r["seed"])
 
 
+def _ln_table_row(name: str, r: dict) -> str:
+    """A row of section 1's tables: val at each evaluation, gradient norm after step 20 (median, 10th-90th
+    percentile), share clipped, the step the train loss leaves the plateau."""
+    return (f"| {name} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
+            + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
+            f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+
+
 def _ln_1500_rows(rows: list[dict]) -> list[str]:
     """Section 1's table (val at each evaluation, gradient norm after step 20: median (10th-90th percentile),
     share clipped, the step the train loss leaves the plateau) and the per-seed lists its paragraphs quote."""
@@ -733,9 +741,7 @@ def _ln_1500_rows(rows: list[dict]) -> list[str]:
     warm = _ln_runs(rows, 1500, "pre", 100)
     for name, rs in (("pre-LN", runs["pre"]), ("post-LN", runs["post"]), ("pre-LN, warmup 100", warm)):
         for r in rs:
-            out.append(f"| {name} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
-                       + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
-                       f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+            out.append(_ln_table_row(name, r))
     if warm:
         out.append(" / ".join(f"{r['val'][-1][1]:.3f}" for r in warm))
     for rs in runs.values():
@@ -1191,7 +1197,6 @@ def _new_seeds_start(row: str) -> str:
     return f"**Section {row} on seeds 3, 4, 5**" if row in RERUN_DONE else ""
 
 
-
 # ---- rows 1, 7, 8 and 9 on seeds 3, 4, 5: each section's new runs in a results file of their own
 LN_FIRST = ("ln_1500.jsonl", "ln_1500_warmup100.jsonl", "ln_post_warmup.jsonl")  # section 1's 1,500-step runs
 LN_FILES = _with("1", LN_FIRST, ("ln_1500_seeds345.jsonl", "ln_1500_warmup100_seeds345.jsonl",
@@ -1216,9 +1221,7 @@ def _ln_new_rows(rows: list[dict]) -> list[str]:
     for name, placement, warmup in LN_GROUPS:
         runs = [r for r in _ln_group(rows, placement, warmup) if r["seed"] in NEW_SEEDS]
         for r in runs:
-            out.append(f"| {name} ({r['seed']}) | " + " | ".join(f"{v:.3f}" for _, v in r["val"])
-                       + f" | {r['grad_norm_median']:.2f} ({r['grad_norm_p10']:.2f}-{r['grad_norm_p90']:.2f}), "
-                       f"{100 * r['clipped_fraction']:.0f}% | {r['plateau_end'] or 'never'} |")
+            out.append(_ln_table_row(name, r))
     return out
 
 
@@ -1235,31 +1238,36 @@ def _ln_new_extra(rows: list[dict]) -> list[float]:
     groups = {(p, w): {r["seed"]: r for r in _ln_group(rows, p, w)} for _, p, w in LN_GROUPS}
     out = []
     for _, p, w in LN_GROUPS:
-        finals = [r["val"][-1][1] for r in groups[(p, w)].values()]
+        finals = [_final(r) for r in groups[(p, w)].values()]
         out += [min(finals), max(finals)]
     post, pre = groups[("post", 0)], groups[("pre", 0)]
-    stay = [r["val"][-1][1] - r["val"][0][1] for r in post.values()]
-    warm_pre = [r["val"][-1][1] - pre[s]["val"][-1][1] for s, r in groups[("pre", 100)].items()]
-    warm_post = [r["val"][-1][1] - pre[s]["val"][-1][1] for s, r in groups[("post", 100)].items()]
+    stay = [_final(r) - r["val"][0][1] for r in post.values()]
+    warm_pre = [_final(r) - _final(pre[s]) for s, r in groups[("pre", 100)].items()]
+    warm_post = [_final(r) - _final(pre[s]) for s, r in groups[("post", 100)].items()]
     leave = [r["plateau_end"] for s, r in pre.items() if s in NEW_SEEDS]
     stuck = [r for r in post.values() if r["plateau_end"] is None]
     grad = [r["grad_norm_median"] for r in stuck]
     clipped = [100 * r["clipped_fraction"] for r in stuck]
-    pre_final = [r["val"][-1][1] for r in pre.values()]
-    post_final = [r["val"][-1][1] for r in post.values()]
-    rescue = [post[s]["val"][-1][1] - r["val"][-1][1] for s, r in groups[("post", 100)].items()]
+    pre_final = [_final(r) for r in pre.values()]
+    post_final = [_final(r) for r in post.values()]
+    rescue = [_final(post[s]) - _final(r) for s, r in groups[("post", 100)].items()]
     return out + [min(stay), max(stay), min(warm_pre), max(warm_pre), min(warm_post), max(warm_post), min(leave),
                   max(leave), min(grad), max(grad), min(clipped), max(clipped), max(pre_final) - min(pre_final),
                   min(post_final) - max(pre_final), len(stuck), len(post),
                   sum(r["plateau_end"] is not None for r in pre.values()), len(pre), min(rescue),
-                  min(r["val"][-1][1] for r in stuck), max(r["val"][-1][1] for r in stuck)]
+                  min(_final(r) for r in stuck), max(_final(r) for r in stuck)]
 
 
+def _spread(values: list[float], fmt: str) -> str:
+    """min-max as the page prints a range ("a to b" when a bound is negative or the format prints a sign); fmt ""
+    prints the results' own rounding."""
+    lo, hi = (format(v, fmt) if fmt else str(v) for v in (min(values), max(values)))
+    return lo if lo == hi else f"{lo} to {hi}" if min(values) < 0 or "+" in fmt else f"{lo}-{hi}"
 
-def _spread_text(values: list[float], fmt: str) -> str:
-    """min-max of values as a page prints a range (one value when they are all the same)."""
-    lo, hi = (format(v, fmt) for v in (min(values), max(values)))
-    return lo if lo == hi else f"{lo}-{hi}"
+
+def recall_tests(rows: list[dict], model: str, k: int = 32) -> list[float]:
+    """Test accuracy at distance k of the model's scored runs (each seed at its chosen rate), in file order."""
+    return [r["test_accuracy"] for r in rows if r.get("chosen") and (r["k"], r["model"]) == (k, model)]
 
 
 def _recall_new_rows(rows: list[dict]) -> list[str]:
@@ -1272,7 +1280,7 @@ def _recall_new_rows(rows: list[dict]) -> list[str]:
             every = [v for (k, m, _), v in tests.items() if (k, m) == (r["k"], r["model"])]
             out.append(f"| {r['k']} | {r['model']} | {r['chosen_lr']:g} | "
                        + " / ".join(f"{tests[(r['k'], r['model'], s)]:.3f}" for s in r["seeds"])
-                       + f" | {_spread_text(every, '.3f')} |")
+                       + f" | {_spread(every, '.3f')} |")
     return out
 
 
@@ -1280,8 +1288,7 @@ def _recall_new_extra(rows: list[dict]) -> list[float]:
     """Section 7's paragraph on seeds 3, 4, 5 and row 7, over every seed: at k 32, how many runs the transformer,
     the dilated CNN and the GRU (at its chosen rate) solve (test accuracy >= 0.99), of how many; the LSTM's and the
     plain CNN's test accuracy (min, max); the new runs' CPU minutes."""
-    at32 = {m: [r["test_accuracy"] for r in rows if r.get("chosen") and (r["k"], r["model"]) == (32, m)]
-            for m in ("transformer", "dilated CNN", "GRU", "LSTM", "CNN")}
+    at32 = {m: recall_tests(rows, m) for m in ("transformer", "dilated CNN", "GRU", "LSTM", "CNN")}
     out = []
     for m in ("transformer", "dilated CNN", "GRU"):
         out += [sum(v >= 0.99 for v in at32[m]), len(at32[m])]

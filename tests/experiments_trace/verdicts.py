@@ -41,12 +41,14 @@ from experiments_trace.parts import (
     _ln_group,
     _load,
     _position_label,
+    _spread,
     _token_budgets,
     _vit_cnn_main,
     _vit_cnn_runs,
     _vit_cnn_sizes,
     _window_label,
     near_orthogonal,
+    recall_tests,
     sentence_set,
 )
 
@@ -124,7 +126,7 @@ def _recall(rows: list[dict] | None = None) -> list[str]:
     rows = _load(RECALL_FILES) if rows is None else rows
 
     def worst(model: str) -> float:
-        return min(r["test_accuracy"] for r in rows if r.get("chosen") and (r["k"], r["model"]) == (32, model))
+        return min(recall_tests(rows, model))
 
     attention = all(worst(m) >= SOLVED_RECALL for m in ("transformer", "dilated CNN"))
     sweep = next(r for r in rows if r.get("summary") and (r["k"], r["model"]) == (32, "GRU")
@@ -353,13 +355,6 @@ RULES: dict[str, Callable[[], list[str]]] = {
 
 
 # ---------------------------------------------------------------- re-runs on new seeds
-def _spread(values: list[float], fmt: str) -> str:
-    """min-max as the page prints a range ("a to b" when a bound is negative or the format prints a sign); fmt ""
-    prints the results' own rounding."""
-    lo, hi = (format(v, fmt) if fmt else str(v) for v in (min(values), max(values)))
-    return lo if lo == hi else f"{lo} to {hi}" if min(values) < 0 or "+" in fmt else f"{lo}-{hi}"
-
-
 def _seed_list(seeds: list[int]) -> str:
     """0-7, or 3, 4, 5 (a run of three or fewer named one by one)."""
     seeds = sorted(set(seeds))
@@ -478,7 +473,7 @@ def _ln_gap(a: tuple[str, int], b: tuple[str, int]):
 
 def _recall_test(model: str, k: int = 32):
     """Test accuracy at distance k of the model's scored runs (at its chosen rate), per seed."""
-    return lambda rows: [r["test_accuracy"] for r in rows if r.get("chosen") and (r["k"], r["model"]) == (k, model)]
+    return lambda rows: recall_tests(rows, model, k)
 
 
 def _cnn_lead(size: int):
