@@ -49,6 +49,7 @@ from experiments_trace.parts import (  # noqa: E402
     RESIDUAL_FILES,
     SCALE_FILES,
     TOKEN_QUALITY_FILES,
+    VIT_CNN_MAIN_FILES,
     WINDOW_FILES,
     _eff_runs,
     _final,
@@ -398,17 +399,6 @@ def _warm_vs_cold(a: tuple[str, int], b: tuple[str, int], words: tuple[str, str]
     def rule() -> str:
         x, y = _ln_all(*a), _ln_all(*b)
         return _every([(x[s], y[s]) for s in x], *words)
-    return rule
-
-
-def _cnn_every_run(sizes: tuple[int, ...], word: str) -> Callable[[], str]:
-    """Section 8's new-seed paragraph: at these sizes, over every seed at the whole schedules, the CNN's lowest test
-    accuracy is above the ViT's highest ("the worst CNN run still beats the best ViT run"; "mixed" where not)."""
-    def rule() -> str:
-        from experiments_trace.parts import VIT_CNN_MAIN_FILES, _vit_cnn_main, _vit_cnn_runs
-        rows = _vit_cnn_main(_load(VIT_CNN_MAIN_FILES))
-        acc = {m: {n: [r["test_accuracy"] for r in _vit_cnn_runs(rows, n, m)] for n in sizes} for m in ("ViT", "CNN")}
-        return word if all(min(acc["CNN"][n]) > max(acc["ViT"][n]) for n in sizes) else "mixed"
     return rule
 
 
@@ -870,10 +860,12 @@ def _dk32_not_better() -> str:
     return "better" if _dk32_difference_smaller() == "smaller" else "mixed"
 
 
-def _vit_cnn(cap_of: Callable[[str], int] | None = None) -> dict[tuple[int, str], list[float]]:
-    """Section 8: test accuracies by (training images, model), seeds in order, at the whole schedule."""
+def _vit_cnn(cap_of: Callable[[str], int] | None = None,
+             files: str | tuple[str, ...] = "vit_vs_cnn.jsonl") -> dict[tuple[int, str], list[float]]:
+    """Section 8: test accuracies by (training images, model), seeds in order, at the whole schedule (files: the
+    first seeds' runs, or with the re-run's)."""
     from experiments_trace.parts import VIT_CNN_FULL, _vit_cnn_main
-    rows = _vit_cnn_main(_load("vit_vs_cnn.jsonl"))
+    rows = _vit_cnn_main(_load(files))
     out: dict[tuple[int, str], list[float]] = {}
     for r in sorted(rows, key=lambda r: r["seed"]):
         if r["cap"] == (cap_of or VIT_CNN_FULL.get)(r["model"]):
@@ -881,13 +873,14 @@ def _vit_cnn(cap_of: Callable[[str], int] | None = None) -> dict[tuple[int, str]
     return out
 
 
-def _worst_cnn_beats_best_vit(word: str) -> Callable[[], str]:
-    """Section 8: at every size the CNN's lowest test accuracy is above the ViT's highest ("the worst CNN run
-    beats the best ViT run"; "mixed" where it is not)."""
+def _worst_cnn_beats_best_vit(word: str, sizes: tuple[int, ...] | None = None,
+                              files: str | tuple[str, ...] = "vit_vs_cnn.jsonl") -> Callable[[], str]:
+    """Section 8: at every size (or at `sizes`) the CNN's lowest test accuracy is above the ViT's highest ("the worst
+    CNN run beats the best ViT run"; "mixed" where it is not); files: the first seeds' runs, or with the re-run's."""
     def rule() -> str:
-        acc = _vit_cnn()
-        sizes = {n for n, _ in acc}
-        return word if all(min(acc[(n, "CNN")]) > max(acc[(n, "ViT")]) for n in sizes) else "mixed"
+        acc = _vit_cnn(files=files)
+        return word if all(min(acc[(n, "CNN")]) > max(acc[(n, "ViT")])
+                           for n in (sizes or {n for n, _ in acc})) else "mixed"
     return rule
 
 
@@ -2411,7 +2404,8 @@ RULES: dict[str, Callable[[], str]] = {
     "ln_first_seeds": _ln_first_seeds, "escaped_post_below_pre": _escaped_post_below_pre,
     "post_warm_below_pre_all": _warm_vs_cold(("post", 100), ("pre", 0), ("below", "above")),
     "pre_warm_lower_all": _warm_vs_cold(("pre", 100), ("pre", 0), ("lower", "higher")),
-    "cnn_worst_250_500": _cnn_every_run((250, 500), "worst"), "vit_best_250_500": _cnn_every_run((250, 500), "best"),
+    "cnn_worst_250_500": _worst_cnn_beats_best_vit("worst", (250, 500), VIT_CNN_MAIN_FILES),
+    "vit_best_250_500": _worst_cnn_beats_best_vit("best", (250, 500), VIT_CNN_MAIN_FILES),
     "grid_new_p_below": _grid_new_p_below,
     **{f"verdict_{row}_{index}": _verdict(row, index) for row, index in set(VERDICT_PLACES.values())},
     **{rule: _verdict(int(rule.split("_")[1]), 0) for _, _, rule in NOTEBOOK_PLACES},
