@@ -102,8 +102,30 @@ def test_the_classes_say_why_a_number_is_not_checked_against_a_source():
         if f.token != figures.ROWS:
             counts[f.cls.split(":")[0]] = counts.get(f.cls.split(":")[0], 0) + 1
     assert set(counts) <= {"log", "computed", "results", "source", "output", "cited", "code", "label", "formula",
-                           "setting", "product", "generated", "date", "pinned"}
+                           "setting", "product", "generated", "date", "goal", "pinned"}
     assert counts.get("log", 0) >= 100 and counts.get("computed", 0) >= 5 and counts.get("cited", 0) >= 50
+
+
+def test_the_rules_for_indices_goals_machines_and_citations_take_only_their_places():
+    """An index after step / layer / block (not a size: "block 64, batch 12", not a formula's "24·n"), a goal (a
+    "target" column or "target of"), a machine's core count and a paper's year take their classes; a result beside
+    them does not."""
+    text = ("| run | result | target |\n|---|---|---|\n| a | 95.7% at step 1000 | >= 90% |\n\n"
+            "nanoGPT (block 64, batch 12) on a 2-core AMD EPYC; per layer 24·n·d²; blocks 1-3 stay; the target of 3 s "
+            "held; the 5-min target; LLM2Vec (BehnamGhader et al., 2024) took 2024 steps.")
+    classes = [(f.before, f.token, figures.classify("docs/x.md", text, f, [])) for f in figures.found(text)]
+
+    def cls(end: str, token: str) -> str:
+        return next(c for before, t, c in classes if t == token and before.endswith(end))
+
+    assert cls("at step ", "1000") == "label" and cls(">= ", "90") == "goal" and cls("on a ", "2") == "product"
+    assert cls("block ", "64") != "label" and cls("batch ", "12") != "label" and cls("per layer ", "24") == "formula"
+    assert cls("blocks 1-", "3") == "label" and cls("the target of ", "3") == "goal"
+    assert cls("held; the ", "5") == "goal" and cls("et al., ", "2024") == "date"
+    assert cls("2024) took ", "2024") == "pinned" and cls("| a | ", "95.7") == "pinned"
+    moved = text.replace("the target of 3 s", "the run of 3 s")  # a goal that is no longer one fails the check
+    at = next(f for f in figures.found(moved) if f.before.endswith("the run of "))
+    assert not figures.is_goal(moved, at.start, at.token)
 
 
 def test_a_cited_figure_fails_when_its_file_no_longer_holds_it(monkeypatch):

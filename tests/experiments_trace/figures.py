@@ -25,20 +25,24 @@ class. The classes, and what the test checks for each:
   function's argument, a file name) or shows as an example. Rule: the number stands between backticks on the
   page. What code prints as a result is checked by the tests that run the page's blocks (docs/interventions.md,
   docs/notebook.md), not here.
-- `label`: a table row's number (the whole first cell: "| 7 |"), a heading's ("## 3.") or a numbered list item's:
-  which row or step, no result. Rule: the number stands in one of those places.
+- `label`: a table row's number (the whole first cell: "| 7 |"), a heading's ("## 3.") or a numbered list item's,
+  or a whole number right after step / layer / block / section / seed / batches ("step 0", "blocks 1-3"): which row,
+  step or thing, no result. Rule: the number stands in one of those places.
 - `formula`: a coefficient or exponent of a formula (docs/cost.md's 2·b·n·d, 24·n·d²): the number touches ·, ×,
   ^, √ or ², or is a whole number written onto one of the formulas' symbols (SYMBOL: "4d²", "d_ff = 4d", "(h+2g)")
   or after a symbol and + − / ("n−1", "b/2"). The formulas are the library's (tests/test_cost.py checks them
   against torch's FLOP counter).
 - `product`: a version or generation in the name of a product (Qwen2/3, Gemma 2, OLMo 2, Zen 5, Python 3.11,
-  torch 2.13): the number follows one of PRODUCT's names.
+  torch 2.13): the number follows one of PRODUCT's names; or a machine's core count ("a 2-core AMD EPYC").
 - `setting`: a value a user types, outside backticks: right after `name=` or `--option ` (steps=40, --beams 4),
   or a size given to a formula's symbol in prose ("gpt2 at n = 1024", "b = 1"): the input of an example.
 - `generated`: on docs/reference/cli.md, written by docs/build_cli.py from the parser itself (defaults, choices);
   tests/test_cli_reference.py fails when the page differs from what the parser gives.
 - `date`: a date (YYYY-MM-DD), a time of day or a commit: when and at which revision a figure was measured, which
-  every figure must give; no result. Rule: the number has that shape.
+  every figure must give; no result. Rule: the number has that shape (or is a cited paper's year: "et al., 2024").
+- `goal`: a goal set for a result, not the result: a number in a table column headed "target", or right after
+  "target" / "target of" ("the target of 3 s"), or written onto "target" ("the 5-min target"). Where the library
+  defines the goal, a `computed:` binding (checked first) reads it instead.
 - `cited:PATH`: a result the page's paragraph (or, for a table, the paragraph before it) cites the log or results
   file of, PATH, which holds the same number (commas aside) among its own: the figure was copied from that file
   and a re-run that writes another value there fails the test. Weaker than `log`, which names the line: the number
@@ -102,9 +106,56 @@ def code_spans(text: str) -> list[tuple[int, int]]:
 
 
 DATE = re.compile(r"\d{4}-\d\d-\d\d|\d{1,2}:\d\d|(?=[0-9a-f]*[a-f])[0-9a-f]{7,40}")
+CITATION = re.compile(r"et al\.,? $")  # "(BehnamGhader et al., 2024)": a paper's year
+
+
+def is_date(text: str, start: int, token: str) -> bool:
+    """A date, a time of day or a commit (DATE), or the year of a cited paper ("et al., 2024")."""
+    return bool(DATE.fullmatch(token)) or (bool(re.fullmatch(r"(?:19|20)\d\d", token))
+                                          and bool(CITATION.search(text[max(0, start - 12):start])))
+
+
+def table_header(text: str, start: int) -> str:
+    """The header cell of the table column the place at start stands in ("" outside a table body row)."""
+    line_start = text.rfind("\n", 0, start) + 1
+    if not text.startswith("|", line_start):
+        return ""
+    column = text[line_start:start].count("|") - 1
+    lines = text[:line_start].splitlines()
+    sep = re.compile(r"^\|[\s:|-]+\|\s*$")
+    for i in range(len(lines) - 1, 0, -1):
+        if not lines[i].startswith("|"):
+            return ""
+        if sep.match(lines[i]):
+            cells = lines[i - 1].strip().strip("|").split("|")
+            return cells[column].strip() if 0 <= column < len(cells) else ""
+    return ""
+
+
+GOAL = re.compile(r"\btarget(?: of)? (?:[<>]=? ?)?$")
+
+
+def is_goal(text: str, start: int, token: str) -> bool:
+    """A goal set for a result, not the result: a number in a table column headed "target", right after "target" /
+    "target of", or a number written onto "target" ("the 5-min target")."""
+    if "target" in table_header(text, start).lower():
+        return True
+    if GOAL.search(text[max(0, start - 16):start]):
+        return True
+    return bool(re.match(r"[-\s]?(?:min|s|ms|%)?[-\s]target\b", text[start + len(token):start + len(token) + 12]))
+
+
+INDEX = re.compile(r"(?<![\w-])(?:(?:step|layer|block|section|seed)s?|batches) (?:[\d,]+[-–])?$")
 
 
 def is_label(text: str, start: int, token: str) -> bool:
+    """Which row, step or thing, no result: a table row's number (the whole first cell), a heading's, a numbered list
+    item's, or a whole number naming an index right after step / layer / block / section / seed / batch ("step 0",
+    "blocks 1-3", "layer 0", "section 14": the step a score was read at, not the score)."""
+    if (re.fullmatch(r"[\d,]+", token) and INDEX.search(text[max(0, start - 24):start])
+            and not text.startswith(", batch", start + len(token))  # nanoGPT's "block 64, batch 12": sizes
+            and text[start + len(token):start + len(token) + 1] not in ("·", "×", "^", "²")):  # "per layer 24·n·d²"
+        return True
     line_start = text.rfind("\n", 0, start) + 1
     head, rest = text[line_start:start], text[start + len(token):]
     if head.startswith("|"):
@@ -141,12 +192,18 @@ def is_setting(text: str, start: int) -> bool:
 
 
 PRODUCT = re.compile(r"(?:\b(?:Qwen\d?|Gemma(?: \d)?|OLMo|Zen|LLaMA|Llama|Mistral|Python|torch|transformers|CUDA|"
-                     r"Ubuntu|Debian)(?: |/|\d/)|\b(?:SmolLM\d|Phi|GPT|MiniLM-L)-)$")
+                     r"Ubuntu|Debian|Notebook)(?: |/|\d/)|\b(?:SmolLM\d|Phi|GPT|MiniLM-L)-)$")
+
+
+CORES = re.compile(r"(?:-core\b| cores\b)")
 
 
 def is_product(text: str, start: int, token: str) -> bool:
     """A version or generation in a product's name: Qwen2/3, Gemma 2, OLMo 2, Zen 5, Python 3.11, torch 2.13 (after
-    torch, transformers, Python or CUDA only a version: one digit or dotted, not "torch 71 s" of an install)."""
+    torch, transformers, Python or CUDA only a version: one digit or dotted, not "torch 71 s" of an install), or the
+    core count in a machine's description ("a 2-core AMD EPYC", "AMD EPYC, 2 cores"): which machine, no result."""
+    if token.isdigit() and CORES.match(text, start + len(token)):
+        return True
     found = PRODUCT.search(text[max(0, start - 24):start])
     if not found:
         return False
@@ -4362,8 +4419,10 @@ def classify(page: str, text: str, f: Found, logged: list[tuple[int, int]]) -> s
         return "product"
     if is_setting(text, f.start):
         return "setting"
-    if DATE.fullmatch(f.token):
+    if is_date(text, f.start, f.token):
         return "date"
+    if is_goal(text, f.start, f.token):
+        return "goal"
     if any(p == page and re.search(re.escape(end).replace(r"\{\}", r"[\d,.]+") + "$", flat_before)
            for p, end in NOT_CITED):
         return "pinned"
@@ -4438,8 +4497,11 @@ def problems(text: str, page: str, deep: bool = True) -> list[str]:
                        "--option")
         elif f.cls == "generated" and page != "docs/reference/cli.md":
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed generated on a page no script writes")
-        elif f.cls == "date" and not DATE.fullmatch(n.token):
+        elif f.cls == "date" and not is_date(text, n.start, n.token):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed date but is no date, time or commit")
+        elif f.cls == "goal" and not is_goal(text, n.start, n.token):
+            out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed goal but stands in no target column "
+                       "and after no \"target\"")
         elif f.cls == "log" and not _in_logged(n.start, n.token, logged):
             out.append(f"{page}: {n.token} at {_where(text, n.start)} is classed log but no CLAIMS row of "
                        "tests/test_claims_sources.py reads it")
@@ -4518,7 +4580,7 @@ def write_ledger() -> None:
 
 GROUPS = {"log": "bound", "computed": "bound", "source": "bound", "output": "bound", "results": "bound",
           "cited": "cited", "code": "rule", "label": "rule", "product": "rule", "formula": "rule", "setting": "rule",
-          "date": "rule", "generated": "rule", "pinned": "pinned"}
+          "date": "rule", "generated": "rule", "goal": "rule", "pinned": "pinned"}
 
 
 def summary() -> list[str]:
