@@ -1345,7 +1345,7 @@ _ATTRIBUTION_ROWS = (
     ("def read(self): return self.rea / def seek...", "'def read(self)", ("124", "0.72", "0.79", "5/10", "3/4", "0")),
     ("import os⏎os.path.jo / import re⏎...", "'import os", ("52", "0.77", "0.89", "8/10", "5/5", "0")),
     ("x = None⏎if x is No / x = Nose⏎...", "'x = None", ("52", "0.99", "0.99", "10/10", "5/5", "0")),
-    ("for i in range(10): pri / ... rangs(10) ...", "'for i in range", ("56", "0.85", "0.82", "7/10", "2/2", "0")),
+    ("`for i in range(10): pri` / `... rangs(10) ...`", "'for i in range", ("56", "0.85", "0.82", "7/10", "2/2", "0")),
 )
 _ATTRIBUTION_LOG_CELL = (0, 2, 3, 4, 5, 6)  # the log's cell after the pair for each of the page's cells
 

@@ -30,10 +30,11 @@ class. The classes, and what the test checks for each:
   step or thing, no result. Rule: the number stands in one of those places.
 - `formula`: a coefficient or exponent of a formula (docs/cost.md's 2·b·n·d, 24·n·d²): the number touches ·, ×,
   ^, √ or ², or is a whole number written onto one of the formulas' symbols (SYMBOL: "4d²", "d_ff = 4d", "(h+2g)")
-  or after a symbol and + − / ("n−1", "b/2"). The formulas are the library's (tests/test_cost.py checks them
-  against torch's FLOP counter).
+  or after a symbol and + − / ("n−1", "b/2"), or related to a symbol by <, ≤, >, ≥, → ("1 < g < h", "n → 1").
+  The formulas are the library's (tests/test_cost.py checks them against torch's FLOP counter).
 - `product`: a version or generation in the name of a product (Qwen2/3, Gemma 2, OLMo 2, Zen 5, Python 3.11,
-  torch 2.13): the number follows one of PRODUCT's names; or a machine's core count ("a 2-core AMD EPYC").
+  torch 2.13, the seed text "Transformers 0"): the number follows one of PRODUCT's names; or a machine's core count
+  ("a 2-core AMD EPYC").
 - `setting`: a value a user types, outside backticks: right after `name=` or `--option ` (steps=40, --beams 4),
   or a size given to a formula's symbol in prose ("gpt2 at n = 1024", "b = 1"): the input of an example.
 - `generated`: on docs/reference/cli.md, written by docs/build_cli.py from the parser itself (defaults, choices);
@@ -170,13 +171,16 @@ SYMBOL = "bnmdghLV"  # the cost formulas' one-letter symbols (docs/cost.md: batc
 
 def is_formula(text: str, start: int, token: str) -> bool:
     """A coefficient or exponent of a formula: the number touches ·, ×, ^, √ or ² ("24·n·d²", "2·1024·12"), or is a
-    whole number written onto a formula's symbol ("4d²", "d_ff = 4d", "(h+2g)") or after a symbol and + − / ("n−1",
-    "b/2")."""
+    whole number written onto a formula's symbol ("4d²", "d_ff = 4d", "(h+2g)"), after a symbol and + − / ("n−1",
+    "b/2"), or related to a symbol by <, ≤, >, ≥ or → ("1 < g < h", "n → 1")."""
     after = text[start + len(token):start + len(token) + 2]
     if text[start - 1:start] in ("·", "×", "^", "√") or after[:1] in ("·", "×", "²", "^"):
         return True
     if not token.isdigit():
         return False
+    if re.match(rf" ?[<>≤≥] ?[{SYMBOL}](?![A-Za-z0-9])", text[start + len(token):start + len(token) + 4]) or re.search(
+            rf"(?<![A-Za-z_])[{SYMBOL}] ?(?:[<>≤≥]|→) ?$", text[max(0, start - 4):start]):  # "1 < g < h", "n → 1"
+        return True
     return bool(re.match(rf"[{SYMBOL}](?![A-Za-z0-9])", after)) or bool(
         re.search(rf"(?<![A-Za-z_])[{SYMBOL}][+−/]$", text[max(0, start - 3):start]))
 
@@ -191,7 +195,7 @@ def is_setting(text: str, start: int) -> bool:
     return bool(SETTING.search(text[max(0, start - 40):start]))
 
 
-PRODUCT = re.compile(r"(?:\b(?:Qwen\d?|Gemma(?: \d)?|OLMo|Zen|LLaMA|Llama|Mistral|Python|torch|transformers|CUDA|"
+PRODUCT = re.compile(r"(?:\b(?:Qwen\d?|Gemma(?: \d)?|OLMo|Zen|LLaMA|Llama|Mistral|Python|torch|[Tt]ransformers|CUDA|"
                      r"Ubuntu|Debian|Notebook)(?: |/|\d/)|\b(?:SmolLM\d|Phi|GPT|MiniLM-L)-)$")
 
 
@@ -207,7 +211,7 @@ def is_product(text: str, start: int, token: str) -> bool:
     found = PRODUCT.search(text[max(0, start - 24):start])
     if not found:
         return False
-    if re.match(r"(torch|transformers|Python|CUDA) $", found.group()):
+    if re.match(r"(torch|[Tt]ransformers|Python|CUDA) $", found.group()):
         return bool(re.fullmatch(r"\d|\d+\.\d+(\.\d+)?", token))
     return True
 
@@ -707,6 +711,7 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
     "gpt2_step_attention_min_ms": lambda: f"{min(_series('gpt2', 'attention_step', 1)):.1f}",
     "gpt2_step_attention_max_ms": lambda: f"{max(_series('gpt2', 'attention_step', 1)):.0f}",
     # the narrow model's cached step at n 256 if it took its FLOPs' share of its time at n 4096
+    "narrow_forward_mfu_4096": lambda: f"{_sweep_at('narrow', 'forward', 4096, 3):.1f}",  # the MFU the sweep logged
     "narrow_cached_256_by_flops": lambda: format(_sweep_at("narrow", "decode_cached", 4096, 1) * _sweep_at(
         "narrow", "decode_cached", 256, 0) / _sweep_at("narrow", "decode_cached", 4096, 0), ".1f"),
     # docs/generation.md: the library's own limits and defaults, and the shipped checkpoints' position tables
@@ -940,6 +945,7 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/cost.md", "not n**: at ", "gpt2_step_attention_min_ms"),
     ("docs/cost.md", "not n**: at 0.2-", "gpt2_step_attention_max_ms"),
     ("docs/cost.md", "ms at n = 256 where ", "narrow_cached_256_by_flops"),
+    ("docs/cost.md", "1.50 measured and its MFU to ", "narrow_forward_mfu_4096"),
     ("docs/cost.md", "for gpt2 up to n = 1024 the d² terms and the ", "logits_2ndV"),
     ("docs/cost.md", "the same products without the ", "logits_2ndV"),
     ("docs/generation.md", "a fixed number of them (gpt-char ", "gpt_char_max_len"),
