@@ -612,14 +612,20 @@ PERTURBATIONS.update({
     'kquant_more_bytes': ('loader', ('_computed', 'negate')),
     'int8_head_more': ('loader', ('_computed', 'negate')),
     'busy_two_threads_slow': ('loader', ('_busy_rate', 'reciprocal')),
-    'wide_copy_faster': ('loader', ('_printed', 'reciprocal')),
-    'one_row_copy_faster': ('loader', ('_printed', 'reciprocal')),
-    'two_row_copy_slower': ('loader', ('_printed', 'reciprocal')),
-    'head_slices_faster': ('loader', ('_printed', 'reciprocal')),
     'kernel_error_larger': ('loader', ('_kernel_shapes', 'negate')),
     'kernel_error_smaller': ('loader', ('_kernel_shapes', 'negate')),
 })
 # ---- P3: end
+# ---- G: docs/generation.md's decode-layout rules (the re-run log's ratios inverted: every layout or slice slower)
+PERTURBATIONS.update({
+    'g_wide_layout_faster': ('loader', ('_layout_ratio', 'reciprocal')),
+    'g_one_row_layout_faster': ('loader', ('_layout_ratio', 'reciprocal')),
+    'g_more_rows_layout_faster': ('loader', ('_layout_ratio', 'reciprocal')),
+    'g_head_slices_faster': ('loader', ('_layout_ratio', 'reciprocal')),
+    # docs/quantization.md: int8's prefill changes (in %) inverted: 0.56 and -0.23 become 1.79 and -4.35, past 1%
+    'g_int8_prefill_less': ('loader', ('_int8_change', 'reciprocal')),
+})
+# ---- G: end
 
 # Rules whose other outcome is no word of the family: the sentence states a fact that either holds or would be
 # wrong ("mixed"), and no opposite word would fit it ("the worst pre-LN seed and the best post-LN one", "stays
@@ -648,11 +654,14 @@ PERTURBATIONS.update({
 
 # ---- P2: docs/explorer.md's rules over the hand timings it prints beside them (the printed values inverted)
 PERTURBATIONS.update({
-    **dict.fromkeys(("explorer_sweeps_were_slower", "q8_0_rows_faster"), ('loader', ('_printed', 'reciprocal'))),
     "explorer_kept_less_cpu": ('loader', ('_logged', 'reciprocal')),  # P6: the re-run kept table's logged CPU times
     "explorer_patch_grid_slowest": ('loader', ('_explorer_printed', 'reciprocal')),
 })
 # ---- P2: end
+
+# ---- E: docs/explorer.md's Q8_0 multi-row rule (every logged ratio inverted: the row-by-row calls then win)
+PERTURBATIONS["e_q8_0_rows_faster"] = ('loader', ('_e_q8_rows_ratio', 'reciprocal'))
+# ---- E: end
 
 # ---- P1: docs/training.md's rules (a loader's values transformed: the logged trial figures and the printed hand
 # rates inverted, a test-list score squared past the 60% target; the shipped vit-mnist's accuracy halved)
@@ -662,12 +671,15 @@ PERTURBATIONS.update({
                      "short_not_hurt", "mix_a_best_yet", "mix_a_two_more", "mix_a_better_than_shipped",
                      "mix_b_below", "minilm_variant_best_19"), ('loader', ('_logged', 'reciprocal'))),
     **dict.fromkeys(("layers4_below_target", "big_a_below_target"), ('loader', ('_logged', 'square'))),
-    **dict.fromkeys(("descheduled_slower", "generator_faster"), ('loader', ('_printed', 'reciprocal'))),
     'vit_above_97': ('attnlab/assets/checkpoints/vit-mnist/trained.json', ('halve', ('final_eval', 'accuracy'))),
 })
 # "best" or not the best ("mixed")
 MIXED_ONLY |= {"distill_best_ten", "earlier_best_ten", "mix_a_best_yet", "minilm_variant_best_19"}
 # ---- P1: end
+
+# ---- T: docs/training.md's generator rule (the logged rates before and after inverted)
+PERTURBATIONS["generator_faster"] = ('loader', ('_logged', 'reciprocal'))
+# ---- T: end
 
 def flipped(rule: str) -> tuple[str, str]:
     """(the rule's word on the committed data, its word on the perturbed data)."""

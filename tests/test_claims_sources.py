@@ -1504,7 +1504,7 @@ _TRIAL_TEXT = (
     "[191|gen amlm/gen.log 11]-[406|gen amlm/gen.log 9] s a batch",
     "and leave [3,035|sent everyday-12] sentences ([36,431|words everyday-12] words; [40,235|traintok control-b] "
     "train and [4,427|valtok control-b] held-out tokens)",
-    "| 25m38s with the teacher's pass (the loop [18m58s|time distill-a]) | val loss [3.70|val distill-a 250] / top-5 "
+    "| the loop [18m58s|time distill-a] (after the teacher's pass) | val loss [3.70|val distill-a 250] / top-5 "
     "[57.0|top5 distill-a 250]% at step [250|step distill-a 250]; [3.46|val distill-a 500] / "
     "[60.4|top5 distill-a 500]% at [500|step distill-a 500] ([546|pos distill-a 500] positions) | "
     "[5|dev distill-a 250] of [22|devn distill-a 250] at [250|step distill-a 250], [9|dev distill-a 500] at "
@@ -1513,7 +1513,7 @@ _TRIAL_TEXT = (
     "[2.99|val control-b 1000] / [66.0|top5 control-b 1000]% at [1000|step control-b 1000] "
     "([1100|pos control-b 1000] positions; unigram top-5 [20.8|uni5 control-b 1000]%) | [8|dev control-b 500] of "
     "[22|devn control-b 500] at [500|step control-b 500], [9|dev control-b 1000] at [1000|step control-b 1000] |",
-    "| 39m31s with the teacher's pass (the loop [25m16s|time distill-b]) | [3.31|val distill-b 500] / "
+    "| the loop [25m16s|time distill-b] (after the teacher's pass) | [3.31|val distill-b 500] / "
     "[60.2|top5 distill-b 500]% at [500|step distill-b 500]; [3.05|val distill-b 1000] / "
     "[65.2|top5 distill-b 1000]% at [1000|step distill-b 1000] | [7|dev distill-b 500] of [22|devn distill-b 500] "
     "at [500|step distill-b 500], [9|dev distill-b 1000] at [1000|step distill-b 1000] |",
@@ -2421,6 +2421,101 @@ CLAIMS += [("docs/training.md", printed, TEACHER_ROWS, where, 1) for printed, wh
     ("towel ({0.53}), cloth, soft", r"^teacher row at 'towel' .*\): towel ([\d.]+),"),
 )]
 # ---- P8: end
+
+
+# ---- T: docs/training.md (issue 54): the threads benchmark's training row beside busy competitors (the auto thread
+# count's reason), the everyday generator's rate before and after 52a06d4 (bench/everyday_rate.py), the start of a
+# run on a 44.5 MB corpus (bench/big_corpus_start.py)
+_THREADS_TRAIN = (r"^\| training gpt-char \(short run\) \| 2 busy competitors \| [\d,]+ \| ([\d,]+) \| "
+                  r"(?:[\d,]+) \|")
+CLAIMS += [("docs/training.md", printed, "bench/results/threads-small/all-cases.log", where, 1) for printed, where in (
+    ("a short gpt-char training run at `threads=2` made {81} tokens/s",
+     r"^\| training gpt-char \(short run\) \| 2 busy competitors \| [\d,]+ \| [\d,]+ \| ([\d,]+) \|"),
+    ("made 81 tokens/s against {1,303} at `threads=1`", _THREADS_TRAIN),
+)]
+_GEN_RATE = r"^tokens per CPU-second: (\d+)$"  # bench/everyday_rate.py's last line
+CLAIMS += [("docs/training.md", printed, f"bench/results/everyday-generator-2026-12-07/{log}.log", _GEN_RATE, 1)
+           for printed, log in (("one thread: {85}\ntokens per CPU-second before", "before"),
+                                ("tokens per CPU-second before, {132} after", "after"))]
+CLAIMS += [("docs/training.md", "and {97.2}% with `seed=1` (re-run 2026-12-07",
+            "bench/results/vit-mnist-seed1-2026-12-07/train.log", r"^  eval       accuracy ([\d.]+)$", 100)]
+# ---- T: end
+
+# ---- G: docs/generation.md (issue 54): the decode layouts' re-run (bench/bench_matvec.py, 2026-12-07: its niceness
+# and loads), SmolLM2's first-run peak memory (python -m attnlab.benchmarks.first_run), the compiled step's build time
+# on the quiet and the busy machine (the llama.cpp benchmark's "[attnlab: compiled in N s]" lines)
+_MATVEC = "bench/results/decode-layout-2026-12-07/matvec.log"
+_FIRST_RUN = "bench/results/first-run-2026-12-07/quiet.log"
+_BUILD_QUIET = "bench/results/llama-cpp-zen5-2026-11-28/q4_1-night.log"
+_BUILD_BUSY = "bench/results/llama-cpp-kquant-2026-12-07/compare.log"
+_BUILD = r"for 1 row at {} threads?, .*\n\[attnlab: compiled in (\d+) s\]"
+CLAIMS += [("docs/generation.md", printed, log, where, 1) for printed, log, where in (
+    ("AMD EPYC (Zen 5) at nice {10}, load average", _MATVEC, r"; niceness (\d+);"),
+    ("load average {2.13} at the start and 3.65 at the end", _MATVEC, r"load average ([\d.]+) at the start"),
+    ("load average 2.13 at the start and {3.65} at the end", _MATVEC, r"load average ([\d.]+) at the end"),
+    ("SmolLM2's first run peaked at {873} MB of memory", _FIRST_RUN,
+     r"^\| first \(empty cache\) \|.*\n.*\n.*\n.*peak memory (\d+) MB\]$"),
+    ("against {474} MB once every kernel was built", _FIRST_RUN,
+     r"^\| after the build, again \|.*\n.*\n.*peak memory (\d+) MB\]$"),
+    ("(SmolLM2: {13} s at one thread", _BUILD_QUIET, _BUILD.format(1)),
+    ("13 s at one thread and {10} s at two", _BUILD_QUIET, _BUILD.format(2)),
+    ("on the quiet machine, load average {0.53}, 2026-11-28", _BUILD_QUIET, r"load average: ([\d.]+),"),
+    ("{152} s and 76 s on the busy machine", _BUILD_BUSY, _BUILD.format(1)),
+    ("152 s and {76} s on the busy machine", _BUILD_BUSY, _BUILD.format(2)),
+    ("on the busy machine, load average {10.3}", _BUILD_BUSY, r"load average ([\d.]+) -> [\d.]+ on"),
+    ("load average 10.3\nrising to {21.0}", _BUILD_BUSY, r"load average [\d.]+ -> ([\d.]+) on"),
+)]
+# docs/quantization.md: int8's prefill perplexity over 8192 tokens per language, re-run 2026-12-07
+_INT8_8192 = "bench/results/quality-8192-2026-12-07/int8-prefill-8192.log"
+_INT8_ROW = r"^\| int8 \| int8 \| \d+ \| [\d.]+ \| ([+-][\d.]+)% \([^)]*\) \| [\d.]+ \| ([+-][\d.]+)% "
+CLAIMS += [("docs/quantization.md", printed, _INT8_8192, where, 1) for printed, where in (
+    ("at nice 10, load average {3.27} before and", r"^# before: [^;]*load average: ([\d.]+),"),
+    ("load average 3.27 before and\n{4.02} after", r"; after: [^;(]*load average: ([\d.]+),"),
+    ("int8-prefill-8192.log; {8191} scored tokens per language", r", (\d+) scored per language"),
+    ("changed by {+0.56}% (es)", _INT8_ROW),
+    ("(es) and\n{-0.23}% (fr)", _INT8_ROW.replace(r"([+-][\d.]+)% \(", r"[+-][\d.]+% \(", 1)),
+)]
+# ---- G: end
+
+# ---- E: docs/explorer.md (issue 54): the Q8_0 multi-row kernel against row-by-row calls, re-run 2026-12-07
+# (OMP_NUM_THREADS=1 nice -n 10 python bench/q8_0_rows.py: its range, load, machine and niceness)
+Q8_ROWS = "bench/results/q8_0-rows-2026-12-07/rows.log"
+CLAIMS += [("docs/explorer.md", printed, Q8_ROWS, where, 1) for printed, where in (
+    ("(`q8_0_kernel.rows_product`, {1.4}-5.7x faster", r"every shape and row count: ([\d.]+)-[\d.]+x "),
+    ("(`q8_0_kernel.rows_product`, 1.4-{5.7}x faster", r"every shape and row count: [\d.]+-([\d.]+)x "),
+    ("on the shared {2}-core AMD EPYC at nice 10, load average 3.4", r"\| AMD EPYC, (\d+) cores \|"),
+    ("on the shared 2-core AMD EPYC at nice {10}, load average 3.4", r"nice -n (\d+) python bench/q8_0_rows\.py"),
+    ("at nice 10, load average {3.4} from other jobs", r"load average at start ([\d.]+) "),
+)]
+# ---- E: end
+
+# ---- E: docs/interop.md (issue 54): the recording benchmark re-run 2026-12-07 (OMP_NUM_THREADS=1 nice -n 10
+# python -m attnlab.benchmarks.recording --threads 1): each arm's median and least round, the plain arm's slowest, the
+# machine and its load at the start and the end
+RECORDING_RUN = "bench/results/recording-2026-12-07/recording.log"
+
+
+def _arm(name: str, which: str) -> str:
+    """The recording log's line of one arm: its median, min or max (ms) as the first group."""
+    value = {k: r"([\d.]+)" if k == which else r"[\d.]+" for k in ("median", "min", "max")}
+    return rf"^  {re.escape(name)} +median +{value['median']} ms  \(min {value['min']}, max {value['max']}\)"
+
+
+_A, _B, _C = "A plain", "B recorder, nothing kept", "C recorder, blocks.0.attn.weights"
+CLAIMS += [("docs/interop.md", printed, RECORDING_RUN, where, 1) for printed, where in (
+    ("on the shared {2}-core AMD EPYC\n(Zen 5)", r"shared (\d+)-core AMD EPYC"),
+    ("load average {1.05} at the start", r"load average at start: ([\d.]+) "),
+    ("and {3.50} at the end from other jobs", r"^# load average at end: ([\d.]+) "),
+    ("a plain\nforward {601} ms (351 ms)", _arm(_A, "median")),
+    ("a plain\nforward 601 ms ({351} ms)", _arm(_A, "min")),
+    ("\"nothing.matches\"])` {637} ms (380 ms)", _arm(_B, "median")),
+    ("\"nothing.matches\"])` 637 ms ({380} ms)", _arm(_B, "min")),
+    ("(explicit path for that layer only) {702} ms (352 ms)", _arm(_C, "median")),
+    ("(explicit path for that layer only) 702 ms ({352} ms)", _arm(_C, "min")),
+    ("own rounds ran from {351} to 864 ms", _arm(_A, "min")),
+    ("own rounds ran from 351 to {864} ms", _arm(_A, "max")),
+)]
+# ---- E: end
 
 
 def _squash(text: str) -> str:

@@ -1810,15 +1810,6 @@ MORE_RULES.update({
     "int8_head_more": lambda: _every([(0.0, _computed("smollm2_int8_head_cost"))], "more", "less"),
     # more threads than free cores: threads=2 against threads=1 with two busy competitors, every row of every run
     "busy_two_threads_slow": lambda: _every(zip(_busy_rates("2"), _busy_rates("1"), strict=True), "more", "less"),
-    # the hand measurements generation.md prints with a ratio beside the word
-    "wide_copy_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
-        "for 1-3 rows {1.3}-2.6x", "for 1-3 rows 1.3-{2.6}x")), "faster", "slower"),
-    "one_row_copy_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
-        "it measured {1.05}-1.19x", "it measured 1.05-{1.19}x")), "faster", "slower"),
-    "two_row_copy_slower": lambda: _every(((_printed(GEN, f), 1.0) for f in (
-        "at 2-3 rows ({0.69}-0.86x", "at 2-3 rows (0.69-{0.86}x")), "slower", "faster"),
-    "head_slices_faster": lambda: _every(((1.0, _printed(GEN, f)) for f in (
-        "on one thread ({1.19}-1.84x", "on one thread (1.19-{1.84}x")), "faster", "slower"),
     # the attention kernel's error against SDPA's: larger in some cases, smaller in others (counts of the log)
     "kernel_error_larger": lambda: _every([(0.0, _kernel_shapes("larger"))], "larger", "smaller"),
     "kernel_error_smaller": lambda: _every([(0.0, _kernel_shapes("smaller"))], "smaller", "larger"),
@@ -1855,15 +1846,9 @@ MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
     ("(the nucleus: the smallest set of ", "method"),
     ("the nucleus is looked for among the 1,024 ", "method"),
     ("each step the 2·num_beams ", "method"),
-    ("for 1-3 rows 1.3-2.6x ", "wide_copy_faster"),
-    ("it measured 1.05-1.19x ", "one_row_copy_faster"),
-    ("faster at one row and ", "two_row_copy_slower"),
     ("`decode_copy=False` or a ", "method"),
-    ("on one thread (1.19-1.84x ", "head_slices_faster"),
     ("start nothing, and so does a request of ", "method"),
     ("(loading the step would cost it ", "method"),  # why COMPILED_FROM is where it is
-    ("kept for the run (SmolLM2: about 0.4 GB ", "math"),  # a dequantized copy beside the codes
-    ("on a quiet machine, a minute or ", "unmeasured"),
     ("where eager's two ", "name"),  # the two largest logits
     ("once the sequence has ", "method"),
     ("and to the count measured ", "method"),
@@ -1876,8 +1861,8 @@ MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
 # (method), "holds" as "contains" (verb), a place on the page or in the page's grid (place), a quoted label, a
 # name, arithmetic (math: Q4_1 / Q8_0 blocks read fewer bytes than float32 whatever the machine), and a general
 # remark the page does not measure (unmeasured). Words over hand timings the page prints beside them (marked not
-# logged: figures.tsv pins the figures, the rule ties the word to them): the kept sweeps "slower" (before and after
-# the head's fix), the patch grid "slowest" of the speed table, the Q8_0 multi-row kernel's 2.4-6x "faster"; the
+# logged: figures.tsv pins the figures, the rule ties the word to them): the patch grid "slowest" of the speed table
+# (the Q8_0 multi-row kernel's "faster" follows its re-run's log: e_q8_0_rows_faster); the
 # blocks' chunked fallback "slower" than float32 follows P3's unpacked_slower (the logged quick run). Left pinned:
 # the head's row-by-row reads "cost more" (a profile, not logged, with no figure beside it).
 EXPLORER_PAGE, CLASS_PAGE = "docs/explorer.md", "docs/howto/class.md"
@@ -1920,19 +1905,7 @@ MORE_RULES.update({
     "explorer_kept_less_cpu": lambda: _every(((_logged(EXPLORER_PAGE, f"| {case} | {{{k}}} {u} |"),
                                                _logged(EXPLORER_PAGE, f"| {case} | {k} {u} | {{{x}}} {u} |"))
                                               for case, k, x, u in _KEPT_ROWS), "less", "more"),
-    # the measurement before the fix (not logged): kept against expanded, the two sweeps and the lens
-    "explorer_sweeps_were_slower": lambda: _every(((_printed(EXPLORER_PAGE, a), _printed(EXPLORER_PAGE, b))
-                                                    for a, b in (("18.3 s of CPU against {10.9} s expanded",
-                                                                  "(\"which heads matter\" {18.3} s of CPU"),
-                                                                 ("the patch grid 31.6 s against {24.4} s",
-                                                                  "the patch grid {31.6} s against"),
-                                                                 ("the logit lens 359 ms against {269} ms",
-                                                                  "the logit lens {359} ms against"))),
-                                                   "slower", "faster"),
     "explorer_patch_grid_slowest": _patch_grid_slowest,
-    # the Q8_0 multi-row kernel against one-row calls, the range the page prints beside the word
-    "q8_0_rows_faster": lambda: _every(((1.0, _printed(EXPLORER_PAGE, f)) for f in (
-        "`q8_0_kernel.rows_product`, {2.4}-6x", "`q8_0_kernel.rows_product`, 2.4-{6}x")), "faster", "slower"),
 })
 MORE_PLACES += tuple((EXPLORER_PAGE, end, kind) for end, kind in (
     ("flatten each to C·P·P numbers, the ", "name"),
@@ -1961,15 +1934,13 @@ MORE_PLACES += tuple((EXPLORER_PAGE, end, kind) for end, kind in (
     ("a sentence whose recording would take ", "method"),
     ("as the page asks (", "method"),  # best of 3: how the step is timed
     ("2.36x on 2026-11-26, not logged), and the model ", "verb"),
-    ("target 300) and blamed products of ", "method"),
+    ("extra CPU on products of ", "method"),
     ("on every call of ", "method"),
     ("nothing interactive. What it ", "verb"),
     ("embedded and the view says so. The lessons ", "place"),
     ("compares the page's `data-` numbers with `api.py`, ", "method"),
     ("Every case now takes ", "explorer_kept_less_cpu"),  # P6: the re-run kept table
-    ("An earlier measurement (not logged) found the batched sweeps ", "explorer_sweeps_were_slower"),
     ("and its patch grid (600 cells) is the ", "explorer_patch_grid_slowest"),
-    ("(`q8_0_kernel.rows_product`, 2.4-6x ", "q8_0_rows_faster"),
     ("it expands the file to float32 as before (the blocks' chunked fallback is ", "unpacked_slower"),
 ))
 MORE_PLACES += tuple((CLASS_PAGE, end, kind) for end, kind in (
@@ -2021,9 +1992,6 @@ def _block3_pairs() -> list[tuple[float, float]]:
 
 
 MORE_RULES.update({
-    # a hand ratio beside the word: a descheduled thread against a free one (not logged)
-    "descheduled_slower": lambda: _every([(1.0, _printed(TRAINING, "on a descheduled thread ({6}x slower"))],
-                                         "slower", "faster"),
     # reading block 3 against block 5: the layers=4 run's held-out loss against the six-block run's, both evaluations
     "block3_faster": lambda: _every(_block3_pairs(), "faster", "slower"),
     "block3_lower": lambda: _every(_block3_pairs(), "lower", "higher"),
@@ -2043,9 +2011,6 @@ MORE_RULES.update({
         "lower", "higher"),
     # "the best, 10 of 22": no development score of the distillation table's runs is higher
     "distill_best_ten": lambda: _top(_logged(TRAINING, "(the best, {10} of 22"), _log_scores(_TRIALS_LOGS[2])),
-    # the generator's rate before and after the two mends (hand rates, not logged)
-    "generator_faster": lambda: _every([(_printed(TRAINING, "one thread: {104} tokens per CPU-second"),
-                                         _printed(TRAINING, "CPU-second before, {192} after"))], "faster", "slower"),
     # big-a on the test list against the earlier runs' best (10 of 40, the layers=4 run)
     "earlier_best_ten": lambda: _top(_logged(TRAINING, "**{10} of 40** at"),
                                      _log_scores(_TRIALS_LOGS[0], "test") + _log_scores(_TRIALS_LOGS[1], "test")),
@@ -2090,13 +2055,12 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
     ("the whole command as a function (the CLI and tests call it); the run-folder rules ", "place"),
     ("| schedule | `optim.py` `WarmupCosine` | ", "name"),  # the schedule's name
     ("as the cores other processes leave free (`attnlab/threads.py`), never ", "method"),
-    ("run waiting on a descheduled thread (6x ", "descheduled_slower"),
     ("and a corpus too small for one batch. Everything ", "place"),
     ("`log_every`, `save_every` or `keep`; `epochs` ", "method"),  # what is refused
     ("`save_every` or `keep`; `epochs` below 0, ", "method"),
     ("which on a busy machine made it several times ", "method"),  # why the count runs on one thread
     ("checkpoint at each evaluation and at the end (the latest and the ", "verb"),  # the kept checkpoint's name
-    ("(24,000 of 595,491 windows of 64 tokens drawn); ", "method"),  # the summary's advice
+    ("(24,000 of 567,129 windows of 64 tokens drawn); ", "method"),  # the summary's advice
     ("(2,400 of 6,539 windows of 64 tokens drawn); ", "method"),
     ("an epoch is as many windows as the training split ", "verb"),
     ("what share of an epoch the run covers, and how to cover ", "method"),
@@ -2110,7 +2074,7 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
     ("the measured shares and maximum by hand, not logged). The few ", "method"),  # the ones over the 1e-6 threshold
     ("reproduces the uninterrupted FSDP run's losses and weights bit for bit (it ", "method"),
     ("(1.867 at step 500, 1.556 at 1000) | >= 0.5 ", "method"),  # the target column
-    ("**26.3%** vs 0% | well ", "method"),
+    ("which always answers `-`, scores none | well ", "method"),
     ("2778 masked positions of held-out articles | whole-word predictions, well ", "method"),
     ("- Shipped: `attnlab/assets/checkpoints/minilm-mlm/` ", "verb"),
     ("and the Wikipedia register shows (\"century\", \"species\"). More steps or ", "unmeasured"),
@@ -2127,7 +2091,7 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
     ("What it would take, from these figures: a corpus tens of times ", "unmeasured"),
     ("(at SmolLM2's pace here, hours of a free core, or a ", "unmeasured"),
     ("a teacher's distribution at every word is ", "math"),  # a distribution against one word
-    ("at load average 7-15; not logged). For ", "method"),
+    ("busy with other work; not logged). For ", "method"),
     ("For more text, SmolLM2 wrote 6 ", "method"),
     ("with the teacher the loss is 0.06-0.10 ", "teacher_loss_higher"),
     ("0.06-0.10 higher and the top-5 0.9-2.4 points ", "teacher_top5_lower"),
@@ -2137,7 +2101,6 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
     ("nothing was shipped; the runs' folders and the ", "name"),  # the 12-batch corpus
     ("What it would take: far ", "unmeasured"),
     ("(an encoder pre-trained as a masked LM), not ", "unmeasured"),
-    ("Eight times the everyday text (tried 2026-12-07, not shipped).** SmolLM2 wrote far ", "generator_faster"),
     ("against the shipped head's 6 and the earlier ", "earlier_best_ten"),
     ("and the earlier best of 10: far ", "big_a_better"),
     ("(\"People in France speak [MASK].\" -> about, ", "quoted"),  # the model's answer
@@ -2155,10 +2118,20 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
     ("its answers to everyday blanks are ", "mix_a_better_than_shipped"),
     ("a head that still misses the target. 54 ", "method"),
     ("12, 12 of 22 at steps 500-2,000, ", "mix_b_below"),
-    ("a longer development list (60 sentences or ", "method"),
     ("one standard error on 1000 test images is ~0.5 points: every run ends ", "vit_above_97"),
 ))
 # ---- P1: end
+
+
+# ---- T: docs/training.md: the everyday generator's rate before and after 52a06d4's mends, re-measured with
+# bench/everyday_rate.py (tests/test_claims_sources.py's CLAIMS on bench/results/everyday-generator-2026-12-07)
+MORE_RULES.update({
+    "generator_faster": lambda: _every([(_logged(TRAINING, "one thread: {85}"),
+                                         _logged(TRAINING, "CPU-second before, {132} after"))], "faster", "slower"),
+})
+MORE_PLACES += ((TRAINING, "Eight times the everyday text (tried 2026-12-07, not shipped).** SmolLM2 wrote ",
+                 "generator_faster"),)
+# ---- T: end
 
 
 # ---------------------------------------------------------------- docs/cost.md: words over the sweep logs
@@ -2321,15 +2294,6 @@ def _quality_change(variant: str, lang: str) -> float:
 MORE_RULES.update({
     "cost_check_holds": _cost_check_holds,
     "first_hour_ablation_less": _first_hour_less,
-    # the CLI reference (written from the parser's help by docs/build_cli.py) and the API reference's opening: what
-    # an option or the library does, its rule, not a result measured on the page
-    ("docs/reference/cli.md", "by `python docs/build_cli.py`; a test ", "method"),
-    ("docs/reference/cli.md", "or wall (the default with ", "method"),
-    ("docs/reference/cli.md", "tokens to generate (default: 64, or ", "method"),
-    ("docs/reference/cli.md", "when the model's positions run out first; ", "method"),
-    ("docs/reference/cli.md", "asking for 32 new tokens or ", "method"),
-    ("docs/reference/index.md", "generate` and `attnlab train` never run ", "method"),
-    ("docs/reference/index.md", "a decoding step uses the count measured ", "method"),
     "quantized_smaller": lambda: _every(((_computed(n), _computed("smollm2_mib_float32"))
                                          for n in ("smollm2_mib_int8", "smollm2_mib_int4")), "smaller", "larger"),
     "quantized_ppl_less": lambda: "less" if all(abs(_quality_change(v, lang)) < 1 for v in ("int8", "int4")
@@ -2357,6 +2321,15 @@ MORE_PLACES += tuple((page, end, kind) for page, end, kind in (
     ("docs/architecture.md", "= any two of the ", "place"),
     ("docs/architecture.md", "is checked to exist, so the map ", "method"),
     ("docs/architecture.md", "| threads: never ", "method"),
+    # the CLI reference (written from the parser's help by docs/build_cli.py) and the API reference's opening: what
+    # an option or the library does, its rule, not a result measured on the page
+    ("docs/reference/cli.md", "by `python docs/build_cli.py`; a test ", "method"),
+    ("docs/reference/cli.md", "or wall (the default with ", "method"),
+    ("docs/reference/cli.md", "tokens to generate (default: 64, or ", "method"),
+    ("docs/reference/cli.md", "when the model's positions run out first; ", "method"),
+    ("docs/reference/cli.md", "asking for 32 new tokens or ", "method"),
+    ("docs/reference/index.md", "generate` and `attnlab train` never run ", "method"),
+    ("docs/reference/index.md", "a decoding step uses the count measured ", "method"),
     ("docs/architecture.md", "the count measured ", "method"),
     ("docs/architecture.md", "(imports at the top and inside functions) and ", "method"),
     ("docs/architecture.md", "on any import that reaches a ", "place"),
@@ -2383,6 +2356,94 @@ MORE_PLACES += tuple((page, end, kind) for page, end, kind in (
     ("docs/howto/torchrun.md", "over 2 ranks; rank 0 ", "verb"),
 ))
 # ---- end of P4's claim words
+
+# ---- G: docs/generation.md (issue 54): the decode layouts' words over their re-run's log (bench/bench_matvec.py,
+# 2026-12-07; tests/experiments_trace/figures.py's matvec_rows reads it): the (in, out) layout of the wide matrices
+# against nn.Linear's at 1-3 rows, at one row, at 2-3 rows, and the LM head's slices against its one product
+def _layout_ratio(value: float) -> float:  # a loader: the flip test transforms what it returns
+    return value
+
+
+def _layout_faster(rows: str = "all", table: str = "layout") -> Callable[[], str]:
+    """"faster" when every logged ratio (the plain product's time over the layout's) of the re-run is above 1:
+    table "layout", the wide matrices (out > in) at rows "all", "one" or "more" (2 and up); table "head", the head's
+    slices at every logged row count."""
+    def rule() -> str:
+        from experiments_trace.figures import matvec_rows
+        picked = {"all": lambda n: True, "one": lambda n: n == 1, "more": lambda n: n > 1}[rows]
+        values = [r[5] for r in matvec_rows(table) if table == "head" or (r[3] > r[2] and picked(r[4]))]
+        assert values, f"no {table} rows ({rows}) in the decode-layout log"
+        return _every(((1.0, _layout_ratio(v)) for v in values), "faster", "slower")
+    return rule
+
+
+MORE_RULES.update({
+    "g_wide_layout_faster": _layout_faster("all"),
+    "g_one_row_layout_faster": _layout_faster("one"),
+    "g_more_rows_layout_faster": _layout_faster("more"),
+    "g_head_slices_faster": _layout_faster(table="head"),
+})
+MORE_PLACES += tuple((GEN, end, rule) for end, rule in (
+    ("MKL reads a wide matrix (out > in) for 1-3 rows 1.35-2.12x ", "g_wide_layout_faster"),
+    ("above that layout is 1.35-1.67x ", "g_one_row_layout_faster"),
+    ("faster at one row and 1.39-2.12x ", "g_more_rows_layout_faster"),
+    ("rows on one thread (1.16-1.62x ", "g_head_slices_faster"),
+))
+# docs/quantization.md: a file written again "holds" (contains) every tensor in its type: what save_gguf writes, which
+# tests/test_gguf_round_trip.py asserts, no measured result
+MORE_PLACES += (("docs/quantization.md", "a Q4_K_M or Q5_K_M file read and written again ", "verb"),)
+# docs/quantization.md: int8's prefill perplexity change in each language of the 8192-token re-run, against the
+# quality benchmark's target (attnlab.benchmarks.quality.INT8_TARGET): "less" when both are within it
+INT8_8192 = "bench/results/quality-8192-2026-12-07/int8-prefill-8192.log"
+
+
+def _int8_change(value: float) -> float:  # a loader: the flip test transforms what it returns
+    return value
+
+
+def _int8_prefill_less() -> str:
+    from attnlab.benchmarks.quality import INT8_TARGET
+    m = re.search(r"^\| int8 \| int8 \| \d+ \| [\d.]+ \| ([+-][\d.]+)% \([^)]*\) \| [\d.]+ \| ([+-][\d.]+)% ",
+                  (ROOT / INT8_8192).read_text(), re.M)
+    return _every(((abs(_int8_change(float(v))), 100 * INT8_TARGET) for v in m.groups()), "less", "more")
+
+
+MORE_RULES["g_int8_prefill_less"] = _int8_prefill_less
+MORE_PLACES += (("docs/quantization.md", "int8's prefill perplexity changed by +0.56% (es) and -0.23% (fr), ",
+                 "g_int8_prefill_less"),)
+# ---- G: end
+
+# ---- E: docs/explorer.md (issue 54): the Q8_0 multi-row kernel against the one-row kernel called row by row, every
+# ratio of its re-run (bench/q8_0_rows.py, 2026-12-07: bench/results/q8_0-rows-2026-12-07/rows.log)
+_Q8_ROWS_LOG = "bench/results/q8_0-rows-2026-12-07/rows.log"
+
+
+def _e_q8_rows_ratio(value: float) -> float:  # a loader: the flip test transforms what it returns
+    return value
+
+
+def _e_q8_rows_faster() -> str:
+    """"faster" when the row-by-row calls took longer than rows_product at every logged shape and row count."""
+    rows = re.findall(r"^\| \d+ x \d+ \| \d+ \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|$", (ROOT / _Q8_ROWS_LOG).read_text(),
+                      re.M)
+    assert rows, f"no ratios in {_Q8_ROWS_LOG}"
+    return _every(((1.0, _e_q8_rows_ratio(float(r))) for r in rows), "faster", "slower")
+
+
+MORE_RULES["e_q8_0_rows_faster"] = _e_q8_rows_faster
+MORE_PLACES += ((EXPLORER_PAGE, "(`q8_0_kernel.rows_product`, 1.4-5.7x ", "e_q8_0_rows_faster"),)
+# docs/reliability.md and docs/interop.md: words that are no result of a run
+MORE_PLACES += (
+    # what test_a_chunked_upload_is_cut_at_4_mib_as_it_streams asserts (after - before < 12 MiB), every time it runs
+    (RELIABILITY_PAGE, "(32 MiB chunked to a server in a subprocess: 413, and its peak RSS grows by ", "method"),
+    # the old merge rebuild's complexity: a property of the algorithm, as "linear" of the new one in the same row
+    (RELIABILITY_PAGE, "GGUF tokenizer with a 200,000-character token (its merges were rebuilt in ", "math"),
+    # what the hostile-GGUF tests send: counts past the caps
+    (RELIABILITY_PAGE, "a million tokens (all parsed by `gguf.GGUFReader` first), or ", "method"),
+    # why the array cap has its size (a design choice, no measurement of this page)
+    (INTEROP, "at most 10,000 keys, 400,000 entries in one array (", "method"),
+)
+# ---- E: end
 
 VERDICT_PLACES = {  # the text before a "holds" or "fails" that restates a verdict -> (row, index of its word)
     "preventing saturation (17.2) | 000, 001, 002 | arithmetic ": (5, 0),

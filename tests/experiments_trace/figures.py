@@ -990,7 +990,7 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "through the kernels' row products up to ", "many_rows"),
     ("docs/quantization.md", "(`int8`: the one-row kernel row by row up to ", "row_by_row"),
     ("docs/quantization.md", "`QuantizedLinear.use_kernel = False`, from ", "fast_rows_next"),
-    ("docs/quantization.md", "tokens on; at 1-", "fast_rows"),
+    ("docs/quantization.md", "tokens on; at up to ", "fast_rows"),
     ("docs/quantization.md", "and in forwards of more than ", "many_rows"),
     ("docs/quantization.md", "`no_grad` at up to ", "many_rows"),
     ("docs/quantization.md", "Its groups coincide with the file's Q4_1 blocks (", "block"),
@@ -1963,7 +1963,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("The recipe's defaults (patch ", "vit_default_patch"),
     ("The recipe's defaults (patch 7, ", "vit_default_shift"),
     ("threads=1`) gave 97.3% (seed ", "vit_default_seed"),
-    ("en->fr number words 0..9999, ", "translate_held_out"),
+    ("en->fr number words from zero to 9999, ", "translate_held_out"),
     ("exact match (greedy) on the ", "translate_held_out"),
     ("held-out numbers; 96.1% at step ", "translate_eval_every"),
     ("4 heads, d 128, 2000 steps of ", "gpt_char_batch"),
@@ -2979,8 +2979,6 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("SmolLM2-135M (15 positions; model step 45.1 ms wall) | ≤ ", "latency_target_step_smollm2"),
     ("(view + 2 lessons; before: + the grid, uncached) | ≤ ", "latency_target_layer_head"),
     ("navigation start → the toy's numbers on the page) | ≤ ", "latency_target_first_paint"),
-    ("18.3 s of CPU against 10.9 s expanded, its target ", "latency_target_head_sweep_smollm2"),
-    ("the logit lens 359 ms against 269 ms, target ", "latency_target_logit_lens_smollm2"),
     ("both arms meet the head sweep's ", "latency_target_head_sweep_smollm2"),
     # P6: the latency tables re-run 2026-12-07 (bench/results/explorer-latency-2026-12-07): the targets the prose
     # compares with, the lean step's ratio and the wall clock's excess over the CPU clock, from the run's JSON
@@ -3654,6 +3652,12 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
 ))
 # ---- P8: end
 
+# ---- E: docs/explorer.md (issue 54): the comparison lesson's path length, as lessons.js writes its self-attention row
+COMPUTED["e_attention_path"] = lambda: _test_literal(
+    "attnlab/explorer/static/attention/lessons.js", r'\["self-attention", "O\(n² · d\)", "O\(1\)", "O\((\d+)\)",')
+COMPUTED_PLACES += (("docs/explorer.md", "sequential operations, maximum path length O(", "e_attention_path"),)
+# ---- E: end
+
 # ---- end of the docs/explorer.md and docs/reliability.md entries
 
 
@@ -3826,7 +3830,7 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("(ASCII letters and plain punctuation, ", "everyday_min_words"),
     ("(ASCII letters and plain punctuation, 4-", "everyday_max_words"),
     ("batches ask every one of the ", "everyday_prompts"),
-    ("191-406 s a batch at load average 8-15): ", "everyday_all_batches"),
+    ("191-406 s a batch beside other work, load not logged): ", "everyday_all_batches"),
     ("a whole word of one piece after a space, SmolLM2's ", "teacher_k"),
     ("their probabilities summed per word, renormalised over the ", "teacher_k"),
     ("- FSDP resume: an FSDP run saving at steps ", "dist_save_every"),
@@ -4009,9 +4013,9 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("and the step from ", "p5_zero_shot_sum"),
     ("and the step from 0 to 73 of ", "p5_dev_lists"),
     # the recipes table's vit-mnist and gpt-char rows, the notes under it
-    ("its position embeddings form a 2-D grid (rho ", "p5_vit_rho"),
-    ("form a 2-D grid (rho +0.33, p ", "p5_vit_p"),
-    ("(3m10s); no grid on any of ", "p5_p7s1_seeds"),
+    ("its position embeddings form a two-dimensional grid (rho ", "p5_vit_rho"),
+    ("form a two-dimensional grid (rho +0.33, p ", "p5_vit_p"),
+    ("train.log); no grid on any of ", "p5_p7s1_seeds"),
     ("no grid on any of 3 seeds at ", "p5_p7s1_steps"),
     ("no grid on any of 3 seeds at 1,500 steps (rho ", "p5_p7s1_rho_mean"),
     ("1,500 steps (rho -0.133 ± ", "p5_p7s1_rho_sd"),
@@ -4311,6 +4315,144 @@ COMPUTED_PLACES += (("docs/architecture.md", "and inner product: the one-row pro
 # ---- P9: end
 
 
+# ---- T: docs/training.md (issue 54): the last pinned figures of the page: translate-numbers' largest number (the
+# recipe's max_number), the development scores' largest move between two evaluations of mix-a and mix-b (their log)
+_FACTS_RUNS = "bench/results/minilm-everyday-2026-12-07/facts-runs.log"
+
+
+def _dev_max_move(*runs: str) -> int:
+    """The largest change of a run's development score (of 22) from one evaluation to the next, over the runs."""
+    text = (ROOT / _FACTS_RUNS).read_text()
+    moves = []
+    for run in runs:
+        scores = [int(m[1]) for m in re.finditer(rf"^cloze runs/{run}/step-\d+ dev (\d+)/22", text, re.M)]
+        moves += [abs(b - a) for a, b in zip(scores, scores[1:], strict=False)]
+    return max(moves)
+
+
+COMPUTED.update({
+    "t_translate_max": lambda: str(_defaults("translate-numbers")["max_number"]),
+    "t_dev_max_move": lambda: str(_dev_max_move("mix-a", "mix-b")),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("en->fr number words from zero to ", "t_translate_max"),
+    ("and the runs' scores move by up to ", "t_dev_max_move"),
+))
+
+# the start of a gpt-char run on a 44.5 MB corpus: python bench/big_corpus_start.py --mb 44.5 (its log: the corpus's
+# size, then three runs, each "## NAME: command", its load average before, its output as it came)
+_BIG = "bench/results/big-corpus-2026-12-07/start.log"
+
+
+def _big_run(name: str) -> str:
+    """The lines of one run of the log (from its "## NAME" heading to the next), heading and comments included."""
+    text = (ROOT / _BIG).read_text()
+    return re.search(rf"^## {re.escape(name)}.*?(?=^## |\Z)", text, re.M | re.S)[0]
+
+
+COMPUTED.update({
+    "t_big_mb": lambda: re.search(r"^corpus big\.jsonl: ([\d.]+) MB", (ROOT / _BIG).read_text(), re.M)[1],
+    "t_big_load": lambda: format(float(re.search(r"^# load average before: ([\d.]+)", _big_run("second run"),
+                                                 re.M)[1]), ".1f"),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("and the rest of the preparation under the training loop's thread rule. A ", "t_big_mb"),
+    ("token file already in the store, 2026-12-07, 2-core machine at load average ", "t_big_load"),
+    ("The `epoch` line says how much of the training data the run draws: on a ", "t_big_mb"),
+    ("on a {} MB corpus the same ", "gpt_char_default_steps"),
+))
+# the kept lines of the preparation (the second run's: its token file already in the store), as the page indents them
+OUTPUT_BLOCKS["t_big_prep"] = ("docs/training.md", "keeps these lines of the preparation:",
+                               lambda: "\n".join("   " + line for line in _big_run("second run").splitlines()))
+# vit-mnist's defaults with seed=1, re-run (OMP_NUM_THREADS=1 nice -n 10 attnlab train vit-mnist --out runs/vit-mnist
+# threads=1 seed=1 under /usr/bin/time -v): the load before it and its whole command's wall time, from its log
+_VIT_SEED1 = "bench/results/vit-mnist-seed1-2026-12-07/train.log"
+
+
+def _vit_seed1_wall() -> tuple[int, int]:
+    """(minutes, seconds) of the run's wall clock, as /usr/bin/time -v wrote it (m:ss.ss)."""
+    m = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\d+):(\d\d)\.(\d+)",
+                  (ROOT / _VIT_SEED1).read_text())
+    return int(m[1]), int(m[2])
+
+
+COMPUTED.update({
+    "t_vit_seed1_load": lambda: format(float(re.search(r"load average before: ([\d.]+)",
+                                                       (ROOT / _VIT_SEED1).read_text())[1]), ".1f"),
+    "t_vit_seed1_minutes": lambda: str(_vit_seed1_wall()[0]),
+})
+COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
+    ("(re-run 2026-12-07 on the shared 2-core AMD EPYC at load average ", "t_vit_seed1_load"),
+    ("at load average {}, under `nice -n 10`: ", "t_vit_seed1_minutes"),
+))
+# ---- T: end
+
+# ---- G: docs/generation.md (issue 54): the decode layouts' ratios from their re-run (bench/bench_matvec.py,
+# 2026-12-07): each range's ends over the log's rows, and the rows it measured; the sliding window's first position
+# from the stepper's own call
+MATVEC_LOG = "bench/results/decode-layout-2026-12-07/matvec.log"
+
+
+def matvec_rows(table: str = "layout") -> list[tuple[str, str, int, int, int, float]]:
+    """The re-run's rows: (model, matrix, in, out, rows, ratio). table "layout": (out, in) time / (in, out) time of
+    F.linear per weight layout; "head": the LM head's one product / its slices (LMHead.project)."""
+    text = (ROOT / MATVEC_LOG).read_text()
+    if table == "layout":
+        pattern = (r"^\| (\w+) \| ([\w+ ]+?) \| (\d+) x (\d+) \| (\d+) \|(?: [\d.]+ \|){4} ([\d.]+)x \| [\d.]+ \|$")
+        return [(m[1], m[2], int(m[3]), int(m[4]), int(m[5]), float(m[6])) for m in re.finditer(pattern, text, re.M)]
+    pattern = r"^\| (\w+) \| (\d+) x (\d+) \| (\d+) \| [\d.]+ \| [\d.]+ \| ([\d.]+)x \|$"
+    return [(m[1], "lm head", int(m[2]), int(m[3]), int(m[4]), float(m[5])) for m in re.finditer(pattern, text, re.M)]
+
+
+def matvec_wide(rows: tuple[int, ...] | None = None) -> list[float]:
+    """(out, in) / (in, out) time of the wide matrices (out > in) at these row counts (all logged ones: None)."""
+    return [r[5] for r in matvec_rows() if r[3] > r[2] and (rows is None or r[4] in rows)]
+
+
+def _matvec_row_counts(table: str = "layout") -> list[int]:
+    return sorted({r[4] for r in matvec_rows(table)})
+
+
+COMPUTED.update({
+    "g_wide_min": lambda: f"{min(matvec_wide()):.2f}",
+    "g_wide_max": lambda: f"{max(matvec_wide()):.2f}",
+    "g_wide_one_min": lambda: f"{min(matvec_wide((1,))):.2f}",
+    "g_wide_one_max": lambda: f"{max(matvec_wide((1,))):.2f}",
+    "g_wide_more_min": lambda: f"{min(matvec_wide(tuple(_matvec_row_counts()[1:]))):.2f}",
+    "g_wide_more_max": lambda: f"{max(matvec_wide(tuple(_matvec_row_counts()[1:]))):.2f}",
+    "g_layout_rows_min": lambda: str(_matvec_row_counts()[0]),
+    "g_layout_rows_max": lambda: str(_matvec_row_counts()[-1]),
+    "g_layout_rows_second": lambda: str(_matvec_row_counts()[1]),
+    "g_head_min": lambda: f"{min(r[5] for r in matvec_rows('head')):.2f}",
+    "g_head_max": lambda: f"{max(r[5] for r in matvec_rows('head')):.2f}",
+    "g_head_rows_min": lambda: str(_matvec_row_counts("head")[0]),
+    "g_head_rows_max": lambda: str(_matvec_row_counts("head")[-1]),
+    # the sliding window's positions: token_positions(mask, START, ...) in the stepper's _forward_window
+    "g_window_first_position": lambda: _test_literal("attnlab/generation/stepper.py",
+                                                     r"positions = token_positions\(mask, (\d+), batch="),
+})
+COMPUTED_PLACES += tuple(("docs/generation.md", end, name) for end, name in (
+    ("MKL reads a wide matrix (out > in) for ", "g_layout_rows_min"),
+    ("MKL reads a wide matrix (out > in) for 1-", "g_layout_rows_max"),
+    ("MKL reads a wide matrix (out > in) for 1-3 rows ", "g_wide_min"),
+    ("MKL reads a wide matrix (out > in) for 1-3 rows 1.35-", "g_wide_max"),
+    ("above that layout is ", "g_wide_one_min"),
+    ("above that layout is {}-", "g_wide_one_max"),
+    ("faster at one row and ", "g_wide_more_min"),
+    ("faster at one row and {}-", "g_wide_more_max"),
+    ("faster at one row and {}-{}x faster at ", "g_layout_rows_second"),
+    ("faster at one row and {}-{}x faster at {}-", "g_layout_rows_max"),
+    ("that this machine does not repeat: here ", "g_layout_rows_second"),
+    ("that this machine does not repeat: here {}-", "g_layout_rows_max"),
+    ("rows on one thread (", "g_head_min"),
+    ("rows on one thread ({}-", "g_head_max"),
+    ("faster than the one product at ", "g_head_rows_min"),
+    ("faster than the one product at {}-", "g_head_rows_max"),
+    ("each step runs the model on the last max_len tokens, positions restarting at ", "g_window_first_position"),
+))
+# ---- G: end
+
+
 # ---------------------------------------------------------------- figures tests/test_claims_sources.py reads
 def _logged_spans(page: str, text: str) -> list[tuple[int, int]]:
     """(start, end) on the page of each figure test_claims_sources.py's CLAIMS binds to a log."""
@@ -4361,7 +4503,6 @@ def _file_numbers(path: str) -> frozenset[str]:
 # (page, the text the number follows, as in COMPUTED_PLACES): numbers that the file their paragraph cites holds for
 # another reason (a step count, a setting, a figure the page says it did not log): pinned, not `cited`
 NOT_CITED: tuple[tuple[str, str], ...] = (
-    ("docs/generation.md", "On this project's current Intel Xeon it measured "),  # 2026-11-24, not logged
     ("docs/generation.md", "instead of tracing the model again ("),  # by hand, not logged
     ("docs/generation.md", "instead of tracing the model again (16-"),
     ("docs/generation.md", "the largest difference, over 5 prompts x "),  # test_claims_quantized's steps
@@ -4536,9 +4677,9 @@ def write_tables() -> bool:
     from docs_mutation import mutate
 
     page = ROOT / "docs" / "reliability.md"
-    text = page.read_text()
     rendered = {"docs_summary": "\n".join(summary()) + "\n",
                 "docs_mutation": "\n".join(mutate.render(mutate.table(0, 8)[0])) + "\n"}
+    text = page.read_text()  # read after the minute of rendering: an edit of the page's prose meanwhile is kept
     for a, b, name in sorted(output_blocks("docs/reliability.md", text), reverse=True):
         if name in rendered:
             text = text[:a] + rendered[name] + text[b:]
