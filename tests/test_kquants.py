@@ -168,7 +168,93 @@ def test_scale_and_min_packs_name_the_dtype_their_kernel_reads():
         q4_k_kernel.pack(torch.zeros(64, 128, dtype=torch.uint8), single, half)
     tiles, bias = q4_k_kernel.pack_layer({"qweight": torch.zeros(64, 128, dtype=torch.uint8), "scale": single,
                                           "min": single}, torch.ones(64, dtype=torch.float16))
-    assert tiles.shape == (1, 8, q4_k_kernel.TILE_BYTES) and bias.dtype == torch.float32
+    assert tiles.shape == (1, 8, q4_k_kernel.COMPACT_BYTES) and bias.dtype == torch.float32  # zeros: D 0, S 0
+
+
+def _q4_k_variants(monkeypatch) -> list[str]:
+    """The kernel variants this CPU runs for Q4_K: its first choice, and AVX2 as well where the first is VNNI
+    (both layouts' builds swapped in for the test, as tests/test_q8_int8_avx2.py does)."""
+    from attnlab.layers import int8_kernel, q4_k_kernel
+
+    if not q4_k_kernel.available():
+        pytest.skip(f"the q4_k kernel is unavailable here: {q4_k_kernel.unavailable_reason()}")
+    variants = ["first"]
+    flags, why = int8_kernel._cpu_flags()
+    if not why and all(f in flags for f in int8_kernel.AVX2) and int8_kernel.CHOSEN.get("q4_k") != "avx2":
+        variants.append("avx2")
+    return variants
+
+
+def _use_avx2(monkeypatch) -> None:
+    from attnlab.layers import int8_kernel, kernel_variants, q4_k_kernel
+
+    monkeypatch.setenv("ATTNLAB_INT8_KERNEL", "avx2")
+    for name, sources, function in (("q4_k", q4_k_kernel.SOURCES, "gemv"), ("q4_kc", q4_k_kernel.COMPACT_SOURCES,
+                                                                          "gemv"),
+                                    ("q4_k_rows", q4_k_kernel.ROWS_SOURCES, "rows"),
+                                    ("q4_kc_rows", q4_k_kernel.COMPACT_ROWS_SOURCES, "rows")):
+        monkeypatch.setitem(int8_kernel.CHOSEN, name, int8_kernel.CHOSEN.get(name))
+        base = name.removesuffix("_rows")
+        built = kernel_variants.build(name, sources, f"attnlab_{base}_{function}", "the test fails")
+        assert built[1] is None, built[1]
+        attr = {"q4_k": "_compiled", "q4_kc": "_compiled_c", "q4_k_rows": "_compiled_rows",
+                "q4_kc_rows": "_compiled_rows_c"}[name]
+        monkeypatch.setattr(q4_k_kernel, attr, lambda built=built: built)
+
+
+def test_q4_k_compact_tiles_read_the_files_bytes_and_give_the_float32_tiles_bits(monkeypatch):
+    """A Q4_K file's buffers pack into the compact layout (S, M bytes and the super-block's float16 D, Dmin: 1184
+    bytes per 2048 weights, 0.578 a weight, against 0.75 for float32 scales and the file's 0.5625); its products, one
+    row and many, equal the float32 layout's bit for bit (S D is exact in float32), on each variant this CPU runs."""
+    from attnlab.layers import int4_kernel, q4_k_kernel
+
+    variants = _q4_k_variants(monkeypatch)
+    module, w = layer("q4_k", 200, 512, seed=11)
+    b = module.buffers_dict()
+    compact, = q4_k_kernel.pack(b["qweight"], b["scale"], b["min"])
+    wide, = int4_kernel.pack(b["qweight"], b["scale"], b["min"])
+    assert compact.shape == (4, 16, q4_k_kernel.COMPACT_BYTES) and wide.shape[-1] == q4_k_kernel.TILE_BYTES
+    assert compact.numel() / (256 * 512) == pytest.approx(0.578125)
+    gen = torch.Generator().manual_seed(5)
+    x = torch.randn(20, 512, generator=gen)
+    x[:, 3] *= 40
+    for variant in variants:
+        if variant == "avx2":
+            _use_avx2(monkeypatch)
+        one = torch.cat([q4_k_kernel.gemv(row[None].contiguous(), compact, None, 200) for row in x])
+        assert torch.equal(one, torch.cat([q4_k_kernel.gemv(row[None].contiguous(), wide, None, 200) for row in x]))
+        assert bool(((one.double() - x.double() @ w.double().t()).abs() <= _bound(x, w)).all())
+        if q4_k_kernel.rows_available():
+            assert torch.equal(q4_k_kernel.rows_product(x, compact, None, 200), one)
+            assert torch.equal(q4_k_kernel.rows_product(x, wide, None, 200), one)
+
+
+def test_q4_k_factor_finds_the_files_scales_and_refuses_others():
+    """factor() recovers a D (float16) and whole S below 256 whose products are the buffers' exactly, for a file's
+    d sc (whatever the largest sc); scales that are no float16 times a whole number (not from a file) give None,
+    and pack() then keeps the float32 layout, whose products are the same numbers."""
+    from attnlab.layers import q4_k_kernel
+
+    gen = torch.Generator().manual_seed(2)
+    d = (torch.rand(50, 3, generator=gen) * 1e-2 + 1e-4).half().float()
+    sc = torch.randint(0, 64, (50, 3, 8), generator=gen).float()
+    sc[:10] = sc[:10].clamp(max=17)  # a largest sc below 63: found at a later c
+    v = d[..., None] * sc
+    got = q4_k_kernel.factor(v)
+    assert got is not None
+    big_d, small = got
+    assert big_d.dtype == torch.float16 and small.dtype == torch.uint8
+    assert torch.equal(big_d.float()[..., None] * small.float(), v)
+    assert torch.equal(q4_k_kernel.factor(-v)[0].float()[..., None] * q4_k_kernel.factor(-v)[1].float(), -v)
+    odd = v.clone()
+    odd[7, 1, 2] += 1e-7 * v[7, 1].amax()  # no longer d times a whole number
+    assert q4_k_kernel.factor(odd) is None
+    mixed = v.clone()
+    mixed[0, 0, 0] = -1.0
+    assert q4_k_kernel.factor(mixed) is None
+    q = torch.randint(0, 256, (50, 384), dtype=torch.uint8, generator=gen)
+    tiles, = q4_k_kernel.pack(q, odd.reshape(50, 24), -v.reshape(50, 24))
+    assert tiles.shape[-1] == q4_k_kernel.TILE_BYTES
 
 
 def test_decoders_refuse_partial_blocks():

@@ -88,29 +88,71 @@ _F32_LOADS = ("_mm512_loadu_ps((const float*)dm + 16 * g)", "_mm512_loadu_ps((co
 # Q4_0 (w = d (q - 8)): no m in the tile, m = -8 d made from d (exact in float32; layers/q4_0_kernel.py)
 _MINUS_8D_LOADS = (_F16_LOADS[0], "_mm512_mul_ps(d, _mm512_set1_ps(-8.f))",
                    _F16_LOADS[2], "_mm256_mul_ps(d, _mm256_set1_ps(-8.f))")
+# Q4_K's own scales (layers/q4_k_kernel.py's compact layout): a sub-block's scale is the byte S (its 6-bit sc, at
+# dm) times its super-block's float16 D, and its min the byte M (at dm + 64) times the float16 Dmin. A super-block's
+# 8 tiles (1152 bytes each: codes, S, M) follow its head, K_HEAD bytes: D of its 64 outputs, then Dmin (float16).
+# So tile b starts at K_TILE(b) (replacing b * TILE_BYTES: 1184 bytes a tile on average), and the head is read
+# just before the tiles it scales, in the stream's order. VNNI: sd[g] / sm[g] (outputs 16 g .. 16 g + 15) are
+# loaded at the super-block's first tile; AVX2: read through sb, the super-block's head. Each product S D is exact
+# in float32 (8 bits times 11), so these tiles give the float32 tiles' numbers bit for bit.
+K_HEAD = 256  # 64 float16 D, 64 float16 Dmin
+K_SUB_BYTES = 1152  # a compact tile: 1024 bytes of codes, 64 S, 64 M
+K_GROUP = K_HEAD + 8 * K_SUB_BYTES  # a super-block: its head and 8 tiles (9472 bytes, 148 cache lines)
+K_TILE = f"((b) >> 3) * {K_GROUP} + {K_HEAD} + ((b) & 7) * {K_SUB_BYTES}"  # tile b's offset in its output block
+_K_LOADS = ("_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)"
+            "((const uint8_t*)dm + 16 * g)))), sd[g])",
+            "_mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)"
+            "((const uint8_t*)dm + 64 + 16 * g)))), sm[g])",
+            "_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)"
+            "((const uint8_t*)dm + 8 * (j))))), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)(sb + 16 * (j)))))",
+            "_mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i*)"
+            "((const uint8_t*)dm + 64 + 8 * (j))))), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i*)"
+            "(sb + 128 + 16 * (j)))))")
+_K_CONSTANTS_512 = """
+        __m512 sd[4], sm[4];  // the super-block's D and Dmin of output groups 0..3 (loaded at its first tile)"""
+_K_HOIST_512 = f"""
+            if ((b & 7) == 0) {{  // the super-block's head, just before p
+                for (int g = 0; g < 4; ++g) {{
+                    sd[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(p - {K_HEAD} + 32 * g)));
+                    sm[g] = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i*)(p - {K_HEAD} + 128 + 32 * g)));
+                }}
+            }}"""
 
 
-def sources(name: str, tile_bytes: int, float32_scales: bool = False, minus_8d: bool = False) -> tuple[tuple, tuple]:
+def sources(name: str, tile_bytes: int, float32_scales: bool = False, minus_8d: bool = False,
+            k_scales: bool = False) -> tuple[tuple, tuple]:
     """(SOURCES, ROWS_SOURCES) of a 4-bit tiled format: the one-row kernels attnlab_<name>_gemv and multi-row
     kernels attnlab_<name>_rows (AVX-512 VNNI, then AVX2), over tiles of `tile_bytes`: 1024 bytes of codes, then 64
     d and 64 m, float16 (1280: Q4_1's layout, this module) or float32 (`float32_scales`, 1536: Q4_K's sub-block
     scales d * sc and mins dmin * m, exact in float32 and not in float16; layers/q4_k_kernel.py); or, `minus_8d`,
-    64 float16 d alone (1152: Q4_0's bytes, layers/q4_0_kernel.py), m = -8 d made in the kernel."""
-    loads = _MINUS_8D_LOADS if minus_8d else _F32_LOADS if float32_scales else _F16_LOADS
+    64 float16 d alone (1152: Q4_0's bytes, layers/q4_0_kernel.py), m = -8 d made in the kernel; or, `k_scales`,
+    Q4_K's own scales (tile_bytes 1184, the average: 1152-byte tiles of codes, S and M after each super-block's
+    head of float16 D and Dmin, K_TILE; 0.578 bytes a weight against Q4_K's 0.5625 and the float32 tiles' 0.75)."""
+    loads = _MINUS_8D_LOADS if minus_8d else _F32_LOADS if float32_scales else _K_LOADS if k_scales else _F16_LOADS
 
     def scaled(text: str) -> str:
         for old, new in zip(_F16_LOADS, loads, strict=True):
             text = text.replace(old, new)
         return text
 
-    tile_512 = scaled(_TILE_512)
+    tile_512 = (_K_HOIST_512 if k_scales else "") + scaled(_TILE_512)
+    constants = _CONSTANTS_512 + (_K_CONSTANTS_512 if k_scales else "")
     one = kernel_source.tile_gemv_512(f"attnlab_{name}_gemv", tile_bytes, CODE_BYTES, "float", _BLOCK_SUM,
-                                      _CONSTANTS_512, tile_512)
+                                      constants, tile_512)
     rows = kernel_source.tile_rows_512(f"attnlab_{name}_rows", tile_bytes, CODE_BYTES, "float", _BLOCK_SUM,
-                                       _CONSTANTS_512, tile_512)
+                                       constants, tile_512)
+    if k_scales:  # tile b after its super-block's head (K_TILE), not at b * tile_bytes
+        one, rows = (t.replace(f"wt + b * {tile_bytes};", f"wt + {K_TILE};") for t in (one, rows))
     parts = scaled(_avx2_parts(tile_bytes))
     one_avx2 = kernel_build.POOL + parts + kernel_source.tile_gemv_head(f"attnlab_{name}_gemv") + _GEMV_AVX2
     rows_avx2 = kernel_build.POOL + parts + _ROWS_AVX2.replace("attnlab_int4_rows", f"attnlab_{name}_rows")
+    if k_scales:  # the AVX2 tile step also takes sb, its super-block's head (where D and Dmin are)
+        one_avx2, rows_avx2 = (t.replace("attnlab_tile(const uint8_t* __restrict__ p,",
+                                         "attnlab_tile(const uint8_t* __restrict__ p, const uint8_t* __restrict__ sb,")
+                               .replace("attnlab_tile(wt + b * TILE_BYTES,",
+                                        f"attnlab_tile(wt + {K_TILE}, wt + (b >> 3) * {K_GROUP},")
+                               .replace("attnlab_prefetch(wt + b * TILE_BYTES)", f"attnlab_prefetch(wt + {K_TILE})")
+                               for t in (one_avx2, rows_avx2))
     one, one_avx2, rows, rows_avx2 = kernel_source.sized_all(
         (one, one_avx2, rows, rows_avx2), MAX_K=MAX_K, TILE_BYTES=tile_bytes, ROWS_CHUNK=ROWS_CHUNK)
     return (((kernel_variants.VNNI_F16C, one), (kernel_variants.AVX2, one_avx2)),  # fastest first

@@ -187,7 +187,8 @@ def table(layers: list) -> torch.Tensor:
         entry = [0] * COLUMNS
         if traced is not None and len(traced[1]) == 2:  # tiled: (tiles, bias) packed
             kernel, (tiles, bias) = traced
-            function = kernel._compiled()[0]
+            # a format with two tile layouts (q4_k_kernel) names the kernel of the layout these tiles are in
+            function = (kernel.compiled_for(tiles) if hasattr(kernel, "compiled_for") else kernel._compiled())[0]
             if function is not None:
                 entry = [function.__self__.address(), tiles.data_ptr(), 0 if bias is None else bias.data_ptr(),
                          tiles.shape[0], tiles.shape[1], layer.out_features, 0 if bias is None else 1]
