@@ -3638,7 +3638,7 @@ COMPUTED_PLACES += tuple((EXPLORER, end, name) for end, name in (
     ("int8 and Q8_0 products of up to ", "p8_row_by_row"),
     ("2026-11-28 Q8_0 products of ", "p8_rows_product_from"),
     ("2026-11-28 Q8_0 products of 5-", "p8_many_rows"),
-    ("target 300) and blamed products of more than ", "p8_many_rows"),
+    ("extra CPU on products of more than ", "p8_many_rows"),
     ("The toy's view (`show(\"toy\", \"the cat sat on the mat\", head=0, query=1)`) is about ", "p8_notebook_toy_kb"),
     ("| Generation (gpt-char, ", "p8_gallery_steps"),
     ("lessons' routes refuse a ", "p8_huge_model_id_mb"),
