@@ -86,29 +86,31 @@ def rows_product(x: torch.Tensor, tiles: torch.Tensor, bias: torch.Tensor | None
 def factor(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(rows, super-blocks, 8) float32 scales (all >= 0) or mins (all <= 0) -> (D (rows, super-blocks) float16,
     S (rows, super-blocks, 8) uint8) with D S == v exactly in float32; None where some super-block has no such
-    pair (see the module docstring)."""
-    top = torch.where(v.amax(-1) > 0, v.amax(-1), v.amin(-1))  # the scales' largest, the mins' most negative
-    if bool(((v > 0).any(-1) & (v < 0).any(-1)).any()):
+    pair (see the module docstring). A file's super-blocks pass at c = 63 (llama.cpp quantizes the largest sc to
+    63) in one pass over all of them; the others are tried at c = 62 .. 1."""
+    high, low = v.amax(-1), v.amin(-1)
+    if bool(((high > 0) & (low < 0)).any()):
         return None  # mixed signs: no D with S >= 0
+    top = torch.where(high > 0, high, low)  # the scales' largest, the mins' most negative; 0: an all-zero block
     d = torch.zeros_like(top)
-    s = torch.zeros(v.shape, dtype=torch.uint8)
-    todo = top != 0  # an all-zero super-block: D 0, S 0
+    s = torch.zeros(v.shape, dtype=torch.float32)
+    todo = torch.ones(top.shape, dtype=torch.bool)
     for c in range(63, 0, -1):
+        rows = todo.nonzero(as_tuple=True) if c < 63 else None  # the first pass: every super-block, no gather
+        part, vals = (top, v) if rows is None else (top[rows], v[rows])
+        cand = part / c
+        zero = part == 0
+        whole = torch.where(zero[..., None], 0.0, (vals / torch.where(zero, 1.0, cand)[..., None]).round())
+        ok = ((cand.half().float() == cand) & (whole <= LARGEST).all(-1)
+              & (whole * cand[..., None] == vals).all(-1))
+        if rows is None:
+            d, s, todo = torch.where(ok, cand, 0.0), torch.where(ok[..., None], whole, 0.0), ~ok
+        else:
+            picked = tuple(r[ok] for r in rows)
+            d[picked], s[picked], todo[picked] = cand[ok], whole[ok], False
         if not bool(todo.any()):
-            break
-        cand = top[todo] / c
-        ratio = v[todo] / cand[:, None]
-        whole = ratio.round()
-        ok = ((cand.half().float() == cand) & torch.isfinite(cand) & (whole >= 0).all(-1) & (whole <= LARGEST).all(-1)
-              & (whole * cand[:, None] == v[todo]).all(-1))
-        rows = todo.nonzero(as_tuple=True)
-        picked = tuple(r[ok] for r in rows)
-        d[picked] = cand[ok]
-        s[picked] = whole[ok].to(torch.uint8)
-        todo[picked] = False
-    if bool(todo.any()):
-        return None
-    return d.half(), s
+            return d.half(), s.to(torch.uint8)
+    return None
 
 
 def pack_compact(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> torch.Tensor | None:
