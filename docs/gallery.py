@@ -89,8 +89,8 @@ def main() -> None:
     from playwright.sync_api import sync_playwright
 
     from attnlab.benchmarks.explorer import serve
-    from attnlab.explorer.server.registry import build_registry
     from attnlab.explorer.server.app import create_app
+    from attnlab.explorer.server.registry import build_registry
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if chromium is None:

@@ -116,8 +116,8 @@ def mass_null(lm, text: str, layer: int, head: int, target: int, draws: int, gen
     """One (text, head): the drop in log P(target) when the most-attended key's weight is set to zero, beside
     `draws` drops when the same mass is taken from the other keys instead (matched_removal), all in one batched
     forward through attnlab.interventions; and each other key's own knock-out drop (attention_vs_ablation)."""
-    from attnlab.explorer.server.common import encode
     from attnlab.explorer.api import attention_vs_ablation
+    from attnlab.explorer.server.common import encode
     from attnlab.interventions import clean_run, intervene, logprobs_at
 
     single = attention_vs_ablation(lm, text, layer, head, target=target)

@@ -1,6 +1,7 @@
 """Seed 000: do similar meanings land nearby? Checked on all-MiniLM-L6-v2, no training.
 
-Two measurements, both through attnlab.explorer.views.experiments.meanings.compute (what the explorer's "Nearby meanings" view shows):
+Two measurements, both through attnlab.explorer.views.experiments.meanings.compute (what the explorer's "Nearby
+meanings" view shows):
   - sentences: 12 pairs of paraphrases that share few words; each sentence mean-pooled over MiniLM's last hidden
     states (as sentence-transformers does) and the cosine of every pair of sentences. Paraphrase cosines against
     the cosines of every other (unrelated) pair, and retrieval: is each sentence's nearest other sentence its

@@ -6,8 +6,8 @@ Each run is the vit-mnist recipe (attnlab.training, MNIST-5k from the installed 
 recipe's 4,000 training images; the other 1,000 are the validation split. The setting is chosen by mean
 validation accuracy over the seeds; only the chosen setting's runs are then scored on the recipe's 1,000 test
 images, so the choice never sees them. The grid statistic needs no images: for every run it is the explorer's own
-(attnlab.explorer.views.vision.compute.grid_structure: Spearman rho between the cosine similarity of two patches' position
-vectors and their negative grid distance, a 2,000-permutation one-sided p, nearest neighbour a grid neighbour
+(attnlab.explorer.views.vision.compute.grid_structure: Spearman rho between the cosine similarity of two patches'
+position vectors and their negative grid distance, a 2,000-permutation one-sided p, nearest neighbour a grid neighbour
 for k of n patches), over the whole grid and over the inner (g - 2) x (g - 2) patches. --shipped measures a
 checkpoint as it is (the shipped vit-mnist; its accuracy is the one its trained.json records).
 
