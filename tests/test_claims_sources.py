@@ -229,6 +229,8 @@ FIRST_RUN_7 = "bench/results/first-run-2026-12-07"
 ROUND_1 = r"## round 1: {side}.*\n(?:.*\n)*?.*{what} ([\d.]+) {unit}"
 QUIET = "bench/results/first-run-2026-12-07/quiet.log"
 LONG = "bench/results/long-prompts-2026-12-07/q4_1.log"
+LONG_AFTER = "bench/results/long-prompts-2026-12-07/q4_1-second-turn.log"  # with the attention kernel at any length
+Q4_K_COMPACT = "bench/results/q4-k-compact-2026-12-07"  # Q4_K's compact tiles: the kernels, SmolLM2, TinyLlama
 Q4_0_TILES = "bench/results/q4_0-tiles-2026-12-07/quiet.log"
 Q4_0_LLAMA = "bench/results/q4_0-tiles-2026-12-07/llama-cpp-q4_0.log"
 CONFIRM = "bench/results/first-run-2026-12-07/quiet-confirm.log"
@@ -1364,6 +1366,52 @@ def _attribution_claims(pair: str, key: str, cells: tuple[str, ...]) -> list[tup
 
 
 CLAIMS += [c for row in _ATTRIBUTION_ROWS for c in _attribution_claims(*row)]
+
+
+# bench/RESULTS.md's evening figures of 2026-12-07: second turns with the attention kernel at any length, and the
+# Q4_K_M files with Q4_K's compact tiles beside llama.cpp (each figure its own row: the value is the first group)
+def _llama_cpp_cells(name: str, threads: int) -> tuple[str, str, str]:
+    """Patterns of the default path's decode, llama.cpp's tg64 and their ratio in llama_cpp's table of `name`."""
+    head = rf"^{name}: (?:.*\n)*?\| default \(compiled step\) \| {threads} \| "
+    return head + r"([\d.]+) \|", head + r"[\d.]+ \| ([\d.]+) \|", head + r"[\d.]+ \| [\d.]+ \| ([\d.]+)x"
+
+
+def _shapes_cells(name: str, threads: int) -> tuple[str, str, str]:
+    """The same three of shapes' table row of `name`."""
+    head = rf"^\| {name} \| {threads} \| "
+    return head + r"([\d.]+) \|", head + r"[\d.]+ \| ([\d.]+) \|", head + r"[\d.]+ \| [\d.]+ \| ([\d.]+)x"
+
+
+_EVENING_ROWS = (  # (the page's row text, the log, the three patterns)
+    ("| SmolLM2 Q4_1 | {t} | {a} / {b} = {r}x |", f"{Q4_K_COMPACT}/smollm2-llama-cpp.log",
+     lambda t: _llama_cpp_cells("SmolLM2-135M-Instruct.Q4_1.gguf", t), {1: ("147.2", "80.3", "1.83"),
+                                                                         2: ("152.1", "124.0", "1.23")}),
+    ("| SmolLM2 Q4_K_M | {t} | {a} / {b} = {r}x |", f"{Q4_K_COMPACT}/smollm2-llama-cpp.log",
+     lambda t: _llama_cpp_cells("SmolLM2-135M-Instruct.Q4_K_M.gguf", t), {1: ("123.7", "97.6", "1.27"),
+                                                                           2: ("128.4", "133.7", "0.96")}),
+    ("| TinyLlama-1.1B shape, Q4_K_M | {t} | {a} / {b} = {r}x |", f"{Q4_K_COMPACT}/tinyllama-q4_k_m.log",
+     lambda t: _shapes_cells(r"tinyllama-1\.1b\.Q4_K_M\.gguf", t), {1: ("27.7", "29.7", "0.93"),
+                                                                      2: ("33.6", "42.5", "0.79")}),
+)
+for _row, _log, _cells, _values in _EVENING_ROWS:
+    for _t, (_a, _b, _r) in _values.items():
+        for _k, _where in enumerate(_cells(_t)):
+            _shown = [_a, _b, _r]
+            _shown[_k] = "{" + _shown[_k] + "}"
+            CLAIMS.append(("bench/RESULTS.md", _row.format(t=_t, a=_shown[0], b=_shown[1], r=_shown[2]), _log,
+                           _where, 1))
+CLAIMS += [
+    ("bench/RESULTS.md", "{3.36}x / 3.15x at one thread", LONG_AFTER, r"^\| pp512 \| 1 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "3.36x / {3.15}x at one thread", LONG_AFTER, r"^\| pp512 after .*\| 1 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "{2.23}x / 2.25x at two", LONG_AFTER, r"^\| pp512 \| 2 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "2.23x / {2.25}x at two", LONG_AFTER, r"^\| pp512 after .*\| 2 \|.* ([\d.]+)x \|$", 1),
+    ("bench/RESULTS.md", "0.76-0.84x the float32 layout's time, {0.771}x its bytes", f"{Q4_K_COMPACT}/kernels.log",
+     r"bytes 1184 / 1536 = ([\d.]+)", 1),
+    ("bench/RESULTS.md", "{0.76}-0.84x the float32 layout's time", f"{Q4_K_COMPACT}/kernels.log",
+     r"^compact / float32 time: ([\d.]+)-", 1),
+    ("bench/RESULTS.md", "0.76-{0.84}x the float32 layout's time", f"{Q4_K_COMPACT}/kernels.log",
+     r"^compact / float32 time: [\d.]+-([\d.]+)x", 1),
+]
 CLAIMS += [("docs/interventions.md", "and on the {8}-cell gpt-char pair dominated by layer 0", ATTRIBUTION,
             r"^\| 'And the king said[^|]*\| (\d+) \|", 1)]
 
@@ -2584,3 +2632,4 @@ def test_results_are_named_for_what_they_measured():
     numbered = [str(p.relative_to(ROOT)) for p in (ROOT / "bench" / "results").rglob("*")
                 if re.search(r"(^|-)s\d+($|[.-])", p.stem)]
     assert numbered == []
+

@@ -758,6 +758,13 @@ COMPUTED: dict[str, Callable[[], str]] = {  # name -> the figure as the page pri
         ROOT / "attnlab/layers/kernel_build.py").read_text())[1],
     "block": lambda: str(_quantized_const("BLOCK")),
     "q4k_scale_group": lambda: str(576 // _qbuffer("q4_k", "scale").numel()),
+    # Q4_K's compact tiles (layers/q4_k_kernel.py): bytes a tile on average, weights a tile, their ratio; the head's
+    # rows and the inputs of a tile
+    "q4k_tile_bytes": lambda: str(_q4k_kernel("COMPACT_BYTES")),
+    "q4k_tile_weights": lambda: str(_q4k_kernel("BLOCK_N") * _q4k_kernel("BLOCK_K")),
+    "bpw_q4k_tiles": lambda: f"{_q4k_kernel('COMPACT_BYTES') / (_q4k_kernel('BLOCK_N') * _q4k_kernel('BLOCK_K')):.3f}",
+    "q4k_tile_rows": lambda: str(_q4k_kernel("BLOCK_N")),
+    "q4k_tile_inputs": lambda: str(_q4k_kernel("BLOCK_K")),
     "q5k_scale_group": lambda: str(576 // _qbuffer("q5_k", "scale").numel()),
     "q6k_scale_group": lambda: str(576 // _qbuffer("q6_k", "scale").numel()),
     **{f"file_{kind}_{part}": (lambda kind=kind, part=part: str(_gguf_file(kind)[part])) for kind in (
@@ -849,7 +856,8 @@ QUANT_ROWS = (  # docs/quantization.md's two tables: {NAME} a COMPUTED figure, {
     "| GGUF Q5_K, kept | half a byte and a fifth bit | a float32 scale and a float32 minimum per {q5k_scale_group} | "
     "{per32_q5_k} / {block} = {bpw_q5_k} (the file: {file_Q5_K_1} / {file_Q5_K_0} = {file_Q5_K_ratio}",
     "| GGUF Q4_K, kept | half a byte | a float32 scale and a float32 minimum per {q4k_scale_group} | {per32_q4_k} / "
-    "{block} = {bpw_q4_k} (the file: {file_Q4_K_1} / {file_Q4_K_0} = {file_Q4_K_ratio}",
+    "{block} = {bpw_q4_k} (the file: {file_Q4_K_1} / {file_Q4_K_0} = {file_Q4_K_ratio}; the kernel's tiles: "
+    "{q4k_tile_bytes} / {q4k_tile_weights} = {bpw_q4k_tiles}",
     "| GGUF Q6_K, kept | one signed byte (codes -32..31) | a float32 scale per {q6k_scale_group} | {per32_q6_k} / "
     "{block} = {bpw_q6_k} (the file: {file_Q6_K_1} / {file_Q6_K_0} = {file_Q6_K_ratio}",
     "| GPT-2-small shape, float32 | {} | {}x | {step_mb_gpt2_float32}",
@@ -979,6 +987,8 @@ COMPUTED_PLACES: tuple[tuple[str, str, str], ...] = (
     ("docs/quantization.md", "whole of int4's perplexity loss on SmolLM2, for ", "smollm2_head_weight_share"),
     ("docs/quantization.md", "a Q4_K or Q5_K super-block (", "kquant_super"),
     ("docs/quantization.md", "and attnlab keeps each ", "q4k_scale_group"),
+    ("docs/quantization.md", "close to the file's: per super-block a head of the ", "q4k_tile_rows"),
+    ("docs/quantization.md", "rows' float16 `d` and `dmin`, then per ", "q4k_tile_inputs"),
     ("docs/quantization.md", "an 8-bit `sc` per ", "q6k_scale_group"),
     ("docs/quantization.md", "codes with a scale `d sc` per ", "q6k_scale_group"),
     ("docs/quantization.md", "for bit in `tests/test_kquants.py`), at ", "kquant_4_5_extra"),
@@ -1656,6 +1666,13 @@ def _busy_gpt_char() -> dict[str, list[float]]:
         out["two"].append(float(m[2]))
         out["load"].append(float(re.search(r"^# load average before: ([\d.]+)", text, re.M)[1]))
     return out
+
+
+def _q4k_kernel(name: str) -> int:
+    """A constant of layers/q4_k_kernel.py (its compact tiles' sizes)."""
+    from attnlab.layers import q4_k_kernel
+
+    return getattr(q4_k_kernel, name)
 
 
 def _packed_bytes(fmt: str) -> float:
