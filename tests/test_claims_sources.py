@@ -2472,8 +2472,9 @@ CLAIMS += [("docs/training.md", printed, TEACHER_ROWS, where, 1) for printed, wh
 
 
 # ---- T: docs/training.md (issue 54): the threads benchmark's training row beside busy competitors (the auto thread
-# count's reason), the everyday generator's rate before and after 52a06d4 (bench/everyday_rate.py), the start of a
-# run on a 44.5 MB corpus (bench/big_corpus_start.py)
+# count's reason), the everyday generator's rate before and after 52a06d4 (attnlab/benchmarks/everyday_rate.py), the
+# start of a
+# run on a 44.5 MB corpus (attnlab/benchmarks/big_corpus_start.py)
 _THREADS_TRAIN = (r"^\| training gpt-char \(short run\) \| 2 busy competitors \| [\d,]+ \| ([\d,]+) \| "
                   r"(?:[\d,]+) \|")
 CLAIMS += [("docs/training.md", printed, "bench/results/threads-small/all-cases.log", where, 1) for printed, where in (
@@ -2481,7 +2482,7 @@ CLAIMS += [("docs/training.md", printed, "bench/results/threads-small/all-cases.
      r"^\| training gpt-char \(short run\) \| 2 busy competitors \| [\d,]+ \| [\d,]+ \| ([\d,]+) \|"),
     ("made 81 tokens/s against {1,303} at `threads=1`", _THREADS_TRAIN),
 )]
-_GEN_RATE = r"^tokens per CPU-second: (\d+)$"  # bench/everyday_rate.py's last line
+_GEN_RATE = r"^tokens per CPU-second: (\d+)$"  # attnlab/benchmarks/everyday_rate.py's last line
 CLAIMS += [("docs/training.md", printed, f"bench/results/everyday-generator-2026-12-07/{log}.log", _GEN_RATE, 1)
            for printed, log in (("one thread: {85}\ntokens per CPU-second before", "before"),
                                 ("tokens per CPU-second before, {132} after", "after"))]
@@ -2489,7 +2490,8 @@ CLAIMS += [("docs/training.md", "and {97.2}% with `seed=1` (re-run 2026-12-07",
             "bench/results/vit-mnist-seed1-2026-12-07/train.log", r"^  eval       accuracy ([\d.]+)$", 100)]
 # ---- T: end
 
-# ---- G: docs/generation.md (issue 54): the decode layouts' re-run (bench/bench_matvec.py, 2026-12-07: its niceness
+# ---- G: docs/generation.md (issue 54): the decode layouts' re-run (attnlab/benchmarks/decode_layout.py, 2026-12-07:
+# its niceness
 # and loads), SmolLM2's first-run peak memory (python -m attnlab.benchmarks.first_run), the compiled step's build time
 # on the quiet and the busy machine (the llama.cpp benchmark's "[attnlab: compiled in N s]" lines)
 _MATVEC = "bench/results/decode-layout-2026-12-07/matvec.log"
@@ -2526,7 +2528,7 @@ CLAIMS += [("docs/quantization.md", printed, _INT8_8192, where, 1) for printed, 
 # ---- G: end
 
 # ---- E: docs/explorer.md (issue 54): the Q8_0 multi-row kernel against row-by-row calls, re-run 2026-12-07
-# (OMP_NUM_THREADS=1 nice -n 10 python bench/q8_0_rows.py: its range, load, machine and niceness)
+# (OMP_NUM_THREADS=1 nice -n 10 python -m attnlab.benchmarks.q8_0_rows: its range, load, machine and niceness)
 Q8_ROWS = "bench/results/q8_0-rows-2026-12-07/rows.log"
 CLAIMS += [("docs/explorer.md", printed, Q8_ROWS, where, 1) for printed, where in (
     ("(`q8_0_kernel.rows_product`, {1.4}-5.7x faster", r"every shape and row count: ([\d.]+)-[\d.]+x "),

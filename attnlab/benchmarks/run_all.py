@@ -113,6 +113,21 @@ OTHERS = {
                             on_request=True),
     "gpu": Entry("attnlab.benchmarks.gpu", None, ["--out", "{out}"],
                  "on a CUDA GPU: GPT-2-small training and generation against HF and nanoGPT", on_request=True),
+    "decode_layout": Entry("attnlab.benchmarks.decode_layout", None, ["--rows", "1,2,3", "--head-rows", "4,8,16"],
+                           "a few rows times a weight stored (out, in) against (in, out), and the head in slices",
+                           on_request=True),
+    "q4_k_compact": Entry("attnlab.benchmarks.q4_k_compact", None, [],
+                          "Q4_K's compact tiles against float32-scale tiles, one-row products, TinyLlama's shapes",
+                          on_request=True),
+    "q8_0_rows": Entry("attnlab.benchmarks.q8_0_rows", None, [],
+                       "Q8_0's multi-row kernel against one-row calls, SmolLM2's shapes, 5-512 rows",
+                       on_request=True),
+    "everyday_rate": Entry("attnlab.benchmarks.everyday_rate", None, [],
+                           "SmolLM2 writing the everyday corpus in bfloat16 batches: tokens per CPU-second",
+                           on_request=True),
+    "big_corpus_start": Entry("attnlab.benchmarks.big_corpus_start", None, [],
+                              "the start of attnlab train gpt-char on a large .jsonl: preparation lines and time",
+                              on_request=True),
 }
 
 # modules of attnlab.benchmarks that are not benchmarks: what they share, and tools around them

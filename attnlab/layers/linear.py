@@ -7,7 +7,10 @@ faster when the same numbers sit in memory as (in, out), GPT-2's Conv1D layout
 (bench/RESULTS.md): 1.05-1.19x at one row on the Intel Xeon that runs this project's benchmarks now (1.3-1.9x on
 the AMD EPYC the benchmarks ran on before), but 0.7-0.86x at 2-3 rows there (the AMD one still won at 2-3 rows), and
 no better from 4 rows on. Narrow matrices (the FFN's down projection) are as fast or faster as they are. So the
-copy is used for wide weights and at most MAX_ROWS rows.
+copy is used for wide weights and at most MAX_ROWS rows. On the AMD EPYC Zen 5 the benchmarks use now (one thread,
+2026-12-07, `python -m attnlab.benchmarks.decode_layout`: bench/results/decode-layout-2026-12-07/matvec.log) the
+wide matrices gain 1.35-1.67x at one row and also at 2-3 rows; MAX_ROWS stays as the Intel machine set it (not
+re-decided).
 
 When: without autograd, on CPU, once this layer has served MIN_CALLS such few-row products (a generation of
 that many tokens: shorter uses never pay for the copy). The copy belongs to this module, like a cache: it is

@@ -53,14 +53,14 @@ and AVX2, the same choice as the one-row kernel's) share that kernel's tile and 
 bits exactly (tests/test_rows_product.py). Measured on a 2-core AMD EPYC Zen 5 (AVX-512 VNNI, load average 3-4), one
 thread, process CPU clock, interleaved rounds, 2026-11-28: 32 rows of 576 x 576 0.08 ms against 0.23 ms row by
 row (2.8x) and 1.4 ms for dequantize + F.linear; 576 x 1536 0.19 ms (2.8x, 25x); SmolLM2's head (49152 x 576)
-5.9 ms against 34 ms row by row (5.8x); 2.4-6x faster than row by row from 5 to 512 rows (a one-off loop over 8
-random matrices of each shape, 5 interleaved rounds). SmolLM2-135M all in Q8_0, generate's 32-token prefill
-(`python -m attnlab.benchmarks.llama_cpp --model F`, load average 1.3-1.8): 1122 tokens/s against llama.cpp pp32's
-445 at one thread (2.52x; 526, 1.19x, the row by row dispatch right after) and 1454 against 859 at two (1.69x;
-633, 0.74x before); logs in bench/results/q8_0-prefill-2026-11-28/.
-
-Non-finite activations: the kernel returns 1 without writing y (rounding would make them finite garbage); gemv()
-then returns None and the caller multiplies that row by the dequantized weight (float32's own NaN / inf).
+5.9 ms against 34 ms row by row (5.8x); 1.4-5.7x faster than row by row from 5 to 512 rows on SmolLM2's five shapes
+(`python -m attnlab.benchmarks.q8_0_rows`, 2026-12-07, load 3.4: bench/results/q8_0-rows-2026-12-07/rows.log).
+SmolLM2-135M all in Q8_0, generate's 32-token prefill (`python -m attnlab.benchmarks.llama_cpp --model F`, load
+average 1.3-1.8): 1122 tokens/s against llama.cpp pp32's 445 at one thread (2.52x; 526, 1.19x, the row by row
+dispatch right after) and 1454 against 859 at two (1.69x; 633, 0.74x before); logs in
+bench/results/q8_0-prefill-2026-11-28/. Non-finite activations: the kernel returns 1 without writing y (rounding
+would make them finite garbage); gemv() then returns None and the caller multiplies that row by the dequantized
+weight (float32's own NaN / inf).
 """
 
 from __future__ import annotations

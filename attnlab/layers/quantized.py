@@ -214,8 +214,8 @@ class QuantizedLinear(nn.Module):
     use_kernel = True  # few rows: attnlab's VNNI kernels where available (False: fbgemm / chunked, to compare)
     MANY_ROWS = 512  # 4-bit and Q8_0 products of FAST_ROWS+1 .. this many rows: their kernel's rows_product (4-bit,
     #                  AVX2: 3.5-10x faster than dequantize + F.linear at 32 rows, 1.0-1.3x at 512, AMD Zen 3; VNNI:
-    #                  ~3x the AVX2 one; Q8_0, VNNI: 2.4-6x faster than ROW_BY_ROW's calls from 5 to 512 rows, AMD
-    #                  Zen 5); more: the dequantized weight
+    #                  ~3x the AVX2 one; Q8_0, VNNI: 1.4-5.7x faster than ROW_BY_ROW's calls from 5 to 512 rows, AMD
+    #                  Zen 5, bench/results/q8_0-rows-2026-12-07/rows.log); more: the dequantized weight
     ROW_BY_ROW = 64  # int8 products of FAST_ROWS+1 .. this many rows: the one-row kernel once per row, 2-10x faster
     #                  there than dequantizing the whole matrix for one F.linear (int8 768 x 3072: 64 rows 5 ms
     #                  against 17; SmolLM2's Q8_0 head, 49152 x 576, before Q8_0 had rows_product: 27 rows 108 ms

@@ -22,7 +22,8 @@ class LMHead(nn.Module):
       Xeon (1.7x on an AMD EPYC), slower at 2-3 rows;
     - SLICE_ROWS rows, no autograd, one thread: CHUNK vocabulary rows per product (views, no copy): MKL blocks
       one product over all 50k rows poorly at 4-16 rows (1.2-1.8x faster in slices at 4-12 rows, 0.97-1.15x at
-      16, 0.92-0.96x at 2-3 rows: GPT-2 and SmolLM2 heads, 1 thread). With more threads each slice opens a region
+      16, 0.92-0.96x at 2-3 rows: GPT-2 and SmolLM2 heads, 1 thread; on the AMD EPYC Zen 5, 2026-12-07: 1.16-1.62x at
+      4-16 rows, bench/results/decode-layout-2026-12-07/matvec.log). With more threads each slice opens a region
       of its own, and on cores shared with other jobs each region can wait milliseconds for its second thread
       (measured: a step 7x slower on a loaded 2-core machine), so several threads keep the single product.
     """

@@ -2124,7 +2124,8 @@ MORE_PLACES += tuple((TRAINING, end, rule) for end, rule in (
 
 
 # ---- T: docs/training.md: the everyday generator's rate before and after 52a06d4's mends, re-measured with
-# bench/everyday_rate.py (tests/test_claims_sources.py's CLAIMS on bench/results/everyday-generator-2026-12-07)
+# attnlab/benchmarks/everyday_rate.py (tests/test_claims_sources.py's CLAIMS on
+# bench/results/everyday-generator-2026-12-07)
 MORE_RULES.update({
     "generator_faster": lambda: _every([(_logged(TRAINING, "one thread: {85}"),
                                          _logged(TRAINING, "CPU-second before, {132} after"))], "faster", "slower"),
@@ -2357,7 +2358,8 @@ MORE_PLACES += tuple((page, end, kind) for page, end, kind in (
 ))
 # ---- end of P4's claim words
 
-# ---- G: docs/generation.md (issue 54): the decode layouts' words over their re-run's log (bench/bench_matvec.py,
+# ---- G: docs/generation.md (issue 54): the decode layouts' words over their re-run's log
+# (attnlab/benchmarks/decode_layout.py,
 # 2026-12-07; tests/experiments_trace/figures.py's matvec_rows reads it): the (in, out) layout of the wide matrices
 # against nn.Linear's at 1-3 rows, at one row, at 2-3 rows, and the LM head's slices against its one product
 def _layout_ratio(value: float) -> float:  # a loader: the flip test transforms what it returns
@@ -2414,7 +2416,7 @@ MORE_PLACES += (("docs/quantization.md", "int8's prefill perplexity changed by +
 # ---- G: end
 
 # ---- E: docs/explorer.md (issue 54): the Q8_0 multi-row kernel against the one-row kernel called row by row, every
-# ratio of its re-run (bench/q8_0_rows.py, 2026-12-07: bench/results/q8_0-rows-2026-12-07/rows.log)
+# ratio of its re-run (attnlab/benchmarks/q8_0_rows.py, 2026-12-07: bench/results/q8_0-rows-2026-12-07/rows.log)
 _Q8_ROWS_LOG = "bench/results/q8_0-rows-2026-12-07/rows.log"
 
 

@@ -4356,7 +4356,8 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
     ("and the runs' scores move by up to ", "t_dev_max_move"),
 ))
 
-# the start of a gpt-char run on a 44.5 MB corpus: python bench/big_corpus_start.py --mb 44.5 (its log: the corpus's
+# the start of a gpt-char run on a 44.5 MB corpus: python -m attnlab.benchmarks.big_corpus_start --mb 44.5 (its log:
+# the corpus's
 # size, then three runs, each "## NAME: command", its load average before, its output as it came)
 _BIG = "bench/results/big-corpus-2026-12-07/start.log"
 
@@ -4404,7 +4405,8 @@ COMPUTED_PLACES += tuple(("docs/training.md", end, name) for end, name in (
 ))
 # ---- T: end
 
-# ---- G: docs/generation.md (issue 54): the decode layouts' ratios from their re-run (bench/bench_matvec.py,
+# ---- G: docs/generation.md (issue 54): the decode layouts' ratios from their re-run
+# (attnlab/benchmarks/decode_layout.py,
 # 2026-12-07): each range's ends over the log's rows, and the rows it measured; the sliding window's first position
 # from the stepper's own call
 MATVEC_LOG = "bench/results/decode-layout-2026-12-07/matvec.log"

@@ -2,8 +2,8 @@
 per 2048 weights) and the float32 one (1536 bytes), one-row products of TinyLlama-1.1B's matrix shapes, against a
 plain read (torch.sum) of a float32 buffer of each layout's bytes.
 
-    python bench/q4_k_compact.py                  # one thread, CPU clock, 7 interleaved rounds
-    python bench/q4_k_compact.py --rounds 11 --copies 12
+    python -m attnlab.benchmarks.q4_k_compact                  # one thread, CPU clock, 7 interleaved rounds
+    python -m attnlab.benchmarks.q4_k_compact --rounds 11 --copies 12
 
 The weights are random Q4_K blocks (random codes and 6-bit scales, float16 d and dmin near 1e-3, as
 tests/test_kquants.py draws them): a product's time depends on the bytes and the layout, not on the values. Each
@@ -50,7 +50,7 @@ def main(argv=None) -> int:
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, 1 torch thread | torch {torch.__version__} | load average "
           f"{os.getloadavg()[0]:.2f}")
-    print(f"# command: python bench/q4_k_compact.py {' '.join(sys.argv[1:] if argv is None else argv)}")
+    print(f"# command: python -m attnlab.benchmarks.q4_k_compact {' '.join(sys.argv[1:] if argv is None else argv)}")
     if not q4_k_kernel.available():
         print(f"the Q4_K kernel does not run here: {q4_k_kernel.unavailable_reason()}")
         return 0

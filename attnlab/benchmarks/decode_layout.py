@@ -20,12 +20,13 @@ vocabulary shapes) at a few rows: its product cut into LMHead.CHUNK-row slices (
 rows on one thread) against the one product over the whole vocabulary (F.linear on the same weight), interleaved
 the same way; one product / sliced > 1 when the slices are faster.
 
-    python bench/bench_matvec.py                  # 1 thread, process CPU time (robust on a shared machine)
-    python bench/bench_matvec.py --threads 2      # 2 threads; wall time (CPU time would count both threads)
-    python bench/bench_matvec.py --rows 1,2,3 --head-rows 4,6,8,12,16   # the layouts at 1-3 rows, the head's slices
+    python -m attnlab.benchmarks.decode_layout              # 1 thread, process CPU time (steady on a shared machine)
+    python -m attnlab.benchmarks.decode_layout --threads 2  # 2 threads; wall time (CPU time counts both threads)
+    python -m attnlab.benchmarks.decode_layout --rows 1,2,3 --head-rows 4,6,8,12,16  # 1-3 rows, the head's slices
 
-First written 2026-11-22 (commit 54821b4) and removed with bench/'s other one-off probes; restored 2026-12-07 to
-re-run the ratios docs/generation.md prints, with the head's slices and the machine and load in the header.
+First written 2026-11-22 (commit 54821b4, as bench/bench_matvec.py) and removed with bench/'s other one-off probes;
+restored 2026-12-07 (bench/bench_matvec.py, then here: its log's command line names the old path) to re-run the
+ratios docs/generation.md prints, with the head's slices and the machine and load in the header.
 """
 
 from __future__ import annotations
@@ -148,7 +149,8 @@ def main(argv=None) -> int:
     wall = args.wall or args.threads > 1
     print(f"# bench_matvec: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; torch {torch.__version__}; "
           f"{args.threads} thread(s); {'wall' if wall else 'process CPU'} time; median of {args.reps}")
-    print(f"# command: python bench/bench_matvec.py {' '.join(argv if argv is not None else sys.argv[1:])}")
+    print("# command: python -m attnlab.benchmarks.decode_layout "
+          + " ".join(argv if argv is not None else sys.argv[1:]))
     print(f"# machine: {cpu_model()}, {os.cpu_count()} CPUs; niceness {os.nice(0)}; "
           f"load average {os.getloadavg()[0]:.2f} at the start\n")
     floor = stream_floor(args.reps, wall)

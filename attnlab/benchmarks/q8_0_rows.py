@@ -2,7 +2,7 @@
 (`q8_0_kernel.rows_product` against `q8_0_kernel.gemv` row by row, the path such products took before 2026-11-28),
 on SmolLM2-135M's shapes, one thread, this process's CPU clock.
 
-    OMP_NUM_THREADS=1 nice -n 10 python bench/q8_0_rows.py [--rounds 5]
+    OMP_NUM_THREADS=1 nice -n 10 python -m attnlab.benchmarks.q8_0_rows [--rounds 5]
 
 Each shape (outputs x inputs) is one random Q8_0 matrix; each row count is timed in interleaved rounds (rows_product,
 then the row-by-row calls on the same rows), and the medians are printed with their ratio; the last line gives the

@@ -2,8 +2,8 @@
 bfloat16` writes it (64 prompts of batch 0, SmolLM2-135M-Instruct expanded to bfloat16, temperature 0.8, top-p
 0.95, up to 128 new tokens, one torch thread), timed with the process's CPU clock.
 
-    nice -n 10 python bench/everyday_rate.py                           # the installed attnlab
-    PYTHONPATH=/tmp/old nice -n 10 python bench/everyday_rate.py       # another tree of it (git archive COMMIT)
+    nice -n 10 python -m attnlab.benchmarks.everyday_rate                           # the installed attnlab
+    PYTHONPATH=/tmp/old nice -n 10 python -m attnlab.benchmarks.everyday_rate  # another tree (git archive COMMIT)
 
 Prints the attnlab it ran, the machine's load, the generated tokens (each row's new tokens up to its stop), the CPU
 and wall seconds of the generate call alone (the model is loaded and expanded before), and tokens per CPU-second.
@@ -11,6 +11,7 @@ and wall seconds of the generate call alone (the model is loaded and expanded be
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import time
@@ -18,7 +19,9 @@ import time
 import torch
 
 
-def main() -> None:
+def main(argv=None) -> None:
+    argparse.ArgumentParser(prog="python -m attnlab.benchmarks.everyday_rate",
+                            description=__doc__.splitlines()[0]).parse_args(argv)
     import attnlab
     from attnlab.data.everyday import chat, prompts
     from attnlab.generation import generate

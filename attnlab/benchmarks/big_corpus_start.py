@@ -3,7 +3,7 @@ lines and the opening summary's `epoch` line, on the newcomer benchmark's corpus
 write_corpus: the installed Wikipedia summaries and CPython docs, one {"id", "text"} record per paragraph, repeated
 until the file holds --mb MB).
 
-    OMP_NUM_THREADS=1 nice -n 10 python bench/big_corpus_start.py --mb 44.5 --dir /tmp/big
+    OMP_NUM_THREADS=1 nice -n 10 python -m attnlab.benchmarks.big_corpus_start --mb 44.5 --dir /tmp/big
 
 In --dir it writes big.jsonl, then runs the page's command there twice (`python -m attnlab train gpt-char --data
 big.jsonl steps=1 eval_every=0 sample_tokens=0`; the first fills the token store, the second is the one printed,
@@ -59,7 +59,7 @@ def main() -> None:
     a.dir.mkdir(parents=True, exist_ok=True)
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} | {os.cpu_count()} cores | "
           f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '-')} | python {sys.version.split()[0]}")
-    print(f"# command: python bench/big_corpus_start.py --mb {a.mb:g} --dir {a.dir}")
+    print(f"# command: python -m attnlab.benchmarks.big_corpus_start --mb {a.mb:g} --dir {a.dir}")
     info = write_corpus(a.dir / "big.jsonl", int(a.mb * 1e6))
     size = (a.dir / "big.jsonl").stat().st_size
     print(f"corpus big.jsonl: {size / 1e6:.1f} MB ({size:,} bytes, {info['records']:,} records, "
