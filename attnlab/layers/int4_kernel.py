@@ -344,6 +344,21 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple
     """int4 buffers ((n, k/2) uint8 GGUF nibble order, (n, k/32) float16 d, (n, k/32) float16 m) ->
     (tiles,) with tiles a (ceil(n/64), k/32, 1280) uint8 tensor (zero padded outputs); see the module docstring.
     float32 d and m (Q4_K's, layers/q4_k_kernel.py) give 1536-byte tiles, the scales as float32."""
+    c = pack_codes(qweight)
+    nb, kb = c.shape[:2]
+    n = qweight.shape[0]
+    d = torch.zeros(nb * BLOCK_N, kb, dtype=scale.dtype)  # float16 (Q4_1) or float32 (Q4_K: q4_k_kernel)
+    m = torch.zeros(nb * BLOCK_N, kb, dtype=scale.dtype)
+    d[:n], m[:n] = scale, min
+    d = d.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)  # (nb, kb, 64 x 2 or 4 bytes)
+    m = m.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)
+    return (torch.cat((c, d, m), dim=-1).contiguous(),)
+
+
+def pack_codes(qweight: torch.Tensor) -> torch.Tensor:
+    """(n, k/2) uint8 codes in GGUF's nibble order -> (ceil(n/64), k/32, CODE_BYTES) uint8: each tile's codes in
+    the kernels' line order (the module docstring), zero padded outputs; what every 4-bit layout's tile starts
+    with (pack; layers/q4_k_kernel.py's compact tiles)."""
     n, k2 = qweight.shape
     k = 2 * k2
     if k % BLOCK_K:
@@ -366,13 +381,8 @@ def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple
     words[:n, :, 2] = ((w0 >> 4) & NIBBLES_LOW) | (w1 & NIBBLES_HIGH)
     words[:n, :, 3] = ((w2 >> 4) & NIBBLES_LOW) | (w3 & NIBBLES_HIGH)
     # (ob, g, i, kb, e) -> (ob, kb, e, g, i): output = 64 ob + 16 g + i, each word the 4 bytes of r
-    c = words.reshape(nb, 4, 16, kb, 4).permute(0, 3, 4, 1, 2).contiguous().view(torch.uint8).reshape(nb, kb, 1024)
-    d = torch.zeros(nb * BLOCK_N, kb, dtype=scale.dtype)  # float16 (Q4_1) or float32 (Q4_K: q4_k_kernel)
-    m = torch.zeros(nb * BLOCK_N, kb, dtype=scale.dtype)
-    d[:n], m[:n] = scale, min
-    d = d.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)  # (nb, kb, 64 x 2 or 4 bytes)
-    m = m.reshape(nb, 64, kb).transpose(1, 2).contiguous().view(torch.uint8)
-    return (torch.cat((c, d, m), dim=-1).contiguous(),)
+    return words.reshape(nb, 4, 16, kb, 4).permute(0, 3, 4, 1, 2).contiguous().view(torch.uint8).reshape(
+        nb, kb, CODE_BYTES)
 
 
 def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:

@@ -124,8 +124,8 @@ def pack_compact(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) 
     mins = factor(min.reshape(n, nsb, SUB))
     if scales is None or mins is None:
         return None
-    four, = int4_kernel.pack(qweight, scale, min)  # the codes' layout (the float32 tile's first 1024 bytes)
-    nb = four.shape[0]
+    codes = int4_kernel.pack_codes(qweight)  # (nb, kb, 1024): the 4-bit tiles' codes
+    nb = codes.shape[0]
 
     def padded(t: torch.Tensor) -> torch.Tensor:
         out = torch.zeros(nb * BLOCK_N, *t.shape[1:], dtype=t.dtype)
@@ -135,7 +135,7 @@ def pack_compact(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) 
     (d, s), (dmin, m) = scales, mins
     s = padded(s.reshape(n, kb)).reshape(nb, BLOCK_N, kb).transpose(1, 2)  # (nb, kb, 64 rows)
     m = padded(m.reshape(n, kb)).reshape(nb, BLOCK_N, kb).transpose(1, 2)
-    tiles = torch.cat((four[..., :int4_kernel.CODE_BYTES], s, m), dim=-1)  # (nb, kb, 1152)
+    tiles = torch.cat((codes, s, m), dim=-1)  # (nb, kb, 1152)
     # each super-block's head: D of its 64 outputs, then their Dmin, float16 (int4_kernel.K_HEAD bytes)
     heads = torch.stack((padded(d), padded(dmin)), dim=1).reshape(nb, BLOCK_N, 2, nsb).permute(0, 3, 2, 1)
     heads = heads.contiguous().view(torch.uint8).reshape(nb, nsb, int4_kernel.K_HEAD)
@@ -143,17 +143,10 @@ def pack_compact(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) 
     return group.reshape(nb, kb, COMPACT_BYTES).contiguous()
 
 
-def pack(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
-    """The format's buffers (qweight, (n, k/32) float32 scale and min) -> (tiles,): the compact layout where
-    factor() finds Q4_K's own scales in them, else the float32 layout."""
-    if scale.dtype != torch.float32 or min.dtype != torch.float32:
-        dtypes = f"{str(scale.dtype).removeprefix('torch.')} and {str(min.dtype).removeprefix('torch.')}"
-        raise ValueError(f"the Q4_K kernel takes float32 scales and mins, got {dtypes}")
+def _tiles(qweight: torch.Tensor, scale: torch.Tensor, min: torch.Tensor) -> tuple[torch.Tensor]:
+    """(tiles,): the compact layout where factor() finds Q4_K's own scales in the buffers, else the float32 one."""
     compact = pack_compact(qweight, scale, min)
     return (compact,) if compact is not None else int4_kernel.pack(qweight, scale, min)
 
 
-def pack_layer(buffers: dict[str, torch.Tensor], bias: torch.Tensor | None) -> tuple:
-    """A QuantizedLinear's buffers and bias -> gemv's arguments between x and n."""
-    tiles, = pack(buffers["qweight"], buffers["scale"], buffers["min"])
-    return tiles, kernel_variants.layer_bias(bias)
+pack, pack_layer = kernel_variants.min_packs("Q4_K", torch.float32, _tiles)
