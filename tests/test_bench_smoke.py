@@ -438,3 +438,27 @@ def test_long_prompts_refuses_counts_below_one_and_turns_past_the_models_positio
     path = gguf_files.write_quantized_gguf(tmp_path)
     with pytest.raises(SystemExit, match=r"--tokens 4096: two turns need 8192 positions; q.gguf has \d+"):
         long_prompts.compare(path, tokens=4096, rounds=1, reps=1)
+
+
+def test_two_trees_asks_for_a_second_tree_and_refuses_a_process_that_imported_another(tmp_path, monkeypatch, capsys):
+    """two_trees compares this tree's decoding with another tree's: without --before (or with a folder holding no
+    attnlab package) it says what to pass and exits 2; a process meant for a tree that imported attnlab from
+    somewhere else (an install PYTHONPATH does not override) is refused, since its rates would not be that tree's.
+    Its CHILD text is valid Python (it runs only in the fresh processes)."""
+    import subprocess
+    import types
+
+    from attnlab.benchmarks import two_trees
+
+    compile(two_trees.CHILD, "two_trees.CHILD", "exec")
+    assert two_trees.main([]) == 2 and "--before" in capsys.readouterr().out
+    assert two_trees.main(["--before", str(tmp_path)]) == 2 and "worktree" in capsys.readouterr().out
+    elsewhere = '{"file": "/elsewhere/attnlab/__init__.py", "1": 1.0, "2": 2.0}\n'
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: types.SimpleNamespace(returncode=0, stdout=elsewhere,
+                                                                                 stderr=""))
+    with pytest.raises(SystemExit, match="imported attnlab from /elsewhere"):
+        two_trees.one_process(tmp_path, tmp_path / "m.gguf", 1)
+    here = elsewhere.replace("/elsewhere", str(tmp_path))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: types.SimpleNamespace(returncode=0, stdout=here,
+                                                                                 stderr=""))
+    assert two_trees.one_process(tmp_path, tmp_path / "m.gguf", 1)["2"] == 2.0

@@ -85,3 +85,29 @@ def test_the_kernel_libraries_share_one_pool(tmp_path):
     done = subprocess.run([sys.executable, "-c", SHARED], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1] == "1", done.stdout
+
+
+COVER = r"""
+extern "C" int attnlab_pool_cover(int64_t* counts, int64_t n, int64_t threads) {
+    attnlab_pool::for_blocks(n, threads, [&](int64_t i) { __atomic_fetch_add(counts + i, 1, __ATOMIC_RELAXED); });
+    return 0;
+}
+"""
+
+
+def test_every_block_is_taken_exactly_once_from_either_end():
+    """The pool hands out blocks from the front (the caller, every other helper) and from the back (the first
+    helper, ...): kernel_build.POOL's claim. Every block of a job must run once and only once, for any block count
+    against any thread count (odd counts, fewer blocks than threads, one block), job after job."""
+    from attnlab.layers import kernel_build
+
+    try:
+        cover = kernel_build.load("pool_cover", kernel_build.POOL + COVER, "attnlab_pool_cover")
+    except (RuntimeError, OSError) as e:
+        pytest.skip(f"no kernel library can be built here: {e}")
+    for threads in (2, 3, 4, 8):
+        for n in (1, 2, 3, 5, 64, 257, 1000):
+            for _ in range(20):
+                counts = torch.zeros(n, dtype=torch.int64)
+                assert cover(counts.data_ptr(), n, threads) == 0
+                assert torch.equal(counts, torch.ones(n, dtype=torch.int64)), (threads, n, counts.tolist()[:20])

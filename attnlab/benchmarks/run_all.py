@@ -69,6 +69,10 @@ OTHERS = {
                   "token-file preparation against the tokenizers library; baby-GPT training memory vs nanoGPT"),
     # SmolLM2's GGUF decoded by attnlab and, when built (python -m attnlab.benchmarks.llama_cpp --build), by
     # llama.cpp's llama-bench in the same script; without it, attnlab's side and how to get the peer
+    # before / after a change to the kernels' C++ text: fresh processes from two source trees in turn (--before)
+    "two_trees": Entry("attnlab.benchmarks.two_trees", None, [],
+                       "decode rates of a GGUF from this tree and another (--before TREE), fresh processes in turn",
+                       on_request=True),
     "llama_cpp": Entry("attnlab.benchmarks.llama_cpp", ["--rounds", "1", "--fresh-rounds", "1"], ["--rounds", "3"],
                        "SmolLM2's GGUF decoded by attnlab beside llama.cpp's llama-bench (when built)"),
     "quality": Entry("attnlab.benchmarks.quality", None, [],  # perplexity runs take minutes: not in --quick

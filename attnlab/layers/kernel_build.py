@@ -98,7 +98,8 @@ struct Pool {
     std::atomic<int> inside{0};  // helpers inside the current job (changed under m, watched without it)
     uint64_t job = 0;      // bumped for every job
     bool open = false;     // a job is on
-    std::atomic<int64_t> next{0}, done{0};
+    std::atomic<uint64_t> ends{0};  // blocks claimed: from the back << 32 | from the front (see claim)
+    std::atomic<int64_t> done{0};
     std::atomic<uint64_t> posted{0};  // job, readable without the lock: what a spinning helper watches
 };
 // After a job a helper watches for the next one for up to SPIN_NS before it sleeps: a decoding step runs a product
@@ -117,8 +118,27 @@ static constexpr int64_t SPIN_NS = 400000;
 // library's helper spinning for a core another library's job needs. A compiler without such symbols (clang) gives
 // each library its own pool, as before: the same answers, only less sharing.
 inline Pool& pool = *new Pool();
-static void work() {
-    for (int64_t i; (i = pool.next.fetch_add(1, std::memory_order_relaxed)) < pool.n;) {
+// The next block for a thread that takes blocks from the front (0, 1, ...) or from the back (n - 1, n - 2, ...),
+// false when none is left. Why two ends: at two threads each thread then reads one sequential stream through the
+// weights, as a split into halves would, and still takes whatever the other leaves (a helper that is not
+// scheduled claims nothing). With one counter the two threads took alternate blocks (an output block of SmolLM2's
+// matrices is 20-60 KB), and each thread's stream jumped a block ahead after every block: SmolLM2's second thread
+// added 0.89-1.07x to its decoding rate, from the two ends 1.04-1.29x; two threads decode 1.11x (Q4_1) and 1.15x
+// (Q4_K_M) as fast as before (`python -m attnlab.benchmarks.two_trees --before TREE --rounds 6`, fresh processes in
+// turn, 2-core AMD EPYC, 2026-12-07: bench/results/pool-ends-2026-12-07/two-trees-smollm2.log).
+static inline bool claim(bool back, int64_t& i) {
+    uint64_t e = pool.ends.load(std::memory_order_relaxed);
+    for (;;) {
+        const int64_t front = (int64_t)(e & 0xffffffffu), behind = (int64_t)(e >> 32);
+        if (front + behind >= pool.n) return false;
+        if (pool.ends.compare_exchange_weak(e, e + (back ? (uint64_t)1 << 32 : 1), std::memory_order_relaxed)) {
+            i = back ? pool.n - 1 - behind : front;
+            return true;
+        }
+    }
+}
+static void work(bool back) {
+    for (int64_t i; claim(back, i);) {
         pool.fn(pool.ctx, i);
         pool.done.fetch_add(1, std::memory_order_release);
     }
@@ -140,7 +160,7 @@ static void helper(int id) {
         seen = pool.job;
         pool.inside.fetch_add(1, std::memory_order_relaxed);
         lock.unlock();
-        work();
+        work(id % 2 == 0);  // the first helper from the back, the caller from the front, and so on alternately
         lock.lock();
         // the last one out wakes the caller (no system call unless it sleeps: it watches first, see run)
         if (pool.inside.fetch_sub(1, std::memory_order_release) == 1) pool.left.notify_all();
@@ -151,7 +171,7 @@ static void helper(int id) {
 // job alone instead of waiting, since the pool's fields describe one job (two at once crashed the process).
 static void run(void (*fn)(void*, int64_t), void* ctx, int64_t n, int64_t threads) {
     std::unique_lock<std::mutex> owning(pool.owner, std::defer_lock);
-    if (threads <= 1 || n <= 1 || !owning.try_lock()) {
+    if (threads <= 1 || n <= 1 || n > INT32_MAX || !owning.try_lock()) {  // (claim counts in 32 bits)
         for (int64_t i = 0; i < n; ++i) fn(ctx, i);
         return;
     }
@@ -162,14 +182,14 @@ static void run(void (*fn)(void*, int64_t), void* ctx, int64_t n, int64_t thread
             while (pool.started < want) { std::thread(helper, pool.started).detach(); ++pool.started; }
         } catch (...) {}  // no thread to be had: the caller does the blocks alone
         pool.fn = fn; pool.ctx = ctx; pool.n = n; pool.helpers = want;
-        pool.next.store(0, std::memory_order_relaxed);
+        pool.ends.store(0, std::memory_order_relaxed);
         pool.done.store(0, std::memory_order_relaxed);
         ++pool.job;
         pool.open = true;
         pool.posted.store(pool.job, std::memory_order_release);
     }
     pool.wake.notify_all();
-    work();
+    work(false);
     for (int spin = 0; pool.done.load(std::memory_order_acquire) < n; ++spin) {  // blocks helpers are on
         if (spin < 4096) _mm_pause(); else std::this_thread::yield();
     }
