@@ -198,3 +198,20 @@ def test_q2_k_and_q3_k_load_as_the_gguf_packages_float(tmp_path):
         assert torch.equal(up, torch.cat((ref[f"blk.{i}.ffn_gate.weight"], ref[f"blk.{i}.ffn_up.weight"])))
     types = _tensors(G.save_gguf(model, tmp_path / "again.gguf"))
     assert {types[name][0] for name in ref} == {"F32"}
+
+
+def test_the_read_floor_counts_a_files_blocks_not_attnlabs_buffers(source):
+    """The benchmarks' memory floor (attnlab.benchmarks.read_floor) divides the read rate by the bytes a decoding
+    step must read: for a GGUF file, its tensors' bytes as the gguf package reads them (the tied embedding once, as
+    the head), not attnlab's buffers, whose float32 scales make Q4_K 0.75 bytes a weight and Q6_K 1.25. The one
+    exception is attnlab's own: block 2's Q5_0 gate beside its Q8_0 up is held (and read) as Q8_0 rows, 34 bytes
+    per 32 weights where the file has 22."""
+    from attnlab.benchmarks.read_floor import weight_bytes_per_token
+
+    path, model = source
+    tensors = gguf.GGUFReader(str(path)).tensors
+    file_bytes = sum(int(t.n_bytes) * 34 // 22 if t.name == "blk.2.ffn_gate.weight" else int(t.n_bytes)
+                     for t in tensors)
+    assert weight_bytes_per_token(model) == file_bytes
+    buffers = sum(m.nbytes for m in model.modules() if isinstance(m, QuantizedLinear))
+    assert buffers > weight_bytes_per_token(model)  # what the old count was made of

@@ -31,7 +31,8 @@ def read_rate(threads: int, megabytes: int = MEGABYTES, rounds: int = ROUNDS) ->
 def weight_bytes_per_token(model) -> int:
     """Bytes of weights one decoding step reads: every parameter and quantized buffer, except the token embedding
     tables (a step reads one row of them; a tied head is counted as the head's own quantized copy, or as the
-    float table the head multiplies by)."""
+    float table the head multiplies by). A matrix in one of GGUF's block formats counts the bytes of its blocks
+    (`matrix_bytes`), not attnlab's buffers."""
     from attnlab.layers.quantized import QuantizedEmbedding, QuantizedLinear
 
     head = getattr(model, "lm_head", None)
@@ -40,12 +41,28 @@ def weight_bytes_per_token(model) -> int:
     total = 0
     for module in model.modules():
         if isinstance(module, QuantizedLinear):
-            total += module.nbytes + (module.bias.nbytes if module.bias is not None else 0)
+            total += matrix_bytes(module) + (module.bias.nbytes if module.bias is not None else 0)
         elif isinstance(module, (torch.nn.Embedding, QuantizedEmbedding)):
             total += sum(p.nbytes for p in module.parameters(recurse=False)) if tied_float else 0
         else:
             total += sum(p.nbytes for p in module.parameters(recurse=False))
     return total
+
+
+def matrix_bytes(layer) -> int:
+    """A QuantizedLinear's weight bytes for the floor: in a GGUF block format (interop.gguf.ROW_BYTES), its blocks'
+    bytes, which a GGUF file holds and any program decoding it must read: Q4_K 144 bytes per 256 weights, where
+    attnlab's buffers keep float32 scales and mins (0.75 bytes a weight) and its kernel reads tiles of 0.578 (Q6_K:
+    0.82 in the file, 1.25 in the buffers and tiles). Counting the buffers made the floor of a K-quant file lower
+    than what the bytes allow, and every contestant's fraction of it higher. attnlab's own formats (int8, int4):
+    their buffers. A Q5_0 matrix that attnlab reads as Q8_0 rows (beside Q8_0 parts of a fused matrix) counts as
+    Q8_0: 34 bytes per 32 weights where the file holds 22."""
+    from attnlab.interop.gguf import ROW_BYTES
+
+    if layer.format not in ROW_BYTES:
+        return layer.nbytes
+    per, size = ROW_BYTES[layer.format]
+    return layer.out_features * (-(-layer.in_features // per)) * size
 
 
 def floor_line(model, threads: tuple[int, ...]) -> tuple[str, dict[int, float]]:
