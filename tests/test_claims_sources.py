@@ -1412,6 +1412,38 @@ CLAIMS += [
     ("bench/RESULTS.md", "0.76-{0.84}x the float32 layout's time", f"{Q4_K_COMPACT}/kernels.log",
      r"^compact / float32 time: [\d.]+-([\d.]+)x", 1),
 ]
+# bench/RESULTS.md's night figures of 2026-12-07: the kernels' pool taking blocks from both ends (two_trees' rounds
+# before and after; TinyLlama Q4_K_M beside llama.cpp again) and the floor counting a file's bytes
+POOL_ENDS = "bench/results/pool-ends-2026-12-07"
+_TWO_TREES = {"Q4_1": ("1.11", "0.94", "1.04-1.25", "0.89-1.02"), "Q4_K_M": ("1.15", "1.00", "1.13-1.29", "0.95-1.07")}
+
+
+def _two_trees_claims(kind: str, cells: tuple[str, str, str, str]) -> list[tuple]:
+    """The page's row of `kind`: the medians after / before at two and one thread (the summary line), and the
+    second thread's range after and before (the lowest and highest of the rounds' "second thread" columns)."""
+    log = f"{POOL_ENDS}/two-trees-smollm2.log"
+    summary = rf"^SmolLM2-135M-Instruct\.{kind}\.gguf: after / before, median.*"
+    out = []
+    for k, where in enumerate((summary + r"two threads ([\d.]+)x", summary + r"one thread ([\d.]+)x")):
+        shown = ["{" + c + "}" if i == k else c for i, c in enumerate(cells)]
+        out.append(("bench/RESULTS.md", f"| {kind} | {shown[0]}x | {shown[1]}x | {shown[2]}x | {shown[3]}x |", log,
+                    where, 1))
+    return out
+
+
+CLAIMS += [c for kind, cells in _TWO_TREES.items() for c in _two_trees_claims(kind, cells)]
+_TINY_NIGHT = {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")}
+for _t, _cells in _TINY_NIGHT.items():
+    for _k, _where in enumerate(_shapes_cells(r"tinyllama-1\.1b\.Q4_K_M\.gguf", _t)):
+        _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
+        CLAIMS.append(("bench/RESULTS.md", f"| TinyLlama-1.1B shape, Q4_K_M | {_t} | {_shown[0]} / {_shown[1]} = "
+                       f"{_shown[2]}x |", f"{POOL_ENDS}/tinyllama-q4_k_m.log", _where, 1))
+CLAIMS += [
+    ("bench/RESULTS.md", "(TinyLlama Q4_K_M: {869.2} MB a step", f"{POOL_ENDS}/tinyllama-q4_k_m-first.log",
+     r"memory floor: a step reads ([\d.]+) MB", 1),
+    ("bench/RESULTS.md", "It now counts a GGUF matrix's blocks as the file holds them ({630.2} MB;",
+     f"{POOL_ENDS}/tinyllama-q4_k_m.log", r"memory floor: a step reads ([\d.]+) MB", 1),
+]
 CLAIMS += [("docs/interventions.md", "and on the {8}-cell gpt-char pair dominated by layer 0", ATTRIBUTION,
             r"^\| 'And the king said[^|]*\| (\d+) \|", 1)]
 
