@@ -1432,6 +1432,14 @@ def _two_trees_claims(kind: str, cells: tuple[str, str, str, str]) -> list[tuple
 
 
 CLAIMS += [c for kind, cells in _TWO_TREES.items() for c in _two_trees_claims(kind, cells)]
+_SMOLLM2_NIGHT = {"Q4_0": {1: ("184.8", "154.9", "1.19"), 2: ("187.6", "181.0", "1.04")},
+                  "Q8_0": {1: ("137.6", "118.2", "1.16"), 2: ("144.6", "138.0", "1.05")}}
+for _kind, _rows in _SMOLLM2_NIGHT.items():
+    for _t, _cells in _rows.items():
+        for _k, _where in enumerate(_llama_cpp_cells(rf"SmolLM2-135M-Instruct\.{_kind}\.gguf", _t)):
+            _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
+            CLAIMS.append(("bench/RESULTS.md", f"| {_kind} | {_t} | {_shown[0]} / {_shown[1]} = {_shown[2]}x |",
+                           f"{POOL_ENDS}/smollm2-q4_0-q8_0.log", _where, 1))
 _TINY_NIGHT = {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")}
 for _t, _cells in _TINY_NIGHT.items():
     for _k, _where in enumerate(_shapes_cells(r"tinyllama-1\.1b\.Q4_K_M\.gguf", _t)):
