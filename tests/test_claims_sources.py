@@ -1440,12 +1440,28 @@ for _kind, _rows in _SMOLLM2_NIGHT.items():
             _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
             CLAIMS.append(("bench/RESULTS.md", f"| {_kind} | {_t} | {_shown[0]} / {_shown[1]} = {_shown[2]}x |",
                            f"{POOL_ENDS}/smollm2-q4_0-q8_0.log", _where, 1))
-_TINY_NIGHT = {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")}
-for _t, _cells in _TINY_NIGHT.items():
-    for _k, _where in enumerate(_shapes_cells(r"tinyllama-1\.1b\.Q4_K_M\.gguf", _t)):
-        _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
-        CLAIMS.append(("bench/RESULTS.md", f"| TinyLlama-1.1B shape, Q4_K_M | {_t} | {_shown[0]} / {_shown[1]} = "
-                       f"{_shown[2]}x |", f"{POOL_ENDS}/tinyllama-q4_k_m.log", _where, 1))
+_TINY_NIGHT = {"Q4_K_M": {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")},
+               "Q4_0": {1: ("36.8", "30.2", "1.22"), 2: ("44.7", "48.0", "0.93")}}
+for _kind, _rows in _TINY_NIGHT.items():
+    for _t, _cells in _rows.items():
+        for _k, _where in enumerate(_shapes_cells(rf"tinyllama-1\.1b\.{_kind}\.gguf", _t)):
+            _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
+            CLAIMS.append(("bench/RESULTS.md", f"| TinyLlama-1.1B shape, {_kind} | {_t} | {_shown[0]} / {_shown[1]} "
+                           f"= {_shown[2]}x |", f"{POOL_ENDS}/tinyllama-{_kind.lower()}.log", _where, 1))
+_QWEN_NIGHT = {"Q4_0": {1: ("59.4", "51.4", "1.16"), 2: ("72.5", "70.7", "1.03")},
+               "Q8_0": {1: ("35.8", "34.7", "1.03"), 2: ("47.5", "46.9", "1.01")},
+               "Q4_K_M": {1: ("45.3", "32.9", "1.38"), 2: ("58.4", "47.1", "1.24")}}
+for _kind, _rows in _QWEN_NIGHT.items():
+    for _t, _cells in _rows.items():
+        for _k, _where in enumerate(_shapes_cells(rf"qwen2\.5-0\.5b\.{_kind}\.gguf", _t)):
+            _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
+            CLAIMS.append(("bench/RESULTS.md", f"| Qwen2.5-0.5B shape, {_kind} | {_t} | {_shown[0]} / {_shown[1]} "
+                           f"= {_shown[2]}x |", f"{POOL_ENDS}/qwen2.5-0.5b.log", _where, 1))
+CLAIMS += [("bench/RESULTS.md", "attnlab decodes Q4_0 at {0.91} of the two-core floor",
+            f"{POOL_ENDS}/tinyllama-q4_0.log",
+            r"^\| tinyllama-1\.1b\.Q4_0\.gguf \| 2 \| [\d.]+ \| [\d.]+ \| [\d.]+x \| ([\d.]+) /", 1),
+           ("bench/RESULTS.md", "(llama.cpp at {0.98}: torch.sum's read", f"{POOL_ENDS}/tinyllama-q4_0.log",
+            r"^\| tinyllama-1\.1b\.Q4_0\.gguf \| 2 \| [\d.]+ \| [\d.]+ \| [\d.]+x \| [\d.]+ / ([\d.]+) \|", 1)]
 CLAIMS += [
     ("bench/RESULTS.md", "(TinyLlama Q4_K_M: {869.2} MB a step", f"{POOL_ENDS}/tinyllama-q4_k_m-first.log",
      r"memory floor: a step reads ([\d.]+) MB", 1),
