@@ -1432,6 +1432,12 @@ def _two_trees_claims(kind: str, cells: tuple[str, str, str, str]) -> list[tuple
 
 
 CLAIMS += [c for kind, cells in _TWO_TREES.items() for c in _two_trees_claims(kind, cells)]
+_AGAIN = (f"{POOL_ENDS}/two-trees-smollm2-q4_1-again.log",
+          r"^SmolLM2-135M-Instruct\.Q4_1\.gguf: after / before, median.*")
+CLAIMS += [("bench/RESULTS.md", "gave one thread {0.99}x and two threads 1.12x", _AGAIN[0],
+            _AGAIN[1] + r"one thread ([\d.]+)x", 1),
+           ("bench/RESULTS.md", "gave one thread 0.99x and two threads {1.12}x", _AGAIN[0],
+            _AGAIN[1] + r"two threads ([\d.]+)x", 1)]
 _SMOLLM2_NIGHT = {"Q4_0": {1: ("184.8", "154.9", "1.19"), 2: ("187.6", "181.0", "1.04")},
                   "Q8_0": {1: ("137.6", "118.2", "1.16"), 2: ("144.6", "138.0", "1.05")}}
 for _kind, _rows in _SMOLLM2_NIGHT.items():
