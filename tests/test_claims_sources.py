@@ -1438,31 +1438,35 @@ CLAIMS += [("bench/RESULTS.md", "gave one thread {0.99}x and two threads 1.12x",
             _AGAIN[1] + r"one thread ([\d.]+)x", 1),
            ("bench/RESULTS.md", "gave one thread 0.99x and two threads {1.12}x", _AGAIN[0],
             _AGAIN[1] + r"two threads ([\d.]+)x", 1)]
-_SMOLLM2_NIGHT = {"Q4_0": {1: ("184.8", "154.9", "1.19"), 2: ("187.6", "181.0", "1.04")},
-                  "Q8_0": {1: ("137.6", "118.2", "1.16"), 2: ("144.6", "138.0", "1.05")}}
-for _kind, _rows in _SMOLLM2_NIGHT.items():
-    for _t, _cells in _rows.items():
-        for _k, _where in enumerate(_llama_cpp_cells(rf"SmolLM2-135M-Instruct\.{_kind}\.gguf", _t)):
-            _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
-            CLAIMS.append(("bench/RESULTS.md", f"| {_kind} | {_t} | {_shown[0]} / {_shown[1]} = {_shown[2]}x |",
-                           f"{POOL_ENDS}/smollm2-q4_0-q8_0.log", _where, 1))
-_TINY_NIGHT = {"Q4_K_M": {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")},
-               "Q4_0": {1: ("36.8", "30.2", "1.22"), 2: ("44.7", "48.0", "0.93")}}
-for _kind, _rows in _TINY_NIGHT.items():
-    for _t, _cells in _rows.items():
-        for _k, _where in enumerate(_shapes_cells(rf"tinyllama-1\.1b\.{_kind}\.gguf", _t)):
-            _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
-            CLAIMS.append(("bench/RESULTS.md", f"| TinyLlama-1.1B shape, {_kind} | {_t} | {_shown[0]} / {_shown[1]} "
-                           f"= {_shown[2]}x |", f"{POOL_ENDS}/tinyllama-{_kind.lower()}.log", _where, 1))
-_QWEN_NIGHT = {"Q4_0": {1: ("59.4", "51.4", "1.16"), 2: ("72.5", "70.7", "1.03")},
-               "Q8_0": {1: ("35.8", "34.7", "1.03"), 2: ("47.5", "46.9", "1.01")},
-               "Q4_K_M": {1: ("45.3", "32.9", "1.38"), 2: ("58.4", "47.1", "1.24")}}
-for _kind, _rows in _QWEN_NIGHT.items():
-    for _t, _cells in _rows.items():
-        for _k, _where in enumerate(_shapes_cells(rf"qwen2\.5-0\.5b\.{_kind}\.gguf", _t)):
-            _shown = ["{" + c + "}" if i == _k else c for i, c in enumerate(_cells)]
-            CLAIMS.append(("bench/RESULTS.md", f"| Qwen2.5-0.5B shape, {_kind} | {_t} | {_shown[0]} / {_shown[1]} "
-                           f"= {_shown[2]}x |", f"{POOL_ENDS}/qwen2.5-0.5b.log", _where, 1))
+
+
+def _night_rows(name: str, cells, log, table: dict) -> list[tuple]:
+    """The night's rows "| name | threads | ours / llama.cpp = ratio |" of each kind in `table` ({kind: {threads:
+    (ours, peer, ratio)}}), each figure its own row: `name` formats the first cell from the kind, cells(kind, t) gives
+    the log's three patterns, log(kind) the log's path."""
+    out = []
+    for kind, rows in table.items():
+        for t, shown_cells in rows.items():
+            for k, where in enumerate(cells(kind, t)):
+                shown = ["{" + c + "}" if i == k else c for i, c in enumerate(shown_cells)]
+                row = f"| {name.format(kind)} | {t} | {shown[0]} / {shown[1]} = {shown[2]}x |"
+                out.append(("bench/RESULTS.md", row, log(kind), where, 1))
+    return out
+
+
+CLAIMS += _night_rows("{}", lambda kind, t: _llama_cpp_cells(rf"SmolLM2-135M-Instruct\.{kind}\.gguf", t),
+                      lambda kind: f"{POOL_ENDS}/smollm2-q4_0-q8_0.log",
+                      {"Q4_0": {1: ("184.8", "154.9", "1.19"), 2: ("187.6", "181.0", "1.04")},
+                       "Q8_0": {1: ("137.6", "118.2", "1.16"), 2: ("144.6", "138.0", "1.05")}})
+CLAIMS += _night_rows("TinyLlama-1.1B shape, {}", lambda kind, t: _shapes_cells(rf"tinyllama-1\.1b\.{kind}\.gguf", t),
+                      lambda kind: f"{POOL_ENDS}/tinyllama-{kind.lower()}.log",
+                      {"Q4_K_M": {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")},
+                       "Q4_0": {1: ("36.8", "30.2", "1.22"), 2: ("44.7", "48.0", "0.93")}})
+CLAIMS += _night_rows("Qwen2.5-0.5B shape, {}", lambda kind, t: _shapes_cells(rf"qwen2\.5-0\.5b\.{kind}\.gguf", t),
+                      lambda kind: f"{POOL_ENDS}/qwen2.5-0.5b.log",
+                      {"Q4_0": {1: ("59.4", "51.4", "1.16"), 2: ("72.5", "70.7", "1.03")},
+                       "Q8_0": {1: ("35.8", "34.7", "1.03"), 2: ("47.5", "46.9", "1.01")},
+                       "Q4_K_M": {1: ("45.3", "32.9", "1.38"), 2: ("58.4", "47.1", "1.24")}})
 CLAIMS += [("bench/RESULTS.md", "attnlab decodes Q4_0 at {0.91} of the two-core floor",
             f"{POOL_ENDS}/tinyllama-q4_0.log",
             r"^\| tinyllama-1\.1b\.Q4_0\.gguf \| 2 \| [\d.]+ \| [\d.]+ \| [\d.]+x \| ([\d.]+) /", 1),
