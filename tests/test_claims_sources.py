@@ -1382,24 +1382,28 @@ def _shapes_cells(name: str, threads: int) -> tuple[str, str, str]:
     return head + r"([\d.]+) \|", head + r"[\d.]+ \| ([\d.]+) \|", head + r"[\d.]+ \| [\d.]+ \| ([\d.]+)x"
 
 
-_EVENING_ROWS = (  # (the page's row text, the log, the three patterns)
-    ("| SmolLM2 Q4_1 | {t} | {a} / {b} = {r}x |", f"{Q4_K_COMPACT}/smollm2-llama-cpp.log",
-     lambda t: _llama_cpp_cells("SmolLM2-135M-Instruct.Q4_1.gguf", t), {1: ("147.2", "80.3", "1.83"),
-                                                                         2: ("152.1", "124.0", "1.23")}),
-    ("| SmolLM2 Q4_K_M | {t} | {a} / {b} = {r}x |", f"{Q4_K_COMPACT}/smollm2-llama-cpp.log",
-     lambda t: _llama_cpp_cells("SmolLM2-135M-Instruct.Q4_K_M.gguf", t), {1: ("123.7", "97.6", "1.27"),
-                                                                           2: ("128.4", "133.7", "0.96")}),
-    ("| TinyLlama-1.1B shape, Q4_K_M | {t} | {a} / {b} = {r}x |", f"{Q4_K_COMPACT}/tinyllama-q4_k_m.log",
-     lambda t: _shapes_cells(r"tinyllama-1\.1b\.Q4_K_M\.gguf", t), {1: ("27.7", "29.7", "0.93"),
-                                                                      2: ("33.6", "42.5", "0.79")}),
-)
-for _row, _log, _cells, _values in _EVENING_ROWS:
-    for _t, (_a, _b, _r) in _values.items():
-        for _k, _where in enumerate(_cells(_t)):
-            _shown = [_a, _b, _r]
-            _shown[_k] = "{" + _shown[_k] + "}"
-            CLAIMS.append(("bench/RESULTS.md", _row.format(t=_t, a=_shown[0], b=_shown[1], r=_shown[2]), _log,
-                           _where, 1))
+def _peer_rows(name: str, cells, log, table: dict) -> list[tuple]:
+    """bench/RESULTS.md's rows "| name | threads | ours / llama.cpp = ratio |" of each kind in `table` ({kind:
+    {threads: (ours, peer, ratio)}}), each figure its own row: `name` formats the first cell from the kind,
+    cells(kind, t) gives the log's three patterns, log(kind) the log's path."""
+    out = []
+    for kind, rows in table.items():
+        for t, shown_cells in rows.items():
+            for k, where in enumerate(cells(kind, t)):
+                shown = ["{" + c + "}" if i == k else c for i, c in enumerate(shown_cells)]
+                row = f"| {name.format(kind)} | {t} | {shown[0]} / {shown[1]} = {shown[2]}x |"
+                out.append(("bench/RESULTS.md", row, log(kind), where, 1))
+    return out
+
+
+CLAIMS += _peer_rows("SmolLM2 {}", lambda kind, t: _llama_cpp_cells(rf"SmolLM2-135M-Instruct\.{kind}\.gguf", t),
+                     lambda kind: f"{Q4_K_COMPACT}/smollm2-llama-cpp.log",
+                     {"Q4_1": {1: ("147.2", "80.3", "1.83"), 2: ("152.1", "124.0", "1.23")},
+                      "Q4_K_M": {1: ("123.7", "97.6", "1.27"), 2: ("128.4", "133.7", "0.96")}})
+CLAIMS += _peer_rows("TinyLlama-1.1B shape, {}",
+                     lambda kind, t: _shapes_cells(rf"tinyllama-1\.1b\.{kind}\.gguf", t),
+                     lambda kind: f"{Q4_K_COMPACT}/tinyllama-q4_k_m.log",
+                     {"Q4_K_M": {1: ("27.7", "29.7", "0.93"), 2: ("33.6", "42.5", "0.79")}})
 CLAIMS += [
     ("bench/RESULTS.md", "{3.36}x / 3.15x at one thread", LONG_AFTER, r"^\| pp512 \| 1 \|.* ([\d.]+)x \|$", 1),
     ("bench/RESULTS.md", "3.36x / {3.15}x at one thread", LONG_AFTER, r"^\| pp512 after .*\| 1 \|.* ([\d.]+)x \|$", 1),
@@ -1440,29 +1444,15 @@ CLAIMS += [("bench/RESULTS.md", "gave one thread {0.99}x and two threads 1.12x",
             _AGAIN[1] + r"two threads ([\d.]+)x", 1)]
 
 
-def _night_rows(name: str, cells, log, table: dict) -> list[tuple]:
-    """The night's rows "| name | threads | ours / llama.cpp = ratio |" of each kind in `table` ({kind: {threads:
-    (ours, peer, ratio)}}), each figure its own row: `name` formats the first cell from the kind, cells(kind, t) gives
-    the log's three patterns, log(kind) the log's path."""
-    out = []
-    for kind, rows in table.items():
-        for t, shown_cells in rows.items():
-            for k, where in enumerate(cells(kind, t)):
-                shown = ["{" + c + "}" if i == k else c for i, c in enumerate(shown_cells)]
-                row = f"| {name.format(kind)} | {t} | {shown[0]} / {shown[1]} = {shown[2]}x |"
-                out.append(("bench/RESULTS.md", row, log(kind), where, 1))
-    return out
-
-
-CLAIMS += _night_rows("{}", lambda kind, t: _llama_cpp_cells(rf"SmolLM2-135M-Instruct\.{kind}\.gguf", t),
+CLAIMS += _peer_rows("{}", lambda kind, t: _llama_cpp_cells(rf"SmolLM2-135M-Instruct\.{kind}\.gguf", t),
                       lambda kind: f"{POOL_ENDS}/smollm2-q4_0-q8_0.log",
                       {"Q4_0": {1: ("184.8", "154.9", "1.19"), 2: ("187.6", "181.0", "1.04")},
                        "Q8_0": {1: ("137.6", "118.2", "1.16"), 2: ("144.6", "138.0", "1.05")}})
-CLAIMS += _night_rows("TinyLlama-1.1B shape, {}", lambda kind, t: _shapes_cells(rf"tinyllama-1\.1b\.{kind}\.gguf", t),
+CLAIMS += _peer_rows("TinyLlama-1.1B shape, {}", lambda kind, t: _shapes_cells(rf"tinyllama-1\.1b\.{kind}\.gguf", t),
                       lambda kind: f"{POOL_ENDS}/tinyllama-{kind.lower()}.log",
                       {"Q4_K_M": {1: ("30.5", "30.1", "1.01"), 2: ("42.1", "45.1", "0.94")},
                        "Q4_0": {1: ("36.8", "30.2", "1.22"), 2: ("44.7", "48.0", "0.93")}})
-CLAIMS += _night_rows("Qwen2.5-0.5B shape, {}", lambda kind, t: _shapes_cells(rf"qwen2\.5-0\.5b\.{kind}\.gguf", t),
+CLAIMS += _peer_rows("Qwen2.5-0.5B shape, {}", lambda kind, t: _shapes_cells(rf"qwen2\.5-0\.5b\.{kind}\.gguf", t),
                       lambda kind: f"{POOL_ENDS}/qwen2.5-0.5b.log",
                       {"Q4_0": {1: ("59.4", "51.4", "1.16"), 2: ("72.5", "70.7", "1.03")},
                        "Q8_0": {1: ("35.8", "34.7", "1.03"), 2: ("47.5", "46.9", "1.01")},
